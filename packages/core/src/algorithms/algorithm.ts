@@ -1,0 +1,91 @@
+/** The algorithms sluice implements; a Redis script exists for each under the same name. */
+export type AlgorithmKind =
+  | 'fixedWindow'
+  | 'slidingWindowLog'
+  | 'slidingWindowCounter'
+  | 'tokenBucket'
+  | 'leakyBucket'
+  | 'gcra'
+  | 'smoothBursty'
+  | 'smoothWarmingUp';
+
+/**
+ * What one decision of an algorithm produced. On a denial `state` is the state it was given, untouched:
+ * a denial changes nothing and consumes nothing.
+ */
+export interface Outcome<S> {
+  readonly allowed: boolean;
+  /** Permits left after this decision (whole permits, never negative). */
+  readonly remaining: number;
+  /** On a denial: wait this long and the same request is granted if nothing else arrived. Infinity = never. */
+  readonly retryAfterMs: number;
+  /** Time until the rule is back to its full limit if nothing else arrives. */
+  readonly resetAfterMs: number;
+  /** On a grant that is a reservation: how long the caller must wait before acting. Otherwise 0. */
+  readonly waitMs: number;
+  readonly state: S | undefined;
+  /** How long the new state matters; past it the state is as good as none. */
+  readonly ttlMs: number;
+}
+
+/**
+ * A rate-limiting rule: a pure, synchronous state machine over plain numeric state. No timers, no I/O,
+ * no clock of its own: `nowMs` is an argument, so the same inputs always give the same outcome, here and
+ * in the rule's Redis script.
+ */
+export interface Algorithm<S = unknown> {
+  readonly kind: AlgorithmKind;
+  /** Unique within a policy; names the rule in keys, decisions and headers. */
+  readonly name: string;
+  /** The limit reported in decisions and headers. */
+  readonly limit: number;
+  /** The period the limit applies to, for headers (a bucket reports the time it takes to refill). */
+  readonly windowMs: number;
+  /** True when the rule can grant a request now that the caller must sit out (`waitMs > 0`). */
+  readonly reserves: boolean;
+  /** The validated parameters, as the Redis scripts take them. */
+  readonly params: Readonly<Record<string, number | string>>;
+  /**
+   * Decides `permits` at `nowMs`. `maxWaitMs` is how long the caller is willing to wait for a reservation
+   * (0: grant only what is available now); rules that do not reserve ignore it.
+   */
+  consume(state: S | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<S>;
+}
+
+/** Options every algorithm takes. */
+export interface RuleOptions {
+  /**
+   * Names the rule within a policy (letters, digits, `_`, `.`, `-`; at most 64).
+   * @default a short name of the algorithm, e.g. `tb` for tokenBucket
+   */
+  name?: string;
+}
+
+/**
+ * Slack for comparisons of derived doubles: a retry at exactly `now + retryAfterMs` must not fail
+ * because `a * b / c` rounded one ulp the wrong way. Far below one permit, so it never admits one more.
+ * The Redis scripts use the same constant.
+ */
+export const EPSILON = 1e-9;
+
+export function outcome<S>(
+  allowed: boolean,
+  state: S | undefined,
+  remaining: number,
+  retryAfterMs: number,
+  resetAfterMs: number,
+  waitMs: number,
+  ttlMs: number,
+): Outcome<S> {
+  return { allowed, state, remaining, retryAfterMs, resetAfterMs, waitMs, ttlMs };
+}
+
+/** A request that can never fit: denied with `retryAfterMs: Infinity`, state untouched. */
+export function neverFits<S>(state: S | undefined, remaining: number, resetAfterMs: number): Outcome<S> {
+  return outcome(false, state, remaining, Infinity, resetAfterMs, 0, 0);
+}
+
+/** Whole permits left, never negative, robust to a value a hair under an integer. */
+export function wholePermits(x: number): number {
+  return x > 0 ? Math.floor(x + EPSILON) : 0;
+}

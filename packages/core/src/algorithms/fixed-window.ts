@@ -1,0 +1,61 @@
+import { optionsObject, positiveInteger } from '../validate.js';
+import { type Algorithm, type Outcome, type RuleOptions, neverFits, outcome } from './algorithm.js';
+import { ruleName } from './rule-name.js';
+
+export interface FixedWindowOptions extends RuleOptions {
+  /** Permits per window (an integer >= 1). */
+  limit: number;
+  /** Window length in whole milliseconds; windows are aligned to multiples of it. */
+  windowMs: number;
+}
+
+export interface FixedWindowState {
+  /** Start of the window `count` belongs to. */
+  readonly windowStart: number;
+  readonly count: number;
+}
+
+/**
+ * At most `limit` permits per aligned window. Cheapest state of all, but a burst straddling a boundary can
+ * pass 2 x limit within one window-long interval.
+ *
+ * @example
+ * const perMinute = fixedWindow({ limit: 100, windowMs: 60_000 })
+ */
+export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowState> {
+  optionsObject('fixedWindow options', options, true);
+  const limit = positiveInteger('limit', options.limit);
+  const windowMs = positiveInteger('windowMs', options.windowMs);
+  const name = ruleName(options.name, 'fw');
+
+  function consume(
+    state: FixedWindowState | undefined,
+    nowMs: number,
+    permits: number,
+  ): Outcome<FixedWindowState> {
+    let windowStart = Math.floor(nowMs / windowMs) * windowMs;
+    let count = 0;
+    // A clock that stepped back stays in the stored window rather than opening an older one.
+    if (state !== undefined && state.windowStart >= windowStart) {
+      windowStart = state.windowStart;
+      count = state.count;
+    }
+    const resetAfterMs = windowStart + windowMs - nowMs;
+    if (permits > limit) return neverFits(state, limit - count, count > 0 ? resetAfterMs : 0);
+    if (count + permits <= limit) {
+      const next = { windowStart, count: count + permits };
+      return outcome(true, next, limit - next.count, 0, resetAfterMs, 0, resetAfterMs);
+    }
+    return outcome(false, state, limit - count, resetAfterMs, resetAfterMs, 0, 0);
+  }
+
+  return {
+    kind: 'fixedWindow',
+    name,
+    limit,
+    windowMs,
+    reserves: false,
+    params: { limit, windowMs },
+    consume,
+  };
+}

@@ -1,0 +1,109 @@
+import { SluiceRangeError } from '../errors.js';
+import { describe, optionsObject, positiveFinite, positiveInteger } from '../validate.js';
+import {
+  type Algorithm,
+  type Outcome,
+  type RuleOptions,
+  EPSILON,
+  neverFits,
+  outcome,
+  wholePermits,
+} from './algorithm.js';
+import { ruleName } from './rule-name.js';
+
+export interface LeakyBucketOptions extends RuleOptions {
+  /** What the bucket holds: permits of water (police) or of queue (shape). An integer >= 1. */
+  capacity: number;
+  /** Permits that leave per second (a finite number > 0). */
+  leakPerSecond: number;
+  /**
+   * `'police'` refuses what would overflow the bucket; `'shape'` queues requests and tells each how long
+   * to wait so that they leave at exactly `leakPerSecond`.
+   * @default 'police'
+   */
+  mode?: 'police' | 'shape';
+}
+
+/** Police mode: the water level at `updatedAt`. */
+export interface LeakyPoliceState {
+  readonly level: number;
+  readonly updatedAt: number;
+}
+
+/** Shape mode: when the queue ahead of a new request will have drained. */
+export interface LeakyShapeState {
+  readonly drainsAt: number;
+}
+
+export type LeakyBucketState = LeakyPoliceState | LeakyShapeState;
+
+/**
+ * A bucket that leaks at a constant rate. Police mode admits a request while the water it adds fits;
+ * shape mode admits it into a queue of `capacity` permits and returns the delay (`waitMs`) after which it
+ * leaves, so the output never runs faster than `leakPerSecond`. Shape mode grants only waits up to the
+ * caller's `timeoutMs`.
+ *
+ * @example
+ * const smooth = leakyBucket({ capacity: 20, leakPerSecond: 5, mode: 'shape' })
+ * await limiter.tryAcquire('jobs', { timeoutMs: 4_000 }) // resolves when the request leaves the bucket
+ */
+export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketState> {
+  optionsObject('leakyBucket options', options, true);
+  const capacity = positiveInteger('capacity', options.capacity);
+  const leakPerSecond = positiveFinite('leakPerSecond', options.leakPerSecond);
+  const mode = options.mode ?? 'police';
+  if (mode !== 'police' && mode !== 'shape') {
+    throw new SluiceRangeError('mode', mode, `mode must be 'police' or 'shape', got ${describe(mode)}`);
+  }
+  const name = ruleName(options.name, mode === 'police' ? 'lb' : 'lbs');
+  const msPerPermit = 1000 / leakPerSecond;
+
+  function police(state: LeakyPoliceState | undefined, nowMs: number, permits: number): Outcome<LeakyPoliceState> {
+    let level = 0;
+    let now = nowMs;
+    if (state !== undefined) {
+      now = Math.max(state.updatedAt, nowMs);
+      level = Math.max(0, state.level - ((now - state.updatedAt) * leakPerSecond) / 1000);
+    }
+    const emptyAfterMs = (level * 1000) / leakPerSecond;
+    if (permits > capacity) return neverFits(state, wholePermits(capacity - level), emptyAfterMs);
+    if (level + permits <= capacity + EPSILON) {
+      const next = level + permits;
+      const ttlMs = (next * 1000) / leakPerSecond;
+      return outcome(true, { level: next, updatedAt: now }, wholePermits(capacity - next), 0, ttlMs, 0, ttlMs);
+    }
+    const retryAfterMs = ((level + permits - capacity) * 1000) / leakPerSecond + (now - nowMs);
+    return outcome(false, state, wholePermits(capacity - level), retryAfterMs, emptyAfterMs, 0, 0);
+  }
+
+  function shape(
+    state: LeakyShapeState | undefined,
+    nowMs: number,
+    permits: number,
+    maxWaitMs: number,
+  ): Outcome<LeakyShapeState> {
+    const queuedMs = state === undefined ? 0 : Math.max(0, state.drainsAt - nowMs);
+    const queued = (queuedMs * leakPerSecond) / 1000;
+    if (permits > capacity) return neverFits(state, wholePermits(capacity - queued), queuedMs);
+    // The queue (in time) may hold capacity permits, this request included.
+    const roomMs = (capacity - permits) * msPerPermit;
+    if (queuedMs <= roomMs + EPSILON && queuedMs <= maxWaitMs) {
+      const drainsAt = nowMs + queuedMs + permits * msPerPermit;
+      const ttlMs = drainsAt - nowMs;
+      const remaining = wholePermits(capacity - queued - permits);
+      return outcome(true, { drainsAt }, remaining, 0, ttlMs, queuedMs, ttlMs);
+    }
+    const retryAfterMs = Math.max(queuedMs - maxWaitMs, queuedMs - roomMs);
+    return outcome(false, state, wholePermits(capacity - queued), retryAfterMs, queuedMs, 0, 0);
+  }
+
+  return {
+    kind: 'leakyBucket',
+    name,
+    limit: capacity,
+    windowMs: Math.max(1, Math.ceil(capacity * msPerPermit)),
+    reserves: mode === 'shape',
+    params: { capacity, leakPerSecond, mode },
+    consume: (mode === 'police' ? police : shape) as Algorithm<LeakyBucketState>['consume'],
+  };
+}

@@ -1,0 +1,75 @@
+import { optionsObject, positiveInteger } from '../validate.js';
+import { type Algorithm, type Outcome, type RuleOptions, EPSILON, neverFits, outcome } from './algorithm.js';
+import { ruleName } from './rule-name.js';
+
+export interface SlidingWindowLogOptions extends RuleOptions {
+  /** Permits in any window-long interval (an integer >= 1). */
+  limit: number;
+  /** Window length in whole milliseconds. */
+  windowMs: number;
+}
+
+export interface SlidingWindowLogState {
+  /** Flat, time-ordered pairs `[t0, permits0, t1, permits1, ...]` of grants still inside the window. */
+  readonly entries: readonly number[];
+}
+
+/**
+ * Exact: at most `limit` permits in every interval (t - windowMs, t]. Keeps one entry per distinct grant
+ * time, so memory grows with the limit; prefer slidingWindowCounter for large limits.
+ *
+ * @example
+ * const strict = slidingWindowLog({ limit: 10, windowMs: 1_000 })
+ */
+export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<SlidingWindowLogState> {
+  optionsObject('slidingWindowLog options', options, true);
+  const limit = positiveInteger('limit', options.limit);
+  const windowMs = positiveInteger('windowMs', options.windowMs);
+  const name = ruleName(options.name, 'swl');
+
+  function consume(
+    state: SlidingWindowLogState | undefined,
+    nowMs: number,
+    permits: number,
+  ): Outcome<SlidingWindowLogState> {
+    const entries = state?.entries ?? [];
+    const n = entries.length;
+    // Time never goes backwards past the newest grant, so a stepped-back clock cannot reopen the window.
+    const now = n > 0 ? Math.max(nowMs, entries[n - 2] as number) : nowMs;
+    const cutoff = now - windowMs + EPSILON;
+    let first = 0;
+    while (first < n && (entries[first] as number) <= cutoff) first += 2;
+    let used = 0;
+    for (let i = first; i < n; i += 2) used += entries[i + 1] as number;
+    const resetAfterMs = first < n ? (entries[n - 2] as number) + windowMs - nowMs : 0;
+
+    if (permits > limit) return neverFits(state, limit - used, resetAfterMs);
+    if (used + permits <= limit) {
+      const live = entries.slice(first);
+      if (live.length > 0 && live[live.length - 2] === now) live[live.length - 1] = (live[live.length - 1] as number) + permits;
+      else live.push(now, permits);
+      const ttlMs = now + windowMs - nowMs;
+      return outcome(true, { entries: live }, limit - used - permits, 0, ttlMs, 0, ttlMs);
+    }
+    // Oldest grants leave first; the request fits once enough of them have left.
+    const excess = used + permits - limit;
+    let freed = 0;
+    let i = first;
+    while (freed < excess) {
+      freed += entries[i + 1] as number;
+      i += 2;
+    }
+    const retryAfterMs = (entries[i - 2] as number) + windowMs - nowMs;
+    return outcome(false, state, limit - used, retryAfterMs, resetAfterMs, 0, 0);
+  }
+
+  return {
+    kind: 'slidingWindowLog',
+    name,
+    limit,
+    windowMs,
+    reserves: false,
+    params: { limit, windowMs },
+    consume,
+  };
+}

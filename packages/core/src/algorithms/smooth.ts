@@ -1,0 +1,136 @@
+import { SluiceRangeError } from '../errors.js';
+import { nonNegativeFinite, optionsObject, positiveFinite } from '../validate.js';
+import { type Algorithm, type Outcome, type RuleOptions, outcome, wholePermits } from './algorithm.js';
+import { ruleName } from './rule-name.js';
+import {
+  type SmoothShape,
+  burstyShape,
+  rescaleStoredPermits,
+  reserveEarliestAvailable,
+  resyncedPermits,
+  warmingUpShape,
+} from './smooth-rate.js';
+
+export interface SmoothBurstyOptions extends RuleOptions {
+  /** Stable rate (a finite number > 0). */
+  permitsPerSecond: number;
+  /**
+   * Seconds of unused permits that may be saved up for a burst.
+   * @default 1
+   */
+  maxBurstSeconds?: number;
+  /**
+   * Permits stored in a limiter seen for the first time (0 to the maximum burst).
+   * @default 0, as Guava
+   */
+  initialPermits?: number;
+}
+
+export interface SmoothWarmingUpOptions extends RuleOptions {
+  /** Stable rate once warm (a finite number > 0). */
+  permitsPerSecond: number;
+  /** How long the rate takes to climb from cold to stable (a finite number > 0). */
+  warmupMs: number;
+  /**
+   * How many times slower than stable a cold limiter starts (a finite number >= 1).
+   * @default 3
+   */
+  coldFactor?: number;
+}
+
+export interface SmoothState {
+  readonly storedPermits: number;
+  /** Guava's nextFreeTicket: the time the next request may go without waiting. */
+  readonly nextFreeMs: number;
+}
+
+function smoothAlgorithm(
+  kind: 'smoothBursty' | 'smoothWarmingUp',
+  name: string,
+  permitsPerSecond: number,
+  shape: SmoothShape,
+  initialPermits: number,
+  params: Record<string, number>,
+): Algorithm<SmoothState> {
+  const windowMs = Math.max(1000, 1000 / permitsPerSecond);
+  const freshPermits = rescaleStoredPermits(0, 0, shape, initialPermits);
+
+  function consume(state: SmoothState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<SmoothState> {
+    const storedPermits = state?.storedPermits ?? freshPermits;
+    const nextFreeMs = state?.nextFreeMs ?? nowMs;
+    // Guava's canAcquire looks only at the next free time, whatever the permits asked for.
+    if (nextFreeMs - maxWaitMs > nowMs) {
+      const stored = resyncedPermits(storedPermits, nextFreeMs, nowMs, shape);
+      const retryAfterMs = nextFreeMs - maxWaitMs - nowMs;
+      return outcome(false, state, wholePermits(stored), retryAfterMs, nextFreeMs - nowMs, 0, 0);
+    }
+    const r = reserveEarliestAvailable(shape, storedPermits, nextFreeMs, permits, nowMs);
+    const fullAtMs = r.nextFreeMs + (shape.maxPermits - r.storedPermits) * shape.coolDownIntervalMs;
+    const ttlMs = Math.max(0, fullAtMs - nowMs);
+    const waitMs = Math.max(r.momentAvailableMs - nowMs, 0);
+    const next = { storedPermits: r.storedPermits, nextFreeMs: r.nextFreeMs };
+    return outcome(true, next, wholePermits(r.storedPermits), 0, ttlMs, waitMs, ttlMs);
+  }
+
+  return {
+    kind,
+    name,
+    limit: Math.max(1, Math.round((permitsPerSecond * windowMs) / 1000)),
+    windowMs,
+    reserves: true,
+    params,
+    consume,
+  };
+}
+
+/**
+ * Guava's SmoothBursty: permits are spread evenly at `permitsPerSecond`; up to `maxBurstSeconds` of
+ * unused permits are saved for a burst. A request is granted at once when nothing is owed, and the next
+ * request pays for it (prepay). It never refuses a large request: it reserves it with an honest wait.
+ *
+ * @example
+ * const steady = smoothBursty({ permitsPerSecond: 5 })
+ */
+export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothState> {
+  optionsObject('smoothBursty options', options, true);
+  const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
+  const maxBurstSeconds =
+    options.maxBurstSeconds === undefined ? 1 : nonNegativeFinite('maxBurstSeconds', options.maxBurstSeconds);
+  const shape = burstyShape(permitsPerSecond, maxBurstSeconds);
+  const initialPermits =
+    options.initialPermits === undefined ? 0 : nonNegativeFinite('initialPermits', options.initialPermits);
+  if (initialPermits > shape.maxPermits) {
+    throw new SluiceRangeError(
+      'initialPermits',
+      initialPermits,
+      `initialPermits must be at most permitsPerSecond x maxBurstSeconds (${shape.maxPermits}), got ${initialPermits}`,
+    );
+  }
+  const name = ruleName(options.name, 'sb');
+  return smoothAlgorithm('smoothBursty', name, permitsPerSecond, shape, initialPermits, {
+    permitsPerSecond,
+    maxBurstSeconds,
+    initialPermits,
+  });
+}
+
+/**
+ * Guava's SmoothWarmingUp: starts cold (slow) and speeds up to `permitsPerSecond` over `warmupMs` of
+ * steady use; goes cold again after a quiet spell as long as the warm-up.
+ *
+ * @example
+ * const db = smoothWarmingUp({ permitsPerSecond: 100, warmupMs: 10_000 })
+ */
+export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<SmoothState> {
+  optionsObject('smoothWarmingUp options', options, true);
+  const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
+  const warmupMs = positiveFinite('warmupMs', options.warmupMs);
+  const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);
+  if (coldFactor < 1) throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
+  const name = ruleName(options.name, 'swu');
+  return smoothAlgorithm('smoothWarmingUp', name, permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, {
+    permitsPerSecond,
+    warmupMs,
+    coldFactor,
+  });
+}

@@ -1,0 +1,99 @@
+import { SluiceRangeError } from '../errors.js';
+import { nonNegativeInteger, optionsObject, positiveFinite, positiveInteger } from '../validate.js';
+import {
+  type Algorithm,
+  type Outcome,
+  type RuleOptions,
+  EPSILON,
+  neverFits,
+  outcome,
+  wholePermits,
+} from './algorithm.js';
+import { ruleName } from './rule-name.js';
+
+export interface TokenBucketOptions extends RuleOptions {
+  /** Tokens the bucket holds when full: the largest burst (an integer >= 1). */
+  capacity: number;
+  /** Tokens added per second, continuously (a finite number > 0). */
+  refillPerSecond: number;
+  /**
+   * Tokens in a bucket seen for the first time (0 to capacity).
+   * @default capacity
+   */
+  initial?: number;
+  /**
+   * How far below zero a reservation may take the bucket (an integer >= 0). A caller that passes
+   * `timeoutMs` reserves tokens it does not have yet and waits off its own debt, first come first served.
+   * 0 disables reservation: waiting callers retry instead.
+   * @default capacity
+   */
+  maxDebt?: number;
+}
+
+export interface TokenBucketState {
+  /** Tokens at `updatedAt`; negative while reservations are being waited off. */
+  readonly tokens: number;
+  readonly updatedAt: number;
+}
+
+/**
+ * Holds up to `capacity` tokens, refilled at `refillPerSecond`; a request takes `permits` tokens. Over
+ * any interval T it admits at most capacity + refillPerSecond x T (counting a reservation when its wait ends).
+ *
+ * @example
+ * const api = tokenBucket({ capacity: 100, refillPerSecond: 10 })
+ */
+export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketState> {
+  optionsObject('tokenBucket options', options, true);
+  const capacity = positiveInteger('capacity', options.capacity);
+  const refillPerSecond = positiveFinite('refillPerSecond', options.refillPerSecond);
+  const initial = options.initial === undefined ? capacity : nonNegativeInteger('initial', options.initial);
+  if (initial > capacity) {
+    throw new SluiceRangeError('initial', initial, `initial must be at most capacity (${capacity}), got ${initial}`);
+  }
+  const maxDebt = options.maxDebt === undefined ? capacity : nonNegativeInteger('maxDebt', options.maxDebt);
+  const name = ruleName(options.name, 'tb');
+
+  function consume(
+    state: TokenBucketState | undefined,
+    nowMs: number,
+    permits: number,
+    maxWaitMs: number,
+  ): Outcome<TokenBucketState> {
+    let tokens = initial;
+    let now = nowMs;
+    if (state !== undefined) {
+      // max(): a clock that steps back must not refill the same time twice.
+      now = Math.max(state.updatedAt, nowMs);
+      tokens = Math.min(capacity, state.tokens + ((now - state.updatedAt) * refillPerSecond) / 1000);
+    }
+    const fullAfterMs = ((capacity - tokens) * 1000) / refillPerSecond;
+    if (permits > capacity) return neverFits(state, wholePermits(tokens), fullAfterMs);
+    if (tokens + EPSILON >= permits) {
+      const left = tokens - permits;
+      const ttlMs = ((capacity - left) * 1000) / refillPerSecond;
+      return outcome(true, { tokens: left, updatedAt: now }, wholePermits(left), 0, ttlMs, 0, ttlMs);
+    }
+    const waitMs = ((permits - tokens) * 1000) / refillPerSecond;
+    const debtOk = tokens - permits + maxDebt >= -EPSILON;
+    if (debtOk && waitMs <= maxWaitMs) {
+      const left = tokens - permits;
+      const ttlMs = ((capacity - left) * 1000) / refillPerSecond;
+      return outcome(true, { tokens: left, updatedAt: now }, 0, 0, ttlMs, waitMs + (now - nowMs), ttlMs);
+    }
+    // Retry once the wait fits the caller's budget and the debt fits maxDebt.
+    const debtWaitMs = ((permits - maxDebt - tokens) * 1000) / refillPerSecond;
+    const retryAfterMs = Math.max(waitMs - maxWaitMs, debtWaitMs) + (now - nowMs);
+    return outcome(false, state, wholePermits(tokens), retryAfterMs, fullAfterMs, 0, 0);
+  }
+
+  return {
+    kind: 'tokenBucket',
+    name,
+    limit: capacity,
+    windowMs: Math.max(1, Math.ceil((capacity * 1000) / refillPerSecond)),
+    reserves: maxDebt > 0,
+    params: { capacity, refillPerSecond, initial, maxDebt },
+    consume,
+  };
+}

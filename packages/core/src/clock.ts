@@ -1,0 +1,127 @@
+import { SluiceError } from './errors.js';
+import { describe } from './validate.js';
+import { SluiceRangeError } from './errors.js';
+
+/**
+ * Where sluice reads time, in milliseconds. `sleep` is how a limiter waits; clocks without it wait on
+ * the host's timers.
+ */
+export interface Clock {
+  now(): number;
+  sleep?(ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+function abortError(signal: AbortSignal): SluiceError {
+  return new SluiceError('ABORTED', 'the wait was aborted', { cause: signal.reason });
+}
+
+/** Waits `ms` on host timers; rejects with a SluiceError('ABORTED') when `signal` fires. */
+export function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  if (signal?.aborted) return Promise.reject(abortError(signal));
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortError(signal as AbortSignal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, Math.max(0, Math.ceil(ms)));
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Monotonic wall time: `performance.timeOrigin + performance.now()`. Unlike Date.now() it never steps
+ * back when NTP adjusts the system clock, so a bucket can never be refilled twice.
+ */
+export const systemClock: Clock = {
+  now: () => performance.timeOrigin + performance.now(),
+  sleep: timerSleep,
+};
+
+interface Sleeper {
+  at: number;
+  resolve: () => void;
+}
+
+/**
+ * A clock that moves only when told to, for tests and simulations. Sleeps resolve when `advance` or
+ * `set` passes their deadline; with `autoAdvance`, a sleep moves the clock itself (like Guava's fake
+ * stopwatch), so code that sleeps runs instantly and deterministically.
+ *
+ * @example
+ * const clock = new ManualClock(0)
+ * const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1000 }), clock })
+ * clock.advance(1000)
+ */
+export class ManualClock implements Clock {
+  #now: number;
+  readonly #autoAdvance: boolean;
+  #sleepers: Sleeper[] = [];
+
+  constructor(startMs = 0, options: { autoAdvance?: boolean } = {}) {
+    if (typeof startMs !== 'number' || !Number.isFinite(startMs)) {
+      throw new SluiceRangeError('startMs', startMs, `startMs must be a finite number, got ${describe(startMs)}`);
+    }
+    this.#now = startMs;
+    this.#autoAdvance = options.autoAdvance ?? false;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  /** Moves time forward by `ms` (>= 0) and wakes every sleeper whose deadline has come. */
+  advance(ms: number): void {
+    if (typeof ms !== 'number' || !(ms >= 0) || ms === Infinity) {
+      throw new SluiceRangeError('ms', ms, `ms must be a finite number >= 0, got ${describe(ms)}`);
+    }
+    this.set(this.#now + ms);
+  }
+
+  /** Sets the time; it may step back (to test that algorithms never refill twice). */
+  set(ms: number): void {
+    if (typeof ms !== 'number' || !Number.isFinite(ms)) {
+      throw new SluiceRangeError('ms', ms, `ms must be a finite number, got ${describe(ms)}`);
+    }
+    this.#now = ms;
+    this.#wake();
+  }
+
+  /** How many sleeps are waiting for time to move. */
+  get pendingSleeps(): number {
+    return this.#sleepers.length;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(abortError(signal));
+    if (this.#autoAdvance) {
+      if (ms > 0) this.set(this.#now + ms);
+      return Promise.resolve();
+    }
+    if (!(ms > 0)) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const sleeper: Sleeper = {
+        at: this.#now + ms,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      const onAbort = (): void => {
+        this.#sleepers = this.#sleepers.filter((s) => s !== sleeper);
+        reject(abortError(signal as AbortSignal));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#sleepers.push(sleeper);
+    });
+  }
+
+  #wake(): void {
+    const due = this.#sleepers.filter((s) => s.at <= this.#now);
+    if (due.length === 0) return;
+    this.#sleepers = this.#sleepers.filter((s) => s.at > this.#now);
+    for (const s of due) s.resolve();
+  }
+}

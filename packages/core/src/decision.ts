@@ -1,0 +1,33 @@
+/** One rule's standing inside a policy decision (for headers such as RateLimit-Policy). */
+export interface RuleStatus {
+  readonly name: string;
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly remaining: number;
+  readonly resetAfterMs: number;
+  /** Whether this rule on its own would have allowed the request. */
+  readonly allowed: boolean;
+}
+
+/**
+ * The answer to one request. Being limited is a normal result, never an exception.
+ *
+ * For a policy of several rules, the numbers are those of the tightest rule (`rule` names it) and
+ * `rules` lists every rule.
+ */
+export interface Decision {
+  readonly allowed: boolean;
+  readonly limit: number;
+  /** Whole permits left after this decision. */
+  readonly remaining: number;
+  /** When denied: wait this long and the same request succeeds if nothing else arrives (Infinity: never). 0 when allowed. */
+  readonly retryAfterMs: number;
+  /** Time until the limit is fully available again if nothing else arrives. */
+  readonly resetAfterMs: number;
+  /** For a granted reservation: the time the caller had to sit out (tryAcquire and acquire already waited it). */
+  readonly waitMs: number;
+  /** The rule these numbers come from. */
+  readonly rule: string;
+  /** Every rule's standing, present when the limiter has more than one rule. */
+  readonly rules?: readonly RuleStatus[];
+}

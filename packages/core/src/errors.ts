@@ -1,0 +1,62 @@
+/** Why a sluice operation failed. Being rate limited is not an error: it is a {@link Decision}. */
+export type SluiceErrorCode =
+  /** The caller's AbortSignal fired while the call was waiting. */
+  | 'ABORTED'
+  /** The limiter or store was closed. */
+  | 'CLOSED'
+  /** The request can never be granted (permits above the limit), so waiting for it would never end. */
+  | 'NEVER_ALLOWED'
+  /** The store could not be reached and the fail mode said to surface it. */
+  | 'STORE_UNAVAILABLE'
+  /** A rate-limited call that is contractually an exception (decorators), carrying its Decision. */
+  | 'RATE_LIMITED';
+
+/**
+ * The one error class sluice throws for real faults. `code` tells what happened; `cause` keeps the
+ * underlying error (an abort reason, a Redis error).
+ *
+ * @example
+ * try { await limiter.acquire('user:1', { signal }) }
+ * catch (e) { if (e instanceof SluiceError && e.code === 'ABORTED') return }
+ */
+export class SluiceError extends Error {
+  override readonly name: string = 'SluiceError';
+  readonly code: SluiceErrorCode;
+
+  constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/**
+ * A bad argument of the wrong type (a non-string key, a string rate). `argument` names the parameter;
+ * `value` holds what was passed. Thrown before anything is consumed.
+ */
+export class SluiceTypeError extends TypeError {
+  override readonly name: string = 'SluiceTypeError';
+  readonly code = 'INVALID_ARGUMENT' as const;
+  constructor(
+    readonly argument: string,
+    readonly value: unknown,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * A bad argument of the right type but out of range (NaN, negative, zero, fractional, too long).
+ * `argument` names the parameter; `value` holds what was passed. Thrown before anything is consumed.
+ */
+export class SluiceRangeError extends RangeError {
+  override readonly name: string = 'SluiceRangeError';
+  readonly code = 'INVALID_ARGUMENT' as const;
+  constructor(
+    readonly argument: string,
+    readonly value: unknown,
+    message: string,
+  ) {
+    super(message);
+  }
+}

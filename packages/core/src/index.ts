@@ -1,0 +1,35 @@
+export type { Algorithm, AlgorithmKind, Outcome, RuleOptions } from './algorithms/algorithm.js';
+export { EPSILON } from './algorithms/algorithm.js';
+export { fixedWindow } from './algorithms/fixed-window.js';
+export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';
+export { slidingWindowLog } from './algorithms/sliding-window-log.js';
+export type { SlidingWindowLogOptions, SlidingWindowLogState } from './algorithms/sliding-window-log.js';
+export { slidingWindowCounter } from './algorithms/sliding-window-counter.js';
+export type { SlidingWindowCounterOptions, SlidingWindowCounterState } from './algorithms/sliding-window-counter.js';
+export { tokenBucket } from './algorithms/token-bucket.js';
+export type { TokenBucketOptions, TokenBucketState } from './algorithms/token-bucket.js';
+export { leakyBucket } from './algorithms/leaky-bucket.js';
+export type {
+  LeakyBucketOptions,
+  LeakyBucketState,
+  LeakyPoliceState,
+  LeakyShapeState,
+} from './algorithms/leaky-bucket.js';
+export { gcra } from './algorithms/gcra.js';
+export type { GcraOptions, GcraState } from './algorithms/gcra.js';
+export { smoothBursty, smoothWarmingUp } from './algorithms/smooth.js';
+export type { SmoothBurstyOptions, SmoothState, SmoothWarmingUpOptions } from './algorithms/smooth.js';
+export { ManualClock, systemClock } from './clock.js';
+export type { Clock } from './clock.js';
+export type { Decision, RuleStatus } from './decision.js';
+export { SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
+export type { SluiceErrorCode } from './errors.js';
+export { createLimiter } from './limiter.js';
+export type { AcquireOptions, Limiter, LimiterOptions, TryAcquireOptions } from './limiter.js';
+export { MemoryStore, memoryStore } from './memory-store.js';
+export type { MemoryStoreOptions } from './memory-store.js';
+export { decidePolicy, normalizeRules, ruleDecision } from './policy.js';
+export type { PolicyOutcome, Rules } from './policy.js';
+export { RateLimiter } from './rate-limiter.js';
+export type { RateLimiterOptions } from './rate-limiter.js';
+export type { BoundStore, RuleSet, Store } from './store.js';

@@ -1,0 +1,168 @@
+import {
+  type SmoothShape,
+  burstyShape,
+  rescaleStoredPermits,
+  reserveEarliestAvailable,
+  warmingUpShape,
+} from './algorithms/smooth-rate.js';
+import { type Clock, systemClock, timerSleep } from './clock.js';
+import { SluiceError, SluiceRangeError } from './errors.js';
+import { describe, nonNegativeFinite, optionsObject, positiveFinite, positiveInteger, positiveOrInfinite } from './validate.js';
+
+export interface RateLimiterOptions {
+  /**
+   * SmoothBursty only: seconds of unused permits saved for a burst.
+   * @default 1
+   */
+  maxBurstSeconds?: number;
+  /**
+   * SmoothBursty only: permits stored at creation.
+   * @default 0, as Guava
+   */
+  initialPermits?: number;
+  /** Makes a SmoothWarmingUp limiter that climbs from cold to the stable rate over this many ms. */
+  warmupMs?: number;
+  /**
+   * SmoothWarmingUp only: how many times slower than stable a cold limiter starts.
+   * @default 3
+   */
+  coldFactor?: number;
+  /** @default systemClock */
+  clock?: Clock;
+}
+
+/** Nothing is reserved for a caller that has already given up. */
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
+}
+
+/**
+ * A single-process limiter shaped like Guava's RateLimiter: synchronous `tryAcquire` and `reserve`,
+ * asynchronous `acquire` and `tryAcquireWithin`. A request is granted at once when nothing is owed and
+ * the next request pays for it. Times are milliseconds (Guava returns seconds).
+ *
+ * @example
+ * const limiter = RateLimiter.create(5)           // 5 permits per second, evenly spaced
+ * await limiter.acquire()                        // waits 0, then 200 ms, 200 ms, ...
+ * if (limiter.tryAcquire()) handle()             // never waits
+ * const warm = RateLimiter.create(100, { warmupMs: 10_000 })
+ */
+export class RateLimiter {
+  readonly #clock: Clock;
+  readonly #warmup: { warmupMs: number; coldFactor: number } | undefined;
+  readonly #maxBurstSeconds: number;
+  readonly #initialPermits: number;
+  #shape: SmoothShape;
+  #storedPermits = 0;
+  #nextFreeMs: number;
+
+  private constructor(permitsPerSecond: number, options: RateLimiterOptions) {
+    this.#clock = options.clock ?? systemClock;
+    this.#maxBurstSeconds =
+      options.maxBurstSeconds === undefined ? 1 : nonNegativeFinite('maxBurstSeconds', options.maxBurstSeconds);
+    this.#initialPermits =
+      options.initialPermits === undefined ? 0 : nonNegativeFinite('initialPermits', options.initialPermits);
+    if (options.warmupMs !== undefined) {
+      const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);
+      if (coldFactor < 1) throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
+      this.#warmup = { warmupMs: positiveFinite('warmupMs', options.warmupMs), coldFactor };
+    } else if (options.coldFactor !== undefined) {
+      throw new SluiceRangeError('coldFactor', options.coldFactor, 'coldFactor applies only with warmupMs');
+    }
+    this.#nextFreeMs = this.#clock.now();
+    this.#shape = { stableIntervalMs: 0, maxPermits: 0, coolDownIntervalMs: 0, thresholdPermits: 0, slope: 0, warmingUp: false };
+    this.setRate(permitsPerSecond);
+    if (this.#initialPermits > this.#shape.maxPermits) {
+      throw new SluiceRangeError(
+        'initialPermits',
+        this.#initialPermits,
+        `initialPermits must be at most the burst (${this.#shape.maxPermits}), got ${this.#initialPermits}`,
+      );
+    }
+  }
+
+  /**
+   * Creates a SmoothBursty limiter, or SmoothWarmingUp when `warmupMs` is given. `permitsPerSecond` may
+   * be Infinity (no limit until setRate).
+   */
+  static create(permitsPerSecond: number, options: RateLimiterOptions = {}): RateLimiter {
+    optionsObject('RateLimiter options', options, false);
+    return new RateLimiter(permitsPerSecond, options);
+  }
+
+  /** Changes the rate. Stored permits are rescaled; the next request still pays at the old rate. */
+  setRate(permitsPerSecond: number): void {
+    const rate = positiveOrInfinite('permitsPerSecond', permitsPerSecond);
+    const now = this.#clock.now();
+    this.#resync(now);
+    const oldMaxPermits = this.#shape.maxPermits;
+    this.#shape = this.#warmup
+      ? warmingUpShape(rate, this.#warmup.warmupMs, this.#warmup.coldFactor)
+      : burstyShape(rate, this.#maxBurstSeconds);
+    this.#storedPermits = rescaleStoredPermits(this.#storedPermits, oldMaxPermits, this.#shape, this.#initialPermits);
+  }
+
+  /** Permits per second. */
+  getRate(): number {
+    return 1000 / this.#shape.stableIntervalMs;
+  }
+
+  /** Takes `permits` if that needs no wait now; never waits. */
+  tryAcquire(permits?: number): boolean {
+    const p = permits === undefined ? 1 : positiveInteger('permits', permits);
+    const now = this.#clock.now();
+    if (this.#nextFreeMs > now) return false;
+    this.#reserveAt(p, now);
+    return true;
+  }
+
+  /** Commits `permits` now and returns the ms the caller must wait before using them. */
+  reserve(permits?: number): number {
+    const p = permits === undefined ? 1 : positiveInteger('permits', permits);
+    return this.#reserveAt(p, this.#clock.now());
+  }
+
+  /** Waits until `permits` are available; resolves to the ms waited. */
+  async acquire(permits?: number, signal?: AbortSignal): Promise<number> {
+    throwIfAborted(signal);
+    const waitMs = this.reserve(permits);
+    await this.#sleep(waitMs, signal);
+    return waitMs;
+  }
+
+  /**
+   * Takes `permits` if they can be had within `timeoutMs` (a negative timeout counts as 0, as in Guava),
+   * sleeping the wait; resolves to false at once otherwise.
+   */
+  async tryAcquireWithin(timeoutMs: number, permits?: number, signal?: AbortSignal): Promise<boolean> {
+    if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs)) {
+      throw new SluiceRangeError('timeoutMs', timeoutMs, `timeoutMs must be a number, got ${describe(timeoutMs)}`);
+    }
+    const p = permits === undefined ? 1 : positiveInteger('permits', permits);
+    throwIfAborted(signal);
+    const now = this.#clock.now();
+    if (this.#nextFreeMs - Math.max(timeoutMs, 0) > now) return false;
+    await this.#sleep(this.#reserveAt(p, now), signal);
+    return true;
+  }
+
+  #resync(now: number): void {
+    if (now > this.#nextFreeMs) {
+      const r = reserveEarliestAvailable(this.#shape, this.#storedPermits, this.#nextFreeMs, 0, now);
+      this.#storedPermits = r.storedPermits;
+      this.#nextFreeMs = r.nextFreeMs;
+    }
+  }
+
+  #reserveAt(permits: number, now: number): number {
+    const r = reserveEarliestAvailable(this.#shape, this.#storedPermits, this.#nextFreeMs, permits, now);
+    this.#storedPermits = r.storedPermits;
+    this.#nextFreeMs = r.nextFreeMs;
+    return Math.max(r.momentAvailableMs - now, 0);
+  }
+
+  #sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    if (ms <= 0 && !signal?.aborted) return Promise.resolve();
+    return this.#clock.sleep ? this.#clock.sleep(ms, signal) : timerSleep(ms, signal);
+  }
+}

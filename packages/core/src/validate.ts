@@ -1,0 +1,101 @@
+import { SluiceRangeError, SluiceTypeError } from './errors.js';
+
+/** Renders a bad value for an error message without dumping a 10 KB string or throwing on a symbol. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') {
+    return value.length > 40 ? `a string of length ${value.length}` : JSON.stringify(value);
+  }
+  if (typeof value === 'number') return Object.is(value, -0) ? '-0' : String(value);
+  if (typeof value === 'bigint') return `${value}n`;
+  if (value === null) return 'null';
+  if (typeof value === 'object') return Array.isArray(value) ? 'an array' : 'an object';
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
+  return String(value);
+}
+
+function requireNumber(name: string, value: unknown, expected: string): number {
+  if (typeof value !== 'number') {
+    throw new SluiceTypeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** A finite number > 0 (rates, windows, capacities of fractional kinds). */
+export function positiveFinite(name: string, value: unknown): number {
+  const expected = 'a finite number > 0';
+  const n = requireNumber(name, value, expected);
+  if (!(n > 0) || n === Infinity) throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  return n;
+}
+
+/** A number > 0 that may be Infinity (Guava's infinite rate). */
+export function positiveOrInfinite(name: string, value: unknown): number {
+  const expected = 'a number > 0 (Infinity allowed)';
+  const n = requireNumber(name, value, expected);
+  if (!(n > 0)) throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  return n;
+}
+
+/** A finite number >= 0. */
+export function nonNegativeFinite(name: string, value: unknown): number {
+  const expected = 'a finite number >= 0';
+  const n = requireNumber(name, value, expected);
+  if (!(n >= 0) || n === Infinity) throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  return n;
+}
+
+/** A number >= 0 that may be Infinity (a timeout that never expires). */
+export function nonNegativeOrInfinite(name: string, value: unknown): number {
+  const expected = 'a number >= 0 (Infinity allowed)';
+  const n = requireNumber(name, value, expected);
+  if (!(n >= 0)) throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  return n;
+}
+
+/** A safe integer >= 1 (limits, capacities, permits). */
+export function positiveInteger(name: string, value: unknown): number {
+  const expected = 'an integer >= 1';
+  const n = requireNumber(name, value, expected);
+  if (!Number.isSafeInteger(n) || n < 1) {
+    throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  }
+  return n;
+}
+
+/** A safe integer >= 0. */
+export function nonNegativeInteger(name: string, value: unknown): number {
+  const expected = 'an integer >= 0';
+  const n = requireNumber(name, value, expected);
+  if (!Number.isSafeInteger(n) || n < 0) {
+    throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  }
+  return n;
+}
+
+/** A plain options object (or undefined when every option has a default). */
+export function optionsObject<T extends object>(name: string, value: T | undefined, required: boolean): T | undefined {
+  if (value === undefined && !required) return undefined;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new SluiceTypeError(name, value, `${name} must be an options object, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** The longest key accepted unless a limiter sets `maxKeyLength`. */
+export const DEFAULT_MAX_KEY_LENGTH = 512;
+
+/**
+ * A rate-limit key: a non-empty string no longer than `maxLength`. An empty key is refused rather than
+ * becoming one bucket that every caller without an identity would share by accident.
+ */
+export function rateLimitKey(value: unknown, maxLength: number): string {
+  if (typeof value !== 'string') {
+    throw new SluiceTypeError('key', value, `key must be a non-empty string, got ${describe(value)}`);
+  }
+  if (value.length === 0) throw new SluiceRangeError('key', value, 'key must be a non-empty string, got ""');
+  if (value.length > maxLength) {
+    throw new SluiceRangeError('key', value, `key must be at most ${maxLength} characters, got ${value.length}`);
+  }
+  return value;
+}
