@@ -109,8 +109,10 @@ class SingleRuleBinding implements BoundStore {
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
     const k = this.prefix === '' ? key : this.prefix + key;
-    const o = this.rule.consume(this.cache.get(k), this.clock.now(), permits, maxWaitMs);
-    if (o.allowed) {
+    const before = this.cache.get(k);
+    const o = this.rule.consume(before, this.clock.now(), permits, maxWaitMs);
+    // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
+    if (o.state !== before) {
       this.#setOptions.ttl = cacheTtl(o.ttlMs);
       this.cache.set(k, o.state as object, this.#setOptions);
     }

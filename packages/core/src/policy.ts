@@ -53,10 +53,13 @@ export function ruleDecision(rule: Algorithm, o: Outcome<unknown>): Decision {
   };
 }
 
-/** What a policy decision produced: the decision, and the states to store when it was allowed. */
+/** What a policy decision produced: the decision, and the states to store if anything changed. */
 export interface PolicyOutcome {
   readonly decision: Decision;
-  /** The states to write (one per rule) when allowed; undefined when denied (nothing changes). */
+  /**
+   * The states to write (one per rule), or undefined when nothing changed. A denial changes nothing but
+   * the anchor of a never-seen key (see tokenBucket's `initial`).
+   */
   readonly states: unknown[] | undefined;
   readonly ttlMs: number;
 }
@@ -101,6 +104,9 @@ export function decidePolicy(
     rule: top.name,
     rules: statuses,
   };
-  if (!allowed) return { decision, states: undefined, ttlMs: 0 };
-  return { decision, states: outcomes.map((o) => o.state), ttlMs: Math.max(...outcomes.map((o) => o.ttlMs)) };
+  const ttlMs = Math.max(...outcomes.map((o) => o.ttlMs));
+  if (allowed) return { decision, states: outcomes.map((o) => o.state), ttlMs };
+  const kept = outcomes.map((o, i) => (o.allowed ? states?.[i] : o.state));
+  const anchored = kept.some((state, i) => state !== states?.[i]);
+  return { decision, states: anchored ? kept : undefined, ttlMs };
 }

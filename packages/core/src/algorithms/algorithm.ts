@@ -62,11 +62,18 @@ export interface RuleOptions {
 }
 
 /**
- * Slack for comparisons of derived doubles: a retry at exactly `now + retryAfterMs` must not fail
+ * Slack for comparisons of derived permit counts: a retry at exactly `now + retryAfterMs` must not fail
  * because `a * b / c` rounded one ulp the wrong way. Far below one permit, so it never admits one more.
  * The Redis scripts use the same constant.
  */
 export const EPSILON = 1e-9;
+
+/**
+ * Time slack for decisions derived from elapsed time. Epoch-scale milliseconds (about 1.7e12) carry only
+ * about 0.24 us of precision, so "wait exactly retryAfterMs" can land a fraction of a microsecond short;
+ * decisions are exact to within this tolerance (a grant may come up to 1 us early, never a permit more).
+ */
+export const TOLERANCE_MS = 1e-3;
 
 export function outcome<S>(
   allowed: boolean,

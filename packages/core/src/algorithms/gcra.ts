@@ -3,7 +3,7 @@ import {
   type Algorithm,
   type Outcome,
   type RuleOptions,
-  EPSILON,
+  TOLERANCE_MS,
   neverFits,
   outcome,
   wholePermits,
@@ -44,10 +44,10 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     if (permits > burst) return neverFits(state, remainingNow, tat - nowMs);
     const newTat = tat + permits * intervalMs;
     const waitMs = newTat - toleranceMs - nowMs;
-    if (waitMs <= EPSILON || waitMs <= maxWaitMs) {
+    if (waitMs <= maxWaitMs + TOLERANCE_MS) {
       const ttlMs = newTat - nowMs;
       const remaining = wholePermits((nowMs + toleranceMs - newTat) / intervalMs);
-      return outcome(true, { tat: newTat }, remaining, 0, ttlMs, waitMs > EPSILON ? waitMs : 0, ttlMs);
+      return outcome(true, { tat: newTat }, remaining, 0, ttlMs, Math.min(Math.max(waitMs, 0), maxWaitMs), ttlMs);
     }
     return outcome(false, state, remainingNow, waitMs - maxWaitMs, tat - nowMs, 0, 0);
   }

@@ -5,6 +5,7 @@ import {
   type Outcome,
   type RuleOptions,
   EPSILON,
+  TOLERANCE_MS,
   neverFits,
   outcome,
   wholePermits,
@@ -57,6 +58,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
   }
   const name = ruleName(options.name, mode === 'police' ? 'lb' : 'lbs');
   const msPerPermit = 1000 / leakPerSecond;
+  const tolerance = EPSILON + (TOLERANCE_MS * leakPerSecond) / 1000;
 
   function police(state: LeakyPoliceState | undefined, nowMs: number, permits: number): Outcome<LeakyPoliceState> {
     let level = 0;
@@ -67,7 +69,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     }
     const emptyAfterMs = (level * 1000) / leakPerSecond;
     if (permits > capacity) return neverFits(state, wholePermits(capacity - level), emptyAfterMs);
-    if (level + permits <= capacity + EPSILON) {
+    if (level + permits <= capacity + tolerance) {
       const next = level + permits;
       const ttlMs = (next * 1000) / leakPerSecond;
       return outcome(true, { level: next, updatedAt: now }, wholePermits(capacity - next), 0, ttlMs, 0, ttlMs);
@@ -87,11 +89,11 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     if (permits > capacity) return neverFits(state, wholePermits(capacity - queued), queuedMs);
     // The queue (in time) may hold capacity permits, this request included.
     const roomMs = (capacity - permits) * msPerPermit;
-    if (queuedMs <= roomMs + EPSILON && queuedMs <= maxWaitMs) {
+    if (queuedMs <= roomMs + TOLERANCE_MS && queuedMs <= maxWaitMs + TOLERANCE_MS) {
       const drainsAt = nowMs + queuedMs + permits * msPerPermit;
       const ttlMs = drainsAt - nowMs;
       const remaining = wholePermits(capacity - queued - permits);
-      return outcome(true, { drainsAt }, remaining, 0, ttlMs, queuedMs, ttlMs);
+      return outcome(true, { drainsAt }, remaining, 0, ttlMs, Math.min(queuedMs, Math.max(maxWaitMs, 0)), ttlMs);
     }
     const retryAfterMs = Math.max(queuedMs - maxWaitMs, queuedMs - roomMs);
     return outcome(false, state, wholePermits(capacity - queued), retryAfterMs, queuedMs, 0, 0);

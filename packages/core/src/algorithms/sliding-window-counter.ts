@@ -4,6 +4,7 @@ import {
   type Outcome,
   type RuleOptions,
   EPSILON,
+  TOLERANCE_MS,
   neverFits,
   outcome,
   wholePermits,
@@ -65,7 +66,8 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
     const resetAfterMs = current > 0 ? windowEnd + windowMs - nowMs : previous > 0 ? windowEnd - nowMs : 0;
 
     if (permits > limit) return neverFits(state, wholePermits(limit - estimate), resetAfterMs);
-    if (estimate + permits <= limit + EPSILON) {
+    // The weight is derived from elapsed time, so it gets the same 1 us of slack as the buckets.
+    if (estimate + permits <= limit + EPSILON + (previous * TOLERANCE_MS) / windowMs) {
       const next = { windowStart, previous, current: current + permits };
       const ttlMs = windowEnd + windowMs - nowMs;
       return outcome(true, next, wholePermits(limit - estimate - permits), 0, ttlMs, 0, ttlMs);

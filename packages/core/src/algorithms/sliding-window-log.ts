@@ -1,5 +1,5 @@
 import { optionsObject, positiveInteger } from '../validate.js';
-import { type Algorithm, type Outcome, type RuleOptions, EPSILON, neverFits, outcome } from './algorithm.js';
+import { type Algorithm, type Outcome, type RuleOptions, neverFits, outcome } from './algorithm.js';
 import { ruleName } from './rule-name.js';
 
 export interface SlidingWindowLogOptions extends RuleOptions {
@@ -36,9 +36,10 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     const n = entries.length;
     // Time never goes backwards past the newest grant, so a stepped-back clock cannot reopen the window.
     const now = n > 0 ? Math.max(nowMs, entries[n - 2] as number) : nowMs;
-    const cutoff = now - windowMs + EPSILON;
+    // A grant leaves the window at t + windowMs; comparing that sum (not now - windowMs) makes a retry
+    // at exactly now + retryAfterMs see the grant gone.
     let first = 0;
-    while (first < n && (entries[first] as number) <= cutoff) first += 2;
+    while (first < n && (entries[first] as number) + windowMs <= now) first += 2;
     let used = 0;
     for (let i = first; i < n; i += 2) used += entries[i + 1] as number;
     const resetAfterMs = first < n ? (entries[n - 2] as number) + windowMs - nowMs : 0;

@@ -1,6 +1,6 @@
 import { SluiceRangeError } from '../errors.js';
 import { nonNegativeFinite, optionsObject, positiveFinite } from '../validate.js';
-import { type Algorithm, type Outcome, type RuleOptions, outcome, wholePermits } from './algorithm.js';
+import { type Algorithm, type Outcome, type RuleOptions, TOLERANCE_MS, outcome, wholePermits } from './algorithm.js';
 import { ruleName } from './rule-name.js';
 import {
   type SmoothShape,
@@ -59,7 +59,7 @@ function smoothAlgorithm(
     const storedPermits = state?.storedPermits ?? freshPermits;
     const nextFreeMs = state?.nextFreeMs ?? nowMs;
     // Guava's canAcquire looks only at the next free time, whatever the permits asked for.
-    if (nextFreeMs - maxWaitMs > nowMs) {
+    if (nextFreeMs - maxWaitMs > nowMs + TOLERANCE_MS) {
       const stored = resyncedPermits(storedPermits, nextFreeMs, nowMs, shape);
       const retryAfterMs = nextFreeMs - maxWaitMs - nowMs;
       return outcome(false, state, wholePermits(stored), retryAfterMs, nextFreeMs - nowMs, 0, 0);
@@ -67,7 +67,7 @@ function smoothAlgorithm(
     const r = reserveEarliestAvailable(shape, storedPermits, nextFreeMs, permits, nowMs);
     const fullAtMs = r.nextFreeMs + (shape.maxPermits - r.storedPermits) * shape.coolDownIntervalMs;
     const ttlMs = Math.max(0, fullAtMs - nowMs);
-    const waitMs = Math.max(r.momentAvailableMs - nowMs, 0);
+    const waitMs = Math.min(Math.max(r.momentAvailableMs - nowMs, 0), maxWaitMs);
     const next = { storedPermits: r.storedPermits, nextFreeMs: r.nextFreeMs };
     return outcome(true, next, wholePermits(r.storedPermits), 0, ttlMs, waitMs, ttlMs);
   }

@@ -5,6 +5,7 @@ import {
   type Outcome,
   type RuleOptions,
   EPSILON,
+  TOLERANCE_MS,
   neverFits,
   outcome,
   wholePermits,
@@ -53,6 +54,8 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   }
   const maxDebt = options.maxDebt === undefined ? capacity : nonNegativeInteger('maxDebt', options.maxDebt);
   const name = ruleName(options.name, 'tb');
+  const tokensPerMs = refillPerSecond / 1000;
+  const tolerance = EPSILON + TOLERANCE_MS * tokensPerMs;
 
   function consume(
     state: TokenBucketState | undefined,
@@ -69,22 +72,22 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     }
     const fullAfterMs = ((capacity - tokens) * 1000) / refillPerSecond;
     if (permits > capacity) return neverFits(state, wholePermits(tokens), fullAfterMs);
-    if (tokens + EPSILON >= permits) {
+    const immediate = tokens + tolerance >= permits;
+    // Compared in tokens, not ms: what the bucket will hold by the end of the caller's budget.
+    const affordable = tokens + maxWaitMs * tokensPerMs + tolerance >= permits;
+    if (immediate || (affordable && tokens - permits + maxDebt >= -EPSILON)) {
       const left = tokens - permits;
       const ttlMs = ((capacity - left) * 1000) / refillPerSecond;
-      return outcome(true, { tokens: left, updatedAt: now }, wholePermits(left), 0, ttlMs, 0, ttlMs);
-    }
-    const waitMs = ((permits - tokens) * 1000) / refillPerSecond;
-    const debtOk = tokens - permits + maxDebt >= -EPSILON;
-    if (debtOk && waitMs <= maxWaitMs) {
-      const left = tokens - permits;
-      const ttlMs = ((capacity - left) * 1000) / refillPerSecond;
-      return outcome(true, { tokens: left, updatedAt: now }, 0, 0, ttlMs, waitMs + (now - nowMs), ttlMs);
+      const waitMs = immediate ? 0 : Math.min(((permits - tokens) * 1000) / refillPerSecond, maxWaitMs) + (now - nowMs);
+      return outcome(true, { tokens: left, updatedAt: now }, wholePermits(left), 0, ttlMs, waitMs, ttlMs);
     }
     // Retry once the wait fits the caller's budget and the debt fits maxDebt.
+    const waitMs = ((permits - tokens) * 1000) / refillPerSecond;
     const debtWaitMs = ((permits - maxDebt - tokens) * 1000) / refillPerSecond;
     const retryAfterMs = Math.max(waitMs - maxWaitMs, debtWaitMs) + (now - nowMs);
-    return outcome(false, state, wholePermits(tokens), retryAfterMs, fullAfterMs, 0, 0);
+    // A key seen for the first time is anchored even when refused, so its initial fill starts refilling.
+    const kept = state ?? { tokens, updatedAt: now };
+    return outcome(false, kept, wholePermits(tokens), retryAfterMs, fullAfterMs, 0, state ? 0 : fullAfterMs);
   }
 
   return {

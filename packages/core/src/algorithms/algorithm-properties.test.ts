@@ -1,0 +1,248 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { TOLERANCE_MS } from './algorithm.js';
+import { fixedWindow } from './fixed-window.js';
+import { gcra } from './gcra.js';
+import { leakyBucket } from './leaky-bucket.js';
+import { slidingWindowCounter } from './sliding-window-counter.js';
+import { slidingWindowLog } from './sliding-window-log.js';
+import { smoothBursty, smoothWarmingUp } from './smooth.js';
+import { tokenBucket } from './token-bucket.js';
+import { bucketSlack, byKey, maxInInterval, runTimeline, timelineArb } from './timeline.test-support.js';
+
+const RUNS = { numRuns: 150 };
+
+describe('fixedWindow properties', () => {
+  it('<= limit per aligned window, <= 2 x limit in any window-long interval', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 5_000 }), fc.nat(), (limit, windowMs, seed) =>
+        fc.assert(
+          fc.property(timelineArb(windowMs, limit + 2), (events) => {
+            const run = runTimeline(fixedWindow({ limit, windowMs }), events, { startMs: seed, neverFitsAbove: limit });
+            for (const list of byKey(run.admissions)) {
+              const perWindow = new Map<number, number>();
+              for (const a of list) {
+                const w = Math.floor(a.atMs / windowMs);
+                perWindow.set(w, (perWindow.get(w) ?? 0) + a.permits);
+              }
+              expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(limit);
+              expect(maxInInterval(list, windowMs, true)).toBeLessThanOrEqual(2 * limit);
+            }
+          }),
+          { numRuns: 5 },
+        ),
+      ),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe('slidingWindowLog properties', () => {
+  it('<= limit in every window-long interval (t - windowMs, t]', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 5_000 }), timelineArb(3_000, 22), (limit, windowMs, events) => {
+        const run = runTimeline(slidingWindowLog({ limit, windowMs }), events, { neverFitsAbove: limit });
+        for (const list of byKey(run.admissions)) expect(maxInInterval(list, windowMs, true)).toBeLessThanOrEqual(limit);
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe('slidingWindowCounter properties', () => {
+  it('<= limit per aligned window; its error against the exact log stays below limit in any window', () => {
+    let worstRatio = 0;
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 5_000 }), timelineArb(3_000, 22), (limit, windowMs, events) => {
+        const run = runTimeline(slidingWindowCounter({ limit, windowMs }), events, { neverFitsAbove: limit });
+        for (const list of byKey(run.admissions)) {
+          const perWindow = new Map<number, number>();
+          for (const a of list) perWindow.set(Math.floor(a.atMs / windowMs), (perWindow.get(Math.floor(a.atMs / windowMs)) ?? 0) + a.permits);
+          expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(limit);
+          const sliding = maxInInterval(list, windowMs, true);
+          worstRatio = Math.max(worstRatio, sliding / limit);
+          expect(sliding).toBeLessThan(2 * limit);
+        }
+      }),
+      RUNS,
+    );
+    // The measured error: how far above the limit a sliding interval got (the log would give exactly 1).
+    console.info(`slidingWindowCounter: worst admitted / limit over any sliding window = ${worstRatio.toFixed(3)}`);
+  });
+});
+
+describe('tokenBucket properties', () => {
+  it('admits at most capacity + rate x T over any interval T (reservations counted when their wait ends)', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.double({ min: 0.05, max: 200, noNaN: true }),
+        fc.integer({ min: 0, max: 25 }),
+        timelineArb(2_000, 24, 3_000),
+        (capacity, refillPerSecond, maxDebt, events) => {
+          const algorithm = tokenBucket({ capacity, refillPerSecond, maxDebt });
+          const run = runTimeline(algorithm, events, { neverFitsAbove: capacity });
+          for (const list of byKey(run.admissions)) {
+            expect(bucketSlack(list, capacity, refillPerSecond / 1000)).toBeGreaterThanOrEqual(0);
+          }
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it('with an initial fill below capacity, the first interval is bounded by initial + rate x T', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0.05, max: 50, noNaN: true }), timelineArb(50, 5, 0, 40), (capacity, rate, events) => {
+        const initial = Math.floor(capacity / 2);
+        const algorithm = tokenBucket({ capacity, refillPerSecond: rate, initial, maxDebt: 0 });
+        const run = runTimeline(algorithm, events);
+        for (const [key, list] of byKey(run.admissions).map((l) => [l[0]!.key, l] as const)) {
+          // From the key's first sight (granted or not), at most initial + what refilled since.
+          const firstSeen = run.firstSeenMs.get(key)!;
+          let sum = 0;
+          for (const a of list) {
+            sum += a.permits;
+            expect(sum).toBeLessThanOrEqual(initial + (rate / 1000) * (a.atMs - firstSeen) + 1e-6);
+          }
+        }
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe('leakyBucket properties', () => {
+  it('police: admits at most capacity + leak x T over any interval T', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0.05, max: 200, noNaN: true }), timelineArb(2_000, 24), (capacity, leakPerSecond, events) => {
+        const run = runTimeline(leakyBucket({ capacity, leakPerSecond }), events, { neverFitsAbove: capacity });
+        for (const list of byKey(run.admissions)) {
+          expect(bucketSlack(list, capacity, leakPerSecond / 1000)).toBeGreaterThanOrEqual(0);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('shape: requests leave never faster than the leak rate, and the queue never exceeds capacity', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0.05, max: 200, noNaN: true }), timelineArb(2_000, 24, 20_000), (capacity, leakPerSecond, events) => {
+        const run = runTimeline(leakyBucket({ capacity, leakPerSecond, mode: 'shape' }), events, { neverFitsAbove: capacity });
+        const msPerPermit = 1000 / leakPerSecond;
+        for (const list of byKey(run.admissions)) {
+          // Consecutive departures are at least the previous request's permits / rate apart.
+          for (let i = 1; i < list.length; i++) {
+            const prev = list[i - 1]!;
+            expect(list[i]!.atMs - prev.atMs).toBeGreaterThanOrEqual(prev.permits * msPerPermit - TOLERANCE_MS);
+          }
+          // Waiting time in the queue never exceeds what capacity permits take to leave.
+          for (const a of list) expect(a.atMs - a.decidedAtMs).toBeLessThanOrEqual(capacity * msPerPermit + TOLERANCE_MS);
+          expect(bucketSlack(list, capacity, leakPerSecond / 1000)).toBeGreaterThanOrEqual(0);
+        }
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe('gcra properties', () => {
+  it('admits at most burst + rate x T over any interval T, as a token bucket would', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0.05, max: 200, noNaN: true }), timelineArb(2_000, 24, 3_000), (burst, rate, events) => {
+        const run = runTimeline(gcra({ rate, burst }), events, { neverFitsAbove: burst });
+        for (const list of byKey(run.admissions)) {
+          expect(bucketSlack(list, burst, rate / 1000)).toBeGreaterThanOrEqual(0);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('decides exactly as a token bucket of capacity burst (no debt allowed) when nobody waits', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 100 }), timelineArb(2_000, 24), (burst, rate, events) => {
+        const a = runTimeline(gcra({ rate, burst }), events);
+        const b = runTimeline(tokenBucket({ capacity: burst, refillPerSecond: rate, maxDebt: 0 }), events);
+        expect(a.admissions.map((x) => x.decidedAtMs)).toEqual(b.admissions.map((x) => x.decidedAtMs));
+      }),
+      RUNS,
+    );
+  });
+});
+
+describe('smoothBursty properties', () => {
+  it('granted over any interval <= stored burst + rate x T + the last grant (prepay)', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0.1, max: 100, noNaN: true }),
+        fc.double({ min: 0, max: 3, noNaN: true }),
+        timelineArb(3_000, 30, 5_000),
+        (permitsPerSecond, maxBurstSeconds, events) => {
+          const run = runTimeline(smoothBursty({ permitsPerSecond, maxBurstSeconds }), events);
+          const burst = permitsPerSecond * maxBurstSeconds;
+          for (const list of byKey(run.admissions)) {
+            expect(bucketSlack(list, burst, permitsPerSecond / 1000, (last) => last.permits)).toBeGreaterThanOrEqual(0);
+          }
+        },
+      ),
+      RUNS,
+    );
+  });
+});
+
+describe('smoothWarmingUp properties', () => {
+  it('never faster than the stable rate (stored permits cost at least the stable interval), prepay aside', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0.1, max: 100, noNaN: true }),
+        fc.integer({ min: 1, max: 10_000 }),
+        fc.double({ min: 1, max: 10, noNaN: true }),
+        timelineArb(3_000, 30, 5_000),
+        (permitsPerSecond, warmupMs, coldFactor, events) => {
+          const run = runTimeline(smoothWarmingUp({ permitsPerSecond, warmupMs, coldFactor }), events);
+          for (const list of byKey(run.admissions)) {
+            expect(bucketSlack(list, 0, permitsPerSecond / 1000, (last) => last.permits)).toBeGreaterThanOrEqual(0);
+          }
+        },
+      ),
+      RUNS,
+    );
+  });
+
+  it('the interval between grants falls from cold to stable over the warm-up', () => {
+    fc.assert(
+      fc.property(
+        fc.double({ min: 0.5, max: 50, noNaN: true }),
+        fc.integer({ min: 100, max: 10_000 }),
+        fc.double({ min: 1, max: 10, noNaN: true }),
+        (permitsPerSecond, warmupMs, coldFactor) => {
+          const algorithm = smoothWarmingUp({ permitsPerSecond, warmupMs, coldFactor });
+          const stable = 1000 / permitsPerSecond;
+          let state = undefined as ReturnType<typeof algorithm.consume>['state'];
+          let now = 0;
+          const gaps: number[] = [];
+          let last = 0;
+          // A caller that always waits its turn, one permit at a time, from cold, until past every stored
+          // permit (Guava's maxPermits is at most 1.5 x warmup x rate).
+          const steps = Math.ceil((1.5 * warmupMs * permitsPerSecond) / 1000) + 20;
+          for (let i = 0; i < steps; i++) {
+            const o = algorithm.consume(state, now, 1, Infinity);
+            state = o.state;
+            now += o.waitMs;
+            if (i > 0) gaps.push(now - last);
+            last = now;
+          }
+          for (let i = 1; i < gaps.length; i++) expect(gaps[i]!).toBeLessThanOrEqual(gaps[i - 1]! + 1e-6);
+          expect(gaps[0]!).toBeLessThanOrEqual(stable * coldFactor + 1e-6);
+          for (const g of gaps) expect(g).toBeGreaterThanOrEqual(stable - 1e-6);
+          expect(gaps[gaps.length - 1]!).toBeCloseTo(stable, 6);
+          // Warming up takes the warm-up period (Guava: the area under the curve).
+          const warmSpent = gaps.reduce((s, g) => s + (g > stable + 1e-6 ? g : 0), 0);
+          expect(warmSpent).toBeLessThanOrEqual(warmupMs + stable * coldFactor + 1e-6);
+        },
+      ),
+      { numRuns: 100 },
+    );
+  });
+});
