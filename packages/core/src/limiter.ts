@@ -175,7 +175,8 @@ class StoreLimiter implements Limiter {
         if (d.waitMs > 0) await this.#sleep(d.waitMs, abort);
         return d;
       }
-      if (d.retryAfterMs > budget) return d;
+      // Infinity: never grantable (and Infinity > Infinity is false, so it needs its own check).
+      if (d.retryAfterMs === Infinity || d.retryAfterMs > budget) return d;
       const jitter = this.#jitterMs === 0 ? 0 : Math.random() * this.#jitterMs;
       await this.#sleep(Math.min(d.retryAfterMs + jitter, budget), abort);
     }
