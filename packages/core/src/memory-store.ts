@@ -21,15 +21,23 @@ export interface MemoryStoreOptions {
   clock?: Clock;
 }
 
-/** lru-cache wants a positive integer TTL; round up so a state never expires while it still matters. */
-const MAX_TTL_MS = 2 ** 31 - 1;
-function cacheTtl(ttlMs: number): number {
-  return ttlMs >= MAX_TTL_MS ? MAX_TTL_MS : Math.ceil(ttlMs) + 1;
+/**
+ * One key's state and when it stops mattering. A grant updates the cell in place, so a decision costs
+ * one cache lookup; expiry is judged against the decision's own clock reading, so it can never disagree
+ * with the decision (no second clock, no timers).
+ */
+interface Cell {
+  state: unknown;
+  /**
+   * Whole seconds since the store's origin, rounded up: a small integer V8 keeps unboxed (a double
+   * would cost a 16-byte box per key), and rounding up never expires a state early.
+   */
+  expiresAtSec: number;
 }
 
 /**
- * An in-process store: states in an LRU cache bounded by `maxKeys`, each state expiring when it stops
- * mattering (a full bucket, a past window). Exact for this process.
+ * An in-process store: states in an LRU cache (lru-cache) bounded by `maxKeys`, each state expiring when
+ * it stops mattering (a full bucket, a past window). Exact for this process.
  *
  * @example
  * const store = memoryStore({ maxKeys: 50_000 })
@@ -38,7 +46,7 @@ function cacheTtl(ttlMs: number): number {
 export class MemoryStore implements Store {
   readonly clock: Clock;
   readonly maxKeys: number;
-  readonly #cache: LRUCache<string, object>;
+  readonly #cache: LRUCache<string, Cell>;
   #exclusive = false;
   #bindings = 0;
   #closed = false;
@@ -47,25 +55,28 @@ export class MemoryStore implements Store {
     optionsObject('memoryStore options', options, false);
     this.maxKeys = options.maxKeys === undefined ? 100_000 : positiveInteger('maxKeys', options.maxKeys);
     this.clock = options.clock ?? systemClock;
-    const clock = this.clock;
-    // lru-cache treats a start time of 0 as "no TTL", so its clock is shifted to start at 1.
-    const origin = clock.now() - 1;
-    this.#cache = new LRUCache<string, object>({
-      max: this.maxKeys,
-      ttlAutopurge: false,
-      ttlResolution: 0,
-      perf: { now: () => clock.now() - origin },
-    });
+    this.#cache = new LRUCache<string, Cell>({ max: this.maxKeys });
+    this.#origin = this.clock.now();
   }
 
-  /** Keys currently held (expired ones may linger until touched or evicted). */
+  readonly #origin: number;
+
+  /** Seconds since the origin: what a cell's expiry is compared with. */
+  #seconds(now: number): number {
+    return (now - this.#origin) / 1000;
+  }
+
+  /** Keys currently held (expired ones linger until touched, evicted or pruned). */
   get size(): number {
     return this.#cache.size;
   }
 
-  /** Drops expired states now instead of when they are next touched or evicted. */
+  /** Drops every expired state now instead of when it is next touched or evicted. */
   prune(): void {
-    this.#cache.purgeStale();
+    const nowSec = this.#seconds(this.clock.now());
+    const expired: string[] = [];
+    for (const [key, cell] of this.#cache.entries()) if (cell.expiresAtSec <= nowSec) expired.push(key);
+    for (const key of expired) this.#cache.delete(key);
   }
 
   clear(): void {
@@ -91,38 +102,59 @@ export class MemoryStore implements Store {
     const { rules } = ruleSet;
     // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
     const prefix = exclusive ? '' : `${ruleSet.prefix}{`;
+    const time = new StoreTime(this.clock, this.#origin);
     return rules.length === 1
-      ? new SingleRuleBinding(this.#cache, this.clock, rules[0] as Algorithm, prefix)
-      : new PolicyBinding(this.#cache, this.clock, rules, prefix);
+      ? new SingleRuleBinding(this.#cache, time, rules[0] as Algorithm, prefix)
+      : new PolicyBinding(this.#cache, time, rules, prefix);
+  }
+}
+
+/** The store's clock, and the cell expiry arithmetic relative to its origin. */
+class StoreTime {
+  constructor(
+    readonly clock: Clock,
+    private readonly origin: number,
+  ) {}
+
+  /** The live state in `cell` at `now`, or undefined when there is none or it has expired. */
+  live(cell: Cell | undefined, now: number): unknown {
+    return cell !== undefined && cell.expiresAtSec > (now - this.origin) / 1000 ? cell.state : undefined;
+  }
+
+  /** Stores `state` for `key`, reusing the key's cell when it has one. */
+  store(cache: LRUCache<string, Cell>, key: string, cell: Cell | undefined, state: unknown, now: number, ttlMs: number): void {
+    const expiresAtSec = Math.ceil((now - this.origin + ttlMs) / 1000);
+    if (cell === undefined) cache.set(key, { state, expiresAtSec });
+    else {
+      cell.state = state;
+      cell.expiresAtSec = expiresAtSec;
+    }
   }
 }
 
 /** The common case, kept free of arrays: one rule, its state stored as is. */
 class SingleRuleBinding implements BoundStore {
-  readonly #setOptions = { ttl: 0 };
   constructor(
-    private readonly cache: LRUCache<string, object>,
-    private readonly clock: Clock,
+    private readonly cache: LRUCache<string, Cell>,
+    private readonly time: StoreTime,
     private readonly rule: Algorithm,
     private readonly prefix: string,
   ) {}
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
     const k = this.prefix === '' ? key : this.prefix + key;
-    const before = this.cache.get(k);
-    const o = this.rule.consume(before, this.clock.now(), permits, maxWaitMs);
+    const now = this.time.clock.now();
+    const cell = this.cache.get(k);
+    const before = this.time.live(cell, now);
+    const o = this.rule.consume(before, now, permits, maxWaitMs);
     // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-    if (o.state !== before) {
-      this.#setOptions.ttl = cacheTtl(o.ttlMs);
-      this.cache.set(k, o.state as object, this.#setOptions);
-    }
+    if (o.state !== before) this.time.store(this.cache, k, cell, o.state, now, o.ttlMs);
     return ruleDecision(this.rule, o);
   }
 
   peek(key: string): Decision {
-    const state = this.cache.get(this.prefix + key);
-    const now = this.clock.now();
-    const probe = this.rule.consume(state, now, 1, 0);
+    const now = this.time.clock.now();
+    const probe = this.rule.consume(this.time.live(this.cache.get(this.prefix + key), now), now, 1, 0);
     return { ...ruleDecision(this.rule, probe), remaining: probe.allowed ? probe.remaining + 1 : probe.remaining };
   }
 
@@ -133,26 +165,25 @@ class SingleRuleBinding implements BoundStore {
 
 /** A policy: one cache entry per key holding every rule's state, decided all-or-nothing. */
 class PolicyBinding implements BoundStore {
-  readonly #setOptions = { ttl: 0 };
   constructor(
-    private readonly cache: LRUCache<string, object>,
-    private readonly clock: Clock,
+    private readonly cache: LRUCache<string, Cell>,
+    private readonly time: StoreTime,
     private readonly rules: readonly Algorithm[],
     private readonly prefix: string,
   ) {}
 
   consume(key: string, permits: number): Decision {
     const k = this.prefix + key;
-    const p = decidePolicy(this.rules, this.cache.get(k) as unknown[] | undefined, this.clock.now(), permits);
-    if (p.states !== undefined) {
-      this.#setOptions.ttl = cacheTtl(p.ttlMs);
-      this.cache.set(k, p.states, this.#setOptions);
-    }
+    const now = this.time.clock.now();
+    const cell = this.cache.get(k);
+    const p = decidePolicy(this.rules, this.time.live(cell, now) as unknown[] | undefined, now, permits);
+    if (p.states !== undefined) this.time.store(this.cache, k, cell, p.states, now, p.ttlMs);
     return p.decision;
   }
 
   peek(key: string): Decision {
-    const p = decidePolicy(this.rules, this.cache.get(this.prefix + key) as unknown[] | undefined, this.clock.now(), 1);
+    const now = this.time.clock.now();
+    const p = decidePolicy(this.rules, this.time.live(this.cache.get(this.prefix + key), now) as unknown[] | undefined, now, 1);
     const d = p.decision;
     return d.allowed ? { ...d, remaining: d.remaining + 1, rules: d.rules?.map((r) => ({ ...r, remaining: r.remaining + 1 })) } : d;
   }

@@ -1,0 +1,179 @@
+/**
+ * What the core bench measures. Each subject sets itself up for a scenario and returns a batch that
+ * makes BATCH decisions; the worker times it in a fresh process, so no subject's JIT state (a call site
+ * made polymorphic by another algorithm) leaks into another's figure.
+ */
+import {
+  type Algorithm,
+  RateLimiter,
+  createLimiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  memoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  smoothBursty,
+  smoothWarmingUp,
+  tokenBucket,
+} from '@sluice/core';
+import { RateLimiter as JhRateLimiter } from 'limiter';
+import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { BATCH } from './harness.js';
+
+export type Scenario = 'hot-allowed' | 'hot-limited' | '100k-keys';
+export const SCENARIOS: readonly Scenario[] = ['hot-allowed', 'hot-limited', '100k-keys'];
+export const KEYS = 100_000;
+
+/** Allowed: limits never reached (every decision writes). Limited: 100 per second on a key hammered far faster. */
+const HUGE = 1_000_000_000;
+const LIMITED = 100;
+const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
+
+type Batch = () => unknown;
+export interface Subject {
+  readonly id: string;
+  readonly label: string;
+  readonly peer: boolean;
+  /** Undefined when the subject has no meaningful form for the scenario. */
+  setup(scenario: Scenario): Batch | undefined;
+}
+
+function rule(scenario: Scenario, allowed: () => Algorithm, limited: () => Algorithm): Algorithm {
+  return scenario === 'hot-limited' ? limited() : allowed();
+}
+
+function sluiceAlgorithm(id: string, allowed: () => Algorithm, limited: () => Algorithm): Subject {
+  return {
+    id,
+    label: `sluice ${id}`,
+    peer: false,
+    setup(scenario) {
+      if (scenario === '100k-keys') {
+        const limiter = createLimiter({ algorithm: allowed(), store: memoryStore({ maxKeys: 2 * KEYS }) });
+        let r = 0;
+        return async () => {
+          for (let i = 0; i < BATCH; i++) await limiter.tryAcquire(keys[r++ % KEYS] as string);
+        };
+      }
+      const limiter = createLimiter({ algorithm: rule(scenario, allowed, limited) });
+      return async () => {
+        for (let i = 0; i < BATCH; i++) await limiter.tryAcquire('hot');
+      };
+    },
+  };
+}
+
+export const SUBJECTS: readonly Subject[] = [
+  {
+    id: 'rlf',
+    label: 'rate-limiter-flexible RateLimiterMemory',
+    peer: true,
+    setup(scenario) {
+      const rlf = new RateLimiterMemory(scenario === 'hot-limited' ? { points: LIMITED, duration: 1 } : { points: HUGE, duration: 60 });
+      let r = 0;
+      const key = scenario === '100k-keys' ? () => keys[r++ % KEYS] as string : () => 'hot';
+      return async () => {
+        for (let i = 0; i < BATCH; i++) {
+          // Its API rejects (with a non-Error) when limited, so every caller needs this try/catch.
+          try {
+            await rlf.consume(key());
+          } catch {
+            /* limited */
+          }
+        }
+      };
+    },
+  },
+  {
+    id: 'limiter',
+    label: 'limiter RateLimiter.tryRemoveTokens (sync)',
+    peer: true,
+    setup(scenario) {
+      const opts = scenario === 'hot-limited' ? { tokensPerInterval: LIMITED, interval: 'second' as const } : { tokensPerInterval: HUGE, interval: 'minute' as const };
+      if (scenario !== '100k-keys') {
+        const l = new JhRateLimiter(opts);
+        return () => {
+          for (let i = 0; i < BATCH; i++) l.tryRemoveTokens(1);
+        };
+      }
+      // It has no keys of its own: one limiter per key in a Map.
+      const m = new Map<string, JhRateLimiter>();
+      let r = 0;
+      return () => {
+        for (let i = 0; i < BATCH; i++) {
+          const key = keys[r++ % KEYS] as string;
+          let l = m.get(key);
+          if (l === undefined) m.set(key, (l = new JhRateLimiter(opts)));
+          l.tryRemoveTokens(1);
+        }
+      };
+    },
+  },
+  {
+    id: 'facade',
+    label: 'sluice RateLimiter.tryAcquire (sync)',
+    peer: false,
+    setup(scenario) {
+      if (scenario === '100k-keys') return undefined;
+      const limiter = RateLimiter.create(scenario === 'hot-limited' ? LIMITED : HUGE);
+      return () => {
+        for (let i = 0; i < BATCH; i++) limiter.tryAcquire();
+      };
+    },
+  },
+  sluiceAlgorithm('fixedWindow', () => fixedWindow({ limit: HUGE, windowMs: 60_000 }), () => fixedWindow({ limit: LIMITED, windowMs: 1000 })),
+  // The log keeps one entry per grant, so its cost grows with its limit: measured at 1,000 per second.
+  sluiceAlgorithm('slidingWindowLog', () => slidingWindowLog({ limit: 1000, windowMs: 1000 }), () => slidingWindowLog({ limit: LIMITED, windowMs: 1000 })),
+  sluiceAlgorithm('slidingWindowCounter', () => slidingWindowCounter({ limit: HUGE, windowMs: 60_000 }), () => slidingWindowCounter({ limit: LIMITED, windowMs: 1000 })),
+  sluiceAlgorithm('tokenBucket', () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), () => tokenBucket({ capacity: LIMITED, refillPerSecond: LIMITED })),
+  sluiceAlgorithm('leakyBucket', () => leakyBucket({ capacity: HUGE, leakPerSecond: HUGE }), () => leakyBucket({ capacity: LIMITED, leakPerSecond: LIMITED })),
+  sluiceAlgorithm('gcra', () => gcra({ rate: HUGE, burst: HUGE }), () => gcra({ rate: LIMITED, burst: LIMITED })),
+  sluiceAlgorithm('smoothBursty', () => smoothBursty({ permitsPerSecond: HUGE }), () => smoothBursty({ permitsPerSecond: LIMITED })),
+  sluiceAlgorithm('smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: HUGE, warmupMs: 1 }), () => smoothWarmingUp({ permitsPerSecond: LIMITED, warmupMs: 1000 })),
+];
+
+/** Heap per key: each fills KEYS keys and keeps them alive. */
+export const HEAP_SUBJECTS: Record<string, { label: string; fill: (n: number) => Promise<unknown> }> = {
+  rlf: {
+    label: 'rate-limiter-flexible RateLimiterMemory',
+    fill: async (n) => {
+      const l = new RateLimiterMemory({ points: 100, duration: 3600 });
+      for (let i = 0; i < n; i++) await l.consume(keys[i] as string);
+      return l;
+    },
+  },
+  limiter: {
+    label: 'limiter (one RateLimiter per key)',
+    fill: async (n) => {
+      const m = new Map<string, JhRateLimiter>();
+      for (let i = 0; i < n; i++) {
+        const l = new JhRateLimiter({ tokensPerInterval: 100, interval: 'hour' });
+        l.tryRemoveTokens(1);
+        m.set(keys[i] as string, l);
+      }
+      return m;
+    },
+  },
+  ...Object.fromEntries(
+    (
+      [
+        ['fixedWindow', () => fixedWindow({ limit: 100, windowMs: 3_600_000 })],
+        ['tokenBucket', () => tokenBucket({ capacity: 100, refillPerSecond: 0.01 })],
+        ['gcra', () => gcra({ rate: 0.01, burst: 100 })],
+        ['slidingWindowCounter', () => slidingWindowCounter({ limit: 100, windowMs: 3_600_000 })],
+        ['leakyBucket', () => leakyBucket({ capacity: 100, leakPerSecond: 0.01 })],
+      ] as const
+    ).map(([id, make]) => [
+      id,
+      {
+        label: `sluice ${id}`,
+        fill: async (n: number) => {
+          const l = createLimiter({ algorithm: make(), store: memoryStore({ maxKeys: n }) });
+          for (let i = 0; i < n; i++) await l.tryAcquire(keys[i] as string);
+          return l;
+        },
+      },
+    ]),
+  ),
+};

@@ -1,0 +1,22 @@
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/** Decisions timed per mitata sample; large enough that the per-sample overhead disappears. */
+export const BATCH = 1_000;
+
+export function fmt(n: number): string {
+  if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(0)}k`;
+  return n.toFixed(0);
+}
+
+export function gc(): void {
+  const g = (globalThis as { gc?: () => void }).gc;
+  if (!g) throw new Error('run with node --expose-gc to measure heap');
+  for (let i = 0; i < 4; i++) g();
+}
+
+export function writeJson(path: string, data: unknown): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`);
+}
