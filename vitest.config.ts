@@ -13,6 +13,9 @@ const alias = {
 export default defineConfig({
   resolve: { alias },
   test: {
+    // CI also writes a JSON report, from which .ci/run prints the closing "N passed, N failed" line.
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: process.env.CI ? { json: 'test-results/vitest.json' } : undefined,
     projects: [
       {
         resolve: { alias },
