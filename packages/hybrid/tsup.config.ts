@@ -1,11 +1,4 @@
 import { defineConfig } from 'tsup';
+import { packageBuild } from '../../tsup.config.base.js';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'es2022',
-  tsconfig: 'tsconfig.build.json',
-});
+export default defineConfig(packageBuild);

@@ -1,13 +1,7 @@
-import { optionsObject, positiveInteger } from '../validate.js';
-import { type Algorithm, type Outcome, type RuleOptions, neverFits, outcome } from './algorithm.js';
-import { ruleName } from './rule-name.js';
+import { type Algorithm, type Outcome, neverFits, outcome } from './algorithm.js';
+import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
-export interface FixedWindowOptions extends RuleOptions {
-  /** Permits per window (an integer >= 1). */
-  limit: number;
-  /** Window length in whole milliseconds; windows are aligned to multiples of it. */
-  windowMs: number;
-}
+export type FixedWindowOptions = WindowOptions;
 
 export interface FixedWindowState {
   /** Start of the window `count` belongs to. */
@@ -23,10 +17,8 @@ export interface FixedWindowState {
  * const perMinute = fixedWindow({ limit: 100, windowMs: 60_000 })
  */
 export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowState> {
-  optionsObject('fixedWindow options', options, true);
-  const limit = positiveInteger('limit', options.limit);
-  const windowMs = positiveInteger('windowMs', options.windowMs);
-  const name = ruleName(options.name, 'fw');
+  const parsed = windowOptions('fixedWindow', options, 'fw');
+  const { limit, windowMs } = parsed;
 
   function consume(
     state: FixedWindowState | undefined,
@@ -49,13 +41,5 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
     return outcome(false, state, limit - count, resetAfterMs, resetAfterMs, 0, 0);
   }
 
-  return {
-    kind: 'fixedWindow',
-    name,
-    limit,
-    windowMs,
-    reserves: false,
-    params: { limit, windowMs },
-    consume,
-  };
+  return windowRule('fixedWindow', parsed, consume);
 }

@@ -1,22 +1,15 @@
-import { optionsObject, positiveInteger } from '../validate.js';
 import {
   type Algorithm,
   type Outcome,
-  type RuleOptions,
   EPSILON,
   TOLERANCE_MS,
   neverFits,
   outcome,
   wholePermits,
 } from './algorithm.js';
-import { ruleName } from './rule-name.js';
+import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
-export interface SlidingWindowCounterOptions extends RuleOptions {
-  /** Permits per window (an integer >= 1). */
-  limit: number;
-  /** Window length in whole milliseconds. */
-  windowMs: number;
-}
+export type SlidingWindowCounterOptions = WindowOptions;
 
 export interface SlidingWindowCounterState {
   readonly windowStart: number;
@@ -35,10 +28,8 @@ export interface SlidingWindowCounterState {
  * const perHour = slidingWindowCounter({ limit: 5_000, windowMs: 3_600_000 })
  */
 export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algorithm<SlidingWindowCounterState> {
-  optionsObject('slidingWindowCounter options', options, true);
-  const limit = positiveInteger('limit', options.limit);
-  const windowMs = positiveInteger('windowMs', options.windowMs);
-  const name = ruleName(options.name, 'swc');
+  const parsed = windowOptions('slidingWindowCounter', options, 'swc');
+  const { limit, windowMs } = parsed;
 
   function consume(
     state: SlidingWindowCounterState | undefined,
@@ -82,13 +73,5 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
     return outcome(false, state, wholePermits(limit - estimate), retryAt - nowMs, resetAfterMs, 0, 0);
   }
 
-  return {
-    kind: 'slidingWindowCounter',
-    name,
-    limit,
-    windowMs,
-    reserves: false,
-    params: { limit, windowMs },
-    consume,
-  };
+  return windowRule('slidingWindowCounter', parsed, consume);
 }

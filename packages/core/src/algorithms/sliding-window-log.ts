@@ -1,13 +1,7 @@
-import { optionsObject, positiveInteger } from '../validate.js';
-import { type Algorithm, type Outcome, type RuleOptions, neverFits, outcome } from './algorithm.js';
-import { ruleName } from './rule-name.js';
+import { type Algorithm, type Outcome, neverFits, outcome } from './algorithm.js';
+import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
-export interface SlidingWindowLogOptions extends RuleOptions {
-  /** Permits in any window-long interval (an integer >= 1). */
-  limit: number;
-  /** Window length in whole milliseconds. */
-  windowMs: number;
-}
+export type SlidingWindowLogOptions = WindowOptions;
 
 export interface SlidingWindowLogState {
   /** Flat, time-ordered pairs `[t0, permits0, t1, permits1, ...]` of grants still inside the window. */
@@ -22,10 +16,8 @@ export interface SlidingWindowLogState {
  * const strict = slidingWindowLog({ limit: 10, windowMs: 1_000 })
  */
 export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<SlidingWindowLogState> {
-  optionsObject('slidingWindowLog options', options, true);
-  const limit = positiveInteger('limit', options.limit);
-  const windowMs = positiveInteger('windowMs', options.windowMs);
-  const name = ruleName(options.name, 'swl');
+  const parsed = windowOptions('slidingWindowLog', options, 'swl');
+  const { limit, windowMs } = parsed;
 
   function consume(
     state: SlidingWindowLogState | undefined,
@@ -64,13 +56,5 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     return outcome(false, state, limit - used, retryAfterMs, resetAfterMs, 0, 0);
   }
 
-  return {
-    kind: 'slidingWindowLog',
-    name,
-    limit,
-    windowMs,
-    reserves: false,
-    params: { limit, windowMs },
-    consume,
-  };
+  return windowRule('slidingWindowLog', parsed, consume);
 }

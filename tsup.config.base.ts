@@ -1,0 +1,12 @@
+import type { Options } from 'tsup';
+
+/** Every package builds the same way: ESM + CJS + declarations from src/index.ts. */
+export const packageBuild: Options = {
+  entry: ['src/index.ts'],
+  format: ['esm', 'cjs'],
+  dts: true,
+  clean: true,
+  sourcemap: true,
+  target: 'es2022',
+  tsconfig: 'tsconfig.build.json',
+};
