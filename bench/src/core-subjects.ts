@@ -21,14 +21,21 @@ import { RateLimiter as JhRateLimiter } from 'limiter';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { BATCH } from './harness.js';
 
-export type Scenario = 'hot-allowed' | 'hot-limited' | '100k-keys';
-export const SCENARIOS: readonly Scenario[] = ['hot-allowed', 'hot-limited', '100k-keys'];
+export type Scenario = 'hot-allowed' | 'hot-limited' | '100k-allowed' | '100k-limited';
+export const SCENARIOS: readonly Scenario[] = ['hot-allowed', 'hot-limited', '100k-allowed', '100k-limited'];
 export const KEYS = 100_000;
 
-/** Allowed: limits never reached (every decision writes). Limited: 100 per second on a key hammered far faster. */
+/**
+ * Allowed: limits never reached, so every decision is a grant (a write). Limited: a limit far below the
+ * rate each key is asked at, so most decisions are denials: 100 per second on the hot key, 1 per second
+ * on each of 100,000 keys visited round robin (each is asked several times a second).
+ */
 const HUGE = 1_000_000_000;
-const LIMITED = 100;
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
+const many = (scenario: Scenario) => scenario.startsWith('100k');
+const limited = (scenario: Scenario) => scenario.endsWith('limited');
+/** Permits per second when limited. */
+const limitFor = (scenario: Scenario) => (many(scenario) ? 1 : 100);
 
 type Batch = () => unknown;
 export interface Subject {
@@ -39,24 +46,22 @@ export interface Subject {
   setup(scenario: Scenario): Batch | undefined;
 }
 
-function rule(scenario: Scenario, allowed: () => Algorithm, limited: () => Algorithm): Algorithm {
-  return scenario === 'hot-limited' ? limited() : allowed();
-}
-
-function sluiceAlgorithm(id: string, allowed: () => Algorithm, limited: () => Algorithm): Subject {
+/** `limitedRule(perSecond)` is the same algorithm limited to perSecond permits per second. */
+function sluiceAlgorithm(id: string, allowed: () => Algorithm, limitedRule: (perSecond: number) => Algorithm): Subject {
   return {
     id,
     label: `sluice ${id}`,
     peer: false,
     setup(scenario) {
-      if (scenario === '100k-keys') {
-        const limiter = createLimiter({ algorithm: allowed(), store: memoryStore({ maxKeys: 2 * KEYS }) });
+      const algorithm = limited(scenario) ? limitedRule(limitFor(scenario)) : allowed();
+      if (many(scenario)) {
+        const limiter = createLimiter({ algorithm, store: memoryStore({ maxKeys: 2 * KEYS }) });
         let r = 0;
         return async () => {
           for (let i = 0; i < BATCH; i++) await limiter.tryAcquire(keys[r++ % KEYS] as string);
         };
       }
-      const limiter = createLimiter({ algorithm: rule(scenario, allowed, limited) });
+      const limiter = createLimiter({ algorithm });
       return async () => {
         for (let i = 0; i < BATCH; i++) await limiter.tryAcquire('hot');
       };
@@ -70,9 +75,9 @@ export const SUBJECTS: readonly Subject[] = [
     label: 'rate-limiter-flexible RateLimiterMemory',
     peer: true,
     setup(scenario) {
-      const rlf = new RateLimiterMemory(scenario === 'hot-limited' ? { points: LIMITED, duration: 1 } : { points: HUGE, duration: 60 });
+      const rlf = new RateLimiterMemory(limited(scenario) ? { points: limitFor(scenario), duration: 1 } : { points: HUGE, duration: 60 });
       let r = 0;
-      const key = scenario === '100k-keys' ? () => keys[r++ % KEYS] as string : () => 'hot';
+      const key = many(scenario) ? () => keys[r++ % KEYS] as string : () => 'hot';
       return async () => {
         for (let i = 0; i < BATCH; i++) {
           // Its API rejects (with a non-Error) when limited, so every caller needs this try/catch.
@@ -90,8 +95,10 @@ export const SUBJECTS: readonly Subject[] = [
     label: 'limiter RateLimiter.tryRemoveTokens (sync)',
     peer: true,
     setup(scenario) {
-      const opts = scenario === 'hot-limited' ? { tokensPerInterval: LIMITED, interval: 'second' as const } : { tokensPerInterval: HUGE, interval: 'minute' as const };
-      if (scenario !== '100k-keys') {
+      const opts = limited(scenario)
+        ? { tokensPerInterval: limitFor(scenario), interval: 'second' as const }
+        : { tokensPerInterval: HUGE, interval: 'minute' as const };
+      if (!many(scenario)) {
         const l = new JhRateLimiter(opts);
         return () => {
           for (let i = 0; i < BATCH; i++) l.tryRemoveTokens(1);
@@ -115,22 +122,22 @@ export const SUBJECTS: readonly Subject[] = [
     label: 'sluice RateLimiter.tryAcquire (sync)',
     peer: false,
     setup(scenario) {
-      if (scenario === '100k-keys') return undefined;
-      const limiter = RateLimiter.create(scenario === 'hot-limited' ? LIMITED : HUGE);
+      if (many(scenario)) return undefined;
+      const limiter = RateLimiter.create(limited(scenario) ? limitFor(scenario) : HUGE);
       return () => {
         for (let i = 0; i < BATCH; i++) limiter.tryAcquire();
       };
     },
   },
-  sluiceAlgorithm('fixedWindow', () => fixedWindow({ limit: HUGE, windowMs: 60_000 }), () => fixedWindow({ limit: LIMITED, windowMs: 1000 })),
+  sluiceAlgorithm('fixedWindow', () => fixedWindow({ limit: HUGE, windowMs: 60_000 }), (n) => fixedWindow({ limit: n, windowMs: 1000 })),
   // The log keeps one entry per grant, so its cost grows with its limit: measured at 1,000 per second.
-  sluiceAlgorithm('slidingWindowLog', () => slidingWindowLog({ limit: 1000, windowMs: 1000 }), () => slidingWindowLog({ limit: LIMITED, windowMs: 1000 })),
-  sluiceAlgorithm('slidingWindowCounter', () => slidingWindowCounter({ limit: HUGE, windowMs: 60_000 }), () => slidingWindowCounter({ limit: LIMITED, windowMs: 1000 })),
-  sluiceAlgorithm('tokenBucket', () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), () => tokenBucket({ capacity: LIMITED, refillPerSecond: LIMITED })),
-  sluiceAlgorithm('leakyBucket', () => leakyBucket({ capacity: HUGE, leakPerSecond: HUGE }), () => leakyBucket({ capacity: LIMITED, leakPerSecond: LIMITED })),
-  sluiceAlgorithm('gcra', () => gcra({ rate: HUGE, burst: HUGE }), () => gcra({ rate: LIMITED, burst: LIMITED })),
-  sluiceAlgorithm('smoothBursty', () => smoothBursty({ permitsPerSecond: HUGE }), () => smoothBursty({ permitsPerSecond: LIMITED })),
-  sluiceAlgorithm('smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: HUGE, warmupMs: 1 }), () => smoothWarmingUp({ permitsPerSecond: LIMITED, warmupMs: 1000 })),
+  sluiceAlgorithm('slidingWindowLog', () => slidingWindowLog({ limit: 1000, windowMs: 1000 }), (n) => slidingWindowLog({ limit: n, windowMs: 1000 })),
+  sluiceAlgorithm('slidingWindowCounter', () => slidingWindowCounter({ limit: HUGE, windowMs: 60_000 }), (n) => slidingWindowCounter({ limit: n, windowMs: 1000 })),
+  sluiceAlgorithm('tokenBucket', () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), (n) => tokenBucket({ capacity: n, refillPerSecond: n })),
+  sluiceAlgorithm('leakyBucket', () => leakyBucket({ capacity: HUGE, leakPerSecond: HUGE }), (n) => leakyBucket({ capacity: n, leakPerSecond: n })),
+  sluiceAlgorithm('gcra', () => gcra({ rate: HUGE, burst: HUGE }), (n) => gcra({ rate: n, burst: n })),
+  sluiceAlgorithm('smoothBursty', () => smoothBursty({ permitsPerSecond: HUGE }), (n) => smoothBursty({ permitsPerSecond: n })),
+  sluiceAlgorithm('smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: HUGE, warmupMs: 1 }), (n) => smoothWarmingUp({ permitsPerSecond: n, warmupMs: 1000 })),
 ];
 
 /** Heap per key: each fills KEYS keys and keeps them alive. */
