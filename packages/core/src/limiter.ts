@@ -122,6 +122,10 @@ class StoreLimiter implements Limiter {
       if (typeof store !== 'object' || store === null || typeof store.bind !== 'function') {
         throw new SluiceTypeError('store', store, `store must be a sluice Store such as memoryStore(), got ${describe(store)}`);
       }
+      // Decisions follow the store's clock and waits the limiter's: two different clocks would disagree.
+      if (options.clock !== undefined && store instanceof MemoryStore && store.clock !== options.clock) {
+        throw new SluiceRangeError('clock', options.clock, 'clock must be the clock the memoryStore was created with (pass it to memoryStore({ clock }))');
+      }
       this.#store = store;
       this.#ownsStore = false;
       this.#bound = store.bind({ rules: this.rules, prefix });
