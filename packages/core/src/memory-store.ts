@@ -29,10 +29,12 @@ export interface MemoryStoreOptions {
 interface Cell {
   state: unknown;
   /**
-   * Whole seconds since the store's origin, rounded up: a small integer V8 keeps unboxed (a double
-   * would cost a 16-byte box per key), and rounding up never expires a state early.
+   * Whole milliseconds since the store's origin, rounded up: a small integer that V8 keeps unboxed for
+   * the first 12 days of a store's life (a double costs a 16-byte box per key), and rounding up never
+   * expires a state early. On an integer clock, `now < expiry` here is exactly `now < written + ttl`, the
+   * rule the Redis scripts apply, so both stores forget a key at the same instant.
    */
-  expiresAtSec: number;
+  expiresAt: number;
 }
 
 /**
@@ -61,10 +63,7 @@ export class MemoryStore implements Store {
 
   readonly #origin: number;
 
-  /** Seconds since the origin: what a cell's expiry is compared with. */
-  #seconds(now: number): number {
-    return (now - this.#origin) / 1000;
-  }
+
 
   /** Keys currently held (expired ones linger until touched, evicted or pruned). */
   get size(): number {
@@ -73,9 +72,9 @@ export class MemoryStore implements Store {
 
   /** Drops every expired state now instead of when it is next touched or evicted. */
   prune(): void {
-    const nowSec = this.#seconds(this.clock.now());
+    const now = this.clock.now() - this.#origin;
     const expired: string[] = [];
-    for (const [key, cell] of this.#cache.entries()) if (cell.expiresAtSec <= nowSec) expired.push(key);
+    for (const [key, cell] of this.#cache.entries()) if (cell.expiresAt <= now) expired.push(key);
     for (const key of expired) this.#cache.delete(key);
   }
 
@@ -118,16 +117,16 @@ class StoreTime {
 
   /** The live state in `cell` at `now`, or undefined when there is none or it has expired. */
   live(cell: Cell | undefined, now: number): unknown {
-    return cell !== undefined && cell.expiresAtSec > (now - this.origin) / 1000 ? cell.state : undefined;
+    return cell !== undefined && cell.expiresAt > now - this.origin ? cell.state : undefined;
   }
 
   /** Stores `state` for `key`, reusing the key's cell when it has one. */
   store(cache: LRUCache<string, Cell>, key: string, cell: Cell | undefined, state: unknown, now: number, ttlMs: number): void {
-    const expiresAtSec = Math.ceil((now - this.origin + ttlMs) / 1000);
-    if (cell === undefined) cache.set(key, { state, expiresAtSec });
+    const expiresAt = Math.ceil(now - this.origin + ttlMs);
+    if (cell === undefined) cache.set(key, { state, expiresAt });
     else {
       cell.state = state;
-      cell.expiresAtSec = expiresAtSec;
+      cell.expiresAt = expiresAt;
     }
   }
 }
