@@ -1,0 +1,60 @@
+import { execFileSync } from 'node:child_process';
+import { Cluster, Redis } from 'ioredis';
+import { type TestRedis, spawnRedisServer } from './redis-server.js';
+
+export interface TestCluster {
+  readonly nodes: readonly TestRedis[];
+  /** Seed addresses for an ioredis Cluster client. */
+  readonly startupNodes: ReadonlyArray<{ host: string; port: number }>;
+  client(): Cluster;
+  stop(): Promise<void>;
+}
+
+async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`cluster: timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * A real Redis Cluster of 3 masters and 3 replicas on free loopback ports, created with
+ * `redis-cli --cluster create`. Resolves once the cluster is ok and every replica's link to its master is
+ * up (Redis 7 delays a diskless full sync, and a replica that never synced will not take over).
+ */
+export async function startTestCluster(): Promise<TestCluster> {
+  const flags = ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--repl-diskless-sync-delay', '0'];
+  const nodes = await Promise.all(Array.from({ length: 6 }, () => spawnRedisServer([...flags, '--cluster-config-file', 'nodes.conf'])));
+  const stop = async () => void (await Promise.all(nodes.map((n) => n.stop())));
+  try {
+    execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], {
+      stdio: 'ignore',
+      timeout: 30_000,
+    });
+    const direct = nodes.map((n) => new Redis({ host: n.host, port: n.port, lazyConnect: true }));
+    try {
+      await until('cluster_state:ok on every node', 30_000, async () => {
+        const infos = await Promise.all(direct.map((c) => c.cluster('INFO') as Promise<string>));
+        return infos.every((i) => i.includes('cluster_state:ok'));
+      });
+      await until('every replica in sync', 30_000, async () => {
+        const infos = await Promise.all(direct.map((c) => c.info('replication')));
+        const replicas = infos.filter((i) => i.includes('role:slave'));
+        return replicas.length === 3 && replicas.every((i) => i.includes('master_link_status:up'));
+      });
+    } finally {
+      for (const c of direct) c.disconnect();
+    }
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  const startupNodes = nodes.map((n) => ({ host: n.host, port: n.port }));
+  return {
+    nodes,
+    startupNodes,
+    client: () => new Cluster(startupNodes, { redisOptions: { maxRetriesPerRequest: 3 } }),
+    stop,
+  };
+}
