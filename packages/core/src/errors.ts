@@ -6,8 +6,6 @@ export type SluiceErrorCode =
   | 'CLOSED'
   /** The request can never be granted (permits above the limit), so waiting for it would never end. */
   | 'NEVER_ALLOWED'
-  /** The store could not be reached and the fail mode said to surface it. */
-  | 'STORE_UNAVAILABLE'
   /** A rate-limited call that is contractually an exception (decorators), carrying its Decision. */
   | 'RATE_LIMITED';
 

@@ -1,5 +1,5 @@
 export type { Algorithm, AlgorithmKind, Outcome, RuleOptions } from './algorithms/algorithm.js';
-export { EPSILON } from './algorithms/algorithm.js';
+export { EPSILON, TOLERANCE_MS } from './algorithms/algorithm.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';
 export { slidingWindowLog } from './algorithms/sliding-window-log.js';

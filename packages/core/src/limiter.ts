@@ -30,7 +30,7 @@ export interface LimiterOptions {
   prefix?: string;
   /**
    * Time for waiting (and, with the default store, for decisions).
-   * @default systemClock
+   * @default the store's clock if it has one, else systemClock
    */
   clock?: Clock;
   /**
@@ -107,7 +107,7 @@ class StoreLimiter implements Limiter {
       throw new SluiceRangeError('prefix', prefix, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(prefix)}`);
     }
     this.prefix = prefix;
-    this.#clock = options.clock ?? systemClock;
+    this.#clock = options.clock ?? options.store?.clock ?? systemClock;
     this.#maxKeyLength =
       options.maxKeyLength === undefined ? DEFAULT_MAX_KEY_LENGTH : positiveInteger('maxKeyLength', options.maxKeyLength);
     this.#jitterMs = options.retryJitterMs === undefined ? 2 : nonNegativeFinite('retryJitterMs', options.retryJitterMs);
@@ -123,8 +123,8 @@ class StoreLimiter implements Limiter {
         throw new SluiceTypeError('store', store, `store must be a sluice Store such as memoryStore(), got ${describe(store)}`);
       }
       // Decisions follow the store's clock and waits the limiter's: two different clocks would disagree.
-      if (options.clock !== undefined && store instanceof MemoryStore && store.clock !== options.clock) {
-        throw new SluiceRangeError('clock', options.clock, 'clock must be the clock the memoryStore was created with (pass it to memoryStore({ clock }))');
+      if (options.clock !== undefined && store.clock !== undefined && store.clock !== options.clock) {
+        throw new SluiceRangeError('clock', options.clock, 'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))');
       }
       this.#store = store;
       this.#ownsStore = false;

@@ -1,4 +1,5 @@
 import type { Algorithm } from './algorithms/algorithm.js';
+import type { Clock } from './clock.js';
 import type { Decision } from './decision.js';
 
 /** What a limiter hands its store: the rules to enforce and the namespace of its keys. */
@@ -20,6 +21,11 @@ export interface RuleSet {
  * - Results may be synchronous (memory) or promises (network); callers handle both.
  */
 export interface Store {
+  /**
+   * The clock the store decides with, when it is this process's (a memory store, a Redis store with a
+   * client clock). A limiter waits on it too; one that decides on the server's clock leaves it undefined.
+   */
+  readonly clock?: Clock;
   bind(ruleSet: RuleSet): BoundStore;
   close(): Promise<void>;
 }

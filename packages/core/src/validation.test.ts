@@ -77,7 +77,7 @@ describe('option validation', () => {
     expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), store: {} as never })).toThrow(/store must be/);
     expect(() => memoryStore({ maxKeys: 0 })).toThrow(/maxKeys must be an integer >= 1, got 0/);
     expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), store: memoryStore(), clock: new ManualClock(0) })).toThrow(
-      /clock must be the clock the memoryStore was created with/,
+      /clock must be the clock the store was created with/,
     );
   });
 });

@@ -1,5 +1,20 @@
+export { RedisStore } from './redis-store.js';
+export type { FailMode, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
+export type { RedisClient } from './script-runner.js';
+export { runScript } from './script-runner.js';
+export { decideScript } from './scripts.js';
+export type { LuaScript } from './scripts.js';
+export { stateKey } from './key-layout.js';
+
+import { RedisStore, type RedisStoreOptions } from './redis-store.js';
+
 /**
- * @sluice/redis is being built; see the repository README for what ships today.
- * The package exists now so the workspace, build and exports checks cover it from the start.
+ * Creates a Redis store; see {@link RedisStoreOptions}.
+ *
+ * @example
+ * import { Redis } from 'ioredis'
+ * const limiter = createLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), store: redisStore({ redis: new Redis() }) })
  */
-export const PACKAGE_NAME = '@sluice/redis';
+export function redisStore(options: RedisStoreOptions): RedisStore {
+  return new RedisStore(options);
+}

@@ -43,6 +43,12 @@ export interface Algorithm<S = unknown> {
   readonly windowMs: number;
   /** True when the rule can grant a request now that the caller must sit out (`waitMs > 0`). */
   readonly reserves: boolean;
+  /**
+   * True when a denial of one permit with no wait allowed is the same answer, numbers included, until its
+   * retryAfterMs if nothing else arrives: only lack of a permit denies it, and none reappears before then.
+   * A deny cache may answer such denials locally. (Leaky shape mode denies for the wait instead.)
+   */
+  readonly stableDenials: boolean;
   /** The validated parameters, as the Redis scripts take them. */
   readonly params: Readonly<Record<string, number | string>>;
   /**

@@ -58,6 +58,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     limit: burst,
     windowMs: Math.max(1, Math.ceil(toleranceMs)),
     reserves: true,
+    stableDenials: true,
     params: { rate, burst },
     consume,
   };

@@ -105,6 +105,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     limit: capacity,
     windowMs: Math.max(1, Math.ceil(capacity * msPerPermit)),
     reserves: mode === 'shape',
+    stableDenials: mode === 'police',
     params: { capacity, leakPerSecond, mode },
     consume: (mode === 'police' ? police : shape) as Algorithm<LeakyBucketState>['consume'],
   };

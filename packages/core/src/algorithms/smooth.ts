@@ -78,6 +78,7 @@ function smoothAlgorithm(
     limit: Math.max(1, Math.round((permitsPerSecond * windowMs) / 1000)),
     windowMs,
     reserves: true,
+    stableDenials: true,
     params,
     consume,
   };

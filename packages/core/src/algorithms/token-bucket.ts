@@ -96,6 +96,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     limit: capacity,
     windowMs: Math.max(1, Math.ceil((capacity * 1000) / refillPerSecond)),
     reserves: maxDebt > 0,
+    stableDenials: true,
     params: { capacity, refillPerSecond, initial, maxDebt },
     consume,
   };

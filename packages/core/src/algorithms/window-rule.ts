@@ -26,5 +26,5 @@ export function windowRule<S>(
   { limit, windowMs, name }: Required<WindowOptions>,
   consume: (state: S | undefined, nowMs: number, permits: number) => Outcome<S>,
 ): Algorithm<S> {
-  return { kind, name, limit, windowMs, reserves: false, params: { limit, windowMs }, consume };
+  return { kind, name, limit, windowMs, reserves: false, stableDenials: true, params: { limit, windowMs }, consume };
 }

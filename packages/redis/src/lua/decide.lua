@@ -1,0 +1,169 @@
+-- decide.lua: decides a batch of requests, in order and each atomically, for identities whose keys share
+-- one slot. Several requests for one identity fold into one state update, written once at the end.
+--
+-- KEYS: for identity i and rule r (both from 1), KEYS[(i - 1) * R + r] holds that rule's state.
+-- ARGV: R; then per rule its kind and parameters (PARAM_COUNT below); then Q; then per request:
+--       identity index, now ('' = this server's TIME), permits, maxWaitMs ('inf' allowed), and
+--       'c' to consume or 'p' to peek (decide without writing anything).
+-- Reply: Q strings "allowed remaining retryAfter resetAfter wait tightest", followed when R > 1 by
+--        " allowed remaining resetAfter" for each rule (numbers as '%.17g', 'inf' for Infinity).
+-- Values: "expiresAt field1 field2 ..." in decision-clock ms. The value's own expiresAt decides whether a
+-- state is alive, so a key is forgotten at the same instant as in the memory store; PEXPIRE only
+-- reclaims memory, a second after that.
+
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+
+local PARAM_COUNT = { fixedWindow = 2, slidingWindowLog = 2, slidingWindowCounter = 2, tokenBucket = 4,
+                      leakyBucket = 3, gcra = 2, smoothBursty = 3, smoothWarmingUp = 3 }
+local RECLAIM_SLACK_MS = 1000
+
+local R = tonumber(ARGV[1])
+local rules = {}
+local a = 2
+for r = 1, R do
+  local kind = ARGV[a]
+  local count = PARAM_COUNT[kind]
+  if count == nil then return redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(kind)) end
+  local params = {}
+  for j = 1, count do
+    local v = ARGV[a + j]
+    params[j] = parse_num(v) or v
+  end
+  rules[r] = { consume = ALGORITHMS[kind], params = params }
+  a = a + count + 1
+end
+
+local server_now = nil
+local function read_now(arg)
+  if arg ~= '' then return parse_num(arg) end
+  if server_now == nil then
+    local t = redis.call('TIME')
+    server_now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  end
+  return server_now
+end
+
+-- identity index -> { states = {...}, expires = {...}, dirty = bool, written_at = now }
+local identities = {}
+local function load(i)
+  local entry = identities[i]
+  if entry ~= nil then return entry end
+  entry = { states = {}, expires = {}, dirty = false, written_at = 0 }
+  for r = 1, R do
+    local raw = redis.call('GET', KEYS[(i - 1) * R + r])
+    if raw then
+      local fields = {}
+      for token in string.gmatch(raw, '%S+') do fields[#fields + 1] = parse_num(token) end
+      entry.expires[r] = table.remove(fields, 1)
+      entry.states[r] = fields
+    end
+  end
+  identities[i] = entry
+  return entry
+end
+
+-- The live state of rule r at now, or nil when it has none or it has expired.
+local function live(entry, r, now)
+  local state = entry.states[r]
+  if state ~= nil and entry.expires[r] > now then return state end
+  return nil
+end
+
+local function store(entry, states, now, ttl)
+  for r = 1, R do
+    entry.states[r] = states[r]
+    entry.expires[r] = now + ttl
+  end
+  entry.dirty = true
+  entry.written_at = now
+end
+
+local replies = {}
+local Q = tonumber(ARGV[a])
+a = a + 1
+for q = 1, Q do
+  local i = tonumber(ARGV[a])
+  local now = read_now(ARGV[a + 1])
+  local permits = tonumber(ARGV[a + 2])
+  local max_wait = parse_num(ARGV[a + 3])
+  local peek = ARGV[a + 4] == 'p'
+  a = a + 5
+  local entry = load(i)
+  local before = {}
+  for r = 1, R do before[r] = live(entry, r, now) end
+
+  if R == 1 then
+    local o = rules[1].consume(rules[1].params, before[1], now, permits, max_wait)
+    -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
+    if o.state ~= before[1] and not peek then store(entry, { o.state }, now, o.ttl) end
+    local allowed = 0
+    if o.allowed then allowed = 1 end
+    replies[q] = table.concat({ allowed, num(o.remaining), num(o.retry_after), num(o.reset_after), num(o.wait), 0 }, ' ')
+  else
+    -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors policy.ts.
+    local outcomes = {}
+    local allowed = true
+    for r = 1, R do
+      outcomes[r] = rules[r].consume(rules[r].params, before[r], now, permits, 0)
+      if not outcomes[r].allowed then allowed = false end
+    end
+    local remaining = {}
+    for r = 1, R do
+      local o = outcomes[r]
+      remaining[r] = o.remaining
+      if not allowed and o.allowed then remaining[r] = o.remaining + permits end
+    end
+    local tightest = 1
+    for r = 2, R do
+      local tighter
+      if allowed then tighter = remaining[r] < remaining[tightest]
+      else tighter = outcomes[r].retry_after > outcomes[tightest].retry_after end
+      if tighter then tightest = r end
+    end
+    local retry_after, reset_after, ttl = 0, outcomes[1].reset_after, outcomes[1].ttl
+    for r = 1, R do
+      if not allowed then retry_after = math.max(retry_after, outcomes[r].retry_after) end
+      reset_after = math.max(reset_after, outcomes[r].reset_after)
+      ttl = math.max(ttl, outcomes[r].ttl)
+    end
+    if peek then
+      -- nothing is written
+    elseif allowed then
+      local states = {}
+      for r = 1, R do states[r] = outcomes[r].state end
+      store(entry, states, now, ttl)
+    else
+      local kept, anchored = {}, false
+      for r = 1, R do
+        if outcomes[r].allowed then kept[r] = before[r] else kept[r] = outcomes[r].state end
+        if kept[r] ~= before[r] then anchored = true end
+      end
+      if anchored then store(entry, kept, now, ttl) end
+    end
+    local parts = { allowed and 1 or 0, num(remaining[tightest]), num(retry_after), num(reset_after), 0, tightest - 1 }
+    for r = 1, R do
+      parts[#parts + 1] = outcomes[r].allowed and 1 or 0
+      parts[#parts + 1] = num(remaining[r])
+      parts[#parts + 1] = num(outcomes[r].reset_after)
+    end
+    replies[q] = table.concat(parts, ' ')
+  end
+end
+
+for i, entry in pairs(identities) do
+  if entry.dirty then
+    for r = 1, R do
+      local key = KEYS[(i - 1) * R + r]
+      local state = entry.states[r]
+      if state == nil then
+        redis.call('DEL', key)
+      else
+        local fields = { num(entry.expires[r]) }
+        for j = 1, #state do fields[j + 1] = num(state[j]) end
+        local px = math.ceil(entry.expires[r] - entry.written_at) + RECLAIM_SLACK_MS
+        redis.call('SET', key, table.concat(fields, ' '), 'PX', px)
+      end
+    end
+  end
+end
+return replies

@@ -1,0 +1,62 @@
+-- smooth_rate.lua: Guava's SmoothRateLimiter math shared by smoothBursty and smoothWarmingUp.
+-- Mirrors algorithms/smooth-rate.ts and algorithms/smooth.ts; keep the arithmetic in the same order.
+-- A shape is { stable, max_permits, cool_down, threshold, slope, warming }; state = { storedPermits, nextFreeMs }.
+
+-- Guava's (long) cast of a product: NaN (0 x Infinity) becomes 0.
+local function cast_wait(ms)
+  if ms ~= ms then return 0 end
+  return ms
+end
+
+local function resynced_permits(stored, next_free, now, shape)
+  if now <= next_free then return stored end
+  local new_permits = (now - next_free) / shape.cool_down
+  return math.min(shape.max_permits, stored + new_permits)
+end
+
+local function permits_to_time(shape, permits)
+  return shape.stable + permits * shape.slope
+end
+
+local function stored_permits_to_wait_time(shape, stored, permits_to_take)
+  if not shape.warming then return 0 end
+  local above = stored - shape.threshold
+  local ms = 0
+  local to_take = permits_to_take
+  if above > 0 then
+    local above_to_take = math.min(above, to_take)
+    local length = permits_to_time(shape, above) + permits_to_time(shape, above - above_to_take)
+    ms = cast_wait((above_to_take * length) / 2.0)
+    to_take = to_take - above_to_take
+  end
+  return ms + cast_wait(shape.stable * to_take)
+end
+
+-- Guava's reserveEarliestAvailable: returns stored, next free time, and the OLD next free time.
+local function reserve_earliest_available(shape, stored_permits, next_free, permits, now)
+  local stored = resynced_permits(stored_permits, next_free, now, shape)
+  local free = math.max(next_free, now)
+  local to_spend = math.min(permits, stored)
+  local fresh = permits - to_spend
+  local wait = stored_permits_to_wait_time(shape, stored, to_spend) + cast_wait(fresh * shape.stable)
+  return stored - to_spend, free + wait, free
+end
+
+local function smooth_consume(shape, fresh_permits, state, now_ms, permits, max_wait)
+  local stored_permits = fresh_permits
+  local next_free = now_ms
+  if state ~= nil then
+    stored_permits = state[1]
+    next_free = state[2]
+  end
+  -- Guava's canAcquire looks only at the next free time, whatever the permits asked for.
+  if next_free - max_wait > now_ms + TOLERANCE_MS then
+    local stored = resynced_permits(stored_permits, next_free, now_ms, shape)
+    return outcome(false, state, whole_permits(stored), next_free - max_wait - now_ms, next_free - now_ms, 0, 0)
+  end
+  local stored, free, moment = reserve_earliest_available(shape, stored_permits, next_free, permits, now_ms)
+  local full_at = free + (shape.max_permits - stored) * shape.cool_down
+  local ttl = math.max(0, full_at - now_ms)
+  local wait = math.min(math.max(moment - now_ms, 0), max_wait)
+  return outcome(true, { stored, free }, whole_permits(stored), 0, ttl, wait, ttl)
+end

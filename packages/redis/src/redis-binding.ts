@@ -1,0 +1,184 @@
+import type { Algorithm, BoundStore, Clock, Decision } from '@sluice/core';
+import calculateSlot from 'cluster-key-slot';
+import { DenyCache } from './deny-cache.js';
+import { stateKey } from './key-layout.js';
+import { parseDecision } from './reply.js';
+import { numArg, ruleArgs } from './rule-args.js';
+import { type RedisClient, runScript } from './script-runner.js';
+import { decideScript } from './scripts.js';
+
+interface Pending {
+  readonly key: string;
+  readonly permits: number;
+  readonly maxWaitMs: number;
+  /** The decision time in client-clock mode; '' lets the script read Redis TIME. */
+  readonly now: string;
+  readonly peek: boolean;
+  resolve(decision: Decision): void;
+}
+
+/** What a binding needs from its store: the connection, time, and where to report health. */
+export interface BindingContext {
+  readonly redis: RedisClient;
+  readonly isCluster: boolean;
+  /** The client clock, or undefined when decisions take Redis TIME. */
+  readonly decisionClock: Clock | undefined;
+  /** This process's clock, for deadlines and the deny cache. */
+  readonly localClock: Clock;
+  readonly timeoutMs: number;
+  readonly failMode: 'local' | 'open' | 'closed';
+  reportSuccess(): void;
+  reportFailure(error: unknown): void;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
+    promise.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+/**
+ * One limiter's rules on Redis. Decisions asked in the same tick leave together, as one script call per
+ * slot, when the tick ends: no added latency, and a hot key's requests fold into one state update.
+ */
+export class RedisBinding implements BoundStore {
+  readonly #ctx: BindingContext;
+  readonly #rules: readonly Algorithm[];
+  readonly #prefix: string;
+  readonly #ruleArgs: string[];
+  readonly #denials: DenyCache | undefined;
+  readonly #local: BoundStore | undefined;
+  #queue: Pending[] = [];
+  #scheduled = false;
+
+  constructor(ctx: BindingContext, rules: readonly Algorithm[], prefix: string, denyCache: DenyCache | undefined, local: BoundStore | undefined) {
+    this.#ctx = ctx;
+    this.#rules = rules;
+    this.#prefix = prefix;
+    this.#ruleArgs = ruleArgs(rules);
+    // Exact only for one rule whose single-permit denials hold until retryAfterMs (see Algorithm.stableDenials).
+    this.#denials = rules.length === 1 && (rules[0] as Algorithm).stableDenials ? denyCache : undefined;
+    this.#local = local;
+  }
+
+  consume(key: string, permits: number, maxWaitMs: number): Decision | Promise<Decision> {
+    if (this.#denials !== undefined) {
+      if (permits === 1 && maxWaitMs === 0) {
+        const cached = this.#denials.get(key, this.#ctx.localClock.now());
+        if (cached !== undefined) return cached;
+      }
+      // A request on its way to Redis may change the key (a grant, a reservation): until its answer is
+      // back, no cached denial for the key may be trusted.
+      this.#denials.delete(key);
+    }
+    return this.#enqueue(key, permits, maxWaitMs, false);
+  }
+
+  peek(key: string): Promise<Decision> {
+    return this.#enqueue(key, 1, 0, true);
+  }
+
+  async reset(key: string): Promise<void> {
+    this.forget(key);
+    await this.#ctx.redis.del(...this.#rules.map((rule) => stateKey(this.#prefix, key, rule.name)));
+  }
+
+  /** Drops the key from this node's deny cache (a reset here or, through pub/sub, on another node). */
+  forget(key: string): void {
+    this.#denials?.delete(key);
+  }
+
+  #enqueue(key: string, permits: number, maxWaitMs: number, peek: boolean): Promise<Decision> {
+    const clock = this.#ctx.decisionClock;
+    return new Promise<Decision>((resolve) => {
+      this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? '' : numArg(clock.now()), peek, resolve });
+      if (!this.#scheduled) {
+        this.#scheduled = true;
+        queueMicrotask(this.#flush);
+      }
+    });
+  }
+
+  readonly #flush = (): void => {
+    this.#scheduled = false;
+    const batch = this.#queue;
+    this.#queue = [];
+    if (!this.#ctx.isCluster) {
+      void this.#send(batch);
+      return;
+    }
+    // In a Cluster one script call can only touch one slot: group by the identity's hash tag.
+    const bySlot = new Map<number, Pending[]>();
+    for (const p of batch) {
+      const slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
+      const group = bySlot.get(slot);
+      if (group === undefined) bySlot.set(slot, [p]);
+      else group.push(p);
+    }
+    for (const group of bySlot.values()) void this.#send(group);
+  };
+
+  async #send(group: Pending[]): Promise<void> {
+    const identities = new Map<string, number>();
+    const keys: string[] = [];
+    const args = [...this.#ruleArgs, String(group.length)];
+    for (const p of group) {
+      let identity = identities.get(p.key);
+      if (identity === undefined) {
+        identity = identities.size + 1;
+        identities.set(p.key, identity);
+        for (const rule of this.#rules) keys.push(stateKey(this.#prefix, p.key, rule.name));
+      }
+      args.push(String(identity), p.now, String(p.permits), numArg(p.maxWaitMs), p.peek ? 'p' : 'c');
+    }
+    let lines: string[];
+    try {
+      lines = (await withTimeout(runScript(this.#ctx.redis, decideScript(), keys, args), this.#ctx.timeoutMs)) as string[];
+      this.#ctx.reportSuccess();
+    } catch (error) {
+      this.#ctx.reportFailure(error);
+      for (const p of group) p.resolve(this.#fallback(p));
+      return;
+    }
+    const now = this.#ctx.localClock.now();
+    group.forEach((p, q) => {
+      const decision = parseDecision(lines[q] as string, this.#rules, p.peek);
+      if (this.#denials !== undefined && !p.peek) {
+        if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, now);
+        else if (decision.allowed) this.#denials.delete(p.key);
+      }
+      p.resolve(decision);
+    });
+  }
+
+  /**
+   * Decides without Redis, as the fail mode says: 'local' from an in-memory limiter with the same rules,
+   * 'open' allows, 'closed' denies and asks to retry after timeoutMs.
+   */
+  #fallback(p: Pending): Decision {
+    if (this.#local !== undefined) {
+      return (p.peek ? this.#local.peek(p.key) : this.#local.consume(p.key, p.permits, p.maxWaitMs)) as Decision;
+    }
+    const rule = this.#rules[0] as Algorithm;
+    const open = this.#ctx.failMode === 'open';
+    return {
+      allowed: open,
+      limit: rule.limit,
+      remaining: open ? Math.max(0, rule.limit - p.permits) : 0,
+      retryAfterMs: open ? 0 : this.#ctx.timeoutMs,
+      resetAfterMs: 0,
+      waitMs: 0,
+      rule: rule.name,
+    };
+  }
+}

@@ -1,0 +1,202 @@
+import {
+  type BoundStore,
+  type Clock,
+  MemoryStore,
+  type RuleSet,
+  SluiceRangeError,
+  SluiceTypeError,
+  type Store,
+  systemClock,
+} from '@sluice/core';
+import { EventEmitter } from 'eventemitter3';
+import { Cluster } from 'ioredis';
+import { DenyCache } from './deny-cache.js';
+import { resetChannel } from './key-layout.js';
+import { type BindingContext, RedisBinding } from './redis-binding.js';
+import type { RedisClient } from './script-runner.js';
+
+/** What a store does when Redis does not answer within `timeoutMs`, or answers with an error. */
+export type FailMode = 'local' | 'open' | 'closed';
+
+export interface RedisStoreOptions {
+  /** An ioredis client: `new Redis(...)` or `new Cluster(...)`. The store never closes it. */
+  redis: RedisClient;
+  /**
+   * Where decision time comes from. `'server'`: Redis TIME, one clock for the whole fleet. `'client'`:
+   * this process's monotonic clock; or pass a Clock (a ManualClock in tests) to decide on it.
+   * @default 'server'
+   */
+  clock?: 'server' | 'client' | Clock;
+  /**
+   * Longest a decision waits for Redis before the fail mode decides it instead.
+   * @default 50
+   */
+  timeoutMs?: number;
+  /**
+   * `'local'`: decide from an in-memory limiter with the same rules on this node; `'open'`: allow;
+   * `'closed'`: deny (retry after timeoutMs).
+   * @default 'local'
+   */
+  failMode?: FailMode;
+  /**
+   * Answer a hot key's single-permit denials locally until they can change (see DenyCache), and drop them
+   * on every node when a key is reset (Redis pub/sub, one extra connection per store).
+   * @default true
+   */
+  denyCache?: boolean;
+  /**
+   * Most keys the deny cache remembers per limiter.
+   * @default 10_000
+   */
+  denyCacheMaxKeys?: number;
+}
+
+/** Events of a RedisStore: emitted when Redis starts failing and when it answers again. */
+export interface RedisStoreEvents {
+  'store-error': [error: Error];
+  'store-recovered': [];
+}
+
+const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
+
+function isClient(value: unknown): value is RedisClient {
+  return typeof value === 'object' && value !== null && typeof (value as RedisClient).evalsha === 'function';
+}
+
+/**
+ * Exact central limiting on Redis: every decision is the core algorithm's function, run atomically by one
+ * Lua script on the server. Plug it into createLimiter: switching a limiter from memory to Redis is the
+ * `store` line.
+ *
+ * @example
+ * const store = redisStore({ redis: new Redis(process.env.REDIS_URL) })
+ * const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), store })
+ */
+export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store {
+  readonly redis: RedisClient;
+  /** Defined in client-clock mode: limiters wait on the clock decisions are made with. */
+  readonly clock: Clock | undefined;
+  readonly timeoutMs: number;
+  readonly failMode: FailMode;
+  readonly #localClock: Clock;
+  readonly #denyCache: boolean;
+  readonly #denyCacheMaxKeys: number;
+  readonly #bindings = new Map<string, Set<RedisBinding>>();
+  #subscriber: RedisClient | undefined;
+  #healthy = true;
+  #closed = false;
+
+  constructor(options: RedisStoreOptions) {
+    super();
+    if (typeof options !== 'object' || options === null) {
+      throw new SluiceTypeError('redisStore options', options, 'redisStore options must be an options object');
+    }
+    if (!isClient(options.redis)) {
+      throw new SluiceTypeError('redis', options.redis, 'redis must be an ioredis Redis or Cluster client');
+    }
+    this.redis = options.redis;
+    const clock = options.clock ?? 'server';
+    if (clock === 'server') this.clock = undefined;
+    else if (clock === 'client') this.clock = systemClock;
+    else if (typeof clock === 'object' && clock !== null && typeof clock.now === 'function') this.clock = clock;
+    else throw new SluiceRangeError('clock', clock, "clock must be 'server', 'client' or a Clock");
+    this.#localClock = this.clock ?? systemClock;
+    const timeoutMs = options.timeoutMs ?? 50;
+    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
+      throw new SluiceRangeError('timeoutMs', timeoutMs, `timeoutMs must be a finite number > 0, got ${String(timeoutMs)}`);
+    }
+    this.timeoutMs = timeoutMs;
+    const failMode = options.failMode ?? 'local';
+    if (!FAIL_MODES.includes(failMode)) {
+      throw new SluiceRangeError('failMode', failMode, `failMode must be 'local', 'open' or 'closed', got ${String(failMode)}`);
+    }
+    this.failMode = failMode;
+    this.#denyCache = options.denyCache ?? true;
+    const maxKeys = options.denyCacheMaxKeys ?? 10_000;
+    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
+      throw new SluiceRangeError('denyCacheMaxKeys', maxKeys, `denyCacheMaxKeys must be an integer >= 1, got ${String(maxKeys)}`);
+    }
+    this.#denyCacheMaxKeys = maxKeys;
+    this.#context = {
+      redis: this.redis,
+      isCluster: this.redis instanceof Cluster,
+      decisionClock: this.clock,
+      localClock: this.#localClock,
+      timeoutMs: this.timeoutMs,
+      failMode: this.failMode,
+      reportSuccess: () => this.#reportSuccess(),
+      reportFailure: (error) => this.#reportFailure(error),
+    };
+  }
+
+  readonly #context: BindingContext;
+
+  /** False from a failed call until Redis answers again. */
+  get healthy(): boolean {
+    return this.#healthy;
+  }
+
+  bind(ruleSet: RuleSet): BoundStore {
+    if (this.#closed) throw new SluiceRangeError('store', 'redisStore', 'this redisStore is closed');
+    const local = this.failMode === 'local' ? new MemoryStore({ clock: this.#localClock }).bind(ruleSet, true) : undefined;
+    const binding = new RedisBinding(
+      this.#context,
+      ruleSet.rules,
+      ruleSet.prefix,
+      this.#denyCache ? new DenyCache(this.#denyCacheMaxKeys) : undefined,
+      local,
+    );
+    let set = this.#bindings.get(ruleSet.prefix);
+    if (set === undefined) {
+      set = new Set();
+      this.#bindings.set(ruleSet.prefix, set);
+      if (this.#denyCache) this.#subscribe(ruleSet.prefix);
+    }
+    set.add(binding);
+    const forget = binding.reset.bind(binding);
+    // A reset also tells the other nodes to drop the key from their deny caches.
+    binding.reset = async (key: string) => {
+      await forget(key);
+      if (this.#denyCache) await this.redis.publish(resetChannel(ruleSet.prefix), key);
+    };
+    return binding;
+  }
+
+  /** Stops listening for resets; the Redis client passed in stays open (it is the caller's). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const subscriber = this.#subscriber;
+    this.#subscriber = undefined;
+    subscriber?.disconnect();
+  }
+
+  #subscribe(prefix: string): void {
+    let subscriber = this.#subscriber;
+    if (subscriber === undefined) {
+      // A subscribed connection can do nothing else, so resets are heard on a duplicate of the client.
+      subscriber = this.redis instanceof Cluster ? this.redis.duplicate() : this.redis.duplicate();
+      subscriber.on('error', (error: Error) => this.#reportFailure(error));
+      subscriber.on('message', (channel: string, key: string) => {
+        for (const [p, bindings] of this.#bindings) if (resetChannel(p) === channel) for (const b of bindings) b.forget(key);
+      });
+      this.#subscriber = subscriber;
+    }
+    void subscriber.subscribe(resetChannel(prefix)).catch((error: unknown) => this.#reportFailure(error));
+  }
+
+  #reportSuccess = (): void => {
+    if (!this.#healthy) {
+      this.#healthy = true;
+      this.emit('store-recovered');
+    }
+  };
+
+  /** Events fire on the change from healthy to failing and back, not once per failed call. */
+  #reportFailure = (error: unknown): void => {
+    if (this.#healthy) {
+      this.#healthy = false;
+      this.emit('store-error', error instanceof Error ? error : new Error(String(error)));
+    }
+  };
+}

@@ -1,0 +1,72 @@
+import {
+  type Algorithm,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  smoothBursty,
+  smoothWarmingUp,
+  tokenBucket,
+} from '@sluice/core';
+import fc from 'fast-check';
+
+const limit = fc.integer({ min: 1, max: 20 });
+const windowMs = fc.integer({ min: 1, max: 5_000 });
+const rate = fc.double({ min: 0.05, max: 200, noNaN: true });
+
+/** Every algorithm, with generated parameters (a rule name is given when `name` is set). */
+export function algorithmArb(name?: string): fc.Arbitrary<Algorithm> {
+  const n = name === undefined ? {} : { name };
+  return fc.oneof(
+    fc.record({ limit, windowMs }).map((o) => fixedWindow({ ...o, ...n })),
+    fc.record({ limit, windowMs }).map((o) => slidingWindowLog({ ...o, ...n })),
+    fc.record({ limit, windowMs }).map((o) => slidingWindowCounter({ ...o, ...n })),
+    fc
+      .record({ capacity: limit, refillPerSecond: rate, fill: fc.double({ min: 0, max: 1, noNaN: true }), maxDebt: fc.integer({ min: 0, max: 25 }) })
+      .map(({ capacity, refillPerSecond, fill, maxDebt }) =>
+        tokenBucket({ capacity, refillPerSecond, initial: Math.floor(capacity * fill), maxDebt, ...n }),
+      ),
+    fc.record({ capacity: limit, leakPerSecond: rate, mode: fc.constantFrom('police' as const, 'shape' as const) }).map((o) => leakyBucket({ ...o, ...n })),
+    fc.record({ rate, burst: limit }).map((o) => gcra({ ...o, ...n })),
+    fc
+      .record({ permitsPerSecond: rate, maxBurstSeconds: fc.double({ min: 0, max: 3, noNaN: true }), fill: fc.double({ min: 0, max: 1, noNaN: true }) })
+      .map(({ permitsPerSecond, maxBurstSeconds, fill }) =>
+        smoothBursty({ permitsPerSecond, maxBurstSeconds, initialPermits: permitsPerSecond * maxBurstSeconds * fill, ...n }),
+      ),
+    fc
+      .record({ permitsPerSecond: rate, warmupMs: fc.integer({ min: 1, max: 10_000 }), coldFactor: fc.double({ min: 1, max: 10, noNaN: true }) })
+      .map((o) => smoothWarmingUp({ ...o, ...n })),
+  );
+}
+
+/** A policy of 2 or 3 rules of any algorithms. */
+export const policyArb: fc.Arbitrary<Algorithm[]> = fc
+  .integer({ min: 2, max: 3 })
+  .chain((count) => fc.tuple(...Array.from({ length: count }, (_, i) => algorithmArb(`r${i}`))));
+
+export interface Step {
+  /** Time since the previous step (integer ms; the clock is an integer clock). */
+  readonly dtMs: number;
+  /** Requests made at this instant, in order (sent to Redis together, as one batch). */
+  readonly requests: ReadonlyArray<{ key: string; permits: number; maxWaitMs: number; peek: boolean }>;
+}
+
+export const timelineArb: fc.Arbitrary<Step[]> = fc.array(
+  fc.record({
+    dtMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 6_000 })),
+    requests: fc.array(
+      fc.record({
+        key: fc.constantFrom('a', 'b', 'c{1}', 'd:e'),
+        permits: fc.oneof({ weight: 5, arbitrary: fc.constant(1) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 25 }) }),
+        maxWaitMs: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 5_000 }) }),
+        peek: fc.boolean().map((b) => b && Math.random() < 0.2),
+      }),
+      { minLength: 1, maxLength: 4 },
+    ),
+  }),
+  { minLength: 1, maxLength: 40 },
+);
+
+/** Integer start times: near zero, mid-range, and epoch-scale. */
+export const startArb = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 10_000_000 }), fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 }));
