@@ -1,4 +1,5 @@
 import { defineConfig } from 'tsup';
 import { packageBuild } from '../../tsup.config.base.js';
 
-export default defineConfig(packageBuild);
+// shims: the CJS build needs import.meta.url to find the .lua files it ships.
+export default defineConfig({ ...packageBuild, shims: true });

@@ -1,0 +1,214 @@
+import {
+  type Algorithm,
+  ManualClock,
+  createLimiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  smoothBursty,
+  smoothWarmingUp,
+  tokenBucket,
+} from '@sluice/core';
+import { type RedisStore, decideScript, redisStore, runScript, stateKey } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestRedis, type TestRedis } from '../harness/redis-server.js';
+
+let server: TestRedis;
+let redis: Redis;
+let n = 0;
+const prefix = () => `store${++n}`;
+
+beforeAll(async () => {
+  server = await startTestRedis();
+  redis = new Redis(server.url);
+});
+afterAll(async () => {
+  redis?.disconnect();
+  await server?.stop();
+});
+
+async function commandCalls(command: string): Promise<number> {
+  const info = await redis.info('commandstats');
+  const match = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info);
+  return match ? Number(match[1]) : 0;
+}
+
+describe('the decide script', () => {
+  it('is named by the sha1 that SCRIPT LOAD gives its source', async () => {
+    const script = decideScript();
+    expect(await redis.script('LOAD', script.source)).toBe(script.sha1);
+  });
+
+  const rules: Array<[Algorithm, string]> = [
+    [fixedWindow({ limit: 5, windowMs: 10_000 }), 'windowStart count'],
+    [slidingWindowLog({ limit: 5, windowMs: 10_000 }), 't n'],
+    [slidingWindowCounter({ limit: 5, windowMs: 10_000 }), 'windowStart previous current'],
+    [tokenBucket({ capacity: 5, refillPerSecond: 1 }), 'tokens updatedAt'],
+    [leakyBucket({ capacity: 5, leakPerSecond: 1 }), 'level updatedAt'],
+    [leakyBucket({ capacity: 5, leakPerSecond: 1, mode: 'shape' }), 'drainsAt'],
+    [gcra({ rate: 1, burst: 5 }), 'tat'],
+    [smoothBursty({ permitsPerSecond: 1 }), 'storedPermits nextFreeMs'],
+    [smoothWarmingUp({ permitsPerSecond: 1, warmupMs: 5_000 }), 'storedPermits nextFreeMs'],
+  ];
+  for (const [rule, fields] of rules) {
+    it(`${rule.kind}${rule.name === 'lbs' ? ' (shape)' : ''}: reply, stored value and PTTL, on Redis TIME`, async () => {
+      const key = stateKey(prefix(), 'k', rule.name);
+      const args = [...ruleArgsOf(rule), '1', '1', '', '2', '0', 'c'];
+      const [line] = (await runScript(redis, decideScript(), [key], args)) as string[];
+      const f = (line as string).split(' ');
+      expect(f[0]).toBe('1');
+      expect(f).toHaveLength(6);
+      const value = (await redis.get(key)) as string;
+      const stored = value.split(' ');
+      expect(stored).toHaveLength(1 + fields.split(' ').length);
+      const expiresAt = Number(stored[0]);
+      const serverNow = Number((await redis.time())[0]) * 1000;
+      expect(expiresAt).toBeGreaterThan(serverNow - 1000);
+      // The key lives a second past the time its state stops mattering: never without expiry.
+      const pttl = await redis.pttl(key);
+      expect(pttl).toBeGreaterThan(1000);
+      expect(pttl).toBeLessThanOrEqual(Math.ceil(expiresAt - serverNow) + 1000 + 1000);
+    });
+  }
+
+  it('refuses an unknown algorithm with a clear error', async () => {
+    await expect(runScript(redis, decideScript(), ['x'], ['1', 'nope', '1', '', '1', '0', 'c'])).rejects.toThrow(/unknown algorithm nope/);
+  });
+});
+
+/** The rule part of ARGV, through the store's own encoding (checked end to end by the conformance suite). */
+function ruleArgsOf(rule: Algorithm): string[] {
+  const order: Record<string, string[]> = {
+    fixedWindow: ['limit', 'windowMs'],
+    slidingWindowLog: ['limit', 'windowMs'],
+    slidingWindowCounter: ['limit', 'windowMs'],
+    tokenBucket: ['capacity', 'refillPerSecond', 'initial', 'maxDebt'],
+    leakyBucket: ['capacity', 'leakPerSecond', 'mode'],
+    gcra: ['rate', 'burst'],
+    smoothBursty: ['permitsPerSecond', 'maxBurstSeconds', 'initialPermits'],
+    smoothWarmingUp: ['permitsPerSecond', 'warmupMs', 'coldFactor'],
+  };
+  return ['1', rule.kind, ...(order[rule.kind] as string[]).map((p) => String(rule.params[p]))];
+}
+
+describe('redisStore', () => {
+  it('a SCRIPT FLUSH in the middle of traffic costs no failed decision', async () => {
+    const store = redisStore({ redis, failMode: 'closed', timeoutMs: 2_000 });
+    const errors: Error[] = [];
+    store.on('store-error', (e) => errors.push(e));
+    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1 }), store, prefix: prefix() });
+    let granted = 0;
+    for (let round = 0; round < 20; round++) {
+      await redis.script('FLUSH');
+      const decisions = await Promise.all(Array.from({ length: 100 }, (_, i) => limiter.tryAcquire(`k${i % 7}`)));
+      granted += decisions.filter((d) => d.allowed).length;
+    }
+    expect(granted).toBe(2_000);
+    expect(errors).toEqual([]);
+    expect(store.healthy).toBe(true);
+    await store.close();
+  });
+
+  it('every key it writes has an expiry', async () => {
+    const p = prefix();
+    const store = redisStore({ redis, denyCache: false });
+    const limiter = createLimiter({
+      algorithm: [fixedWindow({ limit: 3, windowMs: 60_000 }), tokenBucket({ capacity: 2, refillPerSecond: 1, initial: 0 }), slidingWindowLog({ limit: 5, windowMs: 1000 })],
+      store,
+      prefix: p,
+    });
+    for (let i = 0; i < 50; i++) await limiter.tryAcquire(`user${i % 10}`);
+    const keys = await redis.keys(`${p}:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);
+    await store.close();
+  });
+
+  it('a hot denied key is answered locally: no Redis command until it can change', async () => {
+    const clock = new ManualClock(1_000_000);
+    const store = redisStore({ redis, clock });
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: prefix() });
+    for (let i = 0; i < 10; i++) expect((await limiter.tryAcquire('hot')).allowed).toBe(true);
+    expect((await limiter.tryAcquire('hot')).allowed).toBe(false);
+    const before = await commandCalls('evalsha');
+    for (let i = 0; i < 10_000; i++) {
+      const d = await limiter.tryAcquire('hot');
+      if (d.allowed) throw new Error('a full window allowed a request');
+    }
+    expect(await commandCalls('evalsha')).toBe(before);
+    clock.advance(60_000);
+    expect((await limiter.tryAcquire('hot')).allowed).toBe(true);
+    await store.close();
+  });
+
+  it('reset(key) clears the key on every node, deny caches included (pub/sub)', async () => {
+    const p = prefix();
+    const clock = new ManualClock(0);
+    const other = new Redis(server.url);
+    const storeA = redisStore({ redis, clock });
+    const storeB = redisStore({ redis: other, clock });
+    const a = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeA, prefix: p });
+    const b = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeB, prefix: p });
+    await new Promise((r) => setTimeout(r, 100)); // both subscribed
+    expect((await a.tryAcquire('k')).allowed).toBe(true);
+    expect((await b.tryAcquire('k')).allowed).toBe(false); // now cached as denied on B
+    await a.reset('k');
+    await new Promise((r) => setTimeout(r, 100)); // the reset message reaches B
+    expect((await b.tryAcquire('k')).allowed).toBe(true);
+    await storeA.close();
+    await storeB.close();
+    other.disconnect();
+  });
+
+  it('validates its options', () => {
+    expect(() => redisStore({ redis: {} as never })).toThrow(/redis must be an ioredis/);
+    expect(() => redisStore({ redis, timeoutMs: 0 })).toThrow(/timeoutMs must be a finite number > 0, got 0/);
+    expect(() => redisStore({ redis, failMode: 'maybe' as never })).toThrow(/failMode must be/);
+    expect(() => redisStore({ redis, clock: 'local' as never })).toThrow(/clock must be/);
+  });
+});
+
+describe('fail modes (a server that stops answering, then comes back)', () => {
+  async function withDownRedis(failMode: 'local' | 'open' | 'closed', check: (store: RedisStore, down: TestRedis) => Promise<void>): Promise<void> {
+    const down = await startTestRedis();
+    const client = new Redis(down.url, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
+    client.on('error', () => {});
+    const store = redisStore({ redis: client, failMode, timeoutMs: 50 });
+    try {
+      await check(store, down);
+    } finally {
+      await store.close();
+      client.disconnect();
+      await down.stop();
+    }
+  }
+
+  for (const failMode of ['local', 'open', 'closed'] as const) {
+    it(`'${failMode}': decisions keep coming within the deadline, events on failure and recovery`, async () => {
+      await withDownRedis(failMode, async (store, down) => {
+        const events: string[] = [];
+        store.on('store-error', () => events.push('error'));
+        store.on('store-recovered', () => events.push('recovered'));
+        const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 60_000 }), store, prefix: prefix() });
+        expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+        down.process?.kill('SIGSTOP');
+        const started = performance.now();
+        const during = [];
+        for (let i = 0; i < 4; i++) during.push((await limiter.tryAcquire('k')).allowed);
+        const worst = (performance.now() - started) / 4;
+        down.process?.kill('SIGCONT');
+        // Generous bound: only a hang breaks it (the deadline is 50 ms).
+        expect(worst).toBeLessThan(500);
+        if (failMode === 'open') expect(during).toEqual([true, true, true, true]);
+        if (failMode === 'closed') expect(during).toEqual([false, false, false, false]);
+        if (failMode === 'local') expect(during).toEqual([true, true, false, false]); // its own copy of the rules
+        await new Promise((r) => setTimeout(r, 200));
+        await limiter.tryAcquire('k2');
+        expect(events).toEqual(['error', 'recovered']);
+      });
+    });
+  }
+});
