@@ -60,7 +60,7 @@ describe('the decide script', () => {
       const [line] = (await runScript(redis, decideScript(), [key], args)) as string[];
       const f = (line as string).split(' ');
       expect(f[0]).toBe('1');
-      expect(f).toHaveLength(6);
+      expect(f).toHaveLength(7);
       const value = (await redis.get(key)) as string;
       const stored = value.split(' ');
       expect(stored).toHaveLength(1 + fields.split(' ').length);

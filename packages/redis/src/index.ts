@@ -1,5 +1,5 @@
 export { RedisStore } from './redis-store.js';
-export type { FailMode, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
+export type { DecisionEvent, FailMode, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
 export type { RedisClient } from './script-runner.js';
 export { runScript } from './script-runner.js';
 export { decideScript } from './scripts.js';

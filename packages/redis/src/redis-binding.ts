@@ -2,7 +2,8 @@ import type { Algorithm, BoundStore, Clock, Decision } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import { DenyCache } from './deny-cache.js';
 import { stateKey } from './key-layout.js';
-import { parseDecision } from './reply.js';
+import type { DecisionEvent } from './redis-store.js';
+import { decidedAt, parseDecision } from './reply.js';
 import { numArg, ruleArgs } from './rule-args.js';
 import { type RedisClient, runScript } from './script-runner.js';
 import { decideScript } from './scripts.js';
@@ -27,6 +28,7 @@ export interface BindingContext {
   readonly localClock: Clock;
   readonly timeoutMs: number;
   readonly failMode: 'local' | 'open' | 'closed';
+  readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   reportSuccess(): void;
   reportFailure(error: unknown): void;
 }
@@ -74,8 +76,12 @@ export class RedisBinding implements BoundStore {
   consume(key: string, permits: number, maxWaitMs: number): Decision | Promise<Decision> {
     if (this.#denials !== undefined) {
       if (permits === 1 && maxWaitMs === 0) {
-        const cached = this.#denials.get(key, this.#ctx.localClock.now());
-        if (cached !== undefined) return cached;
+        const now = this.#ctx.localClock.now();
+        const cached = this.#denials.get(key, now);
+        if (cached !== undefined) {
+          this.#ctx.onDecision?.({ prefix: this.#prefix, key, decision: cached, source: 'cache', decidedAtMs: now });
+          return cached;
+        }
       }
       // A request on its way to Redis may change the key (a grant, a reservation): until its answer is
       // back, no cached denial for the key may be trusted.
@@ -147,12 +153,18 @@ export class RedisBinding implements BoundStore {
       this.#ctx.reportSuccess();
     } catch (error) {
       this.#ctx.reportFailure(error);
-      for (const p of group) p.resolve(this.#fallback(p));
+      for (const p of group) {
+        const decision = this.#fallback(p);
+        this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'fallback', decidedAtMs: this.#ctx.localClock.now() });
+        p.resolve(decision);
+      }
       return;
     }
     const now = this.#ctx.localClock.now();
     group.forEach((p, q) => {
-      const decision = parseDecision(lines[q] as string, this.#rules, p.peek);
+      const line = lines[q] as string;
+      const decision = parseDecision(line, this.#rules, p.peek);
+      this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs: decidedAt(line) });
       if (this.#denials !== undefined && !p.peek) {
         if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, now);
         else if (decision.allowed) this.#denials.delete(p.key);

@@ -1,6 +1,7 @@
 import {
   type BoundStore,
   type Clock,
+  type Decision,
   MemoryStore,
   type RuleSet,
   SluiceRangeError,
@@ -49,6 +50,22 @@ export interface RedisStoreOptions {
    * @default 10_000
    */
   denyCacheMaxKeys?: number;
+  /**
+   * Called with every decision, where it came from, and the time it was made (for metrics and tests).
+   * Left undefined it costs nothing.
+   */
+  onDecision?: (event: DecisionEvent) => void;
+}
+
+/** One decision, as `onDecision` sees it. */
+export interface DecisionEvent {
+  readonly prefix: string;
+  readonly key: string;
+  readonly decision: Decision;
+  /** 'redis': the script decided; 'cache': the deny cache; 'fallback': the fail mode. */
+  readonly source: 'redis' | 'cache' | 'fallback';
+  /** The decision time: Redis TIME or the client clock for 'redis', this process's clock otherwise. */
+  readonly decidedAtMs: number;
 }
 
 /** Events of a RedisStore: emitted when Redis starts failing and when it answers again. */
@@ -102,6 +119,9 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     else throw new SluiceRangeError('clock', clock, "clock must be 'server', 'client' or a Clock");
     this.#localClock = this.clock ?? systemClock;
     const timeoutMs = options.timeoutMs ?? 50;
+    if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
+      throw new SluiceTypeError('onDecision', options.onDecision, 'onDecision must be a function');
+    }
     if (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
       throw new SluiceRangeError('timeoutMs', timeoutMs, `timeoutMs must be a finite number > 0, got ${String(timeoutMs)}`);
     }
@@ -124,6 +144,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       localClock: this.#localClock,
       timeoutMs: this.timeoutMs,
       failMode: this.failMode,
+      onDecision: options.onDecision,
       reportSuccess: () => this.#reportSuccess(),
       reportFailure: (error) => this.#reportFailure(error),
     };

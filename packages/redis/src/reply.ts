@@ -6,6 +6,11 @@ function parseNum(s: string | undefined): number {
   return Number(s);
 }
 
+/** The decision time the script used (Redis TIME, or the client's now). */
+export function decidedAt(line: string): number {
+  return parseNum(line.split(' ', 7)[6]);
+}
+
 /**
  * Turns one reply line of decide.lua into a Decision. `peek` adds back the permit the probe took, as the
  * memory store's peek does.
@@ -29,9 +34,9 @@ export function parseDecision(line: string, rules: readonly Algorithm[], peek: b
     name: rule.name,
     limit: rule.limit,
     windowMs: rule.windowMs,
-    remaining: parseNum(f[7 + 3 * r]) + bump,
-    resetAfterMs: parseNum(f[8 + 3 * r]),
-    allowed: f[6 + 3 * r] === '1',
+    remaining: parseNum(f[8 + 3 * r]) + bump,
+    resetAfterMs: parseNum(f[9 + 3 * r]),
+    allowed: f[7 + 3 * r] === '1',
   }));
   return { ...decision, rules: statuses };
 }

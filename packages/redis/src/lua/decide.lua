@@ -5,8 +5,9 @@
 -- ARGV: R; then per rule its kind and parameters (PARAM_COUNT below); then Q; then per request:
 --       identity index, now ('' = this server's TIME), permits, maxWaitMs ('inf' allowed), and
 --       'c' to consume or 'p' to peek (decide without writing anything).
--- Reply: Q strings "allowed remaining retryAfter resetAfter wait tightest", followed when R > 1 by
---        " allowed remaining resetAfter" for each rule (numbers as '%.17g', 'inf' for Infinity).
+-- Reply: Q strings "allowed remaining retryAfter resetAfter wait tightest now", followed when R > 1 by
+--        " allowed remaining resetAfter" for each rule (numbers as '%.17g', 'inf' for Infinity); now is
+--        the decision time used (Redis TIME or the client's).
 -- Values: "expiresAt field1 field2 ..." in decision-clock ms. The value's own expiresAt decides whether a
 -- state is alive, so a key is forgotten at the same instant as in the memory store; PEXPIRE only
 -- reclaims memory, a second after that.
@@ -98,7 +99,7 @@ for q = 1, Q do
     if o.state ~= before[1] and not peek then store(entry, { o.state }, now, o.ttl) end
     local allowed = 0
     if o.allowed then allowed = 1 end
-    replies[q] = table.concat({ allowed, num(o.remaining), num(o.retry_after), num(o.reset_after), num(o.wait), 0 }, ' ')
+    replies[q] = table.concat({ allowed, num(o.remaining), num(o.retry_after), num(o.reset_after), num(o.wait), 0, num(now) }, ' ')
   else
     -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors policy.ts.
     local outcomes = {}
@@ -140,7 +141,7 @@ for q = 1, Q do
       end
       if anchored then store(entry, kept, now, ttl) end
     end
-    local parts = { allowed and 1 or 0, num(remaining[tightest]), num(retry_after), num(reset_after), 0, tightest - 1 }
+    local parts = { allowed and 1 or 0, num(remaining[tightest]), num(retry_after), num(reset_after), 0, tightest - 1, num(now) }
     for r = 1, R do
       parts[#parts + 1] = outcomes[r].allowed and 1 or 0
       parts[#parts + 1] = num(remaining[r])

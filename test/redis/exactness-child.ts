@@ -1,0 +1,56 @@
+/**
+ * One node of the exactness test: hammers one hot key per algorithm with IN_FLIGHT concurrent callers until
+ * START_AT + DURATION_MS, and prints the Redis decision time of every grant (JSON on stdout).
+ */
+import { type Algorithm, createLimiter, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
+import { redisStore } from '@sluice/redis';
+import { Cluster, Redis } from 'ioredis';
+
+const env = process.env;
+const durationMs = Number(env.DURATION_MS);
+const inFlight = Number(env.IN_FLIGHT);
+const startAt = Number(env.START_AT);
+const prefix = env.PREFIX as string;
+const nodes = env.CLUSTER_NODES ? (JSON.parse(env.CLUSTER_NODES) as Array<{ host: string; port: number }>) : undefined;
+
+export const EXACTNESS_RULES: Record<string, () => Algorithm | Algorithm[]> = {
+  fixedWindow: () => fixedWindow({ limit: 1000, windowMs: 1000 }),
+  slidingWindowLog: () => slidingWindowLog({ limit: 1000, windowMs: 1000 }),
+  slidingWindowCounter: () => slidingWindowCounter({ limit: 1000, windowMs: 1000 }),
+  tokenBucket: () => tokenBucket({ capacity: 1000, refillPerSecond: 1000 }),
+  gcra: () => gcra({ rate: 1000, burst: 1000 }),
+};
+
+const redis = nodes ? new Cluster(nodes) : new Redis(env.REDIS_URL as string);
+const grants: Record<string, number[]> = {};
+let decisions = 0;
+let fallbacks = 0;
+const store = redisStore({
+  redis,
+  failMode: 'closed', // a decision Redis did not make is a denial: never an over-admission
+  timeoutMs: 5_000,
+  onDecision: (e) => {
+    decisions++;
+    if (e.source === 'fallback') fallbacks++;
+    if (e.decision.allowed) (grants[e.prefix] ??= []).push(e.decidedAtMs);
+  },
+});
+
+const algorithms = (env.ALGORITHMS as string).split(',');
+const limiters = algorithms.map((name) => createLimiter({ algorithm: (EXACTNESS_RULES[name] as () => Algorithm)(), store, prefix: `${prefix}-${name}` }));
+await new Promise((r) => setTimeout(r, Math.max(0, startAt - Date.now())));
+const end = Date.now() + durationMs;
+await Promise.all(
+  limiters.flatMap((limiter) =>
+    Array.from({ length: inFlight }, async () => {
+      while (Date.now() < end) {
+        const d = await limiter.tryAcquire('hot');
+        // A denied caller yields to I/O before asking again, as a real client would.
+        if (!d.allowed) await new Promise((r) => setImmediate(r));
+      }
+    }),
+  ),
+);
+process.stdout.write(JSON.stringify({ grants, decisions, fallbacks }));
+await store.close();
+redis.disconnect();
