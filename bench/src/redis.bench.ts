@@ -1,0 +1,186 @@
+/**
+ * Exact mode against one spawned redis-server, in one run: decisions per second and p50/p99 latency at 1 and
+ * 128 in flight, on one hot key and on 10,000 keys, and Redis commands per decision (INFO commandstats), for
+ * sluice exact mode (tokenBucket, fixedWindow) beside rate-limiter-flexible RateLimiterRedis and
+ * rate-limit-redis on the same ioredis, and beside the floor: one EVALSHA of a trivial INCR script per
+ * decision. Then a hot denied key, and Redis memory per key. Writes bench/results/redis.json.
+ *
+ * Run: pnpm --filter @sluice/bench bench:redis
+ */
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { redisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
+import { RateLimiterRedis } from 'rate-limiter-flexible';
+import { spawnRedisServer } from '../../test/harness/redis-server.js';
+import { fmt, writeJson } from './harness.js';
+
+const HUGE = 1_000_000_000;
+const KEYS = 10_000;
+const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
+type Decide = (key: string) => Promise<unknown>;
+
+const server = await spawnRedisServer();
+const redis = new Redis(server.url);
+
+async function totalCommands(): Promise<number> {
+  const info = await redis.info('commandstats');
+  let total = 0;
+  for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (m[1] !== 'info') total += Number(m[2]);
+  return total;
+}
+
+interface Row {
+  subject: string;
+  keys: string;
+  inFlight: number;
+  decisionsPerSecond: number;
+  p50Us: number;
+  p99Us: number;
+  commandsPerDecision: number;
+}
+
+async function measure(subject: string, decide: Decide, hot: boolean, inFlight: number, total: number): Promise<Row> {
+  // Warm up (connections, scripts, JIT), then measure.
+  for (let i = 0; i < 200; i++) await decide(hot ? 'hot' : (keys[i % KEYS] as string));
+  const latencies = new Float64Array(total);
+  let next = 0;
+  const before = await totalCommands();
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= total) return;
+        const t0 = performance.now();
+        await decide(hot ? 'hot' : (keys[i % KEYS] as string));
+        latencies[i] = performance.now() - t0;
+      }
+    }),
+  );
+  const elapsed = performance.now() - started;
+  const commands = (await totalCommands()) - before;
+  latencies.sort();
+  const row = {
+    subject,
+    keys: hot ? 'hot key' : '10k keys',
+    inFlight,
+    decisionsPerSecond: (total / elapsed) * 1000,
+    p50Us: (latencies[Math.floor(total * 0.5)] as number) * 1000,
+    p99Us: (latencies[Math.floor(total * 0.99)] as number) * 1000,
+    commandsPerDecision: commands / total,
+  };
+  console.log(
+    `  ${subject.padEnd(36)} ${row.keys.padEnd(8)} ${String(inFlight).padStart(3)} in flight ${fmt(row.decisionsPerSecond).padStart(7)}/s  p50 ${row.p50Us.toFixed(0).padStart(5)} us  p99 ${row.p99Us.toFixed(0).padStart(6)} us  ${row.commandsPerDecision.toFixed(3)} cmd/decision`,
+  );
+  return row;
+}
+
+function subjects(): Array<[string, () => Promise<Decide>]> {
+  let n = 0;
+  return [
+    [
+      'floor: EVALSHA of an INCR script',
+      async () => {
+        const sha = (await redis.script('LOAD', "return redis.call('INCR', KEYS[1])")) as string;
+        return (key) => redis.evalsha(sha, 1, `floor:${key}`);
+      },
+    ],
+    [
+      'sluice exact tokenBucket',
+      async () => {
+        const limiter = createLimiter({ algorithm: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), store: redisStore({ redis }), prefix: `tb${++n}` });
+        return (key) => limiter.tryAcquire(key);
+      },
+    ],
+    [
+      'sluice exact fixedWindow',
+      async () => {
+        const limiter = createLimiter({ algorithm: fixedWindow({ limit: HUGE, windowMs: 60_000 }), store: redisStore({ redis }), prefix: `fw${++n}` });
+        return (key) => limiter.tryAcquire(key);
+      },
+    ],
+    [
+      'rate-limiter-flexible RateLimiterRedis',
+      async () => {
+        const rlf = new RateLimiterRedis({ storeClient: redis, points: HUGE, duration: 60, keyPrefix: `rlf${++n}` });
+        return (key) => rlf.consume(key);
+      },
+    ],
+    [
+      'rate-limit-redis',
+      async () => {
+        const store = new RateLimitRedisStore({
+          sendCommand: (command: string, ...args: string[]) => redis.call(command, ...args) as never,
+          prefix: `rlr${++n}:`,
+        });
+        store.init({ windowMs: 60_000 } as never);
+        return (key) => store.increment(key);
+      },
+    ],
+  ];
+}
+
+console.log(`sluice redis bench — node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} x${cpus().length}, redis-server on ${server.url}`);
+const rows: Row[] = [];
+for (const [subject, make] of subjects()) {
+  for (const hot of [true, false]) {
+    for (const inFlight of [1, 128]) {
+      await redis.flushall();
+      rows.push(await measure(subject, await make(), hot, inFlight, inFlight === 1 ? 4_000 : 60_000));
+    }
+  }
+}
+
+// A hot denied key: answered by the deny cache, no Redis command at all.
+await redis.flushall();
+const denied = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store: redisStore({ redis }), prefix: 'denied' });
+for (let i = 0; i < 11; i++) await denied.tryAcquire('hot');
+const deniedRow = await measure('sluice exact fixedWindow, hot denied key', (k) => denied.tryAcquire(k), true, 128, 500_000);
+
+// Redis memory per key: 100,000 keys each, used_memory before and after.
+async function usedMemory(): Promise<number> {
+  return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
+}
+const memory: Array<{ subject: string; bytesPerKey: number }> = [];
+for (const [subject, make] of subjects().slice(1)) {
+  await redis.flushall();
+  const decide = await make();
+  const before = await usedMemory();
+  const N = 100_000;
+  for (let i = 0; i < N; i += 1000) await Promise.all(Array.from({ length: 1000 }, (_, j) => decide(`user:${i + j}`)));
+  const bytesPerKey = ((await usedMemory()) - before) / N;
+  memory.push({ subject, bytesPerKey });
+  console.log(`  redis memory/key  ${subject.padEnd(40)} ${bytesPerKey.toFixed(0)} bytes`);
+}
+
+const find = (subject: string, keysLabel: string, inFlight: number) => rows.find((r) => r.subject === subject && r.keys === keysLabel && r.inFlight === inFlight);
+const floor = (k: string, f: number) => find('floor: EVALSHA of an INCR script', k, f);
+const targets = [
+  ...['sluice exact tokenBucket', 'sluice exact fixedWindow'].flatMap((s) => [
+    { target: `${s}, 10k keys, 128 in flight: >= 2x the floor`, value: (find(s, '10k keys', 128)?.decisionsPerSecond ?? 0) / (floor('10k keys', 128)?.decisionsPerSecond ?? 1), need: 2 },
+    { target: `${s}, hot key, 128 in flight: >= 3x the floor`, value: (find(s, 'hot key', 128)?.decisionsPerSecond ?? 0) / (floor('hot key', 128)?.decisionsPerSecond ?? 1), need: 3 },
+    { target: `${s}, 1 in flight: p50 within 10% of the floor's`, value: (find(s, 'hot key', 1)?.p50Us ?? Infinity) / (floor('hot key', 1)?.p50Us ?? 1), need: -1.1 },
+  ]),
+  { target: 'hot denied key >= 200k decisions/s', value: deniedRow.decisionsPerSecond / 1000, need: 200 },
+  { target: 'hot denied key: 0 Redis commands per decision', value: deniedRow.commandsPerDecision, need: -0 },
+  { target: 'redis memory per key, fixedWindow <= 100 B', value: memory.find((m) => m.subject === 'sluice exact fixedWindow')?.bytesPerKey ?? NaN, need: -100 },
+  { target: 'redis memory per key, tokenBucket <= 150 B', value: memory.find((m) => m.subject === 'sluice exact tokenBucket')?.bytesPerKey ?? NaN, need: -150 },
+];
+console.log('\n| subject | keys | in flight | decisions/s | p50 us | p99 us | Redis cmds/decision |\n| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+for (const r of [...rows, deniedRow]) {
+  console.log(`| ${r.subject} | ${r.keys} | ${r.inFlight} | ${fmt(r.decisionsPerSecond)} | ${r.p50Us.toFixed(0)} | ${r.p99Us.toFixed(0)} | ${r.commandsPerDecision.toFixed(3)} |`);
+}
+console.log('\n| Redis memory per key (100,000 keys) | bytes |\n| --- | ---: |');
+for (const m of memory) console.log(`| ${m.subject} | ${m.bytesPerKey.toFixed(0)} |`);
+console.log('\ntargets');
+for (const t of targets) {
+  const met = t.need < 0 ? t.value <= -t.need : t.value >= t.need;
+  console.log(`  ${met ? 'met   ' : 'MISSED'} ${t.target}: ${t.value.toFixed(3)}`);
+}
+writeJson(fileURLToPath(new URL('../results/redis.json', import.meta.url)), { date: new Date().toISOString(), node: process.version, cpu: cpus()[0]?.model, rows, deniedRow, memory, targets });
+redis.disconnect();
+await server.stop();
+process.exit(0);
