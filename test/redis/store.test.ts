@@ -1,5 +1,6 @@
 import {
   type Algorithm,
+  type Decision,
   ManualClock,
   createLimiter,
   fixedWindow,
@@ -14,6 +15,7 @@ import {
 import { type RedisStore, decideScript, redisStore, runScript, stateKey } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
 import { startTestRedis, type TestRedis } from '../harness/redis-server.js';
 
 let server: TestRedis;
@@ -56,16 +58,15 @@ describe('the decide script', () => {
   for (const [rule, fields] of rules) {
     it(`${rule.kind}${rule.name === 'lbs' ? ' (shape)' : ''}: reply, stored value and PTTL, on Redis TIME`, async () => {
       const key = stateKey(prefix(), 'k', rule.name);
-      const args = [...ruleArgsOf(rule), '1', '1', '', '2', '0', 'c'];
-      const [line] = (await runScript(redis, decideScript(), [key], args)) as string[];
-      const f = (line as string).split(' ');
-      expect(f[0]).toBe('1');
-      expect(f).toHaveLength(7);
-      const value = (await redis.get(key)) as string;
-      const stored = value.split(' ');
-      expect(stored).toHaveLength(1 + fields.split(' ').length);
-      const expiresAt = Number(stored[0]);
+      const requests = packRequests([{ identity: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]);
+      const reply = await runScript(redis, decideScript(), [key], [...ruleArgsOf(rule), requests]);
+      const [{ decision, decidedAtMs }] = unpackReplies(reply, 1, [rule], () => false) as [{ decision: Decision; decidedAtMs: number }];
+      expect(decision).toMatchObject({ allowed: true, limit: rule.limit, remaining: rule.kind.startsWith('smooth') ? expect.any(Number) : 3 });
       const serverNow = Number((await redis.time())[0]) * 1000;
+      expect(Math.abs(decidedAtMs - serverNow)).toBeLessThan(2_000); // decided on Redis TIME
+      const value = (await redis.getBuffer(key)) as Buffer;
+      expect(value.length).toBe(8 * (1 + fields.split(' ').length));
+      const expiresAt = value.readDoubleLE(0);
       expect(expiresAt).toBeGreaterThan(serverNow - 1000);
       // The key lives a second past the time its state stops mattering: never without expiry.
       const pttl = await redis.pttl(key);
@@ -75,7 +76,8 @@ describe('the decide script', () => {
   }
 
   it('refuses an unknown algorithm with a clear error', async () => {
-    await expect(runScript(redis, decideScript(), ['x'], ['1', 'nope', '1', '', '1', '0', 'c'])).rejects.toThrow(/unknown algorithm nope/);
+    const requests = packRequests([{ identity: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
+    await expect(runScript(redis, decideScript(), ['x'], ['1', 'nope', requests])).rejects.toThrow(/unknown algorithm nope/);
   });
 });
 

@@ -3,8 +3,8 @@ import calculateSlot from 'cluster-key-slot';
 import { DenyCache } from './deny-cache.js';
 import { stateKey } from './key-layout.js';
 import type { DecisionEvent } from './redis-store.js';
-import { decidedAt, parseDecision } from './reply.js';
-import { numArg, ruleArgs } from './rule-args.js';
+import { packRequests, unpackReplies } from './protocol.js';
+import { ruleArgs } from './rule-args.js';
 import { type RedisClient, runScript } from './script-runner.js';
 import { decideScript } from './scripts.js';
 
@@ -12,8 +12,8 @@ interface Pending {
   readonly key: string;
   readonly permits: number;
   readonly maxWaitMs: number;
-  /** The decision time in client-clock mode; '' lets the script read Redis TIME. */
-  readonly now: string;
+  /** The decision time in client-clock mode; NaN lets the script read Redis TIME. */
+  readonly now: number;
   readonly peek: boolean;
   resolve(decision: Decision): void;
 }
@@ -107,7 +107,7 @@ export class RedisBinding implements BoundStore {
   #enqueue(key: string, permits: number, maxWaitMs: number, peek: boolean): Promise<Decision> {
     const clock = this.#ctx.decisionClock;
     return new Promise<Decision>((resolve) => {
-      this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? '' : numArg(clock.now()), peek, resolve });
+      this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? Number.NaN : clock.now(), peek, resolve });
       if (!this.#scheduled) {
         this.#scheduled = true;
         queueMicrotask(this.#flush);
@@ -137,19 +137,18 @@ export class RedisBinding implements BoundStore {
   async #send(group: Pending[]): Promise<void> {
     const identities = new Map<string, number>();
     const keys: string[] = [];
-    const args = [...this.#ruleArgs, String(group.length)];
-    for (const p of group) {
+    const wire = group.map((p) => {
       let identity = identities.get(p.key);
       if (identity === undefined) {
         identity = identities.size + 1;
         identities.set(p.key, identity);
         for (const rule of this.#rules) keys.push(stateKey(this.#prefix, p.key, rule.name));
       }
-      args.push(String(identity), p.now, String(p.permits), numArg(p.maxWaitMs), p.peek ? 'p' : 'c');
-    }
-    let lines: string[];
+      return { identity, now: p.now, permits: p.permits, maxWaitMs: p.maxWaitMs, peek: p.peek };
+    });
+    let reply: Buffer;
     try {
-      lines = (await withTimeout(runScript(this.#ctx.redis, decideScript(), keys, args), this.#ctx.timeoutMs)) as string[];
+      reply = await withTimeout(runScript(this.#ctx.redis, decideScript(), keys, [...this.#ruleArgs, packRequests(wire)]), this.#ctx.timeoutMs);
       this.#ctx.reportSuccess();
     } catch (error) {
       this.#ctx.reportFailure(error);
@@ -161,10 +160,10 @@ export class RedisBinding implements BoundStore {
       return;
     }
     const now = this.#ctx.localClock.now();
+    const decoded = unpackReplies(reply, group.length, this.#rules, (q) => (group[q] as Pending).peek);
     group.forEach((p, q) => {
-      const line = lines[q] as string;
-      const decision = parseDecision(line, this.#rules, p.peek);
-      this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs: decidedAt(line) });
+      const { decision, decidedAtMs } = decoded[q] as (typeof decoded)[number];
+      this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs });
       if (this.#denials !== undefined && !p.peek) {
         if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, now);
         else if (decision.allowed) this.#denials.delete(p.key);

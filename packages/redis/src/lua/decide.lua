@@ -2,15 +2,15 @@
 -- one slot. Several requests for one identity fold into one state update, written once at the end.
 --
 -- KEYS: for identity i and rule r (both from 1), KEYS[(i - 1) * R + r] holds that rule's state.
--- ARGV: R; then per rule its kind and parameters (PARAM_COUNT below); then Q; then per request:
---       identity index, now ('' = this server's TIME), permits, maxWaitMs ('inf' allowed), and
---       'c' to consume or 'p' to peek (decide without writing anything).
--- Reply: Q strings "allowed remaining retryAfter resetAfter wait tightest now", followed when R > 1 by
---        " allowed remaining resetAfter" for each rule (numbers as '%.17g', 'inf' for Infinity); now is
---        the decision time used (Redis TIME or the client's).
--- Values: "expiresAt field1 field2 ..." in decision-clock ms. The value's own expiresAt decides whether a
--- state is alive, so a key is forgotten at the same instant as in the memory store; PEXPIRE only
--- reclaims memory, a second after that.
+-- ARGV: R; then per rule its kind and parameters as text (PARAM_COUNT below); then one binary string of
+--       requests, each packed '<I4dddB': identity index, now (NaN = this server's TIME), permits,
+--       maxWaitMs (Infinity allowed), and 1 to peek (decide without writing anything) or 0 to consume.
+-- Reply: one binary string, per request '<Bddddd B' : allowed, remaining, retryAfter, resetAfter, wait,
+--        the decision time used, the tightest rule (from 0); then when R > 1, per rule '<Bdd': allowed,
+--        remaining, resetAfter.
+-- Values: packed doubles, expiresAt (decision-clock ms) then the algorithm's fields. The value's own
+-- expiresAt decides whether a state is alive, so a key is forgotten at the same instant as in the memory
+-- store; PEXPIRE only reclaims memory, a second after that.
 
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
@@ -35,13 +35,23 @@ for r = 1, R do
 end
 
 local server_now = nil
-local function read_now(arg)
-  if arg ~= '' then return parse_num(arg) end
+local function read_now(t)
+  if t == t then return t end -- NaN asks for the server's time
   if server_now == nil then
     local t = redis.call('TIME')
     server_now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
   end
   return server_now
+end
+
+-- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit).
+local raw_values = {}
+local k = 1
+while k <= #KEYS do
+  local last = math.min(#KEYS, k + 499)
+  local chunk = redis.call('MGET', unpack(KEYS, k, last))
+  for j = 1, #chunk do raw_values[k + j - 1] = chunk[j] end
+  k = last + 1
 end
 
 -- identity index -> { states = {...}, expires = {...}, dirty = bool, written_at = now }
@@ -51,10 +61,9 @@ local function load(i)
   if entry ~= nil then return entry end
   entry = { states = {}, expires = {}, dirty = false, written_at = 0 }
   for r = 1, R do
-    local raw = redis.call('GET', KEYS[(i - 1) * R + r])
+    local raw = raw_values[(i - 1) * R + r]
     if raw then
-      local fields = {}
-      for token in string.gmatch(raw, '%S+') do fields[#fields + 1] = parse_num(token) end
+      local fields = unpack_doubles(raw)
       entry.expires[r] = table.remove(fields, 1)
       entry.states[r] = fields
     end
@@ -80,15 +89,14 @@ local function store(entry, states, now, ttl)
 end
 
 local replies = {}
-local Q = tonumber(ARGV[a])
-a = a + 1
+local requests = ARGV[a]
+local Q = #requests / 29
+local pos = 1
 for q = 1, Q do
-  local i = tonumber(ARGV[a])
-  local now = read_now(ARGV[a + 1])
-  local permits = tonumber(ARGV[a + 2])
-  local max_wait = parse_num(ARGV[a + 3])
-  local peek = ARGV[a + 4] == 'p'
-  a = a + 5
+  local i, t, permits, max_wait, peek_flag
+  i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
+  local now = read_now(t)
+  local peek = peek_flag == 1
   local entry = load(i)
   local before = {}
   for r = 1, R do before[r] = live(entry, r, now) end
@@ -97,9 +105,7 @@ for q = 1, Q do
     local o = rules[1].consume(rules[1].params, before[1], now, permits, max_wait)
     -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
     if o.state ~= before[1] and not peek then store(entry, { o.state }, now, o.ttl) end
-    local allowed = 0
-    if o.allowed then allowed = 1 end
-    replies[q] = table.concat({ allowed, num(o.remaining), num(o.retry_after), num(o.reset_after), num(o.wait), 0, num(now) }, ' ')
+    replies[q] = struct.pack('<BdddddB', o.allowed and 1 or 0, o.remaining, o.retry_after, o.reset_after, o.wait, now, 0)
   else
     -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors policy.ts.
     local outcomes = {}
@@ -141,13 +147,11 @@ for q = 1, Q do
       end
       if anchored then store(entry, kept, now, ttl) end
     end
-    local parts = { allowed and 1 or 0, num(remaining[tightest]), num(retry_after), num(reset_after), 0, tightest - 1, num(now) }
+    local parts = { struct.pack('<BdddddB', allowed and 1 or 0, remaining[tightest], retry_after, reset_after, 0, now, tightest - 1) }
     for r = 1, R do
-      parts[#parts + 1] = outcomes[r].allowed and 1 or 0
-      parts[#parts + 1] = num(remaining[r])
-      parts[#parts + 1] = num(outcomes[r].reset_after)
+      parts[r + 1] = struct.pack('<Bdd', outcomes[r].allowed and 1 or 0, remaining[r], outcomes[r].reset_after)
     end
-    replies[q] = table.concat(parts, ' ')
+    replies[q] = table.concat(parts)
   end
 end
 
@@ -159,12 +163,10 @@ for i, entry in pairs(identities) do
       if state == nil then
         redis.call('DEL', key)
       else
-        local fields = { num(entry.expires[r]) }
-        for j = 1, #state do fields[j + 1] = num(state[j]) end
         local px = math.ceil(entry.expires[r] - entry.written_at) + RECLAIM_SLACK_MS
-        redis.call('SET', key, table.concat(fields, ' '), 'PX', px)
+        redis.call('SET', key, struct.pack('<d', entry.expires[r]) .. pack_doubles(state), 'PX', px)
       end
     end
   end
 end
-return replies
+return table.concat(replies)

@@ -21,17 +21,38 @@ local function never_fits(state, remaining, reset_after)
   return outcome(false, state, remaining, INF, reset_after, 0, 0)
 end
 
--- Numbers travel as text: '%.17g' round-trips a double exactly; infinities are spelled out.
-local function num(x)
-  if x == INF then return 'inf' end
-  if x == -INF then return '-inf' end
-  return string.format('%.17g', x)
-end
-
+-- Rule parameters travel as text ('inf' for Infinity); everything per request, per state and per reply
+-- travels as little-endian IEEE doubles packed with the struct library: exact, and nothing to format or parse.
 local function parse_num(s)
   if s == 'inf' then return INF end
   if s == '-inf' then return -INF end
   return tonumber(s)
+end
+
+-- Packs a list of doubles, in chunks so that a long sliding log never exceeds Lua's unpack limit.
+local function pack_doubles(values, first)
+  local parts = {}
+  local n = #values
+  local i = first or 1
+  while i <= n do
+    local j = math.min(n, i + 63)
+    parts[#parts + 1] = struct.pack('<' .. string.rep('d', j - i + 1), unpack(values, i, j))
+    i = j + 1
+  end
+  return table.concat(parts)
+end
+
+local function unpack_doubles(s)
+  local values = {}
+  local count = #s / 8
+  local pos = 1
+  while #values < count do
+    local chunk = math.min(64, count - #values)
+    local got = { struct.unpack('<' .. string.rep('d', chunk), s, pos) }
+    pos = table.remove(got)
+    for k = 1, chunk do values[#values + 1] = got[k] end
+  end
+  return values
 end
 
 local ALGORITHMS = {}
