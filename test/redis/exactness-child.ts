@@ -19,6 +19,8 @@ export const EXACTNESS_RULES: Record<string, () => Algorithm | Algorithm[]> = {
   slidingWindowCounter: () => slidingWindowCounter({ limit: 1000, windowMs: 1000 }),
   tokenBucket: () => tokenBucket({ capacity: 1000, refillPerSecond: 1000 }),
   gcra: () => gcra({ rate: 1000, burst: 1000 }),
+  // Two rules decided together in one script call: both bounds must hold on the same grants.
+  policy: () => [fixedWindow({ limit: 1000, windowMs: 1000, name: 'fw' }), tokenBucket({ capacity: 1500, refillPerSecond: 900, name: 'tb' })],
 };
 
 const redis = nodes ? new Cluster(nodes) : new Redis(env.REDIS_URL as string);

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestCluster, type TestCluster } from '../harness/redis-cluster.js';
 import { startTestRedis, type TestRedis } from '../harness/redis-server.js';
 import { alignedWindowsOver, bucketIntervalsOver, slidingWindowsOver } from './over-admission.js';
 
@@ -57,6 +58,10 @@ export function checkBounds(grants: Map<string, number[]>, label: string): numbe
   if (grants.has('slidingWindowLog')) add('slidingWindowLog', '<= 1000 in every 1 s window', slidingWindowsOver(t('slidingWindowLog'), 1000, 1000));
   if (grants.has('tokenBucket')) add('tokenBucket', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('tokenBucket'), 1000, 1));
   if (grants.has('gcra')) add('gcra', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('gcra'), 1000, 1));
+  if (grants.has('policy')) {
+    add('policy', 'rule fw: <= 1000 per aligned 1 s window', alignedWindowsOver(t('policy'), 1000, 1000));
+    add('policy', 'rule tb: <= 1500 + 900/s x T (worst = excess)', bucketIntervalsOver(t('policy'), 1500, 0.9));
+  }
   console.info(`\n${label}`);
   console.table(rows);
   return total;
@@ -70,11 +75,27 @@ describe(`exactness across ${PROCESSES} processes x ${IN_FLIGHT} in flight on on
   afterAll(async () => server?.stop());
 
   it('standalone Redis: no window ever admits more than the algorithm allows', async () => {
-    const algorithms = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'gcra'];
+    const algorithms = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'gcra', 'policy'];
     const { grants, decisions, fallbacks } = await runFleet({ REDIS_URL: server.url }, algorithms);
     const over = checkBounds(grants, `standalone: ${decisions} decisions, ${fallbacks} decided by the fail mode`);
     expect(over).toBe(0);
     // The limiter was really exercised: most of the budget was used (5 s x 1,000/s, plus the bucket's burst).
+    for (const name of algorithms) expect(grants.get(name)?.length ?? 0).toBeGreaterThan(3_500);
+  }, 60_000);
+});
+
+describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} processes x ${IN_FLIGHT} in flight`, () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await startTestCluster();
+  }, 60_000);
+  afterAll(async () => cluster?.stop());
+
+  it('no window ever admits more than the algorithm allows, a two-rule policy included', async () => {
+    const algorithms = ['fixedWindow', 'slidingWindowLog', 'tokenBucket', 'policy'];
+    const { grants, decisions, fallbacks } = await runFleet({ CLUSTER_NODES: JSON.stringify(cluster.startupNodes) }, algorithms);
+    const over = checkBounds(grants, `cluster: ${decisions} decisions, ${fallbacks} decided by the fail mode`);
+    expect(over).toBe(0);
     for (const name of algorithms) expect(grants.get(name)?.length ?? 0).toBeGreaterThan(3_500);
   }, 60_000);
 });
