@@ -6,7 +6,7 @@ import type { DecisionEvent } from './redis-store.js';
 import { packRequests, unpackReplies } from './protocol.js';
 import { ruleArgs } from './rule-args.js';
 import { type RedisClient, runScript } from './script-runner.js';
-import { decideScript } from './scripts.js';
+import { type LuaScript, decideScript } from './scripts.js';
 
 interface Pending {
   readonly key: string;
@@ -58,6 +58,7 @@ export class RedisBinding implements BoundStore {
   readonly #rules: readonly Algorithm[];
   readonly #prefix: string;
   readonly #ruleArgs: string[];
+  readonly #script: LuaScript;
   readonly #denials: DenyCache | undefined;
   readonly #local: BoundStore | undefined;
   #queue: Pending[] = [];
@@ -68,6 +69,7 @@ export class RedisBinding implements BoundStore {
     this.#rules = rules;
     this.#prefix = prefix;
     this.#ruleArgs = ruleArgs(rules);
+    this.#script = decideScript(rules.map((rule) => rule.kind));
     // Exact only for one rule whose single-permit denials hold until retryAfterMs (see Algorithm.stableDenials).
     this.#denials = rules.length === 1 && (rules[0] as Algorithm).stableDenials ? denyCache : undefined;
     this.#local = local;
@@ -148,7 +150,7 @@ export class RedisBinding implements BoundStore {
     });
     let reply: Buffer;
     try {
-      reply = await withTimeout(runScript(this.#ctx.redis, decideScript(), keys, [...this.#ruleArgs, packRequests(wire)]), this.#ctx.timeoutMs);
+      reply = await withTimeout(runScript(this.#ctx.redis, this.#script, keys, [...this.#ruleArgs, packRequests(wire)]), this.#ctx.timeoutMs);
       this.#ctx.reportSuccess();
     } catch (error) {
       this.#ctx.reportFailure(error);

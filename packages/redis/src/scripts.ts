@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { AlgorithmKind } from '@sluice/core';
 
 /** A Lua script as Redis sees it: the source sent by EVAL and the sha1 EVALSHA names it by. */
 export interface LuaScript {
@@ -10,25 +11,17 @@ export interface LuaScript {
   readonly sha1: string;
 }
 
-/**
- * The files each script is composed of, in order. One file per algorithm; every script that needs an
- * algorithm includes that one file, so there is exactly one copy of each.
- */
-const COMPOSITION = {
-  decide: [
-    'prelude',
-    'fixed_window',
-    'sliding_window_log',
-    'sliding_window_counter',
-    'token_bucket',
-    'leaky_bucket',
-    'gcra',
-    'smooth_rate',
-    'smooth_bursty',
-    'smooth_warming_up',
-    'decide',
-  ],
-} as const;
+/** Each algorithm's file, and the files it needs before it. One file per algorithm: one copy of each. */
+const ALGORITHM_FILES: Record<AlgorithmKind, readonly string[]> = {
+  fixedWindow: ['fixed_window'],
+  slidingWindowLog: ['sliding_window_log'],
+  slidingWindowCounter: ['sliding_window_counter'],
+  tokenBucket: ['token_bucket'],
+  leakyBucket: ['leaky_bucket'],
+  gcra: ['gcra'],
+  smoothBursty: ['smooth_rate', 'smooth_bursty'],
+  smoothWarmingUp: ['smooth_rate', 'smooth_warming_up'],
+};
 
 /** The .lua files ship in src/lua: beside this module when run from source, beside dist/ when built. */
 function luaDirectory(): string {
@@ -39,14 +32,23 @@ function luaDirectory(): string {
   return found;
 }
 
-export function composeScript(name: keyof typeof COMPOSITION, dir = luaDirectory()): LuaScript {
-  const source = COMPOSITION[name].map((file) => readFileSync(join(dir, `${file}.lua`), 'utf8')).join('\n');
-  return { name, source, sha1: createHash('sha1').update(source).digest('hex') };
-}
+const cache = new Map<string, LuaScript>();
 
-let decide: LuaScript | undefined;
-/** The script that decides every algorithm and policy (loaded from disk once). */
-export function decideScript(): LuaScript {
-  decide ??= composeScript('decide');
-  return decide;
+/**
+ * The decide script for a set of algorithms: the prelude, each needed algorithm's file once, and the
+ * entry, so a limiter's script defines only the functions it runs. Composed from the .lua files on first
+ * use and kept; its sha1 is computed from exactly the text sent.
+ */
+export function decideScript(kinds: readonly AlgorithmKind[] = Object.keys(ALGORITHM_FILES) as AlgorithmKind[]): LuaScript {
+  const wanted = [...new Set(kinds)].sort();
+  const name = `decide:${wanted.join('+')}`;
+  let script = cache.get(name);
+  if (script === undefined) {
+    const dir = luaDirectory();
+    const files = ['prelude', ...new Set(wanted.flatMap((kind) => ALGORITHM_FILES[kind])), 'decide'];
+    const source = files.map((file) => readFileSync(join(dir, `${file}.lua`), 'utf8')).join('\n');
+    script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
+    cache.set(name, script);
+  }
+  return script;
 }
