@@ -24,14 +24,16 @@ export function slidingWindowsOver(times: readonly number[], limit: number, wind
 
 /**
  * Intervals [t_i, t_j] with more grants than capacity + rate x (t_j - t_i) (plus the documented 1 us of
- * time tolerance). O(n): count(i..j) = j - i + 1, so track the minimum of i - rate x t_i.
+ * time tolerance). O(n): count(i..j) = j - i + 1, so track the minimum of i - rate x t_i. Times are taken
+ * relative to the first grant: rate x an epoch-scale time would carry more rounding than the threshold.
  */
 export function bucketIntervalsOver(times: readonly number[], capacity: number, perMs: number): { over: number; worst: number } {
   let over = 0;
   let worst = -Infinity;
   let best = Infinity;
+  const t0 = times[0] ?? 0;
   for (let j = 0; j < times.length; j++) {
-    const t = times[j] as number;
+    const t = (times[j] as number) - t0;
     best = Math.min(best, j - perMs * t);
     const excess = j - perMs * t - best + 1 - capacity - perMs * 1e-3;
     worst = Math.max(worst, excess);
