@@ -1,5 +1,6 @@
 import {
   type Algorithm,
+  type RuleKey,
   fixedWindow,
   gcra,
   leakyBucket,
@@ -44,6 +45,14 @@ export function algorithmArb(name?: string): fc.Arbitrary<Algorithm> {
 export const policyArb: fc.Arbitrary<Algorithm[]> = fc
   .integer({ min: 2, max: 3 })
   .chain((count) => fc.tuple(...Array.from({ length: count }, (_, i) => algorithmArb(`r${i}`))));
+
+/**
+ * A policy whose last rule is counted against another identity: a global rule every key shares, or a
+ * per-tenant rule derived from the key. Requests for different keys meet in its state.
+ */
+export const sharedPolicyArb: fc.Arbitrary<Algorithm[]> = fc
+  .tuple(algorithmArb('own'), fc.constantFrom<RuleKey>('global', (k: string) => k.slice(0, 1)))
+  .chain(([own, key]) => algorithmArb('shared').map((shared) => [own, { ...shared, key }]));
 
 export interface Step {
   /** Time since the previous step (integer ms; the clock is an integer clock). */

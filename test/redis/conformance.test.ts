@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestRedis, type TestRedis } from '../harness/redis-server.js';
-import { algorithmArb, policyArb, type Step, startArb, timelineArb } from './arbitraries.js';
+import { algorithmArb, policyArb, sharedPolicyArb, type Step, startArb, timelineArb } from './arbitraries.js';
 
 let server: TestRedis;
 let redis: Redis;
@@ -84,6 +84,16 @@ for (const denyCache of [false, true]) {
           expectSame(onRedis, memory, start, steps, tolerance);
         }),
         { numRuns: 120 },
+      );
+    });
+
+    it('policies with a rule shared across keys (global or per-tenant)', async () => {
+      await fc.assert(
+        fc.asyncProperty(sharedPolicyArb, startArb, timelineArb, async (rules, start, steps) => {
+          const { memory, redis: onRedis } = await both(rules, start, steps, denyCache);
+          expectSame(onRedis, memory, start, steps, tolerance);
+        }),
+        { numRuns: 60 },
       );
     });
 

@@ -91,6 +91,18 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
   }, 60_000);
   afterAll(async () => cluster?.stop());
 
+  it('refuses, at bind, a policy whose rules would span slots (not built yet)', async () => {
+    const { createLimiter, fixedWindow } = await import('@sluice/core');
+    const { redisStore } = await import('@sluice/redis');
+    const client = cluster.client();
+    const store = redisStore({ redis: client, denyCache: false });
+    expect(() =>
+      createLimiter({ algorithm: [fixedWindow({ limit: 1, windowMs: 1000 }), fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' })], store }),
+    ).toThrow(/not supported on a Redis Cluster yet/);
+    await store.close();
+    client.disconnect();
+  });
+
   it('no window ever admits more than the algorithm allows, a two-rule policy included', async () => {
     const algorithms = ['fixedWindow', 'slidingWindowLog', 'tokenBucket', 'policy'];
     const { grants, decisions, fallbacks } = await runFleet({ CLUSTER_NODES: JSON.stringify(cluster.startupNodes) }, algorithms);

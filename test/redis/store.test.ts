@@ -15,7 +15,7 @@ import {
 import { type RedisStore, decideScript, redisStore, runScript, stateKey } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
+import { packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
 import { startTestRedis, type TestRedis } from '../harness/redis-server.js';
 
 let server: TestRedis;
@@ -58,8 +58,8 @@ describe('the decide script', () => {
   for (const [rule, fields] of rules) {
     it(`${rule.kind}${rule.name === 'lbs' ? ' (shape)' : ''}: reply, stored value and PTTL, on Redis TIME`, async () => {
       const key = stateKey(prefix(), 'k', rule.name);
-      const requests = packRequests([{ identity: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]);
-      const reply = await runScript(redis, decideScript(), [key], [...ruleArgsOf(rule), requests]);
+      const requests = packRequests([{ group: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]);
+      const reply = await runScript(redis, decideScript(), [key], [...ruleArgsOf(rule), packGroups([[1]]), requests]);
       const [{ decision, decidedAtMs }] = unpackReplies(reply, 1, [rule], () => false) as [{ decision: Decision; decidedAtMs: number }];
       expect(decision).toMatchObject({ allowed: true, limit: rule.limit, remaining: rule.kind.startsWith('smooth') ? expect.any(Number) : 3 });
       const serverNow = Number((await redis.time())[0]) * 1000;
@@ -76,8 +76,8 @@ describe('the decide script', () => {
   }
 
   it('refuses an unknown algorithm with a clear error', async () => {
-    const requests = packRequests([{ identity: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
-    await expect(runScript(redis, decideScript(), ['x'], ['1', 'nope', requests])).rejects.toThrow(/unknown algorithm nope/);
+    const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
+    await expect(runScript(redis, decideScript(), ['x'], ['1', 'nope', packGroups([[1]]), requests])).rejects.toThrow(/unknown algorithm nope/);
   });
 });
 

@@ -1,4 +1,5 @@
-export type { Algorithm, AlgorithmKind, Outcome, RuleOptions } from './algorithms/algorithm.js';
+export type { Algorithm, AlgorithmKind, Outcome, RuleKey, RuleOptions } from './algorithms/algorithm.js';
+export { identityOf } from './algorithms/rule-name.js';
 export { EPSILON, TOLERANCE_MS } from './algorithms/algorithm.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';

@@ -205,3 +205,44 @@ describe('policies', () => {
     );
   });
 });
+
+describe('rules counted against another identity (rule option key)', () => {
+  it("a per-user rule beside a global rule: the global one is shared by every key; reset forgets only the user's own", async () => {
+    const clock = new ManualClock(0);
+    const limiter = createLimiter({
+      algorithm: [fixedWindow({ limit: 2, windowMs: 10_000, name: 'user' }), fixedWindow({ limit: 3, windowMs: 10_000, name: 'global', key: 'global' })],
+      clock,
+    });
+    expect((await limiter.tryAcquire('alice')).allowed).toBe(true);
+    expect((await limiter.tryAcquire('alice')).allowed).toBe(true);
+    expect(await limiter.tryAcquire('alice')).toMatchObject({ allowed: false, rule: 'user' });
+    expect((await limiter.tryAcquire('bob')).allowed).toBe(true);
+    const bob = await limiter.tryAcquire('bob');
+    expect(bob).toMatchObject({ allowed: false, rule: 'global' });
+    expect(bob.rules?.map((r) => [r.name, r.remaining])).toEqual([['user', 1], ['global', 0]]);
+    await limiter.reset('alice');
+    expect(await limiter.tryAcquire('alice')).toMatchObject({ allowed: false, rule: 'global' });
+    clock.advance(10_000);
+    expect((await limiter.tryAcquire('carol')).allowed).toBe(true);
+  });
+
+  it('a key function derives the identity (a per-tenant rule)', async () => {
+    const limiter = createLimiter({
+      algorithm: [
+        tokenBucket({ capacity: 5, refillPerSecond: 1, name: 'user' }),
+        tokenBucket({ capacity: 3, refillPerSecond: 1, name: 'tenant', key: (k) => k.split('/')[0] as string }),
+      ],
+      clock: new ManualClock(0),
+    });
+    const results = [];
+    for (const key of ['acme/1', 'acme/2', 'acme/3', 'acme/4', 'initech/1']) results.push((await limiter.tryAcquire(key)).allowed);
+    expect(results).toEqual([true, true, true, false, true]);
+  });
+
+  it('bad key options and key functions are typed errors', async () => {
+    expect(() => fixedWindow({ limit: 1, windowMs: 1, key: '' })).toThrow(/key must be 1-512 characters, got 0/);
+    expect(() => fixedWindow({ limit: 1, windowMs: 1, key: 42 as never })).toThrow(/key must be a string or a function, got 42/);
+    const limiter = createLimiter({ algorithm: [fixedWindow({ limit: 1, windowMs: 1 }), fixedWindow({ limit: 1, windowMs: 1, name: 'x', key: () => '' })] });
+    await expect(limiter.tryAcquire('k')).rejects.toThrow(/its key function must return a non-empty string, got ""/);
+  });
+});

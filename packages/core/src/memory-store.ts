@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Algorithm } from './algorithms/algorithm.js';
+import { identityOf } from './algorithms/rule-name.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Decision } from './decision.js';
 import { SluiceError, SluiceRangeError } from './errors.js';
@@ -102,6 +103,7 @@ export class MemoryStore implements Store {
     // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
     const prefix = exclusive ? '' : `${ruleSet.prefix}{`;
     const time = new StoreTime(this.clock, this.#origin);
+    if (rules.some((rule) => rule.key !== undefined)) return new IdentityBinding(this.#cache, time, rules, ruleSet.prefix);
     return rules.length === 1
       ? new SingleRuleBinding(this.#cache, time, rules[0] as Algorithm, prefix)
       : new PolicyBinding(this.#cache, time, rules, prefix);
@@ -189,6 +191,69 @@ class PolicyBinding implements BoundStore {
 
   reset(key: string): void {
     this.cache.delete(this.prefix + key);
+  }
+}
+
+/**
+ * Rules counted against other identities than the request's key (a global rule, a per-tenant rule): one
+ * cell per (identity, rule), so every key's requests meet in the shared rule's cell. Decided all-or-nothing
+ * like any policy. Cell keys are '\u0001prefix\u0001' + the identity's length + ':' + identity + ':' + rule,
+ * which no other binding's keys can equal (a prefix holds no control character).
+ */
+class IdentityBinding implements BoundStore {
+  readonly #namespace: string;
+  constructor(
+    private readonly cache: LRUCache<string, Cell>,
+    private readonly time: StoreTime,
+    private readonly rules: readonly Algorithm[],
+    prefix: string,
+  ) {
+    this.#namespace = `\u0001${prefix}\u0001`;
+  }
+
+  #cellKeys(key: string): string[] {
+    return this.rules.map((rule) => {
+      const identity = identityOf(rule, key);
+      return `${this.#namespace}${identity.length}:${identity}:${rule.name}`;
+    });
+  }
+
+  #decide(key: string, permits: number, maxWaitMs: number, write: boolean): Decision {
+    const keys = this.#cellKeys(key);
+    const now = this.time.clock.now();
+    const cells = keys.map((k) => this.cache.get(k));
+    const states = cells.map((cell) => this.time.live(cell, now));
+    if (this.rules.length === 1) {
+      const rule = this.rules[0] as Algorithm;
+      const o = rule.consume(states[0], now, permits, maxWaitMs);
+      if (write && o.state !== states[0]) this.time.store(this.cache, keys[0] as string, cells[0], o.state, now, o.ttlMs);
+      return ruleDecision(rule, o);
+    }
+    const p = decidePolicy(this.rules, states, now, permits);
+    if (write && p.states !== undefined) {
+      p.states.forEach((state, r) => {
+        if (state !== undefined) this.time.store(this.cache, keys[r] as string, cells[r], state, now, p.ttlMs);
+      });
+    }
+    return p.decision;
+  }
+
+  consume(key: string, permits: number, maxWaitMs: number): Decision {
+    return this.#decide(key, permits, maxWaitMs, true);
+  }
+
+  peek(key: string): Decision {
+    const d = this.#decide(key, 1, 0, false);
+    if (!d.allowed) return d;
+    return { ...d, remaining: d.remaining + 1, ...(d.rules ? { rules: d.rules.map((r) => ({ ...r, remaining: r.remaining + 1 })) } : {}) };
+  }
+
+  /** Forgets the request key's own rules; rules counted against other identities are shared, and stay. */
+  reset(key: string): void {
+    const keys = this.#cellKeys(key);
+    this.rules.forEach((rule, r) => {
+      if (rule.key === undefined) this.cache.delete(keys[r] as string);
+    });
   }
 }
 

@@ -9,7 +9,8 @@ const REPLY_BYTES = 42;
 const RULE_BYTES = 17;
 
 export interface WireRequest {
-  readonly identity: number;
+  /** Index (from 1) of the request's group: the state keys of its rules. */
+  readonly group: number;
   /** NaN asks the script to use Redis TIME. */
   readonly now: number;
   readonly permits: number;
@@ -17,11 +18,25 @@ export interface WireRequest {
   readonly peek: boolean;
 }
 
+/** Each group's R key indices (from 1, into KEYS), packed '<I4' each. */
+export function packGroups(groups: readonly (readonly number[])[]): Buffer {
+  const width = groups[0]?.length ?? 0;
+  const buf = Buffer.allocUnsafe(groups.length * width * 4);
+  let o = 0;
+  for (const group of groups) {
+    for (const k of group) {
+      buf.writeUInt32LE(k, o);
+      o += 4;
+    }
+  }
+  return buf;
+}
+
 export function packRequests(requests: readonly WireRequest[]): Buffer {
   const buf = Buffer.allocUnsafe(requests.length * REQUEST_BYTES);
   let o = 0;
   for (const r of requests) {
-    buf.writeUInt32LE(r.identity, o);
+    buf.writeUInt32LE(r.group, o);
     buf.writeDoubleLE(r.now, o + 4);
     buf.writeDoubleLE(r.permits, o + 12);
     buf.writeDoubleLE(r.maxWaitMs, o + 20);

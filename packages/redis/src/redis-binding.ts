@@ -1,9 +1,9 @@
-import type { Algorithm, BoundStore, Clock, Decision } from '@sluice/core';
+import { type Algorithm, type BoundStore, type Clock, type Decision, identityOf } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import { DenyCache } from './deny-cache.js';
 import { stateKey } from './key-layout.js';
 import type { DecisionEvent } from './redis-store.js';
-import { packRequests, unpackReplies } from './protocol.js';
+import { packGroups, packRequests, unpackReplies } from './protocol.js';
 import { ruleArgs } from './rule-args.js';
 import { type RedisClient, runScript } from './script-runner.js';
 import { type LuaScript, decideScript } from './scripts.js';
@@ -16,6 +16,7 @@ interface Pending {
   readonly now: number;
   readonly peek: boolean;
   resolve(decision: Decision): void;
+  fail(error: unknown): void;
 }
 
 /** What a binding needs from its store: the connection, time, and where to report health. */
@@ -96,9 +97,11 @@ export class RedisBinding implements BoundStore {
     return this.#enqueue(key, 1, 0, true);
   }
 
+  /** Forgets the request key's own rules; rules counted against other identities are shared, and stay. */
   async reset(key: string): Promise<void> {
     this.forget(key);
-    await this.#ctx.redis.del(...this.#rules.map((rule) => stateKey(this.#prefix, key, rule.name)));
+    const own = this.#rules.filter((rule) => rule.key === undefined);
+    if (own.length > 0) await this.#ctx.redis.del(...own.map((rule) => stateKey(this.#prefix, key, rule.name)));
   }
 
   /** Drops the key from this node's deny cache (a reset here or, through pub/sub, on another node). */
@@ -108,8 +111,8 @@ export class RedisBinding implements BoundStore {
 
   #enqueue(key: string, permits: number, maxWaitMs: number, peek: boolean): Promise<Decision> {
     const clock = this.#ctx.decisionClock;
-    return new Promise<Decision>((resolve) => {
-      this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? Number.NaN : clock.now(), peek, resolve });
+    return new Promise<Decision>((resolve, fail) => {
+      this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? Number.NaN : clock.now(), peek, resolve, fail });
       if (!this.#scheduled) {
         this.#scheduled = true;
         queueMicrotask(this.#flush);
@@ -125,7 +128,8 @@ export class RedisBinding implements BoundStore {
       void this.#send(batch);
       return;
     }
-    // In a Cluster one script call can only touch one slot: group by the identity's hash tag.
+    // In a Cluster one script call can only touch one slot: group by the request key's hash tag (rules with
+    // keys of their own are refused on a Cluster, see RedisStore.bind).
     const bySlot = new Map<number, Pending[]>();
     for (const p of batch) {
       const slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
@@ -137,20 +141,45 @@ export class RedisBinding implements BoundStore {
   };
 
   async #send(group: Pending[]): Promise<void> {
-    const identities = new Map<string, number>();
+    // Every distinct state key once (a global rule's key is shared by every request), and per request key
+    // a group: the indices of its rules' state keys.
+    const keyIndex = new Map<string, number>();
     const keys: string[] = [];
-    const wire = group.map((p) => {
-      let identity = identities.get(p.key);
-      if (identity === undefined) {
-        identity = identities.size + 1;
-        identities.set(p.key, identity);
-        for (const rule of this.#rules) keys.push(stateKey(this.#prefix, p.key, rule.name));
-      }
-      return { identity, now: p.now, permits: p.permits, maxWaitMs: p.maxWaitMs, peek: p.peek };
-    });
+    const groupIndex = new Map<string, number>();
+    const groups: number[][] = [];
+    let wire;
+    try {
+      wire = group.map((p) => {
+        let g = groupIndex.get(p.key);
+        if (g === undefined) {
+          groups.push(
+            this.#rules.map((rule) => {
+              const name = stateKey(this.#prefix, identityOf(rule, p.key), rule.name);
+              let k = keyIndex.get(name);
+              if (k === undefined) {
+                keys.push(name);
+                k = keys.length;
+                keyIndex.set(name, k);
+              }
+              return k;
+            }),
+          );
+          g = groups.length;
+          groupIndex.set(p.key, g);
+        }
+        return { group: g, now: p.now, permits: p.permits, maxWaitMs: p.maxWaitMs, peek: p.peek };
+      });
+    } catch (error) {
+      // A rule's key function failed: a developer error, reported to every caller of this batch.
+      for (const p of group) p.fail(error);
+      return;
+    }
     let reply: Buffer;
     try {
-      reply = await withTimeout(runScript(this.#ctx.redis, this.#script, keys, [...this.#ruleArgs, packRequests(wire)]), this.#ctx.timeoutMs);
+      reply = await withTimeout(
+        runScript(this.#ctx.redis, this.#script, keys, [...this.#ruleArgs, packGroups(groups), packRequests(wire)]),
+        this.#ctx.timeoutMs,
+      );
       this.#ctx.reportSuccess();
     } catch (error) {
       this.#ctx.reportFailure(error);

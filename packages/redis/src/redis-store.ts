@@ -159,6 +159,15 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
 
   bind(ruleSet: RuleSet): BoundStore {
     if (this.#closed) throw new SluiceRangeError('store', 'redisStore', 'this redisStore is closed');
+    if (this.redis instanceof Cluster && ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.key !== undefined)) {
+      // Their state keys would live in other slots than the request key's, and one script call can touch
+      // only one slot; consuming slot by slot with refunds is not built yet.
+      throw new SluiceRangeError(
+        'algorithm',
+        ruleSet.rules.map((rule) => rule.name),
+        'a policy with rules counted against other keys (rule option `key`) is not supported on a Redis Cluster yet',
+      );
+    }
     const local = this.failMode === 'local' ? new MemoryStore({ clock: this.#localClock }).bind(ruleSet, true) : undefined;
     const binding = new RedisBinding(
       this.#context,

@@ -37,6 +37,11 @@ export interface Algorithm<S = unknown> {
   readonly kind: AlgorithmKind;
   /** Unique within a policy; names the rule in keys, decisions and headers. */
   readonly name: string;
+  /**
+   * Whose permits the rule counts: undefined for the request's own key, a fixed string for a rule shared
+   * by every key (a global rule), or a function of the request's key (a per-tenant rule beside per-user ones).
+   */
+  readonly key?: RuleKey;
   /** The limit reported in decisions and headers. */
   readonly limit: number;
   /** The period the limit applies to, for headers (a bucket reports the time it takes to refill). */
@@ -58,6 +63,9 @@ export interface Algorithm<S = unknown> {
   consume(state: S | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<S>;
 }
 
+/** A rule's own identity: a fixed key, or one derived from the request's key. */
+export type RuleKey = string | ((requestKey: string) => string);
+
 /** Options every algorithm takes. */
 export interface RuleOptions {
   /**
@@ -65,6 +73,12 @@ export interface RuleOptions {
    * @default a short name of the algorithm, e.g. `tb` for tokenBucket
    */
   name?: string;
+  /**
+   * Count this rule against another identity than the request's key: a fixed string makes a rule every key
+   * shares (`key: 'global'`), a function derives one (`key: (k) => k.split(':')[0]` for a per-tenant rule).
+   * @default the request's key
+   */
+  key?: RuleKey;
 }
 
 /**

@@ -8,7 +8,7 @@ import {
   outcome,
   wholePermits,
 } from './algorithm.js';
-import { ruleName } from './rule-name.js';
+import { ruleKey, ruleName } from './rule-name.js';
 
 export interface GcraOptions extends RuleOptions {
   /** Sustained permits per second (a finite number > 0). */
@@ -35,6 +35,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const rate = positiveFinite('rate', options.rate);
   const burst = positiveInteger('burst', options.burst);
   const name = ruleName(options.name, 'gcra');
+  const key = ruleKey(options.key);
   const intervalMs = 1000 / rate;
   const toleranceMs = burst * intervalMs;
 
@@ -55,6 +56,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   return {
     kind: 'gcra',
     name,
+    key,
     limit: burst,
     windowMs: Math.max(1, Math.ceil(toleranceMs)),
     reserves: true,

@@ -10,7 +10,7 @@ import {
   outcome,
   wholePermits,
 } from './algorithm.js';
-import { ruleName } from './rule-name.js';
+import { ruleKey, ruleName } from './rule-name.js';
 
 export interface LeakyBucketOptions extends RuleOptions {
   /** What the bucket holds: permits of water (police) or of queue (shape). An integer >= 1. */
@@ -57,6 +57,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     throw new SluiceRangeError('mode', mode, `mode must be 'police' or 'shape', got ${describe(mode)}`);
   }
   const name = ruleName(options.name, mode === 'police' ? 'lb' : 'lbs');
+  const key = ruleKey(options.key);
   const msPerPermit = 1000 / leakPerSecond;
   const tolerance = EPSILON + (TOLERANCE_MS * leakPerSecond) / 1000;
 
@@ -102,6 +103,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
   return {
     kind: 'leakyBucket',
     name,
+    key,
     limit: capacity,
     windowMs: Math.max(1, Math.ceil(capacity * msPerPermit)),
     reserves: mode === 'shape',

@@ -1,7 +1,7 @@
 import { SluiceRangeError } from '../errors.js';
 import { nonNegativeFinite, optionsObject, positiveFinite } from '../validate.js';
-import { type Algorithm, type Outcome, type RuleOptions, TOLERANCE_MS, outcome, wholePermits } from './algorithm.js';
-import { ruleName } from './rule-name.js';
+import { type Algorithm, type Outcome, type RuleKey, type RuleOptions, TOLERANCE_MS, outcome, wholePermits } from './algorithm.js';
+import { ruleKey, ruleName } from './rule-name.js';
 import {
   type SmoothShape,
   burstyShape,
@@ -47,6 +47,7 @@ export interface SmoothState {
 function smoothAlgorithm(
   kind: 'smoothBursty' | 'smoothWarmingUp',
   name: string,
+  key: RuleKey | undefined,
   permitsPerSecond: number,
   shape: SmoothShape,
   initialPermits: number,
@@ -75,6 +76,7 @@ function smoothAlgorithm(
   return {
     kind,
     name,
+    key,
     limit: Math.max(1, Math.round((permitsPerSecond * windowMs) / 1000)),
     windowMs,
     reserves: true,
@@ -108,7 +110,7 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
     );
   }
   const name = ruleName(options.name, 'sb');
-  return smoothAlgorithm('smoothBursty', name, permitsPerSecond, shape, initialPermits, {
+  return smoothAlgorithm('smoothBursty', name, ruleKey(options.key), permitsPerSecond, shape, initialPermits, {
     permitsPerSecond,
     maxBurstSeconds,
     initialPermits,
@@ -129,7 +131,7 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<Smoo
   const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);
   if (coldFactor < 1) throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
   const name = ruleName(options.name, 'swu');
-  return smoothAlgorithm('smoothWarmingUp', name, permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, {
+  return smoothAlgorithm('smoothWarmingUp', name, ruleKey(options.key), permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, {
     permitsPerSecond,
     warmupMs,
     coldFactor,

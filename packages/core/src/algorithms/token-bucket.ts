@@ -10,7 +10,7 @@ import {
   outcome,
   wholePermits,
 } from './algorithm.js';
-import { ruleName } from './rule-name.js';
+import { ruleKey, ruleName } from './rule-name.js';
 
 export interface TokenBucketOptions extends RuleOptions {
   /** Tokens the bucket holds when full: the largest burst (an integer >= 1). */
@@ -54,6 +54,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   }
   const maxDebt = options.maxDebt === undefined ? capacity : nonNegativeInteger('maxDebt', options.maxDebt);
   const name = ruleName(options.name, 'tb');
+  const key = ruleKey(options.key);
   const tokensPerMs = refillPerSecond / 1000;
   const tolerance = EPSILON + TOLERANCE_MS * tokensPerMs;
 
@@ -93,6 +94,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   return {
     kind: 'tokenBucket',
     name,
+    key,
     limit: capacity,
     windowMs: Math.max(1, Math.ceil((capacity * 1000) / refillPerSecond)),
     reserves: maxDebt > 0,

@@ -1,6 +1,6 @@
 import { optionsObject, positiveInteger } from '../validate.js';
-import type { Algorithm, AlgorithmKind, Outcome, RuleOptions } from './algorithm.js';
-import { ruleName } from './rule-name.js';
+import type { Algorithm, AlgorithmKind, Outcome, RuleKey, RuleOptions } from './algorithm.js';
+import { ruleKey, ruleName } from './rule-name.js';
 
 /** The options of the windowed algorithms (fixedWindow, slidingWindowLog, slidingWindowCounter). */
 export interface WindowOptions extends RuleOptions {
@@ -11,20 +11,28 @@ export interface WindowOptions extends RuleOptions {
 }
 
 /** Validates a windowed algorithm's options, naming the algorithm and option in any error. */
-export function windowOptions(kind: AlgorithmKind, options: WindowOptions, defaultName: string): Required<WindowOptions> {
+export interface ParsedWindowOptions {
+  readonly limit: number;
+  readonly windowMs: number;
+  readonly name: string;
+  readonly key: RuleKey | undefined;
+}
+
+export function windowOptions(kind: AlgorithmKind, options: WindowOptions, defaultName: string): ParsedWindowOptions {
   optionsObject(`${kind} options`, options, true);
   return {
     limit: positiveInteger('limit', options.limit),
     windowMs: positiveInteger('windowMs', options.windowMs),
     name: ruleName(options.name, defaultName),
+    key: ruleKey(options.key),
   };
 }
 
 /** A windowed rule: its limit applies per window, and it never reserves. */
 export function windowRule<S>(
   kind: AlgorithmKind,
-  { limit, windowMs, name }: Required<WindowOptions>,
+  { limit, windowMs, name, key }: ParsedWindowOptions,
   consume: (state: S | undefined, nowMs: number, permits: number) => Outcome<S>,
 ): Algorithm<S> {
-  return { kind, name, limit, windowMs, reserves: false, stableDenials: true, params: { limit, windowMs }, consume };
+  return { kind, name, key, limit, windowMs, reserves: false, stableDenials: true, params: { limit, windowMs }, consume };
 }

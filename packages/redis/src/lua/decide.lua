@@ -1,10 +1,12 @@
--- decide.lua: decides a batch of requests, in order and each atomically, for identities whose keys share
--- one slot. Several requests for one identity fold into one state update, written once at the end.
+-- decide.lua: decides a batch of requests, in order and each atomically, for keys that share one slot.
+-- Requests that touch the same state (one hot key, or a global rule every key shares) fold into one
+-- update of that state, written once at the end.
 --
--- KEYS: for identity i and rule r (both from 1), KEYS[(i - 1) * R + r] holds that rule's state.
--- ARGV: R; then per rule its kind and parameters as text (PARAM_COUNT below); then one binary string of
---       requests, each packed '<I4dddB': identity index, now (NaN = this server's TIME), permits,
---       maxWaitMs (Infinity allowed), and 1 to peek (decide without writing anything) or 0 to consume.
+-- KEYS: every distinct state key of the batch, each once.
+-- ARGV: R; then per rule its kind and parameters as text (PARAM_COUNT below); then a binary string of
+--       groups, each R packed '<I4' indices into KEYS (the state key of rule r for that group's request
+--       key); then a binary string of requests, each '<I4dddB': group index, now (NaN = this server's
+--       TIME), permits, maxWaitMs (Infinity allowed), and 1 to peek (decide, write nothing) or 0 to consume.
 -- Reply: one binary string, per request '<Bddddd B' : allowed, remaining, retryAfter, resetAfter, wait,
 --        the decision time used, the tightest rule (from 0); then when R > 1, per rule '<Bdd': allowed,
 --        remaining, resetAfter.
@@ -54,38 +56,52 @@ while k <= #KEYS do
   k = last + 1
 end
 
--- identity index -> { states = {...}, expires = {...}, dirty = bool, written_at = now }
-local identities = {}
-local function load(i)
-  local entry = identities[i]
+-- key index -> { state = {...} or nil, expires = ms, dirty = bool, written_at = now }
+local slots = {}
+local function slot(k)
+  local entry = slots[k]
   if entry ~= nil then return entry end
-  entry = { states = {}, expires = {}, dirty = false, written_at = 0 }
-  for r = 1, R do
-    local raw = raw_values[(i - 1) * R + r]
-    if raw then
-      local fields = unpack_doubles(raw)
-      entry.expires[r] = table.remove(fields, 1)
-      entry.states[r] = fields
-    end
+  entry = { dirty = false, written_at = 0 }
+  local raw = raw_values[k]
+  if raw then
+    local fields = unpack_doubles(raw)
+    entry.expires = table.remove(fields, 1)
+    entry.state = fields
   end
-  identities[i] = entry
+  slots[k] = entry
   return entry
 end
 
--- The live state of rule r at now, or nil when it has none or it has expired.
-local function live(entry, r, now)
-  local state = entry.states[r]
-  if state ~= nil and entry.expires[r] > now then return state end
+-- The live state held at key index k at now, or nil when there is none or it has expired.
+local function live(k, now)
+  local entry = slot(k)
+  if entry.state ~= nil and entry.expires > now then return entry.state end
   return nil
 end
 
-local function store(entry, states, now, ttl)
+-- Writes every rule's state of one request (nil: nothing to keep) with the expiry they share.
+local function store(group, states, now, ttl)
   for r = 1, R do
-    entry.states[r] = states[r]
-    entry.expires[r] = now + ttl
+    local entry = slot(group[r])
+    entry.state = states[r]
+    entry.expires = now + ttl
+    entry.dirty = true
+    entry.written_at = now
   end
-  entry.dirty = true
-  entry.written_at = now
+end
+
+local groups = {}
+do
+  local packed = ARGV[a]
+  local p = 1
+  local g = 0
+  while p <= #packed do
+    g = g + 1
+    local group = {}
+    for r = 1, R do group[r], p = struct.unpack('<I4', packed, p) end
+    groups[g] = group
+  end
+  a = a + 1
 end
 
 local replies = {}
@@ -97,14 +113,14 @@ for q = 1, Q do
   i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
   local now = read_now(t)
   local peek = peek_flag == 1
-  local entry = load(i)
+  local group = groups[i]
   local before = {}
-  for r = 1, R do before[r] = live(entry, r, now) end
+  for r = 1, R do before[r] = live(group[r], now) end
 
   if R == 1 then
     local o = rules[1].consume(rules[1].params, before[1], now, permits, max_wait)
     -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-    if o.state ~= before[1] and not peek then store(entry, { o.state }, now, o.ttl) end
+    if o.state ~= before[1] and not peek then store(group, { o.state }, now, o.ttl) end
     replies[q] = struct.pack('<BdddddB', o.allowed and 1 or 0, o.remaining, o.retry_after, o.reset_after, o.wait, now, 0)
   else
     -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors policy.ts.
@@ -138,14 +154,14 @@ for q = 1, Q do
     elseif allowed then
       local states = {}
       for r = 1, R do states[r] = outcomes[r].state end
-      store(entry, states, now, ttl)
+      store(group, states, now, ttl)
     else
       local kept, anchored = {}, false
       for r = 1, R do
         if outcomes[r].allowed then kept[r] = before[r] else kept[r] = outcomes[r].state end
         if kept[r] ~= before[r] then anchored = true end
       end
-      if anchored then store(entry, kept, now, ttl) end
+      if anchored then store(group, kept, now, ttl) end
     end
     local parts = { struct.pack('<BdddddB', allowed and 1 or 0, remaining[tightest], retry_after, reset_after, 0, now, tightest - 1) }
     for r = 1, R do
@@ -155,17 +171,13 @@ for q = 1, Q do
   end
 end
 
-for i, entry in pairs(identities) do
+for k, entry in pairs(slots) do
   if entry.dirty then
-    for r = 1, R do
-      local key = KEYS[(i - 1) * R + r]
-      local state = entry.states[r]
-      if state == nil then
-        redis.call('DEL', key)
-      else
-        local px = math.ceil(entry.expires[r] - entry.written_at) + RECLAIM_SLACK_MS
-        redis.call('SET', key, struct.pack('<d', entry.expires[r]) .. pack_doubles(state), 'PX', px)
-      end
+    if entry.state == nil then
+      redis.call('DEL', KEYS[k])
+    else
+      local px = math.ceil(entry.expires - entry.written_at) + RECLAIM_SLACK_MS
+      redis.call('SET', KEYS[k], struct.pack('<d', entry.expires) .. pack_doubles(entry.state), 'PX', px)
     end
   end
 end
