@@ -21,6 +21,9 @@ export const EXACTNESS_RULES: Record<string, () => Algorithm | Algorithm[]> = {
   gcra: () => gcra({ rate: 1000, burst: 1000 }),
   // Two rules decided together in one script call: both bounds must hold on the same grants.
   policy: () => [fixedWindow({ limit: 1000, windowMs: 1000, name: 'fw' }), tokenBucket({ capacity: 1500, refillPerSecond: 900, name: 'tb' })],
+  // A per-user rule and a global rule: on a Cluster their keys live in different slots ({hot}, {global}),
+  // decided slot by slot with refunds when the second refuses.
+  crossSlot: () => [fixedWindow({ limit: 1000, windowMs: 1000, name: 'user' }), tokenBucket({ capacity: 800, refillPerSecond: 700, name: 'global', key: 'global' })],
 };
 
 const redis = nodes ? new Cluster(nodes) : new Redis(env.REDIS_URL as string);
@@ -34,7 +37,10 @@ const store = redisStore({
   onDecision: (e) => {
     decisions++;
     if (e.source === 'fallback') fallbacks++;
-    if (e.decision.allowed) (grants[e.prefix] ??= []).push(e.decidedAtMs);
+    if (!e.decision.allowed) return;
+    (grants[e.prefix] ??= []).push(e.decidedAtMs);
+    // A policy decided slot by slot: each rule's bound is checked on the times its own slot decided at.
+    e.ruleDecidedAtMs?.forEach((t, r) => (grants[`${e.prefix}#${r}`] ??= []).push(t));
   },
 });
 

@@ -58,6 +58,12 @@ export function checkBounds(grants: Map<string, number[]>, label: string): numbe
   if (grants.has('slidingWindowLog')) add('slidingWindowLog', '<= 1000 in every 1 s window', slidingWindowsOver(t('slidingWindowLog'), 1000, 1000));
   if (grants.has('tokenBucket')) add('tokenBucket', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('tokenBucket'), 1000, 1));
   if (grants.has('gcra')) add('gcra', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('gcra'), 1000, 1));
+  if (grants.has('crossSlot')) {
+    // On a Cluster each rule was decided in its own slot at its own time (crossSlot#r); standalone, at one.
+    const at = (r: number) => (grants.has(`crossSlot#${r}`) ? t(`crossSlot#${r}`) : t('crossSlot'));
+    add('crossSlot', 'user rule: <= 1000 per aligned 1 s window', alignedWindowsOver(at(0), 1000, 1000));
+    add('crossSlot', 'global rule: <= 800 + 700/s x T (worst = excess)', bucketIntervalsOver(at(1), 800, 0.7));
+  }
   if (grants.has('policy')) {
     add('policy', 'rule fw: <= 1000 per aligned 1 s window', alignedWindowsOver(t('policy'), 1000, 1000));
     add('policy', 'rule tb: <= 1500 + 900/s x T (worst = excess)', bucketIntervalsOver(t('policy'), 1500, 0.9));
@@ -75,7 +81,7 @@ describe(`exactness across ${PROCESSES} processes x ${IN_FLIGHT} in flight on on
   afterAll(async () => server?.stop());
 
   it('standalone Redis: no window ever admits more than the algorithm allows', async () => {
-    const algorithms = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'gcra', 'policy'];
+    const algorithms = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'gcra', 'policy', 'crossSlot'];
     const { grants, decisions, fallbacks } = await runFleet({ REDIS_URL: server.url }, algorithms);
     const over = checkBounds(grants, `standalone: ${decisions} decisions, ${fallbacks} decided by the fail mode`);
     expect(over).toBe(0);
@@ -91,20 +97,23 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
   }, 60_000);
   afterAll(async () => cluster?.stop());
 
-  it('refuses, at bind, a policy whose rules would span slots (not built yet)', async () => {
-    const { createLimiter, fixedWindow } = await import('@sluice/core');
+  it('refuses, at bind, a rule whose grants cannot be refunded in a policy that may span slots', async () => {
+    const { createLimiter, fixedWindow, smoothBursty } = await import('@sluice/core');
     const { redisStore } = await import('@sluice/redis');
     const client = cluster.client();
     const store = redisStore({ redis: client, denyCache: false });
     expect(() =>
+      createLimiter({ algorithm: [smoothBursty({ permitsPerSecond: 1 }), fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' })], store }),
+    ).toThrow(/cannot be refunded/);
+    expect(() =>
       createLimiter({ algorithm: [fixedWindow({ limit: 1, windowMs: 1000 }), fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' })], store }),
-    ).toThrow(/not supported on a Redis Cluster yet/);
+    ).not.toThrow();
     await store.close();
     client.disconnect();
   });
 
-  it('no window ever admits more than the algorithm allows, a two-rule policy included', async () => {
-    const algorithms = ['fixedWindow', 'slidingWindowLog', 'tokenBucket', 'policy'];
+  it('no window ever admits more than the algorithm allows: a policy, and a policy spanning slots', async () => {
+    const algorithms = ['fixedWindow', 'slidingWindowLog', 'tokenBucket', 'policy', 'crossSlot'];
     const { grants, decisions, fallbacks } = await runFleet({ CLUSTER_NODES: JSON.stringify(cluster.startupNodes) }, algorithms);
     const over = checkBounds(grants, `cluster: ${decisions} decisions, ${fallbacks} decided by the fail mode`);
     expect(over).toBe(0);

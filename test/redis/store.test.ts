@@ -13,6 +13,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { type RedisStore, decideScript, redisStore, runScript, stateKey } from '@sluice/redis';
+import { refundScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
@@ -213,4 +214,52 @@ describe('fail modes (a server that stops answering, then comes back)', () => {
       });
     });
   }
+});
+
+describe('the refund script', () => {
+  const refundable: Algorithm[] = [
+    fixedWindow({ limit: 5, windowMs: 60_000 }),
+    slidingWindowLog({ limit: 5, windowMs: 60_000 }),
+    slidingWindowCounter({ limit: 5, windowMs: 60_000 }),
+    tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
+    leakyBucket({ capacity: 5, leakPerSecond: 0.001 }),
+    gcra({ rate: 0.001, burst: 5 }),
+  ];
+  for (const rule of refundable) {
+    it(`${rule.kind}: a refund gives back exactly what a grant took`, async () => {
+      const clock = new ManualClock(5_000_000);
+      const p = prefix();
+      const store = redisStore({ redis, clock, denyCache: false });
+      const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+      await limiter.tryAcquire('k', { permits: 2 });
+      const before = await limiter.peek('k');
+      clock.advance(10);
+      const granted = await limiter.tryAcquire('k', { permits: 2 });
+      expect(granted.allowed).toBe(true);
+      const key = stateKey(p, 'k', rule.name);
+      const args = [...ruleArgsOf(rule).slice(0), '2', String(clock.now()), String(clock.now())];
+      await runScript(redis, refundScript([rule.kind]), [key], args);
+      expect((await limiter.peek('k')).remaining).toBe(before.remaining);
+      const pttl = await redis.pttl(key);
+      expect(pttl).toBeGreaterThan(0); // KEEPTTL: the key still expires
+      await store.close();
+    });
+  }
+});
+
+describe('refunds never give back what a newer window did not take', () => {
+  it('fixedWindow: a refund that arrives after the window rolled over changes nothing', async () => {
+    const clock = new ManualClock(60_000 - 10);
+    const p = prefix();
+    const rule = fixedWindow({ limit: 3, windowMs: 60_000 });
+    const store = redisStore({ redis, clock, denyCache: false });
+    const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+    const grantedAt = clock.now();
+    await limiter.tryAcquire('k'); // counted in window 0
+    clock.advance(20); // window 1 opens
+    for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+    await runScript(redis, refundScript(['fixedWindow']), [stateKey(p, 'k', rule.name)], [...ruleArgsOf(rule), '1', String(grantedAt), String(clock.now())]);
+    expect((await limiter.tryAcquire('k')).allowed).toBe(false);
+    await store.close();
+  });
 });

@@ -1,5 +1,6 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, identityOf } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
+import { CrossSlotPolicy } from './cross-slot.js';
 import { DenyCache } from './deny-cache.js';
 import { stateKey } from './key-layout.js';
 import type { DecisionEvent } from './redis-store.js';
@@ -62,6 +63,7 @@ export class RedisBinding implements BoundStore {
   readonly #script: LuaScript;
   readonly #denials: DenyCache | undefined;
   readonly #local: BoundStore | undefined;
+  readonly #crossSlot: CrossSlotPolicy | undefined;
   #queue: Pending[] = [];
   #scheduled = false;
 
@@ -74,6 +76,11 @@ export class RedisBinding implements BoundStore {
     // Exact only for one rule whose single-permit denials hold until retryAfterMs (see Algorithm.stableDenials).
     this.#denials = rules.length === 1 && (rules[0] as Algorithm).stableDenials ? denyCache : undefined;
     this.#local = local;
+    // On a Cluster, rules counted against other keys may live in other slots than the request key's.
+    this.#crossSlot =
+      ctx.isCluster && rules.length > 1 && rules.some((rule) => rule.key !== undefined)
+        ? new CrossSlotPolicy(ctx.redis, rules, prefix, (promise) => withTimeout(promise, ctx.timeoutMs))
+        : undefined;
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision | Promise<Decision> {
@@ -128,11 +135,26 @@ export class RedisBinding implements BoundStore {
       void this.#send(batch);
       return;
     }
-    // In a Cluster one script call can only touch one slot: group by the request key's hash tag (rules with
-    // keys of their own are refused on a Cluster, see RedisStore.bind).
+    // In a Cluster one script call can only touch one slot: group by slot; a request whose rules span slots
+    // is decided slot by slot (CrossSlotPolicy).
     const bySlot = new Map<number, Pending[]>();
     for (const p of batch) {
-      const slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
+      let slot: number;
+      if (this.#crossSlot === undefined) slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
+      else {
+        let parts;
+        try {
+          parts = this.#crossSlot.partition(p.key);
+        } catch (error) {
+          p.fail(error);
+          continue;
+        }
+        if (parts.length > 1) {
+          void this.#decideAcross(this.#crossSlot, p, parts);
+          continue;
+        }
+        slot = (parts[0] as (typeof parts)[number]).slot;
+      }
       const group = bySlot.get(slot);
       if (group === undefined) bySlot.set(slot, [p]);
       else group.push(p);
@@ -201,6 +223,22 @@ export class RedisBinding implements BoundStore {
       }
       p.resolve(decision);
     });
+  }
+
+  async #decideAcross(policy: CrossSlotPolicy, p: Pending, parts: ReturnType<CrossSlotPolicy['partition']>): Promise<void> {
+    try {
+      const { decision, ruleDecidedAtMs } = await policy.decide({ key: p.key, permits: p.permits, now: p.now, peek: p.peek }, parts);
+      this.#ctx.reportSuccess();
+      // Each slot decided at its own time: the grant stands from the last of them.
+      const decidedAtMs = Math.max(...ruleDecidedAtMs);
+      this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs, ruleDecidedAtMs });
+      p.resolve(decision);
+    } catch (error) {
+      this.#ctx.reportFailure(error);
+      const decision = this.#fallback(p);
+      this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'fallback', decidedAtMs: this.#ctx.localClock.now() });
+      p.resolve(decision);
+    }
   }
 
   /**

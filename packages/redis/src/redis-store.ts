@@ -15,6 +15,7 @@ import { DenyCache } from './deny-cache.js';
 import { resetChannel } from './key-layout.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './script-runner.js';
+import { refundable } from './scripts.js';
 
 /** What a store does when Redis does not answer within `timeoutMs`, or answers with an error. */
 export type FailMode = 'local' | 'open' | 'closed';
@@ -66,6 +67,11 @@ export interface DecisionEvent {
   readonly source: 'redis' | 'cache' | 'fallback';
   /** The decision time: Redis TIME or the client clock for 'redis', this process's clock otherwise. */
   readonly decidedAtMs: number;
+  /**
+   * For a policy decided slot by slot (rules in different Cluster slots): the time each rule's slot decided
+   * at, in rule order (NaN for a rule not reached). `decidedAtMs` is the latest of them.
+   */
+  readonly ruleDecidedAtMs?: readonly number[];
 }
 
 /** Events of a RedisStore: emitted when Redis starts failing and when it answers again. */
@@ -159,13 +165,14 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
 
   bind(ruleSet: RuleSet): BoundStore {
     if (this.#closed) throw new SluiceRangeError('store', 'redisStore', 'this redisStore is closed');
-    if (this.redis instanceof Cluster && ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.key !== undefined)) {
-      // Their state keys would live in other slots than the request key's, and one script call can touch
-      // only one slot; consuming slot by slot with refunds is not built yet.
+    const keyed = ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.key !== undefined);
+    const unrefundable = ruleSet.rules.find((rule) => !refundable(rule.kind));
+    if (this.redis instanceof Cluster && keyed && unrefundable !== undefined) {
+      // Such a policy may span slots, decided slot by slot with refunds; Guava's prepay cannot be refunded.
       throw new SluiceRangeError(
         'algorithm',
-        ruleSet.rules.map((rule) => rule.name),
-        'a policy with rules counted against other keys (rule option `key`) is not supported on a Redis Cluster yet',
+        unrefundable.name,
+        `rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot be in a policy with rules counted against other keys on a Redis Cluster: its grants cannot be refunded`,
       );
     }
     const local = this.failMode === 'local' ? new MemoryStore({ clock: this.#localClock }).bind(ruleSet, true) : undefined;

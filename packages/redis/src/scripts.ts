@@ -52,3 +52,25 @@ export function decideScript(kinds: readonly AlgorithmKind[] = Object.keys(ALGOR
   }
   return script;
 }
+
+const REFUNDABLE: readonly AlgorithmKind[] = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'leakyBucket', 'gcra'];
+
+/** Whether a grant of this algorithm can be given back exactly (Guava's prepay cannot be undone). */
+export function refundable(kind: AlgorithmKind): boolean {
+  return REFUNDABLE.includes(kind);
+}
+
+/** The refund script for a set of refundable algorithms: the prelude, their files, and the refund entry. */
+export function refundScript(kinds: readonly AlgorithmKind[]): LuaScript {
+  const wanted = [...new Set(kinds)].sort();
+  const name = `refund:${wanted.join('+')}`;
+  let script = cache.get(name);
+  if (script === undefined) {
+    const dir = luaDirectory();
+    const files = ['prelude', ...new Set(wanted.flatMap((kind) => ALGORITHM_FILES[kind])), 'refund'];
+    const source = files.map((file) => readFileSync(join(dir, `${file}.lua`), 'utf8')).join('\n');
+    script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
+    cache.set(name, script);
+  }
+  return script;
+}

@@ -21,3 +21,11 @@ ALGORITHMS.fixedWindow = function(p, state, now_ms, permits)
   end
   return outcome(false, state, limit - count, reset_after, reset_after, 0, 0)
 end
+
+-- Refund: only while the stored window is the one the grant was counted in (it contains granted_at). Once a
+-- new window opened there is nothing to give back, and taking from the new one would over-admit: when in
+-- doubt, keep the permits (a short under-admission), never give back what was not taken.
+REFUNDS.fixedWindow = function(p, state, now, permits, granted_at)
+  if state == nil or granted_at < state[1] or state[1] + p[2] <= granted_at then return state end
+  return { state[1], math.max(0, state[2] - permits) }
+end

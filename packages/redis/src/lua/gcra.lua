@@ -17,3 +17,9 @@ ALGORITHMS.gcra = function(p, state, now_ms, permits, max_wait)
   end
   return outcome(false, state, remaining_now, wait - max_wait, tat - now_ms, 0, 0)
 end
+
+-- Refund: the theoretical arrival time moves back by what the grant added, never before now.
+REFUNDS.gcra = function(p, state, now_ms, permits, granted_at)
+  if state == nil then return state end
+  return { math.max(now_ms, state[1] - permits * (1000 / p[1])) }
+end

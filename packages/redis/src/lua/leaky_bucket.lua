@@ -37,3 +37,15 @@ ALGORITHMS.leakyBucket = function(p, state, now_ms, permits, max_wait)
   local retry_after = math.max(queued_ms - max_wait, queued_ms - room_ms)
   return outcome(false, state, whole_permits(capacity - queued), retry_after, queued_ms, 0, 0)
 end
+
+-- Refund: the water (police) or the queued time (shape) the grant added leaves again.
+REFUNDS.leakyBucket = function(p, state, now_ms, permits, granted_at)
+  if state == nil then return state end
+  local leak, mode = p[2], p[3]
+  if mode == 'police' then
+    local now = math.max(state[2], now_ms)
+    local level = math.max(0, state[1] - ((now - state[2]) * leak) / 1000)
+    return { math.max(0, level - permits), now }
+  end
+  return { math.max(now_ms, state[1] - permits * (1000 / leak)) }
+end

@@ -56,3 +56,6 @@ local function unpack_doubles(s)
 end
 
 local ALGORITHMS = {}
+-- REFUNDS[kind](p, state, now, permits, granted_at) gives back permits granted at granted_at, for a policy
+-- whose other slot then refused: the state as if that grant had not been made (or as close as time allows).
+local REFUNDS = {}

@@ -36,3 +36,17 @@ ALGORITHMS.slidingWindowCounter = function(p, state, now_ms, permits)
   end
   return outcome(false, state, whole_permits(limit - estimate), retry_at - now_ms, reset_after, 0, 0)
 end
+
+-- Refund: from the current window if the grant is still in it, from the previous one if it rolled over
+-- once; otherwise keep the permits (never take from a window the grant was not counted in).
+REFUNDS.slidingWindowCounter = function(p, state, now, permits, granted_at)
+  if state == nil then return state end
+  local window_ms = p[2]
+  local granted_window = math.floor(granted_at / window_ms) * window_ms
+  if state[1] == granted_window then
+    return { state[1], state[2], math.max(0, state[3] - permits) }
+  elseif state[1] == granted_window + window_ms then
+    return { state[1], math.max(0, state[2] - permits), state[3] }
+  end
+  return state
+end

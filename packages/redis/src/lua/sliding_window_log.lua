@@ -39,3 +39,25 @@ ALGORITHMS.slidingWindowLog = function(p, state, now_ms, permits)
   local retry_after = entries[i - 2] + window_ms - now_ms
   return outcome(false, state, limit - used, retry_after, reset_after, 0, 0)
 end
+
+-- Refund: take the permits off the grant logged at granted_at (or the first one after it, where a stepped
+-- back clock coalesced it into a later entry).
+REFUNDS.slidingWindowLog = function(p, state, now, permits, granted_at)
+  if state == nil then return state end
+  local entries = {}
+  local left = permits
+  for i = 1, #state, 2 do
+    local t, n = state[i], state[i + 1]
+    if left > 0 and t >= granted_at then
+      local take = math.min(left, n)
+      n = n - take
+      left = left - take
+    end
+    if n > 0 then
+      entries[#entries + 1] = t
+      entries[#entries + 1] = n
+    end
+  end
+  if #entries == 0 then return nil end
+  return entries
+end

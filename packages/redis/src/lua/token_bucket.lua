@@ -31,3 +31,12 @@ ALGORITHMS.tokenBucket = function(p, state, now_ms, permits, max_wait)
   end
   return outcome(false, state, whole_permits(tokens), retry_after, full_after, 0, 0)
 end
+
+-- Refund: the tokens go back (never above capacity); refilling is linear, so this undoes the grant.
+REFUNDS.tokenBucket = function(p, state, now_ms, permits, granted_at)
+  if state == nil then return state end
+  local capacity, refill = p[1], p[2]
+  local now = math.max(state[2], now_ms)
+  local tokens = math.min(capacity, state[1] + ((now - state[2]) * refill) / 1000)
+  return { math.min(capacity, tokens + permits), now }
+end

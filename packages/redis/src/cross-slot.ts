@@ -1,0 +1,150 @@
+import { type Algorithm, type Decision, type RuleStatus, identityOf } from '@sluice/core';
+import calculateSlot from 'cluster-key-slot';
+import { stateKey } from './key-layout.js';
+import { packGroups, packRequests, unpackReplies } from './protocol.js';
+import { numArg, ruleArgs } from './rule-args.js';
+import { type RedisClient, runScript } from './script-runner.js';
+import { type LuaScript, decideScript, refundScript } from './scripts.js';
+
+/** The rules of one slot of a policy, with their scripts and ARGV ready. */
+interface Part {
+  readonly indices: readonly number[];
+  readonly rules: readonly Algorithm[];
+  readonly args: readonly string[];
+  readonly decide: LuaScript;
+  readonly refund: LuaScript;
+}
+
+export interface CrossSlotRequest {
+  readonly key: string;
+  readonly permits: number;
+  /** Client-clock now, or NaN for Redis TIME. */
+  readonly now: number;
+  readonly peek: boolean;
+}
+
+/**
+ * A policy whose rules' state keys live in different Cluster slots (a global rule beside per-user rules).
+ * One script call can touch only one slot, so the rules are decided slot by slot, the request key's own
+ * rules first; when a later slot refuses, the permits taken in earlier slots are given back. Every permit is
+ * taken before the grant, so the fleet is never over a limit; between a take and its refund, other requests
+ * may be refused that would have passed (a short under-admission, never an over-admission).
+ */
+export class CrossSlotPolicy {
+  readonly #parts = new Map<string, Part>();
+
+  constructor(
+    private readonly redis: RedisClient,
+    private readonly rules: readonly Algorithm[],
+    private readonly prefix: string,
+    private readonly timeout: <T>(promise: Promise<T>) => Promise<T>,
+  ) {}
+
+  /** The rules of `key` grouped by slot, own-key rules' slot first; one group when they share a slot. */
+  partition(key: string): Array<{ slot: number; indices: number[]; keys: string[] }> {
+    const bySlot = new Map<number, { slot: number; indices: number[]; keys: string[] }>();
+    this.rules.forEach((rule, r) => {
+      const name = stateKey(this.prefix, identityOf(rule, key), rule.name);
+      const slot = calculateSlot(name);
+      let part = bySlot.get(slot);
+      if (part === undefined) bySlot.set(slot, (part = { slot, indices: [], keys: [] }));
+      part.indices.push(r);
+      part.keys.push(name);
+    });
+    const ownSlot = calculateSlot(stateKey(this.prefix, key, 'x'));
+    return [...bySlot.values()].sort((a, b) => (a.slot === ownSlot ? -1 : b.slot === ownSlot ? 1 : a.slot - b.slot));
+  }
+
+  #part(indices: readonly number[]): Part {
+    const id = indices.join(',');
+    let part = this.#parts.get(id);
+    if (part === undefined) {
+      const rules = indices.map((r) => this.rules[r] as Algorithm);
+      const kinds = rules.map((rule) => rule.kind);
+      part = { indices, rules, args: ruleArgs(rules), decide: decideScript(kinds), refund: refundScript(kinds) };
+      this.#parts.set(id, part);
+    }
+    return part;
+  }
+
+  async #decidePart(part: Part, keys: readonly string[], request: CrossSlotRequest, peek: boolean): Promise<{ decision: Decision; decidedAtMs: number }> {
+    const reply = await this.timeout(
+      runScript(this.redis, part.decide, keys, [
+        ...part.args,
+        packGroups([keys.map((_, i) => i + 1)]),
+        packRequests([{ group: 1, now: request.now, permits: request.permits, maxWaitMs: 0, peek }]),
+      ]),
+    );
+    return unpackReplies(reply, 1, part.rules, () => false)[0] as { decision: Decision; decidedAtMs: number };
+  }
+
+  async #refund(part: Part, keys: readonly string[], permits: number, decidedAtMs: number, now: number): Promise<void> {
+    await this.timeout(runScript(this.redis, part.refund, keys, [...part.args, String(permits), numArg(decidedAtMs), Number.isNaN(now) ? '' : numArg(now)]));
+  }
+
+  /**
+   * Decides a request across slots. Throws only when Redis fails; whatever was taken before the failure
+   * has been given back by then (as far as Redis allowed).
+   */
+  async decide(request: CrossSlotRequest, partitions: ReturnType<CrossSlotPolicy['partition']>): Promise<{ decision: Decision; ruleDecidedAtMs: number[] }> {
+    const granted: Array<{ part: Part; keys: string[]; decidedAtMs: number }> = [];
+    const decided: Array<{ part: Part; decision: Decision }> = [];
+    const ruleDecidedAtMs: number[] = new Array(this.rules.length).fill(Number.NaN);
+    let refused = false;
+    try {
+      for (const { indices, keys } of partitions) {
+        const part = this.#part(indices);
+        // Once a slot refused, the rest are only looked at (for the decision's rule statuses).
+        const { decision, decidedAtMs } = await this.#decidePart(part, keys, request, request.peek || refused);
+        decided.push({ part, decision });
+        for (const r of indices) ruleDecidedAtMs[r] = decidedAtMs;
+        if (!decision.allowed) refused = true;
+        else if (!request.peek && !refused) granted.push({ part, keys, decidedAtMs });
+      }
+      if (refused) await Promise.all(granted.map((g) => this.#refund(g.part, g.keys, request.permits, g.decidedAtMs, request.now)));
+    } catch (error) {
+      await Promise.allSettled(granted.map((g) => this.#refund(g.part, g.keys, request.permits, g.decidedAtMs, request.now)));
+      throw error;
+    }
+    return { decision: this.#merge(decided, request), ruleDecidedAtMs };
+  }
+
+  /** One decision for the whole policy from the parts', reported like a single-slot policy's. */
+  #merge(decided: ReadonlyArray<{ part: Part; decision: Decision }>, request: CrossSlotRequest): Decision {
+    const allowed = decided.every((d) => d.decision.allowed);
+    const statuses: RuleStatus[] = new Array(this.rules.length);
+    for (const { part, decision } of decided) {
+      part.indices.forEach((r, i) => {
+        const rule = this.rules[r] as Algorithm;
+        const status = decision.rules?.[i] ?? {
+          name: rule.name,
+          limit: rule.limit,
+          windowMs: rule.windowMs,
+          remaining: decision.remaining,
+          resetAfterMs: decision.resetAfterMs,
+          allowed: decision.allowed,
+        };
+        // A rule that allowed inside a refused request was given back (or only looked at), and a peek took
+        // nothing: its permits remain, as the memory store reports them.
+        const back = status.allowed && (!allowed || request.peek) ? request.permits : 0;
+        statuses[r] = { ...status, remaining: status.remaining + back };
+      });
+    }
+    let tightest = 0;
+    statuses.forEach((s, r) => {
+      const best = statuses[tightest] as RuleStatus;
+      if (allowed ? s.remaining < best.remaining : !s.allowed && best.allowed) tightest = r;
+    });
+    const top = statuses[tightest] as RuleStatus;
+    return {
+      allowed,
+      limit: top.limit,
+      remaining: top.remaining,
+      retryAfterMs: allowed ? 0 : Math.max(...decided.map((d) => d.decision.retryAfterMs)),
+      resetAfterMs: Math.max(...decided.map((d) => d.decision.resetAfterMs)),
+      waitMs: 0,
+      rule: top.name,
+      rules: statuses,
+    };
+  }
+}

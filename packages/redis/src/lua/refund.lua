@@ -1,0 +1,54 @@
+-- refund.lua: gives back permits a policy took in this slot when another slot then refused the request
+-- (rules that cannot share a slot are consumed slot by slot; a denial anywhere consumes nothing in the end).
+--
+-- KEYS: the state key of each rule of this slot's part, in rule order.
+-- ARGV: R; then per rule its kind and parameters as text (as in decide.lua); then permits; then the time the
+--       grant was decided at (decide.lua's reply); then now ('' = this server's TIME).
+-- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL) and its expiresAt: giving
+-- permits back never makes a state matter longer.
+
+local PARAM_COUNT = { fixedWindow = 2, slidingWindowLog = 2, slidingWindowCounter = 2, tokenBucket = 4,
+                      leakyBucket = 3, gcra = 2 }
+local R = tonumber(ARGV[1])
+local rules = {}
+local a = 2
+for r = 1, R do
+  local kind = ARGV[a]
+  local count = PARAM_COUNT[kind]
+  if count == nil then return redis.error_reply('ERR sluice: no refund for algorithm ' .. tostring(kind)) end
+  local params = {}
+  for j = 1, count do
+    local v = ARGV[a + j]
+    params[j] = parse_num(v) or v
+  end
+  rules[r] = { refund = REFUNDS[kind], params = params }
+  a = a + count + 1
+end
+local permits = tonumber(ARGV[a])
+local granted_at = parse_num(ARGV[a + 1])
+local now
+if ARGV[a + 2] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+else
+  now = parse_num(ARGV[a + 2])
+end
+
+local changed = 0
+for r = 1, R do
+  local raw = redis.call('GET', KEYS[r])
+  if raw then
+    local fields = unpack_doubles(raw)
+    local expires = table.remove(fields, 1)
+    if expires > now then
+      local refunded = rules[r].refund(rules[r].params, fields, now, permits, granted_at)
+      if refunded == nil then
+        redis.call('DEL', KEYS[r])
+      else
+        redis.call('SET', KEYS[r], struct.pack('<d', expires) .. pack_doubles(refunded), 'KEEPTTL')
+      end
+      changed = changed + 1
+    end
+  end
+end
+return changed
