@@ -171,6 +171,7 @@ describe('redisStore', () => {
     expect(() => redisStore({ redis, timeoutMs: 0 })).toThrow(/timeoutMs must be a finite number > 0, got 0/);
     expect(() => redisStore({ redis, failMode: 'maybe' as never })).toThrow(/failMode must be/);
     expect(() => redisStore({ redis, clock: 'local' as never })).toThrow(/clock must be/);
+    expect(() => redisStore({ redis, maxBatch: 0 })).toThrow(/maxBatch must be an integer >= 1, got 0/);
   });
 });
 

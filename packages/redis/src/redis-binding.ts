@@ -30,6 +30,8 @@ export interface BindingContext {
   readonly localClock: Clock;
   readonly timeoutMs: number;
   readonly failMode: 'local' | 'open' | 'closed';
+  /** The most decisions one script call carries. */
+  readonly maxBatch: number;
   readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   reportSuccess(): void;
   reportFailure(error: unknown): void;
@@ -132,7 +134,7 @@ export class RedisBinding implements BoundStore {
     const batch = this.#queue;
     this.#queue = [];
     if (!this.#ctx.isCluster) {
-      void this.#send(batch);
+      this.#sendInChunks(batch);
       return;
     }
     // In a Cluster one script call can only touch one slot: group by slot; a request whose rules span slots
@@ -159,8 +161,22 @@ export class RedisBinding implements BoundStore {
       if (group === undefined) bySlot.set(slot, [p]);
       else group.push(p);
     }
-    for (const group of bySlot.values()) void this.#send(group);
+    for (const group of bySlot.values()) this.#sendInChunks(group);
   };
+
+  /**
+   * Sends at most maxBatch decisions per script call. Several calls then travel pipelined on one connection:
+   * the first chunk's callers are answered, and ask again, while Redis still works on the rest, so the
+   * client and the server work at the same time instead of taking turns.
+   */
+  #sendInChunks(group: Pending[]): void {
+    const max = this.#ctx.maxBatch;
+    if (group.length <= max) {
+      void this.#send(group);
+      return;
+    }
+    for (let i = 0; i < group.length; i += max) void this.#send(group.slice(i, i + max));
+  }
 
   async #send(group: Pending[]): Promise<void> {
     // Every distinct state key once (a global rule's key is shared by every request), and per request key

@@ -52,6 +52,12 @@ export interface RedisStoreOptions {
    */
   denyCacheMaxKeys?: number;
   /**
+   * The most decisions one script call carries. Larger batches amortize the call; smaller ones let several
+   * calls travel pipelined, so the client and Redis work at the same time (measured best here: 32-64).
+   * @default 64
+   */
+  maxBatch?: number;
+  /**
    * Called with every decision, where it came from, and the time it was made (for metrics and tests).
    * Left undefined it costs nothing.
    */
@@ -101,6 +107,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   readonly clock: Clock | undefined;
   readonly timeoutMs: number;
   readonly failMode: FailMode;
+  readonly maxBatch: number;
   readonly #localClock: Clock;
   readonly #denyCache: boolean;
   readonly #denyCacheMaxKeys: number;
@@ -143,6 +150,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       throw new SluiceRangeError('denyCacheMaxKeys', maxKeys, `denyCacheMaxKeys must be an integer >= 1, got ${String(maxKeys)}`);
     }
     this.#denyCacheMaxKeys = maxKeys;
+    const maxBatch = options.maxBatch ?? 64;
+    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) {
+      throw new SluiceRangeError('maxBatch', maxBatch, `maxBatch must be an integer >= 1, got ${String(maxBatch)}`);
+    }
+    this.maxBatch = maxBatch;
     this.#context = {
       redis: this.redis,
       isCluster: this.redis instanceof Cluster,
@@ -150,6 +162,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       localClock: this.#localClock,
       timeoutMs: this.timeoutMs,
       failMode: this.failMode,
+      maxBatch: this.maxBatch,
       onDecision: options.onDecision,
       reportSuccess: () => this.#reportSuccess(),
       reportFailure: (error) => this.#reportFailure(error),
