@@ -3,7 +3,8 @@
  * 128 in flight, on one hot key and on 10,000 keys, and Redis commands per decision (INFO commandstats), for
  * sluice exact mode (tokenBucket, fixedWindow) beside rate-limiter-flexible RateLimiterRedis and
  * rate-limit-redis on the same ioredis, and beside the floor: one EVALSHA of a trivial INCR script per
- * decision. Then a hot denied key, and Redis memory per key. Writes bench/results/redis.json.
+ * decision. Then a hot denied key, and Redis memory per key. Figures are medians of interleaved rounds (the
+ * floor itself moves by a third between runs on a shared machine). Writes bench/results/redis.json.
  *
  * Run: pnpm --filter @sluice/bench bench:redis
  */
@@ -123,16 +124,30 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
   ];
 }
 
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 console.log(`sluice redis bench — node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} x${cpus().length}, redis-server on ${server.url}`);
-const rows: Row[] = [];
-for (const [subject, make] of subjects()) {
-  for (const hot of [true, false]) {
-    for (const inFlight of [1, 128]) {
-      await redis.flushall();
-      rows.push(await measure(subject, await make(), hot, inFlight, inFlight === 1 ? 4_000 : 60_000));
+console.log(`${ROUNDS} interleaved rounds; each figure is the median of its rounds`);
+const samples = new Map<string, Row[]>();
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const [subject, make] of subjects()) {
+    for (const hot of [true, false]) {
+      for (const inFlight of [1, 128]) {
+        await redis.flushall();
+        const row = await measure(subject, await make(), hot, inFlight, inFlight === 1 ? 4_000 : 60_000);
+        const k = `${subject}|${hot}|${inFlight}`;
+        samples.set(k, [...(samples.get(k) ?? []), row]);
+      }
     }
   }
 }
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const rows: Row[] = [...samples.values()].map((rs) => ({
+  ...(rs[0] as Row),
+  decisionsPerSecond: median(rs.map((r) => r.decisionsPerSecond)),
+  p50Us: median(rs.map((r) => r.p50Us)),
+  p99Us: median(rs.map((r) => r.p99Us)),
+  commandsPerDecision: median(rs.map((r) => r.commandsPerDecision)),
+}));
 
 // A hot denied key: answered by the deny cache, no Redis command at all.
 await redis.flushall();

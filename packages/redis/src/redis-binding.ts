@@ -212,6 +212,8 @@ export class RedisBinding implements BoundStore {
       for (const p of group) p.fail(error);
       return;
     }
+    // Redis decides after this instant, so a denial cached from it can only end early, never late.
+    const sentAt = this.#ctx.localClock.now();
     let reply: Buffer;
     try {
       reply = await withTimeout(
@@ -228,13 +230,12 @@ export class RedisBinding implements BoundStore {
       }
       return;
     }
-    const now = this.#ctx.localClock.now();
     const decoded = unpackReplies(reply, group.length, this.#rules, (q) => (group[q] as Pending).peek);
     group.forEach((p, q) => {
       const { decision, decidedAtMs } = decoded[q] as (typeof decoded)[number];
       this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs });
       if (this.#denials !== undefined && !p.peek) {
-        if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, now);
+        if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, sentAt);
         else if (decision.allowed) this.#denials.delete(p.key);
       }
       p.resolve(decision);
