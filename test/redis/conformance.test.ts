@@ -3,21 +3,16 @@ import { redisStore } from '@sluice/redis';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRedis, type TestRedis } from '../harness/redis-server.js';
+import type { TestRedis } from '../harness/redis-server.js';
+import { useTestRedis } from '../harness/use-redis.js';
 import { algorithmArb, policyArb, sharedPolicyArb, type Step, startArb, timelineArb } from './arbitraries.js';
 
+const testRedis = useTestRedis();
 let server: TestRedis;
 let redis: Redis;
+beforeAll(() => void ({ server, redis } = testRedis()));
 let run = 0;
 
-beforeAll(async () => {
-  server = await startTestRedis();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
 
 /**
  * Runs one timeline through the memory store and the Redis store (client clock, a ManualClock each, moved

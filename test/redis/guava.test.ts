@@ -2,19 +2,14 @@ import { type Algorithm, type Store, ManualClock, createLimiter, memoryStore, sm
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestRedis, type TestRedis } from '../harness/redis-server.js';
+import type { TestRedis } from '../harness/redis-server.js';
+import { useTestRedis } from '../harness/use-redis.js';
 
+const testRedis = useTestRedis();
 let server: TestRedis;
 let redis: Redis;
+beforeAll(() => void ({ server, redis } = testRedis()));
 let n = 0;
-beforeAll(async () => {
-  server = await startTestRedis();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
 
 /**
  * Guava's RateLimiterTest scenarios through createLimiter, on Redis and on memory: a ManualClock that

@@ -13,25 +13,21 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { type RedisStore, decideScript, redisStore, runScript, stateKey } from '@sluice/redis';
+import { ruleArgs } from '../../packages/redis/src/rule-args.js';
 import { refundScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
-import { startTestRedis, type TestRedis } from '../harness/redis-server.js';
+import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
+import { useTestRedis } from '../harness/use-redis.js';
 
+const testRedis = useTestRedis();
 let server: TestRedis;
 let redis: Redis;
+beforeAll(() => void ({ server, redis } = testRedis()));
 let n = 0;
 const prefix = () => `store${++n}`;
 
-beforeAll(async () => {
-  server = await startTestRedis();
-  redis = new Redis(server.url);
-});
-afterAll(async () => {
-  redis?.disconnect();
-  await server?.stop();
-});
 
 async function commandCalls(command: string): Promise<number> {
   const info = await redis.info('commandstats');
@@ -82,20 +78,8 @@ describe('the decide script', () => {
   });
 });
 
-/** The rule part of ARGV, through the store's own encoding (checked end to end by the conformance suite). */
-function ruleArgsOf(rule: Algorithm): string[] {
-  const order: Record<string, string[]> = {
-    fixedWindow: ['limit', 'windowMs'],
-    slidingWindowLog: ['limit', 'windowMs'],
-    slidingWindowCounter: ['limit', 'windowMs'],
-    tokenBucket: ['capacity', 'refillPerSecond', 'initial', 'maxDebt'],
-    leakyBucket: ['capacity', 'leakPerSecond', 'mode'],
-    gcra: ['rate', 'burst'],
-    smoothBursty: ['permitsPerSecond', 'maxBurstSeconds', 'initialPermits'],
-    smoothWarmingUp: ['permitsPerSecond', 'warmupMs', 'coldFactor'],
-  };
-  return ['1', rule.kind, ...(order[rule.kind] as string[]).map((p) => String(rule.params[p]))];
-}
+/** The rule part of ARGV, exactly as the store encodes it. */
+const ruleArgsOf = (rule: Algorithm) => ruleArgs([rule]);
 
 describe('redisStore', () => {
   it('a SCRIPT FLUSH in the middle of traffic costs no failed decision', async () => {
@@ -238,7 +222,7 @@ describe('the refund script', () => {
       const granted = await limiter.tryAcquire('k', { permits: 2 });
       expect(granted.allowed).toBe(true);
       const key = stateKey(p, 'k', rule.name);
-      const args = [...ruleArgsOf(rule).slice(0), '2', String(clock.now()), String(clock.now())];
+      const args = [...ruleArgsOf(rule), '2', String(clock.now()), String(clock.now())];
       await runScript(redis, refundScript([rule.kind]), [key], args);
       expect((await limiter.peek('k')).remaining).toBe(before.remaining);
       const pttl = await redis.pttl(key);

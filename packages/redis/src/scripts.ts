@@ -34,23 +34,27 @@ function luaDirectory(): string {
 
 const cache = new Map<string, LuaScript>();
 
-/**
- * The decide script for a set of algorithms: the prelude, each needed algorithm's file once, and the
- * entry, so a limiter's script defines only the functions it runs. Composed from the .lua files on first
- * use and kept; its sha1 is computed from exactly the text sent.
- */
-export function decideScript(kinds: readonly AlgorithmKind[] = Object.keys(ALGORITHM_FILES) as AlgorithmKind[]): LuaScript {
+/** An entry script for a set of algorithms: the prelude, each algorithm's file once, then the entry. */
+function compose(entry: 'decide' | 'refund', kinds: readonly AlgorithmKind[]): LuaScript {
   const wanted = [...new Set(kinds)].sort();
-  const name = `decide:${wanted.join('+')}`;
+  const name = `${entry}:${wanted.join('+')}`;
   let script = cache.get(name);
   if (script === undefined) {
     const dir = luaDirectory();
-    const files = ['prelude', ...new Set(wanted.flatMap((kind) => ALGORITHM_FILES[kind])), 'decide'];
+    const files = ['prelude', ...new Set(wanted.flatMap((kind) => ALGORITHM_FILES[kind])), entry];
     const source = files.map((file) => readFileSync(join(dir, `${file}.lua`), 'utf8')).join('\n');
     script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
     cache.set(name, script);
   }
   return script;
+}
+
+/**
+ * The decide script for a set of algorithms, so a limiter's script defines only the functions it runs.
+ * Composed from the .lua files on first use and kept; its sha1 is computed from exactly the text sent.
+ */
+export function decideScript(kinds: readonly AlgorithmKind[] = Object.keys(ALGORITHM_FILES) as AlgorithmKind[]): LuaScript {
+  return compose('decide', kinds);
 }
 
 const REFUNDABLE: readonly AlgorithmKind[] = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'leakyBucket', 'gcra'];
@@ -60,17 +64,7 @@ export function refundable(kind: AlgorithmKind): boolean {
   return REFUNDABLE.includes(kind);
 }
 
-/** The refund script for a set of refundable algorithms: the prelude, their files, and the refund entry. */
+/** The refund script for a set of refundable algorithms (see refund.lua). */
 export function refundScript(kinds: readonly AlgorithmKind[]): LuaScript {
-  const wanted = [...new Set(kinds)].sort();
-  const name = `refund:${wanted.join('+')}`;
-  let script = cache.get(name);
-  if (script === undefined) {
-    const dir = luaDirectory();
-    const files = ['prelude', ...new Set(wanted.flatMap((kind) => ALGORITHM_FILES[kind])), 'refund'];
-    const source = files.map((file) => readFileSync(join(dir, `${file}.lua`), 'utf8')).join('\n');
-    script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
-    cache.set(name, script);
-  }
-  return script;
+  return compose('refund', kinds);
 }

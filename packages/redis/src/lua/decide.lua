@@ -16,25 +16,11 @@
 
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
-local PARAM_COUNT = { fixedWindow = 2, slidingWindowLog = 2, slidingWindowCounter = 2, tokenBucket = 4,
-                      leakyBucket = 3, gcra = 2, smoothBursty = 3, smoothWarmingUp = 3 }
 local RECLAIM_SLACK_MS = 1000
 
-local R = tonumber(ARGV[1])
-local rules = {}
-local a = 2
-for r = 1, R do
-  local kind = ARGV[a]
-  local count = PARAM_COUNT[kind]
-  if count == nil then return redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(kind)) end
-  local params = {}
-  for j = 1, count do
-    local v = ARGV[a + j]
-    params[j] = parse_num(v) or v
-  end
-  rules[r] = { consume = ALGORITHMS[kind], params = params }
-  a = a + count + 1
-end
+local rules, a = parse_rules(1)
+if rules == nil then return a end
+local R = #rules
 
 local server_now = nil
 local function read_now(t)

@@ -7,22 +7,11 @@
 -- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL) and its expiresAt: giving
 -- permits back never makes a state matter longer.
 
-local PARAM_COUNT = { fixedWindow = 2, slidingWindowLog = 2, slidingWindowCounter = 2, tokenBucket = 4,
-                      leakyBucket = 3, gcra = 2 }
-local R = tonumber(ARGV[1])
-local rules = {}
-local a = 2
+local rules, a = parse_rules(1)
+if rules == nil then return a end
+local R = #rules
 for r = 1, R do
-  local kind = ARGV[a]
-  local count = PARAM_COUNT[kind]
-  if count == nil then return redis.error_reply('ERR sluice: no refund for algorithm ' .. tostring(kind)) end
-  local params = {}
-  for j = 1, count do
-    local v = ARGV[a + j]
-    params[j] = parse_num(v) or v
-  end
-  rules[r] = { refund = REFUNDS[kind], params = params }
-  a = a + count + 1
+  if rules[r].refund == nil then return redis.error_reply('ERR sluice: no refund for algorithm ' .. rules[r].kind) end
 end
 local permits = tonumber(ARGV[a])
 local granted_at = parse_num(ARGV[a + 1])
