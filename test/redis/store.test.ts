@@ -62,13 +62,11 @@ describe('the decide script', () => {
       const serverNow = Number((await redis.time())[0]) * 1000;
       expect(Math.abs(decidedAtMs - serverNow)).toBeLessThan(2_000); // decided on Redis TIME
       const value = (await redis.getBuffer(key)) as Buffer;
-      expect(value.length).toBe(8 * (1 + fields.split(' ').length));
-      const expiresAt = value.readDoubleLE(0);
-      expect(expiresAt).toBeGreaterThan(serverNow - 1000);
-      // The key lives a second past the time its state stops mattering: never without expiry.
+      expect(value.length).toBe(8 * fields.split(' ').length); // the algorithm's fields, packed doubles
+      // The key lives a second past the time its state stops mattering (here at most 20 s): never without expiry.
       const pttl = await redis.pttl(key);
       expect(pttl).toBeGreaterThan(1000);
-      expect(pttl).toBeLessThanOrEqual(Math.ceil(expiresAt - serverNow) + 1000 + 1000);
+      expect(pttl).toBeLessThanOrEqual(20_000 + 1000 + 100);
     });
   }
 

@@ -24,7 +24,10 @@ export interface Outcome<S> {
   /** On a grant that is a reservation: how long the caller must wait before acting. Otherwise 0. */
   readonly waitMs: number;
   readonly state: S | undefined;
-  /** How long the new state matters; past it the state is as good as none. */
+  /**
+   * How long the returned state matters from now (a denial's unchanged state included); past it the state
+   * decides as a fresh one would. A store writing several rules together keeps them all for the longest.
+   */
   readonly ttlMs: number;
 }
 
@@ -107,9 +110,9 @@ export function outcome<S>(
   return { allowed, state, remaining, retryAfterMs, resetAfterMs, waitMs, ttlMs };
 }
 
-/** A request that can never fit: denied with `retryAfterMs: Infinity`, state untouched. */
-export function neverFits<S>(state: S | undefined, remaining: number, resetAfterMs: number): Outcome<S> {
-  return outcome(false, state, remaining, Infinity, resetAfterMs, 0, 0);
+/** A request that can never fit: denied with `retryAfterMs: Infinity`, state untouched (it matters for ttlMs). */
+export function neverFits<S>(state: S | undefined, remaining: number, resetAfterMs: number, ttlMs: number): Outcome<S> {
+  return outcome(false, state, remaining, Infinity, resetAfterMs, 0, ttlMs);
 }
 
 /** Whole permits left, never negative, robust to a value a hair under an integer. */

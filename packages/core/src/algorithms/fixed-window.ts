@@ -33,12 +33,12 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
       count = state.count;
     }
     const resetAfterMs = windowStart + windowMs - nowMs;
-    if (permits > limit) return neverFits(state, limit - count, count > 0 ? resetAfterMs : 0);
+    if (permits > limit) return neverFits(state, limit - count, count > 0 ? resetAfterMs : 0, resetAfterMs);
     if (count + permits <= limit) {
       const next = { windowStart, count: count + permits };
       return outcome(true, next, limit - next.count, 0, resetAfterMs, 0, resetAfterMs);
     }
-    return outcome(false, state, limit - count, resetAfterMs, resetAfterMs, 0, 0);
+    return outcome(false, state, limit - count, resetAfterMs, resetAfterMs, 0, resetAfterMs);
   }
 
   return windowRule('fixedWindow', parsed, consume);

@@ -42,7 +42,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   function consume(state: GcraState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<GcraState> {
     const tat = state === undefined ? nowMs : Math.max(state.tat, nowMs);
     const remainingNow = wholePermits((nowMs + toleranceMs - tat) / intervalMs);
-    if (permits > burst) return neverFits(state, remainingNow, tat - nowMs);
+    if (permits > burst) return neverFits(state, remainingNow, tat - nowMs, tat - nowMs);
     const newTat = tat + permits * intervalMs;
     const waitMs = newTat - toleranceMs - nowMs;
     if (waitMs <= maxWaitMs + TOLERANCE_MS) {
@@ -50,7 +50,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
       const remaining = wholePermits((nowMs + toleranceMs - newTat) / intervalMs);
       return outcome(true, { tat: newTat }, remaining, 0, ttlMs, Math.min(Math.max(waitMs, 0), maxWaitMs), ttlMs);
     }
-    return outcome(false, state, remainingNow, waitMs - maxWaitMs, tat - nowMs, 0, 0);
+    return outcome(false, state, remainingNow, waitMs - maxWaitMs, tat - nowMs, 0, tat - nowMs);
   }
 
   return {

@@ -69,14 +69,14 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
       level = Math.max(0, state.level - ((now - state.updatedAt) * leakPerSecond) / 1000);
     }
     const emptyAfterMs = (level * 1000) / leakPerSecond;
-    if (permits > capacity) return neverFits(state, wholePermits(capacity - level), emptyAfterMs);
+    if (permits > capacity) return neverFits(state, wholePermits(capacity - level), emptyAfterMs, emptyAfterMs);
     if (level + permits <= capacity + tolerance) {
       const next = level + permits;
       const ttlMs = (next * 1000) / leakPerSecond;
       return outcome(true, { level: next, updatedAt: now }, wholePermits(capacity - next), 0, ttlMs, 0, ttlMs);
     }
     const retryAfterMs = ((level + permits - capacity) * 1000) / leakPerSecond + (now - nowMs);
-    return outcome(false, state, wholePermits(capacity - level), retryAfterMs, emptyAfterMs, 0, 0);
+    return outcome(false, state, wholePermits(capacity - level), retryAfterMs, emptyAfterMs, 0, emptyAfterMs);
   }
 
   function shape(
@@ -87,7 +87,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
   ): Outcome<LeakyShapeState> {
     const queuedMs = state === undefined ? 0 : Math.max(0, state.drainsAt - nowMs);
     const queued = (queuedMs * leakPerSecond) / 1000;
-    if (permits > capacity) return neverFits(state, wholePermits(capacity - queued), queuedMs);
+    if (permits > capacity) return neverFits(state, wholePermits(capacity - queued), queuedMs, queuedMs);
     // The queue (in time) may hold capacity permits, this request included.
     const roomMs = (capacity - permits) * msPerPermit;
     if (queuedMs <= roomMs + TOLERANCE_MS && queuedMs <= maxWaitMs + TOLERANCE_MS) {
@@ -97,7 +97,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
       return outcome(true, { drainsAt }, remaining, 0, ttlMs, Math.min(queuedMs, Math.max(maxWaitMs, 0)), ttlMs);
     }
     const retryAfterMs = Math.max(queuedMs - maxWaitMs, queuedMs - roomMs);
-    return outcome(false, state, wholePermits(capacity - queued), retryAfterMs, queuedMs, 0, 0);
+    return outcome(false, state, wholePermits(capacity - queued), retryAfterMs, queuedMs, 0, queuedMs);
   }
 
   return {

@@ -56,7 +56,7 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
     const windowEnd = windowStart + windowMs;
     const resetAfterMs = current > 0 ? windowEnd + windowMs - nowMs : previous > 0 ? windowEnd - nowMs : 0;
 
-    if (permits > limit) return neverFits(state, wholePermits(limit - estimate), resetAfterMs);
+    if (permits > limit) return neverFits(state, wholePermits(limit - estimate), resetAfterMs, resetAfterMs);
     // The weight is derived from elapsed time, so it gets the same 1 us of slack as the buckets.
     if (estimate + permits <= limit + EPSILON + (previous * TOLERANCE_MS) / windowMs) {
       const next = { windowStart, previous, current: current + permits };
@@ -70,7 +70,7 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
     } else {
       retryAt = windowEnd + windowMs * (1 - (limit - permits) / current);
     }
-    return outcome(false, state, wholePermits(limit - estimate), retryAt - nowMs, resetAfterMs, 0, 0);
+    return outcome(false, state, wholePermits(limit - estimate), retryAt - nowMs, resetAfterMs, 0, resetAfterMs);
   }
 
   return windowRule('slidingWindowCounter', parsed, consume);

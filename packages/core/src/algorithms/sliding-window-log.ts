@@ -36,7 +36,7 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     for (let i = first; i < n; i += 2) used += entries[i + 1] as number;
     const resetAfterMs = first < n ? (entries[n - 2] as number) + windowMs - nowMs : 0;
 
-    if (permits > limit) return neverFits(state, limit - used, resetAfterMs);
+    if (permits > limit) return neverFits(state, limit - used, resetAfterMs, resetAfterMs);
     if (used + permits <= limit) {
       const live = entries.slice(first);
       if (live.length > 0 && live[live.length - 2] === now) live[live.length - 1] = (live[live.length - 1] as number) + permits;
@@ -53,7 +53,7 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       i += 2;
     }
     const retryAfterMs = (entries[i - 2] as number) + windowMs - nowMs;
-    return outcome(false, state, limit - used, retryAfterMs, resetAfterMs, 0, 0);
+    return outcome(false, state, limit - used, retryAfterMs, resetAfterMs, 0, resetAfterMs);
   }
 
   return windowRule('slidingWindowLog', parsed, consume);

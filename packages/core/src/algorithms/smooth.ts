@@ -55,19 +55,29 @@ function smoothAlgorithm(
 ): Algorithm<SmoothState> {
   const windowMs = Math.max(1000, 1000 / permitsPerSecond);
   const freshPermits = rescaleStoredPermits(0, 0, shape, initialPermits);
+  // When stored permits reach the burst, and how long a full limiter is kept before it is forgotten.
+  const fullAt = (stored: number, nextFree: number) => nextFree + (shape.maxPermits - stored) * shape.coolDownIntervalMs;
+  const graceMs = freshPermits < shape.maxPermits ? shape.maxPermits * shape.coolDownIntervalMs : 0;
 
   function consume(state: SmoothState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<SmoothState> {
-    const storedPermits = state?.storedPermits ?? freshPermits;
-    const nextFreeMs = state?.nextFreeMs ?? nowMs;
+    let storedPermits = state?.storedPermits ?? freshPermits;
+    let nextFreeMs = state?.nextFreeMs ?? nowMs;
+    // With fewer initial permits than the burst, a key that held its full burst for one more burst period is
+    // forgotten and starts again from them (decided here, so every store forgets at the same instant).
+    if (state !== undefined && freshPermits < shape.maxPermits && nowMs >= fullAt(storedPermits, nextFreeMs) + graceMs) {
+      state = undefined;
+      storedPermits = freshPermits;
+      nextFreeMs = nowMs;
+    }
     // Guava's canAcquire looks only at the next free time, whatever the permits asked for.
     if (nextFreeMs - maxWaitMs > nowMs + TOLERANCE_MS) {
       const stored = resyncedPermits(storedPermits, nextFreeMs, nowMs, shape);
       const retryAfterMs = nextFreeMs - maxWaitMs - nowMs;
-      return outcome(false, state, wholePermits(stored), retryAfterMs, nextFreeMs - nowMs, 0, 0);
+      const lifeMs = Math.max(0, fullAt(storedPermits, nextFreeMs) + graceMs - nowMs);
+      return outcome(false, state, wholePermits(stored), retryAfterMs, nextFreeMs - nowMs, 0, lifeMs);
     }
     const r = reserveEarliestAvailable(shape, storedPermits, nextFreeMs, permits, nowMs);
-    const fullAtMs = r.nextFreeMs + (shape.maxPermits - r.storedPermits) * shape.coolDownIntervalMs;
-    const ttlMs = Math.max(0, fullAtMs - nowMs);
+    const ttlMs = Math.max(0, fullAt(r.storedPermits, r.nextFreeMs) + graceMs - nowMs);
     const waitMs = Math.min(Math.max(r.momentAvailableMs - nowMs, 0), maxWaitMs);
     const next = { storedPermits: r.storedPermits, nextFreeMs: r.nextFreeMs };
     return outcome(true, next, wholePermits(r.storedPermits), 0, ttlMs, waitMs, ttlMs);

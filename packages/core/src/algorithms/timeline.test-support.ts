@@ -72,9 +72,18 @@ export function runTimeline<S>(
       continue;
     }
     denials++;
-    // A known key comes back untouched; a never-seen key may only be anchored (nothing consumed).
-    if (before !== undefined) expectThat(o.state === before, 'a denial hands back the same state', e, o);
-    else states.set(e.key, o.state);
+    // A denial consumes nothing: its state is the one it was given, or (for a key never seen, or one the
+    // algorithm forgot) an anchor that decides the same request the same way at the same instant.
+    if (o.state !== before) {
+      const again = algorithm.consume(o.state, now, e.permits, e.maxWaitMs);
+      expectThat(
+        !again.allowed && again.retryAfterMs === o.retryAfterMs && again.remaining === o.remaining,
+        'a denial consumes nothing (an anchored state decides the same)',
+        e,
+        o,
+      );
+      states.set(e.key, o.state);
+    }
     expectThat(o.retryAfterMs > 0, 'a denial has a positive retryAfterMs', e, o);
     if (Number.isFinite(o.retryAfterMs)) {
       const retry = algorithm.consume(o.state, now + o.retryAfterMs, e.permits, e.maxWaitMs);

@@ -56,6 +56,8 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   const name = ruleName(options.name, 'tb');
   const key = ruleKey(options.key);
   const tokensPerMs = refillPerSecond / 1000;
+  // Tokens past the level at which a state stops mattering: full, or full for one more refill period.
+  const forgetAt = initial < capacity ? 2 * capacity : capacity;
   const tolerance = EPSILON + TOLERANCE_MS * tokensPerMs;
 
   function consume(
@@ -70,15 +72,24 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
       // max(): a clock that steps back must not refill the same time twice.
       now = Math.max(state.updatedAt, nowMs);
       tokens = Math.min(capacity, state.tokens + ((now - state.updatedAt) * refillPerSecond) / 1000);
+      // With initial below capacity, a key that stayed full for a whole refill period is forgotten and starts
+      // again from initial. Not at the instant it fills up: a request for the full capacity is told to retry
+      // exactly then. Deciding it here (not by a store's expiry) makes every store forget at the same instant.
+      if (initial < capacity && state.tokens + ((now - state.updatedAt) * refillPerSecond) / 1000 >= 2 * capacity) {
+        state = undefined;
+        tokens = initial;
+        now = nowMs;
+      }
     }
     const fullAfterMs = ((capacity - tokens) * 1000) / refillPerSecond;
-    if (permits > capacity) return neverFits(state, wholePermits(tokens), fullAfterMs);
+    const lifeMs = ((forgetAt - tokens) * 1000) / refillPerSecond;
+    if (permits > capacity) return neverFits(state, wholePermits(tokens), fullAfterMs, lifeMs);
     const immediate = tokens + tolerance >= permits;
     // Compared in tokens, not ms: what the bucket will hold by the end of the caller's budget.
     const affordable = tokens + maxWaitMs * tokensPerMs + tolerance >= permits;
-    if (immediate || (affordable && tokens - permits + maxDebt >= -EPSILON)) {
+    if (immediate || (affordable && tokens - permits + maxDebt >= -tolerance)) {
       const left = tokens - permits;
-      const ttlMs = ((capacity - left) * 1000) / refillPerSecond;
+      const ttlMs = ((forgetAt - left) * 1000) / refillPerSecond;
       const waitMs = immediate ? 0 : Math.min(((permits - tokens) * 1000) / refillPerSecond, maxWaitMs) + (now - nowMs);
       return outcome(true, { tokens: left, updatedAt: now }, wholePermits(left), 0, ttlMs, waitMs, ttlMs);
     }
@@ -88,7 +99,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     const retryAfterMs = Math.max(waitMs - maxWaitMs, debtWaitMs) + (now - nowMs);
     // A key seen for the first time is anchored even when refused, so its initial fill starts refilling.
     const kept = state ?? { tokens, updatedAt: now };
-    return outcome(false, kept, wholePermits(tokens), retryAfterMs, fullAfterMs, 0, state ? 0 : fullAfterMs);
+    return outcome(false, kept, wholePermits(tokens), retryAfterMs, fullAfterMs, 0, lifeMs);
   }
 
   return {

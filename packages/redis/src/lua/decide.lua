@@ -10,9 +10,9 @@
 -- Reply: one binary string, per request '<Bddddd B' : allowed, remaining, retryAfter, resetAfter, wait,
 --        the decision time used, the tightest rule (from 0); then when R > 1, per rule '<Bdd': allowed,
 --        remaining, resetAfter.
--- Values: packed doubles, expiresAt (decision-clock ms) then the algorithm's fields. The value's own
--- expiresAt decides whether a state is alive, so a key is forgotten at the same instant as in the memory
--- store; PEXPIRE only reclaims memory, a second after that.
+-- Values: the algorithm's fields as packed doubles. When a state stops mattering is the algorithm's own
+-- decision (a state past its time decides as a fresh one), so PEXPIRE only reclaims memory: the state's
+-- remaining life plus a second.
 
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
@@ -49,20 +49,13 @@ local function slot(k)
   if entry ~= nil then return entry end
   entry = { dirty = false, written_at = 0 }
   local raw = raw_values[k]
-  if raw then
-    local fields = unpack_doubles(raw)
-    entry.expires = table.remove(fields, 1)
-    entry.state = fields
-  end
+  if raw then entry.state = unpack_doubles(raw) end
   slots[k] = entry
   return entry
 end
 
--- The live state held at key index k at now, or nil when there is none or it has expired.
-local function live(k, now)
-  local entry = slot(k)
-  if entry.state ~= nil and entry.expires > now then return entry.state end
-  return nil
+local function live(k)
+  return slot(k).state
 end
 
 -- Writes every rule's state of one request (nil: nothing to keep) with the expiry they share.
@@ -101,7 +94,7 @@ for q = 1, Q do
   local peek = peek_flag == 1
   local group = groups[i]
   local before = {}
-  for r = 1, R do before[r] = live(group[r], now) end
+  for r = 1, R do before[r] = live(group[r]) end
 
   if R == 1 then
     local o = rules[1].consume(rules[1].params, before[1], now, permits, max_wait)
@@ -163,7 +156,7 @@ for k, entry in pairs(slots) do
       redis.call('DEL', KEYS[k])
     else
       local px = math.ceil(entry.expires - entry.written_at) + RECLAIM_SLACK_MS
-      redis.call('SET', KEYS[k], struct.pack('<d', entry.expires) .. pack_doubles(entry.state), 'PX', px)
+      redis.call('SET', KEYS[k], pack_doubles(entry.state), 'PX', px)
     end
   end
 end

@@ -13,13 +13,13 @@ ALGORITHMS.fixedWindow = function(p, state, now_ms, permits)
   if permits > limit then
     local reset = 0
     if count > 0 then reset = reset_after end
-    return never_fits(state, limit - count, reset)
+    return never_fits(state, limit - count, reset, reset_after)
   end
   if count + permits <= limit then
     local next_count = count + permits
     return outcome(true, { window_start, next_count }, limit - next_count, 0, reset_after, 0, reset_after)
   end
-  return outcome(false, state, limit - count, reset_after, reset_after, 0, 0)
+  return outcome(false, state, limit - count, reset_after, reset_after, 0, reset_after)
 end
 
 -- Refund: only while the stored window is the one the grant was counted in (it contains granted_at). Once a

@@ -7,7 +7,7 @@ ALGORITHMS.gcra = function(p, state, now_ms, permits, max_wait)
   local tat = now_ms
   if state ~= nil then tat = math.max(state[1], now_ms) end
   local remaining_now = whole_permits((now_ms + tolerance_ms - tat) / interval_ms)
-  if permits > burst then return never_fits(state, remaining_now, tat - now_ms) end
+  if permits > burst then return never_fits(state, remaining_now, tat - now_ms, tat - now_ms) end
   local new_tat = tat + permits * interval_ms
   local wait = new_tat - tolerance_ms - now_ms
   if wait <= max_wait + TOLERANCE_MS then
@@ -15,7 +15,7 @@ ALGORITHMS.gcra = function(p, state, now_ms, permits, max_wait)
     local remaining = whole_permits((now_ms + tolerance_ms - new_tat) / interval_ms)
     return outcome(true, { new_tat }, remaining, 0, ttl, math.min(math.max(wait, 0), max_wait), ttl)
   end
-  return outcome(false, state, remaining_now, wait - max_wait, tat - now_ms, 0, 0)
+  return outcome(false, state, remaining_now, wait - max_wait, tat - now_ms, 0, tat - now_ms)
 end
 
 -- Refund: the theoretical arrival time moves back by what the grant added, never before now.

@@ -12,20 +12,20 @@ ALGORITHMS.leakyBucket = function(p, state, now_ms, permits, max_wait)
       level = math.max(0, state[1] - ((now - state[2]) * leak) / 1000)
     end
     local empty_after = (level * 1000) / leak
-    if permits > capacity then return never_fits(state, whole_permits(capacity - level), empty_after) end
+    if permits > capacity then return never_fits(state, whole_permits(capacity - level), empty_after, empty_after) end
     if level + permits <= capacity + tolerance then
       local next_level = level + permits
       local ttl = (next_level * 1000) / leak
       return outcome(true, { next_level, now }, whole_permits(capacity - next_level), 0, ttl, 0, ttl)
     end
     local retry_after = ((level + permits - capacity) * 1000) / leak + (now - now_ms)
-    return outcome(false, state, whole_permits(capacity - level), retry_after, empty_after, 0, 0)
+    return outcome(false, state, whole_permits(capacity - level), retry_after, empty_after, 0, empty_after)
   end
 
   local queued_ms = 0
   if state ~= nil then queued_ms = math.max(0, state[1] - now_ms) end
   local queued = (queued_ms * leak) / 1000
-  if permits > capacity then return never_fits(state, whole_permits(capacity - queued), queued_ms) end
+  if permits > capacity then return never_fits(state, whole_permits(capacity - queued), queued_ms, queued_ms) end
   -- The queue (in time) may hold capacity permits, this request included.
   local room_ms = (capacity - permits) * ms_per_permit
   if queued_ms <= room_ms + TOLERANCE_MS and queued_ms <= max_wait + TOLERANCE_MS then
@@ -35,7 +35,7 @@ ALGORITHMS.leakyBucket = function(p, state, now_ms, permits, max_wait)
     return outcome(true, { drains_at }, remaining, 0, ttl, math.min(queued_ms, math.max(max_wait, 0)), ttl)
   end
   local retry_after = math.max(queued_ms - max_wait, queued_ms - room_ms)
-  return outcome(false, state, whole_permits(capacity - queued), retry_after, queued_ms, 0, 0)
+  return outcome(false, state, whole_permits(capacity - queued), retry_after, queued_ms, 0, queued_ms)
 end
 
 -- Refund: the water (police) or the queued time (shape) the grant added leaves again.

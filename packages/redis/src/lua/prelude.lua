@@ -16,9 +16,9 @@ local function outcome(allowed, state, remaining, retry_after, reset_after, wait
            reset_after = reset_after, wait = wait, ttl = ttl }
 end
 
--- A request that can never fit: denied with retry_after = Infinity, state untouched.
-local function never_fits(state, remaining, reset_after)
-  return outcome(false, state, remaining, INF, reset_after, 0, 0)
+-- A request that can never fit: denied with retry_after = Infinity, state untouched (it matters for ttl).
+local function never_fits(state, remaining, reset_after, ttl)
+  return outcome(false, state, remaining, INF, reset_after, 0, ttl)
 end
 
 -- Rule parameters travel as text ('inf' for Infinity); everything per request, per state and per reply

@@ -4,8 +4,8 @@
 -- KEYS: the state key of each rule of this slot's part, in rule order.
 -- ARGV: R; then per rule its kind and parameters as text (as in decide.lua); then permits; then the time the
 --       grant was decided at (decide.lua's reply); then now ('' = this server's TIME).
--- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL) and its expiresAt: giving
--- permits back never makes a state matter longer.
+-- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL): giving permits back never
+-- makes a state matter longer.
 
 local rules, a = parse_rules(1)
 if rules == nil then return a end
@@ -27,17 +27,13 @@ local changed = 0
 for r = 1, R do
   local raw = redis.call('GET', KEYS[r])
   if raw then
-    local fields = unpack_doubles(raw)
-    local expires = table.remove(fields, 1)
-    if expires > now then
-      local refunded = rules[r].refund(rules[r].params, fields, now, permits, granted_at)
-      if refunded == nil then
-        redis.call('DEL', KEYS[r])
-      else
-        redis.call('SET', KEYS[r], struct.pack('<d', expires) .. pack_doubles(refunded), 'KEEPTTL')
-      end
-      changed = changed + 1
+    local refunded = rules[r].refund(rules[r].params, unpack_doubles(raw), now, permits, granted_at)
+    if refunded == nil then
+      redis.call('DEL', KEYS[r])
+    else
+      redis.call('SET', KEYS[r], pack_doubles(refunded), 'KEEPTTL')
     end
+    changed = changed + 1
   end
 end
 return changed

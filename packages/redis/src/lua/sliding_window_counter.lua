@@ -22,7 +22,7 @@ ALGORITHMS.slidingWindowCounter = function(p, state, now_ms, permits)
   if current > 0 then reset_after = window_end + window_ms - now_ms
   elseif previous > 0 then reset_after = window_end - now_ms end
 
-  if permits > limit then return never_fits(state, whole_permits(limit - estimate), reset_after) end
+  if permits > limit then return never_fits(state, whole_permits(limit - estimate), reset_after, reset_after) end
   if estimate + permits <= limit + EPSILON + (previous * TOLERANCE_MS) / window_ms then
     local ttl = window_end + window_ms - now_ms
     return outcome(true, { window_start, previous, current + permits },
@@ -34,7 +34,7 @@ ALGORITHMS.slidingWindowCounter = function(p, state, now_ms, permits)
   else
     retry_at = window_end + window_ms * (1 - (limit - permits) / current)
   end
-  return outcome(false, state, whole_permits(limit - estimate), retry_at - now_ms, reset_after, 0, 0)
+  return outcome(false, state, whole_permits(limit - estimate), retry_at - now_ms, reset_after, 0, reset_after)
 end
 
 -- Refund: from the current window if the grant is still in it, from the previous one if it rolled over

@@ -14,7 +14,7 @@ ALGORITHMS.slidingWindowLog = function(p, state, now_ms, permits)
   local reset_after = 0
   if first <= n then reset_after = entries[n - 1] + window_ms - now_ms end
 
-  if permits > limit then return never_fits(state, limit - used, reset_after) end
+  if permits > limit then return never_fits(state, limit - used, reset_after, reset_after) end
   if used + permits <= limit then
     local live = {}
     for i = first, n do live[#live + 1] = entries[i] end
@@ -37,7 +37,7 @@ ALGORITHMS.slidingWindowLog = function(p, state, now_ms, permits)
     i = i + 2
   end
   local retry_after = entries[i - 2] + window_ms - now_ms
-  return outcome(false, state, limit - used, retry_after, reset_after, 0, 0)
+  return outcome(false, state, limit - used, retry_after, reset_after, 0, reset_after)
 end
 
 -- Refund: take the permits off the grant logged at granted_at (or the first one after it, where a stepped

@@ -49,14 +49,24 @@ local function smooth_consume(shape, fresh_permits, state, now_ms, permits, max_
     stored_permits = state[1]
     next_free = state[2]
   end
+  -- With fewer initial permits than the burst, a key that held its full burst for one more burst period is
+  -- forgotten (see smooth.ts).
+  local grace = 0
+  if fresh_permits < shape.max_permits then grace = shape.max_permits * shape.cool_down end
+  if state ~= nil and fresh_permits < shape.max_permits
+     and now_ms >= next_free + (shape.max_permits - stored_permits) * shape.cool_down + grace then
+    state = nil
+    stored_permits = fresh_permits
+    next_free = now_ms
+  end
   -- Guava's canAcquire looks only at the next free time, whatever the permits asked for.
   if next_free - max_wait > now_ms + TOLERANCE_MS then
     local stored = resynced_permits(stored_permits, next_free, now_ms, shape)
-    return outcome(false, state, whole_permits(stored), next_free - max_wait - now_ms, next_free - now_ms, 0, 0)
+    local life = math.max(0, next_free + (shape.max_permits - stored_permits) * shape.cool_down + grace - now_ms)
+    return outcome(false, state, whole_permits(stored), next_free - max_wait - now_ms, next_free - now_ms, 0, life)
   end
   local stored, free, moment = reserve_earliest_available(shape, stored_permits, next_free, permits, now_ms)
-  local full_at = free + (shape.max_permits - stored) * shape.cool_down
-  local ttl = math.max(0, full_at - now_ms)
+  local ttl = math.max(0, free + (shape.max_permits - stored) * shape.cool_down + grace - now_ms)
   local wait = math.min(math.max(moment - now_ms, 0), max_wait)
   return outcome(true, { stored, free }, whole_permits(stored), 0, ttl, wait, ttl)
 end
