@@ -19,6 +19,8 @@ export const EXACTNESS_RULES: Record<string, () => Algorithm | Algorithm[]> = {
   slidingWindowCounter: () => slidingWindowCounter({ limit: 1000, windowMs: 1000 }),
   tokenBucket: () => tokenBucket({ capacity: 1000, refillPerSecond: 1000 }),
   gcra: () => gcra({ rate: 1000, burst: 1000 }),
+  // An interval that is not a whole number of ms (1000/900): any rounding that piled up would show here.
+  gcra900: () => gcra({ rate: 900, burst: 900 }),
   // Two rules decided together in one script call: both bounds must hold on the same grants.
   policy: () => [fixedWindow({ limit: 1000, windowMs: 1000, name: 'fw' }), tokenBucket({ capacity: 1500, refillPerSecond: 900, name: 'tb' })],
   // A per-user rule and a global rule: on a Cluster their keys live in different slots ({hot}, {global}),

@@ -58,6 +58,7 @@ export function checkBounds(grants: Map<string, number[]>, label: string): numbe
   if (grants.has('slidingWindowLog')) add('slidingWindowLog', '<= 1000 in every 1 s window', slidingWindowsOver(t('slidingWindowLog'), 1000, 1000));
   if (grants.has('tokenBucket')) add('tokenBucket', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('tokenBucket'), 1000, 1));
   if (grants.has('gcra')) add('gcra', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('gcra'), 1000, 1));
+  if (grants.has('gcra900')) add('gcra900', '<= 900 + 900/s x T (worst = excess)', bucketIntervalsOver(t('gcra900'), 900, 0.9));
   if (grants.has('crossSlot')) {
     // On a Cluster each rule was decided in its own slot at its own time (crossSlot#r); standalone, at one.
     const at = (r: number) => (grants.has(`crossSlot#${r}`) ? t(`crossSlot#${r}`) : t('crossSlot'));
@@ -81,7 +82,7 @@ describe(`exactness across ${PROCESSES} processes x ${IN_FLIGHT} in flight on on
   afterAll(async () => server?.stop());
 
   it('standalone Redis: no window ever admits more than the algorithm allows', async () => {
-    const algorithms = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'gcra', 'policy', 'crossSlot'];
+    const algorithms = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'gcra', 'gcra900', 'policy', 'crossSlot'];
     const { grants, decisions, fallbacks } = await runFleet({ REDIS_URL: server.url }, algorithms);
     const over = checkBounds(grants, `standalone: ${decisions} decisions, ${fallbacks} decided by the fail mode`);
     expect(over).toBe(0);

@@ -48,7 +48,7 @@ describe('the decide script', () => {
     [tokenBucket({ capacity: 5, refillPerSecond: 1 }), 'tokens updatedAt'],
     [leakyBucket({ capacity: 5, leakPerSecond: 1 }), 'level updatedAt'],
     [leakyBucket({ capacity: 5, leakPerSecond: 1, mode: 'shape' }), 'drainsAt'],
-    [gcra({ rate: 1, burst: 5 }), 'tat'],
+    [gcra({ rate: 1, burst: 5 }), 'aheadMs at'],
     [smoothBursty({ permitsPerSecond: 1 }), 'storedPermits nextFreeMs'],
     [smoothWarmingUp({ permitsPerSecond: 1, warmupMs: 5_000 }), 'storedPermits nextFreeMs'],
   ];

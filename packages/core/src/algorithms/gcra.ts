@@ -17,9 +17,15 @@ export interface GcraOptions extends RuleOptions {
   burst: number;
 }
 
+/**
+ * The theoretical arrival time (TAT: when the permits granted so far would have been spent at exactly
+ * `rate`), kept as how far it was ahead of the last decision time. Adding the interval to an epoch-scale TAT
+ * would round on every grant (a double near 1.7e12 ms carries ~0.24 us) and the error would pile up while a
+ * key stays busy; offsets are small numbers, and `now - at` is an exact difference.
+ */
 export interface GcraState {
-  /** Theoretical arrival time: when the emitted permits would have been spent at exactly `rate`. */
-  readonly tat: number;
+  readonly aheadMs: number;
+  readonly at: number;
 }
 
 /**
@@ -40,17 +46,17 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const toleranceMs = burst * intervalMs;
 
   function consume(state: GcraState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<GcraState> {
-    const tat = state === undefined ? nowMs : Math.max(state.tat, nowMs);
-    const remainingNow = wholePermits((nowMs + toleranceMs - tat) / intervalMs);
-    if (permits > burst) return neverFits(state, remainingNow, tat - nowMs, tat - nowMs);
-    const newTat = tat + permits * intervalMs;
-    const waitMs = newTat - toleranceMs - nowMs;
+    // How far the TAT is ahead of now; a clock that steps back sees it further ahead (never a refill twice).
+    const ahead = state === undefined ? 0 : Math.max(0, state.aheadMs - (nowMs - state.at));
+    const remainingNow = wholePermits((toleranceMs - ahead) / intervalMs);
+    if (permits > burst) return neverFits(state, remainingNow, ahead, ahead);
+    const newAhead = ahead + permits * intervalMs;
+    const waitMs = newAhead - toleranceMs;
     if (waitMs <= maxWaitMs + TOLERANCE_MS) {
-      const ttlMs = newTat - nowMs;
-      const remaining = wholePermits((nowMs + toleranceMs - newTat) / intervalMs);
-      return outcome(true, { tat: newTat }, remaining, 0, ttlMs, Math.min(Math.max(waitMs, 0), maxWaitMs), ttlMs);
+      const remaining = wholePermits((toleranceMs - newAhead) / intervalMs);
+      return outcome(true, { aheadMs: newAhead, at: nowMs }, remaining, 0, newAhead, Math.min(Math.max(waitMs, 0), maxWaitMs), newAhead);
     }
-    return outcome(false, state, remainingNow, waitMs - maxWaitMs, tat - nowMs, 0, tat - nowMs);
+    return outcome(false, state, remainingNow, waitMs - maxWaitMs, ahead, 0, ahead);
   }
 
   return {
