@@ -60,6 +60,7 @@ function expectSame(onRedis: Decision[], memory: Decision[], start: number, step
   const i = memory.findIndex((d, j) => !same(d, onRedis[j], timeToleranceMs));
   if (i === -1) return;
   const flat = steps.flatMap((s) => s.requests.map((r) => ({ dtMs: s.dtMs, ...r })));
+  console.error(`first difference at decision ${i} (start ${start}); requests so far:\n${JSON.stringify(flat.slice(0, i + 1))}`);
   expect({ at: i, start, request: flat[i], redis: onRedis[i], history: flat.slice(0, i + 1) }).toEqual({
     at: i,
     start,
@@ -98,7 +99,7 @@ for (const denyCache of [false, true]) {
           const { memory, redis: onRedis } = await both(rules, start, steps, denyCache);
           expectSame(onRedis, memory, start, steps, tolerance);
         }),
-        { numRuns: 60 },
+        { numRuns: 60, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH, endOnFailure: true } : {}) },
       );
     });
   });

@@ -47,7 +47,7 @@ describe('the decide script', () => {
     [slidingWindowCounter({ limit: 5, windowMs: 10_000 }), 'windowStart previous current'],
     [tokenBucket({ capacity: 5, refillPerSecond: 1 }), 'tokens updatedAt'],
     [leakyBucket({ capacity: 5, leakPerSecond: 1 }), 'level updatedAt'],
-    [leakyBucket({ capacity: 5, leakPerSecond: 1, mode: 'shape' }), 'drainsAt'],
+    [leakyBucket({ capacity: 5, leakPerSecond: 1, mode: 'shape' }), 'queuedMs at'],
     [gcra({ rate: 1, burst: 5 }), 'aheadMs at'],
     [smoothBursty({ permitsPerSecond: 1 }), 'storedPermits nextFreeMs'],
     [smoothWarmingUp({ permitsPerSecond: 1, warmupMs: 5_000 }), 'storedPermits nextFreeMs'],

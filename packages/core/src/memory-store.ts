@@ -30,10 +30,9 @@ export interface MemoryStoreOptions {
 interface Cell {
   state: unknown;
   /**
-   * Whole milliseconds since the store's origin, rounded up: a small integer that V8 keeps unboxed for
-   * the first 12 days of a store's life (a double costs a 16-byte box per key), and rounding up never
-   * expires a state early. On an integer clock, `now < expiry` here is exactly `now < written + ttl`, the
-   * rule the Redis scripts apply, so both stores forget a key at the same instant.
+   * When prune() may drop the state: whole milliseconds since the store's origin, rounded up plus one, a
+   * small integer that V8 keeps unboxed for the first 12 days of a store's life (a double costs a 16-byte
+   * box per key). It never decides a request (see StoreTime.live).
    */
   expiresAt: number;
 }
@@ -117,14 +116,19 @@ class StoreTime {
     private readonly origin: number,
   ) {}
 
-  /** The live state in `cell` at `now`, or undefined when there is none or it has expired. */
-  live(cell: Cell | undefined, now: number): unknown {
-    return cell !== undefined && cell.expiresAt > now - this.origin ? cell.state : undefined;
+  /**
+   * The state in `cell`. Its expiry never decides anything: a state past its time decides as a fresh one
+   * would (the algorithms see to that), so the expiry only tells prune() what it may drop. (Deciding by a
+   * rounded expiry once forgot a state a hair early, where the Redis scripts, which keep it, did not.)
+   */
+  live(cell: Cell | undefined): unknown {
+    return cell?.state;
   }
 
   /** Stores `state` for `key`, reusing the key's cell when it has one. */
   store(cache: LRUCache<string, Cell>, key: string, cell: Cell | undefined, state: unknown, now: number, ttlMs: number): void {
-    const expiresAt = Math.ceil(now - this.origin + ttlMs);
+    // A millisecond past the rounded-up end: rounding can never make a state look done before it is.
+    const expiresAt = Math.ceil(now - this.origin + ttlMs) + 1;
     if (cell === undefined) cache.set(key, { state, expiresAt });
     else {
       cell.state = state;
@@ -146,7 +150,7 @@ class SingleRuleBinding implements BoundStore {
     const k = this.prefix === '' ? key : this.prefix + key;
     const now = this.time.clock.now();
     const cell = this.cache.get(k);
-    const before = this.time.live(cell, now);
+    const before = this.time.live(cell);
     const o = this.rule.consume(before, now, permits, maxWaitMs);
     // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
     if (o.state !== before) this.time.store(this.cache, k, cell, o.state, now, o.ttlMs);
@@ -155,7 +159,7 @@ class SingleRuleBinding implements BoundStore {
 
   peek(key: string): Decision {
     const now = this.time.clock.now();
-    const probe = this.rule.consume(this.time.live(this.cache.get(this.prefix + key), now), now, 1, 0);
+    const probe = this.rule.consume(this.time.live(this.cache.get(this.prefix + key)), now, 1, 0);
     return { ...ruleDecision(this.rule, probe), remaining: probe.allowed ? probe.remaining + 1 : probe.remaining };
   }
 
@@ -177,14 +181,14 @@ class PolicyBinding implements BoundStore {
     const k = this.prefix + key;
     const now = this.time.clock.now();
     const cell = this.cache.get(k);
-    const p = decidePolicy(this.rules, this.time.live(cell, now) as unknown[] | undefined, now, permits);
+    const p = decidePolicy(this.rules, this.time.live(cell) as unknown[] | undefined, now, permits);
     if (p.states !== undefined) this.time.store(this.cache, k, cell, p.states, now, p.ttlMs);
     return p.decision;
   }
 
   peek(key: string): Decision {
     const now = this.time.clock.now();
-    const p = decidePolicy(this.rules, this.time.live(this.cache.get(this.prefix + key), now) as unknown[] | undefined, now, 1);
+    const p = decidePolicy(this.rules, this.time.live(this.cache.get(this.prefix + key)) as unknown[] | undefined, now, 1);
     const d = p.decision;
     return d.allowed ? { ...d, remaining: d.remaining + 1, rules: d.rules?.map((r) => ({ ...r, remaining: r.remaining + 1 })) } : d;
   }
@@ -222,7 +226,7 @@ class IdentityBinding implements BoundStore {
     const keys = this.#cellKeys(key);
     const now = this.time.clock.now();
     const cells = keys.map((k) => this.cache.get(k));
-    const states = cells.map((cell) => this.time.live(cell, now));
+    const states = cells.map((cell) => this.time.live(cell));
     if (this.rules.length === 1) {
       const rule = this.rules[0] as Algorithm;
       const o = rule.consume(states[0], now, permits, maxWaitMs);

@@ -31,9 +31,14 @@ export interface LeakyPoliceState {
   readonly updatedAt: number;
 }
 
-/** Shape mode: when the queue ahead of a new request will have drained. */
+/**
+ * Shape mode: how much queue (in ms) was ahead at the last decision time `at`. Kept as an offset: adding
+ * each request's time to an epoch-scale "drains at" would round on every grant and the error would pile up
+ * while the queue stays busy.
+ */
 export interface LeakyShapeState {
-  readonly drainsAt: number;
+  readonly queuedMs: number;
+  readonly at: number;
 }
 
 export type LeakyBucketState = LeakyPoliceState | LeakyShapeState;
@@ -85,16 +90,16 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     permits: number,
     maxWaitMs: number,
   ): Outcome<LeakyShapeState> {
-    const queuedMs = state === undefined ? 0 : Math.max(0, state.drainsAt - nowMs);
+    // A clock that steps back sees more queue ahead, never less.
+    const queuedMs = state === undefined ? 0 : Math.max(0, state.queuedMs - (nowMs - state.at));
     const queued = (queuedMs * leakPerSecond) / 1000;
     if (permits > capacity) return neverFits(state, wholePermits(capacity - queued), queuedMs, queuedMs);
     // The queue (in time) may hold capacity permits, this request included.
     const roomMs = (capacity - permits) * msPerPermit;
     if (queuedMs <= roomMs + TOLERANCE_MS && queuedMs <= maxWaitMs + TOLERANCE_MS) {
-      const drainsAt = nowMs + queuedMs + permits * msPerPermit;
-      const ttlMs = drainsAt - nowMs;
+      const ttlMs = queuedMs + permits * msPerPermit;
       const remaining = wholePermits(capacity - queued - permits);
-      return outcome(true, { drainsAt }, remaining, 0, ttlMs, Math.min(queuedMs, Math.max(maxWaitMs, 0)), ttlMs);
+      return outcome(true, { queuedMs: ttlMs, at: nowMs }, remaining, 0, ttlMs, Math.min(queuedMs, Math.max(maxWaitMs, 0)), ttlMs);
     }
     const retryAfterMs = Math.max(queuedMs - maxWaitMs, queuedMs - roomMs);
     return outcome(false, state, wholePermits(capacity - queued), retryAfterMs, queuedMs, 0, queuedMs);

@@ -1,5 +1,6 @@
 -- leaky_bucket.lua: leakyBucket(capacity, leakPerSecond, mode). Mirrors algorithms/leaky-bucket.ts.
--- p = { capacity, leakPerSecond, mode }; police state = { level, updatedAt }; shape state = { drainsAt }.
+-- p = { capacity, leakPerSecond, mode }; police state = { level, updatedAt }; shape state = { queuedMs, at }
+-- (the queue ahead at the last decision time, kept as an offset so no rounding piles up).
 ALGORITHMS.leakyBucket = function(p, state, now_ms, permits, max_wait)
   local capacity, leak, mode = p[1], p[2], p[3]
   local ms_per_permit = 1000 / leak
@@ -23,16 +24,15 @@ ALGORITHMS.leakyBucket = function(p, state, now_ms, permits, max_wait)
   end
 
   local queued_ms = 0
-  if state ~= nil then queued_ms = math.max(0, state[1] - now_ms) end
+  if state ~= nil then queued_ms = math.max(0, state[1] - (now_ms - state[2])) end
   local queued = (queued_ms * leak) / 1000
   if permits > capacity then return never_fits(state, whole_permits(capacity - queued), queued_ms, queued_ms) end
   -- The queue (in time) may hold capacity permits, this request included.
   local room_ms = (capacity - permits) * ms_per_permit
   if queued_ms <= room_ms + TOLERANCE_MS and queued_ms <= max_wait + TOLERANCE_MS then
-    local drains_at = now_ms + queued_ms + permits * ms_per_permit
-    local ttl = drains_at - now_ms
+    local ttl = queued_ms + permits * ms_per_permit
     local remaining = whole_permits(capacity - queued - permits)
-    return outcome(true, { drains_at }, remaining, 0, ttl, math.min(queued_ms, math.max(max_wait, 0)), ttl)
+    return outcome(true, { ttl, now_ms }, remaining, 0, ttl, math.min(queued_ms, math.max(max_wait, 0)), ttl)
   end
   local retry_after = math.max(queued_ms - max_wait, queued_ms - room_ms)
   return outcome(false, state, whole_permits(capacity - queued), retry_after, queued_ms, 0, queued_ms)
@@ -47,5 +47,6 @@ REFUNDS.leakyBucket = function(p, state, now_ms, permits, granted_at)
     local level = math.max(0, state[1] - ((now - state[2]) * leak) / 1000)
     return { math.max(0, level - permits), now }
   end
-  return { math.max(now_ms, state[1] - permits * (1000 / leak)) }
+  local queued = math.max(0, state[1] - (now_ms - state[2]))
+  return { math.max(0, queued - permits * (1000 / leak)), now_ms }
 end
