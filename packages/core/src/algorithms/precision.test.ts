@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Algorithm } from './algorithm.js';
 import { gcra } from './gcra.js';
 import { leakyBucket } from './leaky-bucket.js';
+import { smoothBursty, smoothWarmingUp } from './smooth.js';
 import { tokenBucket } from './token-bucket.js';
 
 /**
@@ -37,6 +38,9 @@ describe('no precision drift while a key stays saturated at epoch-scale time', (
     ['gcra', gcra({ rate: 900, burst: 10 }), 0, 10],
     // Shaped: every request waits its turn in the queue; departures must not outrun the leak rate.
     ['leakyBucket shape', leakyBucket({ capacity: 900, leakPerSecond: 900, mode: 'shape' }), 1000, 1],
+    // No burst stored (maxBurstSeconds 0), so the bound is the rate plus the prepaid grant.
+    ['smoothBursty', smoothBursty({ permitsPerSecond: 900, maxBurstSeconds: 0 }), 0, 1],
+    ['smoothWarmingUp', smoothWarmingUp({ permitsPerSecond: 900, warmupMs: 10 }), 0, 10],
   ] as const) {
     it(`${name}: 200,000 grants at 900/s under a steady stream of requests`, () => {
       expect(saturate(algorithm, 200_000, 0.9, burst, maxWaitMs)).toBeGreaterThanOrEqual(0);
