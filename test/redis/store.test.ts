@@ -49,8 +49,8 @@ describe('the decide script', () => {
     [leakyBucket({ capacity: 5, leakPerSecond: 1 }), 'level updatedAt'],
     [leakyBucket({ capacity: 5, leakPerSecond: 1, mode: 'shape' }), 'queuedMs at'],
     [gcra({ rate: 1, burst: 5 }), 'aheadMs at'],
-    [smoothBursty({ permitsPerSecond: 1 }), 'storedPermits nextFreeMs'],
-    [smoothWarmingUp({ permitsPerSecond: 1, warmupMs: 5_000 }), 'storedPermits nextFreeMs'],
+    [smoothBursty({ permitsPerSecond: 1 }), 'storedPermits aheadMs at'],
+    [smoothWarmingUp({ permitsPerSecond: 1, warmupMs: 5_000 }), 'storedPermits aheadMs at'],
   ];
   for (const [rule, fields] of rules) {
     it(`${rule.kind}${rule.name === 'lbs' ? ' (shape)' : ''}: reply, stored value and PTTL, on Redis TIME`, async () => {

@@ -38,8 +38,10 @@ describe('no precision drift while a key stays saturated at epoch-scale time', (
     ['gcra', gcra({ rate: 900, burst: 10 }), 0, 10],
     // Shaped: every request waits its turn in the queue; departures must not outrun the leak rate.
     ['leakyBucket shape', leakyBucket({ capacity: 900, leakPerSecond: 900, mode: 'shape' }), 1000, 1],
-    // No burst stored (maxBurstSeconds 0), so the bound is the rate plus the prepaid grant.
+    // No burst stored (maxBurstSeconds 0), so the bound is the rate plus the prepaid grant; immediate grants,
+    // and reservations (every request waits its turn: the next free time runs ahead of the clock).
     ['smoothBursty', smoothBursty({ permitsPerSecond: 900, maxBurstSeconds: 0 }), 0, 1],
+    ['smoothBursty reserving', smoothBursty({ permitsPerSecond: 900, maxBurstSeconds: 0 }), Infinity, 1],
     ['smoothWarmingUp', smoothWarmingUp({ permitsPerSecond: 900, warmupMs: 10 }), 0, 10],
   ] as const) {
     it(`${name}: 200,000 grants at 900/s under a steady stream of requests`, () => {

@@ -42,31 +42,34 @@ local function reserve_earliest_available(shape, stored_permits, next_free, perm
   return stored - to_spend, free + wait, free
 end
 
+-- state = { storedPermits, aheadMs, at }: the next free time kept as how far it was ahead of the last decision
+-- time (reservations advance it on every grant; offsets keep the rounding from piling up). Guava's math runs
+-- on times relative to now (now = 0, next free = ahead).
 local function smooth_consume(shape, fresh_permits, state, now_ms, permits, max_wait)
   local stored_permits = fresh_permits
-  local next_free = now_ms
+  local ahead = 0
   if state ~= nil then
     stored_permits = state[1]
-    next_free = state[2]
+    ahead = state[2] - (now_ms - state[3])
   end
   -- With fewer initial permits than the burst, a key that held its full burst for one more burst period is
   -- forgotten (see smooth.ts).
   local grace = 0
   if fresh_permits < shape.max_permits then grace = shape.max_permits * shape.cool_down end
   if state ~= nil and fresh_permits < shape.max_permits
-     and now_ms >= next_free + (shape.max_permits - stored_permits) * shape.cool_down + grace then
+     and 0 >= ahead + (shape.max_permits - stored_permits) * shape.cool_down + grace then
     state = nil
     stored_permits = fresh_permits
-    next_free = now_ms
+    ahead = 0
   end
   -- Guava's canAcquire looks only at the next free time, whatever the permits asked for.
-  if next_free - max_wait > now_ms + TOLERANCE_MS then
-    local stored = resynced_permits(stored_permits, next_free, now_ms, shape)
-    local life = math.max(0, next_free + (shape.max_permits - stored_permits) * shape.cool_down + grace - now_ms)
-    return outcome(false, state, whole_permits(stored), next_free - max_wait - now_ms, next_free - now_ms, 0, life)
+  if ahead - max_wait > TOLERANCE_MS then
+    local stored = resynced_permits(stored_permits, ahead, 0, shape)
+    local life = math.max(0, ahead + (shape.max_permits - stored_permits) * shape.cool_down + grace)
+    return outcome(false, state, whole_permits(stored), ahead - max_wait, ahead, 0, life)
   end
-  local stored, free, moment = reserve_earliest_available(shape, stored_permits, next_free, permits, now_ms)
-  local ttl = math.max(0, free + (shape.max_permits - stored) * shape.cool_down + grace - now_ms)
-  local wait = math.min(math.max(moment - now_ms, 0), max_wait)
-  return outcome(true, { stored, free }, whole_permits(stored), 0, ttl, wait, ttl)
+  local stored, free, moment = reserve_earliest_available(shape, stored_permits, ahead, permits, 0)
+  local ttl = math.max(0, free + (shape.max_permits - stored) * shape.cool_down + grace)
+  local wait = math.min(math.max(moment, 0), max_wait)
+  return outcome(true, { stored, free, now_ms }, whole_permits(stored), 0, ttl, wait, ttl)
 end
