@@ -149,7 +149,8 @@ describe('redisStore', () => {
   });
 
   it('validates its options', () => {
-    expect(() => redisStore({ redis: {} as never })).toThrow(/redis must be an ioredis/);
+    expect(() => redisStore({ redis: {} as never })).toThrow(/redis must be an ioredis Redis or Cluster client, got an object/);
+    expect(() => redisStore({ redis, denyCache: 'yes' as never })).toThrow(/denyCache must be a boolean, got "yes"/);
     expect(() => redisStore({ redis, timeoutMs: 0 })).toThrow(/timeoutMs must be a finite number > 0, got 0/);
     expect(() => redisStore({ redis, failMode: 'maybe' as never })).toThrow(/failMode must be/);
     expect(() => redisStore({ redis, clock: 'local' as never })).toThrow(/clock must be/);

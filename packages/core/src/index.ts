@@ -34,3 +34,5 @@ export type { PolicyOutcome, Rules } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
 export type { RateLimiterOptions } from './rate-limiter.js';
 export type { BoundStore, RuleSet, Store } from './store.js';
+/** Option validators for store implementations: typed errors that name the option and the bad value. */
+export { describe as describeValue, optionsObject, positiveFinite, positiveInteger } from './validate.js';

@@ -7,6 +7,10 @@ import {
   SluiceRangeError,
   SluiceTypeError,
   type Store,
+  describeValue,
+  optionsObject,
+  positiveFinite,
+  positiveInteger,
   systemClock,
 } from '@sluice/core';
 import { EventEmitter } from 'eventemitter3';
@@ -118,43 +122,32 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
 
   constructor(options: RedisStoreOptions) {
     super();
-    if (typeof options !== 'object' || options === null) {
-      throw new SluiceTypeError('redisStore options', options, 'redisStore options must be an options object');
-    }
+    optionsObject('redisStore options', options, true);
     if (!isClient(options.redis)) {
-      throw new SluiceTypeError('redis', options.redis, 'redis must be an ioredis Redis or Cluster client');
+      throw new SluiceTypeError('redis', options.redis, `redis must be an ioredis Redis or Cluster client, got ${describeValue(options.redis)}`);
     }
     this.redis = options.redis;
     const clock = options.clock ?? 'server';
     if (clock === 'server') this.clock = undefined;
     else if (clock === 'client') this.clock = systemClock;
     else if (typeof clock === 'object' && clock !== null && typeof clock.now === 'function') this.clock = clock;
-    else throw new SluiceRangeError('clock', clock, "clock must be 'server', 'client' or a Clock");
+    else throw new SluiceRangeError('clock', clock, `clock must be 'server', 'client' or a Clock, got ${describeValue(clock)}`);
     this.#localClock = this.clock ?? systemClock;
-    const timeoutMs = options.timeoutMs ?? 50;
     if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
-      throw new SluiceTypeError('onDecision', options.onDecision, 'onDecision must be a function');
+      throw new SluiceTypeError('onDecision', options.onDecision, `onDecision must be a function, got ${describeValue(options.onDecision)}`);
     }
-    if (typeof timeoutMs !== 'number' || !(timeoutMs > 0) || !Number.isFinite(timeoutMs)) {
-      throw new SluiceRangeError('timeoutMs', timeoutMs, `timeoutMs must be a finite number > 0, got ${String(timeoutMs)}`);
-    }
-    this.timeoutMs = timeoutMs;
+    this.timeoutMs = options.timeoutMs === undefined ? 50 : positiveFinite('timeoutMs', options.timeoutMs);
     const failMode = options.failMode ?? 'local';
     if (!FAIL_MODES.includes(failMode)) {
-      throw new SluiceRangeError('failMode', failMode, `failMode must be 'local', 'open' or 'closed', got ${String(failMode)}`);
+      throw new SluiceRangeError('failMode', failMode, `failMode must be 'local', 'open' or 'closed', got ${describeValue(failMode)}`);
     }
     this.failMode = failMode;
+    if (options.denyCache !== undefined && typeof options.denyCache !== 'boolean') {
+      throw new SluiceTypeError('denyCache', options.denyCache, `denyCache must be a boolean, got ${describeValue(options.denyCache)}`);
+    }
     this.#denyCache = options.denyCache ?? true;
-    const maxKeys = options.denyCacheMaxKeys ?? 10_000;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw new SluiceRangeError('denyCacheMaxKeys', maxKeys, `denyCacheMaxKeys must be an integer >= 1, got ${String(maxKeys)}`);
-    }
-    this.#denyCacheMaxKeys = maxKeys;
-    const maxBatch = options.maxBatch ?? 64;
-    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1) {
-      throw new SluiceRangeError('maxBatch', maxBatch, `maxBatch must be an integer >= 1, got ${String(maxBatch)}`);
-    }
-    this.maxBatch = maxBatch;
+    this.#denyCacheMaxKeys = options.denyCacheMaxKeys === undefined ? 10_000 : positiveInteger('denyCacheMaxKeys', options.denyCacheMaxKeys);
+    this.maxBatch = options.maxBatch === undefined ? 64 : positiveInteger('maxBatch', options.maxBatch);
     this.#context = {
       redis: this.redis,
       isCluster: this.redis instanceof Cluster,
