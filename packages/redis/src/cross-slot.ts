@@ -91,6 +91,13 @@ export class CrossSlotPolicy {
     const decided: Array<{ part: Part; decision: Decision }> = [];
     const ruleDecidedAtMs: number[] = new Array(this.rules.length).fill(Number.NaN);
     let refused = false;
+    // Refunds run at most once, whatever fails: giving back twice would over-admit. A refund that fails
+    // leaves its permits taken (an under-admission until the state expires), never the reverse.
+    let refunding = false;
+    const refundAll = () => {
+      refunding = true;
+      return Promise.allSettled(granted.map((g) => this.#refund(g.part, g.keys, request.permits, g.decidedAtMs, request.now)));
+    };
     try {
       for (const { indices, keys } of partitions) {
         const part = this.#part(indices);
@@ -101,9 +108,9 @@ export class CrossSlotPolicy {
         if (!decision.allowed) refused = true;
         else if (!request.peek && !refused) granted.push({ part, keys, decidedAtMs });
       }
-      if (refused) await Promise.all(granted.map((g) => this.#refund(g.part, g.keys, request.permits, g.decidedAtMs, request.now)));
+      if (refused) await refundAll();
     } catch (error) {
-      await Promise.allSettled(granted.map((g) => this.#refund(g.part, g.keys, request.permits, g.decidedAtMs, request.now)));
+      if (!refunding) await refundAll();
       throw error;
     }
     return { decision: this.#merge(decided, request), ruleDecidedAtMs };
