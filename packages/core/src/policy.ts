@@ -57,8 +57,8 @@ export function ruleDecision(rule: Algorithm, o: Outcome<unknown>): Decision {
 export interface PolicyOutcome {
   readonly decision: Decision;
   /**
-   * The states to write (one per rule), or undefined when nothing changed. A denial changes nothing but
-   * the anchor of a never-seen key (see tokenBucket's `initial`).
+   * The states to write (one per rule), or undefined when nothing changed. A denial consumes nothing; it
+   * only anchors a key never seen or forgotten (see tokenBucket's `initial`).
    */
   readonly states: unknown[] | undefined;
   readonly ttlMs: number;

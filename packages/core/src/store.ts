@@ -15,7 +15,8 @@ export interface RuleSet {
  * the last permit.
  *
  * Contract:
- * - `consume` grants `permits` only if every rule allows; a denial changes no state.
+ * - `consume` grants `permits` only if every rule allows; a denial consumes nothing (it may only anchor
+ *   a key never seen).
  * - `maxWaitMs` > 0 lets a single reserving rule grant with `waitMs <= maxWaitMs`.
  * - `peek` reports without consuming; `reset` forgets a key under every rule.
  * - Results may be synchronous (memory) or promises (network); callers handle both.

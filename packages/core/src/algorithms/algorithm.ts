@@ -10,8 +10,8 @@ export type AlgorithmKind =
   | 'smoothWarmingUp';
 
 /**
- * What one decision of an algorithm produced. On a denial `state` is the state it was given, untouched:
- * a denial changes nothing and consumes nothing.
+ * What one decision of an algorithm produced. A denial consumes nothing: its `state` is the state it was
+ * given, or, for a key never seen (or one the algorithm forgot), an anchor from which refilling starts.
  */
 export interface Outcome<S> {
   readonly allowed: boolean;

@@ -43,8 +43,9 @@ export function timelineArb(maxGapMs: number, maxPermits: number, maxWaitMs = 0,
 
 /**
  * Runs a timeline through a pure algorithm and checks, at every step, the rules every algorithm keeps:
- * a denial hands back the very same state; retrying at now + retryAfterMs succeeds if nothing else
- * arrived; retrying a millisecond earlier fails; a request above the limit is refused with Infinity.
+ * a denial consumes nothing (its state is the one given, or an anchor that decides the same); retrying at
+ * now + retryAfterMs succeeds if nothing else arrived; retrying a millisecond earlier fails; a request above
+ * the limit is refused with Infinity.
  */
 export function runTimeline<S>(
   algorithm: Algorithm<S>,
