@@ -29,27 +29,43 @@ local function parse_num(s)
   return tonumber(s)
 end
 
--- Packs a list of doubles, in chunks so that a long sliding log never exceeds Lua's unpack limit.
-local function pack_doubles(values, first)
-  local parts = {}
+-- '<' followed by n 'd's, built once per length per call of the script (states are 1-3 doubles; a sliding
+-- log longer).
+local FORMATS = {}
+local function doubles_format(n)
+  local f = FORMATS[n]
+  if f == nil then
+    f = '<' .. string.rep('d', n)
+    FORMATS[n] = f
+  end
+  return f
+end
+
+-- Packs a list of doubles, in chunks of 64 so that a long sliding log never exceeds Lua's unpack limit.
+local function pack_doubles(values)
   local n = #values
-  local i = first or 1
-  while i <= n do
+  if n <= 64 then return struct.pack(doubles_format(n), unpack(values)) end
+  local parts = {}
+  for i = 1, n, 64 do
     local j = math.min(n, i + 63)
-    parts[#parts + 1] = struct.pack('<' .. string.rep('d', j - i + 1), unpack(values, i, j))
-    i = j + 1
+    parts[#parts + 1] = struct.pack(doubles_format(j - i + 1), unpack(values, i, j))
   end
   return table.concat(parts)
 end
 
 local function unpack_doubles(s)
-  local values = {}
   local count = #s / 8
+  if count <= 64 then
+    local values = { struct.unpack(doubles_format(count), s) }
+    values[count + 1] = nil -- struct.unpack also returns the next position
+    return values
+  end
+  local values = {}
   local pos = 1
   while #values < count do
     local chunk = math.min(64, count - #values)
-    local got = { struct.unpack('<' .. string.rep('d', chunk), s, pos) }
-    pos = table.remove(got)
+    local got = { struct.unpack(doubles_format(chunk), s, pos) }
+    pos = got[chunk + 1]
     for k = 1, chunk do values[#values + 1] = got[k] end
   end
   return values
