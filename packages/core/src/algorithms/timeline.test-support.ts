@@ -155,3 +155,24 @@ export function bucketSlack(
   }
   return slack;
 }
+
+/**
+ * Runs `events` through a bucket-like algorithm and checks that every key's admissions stay within
+ * burst + rate x T over any interval T. With `prepay` (Guava's smooth limiters) the last grant of an
+ * interval may also run ahead, and large requests are reserved rather than refused above the burst.
+ * Returns the run for further checks.
+ */
+export function expectBucketBound<S>(
+  algorithm: Algorithm<S>,
+  burst: number,
+  ratePerSecond: number,
+  events: readonly TimelineEvent[],
+  { prepay = false }: { prepay?: boolean } = {},
+): TimelineRun {
+  const run = runTimeline(algorithm, events, prepay ? {} : { neverFitsAbove: burst });
+  for (const list of byKey(run.admissions)) {
+    const slack = bucketSlack(list, burst, ratePerSecond / 1000, prepay ? (last) => last.permits : undefined);
+    if (slack < 0) throw new Error(`${algorithm.kind}: admitted ${-slack} permits above burst + rate x T`);
+  }
+  return run;
+}
