@@ -1,3 +1,5 @@
+import type { Decision } from './decision.js';
+
 /** Why a sluice operation failed. Being rate limited is not an error: it is a {@link Decision}. */
 export type SluiceErrorCode =
   /** The caller's AbortSignal fired while the call was waiting. */
@@ -56,5 +58,28 @@ export class SluiceRangeError extends RangeError {
     message: string,
   ) {
     super(message);
+  }
+}
+
+/**
+ * Thrown by APIs whose contract is to fail when limited (the `@rateLimit` method decorator): the call was
+ * denied, after waiting up to its timeout. `decision` says by which rule and when to retry.
+ *
+ * @example
+ * try { await codes.send(phone) }
+ * catch (e) { if (e instanceof RateLimitedError) reply(429, e.decision.retryAfterMs) }
+ */
+export class RateLimitedError extends SluiceError {
+  override readonly name: string = 'RateLimitedError';
+  readonly decision: Decision;
+
+  constructor(decision: Decision, message?: string) {
+    super(
+      'RATE_LIMITED',
+      message ??
+        `rate limited by rule ${JSON.stringify(decision.rule)} (limit ${decision.limit}); ` +
+          (Number.isFinite(decision.retryAfterMs) ? `retry in ${Math.ceil(decision.retryAfterMs)} ms` : 'the request can never be granted'),
+    );
+    this.decision = decision;
   }
 }

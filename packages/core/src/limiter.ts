@@ -10,6 +10,8 @@ import {
   describe,
   nonNegativeFinite,
   nonNegativeOrInfinite,
+  optionalClock,
+  optionalSignal,
   optionsObject,
   positiveInteger,
   rateLimitKey,
@@ -107,7 +109,7 @@ class StoreLimiter implements Limiter {
       throw new SluiceRangeError('prefix', prefix, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(prefix)}`);
     }
     this.prefix = prefix;
-    this.#clock = options.clock ?? options.store?.clock ?? systemClock;
+    this.#clock = optionalClock('clock', options.clock) ?? options.store?.clock ?? systemClock;
     this.#maxKeyLength =
       options.maxKeyLength === undefined ? DEFAULT_MAX_KEY_LENGTH : positiveInteger('maxKeyLength', options.maxKeyLength);
     this.#jitterMs = options.retryJitterMs === undefined ? 2 : nonNegativeFinite('retryJitterMs', options.retryJitterMs);
@@ -147,9 +149,10 @@ class StoreLimiter implements Limiter {
     optionsObject('tryAcquire options', options, false);
     const permits = this.#permits(options.permits);
     const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
-    if (options.signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: options.signal.reason });
+    const signal = optionalSignal(options.signal);
+    if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
     if (timeoutMs === 0) return this.#bound.consume(key, permits, 0);
-    return this.#wait(key, permits, timeoutMs, options.signal);
+    return this.#wait(key, permits, timeoutMs, signal);
   }
 
   async acquire(key: string, options?: AcquireOptions): Promise<number> {
@@ -157,9 +160,10 @@ class StoreLimiter implements Limiter {
     rateLimitKey(key, this.#maxKeyLength);
     optionsObject('acquire options', options, false);
     const permits = this.#permits(options?.permits);
-    if (options?.signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: options.signal.reason });
+    const signal = optionalSignal(options?.signal);
+    if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
     const started = this.#clock.now();
-    const d = await this.#wait(key, permits, Infinity, options?.signal);
+    const d = await this.#wait(key, permits, Infinity, signal);
     if (!d.allowed) {
       throw new SluiceError('NEVER_ALLOWED', `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`);
     }

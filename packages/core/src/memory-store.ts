@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache';
+import { PrefixGuard } from './prefix-guard.js';
 import type { Algorithm } from './algorithms/algorithm.js';
 import { identityOf } from './algorithms/rule-name.js';
 import { type Clock, systemClock } from './clock.js';
@@ -6,7 +7,7 @@ import type { Decision } from './decision.js';
 import { SluiceError, SluiceRangeError } from './errors.js';
 import { decidePolicy, ruleDecision } from './policy.js';
 import type { BoundStore, RuleSet, Store } from './store.js';
-import { optionsObject, positiveInteger } from './validate.js';
+import { optionalClock, optionsObject, positiveInteger } from './validate.js';
 
 export interface MemoryStoreOptions {
   /**
@@ -51,19 +52,18 @@ export class MemoryStore implements Store {
   readonly #cache: LRUCache<string, Cell>;
   #exclusive = false;
   #bindings = 0;
+  readonly #prefixes = new PrefixGuard();
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
     optionsObject('memoryStore options', options, false);
     this.maxKeys = options.maxKeys === undefined ? 100_000 : positiveInteger('maxKeys', options.maxKeys);
-    this.clock = options.clock ?? systemClock;
+    this.clock = optionalClock('clock', options.clock) ?? systemClock;
     this.#cache = new LRUCache<string, Cell>({ max: this.maxKeys });
     this.#origin = this.clock.now();
   }
 
   readonly #origin: number;
-
-
 
   /** Keys currently held (expired ones linger until touched, evicted or pruned). */
   get size(): number {
@@ -96,9 +96,10 @@ export class MemoryStore implements Store {
     if (this.#exclusive || (exclusive && this.#bindings > 0)) {
       throw new SluiceRangeError('store', 'memoryStore', 'this memoryStore belongs to the limiter that created it; create one with memoryStore() to share it');
     }
+    const { rules } = ruleSet;
+    if (!exclusive) this.#prefixes.claim(ruleSet.prefix, rules);
     this.#exclusive = exclusive;
     this.#bindings++;
-    const { rules } = ruleSet;
     // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
     const prefix = exclusive ? '' : `${ruleSet.prefix}{`;
     const time = new StoreTime(this.clock, this.#origin);

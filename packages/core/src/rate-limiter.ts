@@ -7,7 +7,7 @@ import {
 } from './algorithms/smooth-rate.js';
 import { type Clock, systemClock, timerSleep } from './clock.js';
 import { SluiceError, SluiceRangeError } from './errors.js';
-import { describe, nonNegativeFinite, optionsObject, positiveFinite, positiveInteger, positiveOrInfinite } from './validate.js';
+import { describe, nonNegativeFinite, optionalClock, optionsObject, positiveFinite, positiveInteger, positiveOrInfinite } from './validate.js';
 
 export interface RateLimiterOptions {
   /**
@@ -60,7 +60,7 @@ export class RateLimiter {
   #nextFreeMs: number;
 
   private constructor(permitsPerSecond: number, options: RateLimiterOptions) {
-    this.#clock = options.clock ?? systemClock;
+    this.#clock = optionalClock('clock', options.clock) ?? systemClock;
     this.#maxBurstSeconds =
       options.maxBurstSeconds === undefined ? 1 : nonNegativeFinite('maxBurstSeconds', options.maxBurstSeconds);
     this.#initialPermits =

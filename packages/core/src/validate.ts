@@ -1,3 +1,4 @@
+import type { Clock } from './clock.js';
 import { SluiceRangeError, SluiceTypeError } from './errors.js';
 
 /** Renders a bad value for an error message without dumping a 10 KB string or throwing on a symbol. */
@@ -96,6 +97,29 @@ export function rateLimitKey(value: unknown, maxLength: number): string {
   if (value.length === 0) throw new SluiceRangeError('key', value, 'key must be a non-empty string, got ""');
   if (value.length > maxLength) {
     throw new SluiceRangeError('key', value, `key must be at most ${maxLength} characters, got ${value.length}`);
+  }
+  return value;
+}
+
+/** An optional Clock option: anything with a now() function. */
+export function optionalClock(name: string, value: unknown): Clock | undefined {
+  if (value === undefined) return undefined;
+  const now = (value as { now?: unknown } | null)?.now;
+  if (typeof value !== 'object' || value === null || typeof now !== 'function') {
+    throw new SluiceTypeError(name, value, `${name} must be a Clock ({ now(): number }, e.g. systemClock or a ManualClock), got ${describe(value)}`);
+  }
+  const sleep = (value as { sleep?: unknown }).sleep;
+  if (sleep !== undefined && typeof sleep !== 'function') {
+    throw new SluiceTypeError(name, value, `${name}.sleep must be a function when present, got ${describe(sleep)}`);
+  }
+  return value as Clock;
+}
+
+/** An optional AbortSignal option. */
+export function optionalSignal(value: unknown): AbortSignal | undefined {
+  if (value === undefined) return undefined;
+  if (!(value instanceof AbortSignal)) {
+    throw new SluiceTypeError('signal', value, `signal must be an AbortSignal, got ${describe(value)}`);
   }
   return value;
 }

@@ -10,6 +10,7 @@ import { ManualClock } from './clock.js';
 import { SluiceRangeError, SluiceTypeError } from './errors.js';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
+import { RateLimiter } from './rate-limiter.js';
 
 const BAD_NUMBERS: Array<[string, unknown]> = [
   ['NaN', NaN],
@@ -144,5 +145,21 @@ describe('bad input to a limiter leaves its state untouched', () => {
     }
     await expect(limiter.tryAcquire('k', 5 as never)).rejects.toBeInstanceOf(SluiceTypeError);
     expect(await limiter.peek('k')).toEqual(before);
+  });
+});
+
+describe('clock and signal options (found by the hostile-input suite)', () => {
+  it('a clock without now() is a typed error naming it, wherever a clock is taken', () => {
+    expect(() => memoryStore({ clock: 0 as never })).toThrow(/clock must be a Clock/);
+    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), clock: {} as never })).toThrow(SluiceTypeError);
+    expect(() => RateLimiter.create(1, { clock: { now: 5 } as never })).toThrow(/clock must be a Clock/);
+    expect(() => memoryStore({ clock: { now: () => 0, sleep: 1 } as never })).toThrow(/clock.sleep must be a function/);
+  });
+
+  it('a signal that is not an AbortSignal is a typed error, and consumes nothing', async () => {
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }) });
+    await expect(limiter.tryAcquire('k', { signal: 0 as never, timeoutMs: 5 })).rejects.toThrow(/signal must be an AbortSignal, got 0/);
+    await expect(limiter.acquire('k', { signal: {} as never })).rejects.toThrow(SluiceTypeError);
+    expect((await limiter.peek('k')).remaining).toBe(1);
   });
 });

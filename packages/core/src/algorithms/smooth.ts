@@ -79,14 +79,14 @@ function smoothAlgorithm(
     // Guava's canAcquire looks only at the next free time, whatever the permits asked for.
     if (ahead - maxWaitMs > TOLERANCE_MS) {
       const stored = resyncedPermits(storedPermits, ahead, 0, shape);
-      const lifeMs = Math.max(0, fullAt(storedPermits, ahead) + graceMs);
-      return outcome(false, state, wholePermits(stored), ahead - maxWaitMs, ahead, 0, lifeMs);
+      const full = fullAt(storedPermits, ahead);
+      return outcome(false, state, wholePermits(stored), ahead - maxWaitMs, Math.max(0, full), 0, Math.max(0, full + graceMs));
     }
     const r = reserveEarliestAvailable(shape, storedPermits, ahead, permits, 0);
-    const ttlMs = Math.max(0, fullAt(r.storedPermits, r.nextFreeMs) + graceMs);
+    const full = fullAt(r.storedPermits, r.nextFreeMs);
     const waitMs = Math.min(Math.max(r.momentAvailableMs, 0), maxWaitMs);
     const next = { storedPermits: r.storedPermits, aheadMs: r.nextFreeMs, at: nowMs };
-    return outcome(true, next, wholePermits(r.storedPermits), 0, ttlMs, waitMs, ttlMs);
+    return outcome(true, next, wholePermits(r.storedPermits), 0, Math.max(0, full), waitMs, Math.max(0, full + graceMs));
   }
 
   return {

@@ -65,11 +65,11 @@ local function smooth_consume(shape, fresh_permits, state, now_ms, permits, max_
   -- Guava's canAcquire looks only at the next free time, whatever the permits asked for.
   if ahead - max_wait > TOLERANCE_MS then
     local stored = resynced_permits(stored_permits, ahead, 0, shape)
-    local life = math.max(0, ahead + (shape.max_permits - stored_permits) * shape.cool_down + grace)
-    return outcome(false, state, whole_permits(stored), ahead - max_wait, ahead, 0, life)
+    local full = ahead + (shape.max_permits - stored_permits) * shape.cool_down
+    return outcome(false, state, whole_permits(stored), ahead - max_wait, math.max(0, full), 0, math.max(0, full + grace))
   end
   local stored, free, moment = reserve_earliest_available(shape, stored_permits, ahead, permits, 0)
-  local ttl = math.max(0, free + (shape.max_permits - stored) * shape.cool_down + grace)
+  local full = free + (shape.max_permits - stored) * shape.cool_down
   local wait = math.min(math.max(moment, 0), max_wait)
-  return outcome(true, { stored, free, now_ms }, whole_permits(stored), 0, ttl, wait, ttl)
+  return outcome(true, { stored, free, now_ms }, whole_permits(stored), 0, math.max(0, full), wait, math.max(0, full + grace))
 end

@@ -1,0 +1,37 @@
+import type { Algorithm } from './algorithms/algorithm.js';
+import { SluiceRangeError } from './errors.js';
+
+/** What a rule is, for telling two limiters' rules apart: its name, algorithm, parameters and whose key. */
+function describeRules(rules: readonly Algorithm[]): string {
+  return rules
+    .map((r) => {
+      const whose = r.key === undefined ? '' : typeof r.key === 'string' ? ` key=${r.key}` : ' key=(function)';
+      const params = Object.entries(r.params)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',');
+      return `${r.name}:${r.kind}(${params})${whose}`;
+    })
+    .join(' + ');
+}
+
+/**
+ * Refuses a second limiter on the same prefix of one store with different rules: they would read each
+ * other's state as their own (a fixed window's count as a token bucket's tokens). Limiters with the same
+ * rules may share a prefix; that is how several instances of one limiter share their keys.
+ */
+export class PrefixGuard {
+  readonly #claims = new Map<string, string>();
+
+  claim(prefix: string, rules: readonly Algorithm[]): void {
+    const rulesText = describeRules(rules);
+    const held = this.#claims.get(prefix);
+    if (held === undefined) this.#claims.set(prefix, rulesText);
+    else if (held !== rulesText) {
+      throw new SluiceRangeError(
+        'prefix',
+        prefix,
+        `prefix ${JSON.stringify(prefix)} is already used in this store by a limiter with other rules (${held}); this one has ${rulesText}. Give each limiter its own prefix.`,
+      );
+    }
+  }
+}
