@@ -1,16 +1,31 @@
 import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vitest/config';
+import { transform } from 'esbuild';
+import { type Plugin, defineConfig } from 'vitest/config';
 
-const src = (pkg: string) => fileURLToPath(new URL(`./packages/${pkg}/src/index.ts`, import.meta.url));
-
-// Tests import packages by name; these aliases point them at the sources, so no build is needed to test.
-const alias = {
-  '@sluice/core': src('core'),
-  '@sluice/redis': src('redis'),
-  '@sluice/hybrid': src('hybrid'),
+/**
+ * Vite 8's oxc transform strips types but leaves TC39 (TypeScript 5 standard) decorators in place, which
+ * Node 20 cannot parse; esbuild lowers them. Only files that use a decorator take this path.
+ */
+const standardDecorators: Plugin = {
+  name: 'sluice:standard-decorators',
+  enforce: 'pre',
+  async transform(code, id) {
+    if (!id.endsWith('.ts') || !/^\s*@[A-Za-z_$]/m.test(code)) return null;
+    const result = await transform(code, { loader: 'ts', target: 'es2022', format: 'esm', sourcefile: id, sourcemap: true });
+    return { code: result.code, map: result.map };
+  },
 };
 
+const packages = fileURLToPath(new URL('./packages/', import.meta.url));
+
+// Tests import packages by name; these aliases point them at the sources, so no build is needed to test.
+const alias = [
+  { find: /^@sluice\/(core|redis|hybrid)$/, replacement: `${packages}$1/src/index.ts` },
+  { find: /^@sluice\/(core|redis|hybrid)\/([a-z-]+)$/, replacement: `${packages}$1/src/$2/index.ts` },
+];
+
 export default defineConfig({
+  plugins: [standardDecorators],
   resolve: { alias },
   test: {
     // CI also writes a JSON report, from which .ci/run prints the closing "N passed, N failed" line.
@@ -18,10 +33,12 @@ export default defineConfig({
     outputFile: process.env.CI ? { json: 'test-results/vitest.json' } : undefined,
     projects: [
       {
+        plugins: [standardDecorators],
         resolve: { alias },
-        test: { name: 'core', include: ['packages/core/src/**/*.test.ts'], environment: 'node' },
+        test: { name: 'unit', include: ['packages/*/src/**/*.test.ts'], environment: 'node' },
       },
       {
+        plugins: [standardDecorators],
         resolve: { alias },
         test: {
           name: 'integration',

@@ -1,4 +1,9 @@
 import { defineConfig } from 'tsup';
 import { packageBuild } from '../../tsup.config.base.js';
 
-export default defineConfig(packageBuild);
+export default defineConfig({
+  ...packageBuild,
+  entry: { index: 'src/index.ts', 'http/index': 'src/http/index.ts', 'decorators/index': 'src/decorators/index.ts' },
+  // Shared chunks in both formats: the subpaths must share one copy of the error classes, or instanceof breaks.
+  splitting: true,
+});

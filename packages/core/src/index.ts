@@ -23,7 +23,7 @@ export type { SmoothBurstyOptions, SmoothState, SmoothWarmingUpOptions } from '.
 export { ManualClock, systemClock } from './clock.js';
 export type { Clock } from './clock.js';
 export type { Decision, RuleStatus } from './decision.js';
-export { SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
+export { RateLimitedError, SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
 export type { SluiceErrorCode } from './errors.js';
 export { createLimiter } from './limiter.js';
 export type { AcquireOptions, Limiter, LimiterOptions, TryAcquireOptions } from './limiter.js';
@@ -34,5 +34,6 @@ export type { PolicyOutcome, Rules } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';
 export type { RateLimiterOptions } from './rate-limiter.js';
 export type { BoundStore, RuleSet, Store } from './store.js';
+export { PrefixGuard } from './prefix-guard.js';
 /** Option validators for store implementations: typed errors that name the option and the bad value. */
-export { describe as describeValue, optionsObject, positiveFinite, positiveInteger } from './validate.js';
+export { describe as describeValue, optionalClock, optionsObject, positiveFinite, positiveInteger } from './validate.js';

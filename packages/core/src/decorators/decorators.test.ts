@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { fixedWindow } from '../algorithms/fixed-window.js';
+import { tokenBucket } from '../algorithms/token-bucket.js';
+import { ManualClock } from '../clock.js';
+import type { Decision } from '../decision.js';
+import { RateLimitedError, SluiceError, SluiceRangeError, SluiceTypeError } from '../errors.js';
+import { createLimiter } from '../limiter.js';
+import { memoryStore } from '../memory-store.js';
+import { countLimit, rateLimit, smoothRateLimit } from './index.js';
+
+function thrown(call: () => Promise<unknown>): Promise<unknown> {
+  return call().then(
+    () => {
+      throw new Error('expected a rejection');
+    },
+    (error: unknown) => error,
+  );
+}
+
+describe('@rateLimit', () => {
+  it('passes allowed calls through with their arguments, this and return value; throws RateLimitedError when denied', async () => {
+    const clock = new ManualClock(0);
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1_000 }), store: memoryStore({ clock }) });
+    let ran = 0;
+    class Greeter {
+      constructor(readonly greeting: string) {}
+      @rateLimit({ limiter })
+      async greet(name: string, punctuation = '!'): Promise<string> {
+        ran++;
+        return `${this.greeting}, ${name}${punctuation}`;
+      }
+    }
+    const g = new Greeter('Hello');
+    expect(await g.greet('Ada')).toBe('Hello, Ada!');
+    expect(await g.greet('Alan', '?')).toBe('Hello, Alan?');
+    const error = await thrown(() => g.greet('Grace'));
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect(error).toBeInstanceOf(SluiceError);
+    const decision = (error as RateLimitedError).decision;
+    expect((error as RateLimitedError).code).toBe('RATE_LIMITED');
+    expect(decision).toMatchObject({ allowed: false, limit: 2, remaining: 0, retryAfterMs: 1_000, rule: 'fw' });
+    expect(ran).toBe(2); // a denied call never runs the method
+    // The default key is the method's name: every instance shares the bucket.
+    expect((await limiter.peek('Greeter.greet')).remaining).toBe(0);
+    clock.advance(1_000);
+    expect(await new Greeter('Hi').greet('Grace')).toBe('Hi, Grace!');
+  });
+
+  it('keys by a function of the arguments and charges permits from them', async () => {
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store: memoryStore({ clock: new ManualClock(0) }) });
+    class Mailer {
+      @rateLimit({ limiter, key: ({ args }) => `to:${String(args[0])}`, permits: ({ args }) => (args[1] as string[]).length })
+      async send(to: string, attachments: string[]): Promise<number> {
+        return attachments.length;
+      }
+    }
+    const m = new Mailer();
+    expect(await m.send('a@x', ['1', '2'])).toBe(2);
+    expect(await thrown(() => m.send('a@x', ['1', '2']))).toBeInstanceOf(RateLimitedError);
+    expect(await m.send('a@x', ['1'])).toBe(1);
+    expect(await m.send('b@x', ['1', '2', '3'])).toBe(3);
+  });
+
+  it('waits up to timeoutMs and succeeds when the limit frees up (ManualClock)', async () => {
+    const clock = new ManualClock(0, { autoAdvance: true });
+    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), store: memoryStore({ clock }) });
+    class Job {
+      @rateLimit({ limiter, key: 'job', timeoutMs: 1_500 })
+      async run(): Promise<number> {
+        return clock.now();
+      }
+      @rateLimit({ limiter, key: 'job', timeoutMs: 500 })
+      async runImpatient(): Promise<number> {
+        return clock.now();
+      }
+    }
+    const job = new Job();
+    expect(await job.run()).toBe(0);
+    const waited = await job.run(); // empty bucket: sleeps the 1 s refill, then runs
+    expect(waited).toBeGreaterThanOrEqual(1_000);
+    expect(waited).toBeLessThanOrEqual(1_002 + 1); // plus at most the retry jitter
+    const error = await thrown(() => job.runImpatient()); // needs ~1 s, may wait 0.5 s
+    expect(error).toBeInstanceOf(RateLimitedError);
+  });
+
+  it('static methods are keyed by their class; errors of the method itself pass through untouched', async () => {
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
+    const boom = new Error('boom');
+    class Repo {
+      @rateLimit({ limiter })
+      static async load(): Promise<string> {
+        throw boom;
+      }
+    }
+    expect(await thrown(() => Repo.load())).toBe(boom);
+    expect((await limiter.peek('Repo.load')).remaining).toBe(4);
+  });
+
+  it('validates its options when the class is defined', () => {
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
+    expect(() => rateLimit({ limiter: {} as never })).toThrow(SluiceTypeError);
+    expect(() => rateLimit({ limiter, key: 42 as never })).toThrow(/key must be a string or a function of the call, got 42/);
+    expect(() => rateLimit({ limiter, permits: 0 })).toThrow(SluiceRangeError);
+    expect(() => rateLimit({ limiter, timeoutMs: Number.NaN })).toThrow(/timeoutMs must be/);
+  });
+
+  it('an invalid permits function result is a typed error and consumes nothing', async () => {
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
+    class Svc {
+      @rateLimit({ limiter, key: 'svc', permits: () => Number.NaN })
+      async call(): Promise<void> {}
+    }
+    expect(await thrown(() => new Svc().call())).toBeInstanceOf(SluiceRangeError);
+    expect((await limiter.peek('svc')).remaining).toBe(5);
+  });
+});
+
+describe('the seed annotations', () => {
+  it('countLimit: N calls per period per key (fixed window)', async () => {
+    const clock = new ManualClock(0);
+    class Codes {
+      @countLimit({ limit: 2, periodMs: 10_000, key: ({ args }) => `phone:${String(args[0])}`, clock })
+      async send(phone: string): Promise<string> {
+        return phone;
+      }
+    }
+    const codes = new Codes();
+    expect(await codes.send('555')).toBe('555');
+    expect(await codes.send('555')).toBe('555');
+    const error = (await thrown(() => codes.send('555'))) as RateLimitedError;
+    expect(error.decision.retryAfterMs).toBe(10_000);
+    expect(await codes.send('556')).toBe('556');
+    clock.advance(10_000);
+    expect(await codes.send('555')).toBe('555');
+  });
+
+  it('smoothRateLimit: calls spaced at the rate, with the burst saved up while idle (SmoothBursty)', async () => {
+    const clock = new ManualClock(0);
+    class Codes {
+      @smoothRateLimit({ permitsPerSecond: 1 / 5, maxBurstSeconds: 10, clock })
+      async send(): Promise<void> {}
+    }
+    const codes = new Codes();
+    await codes.send();
+    const denied: Decision = ((await thrown(() => codes.send())) as RateLimitedError).decision;
+    expect(denied.retryAfterMs).toBe(5_000);
+    clock.advance(20_000); // idle: 5 s to pay the first call back, then 2 permits (10 s of burst) saved
+    await codes.send();
+    await codes.send();
+    await codes.send(); // Guava grants one more at once and makes the next caller pay for it
+    expect(await thrown(() => codes.send())).toBeInstanceOf(RateLimitedError);
+  });
+});

@@ -1,0 +1,90 @@
+import type { Decision } from '../decision.js';
+import { RateLimitedError, SluiceTypeError } from '../errors.js';
+import type { Limiter } from '../limiter.js';
+import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../validate.js';
+
+/** One call of a decorated method, as key and permits functions see it. */
+export interface MethodCall {
+  /** The instance (or, for a static method, the class). */
+  readonly self: unknown;
+  readonly args: readonly unknown[];
+  /** `ClassName.methodName`. */
+  readonly method: string;
+}
+
+export interface MethodLimitOptions {
+  /** The limiter that decides (any mode). */
+  limiter: Limiter;
+  /**
+   * The key a call counts against: a fixed string, or a function of the call (`({ args }) => String(args[0])`
+   * for one bucket per phone number, say).
+   * @default the method's name, `ClassName.methodName`: one bucket for every call of the method
+   */
+  key?: string | ((call: MethodCall) => string);
+  /**
+   * Permits a call costs.
+   * @default 1
+   */
+  permits?: number | ((call: MethodCall) => number);
+  /**
+   * How long a call may wait for its permits before it throws RateLimitedError.
+   * @default 0
+   */
+  timeoutMs?: number;
+}
+
+type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args: Args) => Promise<R>;
+
+/** The shape of a TypeScript 5 (standard) method decorator that rate-limits an async method. */
+export type MethodLimitDecorator = <This, Args extends unknown[], R>(
+  target: AsyncMethod<This, Args, R>,
+  context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>,
+) => AsyncMethod<This, Args, R>;
+
+function className(self: unknown, isStatic: boolean): string {
+  if (isStatic) return typeof self === 'function' ? self.name : 'anonymous';
+  const ctor = (self as { constructor?: { name?: unknown } } | null | undefined)?.constructor;
+  return typeof ctor?.name === 'string' && ctor.name !== '' ? ctor.name : 'anonymous';
+}
+
+/**
+ * Rate-limits an async class method (TypeScript 5 standard decorators). A call that is allowed runs the
+ * method with its `this` and arguments and returns its result; a call that is denied, after waiting up to
+ * `timeoutMs`, throws RateLimitedError carrying the Decision and never runs the method.
+ *
+ * @example
+ * class Codes {
+ *   @rateLimit({ limiter, key: ({ args }) => `phone:${String(args[0])}` })
+ *   async send(phone: string) { ... }
+ * }
+ */
+export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
+  optionsObject('rateLimit options', options, true);
+  const { limiter, key, permits } = options;
+  if (typeof limiter !== 'object' || limiter === null || typeof (limiter as Partial<Limiter>).tryAcquire !== 'function') {
+    throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter (createLimiter(...)), got ${describe(limiter)}`);
+  }
+  if (key !== undefined && typeof key !== 'string' && typeof key !== 'function') {
+    throw new SluiceTypeError('key', key, `key must be a string or a function of the call, got ${describe(key)}`);
+  }
+  if (permits !== undefined && typeof permits !== 'function') positiveInteger('permits', permits);
+  const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+
+  return <This, Args extends unknown[], R>(
+    target: AsyncMethod<This, Args, R>,
+    context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>,
+  ): AsyncMethod<This, Args, R> => {
+    if (context.kind !== 'method') {
+      throw new SluiceTypeError('context', context.kind, `@rateLimit decorates methods, not a ${String(context.kind)}`);
+    }
+    const methodName = String(context.name);
+    return async function limited(this: This, ...args: Args): Promise<R> {
+      const call: MethodCall = { self: this, args, method: `${className(this, context.static)}.${methodName}` };
+      const callKey = typeof key === 'function' ? key(call) : (key ?? call.method);
+      const callPermits = typeof permits === 'function' ? permits(call) : (permits ?? 1);
+      const decision: Decision = await limiter.tryAcquire(callKey, { permits: callPermits, timeoutMs });
+      if (!decision.allowed) throw new RateLimitedError(decision);
+      return target.apply(this, args);
+    };
+  };
+}

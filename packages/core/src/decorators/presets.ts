@@ -1,0 +1,71 @@
+import type { Algorithm } from '../algorithms/algorithm.js';
+import type { Clock } from '../clock.js';
+import { fixedWindow } from '../algorithms/fixed-window.js';
+import { smoothBursty } from '../algorithms/smooth.js';
+import { createLimiter, type Limiter } from '../limiter.js';
+import type { Store } from '../store.js';
+import { optionsObject } from '../validate.js';
+import { type MethodLimitDecorator, type MethodLimitOptions, rateLimit } from './method-limit.js';
+
+/** Where a preset's own limiter keeps its state, and the call options of `rateLimit`. */
+export interface PresetOptions extends Omit<MethodLimitOptions, 'limiter'> {
+  /** @default a private memory store */
+  store?: Store;
+  /** Namespace of the preset's keys in a shared store. @default 'sluice' */
+  prefix?: string;
+  clock?: Clock;
+}
+
+export interface CountLimitOptions extends PresetOptions {
+  /** Calls allowed per period. */
+  limit: number;
+  /** The period, in ms (aligned fixed windows). */
+  periodMs: number;
+}
+
+export interface SmoothRateLimitOptions extends PresetOptions {
+  /** The steady rate calls are spaced at. */
+  permitsPerSecond: number;
+  /** Seconds of unused rate that may be saved for a burst. @default 1 */
+  maxBurstSeconds?: number;
+}
+
+/** Builds the preset's limiter; the decorator keeps it for the life of the class. */
+function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
+  const { store, prefix, clock } = options;
+  return createLimiter({
+    algorithm,
+    ...(store === undefined ? {} : { store }),
+    ...(prefix === undefined ? {} : { prefix }),
+    ...(clock === undefined ? {} : { clock }),
+  });
+}
+
+/**
+ * A count limit: at most `limit` calls per `periodMs` (a fixed window), per key. The seed's
+ * `@CountLimit(limit = 2, period = 10 s)`.
+ *
+ * @example
+ * @countLimit({ limit: 1, periodMs: 60_000, key: ({ args }) => `phone:${String(args[0])}` })
+ * async sendCode(phone: string) { ... }
+ */
+export function countLimit(options: CountLimitOptions): MethodLimitDecorator {
+  optionsObject('countLimit options', options, true);
+  const { limit, periodMs, store: _s, prefix: _p, clock: _c, ...call } = options;
+  return rateLimit({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs: periodMs })) });
+}
+
+/**
+ * A rate limit: calls spaced at `permitsPerSecond`, with up to `maxBurstSeconds` of unused rate saved for
+ * a burst (Guava's SmoothBursty), per key. The seed's `@RateLimit(rate = 1 / 5 s, burst = 5 s)`.
+ *
+ * @example
+ * @smoothRateLimit({ permitsPerSecond: 1 / 60, key: ({ args }) => `phone:${String(args[0])}` })
+ * async sendCode(phone: string) { ... }
+ */
+export function smoothRateLimit(options: SmoothRateLimitOptions): MethodLimitDecorator {
+  optionsObject('smoothRateLimit options', options, true);
+  const { permitsPerSecond, maxBurstSeconds, store: _s, prefix: _p, clock: _c, ...call } = options;
+  const algorithm = smoothBursty({ permitsPerSecond, ...(maxBurstSeconds === undefined ? {} : { maxBurstSeconds }) });
+  return rateLimit({ ...call, limiter: presetLimiter(options, algorithm) });
+}

@@ -1,0 +1,108 @@
+import type { Decision } from '../decision.js';
+import { SluiceRangeError, SluiceTypeError } from '../errors.js';
+import type { Limiter } from '../limiter.js';
+import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../validate.js';
+import { type HeaderFormat, rateLimitHeaders } from './headers.js';
+import { type KeyStrategy, byIp } from './keys.js';
+import type { MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
+import type { HttpRequestLike } from './request.js';
+
+/** What the limiter made of one request, before any framework writes it out. */
+export type Verdict =
+  | { readonly kind: 'allowed' | 'limited'; readonly decision: Decision; readonly headers: [string, string][] }
+  | { readonly kind: 'skipped' }
+  | { readonly kind: 'rejected'; readonly body: RejectedBody };
+
+const MISSING_KEY_POLICIES: readonly MissingKeyPolicy[] = ['ip', 'skip', 'reject'];
+const HEADER_FORMATS: readonly HeaderFormat[] = ['draft-8', 'draft-6', false];
+
+function isLimiter(value: unknown): value is Limiter {
+  const v = value as Partial<Limiter> | null;
+  return typeof v === 'object' && v !== null && typeof v.tryAcquire === 'function' && Array.isArray(v.rules);
+}
+
+/** True for a typed argument error from sluice: a bad key or cost from the request, answered 400. */
+export function isInputError(error: unknown): error is SluiceTypeError | SluiceRangeError {
+  return error instanceof SluiceTypeError || error instanceof SluiceRangeError;
+}
+
+/**
+ * The framework-neutral half of the middleware: options checked once, then per request the key, the cost,
+ * the decision and its header fields.
+ */
+export function createEvaluator<Req extends HttpRequestLike>(options: RateLimitOptions<Req>): (req: Req) => Promise<Verdict> {
+  optionsObject('rateLimit options', options, true);
+  const { limiter } = options;
+  if (!isLimiter(limiter)) {
+    throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter (createLimiter(...)), got ${describe(limiter)}`);
+  }
+  const key: KeyStrategy<Req> = options.key ?? byIp();
+  if (typeof key !== 'function') throw new SluiceTypeError('key', key, `key must be a function of the request, got ${describe(key)}`);
+  const missing = options.onMissingKey ?? 'ip';
+  if (!MISSING_KEY_POLICIES.includes(missing)) {
+    throw new SluiceRangeError('onMissingKey', missing, `onMissingKey must be 'ip', 'skip' or 'reject', got ${describe(missing)}`);
+  }
+  const format = options.headers ?? 'draft-8';
+  if (!HEADER_FORMATS.includes(format)) {
+    throw new SluiceRangeError('headers', format, `headers must be 'draft-8', 'draft-6' or false, got ${describe(format)}`);
+  }
+  const cost = options.cost ?? 1;
+  if (typeof cost !== 'function') positiveInteger('cost', cost);
+  const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+  const skip = options.skip;
+  if (skip !== undefined && typeof skip !== 'function') throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
+  const ipFallback = byIp();
+  const reported = new Set<string>();
+  const onInvalidInput =
+    options.onInvalidInput ??
+    ((error: Error) => {
+      const argument = isInputError(error) ? error.argument : error.name;
+      if (reported.has(argument)) return;
+      reported.add(argument);
+      console.error(`sluice rateLimit: a request was answered 400 (reported once per argument): ${error.message}`);
+    });
+  if (typeof onInvalidInput !== 'function') {
+    throw new SluiceTypeError('onInvalidInput', onInvalidInput, `onInvalidInput must be a function, got ${describe(onInvalidInput)}`);
+  }
+
+  const keyOf = (req: Req): string | undefined => {
+    const k = key(req);
+    if (typeof k === 'string' && k.length > 0) return k;
+    if (k !== undefined && k !== null && k !== '') {
+      throw new SluiceTypeError('key', k, `the key strategy must return a string (or undefined for none), got ${describe(k)}`);
+    }
+    return missing === 'ip' ? (ipFallback(req) ?? undefined) : undefined;
+  };
+
+  return async (req) => {
+    if (skip?.(req) === true) return { kind: 'skipped' };
+    let requestKey: string | undefined;
+    let permits: number;
+    try {
+      requestKey = keyOf(req);
+      permits = typeof cost === 'function' ? cost(req) : cost;
+    } catch (error) {
+      if (!isInputError(error)) throw error;
+      onInvalidInput(error, req);
+      return { kind: 'rejected', body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or cost' } };
+    }
+    if (requestKey === undefined) {
+      if (missing === 'skip') return { kind: 'skipped' };
+      return { kind: 'rejected', body: { error: 'Bad Request', message: 'the request has no rate-limit key' } };
+    }
+    let decision: Decision;
+    try {
+      decision = await limiter.tryAcquire(requestKey, { permits, timeoutMs });
+    } catch (error) {
+      if (!isInputError(error)) throw error;
+      onInvalidInput(error, req);
+      const what = error.argument === 'permits' ? 'cost' : 'key';
+      return { kind: 'rejected', body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` } };
+    }
+    return {
+      kind: decision.allowed ? 'allowed' : 'limited',
+      decision,
+      headers: rateLimitHeaders(decision, limiter.rules, format),
+    };
+  };
+}

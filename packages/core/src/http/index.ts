@@ -1,0 +1,15 @@
+/**
+ * @sluice/core/http: rate limiting for HTTP servers. `rateLimit` is a `(req, res, next)` middleware for
+ * node:http, Connect and Express; `rateLimitHook` / `fastifyRateLimit` do the same for Fastify.
+ */
+export { rateLimit } from './middleware.js';
+export type { MiddlewareOptions, Next } from './middleware.js';
+export { fastifyRateLimit, rateLimitHook } from './fastify.js';
+export type { FastifyInstanceLike, FastifyRateLimitOptions } from './fastify.js';
+export { byIp, byRoute, byUser } from './keys.js';
+export type { ByIpOptions, KeyStrategy } from './keys.js';
+export { ipKey } from './ip.js';
+export { rateLimitHeaders } from './headers.js';
+export type { HeaderFormat } from './headers.js';
+export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
+export type { FastifyReplyLike, HttpRequestLike, HttpResponseLike } from './request.js';

@@ -1,0 +1,71 @@
+import type { Decision } from '../decision.js';
+import { SluiceTypeError } from '../errors.js';
+import { describe } from '../validate.js';
+import { type Verdict, createEvaluator } from './evaluate.js';
+import { limitedBody, type RateLimitOptions } from './options.js';
+import type { HttpRequestLike, HttpResponseLike } from './request.js';
+
+export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req> {
+  /**
+   * Writes the response to a denied request instead of the default 429 with a JSON body. The rate-limit
+   * headers and Retry-After are already set on `res`.
+   */
+  onLimited?: (req: Req, res: Res, decision: Decision) => void;
+}
+
+/** `next` of Connect and Express; with plain node:http, pass your own. Called with an error only for faults. */
+export type Next = (error?: unknown) => void;
+
+function writeJson(res: HttpResponseLike, status: number, body: unknown): void {
+  res.statusCode = status;
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.end(JSON.stringify(body));
+}
+
+/**
+ * Rate-limits HTTP requests: a `(req, res, next)` middleware for node:http, Connect and Express. Allowed
+ * requests go on to `next()` carrying the RateLimit headers; denied ones get 429, Retry-After, the headers
+ * and a small JSON body. A fault (a store error its failMode did not absorb, a closed limiter) goes to
+ * `next(error)`: nothing is thrown into the framework and no request hangs on the limiter.
+ *
+ * @example
+ * app.use('/api', rateLimit({ limiter, key: byUser((req) => req.user?.id) }))
+ */
+export function rateLimit<Req extends HttpRequestLike = HttpRequestLike, Res extends HttpResponseLike = HttpResponseLike>(
+  options: MiddlewareOptions<Req, Res>,
+): (req: Req, res: Res, next: Next) => void {
+  const evaluate = createEvaluator(options);
+  const onLimited = options.onLimited;
+  if (onLimited !== undefined && typeof onLimited !== 'function') {
+    throw new SluiceTypeError('onLimited', onLimited, `onLimited must be a function, got ${describe(onLimited)}`);
+  }
+  /** Writes a verdict that ends the request; true when the request goes on to next(). */
+  const respond = (verdict: Verdict, req: Req, res: Res): boolean => {
+    if (verdict.kind === 'skipped') return true;
+    if (verdict.kind === 'rejected') {
+      writeJson(res, 400, verdict.body);
+      return false;
+    }
+    if (res.headersSent !== true) for (const [name, value] of verdict.headers) res.setHeader(name, value);
+    if (verdict.kind === 'allowed') return true;
+    if (onLimited !== undefined) onLimited(req, res, verdict.decision);
+    else writeJson(res, 429, limitedBody(verdict.decision));
+    return false;
+  };
+  return (req, res, next) => {
+    evaluate(req).then(
+      (verdict) => {
+        let proceed: boolean;
+        try {
+          proceed = respond(verdict, req, res);
+        } catch (error) {
+          next(error);
+          return;
+        }
+        // Outside the try: an error thrown by the rest of the chain is the framework's, not ours to route.
+        if (proceed) next();
+      },
+      (error: unknown) => next(error),
+    );
+  };
+}

@@ -1,0 +1,70 @@
+import type { Decision } from '../decision.js';
+import type { Limiter } from '../limiter.js';
+import type { HeaderFormat } from './headers.js';
+import type { KeyStrategy } from './keys.js';
+
+/**
+ * What to do with a request whose `key` strategy found no key (no user signed in, say): `'ip'` limits it by
+ * its client address instead, `'skip'` lets it through unlimited, `'reject'` answers 400. Never one shared
+ * bucket for everyone by accident.
+ */
+export type MissingKeyPolicy = 'ip' | 'skip' | 'reject';
+
+/** Options of the HTTP middleware and the Fastify hook; `Req` is the framework's request type. */
+export interface RateLimitOptions<Req> {
+  /** The limiter that decides: local, exact (Redis), leased or divided. */
+  limiter: Limiter;
+  /**
+   * The request's key. Strategies: byIp(), byUser(select), byRoute(), or any function of the request.
+   * @default byIp()
+   */
+  key?: KeyStrategy<Req>;
+  /** @default 'ip' */
+  onMissingKey?: MissingKeyPolicy;
+  /**
+   * Permits the request costs: a number, or a function of the request (an integer >= 1; a cost above the
+   * limit is denied without Retry-After, as it can never pass).
+   * @default 1
+   */
+  cost?: number | ((req: Req) => number);
+  /** @default 'draft-8' */
+  headers?: HeaderFormat;
+  /**
+   * How long a request may wait for its permits before it is denied (a queue in front of a slow API).
+   * @default 0
+   */
+  timeoutMs?: number;
+  /** Requests for which this returns true are not limited (health checks, say). */
+  skip?: (req: Req) => boolean;
+  /**
+   * Tells the developer about a request answered 400 because its key or cost was invalid (the client gets
+   * a generic body; the typed error, naming the bad value, comes here).
+   * @default console.error, once per argument name
+   */
+  onInvalidInput?: (error: Error, req: Req) => void;
+}
+
+/**
+ * The JSON body of a 429. `retryAfterSeconds` is null when the request can never pass (cost above the limit).
+ */
+export interface LimitedBody {
+  readonly error: 'Too Many Requests';
+  readonly rule: string;
+  readonly limit: number;
+  readonly retryAfterSeconds: number | null;
+}
+
+/** The JSON body of a 400 for a request the limiter cannot take (no key, an invalid cost). */
+export interface RejectedBody {
+  readonly error: 'Bad Request';
+  readonly message: string;
+}
+
+export function limitedBody(decision: Decision): LimitedBody {
+  return {
+    error: 'Too Many Requests',
+    rule: decision.rule,
+    limit: decision.limit,
+    retryAfterSeconds: Number.isFinite(decision.retryAfterMs) ? Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) : null,
+  };
+}

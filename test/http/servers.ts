@@ -1,0 +1,83 @@
+/**
+ * The same rate-limit options mounted on plain node:http, Express and Fastify, each listening on a free
+ * loopback port: the HTTP suites run every scenario against all three.
+ */
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type MiddlewareOptions, rateLimit, rateLimitHook } from '@sluice/core/http';
+import express from 'express';
+import Fastify from 'fastify';
+
+export interface TestServer {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+// The middleware options cover the Fastify hook's too; request types differ per framework, the fields read do not.
+type Options = MiddlewareOptions<never, never>;
+export type Framework = 'node:http' | 'express' | 'fastify';
+export const frameworks: readonly Framework[] = ['node:http', 'express', 'fastify'];
+
+async function listen(server: ReturnType<typeof createServer>): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+async function closeServer(server: ReturnType<typeof createServer>): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+export async function startServer(framework: Framework, options: Options): Promise<TestServer> {
+  const opts = options as unknown as MiddlewareOptions<IncomingMessage, ServerResponse>;
+  if (framework === 'node:http') {
+    const middleware = rateLimit(opts);
+    const server = createServer((req, res) => {
+      middleware(req, res, (error) => {
+        res.statusCode = error === undefined ? 200 : 500;
+        res.setHeader('Content-Type', 'application/json');
+        res.end(JSON.stringify(error === undefined ? { ok: true } : { fault: String(error) }));
+      });
+    });
+    const url = await listen(server);
+    return { url, close: () => closeServer(server) };
+  }
+  if (framework === 'express') {
+    const app = express();
+    app.use(rateLimit(options as unknown as MiddlewareOptions<express.Request, express.Response>));
+    app.get('/', (_req, res) => {
+      res.json({ ok: true });
+    });
+    // Express 5 answers next(error) with its own 500; keep its stack traces out of the test output.
+    app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(500).json({ fault: true });
+    });
+    const server = createServer(app);
+    const url = await listen(server);
+    return { url, close: () => closeServer(server) };
+  }
+  const app = Fastify();
+  app.addHook('onRequest', rateLimitHook(options as never));
+  app.get('/', async () => ({ ok: true }));
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const { port } = app.server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: unknown;
+}
+
+export async function get(url: string, headers: Record<string, string> = {}): Promise<Reply> {
+  const res = await fetch(url, { headers });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, headers: res.headers, body };
+}

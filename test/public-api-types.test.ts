@@ -1,0 +1,43 @@
+/**
+ * Type-level tests for the subpaths and @sluice/hybrid: checked by `tsc` in `npm test` (expectTypeOf does
+ * nothing at run time; nothing here touches Redis).
+ */
+import type { Decision, Limiter } from '@sluice/core';
+import { RateLimitedError, countLimit, rateLimit as limitMethod } from '@sluice/core/decorators';
+import { type KeyStrategy, byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
+import { type DividedLimiter, type LeaseEvent, type LeasedLimiter, type MembershipEvent, dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import type { Request, Response } from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { describe, expectTypeOf, it } from 'vitest';
+
+describe('public API types of the subpaths and hybrid', () => {
+  it('http: the middleware takes Express and Fastify types without casts', () => {
+    const key: KeyStrategy<Request> = byUser((req: Request) => req.header('x-user'));
+    expectTypeOf(rateLimit<Request, Response>).parameter(0).toHaveProperty('limiter').toEqualTypeOf<Limiter>();
+    expectTypeOf(rateLimit<Request, Response>).returns.toEqualTypeOf<(req: Request, res: Response, next: (error?: unknown) => void) => void>();
+    expectTypeOf(rateLimitHook<FastifyRequest, FastifyReply>).returns.toEqualTypeOf<(request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>>();
+    expectTypeOf(byIp()).toEqualTypeOf<KeyStrategy>();
+    expectTypeOf(key).returns.toEqualTypeOf<string | undefined | null>();
+  });
+
+  it('decorators: RateLimitedError carries the Decision; presets are method decorators', () => {
+    expectTypeOf<RateLimitedError['decision']>().toEqualTypeOf<Decision>();
+    expectTypeOf(countLimit).returns.toEqualTypeOf<ReturnType<typeof limitMethod>>();
+  });
+
+  it('hybrid: both modes are Limiters with typed events', () => {
+    expectTypeOf<LeasedLimiter>().toMatchTypeOf<Limiter>();
+    expectTypeOf<DividedLimiter>().toMatchTypeOf<Limiter>();
+    expectTypeOf(leasedLimiter).returns.toEqualTypeOf<LeasedLimiter>();
+    expectTypeOf(dividedLimiter).returns.toEqualTypeOf<DividedLimiter>();
+    // Never called: only compiled, so the listeners' parameter types are checked.
+    const listen = (leased: LeasedLimiter, divided: DividedLimiter) => {
+      leased.on('lease', (e) => expectTypeOf(e).toEqualTypeOf<LeaseEvent>());
+      leased.on('fallback', (e) => expectTypeOf(e).toEqualTypeOf<Error>());
+      divided.on('membership', (e) => expectTypeOf(e).toEqualTypeOf<MembershipEvent>());
+      // @ts-expect-error leased mode has no membership
+      leased.on('membership', () => {});
+    };
+    expectTypeOf(listen).toBeFunction();
+  });
+});
