@@ -2,8 +2,9 @@ export { RedisStore } from './redis-store.js';
 export type { DecisionEvent, FailMode, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
 export type { RedisClient } from './script-runner.js';
 export { runScript } from './script-runner.js';
-export { decideScript } from './scripts.js';
-export type { LuaScript } from './scripts.js';
+export { reconnectNow } from './reconnect.js';
+export { decideScript, hybridScript } from './scripts.js';
+export type { HybridScriptName, LuaScript } from './scripts.js';
 export { stateKey } from './key-layout.js';
 
 import { RedisStore, type RedisStoreOptions } from './redis-store.js';

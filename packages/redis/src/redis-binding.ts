@@ -33,6 +33,8 @@ export interface BindingContext {
   /** The most decisions one script call carries. */
   readonly maxBatch: number;
   readonly onDecision: ((event: DecisionEvent) => void) | undefined;
+  /** False while Redis is failing and no probe is due: decide by the fail mode without calling it. */
+  mayCallRedis(): boolean;
   reportSuccess(): void;
   reportFailure(error: unknown): void;
 }
@@ -54,8 +56,11 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 }
 
 /**
- * One limiter's rules on Redis. Decisions asked in the same tick leave together, as one script call per
- * slot, when the tick ends: no added latency, and a hot key's requests fold into one state update.
+ * One limiter's rules on Redis. Decisions asked in the same turn of the event loop leave together, as one
+ * script call per slot, when its I/O phase ends (setImmediate): no timer, so no added latency, and a hot
+ * key's requests fold into one state update. A flush per microtask checkpoint would batch only what one
+ * callback asked: an HTTP server decides each request in its own socket callback, so it would send one
+ * call per request (measured: 4 processes on one hot key made 57k decisions/s that way, 650k this way).
  */
 export class RedisBinding implements BoundStore {
   readonly #ctx: BindingContext;
@@ -124,7 +129,7 @@ export class RedisBinding implements BoundStore {
       this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? Number.NaN : clock.now(), peek, resolve, fail });
       if (!this.#scheduled) {
         this.#scheduled = true;
-        queueMicrotask(this.#flush);
+        setImmediate(this.#flush);
       }
     });
   }
@@ -133,6 +138,10 @@ export class RedisBinding implements BoundStore {
     this.#scheduled = false;
     const batch = this.#queue;
     this.#queue = [];
+    if (!this.#ctx.mayCallRedis()) {
+      for (const p of batch) this.#resolveByFailMode(p);
+      return;
+    }
     if (!this.#ctx.isCluster) {
       this.#sendInChunks(batch);
       return;
@@ -223,11 +232,7 @@ export class RedisBinding implements BoundStore {
       this.#ctx.reportSuccess();
     } catch (error) {
       this.#ctx.reportFailure(error);
-      for (const p of group) {
-        const decision = this.#fallback(p);
-        this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'fallback', decidedAtMs: this.#ctx.localClock.now() });
-        p.resolve(decision);
-      }
+      for (const p of group) this.#resolveByFailMode(p);
       return;
     }
     const decoded = unpackReplies(reply, group.length, this.#rules, (q) => (group[q] as Pending).peek);
@@ -252,10 +257,14 @@ export class RedisBinding implements BoundStore {
       p.resolve(decision);
     } catch (error) {
       this.#ctx.reportFailure(error);
-      const decision = this.#fallback(p);
-      this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'fallback', decidedAtMs: this.#ctx.localClock.now() });
-      p.resolve(decision);
+      this.#resolveByFailMode(p);
     }
+  }
+
+  #resolveByFailMode(p: Pending): void {
+    const decision = this.#fallback(p);
+    this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'fallback', decidedAtMs: this.#ctx.localClock.now() });
+    p.resolve(decision);
   }
 
   /**

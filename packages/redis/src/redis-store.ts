@@ -3,6 +3,7 @@ import {
   type Clock,
   type Decision,
   MemoryStore,
+  PrefixGuard,
   type RuleSet,
   SluiceRangeError,
   SluiceTypeError,
@@ -15,11 +16,16 @@ import {
 } from '@sluice/core';
 import { EventEmitter } from 'eventemitter3';
 import { Cluster } from 'ioredis';
+import { checkClient, warnCrossSlot } from './config-checks.js';
 import { DenyCache } from './deny-cache.js';
 import { resetChannel } from './key-layout.js';
+import { reconnectNow } from './reconnect.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './script-runner.js';
 import { refundable } from './scripts.js';
+
+/** How often a failing store lets one batch try Redis again. */
+const PROBE_INTERVAL_MS = 100;
 
 /** What a store does when Redis does not answer within `timeoutMs`, or answers with an error. */
 export type FailMode = 'local' | 'open' | 'closed';
@@ -116,8 +122,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   readonly #denyCache: boolean;
   readonly #denyCacheMaxKeys: number;
   readonly #bindings = new Map<string, Set<RedisBinding>>();
+  readonly #prefixes = new PrefixGuard();
   #subscriber: RedisClient | undefined;
   #healthy = true;
+  #probing = false;
+  #nextProbeAt = 0;
   #closed = false;
 
   constructor(options: RedisStoreOptions) {
@@ -127,6 +136,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       throw new SluiceTypeError('redis', options.redis, `redis must be an ioredis Redis or Cluster client, got ${describeValue(options.redis)}`);
     }
     this.redis = options.redis;
+    checkClient(this.redis, this.redis instanceof Cluster);
     const clock = options.clock ?? 'server';
     if (clock === 'server') this.clock = undefined;
     else if (clock === 'client') this.clock = systemClock;
@@ -157,6 +167,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       failMode: this.failMode,
       maxBatch: this.maxBatch,
       onDecision: options.onDecision,
+      mayCallRedis: () => this.#mayCallRedis(),
       reportSuccess: () => this.#reportSuccess(),
       reportFailure: (error) => this.#reportFailure(error),
     };
@@ -181,6 +192,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
         `rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot be in a policy with rules counted against other keys on a Redis Cluster: its grants cannot be refunded`,
       );
     }
+    this.#prefixes.claim(ruleSet.prefix, ruleSet.rules);
+    if (this.redis instanceof Cluster && keyed) warnCrossSlot(this.redis, ruleSet.prefix);
     const local = this.failMode === 'local' ? new MemoryStore({ clock: this.#localClock }).bind(ruleSet, true) : undefined;
     const binding = new RedisBinding(
       this.#context,
@@ -228,7 +241,23 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     void subscriber.subscribe(resetChannel(prefix)).catch((error: unknown) => this.#reportFailure(error));
   }
 
+  /**
+   * While Redis is failing, batches are decided by the fail mode at once instead of each waiting timeoutMs,
+   * and nothing piles up in the client's offline queue; one batch at a time goes as a probe, every
+   * PROBE_INTERVAL_MS, and the first that succeeds returns the store to Redis.
+   */
+  #mayCallRedis(): boolean {
+    if (this.#healthy) return true;
+    // Outages are wall-clock events: a client ManualClock must not hold the store in its fallback.
+    const now = systemClock.now();
+    if (this.#probing || now < this.#nextProbeAt) return false;
+    this.#probing = true;
+    reconnectNow(this.redis);
+    return true;
+  }
+
   #reportSuccess = (): void => {
+    this.#probing = false;
     if (!this.#healthy) {
       this.#healthy = true;
       this.emit('store-recovered');
@@ -237,6 +266,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
 
   /** Events fire on the change from healthy to failing and back, not once per failed call. */
   #reportFailure = (error: unknown): void => {
+    this.#probing = false;
+    this.#nextProbeAt = systemClock.now() + PROBE_INTERVAL_MS;
     if (this.#healthy) {
       this.#healthy = false;
       this.emit('store-error', error instanceof Error ? error : new Error(String(error)));

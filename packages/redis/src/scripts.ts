@@ -34,6 +34,21 @@ function luaDirectory(): string {
 
 const cache = new Map<string, LuaScript>();
 
+/** The scripts of @sluice/hybrid: standalone files, loaded through this same registry and runner. */
+export type HybridScriptName = 'lease' | 'lease_return' | 'heartbeat';
+
+/** A hybrid-mode script (see the .lua file's header for its KEYS, ARGV and reply), after the clock helper. */
+export function hybridScript(name: HybridScriptName): LuaScript {
+  let script = cache.get(name);
+  if (script === undefined) {
+    const dir = luaDirectory();
+    const source = ['hybrid_clock', name].map((file) => readFileSync(join(dir, `${file}.lua`), 'utf8')).join('\n');
+    script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
+    cache.set(name, script);
+  }
+  return script;
+}
+
 /** An entry script for a set of algorithms: the prelude, each algorithm's file once, then the entry. */
 function compose(entry: 'decide' | 'refund', kinds: readonly AlgorithmKind[]): LuaScript {
   const wanted = [...new Set(kinds)].sort();

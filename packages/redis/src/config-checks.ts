@@ -1,0 +1,50 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { RedisClient } from './script-runner.js';
+
+/** One-time configuration warnings, as process warnings (`node --no-warnings` or a 'warning' listener sees them). */
+const warned = new WeakMap<object, Set<string>>();
+
+function warnOnce(about: object, code: string, message: string): void {
+  let codes = warned.get(about);
+  if (codes === undefined) {
+    codes = new Set();
+    warned.set(about, codes);
+  }
+  if (codes.has(code)) return;
+  codes.add(code);
+  process.emitWarning(message, { type: 'SluiceWarning', code });
+}
+
+interface ClientOptions {
+  enableOfflineQueue?: boolean;
+  maxRetriesPerRequest?: number | null;
+  commandTimeout?: number;
+}
+
+/**
+ * An ioredis client that queues commands while disconnected and never gives up on them holds every command
+ * sent during an outage until Redis is back. sluice's own decisions are bounded by timeoutMs (and it stops
+ * sending while Redis fails), but anything else on that client waits, and queued writes run late.
+ */
+export function checkClient(client: RedisClient, isCluster: boolean): void {
+  const options = (isCluster ? (client as Cluster).options.redisOptions : (client as Redis).options) as ClientOptions | undefined;
+  if (options === undefined) return;
+  const queues = options.enableOfflineQueue !== false;
+  const forever = options.maxRetriesPerRequest === null;
+  if (queues && forever && options.commandTimeout === undefined) {
+    warnOnce(
+      client,
+      'SLUICE_OFFLINE_QUEUE',
+      'this ioredis client queues commands while disconnected (enableOfflineQueue) and retries them forever (maxRetriesPerRequest: null) with no commandTimeout: during an outage they pile up and run late. sluice decisions still answer within timeoutMs; set maxRetriesPerRequest or commandTimeout for the rest.',
+    );
+  }
+}
+
+/** A policy whose rules live in different Cluster slots is decided slot by slot, with refunds on denial (warned once per limiter prefix). */
+export function warnCrossSlot(client: RedisClient, prefix: string): void {
+  warnOnce(
+    client,
+    `SLUICE_CROSS_SLOT:${prefix}`,
+    `limiter ${JSON.stringify(prefix)}: its policy counts rules against other keys, which live in other Cluster slots; each decision then takes one script call per slot, and permits taken in one slot are refunded when a later slot refuses (never over a limit, briefly under). Keep a policy's rules on the request's own key to decide it in one call.`,
+  );
+}
