@@ -1,0 +1,44 @@
+/**
+ * A node's recent demand in permits per second: an exponentially weighted average over intervals of
+ * `intervalMs`, so a batch or a share follows the traffic within a few intervals. Adding is O(1).
+ */
+export class DemandMeter {
+  readonly #intervalMs: number;
+  #intervalStart: number;
+  #count = 0;
+  #perSecond = 0;
+  #primed = false;
+
+  constructor(intervalMs: number, nowMs: number) {
+    this.#intervalMs = intervalMs;
+    this.#intervalStart = nowMs;
+  }
+
+  add(permits: number, nowMs: number): void {
+    this.#roll(nowMs);
+    this.#count += permits;
+  }
+
+  /** Permits per second, recent intervals weighted most. Before a whole interval has passed, the count so far. */
+  perSecond(nowMs: number): number {
+    this.#roll(nowMs);
+    if (!this.#primed) {
+      const elapsed = Math.max(nowMs - this.#intervalStart, 1);
+      return (this.#count * 1000) / elapsed;
+    }
+    return this.#perSecond;
+  }
+
+  #roll(nowMs: number): void {
+    const elapsed = nowMs - this.#intervalStart;
+    if (elapsed < this.#intervalMs) return;
+    const intervals = Math.floor(elapsed / this.#intervalMs);
+    const rate = (this.#count * 1000) / this.#intervalMs;
+    // Weight 1/2 per interval: the last interval counts half, idle intervals after it decay the average.
+    this.#perSecond = this.#primed ? (this.#perSecond + rate) / 2 : rate;
+    if (intervals > 1) this.#perSecond /= 2 ** (intervals - 1);
+    this.#primed = true;
+    this.#count = 0;
+    this.#intervalStart += intervals * this.#intervalMs;
+  }
+}

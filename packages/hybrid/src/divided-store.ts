@@ -1,0 +1,152 @@
+import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, ruleDecision, systemClock } from '@sluice/core';
+import { type RedisClient, stateKey } from '@sluice/redis';
+import type { EventEmitter } from 'eventemitter3';
+import { LRUCache } from 'lru-cache';
+import { DemandMeter } from './demand-meter.js';
+import { Membership } from './membership.js';
+import { ratePerSecond } from './rule-rate.js';
+import { rescaleState, scaledRule } from './scaled-rule.js';
+import { type NodeDemand, type ShareMode, divideShares } from './shares.js';
+
+/** A change in the live nodes or in this node's share, as the `membership` event reports it. */
+export interface MembershipEvent {
+  readonly nodes: number;
+  /** This node's fraction of the limit. */
+  readonly share: number;
+}
+
+export interface DividedEvents {
+  membership: [MembershipEvent];
+  /** A heartbeat failed: this node keeps its last share until one succeeds. */
+  fallback: [Error];
+  recovered: [];
+}
+
+export interface DividedStoreOptions {
+  redis: RedisClient;
+  heartbeatMs: number;
+  share: ShareMode;
+  assumedNodes: number;
+  clock: Clock | undefined;
+  maxKeys: number;
+  nodeId: string;
+  events: EventEmitter<DividedEvents>;
+}
+
+/** A key's state under the share it was last decided with. */
+interface Entry {
+  readonly fraction: number;
+  readonly state: unknown;
+}
+
+/**
+ * The store behind dividedLimiter: each node enforces its share of the limit locally with the core
+ * algorithm; Redis only sees heartbeats. No Redis call on the decision path.
+ */
+export class DividedStore implements Store {
+  readonly clock: Clock;
+  readonly #o: DividedStoreOptions;
+  #binding: DividedBinding | undefined;
+
+  constructor(options: DividedStoreOptions) {
+    this.#o = options;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  bind(ruleSet: RuleSet): BoundStore {
+    this.#binding = new DividedBinding(this.#o, this.clock, ruleSet.rules[0] as Algorithm, ruleSet.prefix);
+    return this.#binding;
+  }
+
+  /** Leaves the membership (one last call, so the others take up this share at their next heartbeat). */
+  async close(): Promise<void> {
+    await this.#binding?.close();
+  }
+}
+
+class DividedBinding implements BoundStore {
+  readonly #o: DividedStoreOptions;
+  readonly #clock: Clock;
+  readonly #rule: Algorithm;
+  readonly #entries: LRUCache<string, Entry>;
+  readonly #meter: DemandMeter;
+  readonly #membership: Membership;
+  #fraction: number;
+  #scaled: Algorithm;
+  #nodes = 0;
+  #failing = false;
+
+  constructor(o: DividedStoreOptions, clock: Clock, rule: Algorithm, prefix: string) {
+    this.#o = o;
+    this.#clock = clock;
+    this.#rule = rule;
+    this.#entries = new LRUCache<string, Entry>({ max: o.maxKeys });
+    this.#meter = new DemandMeter(o.heartbeatMs, clock.now());
+    // Until the membership is seen: a conservative share, never the whole limit.
+    this.#fraction = 1 / o.assumedNodes;
+    this.#scaled = scaledRule(rule, this.#fraction);
+    this.#membership = new Membership({
+      redis: o.redis,
+      // '~' never appears in a rule name: no exact-mode state key can be one of these.
+      membersKey: stateKey(prefix, 'divided', `members~${rule.name}`),
+      demandKey: stateKey(prefix, 'divided', `demand~${rule.name}`),
+      nodeId: o.nodeId,
+      heartbeatMs: o.heartbeatMs,
+      clock: o.clock,
+      demand: () => this.#meter.perSecond(this.#clock.now()),
+      onMembers: (members) => this.#onMembers(members),
+      onError: (error) => {
+        if (this.#failing) return;
+        this.#failing = true;
+        o.events.emit('fallback', error);
+      },
+    });
+  }
+
+  #onMembers(members: readonly NodeDemand[]): void {
+    if (this.#failing) {
+      this.#failing = false;
+      this.#o.events.emit('recovered');
+    }
+    const shares = divideShares(this.#o.share, members, ratePerSecond(this.#rule));
+    const fraction = shares.get(this.#o.nodeId);
+    if (fraction === undefined || !(fraction > 0)) return;
+    if (fraction === this.#fraction && members.length === this.#nodes) return;
+    this.#nodes = members.length;
+    if (fraction !== this.#fraction) {
+      this.#fraction = fraction;
+      this.#scaled = scaledRule(this.#rule, fraction);
+    }
+    this.#o.events.emit('membership', { nodes: members.length, share: fraction });
+  }
+
+  /** The key's state carried over to the current share: scaled, never refilled. */
+  #state(key: string, touch = true): unknown {
+    const entry = touch ? this.#entries.get(key) : this.#entries.peek(key);
+    if (entry === undefined) return undefined;
+    return entry.fraction === this.#fraction ? entry.state : rescaleState(this.#rule.kind, entry.state, this.#fraction / entry.fraction);
+  }
+
+  consume(key: string, permits: number, maxWaitMs: number): Decision {
+    const now = this.#clock.now();
+    this.#meter.add(permits, now);
+    const out = this.#scaled.consume(this.#state(key), now, permits, maxWaitMs);
+    if (out.state === undefined) this.#entries.delete(key);
+    else this.#entries.set(key, { fraction: this.#fraction, state: out.state });
+    // The fleet's limit, this node's remaining: the decision is local.
+    return ruleDecision(this.#rule, out);
+  }
+
+  peek(key: string): Decision {
+    const probe = this.#scaled.consume(this.#state(key, false), this.#clock.now(), 1, 0);
+    return { ...ruleDecision(this.#rule, probe), remaining: probe.allowed ? probe.remaining + 1 : probe.remaining };
+  }
+
+  reset(key: string): void {
+    this.#entries.delete(key);
+  }
+
+  async close(): Promise<void> {
+    await this.#membership.stop();
+  }
+}

@@ -1,0 +1,58 @@
+import { type AcquireOptions, type Algorithm, type Decision, type Limiter, type Store, type TryAcquireOptions, createLimiter } from '@sluice/core';
+import { EventEmitter } from 'eventemitter3';
+
+/**
+ * A Limiter over a hybrid store it owns, with the store's events. Decisions, waiting, validation and
+ * errors are createLimiter's, so every mode behaves the same to callers.
+ */
+export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends EventEmitter<Events> implements Limiter {
+  readonly #limiter: Limiter;
+  readonly #store: Store;
+  #closed = false;
+
+  /** `buildStore` gets this limiter as the store's event emitter. */
+  constructor(buildStore: (events: EventEmitter<Events>) => Store, rule: Algorithm, prefix?: string, maxKeyLength?: number) {
+    super();
+    this.#store = buildStore(this);
+    this.#limiter = createLimiter({
+      algorithm: rule,
+      store: this.#store,
+      ...(prefix === undefined ? {} : { prefix }),
+      ...(maxKeyLength === undefined ? {} : { maxKeyLength }),
+      // Waiting callers of a fleet retry spread over a few ms.
+      retryJitterMs: 5,
+    });
+  }
+
+  get rules(): readonly Algorithm[] {
+    return this.#limiter.rules;
+  }
+
+  get prefix(): string {
+    return this.#limiter.prefix;
+  }
+
+  tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
+    return this.#limiter.tryAcquire(key, options);
+  }
+
+  acquire(key: string, options?: AcquireOptions): Promise<number> {
+    return this.#limiter.acquire(key, options);
+  }
+
+  peek(key: string): Promise<Decision> {
+    return this.#limiter.peek(key);
+  }
+
+  reset(key: string): Promise<void> {
+    return this.#limiter.reset(key);
+  }
+
+  /** Closes the limiter, then its store (a leased store hands unspent permits back; a divided one leaves). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#limiter.close();
+    await this.#store.close();
+  }
+}

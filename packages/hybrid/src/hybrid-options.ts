@@ -1,0 +1,38 @@
+import { type Clock, SluiceRangeError, SluiceTypeError, describeValue, optionalClock, positiveFinite, positiveInteger } from '@sluice/core';
+import type { FailMode, RedisClient } from '@sluice/redis';
+import { randomUUID } from 'node:crypto';
+
+const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
+const NODE_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
+
+export function redisClient(value: unknown): RedisClient {
+  const v = value as { callBuffer?: unknown } | null;
+  if (typeof v !== 'object' || v === null || typeof v.callBuffer !== 'function') {
+    throw new SluiceTypeError('redis', value, `redis must be an ioredis Redis or Cluster client, got ${describeValue(value)}`);
+  }
+  return value as RedisClient;
+}
+
+export function failModeOption(value: unknown): FailMode {
+  if (value === undefined) return 'local';
+  if (!FAIL_MODES.includes(value as FailMode)) {
+    throw new SluiceRangeError('failMode', value, `failMode must be 'local', 'open' or 'closed', got ${describeValue(value)}`);
+  }
+  return value as FailMode;
+}
+
+export function nodeIdOption(value: unknown): string {
+  if (value === undefined) return randomUUID();
+  if (typeof value !== 'string' || !NODE_ID.test(value)) {
+    throw new SluiceRangeError('nodeId', value, `nodeId must be 1-100 of [A-Za-z0-9_.:-], got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+export const clockOption = (value: unknown): Clock | undefined => optionalClock('clock', value);
+
+export const optionalPositive = (name: string, value: unknown, fallback: number): number =>
+  value === undefined ? fallback : positiveFinite(name, value);
+
+export const optionalPositiveInteger = (name: string, value: unknown, fallback: number): number =>
+  value === undefined ? fallback : positiveInteger(name, value);

@@ -1,0 +1,85 @@
+import type { Algorithm } from '@sluice/core';
+import { type RedisClient, hybridScript, runScript } from '@sluice/redis';
+
+/** How a rule's central state is leased (see lease.lua). */
+export interface LeaseShape {
+  readonly kind: 'bucket' | 'fixed' | 'sliding';
+  readonly args: readonly [string, string, string];
+  /** Leases of windowed rules die with their window. */
+  readonly windowed: boolean;
+}
+
+export function leaseShape(rule: Algorithm): LeaseShape {
+  const p = rule.params as Record<string, number>;
+  switch (rule.kind) {
+    case 'tokenBucket':
+      return { kind: 'bucket', windowed: false, args: [String(p['capacity']), String((p['refillPerSecond'] as number) / 1000), String(p['initial'])] };
+    case 'gcra':
+      // GCRA(rate, burst) admits exactly what a token bucket of capacity `burst` refilled at `rate` does.
+      return { kind: 'bucket', windowed: false, args: [String(p['burst']), String((p['rate'] as number) / 1000), String(p['burst'])] };
+    case 'fixedWindow':
+      return { kind: 'fixed', windowed: true, args: [String(rule.limit), String(rule.windowMs), '0'] };
+    default:
+      return { kind: 'sliding', windowed: true, args: [String(rule.limit), String(rule.windowMs), '0'] };
+  }
+}
+
+export interface LeaseReply {
+  readonly granted: number;
+  /** Until `want` permits could be leased (0: now). */
+  readonly retryMs: number;
+  /** The lease dies this long after the server decided (-1: never). */
+  readonly expiresInMs: number;
+  readonly liveNodes: number;
+  readonly windowStart: number;
+}
+
+/** One atomic lease call: debits up to `want` permits centrally and registers this node as a lessee. */
+export async function requestLease(
+  redis: RedisClient,
+  stateKey: string,
+  lesseesKey: string,
+  shape: LeaseShape,
+  want: number,
+  nodeId: string,
+  liveMs: number,
+  nowMs: number | undefined,
+  capDivisor: number,
+): Promise<LeaseReply> {
+  const reply = await runScript(redis, hybridScript('lease'), [stateKey, lesseesKey], [
+    shape.kind,
+    ...shape.args,
+    String(want),
+    nodeId,
+    String(liveMs),
+    nowMs === undefined ? '' : String(nowMs),
+    String(capDivisor),
+  ]);
+  return {
+    granted: reply.readDoubleLE(0),
+    retryMs: reply.readDoubleLE(8),
+    expiresInMs: reply.readDoubleLE(16),
+    liveNodes: reply.readDoubleLE(24),
+    windowStart: reply.readDoubleLE(32),
+  };
+}
+
+/** Hands unspent permits back (see lease_return.lua); resolves to how many were put back. */
+export async function returnLease(
+  redis: RedisClient,
+  stateKey: string,
+  shape: LeaseShape,
+  permits: number,
+  windowStart: number,
+  nowMs: number | undefined,
+): Promise<number> {
+  const reply = await runScript(redis, hybridScript('lease_return'), [stateKey], [
+    shape.kind,
+    shape.args[0],
+    shape.args[1],
+    String(permits),
+    String(windowStart),
+    nowMs === undefined ? '' : String(nowMs),
+  ]);
+  return Number(reply.toString());
+}

@@ -1,0 +1,90 @@
+import { type Clock, type Rules, SluiceRangeError, describeValue, optionsObject } from '@sluice/core';
+import type { FailMode, RedisClient } from '@sluice/redis';
+import { HybridLimiter } from './hybrid-limiter.js';
+import {
+  clockOption,
+  failModeOption,
+  nodeIdOption,
+  optionalPositive,
+  optionalPositiveInteger,
+  redisClient,
+} from './hybrid-options.js';
+import { type LeasedEvents, LeasedStore } from './leased-store.js';
+import { supportedRule } from './supported-rule.js';
+
+export interface LeasedLimiterOptions {
+  /** One rule: tokenBucket, gcra, fixedWindow or slidingWindowCounter. The fleet shares it through Redis. */
+  algorithm: Rules;
+  /** An ioredis client (Redis or Cluster); never closed by the limiter. */
+  redis: RedisClient;
+  /** Namespace of the keys in Redis (as createLimiter's). @default 'sluice' */
+  prefix?: string;
+  /**
+   * A batch is about this many ms of this node's recent demand for the key: larger batches mean fewer
+   * Redis calls, smaller ones less held by each node.
+   * @default 100
+   */
+  targetMs?: number;
+  /**
+   * The most permits one node leases at once.
+   * @default the rule's burst / (4 x nodes that leased the key recently), at least 1
+   */
+  maxBatch?: number;
+  /**
+   * The next batch is asked for when the lease falls below this fraction of a batch (0 never prefetches).
+   * @default 0.5
+   */
+  lowWater?: number;
+  /** How long a node counts as a live lessee of a key after its last lease. @default 5000 */
+  liveMs?: number;
+  /** Longest a decision waits for a lease before failMode decides. @default 50 */
+  timeoutMs?: number;
+  /**
+   * When Redis is unreachable, after this node's lease is spent: `'local'` decides with the core algorithm
+   * holding this node's share (1 / live lessees), `'open'` allows, `'closed'` denies.
+   * @default 'local'
+   */
+  failMode?: FailMode;
+  /** Decide on this clock instead of Redis TIME (tests, with a ManualClock). */
+  clock?: Clock;
+  /** Keys whose leases this node keeps (least recently used are handed back). @default 10000 */
+  maxKeys?: number;
+  /** This node's name among the lessees. @default a random UUID */
+  nodeId?: string;
+  maxKeyLength?: number;
+}
+
+/** A leased limiter: the Limiter interface plus `lease`, `fallback` and `recovered` events. */
+export type LeasedLimiter = HybridLimiter<LeasedEvents>;
+
+/**
+ * Leased mode: the bucket lives in Redis, each node takes batches of permits in one atomic call and spends
+ * them locally. About one Redis call per batch; never over the central limit (tokens are debited before
+ * they are spent); a node that dies strands at most one batch.
+ *
+ * @example
+ * const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 10_000, refillPerSecond: 1_000 }), redis })
+ * limiter.on('lease', (e) => metrics.observe(e.granted))
+ * const d = await limiter.tryAcquire('api')
+ */
+export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
+  optionsObject('leasedLimiter options', options, true);
+  const rule = supportedRule('leasedLimiter', options.algorithm);
+  const lowWater = options.lowWater === undefined ? 0.5 : options.lowWater;
+  if (typeof lowWater !== 'number' || !(lowWater >= 0 && lowWater <= 1)) {
+    throw new SluiceRangeError('lowWater', lowWater, `lowWater must be a number in 0..1, got ${describeValue(lowWater)}`);
+  }
+  const settings = {
+    redis: redisClient(options.redis),
+    targetMs: optionalPositive('targetMs', options.targetMs, 100),
+    maxBatch: options.maxBatch === undefined ? undefined : optionalPositiveInteger('maxBatch', options.maxBatch, 1),
+    lowWater,
+    liveMs: optionalPositive('liveMs', options.liveMs, 5_000),
+    timeoutMs: optionalPositive('timeoutMs', options.timeoutMs, 50),
+    failMode: failModeOption(options.failMode),
+    clock: clockOption(options.clock),
+    maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 10_000),
+    nodeId: nodeIdOption(options.nodeId),
+  };
+  return new HybridLimiter<LeasedEvents>((events) => new LeasedStore({ ...settings, events }), rule, options.prefix, options.maxKeyLength);
+}
