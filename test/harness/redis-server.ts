@@ -49,10 +49,13 @@ export function hasRedisServer(): boolean {
   }
 }
 
-/** Starts a throwaway redis-server on a free loopback port; extra args are appended (e.g. cluster flags). */
-export async function spawnRedisServer(extraArgs: string[] = []): Promise<TestRedis> {
+/**
+ * Starts a throwaway redis-server on a free loopback port (or on `port`, to restart one in place after a
+ * fault); extra args are appended (e.g. cluster flags).
+ */
+export async function spawnRedisServer(extraArgs: string[] = [], options: { port?: number } = {}): Promise<TestRedis> {
   for (let attempt = 0; ; attempt++) {
-    const port = await freePort();
+    const port = options.port ?? (await freePort());
     const dir = mkdtempSync(join(tmpdir(), 'sluice-redis-'));
     const child = spawn(
       'redis-server',
@@ -67,7 +70,7 @@ export async function spawnRedisServer(extraArgs: string[] = []): Promise<TestRe
       child.kill('SIGKILL');
       running.delete(child);
       rmSync(dir, { recursive: true, force: true });
-      if (attempt < 3) continue; // the port was taken between picking and binding
+      if (attempt < 3 && options.port === undefined) continue; // the port was taken between picking and binding
       throw error;
     }
     return {

@@ -1,0 +1,58 @@
+/**
+ * close() leaves nothing behind: no timers, sockets or listeners of sluice's own outlive the limiters and
+ * stores, whatever mode (the caller's ioredis client stays open: it is theirs).
+ */
+import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { redisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { useTestRedis } from '../harness/use-redis.js';
+
+const redis = useTestRedis();
+
+/** Live timers and sockets of this process, by kind. */
+function resources(): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const kind of process.getActiveResourcesInfo()) counts[kind] = (counts[kind] ?? 0) + 1;
+  return counts;
+}
+
+const listeners = (client: Redis) => Object.fromEntries(client.eventNames().map((e) => [String(e), client.listenerCount(e)]));
+
+describe('close()', () => {
+  it('exact, leased and divided limiters leave no timer, socket or listener behind', async () => {
+    const client = new Redis(redis().server.url);
+    await client.ping();
+    await new Promise((r) => setTimeout(r, 50));
+    const before = resources();
+    const listenersBefore = listeners(client);
+
+    const store = redisStore({ redis: client, timeoutMs: 50 });
+    // A window far longer than the warm-up loop, so k0 is still exhausted when the waiting caller arrives
+    // (with 1 s, a slow machine crossed the boundary and the caller was admitted instead of waiting).
+    const exact = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 30_000 }), store, prefix: `leaks${Date.now()}` });
+    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 50, refillPerSecond: 10 }), redis: client, prefix: `leaks-l${Date.now()}` });
+    const divided = dividedLimiter({ algorithm: tokenBucket({ capacity: 50, refillPerSecond: 10 }), redis: client, prefix: `leaks-d${Date.now()}`, heartbeatMs: 20 });
+    for (let i = 0; i < 200; i++) await Promise.all([exact.tryAcquire(`k${i % 7}`), leased.tryAcquire(`k${i % 7}`), divided.tryAcquire(`k${i % 7}`)]);
+    // A waiting caller, cut short by close().
+    const waiting = exact.tryAcquire('k0', { timeoutMs: 60_000 }).catch((error: unknown) => error);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(Object.values(resources()).reduce((a, b) => a + b, 0)).toBeGreaterThan(Object.values(before).reduce((a, b) => a + b, 0));
+
+    await Promise.all([exact.close(), leased.close(), divided.close()]);
+    await store.close();
+    expect(await waiting).toMatchObject({ code: 'CLOSED' });
+    // Let sockets finish closing, then compare.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(resources()).toEqual(before);
+    expect(listeners(client)).toEqual(listenersBefore);
+    // Timers that do not hold the process open (heartbeats are unref'd) do not show above: nothing closed
+    // may still talk to Redis, so count the commands Redis runs over 10 heartbeats.
+    const calls = async () => [...(await client.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)].filter((m) => m[1] !== 'info').reduce((n, m) => n + Number(m[2]), 0);
+    const quietBefore = await calls();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await calls()).toBe(quietBefore);
+    client.disconnect();
+  });
+});

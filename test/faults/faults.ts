@@ -1,0 +1,181 @@
+/**
+ * The faults the suite injects, each for real on its own throwaway redis-server: where clients connect,
+ * and a timeline that breaks Redis and heals it, resolving with the moment it was healthy again.
+ */
+import type { RedisClient } from '@sluice/redis';
+import calculateSlot from 'cluster-key-slot';
+import { Redis } from 'ioredis';
+import { freePort } from '../harness/free-port.js';
+import { startTestCluster } from '../harness/redis-cluster.js';
+import { type TestRedis, spawnRedisServer, waitForPing } from '../harness/redis-server.js';
+import { FaultProxy } from './fault-proxy.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function standaloneClient(port: number): () => RedisClient {
+  return () => {
+    const client = new Redis({ host: '127.0.0.1', port });
+    client.on('error', () => {});
+    return client;
+  };
+}
+
+export interface FaultRun {
+  /** A new client as an application would make it: ioredis defaults, an error listener. */
+  client(): RedisClient;
+  /**
+   * Breaks Redis and heals it; resolves with performance.now() at the moment the healing began (the restart
+   * spawned, SIGCONT sent, the proxy fixed): recovery is measured from there, Redis's own start-up included.
+   */
+  inject(): Promise<number>;
+  teardown(): Promise<void>;
+}
+
+export interface Fault {
+  readonly name: string;
+  setup(): Promise<FaultRun>;
+}
+
+/** How long traffic runs healthy before a fault is injected. */
+export const WARM_MS = 1_000;
+
+/** A fault on one throwaway server that stays the same process: `breakAndHeal` runs after the warm-up. */
+function onOneServer(name: string, breakAndHeal: (server: TestRedis) => Promise<number>): Fault {
+  return {
+    name,
+    async setup() {
+      const server = await spawnRedisServer();
+      return {
+        client: standaloneClient(server.port),
+        async inject() {
+          await sleep(WARM_MS);
+          return breakAndHeal(server);
+        },
+        teardown: () => server.stop(),
+      };
+    },
+  };
+}
+
+
+export const FAULTS: readonly Fault[] = [
+  {
+    name: 'not running at start-up (up after 2 s)',
+    async setup() {
+      const port = await freePort();
+      let server: TestRedis | undefined;
+      return {
+        client: standaloneClient(port),
+        async inject() {
+          await sleep(2_000);
+          const healing = performance.now();
+          server = await spawnRedisServer([], { port });
+          return healing;
+        },
+        teardown: async () => server?.stop(),
+      };
+    },
+  },
+  {
+    name: 'kill -9, restarted 2 s later',
+    async setup() {
+      let server = await spawnRedisServer();
+      const port = server.port;
+      return {
+        client: standaloneClient(port),
+        async inject() {
+          await sleep(WARM_MS);
+          server.process?.kill('SIGKILL');
+          await server.stop();
+          await sleep(2_000);
+          const healing = performance.now();
+          server = await spawnRedisServer([], { port });
+          return healing;
+        },
+        teardown: () => server.stop(),
+      };
+    },
+  },
+  onOneServer('SIGSTOP for 3 s, then SIGCONT', async (server) => {
+    server.process?.kill('SIGSTOP');
+    await sleep(3_000);
+    const healing = performance.now();
+    server.process?.kill('SIGCONT');
+    await waitForPing('127.0.0.1', server.port);
+    return healing;
+  }),
+  onOneServer('SCRIPT FLUSH mid-traffic', async (server) => {
+    const admin = new Redis(server.url);
+    const healing = performance.now();
+    await admin.script('FLUSH');
+    admin.disconnect();
+    return healing;
+  }),
+  {
+    name: 'proxy: +200 ms latency for 2 s, then connections dropped',
+    async setup() {
+      const server = await spawnRedisServer();
+      const proxy = await FaultProxy.start(server.port);
+      return {
+        client: standaloneClient(proxy.port),
+        async inject() {
+          await sleep(WARM_MS);
+          proxy.setLatency(200);
+          await sleep(2_000);
+          const healing = performance.now();
+          proxy.setLatency(0);
+          proxy.dropConnections();
+          return healing;
+        },
+        async teardown() {
+          await proxy.close();
+          await server.stop();
+        },
+      };
+    },
+  },
+];
+
+/** Slower faults, run by `npm run test:faults` (and not by the main suite). */
+export const FULL_SWEEP_FAULTS: readonly Fault[] = [
+  {
+    name: 'Cluster: the master of a busy slot killed, its replica promoted',
+    async setup() {
+      const cluster = await startTestCluster();
+      return {
+        client: () => {
+          const client = cluster.client();
+          client.on('error', () => {});
+          return client;
+        },
+        async inject() {
+          await sleep(WARM_MS);
+          // The master serving hash tag {a} (every mode's state for key 'a' lives there).
+          const admin = cluster.client();
+          const slot = calculateSlot('a');
+          const masterPort = async (client: Redis) => (await client.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1];
+          const owner = await masterPort(admin as unknown as Redis);
+          admin.disconnect();
+          const victim = cluster.nodes.find((n) => n.port === owner);
+          if (victim === undefined) throw new Error('no master for slot of {a}');
+          victim.process?.kill('SIGKILL');
+          // Healthy again once a node other than the victim serves the slot as master.
+          for (;;) {
+            await sleep(100);
+            const probe = new Redis({ host: '127.0.0.1', port: cluster.nodes.find((n) => n !== victim)?.port as number, lazyConnect: true });
+            probe.on('error', () => {});
+            try {
+              const served = await masterPort(probe);
+              if (served !== undefined && served !== victim.port) return performance.now();
+            } catch {
+              // a node may be busy electing: ask again
+            } finally {
+              probe.disconnect();
+            }
+          }
+        },
+        teardown: () => cluster.stop(),
+      };
+    },
+  },
+];

@@ -1,0 +1,169 @@
+/**
+ * Runs one fault against every mode x failMode at once (each case its own ioredis client, limiter and key
+ * prefix, all on the same failing server), and measures what callers saw.
+ */
+import { type Limiter, createLimiter, tokenBucket } from '@sluice/core';
+import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { type FailMode, type RedisClient, redisStore } from '@sluice/redis';
+import { bucketIntervalsOver } from '../redis/over-admission.js';
+import type { Fault } from './faults.js';
+
+export interface ModeCase {
+  readonly mode: 'exact' | 'leased' | 'divided';
+  /** Divided mode has none: it keeps its last share. */
+  readonly failMode: FailMode | undefined;
+}
+
+export const MODE_CASES: readonly ModeCase[] = [
+  ...(['local', 'open', 'closed'] as const).map((failMode) => ({ mode: 'exact' as const, failMode })),
+  ...(['local', 'open', 'closed'] as const).map((failMode) => ({ mode: 'leased' as const, failMode })),
+  { mode: 'divided', failMode: undefined },
+];
+
+export const TIMEOUT_MS = 50;
+const CAPACITY = 20;
+const RATE = 50; // per second
+const KEYS = ['a', 'b', 'c', 'd'];
+const CALLERS = 4;
+/** Traffic goes on this long after Redis is healthy again. */
+const AFTER_HEAL_MS = 2_000;
+
+export interface FaultRow {
+  readonly fault: string;
+  readonly mode: string;
+  readonly failMode: string;
+  readonly attempted: number;
+  readonly threw: number;
+  readonly worstLatencyMs: number;
+  /** Exact mode only: grants Redis decided beyond the bucket's bound (null where not measured). */
+  readonly overAdmissions: number | null;
+  /** From healthy again to the first decision served by Redis again (0: the mode never left Redis). */
+  readonly recoveryMs: number;
+  readonly fellBack: boolean;
+}
+
+interface Probe {
+  limiter: Limiter;
+  readonly client: RedisClient;
+  /** performance.now() of every Redis-served decision (exact), lease (leased) or recovered heartbeat. */
+  readonly servedAt: number[];
+  readonly redisGrants: Map<string, number[]>;
+  fellBack: boolean;
+  close: () => Promise<void>;
+}
+
+function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
+  const probe: Probe = { client, servedAt: [], redisGrants: new Map(), fellBack: false, limiter: undefined as unknown as Limiter, close: async () => {} };
+  const algorithm = tokenBucket({ capacity: CAPACITY, refillPerSecond: RATE });
+  if (c.mode === 'exact') {
+    const store = redisStore({
+      redis: client,
+      failMode: c.failMode,
+      timeoutMs: TIMEOUT_MS,
+      onDecision: (e) => {
+        if (e.source !== 'redis') return;
+        probe.servedAt.push(performance.now());
+        if (e.decision.allowed) {
+          const times = probe.redisGrants.get(e.key) ?? [];
+          times.push(e.decidedAtMs);
+          probe.redisGrants.set(e.key, times);
+        }
+      },
+    });
+    store.on('store-error', () => (probe.fellBack = true));
+    const limiter = createLimiter({ algorithm, store, prefix });
+    probe.limiter = limiter;
+    probe.close = async () => {
+      await limiter.close();
+      await store.close();
+      client.disconnect();
+    };
+    return probe;
+  }
+  if (c.mode === 'leased') {
+    const limiter = leasedLimiter({ algorithm, redis: client, prefix, failMode: c.failMode, timeoutMs: TIMEOUT_MS });
+    limiter.on('lease', () => probe.servedAt.push(performance.now()));
+    limiter.on('fallback', () => (probe.fellBack = true));
+    probe.limiter = limiter;
+    probe.close = async () => {
+      await limiter.close();
+      client.disconnect();
+    };
+    return probe;
+  }
+  const limiter = dividedLimiter({ algorithm, redis: client, prefix, heartbeatMs: 200 });
+  limiter.on('fallback', () => (probe.fellBack = true));
+  limiter.on('recovered', () => probe.servedAt.push(performance.now()));
+  probe.limiter = limiter;
+  probe.close = async () => {
+    await limiter.close();
+    client.disconnect();
+  };
+  return probe;
+}
+
+/** Callers asking in a loop until `stop()`: counts, failures and the slowest answer. */
+function drive(limiter: Limiter) {
+  let running = true;
+  const stats = { attempted: 0, threw: 0, worstMs: 0 };
+  const callers = Array.from({ length: CALLERS }, async (_, i) => {
+    for (let n = i; running; n++) {
+      const key = KEYS[n % KEYS.length] as string;
+      const started = performance.now();
+      stats.attempted++;
+      try {
+        await limiter.tryAcquire(key);
+      } catch {
+        stats.threw++;
+      }
+      stats.worstMs = Math.max(stats.worstMs, performance.now() - started);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  });
+  return {
+    stats,
+    async stop() {
+      running = false;
+      await Promise.all(callers);
+    },
+  };
+}
+
+export async function runFault(fault: Fault): Promise<FaultRow[]> {
+  const run = await fault.setup();
+  const prefix = `faults-${Date.now()}`;
+  const probes = MODE_CASES.map((c, i) => makeProbe(c, run.client(), `${prefix}-${i}`));
+  const drivers = probes.map((p) => drive(p.limiter));
+  let healedAt: number;
+  try {
+    healedAt = await run.inject();
+    await new Promise((r) => setTimeout(r, AFTER_HEAL_MS));
+  } finally {
+    await Promise.all(drivers.map((d) => d.stop()));
+  }
+  await Promise.all(probes.map((p) => p.close()));
+  await run.teardown();
+  return MODE_CASES.map((c, i) => {
+    const probe = probes[i] as Probe;
+    const { stats } = drivers[i] as ReturnType<typeof drive>;
+    const served = probe.servedAt.find((t) => t >= healedAt);
+    let overAdmissions: number | null = null;
+    if (c.mode === 'exact') {
+      overAdmissions = 0;
+      for (const times of probe.redisGrants.values()) {
+        overAdmissions += bucketIntervalsOver([...times].sort((a, b) => a - b), CAPACITY, RATE / 1_000).over;
+      }
+    }
+    return {
+      fault: fault.name,
+      mode: c.mode,
+      failMode: c.failMode ?? '(keeps its share)',
+      attempted: stats.attempted,
+      threw: stats.threw,
+      worstLatencyMs: Number(stats.worstMs.toFixed(1)),
+      overAdmissions,
+      recoveryMs: !probe.fellBack ? 0 : served === undefined ? Number.POSITIVE_INFINITY : Number((served - healedAt).toFixed(0)),
+      fellBack: probe.fellBack,
+    };
+  });
+}

@@ -1,0 +1,126 @@
+/**
+ * Hybrid modes with real processes and a real redis-server: leased never over its bound (N = 2, 4, 8), a
+ * dead lessee strands at most one batch, divided mode's shares under even and skewed load and after a
+ * node dies. Figures are printed as tables.
+ */
+import { type FleetResult, perSecond, runFleet } from '@sluice/example-multi-node/fleet';
+import { describe, expect, it } from 'vitest';
+import { useTestRedis } from '../harness/use-redis.js';
+import { bucketIntervalsOver } from '../redis/over-admission.js';
+
+const redis = useTestRedis();
+const CAPACITY = 1_000;
+const RATE = 1_000; // per second
+const SECONDS = 10;
+const bucket = { kind: 'tokenBucket', capacity: CAPACITY, refillPerSecond: RATE } as const;
+
+const sum = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0);
+const allTimes = (r: FleetResult) => r.nodes.flatMap((n) => n.times).sort((a, b) => a - b);
+
+describe('leased mode', () => {
+  const rows: Record<string, string | number>[] = [];
+  it.each([2, 4, 8])('N = %i saturating nodes never exceed C + R*T + N*B in any interval', async (nodes) => {
+    const biggest: number[] = new Array(nodes).fill(0);
+    const result = await runFleet({
+      nodes,
+      mode: 'leased',
+      redisUrl: redis().server.url,
+      rule: bucket,
+      durationMs: SECONDS * 1_000,
+      recordTimes: true,
+      onReport: (node, report) => {
+        if (report.type === 'lease') biggest[node] = Math.max(biggest[node] as number, report.granted);
+      },
+    });
+    const times = allTimes(result);
+    // B: the largest batch each node held; the bound allows every node one batch on top of the bucket's.
+    const heldAtOnce = sum(biggest);
+    const { over, worst } = bucketIntervalsOver(times, CAPACITY + heldAtOnce, RATE / 1_000);
+    const allowed = CAPACITY + RATE * SECONDS;
+    rows.push({
+      N: nodes,
+      admitted: times.length,
+      'of C + R*T': allowed,
+      'admitted %': Number(((100 * times.length) / allowed).toFixed(2)),
+      'N*B (sum of largest batches)': heldAtOnce,
+      'worst excess over C + R*T': Number((worst + heldAtOnce).toFixed(1)),
+      'intervals over C + R*T + N*B': over,
+      decisions: sum(result.nodes.map((n) => n.decisions)),
+    });
+    console.table(rows);
+    expect(over).toBe(0);
+    if (nodes === 8) expect(times.length).toBeGreaterThanOrEqual(0.98 * allowed);
+  });
+
+  it('a lessee killed with SIGKILL mid-run: the fleet stays within its bound and loses at most that node’s batch', async () => {
+    const biggest = [0, 0, 0, 0];
+    const result = await runFleet({
+      nodes: 4,
+      mode: 'leased',
+      redisUrl: redis().server.url,
+      rule: bucket,
+      durationMs: SECONDS * 1_000,
+      recordTimes: true,
+      kill: { node: 0, afterMs: 4_000 },
+      onReport: (node, report) => {
+        if (report.type === 'lease') biggest[node] = Math.max(biggest[node] as number, report.granted);
+      },
+    });
+    const dead = result.nodes[0];
+    expect(dead?.killed).toBe(true);
+    const times = allTimes(result);
+    const { over } = bucketIntervalsOver(times, CAPACITY + sum(biggest), RATE / 1_000);
+    // What it leased and was never seen spending (its last reports may be lost with it: counted as stranded).
+    const stranded = (dead?.leased ?? 0) - (dead?.admitted ?? 0);
+    console.table([{ admitted: times.length, 'dead node leased': dead?.leased, 'dead node admitted': dead?.admitted, stranded, 'its largest batch': biggest[0], 'intervals over bound': over }]);
+    expect(over).toBe(0);
+    expect(stranded).toBeGreaterThanOrEqual(0);
+    expect(stranded).toBeLessThanOrEqual(biggest[0] as number);
+  });
+});
+
+describe('divided mode', () => {
+  const HEARTBEAT = 500;
+
+  it('even load on 4 nodes: every second after the first 2 heartbeats is within 5% of the limit', async () => {
+    const seconds = 6;
+    const result = await runFleet({ nodes: 4, mode: 'divided', redisUrl: redis().server.url, rule: bucket, durationMs: seconds * 1_000, heartbeatMs: HEARTBEAT, recordTimes: true });
+    const counts = perSecond(result, seconds);
+    console.table(counts.map((admitted, s) => ({ second: s + 1, admitted, limit: s === 0 ? 'R + C (burst)' : RATE, 'off by %': s === 0 ? '' : (((admitted - RATE) / RATE) * 100).toFixed(1) })));
+    // Second 1 holds the start-up (a conservative share, then the burst); from second 2 on, the rate.
+    for (const admitted of counts.slice(1)) expect(Math.abs(admitted - RATE)).toBeLessThanOrEqual(0.05 * RATE);
+  });
+
+  it("80/10/5/5 skew: 'demand' uses at least 90% of the limit ('equal' alongside)", async () => {
+    const seconds = 8;
+    // 1.25 x the limit offered in all: 1,000, 125, 62.5 and 62.5 per second.
+    const offered = [0.8, 0.1, 0.05, 0.05].map((f) => f * 1.25 * RATE);
+    const used: Record<string, number> = {};
+    for (const share of ['equal', 'demand'] as const) {
+      const result = await runFleet({ nodes: 4, mode: 'divided', redisUrl: redis().server.url, rule: bucket, durationMs: seconds * 1_000, heartbeatMs: HEARTBEAT, recordTimes: true, offeredPerSecond: offered, share });
+      // After convergence (2 s), the share of the limit actually used per second.
+      const counts = perSecond(result, seconds).slice(2);
+      used[share] = sum(counts) / (counts.length * RATE);
+    }
+    console.table([{ offered: '1000 / 125 / 62.5 / 62.5 per s', 'equal: used of limit': `${(100 * (used['equal'] as number)).toFixed(1)}%`, 'demand: used of limit': `${(100 * (used['demand'] as number)).toFixed(1)}%` }]);
+    expect(used['demand']).toBeGreaterThanOrEqual(0.9);
+    expect(used['demand']).toBeLessThanOrEqual(1.05);
+  });
+
+  it('a node killed with SIGKILL: the others re-converge to the full limit within 2 heartbeats of it being declared dead', async () => {
+    const seconds = 10;
+    const killAt = 3_000;
+    const result = await runFleet({ nodes: 4, mode: 'divided', redisUrl: redis().server.url, rule: bucket, durationMs: seconds * 1_000, heartbeatMs: HEARTBEAT, recordTimes: true, kill: { node: 0, afterMs: killAt } });
+    const times = allTimes(result).map((t) => t - result.startAt);
+    // Declared dead 3 heartbeats after its last one (at most killAt + 3 x H), re-converged 2 heartbeats later.
+    const convergedBy = killAt + 3 * HEARTBEAT + HEARTBEAT + 2 * HEARTBEAT;
+    const windows: { from: number; admitted: number }[] = [];
+    for (let from = killAt; from + 1_000 <= seconds * 1_000; from += 250) {
+      windows.push({ from, admitted: times.filter((t) => t >= from && t < from + 1_000).length });
+    }
+    const recovered = windows.find((w) => w.from >= killAt && Math.abs(w.admitted - RATE) <= 0.05 * RATE && windows.filter((x) => x.from >= w.from).every((x) => Math.abs(x.admitted - RATE) <= 0.05 * RATE));
+    console.table([{ 'killed at': `${killAt} ms`, 'full limit again from': recovered ? `${recovered.from} ms` : 'never', 'required by': `${convergedBy} ms`, 'rate just after kill': windows[0]?.admitted }]);
+    expect(recovered).toBeDefined();
+    expect(recovered?.from).toBeLessThanOrEqual(convergedBy);
+  });
+});
