@@ -1,0 +1,114 @@
+/**
+ * One node of the multi-node example (and of the hybrid tests and bench): one limiter in the chosen mode
+ * against one Redis, one hot key, saturated or at a paced rate, reporting admissions as JSON lines.
+ */
+import { type Algorithm, type Limiter, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { redisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import type { RuleConfig, WorkerConfig, WorkerReport } from './worker-config.js';
+
+const config = JSON.parse(process.env['SLUICE_WORKER'] ?? '') as WorkerConfig;
+const report = (line: WorkerReport) => process.stdout.write(`${JSON.stringify(line)}\n`);
+/** Wall-clock time with sub-ms precision, comparable across the fleet's processes. */
+const wallNow = () => performance.timeOrigin + performance.now();
+
+function rule(c: RuleConfig): Algorithm {
+  return c.kind === 'tokenBucket' ? tokenBucket({ capacity: c.capacity, refillPerSecond: c.refillPerSecond }) : fixedWindow({ limit: c.limit, windowMs: c.windowMs });
+}
+
+const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
+redis.on('error', () => {});
+let leased = 0;
+let fallbacks = 0;
+let close: () => Promise<void>;
+let limiter: Limiter;
+if (config.mode === 'exact') {
+  const store = redisStore({ redis, failMode: 'closed', timeoutMs: 5_000 });
+  limiter = createLimiter({ algorithm: rule(config.rule), store, prefix: config.prefix });
+  close = async () => {
+    await limiter.close();
+    await store.close();
+  };
+} else if (config.mode === 'leased') {
+  const l = leasedLimiter({ algorithm: rule(config.rule), redis, prefix: config.prefix, nodeId: config.nodeId, failMode: 'closed', timeoutMs: 5_000 });
+  l.on('lease', (e) => {
+    leased += e.granted;
+    report({ type: 'lease', granted: e.granted });
+  });
+  l.on('fallback', () => fallbacks++);
+  limiter = l;
+  close = () => l.close();
+} else {
+  const d = dividedLimiter({
+    algorithm: rule(config.rule),
+    redis,
+    prefix: config.prefix,
+    nodeId: config.nodeId,
+    share: config.share ?? 'equal',
+    heartbeatMs: config.heartbeatMs ?? 1_000,
+  });
+  d.on('fallback', () => fallbacks++);
+  limiter = d;
+  close = () => d.close();
+}
+
+let decisions = 0;
+let admitted = 0;
+let times: number[] = [];
+let reported = { decisions: 0, admitted: 0 };
+const admit = () => {
+  admitted++;
+  if (config.recordTimes) times.push(wallNow());
+};
+const flush = () => {
+  if (decisions === reported.decisions) return;
+  const tick = { decisions: decisions - reported.decisions, admitted: admitted - reported.admitted };
+  report(config.recordTimes ? { type: 'tick', ...tick, times } : { type: 'tick', ...tick });
+  reported = { decisions, admitted };
+  times = [];
+};
+// Short report intervals: a worker killed with SIGKILL loses at most this much of its record.
+const flusher = setInterval(flush, 20);
+
+report({ type: 'ready' });
+await new Promise((r) => setTimeout(r, Math.max(0, config.startAt - Date.now())));
+const end = config.startAt + config.durationMs;
+
+if (config.offeredPerSecond === undefined) {
+  await Promise.all(
+    Array.from({ length: config.inFlight }, async () => {
+      while (Date.now() < end) {
+        decisions++;
+        const d = await limiter.tryAcquire('hot');
+        if (d.allowed) admit();
+        // A denied caller yields to I/O before asking again, as a real client would.
+        else await new Promise((r) => setImmediate(r));
+      }
+    }),
+  );
+} else {
+  // Paced: every 10 ms, the requests due by now, each decided without waiting for the others.
+  const rate = config.offeredPerSecond;
+  let issued = 0;
+  const inFlight = new Set<Promise<void>>();
+  while (Date.now() < end) {
+    const due = Math.floor((rate * (Date.now() - config.startAt)) / 1000);
+    for (; issued < due; issued++) {
+      decisions++;
+      const p = limiter.tryAcquire('hot').then((d) => {
+        if (d.allowed) admit();
+      });
+      inFlight.add(p);
+      void p.finally(() => inFlight.delete(p));
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await Promise.all(inFlight);
+}
+
+clearInterval(flusher);
+flush();
+await close();
+report({ type: 'done', decisions, admitted, leased, fallbacks });
+redis.disconnect();

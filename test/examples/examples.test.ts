@@ -1,0 +1,121 @@
+/**
+ * Every example starts as the README says and answers over real HTTP (or prints what it promises).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { useTestRedis } from '../harness/use-redis.js';
+import { type RunningExample, runExample, runToEnd } from './run-example.js';
+
+const running: RunningExample[] = [];
+afterEach(async () => {
+  for (const example of running.splice(0)) expect(await example.stop()).toBe(0); // stops cleanly on SIGTERM
+});
+
+async function start(script: string, env: Record<string, string> = {}): Promise<{ example: RunningExample; url: string }> {
+  const example = runExample(script, { PORT: '0', ...env });
+  running.push(example);
+  const [, url] = await example.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
+  return { example, url: url as string };
+}
+
+/**
+ * The count route is a 10 s fixed window aligned to the clock: a burst that straddles a boundary is
+ * (correctly) allowed again. Starting bursts early in a window keeps these checks deterministic.
+ */
+async function earlyInTenSecondWindow(): Promise<void> {
+  const into = Date.now() % 10_000;
+  if (into > 4_000) await new Promise((r) => setTimeout(r, 10_000 - into + 50));
+}
+
+const statusOf = async (url: string, init?: RequestInit) => {
+  const res = await fetch(url, init);
+  await res.arrayBuffer();
+  return { status: res.status, headers: res.headers };
+};
+
+describe('examples/http-api', () => {
+  async function exercise(url: string): Promise<void> {
+    await earlyInTenSecondWindow();
+    const count = [];
+    for (let i = 0; i < 3; i++) count.push(await statusOf(`${url}/limiter/count?key=t`));
+    expect(count.map((r) => r.status)).toEqual([200, 200, 429]);
+    const retry = Number(count[2]?.headers.get('retry-after'));
+    expect(retry).toBeGreaterThanOrEqual(1);
+    expect(retry).toBeLessThanOrEqual(10);
+    expect(count[0]?.headers.get('ratelimit-policy')).toBe('"count";q=2;w=10');
+
+    const rate = [await statusOf(`${url}/limiter/rate`), await statusOf(`${url}/limiter/rate`)];
+    expect(rate.map((r) => r.status)).toEqual([200, 429]);
+    expect(rate[1]?.headers.get('retry-after')).toBe('5');
+
+    const rate2 = [await statusOf(`${url}/limiter/rate2`), await statusOf(`${url}/limiter/rate2`)];
+    expect(rate2.map((r) => r.status)).toEqual([200, 429]);
+    expect(rate2[1]?.headers.get('retry-after')).toBe('30');
+
+    const api = await statusOf(`${url}/api/orders`, { headers: { 'X-User-Id': '42' } });
+    expect(api.status).toBe(200);
+    expect(api.headers.get('ratelimit-policy')).toBe(
+      '"per-10s";q=200;w=10, "per-hour";q=5000;w=3600, "per-day";q=20000;w=86400, "global";q=1000;w=1',
+    );
+    expect(api.headers.get('ratelimit')).toMatch(/^"per-10s";r=199;t=\d+, "per-hour";r=4999;t=\d+, "per-day";r=19999;t=\d+, "global";r=999;t=1$/);
+  }
+
+  it('serves the demo controller from the memory store', async () => {
+    const { example, url } = await start('examples/http-api/src/main.ts');
+    expect(example.output()).toContain('(memory store)');
+    await exercise(url);
+  });
+
+  const redis = useTestRedis();
+  it('serves it from Redis when REDIS_URL is set', async () => {
+    const { server, redis: client } = redis();
+    const { example, url } = await start('examples/http-api/src/main.ts', { REDIS_URL: server.url });
+    expect(example.output()).toContain(`(Redis at ${server.url})`);
+    await exercise(url);
+    const keys = await client.keys('demo.*');
+    expect(keys.some((k) => k.startsWith('demo.count:{key:t}'))).toBe(true);
+    expect(keys.some((k) => k.startsWith('demo.api:{all}:global'))).toBe(true);
+  });
+});
+
+describe('npm run demo (examples/http-api/src/demo.ts)', () => {
+  it('drives a burst, prints allowed and refused with headers, and stays up with curl lines', async () => {
+    await earlyInTenSecondWindow();
+    const example = runExample('examples/http-api/src/demo.ts', { PORT: '0' });
+    running.push(example);
+    const [, url] = await example.waitFor(/curl -i '(http:\/\/127\.0\.0\.1:\d+)\/limiter\/count/);
+    const out = example.output();
+    expect(out.match(/200 allowed/g)?.length).toBe(9);
+    expect(out.match(/429 REFUSED/g)?.length).toBe(3);
+    expect(out).toMatch(/429 REFUSED {3}retry-after: 5 {3}ratelimit: "rate";r=0;t=10/);
+    // Still up: the printed curl line works.
+    expect((await statusOf(`${url}/limiter/count?key=alice`)).status).toBe(429);
+  });
+});
+
+describe('examples/verification-code', () => {
+  it('sends one code per phone per 60 s, by count limit and by rate limit', async () => {
+    const { url } = await start('examples/verification-code/src/main.ts');
+    for (const mode of ['', '&mode=rate']) {
+      const first = await fetch(`${url}/codes?phone=5550100${mode}`, { method: 'POST' });
+      expect(first.status).toBe(202);
+      expect(await first.json()).toMatchObject({ phone: '5550100', code: expect.stringMatching(/^\d{6}$/) });
+      const second = await fetch(`${url}/codes?phone=5550100${mode}`, { method: 'POST' });
+      expect(second.status).toBe(429);
+      const retry = Number(second.headers.get('retry-after'));
+      expect(retry).toBeGreaterThan(0);
+      expect(retry).toBeLessThanOrEqual(60);
+      await second.arrayBuffer();
+      expect((await statusOf(`${url}/codes?phone=5550199${mode}`, { method: 'POST' })).status).toBe(202);
+    }
+    expect((await statusOf(`${url}/codes?phone=abc`, { method: 'POST' })).status).toBe(400);
+  });
+});
+
+describe('examples/guava-style', () => {
+  it('runs to the end and shows pacing, warm-up, keyed decisions and the day-long policy', async () => {
+    const { code, output } = await runToEnd('examples/guava-style/src/main.ts');
+    expect(code).toBe(0);
+    expect(output).toMatch(/acquire #5: waited/);
+    expect(output).toContain('4,320,000 requests -> 20,000 allowed');
+  });
+});
