@@ -20,3 +20,11 @@ export function writeJson(path: string, data: unknown): void {
   mkdirSync(dirname(path), { recursive: true });
   writeFileSync(path, `${JSON.stringify(data, null, 2)}\n`);
 }
+
+/** Every command Redis has run (scripts' inner commands too), leaving out the INFO calls that ask. */
+export async function totalCommands(redis: { info(section: string): Promise<string> }): Promise<number> {
+  const info = await redis.info('commandstats');
+  let total = 0;
+  for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (m[1] !== 'info') total += Number(m[2]);
+  return total;
+}

@@ -16,7 +16,7 @@ import { Redis } from 'ioredis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
-import { fmt, writeJson } from './harness.js';
+import { fmt, totalCommands as totalCommandsOf, writeJson } from './harness.js';
 
 const HUGE = 1_000_000_000;
 const KEYS = 10_000;
@@ -26,12 +26,7 @@ type Decide = (key: string) => Promise<unknown>;
 const server = await spawnRedisServer();
 const redis = new Redis(server.url);
 
-async function totalCommands(): Promise<number> {
-  const info = await redis.info('commandstats');
-  let total = 0;
-  for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (m[1] !== 'info') total += Number(m[2]);
-  return total;
-}
+const totalCommands = () => totalCommandsOf(redis);
 
 interface Row {
   subject: string;

@@ -1,0 +1,71 @@
+/**
+ * Exact vs leased vs divided mode, in one run against one spawned redis-server: for N = 1, 4 and 8 worker
+ * processes hammering one hot token bucket for a few seconds (64 callers each), under the limit and
+ * saturated, the fleet's decisions per second, Redis commands per decision (INFO commandstats: every
+ * command, those run inside scripts included) and admitted / limit (C + R*T). Writes bench/results/hybrid.json.
+ *
+ * Run: pnpm --filter @sluice/bench bench:hybrid   (SECONDS=4 per run by default)
+ */
+import { runFleet } from '@sluice/example-multi-node/fleet';
+import type { Mode } from '@sluice/example-multi-node/worker-config';
+import { Redis } from 'ioredis';
+import { spawnRedisServer } from '../../test/harness/redis-server.js';
+import { fmt, totalCommands as totalCommandsOf, writeJson } from './harness.js';
+
+const SECONDS = Number(process.env['SECONDS'] ?? 4);
+const CAPACITY = 1_000;
+const RATE = 1_000;
+const server = await spawnRedisServer();
+const redis = new Redis(server.url);
+
+const totalCommands = () => totalCommandsOf(redis);
+
+type Scenario = 'under the limit' | 'saturated';
+
+interface Row {
+  scenario: Scenario;
+  nodes: number;
+  mode: Mode;
+  decisionsPerSecond: number;
+  commandsPerDecision: number;
+  admittedOfLimit: number;
+}
+
+/**
+ * 'under the limit': a bucket far above what the fleet can ask (50M/s), so every decision is a grant: the
+ * regime leasing is for (exact mode pays a Redis round trip per batch of grants). 'saturated': 1,000/s
+ * asked for by far more callers, so most decisions are denials (exact mode's deny cache answers many locally).
+ */
+const SCENARIOS: Record<Scenario, { capacity: number; rate: number }> = {
+  'under the limit': { capacity: 50_000_000, rate: 50_000_000 },
+  saturated: { capacity: CAPACITY, rate: RATE },
+};
+
+const rows: Row[] = [];
+for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
+  const { capacity, rate } = SCENARIOS[scenario];
+  for (const nodes of [1, 4, 8]) {
+    for (const mode of ['exact', 'leased', 'divided'] as const) {
+      const before = await totalCommands();
+      const result = await runFleet({ nodes, mode, redisUrl: server.url, rule: { kind: 'tokenBucket', capacity, refillPerSecond: rate }, durationMs: SECONDS * 1_000 });
+      const commands = (await totalCommands()) - before;
+      const decisions = result.nodes.reduce((s, n) => s + n.decisions, 0);
+      const admitted = result.nodes.reduce((s, n) => s + n.admitted, 0);
+      const row = { scenario, nodes, mode, decisionsPerSecond: decisions / SECONDS, commandsPerDecision: commands / decisions, admittedOfLimit: admitted / (capacity + rate * SECONDS) };
+      rows.push(row);
+      console.log(`${scenario.padEnd(15)} N=${nodes} ${mode.padEnd(7)} ${fmt(row.decisionsPerSecond).padStart(8)} decisions/s  ${row.commandsPerDecision.toFixed(5)} commands/decision  admitted ${(100 * row.admittedOfLimit).toFixed(1)}% of C + R*T`);
+    }
+  }
+}
+
+for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
+  console.log(`\n${scenario}:\n| N | mode | fleet decisions/s | vs exact | Redis commands / decision | admitted / (C + R*T) |`);
+  console.log('| ---: | --- | ---: | ---: | ---: | ---: |');
+  for (const row of rows.filter((r) => r.scenario === scenario)) {
+    const exact = rows.find((r) => r.scenario === scenario && r.nodes === row.nodes && r.mode === 'exact') as Row;
+    console.log(`| ${row.nodes} | ${row.mode} | ${fmt(row.decisionsPerSecond)} | ${(row.decisionsPerSecond / exact.decisionsPerSecond).toFixed(1)}x | ${row.commandsPerDecision.toFixed(5)} | ${(100 * row.admittedOfLimit).toFixed(1)}% |`);
+  }
+}
+writeJson('hybrid.json', { seconds: SECONDS, scenarios: SCENARIOS, rows });
+redis.disconnect();
+await server.stop();
