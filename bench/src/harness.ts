@@ -28,3 +28,13 @@ export async function totalCommands(redis: { info(section: string): Promise<stri
   for (const m of info.matchAll(/cmdstat_(\w+):calls=(\d+)/g)) if (m[1] !== 'info') total += Number(m[2]);
   return total;
 }
+
+/**
+ * CPU time the redis-server process has used, in microseconds (INFO cpu: user + system). Unlike commandstats
+ * it holds everything a decision costs Redis: reading the request, the script, writing the reply.
+ */
+export async function redisCpuUs(redis: { info(section: string): Promise<string> }): Promise<number> {
+  const info = await redis.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
+}

@@ -6,6 +6,7 @@
  *
  * Run: pnpm --filter @sluice/bench bench:hybrid   (SECONDS=4 per run by default)
  */
+import { fileURLToPath } from 'node:url';
 import { runFleet } from '@sluice/example-multi-node/fleet';
 import type { Mode } from '@sluice/example-multi-node/worker-config';
 import { Redis } from 'ioredis';
@@ -66,6 +67,6 @@ for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
     console.log(`| ${row.nodes} | ${row.mode} | ${fmt(row.decisionsPerSecond)} | ${(row.decisionsPerSecond / exact.decisionsPerSecond).toFixed(1)}x | ${row.commandsPerDecision.toFixed(5)} | ${(100 * row.admittedOfLimit).toFixed(1)}% |`);
   }
 }
-writeJson('hybrid.json', { seconds: SECONDS, scenarios: SCENARIOS, rows });
+writeJson(fileURLToPath(new URL('../results/hybrid.json', import.meta.url)), { seconds: SECONDS, scenarios: SCENARIOS, rows });
 redis.disconnect();
 await server.stop();
