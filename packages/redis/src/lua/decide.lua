@@ -17,6 +17,7 @@
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
 local RECLAIM_SLACK_MS = 1000
+local MAX_PX = 2 ^ 53
 
 local rules, a = parse_rules(1)
 if rules == nil then return a end
@@ -42,44 +43,41 @@ while k <= #KEYS do
   k = last + 1
 end
 
--- key index -> { state = {...} or nil, expires = ms, dirty = bool, written_at = now }
-local slots = {}
-local function slot(k)
-  local entry = slots[k]
-  if entry ~= nil then return entry end
-  entry = { dirty = false, written_at = 0 }
-  local raw = raw_values[k]
-  if raw then entry.state = unpack_doubles(raw) end
-  slots[k] = entry
-  return entry
-end
+-- States by key index, decoded on first use. Parallel arrays rather than a table per key: a batch touches
+-- up to hundreds of keys, and every table is an allocation the script pays for per decision.
+local state_of, loaded = {}, {}
+local expires_at, written_at = {}, {}
+local dirty, dirty_keys = {}, {}
 
 local function live(k)
-  return slot(k).state
+  if loaded[k] then return state_of[k] end
+  loaded[k] = true
+  local raw = raw_values[k]
+  local state = nil
+  if raw then state = unpack_doubles(raw) end
+  state_of[k] = state
+  return state
 end
 
--- Writes every rule's state of one request (nil: nothing to keep) with the expiry they share.
-local function store(group, states, now, ttl)
-  for r = 1, R do
-    local entry = slot(group[r])
-    entry.state = states[r]
-    entry.expires = now + ttl
-    entry.dirty = true
-    entry.written_at = now
+-- Keeps a state (nil: nothing to keep) to be written when the batch is done.
+local function store(k, state, now, ttl)
+  state_of[k] = state
+  loaded[k] = true
+  expires_at[k] = now + ttl
+  written_at[k] = now
+  if not dirty[k] then
+    dirty[k] = true
+    dirty_keys[#dirty_keys + 1] = k
   end
 end
 
-local groups = {}
+-- Each group's R key indices, flat: rule r of group g is group_keys[(g - 1) * R + r].
+local group_keys = {}
 do
   local packed = ARGV[a]
+  local count = #packed / 4
   local p = 1
-  local g = 0
-  while p <= #packed do
-    g = g + 1
-    local group = {}
-    for r = 1, R do group[r], p = struct.unpack('<I4', packed, p) end
-    groups[g] = group
-  end
+  for j = 1, count do group_keys[j], p = struct.unpack('<I4', packed, p) end
   a = a + 1
 end
 
@@ -87,77 +85,87 @@ local replies = {}
 local requests = ARGV[a]
 local Q = #requests / 29
 local pos = 1
-for q = 1, Q do
-  local i, t, permits, max_wait, peek_flag
-  i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
-  local now = read_now(t)
-  local peek = peek_flag == 1
-  local group = groups[i]
-  local before = {}
-  for r = 1, R do before[r] = live(group[r]) end
 
-  if R == 1 then
-    local o = rules[1].consume(rules[1].params, before[1], now, permits, max_wait)
+if R == 1 then
+  local consume, params = rules[1].consume, rules[1].params
+  for q = 1, Q do
+    local i, t, permits, max_wait, peek_flag
+    i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
+    local now = read_now(t)
+    local k = group_keys[i]
+    local before = live(k)
+    local allowed, state, remaining, retry_after, reset_after, wait, ttl = consume(params, before, now, permits, max_wait)
     -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-    if o.state ~= before[1] and not peek then store(group, { o.state }, now, o.ttl) end
-    replies[q] = struct.pack('<BdddddB', o.allowed and 1 or 0, o.remaining, o.retry_after, o.reset_after, o.wait, now, 0)
-  else
-    -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors policy.ts.
-    local outcomes = {}
+    if state ~= before and peek_flag ~= 1 then store(k, state, now, ttl) end
+    replies[q] = struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, wait, now, 0)
+  end
+else
+  -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors policy.ts. The
+  -- per-rule arrays are reused from request to request.
+  local before, ok, kept, left, retry, reset, life = {}, {}, {}, {}, {}, {}, {}
+  for q = 1, Q do
+    local i, t, permits, max_wait, peek_flag
+    i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
+    local now = read_now(t)
+    local base = (i - 1) * R
     local allowed = true
     for r = 1, R do
-      outcomes[r] = rules[r].consume(rules[r].params, before[r], now, permits, 0)
-      if not outcomes[r].allowed then allowed = false end
+      local rule = rules[r]
+      before[r] = live(group_keys[base + r])
+      local wait_r
+      ok[r], kept[r], left[r], retry[r], reset[r], wait_r, life[r] = rule.consume(rule.params, before[r], now, permits, 0)
+      if not ok[r] then allowed = false end
     end
-    local remaining = {}
     for r = 1, R do
-      local o = outcomes[r]
-      remaining[r] = o.remaining
-      if not allowed and o.allowed then remaining[r] = o.remaining + permits end
+      if not allowed and ok[r] then left[r] = left[r] + permits end
     end
     local tightest = 1
     for r = 2, R do
       local tighter
-      if allowed then tighter = remaining[r] < remaining[tightest]
-      else tighter = outcomes[r].retry_after > outcomes[tightest].retry_after end
+      if allowed then tighter = left[r] < left[tightest]
+      else tighter = retry[r] > retry[tightest] end
       if tighter then tightest = r end
     end
-    local retry_after, reset_after, ttl = 0, outcomes[1].reset_after, outcomes[1].ttl
+    local retry_after, reset_after, ttl = 0, reset[1], life[1]
     for r = 1, R do
-      if not allowed then retry_after = math.max(retry_after, outcomes[r].retry_after) end
-      reset_after = math.max(reset_after, outcomes[r].reset_after)
-      ttl = math.max(ttl, outcomes[r].ttl)
+      if not allowed then retry_after = math.max(retry_after, retry[r]) end
+      reset_after = math.max(reset_after, reset[r])
+      ttl = math.max(ttl, life[r])
     end
-    if peek then
+    if peek_flag == 1 then
       -- nothing is written
     elseif allowed then
-      local states = {}
-      for r = 1, R do states[r] = outcomes[r].state end
-      store(group, states, now, ttl)
+      for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
     else
-      local kept, anchored = {}, false
+      -- A rule that allowed keeps its state as it was; one that refused may have anchored a never-seen key.
+      local anchored = false
       for r = 1, R do
-        if outcomes[r].allowed then kept[r] = before[r] else kept[r] = outcomes[r].state end
+        if ok[r] then kept[r] = before[r] end
         if kept[r] ~= before[r] then anchored = true end
       end
-      if anchored then store(group, kept, now, ttl) end
+      if anchored then
+        for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
+      end
     end
-    local parts = { struct.pack('<BdddddB', allowed and 1 or 0, remaining[tightest], retry_after, reset_after, 0, now, tightest - 1) }
+    local parts = { struct.pack('<BdddddB', allowed and 1 or 0, left[tightest], retry_after, reset_after, 0, now, tightest - 1) }
     for r = 1, R do
-      parts[r + 1] = struct.pack('<Bdd', outcomes[r].allowed and 1 or 0, remaining[r], outcomes[r].reset_after)
+      parts[r + 1] = struct.pack('<Bdd', ok[r] and 1 or 0, left[r], reset[r])
     end
     replies[q] = table.concat(parts)
   end
 end
 
-for k, entry in pairs(slots) do
-  if entry.dirty then
-    if entry.state == nil then
-      redis.call('DEL', KEYS[k])
-    else
-      local px = math.ceil(entry.expires - entry.written_at) + RECLAIM_SLACK_MS
-      redis.call('SET', KEYS[k], pack_doubles(entry.state), 'PX', px)
-    end
+for d = 1, #dirty_keys do
+  local k = dirty_keys[d]
+  local state = state_of[k]
+  if state == nil then
+    redis.call('DEL', KEYS[k])
+  else
+    -- PX as an integer string: Redis formats a Lua number argument with '%.17g', which costs more. A life
+    -- beyond MAX_PX (or not a number) is kept for MAX_PX, which Redis still accepts.
+    local px = math.ceil(expires_at[k] - written_at[k]) + RECLAIM_SLACK_MS
+    if not (px < MAX_PX) then px = MAX_PX end
+    redis.call('SET', KEYS[k], pack_doubles(state), 'PX', string.format('%d', px))
   end
 end
 return table.concat(replies)

@@ -11,9 +11,10 @@ local function whole_permits(x)
   return 0
 end
 
+-- An algorithm's answer, as seven values rather than a table: decide.lua runs one per request, and a table
+-- with seven named fields costs more than the arithmetic that fills it.
 local function outcome(allowed, state, remaining, retry_after, reset_after, wait, ttl)
-  return { allowed = allowed, state = state, remaining = remaining, retry_after = retry_after,
-           reset_after = reset_after, wait = wait, ttl = ttl }
+  return allowed, state, remaining, retry_after, reset_after, wait, ttl
 end
 
 -- A request that can never fit: denied with retry_after = Infinity, state untouched (it matters for ttl).
@@ -71,6 +72,8 @@ local function unpack_doubles(s)
   return values
 end
 
+-- ALGORITHMS[kind](p, state, now, permits, max_wait) decides one request against one state (nil: none yet) and
+-- returns outcome(...)'s seven values: allowed, the state to keep, remaining, retry_after, reset_after, wait, ttl.
 local ALGORITHMS = {}
 -- REFUNDS[kind](p, state, now, permits, granted_at) gives back permits granted at granted_at, for a policy
 -- whose other slot then refused: the state as if that grant had not been made (or as close as time allows).
