@@ -9,7 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { spawnRedisServer } from '../harness/redis-server.js';
 import { heapAfterGc } from './gc.js';
 
-const KEYS = Number(process.env['FLOOD_KEYS'] ?? 1_000_000);
+// Long enough (about 10 s here) that the keys alive at any moment, a few seconds' worth, are a small part of
+// the flood however fast the machine decides.
+const KEYS = Number(process.env['FLOOD_KEYS'] ?? 2_000_000);
 const IN_FLIGHT = 256;
 const MB = 1024 * 1024;
 
@@ -63,8 +65,8 @@ describe('key flood', () => {
         },
       ]);
       // Never the whole flood: what the TTLs allow, plus what Redis's active expiry has not reclaimed yet
-      // (measured here: about 1.5 x the TTL bound at the peak).
-      expect(peakKeys).toBeLessThan(0.6 * KEYS);
+      // (measured here: about 1.5 x the TTL bound at the peak, some 550k keys at 175k decisions/s).
+      expect(peakKeys).toBeLessThan(Math.min(0.6 * KEYS, 3 * perSecond * 2));
       expect(keysLeft).toBeLessThanOrEqual(KEYS / 100);
       expect(memoryAfter - baselineMemory).toBeLessThan(32 * MB);
       expect(heapAfter - heapBefore).toBeLessThan(32 * MB);

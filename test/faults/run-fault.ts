@@ -37,7 +37,11 @@ export interface FaultRow {
   readonly worstLatencyMs: number;
   /** Exact mode only: grants Redis decided beyond the bucket's bound (null where not measured). */
   readonly overAdmissions: number | null;
-  /** From healthy again to the first decision served by Redis again (0: the mode never left Redis). */
+  /**
+   * From healthy again to the first decision served by Redis after the last fallback (0: the mode never left
+   * Redis, or was back before the harness, polling, saw Redis healthy: a Cluster client can see a promoted
+   * replica first).
+   */
   readonly recoveryMs: number;
   readonly fellBack: boolean;
 }
@@ -48,12 +52,13 @@ interface Probe {
   /** performance.now() of every Redis-served decision (exact), lease (leased) or recovered heartbeat. */
   readonly servedAt: number[];
   readonly redisGrants: Map<string, number[]>;
-  fellBack: boolean;
+  /** performance.now() of the last decision or heartbeat that fell back from Redis. */
+  lastFallbackAt: number | undefined;
   close: () => Promise<void>;
 }
 
 function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
-  const probe: Probe = { client, servedAt: [], redisGrants: new Map(), fellBack: false, limiter: undefined as unknown as Limiter, close: async () => {} };
+  const probe: Probe = { client, servedAt: [], redisGrants: new Map(), lastFallbackAt: undefined, limiter: undefined as unknown as Limiter, close: async () => {} };
   const algorithm = tokenBucket({ capacity: CAPACITY, refillPerSecond: RATE });
   if (c.mode === 'exact') {
     const store = redisStore({
@@ -70,7 +75,7 @@ function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
         }
       },
     });
-    store.on('store-error', () => (probe.fellBack = true));
+    store.on('store-error', () => (probe.lastFallbackAt = performance.now()));
     const limiter = createLimiter({ algorithm, store, prefix });
     probe.limiter = limiter;
     probe.close = async () => {
@@ -83,7 +88,7 @@ function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
   if (c.mode === 'leased') {
     const limiter = leasedLimiter({ algorithm, redis: client, prefix, failMode: c.failMode, timeoutMs: TIMEOUT_MS });
     limiter.on('lease', () => probe.servedAt.push(performance.now()));
-    limiter.on('fallback', () => (probe.fellBack = true));
+    limiter.on('fallback', () => (probe.lastFallbackAt = performance.now()));
     probe.limiter = limiter;
     probe.close = async () => {
       await limiter.close();
@@ -92,7 +97,7 @@ function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
     return probe;
   }
   const limiter = dividedLimiter({ algorithm, redis: client, prefix, heartbeatMs: 200 });
-  limiter.on('fallback', () => (probe.fellBack = true));
+  limiter.on('fallback', () => (probe.lastFallbackAt = performance.now()));
   limiter.on('recovered', () => probe.servedAt.push(performance.now()));
   probe.limiter = limiter;
   probe.close = async () => {
@@ -146,7 +151,8 @@ export async function runFault(fault: Fault): Promise<FaultRow[]> {
   return MODE_CASES.map((c, i) => {
     const probe = probes[i] as Probe;
     const { stats } = drivers[i] as ReturnType<typeof drive>;
-    const served = probe.servedAt.find((t) => t >= healedAt);
+    const fellBackAt = probe.lastFallbackAt;
+    const back = fellBackAt === undefined ? undefined : probe.servedAt.find((t) => t > fellBackAt);
     let overAdmissions: number | null = null;
     if (c.mode === 'exact') {
       overAdmissions = 0;
@@ -162,8 +168,8 @@ export async function runFault(fault: Fault): Promise<FaultRow[]> {
       threw: stats.threw,
       worstLatencyMs: Number(stats.worstMs.toFixed(1)),
       overAdmissions,
-      recoveryMs: !probe.fellBack ? 0 : served === undefined ? Number.POSITIVE_INFINITY : Number((served - healedAt).toFixed(0)),
-      fellBack: probe.fellBack,
+      recoveryMs: fellBackAt === undefined ? 0 : back === undefined ? Number.POSITIVE_INFINITY : Number(Math.max(0, back - healedAt).toFixed(0)),
+      fellBack: fellBackAt !== undefined,
     };
   });
 }
