@@ -177,28 +177,22 @@ async function usedMemory(): Promise<number> {
   return Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
 }
 const memory: Array<{ subject: string; bytesPerKey: number }> = [];
-for (const [subject, make] of subjects().slice(1)) {
+async function measureMemory(subject: string, write: (i: number) => Promise<unknown>): Promise<void> {
   await redis.flushall();
-  const decide = await make();
   const before = await usedMemory();
   const N = 100_000;
-  for (let i = 0; i < N; i += 1000) await Promise.all(Array.from({ length: 1000 }, (_, j) => decide(`user:${i + j}`)));
+  for (let i = 0; i < N; i += 1000) await Promise.all(Array.from({ length: 1000 }, (_, j) => write(i + j)));
   const bytesPerKey = ((await usedMemory()) - before) / N;
   memory.push({ subject, bytesPerKey });
   console.log(`  redis memory/key  ${subject.padEnd(40)} ${bytesPerKey.toFixed(0)} bytes`);
 }
-
+for (const [subject, make] of subjects().slice(1)) {
+  const decide = await make();
+  await measureMemory(subject, (i) => decide(`user:${i}`));
+}
 // The least one key with a TTL costs: a small integer (Redis stores it in the object itself) under a key of
 // sluice's shape. One key per state cannot go below this, whatever the state's encoding.
-{
-  await redis.flushall();
-  const before = await usedMemory();
-  const N = 100_000;
-  for (let i = 0; i < N; i += 1000) await Promise.all(Array.from({ length: 1000 }, (_, j) => redis.set(`fw9:{user:${i + j}}:fw`, 123_456, 'PX', 60_000)));
-  const bytesPerKey = ((await usedMemory()) - before) / N;
-  memory.push({ subject: 'bare SET of an integer, PX, key like sluice fixedWindow', bytesPerKey });
-  console.log(`  redis memory/key  ${'bare SET of an integer, PX, key like sluice fixedWindow'.padEnd(40)} ${bytesPerKey.toFixed(0)} bytes`);
-}
+await measureMemory('bare SET of an integer, PX, key like sluice fixedWindow', (i) => redis.set(`fw9:{user:${i}}:fw`, 123_456, 'PX', 60_000));
 
 const find = (subject: string, keysLabel: string, inFlight: number) => rows.find((r) => r.subject === subject && r.keys === keysLabel && r.inFlight === inFlight);
 const floor = (k: string, f: number) => find(FLOOR, k, f);
