@@ -7,6 +7,7 @@ import { type DividedLimiter, type MembershipEvent, dividedLimiter } from '@slui
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
+import { admitted } from './admitted.js';
 
 const redis = useTestRedis();
 let n = 0;
@@ -26,11 +27,6 @@ function membership(limiter: DividedLimiter, ok: (e: MembershipEvent) => boolean
   });
 }
 
-async function admitted(limiter: DividedLimiter, key: string, attempts: number): Promise<number> {
-  let count = 0;
-  for (let i = 0; i < attempts; i++) if ((await limiter.tryAcquire(key)).allowed) count++;
-  return count;
-}
 
 async function evalCalls(r: Redis): Promise<number> {
   const stats = await r.info('commandstats');

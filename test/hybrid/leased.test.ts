@@ -9,6 +9,7 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
 import { useTestRedis } from '../harness/use-redis.js';
+import { admitted } from './admitted.js';
 
 const redis = useTestRedis();
 let n = 0;
@@ -75,17 +76,14 @@ describe('leasedLimiter', () => {
     const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis: redis().redis, prefix: prefix(), clock });
     const leases: LeaseEvent[] = [];
     limiter.on('lease', (e) => leases.push(e));
-    let admitted = 0;
-    for (let i = 0; i < 200; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
-    expect(admitted).toBe(100);
+    expect(await admitted(limiter, 'k', 200)).toBe(100);
     expect(leases.every((e) => e.granted <= 25)).toBe(true); // capacity / (4 x 1 node)
     expect(leases.length).toBeLessThan(12);
     // The last lease came back short: the node asks again once a batch (25) is back, not per token.
     clock.advance(2_000);
     expect((await limiter.tryAcquire('k')).allowed).toBe(false);
     clock.advance(500);
-    for (let i = 0; i < 100; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
-    expect(admitted).toBe(125);
+    expect(await admitted(limiter, 'k', 100)).toBe(25);
     await limiter.close();
   });
 
@@ -125,9 +123,7 @@ describe('leasedLimiter', () => {
     expect((await a.tryAcquire('k')).allowed).toBe(true); // leases 40, spends 1
     await a.close();
     const b = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }), redis: redis().redis, prefix: p, clock, maxBatch: 100 });
-    let admitted = 0;
-    for (let i = 0; i < 150; i++) if ((await b.tryAcquire('k')).allowed) admitted++;
-    expect(admitted).toBe(99);
+    expect(await admitted(b, 'k', 150)).toBe(99);
     await b.close();
   });
 
@@ -150,22 +146,16 @@ describe('leasedLimiter', () => {
     expect((await limiter.tryAcquire('k')).allowed).toBe(true); // leases all 10 of window 10 s
     clock.advance(1_000);
     // The 9 left over belong to the old window: the new one starts from its own 10, no more.
-    let admitted = 0;
-    for (let i = 0; i < 30; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
-    expect(admitted).toBe(10);
+    expect(await admitted(limiter, 'k', 30)).toBe(10);
     await limiter.close();
   });
 
   it('sliding window counter: at most the limit per aligned window, previous window weighed in', async () => {
     const clock = new ManualClock(0);
     const limiter = leasedLimiter({ algorithm: slidingWindowCounter({ limit: 10, windowMs: 1_000 }), redis: redis().redis, prefix: prefix(), clock });
-    let admitted = 0;
-    for (let i = 0; i < 30; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
-    expect(admitted).toBe(10);
+    expect(await admitted(limiter, 'k', 30)).toBe(10);
     clock.set(1_500); // previous window's 10 weigh 5
-    admitted = 0;
-    for (let i = 0; i < 30; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
-    expect(admitted).toBe(5);
+    expect(await admitted(limiter, 'k', 30)).toBe(5);
     await limiter.close();
   });
 
