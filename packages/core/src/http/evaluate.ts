@@ -3,7 +3,7 @@ import { SluiceRangeError, SluiceTypeError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../validate.js';
 import { type HeaderFormat, rateLimitHeaders } from './headers.js';
-import { type KeyStrategy, byIp } from './keys.js';
+import { type KeyStrategy, byIp, byIpSettings } from './keys.js';
 import type { MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
 import type { HttpRequestLike } from './request.js';
 
@@ -36,7 +36,14 @@ export function createEvaluator<Req extends HttpRequestLike>(options: RateLimitO
   if (!isLimiter(limiter)) {
     throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter (createLimiter(...)), got ${describe(limiter)}`);
   }
-  const key: KeyStrategy<Req> = options.key ?? byIp();
+  // The proxy settings: given here, else those of a byIp key, else none. The default key and the missing-key
+  // fallback both read addresses with them, so a fallback never keys a proxied request by the proxy.
+  const proxy =
+    options.trustProxy !== undefined || options.proxyHeader !== undefined
+      ? { trustProxy: options.trustProxy, proxyHeader: options.proxyHeader }
+      : byIpSettings(options.key);
+  const ipFallback = byIp(proxy);
+  const key: KeyStrategy<Req> = options.key ?? ipFallback;
   if (typeof key !== 'function') throw new SluiceTypeError('key', key, `key must be a function of the request, got ${describe(key)}`);
   const missing = options.onMissingKey ?? 'ip';
   if (!MISSING_KEY_POLICIES.includes(missing)) {
@@ -51,7 +58,6 @@ export function createEvaluator<Req extends HttpRequestLike>(options: RateLimitO
   const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
   const skip = options.skip;
   if (skip !== undefined && typeof skip !== 'function') throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
-  const ipFallback = byIp();
   const reported = new Set<string>();
   const onInvalidInput =
     options.onInvalidInput ??

@@ -10,7 +10,14 @@ import { describe } from '../validate.js';
  */
 export type HeaderFormat = 'draft-8' | 'draft-6' | false;
 
-const seconds = (ms: number): number => Math.ceil(ms / 1000);
+/**
+ * The most seconds a header states: 2^31, the value RFC 9111 (section 1.2.2) asks a cache to send for a delta
+ * that overflows. Rules cannot span more than MAX_PERIOD_MS, so only a hand-made Decision gets here.
+ */
+const MAX_HEADER_SECONDS = 2 ** 31;
+
+/** Whole seconds, rounded up (a client that waits what it is told is never early), capped, never negative. */
+export const seconds = (ms: number): number => Math.min(MAX_HEADER_SECONDS, Math.max(0, Math.ceil(ms / 1000)));
 
 /** Every rule's standing: a policy's decision lists them, a single rule is the decision itself. */
 function standings(decision: Decision, rules: readonly Algorithm[]): readonly RuleStatus[] {

@@ -1,6 +1,6 @@
 import { SluiceRangeError, SluiceTypeError } from '../errors.js';
 import { describe, nonNegativeInteger, optionsObject } from '../validate.js';
-import { ipKey } from './ip.js';
+import { hopAddress, ipKey } from './ip.js';
 import type { HttpRequestLike } from './request.js';
 
 /**
@@ -12,29 +12,68 @@ export type KeyStrategy<Req = HttpRequestLike> = (req: Req) => string | undefine
 export interface ByIpOptions {
   /**
    * Bits of an IPv6 address that identify one client: providers hand out /56 or /64 prefixes, and a
-   * client can rotate through every address in its prefix.
+   * client can rotate through every address in its prefix. (IPv6 addresses that embed an IPv4 address,
+   * such as NAT64 and Teredo, are keyed by that IPv4 address; see ipKey.)
    * @default 56
    */
   ipv6Subnet?: number;
   /**
-   * How many reverse proxies you run in front of this server. 0 trusts no `X-Forwarded-For` at all: any
-   * client can write that header, so reading it without a proxy of yours that overwrites it lets every
-   * request pick its own bucket. With N proxies, the client is the N-th address from the right.
-   * (Express's and Fastify's own `trust proxy` settings already shape `req.ip`, which is used when present.)
+   * How many reverse proxies you run in front of this server. 0 trusts no proxy header at all: any
+   * client can write one, so reading it without a proxy of yours that overwrites it lets every request pick
+   * its own bucket. With N proxies, the client is the N-th address from the right of `proxyHeader`.
+   * (Express's and Fastify's own `trust proxy` settings already shape `req.ip`, which is used when present
+   * and this is 0.)
    * @default 0
    */
   trustProxy?: number;
+  /**
+   * Which header your proxies append the client to: `'x-forwarded-for'` (`198.51.100.1`, `198.51.100.1:50001`,
+   * `[2001:db8::1]:443`), or RFC 7239's `'forwarded'` (`for=198.51.100.1;proto=https, for="[2001:db8::1]:443"`).
+   * Only the one you name is read: a client could send the other.
+   * @default 'x-forwarded-for'
+   */
+  proxyHeader?: 'x-forwarded-for' | 'forwarded';
 }
 
-function forwardedClient(header: string | string[] | undefined, hops: number): string | undefined {
-  if (header === undefined) return undefined;
-  const hopsList = (Array.isArray(header) ? header.join(',') : header).split(',').map((s) => s.trim());
-  return hopsList[hopsList.length - hops];
+const PROXY_HEADERS: ReadonlyArray<NonNullable<ByIpOptions['proxyHeader']>> = ['x-forwarded-for', 'forwarded'];
+
+/** The hops of a proxy header, left (furthest) to right (nearest), as they were written. */
+function proxyHops(req: HttpRequestLike, header: NonNullable<ByIpOptions['proxyHeader']>): string[] | undefined {
+  const raw = req.headers[header];
+  if (raw === undefined) return undefined;
+  const elements = (Array.isArray(raw) ? raw.join(',') : raw).split(',');
+  if (header === 'x-forwarded-for') return elements;
+  // RFC 7239: each element is `pair;pair;...`; the client is its `for=` value ('' when an element has none).
+  return elements.map((element) => {
+    const pair = element.split(';').find((p) => p.trim().toLowerCase().startsWith('for='));
+    return pair === undefined ? '' : pair.trim().slice(4);
+  });
+}
+
+/**
+ * The client address a request came from: with `hops` trusted proxies, the hops-th entry from the right of
+ * the proxy header, or the furthest entry when the header lists fewer (the client reached an inner proxy
+ * directly); undefined when that entry is no address (a proxy of yours wrote something sluice cannot read:
+ * never the proxy's own address instead, which would put every client behind it in one bucket). Without a
+ * header, or with no trusted proxy, `req.ip` or the socket's peer.
+ */
+function clientAddress(req: HttpRequestLike, hops: number, header: NonNullable<ByIpOptions['proxyHeader']>): string | undefined {
+  const list = hops > 0 ? proxyHops(req, header) : undefined;
+  if (list !== undefined) return hopAddress(list[Math.max(0, list.length - hops)] as string);
+  return (typeof req.ip === 'string' ? req.ip : undefined) ?? req.socket?.remoteAddress;
+}
+
+/** The settings of each strategy byIp made, so the middleware's missing-key fallback reads addresses the same way. */
+const ipSettings = new WeakMap<object, Required<Pick<ByIpOptions, 'trustProxy' | 'proxyHeader'>>>();
+
+/** The proxy settings of a key strategy made by byIp, or undefined for any other strategy. */
+export function byIpSettings(strategy: unknown): Required<Pick<ByIpOptions, 'trustProxy' | 'proxyHeader'>> | undefined {
+  return typeof strategy === 'function' ? ipSettings.get(strategy) : undefined;
 }
 
 /**
  * Keys a request by its client address: `ip:203.0.113.7`, or for IPv6 the client's prefix,
- * `ip:2001:db8:0:100::/56`.
+ * `ip:2001:db8:0:100::/56`. A request whose address cannot be read has no key (see `onMissingKey`).
  *
  * @example rateLimit({ limiter, key: byIp({ trustProxy: 1 }) }) // behind one load balancer
  */
@@ -43,15 +82,18 @@ export function byIp(options?: ByIpOptions): KeyStrategy<HttpRequestLike> {
   const subnet = options?.ipv6Subnet === undefined ? 56 : nonNegativeInteger('ipv6Subnet', options.ipv6Subnet);
   if (subnet > 128) throw new SluiceRangeError('ipv6Subnet', subnet, `ipv6Subnet must be an integer in 0..128, got ${subnet}`);
   const hops = options?.trustProxy === undefined ? 0 : nonNegativeInteger('trustProxy', options.trustProxy);
-  return (req) => {
-    const address =
-      (hops > 0 ? forwardedClient(req.headers['x-forwarded-for'], hops) : undefined) ??
-      (typeof req.ip === 'string' ? req.ip : undefined) ??
-      req.socket?.remoteAddress;
+  const header = options?.proxyHeader ?? 'x-forwarded-for';
+  if (!PROXY_HEADERS.includes(header)) {
+    throw new SluiceRangeError('proxyHeader', header, `proxyHeader must be 'x-forwarded-for' or 'forwarded', got ${describe(header)}`);
+  }
+  const strategy: KeyStrategy<HttpRequestLike> = (req) => {
+    const address = clientAddress(req, hops, header);
     if (address === undefined) return undefined;
     const key = ipKey(address, subnet);
     return key === undefined ? undefined : `ip:${key}`;
   };
+  ipSettings.set(strategy, { trustProxy: hops, proxyHeader: header });
+  return strategy;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Decision } from '../decision.js';
 import type { Limiter } from '../limiter.js';
-import type { HeaderFormat } from './headers.js';
+import { type HeaderFormat, seconds } from './headers.js';
 import type { KeyStrategy } from './keys.js';
 
 /**
@@ -21,6 +21,15 @@ export interface RateLimitOptions<Req> {
   key?: KeyStrategy<Req>;
   /** @default 'ip' */
   onMissingKey?: MissingKeyPolicy;
+  /**
+   * How many reverse proxies you run in front of this server, for the default key (byIp) and for
+   * `onMissingKey: 'ip'`; see ByIpOptions.trustProxy. When `key` is itself a byIp strategy, the fallback
+   * reads addresses with that strategy's settings unless this is set.
+   * @default 0
+   */
+  trustProxy?: number;
+  /** Which header your proxies write; see ByIpOptions.proxyHeader. @default 'x-forwarded-for' */
+  proxyHeader?: 'x-forwarded-for' | 'forwarded';
   /**
    * Permits the request costs: a number, or a function of the request (an integer >= 1; a cost above the
    * limit is denied without Retry-After, as it can never pass).
@@ -65,6 +74,6 @@ export function limitedBody(decision: Decision): LimitedBody {
     error: 'Too Many Requests',
     rule: decision.rule,
     limit: decision.limit,
-    retryAfterSeconds: Number.isFinite(decision.retryAfterMs) ? Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) : null,
+    retryAfterSeconds: Number.isFinite(decision.retryAfterMs) ? Math.max(1, seconds(decision.retryAfterMs)) : null,
   };
 }
