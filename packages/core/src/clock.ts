@@ -1,6 +1,5 @@
-import { SluiceError } from './errors.js';
+import { SluiceError, SluiceRangeError } from './errors.js';
 import { describe } from './validate.js';
-import { SluiceRangeError } from './errors.js';
 
 /**
  * Where sluice reads time, in milliseconds. `sleep` is how a limiter waits; clocks without it wait on
@@ -15,18 +14,35 @@ function abortError(signal: AbortSignal): SluiceError {
   return new SluiceError('ABORTED', 'the wait was aborted', { cause: signal.reason });
 }
 
-/** Waits `ms` on host timers; rejects with a SluiceError('ABORTED') when `signal` fires. */
+/**
+ * The longest delay a host timer takes: setTimeout fires after 1 ms (with a TimeoutOverflowWarning) for
+ * anything above 2^31 - 1 ms, about 24.8 days, so longer waits are slept in chunks of at most this.
+ */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * Waits `ms` on host timers, in chunks of at most MAX_TIMER_MS (a month-long wait sleeps a month, not 1 ms);
+ * rejects with a SluiceError('ABORTED') when `signal` fires.
+ */
 export function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortError(signal));
   return new Promise((resolve, reject) => {
+    let left = Math.max(0, Math.ceil(ms));
+    let timer: ReturnType<typeof setTimeout>;
     const onAbort = (): void => {
       clearTimeout(timer);
       reject(abortError(signal as AbortSignal));
     };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, Math.max(0, Math.ceil(ms)));
+    const next = (): void => {
+      const chunk = Math.min(left, MAX_TIMER_MS);
+      left -= chunk;
+      timer = setTimeout(() => {
+        if (left > 0) return next();
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, chunk);
+    };
+    next();
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -9,7 +9,12 @@ export type SluiceErrorCode =
   /** The request can never be granted (permits above the limit), so waiting for it would never end. */
   | 'NEVER_ALLOWED'
   /** A rate-limited call that is contractually an exception (decorators), carrying its Decision. */
-  | 'RATE_LIMITED';
+  | 'RATE_LIMITED'
+  /**
+   * The store could not do what was asked, and no fail mode can stand in (a `reset` while Redis is down or
+   * read-only). `cause` holds the store's error.
+   */
+  | 'STORE_UNAVAILABLE';
 
 /**
  * The one error class sluice throws for real faults. `code` tells what happened; `cause` keeps the

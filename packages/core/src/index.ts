@@ -35,5 +35,12 @@ export { RateLimiter } from './rate-limiter.js';
 export type { RateLimiterOptions } from './rate-limiter.js';
 export type { BoundStore, RuleSet, Store } from './store.js';
 export { PrefixGuard } from './prefix-guard.js';
+/** For store implementations: a rule scaled to a node's share, a growable bounded key cache, isolated user callbacks. */
+export { scaledRule } from './algorithms/scaled-rule.js';
+export { keyCache } from './key-cache.js';
+export { callSafely, emitSafely, hostWarning, reportCallbackError } from './callbacks.js';
+export type { CallbackEmitter } from './callbacks.js';
+export { MAX_TIMER_MS, timerSleep } from './clock.js';
+export { MAX_PERIOD_MS } from './validate.js';
 /** Option validators for store implementations: typed errors that name the option and the bad value. */
-export { describe as describeValue, optionalClock, optionsObject, positiveFinite, positiveInteger } from './validate.js';
+export { describe as describeValue, optionalClock, optionsObject, positiveFinite, positiveInteger, timerDuration } from './validate.js';

@@ -17,7 +17,7 @@ describe('createLimiter', () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 10_000 }), clock });
     expect(await limiter.tryAcquire('a')).toEqual({
-      allowed: true, limit: 2, remaining: 1, retryAfterMs: 0, resetAfterMs: 10_000, waitMs: 0, rule: 'fw',
+      allowed: true, limit: 2, remaining: 1, retryAfterMs: 0, resetAfterMs: 10_000, waitMs: 0, rule: 'fw-2-per-10s',
     });
     await limiter.tryAcquire('a');
     clock.advance(2_500);
@@ -190,19 +190,26 @@ describe('policies', () => {
     });
     for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
     const denied = await limiter.tryAcquire('k');
-    expect(denied).toMatchObject({ allowed: false, rule: 'tb', retryAfterMs: 1000 });
-    expect(denied.rules?.find((r) => r.name === 'swl')?.remaining).toBe(2);
+    expect(denied).toMatchObject({ allowed: false, rule: 'tb-3-1ps', retryAfterMs: 1000 });
+    expect(denied.rules?.find((r) => r.name === 'swl-5-per-10s')?.remaining).toBe(2);
     clock.advance(2_000);
     for (let i = 0; i < 2; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
     clock.advance(1_000);
     const byLog = await limiter.tryAcquire('k');
-    expect(byLog).toMatchObject({ allowed: false, rule: 'swl', retryAfterMs: 7_000 });
+    expect(byLog).toMatchObject({ allowed: false, rule: 'swl-5-per-10s', retryAfterMs: 7_000 });
   });
 
-  it('rule names in a policy must be unique', () => {
-    expect(() => createLimiter({ algorithm: [fixedWindow({ limit: 1, windowMs: 1 }), fixedWindow({ limit: 2, windowMs: 2 })] })).toThrow(
-      /unique/,
-    );
+  it('rule names in a policy must be unique; default names differ for rules that differ', () => {
+    const named = (limit: number) => fixedWindow({ limit, windowMs: 1000, name: 'same' });
+    expect(() => createLimiter({ algorithm: [named(1), named(2)] })).toThrow(/unique/);
+    const threeWindows = createLimiter({
+      algorithm: [
+        fixedWindow({ limit: 200, windowMs: 10_000 }),
+        fixedWindow({ limit: 5_000, windowMs: 3_600_000 }),
+        fixedWindow({ limit: 20_000, windowMs: 86_400_000 }),
+      ],
+    });
+    expect(threeWindows.rules.map((r) => r.name)).toEqual(['fw-200-per-10s', 'fw-5000-per-1h', 'fw-20000-per-1d']);
   });
 });
 

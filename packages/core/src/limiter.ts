@@ -217,6 +217,8 @@ class StoreLimiter implements Limiter {
     if (this.#closed) return;
     this.#closed = true;
     this.#closing.abort(new SluiceError('CLOSED', 'the limiter was closed'));
+    // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
+    await this.#bound.unbind?.();
     if (this.#ownsStore) await this.#store.close();
   }
 }

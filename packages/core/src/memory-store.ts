@@ -1,4 +1,5 @@
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
+import { keyCache } from './key-cache.js';
 import { PrefixGuard } from './prefix-guard.js';
 import type { Algorithm } from './algorithms/algorithm.js';
 import { identityOf } from './algorithms/rule-name.js';
@@ -59,7 +60,7 @@ export class MemoryStore implements Store {
     optionsObject('memoryStore options', options, false);
     this.maxKeys = options.maxKeys === undefined ? 100_000 : positiveInteger('maxKeys', options.maxKeys);
     this.clock = optionalClock('clock', options.clock) ?? systemClock;
-    this.#cache = new LRUCache<string, Cell>({ max: this.maxKeys });
+    this.#cache = keyCache<string, Cell>(this.maxKeys);
     this.#origin = this.clock.now();
   }
 
@@ -97,16 +98,23 @@ export class MemoryStore implements Store {
       throw new SluiceRangeError('store', 'memoryStore', 'this memoryStore belongs to the limiter that created it; create one with memoryStore() to share it');
     }
     const { rules } = ruleSet;
-    if (!exclusive) this.#prefixes.claim(ruleSet.prefix, rules);
+    const release = exclusive ? undefined : this.#prefixes.claim(ruleSet.prefix, rules);
     this.#exclusive = exclusive;
     this.#bindings++;
     // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
     const prefix = exclusive ? '' : `${ruleSet.prefix}{`;
     const time = new StoreTime(this.clock, this.#origin);
-    if (rules.some((rule) => rule.key !== undefined)) return new IdentityBinding(this.#cache, time, rules, ruleSet.prefix);
+    let bound = true;
+    const unbind = (): void => {
+      if (!bound) return;
+      bound = false;
+      this.#bindings--;
+      release?.();
+    };
+    if (rules.some((rule) => rule.key !== undefined)) return new IdentityBinding(this.#cache, time, rules, ruleSet.prefix, unbind);
     return rules.length === 1
-      ? new SingleRuleBinding(this.#cache, time, rules[0] as Algorithm, prefix)
-      : new PolicyBinding(this.#cache, time, rules, prefix);
+      ? new SingleRuleBinding(this.#cache, time, rules[0] as Algorithm, prefix, unbind)
+      : new PolicyBinding(this.#cache, time, rules, prefix, unbind);
   }
 }
 
@@ -145,6 +153,7 @@ class SingleRuleBinding implements BoundStore {
     private readonly time: StoreTime,
     private readonly rule: Algorithm,
     private readonly prefix: string,
+    readonly unbind: () => void,
   ) {}
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
@@ -176,6 +185,7 @@ class PolicyBinding implements BoundStore {
     private readonly time: StoreTime,
     private readonly rules: readonly Algorithm[],
     private readonly prefix: string,
+    readonly unbind: () => void,
   ) {}
 
   consume(key: string, permits: number): Decision {
@@ -212,6 +222,7 @@ class IdentityBinding implements BoundStore {
     private readonly time: StoreTime,
     private readonly rules: readonly Algorithm[],
     prefix: string,
+    readonly unbind: () => void,
   ) {
     this.#namespace = `\u0001${prefix}\u0001`;
   }

@@ -20,18 +20,28 @@ function describeRules(rules: readonly Algorithm[]): string {
  * rules may share a prefix; that is how several instances of one limiter share their keys.
  */
 export class PrefixGuard {
-  readonly #claims = new Map<string, string>();
+  /** Per prefix: the rules that hold it and how many bindings do. */
+  readonly #claims = new Map<string, { rules: string; holders: number }>();
 
-  claim(prefix: string, rules: readonly Algorithm[]): void {
+  /** Claims `prefix` for `rules`; returns the release, which frees the prefix once every holder released it. */
+  claim(prefix: string, rules: readonly Algorithm[]): () => void {
     const rulesText = describeRules(rules);
     const held = this.#claims.get(prefix);
-    if (held === undefined) this.#claims.set(prefix, rulesText);
-    else if (held !== rulesText) {
+    if (held === undefined) this.#claims.set(prefix, { rules: rulesText, holders: 1 });
+    else if (held.rules === rulesText) held.holders++;
+    else {
       throw new SluiceRangeError(
         'prefix',
         prefix,
-        `prefix ${JSON.stringify(prefix)} is already used in this store by a limiter with other rules (${held}); this one has ${rulesText}. Give each limiter its own prefix.`,
+        `prefix ${JSON.stringify(prefix)} is already used in this store by a limiter with other rules (${held.rules}); this one has ${rulesText}. Give each limiter its own prefix, or close the other limiter first.`,
       );
     }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const claim = this.#claims.get(prefix);
+      if (claim !== undefined && --claim.holders === 0) this.#claims.delete(prefix);
+    };
   }
 }

@@ -36,4 +36,10 @@ export interface BoundStore {
   consume(key: string, permits: number, maxWaitMs: number): Decision | Promise<Decision>;
   peek(key: string): Decision | Promise<Decision>;
   reset(key: string): void | Promise<void>;
+  /**
+   * Unbinds: the limiter is closed. The store drops what it held for this binding (its prefix claim, caches,
+   * subscriptions), so a closed limiter costs nothing and its prefix may be bound again with other rules.
+   * States already written stay where they are (they expire on their own).
+   */
+  unbind?(): void | Promise<void>;
 }

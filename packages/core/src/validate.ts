@@ -30,6 +30,36 @@ export function positiveFinite(name: string, value: unknown): number {
   return n;
 }
 
+/**
+ * The longest period a rule may span (a window, the time one permit takes to come back, a bucket's full
+ * refill): about 317 years. Past it, times stop being representable to the millisecond next to epoch-scale
+ * timestamps, and retry times turn into numbers no header can carry (`1e+300`).
+ */
+export const MAX_PERIOD_MS = 1e13;
+
+/**
+ * Checks that a rule's derived period (`periodMs`, computed from the option `name` = `value`) fits in
+ * MAX_PERIOD_MS, naming the option and what the period is.
+ */
+export function representablePeriod(name: string, value: number, periodMs: number, what: string): void {
+  if (!(periodMs <= MAX_PERIOD_MS)) {
+    throw new SluiceRangeError(
+      name,
+      value,
+      `${name} = ${describe(value)} makes ${what} ${describe(periodMs)} ms, more than the ${MAX_PERIOD_MS} ms (about 317 years) a rule may span`,
+    );
+  }
+}
+
+/** A duration handed to a host timer: finite, > 0, and at most 2^31 - 1 ms (what setTimeout can wait). */
+export function timerDuration(name: string, value: unknown): number {
+  const ms = positiveFinite(name, value);
+  if (ms > 2 ** 31 - 1) {
+    throw new SluiceRangeError(name, value, `${name} must be at most ${2 ** 31 - 1} ms (what a timer can wait), got ${describe(value)}`);
+  }
+  return ms;
+}
+
 /** A number > 0 that may be Infinity (Guava's infinite rate). */
 export function positiveOrInfinite(name: string, value: unknown): number {
   const expected = 'a number > 0 (Infinity allowed)';

@@ -1,4 +1,4 @@
-import { optionsObject, positiveFinite, positiveInteger } from '../validate.js';
+import { optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
 import {
   type Algorithm,
   type Outcome,
@@ -8,7 +8,7 @@ import {
   outcome,
   wholePermits,
 } from './algorithm.js';
-import { ruleKey, ruleName } from './rule-name.js';
+import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
 
 export interface GcraOptions extends RuleOptions {
   /** Sustained permits per second (a finite number > 0). */
@@ -40,7 +40,8 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   optionsObject('gcra options', options, true);
   const rate = positiveFinite('rate', options.rate);
   const burst = positiveInteger('burst', options.burst);
-  const name = ruleName(options.name, 'gcra');
+  representablePeriod('rate', rate, (burst * 1000) / rate, 'the burst tolerance (burst / rate)');
+  const name = ruleName(options.name, defaultRuleName('gcra', [ratePart(rate), burst]));
   const key = ruleKey(options.key);
   const intervalMs = 1000 / rate;
   const toleranceMs = burst * intervalMs;

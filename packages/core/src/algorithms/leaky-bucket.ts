@@ -1,5 +1,5 @@
 import { SluiceRangeError } from '../errors.js';
-import { describe, optionsObject, positiveFinite, positiveInteger } from '../validate.js';
+import { describe, optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
 import {
   type Algorithm,
   type Outcome,
@@ -10,7 +10,7 @@ import {
   outcome,
   wholePermits,
 } from './algorithm.js';
-import { ruleKey, ruleName } from './rule-name.js';
+import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
 
 export interface LeakyBucketOptions extends RuleOptions {
   /** What the bucket holds: permits of water (police) or of queue (shape). An integer >= 1. */
@@ -61,7 +61,8 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
   if (mode !== 'police' && mode !== 'shape') {
     throw new SluiceRangeError('mode', mode, `mode must be 'police' or 'shape', got ${describe(mode)}`);
   }
-  const name = ruleName(options.name, mode === 'police' ? 'lb' : 'lbs');
+  representablePeriod('leakPerSecond', leakPerSecond, (capacity * 1000) / leakPerSecond, 'draining a full bucket take');
+  const name = ruleName(options.name, defaultRuleName(mode === 'police' ? 'lb' : 'lbs', [capacity, ratePart(leakPerSecond)]));
   const key = ruleKey(options.key);
   const msPerPermit = 1000 / leakPerSecond;
   const tolerance = EPSILON + (TOLERANCE_MS * leakPerSecond) / 1000;

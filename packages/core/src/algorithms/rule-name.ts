@@ -4,6 +4,46 @@ import type { RuleKey } from './algorithm.js';
 
 const RULE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
+/** A number as a name part: `0.5`, `1e-7`, `1e21` (no `+`, which a name cannot hold). */
+function numberPart(n: number): string {
+  return String(n).replace('+', '');
+}
+
+/** A period as a name part, in the largest unit that divides it: `10s`, `15m`, `1h`, `1d`, `1500ms`. */
+export function periodPart(ms: number): string {
+  const units: Array<[number, string]> = [
+    [86_400_000, 'd'],
+    [3_600_000, 'h'],
+    [60_000, 'm'],
+    [1000, 's'],
+  ];
+  for (const [size, unit] of units) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  return `${numberPart(ms)}ms`;
+}
+
+/** A rate as a name part: `10ps` (per second). */
+export function ratePart(perSecond: number): string {
+  return `${numberPart(perSecond)}ps`;
+}
+
+/** FNV-1a, 32 bits: a short stable digest for a default name too long to spell out. */
+function digest(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+/**
+ * The name a rule gets when it is given none: its kind and every parameter that shapes its state
+ * (`fw-200-per-10s`, `tb-100-10ps`). Rules that differ get different names, so two limiters that share a
+ * store (across processes too) and leave prefix and names at their defaults never read each other's state,
+ * and a policy of windows that differ needs no names.
+ */
+export function defaultRuleName(short: string, parts: ReadonlyArray<string | number>): string {
+  const text = [short, ...parts.map((p) => (typeof p === 'number' ? numberPart(p) : p))].join('-');
+  return RULE_NAME.test(text) ? text : `${short}-${digest(text)}`;
+}
+
 /** A rule name appears in Redis keys after the last ':', so it is kept to a small safe alphabet. */
 export function ruleName(value: unknown, fallback: string): string {
   if (value === undefined) return fallback;

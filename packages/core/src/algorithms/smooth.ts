@@ -1,7 +1,7 @@
 import { SluiceRangeError } from '../errors.js';
-import { nonNegativeFinite, optionsObject, positiveFinite } from '../validate.js';
+import { nonNegativeFinite, optionsObject, positiveFinite, representablePeriod } from '../validate.js';
 import { type Algorithm, type Outcome, type RuleKey, type RuleOptions, TOLERANCE_MS, outcome, wholePermits } from './algorithm.js';
-import { ruleKey, ruleName } from './rule-name.js';
+import { defaultRuleName, periodPart, ratePart, ruleKey, ruleName } from './rule-name.js';
 import {
   type SmoothShape,
   burstyShape,
@@ -125,7 +125,12 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
       `initialPermits must be at most permitsPerSecond x maxBurstSeconds (${shape.maxPermits}), got ${initialPermits}`,
     );
   }
-  const name = ruleName(options.name, 'sb');
+  representablePeriod('permitsPerSecond', permitsPerSecond, 1000 / permitsPerSecond, 'one permit take');
+  representablePeriod('maxBurstSeconds', maxBurstSeconds, maxBurstSeconds * 1000, 'the burst span');
+  const parts: Array<string | number> = [ratePart(permitsPerSecond)];
+  if (maxBurstSeconds !== 1) parts.push(`b${maxBurstSeconds}s`);
+  if (initialPermits !== 0) parts.push(`i${initialPermits}`);
+  const name = ruleName(options.name, defaultRuleName('sb', parts));
   return smoothAlgorithm('smoothBursty', name, ruleKey(options.key), permitsPerSecond, shape, initialPermits, {
     permitsPerSecond,
     maxBurstSeconds,
@@ -146,7 +151,11 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<Smoo
   const warmupMs = positiveFinite('warmupMs', options.warmupMs);
   const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);
   if (coldFactor < 1) throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
-  const name = ruleName(options.name, 'swu');
+  representablePeriod('permitsPerSecond', permitsPerSecond, (coldFactor * 1000) / permitsPerSecond, 'one cold permit take');
+  representablePeriod('warmupMs', warmupMs, warmupMs, 'a warm-up of');
+  const parts: Array<string | number> = [ratePart(permitsPerSecond), `w${periodPart(warmupMs)}`];
+  if (coldFactor !== 3) parts.push(`c${coldFactor}`);
+  const name = ruleName(options.name, defaultRuleName('swu', parts));
   return smoothAlgorithm('smoothWarmingUp', name, ruleKey(options.key), permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, {
     permitsPerSecond,
     warmupMs,

@@ -1,5 +1,5 @@
 import { SluiceRangeError } from '../errors.js';
-import { nonNegativeInteger, optionsObject, positiveFinite, positiveInteger } from '../validate.js';
+import { nonNegativeInteger, optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
 import {
   type Algorithm,
   type Outcome,
@@ -10,7 +10,7 @@ import {
   outcome,
   wholePermits,
 } from './algorithm.js';
-import { ruleKey, ruleName } from './rule-name.js';
+import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
 
 export interface TokenBucketOptions extends RuleOptions {
   /** Tokens the bucket holds when full: the largest burst (an integer >= 1). */
@@ -53,7 +53,11 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     throw new SluiceRangeError('initial', initial, `initial must be at most capacity (${capacity}), got ${initial}`);
   }
   const maxDebt = options.maxDebt === undefined ? capacity : nonNegativeInteger('maxDebt', options.maxDebt);
-  const name = ruleName(options.name, 'tb');
+  representablePeriod('refillPerSecond', refillPerSecond, ((capacity + maxDebt) * 1000) / refillPerSecond, 'a full refill (capacity + maxDebt tokens) take');
+  const parts: Array<string | number> = [capacity, ratePart(refillPerSecond)];
+  if (initial !== capacity) parts.push(`i${initial}`);
+  if (maxDebt !== capacity) parts.push(`d${maxDebt}`);
+  const name = ruleName(options.name, defaultRuleName('tb', parts));
   const key = ruleKey(options.key);
   const tokensPerMs = refillPerSecond / 1000;
   // Tokens past the level at which a state stops mattering: full, or full for one more refill period.

@@ -1,6 +1,6 @@
-import { optionsObject, positiveInteger } from '../validate.js';
+import { optionsObject, positiveInteger, representablePeriod } from '../validate.js';
 import type { Algorithm, AlgorithmKind, Outcome, RuleKey, RuleOptions } from './algorithm.js';
-import { ruleKey, ruleName } from './rule-name.js';
+import { defaultRuleName, periodPart, ruleKey, ruleName } from './rule-name.js';
 
 /** The options of the windowed algorithms (fixedWindow, slidingWindowLog, slidingWindowCounter). */
 export interface WindowOptions extends RuleOptions {
@@ -18,12 +18,15 @@ export interface ParsedWindowOptions {
   readonly key: RuleKey | undefined;
 }
 
-export function windowOptions(kind: AlgorithmKind, options: WindowOptions, defaultName: string): ParsedWindowOptions {
+export function windowOptions(kind: AlgorithmKind, options: WindowOptions, short: string): ParsedWindowOptions {
   optionsObject(`${kind} options`, options, true);
+  const limit = positiveInteger('limit', options.limit);
+  const windowMs = positiveInteger('windowMs', options.windowMs);
+  representablePeriod('windowMs', windowMs, windowMs, 'a window of');
   return {
-    limit: positiveInteger('limit', options.limit),
-    windowMs: positiveInteger('windowMs', options.windowMs),
-    name: ruleName(options.name, defaultName),
+    limit,
+    windowMs,
+    name: ruleName(options.name, defaultRuleName(short, [limit, 'per', periodPart(windowMs)])),
     key: ruleKey(options.key),
   };
 }

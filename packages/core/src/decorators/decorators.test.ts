@@ -38,7 +38,7 @@ describe('@rateLimit', () => {
     expect(error).toBeInstanceOf(SluiceError);
     const decision = (error as RateLimitedError).decision;
     expect((error as RateLimitedError).code).toBe('RATE_LIMITED');
-    expect(decision).toMatchObject({ allowed: false, limit: 2, remaining: 0, retryAfterMs: 1_000, rule: 'fw' });
+    expect(decision).toMatchObject({ allowed: false, limit: 2, remaining: 0, retryAfterMs: 1_000, rule: 'fw-2-per-1s' });
     expect(ran).toBe(2); // a denied call never runs the method
     // The default key is the method's name: every instance shares the bucket.
     expect((await limiter.peek('Greeter.greet')).remaining).toBe(0);

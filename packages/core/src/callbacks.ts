@@ -1,0 +1,73 @@
+/**
+ * User callbacks (an `onDecision`, a `store-error` listener) run inside sluice's own bookkeeping: a batch
+ * being answered, a health change being recorded. One that throws must not leave decisions pending or
+ * reject a promise nobody awaits, so every call of one goes through here.
+ *
+ * Where their errors go, the one documented place: the `callback-error` event of the emitter the callback
+ * belongs to (a store or a hybrid limiter), with the error and the callback's name; when nothing listens
+ * there, a process warning with code `SLUICE_CALLBACK_ERROR`, once per callback and emitter.
+ */
+
+/** The part of an event emitter (eventemitter3 or node:events) that callback isolation needs. */
+export interface CallbackEmitter {
+  // `never` parameters accept any typed emitter (an event map narrows them).
+  listeners(...args: never): unknown[];
+  emit(...args: never): boolean;
+}
+
+type LooseEmitter = { listeners(event: string): unknown[]; emit(event: string, ...args: unknown[]): boolean };
+
+const warned = new WeakMap<object, Set<string>>();
+
+/** Sends a warning through the host's warning channel when it has one (Node), else the console. */
+export function hostWarning(message: string, code: string): void {
+  const host = (globalThis as { process?: { emitWarning?: (m: string, o: { type: string; code: string }) => void } }).process;
+  if (typeof host?.emitWarning === 'function') host.emitWarning(message, { type: 'SluiceWarning', code });
+  else console.warn(`SluiceWarning [${code}]: ${message}`);
+}
+
+/** Hands an error thrown by the user callback `where` to its one documented place (see above). */
+export function reportCallbackError(owner: CallbackEmitter | undefined, where: string, error: unknown): void {
+  const listeners = (owner as LooseEmitter | undefined)?.listeners('callback-error') ?? [];
+  let delivered = false;
+  for (const listener of listeners) {
+    try {
+      (listener as (error: unknown, where: string) => unknown)(error, where);
+      delivered = true;
+    } catch {
+      // A throwing callback-error listener has nowhere further to report to but the warning below.
+    }
+  }
+  if (delivered) return;
+  const key = owner ?? globalThis;
+  let seen = warned.get(key);
+  if (seen === undefined) warned.set(key, (seen = new Set()));
+  if (seen.has(where)) return;
+  seen.add(where);
+  const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  hostWarning(
+    `a ${where} callback threw; sluice went on (decisions still resolve). Listen to 'callback-error' to handle these (this warning shows once per callback): ${detail}`,
+    'SLUICE_CALLBACK_ERROR',
+  );
+}
+
+/** Calls a user callback; what it throws is reported, never thrown into sluice's own code. */
+export function callSafely<A extends unknown[]>(owner: CallbackEmitter | undefined, where: string, fn: (...args: A) => unknown, ...args: A): void {
+  try {
+    fn(...args);
+  } catch (error) {
+    reportCallbackError(owner, where, error);
+  }
+}
+
+/**
+ * Emits `event`; a listener that throws is reported and never reaches the code that emitted (the
+ * listeners after it in that one emit are skipped, as the emitter itself does).
+ */
+export function emitSafely(owner: CallbackEmitter, event: string, ...args: unknown[]): void {
+  try {
+    (owner as LooseEmitter).emit(event, ...args);
+  } catch (error) {
+    reportCallbackError(owner, `'${event}' listener`, error);
+  }
+}
