@@ -26,9 +26,9 @@ describe('two limiters on one prefix of one store', () => {
     const store = makeStore();
     createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'shared' });
     createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'shared' }); // the same limiter twice: fine
-    const clash = () => createLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 10, name: 'fw' }), store, prefix: 'shared' });
+    const clash = () => createLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 10, name: 'fw-10-per-1s' }), store, prefix: 'shared' });
     expect(clash).toThrow(SluiceRangeError);
-    expect(clash).toThrow(/prefix "shared" is already used in this store by a limiter with other rules \(fw:fixedWindow\(limit=10,windowMs=1000\)\)/);
+    expect(clash).toThrow(/prefix "shared" is already used in this store by a limiter with other rules \(fw-10-per-1s:fixedWindow\(limit=10,windowMs=1000\)\)/);
     expect(() => createLimiter({ algorithm: fixedWindow({ limit: 11, windowMs: 1_000 }), store, prefix: 'shared' })).toThrow(SluiceRangeError);
     createLimiter({ algorithm: slidingWindowLog({ limit: 10, windowMs: 1_000 }), store, prefix: 'other' }); // its own prefix: fine
     await store.close();

@@ -23,7 +23,7 @@ import {
 import { rateLimit as decorate } from '@sluice/core/decorators';
 import { rateLimit as middleware } from '@sluice/core/http';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
-import { redisStore } from '@sluice/redis';
+import { encodeIdentity, redisStore } from '@sluice/redis';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -150,8 +150,8 @@ describe('hostile input', () => {
     // One state per (prefix, key): nothing shared, nothing lost.
     expect(names).toHaveLength(2 * keys.length);
     for (const k of keys) {
-      expect(names).toContain(`${run}.a:{${k}}:fw`);
-      expect(names).toContain(`${run}.b:{${k}}:fw`);
+      expect(names).toContain(`${run}.a:{${encodeIdentity(k)}}:fw-3-per-1h`);
+      expect(names).toContain(`${run}.b:{${encodeIdentity(k)}}:fw-3-per-1h`);
     }
     await store.close();
   });

@@ -21,14 +21,16 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
 /**
  * A real Redis Cluster of 3 masters and 3 replicas on free loopback ports, created with
  * `redis-cli --cluster create`. Resolves once the cluster is ok and every replica's link to its master is
- * up (Redis 7 delays a diskless full sync, and a replica that never synced will not take over).
+ * up (Redis 7 delays a diskless full sync, and a replica that never synced will not take over). With
+ * `{ replicas: 0 }`, 3 masters only: enough for slot routing, and up in about a second.
  */
-export async function startTestCluster(): Promise<TestCluster> {
+export async function startTestCluster(options: { replicas?: 0 | 1 } = {}): Promise<TestCluster> {
+  const replicas = options.replicas ?? 1;
   const flags = ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--repl-diskless-sync-delay', '0'];
-  const nodes = await Promise.all(Array.from({ length: 6 }, () => spawnRedisServer([...flags, '--cluster-config-file', 'nodes.conf'])));
+  const nodes = await Promise.all(Array.from({ length: 3 * (1 + replicas) }, () => spawnRedisServer([...flags, '--cluster-config-file', 'nodes.conf'])));
   const stop = async () => void (await Promise.all(nodes.map((n) => n.stop())));
   try {
-    execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '1', '--cluster-yes'], {
+    execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], {
       stdio: 'ignore',
       timeout: 30_000,
     });
@@ -40,8 +42,8 @@ export async function startTestCluster(): Promise<TestCluster> {
       });
       await until('every replica in sync', 30_000, async () => {
         const infos = await Promise.all(direct.map((c) => c.info('replication')));
-        const replicas = infos.filter((i) => i.includes('role:slave'));
-        return replicas.length === 3 && replicas.every((i) => i.includes('master_link_status:up'));
+        const synced = infos.filter((i) => i.includes('role:slave'));
+        return synced.length === 3 * replicas && synced.every((i) => i.includes('master_link_status:up'));
       });
     } finally {
       for (const c of direct) c.disconnect();

@@ -53,7 +53,7 @@ describe('fastifyRateLimit plugin', () => {
       expect((await get(`http://127.0.0.1:${port}/a`)).status).toBe(200);
       const denied = await get(`http://127.0.0.1:${port}/b`);
       expect(denied.status).toBe(429);
-      expect(denied.headers.get('ratelimit')).toBe('"fw";r=0;t=60');
+      expect(denied.headers.get('ratelimit')).toBe('"fw-1-per-1m";r=0;t=60');
     } finally {
       await app.close();
     }

@@ -2,7 +2,7 @@ import { type Clock, type Rules, SluiceRangeError, describeValue, optionsObject 
 import type { RedisClient } from '@sluice/redis';
 import { type DividedEvents, DividedStore } from './divided-store.js';
 import { HybridLimiter } from './hybrid-limiter.js';
-import { clockOption, nodeIdOption, optionalPositive, optionalPositiveInteger, redisClient } from './hybrid-options.js';
+import { clockOption, nodeIdOption, optionalPositive, optionalPositiveInteger, optionalTimerDuration, redisClient } from './hybrid-options.js';
 import type { ShareMode } from './shares.js';
 import { supportedRule } from './supported-rule.js';
 
@@ -52,7 +52,7 @@ export function dividedLimiter(options: DividedLimiterOptions): DividedLimiter {
   }
   const settings = {
     redis: redisClient(options.redis),
-    heartbeatMs: optionalPositive('heartbeatMs', options.heartbeatMs, 1_000),
+    heartbeatMs: optionalTimerDuration('heartbeatMs', options.heartbeatMs, 1_000),
     share,
     assumedNodes: optionalPositiveInteger('assumedNodes', options.assumedNodes, 10),
     clock: clockOption(options.clock),

@@ -1,11 +1,11 @@
-import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, ruleDecision, systemClock } from '@sluice/core';
+import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, emitSafely, keyCache, ruleDecision, scaledRule, systemClock } from '@sluice/core';
 import { type RedisClient, stateKey } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';
-import { LRUCache } from 'lru-cache';
+import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import { Membership } from './membership.js';
 import { ratePerSecond } from './rule-rate.js';
-import { rescaleState, scaledRule } from './scaled-rule.js';
+import { rescaleState } from './scaled-rule.js';
 import { type NodeDemand, type ShareMode, divideShares } from './shares.js';
 
 /** A change in the live nodes or in this node's share, as the `membership` event reports it. */
@@ -20,6 +20,8 @@ export interface DividedEvents {
   /** A heartbeat failed: this node keeps its last share until one succeeds. */
   fallback: [Error];
   recovered: [];
+  /** A callback of yours (a listener of these events) threw; the limiter went on. */
+  'callback-error': [error: unknown, callback: string];
 }
 
 export interface DividedStoreOptions {
@@ -47,10 +49,13 @@ export class DividedStore implements Store {
   readonly clock: Clock;
   readonly #o: DividedStoreOptions;
   #binding: DividedBinding | undefined;
+  /** The heartbeat reports failures itself; this listener only keeps the client from printing each one. */
+  readonly #onClientError = (): void => {};
 
   constructor(options: DividedStoreOptions) {
     this.#o = options;
     this.clock = options.clock ?? systemClock;
+    options.redis.on('error', this.#onClientError);
   }
 
   bind(ruleSet: RuleSet): BoundStore {
@@ -61,6 +66,7 @@ export class DividedStore implements Store {
   /** Leaves the membership (one last call, so the others take up this share at their next heartbeat). */
   async close(): Promise<void> {
     await this.#binding?.close();
+    this.#o.redis.off('error', this.#onClientError);
   }
 }
 
@@ -80,7 +86,7 @@ class DividedBinding implements BoundStore {
     this.#o = o;
     this.#clock = clock;
     this.#rule = rule;
-    this.#entries = new LRUCache<string, Entry>({ max: o.maxKeys });
+    this.#entries = keyCache<string, Entry>(o.maxKeys);
     this.#meter = new DemandMeter(o.heartbeatMs, clock.now());
     // Until the membership is seen: a conservative share, never the whole limit.
     this.#fraction = 1 / o.assumedNodes;
@@ -98,7 +104,7 @@ class DividedBinding implements BoundStore {
       onError: (error) => {
         if (this.#failing) return;
         this.#failing = true;
-        o.events.emit('fallback', error);
+        emitSafely(o.events, 'fallback', error);
       },
     });
   }
@@ -106,7 +112,7 @@ class DividedBinding implements BoundStore {
   #onMembers(members: readonly NodeDemand[]): void {
     if (this.#failing) {
       this.#failing = false;
-      this.#o.events.emit('recovered');
+      emitSafely(this.#o.events, 'recovered');
     }
     const shares = divideShares(this.#o.share, members, ratePerSecond(this.#rule));
     const fraction = shares.get(this.#o.nodeId);
@@ -117,7 +123,7 @@ class DividedBinding implements BoundStore {
       this.#fraction = fraction;
       this.#scaled = scaledRule(this.#rule, fraction);
     }
-    this.#o.events.emit('membership', { nodes: members.length, share: fraction });
+    emitSafely(this.#o.events, 'membership', { nodes: members.length, share: fraction });
   }
 
   /** The key's state carried over to the current share: scaled, never refilled. */

@@ -1,4 +1,4 @@
-import { type Clock, SluiceRangeError, SluiceTypeError, describeValue, optionalClock, positiveFinite, positiveInteger } from '@sluice/core';
+import { type Clock, SluiceRangeError, SluiceTypeError, describeValue, optionalClock, positiveFinite, positiveInteger, timerDuration } from '@sluice/core';
 import type { FailMode, RedisClient } from '@sluice/redis';
 import { randomUUID } from 'node:crypto';
 
@@ -36,3 +36,7 @@ export const optionalPositive = (name: string, value: unknown, fallback: number)
 
 export const optionalPositiveInteger = (name: string, value: unknown, fallback: number): number =>
   value === undefined ? fallback : positiveInteger(name, value);
+
+/** A duration that goes to a host timer (a deadline, a heartbeat interval). */
+export const optionalTimerDuration = (name: string, value: unknown, fallback: number): number =>
+  value === undefined ? fallback : timerDuration(name, value);

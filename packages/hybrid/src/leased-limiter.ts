@@ -7,6 +7,7 @@ import {
   nodeIdOption,
   optionalPositive,
   optionalPositiveInteger,
+  optionalTimerDuration,
   redisClient,
 } from './hybrid-options.js';
 import { type LeasedEvents, LeasedStore } from './leased-store.js';
@@ -80,7 +81,7 @@ export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
     maxBatch: options.maxBatch === undefined ? undefined : optionalPositiveInteger('maxBatch', options.maxBatch, 1),
     lowWater,
     liveMs: optionalPositive('liveMs', options.liveMs, 5_000),
-    timeoutMs: optionalPositive('timeoutMs', options.timeoutMs, 50),
+    timeoutMs: optionalTimerDuration('timeoutMs', options.timeoutMs, 50),
     failMode: failModeOption(options.failMode),
     clock: clockOption(options.clock),
     maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 10_000),

@@ -5,18 +5,21 @@ import {
   type Decision,
   MemoryStore,
   type RuleSet,
+  SluiceError,
   type Store,
+  emitSafely,
+  keyCache,
+  scaledRule,
   systemClock,
 } from '@sluice/core';
 import type { FailMode, RedisClient } from '@sluice/redis';
-import { reconnectNow, stateKey } from '@sluice/redis';
-import { EventEmitter } from 'eventemitter3';
-import { LRUCache } from 'lru-cache';
+import { RedisHealth, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis';
+import type { EventEmitter } from 'eventemitter3';
+import type { LRUCache } from 'lru-cache';
 import { MISSED, withinDeadline } from './deadline.js';
 import { DemandMeter } from './demand-meter.js';
 import { type LeaseShape, leaseShape, requestLease, returnLease } from './lease-client.js';
 import { burstOf } from './rule-rate.js';
-import { scaledRule } from './scaled-rule.js';
 
 /** One lease taken from Redis, as the `lease` event reports it. */
 export interface LeaseEvent {
@@ -37,6 +40,8 @@ export interface LeasedEvents {
   fallback: [Error];
   /** Redis answered again after a fallback. */
   recovered: [];
+  /** A callback of yours (a listener of these events) threw; the limiter went on. */
+  'callback-error': [error: unknown, callback: string];
 }
 
 export interface LeasedStoreOptions {
@@ -69,9 +74,6 @@ interface KeyLease {
 /** One lease is at most burst / (HOARDING_DIVISOR x live lessees) unless maxBatch says otherwise. */
 const HOARDING_DIVISOR = 4;
 
-/** Without a successful lease for this long after a failure, one probe call tests Redis again. */
-const PROBE_INTERVAL_MS = 100;
-
 /**
  * The store behind leasedLimiter: the bucket lives in Redis, this node spends leased batches locally.
  * Every permit it grants was debited centrally first, so the fleet admits at most the central limit plus
@@ -81,24 +83,52 @@ export class LeasedStore implements Store {
   readonly clock: Clock | undefined;
   readonly #o: LeasedStoreOptions;
   readonly #local: Clock;
+  readonly #health: RedisHealth;
   readonly #bindings: LeasedBinding[] = [];
+  /** A key where the last failure happened: the probe asks there (on a Cluster, that slot's master). */
+  #probeKey = 'sluice-probe';
 
   constructor(options: LeasedStoreOptions) {
     this.#o = options;
     this.clock = options.clock;
     this.#local = options.clock ?? systemClock;
+    const events = options.events;
+    this.#health = new RedisHealth({
+      client: options.redis,
+      timeoutMs: options.timeoutMs,
+      probe: () => options.redis.exists(this.#probeKey),
+      onChange: (healthy, error) => (healthy ? emitSafely(events, 'recovered') : emitSafely(events, 'fallback', error)),
+    });
   }
 
   bind(ruleSet: RuleSet): BoundStore {
-    const binding = new LeasedBinding(this.#o, this.#local, ruleSet.rules[0] as Algorithm, ruleSet.prefix);
+    const health: LeaseHealth = {
+      healthy: () => this.#health.healthy,
+      success: () => this.#health.reportSuccess(),
+      failure: (error, key) => {
+        if (isKeyScopedError(error)) return;
+        this.#probeKey = key;
+        this.#health.reportFailure(error);
+      },
+    };
+    const binding = new LeasedBinding(this.#o, this.#local, ruleSet.rules[0] as Algorithm, ruleSet.prefix, health);
     this.#bindings.push(binding);
     return binding;
   }
 
-  /** Hands every unspent permit back to Redis (bounded by timeoutMs per key batch). */
+  /** Hands every unspent permit back to Redis (bounded by timeoutMs per key batch), then stops probing. */
   async close(): Promise<void> {
     await Promise.all(this.#bindings.map((b) => b.close()));
+    this.#health.close();
   }
+}
+
+/** How a binding reads and reports the store's health (one machine per store, for every key). */
+interface LeaseHealth {
+  healthy(): boolean;
+  success(): void;
+  /** A call for state key `key` failed; errors about that key alone leave the store healthy. */
+  failure(error: unknown, key: string): void;
 }
 
 class LeasedBinding implements BoundStore {
@@ -109,25 +139,22 @@ class LeasedBinding implements BoundStore {
   readonly #shape: LeaseShape;
   readonly #burst: number;
   readonly #leases: LRUCache<string, KeyLease>;
+  readonly #health: LeaseHealth;
   #liveNodes = 1;
-  #failing = false;
-  #nextProbeAt = 0;
   #fallback: { fraction: number; bound: BoundStore } | undefined;
   #closed = false;
 
-  constructor(o: LeasedStoreOptions, clock: Clock, rule: Algorithm, prefix: string) {
+  constructor(o: LeasedStoreOptions, clock: Clock, rule: Algorithm, prefix: string, health: LeaseHealth) {
     this.#o = o;
     this.#clock = clock;
     this.#rule = rule;
     this.#prefix = prefix;
+    this.#health = health;
     this.#shape = leaseShape(rule);
     this.#burst = burstOf(rule);
-    this.#leases = new LRUCache<string, KeyLease>({
-      max: o.maxKeys,
-      // A lease pushed out of the cache still holds debited permits: give them back.
-      dispose: (lease, key, reason) => {
-        if (reason === 'evict' && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
-      },
+    // A lease pushed out of the cache still holds debited permits: give them back.
+    this.#leases = keyCache<string, KeyLease>(o.maxKeys, (lease, key, reason) => {
+      if (reason === 'evict' && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
     });
   }
 
@@ -164,7 +191,8 @@ class LeasedBinding implements BoundStore {
       return this.#granted(lease, now);
     }
     if (permits > this.#burst) return this.#denied(lease, Number.POSITIVE_INFINITY);
-    if (this.#failing) return this.#fallbackDecision(key, lease, permits, now, undefined);
+    // While Redis fails the store probes by itself: a decision never waits on it.
+    if (!this.#health.healthy()) return this.#fallbackDecision(key, permits);
     if (lease.pending === undefined && now < lease.emptyUntil) return this.#denied(lease, lease.emptyUntil - now);
     return this.#leaseThenDecide(key, lease, permits);
   }
@@ -174,12 +202,14 @@ class LeasedBinding implements BoundStore {
     let outcome: void | typeof MISSED;
     try {
       outcome = await withinDeadline(lease.pending as Promise<void>, this.#o.timeoutMs);
-    } catch (error) {
-      return this.#fallbackDecision(key, lease, permits, this.#clock.now(), error);
+    } catch {
+      // Reported once, where the lease call failed.
+      return this.#fallbackDecision(key, permits);
     }
     const now = this.#clock.now();
     if (outcome === MISSED) {
-      return this.#fallbackDecision(key, lease, permits, now, new Error(`Redis did not answer a lease within ${this.#o.timeoutMs} ms`));
+      this.#health.failure(new Error(`Redis did not answer a lease within ${this.#o.timeoutMs} ms`), this.#stateKey(key));
+      return this.#fallbackDecision(key, permits);
     }
     if (now >= lease.expiresAt) lease.available = 0;
     if (lease.available >= permits) {
@@ -206,8 +236,8 @@ class LeasedBinding implements BoundStore {
         // A short lease emptied the central limiter: ask again when a batch's worth is back, not per permit.
         lease.emptyUntil = reply.granted < ask && reply.retryMs > 0 ? now + reply.retryMs : Number.NEGATIVE_INFINITY;
         this.#liveNodes = Math.max(1, reply.liveNodes);
-        this.#recovered();
-        this.#o.events.emit('lease', { key, want: ask, granted: reply.granted, liveNodes: this.#liveNodes, prefetch });
+        this.#health.success();
+        emitSafely(this.#o.events, 'lease', { key, want: ask, granted: reply.granted, liveNodes: this.#liveNodes, prefetch });
         if (this.#closed && lease.available >= 1) return this.#giveBack(key, lease).then(() => {});
         return undefined;
       })
@@ -215,43 +245,24 @@ class LeasedBinding implements BoundStore {
         lease.pending = undefined;
       });
     // A failed lease is reported once, here; callers waiting on it decide by failMode.
-    call.catch((error: unknown) => this.#fail(error));
+    call.catch((error: unknown) => this.#health.failure(error, this.#stateKey(key)));
     lease.pending = call;
   }
 
   /** At the low-water mark, the next batch is asked for before callers run out, so they never wait on Redis. */
   #prefetch(key: string, lease: KeyLease, now: number): void {
-    if (lease.pending !== undefined || this.#failing || this.#closed || now < lease.emptyUntil) return;
+    if (lease.pending !== undefined || !this.#health.healthy() || this.#closed || now < lease.emptyUntil) return;
     const batch = this.#batch(lease, now);
     if (lease.available >= batch * this.#o.lowWater) return;
     this.#startLease(key, lease, batch, true);
   }
 
-  #fail(error: unknown): void {
-    this.#nextProbeAt = this.#clock.now() + PROBE_INTERVAL_MS;
-    if (this.#failing) return;
-    this.#failing = true;
-    this.#o.events.emit('fallback', error instanceof Error ? error : new Error(String(error)));
-  }
-
-  #recovered(): void {
-    if (!this.#failing) return;
-    this.#failing = false;
-    this.#o.events.emit('recovered');
-  }
-
-  #fallbackDecision(key: string, lease: KeyLease, permits: number, now: number, error: unknown): Decision {
-    if (error !== undefined) this.#fail(error);
-    else if (now >= this.#nextProbeAt) {
-      // A probe every interval: a lease that succeeds ends the fallback for every key. The client is asked
-      // to reconnect even while earlier probes still sit in its offline queue, or its backoff would grow.
-      this.#nextProbeAt = now + PROBE_INTERVAL_MS;
-      reconnectNow(this.#o.redis);
-      if (lease.pending === undefined) this.#startLease(key, lease, this.#batch(lease, now));
-    }
+  #fallbackDecision(key: string, permits: number): Decision {
     const rule = this.#rule;
     if (this.#o.failMode === 'open') return { allowed: true, limit: rule.limit, remaining: 0, retryAfterMs: 0, resetAfterMs: 0, waitMs: 0, rule: rule.name };
-    if (this.#o.failMode === 'closed') return this.#denied(lease, this.#o.timeoutMs);
+    if (this.#o.failMode === 'closed') {
+      return { allowed: false, limit: rule.limit, remaining: 0, retryAfterMs: this.#o.timeoutMs, resetAfterMs: this.#o.timeoutMs, waitMs: 0, rule: rule.name };
+    }
     return this.#localFallback().consume(key, permits, 0) as Decision;
   }
 
@@ -286,10 +297,20 @@ class LeasedBinding implements BoundStore {
     return this.#denied(lease, lease.emptyUntil - now);
   }
 
-  /** Forgets the key centrally (every node's next lease starts fresh) and drops this node's lease. */
+  /**
+   * Forgets the key centrally (every node's next lease starts fresh) and drops this node's lease and fallback
+   * state. Bounded by timeoutMs; a reset Redis could not do rejects with SluiceError('STORE_UNAVAILABLE').
+   */
   async reset(key: string): Promise<void> {
     this.#leases.delete(key);
-    await this.#o.redis.del(this.#stateKey(key), this.#lesseesKey(key));
+    await this.#fallback?.bound.reset(key);
+    try {
+      await withDeadline(this.#o.redis.del(this.#stateKey(key), this.#lesseesKey(key)), this.#o.timeoutMs, 'reset');
+    } catch (error) {
+      this.#health.failure(error, this.#stateKey(key));
+      const why = error instanceof Error ? error.message : String(error);
+      throw new SluiceError('STORE_UNAVAILABLE', `reset(${JSON.stringify(key)}) could not forget the key on Redis: ${why}`, { cause: error });
+    }
   }
 
   async #giveBack(key: string, lease: KeyLease): Promise<void> {

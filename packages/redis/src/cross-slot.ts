@@ -38,6 +38,8 @@ export class CrossSlotPolicy {
     private readonly rules: readonly Algorithm[],
     private readonly prefix: string,
     private readonly timeout: <T>(promise: Promise<T>) => Promise<T>,
+    /** ARGV after the requests (the client clock's skew bound). */
+    private readonly tailArgs: readonly string[] = [],
   ) {}
 
   /** The rules of `key` grouped by slot, own-key rules' slot first; one group when they share a slot. */
@@ -73,6 +75,7 @@ export class CrossSlotPolicy {
         ...part.args,
         packGroups([keys.map((_, i) => i + 1)]),
         packRequests([{ group: 1, now: request.now, permits: request.permits, maxWaitMs: 0, peek }]),
+        ...this.tailArgs,
       ]),
     );
     return unpackReplies(reply, 1, part.rules, () => false)[0] as { decision: Decision; decidedAtMs: number };

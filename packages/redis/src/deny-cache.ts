@@ -1,5 +1,5 @@
-import type { Decision } from '@sluice/core';
-import { LRUCache } from 'lru-cache';
+import { type Decision, keyCache } from '@sluice/core';
+import type { LRUCache } from 'lru-cache';
 
 interface CachedDenial {
   /** Local time at which the denied request could succeed (now + retryAfterMs when denied). */
@@ -19,7 +19,7 @@ export class DenyCache {
   readonly #entries: LRUCache<string, CachedDenial>;
 
   constructor(maxKeys: number) {
-    this.#entries = new LRUCache({ max: maxKeys });
+    this.#entries = keyCache<string, CachedDenial>(maxKeys);
   }
 
   /** The cached denial for `key` at local time `now`, or undefined. */

@@ -3,9 +3,13 @@ export type { DecisionEvent, FailMode, RedisStoreEvents, RedisStoreOptions } fro
 export type { RedisClient } from './script-runner.js';
 export { runScript } from './script-runner.js';
 export { reconnectNow } from './reconnect.js';
+export { PROBE_INTERVAL_MS, RedisHealth } from './health.js';
+export type { HealthOptions } from './health.js';
+export { DeadlineError, withDeadline } from './deadline.js';
+export { isKeyScopedError } from './reply-errors.js';
 export { decideScript, hybridScript } from './scripts.js';
 export type { HybridScriptName, LuaScript } from './scripts.js';
-export { stateKey } from './key-layout.js';
+export { decodeIdentity, encodeIdentity, stateKey } from './key-layout.js';
 
 import { RedisStore, type RedisStoreOptions } from './redis-store.js';
 

@@ -1,11 +1,13 @@
-import { type Algorithm, type BoundStore, type Clock, type Decision, identityOf } from '@sluice/core';
+import { type Algorithm, type BoundStore, type Clock, type Decision, SluiceError, identityOf } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import { CrossSlotPolicy } from './cross-slot.js';
-import { DenyCache } from './deny-cache.js';
+import { withDeadline } from './deadline.js';
+import type { DenyCache } from './deny-cache.js';
 import { stateKey } from './key-layout.js';
 import type { DecisionEvent } from './redis-store.js';
 import { packGroups, packRequests, unpackReplies } from './protocol.js';
-import { ruleArgs } from './rule-args.js';
+import { isKeyScopedError } from './reply-errors.js';
+import { numArg, ruleArgs } from './rule-args.js';
 import { type RedisClient, runScript } from './script-runner.js';
 import { type LuaScript, decideScript } from './scripts.js';
 
@@ -32,27 +34,26 @@ export interface BindingContext {
   readonly failMode: 'local' | 'open' | 'closed';
   /** The most decisions one script call carries. */
   readonly maxBatch: number;
+  /** With a client clock: how far a decision time may be from Redis TIME before the script clamps it. */
+  readonly maxClockSkewMs: number | undefined;
+  /** Already isolated: a throwing callback is reported, never thrown here. */
   readonly onDecision: ((event: DecisionEvent) => void) | undefined;
-  /** False while Redis is failing and no probe is due: decide by the fail mode without calling it. */
+  /** False while Redis is failing: decide by the fail mode without calling it (the store probes by itself). */
   mayCallRedis(): boolean;
   reportSuccess(): void;
-  reportFailure(error: unknown): void;
+  /** A call failed; `stateKey` is one of its keys, where the store's probe will ask. */
+  reportFailure(error: unknown, stateKey?: string): void;
 }
 
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`redis did not answer within ${ms} ms`)), ms);
-    promise.then(
-      (value) => {
-        clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
+/** What a binding holds beside the rules: its caches, fail-mode limiter, and how it reaches its store. */
+export interface BindingParts {
+  readonly denyCache: DenyCache | undefined;
+  /** The fail mode's in-memory limiter ('local'), holding this node's share of each rule. */
+  readonly local: BoundStore | undefined;
+  /** Tells every node to drop a reset key from its deny cache (pub/sub). */
+  readonly publishReset: ((key: string) => Promise<unknown>) | undefined;
+  /** Releases what the store holds for this binding. */
+  readonly unbind: () => void;
 }
 
 /**
@@ -71,22 +72,30 @@ export class RedisBinding implements BoundStore {
   readonly #denials: DenyCache | undefined;
   readonly #local: BoundStore | undefined;
   readonly #crossSlot: CrossSlotPolicy | undefined;
+  readonly #publishReset: ((key: string) => Promise<unknown>) | undefined;
+  readonly #unbind: () => void;
+  /** ARGV after the rules, groups and requests: the client clock's skew bound, when there is one. */
+  readonly #tailArgs: readonly string[];
   #queue: Pending[] = [];
   #scheduled = false;
+  #bound = true;
 
-  constructor(ctx: BindingContext, rules: readonly Algorithm[], prefix: string, denyCache: DenyCache | undefined, local: BoundStore | undefined) {
+  constructor(ctx: BindingContext, rules: readonly Algorithm[], prefix: string, parts: BindingParts) {
     this.#ctx = ctx;
     this.#rules = rules;
     this.#prefix = prefix;
     this.#ruleArgs = ruleArgs(rules);
     this.#script = decideScript(rules.map((rule) => rule.kind));
     // Exact only for one rule whose single-permit denials hold until retryAfterMs (see Algorithm.stableDenials).
-    this.#denials = rules.length === 1 && (rules[0] as Algorithm).stableDenials ? denyCache : undefined;
-    this.#local = local;
+    this.#denials = rules.length === 1 && (rules[0] as Algorithm).stableDenials ? parts.denyCache : undefined;
+    this.#local = parts.local;
+    this.#publishReset = parts.publishReset;
+    this.#unbind = parts.unbind;
+    this.#tailArgs = ctx.maxClockSkewMs === undefined ? [] : [numArg(ctx.maxClockSkewMs)];
     // On a Cluster, rules counted against other keys may live in other slots than the request key's.
     this.#crossSlot =
       ctx.isCluster && rules.length > 1 && rules.some((rule) => rule.key !== undefined)
-        ? new CrossSlotPolicy(ctx.redis, rules, prefix, (promise) => withTimeout(promise, ctx.timeoutMs))
+        ? new CrossSlotPolicy(ctx.redis, rules, prefix, (promise) => withDeadline(promise, ctx.timeoutMs, 'a cross-slot decision'), this.#tailArgs)
         : undefined;
   }
 
@@ -111,11 +120,37 @@ export class RedisBinding implements BoundStore {
     return this.#enqueue(key, 1, 0, true);
   }
 
-  /** Forgets the request key's own rules; rules counted against other identities are shared, and stay. */
+  /**
+   * Forgets the request key's own rules (rules counted against other identities are shared, and stay), here,
+   * in the fail mode's limiter and on Redis, and tells every node to drop it from its deny cache. Bounded by
+   * timeoutMs like a decision; a reset Redis could not do (down, read-only) rejects with
+   * SluiceError('STORE_UNAVAILABLE'), since no fail mode can stand in for it.
+   */
   async reset(key: string): Promise<void> {
     this.forget(key);
-    const own = this.#rules.filter((rule) => rule.key === undefined);
-    if (own.length > 0) await this.#ctx.redis.del(...own.map((rule) => stateKey(this.#prefix, key, rule.name)));
+    await this.#local?.reset(key);
+    const own = this.#rules.filter((rule) => rule.key === undefined).map((rule) => stateKey(this.#prefix, key, rule.name));
+    if (own.length === 0) return;
+    try {
+      await withDeadline(
+        (async () => {
+          await this.#ctx.redis.del(...own);
+          await this.#publishReset?.(key);
+        })(),
+        this.#ctx.timeoutMs,
+        'reset',
+      );
+    } catch (error) {
+      if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, own[0]);
+      const why = error instanceof Error ? error.message : String(error);
+      throw new SluiceError('STORE_UNAVAILABLE', `reset(${JSON.stringify(key)}) could not forget the key on Redis: ${why}`, { cause: error });
+    }
+  }
+
+  unbind(): void {
+    if (!this.#bound) return;
+    this.#bound = false;
+    this.#unbind();
   }
 
   /** Drops the key from this node's deny cache (a reset here or, through pub/sub, on another node). */
@@ -225,13 +260,21 @@ export class RedisBinding implements BoundStore {
     const sentAt = this.#ctx.localClock.now();
     let reply: Buffer;
     try {
-      reply = await withTimeout(
-        runScript(this.#ctx.redis, this.#script, keys, [...this.#ruleArgs, packGroups(groups), packRequests(wire)]),
+      reply = await withDeadline(
+        runScript(this.#ctx.redis, this.#script, keys, [...this.#ruleArgs, packGroups(groups), packRequests(wire), ...this.#tailArgs]),
         this.#ctx.timeoutMs,
+        'a decision',
       );
       this.#ctx.reportSuccess();
     } catch (error) {
-      this.#ctx.reportFailure(error);
+      if (isKeyScopedError(error)) {
+        // Redis answered, about one of these keys: the store is healthy and the other keys must not pay for
+        // it. Each request is tried alone; one that fails alone is decided by the fail mode, alone.
+        if (group.length > 1) for (const p of group) void this.#send([p]);
+        else this.#resolveByFailMode(group[0] as Pending);
+        return;
+      }
+      this.#ctx.reportFailure(error, keys[0]);
       for (const p of group) this.#resolveByFailMode(p);
       return;
     }
@@ -256,7 +299,7 @@ export class RedisBinding implements BoundStore {
       this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs, ruleDecidedAtMs });
       p.resolve(decision);
     } catch (error) {
-      this.#ctx.reportFailure(error);
+      if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
       this.#resolveByFailMode(p);
     }
   }

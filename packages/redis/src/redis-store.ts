@@ -5,27 +5,29 @@ import {
   MemoryStore,
   PrefixGuard,
   type RuleSet,
+  SluiceError,
   SluiceRangeError,
   SluiceTypeError,
   type Store,
+  callSafely,
   describeValue,
+  emitSafely,
   optionsObject,
   positiveFinite,
   positiveInteger,
+  scaledRule,
   systemClock,
+  timerDuration,
 } from '@sluice/core';
 import { EventEmitter } from 'eventemitter3';
 import { Cluster } from 'ioredis';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { DenyCache } from './deny-cache.js';
-import { resetChannel } from './key-layout.js';
-import { reconnectNow } from './reconnect.js';
+import { RedisHealth } from './health.js';
+import { decodeIdentity, encodeIdentity, resetChannel } from './key-layout.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './script-runner.js';
 import { refundable } from './scripts.js';
-
-/** How often a failing store lets one batch try Redis again. */
-const PROBE_INTERVAL_MS = 100;
 
 /** What a store does when Redis does not answer within `timeoutMs`, or answers with an error. */
 export type FailMode = 'local' | 'open' | 'closed';
@@ -45,11 +47,27 @@ export interface RedisStoreOptions {
    */
   timeoutMs?: number;
   /**
-   * `'local'`: decide from an in-memory limiter with the same rules on this node; `'open'`: allow;
-   * `'closed'`: deny (retry after timeoutMs).
+   * `'local'`: decide from an in-memory limiter holding this node's share of each rule (see
+   * `expectedNodes`); `'open'`: allow; `'closed'`: deny (retry after timeoutMs).
    * @default 'local'
    */
   failMode?: FailMode;
+  /**
+   * How many nodes share this store's limits, for `failMode: 'local'`: while Redis is away each node
+   * enforces 1 / expectedNodes of every rule (counts rounded down, at least 1), so the fleet stays near the
+   * limit. Left at 1, each node enforces the whole limit on its own: N nodes may admit up to N x the limit
+   * during an outage.
+   * @default 1
+   */
+  expectedNodes?: number;
+  /**
+   * With `clock: 'client'`: the furthest a decision time may be from Redis TIME. A node whose clock runs
+   * ahead would otherwise take tokens early and push the stored time ahead, starving the others for as
+   * long as its clock is ahead; its times are clamped to Redis TIME +- this. (A Clock object passed as
+   * `clock` is a test or simulation clock and is never clamped unless this is set.)
+   * @default 1000 with 'client', none with a Clock
+   */
+  maxClockSkewMs?: number;
   /**
    * Answer a hot key's single-permit denials locally until they can change (see DenyCache), and drop them
    * on every node when a key is reset (Redis pub/sub, one extra connection per store).
@@ -90,13 +108,18 @@ export interface DecisionEvent {
   readonly ruleDecidedAtMs?: readonly number[];
 }
 
-/** Events of a RedisStore: emitted when Redis starts failing and when it answers again. */
+/**
+ * Events of a RedisStore: emitted when Redis starts failing and when it answers again, and when a callback
+ * of yours threw (an `onDecision`, a listener of these events): the store went on, and the error is here.
+ */
 export interface RedisStoreEvents {
   'store-error': [error: Error];
   'store-recovered': [];
+  'callback-error': [error: unknown, callback: string];
 }
 
 const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
+const DEFAULT_CLIENT_SKEW_MS = 1000;
 
 function isClient(value: unknown): value is RedisClient {
   return typeof value === 'object' && value !== null && typeof (value as RedisClient).evalsha === 'function';
@@ -118,15 +141,17 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   readonly timeoutMs: number;
   readonly failMode: FailMode;
   readonly maxBatch: number;
+  readonly expectedNodes: number;
   readonly #localClock: Clock;
   readonly #denyCache: boolean;
   readonly #denyCacheMaxKeys: number;
   readonly #bindings = new Map<string, Set<RedisBinding>>();
   readonly #prefixes = new PrefixGuard();
+  readonly #health: RedisHealth;
+  readonly #context: BindingContext;
   #subscriber: RedisClient | undefined;
-  #healthy = true;
-  #probing = false;
-  #nextProbeAt = 0;
+  /** A state key where the last failure happened: the probe asks there (on a Cluster, that slot's master). */
+  #probeKey = 'sluice-probe';
   #closed = false;
 
   constructor(options: RedisStoreOptions) {
@@ -143,21 +168,38 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     else if (typeof clock === 'object' && clock !== null && typeof clock.now === 'function') this.clock = clock;
     else throw new SluiceRangeError('clock', clock, `clock must be 'server', 'client' or a Clock, got ${describeValue(clock)}`);
     this.#localClock = this.clock ?? systemClock;
-    if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
-      throw new SluiceTypeError('onDecision', options.onDecision, `onDecision must be a function, got ${describeValue(options.onDecision)}`);
+    const onDecision = options.onDecision;
+    if (onDecision !== undefined && typeof onDecision !== 'function') {
+      throw new SluiceTypeError('onDecision', onDecision, `onDecision must be a function, got ${describeValue(onDecision)}`);
     }
-    this.timeoutMs = options.timeoutMs === undefined ? 50 : positiveFinite('timeoutMs', options.timeoutMs);
+    this.timeoutMs = options.timeoutMs === undefined ? 50 : timerDuration('timeoutMs', options.timeoutMs);
     const failMode = options.failMode ?? 'local';
     if (!FAIL_MODES.includes(failMode)) {
       throw new SluiceRangeError('failMode', failMode, `failMode must be 'local', 'open' or 'closed', got ${describeValue(failMode)}`);
     }
     this.failMode = failMode;
+    this.expectedNodes = options.expectedNodes === undefined ? 1 : positiveInteger('expectedNodes', options.expectedNodes);
     if (options.denyCache !== undefined && typeof options.denyCache !== 'boolean') {
       throw new SluiceTypeError('denyCache', options.denyCache, `denyCache must be a boolean, got ${describeValue(options.denyCache)}`);
     }
     this.#denyCache = options.denyCache ?? true;
     this.#denyCacheMaxKeys = options.denyCacheMaxKeys === undefined ? 10_000 : positiveInteger('denyCacheMaxKeys', options.denyCacheMaxKeys);
     this.maxBatch = options.maxBatch === undefined ? 64 : positiveInteger('maxBatch', options.maxBatch);
+    const maxClockSkewMs =
+      options.maxClockSkewMs !== undefined
+        ? positiveFinite('maxClockSkewMs', options.maxClockSkewMs)
+        : clock === 'client'
+          ? DEFAULT_CLIENT_SKEW_MS
+          : undefined;
+    if (maxClockSkewMs !== undefined && this.clock === undefined) {
+      throw new SluiceRangeError('maxClockSkewMs', maxClockSkewMs, "maxClockSkewMs bounds client clocks: it needs clock 'client' or a Clock");
+    }
+    this.#health = new RedisHealth({
+      client: this.redis,
+      timeoutMs: this.timeoutMs,
+      probe: () => this.redis.exists(this.#probeKey),
+      onChange: (healthy, error) => (healthy ? emitSafely(this, 'store-recovered') : emitSafely(this, 'store-error', error)),
+    });
     this.#context = {
       redis: this.redis,
       isCluster: this.redis instanceof Cluster,
@@ -166,22 +208,24 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       timeoutMs: this.timeoutMs,
       failMode: this.failMode,
       maxBatch: this.maxBatch,
-      onDecision: options.onDecision,
-      mayCallRedis: () => this.#mayCallRedis(),
-      reportSuccess: () => this.#reportSuccess(),
-      reportFailure: (error) => this.#reportFailure(error),
+      maxClockSkewMs,
+      onDecision: onDecision === undefined ? undefined : (event) => callSafely(this, 'onDecision', onDecision, event),
+      mayCallRedis: () => this.#health.healthy,
+      reportSuccess: () => this.#health.reportSuccess(),
+      reportFailure: (error, stateKey) => {
+        if (stateKey !== undefined) this.#probeKey = stateKey;
+        this.#health.reportFailure(error);
+      },
     };
   }
 
-  readonly #context: BindingContext;
-
   /** False from a failed call until Redis answers again. */
   get healthy(): boolean {
-    return this.#healthy;
+    return this.#health.healthy;
   }
 
   bind(ruleSet: RuleSet): BoundStore {
-    if (this.#closed) throw new SluiceRangeError('store', 'redisStore', 'this redisStore is closed');
+    if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
     const keyed = ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.key !== undefined);
     const unrefundable = ruleSet.rules.find((rule) => !refundable(rule.kind));
     if (this.redis instanceof Cluster && keyed && unrefundable !== undefined) {
@@ -192,36 +236,53 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
         `rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot be in a policy with rules counted against other keys on a Redis Cluster: its grants cannot be refunded`,
       );
     }
-    this.#prefixes.claim(ruleSet.prefix, ruleSet.rules);
-    if (this.redis instanceof Cluster && keyed) warnCrossSlot(this.redis, ruleSet.prefix);
-    const local = this.failMode === 'local' ? new MemoryStore({ clock: this.#localClock }).bind(ruleSet, true) : undefined;
-    const binding = new RedisBinding(
-      this.#context,
-      ruleSet.rules,
-      ruleSet.prefix,
-      this.#denyCache ? new DenyCache(this.#denyCacheMaxKeys) : undefined,
+    const { prefix } = ruleSet;
+    const release = this.#prefixes.claim(prefix, ruleSet.rules);
+    if (this.redis instanceof Cluster && keyed) warnCrossSlot(this.redis, prefix);
+    // The fail mode's local limiter holds this node's share of each rule.
+    const share = 1 / this.expectedNodes;
+    const local =
+      this.failMode === 'local'
+        ? new MemoryStore({ clock: this.#localClock }).bind({ rules: ruleSet.rules.map((rule) => scaledRule(rule, share)), prefix }, true)
+        : undefined;
+    const publishReset = this.#denyCache ? (key: string) => this.redis.publish(resetChannel(prefix), encodeIdentity(key)) : undefined;
+    const binding: RedisBinding = new RedisBinding(this.#context, ruleSet.rules, prefix, {
+      denyCache: this.#denyCache ? new DenyCache(this.#denyCacheMaxKeys) : undefined,
       local,
-    );
-    let set = this.#bindings.get(ruleSet.prefix);
+      publishReset,
+      unbind: () => {
+        release();
+        this.#unbind(prefix, binding);
+      },
+    });
+    let set = this.#bindings.get(prefix);
     if (set === undefined) {
       set = new Set();
-      this.#bindings.set(ruleSet.prefix, set);
-      if (this.#denyCache) this.#subscribe(ruleSet.prefix);
+      this.#bindings.set(prefix, set);
+      if (this.#denyCache) this.#subscribe(prefix);
     }
     set.add(binding);
-    const forget = binding.reset.bind(binding);
-    // A reset also tells the other nodes to drop the key from their deny caches.
-    binding.reset = async (key: string) => {
-      await forget(key);
-      if (this.#denyCache) await this.redis.publish(resetChannel(ruleSet.prefix), key);
-    };
     return binding;
   }
 
-  /** Stops listening for resets; the Redis client passed in stays open (it is the caller's). */
+  /** A closed limiter's binding: dropped with its caches and fail-mode state; its channel when it was the last. */
+  #unbind(prefix: string, binding: RedisBinding): void {
+    const set = this.#bindings.get(prefix);
+    if (set === undefined || !set.delete(binding) || set.size > 0) return;
+    this.#bindings.delete(prefix);
+    this.#subscriber?.unsubscribe(resetChannel(prefix)).catch(() => {
+      // A subscriber that lost its connection has no subscription left to drop.
+    });
+  }
+
+  /**
+   * Stops probing, listening for resets and listening to your client. The Redis client passed in stays open
+   * (it is yours); limiters still bound to this store decide by its fail mode from now on.
+   */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    this.#health.close();
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
     subscriber?.disconnect();
@@ -230,47 +291,26 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   #subscribe(prefix: string): void {
     let subscriber = this.#subscriber;
     if (subscriber === undefined) {
-      // A subscribed connection can do nothing else, so resets are heard on a duplicate of the client.
-      subscriber = this.redis instanceof Cluster ? this.redis.duplicate() : this.redis.duplicate();
-      subscriber.on('error', (error: Error) => this.#reportFailure(error));
+      // A subscribed connection can do nothing else, so resets are heard on a duplicate of the client. Its
+      // errors are its own: a missed reset leaves a cached denial until its retryAfterMs at worst.
+      subscriber = duplicateClient(this.redis);
+      subscriber.on('error', () => {});
       subscriber.on('message', (channel: string, key: string) => {
-        for (const [p, bindings] of this.#bindings) if (resetChannel(p) === channel) for (const b of bindings) b.forget(key);
+        const bindings = this.#bindings.get(channel.slice(0, -RESET_SUFFIX_LENGTH));
+        if (bindings !== undefined && channel.endsWith(RESET_SUFFIX)) for (const b of bindings) b.forget(decodeIdentity(key));
       });
       this.#subscriber = subscriber;
     }
-    void subscriber.subscribe(resetChannel(prefix)).catch((error: unknown) => this.#reportFailure(error));
+    subscriber.subscribe(resetChannel(prefix)).catch(() => {
+      // Subscribed again on reconnect by the client itself.
+    });
   }
-
-  /**
-   * While Redis is failing, batches are decided by the fail mode at once instead of each waiting timeoutMs,
-   * and nothing piles up in the client's offline queue; one batch at a time goes as a probe, every
-   * PROBE_INTERVAL_MS, and the first that succeeds returns the store to Redis.
-   */
-  #mayCallRedis(): boolean {
-    if (this.#healthy) return true;
-    // Outages are wall-clock events: a client ManualClock must not hold the store in its fallback.
-    const now = systemClock.now();
-    if (this.#probing || now < this.#nextProbeAt) return false;
-    this.#probing = true;
-    reconnectNow(this.redis);
-    return true;
-  }
-
-  #reportSuccess = (): void => {
-    this.#probing = false;
-    if (!this.#healthy) {
-      this.#healthy = true;
-      this.emit('store-recovered');
-    }
-  };
-
-  /** Events fire on the change from healthy to failing and back, not once per failed call. */
-  #reportFailure = (error: unknown): void => {
-    this.#probing = false;
-    this.#nextProbeAt = systemClock.now() + PROBE_INTERVAL_MS;
-    if (this.#healthy) {
-      this.#healthy = false;
-      this.emit('store-error', error instanceof Error ? error : new Error(String(error)));
-    }
-  };
 }
+
+/** A new connection with the client's options. (Two branches only because TypeScript cannot call the union of the two signatures.) */
+function duplicateClient(client: RedisClient): RedisClient {
+  return client instanceof Cluster ? client.duplicate() : client.duplicate();
+}
+
+const RESET_SUFFIX = resetChannel('');
+const RESET_SUFFIX_LENGTH = RESET_SUFFIX.length;

@@ -6,7 +6,10 @@
 -- ARGV: R; then per rule its kind and parameters as text (PARAM_COUNT, in the prelude); then a binary string of
 --       groups, each R packed '<I4' indices into KEYS (the state key of rule r for that group's request
 --       key); then a binary string of requests, each '<I4dddB': group index, now (NaN = this server's
---       TIME), permits, maxWaitMs (Infinity allowed), and 1 to peek (decide, write nothing) or 0 to consume.
+--       TIME), permits, maxWaitMs (Infinity allowed), and 1 to peek (decide, write nothing) or 0 to consume;
+--       then, optionally, the most a client-given time may be from this server's TIME (a client clock's skew
+--       bound): a time further off is clamped to TIME +- it, so one node whose clock runs ahead cannot take
+--       permits early and starve the others for as long as it is ahead.
 -- Reply: one binary string, per request '<Bddddd B' : allowed, remaining, retryAfter, resetAfter, wait,
 --        the decision time used, the tightest rule (from 0); then when R > 1, per rule '<Bdd': allowed,
 --        remaining, resetAfter.
@@ -24,13 +27,22 @@ if rules == nil then return a end
 local R = #rules
 
 local server_now = nil
-local function read_now(t)
-  if t == t then return t end -- NaN asks for the server's time
+local function server_time()
   if server_now == nil then
     local t = redis.call('TIME')
     server_now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
   end
   return server_now
+end
+
+local max_skew = nil -- set once the ARGV before it are parsed
+local function read_now(t)
+  if t ~= t then return server_time() end -- NaN asks for the server's time
+  if max_skew == nil then return t end
+  local s = server_time()
+  if t > s + max_skew then return s + max_skew end
+  if t < s - max_skew then return s - max_skew end
+  return t
 end
 
 -- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit).
@@ -83,6 +95,7 @@ end
 
 local replies = {}
 local requests = ARGV[a]
+max_skew = tonumber(ARGV[a + 1])
 local Q = #requests / 29
 local pos = 1
 

@@ -1,0 +1,95 @@
+import { withDeadline } from './deadline.js';
+import { reconnectNow } from './reconnect.js';
+import type { RedisClient } from './script-runner.js';
+
+/** How often a failing store probes Redis (and nudges a client waiting out its reconnect backoff). */
+export const PROBE_INTERVAL_MS = 100;
+
+export interface HealthOptions {
+  readonly client: RedisClient;
+  /**
+   * The store's own probe: a cheap call to where the last failure happened. Decisions never serve as probes,
+   * so during an outage every decision is answered by the fail mode at once.
+   */
+  readonly probe: () => Promise<unknown>;
+  /** How long a probe may take before it counts as failed. */
+  readonly timeoutMs: number;
+  /** Called on each change: false with the error that started a failure, true when Redis answers again. */
+  readonly onChange: (healthy: boolean, error?: Error) => void;
+}
+
+/**
+ * Whether Redis is answering, for one store: healthy until a call fails, then failing until the store's
+ * own probe (every PROBE_INTERVAL_MS, on host timers: an outage is a wall-clock event, whatever clock the
+ * decisions use) is answered. While it fails, a client waiting out its reconnect backoff is asked to
+ * connect now (never a second reconnect loop; see reconnectNow), so the store is back within about one
+ * probe interval of Redis, and the number of connection attempts is the client's own schedule plus at most
+ * one per probe interval, whatever the traffic.
+ *
+ * It also listens to the client's 'error' event, for as long as the store is open: a client error is a
+ * failure it acts on, and a client with a listener does not print "Unhandled error event" on every failed
+ * reconnect.
+ */
+export class RedisHealth {
+  readonly #o: HealthOptions;
+  #healthy = true;
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #probing = false;
+  #closed = false;
+  readonly #onClientError = (error: Error): void => this.reportFailure(error);
+
+  constructor(options: HealthOptions) {
+    this.#o = options;
+    options.client.on('error', this.#onClientError);
+  }
+
+  get healthy(): boolean {
+    return this.#healthy;
+  }
+
+  reportSuccess(): void {
+    if (this.#healthy || this.#closed) return;
+    this.#healthy = true;
+    this.#stopProbing();
+    this.#o.onChange(true);
+  }
+
+  /** Events fire on the change from healthy to failing and back, not once per failed call. */
+  reportFailure(error: unknown): void {
+    if (!this.#healthy || this.#closed) return;
+    this.#healthy = false;
+    this.#timer = setInterval(this.#probe, PROBE_INTERVAL_MS);
+    // A probe loop must not keep a process alive on its own.
+    this.#timer.unref?.();
+    this.#o.onChange(false, error instanceof Error ? error : new Error(String(error)));
+  }
+
+  readonly #probe = (): void => {
+    if (this.#probing || this.#closed) return;
+    const client = this.#o.client;
+    reconnectNow(client);
+    // Until the client is connected a command would only wait in its offline queue.
+    if (client.status !== 'ready') return;
+    this.#probing = true;
+    withDeadline(this.#o.probe(), this.#o.timeoutMs, 'probe')
+      .then(
+        () => this.reportSuccess(),
+        () => undefined,
+      )
+      .finally(() => {
+        this.#probing = false;
+      });
+  };
+
+  #stopProbing(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  /** Stops probing and nudging, and stops listening to the client (which stays the caller's). */
+  close(): void {
+    this.#closed = true;
+    this.#stopProbing();
+    this.#o.client.off('error', this.#onClientError);
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * Regression tests for defects an adversarial probe reproduced on real redis-server processes: hostile keys
+ * on a Cluster, keys that collide only on Redis, limiters that shared state by default, throwing callbacks,
+ * closed limiters that stayed bound, reset() without a deadline, the local fail mode's share, and a client
+ * clock running ahead. Each failed on the code before the fix.
+ */
+import { type Decision, SluiceError, createLimiter, fixedWindow, memoryStore, systemClock, tokenBucket } from '@sluice/core';
+import { leasedLimiter } from '@sluice/hybrid';
+import { type DecisionEvent, type RedisStore, redisStore, stateKey } from '@sluice/redis';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../harness/free-port.js';
+import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
+import { spawnRedisServer } from '../harness/redis-server.js';
+import { useTestRedis } from '../harness/use-redis.js';
+
+const testRedis = useTestRedis();
+let n = 0;
+const prefix = () => `hard${++n}`;
+
+/** A client to a port nothing listens on: every call fails, as with Redis down. */
+async function deadClient(): Promise<Redis> {
+  const client = new Redis({ port: await freePort(), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 1000 });
+  client.on('error', () => {});
+  return client;
+}
+
+const HOSTILE = ['}', '{', '{}', '}{', '}}{{', '{user:1}', 'user:1}', '{}user', 'a{b}c', '%7B', '%', '', 'tail{'];
+
+describe('hostile keys on a Cluster (3 masters)', () => {
+  let cluster: TestCluster;
+  let client: Cluster;
+  beforeAll(async () => {
+    cluster = await startTestCluster({ replicas: 0 });
+    client = cluster.client();
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  it('keys with braces and empty tags run beside normal keys under load: 0 store errors, exact counts, no fail mode', async () => {
+    const sources: DecisionEvent['source'][] = [];
+    // A deadline no busy machine misses: what must not happen here is a failure caused by a key.
+    const store = redisStore({ redis: client, failMode: 'open', timeoutMs: 10_000, onDecision: (e) => sources.push(e.source), denyCache: false });
+    const errors: Error[] = [];
+    store.on('store-error', (e) => errors.push(e));
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }), store, prefix: prefix() });
+    const keys = [...HOSTILE.map((k) => `evil:${k}`), ...HOSTILE.filter((k) => k !== '').map((k) => k), ...Array.from({ length: 40 }, (_, i) => `user:${i}`)];
+    // 8 requests per key, all in flight together: batches mix hostile and normal keys.
+    const decisions = await Promise.all(keys.flatMap((key) => Array.from({ length: 8 }, () => limiter.tryAcquire(key).then((d) => [key, d] as const))));
+    const allowed = new Map<string, number>();
+    for (const [key, d] of decisions) allowed.set(key, (allowed.get(key) ?? 0) + (d.allowed ? 1 : 0));
+    expect(errors).toEqual([]);
+    expect(sources.filter((s) => s !== 'redis')).toEqual([]);
+    for (const key of keys) expect(allowed.get(key), key).toBe(5);
+    expect(store.healthy).toBe(true);
+    await limiter.close();
+    await store.close();
+  });
+
+  it('leased mode with hostile keys: exact per key, no fallback', async () => {
+    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }), redis: client, failMode: 'open', timeoutMs: 10_000, prefix: prefix() });
+    const fallbacks: Error[] = [];
+    limiter.on('fallback', (e) => fallbacks.push(e));
+    for (const key of HOSTILE.filter((k) => k !== '').concat(['plain'])) {
+      let granted = 0;
+      for (let i = 0; i < 8; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;
+      expect(granted, key).toBe(5);
+    }
+    expect(fallbacks).toEqual([]);
+    await limiter.close();
+  });
+});
+
+describe('keys on standalone Redis', () => {
+  it('lone surrogates stay distinct keys on Redis, as in memory', async () => {
+    const keys = ['user:\uD800', 'user:\uDBFF', 'user:\uDC00', 'user:\uFFFD', 'user:%uD800', 'user:\uD83D\uDD25'];
+    const rule = fixedWindow({ limit: 1, windowMs: 60_000 });
+    const p = prefix();
+    const onRedis = createLimiter({ algorithm: rule, store: redisStore({ redis: testRedis().redis }), prefix: p });
+    const inMemory = createLimiter({ algorithm: rule, store: memoryStore(), prefix: p });
+    for (const key of keys) {
+      const [r, m] = [await onRedis.tryAcquire(key), await inMemory.tryAcquire(key)];
+      expect(r.allowed, JSON.stringify(key)).toBe(true);
+      expect(r.allowed).toBe(m.allowed);
+    }
+    expect((await onRedis.tryAcquire('user:\uD800')).allowed).toBe(false);
+    await onRedis.close();
+  });
+
+  it('limiters of two services with default prefix and rule names do not share state', async () => {
+    const { server } = testRedis();
+    const [a, b] = [new Redis(server.url), new Redis(server.url)];
+    const login = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 900_000 }), store: redisStore({ redis: a }) });
+    const api = createLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), store: redisStore({ redis: b }) });
+    const key = `ip:203.0.113.${++n}`;
+    for (let i = 0; i < 100; i++) await api.tryAcquire(key);
+    expect((await login.tryAcquire(key)).allowed).toBe(true);
+    expect((await login.tryAcquire(key)).remaining).toBe(3);
+    a.disconnect();
+    b.disconnect();
+  });
+
+  it('an error about one key (a corrupt state) leaves the other keys of its batch on Redis and the store healthy', async () => {
+    const { redis } = testRedis();
+    const p = prefix();
+    const rule = tokenBucket({ capacity: 3, refillPerSecond: 0.001 });
+    await redis.set(stateKey(p, 'corrupt', rule.name), 'x');
+    const sources = new Map<string, string>();
+    const store = redisStore({ redis, failMode: 'closed', onDecision: (e) => sources.set(e.key, e.source) });
+    const errors: Error[] = [];
+    store.on('store-error', (e) => errors.push(e));
+    const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+    const keys = ['a', 'b', 'corrupt', 'c'];
+    const decisions = await Promise.all(keys.map((k) => limiter.tryAcquire(k)));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, true]);
+    expect(Object.fromEntries(sources)).toEqual({ a: 'redis', b: 'redis', corrupt: 'fallback', c: 'redis' });
+    expect(errors).toEqual([]);
+    expect(store.healthy).toBe(true);
+    await limiter.close();
+    await store.close();
+  });
+});
+
+describe('user callbacks that throw', () => {
+  it('an onDecision that throws once: every decision of the batch resolves, the error reaches callback-error', async () => {
+    let thrown = 0;
+    const store = redisStore({
+      redis: testRedis().redis,
+      onDecision: () => {
+        if (thrown++ === 0) throw new Error('metrics exporter broke');
+      },
+    });
+    const reported: Array<[unknown, string]> = [];
+    store.on('callback-error', (error, where) => reported.push([error, where]));
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: prefix() });
+    const decisions = await Promise.all(['a', 'b', 'c', 'd'].map((k) => limiter.tryAcquire(k)));
+    expect(decisions.every((d) => d.allowed)).toBe(true);
+    expect(reported).toHaveLength(1);
+    expect(reported[0]?.[1]).toBe('onDecision');
+    await limiter.close();
+    await store.close();
+  });
+
+  it('a store-error listener that throws: decisions still resolve by the fail mode', async () => {
+    const client = await deadClient();
+    const store = redisStore({ redis: client, failMode: 'open', timeoutMs: 30 });
+    store.on('store-error', () => {
+      throw new Error('pager is down');
+    });
+    const reported: string[] = [];
+    store.on('callback-error', (_, where) => reported.push(where));
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
+    const decisions = await Promise.all(['a', 'b', 'c', 'd'].map((k) => limiter.tryAcquire(k)));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true]);
+    expect(reported).toEqual(["'store-error' listener"]);
+    await limiter.close();
+    await store.close();
+    client.disconnect();
+  });
+});
+
+describe('closed limiters', () => {
+  it('are unbound from their store: a prefix binds again with new limits, and 50 cycles leave the heap flat', async () => {
+    const store = redisStore({ redis: testRedis().redis });
+    const p = prefix();
+    const cycle = async (limit: number) => {
+      const limiter = createLimiter({ algorithm: fixedWindow({ limit, windowMs: 60_000, name: 'w' }), store, prefix: p });
+      await limiter.tryAcquire('k');
+      await limiter.close();
+    };
+    for (let i = 1; i <= 5; i++) await cycle(i);
+    const before = process.memoryUsage().heapUsed;
+    for (let i = 6; i <= 55; i++) await cycle(i);
+    const grownMb = (process.memoryUsage().heapUsed - before) / 1e6;
+    console.log(`50 create/close cycles on one redisStore: heap ${grownMb >= 0 ? '+' : ''}${grownMb.toFixed(1)} MB (each used to keep about 2.9 MB)`);
+    expect(grownMb).toBeLessThan(40);
+    await store.close();
+  });
+});
+
+describe('reset() has a deadline and typed errors', () => {
+  it('with Redis down, exact and leased reset() reject within about timeoutMs with STORE_UNAVAILABLE', async () => {
+    const client = await deadClient();
+    const store = redisStore({ redis: client, timeoutMs: 50 });
+    const exact = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
+    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }), redis: client, timeoutMs: 50, prefix: prefix() });
+    for (const limiter of [exact, leased]) {
+      const started = performance.now();
+      const error = await limiter.reset('k').then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      const took = performance.now() - started;
+      expect(error).toBeInstanceOf(SluiceError);
+      expect((error as SluiceError).code).toBe('STORE_UNAVAILABLE');
+      expect(took).toBeLessThan(5_000); // only a hang breaks this; it took about timeoutMs
+    }
+    await exact.close();
+    await leased.close();
+    await store.close();
+    client.disconnect();
+  });
+
+  it('on a read-only replica reset() rejects with STORE_UNAVAILABLE carrying the READONLY reply', async () => {
+    const { server } = testRedis();
+    const replica = await spawnRedisServer(['--replicaof', server.host, String(server.port)]);
+    const client = new Redis(replica.url);
+    try {
+      const store = redisStore({ redis: client, failMode: 'open' });
+      const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
+      const error = (await limiter.reset('k').catch((e: unknown) => e)) as SluiceError;
+      expect(error).toBeInstanceOf(SluiceError);
+      expect(error.code).toBe('STORE_UNAVAILABLE');
+      expect(String((error.cause as Error).message)).toMatch(/READONLY/);
+      await limiter.close();
+      await store.close();
+    } finally {
+      client.disconnect();
+      await replica.stop();
+    }
+  });
+});
+
+describe("failMode 'local' holds this node's share", () => {
+  it('3 nodes with expectedNodes 3 and Redis down admit at most the limit together', async () => {
+    const clients = await Promise.all([deadClient(), deadClient(), deadClient()]);
+    const p = prefix();
+    const limiters = clients.map((redis) =>
+      createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store: redisStore({ redis, expectedNodes: 3, timeoutMs: 20 }), prefix: p }),
+    );
+    let admitted = 0;
+    for (const limiter of limiters) for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
+    expect(admitted).toBe(9); // 3 per node: floor(10 / 3)
+    await Promise.all(limiters.map((l) => l.close()));
+    for (const c of clients) c.disconnect();
+  });
+
+  it('is validated', () => {
+    expect(() => redisStore({ redis: testRedis().redis, expectedNodes: 0 })).toThrow(/expectedNodes must be an integer >= 1, got 0/);
+  });
+});
+
+describe('a client clock running ahead', () => {
+  it('is clamped to Redis TIME +- maxClockSkewMs: a node an hour ahead cannot starve the others for an hour', async () => {
+    const { redis } = testRedis();
+    const ahead = { now: () => systemClock.now() + 3_600_000 };
+    const p = prefix();
+    const rule = tokenBucket({ capacity: 10, refillPerSecond: 10 });
+    const skewed = createLimiter({ algorithm: rule, store: redisStore({ redis, clock: ahead, maxClockSkewMs: 1000, denyCache: false }), prefix: p });
+    const honest = createLimiter({ algorithm: rule, store: redisStore({ redis, clock: 'client', denyCache: false }), prefix: p });
+    for (let i = 0; i < 10; i++) await skewed.tryAcquire('k');
+    const d: Decision = await honest.tryAcquire('k');
+    console.log(`a node 1 h ahead, clamped to 1 s: the others were told retryAfterMs ${d.retryAfterMs.toFixed(0)} (unclamped: about 3,600,000)`);
+    expect(d.retryAfterMs).toBeLessThan(2_500);
+  });
+
+  it("'client' clamps by default; maxClockSkewMs needs a client clock", () => {
+    const { redis } = testRedis();
+    expect(() => redisStore({ redis, maxClockSkewMs: 1000 })).toThrow(/needs clock 'client' or a Clock/);
+    expect(() => redisStore({ redis, clock: 'client', maxClockSkewMs: -1 })).toThrow(/maxClockSkewMs must be a finite number > 0/);
+  });
+});
