@@ -45,7 +45,9 @@ describe('close()', () => {
     expect(await waiting).toMatchObject({ code: 'CLOSED' });
     // Let sockets finish closing, then compare.
     await new Promise((r) => setTimeout(r, 200));
-    expect(resources()).toEqual(before);
+    // Nothing more of any kind than before (a timer of the harness's may have ended meanwhile).
+    const after = resources();
+    for (const [kind, count] of Object.entries(after)) expect(count, kind).toBeLessThanOrEqual(before[kind] ?? 0);
     expect(listeners(client)).toEqual(listenersBefore);
     // Timers that do not hold the process open (heartbeats are unref'd) do not show above: nothing closed
     // may still talk to Redis, so count the commands Redis runs over 10 heartbeats.

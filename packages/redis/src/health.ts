@@ -26,9 +26,9 @@ export interface HealthOptions {
  * probe interval of Redis, and the number of connection attempts is the client's own schedule plus at most
  * one per probe interval, whatever the traffic.
  *
- * It also listens to the client's 'error' event, for as long as the store is open: a client error is a
- * failure it acts on, and a client with a listener does not print "Unhandled error event" on every failed
- * reconnect.
+ * It also listens to the client's 'error' and 'ready' events, for as long as the store is open: a client
+ * error is a failure it acts on (and a client with an error listener does not print "Unhandled error event"
+ * on every failed reconnect), and a client that just connected is probed at once.
  */
 export class RedisHealth {
   readonly #o: HealthOptions;
@@ -37,10 +37,15 @@ export class RedisHealth {
   #probing = false;
   #closed = false;
   readonly #onClientError = (error: Error): void => this.reportFailure(error);
+  /** A client that just connected is probed at once, not at the next tick. */
+  readonly #onClientReady = (): void => {
+    if (!this.#healthy) this.#probe();
+  };
 
   constructor(options: HealthOptions) {
     this.#o = options;
     options.client.on('error', this.#onClientError);
+    options.client.on('ready', this.#onClientReady);
   }
 
   get healthy(): boolean {
@@ -91,5 +96,6 @@ export class RedisHealth {
     this.#closed = true;
     this.#stopProbing();
     this.#o.client.off('error', this.#onClientError);
+    this.#o.client.off('ready', this.#onClientReady);
   }
 }
