@@ -45,6 +45,16 @@ export async function startTestCluster(options: { replicas?: 0 | 1 } = {}): Prom
         const synced = infos.filter((i) => i.includes('role:slave'));
         return synced.length === 3 * replicas && synced.every((i) => i.includes('master_link_status:up'));
       });
+      // Roles travel by gossip: wait until every node's view has them all, not just the replicas' own.
+      await until('every node seeing every role', 30_000, async () => {
+        const views = await Promise.all(direct.map((c) => c.cluster('NODES') as Promise<string>));
+        return views.every((view) => {
+          const lines = view.trim().split('\n');
+          const masters = lines.filter((l) => / (myself,)?master /.test(l)).length;
+          const slaves = lines.filter((l) => / (myself,)?slave /.test(l)).length;
+          return masters === 3 && slaves === 3 * replicas;
+        });
+      });
     } finally {
       for (const c of direct) c.disconnect();
     }
