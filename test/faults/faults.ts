@@ -2,12 +2,13 @@
  * The faults the suite injects, each for real on its own throwaway redis-server: where clients connect,
  * and a timeline that breaks Redis and heals it, resolving with the moment it was healthy again.
  */
-import type { RedisClient } from '@sluice/redis';
 import calculateSlot from 'cluster-key-slot';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { freePort } from '../harness/free-port.js';
 import { startTestCluster } from '../harness/redis-cluster.js';
 import { type TestRedis, spawnRedisServer, waitForPing } from '../harness/redis-server.js';
+
+type RedisClient = Redis | Cluster;
 import { FaultProxy } from './fault-proxy.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

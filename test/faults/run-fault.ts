@@ -4,7 +4,10 @@
  */
 import { type Limiter, createLimiter, tokenBucket } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
-import { type FailMode, type RedisClient, redisStore } from '@sluice/redis';
+import { type FailMode, redisStore } from '@sluice/redis';
+import type { Cluster, Redis } from 'ioredis';
+
+type RedisClient = Redis | Cluster;
 import { bucketIntervalsOver } from '../redis/over-admission.js';
 import type { Fault } from './faults.js';
 

@@ -4,7 +4,7 @@
  */
 import { ManualClock, SluiceRangeError, SluiceTypeError, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { type LeaseEvent, leasedLimiter } from '@sluice/hybrid';
-import { hybridScript, runScript } from '@sluice/redis';
+import { type ScriptReply, bufferReply, hybridScript, runScript } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
@@ -15,7 +15,8 @@ const redis = useTestRedis();
 let n = 0;
 const prefix = () => `leased${Date.now()}-${n++}`;
 
-function unpackLease(reply: Buffer) {
+function unpackLease(answer: ScriptReply) {
+  const reply = bufferReply(answer, 'lease');
   return [0, 8, 16, 24, 32].map((o) => reply.readDoubleLE(o));
 }
 

@@ -12,7 +12,7 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '@sluice/core';
-import { type RedisStore, decideScript, redisStore, runScript, stateKey } from '@sluice/redis';
+import { type RedisStore, bufferReply, decideScript, redisStore, runScript, stateKey } from '@sluice/redis';
 import { ruleArgs } from '../../packages/redis/src/rule-args.js';
 import { refundScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
@@ -57,7 +57,7 @@ describe('the decide script', () => {
       const key = stateKey(prefix(), 'k', rule.name);
       const requests = packRequests([{ group: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]);
       const reply = await runScript(redis, decideScript(), [key], [...ruleArgsOf(rule), packGroups([[1]]), requests]);
-      const [{ decision, decidedAtMs }] = unpackReplies(reply, 1, [rule], () => false) as [{ decision: Decision; decidedAtMs: number }];
+      const [{ decision, decidedAtMs }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => false) as [{ decision: Decision; decidedAtMs: number }];
       expect(decision).toMatchObject({ allowed: true, limit: rule.limit, remaining: rule.kind.startsWith('smooth') ? expect.any(Number) : 3 });
       const serverNow = Number((await redis.time())[0]) * 1000;
       expect(Math.abs(decidedAtMs - serverNow)).toBeLessThan(2_000); // decided on Redis TIME
@@ -149,7 +149,7 @@ describe('redisStore', () => {
   });
 
   it('validates its options', () => {
-    expect(() => redisStore({ redis: {} as never })).toThrow(/redis must be an ioredis Redis or Cluster client, got an object/);
+    expect(() => redisStore({ redis: {} as never })).toThrow(/redis must be an ioredis Redis or Cluster, an iovalkey client, a node-redis client or cluster .*; got an object without the methods of any of them/);
     expect(() => redisStore({ redis, denyCache: 'yes' as never })).toThrow(/denyCache must be a boolean, got "yes"/);
     expect(() => redisStore({ redis, timeoutMs: 0 })).toThrow(/timeoutMs must be a finite number > 0, got 0/);
     expect(() => redisStore({ redis, failMode: 'maybe' as never })).toThrow(/failMode must be/);

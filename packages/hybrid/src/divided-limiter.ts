@@ -9,7 +9,7 @@ import { supportedRule } from './supported-rule.js';
 export interface DividedLimiterOptions {
   /** One rule: tokenBucket, gcra, fixedWindow or slidingWindowCounter; each node enforces its share of it. */
   algorithm: Rules;
-  /** An ioredis client (Redis or Cluster), used for heartbeats only; never closed by the limiter. */
+  /** Your Redis client (any that redisStore takes), used for heartbeats only; never closed by the limiter. */
   redis: RedisClient;
   /** Namespace of the keys in Redis (as createLimiter's). @default 'sluice' */
   prefix?: string;

@@ -1,5 +1,5 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, emitSafely, keyCache, ruleDecision, scaledRule, systemClock } from '@sluice/core';
-import { type RedisClient, stateKey } from '@sluice/redis';
+import { type RedisConnection, stateKey } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
@@ -25,7 +25,7 @@ export interface DividedEvents {
 }
 
 export interface DividedStoreOptions {
-  redis: RedisClient;
+  redis: RedisConnection;
   heartbeatMs: number;
   share: ShareMode;
   assumedNodes: number;
@@ -49,13 +49,16 @@ export class DividedStore implements Store {
   readonly clock: Clock;
   readonly #o: DividedStoreOptions;
   #binding: DividedBinding | undefined;
-  /** The heartbeat reports failures itself; this listener only keeps the client from printing each one. */
-  readonly #onClientError = (): void => {};
+  /** The heartbeat reports failures itself; listening only keeps a client from printing each one. */
+  readonly #unwatch: () => void;
 
   constructor(options: DividedStoreOptions) {
     this.#o = options;
     this.clock = options.clock ?? systemClock;
-    options.redis.on('error', this.#onClientError);
+    this.#unwatch = options.redis.watch(
+      () => {},
+      () => {},
+    );
   }
 
   bind(ruleSet: RuleSet): BoundStore {
@@ -66,7 +69,7 @@ export class DividedStore implements Store {
   /** Leaves the membership (one last call, so the others take up this share at their next heartbeat). */
   async close(): Promise<void> {
     await this.#binding?.close();
-    this.#o.redis.off('error', this.#onClientError);
+    this.#unwatch();
   }
 }
 

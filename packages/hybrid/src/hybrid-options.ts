@@ -1,16 +1,13 @@
-import { type Clock, SluiceRangeError, SluiceTypeError, describeValue, optionalClock, positiveFinite, positiveInteger, timerDuration } from '@sluice/core';
-import type { FailMode, RedisClient } from '@sluice/redis';
+import { type Clock, SluiceRangeError, describeValue, optionalClock, positiveFinite, positiveInteger, timerDuration } from '@sluice/core';
+import { type FailMode, type RedisConnection, toConnection } from '@sluice/redis';
 import { randomUUID } from 'node:crypto';
 
 const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
 const NODE_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
 
-export function redisClient(value: unknown): RedisClient {
-  const v = value as { callBuffer?: unknown } | null;
-  if (typeof v !== 'object' || v === null || typeof v.callBuffer !== 'function') {
-    throw new SluiceTypeError('redis', value, `redis must be an ioredis Redis or Cluster client, got ${describeValue(value)}`);
-  }
-  return value as RedisClient;
+/** The connection to the user's client: any client @sluice/redis supports, recognised by shape. */
+export function redisClient(value: unknown): RedisConnection {
+  return toConnection(value);
 }
 
 export function failModeOption(value: unknown): FailMode {

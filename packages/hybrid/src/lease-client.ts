@@ -1,5 +1,5 @@
 import type { Algorithm } from '@sluice/core';
-import { type RedisClient, hybridScript, runScript } from '@sluice/redis';
+import { type RedisConnection, bufferReply, hybridScript } from '@sluice/redis';
 
 /** How a rule's central state is leased (see lease.lua). */
 export interface LeaseShape {
@@ -36,7 +36,7 @@ export interface LeaseReply {
 
 /** One atomic lease call: debits up to `want` permits centrally and registers this node as a lessee. */
 export async function requestLease(
-  redis: RedisClient,
+  redis: RedisConnection,
   stateKey: string,
   lesseesKey: string,
   shape: LeaseShape,
@@ -46,7 +46,8 @@ export async function requestLease(
   nowMs: number | undefined,
   capDivisor: number,
 ): Promise<LeaseReply> {
-  const reply = await runScript(redis, hybridScript('lease'), [stateKey, lesseesKey], [
+  const script = hybridScript('lease');
+  const answer = await redis.runScript(script, [stateKey, lesseesKey], [
     shape.kind,
     ...shape.args,
     String(want),
@@ -55,6 +56,7 @@ export async function requestLease(
     nowMs === undefined ? '' : String(nowMs),
     String(capDivisor),
   ]);
+  const reply = bufferReply(answer, script.name);
   return {
     granted: reply.readDoubleLE(0),
     retryMs: reply.readDoubleLE(8),
@@ -66,14 +68,14 @@ export async function requestLease(
 
 /** Hands unspent permits back (see lease_return.lua); resolves to how many were put back. */
 export async function returnLease(
-  redis: RedisClient,
+  redis: RedisConnection,
   stateKey: string,
   shape: LeaseShape,
   permits: number,
   windowStart: number,
   nowMs: number | undefined,
 ): Promise<number> {
-  const reply = await runScript(redis, hybridScript('lease_return'), [stateKey], [
+  const reply = await redis.runScript(hybridScript('lease_return'), [stateKey], [
     shape.kind,
     shape.args[0],
     shape.args[1],
@@ -81,5 +83,5 @@ export async function returnLease(
     String(windowStart),
     nowMs === undefined ? '' : String(nowMs),
   ]);
-  return Number(reply.toString());
+  return Number(String(reply));
 }

@@ -16,7 +16,7 @@ import { supportedRule } from './supported-rule.js';
 export interface LeasedLimiterOptions {
   /** One rule: tokenBucket, gcra, fixedWindow or slidingWindowCounter. The fleet shares it through Redis. */
   algorithm: Rules;
-  /** An ioredis client (Redis or Cluster); never closed by the limiter. */
+  /** Your Redis client (any that redisStore takes); never closed by the limiter. */
   redis: RedisClient;
   /** Namespace of the keys in Redis (as createLimiter's). @default 'sluice' */
   prefix?: string;

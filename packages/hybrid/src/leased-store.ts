@@ -12,7 +12,7 @@ import {
   scaledRule,
   systemClock,
 } from '@sluice/core';
-import type { FailMode, RedisClient } from '@sluice/redis';
+import type { FailMode, RedisConnection } from '@sluice/redis';
 import { RedisHealth, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
@@ -45,7 +45,7 @@ export interface LeasedEvents {
 }
 
 export interface LeasedStoreOptions {
-  redis: RedisClient;
+  redis: RedisConnection;
   targetMs: number;
   maxBatch: number | undefined;
   lowWater: number;
@@ -94,7 +94,7 @@ export class LeasedStore implements Store {
     this.#local = options.clock ?? systemClock;
     const events = options.events;
     this.#health = new RedisHealth({
-      client: options.redis,
+      connection: options.redis,
       timeoutMs: options.timeoutMs,
       probe: () => options.redis.exists(this.#probeKey),
       onChange: (healthy, error) => (healthy ? emitSafely(events, 'recovered') : emitSafely(events, 'fallback', error)),
@@ -305,7 +305,7 @@ class LeasedBinding implements BoundStore {
     this.#leases.delete(key);
     await this.#fallback?.bound.reset(key);
     try {
-      await withDeadline(this.#o.redis.del(this.#stateKey(key), this.#lesseesKey(key)), this.#o.timeoutMs, 'reset');
+      await withDeadline(this.#o.redis.del([this.#stateKey(key), this.#lesseesKey(key)]), this.#o.timeoutMs, 'reset');
     } catch (error) {
       this.#health.failure(error, this.#stateKey(key));
       const why = error instanceof Error ? error.message : String(error);

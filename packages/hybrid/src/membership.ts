@@ -1,10 +1,10 @@
 import type { Clock } from '@sluice/core';
-import { type RedisClient, hybridScript, reconnectNow, runScript } from '@sluice/redis';
+import { type RedisConnection, hybridScript } from '@sluice/redis';
 import { MISSED, withinDeadline } from './deadline.js';
 import type { NodeDemand } from './shares.js';
 
 export interface MembershipOptions {
-  readonly redis: RedisClient;
+  readonly redis: RedisConnection;
   readonly membersKey: string;
   readonly demandKey: string;
   readonly nodeId: string;
@@ -40,10 +40,10 @@ export class Membership {
     if (this.#inFlight && !leaving) return;
     this.#inFlight = true;
     // A failing membership heartbeats as a probe: a client in its reconnect backoff is asked to connect now.
-    if (this.#failing) reconnectNow(this.#o.redis);
+    if (this.#failing) this.#o.redis.nudgeReconnect();
     try {
       const o = this.#o;
-      const call = runScript(o.redis, hybridScript('heartbeat'), [o.membersKey, o.demandKey], [
+      const call = o.redis.runScript(hybridScript('heartbeat'), [o.membersKey, o.demandKey], [
         o.nodeId,
         String(o.demand()),
         String(3 * o.heartbeatMs),

@@ -1,5 +1,5 @@
-import type { Cluster, Redis } from 'ioredis';
-import type { RedisClient } from './script-runner.js';
+import type { RedisClient } from './connection/connect.js';
+import type { IoredisLike } from './connection/ioredis.js';
 
 /** One-time configuration warnings, as process warnings (`node --no-warnings` or a 'warning' listener sees them). */
 const warned = new WeakMap<object, Set<string>>();
@@ -26,8 +26,9 @@ interface ClientOptions {
  * sent during an outage until Redis is back. sluice's own decisions are bounded by timeoutMs (and it stops
  * sending while Redis fails), but anything else on that client waits, and queued writes run late.
  */
-export function checkClient(client: RedisClient, isCluster: boolean): void {
-  const options = (isCluster ? (client as Cluster).options.redisOptions : (client as Redis).options) as ClientOptions | undefined;
+export function checkClient(client: IoredisLike, isCluster: boolean): void {
+  const configured = client as IoredisLike & { options?: ClientOptions & { redisOptions?: ClientOptions } };
+  const options = isCluster ? configured.options?.redisOptions : configured.options;
   if (options === undefined) return;
   const queues = options.enableOfflineQueue !== false;
   const forever = options.maxRetriesPerRequest === null;

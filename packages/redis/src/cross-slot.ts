@@ -3,7 +3,8 @@ import calculateSlot from 'cluster-key-slot';
 import { stateKey } from './key-layout.js';
 import { packGroups, packRequests, unpackReplies } from './protocol.js';
 import { numArg, ruleArgs } from './rule-args.js';
-import { type RedisClient, runScript } from './script-runner.js';
+import type { RedisConnection } from './connection/connection.js';
+import { bufferReply } from './script-runner.js';
 import { type LuaScript, decideScript, refundScript } from './scripts.js';
 
 /** The rules of one slot of a policy, with their scripts and ARGV ready. */
@@ -34,7 +35,7 @@ export class CrossSlotPolicy {
   readonly #parts = new Map<string, Part>();
 
   constructor(
-    private readonly redis: RedisClient,
+    private readonly connection: RedisConnection,
     private readonly rules: readonly Algorithm[],
     private readonly prefix: string,
     private readonly timeout: <T>(promise: Promise<T>) => Promise<T>,
@@ -71,18 +72,18 @@ export class CrossSlotPolicy {
 
   async #decidePart(part: Part, keys: readonly string[], request: CrossSlotRequest, peek: boolean): Promise<{ decision: Decision; decidedAtMs: number }> {
     const reply = await this.timeout(
-      runScript(this.redis, part.decide, keys, [
+      this.connection.runScript(part.decide, keys, [
         ...part.args,
         packGroups([keys.map((_, i) => i + 1)]),
         packRequests([{ group: 1, now: request.now, permits: request.permits, maxWaitMs: 0, peek }]),
         ...this.tailArgs,
       ]),
     );
-    return unpackReplies(reply, 1, part.rules, () => false)[0] as { decision: Decision; decidedAtMs: number };
+    return unpackReplies(bufferReply(reply, part.decide.name), 1, part.rules, () => false)[0] as { decision: Decision; decidedAtMs: number };
   }
 
   async #refund(part: Part, keys: readonly string[], permits: number, decidedAtMs: number, now: number): Promise<void> {
-    await this.timeout(runScript(this.redis, part.refund, keys, [...part.args, String(permits), numArg(decidedAtMs), Number.isNaN(now) ? '' : numArg(now)]));
+    await this.timeout(this.connection.runScript(part.refund, keys, [...part.args, String(permits), numArg(decidedAtMs), Number.isNaN(now) ? '' : numArg(now)]));
   }
 
   /**

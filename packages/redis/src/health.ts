@@ -1,12 +1,11 @@
 import { withDeadline } from './deadline.js';
-import { reconnectNow } from './reconnect.js';
-import type { RedisClient } from './script-runner.js';
+import type { RedisConnection } from './connection/connection.js';
 
 /** How often a failing store probes Redis (and nudges a client waiting out its reconnect backoff). */
 export const PROBE_INTERVAL_MS = 100;
 
 export interface HealthOptions {
-  readonly client: RedisClient;
+  readonly connection: RedisConnection;
   /**
    * The store's own probe: a cheap call to where the last failure happened. Decisions never serve as probes,
    * so during an outage every decision is answered by the fail mode at once.
@@ -22,7 +21,7 @@ export interface HealthOptions {
  * Whether Redis is answering, for one store: healthy until a call fails, then failing until the store's
  * own probe (every PROBE_INTERVAL_MS, on host timers: an outage is a wall-clock event, whatever clock the
  * decisions use) is answered. While it fails, a client waiting out its reconnect backoff is asked to
- * connect now (never a second reconnect loop; see reconnectNow), so the store is back within about one
+ * connect now (never a second reconnect loop; see RedisConnection.nudgeReconnect), so the store is back within about one
  * probe interval of Redis, and the number of connection attempts is the client's own schedule plus at most
  * one per probe interval, whatever the traffic.
  *
@@ -36,16 +35,17 @@ export class RedisHealth {
   #timer: ReturnType<typeof setInterval> | undefined;
   #probing = false;
   #closed = false;
-  readonly #onClientError = (error: Error): void => this.reportFailure(error);
-  /** A client that just connected is probed at once, not at the next tick. */
-  readonly #onClientReady = (): void => {
-    if (!this.#healthy) this.#probe();
-  };
+  readonly #unwatch: () => void;
 
   constructor(options: HealthOptions) {
     this.#o = options;
-    options.client.on('error', this.#onClientError);
-    options.client.on('ready', this.#onClientReady);
+    this.#unwatch = options.connection.watch(
+      (error) => this.reportFailure(error),
+      // A client that just connected is probed at once, not at the next tick.
+      () => {
+        if (!this.#healthy) this.#probe();
+      },
+    );
   }
 
   get healthy(): boolean {
@@ -71,10 +71,10 @@ export class RedisHealth {
 
   readonly #probe = (): void => {
     if (this.#probing || this.#closed) return;
-    const client = this.#o.client;
-    reconnectNow(client);
+    const connection = this.#o.connection;
+    connection.nudgeReconnect();
     // Until the client is connected a command would only wait in its offline queue.
-    if (client.status !== 'ready') return;
+    if (!connection.connected) return;
     this.#probing = true;
     withDeadline(this.#o.probe(), this.#o.timeoutMs, 'probe')
       .then(
@@ -95,7 +95,6 @@ export class RedisHealth {
   close(): void {
     this.#closed = true;
     this.#stopProbing();
-    this.#o.client.off('error', this.#onClientError);
-    this.#o.client.off('ready', this.#onClientReady);
+    this.#unwatch();
   }
 }

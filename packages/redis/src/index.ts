@@ -1,8 +1,9 @@
 export { RedisStore } from './redis-store.js';
 export type { DecisionEvent, FailMode, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
-export type { RedisClient } from './script-runner.js';
-export { runScript } from './script-runner.js';
-export { reconnectNow } from './reconnect.js';
+export type { RedisClient } from './connection/connect.js';
+export { toConnection } from './connection/connect.js';
+export type { RedisConnection, ResetSubscriber, ScriptReply } from './connection/connection.js';
+export { bufferReply, runScript } from './script-runner.js';
 export { PROBE_INTERVAL_MS, RedisHealth } from './health.js';
 export type { HealthOptions } from './health.js';
 export { DeadlineError, withDeadline } from './deadline.js';

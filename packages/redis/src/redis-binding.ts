@@ -8,7 +8,8 @@ import type { DecisionEvent } from './redis-store.js';
 import { packGroups, packRequests, unpackReplies } from './protocol.js';
 import { isKeyScopedError } from './reply-errors.js';
 import { numArg, ruleArgs } from './rule-args.js';
-import { type RedisClient, runScript } from './script-runner.js';
+import { bufferReply } from './script-runner.js';
+import type { RedisConnection } from './connection/connection.js';
 import { type LuaScript, decideScript } from './scripts.js';
 
 interface Pending {
@@ -24,8 +25,7 @@ interface Pending {
 
 /** What a binding needs from its store: the connection, time, and where to report health. */
 export interface BindingContext {
-  readonly redis: RedisClient;
-  readonly isCluster: boolean;
+  readonly connection: RedisConnection;
   /** The client clock, or undefined when decisions take Redis TIME. */
   readonly decisionClock: Clock | undefined;
   /** This process's clock, for deadlines and the deny cache. */
@@ -94,8 +94,8 @@ export class RedisBinding implements BoundStore {
     this.#tailArgs = ctx.maxClockSkewMs === undefined ? [] : [numArg(ctx.maxClockSkewMs)];
     // On a Cluster, rules counted against other keys may live in other slots than the request key's.
     this.#crossSlot =
-      ctx.isCluster && rules.length > 1 && rules.some((rule) => rule.key !== undefined)
-        ? new CrossSlotPolicy(ctx.redis, rules, prefix, (promise) => withDeadline(promise, ctx.timeoutMs, 'a cross-slot decision'), this.#tailArgs)
+      ctx.connection.isCluster && rules.length > 1 && rules.some((rule) => rule.key !== undefined)
+        ? new CrossSlotPolicy(ctx.connection, rules, prefix, (promise) => withDeadline(promise, ctx.timeoutMs, 'a cross-slot decision'), this.#tailArgs)
         : undefined;
   }
 
@@ -134,7 +134,7 @@ export class RedisBinding implements BoundStore {
     try {
       await withDeadline(
         (async () => {
-          await this.#ctx.redis.del(...own);
+          await this.#ctx.connection.del(own);
           await this.#publishReset?.(key);
         })(),
         this.#ctx.timeoutMs,
@@ -177,7 +177,7 @@ export class RedisBinding implements BoundStore {
       for (const p of batch) this.#resolveByFailMode(p);
       return;
     }
-    if (!this.#ctx.isCluster) {
+    if (!this.#ctx.connection.isCluster) {
       this.#sendInChunks(batch);
       return;
     }
@@ -260,10 +260,13 @@ export class RedisBinding implements BoundStore {
     const sentAt = this.#ctx.localClock.now();
     let reply: Buffer;
     try {
-      reply = await withDeadline(
-        runScript(this.#ctx.redis, this.#script, keys, [...this.#ruleArgs, packGroups(groups), packRequests(wire), ...this.#tailArgs]),
-        this.#ctx.timeoutMs,
-        'a decision',
+      reply = bufferReply(
+        await withDeadline(
+          this.#ctx.connection.runScript(this.#script, keys, [...this.#ruleArgs, packGroups(groups), packRequests(wire), ...this.#tailArgs]),
+          this.#ctx.timeoutMs,
+          'a decision',
+        ),
+        this.#script.name,
       );
       this.#ctx.reportSuccess();
     } catch (error) {

@@ -20,20 +20,26 @@ import {
   timerDuration,
 } from '@sluice/core';
 import { EventEmitter } from 'eventemitter3';
-import { Cluster } from 'ioredis';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { DenyCache } from './deny-cache.js';
+import { toConnection } from './connection/connect.js';
+import type { RedisConnection, ResetSubscriber } from './connection/connection.js';
+import { IoredisConnection } from './connection/ioredis.js';
 import { RedisHealth } from './health.js';
 import { decodeIdentity, encodeIdentity, resetChannel } from './key-layout.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
-import type { RedisClient } from './script-runner.js';
+import type { RedisClient } from './connection/connect.js';
 import { refundable } from './scripts.js';
 
 /** What a store does when Redis does not answer within `timeoutMs`, or answers with an error. */
 export type FailMode = 'local' | 'open' | 'closed';
 
 export interface RedisStoreOptions {
-  /** An ioredis client: `new Redis(...)` or `new Cluster(...)`. The store never closes it. */
+  /**
+   * Your Redis client, as you have it: ioredis 5/6 (`new Redis()`, `new Cluster()`), iovalkey, node-redis 5/6
+   * (`createClient()`, `createCluster()`, connected) or Valkey GLIDE 2 (`GlideClient`, `GlideClusterClient`).
+   * The store never closes it.
+   */
   redis: RedisClient;
   /**
    * Where decision time comes from. `'server'`: Redis TIME, one clock for the whole fleet. `'client'`:
@@ -121,10 +127,6 @@ export interface RedisStoreEvents {
 const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
 const DEFAULT_CLIENT_SKEW_MS = 1000;
 
-function isClient(value: unknown): value is RedisClient {
-  return typeof value === 'object' && value !== null && typeof (value as RedisClient).evalsha === 'function';
-}
-
 /**
  * Exact central limiting on Redis: every decision is the core algorithm's function, run atomically by one
  * Lua script on the server. Plug it into createLimiter: switching a limiter from memory to Redis is the
@@ -147,9 +149,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   readonly #denyCacheMaxKeys: number;
   readonly #bindings = new Map<string, Set<RedisBinding>>();
   readonly #prefixes = new PrefixGuard();
+  readonly #connection: RedisConnection;
   readonly #health: RedisHealth;
   readonly #context: BindingContext;
-  #subscriber: RedisClient | undefined;
+  #subscriber: ResetSubscriber | undefined;
   /** A state key where the last failure happened: the probe asks there (on a Cluster, that slot's master). */
   #probeKey = 'sluice-probe';
   #closed = false;
@@ -157,11 +160,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   constructor(options: RedisStoreOptions) {
     super();
     optionsObject('redisStore options', options, true);
-    if (!isClient(options.redis)) {
-      throw new SluiceTypeError('redis', options.redis, `redis must be an ioredis Redis or Cluster client, got ${describeValue(options.redis)}`);
-    }
+    const connection = toConnection(options.redis);
     this.redis = options.redis;
-    checkClient(this.redis, this.redis instanceof Cluster);
+    this.#connection = connection;
+    if (connection instanceof IoredisConnection) checkClient(connection.client, connection.isCluster);
     const clock = options.clock ?? 'server';
     if (clock === 'server') this.clock = undefined;
     else if (clock === 'client') this.clock = systemClock;
@@ -195,14 +197,13 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       throw new SluiceRangeError('maxClockSkewMs', maxClockSkewMs, "maxClockSkewMs bounds client clocks: it needs clock 'client' or a Clock");
     }
     this.#health = new RedisHealth({
-      client: this.redis,
+      connection,
       timeoutMs: this.timeoutMs,
-      probe: () => this.redis.exists(this.#probeKey),
+      probe: () => connection.exists(this.#probeKey),
       onChange: (healthy, error) => (healthy ? emitSafely(this, 'store-recovered') : emitSafely(this, 'store-error', error)),
     });
     this.#context = {
-      redis: this.redis,
-      isCluster: this.redis instanceof Cluster,
+      connection,
       decisionClock: this.clock,
       localClock: this.#localClock,
       timeoutMs: this.timeoutMs,
@@ -228,7 +229,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
     const keyed = ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.key !== undefined);
     const unrefundable = ruleSet.rules.find((rule) => !refundable(rule.kind));
-    if (this.redis instanceof Cluster && keyed && unrefundable !== undefined) {
+    const isCluster = this.#connection.isCluster;
+    if (isCluster && keyed && unrefundable !== undefined) {
       // Such a policy may span slots, decided slot by slot with refunds; Guava's prepay cannot be refunded.
       throw new SluiceRangeError(
         'algorithm',
@@ -238,14 +240,14 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     }
     const { prefix } = ruleSet;
     const release = this.#prefixes.claim(prefix, ruleSet.rules);
-    if (this.redis instanceof Cluster && keyed) warnCrossSlot(this.redis, prefix);
+    if (isCluster && keyed) warnCrossSlot(this.redis, prefix);
     // The fail mode's local limiter holds this node's share of each rule.
     const share = 1 / this.expectedNodes;
     const local =
       this.failMode === 'local'
         ? new MemoryStore({ clock: this.#localClock }).bind({ rules: ruleSet.rules.map((rule) => scaledRule(rule, share)), prefix }, true)
         : undefined;
-    const publishReset = this.#denyCache ? (key: string) => this.redis.publish(resetChannel(prefix), encodeIdentity(key)) : undefined;
+    const publishReset = this.#denyCache ? (key: string) => this.#connection.publish(resetChannel(prefix), encodeIdentity(key)) : undefined;
     const binding: RedisBinding = new RedisBinding(this.#context, ruleSet.rules, prefix, {
       denyCache: this.#denyCache ? new DenyCache(this.#denyCacheMaxKeys) : undefined,
       local,
@@ -285,31 +287,19 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     this.#health.close();
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
-    subscriber?.disconnect();
+    await subscriber?.close().catch(() => undefined);
   }
 
+  /** Resets from other nodes are heard on a connection of the store's own (a subscribed one can do nothing else). */
   #subscribe(prefix: string): void {
-    let subscriber = this.#subscriber;
-    if (subscriber === undefined) {
-      // A subscribed connection can do nothing else, so resets are heard on a duplicate of the client. Its
-      // errors are its own: a missed reset leaves a cached denial until its retryAfterMs at worst.
-      subscriber = duplicateClient(this.redis);
-      subscriber.on('error', () => {});
-      subscriber.on('message', (channel: string, key: string) => {
-        const bindings = this.#bindings.get(channel.slice(0, -RESET_SUFFIX_LENGTH));
-        if (bindings !== undefined && channel.endsWith(RESET_SUFFIX)) for (const b of bindings) b.forget(decodeIdentity(key));
-      });
-      this.#subscriber = subscriber;
-    }
-    subscriber.subscribe(resetChannel(prefix)).catch(() => {
-      // Subscribed again on reconnect by the client itself.
+    this.#subscriber ??= this.#connection.subscriber((channel, key) => {
+      const bindings = this.#bindings.get(channel.slice(0, -RESET_SUFFIX_LENGTH));
+      if (bindings !== undefined && channel.endsWith(RESET_SUFFIX)) for (const b of bindings) b.forget(decodeIdentity(key));
+    });
+    this.#subscriber?.subscribe(resetChannel(prefix)).catch(() => {
+      // Subscribed again on reconnect by the client itself; a missed reset ends with its denial's retryAfterMs.
     });
   }
-}
-
-/** A new connection with the client's options. (Two branches only because TypeScript cannot call the union of the two signatures.) */
-function duplicateClient(client: RedisClient): RedisClient {
-  return client instanceof Cluster ? client.duplicate() : client.duplicate();
 }
 
 const RESET_SUFFIX = resetChannel('');

@@ -1,25 +1,24 @@
-import type { Cluster, Redis } from 'ioredis';
+import type { RedisConnection, ScriptReply } from './connection/connection.js';
+import { type RedisClient, toConnection } from './connection/connect.js';
 import type { LuaScript } from './scripts.js';
 
-/** The clients sluice runs on: a standalone ioredis client or an ioredis Cluster. */
-export type RedisClient = Redis | Cluster;
+export type { RedisClient } from './connection/connect.js';
 
-type Arg = string | Buffer;
-
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+function isConnection(value: RedisClient | RedisConnection): value is RedisConnection {
+  return typeof (value as RedisConnection).runScript === 'function' && typeof (value as RedisConnection).watch === 'function';
 }
 
 /**
- * Runs a script by its sha1; when the server does not know it (a restart, a failover, SCRIPT FLUSH), sends
- * the source with EVAL, which also loads it, so the next call is an EVALSHA again. No call fails for it.
- * The reply comes back as a Buffer (the decide script answers in packed binary).
+ * Runs a script on any supported client (or a connection made from one): EVALSHA, and on NOSCRIPT (a
+ * restart, a failover, SCRIPT FLUSH) the source, which also loads it, so no call fails for it. Bulk
+ * replies come back as Buffers (the decide script answers in packed binary).
  */
-export async function runScript(client: RedisClient, script: LuaScript, keys: readonly string[], args: readonly Arg[]): Promise<Buffer> {
-  try {
-    return (await client.callBuffer('EVALSHA', script.sha1, keys.length, ...keys, ...args)) as Buffer;
-  } catch (error) {
-    if (!isNoScript(error)) throw error;
-    return (await client.callBuffer('EVAL', script.source, keys.length, ...keys, ...args)) as Buffer;
-  }
+export function runScript(client: RedisClient | RedisConnection, script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
+  return (isConnection(client) ? client : toConnection(client)).runScript(script, keys, args);
+}
+
+/** A script's reply that must be one bulk string (packed binary): the Buffer, or an error naming the script. */
+export function bufferReply(reply: ScriptReply, script: string): Buffer {
+  if (Buffer.isBuffer(reply)) return reply;
+  throw new TypeError(`the ${script} script answered ${Array.isArray(reply) ? 'an array' : typeof reply}, not the packed binary string it sends`);
 }

@@ -1,0 +1,114 @@
+import type { LuaScript } from '../scripts.js';
+import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
+
+/** The part of a Valkey GLIDE 2 client (`GlideClient`, `GlideClusterClient`) the adapter uses. */
+export interface GlideLike {
+  invokeScript(script: object, options: { keys: string[]; args: Array<string | Buffer>; decoder: number }): Promise<unknown>;
+  customCommand(args: string[]): Promise<unknown>;
+  del(keys: string[]): Promise<number>;
+  exists(keys: string[]): Promise<number>;
+  publish(message: string, channel: string): Promise<number>;
+  subscribeLazy?(channels: Iterable<string>): Promise<void>;
+  unsubscribeLazy?(channels: Iterable<string>): Promise<void>;
+  close(): void;
+  readonly isClosed?: boolean;
+  /** The configuration it was created with: the store makes its subscriber from it. */
+  readonly config?: object;
+  /** Only on a cluster client. */
+  invokeScriptWithRoute?: unknown;
+}
+
+/** GLIDE: `invokeScript` and `customCommand`. */
+export function isGlideLike(value: unknown): value is GlideLike {
+  const v = value as Partial<GlideLike> | null;
+  return typeof v === 'object' && v !== null && typeof v.invokeScript === 'function' && typeof v.customCommand === 'function';
+}
+
+interface GlideModule {
+  Script: new (source: string) => object;
+  Decoder: { Bytes: number };
+}
+
+interface GlideClass {
+  createClient(config: object): Promise<GlideLike>;
+}
+
+/** GLIDE's own Script and Decoder, loaded only when a GLIDE client is in use (it is an optional peer). */
+let glideModule: Promise<GlideModule> | undefined;
+const loadGlide = (): Promise<GlideModule> => (glideModule ??= import('@valkey/valkey-glide') as unknown as Promise<GlideModule>);
+
+/**
+ * A GLIDE client as a RedisConnection. GLIDE runs scripts by its own Script objects (it keeps the sha and
+ * loads on NOSCRIPT itself) and reconnects in its Rust core on its own schedule, with no connection events:
+ * failures arrive per command, and nudgeReconnect is a no-op. The reset subscriber is a second client
+ * created from the user's client's configuration, with a pub/sub callback.
+ */
+export class GlideConnection implements RedisConnection {
+  readonly description: string;
+  readonly isCluster: boolean;
+  readonly #scripts = new Map<string, object>();
+
+  constructor(readonly client: GlideLike) {
+    this.isCluster = client.invokeScriptWithRoute !== undefined;
+    this.description = `GLIDE ${this.isCluster ? 'cluster client' : 'client'}`;
+  }
+
+  async runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
+    const glide = await loadGlide();
+    let compiled = this.#scripts.get(script.sha1);
+    if (compiled === undefined) {
+      compiled = new glide.Script(script.source);
+      this.#scripts.set(script.sha1, compiled);
+    }
+    return (await this.client.invokeScript(compiled, { keys: [...keys], args: [...args], decoder: glide.Decoder.Bytes })) as ScriptReply;
+  }
+
+  async del(keys: readonly string[]): Promise<void> {
+    await this.client.del([...keys]);
+  }
+
+  async exists(key: string): Promise<void> {
+    await this.client.exists([key]);
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.client.publish(message, channel);
+  }
+
+  subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber | undefined {
+    const config = this.client.config;
+    const factory = this.client.constructor as unknown as Partial<GlideClass>;
+    if (config === undefined || typeof factory.createClient !== 'function') return undefined;
+    let created: Promise<GlideLike> | undefined;
+    const open = () =>
+      (created ??= (factory as GlideClass).createClient({
+        ...config,
+        pubsubSubscriptions: {
+          channelsAndPatterns: {},
+          callback: (msg: { channel: unknown; message: unknown }) => onMessage(String(msg.channel), String(msg.message)),
+        },
+      }));
+    return {
+      subscribe: async (channel) => void (await (await open()).subscribeLazy?.([channel])),
+      unsubscribe: async (channel) => {
+        if (created !== undefined) await (await created).unsubscribeLazy?.([channel]);
+      },
+      close: async () => {
+        if (created !== undefined) (await created.catch(() => undefined))?.close();
+      },
+    };
+  }
+
+  get connected(): boolean {
+    return this.client.isClosed !== true;
+  }
+
+  nudgeReconnect(): void {
+    // GLIDE reconnects in its core on its own schedule.
+  }
+
+  watch(): () => void {
+    // GLIDE has no connection events: failures arrive with the commands.
+    return () => {};
+  }
+}

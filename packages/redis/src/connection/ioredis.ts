@@ -1,0 +1,124 @@
+import type { LuaScript } from '../scripts.js';
+import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
+
+/** The part of an ioredis (or iovalkey, its fork) Redis or Cluster client the adapter uses. */
+export interface IoredisLike {
+  readonly status: string;
+  readonly isCluster?: boolean;
+  callBuffer(command: string, ...args: Array<string | Buffer | number>): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+  exists(key: string): Promise<number>;
+  publish(channel: string, message: string): Promise<number>;
+  duplicate(): IoredisLike;
+  subscribe(channel: string): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  disconnect(): void;
+  connect(): Promise<void>;
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  off(event: string, listener: (...args: unknown[]) => void): unknown;
+}
+
+/** ioredis internals the adapter reads (not in its public types): the pending reconnect, subscriber mode. */
+interface IoredisInternals {
+  /** Set while it waits out its reconnect backoff; cleared by disconnect(). */
+  reconnectTimeout?: ReturnType<typeof setTimeout> | null;
+  /** `subscriber` is set while a standalone client is in subscriber mode. */
+  readonly condition?: { readonly subscriber?: unknown } | null;
+}
+
+/** True while a standalone ioredis client is in subscriber mode (it can then run nothing but (un)subscribe). */
+export function ioredisSubscribed(client: IoredisLike): boolean {
+  const subscriber = (client as IoredisLike & IoredisInternals).condition?.subscriber;
+  return subscriber !== undefined && subscriber !== null && subscriber !== false;
+}
+
+/** ioredis 5/6 and iovalkey: `callBuffer`, `duplicate` and a `status` string. */
+export function isIoredisLike(value: unknown): value is IoredisLike {
+  const v = value as Partial<IoredisLike> | null;
+  return typeof v === 'object' && v !== null && typeof v.callBuffer === 'function' && typeof v.duplicate === 'function' && typeof v.status === 'string';
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/**
+ * The reconnect nudge for ioredis: it replaces the client's pending reconnect timer (cleared, and the attempt
+ * it would have made made now), so there is still exactly one reconnect loop. Calling connect() while the
+ * timer is pending would start a second one. A client that is connected, connecting, or closed by its owner
+ * (disconnect() clears the timer) is left alone.
+ */
+export function nudgeIoredis(client: IoredisLike): void {
+  const c = client as IoredisLike & IoredisInternals;
+  if (c.status !== 'reconnecting' || c.reconnectTimeout === undefined || c.reconnectTimeout === null) return;
+  clearTimeout(c.reconnectTimeout);
+  c.reconnectTimeout = null;
+  client.connect().catch(() => {
+    // Refused again: the client schedules its next attempt itself, as after any failed attempt.
+  });
+}
+
+/** An ioredis or iovalkey client as a RedisConnection. */
+export class IoredisConnection implements RedisConnection {
+  readonly description: string;
+  readonly isCluster: boolean;
+
+  constructor(
+    readonly client: IoredisLike,
+    library: string,
+  ) {
+    this.isCluster = client.isCluster === true;
+    this.description = `${library} ${this.isCluster ? 'Cluster' : 'client'}`;
+  }
+
+  async runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
+    try {
+      return (await this.client.callBuffer('EVALSHA', script.sha1, keys.length, ...keys, ...args)) as ScriptReply;
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return (await this.client.callBuffer('EVAL', script.source, keys.length, ...keys, ...args)) as ScriptReply;
+    }
+  }
+
+  async del(keys: readonly string[]): Promise<void> {
+    await this.client.del(...keys);
+  }
+
+  async exists(key: string): Promise<void> {
+    await this.client.exists(key);
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.client.publish(channel, message);
+  }
+
+  subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber {
+    const connection = this.client.duplicate();
+    // Its errors are its own: a missed reset leaves a cached denial until its retryAfterMs at worst.
+    connection.on('error', () => {});
+    connection.on('message', onMessage as (...args: unknown[]) => void);
+    return {
+      subscribe: async (channel) => void (await connection.subscribe(channel)),
+      unsubscribe: async (channel) => void (await connection.unsubscribe(channel)),
+      close: async () => connection.disconnect(),
+    };
+  }
+
+  get connected(): boolean {
+    return this.client.status === 'ready';
+  }
+
+  nudgeReconnect(): void {
+    nudgeIoredis(this.client);
+  }
+
+  watch(onError: (error: Error) => void, onReady: () => void): () => void {
+    const error = onError as (...args: unknown[]) => void;
+    this.client.on('error', error);
+    this.client.on('ready', onReady);
+    return () => {
+      this.client.off('error', error);
+      this.client.off('ready', onReady);
+    };
+  }
+}

@@ -1,0 +1,124 @@
+import type { LuaScript } from '../scripts.js';
+import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
+
+interface ScriptArgs {
+  keys: string[];
+  arguments: Array<string | Buffer>;
+}
+
+/** The part of a node-redis 5/6 client (`createClient`) or cluster (`createCluster`) the adapter uses. */
+export interface NodeRedisLike {
+  readonly isOpen: boolean;
+  readonly isReady?: boolean;
+  readonly isPubSubActive?: boolean;
+  withTypeMapping(mapping: Record<number, unknown>): NodeRedisLike;
+  evalSha(sha1: string, options: ScriptArgs): Promise<unknown>;
+  eval(source: string, options: ScriptArgs): Promise<unknown>;
+  del(keys: string[]): Promise<number>;
+  exists(key: string): Promise<number>;
+  publish(channel: string, message: string): Promise<number>;
+  duplicate(): NodeRedisLike;
+  connect(): Promise<unknown>;
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<void>;
+  unsubscribe(channel: string): Promise<void>;
+  destroy?(): void;
+  disconnect?(): Promise<void>;
+  on(event: string, listener: (...args: unknown[]) => void): unknown;
+  off(event: string, listener: (...args: unknown[]) => void): unknown;
+  /** Only on a cluster. */
+  getSlotMaster?: unknown;
+}
+
+/** node-redis: `evalSha` and `withTypeMapping` (RESP3-era clients, v5 and later). */
+export function isNodeRedisLike(value: unknown): value is NodeRedisLike {
+  const v = value as Partial<NodeRedisLike> | null;
+  return typeof v === 'object' && v !== null && typeof v.evalSha === 'function' && typeof v.withTypeMapping === 'function';
+}
+
+/** RESP_TYPES.BLOB_STRING of node-redis ('$'): mapped to Buffer, so packed binary replies arrive intact. */
+const BLOB_STRING = 36;
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/**
+ * A node-redis client or cluster as a RedisConnection. Replies come through a view of the client that maps
+ * bulk strings to Buffers (`withTypeMapping`), the client itself is untouched. node-redis reconnects on its
+ * own schedule (`socket.reconnectStrategy`), which a nudge cannot shorten: nudgeReconnect is a no-op.
+ */
+export class NodeRedisConnection implements RedisConnection {
+  readonly description: string;
+  readonly isCluster: boolean;
+  readonly #binary: NodeRedisLike;
+
+  constructor(readonly client: NodeRedisLike) {
+    this.isCluster = client.getSlotMaster !== undefined;
+    this.description = `node-redis ${this.isCluster ? 'cluster' : 'client'}`;
+    this.#binary = client.withTypeMapping({ [BLOB_STRING]: Buffer });
+  }
+
+  async runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
+    const options = { keys: [...keys], arguments: [...args] };
+    try {
+      return (await this.#binary.evalSha(script.sha1, options)) as ScriptReply;
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return (await this.#binary.eval(script.source, options)) as ScriptReply;
+    }
+  }
+
+  async del(keys: readonly string[]): Promise<void> {
+    await this.client.del([...keys]);
+  }
+
+  async exists(key: string): Promise<void> {
+    await this.client.exists(key);
+  }
+
+  async publish(channel: string, message: string): Promise<void> {
+    await this.client.publish(channel, message);
+  }
+
+  subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber {
+    const connection = this.client.duplicate();
+    // Its errors are its own: a missed reset leaves a cached denial until its retryAfterMs at worst.
+    connection.on('error', () => {});
+    let opened: Promise<unknown> | undefined;
+    const open = () => (opened ??= connection.connect());
+    const listener = (message: string, channel: string) => onMessage(channel, message);
+    return {
+      subscribe: async (channel) => {
+        await open();
+        await connection.subscribe(channel, listener);
+      },
+      unsubscribe: async (channel) => {
+        if (opened !== undefined) await connection.unsubscribe(channel);
+      },
+      close: async () => {
+        if (opened === undefined) return;
+        await opened.catch(() => undefined);
+        if (typeof connection.destroy === 'function') connection.destroy();
+        else await connection.disconnect?.();
+      },
+    };
+  }
+
+  get connected(): boolean {
+    return this.client.isReady ?? this.client.isOpen;
+  }
+
+  nudgeReconnect(): void {
+    // node-redis owns its reconnect schedule and offers no way to move it forward.
+  }
+
+  watch(onError: (error: Error) => void, onReady: () => void): () => void {
+    const error = onError as (...args: unknown[]) => void;
+    this.client.on('error', error);
+    this.client.on('ready', onReady);
+    return () => {
+      this.client.off('error', error);
+      this.client.off('ready', onReady);
+    };
+  }
+}
