@@ -1,6 +1,6 @@
 import { SluiceTypeError, describeValue } from '@sluice/core';
 import type { RedisConnection } from './connection.js';
-import { GlideConnection, type GlideLike, isGlideLike } from './glide.js';
+import { GlideConnection, type GlideLike, glideClosed, isGlideLike } from './glide.js';
 import { IoredisConnection, type IoredisLike, ioredisSubscribed, isIoredisLike } from './ioredis.js';
 import { NodeRedisConnection, type NodeRedisLike, isNodeRedisLike } from './node-redis.js';
 
@@ -28,7 +28,7 @@ export function toConnection(value: unknown, option = 'redis'): RedisConnection 
   if (typeof value !== 'object' || value === null) return refuse(`got ${describeValue(value)}`);
   let make: () => RedisConnection;
   if (isGlideLike(value)) {
-    if (value.isClosed === true) refuse('got a GLIDE client that is closed');
+    if (glideClosed(value)) refuse('got a GLIDE client that is closed');
     make = () => new GlideConnection(value);
   } else if (isNodeRedisLike(value)) {
     if (!value.isOpen) refuse('got a node-redis client that is not open (await client.connect() first; a closed client cannot be used)');

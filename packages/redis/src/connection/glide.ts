@@ -11,11 +11,20 @@ export interface GlideLike {
   subscribeLazy?(channels: Iterable<string>): Promise<void>;
   unsubscribeLazy?(channels: Iterable<string>): Promise<void>;
   close(): void;
+  /** Only on a cluster client. */
+  invokeScriptWithRoute?: unknown;
+}
+
+/** GLIDE internals the adapter reads (protected in its types): whether it is closed, and its configuration. */
+interface GlideInternals {
   readonly isClosed?: boolean;
   /** The configuration it was created with: the store makes its subscriber from it. */
   readonly config?: object;
-  /** Only on a cluster client. */
-  invokeScriptWithRoute?: unknown;
+}
+
+/** True for a GLIDE client that was closed. */
+export function glideClosed(client: GlideLike): boolean {
+  return (client as GlideLike & GlideInternals).isClosed === true;
 }
 
 /** GLIDE: `invokeScript` and `customCommand`. */
@@ -76,7 +85,7 @@ export class GlideConnection implements RedisConnection {
   }
 
   subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber | undefined {
-    const config = this.client.config;
+    const config = (this.client as GlideLike & GlideInternals).config;
     const factory = this.client.constructor as unknown as Partial<GlideClass>;
     if (config === undefined || typeof factory.createClient !== 'function') return undefined;
     let created: Promise<GlideLike> | undefined;
@@ -100,7 +109,7 @@ export class GlideConnection implements RedisConnection {
   }
 
   get connected(): boolean {
-    return this.client.isClosed !== true;
+    return !glideClosed(this.client);
   }
 
   nudgeReconnect(): void {

@@ -1,0 +1,266 @@
+/**
+ * Exact mode, leased and divided modes on every client library sluice supports (ioredis 6 and 5, iovalkey,
+ * node-redis 6 and 5, Valkey GLIDE 2), standalone and on a 3-master Cluster: the differential conformance
+ * suite (a slice: the full runs are on ioredis in test/redis/conformance.test.ts), exact counts under
+ * concurrency, resets heard by every node, hostile keys and cross-slot policies on a Cluster, Redis killed
+ * and restarted under traffic, and bad clients refused at construction.
+ */
+import { type Algorithm, type BoundStore, type Decision, ManualClock, SluiceTypeError, TOLERANCE_MS, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
+import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { type DecisionEvent, redisStore } from '@sluice/redis';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT_KINDS, type ClientKind, type OpenClient, openClient, openClusterClient } from '../harness/clients.js';
+import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
+import { type TestRedis, spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
+import { type Step, algorithmArb, policyArb, startArb, timelineArb } from '../redis/arbitraries.js';
+
+let n = 0;
+const prefix = (kind: string) => `cl-${kind}-${++n}`;
+
+/** Memory and Redis through `client`, a ManualClock each moved in step (as the ioredis conformance suite). */
+async function runSteps(
+  client: OpenClient,
+  rules: Algorithm[],
+  startMs: number,
+  steps: readonly Step[],
+): Promise<{ memory: Decision[]; redis: Decision[] }> {
+  const p = prefix(client.kind);
+  const memClock = new ManualClock(startMs);
+  const redisClock = new ManualClock(startMs);
+  const mem: BoundStore = memoryStore({ clock: memClock }).bind({ rules, prefix: p });
+  const store = redisStore({ redis: client.client, clock: redisClock, timeoutMs: 5_000, denyCache: true });
+  const red: BoundStore = store.bind({ rules, prefix: p });
+  const out = { memory: [] as Decision[], redis: [] as Decision[] };
+  try {
+    for (const step of steps) {
+      memClock.advance(step.dtMs);
+      redisClock.advance(step.dtMs);
+      for (const r of step.requests) out.memory.push(await (r.peek ? mem.peek(r.key) : mem.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)));
+      const batch = step.requests.map((r) => (r.peek ? red.peek(r.key) : red.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)));
+      out.redis.push(...(await Promise.all(batch)));
+    }
+  } finally {
+    await store.close();
+  }
+  return out;
+}
+
+/** Equal decisions, times to 1 us (the deny cache recomputes an instant from local time). */
+function expectSameDecisions(redis: Decision[], memory: Decision[]): void {
+  expect(redis).toHaveLength(memory.length);
+  memory.forEach((m, i) => {
+    const r = redis[i] as Decision;
+    const { retryAfterMs, resetAfterMs, waitMs, ...rest } = m;
+    expect(r, `decision ${i}`).toMatchObject(rest);
+    for (const [a, b] of [
+      [r.retryAfterMs, retryAfterMs],
+      [r.resetAfterMs, resetAfterMs],
+      [r.waitMs, waitMs],
+    ] as const) {
+      if (a !== b) expect(Math.abs(a - b), `decision ${i}`).toBeLessThanOrEqual(TOLERANCE_MS);
+    }
+  });
+}
+
+describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
+  let server: TestRedis;
+  const open: OpenClient[] = [];
+  const client = async () => {
+    const c = await openClient(kind, server);
+    open.push(c);
+    return c;
+  };
+  beforeAll(async () => {
+    server = await startTestRedis();
+  });
+  afterAll(async () => {
+    await Promise.all(open.map((c) => c.close()));
+    await server?.stop();
+  });
+
+  it('decides as the memory store does (generated algorithms, policies and timelines)', async () => {
+    const c = await client();
+    const rulesArb = fc.oneof(
+      algorithmArb().map((rule) => [rule]),
+      policyArb,
+    );
+    await fc.assert(
+      fc.asyncProperty(rulesArb, startArb, timelineArb, async (rules, start, steps) => {
+        const { memory, redis } = await runSteps(c, rules, start, steps);
+        expectSameDecisions(redis, memory);
+      }),
+      { numRuns: 12 },
+    );
+  });
+
+  it('is exact under concurrency: 300 requests in flight on one key admit exactly the limit', async () => {
+    const c = await client();
+    const store = redisStore({ redis: c.client });
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 50, windowMs: 60_000 }), store, prefix: prefix(kind) });
+    const decisions = await Promise.all(Array.from({ length: 300 }, () => limiter.tryAcquire('hot')));
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(50);
+    await limiter.close();
+    await store.close();
+  });
+
+  it("a reset on one node clears every node's deny cache (pub/sub on the store's own connection)", async () => {
+    const [a, b] = [await client(), await client()];
+    const p = prefix(kind);
+    const rule = fixedWindow({ limit: 1, windowMs: 60_000 });
+    const storeA = redisStore({ redis: a.client });
+    const storeB = redisStore({ redis: b.client });
+    const onA = createLimiter({ algorithm: rule, store: storeA, prefix: p });
+    const onB = createLimiter({ algorithm: rule, store: storeB, prefix: p });
+    expect((await onA.tryAcquire('k')).allowed).toBe(true);
+    expect((await onA.tryAcquire('k')).allowed).toBe(false); // cached on A from now on
+    // Give the subscriber time to be subscribed before the reset is published.
+    await new Promise((r) => setTimeout(r, 300));
+    await onB.reset('k');
+    let allowed = false;
+    for (let i = 0; i < 50 && !allowed; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      allowed = (await onA.peek('k')).allowed && (await onA.tryAcquire('k')).allowed;
+    }
+    expect(allowed).toBe(true);
+    await Promise.all([onA.close(), onB.close(), storeA.close(), storeB.close()]);
+  });
+
+  it('leased and divided modes run on it', async () => {
+    const c = await client();
+    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 40, refillPerSecond: 0.001 }), redis: c.client, prefix: prefix(kind) });
+    let granted = 0;
+    for (let i = 0; i < 60; i++) if ((await leased.tryAcquire('k')).allowed) granted++;
+    expect(granted).toBe(40);
+    await leased.close();
+    const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 1_000 }), redis: c.client, prefix: prefix(kind), heartbeatMs: 50 });
+    const membership = await new Promise<{ nodes: number }>((resolve) => divided.once('membership', resolve));
+    expect(membership.nodes).toBe(1);
+    await divided.close();
+  });
+
+  it('Redis killed and restarted under traffic: nothing thrown, the fail mode answers, back on Redis after', async () => {
+    const own = await spawnRedisServer();
+    const c = await openClient(kind, own);
+    const sources: DecisionEvent['source'][] = [];
+    const store = redisStore({ redis: c.client, timeoutMs: 50, onDecision: (e) => sources.push(e.source) });
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }), store, prefix: prefix(kind) });
+    let threw = 0;
+    let worst = 0;
+    const drive = async (ms: number) => {
+      const end = performance.now() + ms;
+      while (performance.now() < end) {
+        const started = performance.now();
+        await limiter.tryAcquire('k').catch(() => threw++);
+        worst = Math.max(worst, performance.now() - started);
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    };
+    await drive(300);
+    own.process?.kill('SIGKILL');
+    await drive(1_500);
+    const restarted = await spawnRedisServer([], { port: own.port });
+    const before = sources.length;
+    await drive(3_000);
+    console.log(`${kind}: worst decision ${worst.toFixed(1)} ms while Redis was killed and restarted`);
+    expect(threw).toBe(0);
+    expect(worst).toBeLessThan(2_000); // only a hang breaks this; the figure is printed
+    expect(sources).toContain('fallback');
+    expect(sources.slice(before)).toContain('redis');
+    expect(sources.at(-1)).toBe('redis');
+    await limiter.close();
+    await store.close();
+    await c.close();
+    await restarted.stop();
+    await own.stop();
+  });
+});
+
+describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
+  let cluster: TestCluster;
+  let c: OpenClient;
+  beforeAll(async () => {
+    cluster = await startTestCluster({ replicas: 0 });
+    c = await openClusterClient(kind, cluster.startupNodes);
+  });
+  afterAll(async () => {
+    await c?.close();
+    await cluster?.stop();
+  });
+
+  it('hostile keys beside normal keys: exact counts, nothing by the fail mode', async () => {
+    const sources: DecisionEvent['source'][] = [];
+    const store = redisStore({ redis: c.client, failMode: 'open', timeoutMs: 10_000, onDecision: (e) => sources.push(e.source) });
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 600_000 }), store, prefix: prefix(kind) });
+    const keys = ['}', '{', '{}', '}{', 'a{b}c', ...Array.from({ length: 20 }, (_, i) => `user:${i}`)];
+    const decisions = await Promise.all(keys.flatMap((key) => Array.from({ length: 5 }, () => limiter.tryAcquire(key).then((d) => [key, d] as const))));
+    for (const key of keys) expect(decisions.filter(([k, d]) => k === key && d.allowed), key).toHaveLength(3);
+    expect(sources.filter((s) => s !== 'redis')).toEqual([]);
+    await limiter.close();
+    await store.close();
+  });
+
+  it('a policy with a global rule in another slot: never over either limit', async () => {
+    const store = redisStore({ redis: c.client, timeoutMs: 10_000, denyCache: false });
+    const limiter = createLimiter({
+      algorithm: [fixedWindow({ limit: 4, windowMs: 600_000, name: 'user' }), fixedWindow({ limit: 10, windowMs: 600_000, name: 'global', key: 'all' })],
+      store,
+      prefix: prefix(kind),
+    });
+    const decisions = await Promise.all(Array.from({ length: 8 }, (_, u) => Array.from({ length: 6 }, () => limiter.tryAcquire(`u${u}`))).flat());
+    expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
+    await limiter.close();
+    await store.close();
+  });
+});
+
+describe('clients refused at construction, with what is accepted', () => {
+  let server: TestRedis;
+  beforeAll(async () => {
+    server = await startTestRedis();
+  });
+  afterAll(async () => server?.stop());
+
+  const refused = (client: unknown, why: RegExp) => {
+    let error: unknown;
+    try {
+      redisStore({ redis: client as never });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(SluiceTypeError);
+    expect((error as Error).message).toMatch(/redis must be an ioredis Redis or Cluster, an iovalkey client, a node-redis client/);
+    expect((error as Error).message).toMatch(why);
+  };
+
+  it('an object that is no client, and values that are not objects', () => {
+    refused({ get: () => 1 }, /without the methods of any of them/);
+    refused('redis://127.0.0.1', /got "redis:\/\/127.0.0.1"/);
+    refused(undefined, /got undefined/);
+  });
+
+  it('closed clients of every library', async () => {
+    for (const kind of CLIENT_KINDS) {
+      const c = await openClient(kind, server);
+      await c.close();
+      if (kind === 'glide' || kind.startsWith('ioredis') || kind === 'iovalkey') await new Promise((r) => setTimeout(r, 50));
+      refused(c.client, /closed|not open/);
+    }
+  });
+
+  it('clients in subscriber mode', async () => {
+    for (const kind of ['ioredis', 'iovalkey', 'node-redis'] as const) {
+      const c = await openClient(kind, server);
+      const client = c.client as unknown as { subscribe(channel: string, listener?: () => void): Promise<unknown> };
+      await client.subscribe('some-channel', () => {});
+      refused(c.client, /subscriber mode/);
+      await c.close();
+    }
+  });
+
+  it('nothing is left open by a refused construction', async () => {
+    const before = process.getActiveResourcesInfo().length;
+    for (let i = 0; i < 20; i++) refused({}, /without the methods/);
+    expect(process.getActiveResourcesInfo().length).toBeLessThanOrEqual(before);
+  });
+});
