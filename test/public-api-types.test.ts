@@ -33,7 +33,7 @@ describe('public API types of the subpaths and hybrid', () => {
     // Never called: only compiled, so the listeners' parameter types are checked.
     const listen = (leased: LeasedLimiter, divided: DividedLimiter) => {
       leased.on('lease', (e) => expectTypeOf(e).toEqualTypeOf<LeaseEvent>());
-      leased.on('fallback', (e) => expectTypeOf(e).toEqualTypeOf<Error>());
+      leased.on('store-error', (e) => expectTypeOf(e).toEqualTypeOf<Error>());
       divided.on('membership', (e) => expectTypeOf(e).toEqualTypeOf<MembershipEvent>());
       // @ts-expect-error leased mode has no membership
       leased.on('membership', () => {});

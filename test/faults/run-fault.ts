@@ -91,7 +91,7 @@ function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
   if (c.mode === 'leased') {
     const limiter = leasedLimiter({ algorithm, redis: client, prefix, failMode: c.failMode, timeoutMs: TIMEOUT_MS });
     limiter.on('lease', () => probe.servedAt.push(performance.now()));
-    limiter.on('fallback', () => (probe.lastFallbackAt = performance.now()));
+    limiter.on('store-error', () => (probe.lastFallbackAt = performance.now()));
     probe.limiter = limiter;
     probe.close = async () => {
       await limiter.close();
@@ -100,8 +100,8 @@ function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
     return probe;
   }
   const limiter = dividedLimiter({ algorithm, redis: client, prefix, heartbeatMs: 200 });
-  limiter.on('fallback', () => (probe.lastFallbackAt = performance.now()));
-  limiter.on('recovered', () => probe.servedAt.push(performance.now()));
+  limiter.on('store-error', () => (probe.lastFallbackAt = performance.now()));
+  limiter.on('store-recovered', () => probe.servedAt.push(performance.now()));
   probe.limiter = limiter;
   probe.close = async () => {
     await limiter.close();

@@ -62,7 +62,7 @@ describe('hostile keys on a Cluster (3 masters)', () => {
   it('leased mode with hostile keys: exact per key, no fallback', async () => {
     const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }), redis: client, failMode: 'open', timeoutMs: 10_000, prefix: prefix() });
     const fallbacks: Error[] = [];
-    limiter.on('fallback', (e) => fallbacks.push(e));
+    limiter.on('store-error', (e) => fallbacks.push(e));
     for (const key of HOSTILE.filter((k) => k !== '').concat(['plain'])) {
       let granted = 0;
       for (let i = 0; i < 8; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;

@@ -36,7 +36,7 @@ if (config.mode === 'exact') {
     leased += e.granted;
     report({ type: 'lease', granted: e.granted });
   });
-  l.on('fallback', () => fallbacks++);
+  l.on('store-error', () => fallbacks++);
   limiter = l;
   close = () => l.close();
 } else {
@@ -48,7 +48,7 @@ if (config.mode === 'exact') {
     share: config.share ?? 'equal',
     heartbeatMs: config.heartbeatMs ?? 1_000,
   });
-  d.on('fallback', () => fallbacks++);
+  d.on('store-error', () => fallbacks++);
   limiter = d;
   close = () => d.close();
 }

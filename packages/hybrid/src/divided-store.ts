@@ -17,9 +17,10 @@ export interface MembershipEvent {
 
 export interface DividedEvents {
   membership: [MembershipEvent];
-  /** A heartbeat failed: this node keeps its last share until one succeeds. */
-  fallback: [Error];
-  recovered: [];
+  /** A heartbeat failed: this node keeps its last share until one succeeds (the same event on every mode). */
+  'store-error': [Error];
+  /** A heartbeat was answered again after a failure. */
+  'store-recovered': [];
   /** A callback of yours (a listener of these events) threw; the limiter went on. */
   'callback-error': [error: unknown, callback: string];
 }
@@ -107,7 +108,7 @@ class DividedBinding implements BoundStore {
       onError: (error) => {
         if (this.#failing) return;
         this.#failing = true;
-        emitSafely(o.events, 'fallback', error);
+        emitSafely(o.events, 'store-error', error);
       },
     });
   }
@@ -115,7 +116,7 @@ class DividedBinding implements BoundStore {
   #onMembers(members: readonly NodeDemand[]): void {
     if (this.#failing) {
       this.#failing = false;
-      emitSafely(this.#o.events, 'recovered');
+      emitSafely(this.#o.events, 'store-recovered');
     }
     const shares = divideShares(this.#o.share, members, ratePerSecond(this.#rule));
     const fraction = shares.get(this.#o.nodeId);

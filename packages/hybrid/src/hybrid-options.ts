@@ -1,8 +1,7 @@
 import { type Clock, SluiceRangeError, describeValue, optionalClock, positiveFinite, positiveInteger, timerDuration } from '@sluice/core';
-import { type FailMode, type RedisConnection, toConnection } from '@sluice/redis';
+import { type RedisConnection, toConnection } from '@sluice/redis';
 import { randomUUID } from 'node:crypto';
 
-const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
 const NODE_ID = /^[A-Za-z0-9_.:-]{1,100}$/;
 
 /** The connection to the user's client: any client @sluice/redis supports, recognised by shape. */
@@ -10,13 +9,6 @@ export function redisClient(value: unknown): RedisConnection {
   return toConnection(value);
 }
 
-export function failModeOption(value: unknown): FailMode {
-  if (value === undefined) return 'local';
-  if (!FAIL_MODES.includes(value as FailMode)) {
-    throw new SluiceRangeError('failMode', value, `failMode must be 'local', 'open' or 'closed', got ${describeValue(value)}`);
-  }
-  return value as FailMode;
-}
 
 export function nodeIdOption(value: unknown): string {
   if (value === undefined) return randomUUID();

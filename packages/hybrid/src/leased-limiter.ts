@@ -1,9 +1,8 @@
 import { type Clock, type Rules, SluiceRangeError, describeValue, optionsObject } from '@sluice/core';
-import type { FailMode, RedisClient } from '@sluice/redis';
+import { type FailMode, type RedisClient, failModeOption } from '@sluice/redis';
 import { HybridLimiter } from './hybrid-limiter.js';
 import {
   clockOption,
-  failModeOption,
   nodeIdOption,
   optionalPositive,
   optionalPositiveInteger,

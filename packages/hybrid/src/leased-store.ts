@@ -13,10 +13,9 @@ import {
   systemClock,
 } from '@sluice/core';
 import type { FailMode, RedisConnection } from '@sluice/redis';
-import { RedisHealth, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis';
+import { DeadlineError, RedisHealth, failModeDecision, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
-import { MISSED, withinDeadline } from './deadline.js';
 import { DemandMeter } from './demand-meter.js';
 import { type LeaseShape, leaseShape, requestLease, returnLease } from './lease-client.js';
 import { burstOf } from './rule-rate.js';
@@ -37,9 +36,9 @@ export interface LeasedEvents {
   /** A lease came back from Redis. */
   lease: [LeaseEvent];
   /** Redis failed or missed the deadline: decisions past this node's lease follow failMode until it answers again. */
-  fallback: [Error];
+  'store-error': [Error];
   /** Redis answered again after a fallback. */
-  recovered: [];
+  'store-recovered': [];
   /** A callback of yours (a listener of these events) threw; the limiter went on. */
   'callback-error': [error: unknown, callback: string];
 }
@@ -97,7 +96,7 @@ export class LeasedStore implements Store {
       connection: options.redis,
       timeoutMs: options.timeoutMs,
       probe: () => options.redis.exists(this.#probeKey),
-      onChange: (healthy, error) => (healthy ? emitSafely(events, 'recovered') : emitSafely(events, 'fallback', error)),
+      onChange: (healthy, error) => (healthy ? emitSafely(events, 'store-recovered') : emitSafely(events, 'store-error', error)),
     });
   }
 
@@ -199,18 +198,15 @@ class LeasedBinding implements BoundStore {
 
   async #leaseThenDecide(key: string, lease: KeyLease, permits: number): Promise<Decision> {
     if (lease.pending === undefined) this.#startLease(key, lease, Math.max(this.#batch(lease, this.#clock.now()), permits));
-    let outcome: void | typeof MISSED;
     try {
-      outcome = await withinDeadline(lease.pending as Promise<void>, this.#o.timeoutMs);
-    } catch {
-      // Reported once, where the lease call failed.
+      // The lease goes on past the deadline: a late answer is still credited by #startLease.
+      await withDeadline(lease.pending as Promise<void>, this.#o.timeoutMs, 'a lease');
+    } catch (error) {
+      // A failed call was reported where it failed; a missed deadline is reported here.
+      if (error instanceof DeadlineError) this.#health.failure(error, this.#stateKey(key));
       return this.#fallbackDecision(key, permits);
     }
     const now = this.#clock.now();
-    if (outcome === MISSED) {
-      this.#health.failure(new Error(`Redis did not answer a lease within ${this.#o.timeoutMs} ms`), this.#stateKey(key));
-      return this.#fallbackDecision(key, permits);
-    }
     if (now >= lease.expiresAt) lease.available = 0;
     if (lease.available >= permits) {
       lease.available -= permits;
@@ -258,11 +254,7 @@ class LeasedBinding implements BoundStore {
   }
 
   #fallbackDecision(key: string, permits: number): Decision {
-    const rule = this.#rule;
-    if (this.#o.failMode === 'open') return { allowed: true, limit: rule.limit, remaining: 0, retryAfterMs: 0, resetAfterMs: 0, waitMs: 0, rule: rule.name };
-    if (this.#o.failMode === 'closed') {
-      return { allowed: false, limit: rule.limit, remaining: 0, retryAfterMs: this.#o.timeoutMs, resetAfterMs: this.#o.timeoutMs, waitMs: 0, rule: rule.name };
-    }
+    if (this.#o.failMode !== 'local') return failModeDecision(this.#rule, this.#o.failMode, permits, this.#o.timeoutMs);
     return this.#localFallback().consume(key, permits, 0) as Decision;
   }
 
@@ -326,8 +318,8 @@ class LeasedBinding implements BoundStore {
     await Promise.all(
       leases.map(async ([key, lease]) => {
         // A lease in flight is waited for (within the deadline) so its permits can go back too.
-        if (lease.pending !== undefined) await withinDeadline(lease.pending, this.#o.timeoutMs).catch(() => undefined);
-        await withinDeadline(this.#giveBack(key, lease), this.#o.timeoutMs).catch(() => undefined);
+        if (lease.pending !== undefined) await withDeadline(lease.pending, this.#o.timeoutMs, 'a lease').catch(() => undefined);
+        await withDeadline(this.#giveBack(key, lease), this.#o.timeoutMs, 'a lease hand-back').catch(() => undefined);
       }),
     );
     this.#leases.clear();

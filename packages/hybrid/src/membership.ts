@@ -1,6 +1,5 @@
 import type { Clock } from '@sluice/core';
-import { type RedisConnection, hybridScript } from '@sluice/redis';
-import { MISSED, withinDeadline } from './deadline.js';
+import { type RedisConnection, hybridScript, withDeadline } from '@sluice/redis';
 import type { NodeDemand } from './shares.js';
 
 export interface MembershipOptions {
@@ -50,11 +49,10 @@ export class Membership {
         o.clock === undefined ? '' : String(o.clock.now()),
         leaving ? '1' : '0',
       ]);
-      const reply = await withinDeadline(call, o.heartbeatMs);
-      if (reply === MISSED) throw new Error(`Redis did not answer a heartbeat within ${o.heartbeatMs} ms`);
+      const reply = await withDeadline(call, o.heartbeatMs, 'a heartbeat');
       if (leaving) return;
       this.#failing = false;
-      const flat = reply as unknown as Buffer[];
+      const flat = Array.isArray(reply) ? reply : [];
       const members: NodeDemand[] = [];
       for (let i = 0; i + 1 < flat.length; i += 2) {
         members.push({ id: String(flat[i]), demand: Number(String(flat[i + 1])) || 0 });

@@ -1,5 +1,7 @@
 export { RedisStore } from './redis-store.js';
-export type { DecisionEvent, FailMode, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
+export type { DecisionEvent, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
+export type { FailMode } from './fail-mode.js';
+export { failModeDecision, failModeOption } from './fail-mode.js';
 export type { RedisClient } from './connection/connect.js';
 export { toConnection } from './connection/connect.js';
 export type { RedisConnection, ResetSubscriber, ScriptReply } from './connection/connection.js';

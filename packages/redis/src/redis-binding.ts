@@ -6,6 +6,7 @@ import type { DenyCache } from './deny-cache.js';
 import { stateKey } from './key-layout.js';
 import type { DecisionEvent } from './redis-store.js';
 import { packGroups, packRequests, unpackReplies } from './protocol.js';
+import { failModeDecision } from './fail-mode.js';
 import { isKeyScopedError } from './reply-errors.js';
 import { numArg, ruleArgs } from './rule-args.js';
 import { bufferReply } from './script-runner.js';
@@ -321,16 +322,6 @@ export class RedisBinding implements BoundStore {
     if (this.#local !== undefined) {
       return (p.peek ? this.#local.peek(p.key) : this.#local.consume(p.key, p.permits, p.maxWaitMs)) as Decision;
     }
-    const rule = this.#rules[0] as Algorithm;
-    const open = this.#ctx.failMode === 'open';
-    return {
-      allowed: open,
-      limit: rule.limit,
-      remaining: open ? Math.max(0, rule.limit - p.permits) : 0,
-      retryAfterMs: open ? 0 : this.#ctx.timeoutMs,
-      resetAfterMs: 0,
-      waitMs: 0,
-      rule: rule.name,
-    };
+    return failModeDecision(this.#rules[0] as Algorithm, this.#ctx.failMode === 'open' ? 'open' : 'closed', p.permits, this.#ctx.timeoutMs);
   }
 }

@@ -22,6 +22,7 @@ import {
 import { EventEmitter } from 'eventemitter3';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { DenyCache } from './deny-cache.js';
+import { type FailMode, failModeOption } from './fail-mode.js';
 import { toConnection } from './connection/connect.js';
 import type { RedisConnection, ResetSubscriber } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
@@ -31,8 +32,6 @@ import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './connection/connect.js';
 import { refundable } from './scripts.js';
 
-/** What a store does when Redis does not answer within `timeoutMs`, or answers with an error. */
-export type FailMode = 'local' | 'open' | 'closed';
 
 export interface RedisStoreOptions {
   /**
@@ -124,7 +123,6 @@ export interface RedisStoreEvents {
   'callback-error': [error: unknown, callback: string];
 }
 
-const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
 const DEFAULT_CLIENT_SKEW_MS = 1000;
 
 /**
@@ -175,11 +173,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       throw new SluiceTypeError('onDecision', onDecision, `onDecision must be a function, got ${describeValue(onDecision)}`);
     }
     this.timeoutMs = options.timeoutMs === undefined ? 50 : timerDuration('timeoutMs', options.timeoutMs);
-    const failMode = options.failMode ?? 'local';
-    if (!FAIL_MODES.includes(failMode)) {
-      throw new SluiceRangeError('failMode', failMode, `failMode must be 'local', 'open' or 'closed', got ${describeValue(failMode)}`);
-    }
-    this.failMode = failMode;
+    this.failMode = failModeOption(options.failMode);
     this.expectedNodes = options.expectedNodes === undefined ? 1 : positiveInteger('expectedNodes', options.expectedNodes);
     if (options.denyCache !== undefined && typeof options.denyCache !== 'boolean') {
       throw new SluiceTypeError('denyCache', options.denyCache, `denyCache must be a boolean, got ${describeValue(options.denyCache)}`);
