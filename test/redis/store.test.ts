@@ -17,7 +17,7 @@ import { ruleArgs } from '../../packages/redis/src/rule-args.js';
 import { refundScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
+import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
@@ -57,7 +57,7 @@ describe('the decide script', () => {
       const key = stateKey(prefix(), 'k', rule.name);
       const requests = packRequests([{ group: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]);
       const reply = await runScript(redis, decideScript(), [key], [...ruleArgsOf(rule), packGroups([[1]]), requests]);
-      const [{ decision, decidedAtMs }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => false) as [{ decision: Decision; decidedAtMs: number }];
+      const [{ decision, decidedAtMs }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({ permits: 2, peek: false })) as [WireDecision];
       expect(decision).toMatchObject({ allowed: true, limit: rule.limit, remaining: rule.kind.startsWith('smooth') ? expect.any(Number) : 3 });
       const serverNow = Number((await redis.time())[0]) * 1000;
       expect(Math.abs(decidedAtMs - serverNow)).toBeLessThan(2_000); // decided on Redis TIME

@@ -64,10 +64,50 @@ export interface PolicyOutcome {
   readonly ttlMs: number;
 }
 
+/** One rule's own answer within a policy decision, before the policy's outcome is known. */
+export interface RuleVerdict {
+  readonly allowed: boolean;
+  /** Permits the rule has left had it granted (a rule that would allow reports what it would leave). */
+  readonly remaining: number;
+  readonly retryAfterMs: number;
+  readonly resetAfterMs: number;
+}
+
+/**
+ * The one merge of a policy's per-rule verdicts into its Decision, used by the memory store, the Redis
+ * script's replies and policies decided slot by slot on a Cluster. Allowed only if every rule allows. When
+ * nothing was taken (a denial, or a peek), a rule that would have allowed still has its permits. The
+ * reported numbers come from the tightest rule: when denied, the one whose retryAfterMs is longest (every
+ * rule must allow at the retry time, so the caller waits for the slowest); when allowed, the one with the
+ * fewest permits left.
+ */
+export function mergePolicy(rules: readonly Algorithm[], verdicts: readonly RuleVerdict[], permits: number, peek = false): Decision {
+  const allowed = verdicts.every((v) => v.allowed);
+  const tookNothing = !allowed || peek;
+  let tightest = 0;
+  let retryAfterMs = 0;
+  let resetAfterMs = 0;
+  const statuses: RuleStatus[] = verdicts.map((v, i) => {
+    const rule = rules[i] as Algorithm;
+    const remaining = tookNothing && v.allowed ? v.remaining + permits : v.remaining;
+    if (!allowed) retryAfterMs = Math.max(retryAfterMs, v.retryAfterMs);
+    resetAfterMs = Math.max(resetAfterMs, v.resetAfterMs);
+    return { name: rule.name, limit: rule.limit, windowMs: rule.windowMs, remaining, resetAfterMs: v.resetAfterMs, allowed: v.allowed };
+  });
+  for (let i = 1; i < verdicts.length; i++) {
+    const tighter = allowed
+      ? (statuses[i] as RuleStatus).remaining < (statuses[tightest] as RuleStatus).remaining
+      : (verdicts[i] as RuleVerdict).retryAfterMs > (verdicts[tightest] as RuleVerdict).retryAfterMs;
+    if (tighter) tightest = i;
+  }
+  const top = statuses[tightest] as RuleStatus;
+  return { allowed, limit: top.limit, remaining: top.remaining, retryAfterMs, resetAfterMs, waitMs: 0, rule: top.name, rules: statuses };
+}
+
 /**
  * Decides a request against every rule at once: allowed only if every rule allows, and a denial consumes
  * from no rule. Policies do not reserve (a wait granted by one rule would let another's later grants bunch
- * up), so waiting callers retry instead. The reported numbers come from the tightest rule.
+ * up), so waiting callers retry instead. The reported numbers come from the tightest rule (mergePolicy).
  */
 export function decidePolicy(
   rules: readonly Algorithm[],
@@ -76,34 +116,8 @@ export function decidePolicy(
   permits: number,
 ): PolicyOutcome {
   const outcomes = rules.map((rule, i) => rule.consume(states?.[i], nowMs, permits, 0));
-  const allowed = outcomes.every((o) => o.allowed);
-  let tightest = 0;
-  const statuses: RuleStatus[] = outcomes.map((o, i) => {
-    const rule = rules[i] as Algorithm;
-    // On a denial nothing was consumed, so a rule that would have allowed still has its permits.
-    const remaining = !allowed && o.allowed ? o.remaining + permits : o.remaining;
-    return { name: rule.name, limit: rule.limit, windowMs: rule.windowMs, remaining, resetAfterMs: o.resetAfterMs, allowed: o.allowed };
-  });
-  for (let i = 1; i < outcomes.length; i++) {
-    const best = outcomes[tightest] as Outcome<unknown>;
-    const o = outcomes[i] as Outcome<unknown>;
-    const tighter = allowed
-      ? (statuses[i] as RuleStatus).remaining < (statuses[tightest] as RuleStatus).remaining
-      : o.retryAfterMs > best.retryAfterMs;
-    if (tighter) tightest = i;
-  }
-  const top = statuses[tightest] as RuleStatus;
-  const decision: Decision = {
-    allowed,
-    limit: top.limit,
-    remaining: top.remaining,
-    // Every rule must allow at the retry time, so wait for the slowest.
-    retryAfterMs: allowed ? 0 : Math.max(...outcomes.map((o) => o.retryAfterMs)),
-    resetAfterMs: Math.max(...outcomes.map((o) => o.resetAfterMs)),
-    waitMs: 0,
-    rule: top.name,
-    rules: statuses,
-  };
+  const decision = mergePolicy(rules, outcomes, permits);
+  const allowed = decision.allowed;
   const ttlMs = Math.max(...outcomes.map((o) => o.ttlMs));
   if (allowed) return { decision, states: outcomes.map((o) => o.state), ttlMs };
   const kept = outcomes.map((o, i) => (o.allowed ? states?.[i] : o.state));

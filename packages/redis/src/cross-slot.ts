@@ -1,7 +1,7 @@
-import { type Algorithm, type Decision, type RuleStatus, identityOf } from '@sluice/core';
+import { type Algorithm, type Decision, type RuleVerdict, identityOf, mergePolicy } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import { stateKey } from './key-layout.js';
-import { packGroups, packRequests, unpackReplies } from './protocol.js';
+import { type WireDecision, packGroups, packRequests, unpackReplies } from './protocol.js';
 import { numArg, ruleArgs } from './rule-args.js';
 import type { RedisConnection } from './connection/connection.js';
 import { bufferReply } from './script-runner.js';
@@ -70,7 +70,7 @@ export class CrossSlotPolicy {
     return part;
   }
 
-  async #decidePart(part: Part, keys: readonly string[], request: CrossSlotRequest, peek: boolean): Promise<{ decision: Decision; decidedAtMs: number }> {
+  async #decidePart(part: Part, keys: readonly string[], request: CrossSlotRequest, peek: boolean): Promise<WireDecision> {
     const reply = await this.timeout(
       this.connection.runScript(part.decide, keys, [
         ...part.args,
@@ -79,7 +79,7 @@ export class CrossSlotPolicy {
         ...this.tailArgs,
       ]),
     );
-    return unpackReplies(bufferReply(reply, part.decide.name), 1, part.rules, () => false)[0] as { decision: Decision; decidedAtMs: number };
+    return unpackReplies(bufferReply(reply, part.decide.name), 1, part.rules, () => ({ permits: request.permits, peek }))[0] as WireDecision;
   }
 
   async #refund(part: Part, keys: readonly string[], permits: number, decidedAtMs: number, now: number): Promise<void> {
@@ -92,7 +92,7 @@ export class CrossSlotPolicy {
    */
   async decide(request: CrossSlotRequest, partitions: ReturnType<CrossSlotPolicy['partition']>): Promise<{ decision: Decision; ruleDecidedAtMs: number[] }> {
     const granted: Array<{ part: Part; keys: string[]; decidedAtMs: number }> = [];
-    const decided: Array<{ part: Part; decision: Decision }> = [];
+    const verdicts: RuleVerdict[] = new Array(this.rules.length);
     const ruleDecidedAtMs: number[] = new Array(this.rules.length).fill(Number.NaN);
     let refused = false;
     // Refunds run at most once, whatever fails: giving back twice would over-admit. A refund that fails
@@ -106,56 +106,20 @@ export class CrossSlotPolicy {
       for (const { indices, keys } of partitions) {
         const part = this.#part(indices);
         // Once a slot refused, the rest are only looked at (for the decision's rule statuses).
-        const { decision, decidedAtMs } = await this.#decidePart(part, keys, request, request.peek || refused);
-        decided.push({ part, decision });
-        for (const r of indices) ruleDecidedAtMs[r] = decidedAtMs;
-        if (!decision.allowed) refused = true;
-        else if (!request.peek && !refused) granted.push({ part, keys, decidedAtMs });
+        const decided = await this.#decidePart(part, keys, request, request.peek || refused);
+        indices.forEach((r, i) => {
+          verdicts[r] = decided.verdicts[i] as RuleVerdict;
+          ruleDecidedAtMs[r] = decided.decidedAtMs;
+        });
+        if (!decided.decision.allowed) refused = true;
+        else if (!request.peek && !refused) granted.push({ part, keys, decidedAtMs: decided.decidedAtMs });
       }
       if (refused) await refundAll();
     } catch (error) {
       if (!refunding) await refundAll();
       throw error;
     }
-    return { decision: this.#merge(decided, request), ruleDecidedAtMs };
-  }
-
-  /** One decision for the whole policy from the parts', reported like a single-slot policy's. */
-  #merge(decided: ReadonlyArray<{ part: Part; decision: Decision }>, request: CrossSlotRequest): Decision {
-    const allowed = decided.every((d) => d.decision.allowed);
-    const statuses: RuleStatus[] = new Array(this.rules.length);
-    for (const { part, decision } of decided) {
-      part.indices.forEach((r, i) => {
-        const rule = this.rules[r] as Algorithm;
-        const status = decision.rules?.[i] ?? {
-          name: rule.name,
-          limit: rule.limit,
-          windowMs: rule.windowMs,
-          remaining: decision.remaining,
-          resetAfterMs: decision.resetAfterMs,
-          allowed: decision.allowed,
-        };
-        // A rule that allowed inside a refused request was given back (or only looked at), and a peek took
-        // nothing: its permits remain, as the memory store reports them.
-        const back = status.allowed && (!allowed || request.peek) ? request.permits : 0;
-        statuses[r] = { ...status, remaining: status.remaining + back };
-      });
-    }
-    let tightest = 0;
-    statuses.forEach((s, r) => {
-      const best = statuses[tightest] as RuleStatus;
-      if (allowed ? s.remaining < best.remaining : !s.allowed && best.allowed) tightest = r;
-    });
-    const top = statuses[tightest] as RuleStatus;
-    return {
-      allowed,
-      limit: top.limit,
-      remaining: top.remaining,
-      retryAfterMs: allowed ? 0 : Math.max(...decided.map((d) => d.decision.retryAfterMs)),
-      resetAfterMs: Math.max(...decided.map((d) => d.decision.resetAfterMs)),
-      waitMs: 0,
-      rule: top.name,
-      rules: statuses,
-    };
+    // The one policy merge: what was refunded or only looked at took nothing, as the memory store reports it.
+    return { decision: mergePolicy(this.rules, verdicts, request.permits, request.peek), ruleDecidedAtMs };
   }
 }

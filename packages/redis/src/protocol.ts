@@ -1,12 +1,12 @@
-import type { Algorithm, Decision, RuleStatus } from '@sluice/core';
+import { type Algorithm, type Decision, type RuleVerdict, mergePolicy } from '@sluice/core';
 
 /**
  * The binary half of decide.lua's protocol (see its header): requests packed '<I4dddB', replies '<BdddddB'
- * plus '<Bdd' per rule for a policy. Little-endian IEEE doubles are exact both ways.
+ * plus '<Bddd' per rule for a policy. Little-endian IEEE doubles are exact both ways.
  */
 export const REQUEST_BYTES = 29;
 const REPLY_BYTES = 42;
-const RULE_BYTES = 17;
+const RULE_BYTES = 25;
 
 export interface WireRequest {
   /** Index (from 1) of the request's group: the state keys of its rules. */
@@ -46,50 +46,62 @@ export function packRequests(requests: readonly WireRequest[]): Buffer {
   return buf;
 }
 
-/** One decoded reply: the Decision and the time the script decided it at. */
+/** One decoded reply: the Decision, the time the script decided it at, and each rule's own verdict. */
 export interface WireDecision {
   readonly decision: Decision;
   readonly decidedAtMs: number;
+  /** In rule order (for a single rule, its verdict as the script gave it). */
+  readonly verdicts: readonly RuleVerdict[];
 }
 
 /**
- * Decodes the reply of `count` requests. `peek[q]` adds back the permit a peek's probe took, as the memory
- * store's peek does.
+ * Decodes the reply of `count` requests; `request(q)` is what request q asked. A policy's decision is merged
+ * from its rules' verdicts by core's mergePolicy, as the memory store's is. A peek took nothing: its permits
+ * remain, as the memory store's peek reports them.
  */
-export function unpackReplies(buf: Buffer, count: number, rules: readonly Algorithm[], peek: (q: number) => boolean): WireDecision[] {
+export function unpackReplies(
+  buf: Buffer,
+  count: number,
+  rules: readonly Algorithm[],
+  request: (q: number) => { readonly permits: number; readonly peek: boolean },
+): WireDecision[] {
   const out: WireDecision[] = [];
   const perRequest = REPLY_BYTES + (rules.length > 1 ? rules.length * RULE_BYTES : 0);
   if (buf.length !== count * perRequest) throw new Error(`decide.lua replied ${buf.length} bytes for ${count} requests`);
   for (let q = 0, o = 0; q < count; q++, o += perRequest) {
-    const allowed = buf.readUInt8(o) === 1;
-    const bump = allowed && peek(q) ? 1 : 0;
-    const tightest = rules[buf.readUInt8(o + 41)] as Algorithm;
-    const decision: Decision = {
-      allowed,
-      limit: tightest.limit,
-      remaining: buf.readDoubleLE(o + 1) + bump,
-      retryAfterMs: buf.readDoubleLE(o + 9),
-      resetAfterMs: buf.readDoubleLE(o + 17),
-      waitMs: buf.readDoubleLE(o + 25),
-      rule: tightest.name,
-    };
+    const { permits, peek } = request(q);
     const decidedAtMs = buf.readDoubleLE(o + 33);
-    if (rules.length === 1) {
-      out.push({ decision, decidedAtMs });
+    if (rules.length > 1) {
+      const verdicts: RuleVerdict[] = rules.map((_, r) => {
+        const ro = o + REPLY_BYTES + r * RULE_BYTES;
+        return {
+          allowed: buf.readUInt8(ro) === 1,
+          remaining: buf.readDoubleLE(ro + 1),
+          retryAfterMs: buf.readDoubleLE(ro + 9),
+          resetAfterMs: buf.readDoubleLE(ro + 17),
+        };
+      });
+      out.push({ decision: mergePolicy(rules, verdicts, permits, peek), decidedAtMs, verdicts });
       continue;
     }
-    const statuses: RuleStatus[] = rules.map((rule, r) => {
-      const ro = o + REPLY_BYTES + r * RULE_BYTES;
-      return {
-        name: rule.name,
-        limit: rule.limit,
-        windowMs: rule.windowMs,
-        remaining: buf.readDoubleLE(ro + 1) + bump,
-        resetAfterMs: buf.readDoubleLE(ro + 9),
-        allowed: buf.readUInt8(ro) === 1,
-      };
-    });
-    out.push({ decision: { ...decision, rules: statuses }, decidedAtMs });
+    const rule = rules[0] as Algorithm;
+    const verdict: RuleVerdict = {
+      allowed: buf.readUInt8(o) === 1,
+      remaining: buf.readDoubleLE(o + 1),
+      retryAfterMs: buf.readDoubleLE(o + 9),
+      resetAfterMs: buf.readDoubleLE(o + 17),
+    };
+    const decision: Decision = {
+      allowed: verdict.allowed,
+      limit: rule.limit,
+      // A peek took nothing: its probe's permits remain.
+      remaining: verdict.remaining + (verdict.allowed && peek ? permits : 0),
+      retryAfterMs: verdict.retryAfterMs,
+      resetAfterMs: verdict.resetAfterMs,
+      waitMs: buf.readDoubleLE(o + 25),
+      rule: rule.name,
+    };
+    out.push({ decision, decidedAtMs, verdicts: [verdict] });
   }
   return out;
 }

@@ -282,7 +282,7 @@ export class RedisBinding implements BoundStore {
       for (const p of group) this.#resolveByFailMode(p);
       return;
     }
-    const decoded = unpackReplies(reply, group.length, this.#rules, (q) => (group[q] as Pending).peek);
+    const decoded = unpackReplies(reply, group.length, this.#rules, (q) => group[q] as Pending);
     group.forEach((p, q) => {
       const { decision, decidedAtMs } = decoded[q] as (typeof decoded)[number];
       this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs });

@@ -10,9 +10,10 @@
 --       then, optionally, the most a client-given time may be from this server's TIME (a client clock's skew
 --       bound): a time further off is clamped to TIME +- it, so one node whose clock runs ahead cannot take
 --       permits early and starve the others for as long as it is ahead.
--- Reply: one binary string, per request '<Bddddd B' : allowed, remaining, retryAfter, resetAfter, wait,
---        the decision time used, the tightest rule (from 0); then when R > 1, per rule '<Bdd': allowed,
---        remaining, resetAfter.
+-- Reply: one binary string, per request '<BdddddB': allowed, remaining, retryAfter, resetAfter, wait, the
+--        decision time used, and a 0 byte; then when R > 1, per rule '<Bddd': the rule's own verdict
+--        (allowed, remaining had it granted, retryAfter, resetAfter), which the client merges into the
+--        policy's decision with core's mergePolicy (the one merge; the header's remaining is then 0).
 -- Values: the algorithm's fields as packed doubles. When a state stops mattering is the algorithm's own
 -- decision (a state past its time decides as a fresh one), so PEXPIRE only reclaims memory: the state's
 -- remaining life plus a second.
@@ -113,8 +114,9 @@ if R == 1 then
     replies[q] = struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, wait, now, 0)
   end
 else
-  -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors policy.ts. The
-  -- per-rule arrays are reused from request to request.
+  -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors decidePolicy in
+  -- policy.ts; the numbers the caller sees are merged by the client (mergePolicy). The per-rule arrays are
+  -- reused from request to request.
   local before, ok, kept, left, retry, reset, life = {}, {}, {}, {}, {}, {}, {}
   for q = 1, Q do
     local i, t, permits, max_wait, peek_flag
@@ -128,16 +130,6 @@ else
       local wait_r
       ok[r], kept[r], left[r], retry[r], reset[r], wait_r, life[r] = rule.consume(rule.params, before[r], now, permits, 0)
       if not ok[r] then allowed = false end
-    end
-    for r = 1, R do
-      if not allowed and ok[r] then left[r] = left[r] + permits end
-    end
-    local tightest = 1
-    for r = 2, R do
-      local tighter
-      if allowed then tighter = left[r] < left[tightest]
-      else tighter = retry[r] > retry[tightest] end
-      if tighter then tightest = r end
     end
     local retry_after, reset_after, ttl = 0, reset[1], life[1]
     for r = 1, R do
@@ -160,9 +152,9 @@ else
         for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
       end
     end
-    local parts = { struct.pack('<BdddddB', allowed and 1 or 0, left[tightest], retry_after, reset_after, 0, now, tightest - 1) }
+    local parts = { struct.pack('<BdddddB', allowed and 1 or 0, 0, retry_after, reset_after, 0, now, 0) }
     for r = 1, R do
-      parts[r + 1] = struct.pack('<Bdd', ok[r] and 1 or 0, left[r], reset[r])
+      parts[r + 1] = struct.pack('<Bddd', ok[r] and 1 or 0, left[r], retry[r], reset[r])
     end
     replies[q] = table.concat(parts)
   end
