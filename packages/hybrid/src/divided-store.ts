@@ -1,4 +1,5 @@
-import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, emitSafely, keyCache, ruleDecision, scaledRule, systemClock } from '@sluice/core';
+import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, systemClock } from '@sluice/core';
+import { emitSafely, keyCache, ruleDecision, scaledRule } from '@sluice/core/store-kit';
 import { type RedisConnection, stateKey } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';

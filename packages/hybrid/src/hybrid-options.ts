@@ -1,4 +1,5 @@
-import { type Clock, SluiceRangeError, describeValue, optionalClock, positiveFinite, positiveInteger, timerDuration } from '@sluice/core';
+import { type Clock, SluiceRangeError } from '@sluice/core';
+import { describeValue, optionalClock, positiveFinite, positiveInteger, timerDuration } from '@sluice/core/store-kit';
 import { type RedisConnection, toConnection } from '@sluice/redis';
 import { randomUUID } from 'node:crypto';
 

@@ -1,4 +1,5 @@
-import { type Clock, type Rules, SluiceRangeError, describeValue, optionsObject } from '@sluice/core';
+import { type Clock, type Rules, SluiceRangeError } from '@sluice/core';
+import { describeValue, optionsObject } from '@sluice/core/store-kit';
 import { type FailMode, type RedisClient, failModeOption } from '@sluice/redis';
 import { HybridLimiter } from './hybrid-limiter.js';
 import {

@@ -1,17 +1,5 @@
-import {
-  type Algorithm,
-  type BoundStore,
-  type Clock,
-  type Decision,
-  MemoryStore,
-  type RuleSet,
-  SluiceError,
-  type Store,
-  emitSafely,
-  keyCache,
-  scaledRule,
-  systemClock,
-} from '@sluice/core';
+import { type Algorithm, type BoundStore, type Clock, type Decision, MemoryStore, type RuleSet, SluiceError, type Store, systemClock } from '@sluice/core';
+import { emitSafely, keyCache, scaledRule } from '@sluice/core/store-kit';
 import type { FailMode, RedisConnection } from '@sluice/redis';
 import { DeadlineError, RedisHealth, failModeDecision, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';

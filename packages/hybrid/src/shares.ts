@@ -1,4 +1,5 @@
-import { SluiceRangeError, SluiceTypeError, describeValue, positiveFinite } from '@sluice/core';
+import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
+import { describeValue, positiveFinite } from '@sluice/core/store-kit';
 
 /** How a divided limit is split among live nodes. */
 export type ShareMode = 'equal' | 'demand';

@@ -1,4 +1,5 @@
-import { type Algorithm, SluiceRangeError, describeValue, normalizeRules, type Rules } from '@sluice/core';
+import { type Algorithm, SluiceRangeError, type Rules } from '@sluice/core';
+import { describeValue, normalizeRules } from '@sluice/core/store-kit';
 
 /** The algorithms hybrid modes run: ones whose grants can be split across nodes and scaled to a share. */
 export type HybridKind = 'tokenBucket' | 'gcra' | 'fixedWindow' | 'slidingWindowCounter';

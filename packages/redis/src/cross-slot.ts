@@ -1,4 +1,5 @@
-import { type Algorithm, type Decision, type RuleVerdict, identityOf, mergePolicy } from '@sluice/core';
+import { type Algorithm, type Decision } from '@sluice/core';
+import { type RuleVerdict, identityOf, mergePolicy } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import { stateKey } from './key-layout.js';
 import { type WireDecision, packGroups, packRequests, unpackReplies } from './protocol.js';

@@ -1,4 +1,5 @@
-import { type Decision, keyCache } from '@sluice/core';
+import { type Decision } from '@sluice/core';
+import { keyCache } from '@sluice/core/store-kit';
 import type { LRUCache } from 'lru-cache';
 
 interface CachedDenial {

@@ -1,4 +1,5 @@
-import { type Algorithm, type Decision, SluiceRangeError, describeValue } from '@sluice/core';
+import { type Algorithm, type Decision, SluiceRangeError } from '@sluice/core';
+import { describeValue } from '@sluice/core/store-kit';
 
 /** What a Redis-backed mode does when Redis does not answer within `timeoutMs`, or answers with an error. */
 export type FailMode = 'local' | 'open' | 'closed';

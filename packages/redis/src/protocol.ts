@@ -1,4 +1,5 @@
-import { type Algorithm, type Decision, type RuleVerdict, mergePolicy } from '@sluice/core';
+import { type Algorithm, type Decision } from '@sluice/core';
+import { type RuleVerdict, mergePolicy } from '@sluice/core/store-kit';
 
 /**
  * The binary half of decide.lua's protocol (see its header): requests packed '<I4dddB', replies '<BdddddB'

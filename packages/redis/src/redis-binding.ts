@@ -1,4 +1,5 @@
-import { type Algorithm, type BoundStore, type Clock, type Decision, SluiceError, identityOf } from '@sluice/core';
+import { type Algorithm, type BoundStore, type Clock, type Decision, SluiceError } from '@sluice/core';
+import { identityOf } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import { CrossSlotPolicy } from './cross-slot.js';
 import { withDeadline } from './deadline.js';

@@ -1,24 +1,5 @@
-import {
-  type BoundStore,
-  type Clock,
-  type Decision,
-  MemoryStore,
-  PrefixGuard,
-  type RuleSet,
-  SluiceError,
-  SluiceRangeError,
-  SluiceTypeError,
-  type Store,
-  callSafely,
-  describeValue,
-  emitSafely,
-  optionsObject,
-  positiveFinite,
-  positiveInteger,
-  scaledRule,
-  systemClock,
-  timerDuration,
-} from '@sluice/core';
+import { type BoundStore, type Clock, type Decision, MemoryStore, type RuleSet, SluiceError, SluiceRangeError, SluiceTypeError, type Store, systemClock } from '@sluice/core';
+import { PrefixGuard, callSafely, describeValue, emitSafely, optionsObject, positiveFinite, positiveInteger, scaledRule, timerDuration } from '@sluice/core/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { DenyCache } from './deny-cache.js';

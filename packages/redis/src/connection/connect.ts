@@ -1,4 +1,5 @@
-import { SluiceTypeError, describeValue } from '@sluice/core';
+import { SluiceTypeError } from '@sluice/core';
+import { describeValue } from '@sluice/core/store-kit';
 import type { RedisConnection } from './connection.js';
 import { GlideConnection, type GlideLike, glideClosed, isGlideLike } from './glide.js';
 import { IoredisConnection, type IoredisLike, ioredisSubscribed, isIoredisLike } from './ioredis.js';

@@ -1,0 +1,38 @@
+/**
+ * `@sluice/core/store-kit`: what a store implementation needs beside the public API. @sluice/redis and
+ * @sluice/hybrid are built on it; a store of your own (another database, a shared-memory cache) would be
+ * too. Nothing here is needed to use a limiter.
+ *
+ * A store implements `Store` (from the main entry): `bind({ rules, prefix })` returns a `BoundStore` whose
+ * `consume` decides with the rules' own `consume` functions (or a twin of them that decides the same), and
+ * whose `unbind` releases what the store held for a closed limiter.
+ *
+ * @example
+ * import { PrefixGuard, decidePolicy, normalizeRules } from '@sluice/core/store-kit'
+ */
+
+/** Policies: the rules of a limiter, one decision over several rules, and the one merge of their verdicts. */
+export { decidePolicy, mergePolicy, normalizeRules, ruleDecision } from '../policy.js';
+export type { PolicyOutcome, RuleVerdict } from '../policy.js';
+/** The identity a rule counts a request against (its `key` option). */
+export { identityOf } from '../algorithms/rule-name.js';
+/** Refuses a second limiter with other rules on a prefix of one store. */
+export { PrefixGuard } from '../prefix-guard.js';
+/** A rule scaled to a node's share of a fleet's limit. */
+export { scaledRule } from '../algorithms/scaled-rule.js';
+/** An LRU of at most N keys whose memory grows with use. */
+export { keyCache } from '../key-cache.js';
+/** User callbacks isolated from a store's bookkeeping, and where their errors go. */
+export { callSafely, emitSafely, hostWarning, reportCallbackError } from '../callbacks.js';
+export type { CallbackEmitter } from '../callbacks.js';
+/** Host-timer sleeps of any length, and the longest single timer. */
+export { MAX_TIMER_MS, timerSleep } from '../clock.js';
+/** Option validators: typed errors that name the option and the bad value. */
+export {
+  describe as describeValue,
+  optionalClock,
+  optionsObject,
+  positiveFinite,
+  positiveInteger,
+  timerDuration,
+} from '../validate.js';
