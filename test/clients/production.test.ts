@@ -1,0 +1,152 @@
+/**
+ * Production connections: a store over TLS (a throwaway redis-server with a test certificate), and under a
+ * least-privilege ACL user (its key prefix, its pub/sub channel and the commands sluice uses, nothing else:
+ * the README's ACL line, checked here). A user without a needed permission gets an error naming the command.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { redisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../harness/free-port.js';
+import { type TestRedis, spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
+
+/**
+ * The ACL line the README gives for a sluice user on prefix `sluice`: its keys, its reset channel, and the
+ * commands the stores and their scripts run (PING, INFO and CLIENT for the clients' own handshakes).
+ */
+export const SLUICE_ACL = [
+  'on',
+  '~sluice:*',
+  '&sluice:*',
+  '-@all',
+  '+evalsha',
+  '+eval',
+  '+exists',
+  '+del',
+  '+publish',
+  '+subscribe',
+  '+unsubscribe',
+  '+get',
+  '+mget',
+  '+set',
+  '+pexpire',
+  '+time',
+  '+hmget',
+  '+hset',
+  '+hdel',
+  '+zadd',
+  '+zcard',
+  '+zrange',
+  '+zrangebyscore',
+  '+zrem',
+  '+zremrangebyscore',
+  '+ping',
+  '+info',
+  '+hello',
+];
+
+describe('TLS', () => {
+  let dir: string;
+  let server: TestRedis;
+  let ca: Buffer;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'sluice-tls-'));
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    ca = readFileSync(join(dir, 'c.pem'));
+    const tlsPort = await freePort();
+    server = await spawnRedisServer(
+      ['--tls-port', String(tlsPort), '--tls-cert-file', join(dir, 'c.pem'), '--tls-key-file', join(dir, 'k.pem'), '--tls-ca-cert-file', join(dir, 'c.pem'), '--tls-auth-clients', 'no'],
+    );
+    (server as { tlsPort?: number }).tlsPort = tlsPort;
+  });
+  afterAll(async () => {
+    await server?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a store over rediss:// decides exactly (ioredis and node-redis)', async () => {
+    const port = (server as { tlsPort?: number }).tlsPort as number;
+    const ioredis = new Redis(`rediss://127.0.0.1:${port}`, { tls: { ca } });
+    const nodeRedis = createClient({ url: `rediss://127.0.0.1:${port}`, socket: { tls: true, ca } });
+    nodeRedis.on('error', () => {});
+    await nodeRedis.connect();
+    for (const client of [ioredis, nodeRedis]) {
+      const store = redisStore({ redis: client });
+      const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }), store, prefix: `tls${Math.random().toString(36).slice(2)}` });
+      const decisions = await Promise.all(Array.from({ length: 12 }, () => limiter.tryAcquire('k')));
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
+      await limiter.close();
+      await store.close();
+    }
+    ioredis.disconnect();
+    nodeRedis.destroy();
+  });
+});
+
+describe('a least-privilege ACL user', () => {
+  let server: TestRedis;
+  let admin: Redis;
+  beforeAll(async () => {
+    server = await startTestRedis();
+    admin = new Redis(server.url);
+    await admin.call('ACL', 'SETUSER', 'sluice', '>secret', ...SLUICE_ACL);
+    await admin.call('ACL', 'SETUSER', 'no-scripts', '>secret', ...SLUICE_ACL.filter((p) => p !== '+evalsha' && p !== '+eval'));
+  });
+  afterAll(async () => {
+    await admin?.call('ACL', 'DELUSER', 'sluice', 'no-scripts');
+    admin?.disconnect();
+    await server?.stop();
+  });
+
+  it('runs exact, leased and divided mode with only the README ACL line (ioredis and node-redis)', async () => {
+    const ioredis = new Redis({ host: server.host, port: server.port, username: 'sluice', password: 'secret' });
+    const nodeRedis = createClient({ url: `redis://sluice:secret@${server.host}:${server.port}` });
+    nodeRedis.on('error', () => {});
+    await nodeRedis.connect();
+    for (const client of [ioredis, nodeRedis]) {
+      const errors: Error[] = [];
+      const store = redisStore({ redis: client });
+      store.on('store-error', (e) => errors.push(e));
+      const a = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: 'sluice' });
+      const b = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store: redisStore({ redis: client }), prefix: 'sluice' });
+      const key = `k${Math.random()}`;
+      expect((await Promise.all(Array.from({ length: 5 }, () => a.tryAcquire(key)))).filter((d) => d.allowed)).toHaveLength(3);
+      await new Promise((r) => setTimeout(r, 200)); // a's subscriber is subscribed
+      await b.reset(key); // DEL, and PUBLISH on the prefix's channel, which a hears (SUBSCRIBE)
+      let allowed = false;
+      for (let i = 0; i < 50 && !allowed; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        allowed = (await a.tryAcquire(key)).allowed;
+      }
+      expect(allowed).toBe(true);
+      const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.01 }), redis: client, prefix: 'sluice' });
+      let granted = 0;
+      for (let i = 0; i < 8; i++) if ((await leased.tryAcquire(key)).allowed) granted++;
+      expect(granted).toBe(5);
+      const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), redis: client, prefix: 'sluice', heartbeatMs: 50 });
+      await new Promise((resolve) => divided.once('membership', resolve));
+      expect(errors).toEqual([]);
+      await Promise.all([a.close(), b.close(), leased.close(), divided.close(), store.close()]);
+    }
+    ioredis.disconnect();
+    nodeRedis.destroy();
+  });
+
+  it('without a needed permission, the error names the command', async () => {
+    const client = new Redis({ host: server.host, port: server.port, username: 'no-scripts', password: 'secret' });
+    const store = redisStore({ redis: client, failMode: 'closed' });
+    const error = new Promise<Error>((resolve) => store.once('store-error', resolve));
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: 'sluice' });
+    expect((await limiter.tryAcquire('k')).allowed).toBe(false);
+    expect((await error).message).toMatch(/NOPERM.*'eval(sha)?' command/i);
+    await limiter.close();
+    await store.close();
+    client.disconnect();
+  });
+});
