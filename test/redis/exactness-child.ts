@@ -4,7 +4,7 @@
  */
 import { type Algorithm, createLimiter, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
-import { Cluster, Redis } from 'ioredis';
+import { type ClientKind, openClient, openClusterClient } from '../harness/clients.js';
 
 const env = process.env;
 const durationMs = Number(env.DURATION_MS);
@@ -28,7 +28,11 @@ export const EXACTNESS_RULES: Record<string, () => Algorithm | Algorithm[]> = {
   crossSlot: () => [fixedWindow({ limit: 1000, windowMs: 1000, name: 'user' }), tokenBucket({ capacity: 800, refillPerSecond: 700, name: 'global', key: 'global' })],
 };
 
-const redis = nodes ? new Cluster(nodes) : new Redis(env.REDIS_URL as string);
+// The client library the fleet runs on (CLIENT: ioredis by default; see test/harness/clients.ts).
+const kind = (env.CLIENT ?? 'ioredis') as ClientKind;
+const url = new URL(env.REDIS_URL ?? 'redis://127.0.0.1:6379');
+const opened = nodes ? await openClusterClient(kind, nodes) : await openClient(kind, { host: url.hostname, port: Number(url.port) });
+const redis = opened.client;
 const grants: Record<string, number[]> = {};
 let decisions = 0;
 let fallbacks = 0;
@@ -61,6 +65,9 @@ await Promise.all(
     }),
   ),
 );
-process.stdout.write(JSON.stringify({ grants, decisions, fallbacks }));
+// On a line of its own behind a marker: a client library may log to stdout too (GLIDE's core does).
+process.stdout.write(`\nSLUICE-RESULT ${JSON.stringify({ grants, decisions, fallbacks })}\n`);
 await store.close();
-redis.disconnect();
+await opened.close();
+// A native client (GLIDE) may keep the loop alive a moment after close: the result is out, so end here.
+process.exit(0);

@@ -31,7 +31,11 @@ export async function runFleet(env: Record<string, string>, algorithms: string[]
         let err = '';
         p.stdout.on('data', (d: Buffer) => (out += d));
         p.stderr.on('data', (d: Buffer) => (err += d));
-        p.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out) as ChildResult) : reject(new Error(`child exited ${code}: ${err}`))));
+        p.on('exit', (code) => {
+          const line = out.split('\n').find((l) => l.startsWith('SLUICE-RESULT '));
+          if (code === 0 && line !== undefined) resolve(JSON.parse(line.slice('SLUICE-RESULT '.length)) as ChildResult);
+          else reject(new Error(`child exited ${code}: ${err}${out.slice(-2_000)}`));
+        });
       }),
     ),
   );
@@ -120,4 +124,29 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
     expect(over).toBe(0);
     for (const name of algorithms) expect(grants.get(name)?.length ?? 0).toBeGreaterThan(3_500);
   }, 60_000);
+});
+
+// The same fleet on the other client libraries (a slice of the algorithms; ioredis runs them all above).
+describe.each(['node-redis', 'glide'] as const)(`exactness on %s, ${PROCESSES} processes x ${IN_FLIGHT} in flight`, (client) => {
+  let server: TestRedis;
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    server = await startTestRedis();
+    cluster = await startTestCluster({ replicas: 0 });
+  }, 60_000);
+  afterAll(async () => {
+    await server?.stop();
+    await cluster?.stop();
+  });
+
+  it('standalone and Cluster: no window ever admits more than the algorithm allows', async () => {
+    for (const [where, env, algorithms] of [
+      ['standalone', { REDIS_URL: server.url }, ['tokenBucket', 'policy']],
+      ['cluster', { CLUSTER_NODES: JSON.stringify(cluster.startupNodes) }, ['fixedWindow', 'crossSlot']],
+    ] as const) {
+      const { grants, decisions, fallbacks } = await runFleet({ ...env, CLIENT: client }, [...algorithms]);
+      expect(checkBounds(grants, `${client} ${where}: ${decisions} decisions, ${fallbacks} decided by the fail mode`)).toBe(0);
+      for (const name of algorithms) expect(grants.get(name)?.length ?? 0).toBeGreaterThan(3_500);
+    }
+  }, 120_000);
 });
