@@ -5,8 +5,6 @@ import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import { Membership } from './membership.js';
-import { ratePerSecond } from './rule-rate.js';
-import { rescaleState } from './scaled-rule.js';
 import { type NodeDemand, type ShareMode, divideShares } from './shares.js';
 
 /** A change in the live nodes or in this node's share, as the `membership` event reports it. */
@@ -119,7 +117,7 @@ class DividedBinding implements BoundStore {
       this.#failing = false;
       emitSafely(this.#o.events, 'store-recovered');
     }
-    const shares = divideShares(this.#o.share, members, ratePerSecond(this.#rule));
+    const shares = divideShares(this.#o.share, members, this.#rule.ratePerSecond);
     const fraction = shares.get(this.#o.nodeId);
     if (fraction === undefined || !(fraction > 0)) return;
     if (fraction === this.#fraction && members.length === this.#nodes) return;
@@ -135,7 +133,8 @@ class DividedBinding implements BoundStore {
   #state(key: string, touch = true): unknown {
     const entry = touch ? this.#entries.get(key) : this.#entries.peek(key);
     if (entry === undefined) return undefined;
-    return entry.fraction === this.#fraction ? entry.state : rescaleState(this.#rule.kind, entry.state, this.#fraction / entry.fraction);
+    // Carried over to the current share: scaled by the ratio of the shares, never refilled.
+    return entry.fraction === this.#fraction ? entry.state : this.#rule.rescale(entry.state, this.#fraction / entry.fraction);
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {

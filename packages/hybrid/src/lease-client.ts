@@ -9,19 +9,14 @@ export interface LeaseShape {
   readonly windowed: boolean;
 }
 
+/** The lease shape of a rule, from the rule's own lease model (see Algorithm.lease). */
 export function leaseShape(rule: Algorithm): LeaseShape {
-  const p = rule.params as Record<string, number>;
-  switch (rule.kind) {
-    case 'tokenBucket':
-      return { kind: 'bucket', windowed: false, args: [String(p['capacity']), String((p['refillPerSecond'] as number) / 1000), String(p['initial'])] };
-    case 'gcra':
-      // GCRA(rate, burst) admits exactly what a token bucket of capacity `burst` refilled at `rate` does.
-      return { kind: 'bucket', windowed: false, args: [String(p['burst']), String((p['rate'] as number) / 1000), String(p['burst'])] };
-    case 'fixedWindow':
-      return { kind: 'fixed', windowed: true, args: [String(rule.limit), String(rule.windowMs), '0'] };
-    default:
-      return { kind: 'sliding', windowed: true, args: [String(rule.limit), String(rule.windowMs), '0'] };
+  const model = rule.lease;
+  if (model === undefined) throw new TypeError(`${rule.kind} cannot be leased`);
+  if (model.kind === 'bucket') {
+    return { kind: 'bucket', windowed: false, args: [String(model.capacity), String(model.refillPerSecond / 1000), String(model.initial)] };
   }
+  return { kind: model.kind, windowed: true, args: [String(model.limit), String(model.windowMs), '0'] };
 }
 
 export interface LeaseReply {

@@ -6,7 +6,6 @@ import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import { type LeaseShape, leaseShape, requestLease, returnLease } from './lease-client.js';
-import { burstOf } from './rule-rate.js';
 
 /** One lease taken from Redis, as the `lease` event reports it. */
 export interface LeaseEvent {
@@ -138,7 +137,7 @@ class LeasedBinding implements BoundStore {
     this.#prefix = prefix;
     this.#health = health;
     this.#shape = leaseShape(rule);
-    this.#burst = burstOf(rule);
+    this.#burst = rule.burst;
     // A lease pushed out of the cache still holds debited permits: give them back.
     this.#leases = keyCache<string, KeyLease>(o.maxKeys, (lease, key, reason) => {
       if (reason === 'evict' && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});

@@ -1,9 +1,6 @@
 import { type Algorithm, SluiceRangeError, type Rules } from '@sluice/core';
 import { describeValue, normalizeRules } from '@sluice/core/store-kit';
 
-/** The algorithms hybrid modes run: ones whose grants can be split across nodes and scaled to a share. */
-export type HybridKind = 'tokenBucket' | 'gcra' | 'fixedWindow' | 'slidingWindowCounter';
-const HYBRID_KINDS: readonly string[] = ['tokenBucket', 'gcra', 'fixedWindow', 'slidingWindowCounter'];
 
 /**
  * The one rule a hybrid limiter enforces. Policies of several rules are refused: a lease or a share of
@@ -15,7 +12,8 @@ export function supportedRule(mode: 'leasedLimiter' | 'dividedLimiter', algorith
     throw new SluiceRangeError('algorithm', algorithm, `${mode} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or exact mode (@sluice/redis) for policies`);
   }
   const rule = rules[0] as Algorithm;
-  if (!HYBRID_KINDS.includes(rule.kind)) {
+  // Hybrid modes run the rules whose grants can be split across nodes (the algorithm says so: its lease model).
+  if (rule.lease === undefined) {
     throw new SluiceRangeError('algorithm', rule.kind, `${mode} supports tokenBucket, gcra, fixedWindow and slidingWindowCounter, got ${describeValue(rule.kind)}`);
   }
   if (rule.key !== undefined) {

@@ -11,7 +11,6 @@ import { RedisHealth } from './health.js';
 import { decodeIdentity, encodeIdentity, resetChannel } from './key-layout.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './connection/connect.js';
-import { refundable } from './scripts.js';
 
 
 export interface RedisStoreOptions {
@@ -203,7 +202,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   bind(ruleSet: RuleSet): BoundStore {
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
     const keyed = ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.key !== undefined);
-    const unrefundable = ruleSet.rules.find((rule) => !refundable(rule.kind));
+    const unrefundable = ruleSet.rules.find((rule) => !rule.refundable);
     const isCluster = this.#connection.isCluster;
     if (isCluster && keyed && unrefundable !== undefined) {
       // Such a policy may span slots, decided slot by slot with refunds; Guava's prepay cannot be refunded.

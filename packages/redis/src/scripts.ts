@@ -72,13 +72,6 @@ export function decideScript(kinds: readonly AlgorithmKind[] = Object.keys(ALGOR
   return compose('decide', kinds);
 }
 
-const REFUNDABLE: readonly AlgorithmKind[] = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'leakyBucket', 'gcra'];
-
-/** Whether a grant of this algorithm can be given back exactly (Guava's prepay cannot be undone). */
-export function refundable(kind: AlgorithmKind): boolean {
-  return REFUNDABLE.includes(kind);
-}
-
 /** The refund script for a set of refundable algorithms (see refund.lua). */
 export function refundScript(kinds: readonly AlgorithmKind[]): LuaScript {
   return compose('refund', kinds);

@@ -57,13 +57,47 @@ export interface Algorithm<S = unknown> {
    * A deny cache may answer such denials locally. (Leaky shape mode denies for the wait instead.)
    */
   readonly stableDenials: boolean;
-  /** The validated parameters, as the Redis scripts take them. */
+  /** The validated parameters, by name. */
   readonly params: Readonly<Record<string, number | string>>;
+  /** The parameters in the order its Lua twin reads them (p[1], p[2], ...). */
+  readonly wireParams: readonly (number | string)[];
+  /** Whether a grant can be given back exactly (a policy refunded slot by slot); Guava's prepay cannot. */
+  readonly refundable: boolean;
+  /** The most permits it can grant at once: the burst a lease batch is carved from. */
+  readonly burst: number;
+  /** Its sustained rate, in permits per second. */
+  readonly ratePerSecond: number;
+  /** How leased mode takes from it in batches, or undefined when its grants cannot be split across nodes. */
+  readonly lease: LeaseModel | undefined;
+  /**
+   * The same rule holding `fraction` (0 < fraction <= 1) of this one's limit: what one node enforces when a
+   * fleet's limit is divided. Counts round down but to at least 1 (a node can always admit something); rates
+   * scale exactly; windows, burst spans and warm-ups stay. Name and key are kept.
+   */
+  share(fraction: number): Algorithm<S>;
+  /**
+   * A state carried over to a share `ratio` times the one it was decided under: what was used or stored is
+   * scaled, never refilled. (A state that holds times, not counts, carries over as it is.)
+   */
+  rescale(state: S, ratio: number): S;
   /**
    * Decides `permits` at `nowMs`. `maxWaitMs` is how long the caller is willing to wait for a reservation
    * (0: grant only what is available now); rules that do not reserve ignore it.
    */
   consume(state: S | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<S>;
+}
+
+/**
+ * How leased mode takes from a rule: as the token bucket it behaves like (a token bucket, GCRA), or as its
+ * window (a fixed window; a sliding window counter, leased per window).
+ */
+export type LeaseModel =
+  | { readonly kind: 'bucket'; readonly capacity: number; readonly refillPerSecond: number; readonly initial: number }
+  | { readonly kind: 'fixed' | 'sliding'; readonly limit: number; readonly windowMs: number };
+
+/** A count scaled to a share: rounded down (never more than the share), but at least 1. */
+export function shareOf(count: number, fraction: number): number {
+  return Math.max(1, Math.floor(count * fraction + EPSILON));
 }
 
 /** A rule's own identity: a fixed key, or one derived from the request's key. */

@@ -41,5 +41,10 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
     return outcome(false, state, limit - count, resetAfterMs, resetAfterMs, 0, resetAfterMs);
   }
 
-  return windowRule('fixedWindow', parsed, consume);
+  return windowRule('fixedWindow', parsed, consume, {
+    lease: 'fixed',
+    make: fixedWindow,
+    // Whole permits, rounded against the caller.
+    rescale: (state, ratio) => ({ ...state, count: Math.ceil(state.count * ratio - 1e-9) }),
+  });
 }

@@ -6,6 +6,7 @@ import {
   TOLERANCE_MS,
   neverFits,
   outcome,
+  shareOf,
   wholePermits,
 } from './algorithm.js';
 import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
@@ -69,6 +70,15 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     reserves: true,
     stableDenials: true,
     params: { rate, burst },
+    wireParams: [rate, burst],
+    refundable: true,
+    burst,
+    ratePerSecond: rate,
+    // GCRA(rate, burst) admits exactly what a token bucket of capacity `burst` refilled at `rate` does.
+    lease: { kind: 'bucket', capacity: burst, refillPerSecond: rate, initial: burst },
+    share: (fraction) => gcra({ name, ...(key === undefined ? {} : { key }), rate: rate * fraction, burst: shareOf(burst, fraction) }),
+    // The state is time ahead, which the share's interval already scales.
+    rescale: (state) => state,
     consume,
   };
 }

@@ -9,6 +9,7 @@ import {
   neverFits,
   outcome,
   wholePermits,
+  shareOf,
 } from './algorithm.js';
 import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
 
@@ -115,6 +116,15 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     reserves: mode === 'shape',
     stableDenials: mode === 'police',
     params: { capacity, leakPerSecond, mode },
+    wireParams: [capacity, leakPerSecond, mode],
+    refundable: true,
+    burst: capacity,
+    ratePerSecond: leakPerSecond,
+    lease: undefined,
+    share: (fraction) =>
+      leakyBucket({ name, ...(key === undefined ? {} : { key }), capacity: shareOf(capacity, fraction), leakPerSecond: leakPerSecond * fraction, mode }),
+    // Police mode's water scales with the share; shape mode's queue is time ahead, which the share's rate scales.
+    rescale: (state, ratio) => ('level' in state ? { ...state, level: state.level * ratio } : state),
     consume: (mode === 'police' ? police : shape) as Algorithm<LeakyBucketState>['consume'],
   };
 }

@@ -73,5 +73,9 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
     return outcome(false, state, wholePermits(limit - estimate), retryAt - nowMs, resetAfterMs, 0, resetAfterMs);
   }
 
-  return windowRule('slidingWindowCounter', parsed, consume);
+  return windowRule('slidingWindowCounter', parsed, consume, {
+    lease: 'sliding',
+    make: slidingWindowCounter,
+    rescale: (state, ratio) => ({ ...state, previous: state.previous * ratio, current: state.current * ratio }),
+  });
 }

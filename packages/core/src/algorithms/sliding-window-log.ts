@@ -56,5 +56,11 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     return outcome(false, state, limit - used, retryAfterMs, resetAfterMs, 0, resetAfterMs);
   }
 
-  return windowRule('slidingWindowLog', parsed, consume);
+  return windowRule('slidingWindowLog', parsed, consume, {
+    // Each grant is an entry with its own time: a batch leased by one node cannot be split into them.
+    lease: undefined,
+    make: slidingWindowLog,
+    // Entries are grants that happened; a smaller share sees them all (never refilled), a larger one too.
+    rescale: (state) => state,
+  });
 }

@@ -57,6 +57,7 @@ function smoothAlgorithm(
   shape: SmoothShape,
   initialPermits: number,
   params: Record<string, number>,
+  share: (fraction: number) => Algorithm<SmoothState>,
 ): Algorithm<SmoothState> {
   const windowMs = Math.max(1000, 1000 / permitsPerSecond);
   const freshPermits = rescaleStoredPermits(0, 0, shape, initialPermits);
@@ -98,6 +99,14 @@ function smoothAlgorithm(
     reserves: true,
     stableDenials: true,
     params,
+    wireParams: Object.values(params),
+    // Guava's prepay: the next caller pays for this grant, which cannot be taken back.
+    refundable: false,
+    burst: Math.max(1, shape.maxPermits),
+    ratePerSecond: permitsPerSecond,
+    lease: undefined,
+    share,
+    rescale: (state, ratio) => ({ ...state, storedPermits: state.storedPermits * ratio }),
     consume,
   };
 }
@@ -131,11 +140,17 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
   if (maxBurstSeconds !== 1) parts.push(`b${maxBurstSeconds}s`);
   if (initialPermits !== 0) parts.push(`i${initialPermits}`);
   const name = ruleName(options.name, defaultRuleName('sb', parts));
-  return smoothAlgorithm('smoothBursty', name, ruleKey(options.key), permitsPerSecond, shape, initialPermits, {
-    permitsPerSecond,
-    maxBurstSeconds,
-    initialPermits,
-  });
+  const key = ruleKey(options.key);
+  const share = (fraction: number) =>
+    smoothBursty({
+      name,
+      ...(key === undefined ? {} : { key }),
+      permitsPerSecond: permitsPerSecond * fraction,
+      maxBurstSeconds,
+      initialPermits: Math.min(permitsPerSecond * fraction * maxBurstSeconds, initialPermits * fraction),
+    });
+  // Wire order: permitsPerSecond, maxBurstSeconds, initialPermits.
+  return smoothAlgorithm('smoothBursty', name, key, permitsPerSecond, shape, initialPermits, { permitsPerSecond, maxBurstSeconds, initialPermits }, share);
 }
 
 /**
@@ -156,9 +171,9 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<Smoo
   const parts: Array<string | number> = [ratePart(permitsPerSecond), `w${periodPart(warmupMs)}`];
   if (coldFactor !== 3) parts.push(`c${coldFactor}`);
   const name = ruleName(options.name, defaultRuleName('swu', parts));
-  return smoothAlgorithm('smoothWarmingUp', name, ruleKey(options.key), permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, {
-    permitsPerSecond,
-    warmupMs,
-    coldFactor,
-  });
+  const key = ruleKey(options.key);
+  const share = (fraction: number) =>
+    smoothWarmingUp({ name, ...(key === undefined ? {} : { key }), permitsPerSecond: permitsPerSecond * fraction, warmupMs, coldFactor });
+  // Wire order: permitsPerSecond, warmupMs, coldFactor.
+  return smoothAlgorithm('smoothWarmingUp', name, key, permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, { permitsPerSecond, warmupMs, coldFactor }, share);
 }

@@ -8,6 +8,7 @@ import {
   TOLERANCE_MS,
   neverFits,
   outcome,
+  shareOf,
   wholePermits,
 } from './algorithm.js';
 import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
@@ -59,6 +60,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   if (maxDebt !== capacity) parts.push(`d${maxDebt}`);
   const name = ruleName(options.name, defaultRuleName('tb', parts));
   const key = ruleKey(options.key);
+  const own = { name, ...(key === undefined ? {} : { key }) };
   const tokensPerMs = refillPerSecond / 1000;
   // Tokens past the level at which a state stops mattering: full, or full for one more refill period.
   const forgetAt = initial < capacity ? 2 * capacity : capacity;
@@ -115,6 +117,22 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     reserves: maxDebt > 0,
     stableDenials: true,
     params: { capacity, refillPerSecond, initial, maxDebt },
+    wireParams: [capacity, refillPerSecond, initial, maxDebt],
+    refundable: true,
+    burst: capacity,
+    ratePerSecond: refillPerSecond,
+    lease: { kind: 'bucket', capacity, refillPerSecond, initial },
+    share(fraction) {
+      const shared = shareOf(capacity, fraction);
+      return tokenBucket({
+        ...own,
+        capacity: shared,
+        refillPerSecond: refillPerSecond * fraction,
+        initial: Math.min(shared, Math.floor(initial * fraction + EPSILON)),
+        maxDebt: Math.floor(maxDebt * fraction + EPSILON),
+      });
+    },
+    rescale: (state, ratio) => ({ ...state, tokens: state.tokens * ratio }),
     consume,
   };
 }

@@ -3,7 +3,7 @@
 -- update of that state, written once at the end.
 --
 -- KEYS: every distinct state key of the batch, each once.
--- ARGV: R; then per rule its kind and parameters as text (PARAM_COUNT, in the prelude); then a binary string of
+-- ARGV: R; then per rule its kind, its parameter count and its parameters as text (wireParams); then a binary string of
 --       groups, each R packed '<I4' indices into KEYS (the state key of rule r for that group's request
 --       key); then a binary string of requests, each '<I4dddB': group index, now (NaN = this server's
 --       TIME), permits, maxWaitMs (Infinity allowed), and 1 to peek (decide, write nothing) or 0 to consume;

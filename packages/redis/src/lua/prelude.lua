@@ -79,11 +79,8 @@ local ALGORITHMS = {}
 -- whose other slot then refused: the state as if that grant had not been made (or as close as time allows).
 local REFUNDS = {}
 
--- Parameters each algorithm takes from ARGV (rule-args.ts sends them in this order).
-local PARAM_COUNT = { fixedWindow = 2, slidingWindowLog = 2, slidingWindowCounter = 2, tokenBucket = 4,
-                      leakyBucket = 3, gcra = 2, smoothBursty = 3, smoothWarmingUp = 3 }
-
--- Reads R rules from ARGV starting at index a: { kind, params, consume, refund } each. Returns the rules and
+-- Reads R rules from ARGV starting at index a, each as kind, parameter count, parameters (in the order the
+-- algorithm's wireParams gives them): { kind, params, consume, refund } each. Returns the rules and
 -- the index after them, or nil and an error reply for an algorithm this script does not hold.
 local function parse_rules(a)
   local R = tonumber(ARGV[a])
@@ -91,17 +88,17 @@ local function parse_rules(a)
   a = a + 1
   for r = 1, R do
     local kind = ARGV[a]
-    local count = PARAM_COUNT[kind]
+    local count = tonumber(ARGV[a + 1])
     if count == nil or ALGORITHMS[kind] == nil then
       return nil, redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(kind))
     end
     local params = {}
     for j = 1, count do
-      local v = ARGV[a + j]
+      local v = ARGV[a + 1 + j]
       params[j] = parse_num(v) or v
     end
     rules[r] = { kind = kind, params = params, consume = ALGORITHMS[kind], refund = REFUNDS[kind] }
-    a = a + count + 1
+    a = a + count + 2
   end
   return rules, a
 end

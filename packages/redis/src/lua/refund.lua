@@ -2,7 +2,7 @@
 -- (rules that cannot share a slot are consumed slot by slot; a denial anywhere consumes nothing in the end).
 --
 -- KEYS: the state key of each rule of this slot's part, in rule order.
--- ARGV: R; then per rule its kind and parameters as text (as in decide.lua); then permits; then the time the
+-- ARGV: R; then per rule its kind, parameter count and parameters as text (as in decide.lua); then permits; then the time the
 --       grant was decided at (decide.lua's reply); then now ('' = this server's TIME).
 -- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL): giving permits back never
 -- makes a state matter longer.
