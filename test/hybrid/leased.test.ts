@@ -4,7 +4,8 @@
  */
 import { ManualClock, SluiceRangeError, SluiceTypeError, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { type LeaseEvent, leasedLimiter } from '@sluice/hybrid';
-import { type ScriptReply, bufferReply, hybridScript, runScript } from '@sluice/redis';
+import { type ScriptReply, bufferReply, runScript } from '@sluice/redis';
+import { hybridScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';

@@ -1,5 +1,6 @@
 import type { Algorithm } from '@sluice/core';
-import { type RedisConnection, bufferReply, hybridScript } from '@sluice/redis';
+import { type RedisConnection, bufferReply } from '@sluice/redis';
+import { hybridScript } from './scripts.js';
 
 /** How a rule's central state is leased (see lease.lua). */
 export interface LeaseShape {

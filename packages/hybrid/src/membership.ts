@@ -1,5 +1,6 @@
 import type { Clock } from '@sluice/core';
-import { type RedisConnection, hybridScript, withDeadline } from '@sluice/redis';
+import { type RedisConnection, withDeadline } from '@sluice/redis';
+import { hybridScript } from './scripts.js';
 import type { NodeDemand } from './shares.js';
 
 export interface MembershipOptions {

@@ -10,8 +10,8 @@ export { PROBE_INTERVAL_MS, RedisHealth } from './health.js';
 export type { HealthOptions } from './health.js';
 export { DeadlineError, withDeadline } from './deadline.js';
 export { isKeyScopedError } from './reply-errors.js';
-export { decideScript, hybridScript } from './scripts.js';
-export type { HybridScriptName, LuaScript } from './scripts.js';
+export { decideScript, luaDirectory, luaScript } from './scripts.js';
+export type { LuaScript } from './scripts.js';
 export { decodeIdentity, encodeIdentity, stateKey } from './key-layout.js';
 
 import { RedisStore, type RedisStoreOptions } from './redis-store.js';

@@ -23,45 +23,43 @@ const ALGORITHM_FILES: Record<AlgorithmKind, readonly string[]> = {
   smoothWarmingUp: ['smooth_rate', 'smooth_warming_up'],
 };
 
-/** The .lua files ship in src/lua: beside this module when run from source, beside dist/ when built. */
-function luaDirectory(): string {
-  const here = dirname(fileURLToPath(import.meta.url));
-  const candidates = [join(here, 'lua'), join(here, '..', 'src', 'lua')];
-  const found = candidates.find((dir) => existsSync(join(dir, 'decide.lua')));
-  if (!found) throw new Error(`@sluice/redis: Lua scripts not found in ${candidates.join(' or ')}`);
+/**
+ * A package's folder of .lua files: `src/lua` beside the module when run from source, or beside `dist/` when
+ * built (the files ship in src/lua). `moduleUrl` is the caller's import.meta.url; `probe` a file it holds.
+ */
+export function luaDirectory(moduleUrl: string, probe: string): string {
+  const here = dirname(fileURLToPath(moduleUrl));
+  const candidates = [join(here, 'lua'), join(here, '..', 'src', 'lua'), join(here, '..', 'lua')];
+  const found = candidates.find((dir) => existsSync(join(dir, probe)));
+  if (!found) throw new Error(`Lua scripts not found in ${candidates.join(' or ')}`);
   return found;
 }
 
 const cache = new Map<string, LuaScript>();
 
-/** The scripts of @sluice/hybrid: standalone files, loaded through this same registry and runner. */
-export type HybridScriptName = 'lease' | 'lease_return' | 'heartbeat';
-
-/** A hybrid-mode script (see the .lua file's header for its KEYS, ARGV and reply), after the clock helper. */
-export function hybridScript(name: HybridScriptName): LuaScript {
+/**
+ * The one registry of Lua scripts: a script named `name`, composed of `files` (without `.lua`) from the
+ * folder `directory`, in order, and kept; its sha1 is computed from exactly the text sent. Packages register
+ * their own scripts through it (@sluice/hybrid its lease and heartbeat scripts); it knows none of them.
+ */
+export function luaScript(name: string, directory: string, files: readonly string[]): LuaScript {
   let script = cache.get(name);
   if (script === undefined) {
-    const dir = luaDirectory();
-    const source = ['hybrid_clock', name].map((file) => readFileSync(join(dir, `${file}.lua`), 'utf8')).join('\n');
+    const source = files.map((file) => readFileSync(join(directory, `${file}.lua`), 'utf8')).join('\n');
     script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
     cache.set(name, script);
   }
   return script;
 }
 
+let ownDirectory: string | undefined;
+const redisLua = (): string => (ownDirectory ??= luaDirectory(import.meta.url, 'decide.lua'));
+
 /** An entry script for a set of algorithms: the prelude, each algorithm's file once, then the entry. */
 function compose(entry: 'decide' | 'refund', kinds: readonly AlgorithmKind[]): LuaScript {
   const wanted = [...new Set(kinds)].sort();
-  const name = `${entry}:${wanted.join('+')}`;
-  let script = cache.get(name);
-  if (script === undefined) {
-    const dir = luaDirectory();
-    const files = ['prelude', ...new Set(wanted.flatMap((kind) => ALGORITHM_FILES[kind])), entry];
-    const source = files.map((file) => readFileSync(join(dir, `${file}.lua`), 'utf8')).join('\n');
-    script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
-    cache.set(name, script);
-  }
-  return script;
+  const files = ['prelude', ...new Set(wanted.flatMap((kind) => ALGORITHM_FILES[kind])), entry];
+  return luaScript(`${entry}:${wanted.join('+')}`, redisLua(), files);
 }
 
 /**
