@@ -65,9 +65,8 @@ await Promise.all(
     }),
   ),
 );
-// On a line of its own behind a marker: a client library may log to stdout too (GLIDE's core does).
-process.stdout.write(`\nSLUICE-RESULT ${JSON.stringify({ grants, decisions, fallbacks })}\n`);
 await store.close();
 await opened.close();
-// A native client (GLIDE) may keep the loop alive a moment after close: the result is out, so end here.
-process.exit(0);
+// On a line of its own behind a marker: a client library may log to stdout too (GLIDE's core does). Exit
+// once it is flushed (a pipe is written asynchronously): a native client (GLIDE) may keep the loop alive.
+process.stdout.write(`\nSLUICE-RESULT ${JSON.stringify({ grants, decisions, fallbacks })}\n`, () => process.exit(0));

@@ -33,8 +33,12 @@ export async function runFleet(env: Record<string, string>, algorithms: string[]
         p.stderr.on('data', (d: Buffer) => (err += d));
         p.on('exit', (code) => {
           const line = out.split('\n').find((l) => l.startsWith('SLUICE-RESULT '));
-          if (code === 0 && line !== undefined) resolve(JSON.parse(line.slice('SLUICE-RESULT '.length)) as ChildResult);
-          else reject(new Error(`child exited ${code}: ${err}${out.slice(-2_000)}`));
+          try {
+            if (code !== 0 || line === undefined) throw new Error('no result line');
+            resolve(JSON.parse(line.slice('SLUICE-RESULT '.length)) as ChildResult);
+          } catch (error) {
+            reject(new Error(`child exited ${code} (${String(error)}): ${err}${out.slice(-2_000)}`));
+          }
         });
       }),
     ),
