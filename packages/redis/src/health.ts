@@ -1,5 +1,5 @@
-import { withDeadline } from './deadline.js';
 import type { RedisConnection } from './connection/connection.js';
+import { withDeadline } from './deadline.js';
 
 /** How often a failing store probes Redis (and nudges a client waiting out its reconnect backoff). */
 export const PROBE_INTERVAL_MS = 100;
@@ -21,9 +21,9 @@ export interface HealthOptions {
  * Whether Redis is answering, for one store: healthy until a call fails, then failing until the store's
  * own probe (every PROBE_INTERVAL_MS, on host timers: an outage is a wall-clock event, whatever clock the
  * decisions use) is answered. While it fails, a client waiting out its reconnect backoff is asked to
- * connect now (never a second reconnect loop; see RedisConnection.nudgeReconnect), so the store is back within about one
- * probe interval of Redis, and the number of connection attempts is the client's own schedule plus at most
- * one per probe interval, whatever the traffic.
+ * connect now (never a second reconnect loop; see RedisConnection.nudgeReconnect), so the store is back
+ * within about one probe interval of Redis, and the number of connection attempts is the client's own
+ * schedule plus at most one per probe interval, whatever the traffic.
  *
  * It also listens to the client's 'error' and 'ready' events, for as long as the store is open: a client
  * error is a failure it acts on (and a client with an error listener does not print "Unhandled error event"
