@@ -4,6 +4,7 @@
  * within 1 s of Redis being healthy again. The table is printed (and by `npm run test:faults`).
  */
 import { afterAll, describe, expect, it } from 'vitest';
+import type { ClientKind } from '../harness/clients.js';
 import { FAULTS, FULL_SWEEP_FAULTS } from './faults.js';
 import { type FaultRow, TIMEOUT_MS, runFault } from './run-fault.js';
 
@@ -19,12 +20,17 @@ afterAll(() => {
   console.table(rows);
 });
 
-// `npm run test:faults` adds the slower faults (a Cluster failover) to the ones the main suite runs.
-const faults = process.env['SLUICE_FAULTS'] === 'full' ? [...FAULTS, ...FULL_SWEEP_FAULTS] : FAULTS;
+// `npm run test:faults` adds the slower faults (a Cluster failover) to the ones the main suite runs, and runs
+// every fault on node-redis and GLIDE too (those whose clients can connect when made); the main suite runs
+// ioredis (the other libraries' kill -9 under traffic is in test/clients).
+const FULL = process.env['SLUICE_FAULTS'] === 'full';
+const faults = FULL ? [...FAULTS, ...FULL_SWEEP_FAULTS] : FAULTS;
+const kinds: readonly ClientKind[] = FULL ? ['ioredis', 'node-redis', 'glide'] : ['ioredis'];
+const cases = kinds.flatMap((client) => faults.filter((f) => client === 'ioredis' || !f.name.startsWith('not running')).map((fault) => ({ client, fault, name: fault.name })));
 
-describe.each(faults)('$name', (fault) => {
+describe.each(cases)('$client: $name', ({ client, fault }) => {
   it('every mode and fail mode stays calm', async () => {
-    const result = await runFault(fault);
+    const result = await runFault(fault, client);
     rows.push(...result);
     for (const row of result) {
       const label = `${row.mode}/${row.failMode}`;

@@ -25,6 +25,11 @@ export interface FaultRun {
   /** A new client as an application would make it: ioredis defaults, an error listener. */
   client(): RedisClient;
   /**
+   * Where a client of another library connects (it must connect when it is made, so a fault that starts
+   * with Redis down has none): a standalone server or a Cluster's nodes.
+   */
+  readonly address?: { readonly host: string; readonly port: number } | { readonly nodes: ReadonlyArray<{ host: string; port: number }> };
+  /**
    * Breaks Redis and heals it; resolves with performance.now() at the moment the healing began (the restart
    * spawned, SIGCONT sent, the proxy fixed): recovery is measured from there, Redis's own start-up included.
    */
@@ -48,6 +53,7 @@ function onOneServer(name: string, breakAndHeal: (server: TestRedis) => Promise<
       const server = await spawnRedisServer();
       return {
         client: standaloneClient(server.port),
+        address: { host: '127.0.0.1', port: server.port },
         async inject() {
           await sleep(WARM_MS);
           return breakAndHeal(server);
@@ -84,6 +90,7 @@ export const FAULTS: readonly Fault[] = [
       const port = server.port;
       return {
         client: standaloneClient(port),
+        address: { host: '127.0.0.1', port },
         async inject() {
           await sleep(WARM_MS);
           server.process?.kill('SIGKILL');
@@ -119,6 +126,7 @@ export const FAULTS: readonly Fault[] = [
       const proxy = await FaultProxy.start(server.port);
       return {
         client: standaloneClient(proxy.port),
+        address: { host: '127.0.0.1', port: proxy.port },
         async inject() {
           await sleep(WARM_MS);
           proxy.setLatency(200);
@@ -144,6 +152,7 @@ export const FULL_SWEEP_FAULTS: readonly Fault[] = [
     async setup() {
       const cluster = await startTestCluster();
       return {
+        address: { nodes: cluster.startupNodes },
         client: () => {
           const client = cluster.client();
           client.on('error', () => {});

@@ -9,7 +9,8 @@ import type { Cluster, Redis } from 'ioredis';
 
 type RedisClient = Redis | Cluster;
 import { bucketIntervalsOver } from '../redis/over-admission.js';
-import type { Fault } from './faults.js';
+import { type ClientKind, openClient, openClusterClient } from '../harness/clients.js';
+import type { Fault, FaultRun } from './faults.js';
 
 export interface ModeCase {
   readonly mode: 'exact' | 'leased' | 'divided';
@@ -33,6 +34,7 @@ const AFTER_HEAL_MS = 2_000;
 
 export interface FaultRow {
   readonly fault: string;
+  readonly client: ClientKind;
   readonly mode: string;
   readonly failMode: string;
   readonly attempted: number;
@@ -60,7 +62,7 @@ interface Probe {
   close: () => Promise<void>;
 }
 
-function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
+function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<void>, prefix: string): Probe {
   const probe: Probe = { client, servedAt: [], redisGrants: new Map(), lastFallbackAt: undefined, limiter: undefined as unknown as Limiter, close: async () => {} };
   const algorithm = tokenBucket({ capacity: CAPACITY, refillPerSecond: RATE });
   if (c.mode === 'exact') {
@@ -84,7 +86,7 @@ function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
     probe.close = async () => {
       await limiter.close();
       await store.close();
-      client.disconnect();
+      await closeClient();
     };
     return probe;
   }
@@ -95,7 +97,7 @@ function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
     probe.limiter = limiter;
     probe.close = async () => {
       await limiter.close();
-      client.disconnect();
+      await closeClient();
     };
     return probe;
   }
@@ -105,7 +107,7 @@ function makeProbe(c: ModeCase, client: RedisClient, prefix: string): Probe {
   probe.limiter = limiter;
   probe.close = async () => {
     await limiter.close();
-    client.disconnect();
+    await closeClient();
   };
   return probe;
 }
@@ -137,10 +139,23 @@ function drive(limiter: Limiter) {
   };
 }
 
-export async function runFault(fault: Fault): Promise<FaultRow[]> {
+/** A client of `kind` for one mode case: ioredis as the fault makes it, another library at the fault's address. */
+async function clientFor(run: FaultRun, kind: ClientKind): Promise<{ client: RedisClient; close: () => Promise<void> }> {
+  if (kind === 'ioredis') {
+    const client = run.client();
+    return { client, close: async () => client.disconnect() };
+  }
+  const address = run.address;
+  if (address === undefined) throw new Error(`this fault cannot run on ${kind}: its clients must connect when made`);
+  const opened = 'nodes' in address ? await openClusterClient(kind, address.nodes) : await openClient(kind, address);
+  return { client: opened.client as unknown as RedisClient, close: () => opened.close() };
+}
+
+export async function runFault(fault: Fault, kind: ClientKind = 'ioredis'): Promise<FaultRow[]> {
   const run = await fault.setup();
-  const prefix = `faults-${Date.now()}`;
-  const probes = MODE_CASES.map((c, i) => makeProbe(c, run.client(), `${prefix}-${i}`));
+  const prefix = `faults-${kind}-${Date.now()}`;
+  const clients = await Promise.all(MODE_CASES.map(() => clientFor(run, kind)));
+  const probes = MODE_CASES.map((c, i) => makeProbe(c, (clients[i] as { client: RedisClient }).client, (clients[i] as { close: () => Promise<void> }).close, `${prefix}-${i}`));
   const drivers = probes.map((p) => drive(p.limiter));
   let healedAt: number;
   try {
@@ -165,6 +180,7 @@ export async function runFault(fault: Fault): Promise<FaultRow[]> {
     }
     return {
       fault: fault.name,
+      client: kind,
       mode: c.mode,
       failMode: c.failMode ?? '(keeps its share)',
       attempted: stats.attempted,
