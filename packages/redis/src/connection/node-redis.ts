@@ -29,6 +29,11 @@ export interface NodeRedisLike {
   getSlotMaster?: unknown;
 }
 
+/** node-redis internals the adapter reads (not in its public types): a cluster's slot map. */
+interface NodeRedisInternals {
+  readonly _slots?: { rediscover?(startWith: undefined): Promise<unknown> };
+}
+
 /** node-redis: `evalSha` and `withTypeMapping` (RESP3-era clients, v5 and later). */
 export function isNodeRedisLike(value: unknown): value is NodeRedisLike {
   const v = value as Partial<NodeRedisLike> | null;
@@ -109,7 +114,11 @@ export class NodeRedisConnection implements RedisConnection {
   }
 
   nudgeReconnect(): void {
-    // node-redis owns its reconnect schedule and offers no way to move it forward.
+    // node-redis owns each node's reconnect schedule and offers no way to move it forward. A cluster can be
+    // asked to read the topology again (after a failover the dead master's slots are served by a promoted
+    // replica it would otherwise not look for); node-redis runs one such refresh at a time.
+    const slots = (this.client as NodeRedisLike & NodeRedisInternals)._slots;
+    if (this.isCluster && typeof slots?.rediscover === 'function') slots.rediscover(undefined).catch(() => {});
   }
 
   watch(onError: (error: Error) => void, onReady: () => void): () => void {
