@@ -5,46 +5,19 @@
  * concurrency, resets heard by every node, hostile keys and cross-slot policies on a Cluster, Redis killed
  * and restarted under traffic, and bad clients refused at construction.
  */
-import { type Algorithm, type BoundStore, type Decision, ManualClock, SluiceTypeError, TOLERANCE_MS, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
+import { type Decision, SluiceTypeError, TOLERANCE_MS, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
 import { type DecisionEvent, redisStore } from '@sluice/redis';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CLIENT_KINDS, type ClientKind, type OpenClient, openClient, openClusterClient } from '../harness/clients.js';
+import { CLIENT_KINDS, type OpenClient, openClient, openClusterClient } from '../harness/clients.js';
 import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
 import { type TestRedis, spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
-import { type Step, algorithmArb, policyArb, startArb, timelineArb } from '../redis/arbitraries.js';
+import { algorithmArb, policyArb, startArb, timelineArb } from '../redis/arbitraries.js';
+import { decideBoth } from '../redis/differential.js';
 
 let n = 0;
 const prefix = (kind: string) => `cl-${kind}-${++n}`;
-
-/** Memory and Redis through `client`, a ManualClock each moved in step (as the ioredis conformance suite). */
-async function runSteps(
-  client: OpenClient,
-  rules: Algorithm[],
-  startMs: number,
-  steps: readonly Step[],
-): Promise<{ memory: Decision[]; redis: Decision[] }> {
-  const p = prefix(client.kind);
-  const memClock = new ManualClock(startMs);
-  const redisClock = new ManualClock(startMs);
-  const mem: BoundStore = memoryStore({ clock: memClock }).bind({ rules, prefix: p });
-  const store = redisStore({ redis: client.client, clock: redisClock, timeoutMs: 5_000, denyCache: true });
-  const red: BoundStore = store.bind({ rules, prefix: p });
-  const out = { memory: [] as Decision[], redis: [] as Decision[] };
-  try {
-    for (const step of steps) {
-      memClock.advance(step.dtMs);
-      redisClock.advance(step.dtMs);
-      for (const r of step.requests) out.memory.push(await (r.peek ? mem.peek(r.key) : mem.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)));
-      const batch = step.requests.map((r) => (r.peek ? red.peek(r.key) : red.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)));
-      out.redis.push(...(await Promise.all(batch)));
-    }
-  } finally {
-    await store.close();
-  }
-  return out;
-}
 
 /** Equal decisions, times to 1 us (the deny cache recomputes an instant from local time). */
 function expectSameDecisions(redis: Decision[], memory: Decision[]): void {
@@ -87,7 +60,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     );
     await fc.assert(
       fc.asyncProperty(rulesArb, startArb, timelineArb, async (rules, start, steps) => {
-        const { memory, redis } = await runSteps(c, rules, start, steps);
+        const { memory, redis } = await decideBoth(c.client, rules, start, steps, true);
         expectSameDecisions(redis, memory);
       }),
       { numRuns: 12 },

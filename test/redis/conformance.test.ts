@@ -1,45 +1,18 @@
-import { type Algorithm, type BoundStore, type Decision, ManualClock, TOLERANCE_MS, memoryStore } from '@sluice/core';
-import { redisStore } from '@sluice/redis';
+import { type Algorithm, type Decision, TOLERANCE_MS } from '@sluice/core';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 import { algorithmArb, policyArb, sharedPolicyArb, type Step, startArb, timelineArb } from './arbitraries.js';
+import { decideBoth } from './differential.js';
 
 const testRedis = useTestRedis();
 let server: TestRedis;
 let redis: Redis;
 beforeAll(() => void ({ server, redis } = testRedis()));
-let run = 0;
-
-
-/**
- * Runs one timeline through the memory store and the Redis store (client clock, a ManualClock each, moved
- * in step) and returns both sides' decisions. Requests at one instant go to Redis concurrently, so they
- * travel as one batch (folded per key) while the memory store takes them one by one.
- */
-async function both(rules: Algorithm[], startMs: number, steps: Step[], denyCache: boolean): Promise<{ memory: Decision[]; redis: Decision[] }> {
-  const prefix = `conf${++run}`;
-  const memClock = new ManualClock(startMs);
-  const redisClock = new ManualClock(startMs);
-  const mem: BoundStore = memoryStore({ clock: memClock }).bind({ rules, prefix });
-  const store = redisStore({ redis, clock: redisClock, timeoutMs: 5_000, denyCache });
-  const red: BoundStore = store.bind({ rules, prefix });
-  const out = { memory: [] as Decision[], redis: [] as Decision[] };
-  try {
-    for (const step of steps) {
-      memClock.advance(step.dtMs);
-      redisClock.advance(step.dtMs);
-      for (const r of step.requests) out.memory.push(await (r.peek ? mem.peek(r.key) : mem.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)));
-      const batch = step.requests.map((r) => (r.peek ? red.peek(r.key) : red.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)));
-      out.redis.push(...(await Promise.all(batch)));
-    }
-  } finally {
-    await store.close();
-  }
-  return out;
-}
+/** The differential run on this suite's ioredis client (see differential.ts). */
+const both = (rules: Algorithm[], startMs: number, steps: Step[], denyCache: boolean) => decideBoth(redis, rules, startMs, steps, denyCache);
 
 /**
  * The deny cache answers `until - now` where the script recomputes the same instant from state: the same
