@@ -40,7 +40,7 @@ describe.each(cases)('$client: $name', ({ client, fault }) => {
       expect(row.worstLatencyMs, label).toBeLessThan(10 * (TIMEOUT_MS + 20));
       if (row.overAdmissions !== null) expect(row.overAdmissions, label).toBe(0);
       // Back on Redis within 1 s on ioredis, whose reconnect the store can move forward. node-redis and GLIDE
-      // reconnect on their own schedule (measured here: 1.3-1.7 s after a restart); the figures print in the
+      // reconnect on their own schedule (measured here: 0.8-1.8 s after a restart); the figures print in the
       // table.
       expect(row.recoveryMs, label).toBeLessThanOrEqual(row.client === 'ioredis' ? 1_000 : 3_000);
     }
