@@ -43,11 +43,17 @@ export interface FaultRow {
   /** Exact mode only: grants Redis decided beyond the bucket's bound (null where not measured). */
   readonly overAdmissions: number | null;
   /**
-   * From healthy again to the first decision served by Redis after the last fallback (0: the mode never left
-   * Redis, or was back before the harness, polling, saw Redis healthy: a Cluster client can see a promoted
-   * replica first).
+   * From healthy again to the first decision served by Redis after the fault's fallback: the last one that
+   * began before healing (or the first after it, when healing itself broke connections), 0 when the mode
+   * never left Redis or was back before the harness, polling, saw Redis healthy (a Cluster client can see a
+   * promoted replica first).
    */
   readonly recoveryMs: number;
+  /**
+   * Fallbacks that began after the mode was back: short new outages of their own (a busy machine stalling
+   * past the 50 ms deadline), counted apart from recovery.
+   */
+  readonly laterBlips: number;
   readonly fellBack: boolean;
 }
 
@@ -57,13 +63,13 @@ interface Probe {
   /** performance.now() of every Redis-served decision (exact), lease (leased) or recovered heartbeat. */
   readonly servedAt: number[];
   readonly redisGrants: Map<string, number[]>;
-  /** performance.now() of the last decision or heartbeat that fell back from Redis. */
-  lastFallbackAt: number | undefined;
+  /** performance.now() of every change from Redis to the fallback (store-error). */
+  readonly fallbacks: number[];
   close: () => Promise<void>;
 }
 
 function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<void>, prefix: string): Probe {
-  const probe: Probe = { client, servedAt: [], redisGrants: new Map(), lastFallbackAt: undefined, limiter: undefined as unknown as Limiter, close: async () => {} };
+  const probe: Probe = { client, servedAt: [], redisGrants: new Map(), fallbacks: [], limiter: undefined as unknown as Limiter, close: async () => {} };
   const algorithm = tokenBucket({ capacity: CAPACITY, refillPerSecond: RATE });
   if (c.mode === 'exact') {
     const store = redisStore({
@@ -80,7 +86,7 @@ function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<
         }
       },
     });
-    store.on('store-error', () => (probe.lastFallbackAt = performance.now()));
+    store.on('store-error', () => probe.fallbacks.push(performance.now()));
     const limiter = createLimiter({ algorithm, store, prefix });
     probe.limiter = limiter;
     probe.close = async () => {
@@ -93,7 +99,7 @@ function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<
   if (c.mode === 'leased') {
     const limiter = leasedLimiter({ algorithm, redis: client, prefix, failMode: c.failMode, timeoutMs: TIMEOUT_MS });
     limiter.on('lease', () => probe.servedAt.push(performance.now()));
-    limiter.on('store-error', () => (probe.lastFallbackAt = performance.now()));
+    limiter.on('store-error', () => probe.fallbacks.push(performance.now()));
     probe.limiter = limiter;
     probe.close = async () => {
       await limiter.close();
@@ -102,7 +108,7 @@ function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<
     return probe;
   }
   const limiter = dividedLimiter({ algorithm, redis: client, prefix, heartbeatMs: 200 });
-  limiter.on('store-error', () => (probe.lastFallbackAt = performance.now()));
+  limiter.on('store-error', () => probe.fallbacks.push(performance.now()));
   limiter.on('store-recovered', () => probe.servedAt.push(performance.now()));
   probe.limiter = limiter;
   probe.close = async () => {
@@ -169,7 +175,8 @@ export async function runFault(fault: Fault, kind: ClientKind = 'ioredis'): Prom
   return MODE_CASES.map((c, i) => {
     const probe = probes[i] as Probe;
     const { stats } = drivers[i] as ReturnType<typeof drive>;
-    const fellBackAt = probe.lastFallbackAt;
+    const before = probe.fallbacks.filter((t) => t <= healedAt);
+    const fellBackAt = before.length > 0 ? Math.max(...before) : probe.fallbacks[0];
     const back = fellBackAt === undefined ? undefined : probe.servedAt.find((t) => t > fellBackAt);
     let overAdmissions: number | null = null;
     if (c.mode === 'exact') {
@@ -188,6 +195,7 @@ export async function runFault(fault: Fault, kind: ClientKind = 'ioredis'): Prom
       worstLatencyMs: Number(stats.worstMs.toFixed(1)),
       overAdmissions,
       recoveryMs: fellBackAt === undefined ? 0 : back === undefined ? Number.POSITIVE_INFINITY : Number(Math.max(0, back - healedAt).toFixed(0)),
+      laterBlips: back === undefined ? 0 : probe.fallbacks.filter((t) => t > back).length,
       fellBack: fellBackAt !== undefined,
     };
   });
