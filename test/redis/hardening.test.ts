@@ -7,12 +7,11 @@
 import { type Decision, SluiceError, createLimiter, fixedWindow, memoryStore, systemClock, tokenBucket } from '@sluice/core';
 import { leasedLimiter } from '@sluice/hybrid';
 import { type DecisionEvent, type RedisStore, redisStore, stateKey } from '@sluice/redis';
-import { Cluster, Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
-import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
 import { spawnRedisServer } from '../harness/redis-server.js';
-import { useTestRedis } from '../harness/use-redis.js';
+import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
 let n = 0;
@@ -28,21 +27,12 @@ async function deadClient(): Promise<Redis> {
 const HOSTILE = ['}', '{', '{}', '}{', '}}{{', '{user:1}', 'user:1}', '{}user', 'a{b}c', '%7B', '%', '', 'tail{'];
 
 describe('hostile keys on a Cluster (3 masters)', () => {
-  let cluster: TestCluster;
-  let client: Cluster;
-  beforeAll(async () => {
-    cluster = await startTestCluster({ replicas: 0 });
-    client = cluster.client();
-  });
-  afterAll(async () => {
-    client?.disconnect();
-    await cluster?.stop();
-  });
+  const testCluster = useTestCluster();
 
   it('keys with braces and empty tags run beside normal keys under load: 0 store errors, exact counts, no fail mode', async () => {
     const sources: DecisionEvent['source'][] = [];
     // A deadline no busy machine misses: what must not happen here is a failure caused by a key.
-    const store = redisStore({ redis: client, failMode: 'open', timeoutMs: 10_000, onDecision: (e) => sources.push(e.source), denyCache: false });
+    const store = redisStore({ redis: testCluster().client, failMode: 'open', timeoutMs: 10_000, onDecision: (e) => sources.push(e.source), denyCache: false });
     const errors: Error[] = [];
     store.on('store-error', (e) => errors.push(e));
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }), store, prefix: prefix() });
@@ -60,7 +50,7 @@ describe('hostile keys on a Cluster (3 masters)', () => {
   });
 
   it('leased mode with hostile keys: exact per key, no fallback', async () => {
-    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }), redis: client, failMode: 'open', timeoutMs: 10_000, prefix: prefix() });
+    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }), redis: testCluster().client, failMode: 'open', timeoutMs: 10_000, prefix: prefix() });
     const fallbacks: Error[] = [];
     limiter.on('store-error', (e) => fallbacks.push(e));
     for (const key of HOSTILE.filter((k) => k !== '').concat(['plain'])) {

@@ -6,22 +6,11 @@
  */
 import { type Decision, ManualClock, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
-import type { Cluster } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
-import { useTestRedis } from '../harness/use-redis.js';
+import { describe, expect, it } from 'vitest';
+import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
-let cluster: TestCluster;
-let clusterClient: Cluster;
-beforeAll(async () => {
-  cluster = await startTestCluster({ replicas: 0 });
-  clusterClient = cluster.client();
-});
-afterAll(async () => {
-  clusterClient?.disconnect();
-  await cluster?.stop();
-});
+const testCluster = useTestCluster();
 
 let n = 0;
 const policy = () => [
@@ -36,7 +25,7 @@ async function decideEverywhere(requests: Array<{ key: string; advanceMs: number
   const stores = {
     memory: (clock: ManualClock) => memoryStore({ clock }),
     standalone: (clock: ManualClock) => redisStore({ redis: testRedis().redis, clock, denyCache: false, timeoutMs: 5_000 }),
-    cluster: (clock: ManualClock) => redisStore({ redis: clusterClient, clock, denyCache: false, timeoutMs: 5_000 }),
+    cluster: (clock: ManualClock) => redisStore({ redis: testCluster().client, clock, denyCache: false, timeoutMs: 5_000 }),
   };
   const start = 1_700_000_000_000;
   for (const [name, make] of Object.entries(stores)) {

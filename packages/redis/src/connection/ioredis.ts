@@ -1,5 +1,6 @@
 import type { LuaScript } from '../scripts.js';
 import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
+import { watchEmitter } from './watch.js';
 
 /** The part of an ioredis (or iovalkey, its fork) Redis or Cluster client the adapter uses. */
 export interface IoredisLike {
@@ -113,12 +114,6 @@ export class IoredisConnection implements RedisConnection {
   }
 
   watch(onError: (error: Error) => void, onReady: () => void): () => void {
-    const error = onError as (...args: unknown[]) => void;
-    this.client.on('error', error);
-    this.client.on('ready', onReady);
-    return () => {
-      this.client.off('error', error);
-      this.client.off('ready', onReady);
-    };
+    return watchEmitter(this.client, onError, onReady);
   }
 }

@@ -1,5 +1,6 @@
 import type { LuaScript } from '../scripts.js';
 import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
+import { watchEmitter } from './watch.js';
 
 interface ScriptArgs {
   keys: string[];
@@ -122,12 +123,6 @@ export class NodeRedisConnection implements RedisConnection {
   }
 
   watch(onError: (error: Error) => void, onReady: () => void): () => void {
-    const error = onError as (...args: unknown[]) => void;
-    this.client.on('error', error);
-    this.client.on('ready', onReady);
-    return () => {
-      this.client.off('error', error);
-      this.client.off('ready', onReady);
-    };
+    return watchEmitter(this.client, onError, onReady);
   }
 }
