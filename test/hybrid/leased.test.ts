@@ -2,10 +2,11 @@
  * Leased mode in one process against a real Redis: the lease script on its own, batching, the hoarding
  * cap, windows, hand-back on close, and Redis failing.
  */
-import { ManualClock, SluiceRangeError, SluiceTypeError, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
+import { type Algorithm, ManualClock, SluiceRangeError, SluiceTypeError, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { type LeaseEvent, leasedLimiter } from '@sluice/hybrid';
-import { type ScriptReply, bufferReply, runScript } from '@sluice/redis';
-import { hybridScript } from '../../packages/hybrid/src/scripts.js';
+import { toConnection } from '@sluice/redis';
+import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
+import { heartbeatScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
@@ -16,57 +17,88 @@ const redis = useTestRedis();
 let n = 0;
 const prefix = () => `leased${Date.now()}-${n++}`;
 
-function unpackLease(answer: ScriptReply) {
-  const reply = bufferReply(answer, 'lease');
-  return [0, 8, 16, 24, 32].map((o) => reply.readDoubleLE(o));
+/** One lease through the client the store uses, on rule `rule` (the script is the rule's own lease script). */
+function lease(r: Redis, rule: Algorithm, keys: [string, string], want: number, node: string, now: number, divisor = 0) {
+  return requestLease(toConnection(r), keys[0], keys[1], leaseShape(rule), want, node, 5_000, now, divisor);
 }
+const handBack = (r: Redis, rule: Algorithm, key: string, permits: number, leasedAt: number, now: number) =>
+  returnLease(toConnection(r), key, leaseShape(rule), permits, leasedAt, now);
 
 describe('lease.lua on its own', () => {
   it('bucket: debits what it grants, refills at the rate, registers the lessee; PTTL until full + 1 s', async () => {
     const { redis: r } = redis();
     const key = `${prefix()}:{k}:lease.tb`;
     const lessees = `${key}:lessees`.replace(':lease.tb:', ':');
-    const args = (want: number, now: number) => ['bucket', '100', '0.01', '100', String(want), 'node-a', '5000', String(now), '0'];
-    expect(unpackLease(await runScript(r, hybridScript('lease'), [key, lessees], args(30, 1_000)))).toEqual([30, 0, -1, 1, 0]);
+    const tb = tokenBucket({ capacity: 100, refillPerSecond: 10 });
+    const take = (want: number, node: string, now: number, divisor = 0) => lease(r, tb, [key, lessees], want, node, now, divisor);
+    expect(await take(30, 'node-a', 1_000)).toMatchObject({ granted: 30, retryMs: 0, decidedAtMs: 1_000, liveNodes: 1, expiresInMs: Infinity });
     expect(await r.pttl(key)).toBeGreaterThan(3_000 + 900); // 30 tokens at 10/s = 3 s to full, + 1 s
     expect(await r.pttl(key)).toBeLessThanOrEqual(4_000);
-    expect(unpackLease(await runScript(r, hybridScript('lease'), [key, lessees], args(100, 1_000)))).toEqual([70, 10_000, -1, 1, 0]);
+    expect(await take(100, 'node-a', 1_000)).toMatchObject({ granted: 70, retryMs: 10_000 });
     // 500 ms later: 5 tokens back; a second node asks for 8, gets 5, and is told when 8 would be there.
-    const [granted, retry, , live] = unpackLease(await runScript(r, hybridScript('lease'), [key, lessees], ['bucket', '100', '0.01', '100', '8', 'node-b', '5000', '1500', '0']));
-    expect([granted, live]).toEqual([5, 2]);
-    expect(retry).toBeCloseTo(800, 6);
+    const short = await take(8, 'node-b', 1_500);
+    expect([short.granted, short.liveNodes]).toEqual([5, 2]);
+    expect(short.retryMs).toBeCloseTo(800, 6);
     expect(await r.zrange(lessees, '0', '-1')).toEqual(['node-a', 'node-b']);
     // With the hoarding cap (divisor 4): at most 100 / (4 x 2 live) = 12 per lease.
-    const capped = unpackLease(await runScript(r, hybridScript('lease'), [`${key}2`, lessees], ['bucket', '100', '0.01', '100', '50', 'node-a', '5000', '1600', '4']));
-    expect(capped[0]).toBe(12);
+    expect((await lease(r, tb, [`${key}2`, lessees], 50, 'node-a', 1_600, 4)).granted).toBe(12);
+  });
+
+  it('a lease is the rule\'s own consume: the state it leaves is the state exact mode would keep', async () => {
+    const { redis: r } = redis();
+    for (const rule of [tokenBucket({ capacity: 20, refillPerSecond: 5, initial: 4 }), gcra({ rate: 10, burst: 6 }), fixedWindow({ limit: 7, windowMs: 1_000 }), slidingWindowCounter({ limit: 9, windowMs: 1_000 })]) {
+      const key = `${prefix()}:{k}:${rule.kind}`;
+      let state: unknown;
+      for (const [want, now] of [[3, 10_100], [50, 10_400], [2, 11_300], [4, 12_050]] as const) {
+        const got = await lease(r, rule, [key, `${key}x`], Math.min(want, rule.burst), 'a', now);
+        // The core algorithm, asked for the most it grants now, step by step from `want` down.
+        let granted = 0;
+        for (let t = Math.min(want, rule.burst); t >= 1 && granted === 0; t--) {
+          const o = rule.consume(state as never, now, t, 0);
+          if (o.allowed) [granted, state] = [t, o.state];
+          else if (o.state !== undefined && state === undefined) state = o.state;
+        }
+        expect({ kind: rule.kind, now, granted: got.granted }).toEqual({ kind: rule.kind, now, granted });
+        const raw = await r.getBuffer(key);
+        const stored = raw === null ? undefined : Array.from({ length: raw.length / 8 }, (_, i) => raw.readDoubleLE(i * 8));
+        expect(stored).toEqual(state === undefined ? undefined : Object.values(state as object));
+      }
+    }
   });
 
   it('fixed window: at most the limit per window, the lease expires with the window', async () => {
     const { redis: r } = redis();
     const key = `${prefix()}:{k}:lease.fw`;
-    const run = (want: number, now: number) => runScript(r, hybridScript('lease'), [key, `${key}x`], ['fixed', '10', '1000', '0', String(want), 'a', '5000', String(now), '0']).then(unpackLease);
+    const fw = fixedWindow({ limit: 10, windowMs: 1_000 });
+    const run = (want: number, now: number) =>
+      lease(r, fw, [key, `${key}x`], want, 'a', now).then((l) => [l.granted, l.retryMs, l.expiresInMs, l.liveNodes, l.windowStart]);
     expect(await run(6, 10_250)).toEqual([6, 0, 750, 1, 10_000]);
     expect(await run(6, 10_500)).toEqual([4, 500, 500, 1, 10_000]);
     expect(await run(6, 10_900)).toEqual([0, 100, 100, 1, 10_000]);
     expect(await run(6, 11_000)).toEqual([6, 0, 1_000, 1, 11_000]);
   });
 
-  it('hands back: a bucket up to its capacity, a window only while it lasts', async () => {
+  it('hands back with the rule\'s own refund: a bucket up to its capacity, a window only while it lasts', async () => {
     const { redis: r } = redis();
     const key = `${prefix()}:{k}:lease.tb`;
-    await runScript(r, hybridScript('lease'), [key, `${key}x`], ['bucket', '10', '0.001', '10', '8', 'a', '5000', '0', '0']);
-    expect(Number(await runScript(r, hybridScript('lease_return'), [key], ['bucket', '10', '0.001', '5', '0', '0']))).toBe(5);
-    expect(Number(await runScript(r, hybridScript('lease_return'), [key], ['bucket', '10', '0.001', '5', '0', '0']))).toBe(3); // only up to full
-    const fw = `${prefix()}:{k}:lease.fw`;
-    await runScript(r, hybridScript('lease'), [fw, `${fw}x`], ['fixed', '10', '1000', '0', '8', 'a', '5000', '500', '0']);
-    expect(Number(await runScript(r, hybridScript('lease_return'), [fw], ['fixed', '10', '1000', '3', '1000', '600']))).toBe(0); // another window
-    expect(Number(await runScript(r, hybridScript('lease_return'), [fw], ['fixed', '10', '1000', '3', '0', '600']))).toBe(3);
+    const tb = tokenBucket({ capacity: 10, refillPerSecond: 1 });
+    await lease(r, tb, [key, `${key}x`], 8, 'a', 0);
+    await handBack(r, tb, key, 5, 0, 0);
+    expect((await lease(r, tb, [key, `${key}x`], 10, 'a', 0)).granted).toBe(7);
+    await handBack(r, tb, key, 20, 0, 0);
+    expect((await lease(r, tb, [key, `${key}x`], 10, 'a', 0)).granted).toBe(10); // only up to full
+    const fwKey = `${prefix()}:{k}:lease.fw`;
+    const fw = fixedWindow({ limit: 10, windowMs: 1_000 });
+    await lease(r, fw, [fwKey, `${fwKey}x`], 8, 'a', 500);
+    await handBack(r, fw, fwKey, 3, 1_200, 600); // leased in another window: nothing goes back
+    expect((await lease(r, fw, [fwKey, `${fwKey}x`], 10, 'a', 700)).granted).toBe(2);
+    await handBack(r, fw, fwKey, 3, 500, 800);
+    expect((await lease(r, fw, [fwKey, `${fwKey}x`], 10, 'a', 900)).granted).toBe(3);
   });
 
   it('each hybrid script is loaded under the sha1 its registry computes', async () => {
     const { redis: r } = redis();
-    for (const name of ['lease', 'lease_return', 'heartbeat'] as const) {
-      const script = hybridScript(name);
+    for (const script of [leaseScript('tokenBucket'), leaseScript('fixedWindow'), heartbeatScript()]) {
       expect(await r.script('LOAD', script.source)).toBe(script.sha1);
     }
   });

@@ -1,32 +1,32 @@
 import type { Algorithm } from '@sluice/core';
-import { type RedisConnection, bufferReply } from '@sluice/redis';
-import { hybridScript } from './scripts.js';
+import { type RedisConnection, bufferReply, refundArgs, refundScript, ruleArgs } from '@sluice/redis';
+import { leaseScript } from './scripts.js';
 
-/** How a rule's central state is leased (see lease.lua). */
+/** How a node leases one rule (see lease.lua): the rule as the scripts read it, and its lease model's window. */
 export interface LeaseShape {
-  readonly kind: 'bucket' | 'fixed' | 'sliding';
-  readonly args: readonly [string, string, string];
-  /** Leases of windowed rules die with their window. */
-  readonly windowed: boolean;
+  readonly rule: Algorithm;
+  readonly args: readonly string[];
+  /** A windowed rule's leases die with the window they were taken in; undefined for a bucket's. */
+  readonly windowMs: number | undefined;
 }
 
 /** The lease shape of a rule, from the rule's own lease model (see Algorithm.lease). */
 export function leaseShape(rule: Algorithm): LeaseShape {
   const model = rule.lease;
   if (model === undefined) throw new TypeError(`${rule.kind} cannot be leased`);
-  if (model.kind === 'bucket') {
-    return { kind: 'bucket', windowed: false, args: [String(model.capacity), String(model.refillPerSecond / 1000), String(model.initial)] };
-  }
-  return { kind: model.kind, windowed: true, args: [String(model.limit), String(model.windowMs), '0'] };
+  return { rule, args: ruleArgs([rule]), windowMs: model.kind === 'bucket' ? undefined : model.windowMs };
 }
 
 export interface LeaseReply {
   readonly granted: number;
   /** Until `want` permits could be leased (0: now). */
   readonly retryMs: number;
-  /** The lease dies this long after the server decided (-1: never). */
+  /** When Redis decided (its TIME, or the node's clock when given): a hand-back names it. */
+  readonly decidedAtMs: number;
+  /** The lease dies this long after the server decided (Infinity: a bucket's never does). */
   readonly expiresInMs: number;
   readonly liveNodes: number;
+  /** The start of the window the lease was counted in (0 for a bucket). */
   readonly windowStart: number;
 }
 
@@ -42,42 +42,41 @@ export async function requestLease(
   nowMs: number | undefined,
   capDivisor: number,
 ): Promise<LeaseReply> {
-  const script = hybridScript('lease');
+  const script = leaseScript(shape.rule.kind);
   const answer = await redis.runScript(script, [stateKey, lesseesKey], [
-    shape.kind,
     ...shape.args,
     String(want),
     nodeId,
     String(liveMs),
     nowMs === undefined ? '' : String(nowMs),
+    String(shape.rule.burst),
     String(capDivisor),
   ]);
   const reply = bufferReply(answer, script.name);
+  const decidedAtMs = reply.readDoubleLE(16);
+  const window = shape.windowMs;
+  const windowStart = window === undefined ? 0 : Math.floor(decidedAtMs / window) * window;
   return {
     granted: reply.readDoubleLE(0),
     retryMs: reply.readDoubleLE(8),
-    expiresInMs: reply.readDoubleLE(16),
+    decidedAtMs,
+    expiresInMs: window === undefined ? Number.POSITIVE_INFINITY : windowStart + window - decidedAtMs,
     liveNodes: reply.readDoubleLE(24),
-    windowStart: reply.readDoubleLE(32),
+    windowStart,
   };
 }
 
-/** Hands unspent permits back (see lease_return.lua); resolves to how many were put back. */
+/**
+ * Hands unspent permits back with the rule's own refund (refund.lua): a bucket refills up to its capacity,
+ * a window takes them back only while the window the lease was counted in is still the stored one.
+ */
 export async function returnLease(
   redis: RedisConnection,
   stateKey: string,
   shape: LeaseShape,
   permits: number,
-  windowStart: number,
+  leasedAtMs: number,
   nowMs: number | undefined,
-): Promise<number> {
-  const reply = await redis.runScript(hybridScript('lease_return'), [stateKey], [
-    shape.kind,
-    shape.args[0],
-    shape.args[1],
-    String(permits),
-    String(windowStart),
-    nowMs === undefined ? '' : String(nowMs),
-  ]);
-  return Number(String(reply));
+): Promise<void> {
+  await redis.runScript(refundScript([shape.rule.kind]), [stateKey], refundArgs(shape.args, permits, leasedAtMs, nowMs));
 }

@@ -51,6 +51,8 @@ interface KeyLease {
   /** When the lease dies (its window ends), on this node's clock. */
   expiresAt: number;
   windowStart: number;
+  /** When Redis decided the latest lease: a hand-back names it (a window refunds only the one it was counted in). */
+  leasedAt: number;
   /** Until then Redis said it had nothing for us: deny locally instead of asking. */
   emptyUntil: number;
   pending: Promise<void> | undefined;
@@ -166,7 +168,7 @@ class LeasedBinding implements BoundStore {
     const now = this.#clock.now();
     let lease = this.#leases.get(key);
     if (lease === undefined) {
-      lease = { available: 0, expiresAt: Number.POSITIVE_INFINITY, windowStart: 0, emptyUntil: Number.NEGATIVE_INFINITY, pending: undefined, meter: new DemandMeter(Math.max(this.#o.targetMs, 10), now) };
+      lease = { available: 0, expiresAt: Number.POSITIVE_INFINITY, windowStart: 0, leasedAt: 0, emptyUntil: Number.NEGATIVE_INFINITY, pending: undefined, meter: new DemandMeter(Math.max(this.#o.targetMs, 10), now) };
       this.#leases.set(key, lease);
     }
     lease.meter.add(permits, now);
@@ -209,7 +211,8 @@ class LeasedBinding implements BoundStore {
     const call = requestLease(this.#o.redis, this.#stateKey(key), this.#lesseesKey(key), this.#shape, ask, this.#o.nodeId, this.#o.liveMs, this.#o.clock?.now(), this.#o.maxBatch === undefined ? HOARDING_DIVISOR : 0)
       .then((reply) => {
         const now = this.#clock.now();
-        if (this.#shape.windowed) {
+        lease.leasedAt = reply.decidedAtMs;
+        if (this.#shape.windowMs !== undefined) {
           // Measured from the send: the window ends no later than that on this node's clock.
           if (reply.windowStart !== lease.windowStart || now >= lease.expiresAt) lease.available = 0;
           lease.windowStart = reply.windowStart;
@@ -257,7 +260,7 @@ class LeasedBinding implements BoundStore {
 
   #granted(lease: KeyLease, now: number): Decision {
     const rule = this.#rule;
-    const resetAfterMs = this.#shape.windowed ? Math.max(0, lease.expiresAt - now) : 0;
+    const resetAfterMs = this.#shape.windowMs !== undefined ? Math.max(0, lease.expiresAt - now) : 0;
     return { allowed: true, limit: rule.limit, remaining: Math.floor(lease.available), retryAfterMs: 0, resetAfterMs, waitMs: 0, rule: rule.name };
   }
 
@@ -294,9 +297,9 @@ class LeasedBinding implements BoundStore {
 
   async #giveBack(key: string, lease: KeyLease): Promise<void> {
     const permits = Math.floor(lease.available);
-    if (permits < 1 || (this.#shape.windowed && this.#clock.now() >= lease.expiresAt)) return;
+    if (permits < 1 || this.#clock.now() >= lease.expiresAt) return;
     lease.available -= permits;
-    await returnLease(this.#o.redis, this.#stateKey(key), this.#shape, permits, lease.windowStart, this.#o.clock?.now());
+    await returnLease(this.#o.redis, this.#stateKey(key), this.#shape, permits, lease.leasedAt, this.#o.clock?.now());
   }
 
   async close(): Promise<void> {

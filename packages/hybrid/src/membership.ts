@@ -1,6 +1,6 @@
 import type { Clock } from '@sluice/core';
 import { type RedisConnection, withDeadline } from '@sluice/redis';
-import { hybridScript } from './scripts.js';
+import { heartbeatScript } from './scripts.js';
 import type { NodeDemand } from './shares.js';
 
 export interface MembershipOptions {
@@ -43,7 +43,7 @@ export class Membership {
     if (this.#failing) this.#o.redis.nudgeReconnect();
     try {
       const o = this.#o;
-      const call = o.redis.runScript(hybridScript('heartbeat'), [o.membersKey, o.demandKey], [
+      const call = o.redis.runScript(heartbeatScript(), [o.membersKey, o.demandKey], [
         o.nodeId,
         String(o.demand()),
         String(3 * o.heartbeatMs),

@@ -1,12 +1,18 @@
-import { type LuaScript, luaDirectory, luaScript } from '@sluice/redis';
-
-/** The scripts of the hybrid modes (see each .lua file's header for its KEYS, ARGV and reply). */
-export type HybridScriptName = 'lease' | 'lease_return' | 'heartbeat';
+import type { AlgorithmKind } from '@sluice/core';
+import { type LuaScript, algorithmFiles, algorithmScriptName, luaDirectory, luaScript } from '@sluice/redis';
 
 let directory: string | undefined;
+const hybridLua = (): string => (directory ??= luaDirectory(import.meta.url, 'lease.lua'));
 
-/** A hybrid script, after the clock helper, registered in @sluice/redis's one script registry. */
-export function hybridScript(name: HybridScriptName): LuaScript {
-  directory ??= luaDirectory(import.meta.url, 'lease.lua');
-  return luaScript(`hybrid:${name}`, directory, ['hybrid_clock', name]);
+/**
+ * The lease script for a rule of `kind` (see lease.lua): @sluice/redis's prelude and that algorithm's file,
+ * then lease.lua, registered in @sluice/redis's one script registry.
+ */
+export function leaseScript(kind: AlgorithmKind): LuaScript {
+  return luaScript(algorithmScriptName('hybrid:lease', [kind]), [...algorithmFiles([kind]), { directory: hybridLua(), file: 'lease' }]);
+}
+
+/** Divided mode's heartbeat script (see heartbeat.lua), after the prelude for its clock helper. */
+export function heartbeatScript(): LuaScript {
+  return luaScript('hybrid:heartbeat', [...algorithmFiles([]), { directory: hybridLua(), file: 'heartbeat' }]);
 }

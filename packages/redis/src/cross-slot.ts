@@ -3,7 +3,7 @@ import { type RuleVerdict, identityOf, mergePolicy } from '@sluice/core/store-ki
 import calculateSlot from 'cluster-key-slot';
 import { stateKey } from './key-layout.js';
 import { type WireDecision, packGroups, packRequests, unpackReplies } from './protocol.js';
-import { numArg, ruleArgs } from './rule-args.js';
+import { refundArgs, ruleArgs } from './rule-args.js';
 import type { RedisConnection } from './connection/connection.js';
 import { bufferReply } from './script-runner.js';
 import { type LuaScript, decideScript, refundScript } from './scripts.js';
@@ -84,7 +84,7 @@ export class CrossSlotPolicy {
   }
 
   async #refund(part: Part, keys: readonly string[], permits: number, decidedAtMs: number, now: number): Promise<void> {
-    await this.timeout(this.connection.runScript(part.refund, keys, [...part.args, String(permits), numArg(decidedAtMs), Number.isNaN(now) ? '' : numArg(now)]));
+    await this.timeout(this.connection.runScript(part.refund, keys, refundArgs(part.args, permits, decidedAtMs, now)));
   }
 
   /**

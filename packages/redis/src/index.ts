@@ -10,8 +10,9 @@ export { PROBE_INTERVAL_MS, RedisHealth } from './health.js';
 export type { HealthOptions } from './health.js';
 export { DeadlineError, withDeadline } from './deadline.js';
 export { isKeyScopedError } from './reply-errors.js';
-export { decideScript, luaDirectory, luaScript } from './scripts.js';
-export type { LuaScript } from './scripts.js';
+export { algorithmFiles, algorithmScriptName, decideScript, luaDirectory, luaScript, refundScript } from './scripts.js';
+export type { LuaFile, LuaScript } from './scripts.js';
+export { numArg, refundArgs, ruleArgs } from './rule-args.js';
 export { decodeIdentity, encodeIdentity, stateKey } from './key-layout.js';
 
 import { RedisStore, type RedisStoreOptions } from './redis-store.js';

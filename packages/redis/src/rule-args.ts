@@ -19,3 +19,11 @@ export function ruleArgs(rules: readonly Algorithm[]): string[] {
   }
   return args;
 }
+
+/**
+ * The ARGV of refund.lua after the rules: permits given back, the time the grant was decided at (the
+ * decide or lease reply), and now (undefined or NaN: the server's TIME).
+ */
+export function refundArgs(rules: readonly string[], permits: number, grantedAtMs: number, nowMs: number | undefined): string[] {
+  return [...rules, String(permits), numArg(grantedAtMs), nowMs === undefined || Number.isNaN(nowMs) ? '' : numArg(nowMs)];
+}

@@ -35,17 +35,23 @@ export function luaDirectory(moduleUrl: string, probe: string): string {
   return found;
 }
 
+/** One .lua file of a package: its folder and its name without `.lua`. */
+export interface LuaFile {
+  readonly directory: string;
+  readonly file: string;
+}
+
 const cache = new Map<string, LuaScript>();
 
 /**
- * The one registry of Lua scripts: a script named `name`, composed of `files` (without `.lua`) from the
- * folder `directory`, in order, and kept; its sha1 is computed from exactly the text sent. Packages register
- * their own scripts through it (@sluice/hybrid its lease and heartbeat scripts); it knows none of them.
+ * The one registry of Lua scripts: a script named `name`, composed of `files` in order, and kept; its sha1 is
+ * computed from exactly the text sent. Packages register their own scripts through it (@sluice/hybrid its
+ * lease and heartbeat scripts, on top of `algorithmFiles`); it knows none of them.
  */
-export function luaScript(name: string, directory: string, files: readonly string[]): LuaScript {
+export function luaScript(name: string, files: readonly LuaFile[]): LuaScript {
   let script = cache.get(name);
   if (script === undefined) {
-    const source = files.map((file) => readFileSync(join(directory, `${file}.lua`), 'utf8')).join('\n');
+    const source = files.map(({ directory, file }) => readFileSync(join(directory, `${file}.lua`), 'utf8')).join('\n');
     script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
     cache.set(name, script);
   }
@@ -55,11 +61,23 @@ export function luaScript(name: string, directory: string, files: readonly strin
 let ownDirectory: string | undefined;
 const redisLua = (): string => (ownDirectory ??= luaDirectory(import.meta.url, 'decide.lua'));
 
-/** An entry script for a set of algorithms: the prelude, each algorithm's file once, then the entry. */
+/**
+ * The prelude and each of `kinds`' files once: what a script needs before its entry to call
+ * `ALGORITHMS[kind]` and `REFUNDS[kind]` (see prelude.lua). Sorted, so one set of kinds is one script.
+ */
+export function algorithmFiles(kinds: readonly AlgorithmKind[]): LuaFile[] {
+  const directory = redisLua();
+  const files = new Set([...new Set(kinds)].sort().flatMap((kind) => ALGORITHM_FILES[kind]));
+  return [{ directory, file: 'prelude' }, ...[...files].map((file) => ({ directory, file }))];
+}
+
+/** A script's registry name for an entry over a set of algorithms. */
+export function algorithmScriptName(entry: string, kinds: readonly AlgorithmKind[]): string {
+  return `${entry}:${[...new Set(kinds)].sort().join('+')}`;
+}
+
 function compose(entry: 'decide' | 'refund', kinds: readonly AlgorithmKind[]): LuaScript {
-  const wanted = [...new Set(kinds)].sort();
-  const files = ['prelude', ...new Set(wanted.flatMap((kind) => ALGORITHM_FILES[kind])), entry];
-  return luaScript(`${entry}:${wanted.join('+')}`, redisLua(), files);
+  return luaScript(algorithmScriptName(entry, kinds), [...algorithmFiles(kinds), { directory: redisLua(), file: entry }]);
 }
 
 /**

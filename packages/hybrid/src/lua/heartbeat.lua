@@ -1,5 +1,6 @@
 -- heartbeat.lua: one node's heartbeat for @sluice/hybrid's divided mode. Records the node and its recent
--- demand, drops nodes not seen within the live window, and answers the live membership.
+-- demand, drops nodes not seen within the live window, and answers the live membership. Composed after
+-- @sluice/redis's prelude (for time_arg).
 --
 -- KEYS[1]  members: a sorted set of node id -> time of its last heartbeat
 -- KEYS[2]  demand: a hash of node id -> its recent demand (permits per second)
@@ -11,7 +12,7 @@
 -- Reply: a flat array: node id, demand, node id, demand, ... for every live node
 
 local live_ms = tonumber(ARGV[3])
-local now = now_ms(ARGV[4])
+local now = time_arg(ARGV[4])
 
 if ARGV[5] == '1' then
   redis.call('ZREM', KEYS[1], ARGV[1])

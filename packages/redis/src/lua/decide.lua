@@ -20,9 +20,6 @@
 
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
-local RECLAIM_SLACK_MS = 1000
-local MAX_PX = 2 ^ 53
-
 local rules, a = parse_rules(1)
 if rules == nil then return a end
 local R = #rules
@@ -166,11 +163,7 @@ for d = 1, #dirty_keys do
   if state == nil then
     redis.call('DEL', KEYS[k])
   else
-    -- PX as an integer string: Redis formats a Lua number argument with '%.17g', which costs more. A life
-    -- beyond MAX_PX (or not a number) is kept for MAX_PX, which Redis still accepts.
-    local px = math.ceil(expires_at[k] - written_at[k]) + RECLAIM_SLACK_MS
-    if not (px < MAX_PX) then px = MAX_PX end
-    redis.call('SET', KEYS[k], pack_doubles(state), 'PX', string.format('%d', px))
+    redis.call('SET', KEYS[k], pack_doubles(state), 'PX', reclaim_px(expires_at[k] - written_at[k]))
   end
 end
 return table.concat(replies)

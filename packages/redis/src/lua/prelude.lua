@@ -30,6 +30,23 @@ local function parse_num(s)
   return tonumber(s)
 end
 
+-- Decision time in ms from an ARGV value: a client's time as text, or this server's TIME when it is ''.
+local function time_arg(given)
+  if given ~= '' then return parse_num(given) end
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+
+-- A state's PX: its remaining life plus a second of slack (PEXPIRE only reclaims memory; the algorithm
+-- decides when a state stops mattering), as an integer string: Redis formats a Lua number argument with
+-- '%.17g', which costs more. A life beyond 2^53 (or not a number) is kept for 2^53 ms, which Redis accepts.
+local MAX_PX = 2 ^ 53
+local function reclaim_px(life_ms)
+  local px = math.ceil(life_ms) + 1000
+  if not (px < MAX_PX) then px = MAX_PX end
+  return string.format('%d', px)
+end
+
 -- '<' followed by n 'd's, built once per length per call of the script (states are 1-3 doubles; a sliding
 -- log longer).
 local FORMATS = {}

@@ -15,13 +15,7 @@ for r = 1, R do
 end
 local permits = tonumber(ARGV[a])
 local granted_at = parse_num(ARGV[a + 1])
-local now
-if ARGV[a + 2] == '' then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-else
-  now = parse_num(ARGV[a + 2])
-end
+local now = time_arg(ARGV[a + 2])
 
 local changed = 0
 for r = 1, R do
