@@ -6,6 +6,10 @@
  * decision. Then a hot denied key, and Redis memory per key. Figures are medians of interleaved rounds (the
  * floor itself moves by a third between runs on a shared machine). Writes bench/results/redis.json.
  *
+ * The same exact-mode subjects, the floor and rate-limiter-flexible (`useRedisPackage: true`) also run over
+ * node-redis (`createClient`), the client Redis recommends for new projects, so each client's ratios are
+ * measured against its own floor in the same run.
+ *
  * Two more reference points show where the targets meet Redis's own costs: the stateful floor (the least an
  * exact decision can do in one script: GET, TIME, SET PX of one token bucket; bench/lua/stateful-floor.lua)
  * and redis-server CPU time per decision (INFO cpu), which is what bounds throughput once the
@@ -19,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
@@ -33,6 +38,9 @@ type Decide = (key: string) => Promise<unknown>;
 
 const server = await spawnRedisServer();
 const redis = new Redis(server.url);
+const nodeRedis = await createClient({ url: server.url }).connect();
+/** Subjects measured over node-redis carry this prefix in their names. */
+const NODE_REDIS = 'node-redis: ';
 
 const totalCommands = () => totalCommandsOf(redis);
 
@@ -127,6 +135,34 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
       },
     ],
     [
+      `${NODE_REDIS}${FLOOR}`,
+      async () => {
+        const sha = await nodeRedis.scriptLoad("return redis.call('INCR', KEYS[1])");
+        return (key) => nodeRedis.evalSha(sha, { keys: [`floor:${key}`] });
+      },
+    ],
+    [
+      `${NODE_REDIS}sluice exact tokenBucket`,
+      async () => {
+        const limiter = createLimiter({ algorithm: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), store: redisStore({ redis: nodeRedis }), prefix: `ntb${++n}` });
+        return (key) => limiter.tryAcquire(key);
+      },
+    ],
+    [
+      `${NODE_REDIS}sluice exact fixedWindow`,
+      async () => {
+        const limiter = createLimiter({ algorithm: fixedWindow({ limit: HUGE, windowMs: 60_000 }), store: redisStore({ redis: nodeRedis }), prefix: `nfw${++n}` });
+        return (key) => limiter.tryAcquire(key);
+      },
+    ],
+    [
+      `${NODE_REDIS}rate-limiter-flexible RateLimiterRedis`,
+      async () => {
+        const rlf = new RateLimiterRedis({ storeClient: nodeRedis, useRedisPackage: true, points: HUGE, duration: 60, keyPrefix: `nrlf${++n}` });
+        return (key) => rlf.consume(key);
+      },
+    ],
+    [
       'rate-limit-redis',
       async () => {
         const store = new RateLimitRedisStore({
@@ -186,7 +222,7 @@ async function measureMemory(subject: string, write: (i: number) => Promise<unkn
   memory.push({ subject, bytesPerKey });
   console.log(`  redis memory/key  ${subject.padEnd(40)} ${bytesPerKey.toFixed(0)} bytes`);
 }
-for (const [subject, make] of subjects().slice(1)) {
+for (const [subject, make] of subjects().filter(([name]) => name !== FLOOR && !name.startsWith(NODE_REDIS))) {
   const decide = await make();
   await measureMemory(subject, (i) => decide(`user:${i}`));
 }
@@ -195,16 +231,27 @@ for (const [subject, make] of subjects().slice(1)) {
 await measureMemory('bare SET of an integer, PX, key like sluice fixedWindow', (i) => redis.set(`fw9:{user:${i}}:fw`, 123_456, 'PX', 60_000));
 
 const find = (subject: string, keysLabel: string, inFlight: number) => rows.find((r) => r.subject === subject && r.keys === keysLabel && r.inFlight === inFlight);
-const floor = (k: string, f: number) => find(FLOOR, k, f);
+const perSecond = (s: string, k: string, f: number) => find(s, k, f)?.decisionsPerSecond ?? Number.NaN;
 const targets = [
-  ...['sluice exact tokenBucket', 'sluice exact fixedWindow'].flatMap((s) => [
-    { target: `${s}, 10k keys, 128 in flight: >= 2x the floor`, value: (find(s, '10k keys', 128)?.decisionsPerSecond ?? 0) / (floor('10k keys', 128)?.decisionsPerSecond ?? 1), need: 2 },
-    { target: `${s}, hot key, 128 in flight: >= 3x the floor`, value: (find(s, 'hot key', 128)?.decisionsPerSecond ?? 0) / (floor('hot key', 128)?.decisionsPerSecond ?? 1), need: 3 },
-    { target: `${s}, 1 in flight: p50 within 10% of the floor's`, value: (find(s, 'hot key', 1)?.p50Us ?? Infinity) / (floor('hot key', 1)?.p50Us ?? 1), need: -1.1 },
-  ]),
+  ...['', NODE_REDIS].flatMap((client) => {
+    const floor = (k: string, f: number) => find(`${client}${FLOOR}`, k, f);
+    return ['sluice exact tokenBucket', 'sluice exact fixedWindow'].flatMap((name) => {
+      const s = `${client}${name}`;
+      return [
+        { target: `${s}, 10k keys, 128 in flight: >= 2x the floor`, value: perSecond(s, '10k keys', 128) / perSecond(`${client}${FLOOR}`, '10k keys', 128), need: 2 },
+        { target: `${s}, hot key, 128 in flight: >= 3x the floor`, value: perSecond(s, 'hot key', 128) / perSecond(`${client}${FLOOR}`, 'hot key', 128), need: 3 },
+        { target: `${s}, 1 in flight: p50 within 10% of the floor's`, value: (find(s, 'hot key', 1)?.p50Us ?? Infinity) / (floor('hot key', 1)?.p50Us ?? 1), need: -1.1 },
+      ];
+    });
+  }),
+  ...['10k keys', 'hot key'].map((k) => ({
+    target: `reference, not a target: node-redis, ${k}, 128 in flight: sluice exact fixedWindow / rate-limiter-flexible (useRedisPackage)`,
+    value: perSecond(`${NODE_REDIS}sluice exact fixedWindow`, k, 128) / perSecond(`${NODE_REDIS}rate-limiter-flexible RateLimiterRedis`, k, 128),
+    need: Number.NaN,
+  })),
   {
     target: 'reference, not a target: the stateful floor, 1 in flight: p50 / the floor\'s',
-    value: (find(STATEFUL_FLOOR, 'hot key', 1)?.p50Us ?? Infinity) / (floor('hot key', 1)?.p50Us ?? 1),
+    value: (find(STATEFUL_FLOOR, 'hot key', 1)?.p50Us ?? Infinity) / (find(FLOOR, 'hot key', 1)?.p50Us ?? 1),
     need: Number.NaN,
   },
   { target: 'hot denied key >= 200k decisions/s', value: deniedRow.decisionsPerSecond / 1000, need: 200 },
@@ -227,5 +274,6 @@ for (const t of targets) {
 }
 writeJson(fileURLToPath(new URL('../results/redis.json', import.meta.url)), { date: new Date().toISOString(), node: process.version, cpu: cpus()[0]?.model, rows, deniedRow, memory, targets });
 redis.disconnect();
+await nodeRedis.quit();
 await server.stop();
 process.exit(0);

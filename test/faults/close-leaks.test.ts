@@ -58,3 +58,26 @@ describe('close()', () => {
     client.disconnect();
   });
 });
+
+describe('many stores on one client', () => {
+  it('hold one error and one ready listener on it between them, and none once all are closed', async () => {
+    const client = new Redis(redis().server.url);
+    await client.ping();
+    const before = listeners(client);
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const stores = Array.from({ length: 12 }, () => redisStore({ redis: client }));
+    const limiters = stores.map((store, i) => createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: `many${Date.now()}-${i}` }));
+    await Promise.all(limiters.map((l) => l.tryAcquire('k')));
+    expect(client.listenerCount('error')).toBe((before.error ?? 0) + 1);
+    expect(client.listenerCount('ready')).toBe((before.ready ?? 0) + 1);
+    await Promise.all(limiters.map((l) => l.close()));
+    await Promise.all(stores.map((s) => s.close()));
+    expect(listeners(client)).toEqual(before);
+    await new Promise((r) => setImmediate(r));
+    process.off('warning', onWarning);
+    expect(warnings.filter((w) => w.name === 'MaxListenersExceededWarning')).toEqual([]);
+    client.disconnect();
+  });
+});
