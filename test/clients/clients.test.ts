@@ -5,10 +5,12 @@
  * concurrency, resets heard by every node, hostile keys and cross-slot policies on a Cluster, Redis killed
  * and restarted under traffic, and bad clients refused at construction.
  */
-import { type Decision, SluiceTypeError, TOLERANCE_MS, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { type Decision, SluiceError, SluiceTypeError, TOLERANCE_MS, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
-import { type DecisionEvent, redisStore } from '@sluice/redis';
+import { type DecisionEvent, redisStore, stateKey } from '@sluice/redis';
 import fc from 'fast-check';
+import { Cluster as IoredisCluster, Redis } from 'ioredis';
+import { Cluster as IovalkeyCluster } from 'iovalkey';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_KINDS, type OpenClient, openClient, openClusterClient } from '../harness/clients.js';
 import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
@@ -73,6 +75,28 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 50, windowMs: 60_000 }), store, prefix: prefix(kind) });
     const decisions = await Promise.all(Array.from({ length: 300 }, () => limiter.tryAcquire('hot')));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(50);
+    await limiter.close();
+    await store.close();
+  });
+
+  it('an error about one key (a corrupt state) leaves the others on Redis and the store healthy; start-up passes', async () => {
+    const c = await client();
+    const p = prefix(kind);
+    const rule = tokenBucket({ capacity: 3, refillPerSecond: 0.001 });
+    const admin = new Redis(server.url);
+    await admin.set(stateKey(p, 'corrupt', rule.name), 'x');
+    admin.disconnect();
+    const sources = new Map<string, string>();
+    const store = redisStore({ redis: c.client, failMode: 'closed', onDecision: (e) => sources.set(e.key, e.source) });
+    const errors: Error[] = [];
+    store.on('store-error', (e) => errors.push(e));
+    const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+    await store.ready();
+    const decisions = await Promise.all(['a', 'corrupt', 'b'].map((k) => limiter.tryAcquire(k)));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, false, true]);
+    expect(Object.fromEntries(sources)).toEqual({ a: 'redis', corrupt: 'fallback', b: 'redis' });
+    expect(errors).toEqual([]);
+    expect(store.healthy).toBe(true);
     await limiter.close();
     await store.close();
   });
@@ -185,7 +209,35 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
     await limiter.close();
     await store.close();
   });
+
+  it('a standalone client of this library on a Cluster node: start-up says to pass a Cluster client', async () => {
+    expect(await misconfiguredAtStartUp(await openClient(kind, cluster.nodes[0] as TestRedis))).toMatch(
+      /standalone .* was given, but the server is a Redis Cluster node .*pass a Cluster client/,
+    );
+  });
 });
+
+/**
+ * The message of the STORE_MISCONFIGURED error a store on `c` reports at start-up: ready() rejects with it,
+ * and 'store-error' carried the same. Closes the store and the client.
+ */
+async function misconfiguredAtStartUp(c: { client: unknown; close(): Promise<void> }): Promise<string> {
+  const store = redisStore({ redis: c.client as never, failMode: 'closed' });
+  const errors: Error[] = [];
+  store.on('store-error', (e) => errors.push(e));
+  const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: prefix('mode') });
+  const failure = await store.ready().then(
+    () => undefined,
+    (e: unknown) => e as SluiceError,
+  );
+  expect(failure).toBeInstanceOf(SluiceError);
+  expect(failure?.code, failure?.message).toBe('STORE_MISCONFIGURED');
+  expect(errors.map((e) => e.message)).toContain(failure?.message);
+  await limiter.close();
+  await store.close();
+  await c.close();
+  return failure?.message ?? '';
+}
 
 describe('clients refused at construction, with what is accepted', () => {
   let server: TestRedis;
@@ -228,6 +280,16 @@ describe('clients refused at construction, with what is accepted', () => {
       await client.subscribe('some-channel', () => {});
       refused(c.client, /subscriber mode/);
       await c.close();
+    }
+  });
+
+  it('a Cluster client on a standalone server (ioredis and iovalkey: node-redis and GLIDE refuse it at their own connect)', async () => {
+    const seeds = [{ host: server.host, port: server.port }];
+    for (const client of [new IoredisCluster(seeds), new IovalkeyCluster(seeds)]) {
+      client.on('error', () => {});
+      expect(await misconfiguredAtStartUp({ client, close: async () => client.disconnect() })).toMatch(
+        /Cluster was given, but the server is a standalone Redis .*pass a standalone client/,
+      );
     }
   });
 

@@ -7,9 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { SluiceError, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
+import { GlideClient } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -97,9 +98,12 @@ describe('a least-privilege ACL user', () => {
     admin = new Redis(server.url);
     await admin.call('ACL', 'SETUSER', 'sluice', '>secret', ...SLUICE_ACL);
     await admin.call('ACL', 'SETUSER', 'no-scripts', '>secret', ...SLUICE_ACL.filter((p) => p !== '+evalsha' && p !== '+eval'));
+    await admin.call('ACL', 'SETUSER', 'no-set', '>secret', ...SLUICE_ACL.filter((p) => p !== '+set'));
+    await admin.call('ACL', 'SETUSER', 'no-zadd', '>secret', ...SLUICE_ACL.filter((p) => p !== '+zadd'));
+    await admin.call('ACL', 'SETUSER', 'other-keys', '>secret', ...SLUICE_ACL.map((p) => (p === '~sluice:*' ? '~other:*' : p)));
   });
   afterAll(async () => {
-    await admin?.call('ACL', 'DELUSER', 'sluice', 'no-scripts');
+    await admin?.call('ACL', 'DELUSER', 'sluice', 'no-scripts', 'no-set', 'no-zadd', 'other-keys');
     admin?.disconnect();
     await server?.stop();
   });
@@ -138,15 +142,67 @@ describe('a least-privilege ACL user', () => {
     nodeRedis.destroy();
   });
 
-  it('without a needed permission, the error names the command', async () => {
-    const client = new Redis({ host: server.host, port: server.port, username: 'no-scripts', password: 'secret' });
-    const store = redisStore({ redis: client, failMode: 'closed' });
-    const error = new Promise<Error>((resolve) => store.once('store-error', resolve));
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: 'sluice' });
-    expect((await limiter.tryAcquire('k')).allowed).toBe(false);
-    expect((await error).message).toMatch(/NOPERM.*'eval(sha)?' command/i);
-    await limiter.close();
-    await store.close();
+  it('without a needed permission, start-up says which (ready() rejects, store-error, a warning), before any decision, on every library', async () => {
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on('warning', onWarning);
+    const cases = [
+      { user: 'no-scripts', expected: /NOPERM.*'eval(sha)?' command/i },
+      { user: 'no-set', expected: /NOPERM.*'set' command/i },
+      { user: 'other-keys', expected: /NOPERM.*key/i },
+    ];
+    for (const { user, expected } of cases) {
+      const ioredis = new Redis({ host: server.host, port: server.port, username: user, password: 'secret' });
+      const nodeRedis = createClient({ url: `redis://${user}:secret@${server.host}:${server.port}` });
+      nodeRedis.on('error', () => {});
+      await nodeRedis.connect();
+      const glide = await GlideClient.createClient({ addresses: [{ host: server.host, port: server.port }], credentials: { username: user, password: 'secret' } });
+      for (const client of [ioredis, nodeRedis, glide]) {
+        const store = redisStore({ redis: client, failMode: 'closed' });
+        const errors: Error[] = [];
+        store.on('store-error', (e) => errors.push(e));
+        const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: 'sluice' });
+        const failure = await store.ready().then(() => undefined, (e: unknown) => e as SluiceError);
+        expect(failure, user).toBeInstanceOf(SluiceError);
+        expect(failure?.code, failure?.message).toBe('STORE_MISCONFIGURED');
+        expect(failure?.message).toMatch(expected);
+        expect(failure?.message).toMatch(/limiter "sluice"/);
+        expect(errors.map((e) => e.message)).toEqual([failure?.message]);
+        await limiter.close();
+        await store.close();
+      }
+      ioredis.disconnect();
+      nodeRedis.destroy();
+      glide.close();
+    }
+    await new Promise((r) => setImmediate(r));
+    process.off('warning', onWarning);
+    expect(warnings.filter((w) => (w as { code?: string }).code === 'SLUICE_STORE_MISCONFIGURED').length).toBeGreaterThan(0);
+  });
+
+  it('the README ACL user passes the start-up check of every mode; each mode checks the commands of its own scripts', async () => {
+    const client = new Redis({ host: server.host, port: server.port, username: 'sluice', password: 'secret' });
+    const store = redisStore({ redis: client });
+    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }), store, prefix: 'sluice' });
+    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: client, prefix: 'sluice' });
+    const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), redis: client, prefix: 'sluice' });
+    await expect(Promise.all([store.ready(), leased.ready(), divided.ready()])).resolves.toBeDefined();
+    await Promise.all([limiter.close(), store.close(), leased.close(), divided.close()]);
     client.disconnect();
+
+    // Without ZADD: exact mode needs none, leased mode's lease script and divided mode's heartbeat do.
+    const noZadd = new Redis({ host: server.host, port: server.port, username: 'no-zadd', password: 'secret' });
+    const exactStore = redisStore({ redis: noZadd });
+    const exact = createLimiter({ algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }), store: exactStore, prefix: 'sluice' });
+    const leasedNoZadd = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: noZadd, prefix: 'sluice' });
+    const dividedNoZadd = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), redis: noZadd, prefix: 'sluice' });
+    dividedNoZadd.on('store-error', () => {});
+    leasedNoZadd.on('store-error', () => {});
+    await expect(exactStore.ready()).resolves.toBeUndefined();
+    for (const hybrid of [leasedNoZadd, dividedNoZadd]) {
+      await expect(hybrid.ready()).rejects.toMatchObject({ code: 'STORE_MISCONFIGURED', message: expect.stringMatching(/'zadd' command/) });
+    }
+    await Promise.all([exact.close(), exactStore.close(), leasedNoZadd.close(), dividedNoZadd.close()]);
+    noZadd.disconnect();
   });
 });

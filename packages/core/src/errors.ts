@@ -14,7 +14,13 @@ export type SluiceErrorCode =
    * The store could not do what was asked, and no fail mode can stand in (a `reset` while Redis is down or
    * read-only). `cause` holds the store's error.
    */
-  | 'STORE_UNAVAILABLE';
+  | 'STORE_UNAVAILABLE'
+  /**
+   * The store cannot work with the Redis it was given, whatever the traffic: the Redis user lacks a command,
+   * key or channel permission the store needs (the message names it), or the client's mode does not match
+   * the server's (a standalone client on a Cluster node, a Cluster client on a standalone server).
+   */
+  | 'STORE_MISCONFIGURED';
 
 /**
  * The one error class sluice throws for real faults. `code` tells what happened; `cause` keeps the

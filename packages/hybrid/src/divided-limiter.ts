@@ -33,7 +33,7 @@ export interface DividedLimiterOptions {
   maxKeyLength?: number;
 }
 
-/** A divided limiter: the Limiter interface plus `membership`, `fallback` and `recovered` events. */
+/** A divided limiter: the Limiter interface, `ready()`, and `membership`, `store-error` and `store-recovered` events. */
 export type DividedLimiter = HybridLimiter<DividedEvents>;
 
 /**

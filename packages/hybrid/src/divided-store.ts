@@ -1,10 +1,11 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, systemClock } from '@sluice/core';
 import { emitSafely, keyCache, ruleDecision, scaledRule } from '@sluice/core/store-kit';
-import { type RedisConnection, stateKey } from '@sluice/redis';
+import { type RedisConnection, StartupChecks, stateKey } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import { Membership } from './membership.js';
+import { heartbeatScript } from './scripts.js';
 import { type NodeDemand, type ShareMode, divideShares } from './shares.js';
 
 /** A change in the live nodes or in this node's share, as the `membership` event reports it. */
@@ -51,17 +52,26 @@ export class DividedStore implements Store {
   #binding: DividedBinding | undefined;
   /** The heartbeat reports failures itself; listening only keeps a client from printing each one. */
   readonly #unwatch: () => void;
+  readonly #checks: StartupChecks;
 
   constructor(options: DividedStoreOptions) {
     this.#o = options;
     this.clock = options.clock ?? systemClock;
+    // A heartbeat's own deadline is its interval; a start-up check may take longer (StartupChecks' minimum).
+    this.#checks = new StartupChecks(options.redis, options.heartbeatMs, (error) => emitSafely(options.events, 'store-error', error));
     this.#unwatch = options.redis.watch(
       () => {},
       () => {},
     );
   }
 
+  /** The start-up check of the heartbeat script's commands on this limiter's keys (see RedisStore.ready). */
+  ready(): Promise<void> {
+    return this.#checks.ready();
+  }
+
   bind(ruleSet: RuleSet): BoundStore {
+    this.#checks.add(ruleSet.prefix, [heartbeatScript()]);
     this.#binding = new DividedBinding(this.#o, this.clock, ruleSet.rules[0] as Algorithm, ruleSet.prefix);
     return this.#binding;
   }

@@ -1,17 +1,22 @@
 import { type AcquireOptions, type Algorithm, type Decision, type Limiter, type Store, type TryAcquireOptions, createLimiter } from '@sluice/core';
 import { EventEmitter } from 'eventemitter3';
 
+/** A hybrid mode's store: a Store with a start-up check. */
+export interface HybridStore extends Store {
+  ready(): Promise<void>;
+}
+
 /**
  * A Limiter over a hybrid store it owns, with the store's events. Decisions, waiting, validation and
  * errors are createLimiter's, so every mode behaves the same to callers.
  */
 export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends EventEmitter<Events> implements Limiter {
   readonly #limiter: Limiter;
-  readonly #store: Store;
+  readonly #store: HybridStore;
   #closed = false;
 
   /** `buildStore` gets this limiter as the store's event emitter. */
-  constructor(buildStore: (events: EventEmitter<Events>) => Store, rule: Algorithm, prefix?: string, maxKeyLength?: number) {
+  constructor(buildStore: (events: EventEmitter<Events>) => HybridStore, rule: Algorithm, prefix?: string, maxKeyLength?: number) {
     super();
     this.#store = buildStore(this);
     this.#limiter = createLimiter({
@@ -42,6 +47,16 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends 
 
   peek(key: string): Promise<Decision> {
     return this.#limiter.peek(key);
+  }
+
+  /**
+   * Resolves once the start-up check passed: the commands this mode's scripts run, on this limiter's keys.
+   * Rejects with SluiceError 'STORE_MISCONFIGURED' naming what is wrong (a permission the Redis user lacks, a
+   * client whose mode is not the server's; also reported as 'store-error' and a process warning), or
+   * 'STORE_UNAVAILABLE' when Redis did not answer. Decisions never wait for it.
+   */
+  ready(): Promise<void> {
+    return this.#store.ready();
   }
 
   reset(key: string): Promise<void> {

@@ -55,7 +55,7 @@ export interface LeasedLimiterOptions {
   maxKeyLength?: number;
 }
 
-/** A leased limiter: the Limiter interface plus `lease`, `fallback` and `recovered` events. */
+/** A leased limiter: the Limiter interface, `ready()`, and `lease`, `store-error` and `store-recovered` events. */
 export type LeasedLimiter = HybridLimiter<LeasedEvents>;
 
 /**

@@ -1,11 +1,12 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, MemoryStore, type RuleSet, SluiceError, type Store, systemClock } from '@sluice/core';
 import { emitSafely, keyCache, scaledRule } from '@sluice/core/store-kit';
 import type { FailMode, RedisConnection } from '@sluice/redis';
-import { DeadlineError, RedisHealth, failModeDecision, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis';
+import { DeadlineError, RedisHealth, StartupChecks, failModeDecision, isKeyScopedError, refundScript, stateKey, withDeadline } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import { type LeaseShape, leaseShape, requestLease, returnLease } from './lease-client.js';
+import { leaseScript } from './scripts.js';
 
 /** One lease taken from Redis, as the `lease` event reports it. */
 export interface LeaseEvent {
@@ -73,6 +74,7 @@ export class LeasedStore implements Store {
   readonly #local: Clock;
   readonly #health: RedisHealth;
   readonly #bindings: LeasedBinding[] = [];
+  readonly #checks: StartupChecks;
   /** A key where the last failure happened: the probe asks there (on a Cluster, that slot's master). */
   #probeKey = 'sluice-probe';
 
@@ -87,6 +89,12 @@ export class LeasedStore implements Store {
       probe: () => options.redis.exists(this.#probeKey),
       onChange: (healthy, error) => (healthy ? emitSafely(events, 'store-recovered') : emitSafely(events, 'store-error', error)),
     });
+    this.#checks = new StartupChecks(options.redis, options.timeoutMs, (error) => emitSafely(events, 'store-error', error));
+  }
+
+  /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */
+  ready(): Promise<void> {
+    return this.#checks.ready();
   }
 
   bind(ruleSet: RuleSet): BoundStore {
@@ -99,7 +107,9 @@ export class LeasedStore implements Store {
         this.#health.reportFailure(error);
       },
     };
-    const binding = new LeasedBinding(this.#o, this.#local, ruleSet.rules[0] as Algorithm, ruleSet.prefix, health);
+    const rule = ruleSet.rules[0] as Algorithm;
+    this.#checks.add(ruleSet.prefix, [leaseScript(rule.kind), refundScript([rule.kind])]);
+    const binding = new LeasedBinding(this.#o, this.#local, rule, ruleSet.prefix, health);
     this.#bindings.push(binding);
     return binding;
   }

@@ -49,3 +49,11 @@ export function warnCrossSlot(client: RedisClient, prefix: string): void {
     `limiter ${JSON.stringify(prefix)}: its policy counts rules against other keys, which live in other Cluster slots; each decision then takes one script call per slot, and permits taken in one slot are refunded when a later slot refuses (never over a limit, briefly under). Keep a policy's rules on the request's own key to decide it in one call.`,
   );
 }
+
+/**
+ * A store that cannot work with this Redis (a missing permission, a client of the wrong mode), found by its
+ * start-up check: said at start-up even with no 'store-error' listener (once per client).
+ */
+export function warnMisconfigured(client: object, message: string): void {
+  warnOnce(client, 'SLUICE_STORE_MISCONFIGURED', message);
+}

@@ -10,6 +10,7 @@ export { PROBE_INTERVAL_MS, RedisHealth } from './health.js';
 export type { HealthOptions } from './health.js';
 export { DeadlineError, withDeadline } from './deadline.js';
 export { isKeyScopedError } from './reply-errors.js';
+export { StartupChecks, commandsOf, preflight } from './preflight.js';
 export { algorithmFiles, algorithmScriptName, decideScript, luaDirectory, luaScript, refundScript } from './scripts.js';
 export type { LuaFile, LuaScript } from './scripts.js';
 export { numArg, refundArgs, ruleArgs } from './rule-args.js';

@@ -8,6 +8,8 @@ import { toConnection } from './connection/connect.js';
 import type { RedisConnection, ResetSubscriber } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
 import { RedisHealth } from './health.js';
+import { StartupChecks } from './preflight.js';
+import { decideScript } from './scripts.js';
 import { decodeIdentity, encodeIdentity, resetChannel } from './key-layout.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './connection/connect.js';
@@ -130,6 +132,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   readonly #connection: RedisConnection;
   readonly #health: RedisHealth;
   readonly #context: BindingContext;
+  readonly #checks: StartupChecks;
   #subscriber: ResetSubscriber | undefined;
   /** A state key where the last failure happened: the probe asks there (on a Cluster, that slot's master). */
   #probeKey = 'sluice-probe';
@@ -176,6 +179,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       probe: () => connection.exists(this.#probeKey),
       onChange: (healthy, error) => (healthy ? emitSafely(this, 'store-recovered') : emitSafely(this, 'store-error', error)),
     });
+    this.#checks = new StartupChecks(connection, this.timeoutMs, (error) => emitSafely(this, 'store-error', error));
     this.#context = {
       connection,
       decisionClock: this.clock,
@@ -192,6 +196,23 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
         this.#health.reportFailure(error);
       },
     };
+  }
+
+  /**
+   * Resolves once the start-up check of every limiter bound to this store so far has passed: each runs, on
+   * its first bind, the commands the store's scripts run on keys under the limiter's prefix. Rejects with
+   * SluiceError 'STORE_MISCONFIGURED' naming what is wrong (a permission the Redis user lacks, a standalone
+   * client given for a Cluster or the reverse; also reported as 'store-error' and a process warning when
+   * found, whether or not anyone awaits this), or 'STORE_UNAVAILABLE' when Redis did not answer (checked
+   * again by the next call). Decisions never wait for it.
+   *
+   * @example
+   * const limiter = createLimiter({ algorithm, store })
+   * await store.ready() // at start-up: fail fast on a bad ACL or the wrong client
+   */
+  async ready(): Promise<void> {
+    if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
+    await this.#checks.ready();
   }
 
   /** False from a failed call until Redis answers again. */
@@ -235,6 +256,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     if (set === undefined) {
       set = new Set();
       this.#bindings.set(prefix, set);
+      this.#checks.add(prefix, [decideScript(ruleSet.rules.map((rule) => rule.kind))]);
       if (this.#denyCache) this.#subscribe(prefix);
     }
     set.add(binding);
@@ -246,6 +268,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     const set = this.#bindings.get(prefix);
     if (set === undefined || !set.delete(binding) || set.size > 0) return;
     this.#bindings.delete(prefix);
+    this.#checks.remove(prefix);
     this.#subscriber?.unsubscribe(resetChannel(prefix)).catch(() => {
       // A subscriber that lost its connection has no subscription left to drop.
     });

@@ -61,6 +61,11 @@ export function luaScript(name: string, files: readonly LuaFile[]): LuaScript {
 let ownDirectory: string | undefined;
 const redisLua = (): string => (ownDirectory ??= luaDirectory(import.meta.url, 'decide.lua'));
 
+/** One of @sluice/redis's own .lua files. */
+export function redisLuaFile(file: string): LuaFile {
+  return { directory: redisLua(), file };
+}
+
 /**
  * The prelude and each of `kinds`' files once: what a script needs before its entry to call
  * `ALGORITHMS[kind]` and `REFUNDS[kind]` (see prelude.lua). Sorted, so one set of kinds is one script.

@@ -46,6 +46,42 @@ interface GlideClass {
 let glideModule: Promise<GlideModule> | undefined;
 const loadGlide = (): Promise<GlideModule> => (glideModule ??= import('@valkey/valkey-glide') as unknown as Promise<GlideModule>);
 
+/** Redis's own error codes, by the kind names GLIDE's core puts in their place. */
+const REDIS_ERROR_CODES: Readonly<Record<string, string>> = {
+  ResponseError: 'ERR',
+  PermissionDenied: 'NOPERM',
+  CrossSlot: 'CROSSSLOT',
+  Moved: 'MOVED',
+  Ask: 'ASK',
+  ClusterDown: 'CLUSTERDOWN',
+  TryAgain: 'TRYAGAIN',
+  BusyLoadingError: 'LOADING',
+  ReadOnly: 'READONLY',
+  MasterDown: 'MASTERDOWN',
+  NoScriptError: 'NOSCRIPT',
+  ExecAbortError: 'EXECABORT',
+};
+
+/**
+ * A GLIDE error with Redis's own reply text: GLIDE reports "NOPERM x" as "An error was signalled by the
+ * server: - PermissionDenied: x" (and CROSSSLOT as "- CrossSlot: ..."), where every other client, and the
+ * store's classifiers (key-scoped errors, misconfiguration), read the reply as Redis sent it.
+ */
+export function redisReplyError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const m = /^An error was signalled by the server: - (\w+): ([\s\S]*)$/.exec(error.message);
+  const code = m === null ? undefined : REDIS_ERROR_CODES[m[1] as string];
+  if (m === null || code === undefined) return error;
+  const rest = m[2] as string;
+  // A ResponseError keeps its own code when the text has one ("ERR ...", "BUSY ..."); "user_script:1: boom" had ERR.
+  const message = code === 'ERR' && /^[A-Z]{3,}\b/.test(rest) ? rest : `${code} ${rest}`;
+  return Object.assign(new Error(message, { cause: error }), { name: error.name });
+}
+
+const nativeError = (error: unknown): never => {
+  throw redisReplyError(error);
+};
+
 /**
  * A GLIDE client as a RedisConnection. GLIDE runs scripts by its own Script objects (it keeps the sha and
  * loads on NOSCRIPT itself) and reconnects in its Rust core on its own schedule, with no connection events:
@@ -69,19 +105,20 @@ export class GlideConnection implements RedisConnection {
       compiled = new glide.Script(script.source);
       this.#scripts.set(script.sha1, compiled);
     }
-    return (await this.client.invokeScript(compiled, { keys: [...keys], args: [...args], decoder: glide.Decoder.Bytes })) as ScriptReply;
+    const reply = this.client.invokeScript(compiled, { keys: [...keys], args: [...args], decoder: glide.Decoder.Bytes });
+    return (await reply.catch(nativeError)) as ScriptReply;
   }
 
   async del(keys: readonly string[]): Promise<void> {
-    await this.client.del([...keys]);
+    await this.client.del([...keys]).catch(nativeError);
   }
 
   async exists(key: string): Promise<void> {
-    await this.client.exists([key]);
+    await this.client.exists([key]).catch(nativeError);
   }
 
   async publish(channel: string, message: string): Promise<void> {
-    await this.client.publish(message, channel);
+    await this.client.publish(message, channel).catch(nativeError);
   }
 
   subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber | undefined {

@@ -1,0 +1,43 @@
+-- preflight.lua: a store's start-up check. Runs, once, each command the store's scripts run (ARGV), in a
+-- harmless form on keys of the store's own key space, and deletes them: a Redis user that lacks a command or
+-- key permission the store needs fails here, before the first decision, with Redis's NOPERM naming it.
+--
+-- KEYS[1]  a string key, KEYS[2] a sorted-set key, KEYS[3] a hash key: one slot, under the limiter's prefix
+-- KEYS[4]  (standalone clients only) a key of another slot: a Cluster node refuses the call (CROSSSLOT or
+--          MOVED) where a standalone server runs it, which tells a standalone client given for a Cluster
+-- ARGV     the commands to try, lower case (those of redis.call in the store's scripts)
+-- Reply: 1, or an error naming the first command the user may not run (inside a script Redis 7.0 names
+--        only the script's line, so each command runs under pcall and the refusal is named here)
+
+local K, Z, H = KEYS[1], KEYS[2], KEYS[3]
+local TRY = {
+  get = function() return redis.pcall('GET', K) end,
+  mget = function() return redis.pcall('MGET', K) end,
+  set = function() return redis.pcall('SET', K, '', 'PX', 1000) end,
+  pexpire = function() return redis.pcall('PEXPIRE', K, 1000) end,
+  time = function() return redis.pcall('TIME') end,
+  zadd = function() return redis.pcall('ZADD', Z, 0, 'preflight') end,
+  zcard = function() return redis.pcall('ZCARD', Z) end,
+  zrange = function() return redis.pcall('ZRANGE', Z, 0, 0) end,
+  zrangebyscore = function() return redis.pcall('ZRANGEBYSCORE', Z, '-inf', '-inf') end,
+  zremrangebyscore = function() return redis.pcall('ZREMRANGEBYSCORE', Z, '-inf', '-inf') end,
+  zrem = function() return redis.pcall('ZREM', Z, 'preflight') end,
+  hset = function() return redis.pcall('HSET', H, 'preflight', '0') end,
+  hmget = function() return redis.pcall('HMGET', H, 'preflight') end,
+  hdel = function() return redis.pcall('HDEL', H, 'preflight') end,
+  del = function() return redis.pcall('DEL', K, Z, H) end,
+}
+for i = 1, #ARGV do
+  local try = TRY[ARGV[i]]
+  if try == nil then return redis.error_reply('ERR sluice preflight: no harmless form of ' .. ARGV[i]) end
+  local reply = try()
+  if type(reply) == 'table' and reply.err then
+    redis.pcall('DEL', K, Z, H)
+    if string.find(reply.err, "can't run", 1, true) or string.find(reply.err, 'NOPERM', 1, true) then
+      return redis.error_reply('NOPERM the user may not run the \'' .. ARGV[i] .. '\' command (' .. reply.err .. ')')
+    end
+    return redis.error_reply(reply.err)
+  end
+end
+redis.call('DEL', K, Z, H)
+return 1

@@ -1,0 +1,32 @@
+import type { RedisConnection } from './connection/connection.js';
+
+/**
+ * What is wrong, when `error` says the store cannot work with this Redis whatever the traffic: a missing
+ * permission (NOPERM names the command, key or channel), or a client whose mode is not the server's.
+ * Undefined for anything else (unreachable, loading, a timeout): those pass, and the fail mode covers them.
+ */
+export function misconfiguration(error: unknown, connection: RedisConnection): string | undefined {
+  const messages = errorMessages(error);
+  const noperm = messages.find((m) => /\bNOPERM\b/.test(m));
+  if (noperm !== undefined) {
+    return `the Redis user lacks a permission the store needs: ${noperm}. The README's "Production connections" section gives the ACL line with every command, key pattern and channel it uses`;
+  }
+  if (!connection.isCluster && messages.some((m) => /^(MOVED|ASK|CROSSSLOT|CLUSTERDOWN)\b/.test(m))) {
+    return `a standalone ${connection.description} was given, but the server is a Redis Cluster node (it answered "${messages.find((m) => /^(MOVED|ASK|CROSSSLOT|CLUSTERDOWN)\b/.test(m))}"): pass a Cluster client (ioredis new Cluster(...), node-redis createCluster(...), GlideClusterClient)`;
+  }
+  if (connection.isCluster && messages.some((m) => /cluster support disabled/i.test(m))) {
+    return `a ${connection.description} was given, but the server is a standalone Redis (cluster support disabled): pass a standalone client (ioredis new Redis(...), node-redis createClient(...), GlideClient)`;
+  }
+  return undefined;
+}
+
+/** An error's message and those it wraps (ioredis's ClusterAllFailedError keeps the node's in lastNodeError). */
+function errorMessages(error: unknown): string[] {
+  const messages: string[] = [];
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 4; depth++) {
+    messages.push(e.message);
+    const inner = e as Error & { lastNodeError?: unknown };
+    e = inner.lastNodeError ?? inner.cause;
+  }
+  return messages;
+}

@@ -1,0 +1,119 @@
+import { SluiceError } from '@sluice/core';
+import calculateSlot from 'cluster-key-slot';
+import type { RedisConnection } from './connection/connection.js';
+import { warnMisconfigured } from './config-checks.js';
+import { withDeadline } from './deadline.js';
+import { stateKey } from './key-layout.js';
+import { misconfiguration } from './misconfiguration.js';
+import { type LuaScript, luaScript, redisLuaFile } from './scripts.js';
+
+/** A start-up check may wait out a client's first connection: far longer than a decision's deadline. */
+const PREFLIGHT_MIN_DEADLINE_MS = 5_000;
+const IDENTITY = 'sluice-preflight';
+
+/** The commands a script runs: every redis.call / redis.pcall in its source, lower case, each once. */
+export function commandsOf(scripts: readonly LuaScript[]): string[] {
+  const commands = new Set<string>();
+  for (const script of scripts) for (const m of script.source.matchAll(/redis\.p?call\(\s*'(\w+)'/g)) commands.add((m[1] as string).toLowerCase());
+  return [...commands].sort();
+}
+
+/** The keys preflight.lua works on: three of one slot under `prefix`, and for a standalone client one of another slot. */
+function preflightKeys(prefix: string, cluster: boolean): string[] {
+  const keys = ['s', 'z', 'h'].map((kind) => stateKey(prefix, IDENTITY, `check-${kind}`));
+  if (cluster) return keys;
+  const slot = calculateSlot(keys[0] as string);
+  let other = 0;
+  while (calculateSlot(stateKey(prefix, `${IDENTITY}-${other}`, 'check-s')) === slot) other++;
+  return [...keys, stateKey(prefix, `${IDENTITY}-${other}`, 'check-s')];
+}
+
+/**
+ * One start-up check of a store for one limiter prefix: runs the commands of `scripts` on keys under the
+ * prefix (by EVALSHA, as decisions do), and on a standalone client across two slots. Resolves when the
+ * store can work; rejects with SluiceError 'STORE_MISCONFIGURED' saying what is wrong (a missing permission,
+ * named; a client whose mode is not the server's), or 'STORE_UNAVAILABLE' when Redis did not answer.
+ */
+export async function preflight(connection: RedisConnection, prefix: string, scripts: readonly LuaScript[], timeoutMs: number): Promise<void> {
+  const what = `the start-up check of limiter ${JSON.stringify(prefix)}`;
+  // A Cluster client on a standalone server never runs the command: it queues it and emits errors saying why.
+  let stopWatching = (): void => {};
+  const refused = new Promise<never>((_, reject) => {
+    stopWatching = connection.watch(
+      (error) => {
+        if (misconfiguration(error, connection) !== undefined) reject(error);
+      },
+      () => {},
+    );
+  });
+  try {
+    const script = luaScript('preflight', [redisLuaFile('preflight')]);
+    const check = connection.runScript(script, preflightKeys(prefix, connection.isCluster), commandsOf(scripts));
+    await withDeadline(Promise.race([check, refused]), Math.max(timeoutMs, PREFLIGHT_MIN_DEADLINE_MS), what);
+  } catch (error) {
+    const why = misconfiguration(error, connection);
+    if (why !== undefined) throw new SluiceError('STORE_MISCONFIGURED', `limiter ${JSON.stringify(prefix)} on a ${connection.description}: ${why}`, { cause: error });
+    const message = error instanceof Error ? error.message : String(error);
+    throw new SluiceError('STORE_UNAVAILABLE', `${what} could not run: ${message}`, { cause: error });
+  } finally {
+    stopWatching();
+  }
+}
+
+interface Check {
+  readonly scripts: readonly LuaScript[];
+  result: Promise<void>;
+}
+
+/**
+ * The start-up checks of one store, one per limiter prefix bound to it, started at bind. A misconfiguration
+ * is reported at once: a process warning (once per client, so it shows at start-up with no listener), and
+ * `onMisconfigured` (the store's 'store-error'); `ready()`
+ * waits for every check and rejects with the first failure. A check Redis could not answer is run again by
+ * the next `ready()`.
+ */
+export class StartupChecks {
+  readonly #connection: RedisConnection;
+  readonly #timeoutMs: number;
+  readonly #onMisconfigured: (error: SluiceError) => void;
+  readonly #checks = new Map<string, Check>();
+
+  constructor(connection: RedisConnection, timeoutMs: number, onMisconfigured: (error: SluiceError) => void) {
+    this.#connection = connection;
+    this.#timeoutMs = timeoutMs;
+    this.#onMisconfigured = onMisconfigured;
+  }
+
+  add(prefix: string, scripts: readonly LuaScript[]): void {
+    if (this.#checks.has(prefix)) return;
+    const check: Check = { scripts, result: Promise.resolve() };
+    check.result = this.#run(prefix, check);
+    this.#checks.set(prefix, check);
+  }
+
+  remove(prefix: string): void {
+    this.#checks.delete(prefix);
+  }
+
+  #run(prefix: string, check: Check): Promise<void> {
+    const result = preflight(this.#connection, prefix, check.scripts, this.#timeoutMs);
+    result.catch((error: unknown) => {
+      if (!(error instanceof SluiceError) || error.code !== 'STORE_MISCONFIGURED') return;
+      warnMisconfigured(this.#connection, error.message);
+      this.#onMisconfigured(error);
+    });
+    return result;
+  }
+
+  async ready(): Promise<void> {
+    await Promise.all(
+      [...this.#checks].map(([prefix, check]) =>
+        check.result.catch((error: unknown) => {
+          if (!(error instanceof SluiceError) || error.code !== 'STORE_UNAVAILABLE') throw error;
+          check.result = this.#run(prefix, check);
+          return check.result;
+        }),
+      ),
+    );
+  }
+}
