@@ -212,7 +212,7 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
 
   it('a standalone client of this library on a Cluster node: start-up says to pass a Cluster client', async () => {
     expect(await misconfiguredAtStartUp(await openClient(kind, cluster.nodes[0] as TestRedis))).toMatch(
-      /standalone .* was given, but the server is a Redis Cluster node .*pass a Cluster client/,
+      /the client is a standalone one .*, but the server is a Redis Cluster node .*pass a Cluster client/,
     );
   });
 });
@@ -288,7 +288,7 @@ describe('clients refused at construction, with what is accepted', () => {
     for (const client of [new IoredisCluster(seeds), new IovalkeyCluster(seeds)]) {
       client.on('error', () => {});
       expect(await misconfiguredAtStartUp({ client, close: async () => client.disconnect() })).toMatch(
-        /Cluster was given, but the server is a standalone Redis .*pass a standalone client/,
+        /the client is a Cluster client .*, but the server is a standalone Redis .*pass a standalone client/,
       );
     }
   });
