@@ -7,7 +7,8 @@
  */
 import { type Decision, SluiceError, SluiceTypeError, TOLERANCE_MS, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
-import { type DecisionEvent, redisStore, stateKey } from '@sluice/redis';
+import { type DecisionEvent, redisStore } from '@sluice/redis';
+import { stateKey } from '@sluice/redis/store-kit';
 import fc from 'fast-check';
 import { Cluster as IoredisCluster, Redis } from 'ioredis';
 import { Cluster as IovalkeyCluster } from 'iovalkey';

@@ -23,7 +23,8 @@ import {
 import { rateLimit as decorate } from '@sluice/core/decorators';
 import { rateLimit as middleware } from '@sluice/core/http';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
-import { encodeIdentity, redisStore } from '@sluice/redis';
+import { redisStore } from '@sluice/redis';
+import { encodeIdentity } from '@sluice/redis/store-kit';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';

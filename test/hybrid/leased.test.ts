@@ -4,7 +4,7 @@
  */
 import { type Algorithm, ManualClock, SluiceRangeError, SluiceTypeError, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { type LeaseEvent, leasedLimiter } from '@sluice/hybrid';
-import { toConnection } from '@sluice/redis';
+import { toConnection } from '@sluice/redis/store-kit';
 import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
 import { heartbeatScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';

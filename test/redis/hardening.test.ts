@@ -6,7 +6,8 @@
  */
 import { type Decision, SluiceError, createLimiter, fixedWindow, memoryStore, systemClock, tokenBucket } from '@sluice/core';
 import { leasedLimiter } from '@sluice/hybrid';
-import { type DecisionEvent, type RedisStore, redisStore, stateKey } from '@sluice/redis';
+import { type DecisionEvent, type RedisStore, redisStore } from '@sluice/redis';
+import { stateKey } from '@sluice/redis/store-kit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';

@@ -12,7 +12,8 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '@sluice/core';
-import { type RedisStore, bufferReply, decideScript, redisStore, runScript, stateKey } from '@sluice/redis';
+import { type RedisStore, redisStore } from '@sluice/redis';
+import { bufferReply, decideScript, runScript, stateKey } from '@sluice/redis/store-kit';
 import { ruleArgs } from '../../packages/redis/src/rule-args.js';
 import { refundScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';

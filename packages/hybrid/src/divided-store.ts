@@ -1,6 +1,6 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, systemClock } from '@sluice/core';
 import { emitSafely, keyCache, ruleDecision, scaledRule } from '@sluice/core/store-kit';
-import { type RedisConnection, StartupChecks, stateKey } from '@sluice/redis';
+import { type RedisConnection, StartupChecks, stateKey } from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';

@@ -1,6 +1,6 @@
 import { type Clock, SluiceRangeError } from '@sluice/core';
 import { describeValue, optionalClock, positiveFinite, positiveInteger, timerDuration } from '@sluice/core/store-kit';
-import { type RedisConnection, toConnection } from '@sluice/redis';
+import { type RedisConnection, toConnection } from '@sluice/redis/store-kit';
 import { randomUUID } from 'node:crypto';
 
 const NODE_ID = /^[A-Za-z0-9_.:-]{1,100}$/;

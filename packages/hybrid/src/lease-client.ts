@@ -1,5 +1,5 @@
 import type { Algorithm } from '@sluice/core';
-import { type RedisConnection, bufferReply, refundArgs, refundScript, ruleArgs } from '@sluice/redis';
+import { type RedisConnection, bufferReply, refundArgs, refundScript, ruleArgs } from '@sluice/redis/store-kit';
 import { leaseScript } from './scripts.js';
 
 /** How a node leases one rule (see lease.lua): the rule as the scripts read it, and its lease model's window. */

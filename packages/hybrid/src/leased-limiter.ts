@@ -1,6 +1,7 @@
 import { type Clock, type Rules, SluiceRangeError } from '@sluice/core';
 import { describeValue, optionsObject } from '@sluice/core/store-kit';
-import { type FailMode, type RedisClient, failModeOption } from '@sluice/redis';
+import { type FailMode, type RedisClient } from '@sluice/redis';
+import { failModeOption } from '@sluice/redis/store-kit';
 import { HybridLimiter } from './hybrid-limiter.js';
 import {
   clockOption,

@@ -1,7 +1,8 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, MemoryStore, type RuleSet, SluiceError, type Store, systemClock } from '@sluice/core';
 import { emitSafely, keyCache, scaledRule } from '@sluice/core/store-kit';
-import type { FailMode, RedisConnection } from '@sluice/redis';
-import { DeadlineError, RedisHealth, StartupChecks, failModeDecision, isKeyScopedError, refundScript, stateKey, withDeadline } from '@sluice/redis';
+import type { FailMode } from '@sluice/redis';
+import type { RedisConnection } from '@sluice/redis/store-kit';
+import { DeadlineError, RedisHealth, StartupChecks, failModeDecision, isKeyScopedError, refundScript, stateKey, withDeadline } from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';

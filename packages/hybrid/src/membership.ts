@@ -1,5 +1,5 @@
 import type { Clock } from '@sluice/core';
-import { type RedisConnection, withDeadline } from '@sluice/redis';
+import { type RedisConnection, withDeadline } from '@sluice/redis/store-kit';
 import { heartbeatScript } from './scripts.js';
 import type { NodeDemand } from './shares.js';
 

@@ -1,5 +1,5 @@
 import type { AlgorithmKind } from '@sluice/core';
-import { type LuaScript, algorithmFiles, algorithmScriptName, luaDirectory, luaScript } from '@sluice/redis';
+import { type LuaScript, algorithmFiles, algorithmScriptName, luaDirectory, luaScript } from '@sluice/redis/store-kit';
 
 let directory: string | undefined;
 const hybridLua = (): string => (directory ??= luaDirectory(import.meta.url, 'lease.lua'));

@@ -29,7 +29,7 @@ const ALGORITHM_FILES: Record<AlgorithmKind, readonly string[]> = {
  */
 export function luaDirectory(moduleUrl: string, probe: string): string {
   const here = dirname(fileURLToPath(moduleUrl));
-  const candidates = [join(here, 'lua'), join(here, '..', 'src', 'lua'), join(here, '..', 'lua')];
+  const candidates = [join(here, 'lua'), join(here, '..', 'src', 'lua'), join(here, '..', 'lua'), join(here, '..', '..', 'src', 'lua')];
   const found = candidates.find((dir) => existsSync(join(dir, probe)));
   if (!found) throw new Error(`Lua scripts not found in ${candidates.join(' or ')}`);
   return found;

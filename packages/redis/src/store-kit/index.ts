@@ -1,0 +1,20 @@
+/**
+ * `@sluice/redis/store-kit`: what a store built on Redis needs beside the public API (`@sluice/hybrid` is
+ * built on it): the connection seam every client library is adapted to, the one health machine, the
+ * deadline helper, the start-up check, the Lua script registry and the key layout. Users call
+ * `redisStore` from the main entry; nothing here is needed to use sluice.
+ */
+export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
+export { toConnection } from '../connection/connect.js';
+export { bufferReply, runScript } from '../script-runner.js';
+export { PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
+export type { HealthOptions } from '../health.js';
+export { DeadlineError, withDeadline } from '../deadline.js';
+export { isKeyScopedError } from '../reply-errors.js';
+export { misconfiguration } from '../misconfiguration.js';
+export { StartupChecks, commandsOf, preflight } from '../preflight.js';
+export { failModeDecision, failModeOption } from '../fail-mode.js';
+export { algorithmFiles, algorithmScriptName, decideScript, luaDirectory, luaScript, refundScript } from '../scripts.js';
+export type { LuaFile, LuaScript } from '../scripts.js';
+export { numArg, refundArgs, ruleArgs } from '../rule-args.js';
+export { decodeIdentity, encodeIdentity, stateKey } from '../key-layout.js';
