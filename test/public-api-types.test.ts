@@ -16,7 +16,8 @@ describe('public API types of the subpaths and hybrid', () => {
     expectTypeOf(rateLimit<Request, Response>).parameter(0).toHaveProperty('limiter').toEqualTypeOf<Limiter>();
     expectTypeOf(rateLimit<Request, Response>).returns.toEqualTypeOf<(req: Request, res: Response, next: (error?: unknown) => void) => void>();
     expectTypeOf(rateLimitHook<FastifyRequest, FastifyReply>).returns.toEqualTypeOf<(request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>>();
-    expectTypeOf(byIp()).toEqualTypeOf<KeyStrategy>();
+    expectTypeOf(byIp()).toMatchTypeOf<KeyStrategy<Request>>();
+    expectTypeOf(byIp()).toMatchTypeOf<KeyStrategy<FastifyRequest>>();
     expectTypeOf(key).returns.toEqualTypeOf<string | undefined | null>();
   });
 

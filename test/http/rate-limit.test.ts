@@ -3,7 +3,7 @@
  * store faults and bad input.
  */
 import { ManualClock, SluiceRangeError, SluiceTypeError, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
-import { byUser, rateLimit } from '@sluice/core/http';
+import { type AnyRequestKey, rateLimit } from '@sluice/core/http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestServer, frameworks, get, startServer } from './servers.js';
 
@@ -12,7 +12,11 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-const userKey = byUser((req: { headers: Record<string, string | string[] | undefined> }) => req.headers['x-user'] as string | undefined);
+/** The x-user header, read through the view every adapter passes: one key function for all six frameworks. */
+const userKey: AnyRequestKey = (_req, view) => {
+  const id = view?.header('x-user');
+  return id === undefined || id === '' ? undefined : `user:${id}`;
+};
 
 /** The seed's per-user policy, first two rules, on a ManualClock 3 s into a 10 s window. */
 function apiPolicy() {

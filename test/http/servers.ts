@@ -1,12 +1,19 @@
 /**
- * The same rate-limit options mounted on plain node:http, Express and Fastify, each listening on a free
- * loopback port: the HTTP suites run every scenario against all three.
+ * The same rate-limit options mounted on plain node:http, Express, Fastify, Hono 4 (on @hono/node-server),
+ * Koa 3 and a Fetch handler (Node's own Request and Response, served by @hono/node-server), each listening on
+ * a free loopback port: the HTTP suites run every scenario against all six.
  */
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type MiddlewareOptions, rateLimit, rateLimitHook } from '@sluice/core/http';
+import { fetchRateLimit } from '@sluice/core/fetch';
+import { honoRateLimit } from '@sluice/core/hono';
+import { koaRateLimit } from '@sluice/core/koa';
+import { type HttpBindings, serve } from '@hono/node-server';
 import express from 'express';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
+import Koa from 'koa';
 
 export interface TestServer {
   readonly url: string;
@@ -15,8 +22,8 @@ export interface TestServer {
 
 // The middleware options cover the Fastify hook's too; request types differ per framework, the fields read do not.
 type Options = MiddlewareOptions<never, never>;
-export type Framework = 'node:http' | 'express' | 'fastify';
-export const frameworks: readonly Framework[] = ['node:http', 'express', 'fastify'];
+export type Framework = 'node:http' | 'express' | 'fastify' | 'hono' | 'koa' | 'fetch';
+export const frameworks: readonly Framework[] = ['node:http', 'express', 'fastify', 'hono', 'koa', 'fetch'];
 
 async function listen(server: ReturnType<typeof createServer>): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -56,12 +63,46 @@ export async function startServer(framework: Framework, options: Options): Promi
     const url = await listen(server);
     return { url, close: () => closeServer(server) };
   }
+  if (framework === 'hono') {
+    const app = new Hono<{ Bindings: HttpBindings }>();
+    app.use('*', honoRateLimit(options as never));
+    app.get('/', (c) => c.json({ ok: true }));
+    app.onError((_error, c) => c.json({ fault: true }, 500));
+    return serveFetch(app.fetch);
+  }
+  if (framework === 'koa') {
+    const app = new Koa();
+    // Koa logs every error it answers 500; the tests read the status.
+    app.silent = true;
+    app.use(koaRateLimit(options as never));
+    app.use((ctx) => {
+      ctx.body = { ok: true };
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise<void>((resolve) => server.once('listening', resolve));
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => closeServer(server) };
+  }
+  if (framework === 'fetch') {
+    const handler = fetchRateLimit<Request, [HttpBindings]>({
+      address: (_request: Request, env: HttpBindings) => env.incoming.socket.remoteAddress,
+      ...(options as object),
+    } as never)(async () => Response.json({ ok: true }));
+    return serveFetch(handler as (request: Request, env: HttpBindings) => Promise<Response>);
+  }
   const app = Fastify();
   app.addHook('onRequest', rateLimitHook(options as never));
   app.get('/', async () => ({ ok: true }));
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
+}
+
+/** A Fetch handler served on node:http by @hono/node-server (Node's own Request and Response). */
+async function serveFetch(fetch: (request: Request, env: HttpBindings) => Response | Promise<Response>): Promise<TestServer> {
+  const server = await new Promise<ReturnType<typeof createServer>>((resolve) => {
+    const s = serve({ fetch: fetch as never, port: 0, hostname: '127.0.0.1' }, () => resolve(s as ReturnType<typeof createServer>));
+  });
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => closeServer(server) };
 }
 
 export interface Reply {

@@ -5,7 +5,7 @@ import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from 
 import { type HeaderFormat, rateLimitHeaders } from './headers.js';
 import { type KeyStrategy, byIp, byIpSettings } from './keys.js';
 import type { MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
-import type { HttpRequestLike } from './request.js';
+import type { RequestView } from './view.js';
 
 /** What the limiter made of one request, before any framework writes it out. */
 export type Verdict =
@@ -27,10 +27,10 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 }
 
 /**
- * The framework-neutral half of the middleware: options checked once, then per request the key, the cost,
- * the decision and its header fields.
+ * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
+ * the decision and its header fields. `viewOf` is the adapter's framework-neutral view of its request.
  */
-export function createEvaluator<Req extends HttpRequestLike>(options: RateLimitOptions<Req>): (req: Req) => Promise<Verdict> {
+export function createEvaluator<Req>(options: RateLimitOptions<Req>, viewOf: (req: Req) => RequestView): (req: Req) => Promise<Verdict> {
   optionsObject('rateLimit options', options, true);
   const { limiter } = options;
   if (!isLimiter(limiter)) {
@@ -71,13 +71,13 @@ export function createEvaluator<Req extends HttpRequestLike>(options: RateLimitO
     throw new SluiceTypeError('onInvalidInput', onInvalidInput, `onInvalidInput must be a function, got ${describe(onInvalidInput)}`);
   }
 
-  const keyOf = (req: Req): string | undefined => {
-    const k = key(req);
+  const keyOf = (req: Req, view: RequestView): string | undefined => {
+    const k = key(req, view);
     if (typeof k === 'string' && k.length > 0) return k;
     if (k !== undefined && k !== null && k !== '') {
       throw new SluiceTypeError('key', k, `the key strategy must return a string (or undefined for none), got ${describe(k)}`);
     }
-    return missing === 'ip' ? (ipFallback(req) ?? undefined) : undefined;
+    return missing === 'ip' ? (ipFallback(req, view) ?? undefined) : undefined;
   };
 
   return async (req) => {
@@ -85,7 +85,7 @@ export function createEvaluator<Req extends HttpRequestLike>(options: RateLimitO
     let requestKey: string | undefined;
     let permits: number;
     try {
-      requestKey = keyOf(req);
+      requestKey = keyOf(req, viewOf(req));
       permits = typeof cost === 'function' ? cost(req) : cost;
     } catch (error) {
       if (!isInputError(error)) throw error;

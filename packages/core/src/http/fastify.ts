@@ -1,9 +1,8 @@
 import type { Decision } from '../decision.js';
-import { SluiceTypeError } from '../errors.js';
-import { describe } from '../validate.js';
 import { createEvaluator } from './evaluate.js';
-import { limitedBody, type RateLimitOptions } from './options.js';
+import { limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { FastifyReplyLike, HttpRequestLike } from './request.js';
+import { nodeRequestView } from './view.js';
 
 export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Req> {
   /** Sends the response to a denied request instead of the default 429 JSON body (headers already set). */
@@ -21,11 +20,8 @@ export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Re
 export function rateLimitHook<Req extends HttpRequestLike = HttpRequestLike, Reply extends FastifyReplyLike = FastifyReplyLike>(
   options: FastifyRateLimitOptions<Req, Reply>,
 ): (request: Req, reply: Reply) => Promise<Reply | undefined> {
-  const evaluate = createEvaluator(options);
-  const onLimited = options.onLimited;
-  if (onLimited !== undefined && typeof onLimited !== 'function') {
-    throw new SluiceTypeError('onLimited', onLimited, `onLimited must be a function, got ${describe(onLimited)}`);
-  }
+  const evaluate = createEvaluator(options, nodeRequestView);
+  const onLimited = onLimitedOption(options.onLimited);
   return async (request, reply) => {
     const verdict = await evaluate(request);
     if (verdict.kind === 'skipped') return undefined;

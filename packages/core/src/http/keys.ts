@@ -2,12 +2,31 @@ import { SluiceRangeError, SluiceTypeError } from '../errors.js';
 import { describe, nonNegativeInteger, optionsObject } from '../validate.js';
 import { hopAddress, ipKey } from './ip.js';
 import type { HttpRequestLike } from './request.js';
+import { type RequestView, nodeRequestView } from './view.js';
 
 /**
- * Picks the rate-limit key of a request. Returning undefined, null or '' means "this request has no such key"
- * (no user signed in, say); the middleware then does what `onMissingKey` says, never one bucket for all.
+ * Picks the rate-limit key of a request: a function of the framework's own request (Express's `Request`,
+ * Fastify's `FastifyRequest`, Koa's and Hono's `Context`, a Fetch `Request`), and of a framework-neutral
+ * view of it (what byIp and byRoute read). Returning undefined, null or '' means "this request has no such
+ * key" (no user signed in, say); the middleware then does what `onMissingKey` says, never one bucket for all.
  */
-export type KeyStrategy<Req = HttpRequestLike> = (req: Req) => string | undefined | null;
+export type KeyStrategy<Req = HttpRequestLike> = (req: Req, view: RequestView) => string | undefined | null;
+
+/**
+ * A key strategy that reads only the framework-neutral view, so it fits every adapter's request type.
+ * Called directly with a node:http, Express or Fastify request alone, it reads that request.
+ */
+export type AnyRequestKey = (req: unknown, view?: RequestView) => string | undefined | null;
+
+/** The view an adapter passed, or, for a direct call with a node-style request, that request's. */
+function viewFor(req: unknown, view: RequestView | undefined): RequestView {
+  if (view !== undefined) return view;
+  const headers = (req as { headers?: unknown } | null)?.headers;
+  if (typeof headers !== 'object' || headers === null || typeof (headers as { get?: unknown }).get === 'function') {
+    throw new SluiceTypeError('view', view, 'a key strategy called directly needs a node:http, Express or Fastify request, or the RequestView an adapter passes');
+  }
+  return nodeRequestView(req as HttpRequestLike);
+}
 
 export interface ByIpOptions {
   /**
@@ -38,10 +57,10 @@ export interface ByIpOptions {
 const PROXY_HEADERS: ReadonlyArray<NonNullable<ByIpOptions['proxyHeader']>> = ['x-forwarded-for', 'forwarded'];
 
 /** The hops of a proxy header, left (furthest) to right (nearest), as they were written. */
-function proxyHops(req: HttpRequestLike, header: NonNullable<ByIpOptions['proxyHeader']>): string[] | undefined {
-  const raw = req.headers[header];
+function proxyHops(view: RequestView, header: NonNullable<ByIpOptions['proxyHeader']>): string[] | undefined {
+  const raw = view.header(header);
   if (raw === undefined) return undefined;
-  const elements = (Array.isArray(raw) ? raw.join(',') : raw).split(',');
+  const elements = raw.split(',');
   if (header === 'x-forwarded-for') return elements;
   // RFC 7239: each element is `pair;pair;...`; the client is its `for=` value ('' when an element has none).
   return elements.map((element) => {
@@ -55,12 +74,12 @@ function proxyHops(req: HttpRequestLike, header: NonNullable<ByIpOptions['proxyH
  * the proxy header, or the furthest entry when the header lists fewer (the client reached an inner proxy
  * directly); undefined when that entry is no address (a proxy of yours wrote something sluice cannot read:
  * never the proxy's own address instead, which would put every client behind it in one bucket). Without a
- * header, or with no trusted proxy, `req.ip` or the socket's peer.
+ * header, or with no trusted proxy, the peer address the framework gives (`req.ip`, `ctx.ip`, the socket's).
  */
-function clientAddress(req: HttpRequestLike, hops: number, header: NonNullable<ByIpOptions['proxyHeader']>): string | undefined {
-  const list = hops > 0 ? proxyHops(req, header) : undefined;
+function clientAddress(view: RequestView, hops: number, header: NonNullable<ByIpOptions['proxyHeader']>): string | undefined {
+  const list = hops > 0 ? proxyHops(view, header) : undefined;
   if (list !== undefined) return hopAddress(list[Math.max(0, list.length - hops)] as string);
-  return (typeof req.ip === 'string' ? req.ip : undefined) ?? req.socket?.remoteAddress;
+  return view.peerAddress;
 }
 
 /** The settings of each strategy byIp made, so the middleware's missing-key fallback reads addresses the same way. */
@@ -77,7 +96,7 @@ export function byIpSettings(strategy: unknown): Required<Pick<ByIpOptions, 'tru
  *
  * @example rateLimit({ limiter, key: byIp({ trustProxy: 1 }) }) // behind one load balancer
  */
-export function byIp(options?: ByIpOptions): KeyStrategy<HttpRequestLike> {
+export function byIp(options?: ByIpOptions): AnyRequestKey {
   optionsObject('byIp options', options, false);
   const subnet = options?.ipv6Subnet === undefined ? 56 : nonNegativeInteger('ipv6Subnet', options.ipv6Subnet);
   if (subnet > 128) throw new SluiceRangeError('ipv6Subnet', subnet, `ipv6Subnet must be an integer in 0..128, got ${subnet}`);
@@ -86,8 +105,8 @@ export function byIp(options?: ByIpOptions): KeyStrategy<HttpRequestLike> {
   if (!PROXY_HEADERS.includes(header)) {
     throw new SluiceRangeError('proxyHeader', header, `proxyHeader must be 'x-forwarded-for' or 'forwarded', got ${describe(header)}`);
   }
-  const strategy: KeyStrategy<HttpRequestLike> = (req) => {
-    const address = clientAddress(req, hops, header);
+  const strategy: AnyRequestKey = (req, view) => {
+    const address = clientAddress(viewFor(req, view), hops, header);
     if (address === undefined) return undefined;
     const key = ipKey(address, subnet);
     return key === undefined ? undefined : `ip:${key}`;
@@ -117,10 +136,9 @@ export function byUser<Req = HttpRequestLike>(select: (req: Req) => string | num
  * Keys a request by its method and path (`route:GET /search`): one bucket per endpoint, shared by all
  * clients. The query string is not part of the key.
  */
-export function byRoute(): KeyStrategy<HttpRequestLike> {
-  return (req) => {
-    const url = req.originalUrl ?? req.url ?? '';
-    const query = url.indexOf('?');
-    return `route:${req.method ?? 'GET'} ${query === -1 ? url : url.slice(0, query)}`;
+export function byRoute(): AnyRequestKey {
+  return (req, view) => {
+    const { method, path } = viewFor(req, view);
+    return `route:${method} ${path}`;
   };
 }

@@ -1,9 +1,8 @@
 import type { Decision } from '../decision.js';
-import { SluiceTypeError } from '../errors.js';
-import { describe } from '../validate.js';
 import { type Verdict, createEvaluator } from './evaluate.js';
-import { limitedBody, type RateLimitOptions } from './options.js';
+import { JSON_CONTENT_TYPE, limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { HttpRequestLike, HttpResponseLike } from './request.js';
+import { nodeRequestView } from './view.js';
 
 export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req> {
   /**
@@ -18,7 +17,7 @@ export type Next = (error?: unknown) => void;
 
 function writeJson(res: HttpResponseLike, status: number, body: unknown): void {
   res.statusCode = status;
-  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Type', JSON_CONTENT_TYPE);
   res.end(JSON.stringify(body));
 }
 
@@ -34,11 +33,8 @@ function writeJson(res: HttpResponseLike, status: number, body: unknown): void {
 export function rateLimit<Req extends HttpRequestLike = HttpRequestLike, Res extends HttpResponseLike = HttpResponseLike>(
   options: MiddlewareOptions<Req, Res>,
 ): (req: Req, res: Res, next: Next) => void {
-  const evaluate = createEvaluator(options);
-  const onLimited = options.onLimited;
-  if (onLimited !== undefined && typeof onLimited !== 'function') {
-    throw new SluiceTypeError('onLimited', onLimited, `onLimited must be a function, got ${describe(onLimited)}`);
-  }
+  const evaluate = createEvaluator(options, nodeRequestView);
+  const onLimited = onLimitedOption(options.onLimited);
   /** Writes a verdict that ends the request; true when the request goes on to next(). */
   const respond = (verdict: Verdict, req: Req, res: Res): boolean => {
     if (verdict.kind === 'skipped') return true;

@@ -5,6 +5,7 @@ import { createLimiter } from '../limiter.js';
 import { createEvaluator } from './evaluate.js';
 import { byIp, byUser } from './keys.js';
 import type { HttpRequestLike } from './request.js';
+import { nodeRequestView } from './view.js';
 
 // Hardening: with trustProxy, a request with no key of its own fell back to the socket address, which is the
 // proxy's: every anonymous client behind the proxy shared one bucket.
@@ -17,7 +18,7 @@ describe('onMissingKey: ip reads addresses with the same proxy settings as the k
   const limiter = () => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) });
 
   it('rateLimit({ trustProxy }) applies to the fallback of a byUser key', async () => {
-    const evaluate = createEvaluator({ limiter: limiter(), key: byUser((req: HttpRequestLike & { user?: string }) => req.user), trustProxy: 1 });
+    const evaluate = createEvaluator({ limiter: limiter(), key: byUser((req: HttpRequestLike & { user?: string }) => req.user), trustProxy: 1 }, nodeRequestView);
     expect((await evaluate(behindProxy('198.51.100.1'))).kind).toBe('allowed');
     // Another anonymous client behind the same proxy has its own bucket.
     expect((await evaluate(behindProxy('198.51.100.2'))).kind).toBe('allowed');
@@ -25,7 +26,7 @@ describe('onMissingKey: ip reads addresses with the same proxy settings as the k
   });
 
   it("a byIp key's own settings serve the fallback, and an unreadable entry is answered 400, never keyed by the proxy", async () => {
-    const evaluate = createEvaluator({ limiter: limiter(), key: byIp({ trustProxy: 1 }), onInvalidInput: () => {} });
+    const evaluate = createEvaluator({ limiter: limiter(), key: byIp({ trustProxy: 1 }), onInvalidInput: () => {} }, nodeRequestView);
     expect((await evaluate(behindProxy('198.51.100.1:50001'))).kind).toBe('allowed');
     expect((await evaluate(behindProxy('[2001:db8:1::1]:443'))).kind).toBe('allowed');
     expect((await evaluate(behindProxy('garbage'))).kind).toBe('rejected');

@@ -1,4 +1,6 @@
 import type { Decision } from '../decision.js';
+import { SluiceTypeError } from '../errors.js';
+import { describe } from '../validate.js';
 import type { Limiter } from '../limiter.js';
 import { type HeaderFormat, seconds } from './headers.js';
 import type { KeyStrategy } from './keys.js';
@@ -77,3 +79,14 @@ export function limitedBody(decision: Decision): LimitedBody {
     retryAfterSeconds: Number.isFinite(decision.retryAfterMs) ? Math.max(1, seconds(decision.retryAfterMs)) : null,
   };
 }
+
+/** Every adapter's `onLimited`: undefined (the default 429 body) or a function, checked once at construction. */
+export function onLimitedOption<F extends (...args: never[]) => unknown>(value: F | undefined): F | undefined {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new SluiceTypeError('onLimited', value, `onLimited must be a function, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** The JSON body every adapter sends with a 400 or 429, and its content type. */
+export const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';

@@ -1,0 +1,88 @@
+/**
+ * @sluice/core/fetch: rate limiting for Fetch-API handlers, `(request: Request) => Response`: Next.js route
+ * handlers, Bun.serve, Deno.serve, Cloudflare Workers, Node's own Request/Response. No `node:` import.
+ */
+import type { Decision } from '../decision.js';
+import { SluiceTypeError } from '../errors.js';
+import { createEvaluator } from '../http/evaluate.js';
+import { jsonResponse, withHeaders } from '../http/fetch-response.js';
+import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import { type RequestView, pathOf } from '../http/view.js';
+import { describe } from '../validate.js';
+
+/** The part of a Fetch `Request` sluice reads (the global Request of every runtime fits). */
+export interface FetchRequestLike {
+  readonly headers: { get(name: string): string | null };
+  readonly method: string;
+  readonly url: string;
+}
+
+export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extends unknown[]> extends RateLimitOptions<Req> {
+  /**
+   * The client's address. A Fetch `Request` carries none: the runtime gives it beside the request, to the
+   * handler's other arguments (Deno.serve: `(req, info) => info.remoteAddr.hostname`; Bun.serve:
+   * `(req, server) => server.requestIP(req)?.address`; behind Cloudflare, `(req) =>
+   * req.headers.get('cf-connecting-ip') ?? undefined`). byIp() and `onMissingKey: 'ip'` read it; without it
+   * and without a `key`, fetchRateLimit refuses to start (every request would have no key).
+   */
+  address?: (request: Req, ...rest: Rest) => string | undefined;
+  /** Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit. */
+  onLimited?: (request: Req, decision: Decision, headers: Headers) => Response | Promise<Response>;
+}
+
+/** A Fetch handler: the request, and whatever else the runtime passes (Deno's info, Bun's server, a Worker's env). */
+export type FetchHandler<Req, Rest extends unknown[]> = (request: Req, ...rest: Rest) => Response | Promise<Response>;
+
+/**
+ * Wraps a Fetch-API handler: `fetchRateLimit(options)(handler)` is `(request, ...rest) => Promise<Response>`.
+ * Allowed: the handler's Response with the RateLimit headers added. Limited: a 429 Response with
+ * Retry-After, the headers and the JSON body every sluice adapter sends. A fault its store's failMode did
+ * not absorb, or a key function that throws, rejects: the runtime answers it as any handler error.
+ *
+ * @example
+ * export const GET = fetchRateLimit({ limiter, key: (req) => req.headers.get('x-api-key') ?? undefined })(
+ *   async (req) => Response.json({ ok: true }),
+ * )
+ */
+export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest extends unknown[] = []>(
+  options: FetchRateLimitOptions<Req, Rest>,
+): (handler: FetchHandler<Req, Rest>) => (request: Req, ...rest: Rest) => Promise<Response> {
+  const address = options?.address;
+  if (address !== undefined && typeof address !== 'function') {
+    throw new SluiceTypeError('address', address, `address must be a function of the request, got ${describe(address)}`);
+  }
+  if (options?.key === undefined && address === undefined && options?.onMissingKey !== 'skip') {
+    throw new SluiceTypeError(
+      'key',
+      undefined,
+      'fetchRateLimit needs a key or an address: a Fetch Request carries no client address, so byIp() (the default key) would find none. Pass key, or address: (req, ...rest) => the runtime\'s client address',
+    );
+  }
+  // The handler's other arguments, for `address`, per request (set just before each evaluation).
+  const pending = new WeakMap<object, Rest>();
+  const viewOf = (request: Req): RequestView => ({
+    header: (name) => request.headers.get(name) ?? undefined,
+    peerAddress: address === undefined ? undefined : address(request, ...((pending.get(request) ?? []) as Rest)),
+    method: request.method,
+    path: pathOf(request.url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '')),
+  });
+  const evaluate = createEvaluator(options, viewOf);
+  const onLimited = onLimitedOption(options.onLimited);
+  return (handler) => {
+    if (typeof handler !== 'function') throw new SluiceTypeError('handler', handler, `fetchRateLimit(options) wraps a handler function, got ${describe(handler)}`);
+    return async (request, ...rest) => {
+      pending.set(request, rest);
+      const verdict = await evaluate(request).finally(() => pending.delete(request));
+      if (verdict.kind === 'skipped') return handler(request, ...rest);
+      if (verdict.kind === 'rejected') return jsonResponse(400, verdict.body, new Headers());
+      if (verdict.kind === 'allowed') return withHeaders(await handler(request, ...rest), verdict.headers);
+      const headers = new Headers(verdict.headers);
+      return onLimited !== undefined ? onLimited(request, verdict.decision, headers) : jsonResponse(429, limitedBody(verdict.decision), headers);
+    };
+  };
+}
+
+export { byIp, byRoute, byUser } from '../http/keys.js';
+export type { AnyRequestKey, ByIpOptions, KeyStrategy } from '../http/keys.js';
+export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
+export type { RequestView } from '../http/view.js';

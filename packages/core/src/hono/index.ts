@@ -1,0 +1,93 @@
+/**
+ * @sluice/core/hono: rate limiting as Hono 4 middleware, on any runtime Hono runs on. Structural types
+ * only: Hono is not a dependency, and nothing here imports a `node:` module.
+ */
+import type { Decision } from '../decision.js';
+import { SluiceTypeError } from '../errors.js';
+import { createEvaluator } from '../http/evaluate.js';
+import { jsonResponse, withHeaders } from '../http/fetch-response.js';
+import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import type { RequestView } from '../http/view.js';
+import { describe } from '../validate.js';
+
+/** The part of Hono's `Context` the middleware uses (Hono 4's Context fits). */
+export interface HonoContextLike {
+  readonly req: {
+    header(name: string): string | undefined;
+    readonly method: string;
+    readonly path: string;
+  };
+  res: Response;
+  /** The runtime's bindings; on @hono/node-server it holds the Node request (`incoming`). */
+  readonly env?: unknown;
+}
+
+/** What Hono's per-runtime `getConnInfo` helpers return (only the part sluice reads). */
+export interface ConnInfoLike {
+  readonly remote: { readonly address?: string | undefined };
+}
+
+export interface HonoRateLimitOptions<C extends HonoContextLike> extends RateLimitOptions<C> {
+  /**
+   * Your runtime adapter's `getConnInfo` (`hono/bun`, `hono/deno`, `hono/cloudflare-workers`,
+   * `@hono/node-server/conninfo`): the client address byIp() and `onMissingKey: 'ip'` read. Without it,
+   * on @hono/node-server the Node socket's peer is read; elsewhere there is none.
+   */
+  getConnInfo?: (c: C) => ConnInfoLike;
+  /** Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit. */
+  onLimited?: (c: C, decision: Decision, headers: Headers) => Response | Promise<Response>;
+}
+
+/** @hono/node-server's bindings: `c.env.incoming` is the node:http request. */
+function nodeServerPeer(env: unknown): string | undefined {
+  const socket = (env as { incoming?: { socket?: { remoteAddress?: unknown } } } | undefined)?.incoming?.socket;
+  return typeof socket?.remoteAddress === 'string' ? socket.remoteAddress : undefined;
+}
+
+/**
+ * Rate-limits Hono requests: `app.use('/api/*', honoRateLimit({ limiter, key }))`. Allowed requests go on
+ * and their response carries the RateLimit headers; denied ones get a 429 Response with Retry-After, the
+ * headers and the JSON body every sluice adapter sends. A fault its store's failMode did not absorb, or a
+ * key function that throws, is thrown to Hono's error handler (`app.onError`).
+ *
+ * @example
+ * import { getConnInfo } from '@hono/node-server/conninfo'
+ * app.use('/api/*', honoRateLimit({ limiter, getConnInfo }))             // by client address
+ * app.use('/me/*', honoRateLimit({ limiter, key: (c) => c.get('userId') })) // by user
+ */
+export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
+  options: HonoRateLimitOptions<C>,
+): (c: C, next: () => Promise<void>) => Promise<Response | undefined> {
+  const getConnInfo = options?.getConnInfo;
+  if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
+    throw new SluiceTypeError('getConnInfo', getConnInfo, `getConnInfo must be your runtime adapter's getConnInfo function, got ${describe(getConnInfo)}`);
+  }
+  const viewOf = (c: C): RequestView => ({
+    header: (name) => c.req.header(name),
+    peerAddress: getConnInfo !== undefined ? getConnInfo(c).remote.address : nodeServerPeer(c.env),
+    method: c.req.method,
+    path: c.req.path,
+  });
+  const evaluate = createEvaluator(options, viewOf);
+  const onLimited = onLimitedOption(options.onLimited);
+  return async (c, next) => {
+    const verdict = await evaluate(c);
+    if (verdict.kind === 'skipped') {
+      await next();
+      return undefined;
+    }
+    if (verdict.kind === 'rejected') return jsonResponse(400, verdict.body, new Headers());
+    if (verdict.kind === 'limited') {
+      const headers = new Headers(verdict.headers);
+      return onLimited !== undefined ? onLimited(c, verdict.decision, headers) : jsonResponse(429, limitedBody(verdict.decision), headers);
+    }
+    await next();
+    c.res = withHeaders(c.res, verdict.headers);
+    return undefined;
+  };
+}
+
+export { byIp, byRoute, byUser } from '../http/keys.js';
+export type { AnyRequestKey, ByIpOptions, KeyStrategy } from '../http/keys.js';
+export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
+export type { RequestView } from '../http/view.js';

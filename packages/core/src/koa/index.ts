@@ -1,0 +1,72 @@
+/**
+ * @sluice/core/koa: rate limiting as Koa 3 middleware. Structural types only: Koa is not a dependency.
+ */
+import type { Decision } from '../decision.js';
+import { createEvaluator } from '../http/evaluate.js';
+import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import type { RequestView } from '../http/view.js';
+
+/** The part of Koa's `Context` the middleware uses (Koa 3's Context fits). */
+export interface KoaContextLike {
+  /** A request header ('' when absent). */
+  get(field: string): string;
+  set(field: string, value: string): void;
+  /** The client address: the socket's, or with `app.proxy` the one Koa reads from X-Forwarded-For. */
+  readonly ip: string;
+  readonly method: string;
+  readonly path: string;
+  status: number;
+  body: unknown;
+}
+
+export interface KoaRateLimitOptions<Ctx extends KoaContextLike> extends RateLimitOptions<Ctx> {
+  /** Answers a denied request instead of the default 429 JSON body (the RateLimit headers and Retry-After are set). */
+  onLimited?: (ctx: Ctx, decision: Decision) => void | Promise<void>;
+}
+
+/**
+ * Rate-limits Koa requests: `app.use(koaRateLimit({ limiter, key }))`. Allowed requests go on with the
+ * RateLimit headers set; denied ones get 429 with Retry-After, the headers and the JSON body every sluice
+ * adapter sends. A fault its store's failMode did not absorb, or a key function that throws, is thrown to
+ * Koa, which answers it through its error handling (`app.on('error')`, a 500).
+ *
+ * @example
+ * app.use(koaRateLimit({ limiter, key: (ctx) => ctx.state.user?.id }))
+ */
+export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(options: KoaRateLimitOptions<Ctx>): (ctx: Ctx, next: () => Promise<unknown>) => Promise<void> {
+  const viewOf = (ctx: Ctx): RequestView => ({
+    header: (name) => ctx.get(name) || undefined,
+    peerAddress: ctx.ip || undefined,
+    method: ctx.method,
+    path: ctx.path,
+  });
+  const evaluate = createEvaluator(options, viewOf);
+  const onLimited = onLimitedOption(options.onLimited);
+  return async (ctx, next) => {
+    const verdict = await evaluate(ctx);
+    if (verdict.kind === 'skipped') {
+      await next();
+      return;
+    }
+    if (verdict.kind === 'rejected') {
+      ctx.status = 400;
+      ctx.body = verdict.body;
+      return;
+    }
+    for (const [name, value] of verdict.headers) ctx.set(name, value);
+    if (verdict.kind === 'allowed') {
+      await next();
+      return;
+    }
+    if (onLimited !== undefined) await onLimited(ctx, verdict.decision);
+    else {
+      ctx.status = 429;
+      ctx.body = limitedBody(verdict.decision);
+    }
+  };
+}
+
+export { byIp, byRoute, byUser } from '../http/keys.js';
+export type { AnyRequestKey, ByIpOptions, KeyStrategy } from '../http/keys.js';
+export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
+export type { RequestView } from '../http/view.js';
