@@ -15,7 +15,7 @@ describe('public API types of the subpaths and hybrid', () => {
     const key: KeyStrategy<Request> = byUser((req: Request) => req.header('x-user'));
     expectTypeOf(rateLimit<Request, Response>).parameter(0).toHaveProperty('limiter').toEqualTypeOf<Limiter>();
     expectTypeOf(rateLimit<Request, Response>).returns.toEqualTypeOf<(req: Request, res: Response, next: (error?: unknown) => void) => void>();
-    expectTypeOf(rateLimitHook<FastifyRequest, FastifyReply>).returns.toEqualTypeOf<(request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>>();
+    expectTypeOf(rateLimitHook<FastifyRequest, FastifyReply>).returns.toEqualTypeOf<(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void>();
     expectTypeOf(byIp()).toMatchTypeOf<KeyStrategy<Request>>();
     expectTypeOf(byIp()).toMatchTypeOf<KeyStrategy<FastifyRequest>>();
     expectTypeOf(key).returns.toEqualTypeOf<string | undefined | null>();

@@ -20,7 +20,12 @@ export type SluiceErrorCode =
    * key or channel permission the store needs (the message names it), or the client's mode does not match
    * the server's (a standalone client on a Cluster node, a Cluster client on a standalone server).
    */
-  | 'STORE_MISCONFIGURED';
+  | 'STORE_MISCONFIGURED'
+  /**
+   * A method decorator keyed by request (`key: byIp()`, `key: byUser(...)`) was called outside a request: no
+   * sluice HTTP adapter or `requestContext()` is handling one here.
+   */
+  | 'NO_REQUEST';
 
 /**
  * The one error class sluice throws for real faults. `code` tells what happened; `cause` keeps the

@@ -1,6 +1,9 @@
 import type { Decision } from '../decision.js';
 import { RateLimitedError, SluiceTypeError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
+import { requireRequestContext } from '../http/context.js';
+import { type RequestKeyMark, byIp, isRequestStrategy } from '../http/keys.js';
+import type { RequestView } from '../http/view.js';
 import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../validate.js';
 
 /** One call of a decorated method, as key and permits functions see it. */
@@ -16,11 +19,15 @@ export interface MethodLimitOptions {
   /** The limiter that decides (any mode). */
   limiter: Limiter;
   /**
-   * The key a call counts against: a fixed string, or a function of the call (`({ args }) => String(args[0])`
-   * for one bucket per phone number, say).
+   * The key a call counts against: a fixed string, a function of the call (`({ args }) => String(args[0])`
+   * for one bucket per phone number, say), or a strategy of the current request: `byIp()` or
+   * `byUser((req) => req.user?.id)` from @sluice/core/http (the starter's limitType IP and USER). A request
+   * strategy reads the request a sluice HTTP adapter (or `requestContext()`) is handling; called outside
+   * one, the method throws SluiceError('NO_REQUEST') saying so. A request without a user is keyed by its
+   * address, as the HTTP adapters do by default.
    * @default the method's name, `ClassName.methodName`: one bucket for every call of the method
    */
-  key?: string | ((call: MethodCall) => string);
+  key?: string | ((call: MethodCall) => string) | RequestKeyMark;
   /**
    * Permits a call costs.
    * @default 1
@@ -40,6 +47,16 @@ export type MethodLimitDecorator = <This, Args extends unknown[], R>(
   target: AsyncMethod<This, Args, R>,
   context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>,
 ) => AsyncMethod<This, Args, R>;
+
+const addressKey = byIp();
+
+/** A call's key from the current request (what the HTTP adapter admitted): the strategy's, else the address's. */
+function requestKey(strategy: (req: unknown, view: RequestView) => string | undefined | null, method: string): string {
+  const { request, view } = requireRequestContext(`@rateLimit on ${method}`);
+  const key = strategy(request, view) || addressKey(request, view);
+  if (typeof key === 'string' && key !== '') return key;
+  throw new SluiceTypeError('key', key, `@rateLimit on ${method}: the current request has no key for it and no readable client address`);
+}
 
 function className(self: unknown, isStatic: boolean): string {
   if (isStatic) return typeof self === 'function' ? self.name : 'anonymous';
@@ -80,7 +97,7 @@ export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
     const methodName = String(context.name);
     return async function limited(this: This, ...args: Args): Promise<R> {
       const call: MethodCall = { self: this, args, method: `${className(this, context.static)}.${methodName}` };
-      const callKey = typeof key === 'function' ? key(call) : (key ?? call.method);
+      const callKey = isRequestStrategy(key) ? requestKey(key, call.method) : typeof key === 'function' ? (key as (c: MethodCall) => string)(call) : (key ?? call.method);
       const callPermits = typeof permits === 'function' ? permits(call) : (permits ?? 1);
       const decision: Decision = await limiter.tryAcquire(callKey, { permits: callPermits, timeoutMs });
       if (!decision.allowed) throw new RateLimitedError(decision);

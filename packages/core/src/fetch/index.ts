@@ -7,6 +7,7 @@ import { SluiceTypeError } from '../errors.js';
 import { createEvaluator } from '../http/evaluate.js';
 import { jsonResponse, withHeaders } from '../http/fetch-response.js';
 import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import { runInRequestContext } from '../http/context.js';
 import { type RequestView, pathOf } from '../http/view.js';
 import { describe } from '../validate.js';
 
@@ -58,24 +59,23 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
       'fetchRateLimit needs a key or an address: a Fetch Request carries no client address, so byIp() (the default key) would find none. Pass key, or address: (req, ...rest) => the runtime\'s client address',
     );
   }
-  // The handler's other arguments, for `address`, per request (set just before each evaluation).
-  const pending = new WeakMap<object, Rest>();
-  const viewOf = (request: Req): RequestView => ({
+  const viewOf = (request: Req, rest: Rest): RequestView => ({
     header: (name) => request.headers.get(name) ?? undefined,
-    peerAddress: address === undefined ? undefined : address(request, ...((pending.get(request) ?? []) as Rest)),
+    peerAddress: address === undefined ? undefined : address(request, ...rest),
     method: request.method,
     path: pathOf(request.url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '')),
   });
-  const evaluate = createEvaluator(options, viewOf);
+  const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
   return (handler) => {
     if (typeof handler !== 'function') throw new SluiceTypeError('handler', handler, `fetchRateLimit(options) wraps a handler function, got ${describe(handler)}`);
     return async (request, ...rest) => {
-      pending.set(request, rest);
-      const verdict = await evaluate(request).finally(() => pending.delete(request));
-      if (verdict.kind === 'skipped') return handler(request, ...rest);
+      const view = viewOf(request, rest);
+      const verdict = await evaluate(request, view);
+      const handle = () => runInRequestContext({ request, view }, () => handler(request, ...rest));
+      if (verdict.kind === 'skipped') return handle();
       if (verdict.kind === 'rejected') return jsonResponse(400, verdict.body, new Headers());
-      if (verdict.kind === 'allowed') return withHeaders(await handler(request, ...rest), verdict.headers);
+      if (verdict.kind === 'allowed') return withHeaders(await handle(), verdict.headers);
       const headers = new Headers(verdict.headers);
       return onLimited !== undefined ? onLimited(request, verdict.decision, headers) : jsonResponse(429, limitedBody(verdict.decision), headers);
     };
@@ -83,6 +83,8 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
 }
 
 export { byIp, byRoute, byUser } from '../http/keys.js';
-export type { AnyRequestKey, ByIpOptions, KeyStrategy } from '../http/keys.js';
+export type { AnyRequestKey, ByIpOptions, KeyStrategy, RequestKeyMark } from '../http/keys.js';
+export { currentRequestContext } from '../http/context.js';
+export type { RequestContext } from '../http/context.js';
 export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
 export type { RequestView } from '../http/view.js';

@@ -7,6 +7,7 @@ import { SluiceTypeError } from '../errors.js';
 import { createEvaluator } from '../http/evaluate.js';
 import { jsonResponse, withHeaders } from '../http/fetch-response.js';
 import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import { runInRequestContext } from '../http/context.js';
 import type { RequestView } from '../http/view.js';
 import { describe } from '../validate.js';
 
@@ -68,12 +69,14 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
     method: c.req.method,
     path: c.req.path,
   });
-  const evaluate = createEvaluator(options, viewOf);
+  const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
   return async (c, next) => {
-    const verdict = await evaluate(c);
+    const view = viewOf(c);
+    const verdict = await evaluate(c, view);
+    const rest = () => runInRequestContext({ request: c, view }, next);
     if (verdict.kind === 'skipped') {
-      await next();
+      await rest();
       return undefined;
     }
     if (verdict.kind === 'rejected') return jsonResponse(400, verdict.body, new Headers());
@@ -81,13 +84,15 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
       const headers = new Headers(verdict.headers);
       return onLimited !== undefined ? onLimited(c, verdict.decision, headers) : jsonResponse(429, limitedBody(verdict.decision), headers);
     }
-    await next();
+    await rest();
     c.res = withHeaders(c.res, verdict.headers);
     return undefined;
   };
 }
 
 export { byIp, byRoute, byUser } from '../http/keys.js';
-export type { AnyRequestKey, ByIpOptions, KeyStrategy } from '../http/keys.js';
+export type { AnyRequestKey, ByIpOptions, KeyStrategy, RequestKeyMark } from '../http/keys.js';
+export { currentRequestContext } from '../http/context.js';
+export type { RequestContext } from '../http/context.js';
 export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
 export type { RequestView } from '../http/view.js';

@@ -28,9 +28,9 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 
 /**
  * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
- * the decision and its header fields. `viewOf` is the adapter's framework-neutral view of its request.
+ * the decision and its header fields, from the framework's request and the adapter's view of it.
  */
-export function createEvaluator<Req>(options: RateLimitOptions<Req>, viewOf: (req: Req) => RequestView): (req: Req) => Promise<Verdict> {
+export function createEvaluator<Req>(options: RateLimitOptions<Req>): (req: Req, view: RequestView) => Promise<Verdict> {
   optionsObject('rateLimit options', options, true);
   const { limiter } = options;
   if (!isLimiter(limiter)) {
@@ -80,12 +80,12 @@ export function createEvaluator<Req>(options: RateLimitOptions<Req>, viewOf: (re
     return missing === 'ip' ? (ipFallback(req, view) ?? undefined) : undefined;
   };
 
-  return async (req) => {
+  return async (req, view) => {
     if (skip?.(req) === true) return { kind: 'skipped' };
     let requestKey: string | undefined;
     let permits: number;
     try {
-      requestKey = keyOf(req, viewOf(req));
+      requestKey = keyOf(req, view);
       permits = typeof cost === 'function' ? cost(req) : cost;
     } catch (error) {
       if (!isInputError(error)) throw error;

@@ -1,5 +1,6 @@
 import type { Decision } from '../decision.js';
-import { createEvaluator } from './evaluate.js';
+import { runInRequestContext } from './context.js';
+import { type Verdict, createEvaluator } from './evaluate.js';
 import { limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { FastifyReplyLike, HttpRequestLike } from './request.js';
 import { nodeRequestView } from './view.js';
@@ -9,43 +10,63 @@ export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Re
   onLimited?: (request: Req, reply: Reply, decision: Decision) => void;
 }
 
+/** A Fastify hook in callback style: `done()` goes on with the request, `done(error)` fails it. */
+export type FastifyHookDone = (error?: Error) => void;
+
 /**
  * Rate-limits Fastify requests as an `onRequest` hook: allowed requests carry the RateLimit headers,
  * denied ones are answered 429 with Retry-After, the headers and a JSON body. A fault its store's
- * failMode did not absorb is thrown to Fastify, which answers it with its error handler.
+ * failMode did not absorb is passed to Fastify, which answers it with its error handler. Callback style,
+ * so the rest of the request (`done()`) runs in its request context, where decorators keyed by request read it.
  *
  * @example
  * app.addHook('onRequest', rateLimitHook({ limiter, key: byIp() }))
  */
 export function rateLimitHook<Req extends HttpRequestLike = HttpRequestLike, Reply extends FastifyReplyLike = FastifyReplyLike>(
   options: FastifyRateLimitOptions<Req, Reply>,
-): (request: Req, reply: Reply) => Promise<Reply | undefined> {
-  const evaluate = createEvaluator(options, nodeRequestView);
+): (request: Req, reply: Reply, done: FastifyHookDone) => void {
+  const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
-  return async (request, reply) => {
-    const verdict = await evaluate(request);
-    if (verdict.kind === 'skipped') return undefined;
-    // Fastify's rule for an async hook that answers: send, then return the reply.
+  /** Answers a verdict that ends the request; true when the request goes on. */
+  const respond = (verdict: Verdict, request: Req, reply: Reply): boolean => {
+    if (verdict.kind === 'skipped') return true;
     if (verdict.kind === 'rejected') {
       reply.code(400);
       reply.send(verdict.body);
-      return reply;
+      return false;
     }
     for (const [name, value] of verdict.headers) reply.header(name, value);
-    if (verdict.kind === 'allowed') return undefined;
+    if (verdict.kind === 'allowed') return true;
     if (onLimited !== undefined) onLimited(request, reply, verdict.decision);
     else {
       reply.code(429);
       reply.send(limitedBody(verdict.decision));
     }
-    return reply;
+    return false;
+  };
+  return (request, reply, done) => {
+    const view = nodeRequestView(request);
+    evaluate(request, view).then(
+      (verdict) => {
+        let proceed: boolean;
+        try {
+          proceed = respond(verdict, request, reply);
+        } catch (error) {
+          done(error instanceof Error ? error : new Error(String(error)));
+          return;
+        }
+        // A hook that answered calls no done(): Fastify then skips the rest of the request.
+        if (proceed) runInRequestContext({ request, view }, () => done());
+      },
+      (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+    );
   };
 }
 
 /** The part of a Fastify instance the plugin uses. */
 export interface FastifyInstanceLike {
   // Method syntax on purpose: its parameters compare bivariantly, so Fastify's generic overloads fit.
-  addHook(name: 'onRequest', hook: (request: HttpRequestLike, reply: FastifyReplyLike) => Promise<unknown>): unknown;
+  addHook(name: 'onRequest', hook: (request: HttpRequestLike, reply: FastifyReplyLike, done: FastifyHookDone) => void): unknown;
 }
 
 /**

@@ -5,9 +5,11 @@
 export { rateLimit } from './middleware.js';
 export type { MiddlewareOptions, Next } from './middleware.js';
 export { fastifyRateLimit, rateLimitHook } from './fastify.js';
-export type { FastifyInstanceLike, FastifyRateLimitOptions } from './fastify.js';
+export type { FastifyHookDone, FastifyInstanceLike, FastifyRateLimitOptions } from './fastify.js';
+export { currentRequestContext, requestContext } from './context.js';
+export type { RequestContext } from './context.js';
 export { byIp, byRoute, byUser } from './keys.js';
-export type { AnyRequestKey, ByIpOptions, KeyStrategy } from './keys.js';
+export type { AnyRequestKey, ByIpOptions, KeyStrategy, RequestKeyMark } from './keys.js';
 export type { RequestView } from './view.js';
 export { ipKey } from './ip.js';
 export { rateLimitHeaders } from './headers.js';

@@ -18,6 +18,25 @@ export type KeyStrategy<Req = HttpRequestLike> = (req: Req, view: RequestView) =
  */
 export type AnyRequestKey = (req: unknown, view?: RequestView) => string | undefined | null;
 
+const REQUEST_KEY: unique symbol = Symbol.for('sluice.requestKey');
+
+/**
+ * The mark of a strategy that is a function of the request (what byIp, byUser and byRoute make): a method
+ * decorator given one keys each call by the current request instead of by the call's arguments.
+ */
+export interface RequestKeyMark {
+  readonly [REQUEST_KEY]: true;
+}
+
+function requestStrategy<F extends (...args: never[]) => unknown>(strategy: F): F & RequestKeyMark {
+  return Object.assign(strategy, { [REQUEST_KEY]: true as const });
+}
+
+/** True for a strategy made by byIp, byUser or byRoute: a function of the request, not of a method call. */
+export function isRequestStrategy(value: unknown): value is KeyStrategy<unknown> {
+  return typeof value === 'function' && (value as { [REQUEST_KEY]?: unknown })[REQUEST_KEY] === true;
+}
+
 /** The view an adapter passed, or, for a direct call with a node-style request, that request's. */
 function viewFor(req: unknown, view: RequestView | undefined): RequestView {
   if (view !== undefined) return view;
@@ -96,7 +115,7 @@ export function byIpSettings(strategy: unknown): Required<Pick<ByIpOptions, 'tru
  *
  * @example rateLimit({ limiter, key: byIp({ trustProxy: 1 }) }) // behind one load balancer
  */
-export function byIp(options?: ByIpOptions): AnyRequestKey {
+export function byIp(options?: ByIpOptions): AnyRequestKey & RequestKeyMark {
   optionsObject('byIp options', options, false);
   const subnet = options?.ipv6Subnet === undefined ? 56 : nonNegativeInteger('ipv6Subnet', options.ipv6Subnet);
   if (subnet > 128) throw new SluiceRangeError('ipv6Subnet', subnet, `ipv6Subnet must be an integer in 0..128, got ${subnet}`);
@@ -112,7 +131,7 @@ export function byIp(options?: ByIpOptions): AnyRequestKey {
     return key === undefined ? undefined : `ip:${key}`;
   };
   ipSettings.set(strategy, { trustProxy: hops, proxyHeader: header });
-  return strategy;
+  return requestStrategy(strategy);
 }
 
 /**
@@ -121,24 +140,24 @@ export function byIp(options?: ByIpOptions): AnyRequestKey {
  *
  * @example rateLimit({ limiter, key: byUser((req: Request) => req.user?.id) })
  */
-export function byUser<Req = HttpRequestLike>(select: (req: Req) => string | number | undefined | null): KeyStrategy<Req> {
+export function byUser<Req = HttpRequestLike>(select: (req: Req) => string | number | undefined | null): KeyStrategy<Req> & RequestKeyMark {
   if (typeof select !== 'function') {
     throw new SluiceTypeError('select', select, `byUser needs a function that reads the user id from a request, got ${describe(select)}`);
   }
-  return (req) => {
+  return requestStrategy((req: Req) => {
     const id = select(req);
     if (id === undefined || id === null || id === '') return undefined;
     return `user:${String(id)}`;
-  };
+  });
 }
 
 /**
  * Keys a request by its method and path (`route:GET /search`): one bucket per endpoint, shared by all
  * clients. The query string is not part of the key.
  */
-export function byRoute(): AnyRequestKey {
-  return (req, view) => {
+export function byRoute(): AnyRequestKey & RequestKeyMark {
+  return requestStrategy((req: unknown, view?: RequestView) => {
     const { method, path } = viewFor(req, view);
     return `route:${method} ${path}`;
-  };
+  });
 }

@@ -2,6 +2,7 @@ import type { Decision } from '../decision.js';
 import { type Verdict, createEvaluator } from './evaluate.js';
 import { JSON_CONTENT_TYPE, limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { HttpRequestLike, HttpResponseLike } from './request.js';
+import { runInRequestContext } from './context.js';
 import { nodeRequestView } from './view.js';
 
 export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req> {
@@ -33,7 +34,7 @@ function writeJson(res: HttpResponseLike, status: number, body: unknown): void {
 export function rateLimit<Req extends HttpRequestLike = HttpRequestLike, Res extends HttpResponseLike = HttpResponseLike>(
   options: MiddlewareOptions<Req, Res>,
 ): (req: Req, res: Res, next: Next) => void {
-  const evaluate = createEvaluator(options, nodeRequestView);
+  const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
   /** Writes a verdict that ends the request; true when the request goes on to next(). */
   const respond = (verdict: Verdict, req: Req, res: Res): boolean => {
@@ -49,7 +50,8 @@ export function rateLimit<Req extends HttpRequestLike = HttpRequestLike, Res ext
     return false;
   };
   return (req, res, next) => {
-    evaluate(req).then(
+    const view = nodeRequestView(req);
+    evaluate(req, view).then(
       (verdict) => {
         let proceed: boolean;
         try {
@@ -59,7 +61,8 @@ export function rateLimit<Req extends HttpRequestLike = HttpRequestLike, Res ext
           return;
         }
         // Outside the try: an error thrown by the rest of the chain is the framework's, not ours to route.
-        if (proceed) next();
+        // The rest of the request runs in its request context (decorators keyed by request read it).
+        if (proceed) runInRequestContext({ request: req, view }, next);
       },
       (error: unknown) => next(error),
     );

@@ -4,6 +4,7 @@
 import type { Decision } from '../decision.js';
 import { createEvaluator } from '../http/evaluate.js';
 import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import { runInRequestContext } from '../http/context.js';
 import type { RequestView } from '../http/view.js';
 
 /** The part of Koa's `Context` the middleware uses (Koa 3's Context fits). */
@@ -40,12 +41,14 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(option
     method: ctx.method,
     path: ctx.path,
   });
-  const evaluate = createEvaluator(options, viewOf);
+  const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
   return async (ctx, next) => {
-    const verdict = await evaluate(ctx);
+    const view = viewOf(ctx);
+    const verdict = await evaluate(ctx, view);
+    const rest = () => runInRequestContext({ request: ctx, view }, next);
     if (verdict.kind === 'skipped') {
-      await next();
+      await rest();
       return;
     }
     if (verdict.kind === 'rejected') {
@@ -55,7 +58,7 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(option
     }
     for (const [name, value] of verdict.headers) ctx.set(name, value);
     if (verdict.kind === 'allowed') {
-      await next();
+      await rest();
       return;
     }
     if (onLimited !== undefined) await onLimited(ctx, verdict.decision);
@@ -67,6 +70,8 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(option
 }
 
 export { byIp, byRoute, byUser } from '../http/keys.js';
-export type { AnyRequestKey, ByIpOptions, KeyStrategy } from '../http/keys.js';
+export type { AnyRequestKey, ByIpOptions, KeyStrategy, RequestKeyMark } from '../http/keys.js';
+export { currentRequestContext } from '../http/context.js';
+export type { RequestContext } from '../http/context.js';
 export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
 export type { RequestView } from '../http/view.js';
