@@ -35,15 +35,28 @@ async function closeServer(server: ReturnType<typeof createServer>): Promise<voi
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
-export async function startServer(framework: Framework, options: Options): Promise<TestServer> {
+/** What a route answers: `{ ok: true }`, or the JSON of `respond()` (a route that calls a decorated service, say). */
+export type Respond = () => Promise<unknown>;
+const okBody: Respond = async () => ({ ok: true });
+
+export async function startServer(framework: Framework, options: Options, respond: Respond = okBody): Promise<TestServer> {
   const opts = options as unknown as MiddlewareOptions<IncomingMessage, ServerResponse>;
   if (framework === 'node:http') {
     const middleware = rateLimit(opts);
     const server = createServer((req, res) => {
       middleware(req, res, (error) => {
-        res.statusCode = error === undefined ? 200 : 500;
-        res.setHeader('Content-Type', 'application/json');
-        res.end(JSON.stringify(error === undefined ? { ok: true } : { fault: String(error) }));
+        const body = error === undefined ? respond() : Promise.reject(error);
+        body.then(
+          (value) => {
+            res.setHeader('Content-Type', 'application/json');
+            res.end(JSON.stringify(value));
+          },
+          (fault: unknown) => {
+            res.statusCode = 500;
+            res.setHeader('Content-Type', 'application/json');
+            res.end(JSON.stringify({ fault: String(fault) }));
+          },
+        );
       });
     });
     const url = await listen(server);
@@ -52,8 +65,8 @@ export async function startServer(framework: Framework, options: Options): Promi
   if (framework === 'express') {
     const app = express();
     app.use(rateLimit(options as unknown as MiddlewareOptions<express.Request, express.Response>));
-    app.get('/', (_req, res) => {
-      res.json({ ok: true });
+    app.get('/', async (_req, res) => {
+      res.json(await respond());
     });
     // Express 5 answers next(error) with its own 500; keep its stack traces out of the test output.
     app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
@@ -66,7 +79,7 @@ export async function startServer(framework: Framework, options: Options): Promi
   if (framework === 'hono') {
     const app = new Hono<{ Bindings: HttpBindings }>();
     app.use('*', honoRateLimit(options as never));
-    app.get('/', (c) => c.json({ ok: true }));
+    app.get('/', async (c) => c.json((await respond()) as object));
     app.onError((_error, c) => c.json({ fault: true }, 500));
     return serveFetch(app.fetch);
   }
@@ -75,8 +88,8 @@ export async function startServer(framework: Framework, options: Options): Promi
     // Koa logs every error it answers 500; the tests read the status.
     app.silent = true;
     app.use(koaRateLimit(options as never));
-    app.use((ctx) => {
-      ctx.body = { ok: true };
+    app.use(async (ctx) => {
+      ctx.body = await respond();
     });
     const server = app.listen(0, '127.0.0.1');
     await new Promise<void>((resolve) => server.once('listening', resolve));
@@ -86,12 +99,12 @@ export async function startServer(framework: Framework, options: Options): Promi
     const handler = fetchRateLimit<Request, [HttpBindings]>({
       address: (_request: Request, env: HttpBindings) => env.incoming.socket.remoteAddress,
       ...(options as object),
-    } as never)(async () => Response.json({ ok: true }));
+    } as never)(async () => Response.json(await respond()));
     return serveFetch(handler as (request: Request, env: HttpBindings) => Promise<Response>);
   }
   const app = Fastify();
   app.addHook('onRequest', rateLimitHook(options as never));
-  app.get('/', async () => ({ ok: true }));
+  app.get('/', async () => respond());
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
