@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { transform } from 'esbuild';
+import ts from 'typescript';
 import { type Plugin, defineConfig } from 'vitest/config';
 
 /**
@@ -11,6 +12,15 @@ const standardDecorators: Plugin = {
   enforce: 'pre',
   async transform(code, id) {
     if (!id.endsWith('.ts') || !/^\s*@[A-Za-z_$]/m.test(code)) return null;
+    // NestJS code uses legacy decorators with design-type metadata, compiled as Nest apps are (tsc's own
+    // transpiler: esbuild emits no decorator metadata).
+    if (/[/\\]nestjs[/\\]/.test(id)) {
+      const out = ts.transpileModule(code, {
+        fileName: id,
+        compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, experimentalDecorators: true, emitDecoratorMetadata: true, sourceMap: true, verbatimModuleSyntax: false },
+      });
+      return { code: out.outputText, map: out.sourceMapText };
+    }
     const result = await transform(code, { loader: 'ts', target: 'es2022', format: 'esm', sourcefile: id, sourcemap: true });
     return { code: result.code, map: result.map };
   },
@@ -20,8 +30,8 @@ const packages = fileURLToPath(new URL('./packages/', import.meta.url));
 
 // Tests import packages by name; these aliases point them at the sources, so no build is needed to test.
 const alias = [
-  { find: /^@sluice\/(core|redis|hybrid)$/, replacement: `${packages}$1/src/index.ts` },
-  { find: /^@sluice\/(core|redis|hybrid)\/([a-z-]+)$/, replacement: `${packages}$1/src/$2/index.ts` },
+  { find: /^@sluice\/(core|redis|hybrid|nestjs)$/, replacement: `${packages}$1/src/index.ts` },
+  { find: /^@sluice\/(core|redis|hybrid|nestjs)\/([a-z-]+)$/, replacement: `${packages}$1/src/$2/index.ts` },
 ];
 
 export default defineConfig({

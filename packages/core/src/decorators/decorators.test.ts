@@ -115,6 +115,29 @@ describe('@rateLimit', () => {
   });
 });
 
+describe('legacy decorators (experimentalDecorators, as NestJS compiles)', () => {
+  it('the same decorator applied the legacy way, (prototype, name, descriptor): keyed, limited and this-preserving', async () => {
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 60_000 }), clock: new ManualClock(0) });
+    class Mailer {
+      readonly from = 'noreply';
+      async send(to: string): Promise<string> {
+        return `${this.from} -> ${to}`;
+      }
+    }
+    // What tsc emits for `@rateLimit(...) async send(...)` under experimentalDecorators.
+    const decorate = rateLimit({ limiter, key: ({ args }) => `to:${String(args[0])}` });
+    const descriptor = Object.getOwnPropertyDescriptor(Mailer.prototype, 'send') as TypedPropertyDescriptor<(to: string) => Promise<string>>;
+    Object.defineProperty(Mailer.prototype, 'send', decorate(Mailer.prototype, 'send', descriptor));
+    const mailer = new Mailer();
+    expect(await mailer.send('a')).toBe('noreply -> a');
+    expect(await mailer.send('a')).toBe('noreply -> a');
+    await expect(mailer.send('a')).rejects.toBeInstanceOf(RateLimitedError);
+    expect(await mailer.send('b')).toBe('noreply -> b');
+    const getter = { get: () => 1, configurable: true } as TypedPropertyDescriptor<never>;
+    expect(() => decorate(Mailer.prototype, 'x', getter)).toThrow(SluiceTypeError);
+  });
+});
+
 describe('the seed annotations', () => {
   it('countLimit: N calls per period per key (fixed window)', async () => {
     const clock = new ManualClock(0);

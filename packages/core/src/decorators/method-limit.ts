@@ -42,11 +42,15 @@ export interface MethodLimitOptions {
 
 type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args: Args) => Promise<R>;
 
-/** The shape of a TypeScript 5 (standard) method decorator that rate-limits an async method. */
-export type MethodLimitDecorator = <This, Args extends unknown[], R>(
-  target: AsyncMethod<This, Args, R>,
-  context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>,
-) => AsyncMethod<This, Args, R>;
+/**
+ * A method decorator that rate-limits an async method, in both decorator dialects: TypeScript 5 standard
+ * decorators, and legacy ones (`experimentalDecorators`, as NestJS apps compile), so one sluice decorator
+ * works in any project.
+ */
+export interface MethodLimitDecorator {
+  <This, Args extends unknown[], R>(target: AsyncMethod<This, Args, R>, context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>): AsyncMethod<This, Args, R>;
+  <T extends (...args: never[]) => Promise<unknown>>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>): TypedPropertyDescriptor<T>;
+}
 
 const addressKey = byIp();
 
@@ -87,21 +91,28 @@ export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
   if (permits !== undefined && typeof permits !== 'function') positiveInteger('permits', permits);
   const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
 
-  return <This, Args extends unknown[], R>(
-    target: AsyncMethod<This, Args, R>,
-    context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>,
-  ): AsyncMethod<This, Args, R> => {
-    if (context.kind !== 'method') {
-      throw new SluiceTypeError('context', context.kind, `@rateLimit decorates methods, not a ${String(context.kind)}`);
-    }
-    const methodName = String(context.name);
-    return async function limited(this: This, ...args: Args): Promise<R> {
-      const call: MethodCall = { self: this, args, method: `${className(this, context.static)}.${methodName}` };
+  /** The limited version of `target`, a method named `methodName` (of a class, when `isStatic`). */
+  const limit = <This, Args extends unknown[], R>(target: AsyncMethod<This, Args, R>, methodName: string, isStatic: boolean): AsyncMethod<This, Args, R> =>
+    async function limited(this: This, ...args: Args): Promise<R> {
+      const call: MethodCall = { self: this, args, method: `${className(this, isStatic)}.${methodName}` };
       const callKey = isRequestStrategy(key) ? requestKey(key, call.method) : typeof key === 'function' ? (key as (c: MethodCall) => string)(call) : (key ?? call.method);
       const callPermits = typeof permits === 'function' ? permits(call) : (permits ?? 1);
       const decision: Decision = await limiter.tryAcquire(callKey, { permits: callPermits, timeoutMs });
       if (!decision.allowed) throw new RateLimitedError(decision);
       return target.apply(this, args);
     };
-  };
+
+  function decorate(target: unknown, context: unknown, descriptor?: PropertyDescriptor): unknown {
+    // Legacy (experimentalDecorators): (prototype or class, name, descriptor) -> descriptor.
+    if (descriptor !== undefined && (typeof context === 'string' || typeof context === 'symbol')) {
+      if (typeof descriptor.value !== 'function') throw new SluiceTypeError('context', typeof descriptor.value, '@rateLimit decorates methods, not accessors or fields');
+      return { ...descriptor, value: limit(descriptor.value as AsyncMethod<unknown, unknown[], unknown>, String(context), typeof target === 'function') };
+    }
+    const standard = context as ClassMethodDecoratorContext;
+    if (standard?.kind !== 'method') {
+      throw new SluiceTypeError('context', standard?.kind, `@rateLimit decorates methods, not a ${String(standard?.kind)}`);
+    }
+    return limit(target as AsyncMethod<unknown, unknown[], unknown>, String(standard.name), standard.static);
+  }
+  return decorate as MethodLimitDecorator;
 }

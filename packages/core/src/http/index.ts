@@ -16,3 +16,11 @@ export { rateLimitHeaders } from './headers.js';
 export type { HeaderFormat } from './headers.js';
 export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
 export type { FastifyReplyLike, HttpRequestLike, HttpResponseLike } from './request.js';
+
+// For adapter authors (@sluice/nestjs is built on these): the one options parser and evaluator every adapter
+// uses, the view of a node-style request, the request context, and the JSON body of a 429.
+export { createEvaluator, isInputError } from './evaluate.js';
+export type { Verdict } from './evaluate.js';
+export { runInRequestContext } from './context.js';
+export { nodeRequestView, pathOf } from './view.js';
+export { limitedBody, onLimitedOption } from './options.js';

@@ -1,0 +1,28 @@
+import { createLimiter } from '@sluice/core';
+import { createEvaluator } from '@sluice/core/http';
+import { SetMetadata } from '@nestjs/common';
+import type { RouteLimitOptions } from './options.js';
+import { RATE_LIMIT, SKIP_RATE_LIMIT } from './tokens.js';
+import { checkRouteOptions } from './route-options.js';
+
+/**
+ * Limits a controller's routes or one handler: `@RateLimit({ algorithm: fixedWindow({ limit: 10, windowMs:
+ * 60_000 }) })`, or `@RateLimit({ limiter })` with a limiter of yours; `key` and `cost` are functions of
+ * Nest's ExecutionContext. A handler's @RateLimit overrides its controller's, which overrides the module's.
+ * The options are checked here, when the class is defined: a bad one throws a typed error naming it.
+ *
+ * @example
+ * @RateLimit({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), key: byIp() })
+ * @Post('login') login() { ... }
+ */
+export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDecorator {
+  checkRouteOptions('RateLimit options', options, true);
+  // Every other option is checked by the one parser all sluice adapters share, against a throwaway limiter.
+  createEvaluator({ ...options, limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }) });
+  return SetMetadata(RATE_LIMIT, options);
+}
+
+/** Exempts a controller or handler from every sluice limit (health checks, say). */
+export function SkipRateLimit(): ClassDecorator & MethodDecorator {
+  return SetMetadata(SKIP_RATE_LIMIT, true);
+}

@@ -1,0 +1,91 @@
+import { type Decision, type Limiter, createLimiter } from '@sluice/core';
+import { type Verdict, createEvaluator, limitedBody, nodeRequestView } from '@sluice/core/http';
+import type { HttpRequestLike, RequestView } from '@sluice/core/http';
+import { type CanActivate, type ExecutionContext, HttpException, Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { RouteLimitOptions, SluiceModuleOptions } from './options.js';
+import { RATE_LIMIT, SKIP_RATE_LIMIT, SLUICE_OPTIONS } from './tokens.js';
+
+type Evaluate = (context: ExecutionContext, view: RequestView) => Promise<Verdict>;
+
+/** Express's response (`setHeader`) or Fastify's reply (`header`): where the RateLimit headers go. */
+interface HeaderTarget {
+  setHeader?(name: string, value: string): unknown;
+  header?(name: string, value: string): unknown;
+}
+
+function setHeaders(response: HeaderTarget, headers: readonly [string, string][]): void {
+  for (const [name, value] of headers) {
+    if (typeof response.setHeader === 'function') response.setHeader(name, value);
+    else response.header?.(name, value);
+  }
+}
+
+/**
+ * The global guard SluiceModule registers: for each HTTP request, the limit of its handler (@RateLimit on
+ * the handler, else on its controller, else the module's), decided by the one evaluator every sluice adapter
+ * uses. Allowed: the RateLimit headers are set and the handler runs. Limited: the headers are set and an
+ * HttpException(429) carries the JSON body every adapter sends, through Nest's exception layer (your
+ * filters see it). A key or cost the request cannot give is an HttpException(400).
+ */
+@Injectable()
+export class SluiceGuard implements CanActivate, OnModuleDestroy {
+  readonly #reflector: Reflector;
+  readonly #options: SluiceModuleOptions;
+  /** One evaluator per @RateLimit options object (and the module's), with the limiter made for it. */
+  readonly #evaluators = new Map<object, { evaluate: Evaluate; owned: Limiter | undefined }>();
+
+  constructor(@Inject(Reflector) reflector: Reflector, @Inject(SLUICE_OPTIONS) options: SluiceModuleOptions) {
+    this.#reflector = reflector;
+    this.#options = options;
+  }
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    if (context.getType() !== 'http') return true;
+    const targets = [context.getHandler(), context.getClass()];
+    if (this.#reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT, targets) === true) return true;
+    const onHandler = this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, context.getHandler());
+    const route = onHandler ?? this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, context.getClass());
+    const evaluate = this.#evaluatorFor(route, onHandler !== undefined ? `${context.getClass().name}.${context.getHandler().name}` : context.getClass().name);
+    if (evaluate === undefined) return true;
+    const http = context.switchToHttp();
+    const verdict = await evaluate(context, nodeRequestView(http.getRequest<HttpRequestLike>()));
+    if (verdict.kind === 'skipped') return true;
+    if (verdict.kind === 'rejected') throw new HttpException(verdict.body, 400);
+    setHeaders(http.getResponse<HeaderTarget>(), verdict.headers);
+    if (verdict.kind === 'allowed') return true;
+    throw new RateLimitException(verdict.decision);
+  }
+
+  /** The evaluator of a route's options (the module's when the route has none), made on first use. */
+  #evaluatorFor(route: RouteLimitOptions | undefined, prefix: string): Evaluate | undefined {
+    const options = route ?? this.#options;
+    if (options.limiter === undefined && options.algorithm === undefined) return undefined;
+    let entry = this.#evaluators.get(options);
+    if (entry === undefined) {
+      const { store, limiter: _moduleLimiter, algorithm: _moduleRules, ...defaults } = this.#options;
+      const owned =
+        options.limiter === undefined
+          ? createLimiter({ algorithm: options.algorithm as never, prefix: route === undefined ? 'sluice-nestjs' : prefix, ...(store === undefined ? {} : { store }) })
+          : undefined;
+      const limiter = options.limiter ?? (owned as Limiter);
+      entry = { evaluate: createEvaluator<ExecutionContext>({ ...defaults, ...options, limiter }), owned };
+      this.#evaluators.set(options, entry);
+    }
+    return entry.evaluate;
+  }
+
+  /** Closes the limiters the module made (yours stay yours). */
+  async onModuleDestroy(): Promise<void> {
+    const owned = [...this.#evaluators.values()].flatMap((e) => (e.owned === undefined ? [] : [e.owned]));
+    this.#evaluators.clear();
+    await Promise.all(owned.map((limiter) => limiter.close()));
+  }
+}
+
+/** A 429 through Nest's exception layer, carrying the Decision for filters that want it. */
+export class RateLimitException extends HttpException {
+  constructor(readonly decision: Decision) {
+    super(limitedBody(decision), 429);
+  }
+}

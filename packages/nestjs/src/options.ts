@@ -1,0 +1,24 @@
+import type { Limiter, Rules, Store } from '@sluice/core';
+import type { RateLimitOptions } from '@sluice/core/http';
+import type { ExecutionContext } from '@nestjs/common';
+
+/**
+ * How a route is limited: a limiter of yours (any mode), or rules the module turns into a limiter of its own
+ * (on the module's `store`), and the HTTP options every sluice adapter takes. Key and cost functions get
+ * Nest's ExecutionContext; `byIp()` and `byRoute()` read the underlying Express or Fastify request.
+ */
+export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<ExecutionContext>, 'limiter'>> {
+  /** A limiter of yours. Give this or `algorithm`. */
+  limiter?: Limiter;
+  /** Rules for a limiter the module makes (prefix `Controller.handler`, or the controller's name). */
+  algorithm?: Rules;
+}
+
+/** SluiceModule.forRoot's options: route defaults, and optionally a limit for every route. */
+export interface SluiceModuleOptions extends RouteLimitOptions {
+  /**
+   * Where limiters made from `algorithm` keep their state (a redisStore for a fleet).
+   * @default an in-memory store per limiter
+   */
+  store?: Store;
+}
