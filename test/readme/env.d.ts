@@ -1,0 +1,25 @@
+/**
+ * What the README's snippets take as given, the way a reader's app has it: an Express app, a Fastify
+ * instance, an ioredis client, a logger and a metrics sink, a user id; and Express's `req.user`, as an
+ * authentication middleware (Passport's types) declares it.
+ */
+import type { Express } from 'express';
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+
+declare global {
+  const app: Express;
+  const fastify: FastifyInstance;
+  const redis: Redis;
+  const log: { info(...args: unknown[]): void; warn(...args: unknown[]): void; error(...args: unknown[]): void };
+  const metrics: { observe(...args: unknown[]): void };
+  const id: string;
+  namespace Express {
+    interface User {
+      id: string;
+    }
+    interface Request {
+      user?: User;
+    }
+  }
+}
