@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const testDir = fileURLToPath(new URL('.', import.meta.url));
 const attw = fileURLToPath(new URL('../node_modules/.bin/attw', import.meta.url));
-const PACKAGES = ['core', 'redis', 'hybrid'] as const;
+const PACKAGES = ['core', 'redis', 'hybrid', 'nestjs'] as const;
 
 /** Runs plain node (no tsx, no source condition) from test/, where @sluice/* resolve to the built packages. */
 function node(args: string[]): string {
@@ -42,7 +42,14 @@ describe('published packages', () => {
     });
   }
 
-  it.each(['http', 'decorators'])('@sluice/core/%s loads from ESM and CJS with the same exports, sharing the root classes', (sub) => {
+  it.each([
+    ['http', 'rateLimit'],
+    ['decorators', 'rateLimit'],
+    ['fetch', 'fetchRateLimit'],
+    ['hono', 'honoRateLimit'],
+    ['koa', 'koaRateLimit'],
+    ['store-kit', 'mergePolicy'],
+  ])('@sluice/core/%s loads from ESM and CJS with the same exports, sharing the root classes', (sub, main) => {
     const esm = node([
       '--input-type=module',
       '-e',
@@ -56,7 +63,23 @@ describe('published packages', () => {
     ]);
     expect(JSON.parse(cjs)).toEqual(JSON.parse(esm));
     expect(JSON.parse(esm).shared).toBe(true);
-    expect(JSON.parse(esm).keys).toContain('rateLimit');
+    expect(JSON.parse(esm).keys).toContain(main);
+  });
+
+  it('the HTTP subpaths share one request context (CJS and ESM): a context opened by one is seen by the others', () => {
+    const script = (load: string) => `${load}
+       const http = m('@sluice/core/http'), fetch = m('@sluice/core/fetch'), koa = m('@sluice/core/koa');
+       http.requestContext()({ headers: {}, url: '/x' }, {}, () => console.log(JSON.stringify([fetch.currentRequestContext()?.view.path, koa.currentRequestContext()?.view.path])));`;
+    expect(JSON.parse(node(['-e', script('const m = require;')]))).toEqual(['/x', '/x']);
+  });
+
+  it('@sluice/core imports no node: module and depends on no framework', () => {
+    const sources = execFileSync('git', ['ls-files', 'packages/core/src'], { cwd: root, encoding: 'utf8' }).split('\n').filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    const offenders = sources.filter((f) => /from ['"]node:|require\(['"]node:/.test(readFileSync(`${root}/${f}`, 'utf8')));
+    expect(offenders).toEqual([]);
+    const manifest = JSON.parse(readFileSync(`${root}/packages/core/package.json`, 'utf8')) as { dependencies: Record<string, string>; peerDependenciesMeta: Record<string, { optional: boolean }> };
+    expect(Object.keys(manifest.dependencies)).toEqual(['lru-cache']);
+    expect(Object.values(manifest.peerDependenciesMeta).every((p) => p.optional)).toBe(true);
   });
 
   it('an input error thrown inside @sluice/core/http (CJS) is an instance of the root package class', () => {

@@ -13,7 +13,10 @@ import { Controller, Get, Injectable, Module, type ExecutionContext, type INestA
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { redisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../harness/free-port.js';
 import { get } from '../http/servers.js';
 
 const clock = new ManualClock(3_000);
@@ -86,9 +89,9 @@ afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
 });
 
-async function start(platform: 'express' | 'fastify'): Promise<string> {
+async function start(platform: 'express' | 'fastify', module: object = AppModule): Promise<string> {
   const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter();
-  const app = await NestFactory.create(AppModule, adapter, { logger: false });
+  const app = await NestFactory.create(module, adapter, { logger: false });
   apps.push(app);
   await app.listen(0, '127.0.0.1');
   return (await app.getUrl()).replace('[::1]', '127.0.0.1');
@@ -150,5 +153,39 @@ describe('options checked when the class is defined', () => {
     expect(() => RateLimit({ limiter: sendLimiter, algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) })).toThrow(/not both/);
     expect(() => RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), cost: 0 })).toThrow(expect.objectContaining({ argument: 'cost' }));
     expect(() => SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), headers: 'draft-7' as never })).toThrow(expect.objectContaining({ argument: 'headers' }));
+  });
+});
+
+describe('Redis down behind the Nest guard', () => {
+  let dead: Redis | undefined;
+  afterAll(() => dead?.disconnect());
+  const expected = { open: 200, closed: 429, local: 200 } as const;
+
+  /** An app whose module store is a Redis nobody listens on. */
+  function downModule(failMode: keyof typeof expected, redis: Redis): object {
+    @Controller('down')
+    class DownController {
+      @Get()
+      @RateLimit({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }), key: () => 'k' })
+      get() {
+        return { ok: true };
+      }
+    }
+    @Module({ imports: [SluiceModule.forRoot({ store: redisStore({ redis, failMode, timeoutMs: 50 }) })], controllers: [DownController] })
+    class DownModule {}
+    return DownModule;
+  }
+
+  it.each(['express', 'fastify'] as const)('platform-%s: each failMode answers as it says, within a bound only a hang breaks', async (platform) => {
+    dead ??= new Redis({ host: '127.0.0.1', port: await freePort(), retryStrategy: () => 100 });
+    dead.on('error', () => {});
+    for (const failMode of ['open', 'closed', 'local'] as const) {
+      const url = await start(platform, downModule(failMode, dead));
+      const started = performance.now();
+      const r = await get(`${url}/down`);
+      const tookMs = performance.now() - started;
+      expect([failMode, r.status]).toEqual([failMode, expected[failMode]]);
+      expect(tookMs).toBeLessThan(2_000);
+    }
   });
 });
