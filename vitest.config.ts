@@ -27,6 +27,7 @@ const standardDecorators: Plugin = {
 };
 
 const packages = fileURLToPath(new URL('./packages/', import.meta.url));
+const nest11 = fileURLToPath(new URL('./test/nest11/node_modules/', import.meta.url));
 
 // Tests import packages by name; these aliases point them at the sources, so no build is needed to test.
 const alias = [
@@ -49,10 +50,17 @@ export default defineConfig({
       },
       {
         plugins: [standardDecorators],
+        // @nestjs/* from test/nest11 (NestJS 11) for the sources and tests it runs, wherever they live.
+        resolve: { alias: [...alias, { find: /^@nestjs\/(common|core|platform-express|platform-fastify)(\/.*)?$/, replacement: `${nest11}@nestjs/$1$2` }] },
+        test: { name: 'nest11', include: ['test/nest11/**/*.test.ts'], environment: 'node', testTimeout: 120_000 },
+      },
+      {
+        plugins: [standardDecorators],
         resolve: { alias },
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
+          exclude: ['test/nest11/**', '**/node_modules/**'],
           environment: 'node',
           testTimeout: 120_000,
           hookTimeout: 120_000,
