@@ -48,11 +48,13 @@ export type FetchHandler<Req, Rest extends unknown[]> = (request: Req, ...rest: 
 export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest extends unknown[] = []>(
   options: FetchRateLimitOptions<Req, Rest>,
 ): (handler: FetchHandler<Req, Rest>) => (request: Req, ...rest: Rest) => Promise<Response> {
-  const address = options?.address;
+  // The shared parser first: a missing or malformed options object is its error, naming it.
+  const evaluate = createEvaluator(options);
+  const address = options.address;
   if (address !== undefined && typeof address !== 'function') {
     throw new SluiceTypeError('address', address, `address must be a function of the request, got ${describe(address)}`);
   }
-  if (options?.key === undefined && address === undefined && options?.onMissingKey !== 'skip') {
+  if (options.key === undefined && address === undefined && options.onMissingKey !== 'skip') {
     throw new SluiceTypeError(
       'key',
       undefined,
@@ -65,7 +67,6 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
     method: request.method,
     path: pathOf(request.url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '')),
   });
-  const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
   return (handler) => {
     if (typeof handler !== 'function') throw new SluiceTypeError('handler', handler, `fetchRateLimit(options) wraps a handler function, got ${describe(handler)}`);

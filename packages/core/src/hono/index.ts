@@ -59,7 +59,9 @@ function nodeServerPeer(env: unknown): string | undefined {
 export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
   options: HonoRateLimitOptions<C>,
 ): (c: C, next: () => Promise<void>) => Promise<Response | undefined> {
-  const getConnInfo = options?.getConnInfo;
+  // The shared parser first: a missing or malformed options object is its error, naming it.
+  const evaluate = createEvaluator(options);
+  const getConnInfo = options.getConnInfo;
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
     throw new SluiceTypeError('getConnInfo', getConnInfo, `getConnInfo must be your runtime adapter's getConnInfo function, got ${describe(getConnInfo)}`);
   }
@@ -69,7 +71,6 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
     method: c.req.method,
     path: c.req.path,
   });
-  const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
   return async (c, next) => {
     const view = viewOf(c);
