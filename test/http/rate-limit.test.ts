@@ -127,6 +127,18 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
     expect((await limiter.peek('k')).remaining).toBe(10);
   });
 
+  it('shadow mode: never a 429; a request the rules would deny gets the headers it would have got, and consumes nothing', async () => {
+    const clock = new ManualClock(3_000);
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }), store: memoryStore({ clock }), shadow: true });
+    const url = await serve({ limiter, key: () => 'k' });
+    const replies = [];
+    for (let i = 0; i < 4; i++) replies.push(await get(url));
+    expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(replies.map((r) => r.headers.get('ratelimit'))).toEqual(['"w";r=1;t=7', '"w";r=0;t=7', '"w";r=0;t=7', '"w";r=0;t=7']);
+    expect(replies.map((r) => r.headers.get('retry-after'))).toEqual([null, null, '7', '7']);
+    expect((await limiter.peek('k')).remaining).toBe(0);
+  });
+
   it('routes a fault in the key function to the framework (500), not an unhandled rejection', async () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) });
     const url = await serve({

@@ -130,6 +130,29 @@ describe('redisStore', () => {
     await store.close();
   });
 
+  it('shadow mode on Redis: the same decisions and states as enforcement, every denial let through marked shadowed', async () => {
+    const clock = new ManualClock(1_000_000);
+    const rules = () => [fixedWindow({ limit: 3, windowMs: 1_000, name: 'w' }), tokenBucket({ capacity: 2, refillPerSecond: 4, name: 'b' })];
+    const stores = [redisStore({ redis, clock }), redisStore({ redis, clock })] as const;
+    const enforcing = createLimiter({ algorithm: rules(), store: stores[0], prefix: prefix() });
+    const shadow = createLimiter({ algorithm: rules(), store: stores[1], prefix: prefix(), shadow: true });
+    let shadowed = 0;
+    for (let i = 0; i < 40; i++) {
+      clock.advance((i * 37) % 300);
+      const key = i % 3 === 0 ? 'b' : 'a';
+      const enforced = await enforcing.tryAcquire(key);
+      const dry = await shadow.tryAcquire(key);
+      expect(dry.allowed).toBe(true);
+      expect(dry.shadowed === true).toBe(!enforced.allowed);
+      expect({ ...dry, allowed: enforced.allowed, shadowed: undefined }).toEqual({ ...enforced, shadowed: undefined });
+      if (dry.shadowed) shadowed++;
+    }
+    expect(shadowed).toBeGreaterThan(5);
+    expect(await shadow.peek('a')).toEqual(await enforcing.peek('a'));
+    await Promise.all([enforcing.close(), shadow.close()]);
+    await Promise.all(stores.map((store) => store.close()));
+  });
+
   it('reset(key) clears the key on every node, deny caches included (pub/sub)', async () => {
     const p = prefix();
     const clock = new ManualClock(0);

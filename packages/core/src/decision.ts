@@ -30,4 +30,10 @@ export interface Decision {
   readonly rule: string;
   /** Every rule's standing, present when the limiter has more than one rule. */
   readonly rules?: readonly RuleStatus[];
+  /**
+   * Shadow mode only (`createLimiter({ shadow: true })`): true when the rules would have denied this request.
+   * It is allowed all the same and consumed nothing, exactly like a denial; `remaining`, `retryAfterMs` and
+   * `rules` are the numbers of that denial.
+   */
+  readonly shadowed?: true;
 }

@@ -46,6 +46,14 @@ export interface LimiterOptions {
    * @default 2
    */
   retryJitterMs?: number;
+  /**
+   * A dry run before enforcing (Envoy's shadow mode): every request is allowed; one the rules would have
+   * denied comes back with `shadowed: true` and the denial's numbers, and consumes nothing, exactly like a
+   * denial. Nothing waits in shadow mode: a request is decided at once (a `timeoutMs` is not waited out), so
+   * turning it on never adds latency. HTTP adapters send the headers they would have sent, never a 429.
+   * @default false
+   */
+  shadow?: boolean;
 }
 
 export interface TryAcquireOptions {
@@ -96,6 +104,7 @@ class StoreLimiter implements Limiter {
   readonly #jitterMs: number;
   /** Only a single reserving rule can grant with a wait; a policy retries instead. */
   readonly #reserves: boolean;
+  readonly #shadow: boolean;
   readonly #closing = new AbortController();
   /** Mirrors #closing.signal.aborted, which is a slow DOM getter on the hot path. */
   #closed = false;
@@ -114,6 +123,10 @@ class StoreLimiter implements Limiter {
       options.maxKeyLength === undefined ? DEFAULT_MAX_KEY_LENGTH : positiveInteger('maxKeyLength', options.maxKeyLength);
     this.#jitterMs = options.retryJitterMs === undefined ? 2 : nonNegativeFinite('retryJitterMs', options.retryJitterMs);
     this.#reserves = this.rules.length === 1 && (this.rules[0] as Algorithm).reserves;
+    if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+      throw new SluiceTypeError('shadow', options.shadow, `shadow must be a boolean, got ${describe(options.shadow)}`);
+    }
+    this.#shadow = options.shadow === true;
     if (options.store === undefined) {
       const store = new MemoryStore({ clock: this.#clock });
       this.#store = store;
@@ -145,14 +158,21 @@ class StoreLimiter implements Limiter {
   async tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
-    if (options === undefined) return this.#bound.consume(key, 1, 0);
+    if (options === undefined) return this.#decideNow(key, 1);
     optionsObject('tryAcquire options', options, false);
     const permits = this.#permits(options.permits);
     const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
     const signal = optionalSignal(options.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-    if (timeoutMs === 0) return this.#bound.consume(key, permits, 0);
+    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(key, permits);
     return this.#wait(key, permits, timeoutMs, signal);
+  }
+
+  /** One decision with no wait; in shadow mode a denial comes back allowed, marked shadowed. */
+  #decideNow(key: string, permits: number): Decision | Promise<Decision> {
+    const decision = this.#bound.consume(key, permits, 0);
+    if (!this.#shadow) return decision;
+    return decision instanceof Promise ? decision.then(shadowed) : shadowed(decision);
   }
 
   async acquire(key: string, options?: AcquireOptions): Promise<number> {
@@ -163,7 +183,7 @@ class StoreLimiter implements Limiter {
     const signal = optionalSignal(options?.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
     const started = this.#clock.now();
-    const d = await this.#wait(key, permits, Infinity, signal);
+    const d = this.#shadow ? await this.#decideNow(key, permits) : await this.#wait(key, permits, Infinity, signal);
     if (!d.allowed) {
       throw new SluiceError('NEVER_ALLOWED', `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`);
     }
@@ -221,6 +241,11 @@ class StoreLimiter implements Limiter {
     await this.#bound.unbind?.();
     if (this.#ownsStore) await this.#store.close();
   }
+}
+
+/** A denial as shadow mode reports it: allowed, marked, with the denial's numbers. */
+function shadowed(decision: Decision): Decision {
+  return decision.allowed ? decision : { ...decision, allowed: true, shadowed: true };
 }
 
 /**

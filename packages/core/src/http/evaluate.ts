@@ -108,7 +108,8 @@ export function createEvaluator<Req>(options: RateLimitOptions<Req>): (req: Req,
     return {
       kind: decision.allowed ? 'allowed' : 'limited',
       decision,
-      headers: rateLimitHeaders(decision, limiter.rules, format),
+      // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
+      headers: rateLimitHeaders(decision.shadowed === true ? { ...decision, allowed: false } : decision, limiter.rules, format),
     };
   };
 }
