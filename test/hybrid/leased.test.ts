@@ -105,6 +105,25 @@ describe('lease.lua on its own', () => {
 });
 
 describe('leasedLimiter', () => {
+  it('shadow mode: every request allowed, would-be denials marked; a refused option leaves nothing open', async () => {
+    const client = redis().redis;
+    const clock = new ManualClock(1_000_000);
+    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }), redis: client, prefix: prefix(), clock, shadow: true });
+    const decisions = [];
+    for (let i = 0; i < 8; i++) decisions.push(await limiter.tryAcquire('k'));
+    expect(decisions.every((d) => d.allowed)).toBe(true);
+    expect(decisions.filter((d) => d.shadowed === true)).toHaveLength(3);
+    await limiter.close();
+    // A client no store watches yet: a half-built limiter would leave its store's listener on it.
+    const fresh = new Redis(redis().server.url);
+    const listeners = fresh.listenerCount('error');
+    expect(() => leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: fresh, prefix: 'bad prefix!' })).toThrow(SluiceRangeError);
+    expect(() => leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: fresh, shadow: 'yes' as never })).toThrow(SluiceTypeError);
+    await new Promise((r) => setTimeout(r, 10));
+    expect(fresh.listenerCount('error')).toBe(listeners);
+    fresh.disconnect();
+  });
+
   it('spends a batch locally: one Redis call per batch, never more than capacity + rate x T', async () => {
     const clock = new ManualClock(1_000_000);
     const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis: redis().redis, prefix: prefix(), clock });

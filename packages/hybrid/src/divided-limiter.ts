@@ -31,6 +31,8 @@ export interface DividedLimiterOptions {
   /** This node's id in the membership. @default a random UUID */
   nodeId?: string;
   maxKeyLength?: number;
+  /** Shadow mode, as createLimiter's: every request allowed, would-be denials marked `shadowed`. @default false */
+  shadow?: boolean;
 }
 
 /** A divided limiter: the Limiter interface, `ready()`, and `membership`, `store-error` and `store-recovered` events. */
@@ -60,5 +62,5 @@ export function dividedLimiter(options: DividedLimiterOptions): DividedLimiter {
     maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 100_000),
     nodeId: nodeIdOption(options.nodeId),
   };
-  return new HybridLimiter<DividedEvents>((events) => new DividedStore({ ...settings, events }), rule, options.prefix, options.maxKeyLength);
+  return new HybridLimiter<DividedEvents>((events) => new DividedStore({ ...settings, events }), rule, { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow });
 }

@@ -1,4 +1,4 @@
-import { type AcquireOptions, type Algorithm, type Decision, type Limiter, type Store, type TryAcquireOptions, createLimiter } from '@sluice/core';
+import { type AcquireOptions, type Algorithm, type Decision, type Limiter, type LimiterOptions, type Store, type TryAcquireOptions, createLimiter } from '@sluice/core';
 import { EventEmitter } from 'eventemitter3';
 
 /** A hybrid mode's store: a Store with a start-up check. */
@@ -16,17 +16,25 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends 
   #closed = false;
 
   /** `buildStore` gets this limiter as the store's event emitter. */
-  constructor(buildStore: (events: EventEmitter<Events>) => HybridStore, rule: Algorithm, prefix?: string, maxKeyLength?: number) {
+  constructor(buildStore: (events: EventEmitter<Events>) => HybridStore, rule: Algorithm, limiterOptions: Pick<LimiterOptions, 'prefix' | 'maxKeyLength' | 'shadow'>) {
     super();
     this.#store = buildStore(this);
-    this.#limiter = createLimiter({
-      algorithm: rule,
-      store: this.#store,
-      ...(prefix === undefined ? {} : { prefix }),
-      ...(maxKeyLength === undefined ? {} : { maxKeyLength }),
-      // Waiting callers of a fleet retry spread over a few ms.
-      retryJitterMs: 5,
-    });
+    const { prefix, maxKeyLength, shadow } = limiterOptions;
+    try {
+      this.#limiter = createLimiter({
+        algorithm: rule,
+        store: this.#store,
+        ...(prefix === undefined ? {} : { prefix }),
+        ...(maxKeyLength === undefined ? {} : { maxKeyLength }),
+        ...(shadow === undefined ? {} : { shadow }),
+        // Waiting callers of a fleet retry spread over a few ms.
+        retryJitterMs: 5,
+      });
+    } catch (error) {
+      // A limiter option createLimiter refuses (prefix, shadow, ...): nothing half-built stays open.
+      void this.#store.close().catch(() => undefined);
+      throw error;
+    }
   }
 
   get rules(): readonly Algorithm[] {

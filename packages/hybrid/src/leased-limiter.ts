@@ -54,6 +54,8 @@ export interface LeasedLimiterOptions {
   /** This node's name among the lessees. @default a random UUID */
   nodeId?: string;
   maxKeyLength?: number;
+  /** Shadow mode, as createLimiter's: every request allowed, would-be denials marked `shadowed`. @default false */
+  shadow?: boolean;
 }
 
 /** A leased limiter: the Limiter interface, `ready()`, and `lease`, `store-error` and `store-recovered` events. */
@@ -88,5 +90,5 @@ export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
     maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 10_000),
     nodeId: nodeIdOption(options.nodeId),
   };
-  return new HybridLimiter<LeasedEvents>((events) => new LeasedStore({ ...settings, events }), rule, options.prefix, options.maxKeyLength);
+  return new HybridLimiter<LeasedEvents>((events) => new LeasedStore({ ...settings, events }), rule, { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow });
 }
