@@ -46,45 +46,48 @@ async function nodeRedis(kind: ClientKind, client: NodeRedisShaped): Promise<Ope
   return { kind, client: client as unknown as RedisClient, close: async () => client.destroy() };
 }
 
+const urlOf = (a: Address): string => `redis://${a.host}:${a.port}`;
+const addressOf = (a: Address): Address => ({ host: a.host, port: a.port });
+const glideTimeouts = { requestTimeout: 5_000 };
+
+/** How each library opens a standalone client and a Cluster client: one row per library. */
+const LIBRARIES: Record<ClientKind, { standalone(server: Address): Promise<OpenClient>; cluster(nodes: readonly Address[]): Promise<OpenClient> }> = {
+  ioredis: {
+    standalone: (server) => ioredisLike('ioredis', new Ioredis(urlOf(server))),
+    cluster: (nodes) => ioredisLike('ioredis', new IoredisCluster(nodes.map(addressOf))),
+  },
+  ioredis5: {
+    standalone: (server) => ioredisLike('ioredis5', new Ioredis5(urlOf(server))),
+    cluster: (nodes) => ioredisLike('ioredis5', new Ioredis5Cluster(nodes.map(addressOf))),
+  },
+  iovalkey: {
+    standalone: (server) => ioredisLike('iovalkey', new Iovalkey(urlOf(server))),
+    cluster: (nodes) => ioredisLike('iovalkey', new IovalkeyCluster(nodes.map(addressOf))),
+  },
+  'node-redis': {
+    standalone: (server) => nodeRedis('node-redis', createClient({ url: urlOf(server) })),
+    cluster: (nodes) => nodeRedis('node-redis', createCluster({ rootNodes: nodes.map((n) => ({ url: urlOf(n) })) })),
+  },
+  'node-redis5': {
+    standalone: (server) => nodeRedis('node-redis5', createClient5({ url: urlOf(server) })),
+    cluster: (nodes) => nodeRedis('node-redis5', createCluster5({ rootNodes: nodes.map((n) => ({ url: urlOf(n) })) })),
+  },
+  glide: {
+    standalone: async (server) => glideClient(await GlideClient.createClient({ addresses: [addressOf(server)], ...glideTimeouts })),
+    cluster: async (nodes) => glideClient(await GlideClusterClient.createClient({ addresses: nodes.map(addressOf), ...glideTimeouts })),
+  },
+};
+
+function glideClient(client: GlideClient | GlideClusterClient): OpenClient {
+  return { kind: 'glide', client, close: async () => client.close() };
+}
+
 /** A standalone client of `kind`, connected to `server`. */
-export async function openClient(kind: ClientKind, server: Address): Promise<OpenClient> {
-  const url = `redis://${server.host}:${server.port}`;
-  switch (kind) {
-    case 'ioredis':
-      return ioredisLike(kind, new Ioredis(url));
-    case 'ioredis5':
-      return ioredisLike(kind, new Ioredis5(url));
-    case 'iovalkey':
-      return ioredisLike(kind, new Iovalkey(url));
-    case 'node-redis':
-      return nodeRedis(kind, createClient({ url }));
-    case 'node-redis5':
-      return nodeRedis(kind, createClient5({ url }));
-    case 'glide': {
-      const client = await GlideClient.createClient({ addresses: [{ host: server.host, port: server.port }], requestTimeout: 5_000 });
-      return { kind, client, close: async () => client.close() };
-    }
-  }
+export function openClient(kind: ClientKind, server: Address): Promise<OpenClient> {
+  return LIBRARIES[kind].standalone(server);
 }
 
 /** A Cluster client of `kind`, given the Cluster's nodes. */
-export async function openClusterClient(kind: ClientKind, nodes: readonly Address[]): Promise<OpenClient> {
-  const seeds = nodes.map((n) => ({ host: n.host, port: n.port }));
-  const rootNodes = nodes.map((n) => ({ url: `redis://${n.host}:${n.port}` }));
-  switch (kind) {
-    case 'ioredis':
-      return ioredisLike(kind, new IoredisCluster(seeds));
-    case 'ioredis5':
-      return ioredisLike(kind, new Ioredis5Cluster(seeds));
-    case 'iovalkey':
-      return ioredisLike(kind, new IovalkeyCluster(seeds));
-    case 'node-redis':
-      return nodeRedis(kind, createCluster({ rootNodes }));
-    case 'node-redis5':
-      return nodeRedis(kind, createCluster5({ rootNodes }));
-    case 'glide': {
-      const client = await GlideClusterClient.createClient({ addresses: nodes.map((n) => ({ host: n.host, port: n.port })), requestTimeout: 5_000 });
-      return { kind, client, close: async () => client.close() };
-    }
-  }
+export function openClusterClient(kind: ClientKind, nodes: readonly Address[]): Promise<OpenClient> {
+  return LIBRARIES[kind].cluster(nodes);
 }

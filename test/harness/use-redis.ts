@@ -5,43 +5,52 @@ import { type TestCluster, startTestCluster } from './redis-cluster.js';
 import { startTestRedis, type TestRedis } from './redis-server.js';
 
 /**
- * Starts a test Redis and one client before a suite's tests and stops both after. Returns a getter (the
- * values exist only once beforeAll has run).
+ * Starts something before a suite's tests and stops it after. Returns a getter: the value exists only once
+ * beforeAll has run, and a test that reads it earlier is told so by `name`.
  */
-export function useTestRedis(): () => { server: TestRedis; redis: Redis } {
-  let server: TestRedis | undefined;
-  let redis: Redis | undefined;
+function useForSuite<T>(name: string, start: () => Promise<T>, stop: (value: T) => Promise<void>): () => T {
+  let value: T | undefined;
   beforeAll(async () => {
-    server = await startTestRedis();
-    redis = new Redis(server.url);
+    value = await start();
   });
   afterAll(async () => {
-    redis?.disconnect();
-    await server?.stop();
+    if (value !== undefined) await stop(value);
   });
   return () => {
-    if (server === undefined || redis === undefined) throw new Error('useTestRedis: used before its beforeAll ran');
-    return { server, redis };
+    if (value === undefined) throw new Error(`${name}: used before its beforeAll ran`);
+    return value;
   };
 }
 
+/** A test Redis and one ioredis client to it, for a suite. */
+export function useTestRedis(): () => { server: TestRedis; redis: Redis } {
+  return useForSuite(
+    'useTestRedis',
+    async () => {
+      const server = await startTestRedis();
+      return { server, redis: new Redis(server.url) };
+    },
+    async ({ server, redis }) => {
+      redis.disconnect();
+      await server.stop();
+    },
+  );
+}
+
 /**
- * Starts a 3-master Cluster (no replicas: enough for slot routing, up in about a second) and one ioredis
- * Cluster client before a suite's tests, and stops both after. Returns a getter, as useTestRedis does.
+ * A 3-master Cluster (no replicas: enough for slot routing, up in about a second) and one ioredis Cluster
+ * client, for a suite.
  */
 export function useTestCluster(): () => { cluster: TestCluster; client: Cluster } {
-  let cluster: TestCluster | undefined;
-  let client: Cluster | undefined;
-  beforeAll(async () => {
-    cluster = await startTestCluster({ replicas: 0 });
-    client = cluster.client();
-  });
-  afterAll(async () => {
-    client?.disconnect();
-    await cluster?.stop();
-  });
-  return () => {
-    if (cluster === undefined || client === undefined) throw new Error('useTestCluster: used before its beforeAll ran');
-    return { cluster, client };
-  };
+  return useForSuite(
+    'useTestCluster',
+    async () => {
+      const cluster = await startTestCluster({ replicas: 0 });
+      return { cluster, client: cluster.client() };
+    },
+    async ({ cluster, client }) => {
+      client.disconnect();
+      await cluster.stop();
+    },
+  );
 }

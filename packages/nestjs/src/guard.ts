@@ -1,5 +1,5 @@
 import { type Decision, type Limiter, createLimiter } from '@sluice/core';
-import { type Verdict, createEvaluator, limitedBody, nodeRequestView } from '@sluice/core/http';
+import { type Verdict, answerVerdict, createEvaluator, limitedBody, nodeRequestView } from '@sluice/core/http';
 import type { HttpRequestLike, RequestView } from '@sluice/core/http';
 import { type CanActivate, type ExecutionContext, HttpException, Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
@@ -50,11 +50,20 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
     if (evaluate === undefined) return true;
     const http = context.switchToHttp();
     const verdict = await evaluate(context, nodeRequestView(http.getRequest<HttpRequestLike>()));
-    if (verdict.kind === 'skipped') return true;
-    if (verdict.kind === 'rejected') throw new HttpException(verdict.body, 400);
-    setHeaders(http.getResponse<HeaderTarget>(), verdict.headers);
-    if (verdict.kind === 'allowed') return true;
-    throw new RateLimitException(verdict.decision);
+    const response = http.getResponse<HeaderTarget>();
+    return answerVerdict<boolean>(verdict, {
+      proceed: (headers) => {
+        setHeaders(response, headers);
+        return true;
+      },
+      reject: (body) => {
+        throw new HttpException(body, 400);
+      },
+      limit: (decision, headers) => {
+        setHeaders(response, headers);
+        throw new RateLimitException(decision);
+      },
+    });
   }
 
   /** The evaluator of a route's options (the module's when the route has none), made on first use. */

@@ -4,9 +4,9 @@
  */
 import type { Decision } from '../decision.js';
 import { SluiceTypeError } from '../errors.js';
-import { createEvaluator } from '../http/evaluate.js';
-import { jsonResponse, withHeaders } from '../http/fetch-response.js';
-import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import { answerVerdict, createEvaluator } from '../http/evaluate.js';
+import { responseAnswers, withHeaders } from '../http/fetch-response.js';
+import { type RateLimitOptions, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import { type RequestView, pathOf } from '../http/view.js';
 import { describe } from '../validate.js';
@@ -72,20 +72,12 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
     if (typeof handler !== 'function') throw new SluiceTypeError('handler', handler, `fetchRateLimit(options) wraps a handler function, got ${describe(handler)}`);
     return async (request, ...rest) => {
       const view = viewOf(request, rest);
-      const verdict = await evaluate(request, view);
-      const handle = () => runInRequestContext({ request, view }, () => handler(request, ...rest));
-      if (verdict.kind === 'skipped') return handle();
-      if (verdict.kind === 'rejected') return jsonResponse(400, verdict.body, new Headers());
-      if (verdict.kind === 'allowed') return withHeaders(await handle(), verdict.headers);
-      const headers = new Headers(verdict.headers);
-      return onLimited !== undefined ? onLimited(request, verdict.decision, headers) : jsonResponse(429, limitedBody(verdict.decision), headers);
+      return answerVerdict<Promise<Response>>(await evaluate(request, view), {
+        proceed: async (headers) => withHeaders(await runInRequestContext({ request, view }, () => handler(request, ...rest)), headers),
+        ...responseAnswers(onLimited && ((decision, headers) => onLimited(request, decision, headers))),
+      });
     };
   };
 }
 
-export { byIp, byRoute, byUser } from '../http/keys.js';
-export type { AnyRequestKey, ByIpOptions, KeyStrategy, RequestKeyMark } from '../http/keys.js';
-export { currentRequestContext } from '../http/context.js';
-export type { RequestContext } from '../http/context.js';
-export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
-export type { RequestView } from '../http/view.js';
+export * from '../http/adapter-exports.js';

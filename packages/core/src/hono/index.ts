@@ -4,9 +4,9 @@
  */
 import type { Decision } from '../decision.js';
 import { SluiceTypeError } from '../errors.js';
-import { createEvaluator } from '../http/evaluate.js';
-import { jsonResponse, withHeaders } from '../http/fetch-response.js';
-import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import { answerVerdict, createEvaluator } from '../http/evaluate.js';
+import { responseAnswers, withHeaders } from '../http/fetch-response.js';
+import { type RateLimitOptions, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import type { RequestView } from '../http/view.js';
 import { describe } from '../validate.js';
@@ -74,26 +74,15 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
   const onLimited = onLimitedOption(options.onLimited);
   return async (c, next) => {
     const view = viewOf(c);
-    const verdict = await evaluate(c, view);
-    const rest = () => runInRequestContext({ request: c, view }, next);
-    if (verdict.kind === 'skipped') {
-      await rest();
-      return undefined;
-    }
-    if (verdict.kind === 'rejected') return jsonResponse(400, verdict.body, new Headers());
-    if (verdict.kind === 'limited') {
-      const headers = new Headers(verdict.headers);
-      return onLimited !== undefined ? onLimited(c, verdict.decision, headers) : jsonResponse(429, limitedBody(verdict.decision), headers);
-    }
-    await rest();
-    c.res = withHeaders(c.res, verdict.headers);
-    return undefined;
+    return answerVerdict<Promise<Response | undefined>>(await evaluate(c, view), {
+      proceed: async (headers) => {
+        await runInRequestContext({ request: c, view }, next);
+        if (headers.length > 0) c.res = withHeaders(c.res, headers);
+        return undefined;
+      },
+      ...responseAnswers(onLimited && ((decision, headers) => onLimited(c, decision, headers))),
+    });
   };
 }
 
-export { byIp, byRoute, byUser } from '../http/keys.js';
-export type { AnyRequestKey, ByIpOptions, KeyStrategy, RequestKeyMark } from '../http/keys.js';
-export { currentRequestContext } from '../http/context.js';
-export type { RequestContext } from '../http/context.js';
-export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
-export type { RequestView } from '../http/view.js';
+export * from '../http/adapter-exports.js';

@@ -13,6 +13,30 @@ export type Verdict =
   | { readonly kind: 'skipped' }
   | { readonly kind: 'rejected'; readonly body: RejectedBody };
 
+/** An adapter's own ways to act on a verdict; `answerVerdict` decides which applies. */
+export interface VerdictAnswers<R> {
+  /** Let the request go on, with the RateLimit headers to send on its response (none when it was skipped). */
+  proceed(headers: readonly [string, string][]): R;
+  /** Answer 400: the request has no valid key or cost; nothing was consumed, and no rate-limit header is sent. */
+  reject(body: RejectedBody): R;
+  /** Answer a denial (the default: 429 with limitedBody), sending `headers` (Retry-After and RateLimit) with it. */
+  limit(decision: Decision, headers: readonly [string, string][]): R;
+}
+
+/** What every adapter does with a verdict, in one place: skipped and allowed go on, rejected is a 400, limited a 429. */
+export function answerVerdict<R>(verdict: Verdict, answers: VerdictAnswers<R>): R {
+  switch (verdict.kind) {
+    case 'skipped':
+      return answers.proceed([]);
+    case 'rejected':
+      return answers.reject(verdict.body);
+    case 'allowed':
+      return answers.proceed(verdict.headers);
+    default:
+      return answers.limit(verdict.decision, verdict.headers);
+  }
+}
+
 const MISSING_KEY_POLICIES: readonly MissingKeyPolicy[] = ['ip', 'skip', 'reject'];
 const HEADER_FORMATS: readonly HeaderFormat[] = ['draft-8', 'draft-6', false];
 

@@ -1,6 +1,6 @@
 import type { Decision } from '../decision.js';
 import { runInRequestContext } from './context.js';
-import { type Verdict, createEvaluator } from './evaluate.js';
+import { type Verdict, answerVerdict, createEvaluator } from './evaluate.js';
 import { limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { FastifyReplyLike, HttpRequestLike } from './request.js';
 import { nodeRequestView } from './view.js';
@@ -28,22 +28,25 @@ export function rateLimitHook<Req extends HttpRequestLike = HttpRequestLike, Rep
   const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
   /** Answers a verdict that ends the request; true when the request goes on. */
-  const respond = (verdict: Verdict, request: Req, reply: Reply): boolean => {
-    if (verdict.kind === 'skipped') return true;
-    if (verdict.kind === 'rejected') {
-      reply.code(400);
-      reply.send(verdict.body);
-      return false;
-    }
-    for (const [name, value] of verdict.headers) reply.header(name, value);
-    if (verdict.kind === 'allowed') return true;
-    if (onLimited !== undefined) onLimited(request, reply, verdict.decision);
-    else {
-      reply.code(429);
-      reply.send(limitedBody(verdict.decision));
-    }
+  const send = (reply: Reply, status: number, body: unknown): false => {
+    reply.code(status);
+    reply.send(body);
     return false;
   };
+  const respond = (verdict: Verdict, request: Req, reply: Reply): boolean =>
+    answerVerdict<boolean>(verdict, {
+      proceed: (headers) => {
+        for (const [name, value] of headers) reply.header(name, value);
+        return true;
+      },
+      reject: (body) => send(reply, 400, body),
+      limit: (decision, headers) => {
+        for (const [name, value] of headers) reply.header(name, value);
+        if (onLimited === undefined) return send(reply, 429, limitedBody(decision));
+        onLimited(request, reply, decision);
+        return false;
+      },
+    });
   return (request, reply, done) => {
     const view = nodeRequestView(request);
     evaluate(request, view).then(

@@ -1,4 +1,6 @@
-import { JSON_CONTENT_TYPE } from './options.js';
+import type { Decision } from '../decision.js';
+import type { VerdictAnswers } from './evaluate.js';
+import { JSON_CONTENT_TYPE, limitedBody } from './options.js';
 
 /** A Fetch Response with sluice's JSON body (a 400 or 429); `headers` gets the content type. */
 export function jsonResponse(status: number, body: unknown, headers: Headers): Response {
@@ -16,4 +18,20 @@ export function withHeaders(response: Response, headers: readonly [string, strin
     for (const [name, value] of headers) copy.headers.set(name, value);
     return copy;
   }
+}
+
+/**
+ * How an adapter that answers with Fetch Responses (Fetch handlers, Hono) answers a 400 and a denial: the
+ * default 429 with limitedBody, or `custom` (its onLimited) given the decision and the headers.
+ */
+export function responseAnswers(
+  custom: ((decision: Decision, headers: Headers) => Response | Promise<Response>) | undefined,
+): Pick<VerdictAnswers<Promise<Response>>, 'reject' | 'limit'> {
+  return {
+    reject: async (body) => jsonResponse(400, body, new Headers()),
+    limit: async (decision, headers) => {
+      const all = new Headers(headers as [string, string][]);
+      return custom !== undefined ? custom(decision, all) : jsonResponse(429, limitedBody(decision), all);
+    },
+  };
 }

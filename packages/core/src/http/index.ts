@@ -19,8 +19,8 @@ export type { FastifyReplyLike, HttpRequestLike, HttpResponseLike } from './requ
 
 // For adapter authors (@sluice/nestjs is built on these): the one options parser and evaluator every adapter
 // uses, the view of a node-style request, the request context, and the JSON body of a 429.
-export { createEvaluator, isInputError } from './evaluate.js';
-export type { Verdict } from './evaluate.js';
+export { answerVerdict, createEvaluator, isInputError } from './evaluate.js';
+export type { Verdict, VerdictAnswers } from './evaluate.js';
 export { runInRequestContext } from './context.js';
 export { nodeRequestView, pathOf } from './view.js';
 export { limitedBody, onLimitedOption } from './options.js';

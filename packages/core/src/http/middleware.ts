@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import { type Verdict, createEvaluator } from './evaluate.js';
+import { type Verdict, answerVerdict, createEvaluator } from './evaluate.js';
 import { JSON_CONTENT_TYPE, limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { HttpRequestLike, HttpResponseLike } from './request.js';
 import { runInRequestContext } from './context.js';
@@ -36,19 +36,27 @@ export function rateLimit<Req extends HttpRequestLike = HttpRequestLike, Res ext
 ): (req: Req, res: Res, next: Next) => void {
   const evaluate = createEvaluator(options);
   const onLimited = onLimitedOption(options.onLimited);
-  /** Writes a verdict that ends the request; true when the request goes on to next(). */
-  const respond = (verdict: Verdict, req: Req, res: Res): boolean => {
-    if (verdict.kind === 'skipped') return true;
-    if (verdict.kind === 'rejected') {
-      writeJson(res, 400, verdict.body);
-      return false;
-    }
-    if (res.headersSent !== true) for (const [name, value] of verdict.headers) res.setHeader(name, value);
-    if (verdict.kind === 'allowed') return true;
-    if (onLimited !== undefined) onLimited(req, res, verdict.decision);
-    else writeJson(res, 429, limitedBody(verdict.decision));
-    return false;
+  const setHeaders = (res: Res, headers: readonly [string, string][]): void => {
+    if (res.headersSent !== true) for (const [name, value] of headers) res.setHeader(name, value);
   };
+  /** Writes a verdict that ends the request; true when the request goes on to next(). */
+  const respond = (verdict: Verdict, req: Req, res: Res): boolean =>
+    answerVerdict<boolean>(verdict, {
+      proceed: (headers) => {
+        setHeaders(res, headers);
+        return true;
+      },
+      reject: (body) => {
+        writeJson(res, 400, body);
+        return false;
+      },
+      limit: (decision, headers) => {
+        setHeaders(res, headers);
+        if (onLimited !== undefined) onLimited(req, res, decision);
+        else writeJson(res, 429, limitedBody(decision));
+        return false;
+      },
+    });
   return (req, res, next) => {
     const view = nodeRequestView(req);
     evaluate(req, view).then(

@@ -2,7 +2,7 @@
  * @sluice/core/koa: rate limiting as Koa 3 middleware. Structural types only: Koa is not a dependency.
  */
 import type { Decision } from '../decision.js';
-import { createEvaluator } from '../http/evaluate.js';
+import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import type { RequestView } from '../http/view.js';
@@ -45,33 +45,23 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(option
   const onLimited = onLimitedOption(options.onLimited);
   return async (ctx, next) => {
     const view = viewOf(ctx);
-    const verdict = await evaluate(ctx, view);
-    const rest = () => runInRequestContext({ request: ctx, view }, next);
-    if (verdict.kind === 'skipped') {
-      await rest();
-      return;
-    }
-    if (verdict.kind === 'rejected') {
-      ctx.status = 400;
-      ctx.body = verdict.body;
-      return;
-    }
-    for (const [name, value] of verdict.headers) ctx.set(name, value);
-    if (verdict.kind === 'allowed') {
-      await rest();
-      return;
-    }
-    if (onLimited !== undefined) await onLimited(ctx, verdict.decision);
-    else {
-      ctx.status = 429;
-      ctx.body = limitedBody(verdict.decision);
-    }
+    const answer = (status: number, body: unknown): void => {
+      ctx.status = status;
+      ctx.body = body;
+    };
+    await answerVerdict<Promise<void>>(await evaluate(ctx, view), {
+      proceed: async (headers) => {
+        for (const [name, value] of headers) ctx.set(name, value);
+        await runInRequestContext({ request: ctx, view }, next);
+      },
+      reject: async (body) => answer(400, body),
+      limit: async (decision, headers) => {
+        for (const [name, value] of headers) ctx.set(name, value);
+        if (onLimited !== undefined) await onLimited(ctx, decision);
+        else answer(429, limitedBody(decision));
+      },
+    });
   };
 }
 
-export { byIp, byRoute, byUser } from '../http/keys.js';
-export type { AnyRequestKey, ByIpOptions, KeyStrategy, RequestKeyMark } from '../http/keys.js';
-export { currentRequestContext } from '../http/context.js';
-export type { RequestContext } from '../http/context.js';
-export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from '../http/options.js';
-export type { RequestView } from '../http/view.js';
+export * from '../http/adapter-exports.js';

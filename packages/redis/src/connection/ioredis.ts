@@ -1,6 +1,6 @@
 import type { LuaScript } from '../scripts.js';
 import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
-import { watchEmitter } from './watch.js';
+import { EmittingConnection, runBySha } from './emitting-connection.js';
 
 /** The part of an ioredis (or iovalkey, its fork) Redis or Cluster client the adapter uses. */
 export interface IoredisLike {
@@ -39,10 +39,6 @@ export function isIoredisLike(value: unknown): value is IoredisLike {
   return typeof v === 'object' && v !== null && typeof v.callBuffer === 'function' && typeof v.duplicate === 'function' && typeof v.status === 'string';
 }
 
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
-}
-
 /**
  * The reconnect nudge for ioredis: it replaces the client's pending reconnect timer (cleared, and the attempt
  * it would have made made now), so there is still exactly one reconnect loop. Calling connect() while the
@@ -60,43 +56,30 @@ export function nudgeIoredis(client: IoredisLike): void {
 }
 
 /** An ioredis or iovalkey client as a RedisConnection. */
-export class IoredisConnection implements RedisConnection {
+export class IoredisConnection extends EmittingConnection<IoredisLike> implements RedisConnection {
   readonly description: string;
   readonly isCluster: boolean;
 
-  constructor(
-    readonly client: IoredisLike,
-    library: string,
-  ) {
+  constructor(client: IoredisLike, library: string) {
+    super(client);
     this.isCluster = client.isCluster === true;
     this.description = `${library} ${this.isCluster ? 'Cluster' : 'client'}`;
   }
 
-  async runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
-    try {
-      return (await this.client.callBuffer('EVALSHA', script.sha1, keys.length, ...keys, ...args)) as ScriptReply;
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return (await this.client.callBuffer('EVAL', script.source, keys.length, ...keys, ...args)) as ScriptReply;
-    }
+  runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
+    return runBySha((bySource) =>
+      bySource
+        ? this.client.callBuffer('EVAL', script.source, keys.length, ...keys, ...args)
+        : this.client.callBuffer('EVALSHA', script.sha1, keys.length, ...keys, ...args),
+    );
   }
 
   async del(keys: readonly string[]): Promise<void> {
     await this.client.del(...keys);
   }
 
-  async exists(key: string): Promise<void> {
-    await this.client.exists(key);
-  }
-
-  async publish(channel: string, message: string): Promise<void> {
-    await this.client.publish(channel, message);
-  }
-
   subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber {
-    const connection = this.client.duplicate();
-    // Its errors are its own: a missed reset leaves a cached denial until its retryAfterMs at worst.
-    connection.on('error', () => {});
+    const connection = this.subscriberConnection(this.client.duplicate());
     connection.on('message', onMessage as (...args: unknown[]) => void);
     return {
       subscribe: async (channel) => void (await connection.subscribe(channel)),
@@ -111,9 +94,5 @@ export class IoredisConnection implements RedisConnection {
 
   nudgeReconnect(): void {
     nudgeIoredis(this.client);
-  }
-
-  watch(onError: (error: Error) => void, onReady: () => void): () => void {
-    return watchEmitter(this.client, onError, onReady);
   }
 }

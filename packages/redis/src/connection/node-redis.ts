@@ -1,6 +1,6 @@
 import type { LuaScript } from '../scripts.js';
 import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
-import { watchEmitter } from './watch.js';
+import { EmittingConnection, runBySha } from './emitting-connection.js';
 
 interface ScriptArgs {
   keys: string[];
@@ -44,52 +44,34 @@ export function isNodeRedisLike(value: unknown): value is NodeRedisLike {
 /** RESP_TYPES.BLOB_STRING of node-redis ('$'): mapped to Buffer, so packed binary replies arrive intact. */
 const BLOB_STRING = 36;
 
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
-}
-
 /**
  * A node-redis client or cluster as a RedisConnection. Replies come through a view of the client that maps
  * bulk strings to Buffers (`withTypeMapping`), the client itself is untouched. node-redis reconnects on its
  * own schedule (`socket.reconnectStrategy`), which a nudge cannot shorten: nudgeReconnect is a no-op.
  */
-export class NodeRedisConnection implements RedisConnection {
+export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> implements RedisConnection {
   readonly description: string;
   readonly isCluster: boolean;
   readonly #binary: NodeRedisLike;
 
-  constructor(readonly client: NodeRedisLike) {
+  constructor(client: NodeRedisLike) {
+    super(client);
     this.isCluster = client.getSlotMaster !== undefined;
     this.description = `node-redis ${this.isCluster ? 'cluster' : 'client'}`;
     this.#binary = client.withTypeMapping({ [BLOB_STRING]: Buffer });
   }
 
-  async runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
+  runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
     const options = { keys: [...keys], arguments: [...args] };
-    try {
-      return (await this.#binary.evalSha(script.sha1, options)) as ScriptReply;
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return (await this.#binary.eval(script.source, options)) as ScriptReply;
-    }
+    return runBySha((bySource) => (bySource ? this.#binary.eval(script.source, options) : this.#binary.evalSha(script.sha1, options)));
   }
 
   async del(keys: readonly string[]): Promise<void> {
     await this.client.del([...keys]);
   }
 
-  async exists(key: string): Promise<void> {
-    await this.client.exists(key);
-  }
-
-  async publish(channel: string, message: string): Promise<void> {
-    await this.client.publish(channel, message);
-  }
-
   subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber {
-    const connection = this.client.duplicate();
-    // Its errors are its own: a missed reset leaves a cached denial until its retryAfterMs at worst.
-    connection.on('error', () => {});
+    const connection = this.subscriberConnection(this.client.duplicate());
     let opened: Promise<unknown> | undefined;
     const open = () => (opened ??= connection.connect());
     const listener = (message: string, channel: string) => onMessage(channel, message);
@@ -120,9 +102,5 @@ export class NodeRedisConnection implements RedisConnection {
     // replica it would otherwise not look for); node-redis runs one such refresh at a time.
     const slots = (this.client as NodeRedisLike & NodeRedisInternals)._slots;
     if (this.isCluster && typeof slots?.rediscover === 'function') slots.rediscover(undefined).catch(() => {});
-  }
-
-  watch(onError: (error: Error) => void, onReady: () => void): () => void {
-    return watchEmitter(this.client, onError, onReady);
   }
 }
