@@ -61,8 +61,12 @@ export interface Algorithm<S = unknown> {
   readonly params: Readonly<Record<string, number | string>>;
   /** The parameters in the order its Lua twin reads them (p[1], p[2], ...). */
   readonly wireParams: readonly (number | string)[];
-  /** Whether a grant can be given back exactly (a policy refunded slot by slot); Guava's prepay cannot. */
+  /** Whether a grant can be given back exactly (refund, a policy refunded slot by slot); Guava's prepay cannot. */
   readonly refundable: boolean;
+  /**
+   * How long a denial by this rule bans the request's key (0: no ban). See RuleOptions.blockMs.
+   */
+  readonly blockMs: number;
   /** The most permits it can grant at once: the burst a lease batch is carved from. */
   readonly burst: number;
   /** Its sustained rate, in permits per second. */
@@ -85,6 +89,27 @@ export interface Algorithm<S = unknown> {
    * (0: grant only what is available now); rules that do not reserve ignore it.
    */
   consume(state: S | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<S>;
+  /**
+   * Gives back up to `permits` at `nowMs`, never beyond a fresh state (a full bucket, an empty window): the
+   * state as if that many grants had not been made. `grantedAtMs` (NaN: unknown) is when the grant was
+   * decided, or a time no later: a window rule then gives back only from the window the grant was counted
+   * in, and a log only grants made since, oldest first; unknown, the newest grants are given back. Buckets
+   * refill linearly, so for them the time does not matter. Only for a `refundable` rule.
+   */
+  refund(state: S | undefined, nowMs: number, permits: number, grantedAtMs: number): Adjusted<S>;
+  /**
+   * Takes `permits` at `nowMs` whatever the limit: a charge after the fact (a response's real cost). The
+   * state may go past the limit (a window's count above it, a bucket below zero), and the rule denies until
+   * it drains. A grant's bookkeeping without its check: for a reserving rule, as a reservation never waited.
+   */
+  penalize(state: S | undefined, nowMs: number, permits: number): Adjusted<S>;
+}
+
+/** A state after a refund or a penalty, and how long it matters from now (see Outcome.ttlMs). */
+export interface Adjusted<S> {
+  /** undefined: the state decides as a fresh one would (a store may drop it). */
+  readonly state: S | undefined;
+  readonly ttlMs: number;
 }
 
 /**
@@ -116,6 +141,14 @@ export interface RuleOptions {
    * @default the request's key
    */
   key?: RuleKey;
+  /**
+   * A ban after the limit is hit (brute-force protection): when this rule denies a request, the request's key
+   * is blocked for `blockMs` from that instant, and every request of that key meanwhile is denied with
+   * `blocked: true` and `retryAfterMs` the rest of the block, even after the rule itself would allow again.
+   * A denial during a block does not extend it. Only for rules counted against the request's own key.
+   * @default 0 (no ban)
+   */
+  blockMs?: number;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { type Algorithm, type Outcome, neverFits, outcome } from './algorithm.js';
+import { type Adjusted, type Algorithm, type Outcome, neverFits, outcome } from './algorithm.js';
 import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
 export type FixedWindowOptions = WindowOptions;
@@ -20,18 +20,16 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   const parsed = windowOptions('fixedWindow', options, 'fw');
   const { limit, windowMs } = parsed;
 
-  function consume(
-    state: FixedWindowState | undefined,
-    nowMs: number,
-    permits: number,
-  ): Outcome<FixedWindowState> {
-    let windowStart = Math.floor(nowMs / windowMs) * windowMs;
-    let count = 0;
+  /** The window `nowMs` counts in, and its count so far. */
+  function current(state: FixedWindowState | undefined, nowMs: number): FixedWindowState {
+    const windowStart = Math.floor(nowMs / windowMs) * windowMs;
     // A clock that stepped back stays in the stored window rather than opening an older one.
-    if (state !== undefined && state.windowStart >= windowStart) {
-      windowStart = state.windowStart;
-      count = state.count;
-    }
+    if (state !== undefined && state.windowStart >= windowStart) return state;
+    return { windowStart, count: 0 };
+  }
+
+  function consume(state: FixedWindowState | undefined, nowMs: number, permits: number): Outcome<FixedWindowState> {
+    const { windowStart, count } = current(state, nowMs);
     const resetAfterMs = windowStart + windowMs - nowMs;
     if (permits > limit) return neverFits(state, limit - count, count > 0 ? resetAfterMs : 0, resetAfterMs);
     if (count + permits <= limit) {
@@ -41,7 +39,26 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
     return outcome(false, state, limit - count, resetAfterMs, resetAfterMs, 0, resetAfterMs);
   }
 
-  return windowRule('fixedWindow', parsed, consume, {
+  // Only from the window the grant was counted in, while it is the stored one: once a new window opened,
+  // taking from it would let that window pass more than its limit (when in doubt, keep the permits).
+  function refund(state: FixedWindowState | undefined, nowMs: number, permits: number, grantedAtMs: number): Adjusted<FixedWindowState> {
+    if (state === undefined) return { state, ttlMs: 0 };
+    const { windowStart, count } = current(state, nowMs);
+    const ttlMs = windowStart + windowMs - nowMs;
+    const inWindow = Number.isNaN(grantedAtMs) || (grantedAtMs >= windowStart && grantedAtMs < windowStart + windowMs);
+    if (windowStart !== state.windowStart || !inWindow) return { state, ttlMs };
+    return { state: { windowStart, count: Math.max(0, count - permits) }, ttlMs };
+  }
+
+  function penalize(state: FixedWindowState | undefined, nowMs: number, permits: number): Adjusted<FixedWindowState> {
+    const { windowStart, count } = current(state, nowMs);
+    return { state: { windowStart, count: count + permits }, ttlMs: windowStart + windowMs - nowMs };
+  }
+
+  return windowRule('fixedWindow', parsed, {
+    consume,
+    refund,
+    penalize,
     lease: 'fixed',
     make: fixedWindow,
     // Whole permits, rounded against the caller.

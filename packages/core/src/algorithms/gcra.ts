@@ -1,5 +1,6 @@
 import { optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
 import {
+  type Adjusted,
   type Algorithm,
   type Outcome,
   type RuleOptions,
@@ -9,7 +10,8 @@ import {
   shareOf,
   wholePermits,
 } from './algorithm.js';
-import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
+import { commonRuleOptions, ownOptions } from './rule-common.js';
+import { defaultRuleName, ratePart } from './rule-name.js';
 
 export interface GcraOptions extends RuleOptions {
   /** Sustained permits per second (a finite number > 0). */
@@ -42,14 +44,16 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const rate = positiveFinite('rate', options.rate);
   const burst = positiveInteger('burst', options.burst);
   representablePeriod('rate', rate, (burst * 1000) / rate, 'the burst tolerance (burst / rate)');
-  const name = ruleName(options.name, defaultRuleName('gcra', [ratePart(rate), burst]));
-  const key = ruleKey(options.key);
+  const common = commonRuleOptions(options, defaultRuleName('gcra', [ratePart(rate), burst]));
+  const { name, key } = common;
   const intervalMs = 1000 / rate;
   const toleranceMs = burst * intervalMs;
 
+  /** How far the TAT is ahead of now; a clock that steps back sees it further ahead (never a refill twice). */
+  const aheadOf = (state: GcraState | undefined, nowMs: number): number => (state === undefined ? 0 : Math.max(0, state.aheadMs - (nowMs - state.at)));
+
   function consume(state: GcraState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<GcraState> {
-    // How far the TAT is ahead of now; a clock that steps back sees it further ahead (never a refill twice).
-    const ahead = state === undefined ? 0 : Math.max(0, state.aheadMs - (nowMs - state.at));
+    const ahead = aheadOf(state, nowMs);
     const remainingNow = wholePermits((toleranceMs - ahead) / intervalMs);
     if (permits > burst) return neverFits(state, remainingNow, ahead, ahead);
     const newAhead = ahead + permits * intervalMs;
@@ -59,6 +63,13 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
       return outcome(true, { aheadMs: newAhead, at: nowMs }, remaining, 0, newAhead, Math.min(Math.max(waitMs, 0), maxWaitMs), newAhead);
     }
     return outcome(false, state, remainingNow, waitMs - maxWaitMs, ahead, 0, ahead);
+  }
+
+  // The TAT moves by what the permits are worth, back (never behind now) or on (past the burst tolerance,
+  // denying until it comes back within it).
+  function adjust(state: GcraState | undefined, nowMs: number, permits: number): Adjusted<GcraState> {
+    const aheadMs = Math.max(0, aheadOf(state, nowMs) + permits * intervalMs);
+    return { state: { aheadMs, at: nowMs }, ttlMs: aheadMs };
   }
 
   return {
@@ -72,13 +83,16 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     params: { rate, burst },
     wireParams: [rate, burst],
     refundable: true,
+    blockMs: common.blockMs,
     burst,
     ratePerSecond: rate,
     // GCRA(rate, burst) admits exactly what a token bucket of capacity `burst` refilled at `rate` does.
     lease: { kind: 'bucket', capacity: burst, refillPerSecond: rate, initial: burst },
-    share: (fraction) => gcra({ name, ...(key === undefined ? {} : { key }), rate: rate * fraction, burst: shareOf(burst, fraction) }),
+    share: (fraction) => gcra({ ...ownOptions(common), rate: rate * fraction, burst: shareOf(burst, fraction) }),
     // The state is time ahead, which the share's interval already scales.
     rescale: (state) => state,
     consume,
+    refund: (state, nowMs, permits) => (state === undefined ? { state, ttlMs: 0 } : adjust(state, nowMs, -permits)),
+    penalize: adjust,
   };
 }

@@ -1,6 +1,7 @@
 import { SluiceRangeError } from '../errors.js';
 import { describe, optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
 import {
+  type Adjusted,
   type Algorithm,
   type Outcome,
   type RuleOptions,
@@ -11,7 +12,8 @@ import {
   wholePermits,
   shareOf,
 } from './algorithm.js';
-import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
+import { commonRuleOptions, ownOptions } from './rule-common.js';
+import { defaultRuleName, ratePart } from './rule-name.js';
 
 export interface LeakyBucketOptions extends RuleOptions {
   /** What the bucket holds: permits of water (police) or of queue (shape). An integer >= 1. */
@@ -63,18 +65,25 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     throw new SluiceRangeError('mode', mode, `mode must be 'police' or 'shape', got ${describe(mode)}`);
   }
   representablePeriod('leakPerSecond', leakPerSecond, (capacity * 1000) / leakPerSecond, 'draining a full bucket take');
-  const name = ruleName(options.name, defaultRuleName(mode === 'police' ? 'lb' : 'lbs', [capacity, ratePart(leakPerSecond)]));
-  const key = ruleKey(options.key);
+  const common = commonRuleOptions(options, defaultRuleName(mode === 'police' ? 'lb' : 'lbs', [capacity, ratePart(leakPerSecond)]));
+  const { name, key } = common;
   const msPerPermit = 1000 / leakPerSecond;
   const tolerance = EPSILON + (TOLERANCE_MS * leakPerSecond) / 1000;
 
-  function police(state: LeakyPoliceState | undefined, nowMs: number, permits: number): Outcome<LeakyPoliceState> {
-    let level = 0;
-    let now = nowMs;
+  /** Police mode: the water at `nowMs` (time never goes back past the stored update). One object per rule: no allocation. */
+  const water = { level: 0, now: 0 };
+  function drained(state: LeakyPoliceState | undefined, nowMs: number): typeof water {
+    water.level = 0;
+    water.now = nowMs;
     if (state !== undefined) {
-      now = Math.max(state.updatedAt, nowMs);
-      level = Math.max(0, state.level - ((now - state.updatedAt) * leakPerSecond) / 1000);
+      water.now = Math.max(state.updatedAt, nowMs);
+      water.level = Math.max(0, state.level - ((water.now - state.updatedAt) * leakPerSecond) / 1000);
     }
+    return water;
+  }
+
+  function police(state: LeakyPoliceState | undefined, nowMs: number, permits: number): Outcome<LeakyPoliceState> {
+    const { level, now } = drained(state, nowMs);
     const emptyAfterMs = (level * 1000) / leakPerSecond;
     if (permits > capacity) return neverFits(state, wholePermits(capacity - level), emptyAfterMs, emptyAfterMs);
     if (level + permits <= capacity + tolerance) {
@@ -86,14 +95,17 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     return outcome(false, state, wholePermits(capacity - level), retryAfterMs, emptyAfterMs, 0, emptyAfterMs);
   }
 
+  /** Shape mode: the queue ahead at `nowMs`, in ms. A clock that steps back sees more queue ahead, never less. */
+  const queueAhead = (state: LeakyShapeState | undefined, nowMs: number): number =>
+    state === undefined ? 0 : Math.max(0, state.queuedMs - (nowMs - state.at));
+
   function shape(
     state: LeakyShapeState | undefined,
     nowMs: number,
     permits: number,
     maxWaitMs: number,
   ): Outcome<LeakyShapeState> {
-    // A clock that steps back sees more queue ahead, never less.
-    const queuedMs = state === undefined ? 0 : Math.max(0, state.queuedMs - (nowMs - state.at));
+    const queuedMs = queueAhead(state, nowMs);
     const queued = (queuedMs * leakPerSecond) / 1000;
     if (permits > capacity) return neverFits(state, wholePermits(capacity - queued), queuedMs, queuedMs);
     // The queue (in time) may hold capacity permits, this request included.
@@ -107,6 +119,19 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     return outcome(false, state, wholePermits(capacity - queued), retryAfterMs, queuedMs, 0, queuedMs);
   }
 
+  // Water poured back out (police) or queue given back (shape), never below empty: a leak is linear, so this
+  // undoes a grant whenever it was made. A penalty pours in past the capacity, denying until it drains.
+  function policeAdjusted(state: LeakyPoliceState | undefined, nowMs: number, permits: number): Adjusted<LeakyPoliceState> {
+    const { level, now } = drained(state, nowMs);
+    const next = Math.max(0, level + permits);
+    return { state: { level: next, updatedAt: now }, ttlMs: (next * 1000) / leakPerSecond };
+  }
+  function shapeAdjusted(state: LeakyShapeState | undefined, nowMs: number, permits: number): Adjusted<LeakyShapeState> {
+    const queuedMs = Math.max(0, queueAhead(state, nowMs) + permits * msPerPermit);
+    return { state: { queuedMs, at: nowMs }, ttlMs: queuedMs };
+  }
+  const adjust = (mode === 'police' ? policeAdjusted : shapeAdjusted) as (state: LeakyBucketState | undefined, nowMs: number, permits: number) => Adjusted<LeakyBucketState>;
+
   return {
     kind: 'leakyBucket',
     name,
@@ -118,13 +143,16 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     params: { capacity, leakPerSecond, mode },
     wireParams: [capacity, leakPerSecond, mode],
     refundable: true,
+    blockMs: common.blockMs,
     burst: capacity,
     ratePerSecond: leakPerSecond,
     lease: undefined,
     share: (fraction) =>
-      leakyBucket({ name, ...(key === undefined ? {} : { key }), capacity: shareOf(capacity, fraction), leakPerSecond: leakPerSecond * fraction, mode }),
+      leakyBucket({ ...ownOptions(common), capacity: shareOf(capacity, fraction), leakPerSecond: leakPerSecond * fraction, mode }),
     // Police mode's water scales with the share; shape mode's queue is time ahead, which the share's rate scales.
     rescale: (state, ratio) => ('level' in state ? { ...state, level: state.level * ratio } : state),
     consume: (mode === 'police' ? police : shape) as Algorithm<LeakyBucketState>['consume'],
+    refund: (state, nowMs, permits) => (state === undefined ? { state, ttlMs: 0 } : adjust(state, nowMs, -permits)),
+    penalize: (state, nowMs, permits) => adjust(state, nowMs, permits),
   };
 }

@@ -1,12 +1,4 @@
-import {
-  type Algorithm,
-  type Outcome,
-  EPSILON,
-  TOLERANCE_MS,
-  neverFits,
-  outcome,
-  wholePermits,
-} from './algorithm.js';
+import { type Adjusted, type Algorithm, type Outcome, EPSILON, TOLERANCE_MS, neverFits, outcome, wholePermits } from './algorithm.js';
 import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
 export type SlidingWindowCounterOptions = WindowOptions;
@@ -31,26 +23,22 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
   const parsed = windowOptions('slidingWindowCounter', options, 'swc');
   const { limit, windowMs } = parsed;
 
-  function consume(
-    state: SlidingWindowCounterState | undefined,
-    nowMs: number,
-    permits: number,
-  ): Outcome<SlidingWindowCounterState> {
-    let now = nowMs;
-    let windowStart = Math.floor(now / windowMs) * windowMs;
-    let previous = 0;
-    let current = 0;
+  /**
+   * The state moved on to the window `nowMs` falls in (itself while that window lasts). It is decided at
+   * max(nowMs, its windowStart): a clock that stepped back stays in the stored window.
+   */
+  function roll(state: SlidingWindowCounterState | undefined, nowMs: number): SlidingWindowCounterState {
+    const windowStart = Math.floor(nowMs / windowMs) * windowMs;
     if (state !== undefined) {
-      if (state.windowStart >= windowStart) {
-        // Same window, or a clock that stepped back: stay in the stored window.
-        now = Math.max(now, state.windowStart);
-        windowStart = state.windowStart;
-        previous = state.previous;
-        current = state.current;
-      } else if (state.windowStart + windowMs === windowStart) {
-        previous = state.current;
-      }
+      if (state.windowStart >= windowStart) return state;
+      if (state.windowStart + windowMs === windowStart) return { windowStart, previous: state.current, current: 0 };
     }
+    return { windowStart, previous: 0, current: 0 };
+  }
+
+  function consume(state: SlidingWindowCounterState | undefined, nowMs: number, permits: number): Outcome<SlidingWindowCounterState> {
+    const { windowStart, previous, current } = roll(state, nowMs);
+    const now = Math.max(nowMs, windowStart);
     const weight = 1 - (now - windowStart) / windowMs;
     const estimate = previous * weight + current;
     const windowEnd = windowStart + windowMs;
@@ -73,7 +61,34 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
     return outcome(false, state, wholePermits(limit - estimate), retryAt - nowMs, resetAfterMs, 0, resetAfterMs);
   }
 
-  return windowRule('slidingWindowCounter', parsed, consume, {
+  // From the window the grant was counted in (the current or the previous one); with no grant time, the
+  // newest first: the current window, then the previous.
+  function refund(state: SlidingWindowCounterState | undefined, nowMs: number, permits: number, grantedAtMs: number): Adjusted<SlidingWindowCounterState> {
+    if (state === undefined) return { state, ttlMs: 0 };
+    const { windowStart, previous, current } = roll(state, nowMs);
+    const ttlMs = windowStart + 2 * windowMs - nowMs;
+    let fromCurrent = 0;
+    let fromPrevious = 0;
+    if (Number.isNaN(grantedAtMs)) {
+      fromCurrent = Math.min(current, permits);
+      fromPrevious = Math.min(previous, permits - fromCurrent);
+    } else {
+      const grantedWindow = Math.floor(grantedAtMs / windowMs) * windowMs;
+      if (grantedWindow === windowStart) fromCurrent = Math.min(current, permits);
+      else if (grantedWindow + windowMs === windowStart) fromPrevious = Math.min(previous, permits);
+    }
+    return { state: { windowStart, previous: previous - fromPrevious, current: current - fromCurrent }, ttlMs };
+  }
+
+  function penalize(state: SlidingWindowCounterState | undefined, nowMs: number, permits: number): Adjusted<SlidingWindowCounterState> {
+    const { windowStart, previous, current } = roll(state, nowMs);
+    return { state: { windowStart, previous, current: current + permits }, ttlMs: windowStart + 2 * windowMs - nowMs };
+  }
+
+  return windowRule('slidingWindowCounter', parsed, {
+    consume,
+    refund,
+    penalize,
     lease: 'sliding',
     make: slidingWindowCounter,
     rescale: (state, ratio) => ({ ...state, previous: state.previous * ratio, current: state.current * ratio }),

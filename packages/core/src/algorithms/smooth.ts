@@ -1,7 +1,8 @@
 import { SluiceRangeError } from '../errors.js';
 import { nonNegativeFinite, optionsObject, positiveFinite, representablePeriod } from '../validate.js';
-import { type Algorithm, type Outcome, type RuleKey, type RuleOptions, TOLERANCE_MS, outcome, wholePermits } from './algorithm.js';
-import { defaultRuleName, periodPart, ratePart, ruleKey, ruleName } from './rule-name.js';
+import { type Adjusted, type Algorithm, type Outcome, type RuleOptions, TOLERANCE_MS, outcome, wholePermits } from './algorithm.js';
+import { type CommonRule, commonRuleOptions, ownOptions } from './rule-common.js';
+import { defaultRuleName, periodPart, ratePart } from './rule-name.js';
 import {
   type SmoothShape,
   burstyShape,
@@ -51,8 +52,7 @@ export interface SmoothState {
 
 function smoothAlgorithm(
   kind: 'smoothBursty' | 'smoothWarmingUp',
-  name: string,
-  key: RuleKey | undefined,
+  { name, key, blockMs }: CommonRule,
   permitsPerSecond: number,
   shape: SmoothShape,
   initialPermits: number,
@@ -66,17 +66,28 @@ function smoothAlgorithm(
   const fullAt = (stored: number, ahead: number) => ahead + (shape.maxPermits - stored) * shape.coolDownIntervalMs;
   const graceMs = freshPermits < shape.maxPermits ? shape.maxPermits * shape.coolDownIntervalMs : 0;
 
-  function consume(state: SmoothState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<SmoothState> {
-    // Guava's math on times relative to now (now = 0, next free = how far ahead it is): small numbers.
-    let storedPermits = state?.storedPermits ?? freshPermits;
-    let ahead = state === undefined ? 0 : state.aheadMs - (nowMs - state.at);
+  /**
+   * Guava's state at `nowMs`, on times relative to now (now = 0, next free = how far ahead it is): small
+   * numbers. `fresh` when never seen or forgotten. One object per rule (decisions are synchronous).
+   */
+  const standing = { storedPermits: 0, ahead: 0, fresh: true };
+  function standingAt(state: SmoothState | undefined, nowMs: number): typeof standing {
+    standing.storedPermits = state?.storedPermits ?? freshPermits;
+    standing.ahead = state === undefined ? 0 : state.aheadMs - (nowMs - state.at);
+    standing.fresh = state === undefined;
     // With fewer initial permits than the burst, a key that held its full burst for one more burst period is
     // forgotten and starts again from them (decided here, so every store forgets at the same instant).
-    if (state !== undefined && freshPermits < shape.maxPermits && 0 >= fullAt(storedPermits, ahead) + graceMs) {
-      state = undefined;
-      storedPermits = freshPermits;
-      ahead = 0;
+    if (state !== undefined && freshPermits < shape.maxPermits && 0 >= fullAt(standing.storedPermits, standing.ahead) + graceMs) {
+      standing.fresh = true;
+      standing.storedPermits = freshPermits;
+      standing.ahead = 0;
     }
+    return standing;
+  }
+
+  function consume(state: SmoothState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<SmoothState> {
+    const { storedPermits, ahead, fresh } = standingAt(state, nowMs);
+    if (fresh) state = undefined;
     // Guava's canAcquire looks only at the next free time, whatever the permits asked for.
     if (ahead - maxWaitMs > TOLERANCE_MS) {
       const stored = resyncedPermits(storedPermits, ahead, 0, shape);
@@ -88,6 +99,13 @@ function smoothAlgorithm(
     const waitMs = Math.min(Math.max(r.momentAvailableMs, 0), maxWaitMs);
     const next = { storedPermits: r.storedPermits, aheadMs: r.nextFreeMs, at: nowMs };
     return outcome(true, next, wholePermits(r.storedPermits), 0, Math.max(0, full), waitMs, Math.max(0, full + graceMs));
+  }
+
+  // A reservation never waited: the permits are taken and the next free time moves on by what they cost.
+  function penalize(state: SmoothState | undefined, nowMs: number, permits: number): Adjusted<SmoothState> {
+    const { storedPermits, ahead } = standingAt(state, nowMs);
+    const r = reserveEarliestAvailable(shape, storedPermits, ahead, permits, 0);
+    return { state: { storedPermits: r.storedPermits, aheadMs: r.nextFreeMs, at: nowMs }, ttlMs: Math.max(0, fullAt(r.storedPermits, r.nextFreeMs) + graceMs) };
   }
 
   return {
@@ -102,12 +120,17 @@ function smoothAlgorithm(
     wireParams: Object.values(params),
     // Guava's prepay: the next caller pays for this grant, which cannot be taken back.
     refundable: false,
+    blockMs,
     burst: Math.max(1, shape.maxPermits),
     ratePerSecond: permitsPerSecond,
     lease: undefined,
     share,
     rescale: (state, ratio) => ({ ...state, storedPermits: state.storedPermits * ratio }),
     consume,
+    refund() {
+      throw new SluiceRangeError('algorithm', kind, `rule ${JSON.stringify(name)} (${kind}) cannot refund: with Guava's prepay the next request pays for a grant, which cannot be taken back`);
+    },
+    penalize,
   };
 }
 
@@ -139,18 +162,16 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
   const parts: Array<string | number> = [ratePart(permitsPerSecond)];
   if (maxBurstSeconds !== 1) parts.push(`b${maxBurstSeconds}s`);
   if (initialPermits !== 0) parts.push(`i${initialPermits}`);
-  const name = ruleName(options.name, defaultRuleName('sb', parts));
-  const key = ruleKey(options.key);
+  const common = commonRuleOptions(options, defaultRuleName('sb', parts));
   const share = (fraction: number) =>
     smoothBursty({
-      name,
-      ...(key === undefined ? {} : { key }),
+      ...ownOptions(common),
       permitsPerSecond: permitsPerSecond * fraction,
       maxBurstSeconds,
       initialPermits: Math.min(permitsPerSecond * fraction * maxBurstSeconds, initialPermits * fraction),
     });
   // Wire order: permitsPerSecond, maxBurstSeconds, initialPermits.
-  return smoothAlgorithm('smoothBursty', name, key, permitsPerSecond, shape, initialPermits, { permitsPerSecond, maxBurstSeconds, initialPermits }, share);
+  return smoothAlgorithm('smoothBursty', common, permitsPerSecond, shape, initialPermits, { permitsPerSecond, maxBurstSeconds, initialPermits }, share);
 }
 
 /**
@@ -170,10 +191,9 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<Smoo
   representablePeriod('warmupMs', warmupMs, warmupMs, 'a warm-up of');
   const parts: Array<string | number> = [ratePart(permitsPerSecond), `w${periodPart(warmupMs)}`];
   if (coldFactor !== 3) parts.push(`c${coldFactor}`);
-  const name = ruleName(options.name, defaultRuleName('swu', parts));
-  const key = ruleKey(options.key);
+  const common = commonRuleOptions(options, defaultRuleName('swu', parts));
   const share = (fraction: number) =>
-    smoothWarmingUp({ name, ...(key === undefined ? {} : { key }), permitsPerSecond: permitsPerSecond * fraction, warmupMs, coldFactor });
+    smoothWarmingUp({ ...ownOptions(common), permitsPerSecond: permitsPerSecond * fraction, warmupMs, coldFactor });
   // Wire order: permitsPerSecond, warmupMs, coldFactor.
-  return smoothAlgorithm('smoothWarmingUp', name, key, permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, { permitsPerSecond, warmupMs, coldFactor }, share);
+  return smoothAlgorithm('smoothWarmingUp', common, permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, { permitsPerSecond, warmupMs, coldFactor }, share);
 }

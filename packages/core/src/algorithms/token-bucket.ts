@@ -1,6 +1,7 @@
 import { SluiceRangeError } from '../errors.js';
 import { nonNegativeInteger, optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
 import {
+  type Adjusted,
   type Algorithm,
   type Outcome,
   type RuleOptions,
@@ -11,7 +12,8 @@ import {
   shareOf,
   wholePermits,
 } from './algorithm.js';
-import { defaultRuleName, ratePart, ruleKey, ruleName } from './rule-name.js';
+import { commonRuleOptions, ownOptions } from './rule-common.js';
+import { defaultRuleName, ratePart } from './rule-name.js';
 
 export interface TokenBucketOptions extends RuleOptions {
   /** Tokens the bucket holds when full: the largest burst (an integer >= 1). */
@@ -58,13 +60,38 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   const parts: Array<string | number> = [capacity, ratePart(refillPerSecond)];
   if (initial !== capacity) parts.push(`i${initial}`);
   if (maxDebt !== capacity) parts.push(`d${maxDebt}`);
-  const name = ruleName(options.name, defaultRuleName('tb', parts));
-  const key = ruleKey(options.key);
-  const own = { name, ...(key === undefined ? {} : { key }) };
+  const common = commonRuleOptions(options, defaultRuleName('tb', parts));
+  const { name, key } = common;
+  const own = ownOptions(common);
   const tokensPerMs = refillPerSecond / 1000;
   // Tokens past the level at which a state stops mattering: full, or full for one more refill period.
   const forgetAt = initial < capacity ? 2 * capacity : capacity;
   const tolerance = EPSILON + TOLERANCE_MS * tokensPerMs;
+
+  /**
+   * The bucket at `nowMs`: its tokens after refilling, the time they are counted at, and whether the state
+   * was forgotten. Written into one object per rule (decisions are synchronous), so a decision allocates none.
+   */
+  const level = { tokens: 0, now: 0, fresh: true };
+  function refill(state: TokenBucketState | undefined, nowMs: number): typeof level {
+    level.tokens = initial;
+    level.now = nowMs;
+    level.fresh = true;
+    if (state !== undefined) {
+      // max(): a clock that steps back must not refill the same time twice.
+      const now = Math.max(state.updatedAt, nowMs);
+      const refilled = state.tokens + ((now - state.updatedAt) * refillPerSecond) / 1000;
+      // With initial below capacity, a key that stayed full for a whole refill period is forgotten and starts
+      // again from initial. Not at the instant it fills up: a request for the full capacity is told to retry
+      // exactly then. Deciding it here (not by a store's expiry) makes every store forget at the same instant.
+      if (!(initial < capacity && refilled >= 2 * capacity)) {
+        level.tokens = Math.min(capacity, refilled);
+        level.now = now;
+        level.fresh = false;
+      }
+    }
+    return level;
+  }
 
   function consume(
     state: TokenBucketState | undefined,
@@ -72,21 +99,8 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     permits: number,
     maxWaitMs: number,
   ): Outcome<TokenBucketState> {
-    let tokens = initial;
-    let now = nowMs;
-    if (state !== undefined) {
-      // max(): a clock that steps back must not refill the same time twice.
-      now = Math.max(state.updatedAt, nowMs);
-      tokens = Math.min(capacity, state.tokens + ((now - state.updatedAt) * refillPerSecond) / 1000);
-      // With initial below capacity, a key that stayed full for a whole refill period is forgotten and starts
-      // again from initial. Not at the instant it fills up: a request for the full capacity is told to retry
-      // exactly then. Deciding it here (not by a store's expiry) makes every store forget at the same instant.
-      if (initial < capacity && state.tokens + ((now - state.updatedAt) * refillPerSecond) / 1000 >= 2 * capacity) {
-        state = undefined;
-        tokens = initial;
-        now = nowMs;
-      }
-    }
+    const { tokens, now, fresh } = refill(state, nowMs);
+    if (fresh) state = undefined;
     const fullAfterMs = ((capacity - tokens) * 1000) / refillPerSecond;
     const lifeMs = ((forgetAt - tokens) * 1000) / refillPerSecond;
     if (permits > capacity) return neverFits(state, wholePermits(tokens), fullAfterMs, lifeMs);
@@ -108,6 +122,25 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     return outcome(false, kept, wholePermits(tokens), retryAfterMs, fullAfterMs, 0, lifeMs);
   }
 
+  /** The state holding `tokens` at `now`, and how long it matters. */
+  function adjusted(tokens: number, now: number, nowMs: number): Adjusted<TokenBucketState> {
+    return { state: { tokens, updatedAt: now }, ttlMs: ((forgetAt - tokens) * 1000) / refillPerSecond + (now - nowMs) };
+  }
+
+  // Refilling is linear, so giving tokens back undoes a grant whenever it was made. Never above capacity;
+  // a fresh bucket (never seen, or forgotten) has nothing to get back.
+  function refund(state: TokenBucketState | undefined, nowMs: number, permits: number): Adjusted<TokenBucketState> {
+    const { tokens, now, fresh } = refill(state, nowMs);
+    if (fresh) return { state: undefined, ttlMs: 0 };
+    return adjusted(Math.min(capacity, tokens + permits), now, nowMs);
+  }
+
+  // Below zero and past maxDebt if need be: the bucket denies until it refills.
+  function penalize(state: TokenBucketState | undefined, nowMs: number, permits: number): Adjusted<TokenBucketState> {
+    const { tokens, now } = refill(state, nowMs);
+    return adjusted(tokens - permits, now, nowMs);
+  }
+
   return {
     kind: 'tokenBucket',
     name,
@@ -119,6 +152,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     params: { capacity, refillPerSecond, initial, maxDebt },
     wireParams: [capacity, refillPerSecond, initial, maxDebt],
     refundable: true,
+    blockMs: common.blockMs,
     burst: capacity,
     ratePerSecond: refillPerSecond,
     lease: { kind: 'bucket', capacity, refillPerSecond, initial },
@@ -134,5 +168,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     },
     rescale: (state, ratio) => ({ ...state, tokens: state.tokens * ratio }),
     consume,
+    refund,
+    penalize,
   };
 }

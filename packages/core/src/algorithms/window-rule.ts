@@ -1,7 +1,8 @@
 import { optionsObject, positiveInteger, representablePeriod } from '../validate.js';
 import { shareOf } from './algorithm.js';
-import type { Algorithm, AlgorithmKind, Outcome, RuleKey, RuleOptions } from './algorithm.js';
-import { defaultRuleName, periodPart, ruleKey, ruleName } from './rule-name.js';
+import type { Adjusted, Algorithm, AlgorithmKind, Outcome, RuleOptions } from './algorithm.js';
+import { type CommonRule, commonRuleOptions, ownOptions } from './rule-common.js';
+import { defaultRuleName, periodPart } from './rule-name.js';
 
 /** The options of the windowed algorithms (fixedWindow, slidingWindowLog, slidingWindowCounter). */
 export interface WindowOptions extends RuleOptions {
@@ -11,12 +12,10 @@ export interface WindowOptions extends RuleOptions {
   windowMs: number;
 }
 
-/** Validates a windowed algorithm's options, naming the algorithm and option in any error. */
-export interface ParsedWindowOptions {
+/** A windowed algorithm's options, validated (errors name the algorithm's option and the bad value). */
+export interface ParsedWindowOptions extends CommonRule {
   readonly limit: number;
   readonly windowMs: number;
-  readonly name: string;
-  readonly key: RuleKey | undefined;
 }
 
 export function windowOptions(kind: AlgorithmKind, options: WindowOptions, short: string): ParsedWindowOptions {
@@ -24,16 +23,14 @@ export function windowOptions(kind: AlgorithmKind, options: WindowOptions, short
   const limit = positiveInteger('limit', options.limit);
   const windowMs = positiveInteger('windowMs', options.windowMs);
   representablePeriod('windowMs', windowMs, windowMs, 'a window of');
-  return {
-    limit,
-    windowMs,
-    name: ruleName(options.name, defaultRuleName(short, [limit, 'per', periodPart(windowMs)])),
-    key: ruleKey(options.key),
-  };
+  return { limit, windowMs, ...commonRuleOptions(options, defaultRuleName(short, [limit, 'per', periodPart(windowMs)])) };
 }
 
-/** What differs between the windowed rules beside their decision: how they lease, share and rescale. */
+/** What a windowed rule decides with, beside its options: its three functions and how it leases and rescales. */
 export interface WindowTraits<S> {
+  readonly consume: (state: S | undefined, nowMs: number, permits: number) => Outcome<S>;
+  readonly refund: (state: S | undefined, nowMs: number, permits: number, grantedAtMs: number) => Adjusted<S>;
+  readonly penalize: (state: S | undefined, nowMs: number, permits: number) => Adjusted<S>;
   readonly lease: 'fixed' | 'sliding' | undefined;
   /** The same kind of rule with these options (for a share of the limit). */
   readonly make: (options: WindowOptions) => Algorithm<S>;
@@ -41,12 +38,8 @@ export interface WindowTraits<S> {
 }
 
 /** A windowed rule: its limit applies per window, it never reserves, and a grant can be refunded. */
-export function windowRule<S>(
-  kind: AlgorithmKind,
-  { limit, windowMs, name, key }: ParsedWindowOptions,
-  consume: (state: S | undefined, nowMs: number, permits: number) => Outcome<S>,
-  traits: WindowTraits<S>,
-): Algorithm<S> {
+export function windowRule<S>(kind: AlgorithmKind, parsed: ParsedWindowOptions, traits: WindowTraits<S>): Algorithm<S> {
+  const { limit, windowMs, name, key, blockMs } = parsed;
   return {
     kind,
     name,
@@ -58,11 +51,14 @@ export function windowRule<S>(
     params: { limit, windowMs },
     wireParams: [limit, windowMs],
     refundable: true,
+    blockMs,
     burst: limit,
     ratePerSecond: (limit * 1000) / windowMs,
     lease: traits.lease === undefined ? undefined : { kind: traits.lease, limit, windowMs },
-    share: (fraction) => traits.make({ name, ...(key === undefined ? {} : { key }), limit: shareOf(limit, fraction), windowMs }),
+    share: (fraction) => traits.make({ ...ownOptions(parsed), limit: shareOf(limit, fraction), windowMs }),
     rescale: traits.rescale,
-    consume,
+    consume: traits.consume,
+    refund: traits.refund,
+    penalize: traits.penalize,
   };
 }

@@ -1,0 +1,29 @@
+import { SluiceRangeError } from '../errors.js';
+import { nonNegativeFinite, representablePeriod } from '../validate.js';
+import type { RuleKey, RuleOptions } from './algorithm.js';
+import { ruleKey, ruleName } from './rule-name.js';
+
+/** The options every algorithm takes, validated: what a rule is called, whose key it counts, how it bans. */
+export interface CommonRule {
+  readonly name: string;
+  readonly key: RuleKey | undefined;
+  readonly blockMs: number;
+}
+
+/** Validates the options every algorithm takes (RuleOptions); `defaultName` names a rule given none. */
+export function commonRuleOptions(options: RuleOptions, defaultName: string): CommonRule {
+  const name = ruleName(options.name, defaultName);
+  const key = ruleKey(options.key);
+  const blockMs = options.blockMs === undefined ? 0 : nonNegativeFinite('blockMs', options.blockMs);
+  representablePeriod('blockMs', blockMs, blockMs, 'a block of');
+  if (blockMs > 0 && key !== undefined) {
+    // A ban blocks the request's key; a shared rule's denial is not that key's doing.
+    throw new SluiceRangeError('blockMs', blockMs, `blockMs bans the request's own key: rule ${JSON.stringify(name)} is counted against another key (its key option), so it cannot ban`);
+  }
+  return { name, key, blockMs };
+}
+
+/** The common options as a factory takes them again: what `share()` passes on to the scaled rule. */
+export function ownOptions({ name, key, blockMs }: CommonRule): RuleOptions {
+  return { name, ...(key === undefined ? {} : { key }), ...(blockMs === 0 ? {} : { blockMs }) };
+}
