@@ -2,7 +2,7 @@
  * The demo controller's limits, as one would write them in a service. Every limiter shares one store:
  * memory in a single process, Redis for a fleet (pass redisStore(...)).
  */
-import { type Clock, type Limiter, type Store, createLimiter, fixedWindow, smoothBursty } from '@sluice/core';
+import { type Clock, type Limiter, type Rules, type Store, createLimiter, fixedWindow, smoothBursty } from '@sluice/core';
 
 export interface DemoLimiters {
   /** `GET /limiter/count`: 2 requests per 10 s per `key` (a count limit, fixed window). */
@@ -17,7 +17,7 @@ export interface DemoLimiters {
 }
 
 export function demoLimiters(store: Store, clock?: Clock): DemoLimiters {
-  const make = (prefix: string, algorithm: Parameters<typeof createLimiter>[0]['algorithm']) =>
+  const make = (prefix: string, algorithm: Rules) =>
     createLimiter({ algorithm, store, prefix, ...(clock === undefined ? {} : { clock }) });
   const limiters = {
     count: make('demo.count', fixedWindow({ limit: 2, windowMs: 10_000, name: 'count' })),

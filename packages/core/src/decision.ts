@@ -36,4 +36,12 @@ export interface Decision {
    * `rules` are the numbers of that denial.
    */
   readonly shadowed?: true;
+  /**
+   * True when denied because the key is blocked: a rule's `blockMs` ban (started by this request's denial or an
+   * earlier one) or `limiter.block(key, ms)`. `retryAfterMs` is then the rest of the block (or the rules' own
+   * wait, when longer); nothing was consumed.
+   */
+  readonly blocked?: true;
+  /** With plans (`createLimiter({ plans })`): the plan whose rules decided. */
+  readonly plan?: string;
 }

@@ -25,7 +25,13 @@ export type SluiceErrorCode =
    * A method decorator keyed by request (`key: byIp()`, `key: byUser(...)`) was called outside a request: no
    * sluice HTTP adapter or `requestContext()` is handling one here.
    */
-  | 'NO_REQUEST';
+  | 'NO_REQUEST'
+  /**
+   * The limiter cannot honour this control: its store has no such operation (a store of your own), its mode
+   * cannot keep it (bans in leased or divided mode), or a rule cannot (Guava's prepay cannot refund). The
+   * message names what and why; nothing was changed.
+   */
+  | 'UNSUPPORTED';
 
 /**
  * The one error class sluice throws for real faults. `code` tells what happened; `cause` keeps the

@@ -1,4 +1,4 @@
-export type { Algorithm, AlgorithmKind, Outcome, RuleKey, RuleOptions } from './algorithms/algorithm.js';
+export type { Adjusted, Algorithm, AlgorithmKind, Outcome, RuleKey, RuleOptions } from './algorithms/algorithm.js';
 export { EPSILON, TOLERANCE_MS } from './algorithms/algorithm.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';
@@ -25,7 +25,20 @@ export type { Decision, RuleStatus } from './decision.js';
 export { RateLimitedError, SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
 export type { SluiceErrorCode } from './errors.js';
 export { createLimiter } from './limiter.js';
-export type { AcquireOptions, Limiter, LimiterOptions, TryAcquireOptions } from './limiter.js';
+export type {
+  AcquireOptions,
+  CommonLimiterOptions,
+  Limiter,
+  LimiterOptions,
+  PeekOptions,
+  PenalizeOptions,
+  PlanOption,
+  PlansLimiterOptions,
+  RefundOptions,
+  RulesLimiterOptions,
+  TryAcquireOptions,
+} from './limiter.js';
+export type { PlanResolver } from './plans.js';
 export { MemoryStore, memoryStore } from './memory-store.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export type { Rules } from './policy.js';

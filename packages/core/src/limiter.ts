@@ -3,23 +3,26 @@ import { type Clock, systemClock, timerSleep } from './clock.js';
 import type { Decision } from './decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
+import { type ParsedPlans, type PlanResolver, knownPlan, parsePlans } from './plans.js';
 import { type Rules, normalizeRules } from './policy.js';
-import type { BoundStore, Store } from './store.js';
+import type { BoundStore, RuleSet, Store } from './store.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   describe,
   nonNegativeFinite,
+  nonNegativeInteger,
   nonNegativeOrInfinite,
   optionalClock,
   optionalSignal,
   optionsObject,
+  positiveFinite,
   positiveInteger,
   rateLimitKey,
+  representablePeriod,
 } from './validate.js';
 
-export interface LimiterOptions {
-  /** One rule, or a policy: a list of rules that must all allow (a denial consumes from none). */
-  algorithm: Rules;
+/** Options every limiter takes, beside its rules (`algorithm`) or its plans (`plans`). */
+export interface CommonLimiterOptions {
   /**
    * Where state lives.
    * @default a private memoryStore({ clock })
@@ -56,7 +59,43 @@ export interface LimiterOptions {
   shadow?: boolean;
 }
 
-export interface TryAcquireOptions {
+/** A limiter of one set of rules. */
+export interface RulesLimiterOptions extends CommonLimiterOptions {
+  /** One rule, or a policy: a list of rules that must all allow (a denial consumes from none). */
+  algorithm: Rules;
+  plans?: undefined;
+  plan?: undefined;
+}
+
+/**
+ * A limiter whose rules depend on the key's plan (free, pro, ...). Rules of one name share state across
+ * plans, so a key that changes plan keeps its usage: a window's count carries over, a bucket's tokens are
+ * capped at the new capacity. A rule given no name is named by its kind and period (`fw-1m`, `tb`; see
+ * Algorithm.planName), so one unnamed rule of a shape per plan needs no name.
+ */
+export interface PlansLimiterOptions extends CommonLimiterOptions {
+  /** Plan name to its rules (one rule or a policy). The first plan is the default. */
+  plans: Readonly<Record<string, Rules>>;
+  /**
+   * The plan of a key when a call names none.
+   * @default the first plan
+   */
+  plan?: PlanResolver;
+  algorithm?: undefined;
+}
+
+export type LimiterOptions = RulesLimiterOptions | PlansLimiterOptions;
+
+/** Options of every call that decides a key under one of a limiter's plans. */
+export interface PlanOption {
+  /**
+   * The plan whose rules decide (a limiter with plans only).
+   * @default the limiter's `plan` resolver, else its first plan
+   */
+  plan?: string;
+}
+
+export interface TryAcquireOptions extends PlanOption {
   /** @default 1 */
   permits?: number;
   /**
@@ -69,10 +108,23 @@ export interface TryAcquireOptions {
   signal?: AbortSignal;
 }
 
-export interface AcquireOptions {
+export interface AcquireOptions extends PlanOption {
   /** @default 1 */
   permits?: number;
   signal?: AbortSignal;
+}
+
+export type PeekOptions = PlanOption;
+
+export type PenalizeOptions = PlanOption;
+
+export interface RefundOptions extends PlanOption {
+  /**
+   * How long ago the grant being refunded was asked for (measure from before the `tryAcquire` call). A
+   * window rule then gives back only while the window the grant was counted in lasts, so no window passes
+   * more than its limit. Left out, window rules give back from their newest grants.
+   */
+  grantedMsAgo?: number;
 }
 
 /** A rate limiter bound to a store: the same interface for local, exact (Redis), leased and divided modes. */
@@ -82,28 +134,64 @@ export interface Limiter {
   /** Waits until `permits` are granted; resolves to the ms waited. Rejects only on abort, close or a request that can never fit. */
   acquire(key: string, options?: AcquireOptions): Promise<number>;
   /** Reports the key's standing (for one permit) without consuming. */
-  peek(key: string): Promise<Decision>;
-  /** Forgets the key: its next request starts from a fresh state. */
+  peek(key: string, options?: PeekOptions): Promise<Decision>;
+  /** Forgets the key under every rule (of every plan) and lifts its ban: its next request starts from a fresh state. */
   reset(key: string): Promise<void>;
+  /**
+   * Gives back up to `permits` to each of the key's own rules (a rule shared with other keys keeps what it
+   * took), never beyond a fresh state: a request that should not count after all (it failed, it was cheap).
+   * Atomic per key on Redis. `permits` is an integer >= 0. Rejects with SluiceError('UNSUPPORTED') for a rule
+   * that cannot refund (Guava's prepay) or a store without refunds.
+   */
+  refund(key: string, permits: number, options?: RefundOptions): Promise<void>;
+  /**
+   * Takes `permits` from every rule the key is counted against, even past the limit: the key is then denied
+   * until it drains (a response's real cost, known only after it: LLM tokens, bytes). Atomic per key on Redis.
+   * `permits` is an integer >= 0.
+   */
+  penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void>;
+  /**
+   * Blocks `key` for `ms` from now (a deny list): every request meanwhile is denied with `blocked: true`.
+   * A ban in force that ends later is kept. `ms` is a finite number > 0.
+   */
+  block(key: string, ms: number): Promise<void>;
+  /** Lifts the key's ban, explicit or started by a rule's `blockMs`. */
+  unblock(key: string): Promise<void>;
   /** Stops the limiter: waiting calls reject with SluiceError('CLOSED'); a store it created is closed. */
   close(): Promise<void>;
+  /** The rules (of the first plan, for a limiter with plans). */
   readonly rules: readonly Algorithm[];
+  /** For a limiter with plans: each plan's rules, under the names they keep state by. */
+  readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
   readonly prefix: string;
 }
 
 const PREFIX = /^[A-Za-z0-9_.\-:/]{1,100}$/;
 
+/** One set of rules bound to the store: the limiter's rules, or one plan's. */
+interface Binding {
+  /** The plan's name; undefined for a limiter without plans. */
+  readonly plan: string | undefined;
+  readonly rules: readonly Algorithm[];
+  readonly bound: BoundStore;
+  /** Only a single reserving rule can grant with a wait; a policy retries instead. */
+  readonly reserves: boolean;
+}
+
 class StoreLimiter implements Limiter {
   readonly rules: readonly Algorithm[];
+  readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
   readonly prefix: string;
   readonly #clock: Clock;
   readonly #store: Store;
   readonly #ownsStore: boolean;
-  readonly #bound: BoundStore;
+  /** The binding used when no plan is named: the limiter's rules, or its first plan. */
+  readonly #default: Binding;
+  readonly #bindings: ReadonlyMap<string, Binding> | undefined;
+  readonly #parsedPlans: ParsedPlans | undefined;
+  readonly #resolvePlan: PlanResolver | undefined;
   readonly #maxKeyLength: number;
   readonly #jitterMs: number;
-  /** Only a single reserving rule can grant with a wait; a policy retries instead. */
-  readonly #reserves: boolean;
   readonly #shadow: boolean;
   readonly #closing = new AbortController();
   /** Mirrors #closing.signal.aborted, which is a slow DOM getter on the hot path. */
@@ -111,7 +199,22 @@ class StoreLimiter implements Limiter {
 
   constructor(options: LimiterOptions) {
     optionsObject('createLimiter options', options, true);
-    this.rules = normalizeRules(options.algorithm);
+    // Checked as a JavaScript caller may pass them, whatever the types allowed.
+    const given = options as { algorithm?: unknown; plans?: unknown; plan?: unknown };
+    const planned = given.plans !== undefined;
+    if (planned && given.algorithm !== undefined) {
+      throw new SluiceTypeError('plans', given.plans, 'createLimiter takes algorithm or plans, not both: put the rules in a plan');
+    }
+    if (!planned && given.plan !== undefined) {
+      throw new SluiceTypeError('plan', given.plan, "plan picks one of the limiter's plans: it needs plans ({ free: rules, pro: rules })");
+    }
+    if (given.plan !== undefined && typeof given.plan !== 'function') {
+      throw new SluiceTypeError('plan', given.plan, `plan must be a function of the key returning a plan name, got ${describe(given.plan)}`);
+    }
+    const parsedPlans = planned ? parsePlans(given.plans) : undefined;
+    this.#parsedPlans = parsedPlans;
+    const rules = parsedPlans === undefined ? normalizeRules(given.algorithm) : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
+    this.#resolvePlan = given.plan as PlanResolver | undefined;
     const prefix = options.prefix ?? 'sluice';
     if (typeof prefix !== 'string') throw new SluiceTypeError('prefix', prefix, `prefix must be a string, got ${describe(prefix)}`);
     if (!PREFIX.test(prefix)) {
@@ -122,16 +225,17 @@ class StoreLimiter implements Limiter {
     this.#maxKeyLength =
       options.maxKeyLength === undefined ? DEFAULT_MAX_KEY_LENGTH : positiveInteger('maxKeyLength', options.maxKeyLength);
     this.#jitterMs = options.retryJitterMs === undefined ? 2 : nonNegativeFinite('retryJitterMs', options.retryJitterMs);
-    this.#reserves = this.rules.length === 1 && (this.rules[0] as Algorithm).reserves;
     if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
       throw new SluiceTypeError('shadow', options.shadow, `shadow must be a boolean, got ${describe(options.shadow)}`);
     }
     this.#shadow = options.shadow === true;
+    let bind: (ruleSet: RuleSet) => BoundStore;
     if (options.store === undefined) {
       const store = new MemoryStore({ clock: this.#clock });
       this.#store = store;
       this.#ownsStore = true;
-      this.#bound = store.bind({ rules: this.rules, prefix }, true);
+      // Plans bind the store once per plan; a limiter of one rule set keeps it to itself (unprefixed keys).
+      bind = (ruleSet) => store.bind(ruleSet, !planned);
     } else {
       const store = options.store;
       if (typeof store !== 'object' || store === null || typeof store.bind !== 'function') {
@@ -143,48 +247,99 @@ class StoreLimiter implements Limiter {
       }
       this.#store = store;
       this.#ownsStore = false;
-      this.#bound = store.bind({ rules: this.rules, prefix });
+      bind = (ruleSet) => store.bind(ruleSet);
     }
-  }
-
-  #permits(value: unknown): number {
-    return value === undefined ? 1 : positiveInteger('permits', value);
+    const binding = (plan: string | undefined, planRules: readonly Algorithm[]): Binding => ({
+      plan,
+      rules: planRules,
+      bound: bind(parsedPlans === undefined ? { rules: planRules, prefix } : { rules: planRules, prefix, plans: parsedPlans.catalog }),
+      reserves: planRules.length === 1 && (planRules[0] as Algorithm).reserves,
+    });
+    this.rules = rules;
+    if (parsedPlans === undefined) {
+      this.plans = undefined;
+      this.#bindings = undefined;
+      this.#default = binding(undefined, rules);
+    } else {
+      const bindings = new Map<string, Binding>();
+      try {
+        for (const name of parsedPlans.names) bindings.set(name, binding(name, parsedPlans.rules.get(name) as readonly Algorithm[]));
+      } catch (error) {
+        // A store that refused a plan (a Cluster-only restriction, say): nothing half-bound stays claimed.
+        for (const b of bindings.values()) void b.bound.unbind?.();
+        throw error;
+      }
+      this.#bindings = bindings;
+      this.#default = bindings.get(parsedPlans.names[0] as string) as Binding;
+      this.plans = Object.freeze(Object.fromEntries(parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]])));
+    }
   }
 
   #checkOpen(): void {
     if (this.#closed) throw new SluiceError('CLOSED', 'the limiter is closed');
   }
 
+  /**
+   * The binding a call for `key` decides with: the plan the call names, else the resolver's, else the first.
+   * A limiter without plans refuses a plan. Synchronous unless the resolver is async.
+   */
+  #binding(key: string, plan: unknown): Binding | Promise<Binding> {
+    const plans = this.#parsedPlans;
+    const bindings = this.#bindings;
+    if (plans === undefined || bindings === undefined) {
+      if (plan !== undefined) throw new SluiceRangeError('plan', plan, `plan names one of a limiter's plans; this limiter has none (createLimiter({ plans }))`);
+      return this.#default;
+    }
+    if (plan !== undefined) return bindings.get(knownPlan(plans, plan)) as Binding;
+    if (this.#resolvePlan === undefined) return this.#default;
+    const resolved = this.#resolvePlan(key);
+    const pick = (name: unknown): Binding => bindings.get(knownPlan(plans, name)) as Binding;
+    return resolved instanceof Promise ? resolved.then(pick) : pick(resolved);
+  }
+
   async tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
-    if (options === undefined) return this.#decideNow(key, 1);
+    if (options === undefined && this.#bindings === undefined) return this.#decideNow(this.#default, key, 1);
     optionsObject('tryAcquire options', options, false);
-    const permits = this.#permits(options.permits);
-    const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
-    const signal = optionalSignal(options.signal);
+    const permits = permitsOption(options?.permits);
+    const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const signal = optionalSignal(options?.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(key, permits);
-    return this.#wait(key, permits, timeoutMs, signal);
+    // Awaited only when a plan resolver is async: a waiting call must register its sleep without delay.
+    const found = this.#binding(key, options?.plan);
+    const binding = found instanceof Promise ? await found : found;
+    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, key, permits);
+    return this.#wait(binding, key, permits, timeoutMs, signal);
   }
 
   /** One decision with no wait; in shadow mode a denial comes back allowed, marked shadowed. */
-  #decideNow(key: string, permits: number): Decision | Promise<Decision> {
-    const decision = this.#bound.consume(key, permits, 0);
-    if (!this.#shadow) return decision;
-    return decision instanceof Promise ? decision.then(shadowed) : shadowed(decision);
+  #decideNow(binding: Binding, key: string, permits: number): Decision | Promise<Decision> {
+    const decision = binding.bound.consume(key, permits, 0);
+    if (!this.#shadow && binding.plan === undefined) return decision;
+    return decision instanceof Promise ? decision.then((d) => this.#reported(binding, d)) : this.#reported(binding, decision);
+  }
+
+  /** A decision as the caller sees it: marked with its plan, and let through when shadow mode denies nothing. */
+  #reported(binding: Binding, decision: Decision): Decision {
+    const planned = binding.plan === undefined ? decision : { ...decision, plan: binding.plan };
+    return this.#shadow ? shadowed(planned) : planned;
   }
 
   async acquire(key: string, options?: AcquireOptions): Promise<number> {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
     optionsObject('acquire options', options, false);
-    const permits = this.#permits(options?.permits);
+    const permits = permitsOption(options?.permits);
     const signal = optionalSignal(options?.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
+    const binding = await this.#binding(key, options?.plan);
     const started = this.#clock.now();
-    const d = this.#shadow ? await this.#decideNow(key, permits) : await this.#wait(key, permits, Infinity, signal);
+    const d = this.#shadow ? await this.#decideNow(binding, key, permits) : await this.#wait(binding, key, permits, Infinity, signal);
     if (!d.allowed) {
+      if (d.blocked === true) {
+        throw new SluiceError('NEVER_ALLOWED', `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait out a ban`);
+      }
       throw new SluiceError('NEVER_ALLOWED', `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`);
     }
     return this.#clock.now() - started;
@@ -192,21 +347,22 @@ class StoreLimiter implements Limiter {
 
   /**
    * Sleeps exactly what each decision says (a reservation's wait, or a denial's retryAfterMs plus jitter),
-   * never polling, and gives up as soon as the deadline cannot be met.
+   * never polling, and gives up as soon as the deadline cannot be met. A blocked key is not waited out: a
+   * ban is a refusal, not a queue.
    */
-  async #wait(key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined): Promise<Decision> {
+  async #wait(binding: Binding, key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined): Promise<Decision> {
     const deadline = this.#clock.now() + timeoutMs;
     const abort = signal === undefined ? this.#closing.signal : AbortSignal.any([signal, this.#closing.signal]);
     for (;;) {
       const now = this.#clock.now();
       const budget = Math.max(0, deadline - now);
-      const d = await this.#bound.consume(key, permits, this.#reserves ? budget : 0);
+      const d = this.#reported(binding, await binding.bound.consume(key, permits, binding.reserves ? budget : 0));
       if (d.allowed) {
         if (d.waitMs > 0) await this.#sleep(d.waitMs, abort);
         return d;
       }
       // Infinity: never grantable (and Infinity > Infinity is false, so it needs its own check).
-      if (d.retryAfterMs === Infinity || d.retryAfterMs > budget) return d;
+      if (d.blocked === true || d.retryAfterMs === Infinity || d.retryAfterMs > budget) return d;
       const jitter = this.#jitterMs === 0 ? 0 : Math.random() * this.#jitterMs;
       await this.#sleep(Math.min(d.retryAfterMs + jitter, budget), abort);
     }
@@ -221,16 +377,63 @@ class StoreLimiter implements Limiter {
     }
   }
 
-  async peek(key: string): Promise<Decision> {
+  async peek(key: string, options?: PeekOptions): Promise<Decision> {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
-    return this.#bound.peek(key);
+    optionsObject('peek options', options, false);
+    const binding = await this.#binding(key, options?.plan);
+    const d = await binding.bound.peek(key);
+    return binding.plan === undefined ? d : { ...d, plan: binding.plan };
   }
 
   async reset(key: string): Promise<void> {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
-    await this.#bound.reset(key);
+    // Every plan's rules: a key that changes plan later must not find what it used under another.
+    if (this.#bindings === undefined) await this.#default.bound.reset(key);
+    else await Promise.all([...this.#bindings.values()].map((b) => b.bound.reset(key)));
+  }
+
+  async refund(key: string, permits: number, options?: RefundOptions): Promise<void> {
+    this.#checkOpen();
+    rateLimitKey(key, this.#maxKeyLength);
+    const n = nonNegativeInteger('permits', permits);
+    optionsObject('refund options', options, false);
+    const grantedMsAgo = options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
+    const binding = await this.#binding(key, options?.plan);
+    const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
+    if (unrefundable !== undefined) {
+      throw new SluiceError('UNSUPPORTED', `refund: rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back: with Guava's prepay the next request pays for a grant`);
+    }
+    const refund = control(binding.bound.refund, 'refund');
+    if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo);
+  }
+
+  async penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void> {
+    this.#checkOpen();
+    rateLimitKey(key, this.#maxKeyLength);
+    const n = nonNegativeInteger('permits', permits);
+    optionsObject('penalize options', options, false);
+    const binding = await this.#binding(key, options?.plan);
+    const penalize = control(binding.bound.penalize, 'penalize');
+    if (n > 0) await penalize.call(binding.bound, key, n);
+  }
+
+  async block(key: string, ms: number): Promise<void> {
+    this.#checkOpen();
+    rateLimitKey(key, this.#maxKeyLength);
+    const blockMs = positiveFinite('ms', ms);
+    representablePeriod('ms', blockMs, blockMs, 'a block of');
+    // A ban is the key's, whatever its plan: every plan's binding reads the same one.
+    const bound = this.#default.bound;
+    await control(bound.block, 'block').call(bound, key, blockMs);
+  }
+
+  async unblock(key: string): Promise<void> {
+    this.#checkOpen();
+    rateLimitKey(key, this.#maxKeyLength);
+    const bound = this.#default.bound;
+    await control(bound.unblock, 'unblock').call(bound, key);
   }
 
   async close(): Promise<void> {
@@ -238,9 +441,21 @@ class StoreLimiter implements Limiter {
     this.#closed = true;
     this.#closing.abort(new SluiceError('CLOSED', 'the limiter was closed'));
     // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
-    await this.#bound.unbind?.();
+    const bindings = this.#bindings === undefined ? [this.#default] : [...this.#bindings.values()];
+    for (const b of bindings) await b.bound.unbind?.();
     if (this.#ownsStore) await this.#store.close();
   }
+}
+
+/** A call's `permits`: 1 unless given, else an integer >= 1. */
+function permitsOption(value: unknown): number {
+  return value === undefined ? 1 : positiveInteger('permits', value);
+}
+
+/** A store's optional control, or SluiceError('UNSUPPORTED') naming it when the store has none. */
+function control<F extends (...args: never[]) => unknown>(fn: F | undefined, name: string): F {
+  if (typeof fn !== 'function') throw new SluiceError('UNSUPPORTED', `${name}: this limiter's store does not implement ${name}()`);
+  return fn;
 }
 
 /** A denial as shadow mode reports it: allowed, marked, with the denial's numbers. */
@@ -255,6 +470,12 @@ function shadowed(decision: Decision): Decision {
  * const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }) })
  * const d = await limiter.tryAcquire(`user:${id}`)
  * if (!d.allowed) return tooManyRequests(d.retryAfterMs)
+ *
+ * @example
+ * const api = createLimiter({
+ *   plans: { free: fixedWindow({ limit: 100, windowMs: 60_000 }), pro: fixedWindow({ limit: 1_000, windowMs: 60_000 }) },
+ *   plan: async (key) => (await accounts.tier(key)) ?? 'free',
+ * })
  */
 export function createLimiter(options: LimiterOptions): Limiter {
   return new StoreLimiter(options);

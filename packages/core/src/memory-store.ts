@@ -1,19 +1,21 @@
 import type { LRUCache } from 'lru-cache';
 import { keyCache } from './key-cache.js';
 import { PrefixGuard } from './prefix-guard.js';
-import type { Algorithm } from './algorithms/algorithm.js';
+import type { Adjusted, Algorithm } from './algorithms/algorithm.js';
 import { identityOf } from './algorithms/rule-name.js';
+import { type Ban, EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from './ban.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Decision } from './decision.js';
 import { SluiceError, SluiceRangeError } from './errors.js';
-import { decidePolicy, ruleDecision } from './policy.js';
+import { type RuleVerdict, decidePolicy, ruleDecision } from './policy.js';
 import type { BoundStore, RuleSet, Store } from './store.js';
 import { optionalClock, optionsObject, positiveInteger } from './validate.js';
 
 export interface MemoryStoreOptions {
   /**
    * The most keys held at once; the least recently used key is dropped beyond it, so a flood of
-   * attacker-chosen keys cannot grow memory without bound. A dropped key starts afresh.
+   * attacker-chosen keys cannot grow memory without bound. A dropped key starts afresh. Bans are held apart,
+   * up to as many again: a flood of new keys pushes out usage, not bans.
    * @default 100_000
    */
   maxKeys?: number;
@@ -34,7 +36,7 @@ interface Cell {
   /**
    * When prune() may drop the state: whole milliseconds since the store's origin, rounded up plus one, a
    * small integer that V8 keeps unboxed for the first 12 days of a store's life (a double costs a 16-byte
-   * box per key). It never decides a request (see StoreTime.live).
+   * box per key). It never decides a request: a state past its time decides as a fresh one would.
    */
   expiresAt: number;
 }
@@ -51,6 +53,8 @@ export class MemoryStore implements Store {
   readonly clock: Clock;
   readonly maxKeys: number;
   readonly #cache: LRUCache<string, Cell>;
+  readonly #bans: LRUCache<string, Ban>;
+  readonly #origin: number;
   #exclusive = false;
   #bindings = 0;
   readonly #prefixes = new PrefixGuard();
@@ -61,31 +65,35 @@ export class MemoryStore implements Store {
     this.maxKeys = options.maxKeys === undefined ? 100_000 : positiveInteger('maxKeys', options.maxKeys);
     this.clock = optionalClock('clock', options.clock) ?? systemClock;
     this.#cache = keyCache<string, Cell>(this.maxKeys);
+    this.#bans = keyCache<string, Ban>(this.maxKeys);
     this.#origin = this.clock.now();
   }
-
-  readonly #origin: number;
 
   /** Keys currently held (expired ones linger until touched, evicted or pruned). */
   get size(): number {
     return this.#cache.size;
   }
 
-  /** Drops every expired state now instead of when it is next touched or evicted. */
+  /** Drops every expired state and every ended ban now instead of when it is next touched or evicted. */
   prune(): void {
-    const now = this.clock.now() - this.#origin;
+    const now = this.clock.now();
+    const sinceOrigin = now - this.#origin;
     const expired: string[] = [];
-    for (const [key, cell] of this.#cache.entries()) if (cell.expiresAt <= now) expired.push(key);
+    for (const [key, cell] of this.#cache.entries()) if (cell.expiresAt <= sinceOrigin) expired.push(key);
     for (const key of expired) this.#cache.delete(key);
+    const ended: string[] = [];
+    for (const [key, ban] of this.#bans.entries()) if (ban.until <= now) ended.push(key);
+    for (const key of ended) this.#bans.delete(key);
   }
 
   clear(): void {
     this.#cache.clear();
+    this.#bans.clear();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    this.#cache.clear();
+    this.clear();
   }
 
   /**
@@ -98,12 +106,9 @@ export class MemoryStore implements Store {
       throw new SluiceRangeError('store', 'memoryStore', 'this memoryStore belongs to the limiter that created it; create one with memoryStore() to share it');
     }
     const { rules } = ruleSet;
-    const release = exclusive ? undefined : this.#prefixes.claim(ruleSet.prefix, rules);
+    const release = exclusive ? undefined : this.#prefixes.claim(ruleSet.prefix, ruleSet.plans ?? rules);
     this.#exclusive = exclusive;
     this.#bindings++;
-    // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
-    const prefix = exclusive ? '' : `${ruleSet.prefix}{`;
-    const time = new StoreTime(this.clock, this.#origin);
     let bound = true;
     const unbind = (): void => {
       if (!bound) return;
@@ -111,11 +116,21 @@ export class MemoryStore implements Store {
       this.#bindings--;
       release?.();
     };
-    if (rules.some((rule) => rule.key !== undefined)) return new IdentityBinding(this.#cache, time, rules, ruleSet.prefix, unbind);
-    return rules.length === 1
-      ? new SingleRuleBinding(this.#cache, time, rules[0] as Algorithm, prefix, unbind)
-      : new PolicyBinding(this.#cache, time, rules, prefix, unbind);
+    const parts: BindingParts = { cache: this.#cache, bans: new Bans(this.#bans), time: new StoreTime(this.clock, this.#origin), unbind };
+    // Plans share states by rule name, as rules counted against other keys do: one cell per (identity, rule).
+    if (ruleSet.plans !== undefined || rules.some((rule) => rule.key !== undefined)) return new IdentityBinding(parts, rules, ruleSet.prefix);
+    // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
+    const prefix = exclusive ? '' : `${ruleSet.prefix}{`;
+    return rules.length === 1 ? new SingleRuleBinding(parts, rules[0] as Algorithm, prefix) : new PolicyBinding(parts, rules, prefix);
   }
+}
+
+/** What every binding of one store shares. */
+interface BindingParts {
+  readonly cache: LRUCache<string, Cell>;
+  readonly bans: Bans;
+  readonly time: StoreTime;
+  readonly unbind: () => void;
 }
 
 /** The store's clock, and the cell expiry arithmetic relative to its origin. */
@@ -124,15 +139,6 @@ class StoreTime {
     readonly clock: Clock,
     private readonly origin: number,
   ) {}
-
-  /**
-   * The state in `cell`. Its expiry never decides anything: a state past its time decides as a fresh one
-   * would (the algorithms see to that), so the expiry only tells prune() what it may drop. (Deciding by a
-   * rounded expiry once forgot a state a hair early, where the Redis scripts, which keep it, did not.)
-   */
-  live(cell: Cell | undefined): unknown {
-    return cell?.state;
-  }
 
   /** Stores `state` for `key`, reusing the key's cell when it has one. */
   store(cache: LRUCache<string, Cell>, key: string, cell: Cell | undefined, state: unknown, now: number, ttlMs: number): void {
@@ -144,114 +150,273 @@ class StoreTime {
       cell.expiresAt = expiresAt;
     }
   }
+
+  /**
+   * Keeps a refunded state: a refund never makes a state matter longer, so the cell keeps its expiry; one
+   * that decides as a fresh one would is dropped.
+   */
+  refunded(cache: LRUCache<string, Cell>, key: string, cell: Cell, state: unknown): void {
+    if (state === undefined) cache.delete(key);
+    else cell.state = state;
+  }
 }
+
+/** Bans by key, held apart from states (see MemoryStoreOptions.maxKeys). */
+class Bans {
+  constructor(private readonly cache: LRUCache<string, Ban>) {}
+
+  /** The ban in force on `key` at `now`; one that ended is dropped. Free while no key is banned. */
+  active(key: string, now: number): Ban | undefined {
+    if (this.cache.size === 0) return undefined;
+    const ban = this.cache.get(key);
+    if (ban === undefined) return undefined;
+    if (ban.until > now) return ban;
+    this.cache.delete(key);
+    return undefined;
+  }
+
+  /** Starts `ban` on `key`, or keeps the ban in force when it ends later. */
+  start(key: string, ban: Ban, now: number): Ban {
+    const kept = longerBan(this.active(key, now), ban);
+    this.cache.set(key, kept);
+    return kept;
+  }
+
+  delete(key: string): void {
+    this.cache.delete(key);
+  }
+}
+
+/** A grant time `grantedAgoMs` before `now` (NaN stays NaN: unknown). */
+const grantedAt = (now: number, grantedAgoMs: number): number => now - grantedAgoMs;
 
 /** The common case, kept free of arrays: one rule, its state stored as is. */
 class SingleRuleBinding implements BoundStore {
-  constructor(
-    private readonly cache: LRUCache<string, Cell>,
-    private readonly time: StoreTime,
-    private readonly rule: Algorithm,
-    private readonly prefix: string,
-    readonly unbind: () => void,
-  ) {}
+  readonly #cache: LRUCache<string, Cell>;
+  readonly #bans: Bans;
+  readonly #time: StoreTime;
+  readonly #rule: Algorithm;
+  readonly #rules: readonly Algorithm[];
+  readonly #prefix: string;
+  readonly unbind: () => void;
+
+  constructor(parts: BindingParts, rule: Algorithm, prefix: string) {
+    this.#cache = parts.cache;
+    this.#bans = parts.bans;
+    this.#time = parts.time;
+    this.unbind = parts.unbind;
+    this.#rule = rule;
+    this.#rules = [rule];
+    this.#prefix = prefix;
+  }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
-    const k = this.prefix === '' ? key : this.prefix + key;
-    const now = this.time.clock.now();
-    const cell = this.cache.get(k);
-    const before = this.time.live(cell);
-    const o = this.rule.consume(before, now, permits, maxWaitMs);
+    const k = this.#prefix === '' ? key : this.#prefix + key;
+    const now = this.#time.clock.now();
+    const ban = this.#bans.active(k, now);
+    const cell = this.#cache.get(k);
+    const before = cell?.state;
+    if (ban !== undefined) return this.#blocked(ban, before, now, permits);
+    const o = this.#rule.consume(before, now, permits, maxWaitMs);
     // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-    if (o.state !== before) this.time.store(this.cache, k, cell, o.state, now, o.ttlMs);
-    return ruleDecision(this.rule, o);
+    if (o.state !== before) this.#time.store(this.#cache, k, cell, o.state, now, o.ttlMs);
+    if (!o.allowed && this.#rule.blockMs > 0) {
+      const started = this.#bans.start(k, { until: now + this.#rule.blockMs, rule: 0 }, now);
+      return blockedDecision(this.#rules, [o], started.rule, started.until - now, permits);
+    }
+    return ruleDecision(this.#rule, o);
+  }
+
+  /** A blocked key's answer: what the rule would say, nothing taken, the ban as a floor. */
+  #blocked(ban: Ban, state: unknown, now: number, permits: number): Decision {
+    return blockedDecision(this.#rules, [this.#rule.consume(state, now, permits, 0)], ban.rule, ban.until - now, permits);
   }
 
   peek(key: string): Decision {
-    const now = this.time.clock.now();
-    const probe = this.rule.consume(this.time.live(this.cache.get(this.prefix + key)), now, 1, 0);
-    return { ...ruleDecision(this.rule, probe), remaining: probe.allowed ? probe.remaining + 1 : probe.remaining };
+    const k = this.#prefix + key;
+    const now = this.#time.clock.now();
+    const state = this.#cache.peek(k)?.state;
+    const ban = this.#bans.active(k, now);
+    if (ban !== undefined) return this.#blocked(ban, state, now, 1);
+    const probe = this.#rule.consume(state, now, 1, 0);
+    return { ...ruleDecision(this.#rule, probe), remaining: probe.allowed ? probe.remaining + 1 : probe.remaining };
   }
 
   reset(key: string): void {
-    this.cache.delete(this.prefix + key);
+    this.#cache.delete(this.#prefix + key);
+    this.#bans.delete(this.#prefix + key);
+  }
+
+  refund(key: string, permits: number, grantedAgoMs: number): void {
+    const k = this.#prefix + key;
+    const cell = this.#cache.get(k);
+    if (cell === undefined) return;
+    const now = this.#time.clock.now();
+    this.#time.refunded(this.#cache, k, cell, this.#rule.refund(cell.state, now, permits, grantedAt(now, grantedAgoMs)).state);
+  }
+
+  penalize(key: string, permits: number): void {
+    const k = this.#prefix + key;
+    const cell = this.#cache.get(k);
+    const now = this.#time.clock.now();
+    const adjusted = this.#rule.penalize(cell?.state, now, permits);
+    this.#time.store(this.#cache, k, cell, adjusted.state, now, adjusted.ttlMs);
+  }
+
+  block(key: string, ms: number): void {
+    const now = this.#time.clock.now();
+    this.#bans.start(this.#prefix + key, { until: now + ms, rule: EXPLICIT_BAN }, now);
+  }
+
+  unblock(key: string): void {
+    this.#bans.delete(this.#prefix + key);
   }
 }
 
 /** A policy: one cache entry per key holding every rule's state, decided all-or-nothing. */
 class PolicyBinding implements BoundStore {
-  constructor(
-    private readonly cache: LRUCache<string, Cell>,
-    private readonly time: StoreTime,
-    private readonly rules: readonly Algorithm[],
-    private readonly prefix: string,
-    readonly unbind: () => void,
-  ) {}
+  readonly #cache: LRUCache<string, Cell>;
+  readonly #bans: Bans;
+  readonly #time: StoreTime;
+  readonly #rules: readonly Algorithm[];
+  readonly #prefix: string;
+  readonly unbind: () => void;
+
+  constructor(parts: BindingParts, rules: readonly Algorithm[], prefix: string) {
+    this.#cache = parts.cache;
+    this.#bans = parts.bans;
+    this.#time = parts.time;
+    this.unbind = parts.unbind;
+    this.#rules = rules;
+    this.#prefix = prefix;
+  }
 
   consume(key: string, permits: number): Decision {
-    const k = this.prefix + key;
-    const now = this.time.clock.now();
-    const cell = this.cache.get(k);
-    const p = decidePolicy(this.rules, this.time.live(cell) as unknown[] | undefined, now, permits);
-    if (p.states !== undefined) this.time.store(this.cache, k, cell, p.states, now, p.ttlMs);
-    return p.decision;
+    const k = this.#prefix + key;
+    const now = this.#time.clock.now();
+    const cell = this.#cache.get(k);
+    const states = cell?.state as unknown[] | undefined;
+    const ban = this.#bans.active(k, now);
+    const p = decidePolicy(this.#rules, states, now, permits);
+    if (ban !== undefined) return blockedDecision(this.#rules, p.verdicts, ban.rule, ban.until - now, permits);
+    if (p.states !== undefined) this.#time.store(this.#cache, k, cell, p.states, now, p.ttlMs);
+    const banned = p.decision.allowed ? undefined : banAfter(this.#rules, p.verdicts, now);
+    if (banned === undefined) return p.decision;
+    const started = this.#bans.start(k, banned, now);
+    return blockedDecision(this.#rules, p.verdicts, started.rule, started.until - now, permits);
   }
 
   peek(key: string): Decision {
-    const now = this.time.clock.now();
-    const p = decidePolicy(this.rules, this.time.live(this.cache.get(this.prefix + key)) as unknown[] | undefined, now, 1);
-    const d = p.decision;
-    return d.allowed ? { ...d, remaining: d.remaining + 1, rules: d.rules?.map((r) => ({ ...r, remaining: r.remaining + 1 })) } : d;
+    const k = this.#prefix + key;
+    const now = this.#time.clock.now();
+    const p = decidePolicy(this.#rules, this.#cache.peek(k)?.state as unknown[] | undefined, now, 1);
+    const ban = this.#bans.active(k, now);
+    if (ban !== undefined) return blockedDecision(this.#rules, p.verdicts, ban.rule, ban.until - now, 1);
+    return withPeekedPermit(p.decision);
   }
 
   reset(key: string): void {
-    this.cache.delete(this.prefix + key);
+    this.#cache.delete(this.#prefix + key);
+    this.#bans.delete(this.#prefix + key);
+  }
+
+  refund(key: string, permits: number, grantedAgoMs: number): void {
+    const k = this.#prefix + key;
+    const cell = this.#cache.get(k);
+    if (cell === undefined) return;
+    const now = this.#time.clock.now();
+    const at = grantedAt(now, grantedAgoMs);
+    const states = cell.state as unknown[];
+    this.#time.refunded(this.#cache, k, cell, this.#rules.map((rule, r) => rule.refund(states[r], now, permits, at).state));
+  }
+
+  penalize(key: string, permits: number): void {
+    const k = this.#prefix + key;
+    const cell = this.#cache.get(k);
+    const now = this.#time.clock.now();
+    const states = cell?.state as unknown[] | undefined;
+    const adjusted = this.#rules.map((rule, r) => rule.penalize(states?.[r], now, permits));
+    this.#time.store(this.#cache, k, cell, adjusted.map((a) => a.state), now, longestLife(adjusted));
+  }
+
+  block(key: string, ms: number): void {
+    const now = this.#time.clock.now();
+    this.#bans.start(this.#prefix + key, { until: now + ms, rule: EXPLICIT_BAN }, now);
+  }
+
+  unblock(key: string): void {
+    this.#bans.delete(this.#prefix + key);
   }
 }
 
 /**
- * Rules counted against other identities than the request's key (a global rule, a per-tenant rule): one
- * cell per (identity, rule), so every key's requests meet in the shared rule's cell. Decided all-or-nothing
- * like any policy. Cell keys are '\u0001prefix\u0001' + the identity's length + ':' + identity + ':' + rule,
- * which no other binding's keys can equal (a prefix holds no control character).
+ * Rules counted against other identities than the request's key (a global rule, a per-tenant rule), and
+ * plans (whose rules share state by name): one cell per (identity, rule), so every key's requests meet in a
+ * shared rule's cell and a plan's rules in the cells of the same names. Decided all-or-nothing like any
+ * policy. Cell keys are '\u0001prefix\u0001' + the identity's length + ':' + identity + ':' + rule, which no
+ * other binding's keys can equal (a prefix holds no control character); a key's ban is under the same
+ * namespace with no rule.
  */
 class IdentityBinding implements BoundStore {
+  readonly #cache: LRUCache<string, Cell>;
+  readonly #bans: Bans;
+  readonly #time: StoreTime;
+  readonly #rules: readonly Algorithm[];
   readonly #namespace: string;
-  constructor(
-    private readonly cache: LRUCache<string, Cell>,
-    private readonly time: StoreTime,
-    private readonly rules: readonly Algorithm[],
-    prefix: string,
-    readonly unbind: () => void,
-  ) {
+  readonly unbind: () => void;
+
+  constructor(parts: BindingParts, rules: readonly Algorithm[], prefix: string) {
+    this.#cache = parts.cache;
+    this.#bans = parts.bans;
+    this.#time = parts.time;
+    this.unbind = parts.unbind;
+    this.#rules = rules;
     this.#namespace = `\u0001${prefix}\u0001`;
   }
 
+  #identityKey(identity: string): string {
+    return `${this.#namespace}${identity.length}:${identity}`;
+  }
+
   #cellKeys(key: string): string[] {
-    return this.rules.map((rule) => {
-      const identity = identityOf(rule, key);
-      return `${this.#namespace}${identity.length}:${identity}:${rule.name}`;
-    });
+    return this.#rules.map((rule) => `${this.#identityKey(identityOf(rule, key))}:${rule.name}`);
   }
 
   #decide(key: string, permits: number, maxWaitMs: number, write: boolean): Decision {
     const keys = this.#cellKeys(key);
-    const now = this.time.clock.now();
-    const cells = keys.map((k) => this.cache.get(k));
-    const states = cells.map((cell) => this.time.live(cell));
-    if (this.rules.length === 1) {
-      const rule = this.rules[0] as Algorithm;
+    const now = this.#time.clock.now();
+    const cells = keys.map((k) => (write ? this.#cache.get(k) : this.#cache.peek(k)));
+    const states = cells.map((cell) => cell?.state);
+    const banKey = this.#identityKey(key);
+    const ban = this.#bans.active(banKey, now);
+    const rules = this.#rules;
+    if (ban !== undefined) {
+      const verdicts = rules.map((rule, r) => rule.consume(states[r], now, permits, 0));
+      return blockedDecision(rules, verdicts, ban.rule, ban.until - now, permits);
+    }
+    let decision: Decision;
+    let verdicts: readonly RuleVerdict[];
+    if (rules.length === 1) {
+      const rule = rules[0] as Algorithm;
       const o = rule.consume(states[0], now, permits, maxWaitMs);
-      if (write && o.state !== states[0]) this.time.store(this.cache, keys[0] as string, cells[0], o.state, now, o.ttlMs);
-      return ruleDecision(rule, o);
+      if (write && o.state !== states[0]) this.#time.store(this.#cache, keys[0] as string, cells[0], o.state, now, o.ttlMs);
+      decision = ruleDecision(rule, o);
+      verdicts = [o];
+    } else {
+      const p = decidePolicy(rules, states, now, permits);
+      if (write && p.states !== undefined) {
+        p.states.forEach((state, r) => {
+          if (state !== undefined) this.#time.store(this.#cache, keys[r] as string, cells[r], state, now, p.ttlMs);
+        });
+      }
+      decision = p.decision;
+      verdicts = p.verdicts;
     }
-    const p = decidePolicy(this.rules, states, now, permits);
-    if (write && p.states !== undefined) {
-      p.states.forEach((state, r) => {
-        if (state !== undefined) this.time.store(this.cache, keys[r] as string, cells[r], state, now, p.ttlMs);
-      });
-    }
-    return p.decision;
+    if (!write) return withPeekedPermit(decision);
+    const banned = decision.allowed ? undefined : banAfter(rules, verdicts, now);
+    if (banned === undefined) return decision;
+    const started = this.#bans.start(banKey, banned, now);
+    return blockedDecision(rules, verdicts, started.rule, started.until - now, permits);
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
@@ -259,18 +424,61 @@ class IdentityBinding implements BoundStore {
   }
 
   peek(key: string): Decision {
-    const d = this.#decide(key, 1, 0, false);
-    if (!d.allowed) return d;
-    return { ...d, remaining: d.remaining + 1, ...(d.rules ? { rules: d.rules.map((r) => ({ ...r, remaining: r.remaining + 1 })) } : {}) };
+    return this.#decide(key, 1, 0, false);
   }
 
-  /** Forgets the request key's own rules; rules counted against other identities are shared, and stay. */
+  /** Forgets the request key's own rules and its ban; rules counted against other identities are shared, and stay. */
   reset(key: string): void {
     const keys = this.#cellKeys(key);
-    this.rules.forEach((rule, r) => {
-      if (rule.key === undefined) this.cache.delete(keys[r] as string);
+    this.#rules.forEach((rule, r) => {
+      if (rule.key === undefined) this.#cache.delete(keys[r] as string);
+    });
+    this.#bans.delete(this.#identityKey(key));
+  }
+
+  /** The key's own rules only: a shared rule's permits are every key's. */
+  refund(key: string, permits: number, grantedAgoMs: number): void {
+    const keys = this.#cellKeys(key);
+    const now = this.#time.clock.now();
+    const at = grantedAt(now, grantedAgoMs);
+    this.#rules.forEach((rule, r) => {
+      const k = keys[r] as string;
+      const cell = this.#cache.get(k);
+      if (rule.key === undefined && cell !== undefined) this.#time.refunded(this.#cache, k, cell, rule.refund(cell.state, now, permits, at).state);
     });
   }
+
+  /** Every rule the key is counted against: what a response really cost was spent from shared budgets too. */
+  penalize(key: string, permits: number): void {
+    const keys = this.#cellKeys(key);
+    const now = this.#time.clock.now();
+    this.#rules.forEach((rule, r) => {
+      const k = keys[r] as string;
+      const cell = this.#cache.get(k);
+      const adjusted = rule.penalize(cell?.state, now, permits);
+      this.#time.store(this.#cache, k, cell, adjusted.state, now, adjusted.ttlMs);
+    });
+  }
+
+  block(key: string, ms: number): void {
+    const now = this.#time.clock.now();
+    this.#bans.start(this.#identityKey(key), { until: now + ms, rule: EXPLICIT_BAN }, now);
+  }
+
+  unblock(key: string): void {
+    this.#bans.delete(this.#identityKey(key));
+  }
+}
+
+/** A peek's decision: it took nothing, so the permit it probed with is still there. */
+function withPeekedPermit(d: Decision): Decision {
+  if (!d.allowed) return d;
+  return { ...d, remaining: d.remaining + 1, ...(d.rules ? { rules: d.rules.map((r) => ({ ...r, remaining: r.remaining + 1 })) } : {}) };
+}
+
+/** The longest life among adjusted states: a policy's states are kept together. */
+function longestLife(adjusted: readonly Adjusted<unknown>[]): number {
+  return Math.max(...adjusted.map((a) => a.ttlMs));
 }
 
 /** Creates an in-process store; see {@link MemoryStoreOptions}. */

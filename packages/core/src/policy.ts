@@ -19,18 +19,18 @@ function isAlgorithm(value: unknown): value is Algorithm {
  * Checks a limiter's `algorithm` option and returns its rules as a list. Rules of one policy need
  * distinct names, because each keeps its own state under its name.
  */
-export function normalizeRules(value: unknown): readonly Algorithm[] {
+export function normalizeRules(value: unknown, option = 'algorithm'): readonly Algorithm[] {
   const list = Array.isArray(value) ? (value as unknown[]) : [value];
-  if (list.length === 0) throw new SluiceRangeError('algorithm', value, 'algorithm must list at least one rule, got []');
+  if (list.length === 0) throw new SluiceRangeError(option, value, `${option} must list at least one rule, got []`);
   const seen = new Set<string>();
   return list.map((rule, i) => {
     if (!isAlgorithm(rule)) {
-      const where = Array.isArray(value) ? `algorithm[${i}]` : 'algorithm';
+      const where = Array.isArray(value) ? `${option}[${i}]` : option;
       throw new SluiceTypeError(where, rule, `${where} must be a rule such as tokenBucket({...}), got ${describe(rule)}`);
     }
     if (seen.has(rule.name)) {
       throw new SluiceRangeError(
-        `algorithm[${i}].name`,
+        `${option}[${i}].name`,
         rule.name,
         `rule names in a policy must be unique; give one of the rules named ${JSON.stringify(rule.name)} a name`,
       );
@@ -62,6 +62,8 @@ export interface PolicyOutcome {
    */
   readonly states: unknown[] | undefined;
   readonly ttlMs: number;
+  /** Each rule's own answer, in rule order (what a ban's decision is built from). */
+  readonly verdicts: readonly RuleVerdict[];
 }
 
 /** One rule's own answer within a policy decision, before the policy's outcome is known. */
@@ -119,8 +121,8 @@ export function decidePolicy(
   const decision = mergePolicy(rules, outcomes, permits);
   const allowed = decision.allowed;
   const ttlMs = Math.max(...outcomes.map((o) => o.ttlMs));
-  if (allowed) return { decision, states: outcomes.map((o) => o.state), ttlMs };
+  if (allowed) return { decision, states: outcomes.map((o) => o.state), ttlMs, verdicts: outcomes };
   const kept = outcomes.map((o, i) => (o.allowed ? states?.[i] : o.state));
   const anchored = kept.some((state, i) => state !== states?.[i]);
-  return { decision, states: anchored ? kept : undefined, ttlMs };
+  return { decision, states: anchored ? kept : undefined, ttlMs, verdicts: outcomes };
 }

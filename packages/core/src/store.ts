@@ -7,6 +7,11 @@ export interface RuleSet {
   readonly rules: readonly Algorithm[];
   /** Namespace of the limiter's keys; limiters with different prefixes never share state. */
   readonly prefix: string;
+  /**
+   * Set by a limiter with plans: every rule of every plan (`rules` is one plan's). Rules of one name share
+   * state across plans, so the store keeps states by rule name and claims the prefix for all of them.
+   */
+  readonly plans?: readonly Algorithm[];
 }
 
 /**
@@ -18,8 +23,13 @@ export interface RuleSet {
  * - `consume` grants `permits` only if every rule allows; a denial consumes nothing (it may only anchor
  *   a key never seen).
  * - `maxWaitMs` > 0 lets a single reserving rule grant with `waitMs <= maxWaitMs`.
- * - `peek` reports without consuming; `reset` forgets a key under every rule.
+ * - `peek` reports without consuming; `reset` forgets a key under every rule, and its ban.
+ * - A key that is blocked (a rule's `blockMs` ban, or `block`) is denied with `blocked: true` until the ban
+ *   ends (see blockedDecision); a denial by a rule with `blockMs` starts one.
  * - Results may be synchronous (memory) or promises (network); callers handle both.
+ *
+ * The controls (`refund`, `penalize`, `block`, `unblock`) are optional for stores of your own; a limiter
+ * whose store lacks one refuses it with SluiceError('UNSUPPORTED').
  */
 export interface Store {
   /**
@@ -36,6 +46,18 @@ export interface BoundStore {
   consume(key: string, permits: number, maxWaitMs: number): Decision | Promise<Decision>;
   peek(key: string): Decision | Promise<Decision>;
   reset(key: string): void | Promise<void>;
+  /**
+   * Gives back up to `permits` to each rule counted against `key` itself (rules shared with other keys keep
+   * theirs), never beyond a fresh state; atomic per key. `grantedAgoMs` is how long ago the grant was asked
+   * for (NaN: unknown): a window rule gives back only from the window it was counted in.
+   */
+  refund?(key: string, permits: number, grantedAgoMs: number): void | Promise<void>;
+  /** Takes `permits` from every rule the key is counted against, past the limit if need be; atomic per key. */
+  penalize?(key: string, permits: number): void | Promise<void>;
+  /** Blocks `key` for `ms` from now (a ban in force that ends later is kept). */
+  block?(key: string, ms: number): void | Promise<void>;
+  /** Lifts a ban on `key`, whoever set it. */
+  unblock?(key: string): void | Promise<void>;
   /**
    * Unbinds: the limiter is closed. The store drops what it held for this binding (its prefix claim, caches,
    * subscriptions), so a closed limiter costs nothing and its prefix may be bound again with other rules.

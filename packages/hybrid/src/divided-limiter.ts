@@ -48,7 +48,7 @@ export type DividedLimiter = HybridLimiter<DividedEvents>;
  */
 export function dividedLimiter(options: DividedLimiterOptions): DividedLimiter {
   optionsObject('dividedLimiter options', options, true);
-  const rule = supportedRule('dividedLimiter', options.algorithm);
+  const rule = supportedRule('dividedLimiter', options);
   const share = options.share ?? 'equal';
   if (share !== 'equal' && share !== 'demand') {
     throw new SluiceRangeError('share', share, `share must be 'equal' or 'demand', got ${describeValue(share)}`);
@@ -62,5 +62,5 @@ export function dividedLimiter(options: DividedLimiterOptions): DividedLimiter {
     maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 100_000),
     nodeId: nodeIdOption(options.nodeId),
   };
-  return new HybridLimiter<DividedEvents>((events) => new DividedStore({ ...settings, events }), rule, { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow });
+  return new HybridLimiter<DividedEvents>('dividedLimiter', (events) => new DividedStore({ ...settings, events }), rule, { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow });
 }

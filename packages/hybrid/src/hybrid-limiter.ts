@@ -1,5 +1,21 @@
-import { type AcquireOptions, type Algorithm, type Decision, type Limiter, type LimiterOptions, type Store, type TryAcquireOptions, createLimiter } from '@sluice/core';
+import {
+  type AcquireOptions,
+  type Algorithm,
+  type CommonLimiterOptions,
+  type Decision,
+  type Limiter,
+  type PeekOptions,
+  type PenalizeOptions,
+  type RefundOptions,
+  SluiceError,
+  type Store,
+  type TryAcquireOptions,
+  createLimiter,
+} from '@sluice/core';
 import { EventEmitter } from 'eventemitter3';
+
+/** The hybrid modes, as their factories are named (errors name them). */
+export type HybridMode = 'leasedLimiter' | 'dividedLimiter';
 
 /** A hybrid mode's store: a Store with a start-up check. */
 export interface HybridStore extends Store {
@@ -13,11 +29,18 @@ export interface HybridStore extends Store {
 export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends EventEmitter<Events> implements Limiter {
   readonly #limiter: Limiter;
   readonly #store: HybridStore;
+  readonly #mode: HybridMode;
   #closed = false;
 
   /** `buildStore` gets this limiter as the store's event emitter. */
-  constructor(buildStore: (events: EventEmitter<Events>) => HybridStore, rule: Algorithm, limiterOptions: Pick<LimiterOptions, 'prefix' | 'maxKeyLength' | 'shadow'>) {
+  constructor(
+    mode: HybridMode,
+    buildStore: (events: EventEmitter<Events>) => HybridStore,
+    rule: Algorithm,
+    limiterOptions: Pick<CommonLimiterOptions, 'prefix' | 'maxKeyLength' | 'shadow'>,
+  ) {
     super();
+    this.#mode = mode;
     this.#store = buildStore(this);
     const { prefix, maxKeyLength, shadow } = limiterOptions;
     try {
@@ -45,6 +68,11 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends 
     return this.#limiter.prefix;
   }
 
+  /** Hybrid modes have no plans: one rule, leased or divided. */
+  get plans(): undefined {
+    return undefined;
+  }
+
   tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
     return this.#limiter.tryAcquire(key, options);
   }
@@ -53,8 +81,28 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends 
     return this.#limiter.acquire(key, options);
   }
 
-  peek(key: string): Promise<Decision> {
-    return this.#limiter.peek(key);
+  peek(key: string, options?: PeekOptions): Promise<Decision> {
+    return this.#limiter.peek(key, options);
+  }
+
+  /** See Limiter.refund: leased mode gives back to this node's lease what it spent; divided mode to this node's share. */
+  refund(key: string, permits: number, options?: RefundOptions): Promise<void> {
+    return this.#limiter.refund(key, permits, options);
+  }
+
+  /** See Limiter.penalize: leased mode takes from this node's lease, then from Redis; divided mode from this node's share. */
+  penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void> {
+    return this.#limiter.penalize(key, permits, options);
+  }
+
+  /** Refused: a ban must hold on every node at every decision, which this mode decides without Redis. */
+  async block(): Promise<void> {
+    throw new SluiceError('UNSUPPORTED', `${this.#mode} cannot honour block(): a ban must hold fleet-wide at every decision, and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`);
+  }
+
+  /** Refused, as block() is. */
+  async unblock(): Promise<void> {
+    throw new SluiceError('UNSUPPORTED', `${this.#mode} cannot honour unblock(): it keeps no bans (see block())`);
   }
 
   /**

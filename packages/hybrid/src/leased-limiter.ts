@@ -73,7 +73,7 @@ export type LeasedLimiter = HybridLimiter<LeasedEvents>;
  */
 export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
   optionsObject('leasedLimiter options', options, true);
-  const rule = supportedRule('leasedLimiter', options.algorithm);
+  const rule = supportedRule('leasedLimiter', options);
   const lowWater = options.lowWater === undefined ? 0.5 : options.lowWater;
   if (typeof lowWater !== 'number' || !(lowWater >= 0 && lowWater <= 1)) {
     throw new SluiceRangeError('lowWater', lowWater, `lowWater must be a number in 0..1, got ${describeValue(lowWater)}`);
@@ -90,5 +90,5 @@ export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
     maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 10_000),
     nodeId: nodeIdOption(options.nodeId),
   };
-  return new HybridLimiter<LeasedEvents>((events) => new LeasedStore({ ...settings, events }), rule, { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow });
+  return new HybridLimiter<LeasedEvents>('leasedLimiter', (events) => new LeasedStore({ ...settings, events }), rule, { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow });
 }

@@ -1,15 +1,20 @@
-import { type Algorithm, SluiceRangeError, type Rules } from '@sluice/core';
+import { type Algorithm, type Rules, SluiceRangeError } from '@sluice/core';
 import { describeValue, normalizeRules } from '@sluice/core/store-kit';
 
-
 /**
- * The one rule a hybrid limiter enforces. Policies of several rules are refused: a lease or a share of
- * one rule says nothing about another's.
+ * The one rule a hybrid limiter enforces, from its options. Refused at construction, naming the mode and
+ * the control, rather than ignored: policies of several rules (a lease or a share of one rule says nothing
+ * about another's), plans (one rule per limiter), and bans (`blockMs`: a ban must hold on every node at
+ * every decision, which these modes make without Redis).
  */
-export function supportedRule(mode: 'leasedLimiter' | 'dividedLimiter', algorithm: Rules): Algorithm {
-  const rules = normalizeRules(algorithm);
+export function supportedRule(mode: 'leasedLimiter' | 'dividedLimiter', options: { readonly algorithm: Rules }): Algorithm {
+  const given = options as { algorithm?: unknown; plans?: unknown; plan?: unknown };
+  if (given.plans !== undefined || given.plan !== undefined) {
+    throw new SluiceRangeError('plans', given.plans ?? given.plan, `${mode} cannot honour plans: it enforces one rule; make one ${mode} per plan, or use exact mode (@sluice/redis) with createLimiter({ plans })`);
+  }
+  const rules = normalizeRules(given.algorithm);
   if (rules.length !== 1) {
-    throw new SluiceRangeError('algorithm', algorithm, `${mode} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or exact mode (@sluice/redis) for policies`);
+    throw new SluiceRangeError('algorithm', given.algorithm, `${mode} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or exact mode (@sluice/redis) for policies`);
   }
   const rule = rules[0] as Algorithm;
   // Hybrid modes run the rules whose grants can be split across nodes (the algorithm says so: its lease model).
@@ -18,6 +23,9 @@ export function supportedRule(mode: 'leasedLimiter' | 'dividedLimiter', algorith
   }
   if (rule.key !== undefined) {
     throw new SluiceRangeError('algorithm', rule.key, `${mode} counts each request against its own key; a rule with its own key option is not supported`);
+  }
+  if (rule.blockMs > 0) {
+    throw new SluiceRangeError('blockMs', rule.blockMs, `${mode} cannot honour blockMs: a ban must hold on every node at every decision, and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`);
   }
   return rule;
 }

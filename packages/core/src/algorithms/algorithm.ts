@@ -57,6 +57,18 @@ export interface Algorithm<S = unknown> {
    * A deny cache may answer such denials locally. (Leaky shape mode denies for the wait instead.)
    */
   readonly stableDenials: boolean;
+  /**
+   * The name this rule takes in a limiter's plans when it was given none (undefined when it was named): its
+   * kind and the period that shapes its state, without its limit (`fw-1m`, `tb`), so that one unnamed rule
+   * of a shape in every plan is one state, and a key keeps its usage when it changes plan.
+   */
+  readonly planName: string | undefined;
+  /**
+   * What its stored state means: rules whose formats are equal read each other's state as their own (a
+   * plan switch carries usage over). The kind, and any parameter that changes the meaning (a window's
+   * length, a leaky bucket's mode); limits and rates do not.
+   */
+  readonly stateFormat: string;
   /** The validated parameters, by name. */
   readonly params: Readonly<Record<string, number | string>>;
   /** The parameters in the order its Lua twin reads them (p[1], p[2], ...). */

@@ -20,16 +20,24 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   const parsed = windowOptions('fixedWindow', options, 'fw');
   const { limit, windowMs } = parsed;
 
-  /** The window `nowMs` counts in, and its count so far. */
-  function current(state: FixedWindowState | undefined, nowMs: number): FixedWindowState {
-    const windowStart = Math.floor(nowMs / windowMs) * windowMs;
+  /**
+   * The window `nowMs` counts in, and its count so far. Written into one object per rule (decisions are
+   * synchronous), so a decision allocates nothing but the state it keeps.
+   */
+  const window = { start: 0, count: 0 };
+  function current(state: FixedWindowState | undefined, nowMs: number): typeof window {
+    window.start = Math.floor(nowMs / windowMs) * windowMs;
+    window.count = 0;
     // A clock that stepped back stays in the stored window rather than opening an older one.
-    if (state !== undefined && state.windowStart >= windowStart) return state;
-    return { windowStart, count: 0 };
+    if (state !== undefined && state.windowStart >= window.start) {
+      window.start = state.windowStart;
+      window.count = state.count;
+    }
+    return window;
   }
 
   function consume(state: FixedWindowState | undefined, nowMs: number, permits: number): Outcome<FixedWindowState> {
-    const { windowStart, count } = current(state, nowMs);
+    const { start: windowStart, count } = current(state, nowMs);
     const resetAfterMs = windowStart + windowMs - nowMs;
     if (permits > limit) return neverFits(state, limit - count, count > 0 ? resetAfterMs : 0, resetAfterMs);
     if (count + permits <= limit) {
@@ -43,7 +51,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   // taking from it would let that window pass more than its limit (when in doubt, keep the permits).
   function refund(state: FixedWindowState | undefined, nowMs: number, permits: number, grantedAtMs: number): Adjusted<FixedWindowState> {
     if (state === undefined) return { state, ttlMs: 0 };
-    const { windowStart, count } = current(state, nowMs);
+    const { start: windowStart, count } = current(state, nowMs);
     const ttlMs = windowStart + windowMs - nowMs;
     const inWindow = Number.isNaN(grantedAtMs) || (grantedAtMs >= windowStart && grantedAtMs < windowStart + windowMs);
     if (windowStart !== state.windowStart || !inWindow) return { state, ttlMs };
@@ -51,7 +59,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   }
 
   function penalize(state: FixedWindowState | undefined, nowMs: number, permits: number): Adjusted<FixedWindowState> {
-    const { windowStart, count } = current(state, nowMs);
+    const { start: windowStart, count } = current(state, nowMs);
     return { state: { windowStart, count: count + permits }, ttlMs: windowStart + windowMs - nowMs };
   }
 

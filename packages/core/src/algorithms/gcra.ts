@@ -44,7 +44,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const rate = positiveFinite('rate', options.rate);
   const burst = positiveInteger('burst', options.burst);
   representablePeriod('rate', rate, (burst * 1000) / rate, 'the burst tolerance (burst / rate)');
-  const common = commonRuleOptions(options, defaultRuleName('gcra', [ratePart(rate), burst]));
+  const common = commonRuleOptions(options, defaultRuleName('gcra', [ratePart(rate), burst]), 'gcra');
   const { name, key } = common;
   const intervalMs = 1000 / rate;
   const toleranceMs = burst * intervalMs;
@@ -82,6 +82,8 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     stableDenials: true,
     params: { rate, burst },
     wireParams: [rate, burst],
+    planName: common.planName,
+    stateFormat: 'gcra',
     refundable: true,
     blockMs: common.blockMs,
     burst,

@@ -65,7 +65,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     throw new SluiceRangeError('mode', mode, `mode must be 'police' or 'shape', got ${describe(mode)}`);
   }
   representablePeriod('leakPerSecond', leakPerSecond, (capacity * 1000) / leakPerSecond, 'draining a full bucket take');
-  const common = commonRuleOptions(options, defaultRuleName(mode === 'police' ? 'lb' : 'lbs', [capacity, ratePart(leakPerSecond)]));
+  const common = commonRuleOptions(options, defaultRuleName(mode === 'police' ? 'lb' : 'lbs', [capacity, ratePart(leakPerSecond)]), mode === 'police' ? 'lb' : 'lbs');
   const { name, key } = common;
   const msPerPermit = 1000 / leakPerSecond;
   const tolerance = EPSILON + (TOLERANCE_MS * leakPerSecond) / 1000;
@@ -142,6 +142,8 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     stableDenials: mode === 'police',
     params: { capacity, leakPerSecond, mode },
     wireParams: [capacity, leakPerSecond, mode],
+    planName: common.planName,
+    stateFormat: `leakyBucket/${mode}`,
     refundable: true,
     blockMs: common.blockMs,
     burst: capacity,

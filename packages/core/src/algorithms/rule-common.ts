@@ -8,10 +8,15 @@ export interface CommonRule {
   readonly name: string;
   readonly key: RuleKey | undefined;
   readonly blockMs: number;
+  /** See Algorithm.planName: set only when the rule was given no name. */
+  readonly planName: string | undefined;
 }
 
-/** Validates the options every algorithm takes (RuleOptions); `defaultName` names a rule given none. */
-export function commonRuleOptions(options: RuleOptions, defaultName: string): CommonRule {
+/**
+ * Validates the options every algorithm takes (RuleOptions). A rule given no name is called `defaultName`,
+ * and `planName` in a limiter's plans (see Algorithm.planName).
+ */
+export function commonRuleOptions(options: RuleOptions, defaultName: string, planName: string): CommonRule {
   const name = ruleName(options.name, defaultName);
   const key = ruleKey(options.key);
   const blockMs = options.blockMs === undefined ? 0 : nonNegativeFinite('blockMs', options.blockMs);
@@ -20,7 +25,7 @@ export function commonRuleOptions(options: RuleOptions, defaultName: string): Co
     // A ban blocks the request's key; a shared rule's denial is not that key's doing.
     throw new SluiceRangeError('blockMs', blockMs, `blockMs bans the request's own key: rule ${JSON.stringify(name)} is counted against another key (its key option), so it cannot ban`);
   }
-  return { name, key, blockMs };
+  return { name, key, blockMs, planName: options.name === undefined ? planName : undefined };
 }
 
 /** The common options as a factory takes them again: what `share()` passes on to the scaled rule. */

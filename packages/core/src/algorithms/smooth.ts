@@ -52,7 +52,7 @@ export interface SmoothState {
 
 function smoothAlgorithm(
   kind: 'smoothBursty' | 'smoothWarmingUp',
-  { name, key, blockMs }: CommonRule,
+  { name, key, blockMs, planName }: CommonRule,
   permitsPerSecond: number,
   shape: SmoothShape,
   initialPermits: number,
@@ -72,7 +72,8 @@ function smoothAlgorithm(
    */
   const standing = { storedPermits: 0, ahead: 0, fresh: true };
   function standingAt(state: SmoothState | undefined, nowMs: number): typeof standing {
-    standing.storedPermits = state?.storedPermits ?? freshPermits;
+    // Capped at the burst: a key whose plan changed to a smaller burst keeps no more than the new one allows.
+    standing.storedPermits = state === undefined ? freshPermits : Math.min(shape.maxPermits, state.storedPermits);
     standing.ahead = state === undefined ? 0 : state.aheadMs - (nowMs - state.at);
     standing.fresh = state === undefined;
     // With fewer initial permits than the burst, a key that held its full burst for one more burst period is
@@ -118,6 +119,8 @@ function smoothAlgorithm(
     stableDenials: true,
     params,
     wireParams: Object.values(params),
+    planName,
+    stateFormat: kind,
     // Guava's prepay: the next caller pays for this grant, which cannot be taken back.
     refundable: false,
     blockMs,
@@ -162,7 +165,7 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
   const parts: Array<string | number> = [ratePart(permitsPerSecond)];
   if (maxBurstSeconds !== 1) parts.push(`b${maxBurstSeconds}s`);
   if (initialPermits !== 0) parts.push(`i${initialPermits}`);
-  const common = commonRuleOptions(options, defaultRuleName('sb', parts));
+  const common = commonRuleOptions(options, defaultRuleName('sb', parts), 'sb');
   const share = (fraction: number) =>
     smoothBursty({
       ...ownOptions(common),
@@ -191,7 +194,7 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<Smoo
   representablePeriod('warmupMs', warmupMs, warmupMs, 'a warm-up of');
   const parts: Array<string | number> = [ratePart(permitsPerSecond), `w${periodPart(warmupMs)}`];
   if (coldFactor !== 3) parts.push(`c${coldFactor}`);
-  const common = commonRuleOptions(options, defaultRuleName('swu', parts));
+  const common = commonRuleOptions(options, defaultRuleName('swu', parts), 'swu');
   const share = (fraction: number) =>
     smoothWarmingUp({ ...ownOptions(common), permitsPerSecond: permitsPerSecond * fraction, warmupMs, coldFactor });
   // Wire order: permitsPerSecond, warmupMs, coldFactor.

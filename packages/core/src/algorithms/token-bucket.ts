@@ -60,7 +60,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
   const parts: Array<string | number> = [capacity, ratePart(refillPerSecond)];
   if (initial !== capacity) parts.push(`i${initial}`);
   if (maxDebt !== capacity) parts.push(`d${maxDebt}`);
-  const common = commonRuleOptions(options, defaultRuleName('tb', parts));
+  const common = commonRuleOptions(options, defaultRuleName('tb', parts), 'tb');
   const { name, key } = common;
   const own = ownOptions(common);
   const tokensPerMs = refillPerSecond / 1000;
@@ -151,6 +151,8 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     stableDenials: true,
     params: { capacity, refillPerSecond, initial, maxDebt },
     wireParams: [capacity, refillPerSecond, initial, maxDebt],
+    planName: common.planName,
+    stateFormat: 'tokenBucket',
     refundable: true,
     blockMs: common.blockMs,
     burst: capacity,

@@ -23,7 +23,8 @@ export function windowOptions(kind: AlgorithmKind, options: WindowOptions, short
   const limit = positiveInteger('limit', options.limit);
   const windowMs = positiveInteger('windowMs', options.windowMs);
   representablePeriod('windowMs', windowMs, windowMs, 'a window of');
-  return { limit, windowMs, ...commonRuleOptions(options, defaultRuleName(short, [limit, 'per', periodPart(windowMs)])) };
+  const period = periodPart(windowMs);
+  return { limit, windowMs, ...commonRuleOptions(options, defaultRuleName(short, [limit, 'per', period]), `${short}-${period}`) };
 }
 
 /** What a windowed rule decides with, beside its options: its three functions and how it leases and rescales. */
@@ -39,7 +40,7 @@ export interface WindowTraits<S> {
 
 /** A windowed rule: its limit applies per window, it never reserves, and a grant can be refunded. */
 export function windowRule<S>(kind: AlgorithmKind, parsed: ParsedWindowOptions, traits: WindowTraits<S>): Algorithm<S> {
-  const { limit, windowMs, name, key, blockMs } = parsed;
+  const { limit, windowMs, name, key, blockMs, planName } = parsed;
   return {
     kind,
     name,
@@ -50,6 +51,8 @@ export function windowRule<S>(kind: AlgorithmKind, parsed: ParsedWindowOptions, 
     stableDenials: true,
     params: { limit, windowMs },
     wireParams: [limit, windowMs],
+    planName,
+    stateFormat: `${kind}/${windowMs}`,
     refundable: true,
     blockMs,
     burst: limit,

@@ -14,6 +14,9 @@
 /** Policies: the rules of a limiter, one decision over several rules, and the one merge of their verdicts. */
 export { decidePolicy, mergePolicy, normalizeRules, ruleDecision } from '../policy.js';
 export type { PolicyOutcome, RuleVerdict } from '../policy.js';
+/** Bans: the one answer for a blocked key, and which ban a denial starts. */
+export { EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from '../ban.js';
+export type { Ban } from '../ban.js';
 /** The identity a rule counts a request against (its `key` option). */
 export { identityOf } from '../algorithms/rule-name.js';
 /** Refuses a second limiter with other rules on a prefix of one store. */

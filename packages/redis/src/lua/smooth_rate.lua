@@ -49,7 +49,8 @@ local function smooth_consume(shape, fresh_permits, state, now_ms, permits, max_
   local stored_permits = fresh_permits
   local ahead = 0
   if state ~= nil then
-    stored_permits = state[1]
+    -- Capped at the burst: a key whose plan changed to a smaller burst keeps no more than the new one allows.
+    stored_permits = math.min(shape.max_permits, state[1])
     ahead = state[2] - (now_ms - state[3])
   end
   -- With fewer initial permits than the burst, a key that held its full burst for one more burst period is
