@@ -14,8 +14,8 @@ import {
 } from '@sluice/core';
 import { type RedisStore, redisStore } from '@sluice/redis';
 import { bufferReply, decideScript, runScript, stateKey } from '@sluice/redis/store-kit';
-import { ruleArgs } from '../../packages/redis/src/rule-args.js';
-import { refundScript } from '../../packages/redis/src/scripts.js';
+import { adjustArgs, ruleArgs } from '../../packages/redis/src/rule-args.js';
+import { adjustScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
@@ -57,7 +57,7 @@ describe('the decide script', () => {
     it(`${rule.kind}${rule.name === 'lbs' ? ' (shape)' : ''}: reply, stored value and PTTL, on Redis TIME`, async () => {
       const key = stateKey(prefix(), 'k', rule.name);
       const requests = packRequests([{ group: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]);
-      const reply = await runScript(redis, decideScript(), [key], [...ruleArgsOf(rule), packGroups([[1]]), requests]);
+      const reply = await runScript(redis, decideScript(), [key], [...ruleArgsOf(rule), packGroups([[1, 0]]), requests]);
       const [{ decision, decidedAtMs }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({ permits: 2, peek: false })) as [WireDecision];
       expect(decision).toMatchObject({ allowed: true, limit: rule.limit, remaining: rule.kind.startsWith('smooth') ? expect.any(Number) : 3 });
       const serverNow = Number((await redis.time())[0]) * 1000;
@@ -73,7 +73,7 @@ describe('the decide script', () => {
 
   it('refuses an unknown algorithm with a clear error', async () => {
     const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
-    await expect(runScript(redis, decideScript(), ['x'], ['1', 'nope', packGroups([[1]]), requests])).rejects.toThrow(/unknown algorithm nope/);
+    await expect(runScript(redis, decideScript(), ['x'], ['1', 'nope', packGroups([[1, 0]]), requests])).rejects.toThrow(/unknown algorithm nope/);
   });
 });
 
@@ -245,8 +245,8 @@ describe('the refund script', () => {
       const granted = await limiter.tryAcquire('k', { permits: 2 });
       expect(granted.allowed).toBe(true);
       const key = stateKey(p, 'k', rule.name);
-      const args = [...ruleArgsOf(rule), '2', String(clock.now()), String(clock.now())];
-      await runScript(redis, refundScript([rule.kind]), [key], args);
+      const args = adjustArgs(ruleArgsOf(rule), 'refund', 2, { atMs: clock.now() }, clock.now());
+      await runScript(redis, adjustScript([rule.kind]), [key], args);
       expect((await limiter.peek('k')).remaining).toBe(before.remaining);
       const pttl = await redis.pttl(key);
       expect(pttl).toBeGreaterThan(0); // KEEPTTL: the key still expires
@@ -266,7 +266,7 @@ describe('refunds never give back what a newer window did not take', () => {
     await limiter.tryAcquire('k'); // counted in window 0
     clock.advance(20); // window 1 opens
     for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
-    await runScript(redis, refundScript(['fixedWindow']), [stateKey(p, 'k', rule.name)], [...ruleArgsOf(rule), '1', String(grantedAt), String(clock.now())]);
+    await runScript(redis, adjustScript(['fixedWindow']), [stateKey(p, 'k', rule.name)], adjustArgs(ruleArgsOf(rule), 'refund', 1, { atMs: grantedAt }, clock.now()));
     expect((await limiter.tryAcquire('k')).allowed).toBe(false);
     await store.close();
   });

@@ -39,13 +39,15 @@ export function longerBan(current: Ban | undefined, next: Ban): Ban {
 /**
  * The one answer for a blocked key, used by every store (the memory store from its rules' verdicts, the Redis
  * store from the script's): denied, `blocked: true`, nothing taken. The banning rule (every rule, for an
- * explicit block) has nothing left and retries no sooner than the ban's end, `restMs` from now; a rule that
+ * explicit block, or a rule index these rules lack) has nothing left and retries no sooner than the ban's end, `restMs` from now; a rule that
  * would deny longer keeps its own longer wait, so retrying at `retryAfterMs` succeeds if nothing else arrives.
  * Other rules report what they would have said. `verdicts` are each rule's own answer for the request.
  */
 export function blockedDecision(rules: readonly Algorithm[], verdicts: readonly RuleVerdict[], ban: number, restMs: number, permits: number): Decision {
+  // A rule index these rules do not have (a ban set under another plan's rules) floors them all, as an explicit block.
+  const everyRule = !(ban >= 0 && ban < rules.length);
   const floored = verdicts.map((v, r) =>
-    ban === EXPLICIT_BAN || ban === r
+    everyRule || ban === r
       ? { allowed: false, remaining: 0, retryAfterMs: Math.max(v.allowed ? 0 : v.retryAfterMs, restMs), resetAfterMs: Math.max(v.resetAfterMs, restMs) }
       : v,
   );

@@ -151,8 +151,7 @@ class DividedBinding implements BoundStore {
     const now = this.#clock.now();
     this.#meter.add(permits, now);
     const out = this.#scaled.consume(this.#state(key), now, permits, maxWaitMs);
-    if (out.state === undefined) this.#entries.delete(key);
-    else this.#entries.set(key, { fraction: this.#fraction, state: out.state });
+    this.#keep(key, out.state);
     // The fleet's limit, this node's remaining: the decision is local.
     return ruleDecision(this.#rule, out);
   }
@@ -164,6 +163,24 @@ class DividedBinding implements BoundStore {
 
   reset(key: string): void {
     this.#entries.delete(key);
+  }
+
+  /** Gives back to this node's share of the key (its own state, under its current share). */
+  refund(key: string, permits: number, grantedAgoMs: number): void {
+    const state = this.#state(key);
+    if (state === undefined) return;
+    const now = this.#clock.now();
+    this.#keep(key, this.#scaled.refund(state, now, permits, now - grantedAgoMs).state);
+  }
+
+  /** Takes from this node's share of the key, past it if need be: this node denies the key until it drains. */
+  penalize(key: string, permits: number): void {
+    this.#keep(key, this.#scaled.penalize(this.#state(key), this.#clock.now(), permits).state);
+  }
+
+  #keep(key: string, state: unknown): void {
+    if (state === undefined) this.#entries.delete(key);
+    else this.#entries.set(key, { fraction: this.#fraction, state });
   }
 
   async close(): Promise<void> {

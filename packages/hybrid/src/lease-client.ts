@@ -1,5 +1,5 @@
 import type { Algorithm } from '@sluice/core';
-import { type RedisConnection, bufferReply, refundArgs, refundScript, ruleArgs } from '@sluice/redis/store-kit';
+import { type RedisConnection, adjustArgs, adjustScript, bufferReply, ruleArgs } from '@sluice/redis/store-kit';
 import { leaseScript } from './scripts.js';
 
 /** How a node leases one rule (see lease.lua): the rule as the scripts read it, and its lease model's window. */
@@ -67,7 +67,7 @@ export async function requestLease(
 }
 
 /**
- * Hands unspent permits back with the rule's own refund (refund.lua): a bucket refills up to its capacity,
+ * Hands unspent permits back with the rule's own refund (adjust.lua): a bucket refills up to its capacity,
  * a window takes them back only while the window the lease was counted in is still the stored one.
  */
 export async function returnLease(
@@ -78,5 +78,10 @@ export async function returnLease(
   leasedAtMs: number,
   nowMs: number | undefined,
 ): Promise<void> {
-  await redis.runScript(refundScript([shape.rule.kind]), [stateKey], refundArgs(shape.args, permits, leasedAtMs, nowMs));
+  await redis.runScript(adjustScript([shape.rule.kind]), [stateKey], adjustArgs(shape.args, 'refund', permits, { atMs: leasedAtMs }, nowMs));
+}
+
+/** Takes `permits` from the rule's central state past its limit (adjust.lua): a penalty this node's lease could not cover. */
+export async function penalizeCentrally(redis: RedisConnection, stateKey: string, shape: LeaseShape, permits: number, nowMs: number | undefined): Promise<void> {
+  await redis.runScript(adjustScript([shape.rule.kind]), [stateKey], adjustArgs(shape.args, 'penalize', permits, undefined, nowMs));
 }

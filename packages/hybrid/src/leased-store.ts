@@ -2,11 +2,11 @@ import { type Algorithm, type BoundStore, type Clock, type Decision, MemoryStore
 import { emitSafely, keyCache, scaledRule } from '@sluice/core/store-kit';
 import type { FailMode } from '@sluice/redis';
 import type { RedisConnection } from '@sluice/redis/store-kit';
-import { DeadlineError, RedisHealth, StartupChecks, failModeDecision, isKeyScopedError, refundScript, stateKey, withDeadline } from '@sluice/redis/store-kit';
+import { DeadlineError, RedisHealth, StartupChecks, adjustScript, failModeDecision, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
-import { type LeaseShape, leaseShape, requestLease, returnLease } from './lease-client.js';
+import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, returnLease } from './lease-client.js';
 import { leaseScript } from './scripts.js';
 
 /** One lease taken from Redis, as the `lease` event reports it. */
@@ -50,6 +50,8 @@ export interface LeasedStoreOptions {
 interface KeyLease {
   /** Permits debited centrally and not yet spent here. */
   available: number;
+  /** Permits spent here from the lease (in its window, for a windowed rule), less refunds: what a refund may give back. */
+  spent: number;
   /** When the lease dies (its window ends), on this node's clock. */
   expiresAt: number;
   windowStart: number;
@@ -109,7 +111,7 @@ export class LeasedStore implements Store {
       },
     };
     const rule = ruleSet.rules[0] as Algorithm;
-    this.#checks.add(ruleSet.prefix, [leaseScript(rule.kind), refundScript([rule.kind])]);
+    this.#checks.add(ruleSet.prefix, [leaseScript(rule.kind), adjustScript([rule.kind])]);
     const binding = new LeasedBinding(this.#o, this.#local, rule, ruleSet.prefix, health);
     this.#bindings.push(binding);
     return binding;
@@ -179,13 +181,14 @@ class LeasedBinding implements BoundStore {
     const now = this.#clock.now();
     let lease = this.#leases.get(key);
     if (lease === undefined) {
-      lease = { available: 0, expiresAt: Number.POSITIVE_INFINITY, windowStart: 0, leasedAt: 0, emptyUntil: Number.NEGATIVE_INFINITY, pending: undefined, meter: new DemandMeter(Math.max(this.#o.targetMs, 10), now) };
+      lease = { available: 0, spent: 0, expiresAt: Number.POSITIVE_INFINITY, windowStart: 0, leasedAt: 0, emptyUntil: Number.NEGATIVE_INFINITY, pending: undefined, meter: new DemandMeter(Math.max(this.#o.targetMs, 10), now) };
       this.#leases.set(key, lease);
     }
     lease.meter.add(permits, now);
     if (now >= lease.expiresAt) lease.available = 0;
     if (lease.available >= permits) {
       lease.available -= permits;
+      lease.spent += permits;
       this.#prefetch(key, lease, now);
       return this.#granted(lease, now);
     }
@@ -210,6 +213,7 @@ class LeasedBinding implements BoundStore {
     if (now >= lease.expiresAt) lease.available = 0;
     if (lease.available >= permits) {
       lease.available -= permits;
+      lease.spent += permits;
       return this.#granted(lease, now);
     }
     // Concurrent callers took what came, or Redis had too little: retry when it said more would be there.
@@ -225,7 +229,10 @@ class LeasedBinding implements BoundStore {
         lease.leasedAt = reply.decidedAtMs;
         if (this.#shape.windowMs !== undefined) {
           // Measured from the send: the window ends no later than that on this node's clock.
-          if (reply.windowStart !== lease.windowStart || now >= lease.expiresAt) lease.available = 0;
+          if (reply.windowStart !== lease.windowStart || now >= lease.expiresAt) {
+            lease.available = 0;
+            lease.spent = 0;
+          }
           lease.windowStart = reply.windowStart;
           lease.expiresAt = sentAt + reply.expiresInMs;
         }
@@ -303,6 +310,52 @@ class LeasedBinding implements BoundStore {
       this.#health.failure(error, this.#stateKey(key));
       const why = error instanceof Error ? error.message : String(error);
       throw new SluiceError('STORE_UNAVAILABLE', `reset(${JSON.stringify(key)}) could not forget the key on Redis: ${why}`, { cause: error });
+    }
+  }
+
+  /**
+   * Gives back to this node's lease what it spent there, up to `permits` (never more than the lease took
+   * from Redis, so the fleet stays within the central limit); for a windowed rule only while the grant's
+   * window lasts. While Redis fails, the fail mode's limiter takes it.
+   */
+  refund(key: string, permits: number, grantedAgoMs: number): void {
+    if (!this.#health.healthy()) {
+      if (this.#o.failMode === 'local') void this.#localFallback().refund?.(key, permits, grantedAgoMs);
+      return;
+    }
+    const lease = this.#leases.get(key);
+    const now = this.#clock.now();
+    if (lease === undefined || now >= lease.expiresAt) return;
+    const window = this.#shape.windowMs;
+    if (window !== undefined && !Number.isNaN(grantedAgoMs) && now - grantedAgoMs < lease.expiresAt - window) return;
+    const given = Math.min(permits, lease.spent);
+    lease.spent -= given;
+    lease.available += given;
+  }
+
+  /**
+   * Takes `permits` from this node's lease, and what it cannot cover from the central state past its limit
+   * (one adjust.lua call), so the whole fleet pays. While Redis fails, or when the call does, the fail
+   * mode's limiter takes the rest (failMode 'local'); 'open' and 'closed' reject with STORE_UNAVAILABLE.
+   */
+  async penalize(key: string, permits: number): Promise<void> {
+    const lease = this.#leases.get(key);
+    const now = this.#clock.now();
+    const fromLease = lease === undefined || now >= lease.expiresAt ? 0 : Math.min(lease.available, permits);
+    if (lease !== undefined) lease.available -= fromLease;
+    const rest = permits - fromLease;
+    if (rest === 0) return;
+    try {
+      if (!this.#health.healthy()) throw new SluiceError('STORE_UNAVAILABLE', 'Redis is failing');
+      await withDeadline(penalizeCentrally(this.#o.redis, this.#stateKey(key), this.#shape, rest, this.#o.clock?.now()), this.#o.timeoutMs, 'a penalty');
+      this.#health.success();
+    } catch (error) {
+      if (!(error instanceof SluiceError)) this.#health.failure(error, this.#stateKey(key));
+      if (this.#o.failMode !== 'local') {
+        const why = error instanceof Error ? error.message : String(error);
+        throw new SluiceError('STORE_UNAVAILABLE', `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#o.failMode}' keeps no state to apply it to: ${why}`, { cause: error });
+      }
+      await this.#localFallback().penalize?.(key, rest);
     }
   }
 

@@ -8,7 +8,15 @@ export function stateKey(prefix: string, key: string, rule: string): string {
   return `${prefix}:{${encodeIdentity(key)}}:${rule}`;
 }
 
-/** The channel on which `reset(key)` tells every node to drop the key from its deny cache. */
+/**
+ * Where a key's ban lives: beside its rules' states, in the same slot (the same hash tag), under a name no
+ * rule can have ('~' is not in a rule name's alphabet).
+ */
+export function banKey(prefix: string, key: string): string {
+  return stateKey(prefix, key, '~ban');
+}
+
+/** The channel on which `reset(key)` and `unblock(key)` tell every node to drop the key from its deny cache. */
 export function resetChannel(prefix: string): string {
   return `${prefix}:sluice-reset`;
 }

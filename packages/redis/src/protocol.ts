@@ -1,9 +1,10 @@
 import { type Algorithm, type Decision } from '@sluice/core';
-import { type RuleVerdict, mergePolicy } from '@sluice/core/store-kit';
+import { type RuleVerdict, blockedDecision, mergePolicy } from '@sluice/core/store-kit';
 
 /**
  * The binary half of decide.lua's protocol (see its header): requests packed '<I4dddB', replies '<BdddddB'
- * plus '<Bddd' per rule for a policy. Little-endian IEEE doubles are exact both ways.
+ * plus '<Bddd' per rule for a policy; a blocked request's reply is turned into core's blockedDecision, as
+ * the memory store's is. Little-endian IEEE doubles are exact both ways.
  */
 export const REQUEST_BYTES = 29;
 const REPLY_BYTES = 42;
@@ -19,7 +20,7 @@ export interface WireRequest {
   readonly peek: boolean;
 }
 
-/** Each group's R key indices (from 1, into KEYS), packed '<I4' each. */
+/** Each group's R + 1 key indices (from 1, into KEYS; its rules' states, then its ban or 0), packed '<I4' each. */
 export function packGroups(groups: readonly (readonly number[])[]): Buffer {
   const width = groups[0]?.length ?? 0;
   const buf = Buffer.allocUnsafe(groups.length * width * 4);
@@ -53,6 +54,22 @@ export interface WireDecision {
   readonly decidedAtMs: number;
   /** In rule order (for a single rule, its verdict as the script gave it). */
   readonly verdicts: readonly RuleVerdict[];
+  /** When the key is blocked: the banning rule's index among `rules` (-1: an explicit block) and the rest of the ban. */
+  readonly ban: { readonly rule: number; readonly restMs: number } | undefined;
+}
+
+/**
+ * Decodes the reply of `count` requests to a part with no rules (a key's ban checked in its own Cluster
+ * slot, when none of the policy's rules lives there): whether each key is blocked, and when it was read.
+ */
+export function unpackBanReplies(buf: Buffer, count: number): Array<Pick<WireDecision, 'decidedAtMs' | 'ban'>> {
+  if (buf.length !== count * REPLY_BYTES) throw new Error(`decide.lua replied ${buf.length} bytes for ${count} ban checks`);
+  const out: Array<Pick<WireDecision, 'decidedAtMs' | 'ban'>> = [];
+  for (let o = 0; o < buf.length; o += REPLY_BYTES) {
+    const blocked = buf.readUInt8(o + 41) === 1;
+    out.push({ decidedAtMs: buf.readDoubleLE(o + 33), ban: blocked ? { rule: buf.readDoubleLE(o + 1), restMs: buf.readDoubleLE(o + 25) } : undefined });
+  }
+  return out;
 }
 
 /**
@@ -68,11 +85,15 @@ export function unpackReplies(
 ): WireDecision[] {
   const out: WireDecision[] = [];
   const perRequest = REPLY_BYTES + (rules.length > 1 ? rules.length * RULE_BYTES : 0);
+  if (rules.length === 0) throw new Error('unpackReplies needs the rules; a part of no rules is read with unpackBanReplies');
   if (buf.length !== count * perRequest) throw new Error(`decide.lua replied ${buf.length} bytes for ${count} requests`);
   for (let q = 0, o = 0; q < count; q++, o += perRequest) {
     const { permits, peek } = request(q);
     const decidedAtMs = buf.readDoubleLE(o + 33);
-    if (rules.length > 1) {
+    const blocked = buf.readUInt8(o + 41) === 1;
+    // One rule: whoever set the ban, it floors this rule.
+    const ban = blocked ? { rule: rules.length === 1 ? 0 : buf.readDoubleLE(o + 1), restMs: buf.readDoubleLE(o + 25) } : undefined;
+    if (rules.length !== 1) {
       const verdicts: RuleVerdict[] = rules.map((_, r) => {
         const ro = o + REPLY_BYTES + r * RULE_BYTES;
         return {
@@ -82,7 +103,8 @@ export function unpackReplies(
           resetAfterMs: buf.readDoubleLE(ro + 17),
         };
       });
-      out.push({ decision: mergePolicy(rules, verdicts, permits, peek), decidedAtMs, verdicts });
+      const decision = ban !== undefined ? blockedDecision(rules, verdicts, ban.rule, ban.restMs, permits) : mergePolicy(rules, verdicts, permits, peek);
+      out.push({ decision, decidedAtMs, verdicts, ban });
       continue;
     }
     const rule = rules[0] as Algorithm;
@@ -92,6 +114,10 @@ export function unpackReplies(
       retryAfterMs: buf.readDoubleLE(o + 9),
       resetAfterMs: buf.readDoubleLE(o + 17),
     };
+    if (ban !== undefined) {
+      out.push({ decision: blockedDecision(rules, [verdict], 0, ban.restMs, permits), decidedAtMs, verdicts: [verdict], ban });
+      continue;
+    }
     const decision: Decision = {
       allowed: verdict.allowed,
       limit: rule.limit,
@@ -102,7 +128,7 @@ export function unpackReplies(
       waitMs: buf.readDoubleLE(o + 25),
       rule: rule.name,
     };
-    out.push({ decision, decidedAtMs, verdicts: [verdict] });
+    out.push({ decision, decidedAtMs, verdicts: [verdict], ban });
   }
   return out;
 }

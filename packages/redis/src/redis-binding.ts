@@ -4,15 +4,15 @@ import calculateSlot from 'cluster-key-slot';
 import { CrossSlotPolicy } from './cross-slot.js';
 import { withDeadline } from './deadline.js';
 import type { DenyCache } from './deny-cache.js';
-import { stateKey } from './key-layout.js';
+import { banKey, stateKey } from './key-layout.js';
 import type { DecisionEvent } from './redis-store.js';
 import { packGroups, packRequests, unpackReplies } from './protocol.js';
 import { failModeDecision } from './fail-mode.js';
 import { isKeyScopedError } from './reply-errors.js';
-import { numArg, ruleArgs } from './rule-args.js';
+import { type GrantTime, adjustArgs, numArg, ruleArgs } from './rule-args.js';
 import { bufferReply } from './script-runner.js';
 import type { RedisConnection } from './connection/connection.js';
-import { type LuaScript, decideScript } from './scripts.js';
+import { type LuaScript, adjustScript, blockScript, decideScript } from './scripts.js';
 
 interface Pending {
   readonly key: string;
@@ -94,9 +94,9 @@ export class RedisBinding implements BoundStore {
     this.#publishReset = parts.publishReset;
     this.#unbind = parts.unbind;
     this.#tailArgs = ctx.maxClockSkewMs === undefined ? [] : [numArg(ctx.maxClockSkewMs)];
-    // On a Cluster, rules counted against other keys may live in other slots than the request key's.
+    // On a Cluster, rules counted against other keys may live in other slots than the request key's (and its ban).
     this.#crossSlot =
-      ctx.connection.isCluster && rules.length > 1 && rules.some((rule) => rule.key !== undefined)
+      ctx.connection.isCluster && rules.some((rule) => rule.key !== undefined)
         ? new CrossSlotPolicy(ctx.connection, rules, prefix, (promise) => withDeadline(promise, ctx.timeoutMs, 'a cross-slot decision'), this.#tailArgs)
         : undefined;
   }
@@ -123,29 +123,102 @@ export class RedisBinding implements BoundStore {
   }
 
   /**
-   * Forgets the request key's own rules (rules counted against other identities are shared, and stay), here,
-   * in the fail mode's limiter and on Redis, and tells every node to drop it from its deny cache. Bounded by
-   * timeoutMs like a decision; a reset Redis could not do (down, read-only) rejects with
+   * Forgets the request key's own rules (rules counted against other identities are shared, and stay) and
+   * its ban, here, in the fail mode's limiter and on Redis, and tells every node to drop it from its deny
+   * cache. Bounded by timeoutMs like a decision; a reset Redis could not do (down, read-only) rejects with
    * SluiceError('STORE_UNAVAILABLE'), since no fail mode can stand in for it.
    */
   async reset(key: string): Promise<void> {
     this.forget(key);
     await this.#local?.reset(key);
     const own = this.#rules.filter((rule) => rule.key === undefined).map((rule) => stateKey(this.#prefix, key, rule.name));
+    await this.#onRedis(key, 'reset', own[0] ?? banKey(this.#prefix, key), async () => {
+      await this.#ctx.connection.del([...own, banKey(this.#prefix, key)]);
+      await this.#publishReset?.(key);
+    });
+  }
+
+  /**
+   * Gives back up to `permits` to the key's own rules, atomically in one script call (they share the key's
+   * slot). While Redis is away, the fail mode's limiter takes it instead (failMode 'local'); see #control.
+   */
+  async refund(key: string, permits: number, grantedAgoMs: number): Promise<void> {
+    // A denial cached here may have become a grant.
+    this.forget(key);
+    const own = this.#rules.filter((rule) => rule.key === undefined);
     if (own.length === 0) return;
+    const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
+    await this.#control(key, 'refund', () => this.#local?.refund?.(key, permits, grantedAgoMs), () =>
+      this.#adjust(own, key, 'refund', permits, granted),
+    );
+  }
+
+  /** Takes `permits` from every rule the key is counted against, one atomic call per slot. See #control. */
+  async penalize(key: string, permits: number): Promise<void> {
+    const bySlot = new Map<number, Algorithm[]>();
+    for (const rule of this.#rules) {
+      const slot = this.#ctx.connection.isCluster ? calculateSlot(stateKey(this.#prefix, identityOf(rule, key), rule.name)) : 0;
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), rule]);
+    }
+    await this.#control(key, 'penalize', () => this.#local?.penalize?.(key, permits), () =>
+      Promise.all([...bySlot.values()].map((rules) => this.#adjust(rules, key, 'penalize', permits, undefined))).then(() => undefined),
+    );
+  }
+
+  /** Bans the key (block.lua keeps a longer ban in force). See #control. */
+  async block(key: string, ms: number): Promise<void> {
+    this.forget(key);
+    const now = this.#ctx.decisionClock?.now();
+    await this.#control(key, 'block', () => this.#local?.block?.(key, ms), async () => {
+      await this.#ctx.connection.runScript(blockScript(), [banKey(this.#prefix, key)], [numArg(ms), now === undefined ? '' : numArg(now)]);
+    });
+  }
+
+  /** Lifts the key's ban, and tells every node to drop the key from its deny cache. See #control. */
+  async unblock(key: string): Promise<void> {
+    this.forget(key);
+    await this.#control(key, 'unblock', () => this.#local?.unblock?.(key), async () => {
+      await this.#ctx.connection.del([banKey(this.#prefix, key)]);
+      await this.#publishReset?.(key);
+    });
+  }
+
+  /** One atomic adjust.lua call for `rules` of `key` (all in one slot). */
+  async #adjust(rules: readonly Algorithm[], key: string, op: 'refund' | 'penalize', permits: number, granted: GrantTime | undefined): Promise<void> {
+    const keys = rules.map((rule) => stateKey(this.#prefix, identityOf(rule, key), rule.name));
+    const args = adjustArgs(ruleArgs(rules), op, permits, granted, this.#ctx.decisionClock?.now());
+    await this.#ctx.connection.runScript(adjustScript(rules.map((rule) => rule.kind)), keys, args);
+  }
+
+  /**
+   * A control (refund, penalize, block, unblock) on Redis, bounded by timeoutMs. While Redis is away, or when
+   * the call fails, failMode 'local' applies it to its in-memory limiter instead (the one deciding then) and
+   * resolves; 'open' and 'closed' keep no state to apply it to, so the call rejects with
+   * SluiceError('STORE_UNAVAILABLE').
+   */
+  async #control(key: string, what: string, locally: () => unknown, onRedis: () => Promise<void>): Promise<void> {
+    if (this.#ctx.mayCallRedis()) {
+      try {
+        await this.#onRedis(key, what, stateKey(this.#prefix, key, (this.#rules[0] as Algorithm).name), onRedis);
+        return;
+      } catch (error) {
+        if (this.#local === undefined) throw error;
+      }
+    } else if (this.#local === undefined) {
+      throw new SluiceError('STORE_UNAVAILABLE', `${what}(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#ctx.failMode}' keeps no state to apply it to`);
+    }
+    await locally();
+  }
+
+  /** Runs `call` on Redis within timeoutMs; a failure is reported to the store's health and rejects as STORE_UNAVAILABLE. */
+  async #onRedis(key: string, what: string, probeKey: string, call: () => Promise<void>): Promise<void> {
     try {
-      await withDeadline(
-        (async () => {
-          await this.#ctx.connection.del(own);
-          await this.#publishReset?.(key);
-        })(),
-        this.#ctx.timeoutMs,
-        'reset',
-      );
+      await withDeadline(call(), this.#ctx.timeoutMs, what);
+      this.#ctx.reportSuccess();
     } catch (error) {
-      if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, own[0]);
+      if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, probeKey);
       const why = error instanceof Error ? error.message : String(error);
-      throw new SluiceError('STORE_UNAVAILABLE', `reset(${JSON.stringify(key)}) could not forget the key on Redis: ${why}`, { cause: error });
+      throw new SluiceError('STORE_UNAVAILABLE', `${what}(${JSON.stringify(key)}) could not be done on Redis: ${why}`, { cause: error });
     }
   }
 
@@ -236,18 +309,18 @@ export class RedisBinding implements BoundStore {
       wire = group.map((p) => {
         let g = groupIndex.get(p.key);
         if (g === undefined) {
-          groups.push(
-            this.#rules.map((rule) => {
-              const name = stateKey(this.#prefix, identityOf(rule, p.key), rule.name);
-              let k = keyIndex.get(name);
-              if (k === undefined) {
-                keys.push(name);
-                k = keys.length;
-                keyIndex.set(name, k);
-              }
-              return k;
-            }),
-          );
+          const indexOf = (name: string): number => {
+            let k = keyIndex.get(name);
+            if (k === undefined) {
+              keys.push(name);
+              k = keys.length;
+              keyIndex.set(name, k);
+            }
+            return k;
+          };
+          const group = this.#rules.map((rule) => indexOf(stateKey(this.#prefix, identityOf(rule, p.key), rule.name)));
+          group.push(indexOf(banKey(this.#prefix, p.key)));
+          groups.push(group);
           g = groups.length;
           groupIndex.set(p.key, g);
         }
@@ -286,6 +359,8 @@ export class RedisBinding implements BoundStore {
     const decoded = unpackReplies(reply, group.length, this.#rules, (q) => group[q] as Pending);
     group.forEach((p, q) => {
       const { decision, decidedAtMs } = decoded[q] as (typeof decoded)[number];
+      // The fail mode's limiter learns of bans, so a key banned on Redis stays banned through an outage.
+      if (decision.blocked === true && !p.peek) void this.#local?.block?.(p.key, decision.retryAfterMs);
       this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs });
       if (this.#denials !== undefined && !p.peek) {
         if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, sentAt);

@@ -9,7 +9,7 @@ import type { RedisConnection, ResetSubscriber } from './connection/connection.j
 import { IoredisConnection } from './connection/ioredis.js';
 import { RedisHealth } from './health.js';
 import { StartupChecks } from './preflight.js';
-import { decideScript } from './scripts.js';
+import { adjustScript, blockScript, decideScript } from './scripts.js';
 import { decodeIdentity, encodeIdentity, resetChannel } from './key-layout.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './connection/connect.js';
@@ -128,6 +128,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   readonly #denyCache: boolean;
   readonly #denyCacheMaxKeys: number;
   readonly #bindings = new Map<string, Set<RedisBinding>>();
+  /** failMode 'local': each prefix's in-memory limiter state, shared by the limiter's bindings (its plans). */
+  readonly #fallbacks = new Map<string, MemoryStore>();
   readonly #prefixes = new PrefixGuard();
   readonly #connection: RedisConnection;
   readonly #health: RedisHealth;
@@ -234,14 +236,15 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       );
     }
     const { prefix } = ruleSet;
-    const release = this.#prefixes.claim(prefix, ruleSet.rules);
+    // A limiter with plans claims its prefix for every plan's rules (they share state by name).
+    const release = this.#prefixes.claim(prefix, ruleSet.plans ?? ruleSet.rules);
     if (isCluster && keyed) warnCrossSlot(this.redis, prefix);
     // The fail mode's local limiter holds this node's share of each rule.
     const share = 1 / this.expectedNodes;
-    const local =
-      this.failMode === 'local'
-        ? new MemoryStore({ clock: this.#localClock }).bind({ rules: ruleSet.rules.map((rule) => scaledRule(rule, share)), prefix }, true)
-        : undefined;
+    // One per prefix: a limiter's plans (which share state by rule name) share it, as on Redis.
+    let fallback = this.#fallbacks.get(prefix);
+    if (this.failMode === 'local' && fallback === undefined) this.#fallbacks.set(prefix, (fallback = new MemoryStore({ clock: this.#localClock })));
+    const local = fallback?.bind({ rules: ruleSet.rules.map((rule) => scaledRule(rule, share)), prefix, ...(ruleSet.plans === undefined ? {} : { plans: ruleSet.plans }) });
     const publishReset = this.#denyCache ? (key: string) => this.#connection.publish(resetChannel(prefix), encodeIdentity(key)) : undefined;
     const binding: RedisBinding = new RedisBinding(this.#context, ruleSet.rules, prefix, {
       denyCache: this.#denyCache ? new DenyCache(this.#denyCacheMaxKeys) : undefined,
@@ -249,6 +252,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       publishReset,
       unbind: () => {
         release();
+        local?.unbind?.();
         this.#unbind(prefix, binding);
       },
     });
@@ -256,7 +260,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     if (set === undefined) {
       set = new Set();
       this.#bindings.set(prefix, set);
-      this.#checks.add(prefix, [decideScript(ruleSet.rules.map((rule) => rule.kind))]);
+      const kinds = (ruleSet.plans ?? ruleSet.rules).map((rule) => rule.kind);
+      this.#checks.add(prefix, [decideScript(kinds), adjustScript(kinds), blockScript()]);
       if (this.#denyCache) this.#subscribe(prefix);
     }
     set.add(binding);
@@ -268,6 +273,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     const set = this.#bindings.get(prefix);
     if (set === undefined || !set.delete(binding) || set.size > 0) return;
     this.#bindings.delete(prefix);
+    this.#fallbacks.delete(prefix);
     this.#checks.remove(prefix);
     this.#subscriber?.unsubscribe(resetChannel(prefix)).catch(() => {
       // A subscriber that lost its connection has no subscription left to drop.

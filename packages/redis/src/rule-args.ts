@@ -8,22 +8,37 @@ export function numArg(x: number): string {
 }
 
 /**
- * The ARGV prefix describing a limiter's rules: R, then per rule its kind, how many parameters follow, and
- * the parameters in the order its Lua function reads them (the algorithm's own wireParams).
+ * The ARGV prefix describing a limiter's rules: R, then per rule its kind, how many parameters follow, the
+ * parameters in the order its Lua function reads them (the algorithm's own wireParams), and its blockMs.
  */
 export function ruleArgs(rules: readonly Algorithm[]): string[] {
   const args = [String(rules.length)];
   for (const rule of rules) {
     args.push(rule.kind, String(rule.wireParams.length));
     for (const value of rule.wireParams) args.push(typeof value === 'number' ? numArg(value) : value);
+    args.push(numArg(rule.blockMs));
   }
   return args;
 }
 
+/** When a refunded grant was made: at a time on the script's clock (a decide or lease reply), or so long ago. */
+export type GrantTime = { readonly atMs: number } | { readonly agoMs: number };
+
+/** A time argument: '' (the server's TIME, or unknown) for undefined or NaN. */
+const timeArg = (ms: number | undefined): string => (ms === undefined || Number.isNaN(ms) ? '' : numArg(ms));
+
 /**
- * The ARGV of refund.lua after the rules: permits given back, the time the grant was decided at (the
- * decide or lease reply), and now (undefined or NaN: the server's TIME).
+ * The ARGV of adjust.lua after the rules (`ruleArgs`): the operation, its permits, when a refunded grant was
+ * made (see GrantTime; undefined: unknown), and now (undefined or NaN: the server's TIME).
  */
-export function refundArgs(rules: readonly string[], permits: number, grantedAtMs: number, nowMs: number | undefined): string[] {
-  return [...rules, String(permits), numArg(grantedAtMs), nowMs === undefined || Number.isNaN(nowMs) ? '' : numArg(nowMs)];
+export function adjustArgs(
+  rules: readonly string[],
+  op: 'refund' | 'penalize',
+  permits: number,
+  granted: GrantTime | undefined,
+  nowMs: number | undefined,
+): string[] {
+  const at = granted !== undefined && 'atMs' in granted ? granted.atMs : undefined;
+  const ago = granted !== undefined && 'agoMs' in granted ? granted.agoMs : undefined;
+  return [...rules, op, String(permits), timeArg(at), timeArg(ago), timeArg(nowMs)];
 }

@@ -68,7 +68,8 @@ export function redisLuaFile(file: string): LuaFile {
 
 /**
  * The prelude and each of `kinds`' files once: what a script needs before its entry to call
- * `ALGORITHMS[kind]` and `REFUNDS[kind]` (see prelude.lua). Sorted, so one set of kinds is one script.
+ * `ALGORITHMS[kind]`, `REFUNDS[kind]` and `PENALTIES[kind]` (see prelude.lua). Sorted, so one set of kinds is
+ * one script.
  */
 export function algorithmFiles(kinds: readonly AlgorithmKind[]): LuaFile[] {
   const directory = redisLua();
@@ -81,7 +82,7 @@ export function algorithmScriptName(entry: string, kinds: readonly AlgorithmKind
   return `${entry}:${[...new Set(kinds)].sort().join('+')}`;
 }
 
-function compose(entry: 'decide' | 'refund', kinds: readonly AlgorithmKind[]): LuaScript {
+function compose(entry: 'decide' | 'adjust', kinds: readonly AlgorithmKind[]): LuaScript {
   return luaScript(algorithmScriptName(entry, kinds), [...algorithmFiles(kinds), { directory: redisLua(), file: entry }]);
 }
 
@@ -93,7 +94,12 @@ export function decideScript(kinds: readonly AlgorithmKind[] = Object.keys(ALGOR
   return compose('decide', kinds);
 }
 
-/** The refund script for a set of refundable algorithms (see refund.lua). */
-export function refundScript(kinds: readonly AlgorithmKind[]): LuaScript {
-  return compose('refund', kinds);
+/** The script that refunds or penalizes rules of a set of algorithms (see adjust.lua). */
+export function adjustScript(kinds: readonly AlgorithmKind[]): LuaScript {
+  return compose('adjust', kinds);
+}
+
+/** The script behind limiter.block (see block.lua): the prelude's helpers and its entry. */
+export function blockScript(): LuaScript {
+  return luaScript('block', [{ directory: redisLua(), file: 'prelude' }, { directory: redisLua(), file: 'block' }]);
 }

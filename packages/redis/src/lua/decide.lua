@@ -2,18 +2,24 @@
 -- Requests that touch the same state (one hot key, or a global rule every key shares) fold into one
 -- update of that state, written once at the end.
 --
--- KEYS: every distinct state key of the batch, each once.
--- ARGV: R; then per rule its kind, its parameter count and its parameters as text (wireParams); then a binary string of
---       groups, each R packed '<I4' indices into KEYS (the state key of rule r for that group's request
---       key); then a binary string of requests, each '<I4dddB': group index, now (NaN = this server's
---       TIME), permits, maxWaitMs (Infinity allowed), and 1 to peek (decide, write nothing) or 0 to consume;
---       then, optionally, the most a client-given time may be from this server's TIME (a client clock's skew
---       bound): a time further off is clamped to TIME +- it, so one node whose clock runs ahead cannot take
---       permits early and starve the others for as long as it is ahead.
+-- KEYS: every distinct state key of the batch, each once, and the bans of the request keys.
+-- ARGV: R; then per rule its kind, its parameter count, its parameters as text (wireParams) and its blockMs;
+--       then a binary string of groups, each R + 1 packed '<I4' indices into KEYS: the state key of rule r
+--       for that group's request key, then the key's ban (0: none in this slot); then a binary string of
+--       requests, each '<I4dddB': group index, now (NaN = this server's TIME), permits, maxWaitMs (Infinity
+--       allowed), and 1 to peek (decide, write nothing) or 0 to consume; then, optionally, the most a
+--       client-given time may be from this server's TIME (a client clock's skew bound): a time further off is
+--       clamped to TIME +- it, so one node whose clock runs ahead cannot take permits early and starve the
+--       others for as long as it is ahead.
 -- Reply: one binary string, per request '<BdddddB': allowed, remaining, retryAfter, resetAfter, wait, the
---        decision time used, and a 0 byte; then when R > 1, per rule '<Bddd': the rule's own verdict
---        (allowed, remaining had it granted, retryAfter, resetAfter), which the client merges into the
---        policy's decision with core's mergePolicy (the one merge; the header's remaining is then 0).
+--        decision time used, and a flag (1: the key is blocked); then when R > 1, per rule '<Bddd': the
+--        rule's own verdict (allowed, remaining had it granted, retryAfter, resetAfter), which the client
+--        merges into the policy's decision with core's mergePolicy (the one merge; the header's remaining is
+--        then 0). A blocked request took nothing: its header carries the rule's own verdict (R = 1) or the
+--        banning rule's index from 0 (-1: an explicit block) in `remaining` (R > 1), and the rest of the ban in
+--        `wait`; the client builds the decision with core's blockedDecision.
+-- Bans: a ban is the state { until, rule } at the key's ban key. A denial by rules with blockMs starts one
+-- (banAfter in core: the denying rule with the longest blockMs); while one lasts the key is only looked at.
 -- Values: the algorithm's fields as packed doubles. When a state stops mattering is the algorithm's own
 -- decision (a state past its time decides as a fresh one), so PEXPIRE only reclaims memory: the state's
 -- remaining life plus a second.
@@ -81,7 +87,8 @@ local function store(k, state, now, ttl)
   end
 end
 
--- Each group's R key indices, flat: rule r of group g is group_keys[(g - 1) * R + r].
+-- Each group's R + 1 key indices, flat: rule r of group g is group_keys[(g - 1) * (R + 1) + r], its ban
+-- group_keys[g * (R + 1)].
 local group_keys = {}
 do
   local packed = ARGV[a]
@@ -97,18 +104,69 @@ max_skew = tonumber(ARGV[a + 1])
 local Q = #requests / 29
 local pos = 1
 
-if R == 1 then
+-- The ban a denial starts: the denying rule with the longest blockMs (the first of equals), as banAfter in
+-- core; nil when none bans. `ok` holds each rule's verdict.
+local function ban_after(ok, now)
+  local rule, longest = -1, 0
+  for r = 1, R do
+    if rules[r].block_ms > longest and not ok[r] then
+      longest = rules[r].block_ms
+      rule = r - 1
+    end
+  end
+  if rule == -1 then return nil end
+  return { now + longest, rule }
+end
+
+-- The ban in force on ban key bk at now, or nil (bk 0: the ban lives in another slot).
+local function ban_in_force(bk, now)
+  if bk == 0 then return nil end
+  local ban = live(bk)
+  if ban ~= nil and ban[1] > now then return ban end
+  return nil
+end
+
+local W = R + 1
+if R == 0 then
+  -- No rule in this slot: a policy's ban, checked in the request key's own Cluster slot. Looked at only.
+  for q = 1, Q do
+    local i, t, _permits, _max_wait, _peek
+    i, t, _permits, _max_wait, _peek, pos = struct.unpack('<I4dddB', requests, pos)
+    local now = read_now(t)
+    local ban = ban_in_force(group_keys[i], now)
+    if ban ~= nil then
+      replies[q] = struct.pack('<BdddddB', 0, ban[2], 0, 0, ban[1] - now, now, 1)
+    else
+      replies[q] = struct.pack('<BdddddB', 1, 0, 0, 0, 0, now, 0)
+    end
+  end
+elseif R == 1 then
   local consume, params = rules[1].consume, rules[1].params
+  local ok = {}
   for q = 1, Q do
     local i, t, permits, max_wait, peek_flag
     i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
     local now = read_now(t)
-    local k = group_keys[i]
+    local k, bk = group_keys[(i - 1) * W + 1], group_keys[i * W]
     local before = live(k)
-    local allowed, state, remaining, retry_after, reset_after, wait, ttl = consume(params, before, now, permits, max_wait)
-    -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-    if state ~= before and peek_flag ~= 1 then store(k, state, now, ttl) end
-    replies[q] = struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, wait, now, 0)
+    local ban = ban_in_force(bk, now)
+    if ban ~= nil then
+      local allowed, _, remaining, retry_after, reset_after = consume(params, before, now, permits, 0)
+      replies[q] = struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, ban[1] - now, now, 1)
+    else
+      local allowed, state, remaining, retry_after, reset_after, wait, ttl = consume(params, before, now, permits, max_wait)
+      -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
+      if state ~= before and peek_flag ~= 1 then store(k, state, now, ttl) end
+      ok[1] = allowed
+      local banned = nil
+      if not allowed and peek_flag ~= 1 and bk ~= 0 then banned = ban_after(ok, now) end
+      if banned ~= nil then
+        store(bk, banned, now, banned[1] - now)
+        replies[q] = struct.pack('<BdddddB', 0, remaining, retry_after, reset_after, banned[1] - now, now, 1)
+      else
+        replies[q] = struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, wait, now, 0)
+      end
+    end
   end
 else
   -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors decidePolicy in
@@ -119,7 +177,9 @@ else
     local i, t, permits, max_wait, peek_flag
     i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
     local now = read_now(t)
-    local base = (i - 1) * R
+    local base = (i - 1) * W
+    local bk = group_keys[base + W]
+    local ban = ban_in_force(bk, now)
     local allowed = true
     for r = 1, R do
       local rule = rules[r]
@@ -134,22 +194,36 @@ else
       reset_after = math.max(reset_after, reset[r])
       ttl = math.max(ttl, life[r])
     end
-    if peek_flag == 1 then
-      -- nothing is written
-    elseif allowed then
-      for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
+    local header
+    if ban ~= nil then
+      -- Blocked: looked at only.
+      header = struct.pack('<BdddddB', 0, ban[2], 0, 0, ban[1] - now, now, 1)
     else
-      -- A rule that allowed keeps its state as it was; one that refused may have anchored a never-seen key.
-      local anchored = false
-      for r = 1, R do
-        if ok[r] then kept[r] = before[r] end
-        if kept[r] ~= before[r] then anchored = true end
-      end
-      if anchored then
+      if peek_flag == 1 then
+        -- nothing is written
+      elseif allowed then
         for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
+      else
+        -- A rule that allowed keeps its state as it was; one that refused may have anchored a never-seen key.
+        local anchored = false
+        for r = 1, R do
+          if ok[r] then kept[r] = before[r] end
+          if kept[r] ~= before[r] then anchored = true end
+        end
+        if anchored then
+          for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
+        end
+      end
+      local banned = nil
+      if not allowed and peek_flag ~= 1 and bk ~= 0 then banned = ban_after(ok, now) end
+      if banned ~= nil then
+        store(bk, banned, now, banned[1] - now)
+        header = struct.pack('<BdddddB', 0, banned[2], 0, 0, banned[1] - now, now, 1)
+      else
+        header = struct.pack('<BdddddB', allowed and 1 or 0, 0, retry_after, reset_after, 0, now, 0)
       end
     end
-    local parts = { struct.pack('<BdddddB', allowed and 1 or 0, 0, retry_after, reset_after, 0, now, 0) }
+    local parts = { header }
     for r = 1, R do
       parts[r + 1] = struct.pack('<Bddd', ok[r] and 1 or 0, left[r], retry[r], reset[r])
     end

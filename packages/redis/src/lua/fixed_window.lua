@@ -1,14 +1,17 @@
 -- fixed_window.lua: fixedWindow(limit, windowMs). Mirrors algorithms/fixed-window.ts.
 -- p = { limit, windowMs }; state = { windowStart, count } or nil.
+
+-- The window now_ms counts in, and its count so far.
+local function fixed_window_current(window_ms, state, now_ms)
+  local start = math.floor(now_ms / window_ms) * window_ms
+  -- A clock that stepped back stays in the stored window rather than opening an older one.
+  if state ~= nil and state[1] >= start then return state[1], state[2] end
+  return start, 0
+end
+
 ALGORITHMS.fixedWindow = function(p, state, now_ms, permits)
   local limit, window_ms = p[1], p[2]
-  local window_start = math.floor(now_ms / window_ms) * window_ms
-  local count = 0
-  -- A clock that stepped back stays in the stored window rather than opening an older one.
-  if state ~= nil and state[1] >= window_start then
-    window_start = state[1]
-    count = state[2]
-  end
+  local window_start, count = fixed_window_current(window_ms, state, now_ms)
   local reset_after = window_start + window_ms - now_ms
   if permits > limit then
     local reset = 0
@@ -22,10 +25,18 @@ ALGORITHMS.fixedWindow = function(p, state, now_ms, permits)
   return outcome(false, state, limit - count, reset_after, reset_after, 0, reset_after)
 end
 
--- Refund: only while the stored window is the one the grant was counted in (it contains granted_at). Once a
--- new window opened there is nothing to give back, and taking from the new one would over-admit: when in
--- doubt, keep the permits (a short under-admission), never give back what was not taken.
-REFUNDS.fixedWindow = function(p, state, now, permits, granted_at)
-  if state == nil or granted_at < state[1] or state[1] + p[2] <= granted_at then return state end
-  return { state[1], math.max(0, state[2] - permits) }
+-- Only from the window the grant was counted in, while it is the stored one (see fixed-window.ts).
+REFUNDS.fixedWindow = function(p, state, now_ms, permits, granted_at)
+  if state == nil then return state end
+  local window_ms = p[2]
+  local window_start, count = fixed_window_current(window_ms, state, now_ms)
+  local in_window = granted_at ~= granted_at or (granted_at >= window_start and granted_at < window_start + window_ms)
+  if window_start ~= state[1] or not in_window then return state end
+  return { window_start, math.max(0, count - permits) }
+end
+
+PENALTIES.fixedWindow = function(p, state, now_ms, permits)
+  local window_ms = p[2]
+  local window_start, count = fixed_window_current(window_ms, state, now_ms)
+  return { window_start, count + permits }, window_start + window_ms - now_ms
 end

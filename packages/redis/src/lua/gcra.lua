@@ -1,12 +1,18 @@
 -- gcra.lua: gcra(rate, burst). Mirrors algorithms/gcra.ts.
 -- p = { rate, burst }; state = { aheadMs, at }: how far the theoretical arrival time was ahead of the last
 -- decision time (offsets stay small, so no rounding piles up at epoch-scale times), or nil.
+
+-- How far the TAT is ahead of now; a clock that steps back sees it further ahead (never a refill twice).
+local function gcra_ahead(state, now_ms)
+  if state == nil then return 0 end
+  return math.max(0, state[1] - (now_ms - state[2]))
+end
+
 ALGORITHMS.gcra = function(p, state, now_ms, permits, max_wait)
   local rate, burst = p[1], p[2]
   local interval_ms = 1000 / rate
   local tolerance_ms = burst * interval_ms
-  local ahead = 0
-  if state ~= nil then ahead = math.max(0, state[1] - (now_ms - state[2])) end
+  local ahead = gcra_ahead(state, now_ms)
   local remaining_now = whole_permits((tolerance_ms - ahead) / interval_ms)
   if permits > burst then return never_fits(state, remaining_now, ahead, ahead) end
   local new_ahead = ahead + permits * interval_ms
@@ -18,9 +24,15 @@ ALGORITHMS.gcra = function(p, state, now_ms, permits, max_wait)
   return outcome(false, state, remaining_now, wait - max_wait, ahead, 0, ahead)
 end
 
--- Refund: the TAT moves back by what the grant added, never behind now.
-REFUNDS.gcra = function(p, state, now_ms, permits, granted_at)
-  if state == nil then return state end
-  local ahead = math.max(0, state[1] - (now_ms - state[2]))
-  return { math.max(0, ahead - permits * (1000 / p[1])), now_ms }
+-- The TAT moves by what the permits are worth: back (never behind now) for a refund, on for a penalty.
+local function gcra_adjust(p, state, now_ms, permits)
+  local ahead = math.max(0, gcra_ahead(state, now_ms) + permits * (1000 / p[1]))
+  return { ahead, now_ms }, ahead
 end
+
+REFUNDS.gcra = function(p, state, now_ms, permits)
+  if state == nil then return state end
+  return (gcra_adjust(p, state, now_ms, -permits))
+end
+
+PENALTIES.gcra = gcra_adjust

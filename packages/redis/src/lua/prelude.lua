@@ -92,13 +92,18 @@ end
 -- ALGORITHMS[kind](p, state, now, permits, max_wait) decides one request against one state (nil: none yet) and
 -- returns outcome(...)'s seven values: allowed, the state to keep, remaining, retry_after, reset_after, wait, ttl.
 local ALGORITHMS = {}
--- REFUNDS[kind](p, state, now, permits, granted_at) gives back permits granted at granted_at, for a policy
--- whose other slot then refused: the state as if that grant had not been made (or as close as time allows).
+-- REFUNDS[kind](p, state, now, permits, granted_at) gives back up to `permits` (the algorithm's refund in core):
+-- the state (nil: as good as fresh, delete it). granted_at is when the grant was decided (NaN: unknown): a
+-- window gives back only from the window it was counted in. Guava's prepay has none.
 local REFUNDS = {}
+-- PENALTIES[kind](p, state, now, permits) takes `permits` whatever the limit (the algorithm's penalize in
+-- core): the state and how long it matters.
+local PENALTIES = {}
 
 -- Reads R rules from ARGV starting at index a, each as kind, parameter count, parameters (in the order the
--- algorithm's wireParams gives them): { kind, params, consume, refund } each. Returns the rules and
--- the index after them, or nil and an error reply for an algorithm this script does not hold.
+-- algorithm's wireParams gives them), then its blockMs: { kind, params, consume, refund, penalize, block_ms }
+-- each. Returns the rules and the index after them, or nil and an error reply for an algorithm this script
+-- does not hold.
 local function parse_rules(a)
   local R = tonumber(ARGV[a])
   local rules = {}
@@ -114,8 +119,9 @@ local function parse_rules(a)
       local v = ARGV[a + 1 + j]
       params[j] = parse_num(v) or v
     end
-    rules[r] = { kind = kind, params = params, consume = ALGORITHMS[kind], refund = REFUNDS[kind] }
-    a = a + count + 2
+    rules[r] = { kind = kind, params = params, consume = ALGORITHMS[kind], refund = REFUNDS[kind],
+                 penalize = PENALTIES[kind], block_ms = tonumber(ARGV[a + 2 + count]) }
+    a = a + count + 3
   end
   return rules, a
 end

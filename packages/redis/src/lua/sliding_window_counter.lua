@@ -1,20 +1,21 @@
 -- sliding_window_counter.lua: slidingWindowCounter(limit, windowMs). Mirrors algorithms/sliding-window-counter.ts.
 -- p = { limit, windowMs }; state = { windowStart, previous, current } or nil.
+
+-- The state moved on to the window now_ms falls in (as it is while that window lasts; a clock that stepped
+-- back stays in the stored window): windowStart, previous, current.
+local function swc_roll(window_ms, state, now_ms)
+  local window_start = math.floor(now_ms / window_ms) * window_ms
+  if state ~= nil then
+    if state[1] >= window_start then return state[1], state[2], state[3] end
+    if state[1] + window_ms == window_start then return window_start, state[3], 0 end
+  end
+  return window_start, 0, 0
+end
+
 ALGORITHMS.slidingWindowCounter = function(p, state, now_ms, permits)
   local limit, window_ms = p[1], p[2]
-  local now = now_ms
-  local window_start = math.floor(now / window_ms) * window_ms
-  local previous, current = 0, 0
-  if state ~= nil then
-    if state[1] >= window_start then
-      now = math.max(now, state[1])
-      window_start = state[1]
-      previous = state[2]
-      current = state[3]
-    elseif state[1] + window_ms == window_start then
-      previous = state[3]
-    end
-  end
+  local window_start, previous, current = swc_roll(window_ms, state, now_ms)
+  local now = math.max(now_ms, window_start)
   local weight = 1 - (now - window_start) / window_ms
   local estimate = previous * weight + current
   local window_end = window_start + window_ms
@@ -37,16 +38,25 @@ ALGORITHMS.slidingWindowCounter = function(p, state, now_ms, permits)
   return outcome(false, state, whole_permits(limit - estimate), retry_at - now_ms, reset_after, 0, reset_after)
 end
 
--- Refund: from the current window if the grant is still in it, from the previous one if it rolled over
--- once; otherwise keep the permits (never take from a window the grant was not counted in).
-REFUNDS.slidingWindowCounter = function(p, state, now, permits, granted_at)
+-- From the window the grant was counted in (current or previous); with no grant time, the newest first.
+REFUNDS.slidingWindowCounter = function(p, state, now_ms, permits, granted_at)
   if state == nil then return state end
   local window_ms = p[2]
-  local granted_window = math.floor(granted_at / window_ms) * window_ms
-  if state[1] == granted_window then
-    return { state[1], state[2], math.max(0, state[3] - permits) }
-  elseif state[1] == granted_window + window_ms then
-    return { state[1], math.max(0, state[2] - permits), state[3] }
+  local window_start, previous, current = swc_roll(window_ms, state, now_ms)
+  local from_current, from_previous = 0, 0
+  if granted_at ~= granted_at then
+    from_current = math.min(current, permits)
+    from_previous = math.min(previous, permits - from_current)
+  else
+    local granted_window = math.floor(granted_at / window_ms) * window_ms
+    if granted_window == window_start then from_current = math.min(current, permits)
+    elseif granted_window + window_ms == window_start then from_previous = math.min(previous, permits) end
   end
-  return state
+  return { window_start, previous - from_previous, current - from_current }
+end
+
+PENALTIES.slidingWindowCounter = function(p, state, now_ms, permits)
+  local window_ms = p[2]
+  local window_start, previous, current = swc_roll(window_ms, state, now_ms)
+  return { window_start, previous, current + permits }, window_start + 2 * window_ms - now_ms
 end

@@ -1,6 +1,6 @@
 -- smooth_rate.lua: Guava's SmoothRateLimiter math shared by smoothBursty and smoothWarmingUp.
 -- Mirrors algorithms/smooth-rate.ts and algorithms/smooth.ts; keep the arithmetic in the same order.
--- A shape is { stable, max_permits, cool_down, threshold, slope, warming }; state = { storedPermits, nextFreeMs }.
+-- A shape is { stable, max_permits, cool_down, threshold, slope, warming }; state = { storedPermits, aheadMs, at }.
 
 -- Guava's (long) cast of a product: NaN (0 x Infinity) becomes 0.
 local function cast_wait(ms)
@@ -45,32 +45,51 @@ end
 -- state = { storedPermits, aheadMs, at }: the next free time kept as how far it was ahead of the last decision
 -- time (reservations advance it on every grant; offsets keep the rounding from piling up). Guava's math runs
 -- on times relative to now (now = 0, next free = ahead).
-local function smooth_consume(shape, fresh_permits, state, now_ms, permits, max_wait)
-  local stored_permits = fresh_permits
-  local ahead = 0
-  if state ~= nil then
-    -- Capped at the burst: a key whose plan changed to a smaller burst keeps no more than the new one allows.
-    stored_permits = math.min(shape.max_permits, state[1])
-    ahead = state[2] - (now_ms - state[3])
-  end
+
+-- When stored permits reach the burst, relative to now.
+local function smooth_full_at(shape, stored, ahead)
+  return ahead + (shape.max_permits - stored) * shape.cool_down
+end
+
+-- How long a full limiter is kept before it is forgotten (0 when fresh permits are the burst).
+local function smooth_grace(shape, fresh_permits)
+  if fresh_permits < shape.max_permits then return shape.max_permits * shape.cool_down end
+  return 0
+end
+
+-- The state at now_ms: stored permits, how far the next free time is ahead, and whether it is fresh.
+local function smooth_standing(shape, fresh_permits, state, now_ms)
+  if state == nil then return fresh_permits, 0, true end
+  -- Capped at the burst: a key whose plan changed to a smaller burst keeps no more than the new one allows.
+  local stored = math.min(shape.max_permits, state[1])
+  local ahead = state[2] - (now_ms - state[3])
   -- With fewer initial permits than the burst, a key that held its full burst for one more burst period is
   -- forgotten (see smooth.ts).
-  local grace = 0
-  if fresh_permits < shape.max_permits then grace = shape.max_permits * shape.cool_down end
-  if state ~= nil and fresh_permits < shape.max_permits
-     and 0 >= ahead + (shape.max_permits - stored_permits) * shape.cool_down + grace then
-    state = nil
-    stored_permits = fresh_permits
-    ahead = 0
+  if fresh_permits < shape.max_permits and 0 >= smooth_full_at(shape, stored, ahead) + smooth_grace(shape, fresh_permits) then
+    return fresh_permits, 0, true
   end
+  return stored, ahead, false
+end
+
+local function smooth_consume(shape, fresh_permits, state, now_ms, permits, max_wait)
+  local stored_permits, ahead, fresh = smooth_standing(shape, fresh_permits, state, now_ms)
+  if fresh then state = nil end
+  local grace = smooth_grace(shape, fresh_permits)
   -- Guava's canAcquire looks only at the next free time, whatever the permits asked for.
   if ahead - max_wait > TOLERANCE_MS then
     local stored = resynced_permits(stored_permits, ahead, 0, shape)
-    local full = ahead + (shape.max_permits - stored_permits) * shape.cool_down
+    local full = smooth_full_at(shape, stored_permits, ahead)
     return outcome(false, state, whole_permits(stored), ahead - max_wait, math.max(0, full), 0, math.max(0, full + grace))
   end
   local stored, free, moment = reserve_earliest_available(shape, stored_permits, ahead, permits, 0)
-  local full = free + (shape.max_permits - stored) * shape.cool_down
+  local full = smooth_full_at(shape, stored, free)
   local wait = math.min(math.max(moment, 0), max_wait)
   return outcome(true, { stored, free, now_ms }, whole_permits(stored), 0, math.max(0, full), wait, math.max(0, full + grace))
+end
+
+-- A reservation never waited: the permits are taken and the next free time moves on by what they cost.
+local function smooth_penalize(shape, fresh_permits, state, now_ms, permits)
+  local stored_permits, ahead = smooth_standing(shape, fresh_permits, state, now_ms)
+  local stored, free = reserve_earliest_available(shape, stored_permits, ahead, permits, 0)
+  return { stored, free, now_ms }, math.max(0, smooth_full_at(shape, stored, free) + smooth_grace(shape, fresh_permits))
 end

@@ -1,25 +1,34 @@
 -- token_bucket.lua: tokenBucket(capacity, refillPerSecond, initial, maxDebt). Mirrors algorithms/token-bucket.ts.
 -- p = { capacity, refillPerSecond, initial, maxDebt }; state = { tokens, updatedAt } or nil.
-ALGORITHMS.tokenBucket = function(p, state, now_ms, permits, max_wait)
-  local capacity, refill, initial, max_debt = p[1], p[2], p[3], p[4]
-  local tokens_per_ms = refill / 1000
-  local tolerance = EPSILON + TOLERANCE_MS * tokens_per_ms
-  -- Tokens past the level at which a state stops mattering: full, or full for one more refill period.
-  local forget_at = capacity
-  if initial < capacity then forget_at = 2 * capacity end
-  local tokens = initial
-  local now = now_ms
+
+-- The bucket at now_ms: tokens after refilling, the time they are counted at, and whether it is fresh (never
+-- seen, or forgotten: with initial below capacity, a key full for a whole refill period starts again).
+local function token_bucket_refill(p, state, now_ms)
+  local capacity, refill, initial = p[1], p[2], p[3]
   if state ~= nil then
     -- max(): a clock that steps back must not refill the same time twice.
-    now = math.max(state[2], now_ms)
-    tokens = math.min(capacity, state[1] + ((now - state[2]) * refill) / 1000)
-    -- With initial below capacity, a key full for a whole refill period is forgotten (see token-bucket.ts).
-    if initial < capacity and state[1] + ((now - state[2]) * refill) / 1000 >= 2 * capacity then
-      state = nil
-      tokens = initial
-      now = now_ms
+    local now = math.max(state[2], now_ms)
+    local refilled = state[1] + ((now - state[2]) * refill) / 1000
+    if not (initial < capacity and refilled >= 2 * capacity) then
+      return math.min(capacity, refilled), now, false
     end
   end
+  return initial, now_ms, true
+end
+
+-- Tokens past the level at which a state stops mattering: full, or full for one more refill period.
+local function token_bucket_forget_at(p)
+  if p[3] < p[1] then return 2 * p[1] end
+  return p[1]
+end
+
+ALGORITHMS.tokenBucket = function(p, state, now_ms, permits, max_wait)
+  local capacity, refill, max_debt = p[1], p[2], p[4]
+  local tokens_per_ms = refill / 1000
+  local tolerance = EPSILON + TOLERANCE_MS * tokens_per_ms
+  local forget_at = token_bucket_forget_at(p)
+  local tokens, now, fresh = token_bucket_refill(p, state, now_ms)
+  if fresh then state = nil end
   local full_after = ((capacity - tokens) * 1000) / refill
   local life = ((forget_at - tokens) * 1000) / refill
   if permits > capacity then return never_fits(state, whole_permits(tokens), full_after, life) end
@@ -42,11 +51,16 @@ ALGORITHMS.tokenBucket = function(p, state, now_ms, permits, max_wait)
   return outcome(false, state, whole_permits(tokens), retry_after, full_after, 0, life)
 end
 
--- Refund: the tokens go back (never above capacity); refilling is linear, so this undoes the grant.
-REFUNDS.tokenBucket = function(p, state, now_ms, permits, granted_at)
-  if state == nil then return state end
-  local capacity, refill = p[1], p[2]
-  local now = math.max(state[2], now_ms)
-  local tokens = math.min(capacity, state[1] + ((now - state[2]) * refill) / 1000)
-  return { math.min(capacity, tokens + permits), now }
+-- The tokens go back, never above capacity; a fresh bucket has nothing to get back.
+REFUNDS.tokenBucket = function(p, state, now_ms, permits)
+  local tokens, now, fresh = token_bucket_refill(p, state, now_ms)
+  if fresh then return nil end
+  return { math.min(p[1], tokens + permits), now }
+end
+
+-- Below zero and past maxDebt if need be: the bucket denies until it refills.
+PENALTIES.tokenBucket = function(p, state, now_ms, permits)
+  local tokens, now = token_bucket_refill(p, state, now_ms)
+  local left = tokens - permits
+  return { left, now }, ((token_bucket_forget_at(p) - left) * 1000) / p[2] + (now - now_ms)
 end

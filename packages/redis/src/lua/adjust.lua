@@ -1,0 +1,50 @@
+-- adjust.lua: gives permits back to a key's rules or takes more from them, atomically (limiter.refund and
+-- limiter.penalize; a policy decided slot by slot giving back what one slot took when another refused; a
+-- leased node handing back what it did not spend). Each rule's REFUNDS or PENALTIES function is its
+-- algorithm's refund or penalize in core.
+--
+-- KEYS: the state key of each rule to adjust, in rule order.
+-- ARGV: R; then per rule its kind, parameter count, parameters and blockMs (as decide.lua reads rules); then
+--       'refund' or 'penalize'; permits; when the grant was decided ('' = unknown, or: see the next);
+--       how long before now it was asked for ('' = unknown; used when the time before is ''); now ('' =
+--       this server's TIME).
+-- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL: giving permits back never makes
+--        a state matter longer) and deletes a state left as good as fresh; a penalty sets the state's new life.
+
+local rules, a = parse_rules(1)
+if rules == nil then return a end
+local R = #rules
+local op = ARGV[a]
+local permits = tonumber(ARGV[a + 1])
+local now = time_arg(ARGV[a + 4])
+local granted_at = 0 / 0
+if ARGV[a + 2] ~= '' then granted_at = parse_num(ARGV[a + 2])
+elseif ARGV[a + 3] ~= '' then granted_at = now - parse_num(ARGV[a + 3]) end
+
+for r = 1, R do
+  local fn = rules[r].refund
+  if op == 'penalize' then fn = rules[r].penalize end
+  if fn == nil then return redis.error_reply('ERR sluice: no ' .. op .. ' for algorithm ' .. rules[r].kind) end
+end
+
+local changed = 0
+for r = 1, R do
+  local rule = rules[r]
+  local raw = redis.call('GET', KEYS[r])
+  local state = nil
+  if raw then state = unpack_doubles(raw) end
+  if op == 'penalize' then
+    local penalized, ttl = rule.penalize(rule.params, state, now, permits)
+    redis.call('SET', KEYS[r], pack_doubles(penalized), 'PX', reclaim_px(ttl))
+    changed = changed + 1
+  elseif state ~= nil then
+    local refunded = rule.refund(rule.params, state, now, permits, granted_at)
+    if refunded == nil then
+      redis.call('DEL', KEYS[r])
+    else
+      redis.call('SET', KEYS[r], pack_doubles(refunded), 'KEEPTTL')
+    end
+    changed = changed + 1
+  end
+end
+return changed

@@ -1,0 +1,16 @@
+-- block.lua: limiter.block(key, ms): bans a key until now + ms, keeping a ban in force that ends later (as
+-- longerBan in core). A ban is the state { until, rule } decide.lua reads; rule -1 marks an explicit block.
+--
+-- KEYS[1]  the key's ban (stateKey(prefix, key, '~ban'))
+-- ARGV     ms; now ('' = this server's TIME)
+-- Reply: 1 when the ban was set, 0 when a longer one was kept.
+
+local now = time_arg(ARGV[2])
+local ban_until = now + tonumber(ARGV[1])
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local ban = unpack_doubles(raw)
+  if ban[1] >= ban_until then return 0 end
+end
+redis.call('SET', KEYS[1], pack_doubles({ ban_until, -1 }), 'PX', reclaim_px(ban_until - now))
+return 1
