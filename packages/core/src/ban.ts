@@ -46,11 +46,12 @@ export function longerBan(current: Ban | undefined, next: Ban): Ban {
 export function blockedDecision(rules: readonly Algorithm[], verdicts: readonly RuleVerdict[], ban: number, restMs: number, permits: number): Decision {
   // A rule index these rules do not have (a ban set under another plan's rules) floors them all, as an explicit block.
   const everyRule = !(ban >= 0 && ban < rules.length);
-  const floored = verdicts.map((v, r) =>
-    everyRule || ban === r
-      ? { allowed: false, remaining: 0, retryAfterMs: Math.max(v.allowed ? 0 : v.retryAfterMs, restMs), resetAfterMs: Math.max(v.resetAfterMs, restMs) }
-      : v,
-  );
+  const floored = verdicts.map((v, r) => {
+    if (!(everyRule || ban === r)) return v;
+    const wait = Math.max(v.allowed ? 0 : v.retryAfterMs, restMs);
+    // Its reset is that same instant: only time moves it on, so a deny cache may answer it until then.
+    return { allowed: false, remaining: 0, retryAfterMs: wait, resetAfterMs: Number.isFinite(wait) ? wait : restMs };
+  });
   if (rules.length > 1) return { ...mergePolicy(rules, floored, permits), blocked: true };
   const v = floored[0] as RuleVerdict;
   const rule = rules[0] as Algorithm;

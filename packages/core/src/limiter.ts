@@ -381,7 +381,8 @@ class StoreLimiter implements Limiter {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
     optionsObject('peek options', options, false);
-    const binding = await this.#binding(key, options?.plan);
+    const found = this.#binding(key, options?.plan);
+    const binding = found instanceof Promise ? await found : found;
     const d = await binding.bound.peek(key);
     return binding.plan === undefined ? d : { ...d, plan: binding.plan };
   }

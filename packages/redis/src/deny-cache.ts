@@ -3,8 +3,10 @@ import { keyCache } from '@sluice/core/store-kit';
 import type { LRUCache } from 'lru-cache';
 
 interface CachedDenial {
-  /** Local time at which the denied request could succeed (now + retryAfterMs when denied). */
+  /** Local time until which the answer holds: when the request could succeed, or a blocked key's ban ends. */
   readonly until: number;
+  /** Local time at which the denied request could succeed (now + retryAfterMs when denied). */
+  readonly retryAt: number;
   readonly resetAt: number;
   readonly decision: Decision;
 }
@@ -31,16 +33,22 @@ export class DenyCache {
       this.#entries.delete(key);
       return undefined;
     }
-    return { ...entry.decision, retryAfterMs: entry.until - now, resetAfterMs: Math.max(0, entry.resetAt - now) };
+    return { ...entry.decision, retryAfterMs: entry.retryAt - now, resetAfterMs: Math.max(0, entry.resetAt - now) };
   }
 
-  /** Records what Redis answered for a single-permit request at local time `now`. */
-  record(key: string, decision: Decision, now: number): void {
+  /**
+   * Records what Redis answered for a single-permit request at local time `now`. A blocked denial is kept
+   * only while its ban lasts (`banRestMs`): a request after that must reach Redis, where a denial by a rule
+   * with blockMs starts the next ban.
+   */
+  record(key: string, decision: Decision, now: number, banRestMs?: number): void {
     if (decision.allowed || !Number.isFinite(decision.retryAfterMs)) {
       this.#entries.delete(key);
       return;
     }
-    this.#entries.set(key, { until: now + decision.retryAfterMs, resetAt: now + decision.resetAfterMs, decision });
+    const retryAt = now + decision.retryAfterMs;
+    const until = banRestMs === undefined ? retryAt : Math.min(retryAt, now + banRestMs);
+    this.#entries.set(key, { until, retryAt, resetAt: now + decision.resetAfterMs, decision });
   }
 
   delete(key: string): void {

@@ -54,6 +54,11 @@ export interface BindingParts {
   readonly local: BoundStore | undefined;
   /** Tells every node to drop a reset key from its deny cache (pub/sub). */
   readonly publishReset: ((key: string) => Promise<unknown>) | undefined;
+  /**
+   * Drops a key from the deny cache of every binding of this prefix here (a limiter's plans are bindings of
+   * one prefix: a control under one plan changes what the others cached).
+   */
+  readonly forgetHere: (key: string) => void;
   /** Releases what the store holds for this binding. */
   readonly unbind: () => void;
 }
@@ -75,6 +80,7 @@ export class RedisBinding implements BoundStore {
   readonly #local: BoundStore | undefined;
   readonly #crossSlot: CrossSlotPolicy | undefined;
   readonly #publishReset: ((key: string) => Promise<unknown>) | undefined;
+  readonly #forgetHere: (key: string) => void;
   readonly #unbind: () => void;
   /** ARGV after the rules, groups and requests: the client clock's skew bound, when there is one. */
   readonly #tailArgs: readonly string[];
@@ -92,6 +98,7 @@ export class RedisBinding implements BoundStore {
     this.#denials = rules.length === 1 && (rules[0] as Algorithm).stableDenials ? parts.denyCache : undefined;
     this.#local = parts.local;
     this.#publishReset = parts.publishReset;
+    this.#forgetHere = parts.forgetHere;
     this.#unbind = parts.unbind;
     this.#tailArgs = ctx.maxClockSkewMs === undefined ? [] : [numArg(ctx.maxClockSkewMs)];
     // On a Cluster, rules counted against other keys may live in other slots than the request key's (and its ban).
@@ -102,19 +109,17 @@ export class RedisBinding implements BoundStore {
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision | Promise<Decision> {
-    if (this.#denials !== undefined) {
-      if (permits === 1 && maxWaitMs === 0) {
-        const now = this.#ctx.localClock.now();
-        const cached = this.#denials.get(key, now);
-        if (cached !== undefined) {
-          this.#ctx.onDecision?.({ prefix: this.#prefix, key, decision: cached, source: 'cache', decidedAtMs: now });
-          return cached;
-        }
+    if (this.#denials !== undefined && permits === 1 && maxWaitMs === 0) {
+      const now = this.#ctx.localClock.now();
+      const cached = this.#denials.get(key, now);
+      if (cached !== undefined) {
+        this.#ctx.onDecision?.({ prefix: this.#prefix, key, decision: cached, source: 'cache', decidedAtMs: now });
+        return cached;
       }
-      // A request on its way to Redis may change the key (a grant, a reservation): until its answer is
-      // back, no cached denial for the key may be trusted.
-      this.#denials.delete(key);
     }
+    // A request on its way to Redis may change the key (a grant, a reservation): until its answer is back,
+    // no cached denial for the key may be trusted, here or under the limiter's other plans.
+    this.#forgetHere(key);
     return this.#enqueue(key, permits, maxWaitMs, false);
   }
 
@@ -129,7 +134,7 @@ export class RedisBinding implements BoundStore {
    * SluiceError('STORE_UNAVAILABLE'), since no fail mode can stand in for it.
    */
   async reset(key: string): Promise<void> {
-    this.forget(key);
+    this.#forgetHere(key);
     await this.#local?.reset(key);
     const own = this.#rules.filter((rule) => rule.key === undefined).map((rule) => stateKey(this.#prefix, key, rule.name));
     await this.#onRedis(key, 'reset', own[0] ?? banKey(this.#prefix, key), async () => {
@@ -144,7 +149,7 @@ export class RedisBinding implements BoundStore {
    */
   async refund(key: string, permits: number, grantedAgoMs: number): Promise<void> {
     // A denial cached here may have become a grant.
-    this.forget(key);
+    this.#forgetHere(key);
     const own = this.#rules.filter((rule) => rule.key === undefined);
     if (own.length === 0) return;
     const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
@@ -155,6 +160,8 @@ export class RedisBinding implements BoundStore {
 
   /** Takes `permits` from every rule the key is counted against, one atomic call per slot. See #control. */
   async penalize(key: string, permits: number): Promise<void> {
+    // A denial cached here would now be told too short a wait.
+    this.#forgetHere(key);
     const bySlot = new Map<number, Algorithm[]>();
     for (const rule of this.#rules) {
       const slot = this.#ctx.connection.isCluster ? calculateSlot(stateKey(this.#prefix, identityOf(rule, key), rule.name)) : 0;
@@ -167,7 +174,7 @@ export class RedisBinding implements BoundStore {
 
   /** Bans the key (block.lua keeps a longer ban in force). See #control. */
   async block(key: string, ms: number): Promise<void> {
-    this.forget(key);
+    this.#forgetHere(key);
     const now = this.#ctx.decisionClock?.now();
     await this.#control(key, 'block', () => this.#local?.block?.(key, ms), async () => {
       await this.#ctx.connection.runScript(blockScript(), [banKey(this.#prefix, key)], [numArg(ms), now === undefined ? '' : numArg(now)]);
@@ -176,7 +183,7 @@ export class RedisBinding implements BoundStore {
 
   /** Lifts the key's ban, and tells every node to drop the key from its deny cache. See #control. */
   async unblock(key: string): Promise<void> {
-    this.forget(key);
+    this.#forgetHere(key);
     await this.#control(key, 'unblock', () => this.#local?.unblock?.(key), async () => {
       await this.#ctx.connection.del([banKey(this.#prefix, key)]);
       await this.#publishReset?.(key);
@@ -358,12 +365,16 @@ export class RedisBinding implements BoundStore {
     }
     const decoded = unpackReplies(reply, group.length, this.#rules, (q) => group[q] as Pending);
     group.forEach((p, q) => {
-      const { decision, decidedAtMs } = decoded[q] as (typeof decoded)[number];
+      const { decision, decidedAtMs, ban } = decoded[q] as (typeof decoded)[number];
       // The fail mode's limiter learns of bans, so a key banned on Redis stays banned through an outage.
-      if (decision.blocked === true && !p.peek) void this.#local?.block?.(p.key, decision.retryAfterMs);
+      if (ban !== undefined && !p.peek) {
+        void this.#local?.block?.(p.key, ban.restMs);
+        // Another plan's binding may hold an older denial of the key that does not know of the ban.
+        this.#forgetHere(p.key);
+      }
       this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs });
       if (this.#denials !== undefined && !p.peek) {
-        if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, sentAt);
+        if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, sentAt, ban?.restMs);
         else if (decision.allowed) this.#denials.delete(p.key);
       }
       p.resolve(decision);

@@ -250,6 +250,9 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       denyCache: this.#denyCache ? new DenyCache(this.#denyCacheMaxKeys) : undefined,
       local,
       publishReset,
+      forgetHere: (key) => {
+        for (const b of this.#bindings.get(prefix) ?? []) b.forget(key);
+      },
       unbind: () => {
         release();
         local?.unbind?.();

@@ -39,12 +39,14 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   function consume(state: FixedWindowState | undefined, nowMs: number, permits: number): Outcome<FixedWindowState> {
     const { start: windowStart, count } = current(state, nowMs);
     const resetAfterMs = windowStart + windowMs - nowMs;
-    if (permits > limit) return neverFits(state, limit - count, count > 0 ? resetAfterMs : 0, resetAfterMs);
+    // A penalty may have taken the count past the limit: nothing is left, never less.
+    const left = Math.max(0, limit - count);
+    if (permits > limit) return neverFits(state, left, count > 0 ? resetAfterMs : 0, resetAfterMs);
     if (count + permits <= limit) {
       const next = { windowStart, count: count + permits };
       return outcome(true, next, limit - next.count, 0, resetAfterMs, 0, resetAfterMs);
     }
-    return outcome(false, state, limit - count, resetAfterMs, resetAfterMs, 0, resetAfterMs);
+    return outcome(false, state, left, resetAfterMs, resetAfterMs, 0, resetAfterMs);
   }
 
   // Only from the window the grant was counted in, while it is the stored one: once a new window opened,

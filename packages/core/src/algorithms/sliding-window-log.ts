@@ -52,7 +52,9 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     for (let i = first; i < n; i += 2) used += entries[i + 1] as number;
     const resetAfterMs = first < n ? (entries[n - 2] as number) + windowMs - nowMs : 0;
 
-    if (permits > limit) return neverFits(state, limit - used, resetAfterMs, resetAfterMs);
+    // A penalty may have logged more than the limit: nothing is left, never less.
+    const left = Math.max(0, limit - used);
+    if (permits > limit) return neverFits(state, left, resetAfterMs, resetAfterMs);
     if (used + permits <= limit) {
       const ttlMs = now + windowMs - nowMs;
       return outcome(true, { entries: withGrant(entries, first, now, permits) }, limit - used - permits, 0, ttlMs, 0, ttlMs);
@@ -66,7 +68,7 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       i += 2;
     }
     const retryAfterMs = (entries[i - 2] as number) + windowMs - nowMs;
-    return outcome(false, state, limit - used, retryAfterMs, resetAfterMs, 0, resetAfterMs);
+    return outcome(false, state, left, retryAfterMs, resetAfterMs, 0, resetAfterMs);
   }
 
   // With a grant time, grants made since then, oldest first (the grant itself, when nothing shares its

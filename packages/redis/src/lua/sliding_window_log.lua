@@ -40,7 +40,9 @@ ALGORITHMS.slidingWindowLog = function(p, state, now_ms, permits)
   local reset_after = 0
   if first <= n then reset_after = entries[n - 1] + window_ms - now_ms end
 
-  if permits > limit then return never_fits(state, limit - used, reset_after, reset_after) end
+  -- A penalty may have logged more than the limit: nothing is left, never less.
+  local left = math.max(0, limit - used)
+  if permits > limit then return never_fits(state, left, reset_after, reset_after) end
   if used + permits <= limit then
     local ttl = now + window_ms - now_ms
     return outcome(true, swl_with_grant(entries, first, now, permits), limit - used - permits, 0, ttl, 0, ttl)
@@ -54,7 +56,7 @@ ALGORITHMS.slidingWindowLog = function(p, state, now_ms, permits)
     i = i + 2
   end
   local retry_after = entries[i - 2] + window_ms - now_ms
-  return outcome(false, state, limit - used, retry_after, reset_after, 0, reset_after)
+  return outcome(false, state, left, retry_after, reset_after, 0, reset_after)
 end
 
 -- With a grant time, grants made since then, oldest first; with none, the newest (see sliding-window-log.ts).

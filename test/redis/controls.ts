@@ -1,0 +1,194 @@
+/**
+ * Timelines of the controls (plans, bans, refunds, penalties) for the differential suite: generated limiters
+ * and calls, run through a limiter on the memory store and one on Redis with the same ManualClock steps, so
+ * every decision can be compared bit for bit (see controls-conformance.test.ts).
+ */
+import {
+  type Algorithm,
+  type Decision,
+  type Limiter,
+  ManualClock,
+  createLimiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  memoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  smoothBursty,
+  tokenBucket,
+} from '@sluice/core';
+import { type RedisClient, redisStore } from '@sluice/redis';
+import fc from 'fast-check';
+
+/** A limiter to build twice: its rules, or its plans. */
+export type LimiterSpec = { readonly rules: Algorithm[] } | { readonly plans: Record<string, Algorithm[]> };
+
+const blockMsArb = fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 5_000 }) });
+
+/** A rule shape: everything but the limit, so that plans can hold one shape with different limits. */
+type Shape = (limit: number, extra: { name?: string; blockMs: number; key?: string }) => Algorithm;
+
+const shapeArb: fc.Arbitrary<Shape> = fc.oneof(
+  fc.integer({ min: 10, max: 4_000 }).map((windowMs): Shape => (limit, extra) => fixedWindow({ limit, windowMs, ...extra })),
+  fc.integer({ min: 10, max: 4_000 }).map((windowMs): Shape => (limit, extra) => slidingWindowCounter({ limit, windowMs, ...extra })),
+  fc.integer({ min: 10, max: 4_000 }).map((windowMs): Shape => (limit, extra) => slidingWindowLog({ limit, windowMs, ...extra })),
+  fc
+    .record({ perLimit: fc.double({ min: 0.05, max: 20, noNaN: true }), maxDebt: fc.integer({ min: 0, max: 10 }) })
+    .map(({ perLimit, maxDebt }): Shape => (limit, extra) => tokenBucket({ capacity: limit, refillPerSecond: perLimit * limit, maxDebt, ...extra })),
+  fc.double({ min: 0.05, max: 20, noNaN: true }).map((perLimit): Shape => (limit, extra) => gcra({ rate: perLimit * limit, burst: limit, ...extra })),
+  fc
+    .record({ perLimit: fc.double({ min: 0.05, max: 20, noNaN: true }), mode: fc.constantFrom('police' as const, 'shape' as const) })
+    .map(({ perLimit, mode }): Shape => (limit, extra) => leakyBucket({ capacity: limit, leakPerSecond: perLimit * limit, mode, ...extra })),
+  fc.double({ min: 0.5, max: 3, noNaN: true }).map((burstSeconds): Shape => (limit, extra) => smoothBursty({ permitsPerSecond: limit, maxBurstSeconds: burstSeconds, ...extra })),
+);
+
+const limitArb = fc.integer({ min: 1, max: 12 });
+
+/** One rule, a policy of two (one may be shared by every key), or three plans over two rule shapes. */
+export const limiterSpecArb: fc.Arbitrary<LimiterSpec> = fc.oneof(
+  fc.tuple(shapeArb, limitArb, blockMsArb).map(([shape, limit, blockMs]) => ({ rules: [shape(limit, { blockMs })] })),
+  fc
+    .tuple(shapeArb, shapeArb, limitArb, limitArb, blockMsArb, fc.boolean())
+    .map(([a, b, la, lb, blockMs, shared]) => ({
+      rules: [a(la, { name: 'own', blockMs }), b(lb, shared ? { name: 'all', blockMs: 0, key: 'all' } : { name: 'own2', blockMs: 0 })],
+    })),
+  fc
+    .tuple(shapeArb, shapeArb, fc.array(fc.tuple(limitArb, limitArb, blockMsArb, fc.constantFrom<'a' | 'b' | 'ab'>('a', 'b', 'ab')), { minLength: 2, maxLength: 3 }))
+    .map(([a, b, plans]) => ({
+      plans: Object.fromEntries(
+        plans.map(([la, lb, blockMs, which], i) => {
+          const rules: Algorithm[] = [];
+          if (which.includes('a')) rules.push(a(la, { name: 'a', blockMs }));
+          if (which.includes('b')) rules.push(b(lb, { name: 'b', blockMs: 0 }));
+          return [`p${i}`, rules];
+        }),
+      ),
+    })),
+);
+
+/** One call of a timeline. */
+export interface ControlCall {
+  readonly op: 'consume' | 'peek' | 'refund' | 'penalize' | 'block' | 'unblock' | 'reset';
+  readonly key: string;
+  readonly permits: number;
+  /** A plan index (taken modulo the limiter's plans); ignored without plans. */
+  readonly plan: number;
+  /** For a refund: which earlier consume of this timeline it refers to (from the newest), or none. */
+  readonly grant: number | undefined;
+  /** For block. */
+  readonly ms: number;
+}
+
+export interface ControlStep {
+  readonly dtMs: number;
+  readonly calls: readonly ControlCall[];
+}
+
+const callArb: fc.Arbitrary<ControlCall> = fc.record({
+  op: fc.oneof(
+    { weight: 8, arbitrary: fc.constant('consume' as const) },
+    { weight: 1, arbitrary: fc.constant('peek' as const) },
+    { weight: 2, arbitrary: fc.constant('refund' as const) },
+    { weight: 2, arbitrary: fc.constant('penalize' as const) },
+    { weight: 1, arbitrary: fc.constantFrom('block' as const, 'unblock' as const, 'reset' as const) },
+  ),
+  key: fc.constantFrom('a', 'b', 'c{1}'),
+  permits: fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 2, arbitrary: fc.integer({ min: 0, max: 15 }) }),
+  plan: fc.nat({ max: 5 }),
+  grant: fc.option(fc.nat({ max: 4 }), { nil: undefined }),
+  ms: fc.integer({ min: 1, max: 8_000 }),
+});
+
+export const controlTimelineArb: fc.Arbitrary<ControlStep[]> = fc.array(
+  fc.record({
+    dtMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 60 }), fc.integer({ min: 0, max: 5_000 })),
+    calls: fc.array(callArb, { minLength: 1, maxLength: 4 }),
+  }),
+  { minLength: 1, maxLength: 35 },
+);
+
+/** What one call produced: a decision (a consume, a peek, or the peek that follows a control), or its error code. */
+export type Outcome = Decision | { readonly error: string };
+
+function build(spec: LimiterSpec, store: Parameters<typeof createLimiter>[0]['store'], prefix: string): Limiter {
+  return 'plans' in spec ? createLimiter({ plans: spec.plans, store, prefix }) : createLimiter({ algorithm: spec.rules, store, prefix });
+}
+
+let run = 0;
+
+/**
+ * Runs one timeline through a limiter on the memory store and one on a Redis store (client ManualClock each,
+ * moved in step). Consumes and peeks at one instant go to Redis together, as one batch, until a control
+ * call (awaited on its own) or a call under another plan; the memory store takes every call one by one. After each control, both
+ * sides peek the key, so what it changed is compared too.
+ */
+export async function controlsBoth(redis: RedisClient, spec: LimiterSpec, startMs: number, steps: readonly ControlStep[], denyCache: boolean): Promise<{ memory: Outcome[]; redis: Outcome[] }> {
+  const prefix = `ctl${++run}`;
+  const memClock = new ManualClock(startMs);
+  const redisClock = new ManualClock(startMs);
+  const store = redisStore({ redis, clock: redisClock, timeoutMs: 5_000, denyCache });
+  const sides = [
+    { clock: memClock, limiter: build(spec, memoryStore({ clock: memClock }), prefix), out: [] as Outcome[], batches: false },
+    { clock: redisClock, limiter: build(spec, store, prefix), out: [] as Outcome[], batches: true },
+  ];
+  const plans = 'plans' in spec ? Object.keys(spec.plans) : undefined;
+  const grants: number[] = [];
+  const settle = async (p: Promise<Decision>): Promise<Outcome> => p.catch((e: { code?: string }) => ({ error: String(e.code) }));
+  try {
+    for (const step of steps) {
+      for (const side of sides) side.clock.advance(step.dtMs);
+      const now = memClock.now();
+      for (const side of sides) {
+        let batch: Promise<Outcome>[] = [];
+        // Each plan is a binding of its own, whose batch leaves on its own: one batch holds one plan's calls.
+        let batchPlan: string | undefined;
+        const flush = async () => {
+          side.out.push(...(await Promise.all(batch)));
+          batch = [];
+        };
+        for (const call of step.calls) {
+          const plan = plans === undefined ? undefined : (plans[call.plan % plans.length] as string);
+          const options = plan === undefined ? {} : { plan };
+          const l = side.limiter;
+          if (call.op === 'consume' || call.op === 'peek') {
+            if (plan !== batchPlan) await flush();
+            batchPlan = plan;
+            const decided = settle(call.op === 'consume' ? l.tryAcquire(call.key, { ...options, permits: Math.max(1, call.permits) }) : l.peek(call.key, options));
+            // The memory store takes each call to its end before the next.
+            if (side.batches) batch.push(decided);
+            else side.out.push(await decided);
+          } else {
+            await flush();
+            const grantedAt = call.grant === undefined ? undefined : grants[grants.length - 1 - call.grant];
+            const control = async (): Promise<unknown> => {
+              switch (call.op) {
+                case 'refund':
+                  return l.refund(call.key, call.permits, { ...options, ...(grantedAt === undefined ? {} : { grantedMsAgo: now - grantedAt }) });
+                case 'penalize':
+                  return l.penalize(call.key, call.permits, options);
+                case 'block':
+                  return l.block(call.key, call.ms);
+                case 'unblock':
+                  return l.unblock(call.key);
+                default:
+                  return l.reset(call.key);
+              }
+            };
+            const failed = await control().then(
+              () => undefined,
+              (e: { code?: string }) => ({ error: String(e.code) }),
+            );
+            side.out.push(failed ?? (await settle(l.peek(call.key, options))));
+          }
+        }
+        await flush();
+      }
+      if (step.calls.some((c) => c.op === 'consume')) grants.push(now);
+    }
+  } finally {
+    for (const side of sides) await side.limiter.close();
+    await store.close();
+  }
+  return { memory: sides[0]?.out ?? [], redis: sides[1]?.out ?? [] };
+}
