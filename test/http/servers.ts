@@ -35,9 +35,35 @@ async function closeServer(server: ReturnType<typeof createServer>): Promise<voi
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
-/** What a route answers: `{ ok: true }`, or the JSON of `respond()` (a route that calls a decorated service, say). */
-export type Respond = () => Promise<unknown>;
+/**
+ * What a route answers: `{ ok: true }`, or the JSON of `respond()` (a route that calls a decorated service,
+ * say), or an Answer: a status, response headers and a body.
+ */
+export type Respond = (header: (name: string) => string | undefined) => Promise<unknown>;
 const okBody: Respond = async () => ({ ok: true });
+
+/** An answer with its own status and headers (a route that fails, or reports what it cost). */
+export class Answer {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+    readonly headers: Readonly<Record<string, string>> = {},
+  ) {}
+}
+
+/** A route that answers as the request asks: status from `x-status`, and `x-tokens` echoed as a response header. */
+export const echoRoute: Respond = async (header) => {
+  const tokens = header('x-tokens');
+  return new Answer(Number(header('x-status') ?? 200), { ok: true }, tokens === undefined ? {} : { 'x-tokens': tokens });
+};
+
+const statusOf = (value: unknown): number => (value instanceof Answer ? value.status : 200);
+const bodyOf = (value: unknown): unknown => (value instanceof Answer ? value.body : value);
+const headersOf = (value: unknown): Readonly<Record<string, string>> => (value instanceof Answer ? value.headers : {});
+const nodeHeader = (req: IncomingMessage) => (name: string) => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
 
 export async function startServer(framework: Framework, options: Options, respond: Respond = okBody): Promise<TestServer> {
   const opts = options as unknown as MiddlewareOptions<IncomingMessage, ServerResponse>;
@@ -45,11 +71,13 @@ export async function startServer(framework: Framework, options: Options, respon
     const middleware = rateLimit(opts);
     const server = createServer((req, res) => {
       middleware(req, res, (error) => {
-        const body = error === undefined ? respond() : Promise.reject(error);
+        const body = error === undefined ? respond(nodeHeader(req)) : Promise.reject(error);
         body.then(
           (value) => {
+            res.statusCode = statusOf(value);
+            for (const [name, v] of Object.entries(headersOf(value))) res.setHeader(name, v);
             res.setHeader('Content-Type', 'application/json');
-            res.end(JSON.stringify(value));
+            res.end(JSON.stringify(bodyOf(value)));
           },
           (fault: unknown) => {
             res.statusCode = 500;
@@ -65,8 +93,9 @@ export async function startServer(framework: Framework, options: Options, respon
   if (framework === 'express') {
     const app = express();
     app.use(rateLimit(options as unknown as MiddlewareOptions<express.Request, express.Response>));
-    app.get('/', async (_req, res) => {
-      res.json(await respond());
+    app.get('/', async (req, res) => {
+      const value = await respond((name) => req.get(name));
+      res.status(statusOf(value)).set(headersOf(value)).json(bodyOf(value));
     });
     // Express 5 answers next(error) with its own 500; keep its stack traces out of the test output.
     app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
@@ -79,7 +108,10 @@ export async function startServer(framework: Framework, options: Options, respon
   if (framework === 'hono') {
     const app = new Hono<{ Bindings: HttpBindings }>();
     app.use('*', honoRateLimit(options as never));
-    app.get('/', async (c) => c.json((await respond()) as object));
+    app.get('/', async (c) => {
+      const value = await respond((name) => c.req.header(name));
+      return c.json(bodyOf(value) as object, statusOf(value) as 200, headersOf(value));
+    });
     app.onError((_error, c) => c.json({ fault: true }, 500));
     return serveFetch(app.fetch);
   }
@@ -89,7 +121,10 @@ export async function startServer(framework: Framework, options: Options, respon
     app.silent = true;
     app.use(koaRateLimit(options as never));
     app.use(async (ctx) => {
-      ctx.body = await respond();
+      const value = await respond((name) => ctx.get(name) || undefined);
+      ctx.status = statusOf(value);
+      ctx.set(headersOf(value) as Record<string, string>);
+      ctx.body = bodyOf(value);
     });
     const server = app.listen(0, '127.0.0.1');
     await new Promise<void>((resolve) => server.once('listening', resolve));
@@ -99,12 +134,20 @@ export async function startServer(framework: Framework, options: Options, respon
     const handler = fetchRateLimit<Request, [HttpBindings]>({
       address: (_request: Request, env: HttpBindings) => env.incoming.socket.remoteAddress,
       ...(options as object),
-    } as never)(async () => Response.json(await respond()));
+    } as never)(async (request: Request) => {
+      const value = await respond((name) => request.headers.get(name) ?? undefined);
+      return Response.json(bodyOf(value), { status: statusOf(value), headers: headersOf(value) });
+    });
     return serveFetch(handler as (request: Request, env: HttpBindings) => Promise<Response>);
   }
-  const app = Fastify();
+  // Closing the server drops open connections at once (a test that aborts a request leaves one).
+  const app = Fastify({ forceCloseConnections: true });
   app.addHook('onRequest', rateLimitHook(options as never));
-  app.get('/', async () => respond());
+  app.get('/', async (request, reply) => {
+    const value = await respond((name) => nodeHeader(request.raw)(name));
+    reply.code(statusOf(value)).headers(headersOf(value));
+    return bodyOf(value);
+  });
   await app.listen({ port: 0, host: '127.0.0.1' });
   const { port } = app.server.address() as AddressInfo;
   return { url: `http://127.0.0.1:${port}`, close: () => app.close() };

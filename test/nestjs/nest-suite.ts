@@ -7,10 +7,10 @@
  * function that throws -> Nest's 500, and sluice method decorators keyed by request inside Nest services.
  */
 import 'reflect-metadata';
-import { ManualClock, SluiceTypeError, createLimiter, fixedWindow, memoryStore } from '@sluice/core';
+import { ManualClock, SluiceTypeError, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
 import { rateLimit as limitMethod } from '@sluice/core/decorators';
 import { RateLimit, SkipRateLimit, SluiceModule, byIp, byUser } from '@sluice/nestjs';
-import { Controller, Get, Injectable, Module, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import { Controller, Get, Headers, Injectable, Module, UnauthorizedException, type ExecutionContext, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -73,6 +73,29 @@ class LimiterController {
     },
   })
   broken() {
+    return { ok: true };
+  }
+
+  @Get('login')
+  // Only failed logins count: 2 per minute, then an hour's ban.
+  @RateLimit({
+    algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name: 'login', blockMs: 3_600_000 }),
+    key: (ctx: ExecutionContext) => `login-${headerOf(ctx, 'x-run')}`,
+    skipSuccessfulRequests: true,
+  })
+  login(@Headers('x-password') password: string | undefined) {
+    if (password !== 'secret') throw new UnauthorizedException();
+    return { ok: true };
+  }
+
+  @Get('tokens')
+  // 1 permit up front, 3 more once the platform's response says it succeeded.
+  @RateLimit({
+    algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001, name: 'tokens' }),
+    key: (ctx: ExecutionContext) => `tokens-${headerOf(ctx, 'x-run')}`,
+    costAfterResponse: (_ctx: ExecutionContext, res: unknown) => ((res as { statusCode?: number }).statusCode === 200 ? 3 : 0),
+  })
+  tokens() {
     return { ok: true };
   }
 
@@ -146,6 +169,28 @@ export function nestSuite(major: number): void {
       expect((await get(`${url}/limiter/broken`)).status).toBe(500);
     });
   
+    it('skipSuccessfulRequests with a ban: successes are free, the third failure is banned even with the right password', async () => {
+      const url = await start(platform);
+      const run = { 'x-run': `login-${platform}` };
+      for (let i = 0; i < 4; i++) expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'secret' })).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      for (let i = 0; i < 2; i++) expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'guess' })).status).toBe(401);
+      const banned = await get(`${url}/limiter/login`, { ...run, 'x-password': 'guess' });
+      expect([banned.status, banned.headers.get('retry-after')]).toEqual([429, '3600']);
+      expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'secret' })).status).toBe(429);
+    });
+
+    it("costAfterResponse charges what the platform's response says, after it is sent", async () => {
+      const url = await start(platform);
+      const run = { 'x-run': `tokens-${platform}` };
+      const remaining = [];
+      for (let i = 0; i < 3; i++) {
+        remaining.push((await get(`${url}/limiter/tokens`, run)).headers.get('ratelimit'));
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(remaining).toEqual(['"tokens";r=9;t=1000', '"tokens";r=5;t=5000', '"tokens";r=1;t=9000']);
+    });
+
     it('a sluice method decorator keyed by request works inside a Nest service (the request context)', async () => {
       const url = await start(platform);
       const client = platform === 'express' ? '203.0.113.1' : '203.0.113.2';

@@ -120,7 +120,8 @@ export type PenalizeOptions = PlanOption;
 
 export interface RefundOptions extends PlanOption {
   /**
-   * How long ago the grant being refunded was asked for (measure from before the `tryAcquire` call). A
+   * How long ago the grant being refunded was asked for, on `limiter.clock` (measure from before the
+   * `tryAcquire` call: `limiter.clock.now() - askedAt`). A
    * window rule then gives back only while the window the grant was counted in lasts, so no window passes
    * more than its limit. Left out, window rules give back from their newest grants.
    */
@@ -161,6 +162,12 @@ export interface Limiter {
   close(): Promise<void>;
   /** The rules (of the first plan, for a limiter with plans). */
   readonly rules: readonly Algorithm[];
+  /**
+   * The clock this limiter waits on: its store's when the store decides on this process's clock (a memory
+   * store, a ManualClock in tests), else systemClock. Durations measured on it (a refund's `grantedMsAgo`)
+   * are the store's.
+   */
+  readonly clock: Clock;
   /** For a limiter with plans: each plan's rules, under the names they keep state by. */
   readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
   readonly prefix: string;
@@ -273,6 +280,10 @@ class StoreLimiter implements Limiter {
       this.#default = bindings.get(parsedPlans.names[0] as string) as Binding;
       this.plans = Object.freeze(Object.fromEntries(parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]])));
     }
+  }
+
+  get clock(): Clock {
+    return this.#clock;
   }
 
   #checkOpen(): void {

@@ -1,6 +1,7 @@
 import {
   type AcquireOptions,
   type Algorithm,
+  type Clock,
   type CommonLimiterOptions,
   type Decision,
   type Limiter,
@@ -68,6 +69,10 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends 
     return this.#limiter.prefix;
   }
 
+  get clock(): Clock {
+    return this.#limiter.clock;
+  }
+
   /** Hybrid modes have no plans: one rule, leased or divided. */
   get plans(): undefined {
     return undefined;
@@ -96,13 +101,13 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends 
   }
 
   /** Refused: a ban must hold on every node at every decision, which this mode decides without Redis. */
-  async block(): Promise<void> {
-    throw new SluiceError('UNSUPPORTED', `${this.#mode} cannot honour block(): a ban must hold fleet-wide at every decision, and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`);
+  async block(key: string, _ms: number): Promise<void> {
+    throw new SluiceError('UNSUPPORTED', `${this.#mode} cannot honour block(${JSON.stringify(key)}): a ban must hold fleet-wide at every decision, and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`);
   }
 
   /** Refused, as block() is. */
-  async unblock(): Promise<void> {
-    throw new SluiceError('UNSUPPORTED', `${this.#mode} cannot honour unblock(): it keeps no bans (see block())`);
+  async unblock(key: string): Promise<void> {
+    throw new SluiceError('UNSUPPORTED', `${this.#mode} cannot honour unblock(${JSON.stringify(key)}): it keeps no bans (see block())`);
   }
 
   /**

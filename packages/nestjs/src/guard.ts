@@ -1,17 +1,19 @@
 import { type Decision, type Limiter, createLimiter } from '@sluice/core';
-import { type Verdict, answerVerdict, createEvaluator, limitedBody, nodeRequestView } from '@sluice/core/http';
+import { type Verdict, answerVerdict, createEvaluator, limitedBody, nodeRequestView, settleOnNodeResponse } from '@sluice/core/http';
 import type { HttpRequestLike, RequestView } from '@sluice/core/http';
 import { type CanActivate, type ExecutionContext, HttpException, Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { RouteLimitOptions, SluiceModuleOptions } from './options.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT, SLUICE_OPTIONS } from './tokens.js';
 
-type Evaluate = (context: ExecutionContext, view: RequestView) => Promise<Verdict>;
+type Evaluate = (context: ExecutionContext, view: RequestView) => Promise<Verdict<unknown>>;
 
 /** Express's response (`setHeader`) or Fastify's reply (`header`): where the RateLimit headers go. */
 interface HeaderTarget {
   setHeader?(name: string, value: string): unknown;
   header?(name: string, value: string): unknown;
+  /** Fastify's reply: the node response under it. */
+  readonly raw?: unknown;
 }
 
 function setHeaders(response: HeaderTarget, headers: readonly [string, string][]): void {
@@ -52,8 +54,10 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
     const verdict = await evaluate(context, nodeRequestView(http.getRequest<HttpRequestLike>()));
     const response = http.getResponse<HeaderTarget>();
     return answerVerdict<boolean>(verdict, {
-      proceed: (headers) => {
+      proceed: (headers, settle) => {
         setHeaders(response, headers);
+        // After-response accounting listens to the node response: Express's response is one, Fastify's reply holds one.
+        if (settle !== undefined) settleOnNodeResponse(response.raw ?? response, response, settle);
         return true;
       },
       reject: (body) => {

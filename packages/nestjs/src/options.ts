@@ -5,9 +5,11 @@ import type { ExecutionContext } from '@nestjs/common';
 /**
  * How a route is limited: a limiter of yours (any mode), or rules the module turns into a limiter of its own
  * (on the module's `store`), and the HTTP options every sluice adapter takes. Key and cost functions get
- * Nest's ExecutionContext; `byIp()` and `byRoute()` read the underlying Express or Fastify request.
+ * Nest's ExecutionContext; `byIp()` and `byRoute()` read the underlying Express or Fastify request. The
+ * after-response callbacks (`costAfterResponse`, `requestWasSuccessful`) get the context and the platform's
+ * response (Express's `res`, Fastify's `reply`).
  */
-export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<ExecutionContext>, 'limiter'>> {
+export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<ExecutionContext, unknown>, 'limiter'>> {
   /** A limiter of yours. Give this or `algorithm`. */
   limiter?: Limiter;
   /** Rules for a limiter the module makes (prefix `Controller.handler`, or the controller's name). */

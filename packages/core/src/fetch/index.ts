@@ -8,6 +8,7 @@ import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { responseAnswers, withHeaders } from '../http/fetch-response.js';
 import { type RateLimitOptions, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
+import { settleAfterBody } from '../http/response-end.js';
 import { type RequestView, pathOf } from '../http/view.js';
 import { describe } from '../validate.js';
 
@@ -18,7 +19,8 @@ export interface FetchRequestLike {
   readonly url: string;
 }
 
-export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extends unknown[]> extends RateLimitOptions<Req> {
+/** Options of fetchRateLimit; the after-response callbacks get the request and the handler's Response. */
+export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extends unknown[]> extends RateLimitOptions<Req, Response> {
   /**
    * The client's address. A Fetch `Request` carries none: the runtime gives it beside the request, to the
    * handler's other arguments (Deno.serve: `(req, info) => info.remoteAddr.hostname`; Bun.serve:
@@ -49,7 +51,7 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
   options: FetchRateLimitOptions<Req, Rest>,
 ): (handler: FetchHandler<Req, Rest>) => (request: Req, ...rest: Rest) => Promise<Response> {
   // The shared parser first: a missing or malformed options object is its error, naming it.
-  const evaluate = createEvaluator(options);
+  const evaluate = createEvaluator<Req, Response>(options);
   const address = options.address;
   if (address !== undefined && typeof address !== 'function') {
     throw new SluiceTypeError('address', address, `address must be a function of the request, got ${describe(address)}`);
@@ -72,8 +74,19 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
     if (typeof handler !== 'function') throw new SluiceTypeError('handler', handler, `fetchRateLimit(options) wraps a handler function, got ${describe(handler)}`);
     return async (request, ...rest) => {
       const view = viewOf(request, rest);
-      return answerVerdict<Promise<Response>>(await evaluate(request, view), {
-        proceed: async (headers) => withHeaders(await runInRequestContext({ request, view }, () => handler(request, ...rest)), headers),
+      return answerVerdict<Promise<Response>, Response>(await evaluate(request, view), {
+        proceed: async (headers, settle) => {
+          let response: Response;
+          try {
+            response = await runInRequestContext({ request, view }, () => handler(request, ...rest));
+          } catch (error) {
+            // The runtime answers a handler that threw (a 500): the request failed.
+            settle?.(new Response(null, { status: 500 }), { status: 500, completed: false });
+            throw error;
+          }
+          const answered = withHeaders(response, headers);
+          return settle === undefined ? answered : settleAfterBody(answered, settle);
+        },
         ...responseAnswers(onLimited && ((decision, headers) => onLimited(request, decision, headers))),
       });
     };

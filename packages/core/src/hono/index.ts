@@ -8,6 +8,7 @@ import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { responseAnswers, withHeaders } from '../http/fetch-response.js';
 import { type RateLimitOptions, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
+import { settleAfterBody } from '../http/response-end.js';
 import type { RequestView } from '../http/view.js';
 import { describe } from '../validate.js';
 
@@ -28,7 +29,8 @@ export interface ConnInfoLike {
   readonly remote: { readonly address?: string | undefined };
 }
 
-export interface HonoRateLimitOptions<C extends HonoContextLike> extends RateLimitOptions<C> {
+/** Options of honoRateLimit; the after-response callbacks get the context and its Response, `(c, c.res)`. */
+export interface HonoRateLimitOptions<C extends HonoContextLike> extends RateLimitOptions<C, Response> {
   /**
    * Your runtime adapter's `getConnInfo` (`hono/bun`, `hono/deno`, `hono/cloudflare-workers`,
    * `@hono/node-server/conninfo`): the client address byIp() and `onMissingKey: 'ip'` read. Without it,
@@ -60,7 +62,7 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
   options: HonoRateLimitOptions<C>,
 ): (c: C, next: () => Promise<void>) => Promise<Response | undefined> {
   // The shared parser first: a missing or malformed options object is its error, naming it.
-  const evaluate = createEvaluator(options);
+  const evaluate = createEvaluator<C, Response>(options);
   const getConnInfo = options.getConnInfo;
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
     throw new SluiceTypeError('getConnInfo', getConnInfo, `getConnInfo must be your runtime adapter's getConnInfo function, got ${describe(getConnInfo)}`);
@@ -74,10 +76,17 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
   const onLimited = onLimitedOption(options.onLimited);
   return async (c, next) => {
     const view = viewOf(c);
-    return answerVerdict<Promise<Response | undefined>>(await evaluate(c, view), {
-      proceed: async (headers) => {
-        await runInRequestContext({ request: c, view }, next);
+    return answerVerdict<Promise<Response | undefined>, Response>(await evaluate(c, view), {
+      proceed: async (headers, settle) => {
+        try {
+          await runInRequestContext({ request: c, view }, next);
+        } catch (error) {
+          settle?.(new Response(null, { status: 500 }), { status: 500, completed: false });
+          throw error;
+        }
         if (headers.length > 0) c.res = withHeaders(c.res, headers);
+        // Hono answers a handler's error with a 500 of its own (c.res), which settles as a failure.
+        if (settle !== undefined) c.res = settleAfterBody(c.res, settle);
         return undefined;
       },
       ...responseAnswers(onLimited && ((decision, headers) => onLimited(c, decision, headers))),

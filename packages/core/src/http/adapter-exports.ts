@@ -4,4 +4,5 @@ export type { AnyRequestKey, ByIpOptions, KeyStrategy, RequestKeyMark } from './
 export { currentRequestContext } from './context.js';
 export type { RequestContext } from './context.js';
 export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
+export type { AfterResponseOptions, ResponseEnd } from './after-response.js';
 export type { RequestView } from './view.js';

@@ -2,21 +2,32 @@ import type { Decision } from '../decision.js';
 import { SluiceRangeError, SluiceTypeError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../validate.js';
+import { type SettleResponse, accountFor } from './after-response.js';
 import { type HeaderFormat, rateLimitHeaders } from './headers.js';
 import { type KeyStrategy, byIp, byIpSettings } from './keys.js';
 import type { MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
 import type { RequestView } from './view.js';
 
 /** What the limiter made of one request, before any framework writes it out. */
-export type Verdict =
-  | { readonly kind: 'allowed' | 'limited'; readonly decision: Decision; readonly headers: [string, string][] }
+export type Verdict<Res = unknown> =
+  | {
+      readonly kind: 'allowed';
+      readonly decision: Decision;
+      readonly headers: [string, string][];
+      /** Call when the response is known (see SettleResponse); undefined when no after-response option is set. */
+      readonly settle: SettleResponse<Res> | undefined;
+    }
+  | { readonly kind: 'limited'; readonly decision: Decision; readonly headers: [string, string][] }
   | { readonly kind: 'skipped' }
   | { readonly kind: 'rejected'; readonly body: RejectedBody };
 
 /** An adapter's own ways to act on a verdict; `answerVerdict` decides which applies. */
-export interface VerdictAnswers<R> {
-  /** Let the request go on, with the RateLimit headers to send on its response (none when it was skipped). */
-  proceed(headers: readonly [string, string][]): R;
+export interface VerdictAnswers<R, Res = unknown> {
+  /**
+   * Let the request go on, with the RateLimit headers to send on its response (none when it was skipped),
+   * and, when after-response accounting is configured, what to call once the response is known.
+   */
+  proceed(headers: readonly [string, string][], settle: SettleResponse<Res> | undefined): R;
   /** Answer 400: the request has no valid key or cost; nothing was consumed, and no rate-limit header is sent. */
   reject(body: RejectedBody): R;
   /** Answer a denial (the default: 429 with limitedBody), sending `headers` (Retry-After and RateLimit) with it. */
@@ -24,14 +35,14 @@ export interface VerdictAnswers<R> {
 }
 
 /** What every adapter does with a verdict, in one place: skipped and allowed go on, rejected is a 400, limited a 429. */
-export function answerVerdict<R>(verdict: Verdict, answers: VerdictAnswers<R>): R {
+export function answerVerdict<R, Res = unknown>(verdict: Verdict<Res>, answers: VerdictAnswers<R, Res>): R {
   switch (verdict.kind) {
     case 'skipped':
-      return answers.proceed([]);
+      return answers.proceed([], undefined);
     case 'rejected':
       return answers.reject(verdict.body);
     case 'allowed':
-      return answers.proceed(verdict.headers);
+      return answers.proceed(verdict.headers, verdict.settle);
     default:
       return answers.limit(verdict.decision, verdict.headers);
   }
@@ -54,7 +65,7 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
  * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
  * the decision and its header fields, from the framework's request and the adapter's view of it.
  */
-export function createEvaluator<Req>(options: RateLimitOptions<Req>): (req: Req, view: RequestView) => Promise<Verdict> {
+export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Req, Res>): (req: Req, view: RequestView) => Promise<Verdict<Res>> {
   optionsObject('rateLimit options', options, true);
   const { limiter } = options;
   if (!isLimiter(limiter)) {
@@ -82,6 +93,9 @@ export function createEvaluator<Req>(options: RateLimitOptions<Req>): (req: Req,
   const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
   const skip = options.skip;
   if (skip !== undefined && typeof skip !== 'function') throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
+  const planOf = options.plan;
+  if (planOf !== undefined && typeof planOf !== 'function') throw new SluiceTypeError('plan', planOf, `plan must be a function of the request, got ${describe(planOf)}`);
+  const account = accountFor(options, limiter);
   const reported = new Set<string>();
   const onInvalidInput =
     options.onInvalidInput ??
@@ -121,19 +135,26 @@ export function createEvaluator<Req>(options: RateLimitOptions<Req>): (req: Req,
       return { kind: 'rejected', body: { error: 'Bad Request', message: 'the request has no rate-limit key' } };
     }
     let decision: Decision;
+    const startedAt = account === undefined ? 0 : limiter.clock.now();
     try {
-      decision = await limiter.tryAcquire(requestKey, { permits, timeoutMs });
+      const plan = planOf === undefined ? undefined : await planOf(req);
+      decision = await limiter.tryAcquire(requestKey, { permits, timeoutMs, ...(plan === undefined ? {} : { plan }) });
     } catch (error) {
       if (!isInputError(error)) throw error;
       onInvalidInput(error, req);
-      const what = error.argument === 'permits' ? 'cost' : 'key';
+      const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
       return { kind: 'rejected', body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` } };
     }
-    return {
-      kind: decision.allowed ? 'allowed' : 'limited',
-      decision,
-      // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
-      headers: rateLimitHeaders(decision.shadowed === true ? { ...decision, allowed: false } : decision, limiter.rules, format),
-    };
+    // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
+    const headers = rateLimitHeaders(decision.shadowed === true ? { ...decision, allowed: false } : decision, rulesOf(limiter, decision), format);
+    if (!decision.allowed) return { kind: 'limited', decision, headers };
+    // A shadowed request took nothing, so nothing is settled after it.
+    const settle = account === undefined || decision.shadowed === true ? undefined : account(req, requestKey, permits, decision, startedAt);
+    return { kind: 'allowed', decision, headers, settle };
   };
+}
+
+/** The rules a decision came from: its plan's, for a limiter with plans. */
+function rulesOf(limiter: Limiter, decision: Decision): Limiter['rules'] {
+  return (decision.plan !== undefined ? limiter.plans?.[decision.plan] : undefined) ?? limiter.rules;
 }

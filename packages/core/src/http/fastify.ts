@@ -3,9 +3,10 @@ import { runInRequestContext } from './context.js';
 import { type Verdict, answerVerdict, createEvaluator } from './evaluate.js';
 import { limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { FastifyReplyLike, HttpRequestLike } from './request.js';
+import { settleOnNodeResponse } from './response-end.js';
 import { nodeRequestView } from './view.js';
 
-export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Req> {
+export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Req, Reply> {
   /** Sends the response to a denied request instead of the default 429 JSON body (headers already set). */
   onLimited?: (request: Req, reply: Reply, decision: Decision) => void;
 }
@@ -25,7 +26,7 @@ export type FastifyHookDone = (error?: Error) => void;
 export function rateLimitHook<Req extends HttpRequestLike = HttpRequestLike, Reply extends FastifyReplyLike = FastifyReplyLike>(
   options: FastifyRateLimitOptions<Req, Reply>,
 ): (request: Req, reply: Reply, done: FastifyHookDone) => void {
-  const evaluate = createEvaluator(options);
+  const evaluate = createEvaluator<Req, Reply>(options);
   const onLimited = onLimitedOption(options.onLimited);
   /** Answers a verdict that ends the request; true when the request goes on. */
   const send = (reply: Reply, status: number, body: unknown): false => {
@@ -33,10 +34,11 @@ export function rateLimitHook<Req extends HttpRequestLike = HttpRequestLike, Rep
     reply.send(body);
     return false;
   };
-  const respond = (verdict: Verdict, request: Req, reply: Reply): boolean =>
-    answerVerdict<boolean>(verdict, {
-      proceed: (headers) => {
+  const respond = (verdict: Verdict<Reply>, request: Req, reply: Reply): boolean =>
+    answerVerdict<boolean, Reply>(verdict, {
+      proceed: (headers, settle) => {
         for (const [name, value] of headers) reply.header(name, value);
+        if (settle !== undefined) settleOnNodeResponse(reply.raw, reply, settle);
         return true;
       },
       reject: (body) => send(reply, 400, body),

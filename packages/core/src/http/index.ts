@@ -15,6 +15,7 @@ export { ipKey } from './ip.js';
 export { rateLimitHeaders } from './headers.js';
 export type { HeaderFormat } from './headers.js';
 export type { LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
+export type { AfterResponseOptions, ResponseEnd, SettleResponse } from './after-response.js';
 export type { FastifyReplyLike, HttpRequestLike, HttpResponseLike } from './request.js';
 
 // For adapter authors (@sluice/nestjs is built on these): the one options parser and evaluator every adapter
@@ -22,5 +23,7 @@ export type { FastifyReplyLike, HttpRequestLike, HttpResponseLike } from './requ
 export { answerVerdict, createEvaluator, isInputError } from './evaluate.js';
 export type { Verdict, VerdictAnswers } from './evaluate.js';
 export { runInRequestContext } from './context.js';
+export { settleAfterBody, settleOnNodeResponse } from './response-end.js';
+export type { NodeResponseEvents } from './response-end.js';
 export { nodeRequestView, pathOf } from './view.js';
 export { limitedBody, onLimitedOption } from './options.js';

@@ -3,9 +3,10 @@ import { type Verdict, answerVerdict, createEvaluator } from './evaluate.js';
 import { JSON_CONTENT_TYPE, limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { HttpRequestLike, HttpResponseLike } from './request.js';
 import { runInRequestContext } from './context.js';
+import { settleOnNodeResponse } from './response-end.js';
 import { nodeRequestView } from './view.js';
 
-export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req> {
+export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req, Res> {
   /**
    * Writes the response to a denied request instead of the default 429 with a JSON body. The rate-limit
    * headers and Retry-After are already set on `res`.
@@ -34,16 +35,17 @@ function writeJson(res: HttpResponseLike, status: number, body: unknown): void {
 export function rateLimit<Req extends HttpRequestLike = HttpRequestLike, Res extends HttpResponseLike = HttpResponseLike>(
   options: MiddlewareOptions<Req, Res>,
 ): (req: Req, res: Res, next: Next) => void {
-  const evaluate = createEvaluator(options);
+  const evaluate = createEvaluator<Req, Res>(options);
   const onLimited = onLimitedOption(options.onLimited);
   const setHeaders = (res: Res, headers: readonly [string, string][]): void => {
     if (res.headersSent !== true) for (const [name, value] of headers) res.setHeader(name, value);
   };
   /** Writes a verdict that ends the request; true when the request goes on to next(). */
-  const respond = (verdict: Verdict, req: Req, res: Res): boolean =>
-    answerVerdict<boolean>(verdict, {
-      proceed: (headers) => {
+  const respond = (verdict: Verdict<Res>, req: Req, res: Res): boolean =>
+    answerVerdict<boolean, Res>(verdict, {
+      proceed: (headers, settle) => {
         setHeaders(res, headers);
+        if (settle !== undefined) settleOnNodeResponse(res, res, settle);
         return true;
       },
       reject: (body) => {

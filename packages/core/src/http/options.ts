@@ -2,6 +2,7 @@ import type { Decision } from '../decision.js';
 import { SluiceTypeError } from '../errors.js';
 import { describe } from '../validate.js';
 import type { Limiter } from '../limiter.js';
+import type { AfterResponseOptions } from './after-response.js';
 import { type HeaderFormat, seconds } from './headers.js';
 import type { KeyStrategy } from './keys.js';
 
@@ -12,8 +13,11 @@ import type { KeyStrategy } from './keys.js';
  */
 export type MissingKeyPolicy = 'ip' | 'skip' | 'reject';
 
-/** Options of the HTTP middleware and the Fastify hook; `Req` is the framework's request type. */
-export interface RateLimitOptions<Req> {
+/**
+ * Options of every HTTP adapter; `Req` is the framework's request type, `Res` what its after-response
+ * callbacks get as the response (see AfterResponseOptions).
+ */
+export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptions<Req, Res> {
   /** The limiter that decides: local, exact (Redis), leased or divided. */
   limiter: Limiter;
   /**
@@ -47,6 +51,12 @@ export interface RateLimitOptions<Req> {
   timeoutMs?: number;
   /** Requests for which this returns true are not limited (health checks, say). */
   skip?: (req: Req) => boolean;
+  /**
+   * The plan a request is decided under, for a limiter with plans (a customer's tier from the request):
+   * one of the limiter's plan names, or undefined for the limiter's own choice (its `plan` resolver, else
+   * its first plan). May be async.
+   */
+  plan?: (req: Req) => string | undefined | Promise<string | undefined>;
   /**
    * Tells the developer about a request answered 400 because its key or cost was invalid (the client gets
    * a generic body; the typed error, naming the bad value, comes here).

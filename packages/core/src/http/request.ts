@@ -24,6 +24,8 @@ export interface HttpResponseLike {
 /** Fastify's reply. */
 export interface FastifyReplyLike {
   readonly sent?: boolean;
+  /** The node response under the reply (after-response accounting listens to it). */
+  readonly raw?: unknown;
   code(statusCode: number): unknown;
   header(name: string, value: string | number): unknown;
   send(payload?: unknown): unknown;

@@ -5,6 +5,7 @@ import type { Decision } from '../decision.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
+import { settleOnNodeResponse } from '../http/response-end.js';
 import type { RequestView } from '../http/view.js';
 
 /** The part of Koa's `Context` the middleware uses (Koa 3's Context fits). */
@@ -18,9 +19,15 @@ export interface KoaContextLike {
   readonly path: string;
   status: number;
   body: unknown;
+  /** The node response (after-response accounting listens to it: Koa sends the body after the middleware). */
+  readonly res?: unknown;
 }
 
-export interface KoaRateLimitOptions<Ctx extends KoaContextLike> extends RateLimitOptions<Ctx> {
+/**
+ * Options of koaRateLimit. The after-response callbacks get the context twice, `(ctx, ctx)`: its status,
+ * `ctx.state` and `ctx.response` are all there.
+ */
+export interface KoaRateLimitOptions<Ctx extends KoaContextLike> extends RateLimitOptions<Ctx, Ctx> {
   /** Answers a denied request instead of the default 429 JSON body (the RateLimit headers and Retry-After are set). */
   onLimited?: (ctx: Ctx, decision: Decision) => void | Promise<void>;
 }
@@ -41,7 +48,7 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(option
     method: ctx.method,
     path: ctx.path,
   });
-  const evaluate = createEvaluator(options);
+  const evaluate = createEvaluator<Ctx, Ctx>(options);
   const onLimited = onLimitedOption(options.onLimited);
   return async (ctx, next) => {
     const view = viewOf(ctx);
@@ -49,10 +56,18 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(option
       ctx.status = status;
       ctx.body = body;
     };
-    await answerVerdict<Promise<void>>(await evaluate(ctx, view), {
-      proceed: async (headers) => {
+    await answerVerdict<Promise<void>, Ctx>(await evaluate(ctx, view), {
+      proceed: async (headers, settle) => {
         for (const [name, value] of headers) ctx.set(name, value);
-        await runInRequestContext({ request: ctx, view }, next);
+        // Listening before the rest runs: a client that goes away meanwhile closes the connection first.
+        if (settle !== undefined) settleOnNodeResponse(ctx.res, ctx, settle);
+        try {
+          await runInRequestContext({ request: ctx, view }, next);
+        } catch (error) {
+          // Koa answers a thrown error itself; the request failed.
+          settle?.(ctx, { status: 500, completed: false });
+          throw error;
+        }
       },
       reject: async (body) => answer(400, body),
       limit: async (decision, headers) => {
