@@ -1,6 +1,6 @@
 /**
  * What the README's snippets take as given, the way a reader's app has it: an Express app, a Fastify
- * instance, an ioredis client, a logger and a metrics sink, a user id; and Express's `req.user`, as an
+ * instance, an ioredis client, a logger and a metrics sink, a user id, an accounts lookup; and Express's `req.user`, as an
  * authentication middleware (Passport's types) declares it.
  */
 import type { Express } from 'express';
@@ -14,6 +14,8 @@ declare global {
   const log: { info(...args: unknown[]): void; warn(...args: unknown[]): void; error(...args: unknown[]): void };
   const metrics: { observe(...args: unknown[]): void };
   const id: string;
+  /** A customer's tier, as an accounts service would tell it. */
+  const tierOf: (key: string) => Promise<string | undefined>;
   namespace Express {
     interface User {
       id: string;
