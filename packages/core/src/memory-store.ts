@@ -190,38 +190,117 @@ class Bans {
 /** A grant time `grantedAgoMs` before `now` (NaN stays NaN: unknown). */
 const grantedAt = (now: number, grantedAgoMs: number): number => now - grantedAgoMs;
 
-/** The common case, kept free of arrays: one rule, its state stored as is. */
-class SingleRuleBinding implements BoundStore {
-  readonly #cache: LRUCache<string, Cell>;
-  readonly #bans: Bans;
-  readonly #time: StoreTime;
-  readonly #rule: Algorithm;
-  readonly #rules: readonly Algorithm[];
-  readonly #prefix: string;
+/**
+ * What every binding of the memory store shares: the store's cache, bans and time, and explicit bans, kept
+ * where each kind of binding keeps a key's ban.
+ */
+abstract class MemoryBinding implements BoundStore {
+  protected readonly cache: LRUCache<string, Cell>;
+  protected readonly bans: Bans;
+  protected readonly time: StoreTime;
   readonly unbind: () => void;
 
-  constructor(parts: BindingParts, rule: Algorithm, prefix: string) {
-    this.#cache = parts.cache;
-    this.#bans = parts.bans;
-    this.#time = parts.time;
+  constructor(parts: BindingParts) {
+    this.cache = parts.cache;
+    this.bans = parts.bans;
+    this.time = parts.time;
     this.unbind = parts.unbind;
+  }
+
+  /** Where this binding keeps `key`'s ban. */
+  protected abstract banKey(key: string): string;
+
+  abstract consume(key: string, permits: number, maxWaitMs: number): Decision;
+  abstract peek(key: string): Decision;
+  abstract reset(key: string): void;
+  abstract refund(key: string, permits: number, grantedAgoMs: number): void;
+  abstract penalize(key: string, permits: number): void;
+
+  block(key: string, ms: number): void {
+    const now = this.time.clock.now();
+    this.bans.start(this.banKey(key), { until: now + ms, rule: EXPLICIT_BAN }, now);
+  }
+
+  unblock(key: string): void {
+    this.bans.delete(this.banKey(key));
+  }
+}
+
+/**
+ * The bindings that keep all of a key's rules in one cell under `prefix + key` (one rule's state, or a
+ * policy's list of states), its ban under the same name: resets, refunds and penalties work on that cell.
+ */
+abstract class KeyCellBinding extends MemoryBinding {
+  protected readonly prefix: string;
+
+  constructor(parts: BindingParts, prefix: string) {
+    super(parts);
+    this.prefix = prefix;
+  }
+
+  protected banKey(key: string): string {
+    return this.prefix + key;
+  }
+
+  /** A cell's state after a refund at `now` of grants made at `at` (NaN: unknown). */
+  protected abstract refunded(state: unknown, now: number, permits: number, at: number): unknown;
+
+  /** A cell's state after a penalty at `now`, and how long it matters. */
+  protected abstract penalized(state: unknown, now: number, permits: number): Adjusted<unknown>;
+
+  reset(key: string): void {
+    this.cache.delete(this.prefix + key);
+    this.bans.delete(this.prefix + key);
+  }
+
+  refund(key: string, permits: number, grantedAgoMs: number): void {
+    const k = this.prefix + key;
+    const cell = this.cache.get(k);
+    if (cell === undefined) return;
+    const now = this.time.clock.now();
+    this.time.refunded(this.cache, k, cell, this.refunded(cell.state, now, permits, grantedAt(now, grantedAgoMs)));
+  }
+
+  penalize(key: string, permits: number): void {
+    const k = this.prefix + key;
+    const cell = this.cache.get(k);
+    const now = this.time.clock.now();
+    const adjusted = this.penalized(cell?.state, now, permits);
+    this.time.store(this.cache, k, cell, adjusted.state, now, adjusted.ttlMs);
+  }
+}
+
+/** The common case, kept free of arrays: one rule, its state stored as is. */
+class SingleRuleBinding extends KeyCellBinding {
+  readonly #rule: Algorithm;
+  readonly #rules: readonly Algorithm[];
+
+  constructor(parts: BindingParts, rule: Algorithm, prefix: string) {
+    super(parts, prefix);
     this.#rule = rule;
     this.#rules = [rule];
-    this.#prefix = prefix;
+  }
+
+  protected refunded(state: unknown, now: number, permits: number, at: number): unknown {
+    return this.#rule.refund(state, now, permits, at).state;
+  }
+
+  protected penalized(state: unknown, now: number, permits: number): Adjusted<unknown> {
+    return this.#rule.penalize(state, now, permits);
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
-    const k = this.#prefix === '' ? key : this.#prefix + key;
-    const now = this.#time.clock.now();
-    const ban = this.#bans.active(k, now);
-    const cell = this.#cache.get(k);
+    const k = this.prefix === '' ? key : this.prefix + key;
+    const now = this.time.clock.now();
+    const ban = this.bans.active(k, now);
+    const cell = this.cache.get(k);
     const before = cell?.state;
     if (ban !== undefined) return this.#blocked(ban, before, now, permits);
     const o = this.#rule.consume(before, now, permits, maxWaitMs);
     // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-    if (o.state !== before) this.#time.store(this.#cache, k, cell, o.state, now, o.ttlMs);
+    if (o.state !== before) this.time.store(this.cache, k, cell, o.state, now, o.ttlMs);
     if (!o.allowed && this.#rule.blockMs > 0) {
-      const started = this.#bans.start(k, { until: now + this.#rule.blockMs, rule: 0 }, now);
+      const started = this.bans.start(k, { until: now + this.#rule.blockMs, rule: 0 }, now);
       return blockedDecision(this.#rules, [o], started.rule, started.until - now, permits);
     }
     return ruleDecision(this.#rule, o);
@@ -233,119 +312,58 @@ class SingleRuleBinding implements BoundStore {
   }
 
   peek(key: string): Decision {
-    const k = this.#prefix + key;
-    const now = this.#time.clock.now();
-    const state = this.#cache.peek(k)?.state;
-    const ban = this.#bans.active(k, now);
+    const k = this.prefix + key;
+    const now = this.time.clock.now();
+    const state = this.cache.peek(k)?.state;
+    const ban = this.bans.active(k, now);
     if (ban !== undefined) return this.#blocked(ban, state, now, 1);
     const probe = this.#rule.consume(state, now, 1, 0);
     return { ...ruleDecision(this.#rule, probe), remaining: probe.allowed ? probe.remaining + 1 : probe.remaining };
   }
-
-  reset(key: string): void {
-    this.#cache.delete(this.#prefix + key);
-    this.#bans.delete(this.#prefix + key);
-  }
-
-  refund(key: string, permits: number, grantedAgoMs: number): void {
-    const k = this.#prefix + key;
-    const cell = this.#cache.get(k);
-    if (cell === undefined) return;
-    const now = this.#time.clock.now();
-    this.#time.refunded(this.#cache, k, cell, this.#rule.refund(cell.state, now, permits, grantedAt(now, grantedAgoMs)).state);
-  }
-
-  penalize(key: string, permits: number): void {
-    const k = this.#prefix + key;
-    const cell = this.#cache.get(k);
-    const now = this.#time.clock.now();
-    const adjusted = this.#rule.penalize(cell?.state, now, permits);
-    this.#time.store(this.#cache, k, cell, adjusted.state, now, adjusted.ttlMs);
-  }
-
-  block(key: string, ms: number): void {
-    const now = this.#time.clock.now();
-    this.#bans.start(this.#prefix + key, { until: now + ms, rule: EXPLICIT_BAN }, now);
-  }
-
-  unblock(key: string): void {
-    this.#bans.delete(this.#prefix + key);
-  }
 }
 
 /** A policy: one cache entry per key holding every rule's state, decided all-or-nothing. */
-class PolicyBinding implements BoundStore {
-  readonly #cache: LRUCache<string, Cell>;
-  readonly #bans: Bans;
-  readonly #time: StoreTime;
+class PolicyBinding extends KeyCellBinding {
   readonly #rules: readonly Algorithm[];
-  readonly #prefix: string;
-  readonly unbind: () => void;
 
   constructor(parts: BindingParts, rules: readonly Algorithm[], prefix: string) {
-    this.#cache = parts.cache;
-    this.#bans = parts.bans;
-    this.#time = parts.time;
-    this.unbind = parts.unbind;
+    super(parts, prefix);
     this.#rules = rules;
-    this.#prefix = prefix;
+  }
+
+  protected refunded(state: unknown, now: number, permits: number, at: number): unknown {
+    const states = state as unknown[];
+    return this.#rules.map((rule, r) => rule.refund(states[r], now, permits, at).state);
+  }
+
+  protected penalized(state: unknown, now: number, permits: number): Adjusted<unknown> {
+    const states = state as unknown[] | undefined;
+    const adjusted = this.#rules.map((rule, r) => rule.penalize(states?.[r], now, permits));
+    return { state: adjusted.map((a) => a.state), ttlMs: longestLife(adjusted) };
   }
 
   consume(key: string, permits: number): Decision {
-    const k = this.#prefix + key;
-    const now = this.#time.clock.now();
-    const cell = this.#cache.get(k);
+    const k = this.prefix + key;
+    const now = this.time.clock.now();
+    const cell = this.cache.get(k);
     const states = cell?.state as unknown[] | undefined;
-    const ban = this.#bans.active(k, now);
+    const ban = this.bans.active(k, now);
     const p = decidePolicy(this.#rules, states, now, permits);
     if (ban !== undefined) return blockedDecision(this.#rules, p.verdicts, ban.rule, ban.until - now, permits);
-    if (p.states !== undefined) this.#time.store(this.#cache, k, cell, p.states, now, p.ttlMs);
+    if (p.states !== undefined) this.time.store(this.cache, k, cell, p.states, now, p.ttlMs);
     const banned = p.decision.allowed ? undefined : banAfter(this.#rules, p.verdicts, now);
     if (banned === undefined) return p.decision;
-    const started = this.#bans.start(k, banned, now);
+    const started = this.bans.start(k, banned, now);
     return blockedDecision(this.#rules, p.verdicts, started.rule, started.until - now, permits);
   }
 
   peek(key: string): Decision {
-    const k = this.#prefix + key;
-    const now = this.#time.clock.now();
-    const p = decidePolicy(this.#rules, this.#cache.peek(k)?.state as unknown[] | undefined, now, 1);
-    const ban = this.#bans.active(k, now);
+    const k = this.prefix + key;
+    const now = this.time.clock.now();
+    const p = decidePolicy(this.#rules, this.cache.peek(k)?.state as unknown[] | undefined, now, 1);
+    const ban = this.bans.active(k, now);
     if (ban !== undefined) return blockedDecision(this.#rules, p.verdicts, ban.rule, ban.until - now, 1);
     return withPeekedPermit(p.decision);
-  }
-
-  reset(key: string): void {
-    this.#cache.delete(this.#prefix + key);
-    this.#bans.delete(this.#prefix + key);
-  }
-
-  refund(key: string, permits: number, grantedAgoMs: number): void {
-    const k = this.#prefix + key;
-    const cell = this.#cache.get(k);
-    if (cell === undefined) return;
-    const now = this.#time.clock.now();
-    const at = grantedAt(now, grantedAgoMs);
-    const states = cell.state as unknown[];
-    this.#time.refunded(this.#cache, k, cell, this.#rules.map((rule, r) => rule.refund(states[r], now, permits, at).state));
-  }
-
-  penalize(key: string, permits: number): void {
-    const k = this.#prefix + key;
-    const cell = this.#cache.get(k);
-    const now = this.#time.clock.now();
-    const states = cell?.state as unknown[] | undefined;
-    const adjusted = this.#rules.map((rule, r) => rule.penalize(states?.[r], now, permits));
-    this.#time.store(this.#cache, k, cell, adjusted.map((a) => a.state), now, longestLife(adjusted));
-  }
-
-  block(key: string, ms: number): void {
-    const now = this.#time.clock.now();
-    this.#bans.start(this.#prefix + key, { until: now + ms, rule: EXPLICIT_BAN }, now);
-  }
-
-  unblock(key: string): void {
-    this.#bans.delete(this.#prefix + key);
   }
 }
 
@@ -357,21 +375,18 @@ class PolicyBinding implements BoundStore {
  * other binding's keys can equal (a prefix holds no control character); a key's ban is under the same
  * namespace with no rule.
  */
-class IdentityBinding implements BoundStore {
-  readonly #cache: LRUCache<string, Cell>;
-  readonly #bans: Bans;
-  readonly #time: StoreTime;
+class IdentityBinding extends MemoryBinding {
   readonly #rules: readonly Algorithm[];
   readonly #namespace: string;
-  readonly unbind: () => void;
 
   constructor(parts: BindingParts, rules: readonly Algorithm[], prefix: string) {
-    this.#cache = parts.cache;
-    this.#bans = parts.bans;
-    this.#time = parts.time;
-    this.unbind = parts.unbind;
+    super(parts);
     this.#rules = rules;
     this.#namespace = `\u0001${prefix}\u0001`;
+  }
+
+  protected banKey(key: string): string {
+    return this.#identityKey(key);
   }
 
   #identityKey(identity: string): string {
@@ -384,11 +399,11 @@ class IdentityBinding implements BoundStore {
 
   #decide(key: string, permits: number, maxWaitMs: number, write: boolean): Decision {
     const keys = this.#cellKeys(key);
-    const now = this.#time.clock.now();
-    const cells = keys.map((k) => (write ? this.#cache.get(k) : this.#cache.peek(k)));
+    const now = this.time.clock.now();
+    const cells = keys.map((k) => (write ? this.cache.get(k) : this.cache.peek(k)));
     const states = cells.map((cell) => cell?.state);
     const banKey = this.#identityKey(key);
-    const ban = this.#bans.active(banKey, now);
+    const ban = this.bans.active(banKey, now);
     const rules = this.#rules;
     if (ban !== undefined) {
       const verdicts = rules.map((rule, r) => rule.consume(states[r], now, permits, 0));
@@ -399,14 +414,14 @@ class IdentityBinding implements BoundStore {
     if (rules.length === 1) {
       const rule = rules[0] as Algorithm;
       const o = rule.consume(states[0], now, permits, maxWaitMs);
-      if (write && o.state !== states[0]) this.#time.store(this.#cache, keys[0] as string, cells[0], o.state, now, o.ttlMs);
+      if (write && o.state !== states[0]) this.time.store(this.cache, keys[0] as string, cells[0], o.state, now, o.ttlMs);
       decision = ruleDecision(rule, o);
       verdicts = [o];
     } else {
       const p = decidePolicy(rules, states, now, permits);
       if (write && p.states !== undefined) {
         p.states.forEach((state, r) => {
-          if (state !== undefined) this.#time.store(this.#cache, keys[r] as string, cells[r], state, now, p.ttlMs);
+          if (state !== undefined) this.time.store(this.cache, keys[r] as string, cells[r], state, now, p.ttlMs);
         });
       }
       decision = p.decision;
@@ -415,7 +430,7 @@ class IdentityBinding implements BoundStore {
     if (!write) return withPeekedPermit(decision);
     const banned = decision.allowed ? undefined : banAfter(rules, verdicts, now);
     if (banned === undefined) return decision;
-    const started = this.#bans.start(banKey, banned, now);
+    const started = this.bans.start(banKey, banned, now);
     return blockedDecision(rules, verdicts, started.rule, started.until - now, permits);
   }
 
@@ -431,43 +446,35 @@ class IdentityBinding implements BoundStore {
   reset(key: string): void {
     const keys = this.#cellKeys(key);
     this.#rules.forEach((rule, r) => {
-      if (rule.key === undefined) this.#cache.delete(keys[r] as string);
+      if (rule.key === undefined) this.cache.delete(keys[r] as string);
     });
-    this.#bans.delete(this.#identityKey(key));
+    this.bans.delete(this.#identityKey(key));
   }
 
   /** The key's own rules only: a shared rule's permits are every key's. */
   refund(key: string, permits: number, grantedAgoMs: number): void {
     const keys = this.#cellKeys(key);
-    const now = this.#time.clock.now();
+    const now = this.time.clock.now();
     const at = grantedAt(now, grantedAgoMs);
     this.#rules.forEach((rule, r) => {
       const k = keys[r] as string;
-      const cell = this.#cache.get(k);
-      if (rule.key === undefined && cell !== undefined) this.#time.refunded(this.#cache, k, cell, rule.refund(cell.state, now, permits, at).state);
+      const cell = this.cache.get(k);
+      if (rule.key === undefined && cell !== undefined) this.time.refunded(this.cache, k, cell, rule.refund(cell.state, now, permits, at).state);
     });
   }
 
   /** Every rule the key is counted against: what a response really cost was spent from shared budgets too. */
   penalize(key: string, permits: number): void {
     const keys = this.#cellKeys(key);
-    const now = this.#time.clock.now();
+    const now = this.time.clock.now();
     this.#rules.forEach((rule, r) => {
       const k = keys[r] as string;
-      const cell = this.#cache.get(k);
+      const cell = this.cache.get(k);
       const adjusted = rule.penalize(cell?.state, now, permits);
-      this.#time.store(this.#cache, k, cell, adjusted.state, now, adjusted.ttlMs);
+      this.time.store(this.cache, k, cell, adjusted.state, now, adjusted.ttlMs);
     });
   }
 
-  block(key: string, ms: number): void {
-    const now = this.#time.clock.now();
-    this.#bans.start(this.#identityKey(key), { until: now + ms, rule: EXPLICIT_BAN }, now);
-  }
-
-  unblock(key: string): void {
-    this.#bans.delete(this.#identityKey(key));
-  }
 }
 
 /** A peek's decision: it took nothing, so the permit it probed with is still there. */
