@@ -200,6 +200,8 @@ class StoreLimiter implements Limiter {
   readonly #maxKeyLength: number;
   readonly #jitterMs: number;
   readonly #shadow: boolean;
+  /** The store binding when a decision is the store's answer as it is (no plans, no shadow mode). */
+  readonly #plain: BoundStore | undefined;
   readonly #closing = new AbortController();
   /** Mirrors #closing.signal.aborted, which is a slow DOM getter on the hot path. */
   #closed = false;
@@ -267,7 +269,9 @@ class StoreLimiter implements Limiter {
       this.plans = undefined;
       this.#bindings = undefined;
       this.#default = binding(undefined, rules);
+      this.#plain = this.#shadow ? undefined : this.#default.bound;
     } else {
+      this.#plain = undefined;
       const bindings = new Map<string, Binding>();
       try {
         for (const name of parsedPlans.names) bindings.set(name, binding(name, parsedPlans.rules.get(name) as readonly Algorithm[]));
@@ -311,15 +315,22 @@ class StoreLimiter implements Limiter {
   async tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
+    // The common call, kept to one store call: no options, no plans, no shadow.
+    if (options === undefined && this.#plain !== undefined) return this.#plain.consume(key, 1, 0);
     if (options === undefined && this.#bindings === undefined) return this.#decideNow(this.#default, key, 1);
     optionsObject('tryAcquire options', options, false);
     const permits = permitsOption(options?.permits);
     const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
     const signal = optionalSignal(options?.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-    // Awaited only when a plan resolver is async: a waiting call must register its sleep without delay.
+    // No await here: an async function that never suspends costs less on the hot path, and a waiting call
+    // must register its sleep without delay. Only an async plan resolver is waited for.
     const found = this.#binding(key, options?.plan);
-    const binding = found instanceof Promise ? await found : found;
+    if (found instanceof Promise) return found.then((binding) => this.#decide(binding, key, permits, timeoutMs, signal));
+    return this.#decide(found, key, permits, timeoutMs, signal);
+  }
+
+  #decide(binding: Binding, key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined): Decision | Promise<Decision> {
     if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, key, permits);
     return this.#wait(binding, key, permits, timeoutMs, signal);
   }

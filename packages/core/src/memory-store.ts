@@ -53,7 +53,8 @@ export class MemoryStore implements Store {
   readonly clock: Clock;
   readonly maxKeys: number;
   readonly #cache: LRUCache<string, Cell>;
-  readonly #bans: LRUCache<string, Ban>;
+  readonly #banCache: LRUCache<string, Ban>;
+  readonly #bans: Bans;
   readonly #origin: number;
   #exclusive = false;
   #bindings = 0;
@@ -65,7 +66,8 @@ export class MemoryStore implements Store {
     this.maxKeys = options.maxKeys === undefined ? 100_000 : positiveInteger('maxKeys', options.maxKeys);
     this.clock = optionalClock('clock', options.clock) ?? systemClock;
     this.#cache = keyCache<string, Cell>(this.maxKeys);
-    this.#bans = keyCache<string, Ban>(this.maxKeys);
+    this.#banCache = keyCache<string, Ban>(this.maxKeys);
+    this.#bans = new Bans(this.#banCache);
     this.#origin = this.clock.now();
   }
 
@@ -82,13 +84,13 @@ export class MemoryStore implements Store {
     for (const [key, cell] of this.#cache.entries()) if (cell.expiresAt <= sinceOrigin) expired.push(key);
     for (const key of expired) this.#cache.delete(key);
     const ended: string[] = [];
-    for (const [key, ban] of this.#bans.entries()) if (ban.until <= now) ended.push(key);
-    for (const key of ended) this.#bans.delete(key);
+    for (const [key, ban] of this.#banCache.entries()) if (ban.until <= now) ended.push(key);
+    for (const key of ended) this.#banCache.delete(key);
   }
 
   clear(): void {
     this.#cache.clear();
-    this.#bans.clear();
+    this.#banCache.clear();
   }
 
   async close(): Promise<void> {
@@ -116,7 +118,7 @@ export class MemoryStore implements Store {
       this.#bindings--;
       release?.();
     };
-    const parts: BindingParts = { cache: this.#cache, bans: new Bans(this.#bans), time: new StoreTime(this.clock, this.#origin), unbind };
+    const parts: BindingParts = { cache: this.#cache, bans: this.#bans, time: new StoreTime(this.clock, this.#origin), unbind };
     // Plans share states by rule name, as rules counted against other keys do: one cell per (identity, rule).
     if (ruleSet.plans !== undefined || rules.some((rule) => rule.key !== undefined)) return new IdentityBinding(parts, rules, ruleSet.prefix);
     // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
@@ -161,13 +163,16 @@ class StoreTime {
   }
 }
 
-/** Bans by key, held apart from states (see MemoryStoreOptions.maxKeys). */
+/** Bans by key, held apart from states (see MemoryStoreOptions.maxKeys); one per store, for every binding. */
 class Bans {
+  /** False until the first ban: until then a decision pays one field read for bans, not a lookup. */
+  #any = false;
+
   constructor(private readonly cache: LRUCache<string, Ban>) {}
 
-  /** The ban in force on `key` at `now`; one that ended is dropped. Free while no key is banned. */
+  /** The ban in force on `key` at `now`; one that ended is dropped. */
   active(key: string, now: number): Ban | undefined {
-    if (this.cache.size === 0) return undefined;
+    if (!this.#any) return undefined;
     const ban = this.cache.get(key);
     if (ban === undefined) return undefined;
     if (ban.until > now) return ban;
@@ -177,6 +182,7 @@ class Bans {
 
   /** Starts `ban` on `key`, or keeps the ban in force when it ends later. */
   start(key: string, ban: Ban, now: number): Ban {
+    this.#any = true;
     const kept = longerBan(this.active(key, now), ban);
     this.cache.set(key, kept);
     return kept;

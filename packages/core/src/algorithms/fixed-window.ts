@@ -37,7 +37,13 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
   }
 
   function consume(state: FixedWindowState | undefined, nowMs: number, permits: number): Outcome<FixedWindowState> {
-    const { start: windowStart, count } = current(state, nowMs);
+    // current() inlined: the hot path of the cheapest rule, where an object's writes and reads cost ~15%.
+    let windowStart = Math.floor(nowMs / windowMs) * windowMs;
+    let count = 0;
+    if (state !== undefined && state.windowStart >= windowStart) {
+      windowStart = state.windowStart;
+      count = state.count;
+    }
     const resetAfterMs = windowStart + windowMs - nowMs;
     // A penalty may have taken the count past the limit: nothing is left, never less.
     const left = Math.max(0, limit - count);
