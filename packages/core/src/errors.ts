@@ -4,6 +4,10 @@ import type { Decision } from './decision.js';
 export type SluiceErrorCode =
   /** The caller's AbortSignal fired while the call was waiting. */
   | 'ABORTED'
+  /** A concurrency limiter's acquire waited its whole timeoutMs without a slot coming free. */
+  | 'TIMEOUT'
+  /** A concurrency limiter's queue for the key already holds `maxQueue` waiting callers. */
+  | 'QUEUE_FULL'
   /** The limiter or store was closed. */
   | 'CLOSED'
   /** The request can never be granted (permits above the limit), so waiting for it would never end. */

@@ -40,6 +40,9 @@ export type {
 } from './limiter.js';
 export type { PlanResolver } from './plans.js';
 export { MemoryStore, memoryStore } from './memory-store.js';
+export { concurrencyLimiter } from './concurrency/concurrency-limiter.js';
+export type { ConcurrencyAcquireOptions, ConcurrencyLimiter, ConcurrencyLimiterOptions, Slot } from './concurrency/concurrency-limiter.js';
+export type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec, SlotAttempt } from './concurrency/store.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export type { Rules } from './policy.js';
 export { RateLimiter } from './rate-limiter.js';

@@ -9,6 +9,8 @@ import type { Decision } from './decision.js';
 import { SluiceError, SluiceRangeError } from './errors.js';
 import { type RuleVerdict, decidePolicy, ruleDecision } from './policy.js';
 import type { BoundStore, RuleSet, Store } from './store.js';
+import { MemorySemaphores } from './concurrency/memory-semaphore.js';
+import type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec } from './concurrency/store.js';
 import { optionalClock, optionsObject, positiveInteger } from './validate.js';
 
 export interface MemoryStoreOptions {
@@ -49,7 +51,7 @@ interface Cell {
  * const store = memoryStore({ maxKeys: 50_000 })
  * const perIp = createLimiter({ algorithm: fixedWindow({ limit: 60, windowMs: 60_000 }), store, prefix: 'ip' })
  */
-export class MemoryStore implements Store {
+export class MemoryStore implements Store, ConcurrencyStore {
   readonly clock: Clock;
   readonly maxKeys: number;
   readonly #cache: LRUCache<string, Cell>;
@@ -59,6 +61,7 @@ export class MemoryStore implements Store {
   #exclusive = false;
   #bindings = 0;
   readonly #prefixes = new PrefixGuard();
+  readonly #semaphores = new MemorySemaphores();
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -74,6 +77,11 @@ export class MemoryStore implements Store {
   /** Keys currently held (expired ones linger until touched, evicted or pruned). */
   get size(): number {
     return this.#cache.size;
+  }
+
+  /** Keys of concurrency limiters with a slot held or a caller waiting (nothing else is kept for them). */
+  get slotKeys(): number {
+    return this.#semaphores.size;
   }
 
   /** Drops every expired state and every ended ban now instead of when it is next touched or evicted. */
@@ -96,6 +104,15 @@ export class MemoryStore implements Store {
   async close(): Promise<void> {
     this.#closed = true;
     this.clear();
+  }
+
+  /**
+   * The slots of a concurrencyLimiter: counted here, in this process; bounded by what is in flight (a key
+   * with no holder and no waiter holds nothing). Limiters with one prefix share their keys' slots.
+   */
+  bindSemaphore(spec: SemaphoreSpec): SemaphoreBinding {
+    if (this.#closed) throw new SluiceError('CLOSED', 'memoryStore is closed');
+    return this.#semaphores.bind(spec);
   }
 
   /**

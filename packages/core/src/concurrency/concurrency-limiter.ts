@@ -1,0 +1,456 @@
+import { type Clock, systemClock, timerSleep } from '../clock.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError } from '../errors.js';
+import { MemoryStore } from '../memory-store.js';
+import {
+  DEFAULT_MAX_KEY_LENGTH,
+  describe,
+  nonNegativeOrInfinite,
+  optionalClock,
+  optionalSignal,
+  optionsObject,
+  positiveFinite,
+  positiveInteger,
+  rateLimitKey,
+} from '../validate.js';
+import type { ConcurrencyStore, SemaphoreBinding, SlotAttempt } from './store.js';
+
+export interface ConcurrencyLimiterOptions {
+  /** Slots per key: how many callers may be inside at once (an integer >= 1). */
+  max: number;
+  /**
+   * Where slots are counted: this process (a memoryStore, the default) or Redis (`redisStore({ redis })`),
+   * where every process's holders meet.
+   * @default a private memoryStore()
+   */
+  store?: ConcurrencyStore;
+  /**
+   * How long a holder that stops renewing keeps its slot on a shared store: a process killed inside its
+   * critical section frees its slots after this (plus one renewal interval). Held slots are renewed every
+   * leaseMs / 3 while they are held. (In this process's memory a holder cannot die apart from the store.)
+   * @default 30_000
+   */
+  leaseMs?: number;
+  /**
+   * Namespace of this limiter's keys in a shared store (letters, digits and `_ . - : /`, at most 100).
+   * @default 'sluice'
+   */
+  prefix?: string;
+  /**
+   * The most callers that may wait for one key in this process; one more is refused at once with
+   * SluiceError('QUEUE_FULL'), so a flood of waiting callers cannot grow memory without bound.
+   * @default Infinity
+   */
+  maxQueue?: number;
+  /** @default 512 */
+  maxKeyLength?: number;
+  /**
+   * Time for timeouts and lease renewals (a ManualClock in tests).
+   * @default systemClock
+   */
+  clock?: Clock;
+}
+
+export interface ConcurrencyAcquireOptions {
+  /**
+   * How long to wait for a slot; past it the call rejects with SluiceError('TIMEOUT'). 0 takes a slot only
+   * if one is free now.
+   * @default Infinity
+   */
+  timeoutMs?: number;
+  /** Aborting rejects a waiting call with SluiceError('ABORTED'). */
+  signal?: AbortSignal;
+}
+
+/** A held slot. */
+export interface Slot {
+  readonly key: string;
+  /**
+   * Aborted when the slot ends: released, or lost (its lease ran out on a shared store while this process
+   * could not renew it, so another caller may be inside). Pass it to the work the slot guards.
+   */
+  readonly signal: AbortSignal;
+  /** True once the store said this slot's lease had run out: another caller may hold the slot now. */
+  readonly lost: boolean;
+  /**
+   * Gives the slot back; the next waiter, here or on another process, gets it. Releasing twice, or a slot
+   * that was lost, does nothing (a lost slot's release never frees another caller's slot). Never rejects:
+   * a slot a store could not be told of frees itself when its lease runs out.
+   */
+  release(): Promise<void>;
+}
+
+/** Caps how many callers are inside at once, per key: a bulkhead in one process, a semaphore across many. */
+export interface ConcurrencyLimiter {
+  /** Waits for a slot (FIFO per key). Rejects with SluiceError 'TIMEOUT', 'ABORTED', 'QUEUE_FULL', 'CLOSED' or 'STORE_UNAVAILABLE'. */
+  acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<Slot>;
+  /** A slot if one is free now (never ahead of callers already waiting), else undefined. */
+  tryAcquire(key: string): Promise<Slot | undefined>;
+  /** Holds a slot while `fn` runs and releases it however `fn` settles; rejects as acquire does, or with what `fn` threw. */
+  run<T>(key: string, fn: (slot: Slot) => T | Promise<T>, options?: ConcurrencyAcquireOptions): Promise<T>;
+  /** Rejects waiting callers with SluiceError('CLOSED'), releases the slots this process holds, stops renewing. */
+  close(): Promise<void>;
+  readonly max: number;
+  readonly prefix: string;
+  readonly leaseMs: number;
+}
+
+const PREFIX = /^[A-Za-z0-9_.\-:/]{1,100}$/;
+/** Below this a lease is renewed so often that a busy event loop could miss it. */
+const MIN_LEASE_MS = 100;
+
+interface Waiter {
+  readonly key: string;
+  readonly ticket: string;
+  resolve(slot: Slot): void;
+  reject(error: Error): void;
+  /** Ends the waiter's own timers and listeners (a timeout, an abort). */
+  readonly done: AbortController;
+  settled: boolean;
+}
+
+class HeldSlot implements Slot {
+  readonly #controller = new AbortController();
+  #released = false;
+  #lost = false;
+
+  constructor(
+    readonly key: string,
+    readonly ticket: string,
+    private readonly onRelease: (slot: HeldSlot) => Promise<void>,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.#controller.signal;
+  }
+
+  get lost(): boolean {
+    return this.#lost;
+  }
+
+  get ended(): boolean {
+    return this.#released || this.#lost;
+  }
+
+  /** The store said the lease ran out. */
+  markLost(): void {
+    if (this.ended) return;
+    this.#lost = true;
+    this.#controller.abort(new SluiceError('CLOSED', `the slot for ${JSON.stringify(this.key)} was lost: its lease ran out before it could be renewed`));
+  }
+
+  release(): Promise<void> {
+    if (this.#released) return Promise.resolve();
+    this.#released = true;
+    if (!this.#lost) this.#controller.abort(new SluiceError('CLOSED', 'the slot was released'));
+    return this.onRelease(this);
+  }
+}
+
+const newTicket = (): string => globalThis.crypto.randomUUID();
+
+class SemaphoreLimiter implements ConcurrencyLimiter {
+  readonly max: number;
+  readonly prefix: string;
+  readonly leaseMs: number;
+  readonly #binding: SemaphoreBinding;
+  readonly #store: ConcurrencyStore;
+  readonly #ownsStore: boolean;
+  readonly #clock: Clock;
+  readonly #maxQueue: number;
+  readonly #maxKeyLength: number;
+  /** Callers waiting per key, in the order they came. */
+  readonly #waiting = new Map<string, Waiter[]>();
+  /** Callers per key between their first attempt and a slot or a refusal: what maxQueue bounds. */
+  readonly #pending = new Map<string, number>();
+  /** Slots held here, by ticket. */
+  readonly #held = new Map<string, HeldSlot>();
+  /** Keys whose waiters are being tried now, and keys to try again when that ends. */
+  readonly #waking = new Set<string>();
+  readonly #wakeAgain = new Set<string>();
+  readonly #closing = new AbortController();
+  readonly #unsubscribe: () => void;
+  /** Counts the store's "a slot may have come free" notices: one heard while a caller was being queued wakes it. */
+  #freedNotices = 0;
+  #renewing = false;
+  #closed = false;
+
+  constructor(options: ConcurrencyLimiterOptions) {
+    optionsObject('concurrencyLimiter options', options, true);
+    this.max = positiveInteger('max', options.max);
+    this.leaseMs = options.leaseMs === undefined ? 30_000 : positiveFinite('leaseMs', options.leaseMs);
+    if (this.leaseMs < MIN_LEASE_MS) {
+      throw new SluiceRangeError('leaseMs', this.leaseMs, `leaseMs must be at least ${MIN_LEASE_MS} ms (it is renewed every leaseMs / 3), got ${describe(this.leaseMs)}`);
+    }
+    const prefix = options.prefix ?? 'sluice';
+    if (typeof prefix !== 'string') throw new SluiceTypeError('prefix', prefix, `prefix must be a string, got ${describe(prefix)}`);
+    if (!PREFIX.test(prefix)) throw new SluiceRangeError('prefix', prefix, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(prefix)}`);
+    this.prefix = prefix;
+    this.#maxQueue = options.maxQueue === undefined ? Infinity : options.maxQueue === Infinity ? Infinity : positiveInteger('maxQueue', options.maxQueue);
+    this.#maxKeyLength = options.maxKeyLength === undefined ? DEFAULT_MAX_KEY_LENGTH : positiveInteger('maxKeyLength', options.maxKeyLength);
+    this.#clock = optionalClock('clock', options.clock) ?? systemClock;
+    const store = options.store;
+    if (store !== undefined && (typeof store !== 'object' || store === null || typeof (store as Partial<ConcurrencyStore>).bindSemaphore !== 'function')) {
+      throw new SluiceTypeError('store', store, `store must be a store that counts slots (memoryStore(), redisStore({ redis })), got ${describe(store)}`);
+    }
+    this.#store = store ?? new MemoryStore({ clock: this.#clock });
+    this.#ownsStore = store === undefined;
+    this.#binding = this.#store.bindSemaphore({ prefix, max: this.max, leaseMs: this.leaseMs });
+    this.#unsubscribe = this.#binding.onFreed((key) => {
+      this.#freedNotices++;
+      void this.#wake(key);
+    });
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new SluiceError('CLOSED', 'the concurrency limiter is closed');
+  }
+
+  async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<Slot> {
+    this.#checkOpen();
+    rateLimitKey(key, this.#maxKeyLength);
+    optionsObject('acquire options', options, false);
+    const timeoutMs = options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const signal = optionalSignal(options?.signal);
+    if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
+    const pending = this.#pending.get(key) ?? 0;
+    // A call that will not wait (timeoutMs 0) is no waiter.
+    if (pending >= this.#maxQueue && timeoutMs > 0) {
+      throw new SluiceError('QUEUE_FULL', `${pending} callers already wait for ${JSON.stringify(key)} (maxQueue ${this.#maxQueue})`);
+    }
+    this.#pending.set(key, pending + 1);
+    try {
+      return await this.#take(key, timeoutMs, signal);
+    } finally {
+      const left = (this.#pending.get(key) ?? 1) - 1;
+      if (left === 0) this.#pending.delete(key);
+      else this.#pending.set(key, left);
+    }
+  }
+
+  async #take(key: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<Slot> {
+    const ticket = newTicket();
+    const notices = this.#freedNotices;
+    const attempt = await this.#binding.attempt(key, ticket, timeoutMs > 0);
+    if (attempt.granted) return this.#hold(key, ticket);
+    if (attempt.refused === true) throw new SluiceError('STORE_UNAVAILABLE', `no slot for ${JSON.stringify(key)}: the store is away and its fail mode refuses`);
+    if (timeoutMs === 0) throw new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} was free (timeoutMs 0)`);
+    if (this.#closed) {
+      void Promise.resolve(this.#binding.leave(key, ticket)).catch(() => {});
+      throw new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting');
+    }
+    const slot = this.#wait(key, ticket, timeoutMs, signal, attempt.retryInMs);
+    // A slot freed while this caller was being queued was told to nobody: try again now.
+    if (this.#freedNotices !== notices) void this.#wake(key);
+    return slot;
+  }
+
+  async tryAcquire(key: string): Promise<Slot | undefined> {
+    this.#checkOpen();
+    rateLimitKey(key, this.#maxKeyLength);
+    const ticket = newTicket();
+    const attempt = await this.#binding.attempt(key, ticket, false);
+    return attempt.granted ? this.#hold(key, ticket) : undefined;
+  }
+
+  async run<T>(key: string, fn: (slot: Slot) => T | Promise<T>, options?: ConcurrencyAcquireOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new SluiceTypeError('fn', fn, `run needs a function to run while holding the slot, got ${describe(fn)}`);
+    const slot = await this.acquire(key, options);
+    try {
+      return await fn(slot);
+    } finally {
+      await slot.release();
+    }
+  }
+
+  /** Queues a caller that got no slot: it is tried again when a slot may have come free, until its timeout. */
+  #wait(key: string, ticket: string, timeoutMs: number, signal: AbortSignal | undefined, retryInMs: number | undefined): Promise<Slot> {
+    return new Promise<Slot>((resolve, reject) => {
+      const waiter: Waiter = { key, ticket, resolve, reject, done: new AbortController(), settled: false };
+      let queue = this.#waiting.get(key);
+      if (queue === undefined) this.#waiting.set(key, (queue = []));
+      queue.push(waiter);
+      const giveUp = (error: SluiceError): void => this.#giveUp(waiter, error);
+      if (timeoutMs !== Infinity) {
+        this.#sleep(timeoutMs, waiter.done.signal).then(
+          () => giveUp(new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} came free within ${timeoutMs} ms`)),
+          () => {},
+        );
+      }
+      signal?.addEventListener('abort', () => giveUp(new SluiceError('ABORTED', 'the wait for a slot was aborted', { cause: signal.reason })), {
+        once: true,
+        signal: waiter.done.signal,
+      });
+      this.#retryAt(key, retryInMs);
+      this.#renewWhileBusy();
+    });
+  }
+
+  #giveUp(waiter: Waiter, error: Error): void {
+    if (waiter.settled) return;
+    waiter.settled = true;
+    waiter.done.abort();
+    this.#dequeue(waiter);
+    // Its place in the store's queue goes too; a failure to say so ends with the place's own lease.
+    Promise.resolve()
+      .then(() => this.#binding.leave(waiter.key, waiter.ticket))
+      .catch(() => {});
+    waiter.reject(error);
+  }
+
+  #dequeue(waiter: Waiter): void {
+    const queue = this.#waiting.get(waiter.key);
+    if (queue === undefined) return;
+    const i = queue.indexOf(waiter);
+    if (i !== -1) queue.splice(i, 1);
+    if (queue.length === 0) this.#waiting.delete(waiter.key);
+  }
+
+  /** Tries `key`'s waiters again, in order, until one gets no slot (those behind it would not either). */
+  async #wake(key: string): Promise<void> {
+    if (this.#waking.has(key)) {
+      this.#wakeAgain.add(key);
+      return;
+    }
+    this.#waking.add(key);
+    let retryInMs: number | undefined;
+    try {
+      for (;;) {
+        const waiter = this.#waiting.get(key)?.[0];
+        if (waiter === undefined) break;
+        let attempt: SlotAttempt;
+        try {
+          attempt = await this.#binding.attempt(key, waiter.ticket, true);
+        } catch {
+          break;
+        }
+        if (!attempt.granted) {
+          retryInMs = attempt.retryInMs;
+          break;
+        }
+        this.#dequeue(waiter);
+        if (waiter.settled) {
+          // It timed out while its slot was on the way: give the slot straight back.
+          void this.#releaseTicket(key, waiter.ticket);
+          continue;
+        }
+        waiter.settled = true;
+        waiter.done.abort();
+        waiter.resolve(this.#hold(key, waiter.ticket));
+      }
+    } finally {
+      this.#waking.delete(key);
+    }
+    if (this.#wakeAgain.delete(key)) return this.#wake(key);
+    this.#retryAt(key, retryInMs);
+  }
+
+  /** A wake-up when the store said a slot may come free unannounced (a crashed holder's lease running out). */
+  #retryAt(key: string, retryInMs: number | undefined): void {
+    if (retryInMs === undefined || this.#closed) return;
+    this.#sleep(Math.max(1, retryInMs), this.#closing.signal).then(
+      () => this.#wake(key),
+      () => {},
+    );
+  }
+
+  #hold(key: string, ticket: string): Slot {
+    const slot = new HeldSlot(key, ticket, (s) => this.#release(s));
+    if (this.#closed) {
+      // Granted as the limiter closed: nobody will use it.
+      void slot.release();
+      throw new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting');
+    }
+    this.#held.set(ticket, slot);
+    this.#renewWhileBusy();
+    return slot;
+  }
+
+  async #release(slot: HeldSlot): Promise<void> {
+    this.#held.delete(slot.ticket);
+    await this.#releaseTicket(slot.key, slot.ticket);
+  }
+
+  async #releaseTicket(key: string, ticket: string): Promise<void> {
+    try {
+      await this.#binding.release(key, ticket);
+    } catch {
+      // The store could not be told: the slot frees itself when its lease runs out (it is no longer renewed).
+    }
+  }
+
+  /**
+   * Renews every held slot and queued ticket every leaseMs / 3 while there are any: one store call per
+   * key. A slot whose lease had already run out is lost (its signal aborts).
+   */
+  #renewWhileBusy(): void {
+    if (this.#renewing || this.#closed) return;
+    this.#renewing = true;
+    const every = this.leaseMs / 3;
+    const loop = async (): Promise<void> => {
+      while (!this.#closed && (this.#held.size > 0 || this.#waiting.size > 0)) {
+        try {
+          await this.#sleep(every, this.#closing.signal);
+        } catch {
+          break;
+        }
+        await this.#renewAll();
+      }
+      this.#renewing = false;
+    };
+    void loop();
+  }
+
+  async #renewAll(): Promise<void> {
+    const byKey = new Map<string, { held: string[]; waiting: string[] }>();
+    const of = (key: string) => {
+      let entry = byKey.get(key);
+      if (entry === undefined) byKey.set(key, (entry = { held: [], waiting: [] }));
+      return entry;
+    };
+    for (const slot of this.#held.values()) of(slot.key).held.push(slot.ticket);
+    for (const [key, queue] of this.#waiting) for (const w of queue) of(key).waiting.push(w.ticket);
+    await Promise.all(
+      [...byKey].map(async ([key, { held, waiting }]) => {
+        try {
+          for (const ticket of await this.#binding.renew(key, held, waiting)) {
+            const slot = this.#held.get(ticket);
+            this.#held.delete(ticket);
+            slot?.markLost();
+          }
+        } catch {
+          // Not renewed this time (the store is failing): the slots stay held; the next renewal tells.
+        }
+      }),
+    );
+  }
+
+  #sleep(ms: number, signal: AbortSignal): Promise<void> {
+    return this.#clock.sleep ? this.#clock.sleep(ms, signal) : timerSleep(ms, signal);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closing.abort();
+    this.#unsubscribe();
+    for (const queue of [...this.#waiting.values()]) {
+      for (const waiter of [...queue]) this.#giveUp(waiter, new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting'));
+    }
+    await Promise.all([...this.#held.values()].map((slot) => slot.release()));
+    await this.#binding.unbind();
+    if (this.#ownsStore) await this.#store.close();
+  }
+}
+
+/**
+ * Creates a concurrency limiter: at most `max` callers inside at once per key, the others waiting first
+ * come, first served. In this process by default; on Redis (`store: redisStore({ redis })`) across every
+ * process, where a crashed holder's slot frees itself after `leaseMs`.
+ *
+ * @example
+ * const llm = concurrencyLimiter({ max: 4 })
+ * const answer = await llm.run(`tenant:${id}`, (slot) => callModel(prompt, { signal: slot.signal }), { timeoutMs: 10_000 })
+ */
+export function concurrencyLimiter(options: ConcurrencyLimiterOptions): ConcurrencyLimiter {
+  return new SemaphoreLimiter(options);
+}
