@@ -16,6 +16,16 @@ export function banKey(prefix: string, key: string): string {
   return stateKey(prefix, key, '~ban');
 }
 
+/** A concurrency limiter's sets for `key`: its holders, its queue and its queue's liveness, in the key's slot. */
+export function semaphoreKeys(prefix: string, key: string): [string, string, string] {
+  return [stateKey(prefix, key, '~holders'), stateKey(prefix, key, '~queue'), stateKey(prefix, key, '~queue-alive')];
+}
+
+/** The channel on which a concurrency limiter's slots tell waiting processes a slot may be free (the key as message). */
+export function freedChannel(prefix: string): string {
+  return `${prefix}:sluice-freed`;
+}
+
 /** The channel on which `reset(key)` and `unblock(key)` tell every node to drop the key from its deny cache. */
 export function resetChannel(prefix: string): string {
   return `${prefix}:sluice-reset`;

@@ -61,6 +61,7 @@ export async function preflight(connection: RedisConnection, prefix: string, scr
 }
 
 interface Check {
+  readonly prefix: string;
   readonly scripts: readonly LuaScript[];
   result: Promise<void>;
 }
@@ -84,19 +85,23 @@ export class StartupChecks {
     this.#onMisconfigured = onMisconfigured;
   }
 
-  add(prefix: string, scripts: readonly LuaScript[]): void {
-    if (this.#checks.has(prefix)) return;
-    const check: Check = { scripts, result: Promise.resolve() };
-    check.result = this.#run(prefix, check);
-    this.#checks.set(prefix, check);
+  /**
+   * Checks `scripts` on keys under `prefix`, once per `id` (a prefix's rate limiters and its concurrency
+   * limiter run different scripts: each is checked).
+   */
+  add(prefix: string, scripts: readonly LuaScript[], id = prefix): void {
+    if (this.#checks.has(id)) return;
+    const check: Check = { prefix, scripts, result: Promise.resolve() };
+    check.result = this.#run(check);
+    this.#checks.set(id, check);
   }
 
-  remove(prefix: string): void {
-    this.#checks.delete(prefix);
+  remove(id: string): void {
+    this.#checks.delete(id);
   }
 
-  #run(prefix: string, check: Check): Promise<void> {
-    const result = preflight(this.#connection, prefix, check.scripts, this.#timeoutMs);
+  #run(check: Check): Promise<void> {
+    const result = preflight(this.#connection, check.prefix, check.scripts, this.#timeoutMs);
     result.catch((error: unknown) => {
       if (!(error instanceof SluiceError) || error.code !== 'STORE_MISCONFIGURED') return;
       warnMisconfigured(this.#connection, error.message);
@@ -107,10 +112,10 @@ export class StartupChecks {
 
   async ready(): Promise<void> {
     await Promise.all(
-      [...this.#checks].map(([prefix, check]) =>
+      [...this.#checks.values()].map((check) =>
         check.result.catch((error: unknown) => {
           if (!(error instanceof SluiceError) || error.code !== 'STORE_UNAVAILABLE') throw error;
-          check.result = this.#run(prefix, check);
+          check.result = this.#run(check);
           return check.result;
         }),
       ),

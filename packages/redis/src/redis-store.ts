@@ -1,4 +1,18 @@
-import { type BoundStore, type Clock, type Decision, MemoryStore, type RuleSet, SluiceError, SluiceRangeError, SluiceTypeError, type Store, systemClock } from '@sluice/core';
+import {
+  type BoundStore,
+  type Clock,
+  type ConcurrencyStore,
+  type Decision,
+  MemoryStore,
+  type RuleSet,
+  type SemaphoreBinding,
+  type SemaphoreSpec,
+  SluiceError,
+  SluiceRangeError,
+  SluiceTypeError,
+  type Store,
+  systemClock,
+} from '@sluice/core';
 import { PrefixGuard, callSafely, describeValue, emitSafely, optionsObject, positiveFinite, positiveInteger, scaledRule, timerDuration } from '@sluice/core/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { checkClient, warnCrossSlot } from './config-checks.js';
@@ -9,8 +23,9 @@ import type { RedisConnection, ResetSubscriber } from './connection/connection.j
 import { IoredisConnection } from './connection/ioredis.js';
 import { RedisHealth } from './health.js';
 import { StartupChecks } from './preflight.js';
-import { adjustScript, blockScript, decideScript } from './scripts.js';
-import { decodeIdentity, encodeIdentity, resetChannel } from './key-layout.js';
+import { adjustScript, blockScript, decideScript, semaphoreScript } from './scripts.js';
+import { decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
+import { RedisSemaphore } from './semaphore.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './connection/connect.js';
 
@@ -116,7 +131,7 @@ const DEFAULT_CLIENT_SKEW_MS = 1000;
  * const store = redisStore({ redis: new Redis(process.env.REDIS_URL) })
  * const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), store })
  */
-export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store {
+export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store, ConcurrencyStore {
   readonly redis: RedisClient;
   /** Defined in client-clock mode: limiters wait on the clock decisions are made with. */
   readonly clock: Clock | undefined;
@@ -130,6 +145,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
   readonly #bindings = new Map<string, Set<RedisBinding>>();
   /** failMode 'local': each prefix's in-memory limiter state, shared by the limiter's bindings (its plans). */
   readonly #fallbacks = new Map<string, MemoryStore>();
+  /** Concurrency limiters' slots, by prefix. */
+  readonly #semaphores = new Map<string, Set<RedisSemaphore>>();
+  /** What the store's subscriber does with a message, by channel. */
+  readonly #channels = new Map<string, (message: string) => void>();
   readonly #prefixes = new PrefixGuard();
   readonly #connection: RedisConnection;
   readonly #health: RedisHealth;
@@ -179,7 +198,12 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
       connection,
       timeoutMs: this.timeoutMs,
       probe: () => connection.exists(this.#probeKey),
-      onChange: (healthy, error) => (healthy ? emitSafely(this, 'store-recovered') : emitSafely(this, 'store-error', error)),
+      onChange: (healthy, error) => {
+        if (healthy) emitSafely(this, 'store-recovered');
+        else emitSafely(this, 'store-error', error);
+        // Callers waiting for a slot try again: on Redis, or by the fail mode.
+        for (const set of this.#semaphores.values()) for (const s of set) s.healthChanged();
+      },
     });
     this.#checks = new StartupChecks(connection, this.timeoutMs, (error) => emitSafely(this, 'store-error', error));
     this.#context = {
@@ -278,9 +302,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     this.#bindings.delete(prefix);
     this.#fallbacks.delete(prefix);
     this.#checks.remove(prefix);
-    this.#subscriber?.unsubscribe(resetChannel(prefix)).catch(() => {
-      // A subscriber that lost its connection has no subscription left to drop.
-    });
+    this.#stopListening(resetChannel(prefix));
   }
 
   /**
@@ -296,17 +318,90 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store 
     await subscriber?.close().catch(() => undefined);
   }
 
-  /** Resets from other nodes are heard on a connection of the store's own (a subscribed one can do nothing else). */
-  #subscribe(prefix: string): void {
-    this.#subscriber ??= this.#connection.subscriber((channel, key) => {
-      const bindings = this.#bindings.get(channel.slice(0, -RESET_SUFFIX_LENGTH));
-      if (bindings !== undefined && channel.endsWith(RESET_SUFFIX)) for (const b of bindings) b.forget(decodeIdentity(key));
+  /**
+   * Messages from other nodes (resets, freed slots) are heard on a connection of the store's own (a
+   * subscribed one can do nothing else); `onMessage` handles `channel`'s. False when the client library
+   * cannot make one.
+   */
+  #listen(channel: string, onMessage: (message: string) => void): boolean {
+    this.#channels.set(channel, onMessage);
+    this.#subscriber ??= this.#connection.subscriber((from, message) => this.#channels.get(from)?.(message));
+    this.#subscriber?.subscribe(channel).catch(() => {
+      // Subscribed again on reconnect by the client itself; a missed message is made up for by time
+      // (a cached denial's retryAfterMs, a waiter's next try).
     });
-    this.#subscriber?.subscribe(resetChannel(prefix)).catch(() => {
-      // Subscribed again on reconnect by the client itself; a missed reset ends with its denial's retryAfterMs.
+    return this.#subscriber !== undefined;
+  }
+
+  #stopListening(channel: string): void {
+    this.#channels.delete(channel);
+    this.#subscriber?.unsubscribe(channel).catch(() => {
+      // A subscriber that lost its connection has no subscription left to drop.
     });
   }
-}
 
-const RESET_SUFFIX = resetChannel('');
-const RESET_SUFFIX_LENGTH = RESET_SUFFIX.length;
+  #subscribe(prefix: string): void {
+    this.#listen(resetChannel(prefix), (key) => {
+      for (const b of this.#bindings.get(prefix) ?? []) b.forget(decodeIdentity(key));
+    });
+  }
+
+  /**
+   * A concurrencyLimiter's slots on Redis, shared by every process with this prefix: see RedisSemaphore.
+   * Waiters hear of releases on the store's subscriber. `leaseMs` must leave room for a renewal to reach
+   * Redis: at least 4 x timeoutMs.
+   */
+  bindSemaphore(spec: SemaphoreSpec): SemaphoreBinding {
+    if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
+    if (spec.leaseMs < 4 * this.timeoutMs) {
+      throw new SluiceRangeError(
+        'leaseMs',
+        spec.leaseMs,
+        `leaseMs must leave room to renew a slot on Redis: at least 4 x the store's timeoutMs (${4 * this.timeoutMs} ms), got ${spec.leaseMs}`,
+      );
+    }
+    const { prefix } = spec;
+    // failMode 'local': this node's share of the slots while Redis is away, counted in memory.
+    const local =
+      this.failMode === 'local'
+        ? new MemoryStore({ clock: this.#localClock }).bindSemaphore({ ...spec, max: Math.max(1, Math.floor(spec.max / this.expectedNodes)) })
+        : undefined;
+    let set = this.#semaphores.get(prefix);
+    const channel = freedChannel(prefix);
+    let hearsReleases = this.#subscriber !== undefined;
+    if (set === undefined) {
+      this.#semaphores.set(prefix, (set = new Set()));
+      hearsReleases = this.#listen(channel, (key) => {
+        for (const s of this.#semaphores.get(prefix) ?? []) s.freed(decodeIdentity(key));
+      });
+      this.#checks.add(prefix, [semaphoreScript()], `${prefix} slots`);
+    }
+    const semaphores = set;
+    const semaphore: RedisSemaphore = new RedisSemaphore(
+      {
+        connection: this.#connection,
+        decisionClock: this.clock,
+        timeoutMs: this.timeoutMs,
+        failMode: this.failMode,
+        local,
+        hearsReleases,
+        mayCallRedis: () => this.#health.healthy,
+        reportSuccess: () => this.#health.reportSuccess(),
+        reportFailure: (error, key) => {
+          this.#probeKey = key;
+          this.#health.reportFailure(error);
+        },
+      },
+      spec,
+      () => {
+        semaphores.delete(semaphore);
+        if (semaphores.size > 0) return;
+        this.#semaphores.delete(prefix);
+        this.#checks.remove(`${prefix} slots`);
+        this.#stopListening(channel);
+      },
+    );
+    semaphores.add(semaphore);
+    return semaphore;
+  }
+}

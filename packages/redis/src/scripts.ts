@@ -99,6 +99,11 @@ export function adjustScript(kinds: readonly AlgorithmKind[]): LuaScript {
   return compose('adjust', kinds);
 }
 
+/** The slots of a concurrencyLimiter on Redis (see semaphore.lua). */
+export function semaphoreScript(): LuaScript {
+  return luaScript('semaphore', [{ directory: redisLua(), file: 'prelude' }, { directory: redisLua(), file: 'semaphore' }]);
+}
+
 /** The script behind limiter.block (see block.lua): the prelude's helpers and its entry. */
 export function blockScript(): LuaScript {
   return luaScript('block', [{ directory: redisLua(), file: 'prelude' }, { directory: redisLua(), file: 'block' }]);

@@ -22,6 +22,10 @@ local TRY = {
   zrangebyscore = function() return redis.pcall('ZRANGEBYSCORE', Z, '-inf', '-inf') end,
   zremrangebyscore = function() return redis.pcall('ZREMRANGEBYSCORE', Z, '-inf', '-inf') end,
   zrem = function() return redis.pcall('ZREM', Z, 'preflight') end,
+  zrank = function() return redis.pcall('ZRANK', Z, 'preflight') end,
+  zscore = function() return redis.pcall('ZSCORE', Z, 'preflight') end,
+  -- A channel named like the check's key: under the limiter's prefix, as sluice's own channels are.
+  publish = function() return redis.pcall('PUBLISH', K, '') end,
   hset = function() return redis.pcall('HSET', H, 'preflight', '0') end,
   hmget = function() return redis.pcall('HMGET', H, 'preflight') end,
   hdel = function() return redis.pcall('HDEL', H, 'preflight') end,

@@ -1,0 +1,109 @@
+-- semaphore.lua: the slots of a concurrencyLimiter for one key, shared by every process. Holders are a
+-- sorted set scored by when their lease runs out: a holder that stops renewing (a crashed or paused process)
+-- holds nothing past it. Callers that wait keep their place in a queue scored by arrival, first come first
+-- served across processes; a waiter that stops renewing its place loses it the same way. Composed after the
+-- prelude (time_arg, reclaim_px).
+--
+-- KEYS[1]  holders: ticket -> lease end (ms)
+-- KEYS[2]  queue: ticket -> arrival (ms)
+-- KEYS[3]  queue liveness: ticket -> place's lease end (ms)          (all three under the key's hash tag)
+-- ARGV     op ('acquire' | 'release' | 'leave' | 'renew'); now ('' = this server's TIME); max; leaseMs; the
+--          channel that tells waiting processes a slot may be free; the key as published on it; then
+--          acquire: ticket, '1' to queue when no slot is free ('0': a try);
+--          release, leave: ticket;
+--          renew: the number of held tickets, the held tickets, then the queued tickets.
+-- Reply    acquire: { 1 } granted, or { 0, ms until a slot may free itself (a lease running out; -1: only a
+--          release frees one) }; release, leave: 1 if the ticket held a slot or a place, else 0;
+--          renew: the held tickets whose lease had run out (lost: another caller may have the slot).
+
+local H, Q, A = KEYS[1], KEYS[2], KEYS[3]
+local op = ARGV[1]
+local now = time_arg(ARGV[2])
+local max = tonumber(ARGV[3])
+local lease = tonumber(ARGV[4])
+local channel, published = ARGV[5], ARGV[6]
+
+-- Holders and waiters past their lease hold nothing.
+local function expire()
+  redis.call('ZREMRANGEBYSCORE', H, '-inf', now)
+  local dead = redis.call('ZRANGEBYSCORE', A, '-inf', now, 'LIMIT', 0, 500)
+  for i = 1, #dead do
+    redis.call('ZREM', Q, dead[i])
+    redis.call('ZREM', A, dead[i])
+  end
+end
+
+-- Idle keys vanish: each set lives a lease (plus a second) past its last write.
+local function keep()
+  local px = reclaim_px(lease)
+  redis.call('PEXPIRE', H, px)
+  redis.call('PEXPIRE', Q, px)
+  redis.call('PEXPIRE', A, px)
+end
+
+-- Waiting processes are told only when someone waits.
+local function notify()
+  if redis.call('ZCARD', Q) > 0 then redis.call('PUBLISH', channel, published) end
+end
+
+-- The first lease to run out (a holder's, or a waiter's place): a slot may come free then unannounced.
+local function next_expiry()
+  local first = -1
+  for _, set in ipairs({ H, A }) do
+    local head = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+    if head[2] then
+      local at = tonumber(head[2]) - now
+      if first == -1 or at < first then first = at end
+    end
+  end
+  if first == -1 then return -1 end
+  return math.ceil(math.max(first, 0))
+end
+
+if op == 'acquire' then
+  expire()
+  local ticket = ARGV[7]
+  local rank = redis.call('ZRANK', Q, ticket)
+  local ahead = rank
+  if not ahead then ahead = redis.call('ZCARD', Q) end
+  if ahead < max - redis.call('ZCARD', H) then
+    if rank then
+      redis.call('ZREM', Q, ticket)
+      redis.call('ZREM', A, ticket)
+    end
+    redis.call('ZADD', H, now + lease, ticket)
+    keep()
+    return { 1 }
+  end
+  if ARGV[8] == '1' then
+    if not rank then redis.call('ZADD', Q, now, ticket) end
+    redis.call('ZADD', A, now + lease, ticket)
+    keep()
+  end
+  return { 0, next_expiry() }
+elseif op == 'release' then
+  local removed = redis.call('ZREM', H, ARGV[7])
+  if removed == 1 then notify() end
+  return removed
+elseif op == 'leave' then
+  local removed = redis.call('ZREM', Q, ARGV[7])
+  redis.call('ZREM', A, ARGV[7])
+  if removed == 1 then notify() end
+  return removed
+elseif op == 'renew' then
+  local held = tonumber(ARGV[7])
+  local lost = {}
+  for i = 8, 7 + held do
+    if redis.call('ZSCORE', H, ARGV[i]) then
+      redis.call('ZADD', H, 'XX', now + lease, ARGV[i])
+    else
+      lost[#lost + 1] = ARGV[i]
+    end
+  end
+  for i = 8 + held, #ARGV do
+    if redis.call('ZSCORE', Q, ARGV[i]) then redis.call('ZADD', A, now + lease, ARGV[i]) end
+  end
+  keep()
+  return lost
+end
+return redis.error_reply('ERR sluice semaphore: unknown op ' .. tostring(op))
