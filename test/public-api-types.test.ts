@@ -13,7 +13,7 @@ import { describe, expectTypeOf, it } from 'vitest';
 describe('public API types of the subpaths and hybrid', () => {
   it('http: the middleware takes Express and Fastify types without casts', () => {
     const key: KeyStrategy<Request> = byUser((req: Request) => req.header('x-user'));
-    expectTypeOf(rateLimit<Request, Response>).parameter(0).toHaveProperty('limiter').toEqualTypeOf<Limiter>();
+    expectTypeOf(rateLimit<Request, Response>).parameter(0).toHaveProperty('limiter').toEqualTypeOf<Limiter | undefined>();
     expectTypeOf(rateLimit<Request, Response>).returns.toEqualTypeOf<(req: Request, res: Response, next: (error?: unknown) => void) => void>();
     expectTypeOf(rateLimitHook<FastifyRequest, FastifyReply>).returns.toEqualTypeOf<(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void>();
     expectTypeOf(byIp()).toMatchTypeOf<KeyStrategy<Request>>();

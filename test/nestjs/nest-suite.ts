@@ -7,7 +7,7 @@
  * function that throws -> Nest's 500, and sluice method decorators keyed by request inside Nest services.
  */
 import 'reflect-metadata';
-import { ManualClock, SluiceTypeError, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
+import { ManualClock, SluiceTypeError, concurrencyLimiter, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
 import { rateLimit as limitMethod } from '@sluice/core/decorators';
 import { RateLimit, SkipRateLimit, SluiceModule, byIp, byUser } from '@sluice/nestjs';
 import { Controller, Get, Headers, Injectable, Module, UnauthorizedException, type ExecutionContext, type INestApplication } from '@nestjs/common';
@@ -96,6 +96,14 @@ class LimiterController {
     costAfterResponse: (_ctx: ExecutionContext, res: unknown) => ((res as { statusCode?: number }).statusCode === 200 ? 3 : 0),
   })
   tokens() {
+    return { ok: true };
+  }
+
+  @Get('slow')
+  // One request in flight per run; the slot comes back when the response ends.
+  @RateLimit({ concurrency: concurrencyLimiter({ max: 1 }), key: (ctx: ExecutionContext) => `slow-${headerOf(ctx, 'x-run')}` })
+  async slow() {
+    await new Promise((resolve) => setTimeout(resolve, 150));
     return { ok: true };
   }
 
@@ -189,6 +197,16 @@ export function nestSuite(major: number): void {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
       expect(remaining).toEqual(['"tokens";r=9;t=1000', '"tokens";r=5;t=5000', '"tokens";r=1;t=9000']);
+    });
+
+    it('concurrency on a route: one in flight, the other 429 (rule concurrency), the slot back once the response ends', async () => {
+      const url = await start(platform);
+      const run = { 'x-run': `slow-${platform}` };
+      const replies = await Promise.all([get(`${url}/limiter/slow`, run), get(`${url}/limiter/slow`, run)]);
+      expect(replies.map((r) => r.status).sort()).toEqual([200, 429]);
+      expect(replies.find((r) => r.status === 429)?.body).toMatchObject({ rule: 'concurrency' });
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect((await get(`${url}/limiter/slow`, run)).status).toBe(200);
     });
 
     it('a sluice method decorator keyed by request works inside a Nest service (the request context)', async () => {

@@ -7,7 +7,8 @@ import { checkRouteOptions } from './route-options.js';
 
 /**
  * Limits a controller's routes or one handler: `@RateLimit({ algorithm: fixedWindow({ limit: 10, windowMs:
- * 60_000 }) })`, or `@RateLimit({ limiter })` with a limiter of yours; `key` and `cost` are functions of
+ * 60_000 }) })`, or `@RateLimit({ limiter })` with a limiter of yours, and/or `concurrency` (requests in
+ * flight per key, released when the response ends); `key` and `cost` are functions of
  * Nest's ExecutionContext. A handler's @RateLimit overrides its controller's, which overrides the module's.
  * The options are checked here, when the class is defined: a bad one throws a typed error naming it.
  *
@@ -18,7 +19,8 @@ import { checkRouteOptions } from './route-options.js';
 export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDecorator {
   checkRouteOptions('RateLimit options', options, true);
   // Every other option is checked by the one parser all sluice adapters share, against a throwaway limiter.
-  createEvaluator({ ...options, limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }) });
+  const limiter = options.limiter ?? (options.algorithm === undefined ? undefined : createLimiter({ algorithm: options.algorithm }));
+  createEvaluator({ ...options, limiter });
   return SetMetadata(RATE_LIMIT, options);
 }
 

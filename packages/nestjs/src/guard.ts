@@ -73,15 +73,15 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
   /** The evaluator of a route's options (the module's when the route has none), made on first use. */
   #evaluatorFor(route: RouteLimitOptions | undefined, prefix: string): Evaluate | undefined {
     const options = route ?? this.#options;
-    if (options.limiter === undefined && options.algorithm === undefined) return undefined;
+    if (options.limiter === undefined && options.algorithm === undefined && options.concurrency === undefined) return undefined;
     let entry = this.#evaluators.get(options);
     if (entry === undefined) {
       const { store, limiter: _moduleLimiter, algorithm: _moduleRules, ...defaults } = this.#options;
       const owned =
-        options.limiter === undefined
+        options.limiter === undefined && options.algorithm !== undefined
           ? createLimiter({ algorithm: options.algorithm as never, prefix: route === undefined ? 'sluice-nestjs' : prefix, ...(store === undefined ? {} : { store }) })
           : undefined;
-      const limiter = options.limiter ?? (owned as Limiter);
+      const limiter = options.limiter ?? owned;
       entry = { evaluate: createEvaluator<ExecutionContext>({ ...defaults, ...options, limiter }), owned };
       this.#evaluators.set(options, entry);
     }

@@ -12,7 +12,7 @@ export function checkRouteOptions(what: string, options: RouteLimitOptions | und
   }
   const has = [options.limiter !== undefined && 'limiter', options.algorithm !== undefined && 'algorithm'].filter(Boolean);
   if (has.length > 1) throw new SluiceTypeError('limiter', options.limiter, `${what}: give limiter or algorithm, not both`);
-  if (needsLimit && has.length === 0) {
-    throw new SluiceTypeError('algorithm', undefined, `${what} need a limiter or an algorithm (rules), e.g. { algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) }`);
+  if (needsLimit && has.length === 0 && options.concurrency === undefined) {
+    throw new SluiceTypeError('algorithm', undefined, `${what} need a limiter, an algorithm (rules) or a concurrency limiter, e.g. { algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) }`);
   }
 }

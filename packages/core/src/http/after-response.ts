@@ -81,7 +81,7 @@ const warned = new Set<string>();
  * no option asks for it (nothing is listened to then). Refunds need rules that can give permits back: one
  * that cannot (Guava's prepay) is refused here, naming it.
  */
-export function accountFor<Req, Res>(options: AfterResponseOptions<Req, Res>, limiter: Limiter): Accounting<Req, Res> | undefined {
+export function accountFor<Req, Res>(options: AfterResponseOptions<Req, Res>, limiter: Limiter | undefined): Accounting<Req, Res> | undefined {
   const skipSuccessful = optionalBoolean('skipSuccessfulRequests', options.skipSuccessfulRequests);
   const skipFailed = optionalBoolean('skipFailedRequests', options.skipFailedRequests);
   const { requestWasSuccessful, costAfterResponse, onAccountingError } = options;
@@ -90,6 +90,7 @@ export function accountFor<Req, Res>(options: AfterResponseOptions<Req, Res>, li
   optionalFunction('onAccountingError', onAccountingError);
   if (!skipSuccessful && !skipFailed && costAfterResponse === undefined) return undefined;
   const option = skipSuccessful ? 'skipSuccessfulRequests' : skipFailed ? 'skipFailedRequests' : 'costAfterResponse';
+  if (limiter === undefined) throw new SluiceTypeError(option, true, `${option} settles a rate limit's permits: it needs a limiter`);
   const rules = limiter.plans === undefined ? limiter.rules : Object.values(limiter.plans).flat();
   const unrefundable = rules.find((rule) => rule.key === undefined && !rule.refundable);
   if (unrefundable !== undefined) {

@@ -1,11 +1,12 @@
+import type { ConcurrencyLimiter, Slot } from '../concurrency/concurrency-limiter.js';
 import type { Decision } from '../decision.js';
-import { SluiceRangeError, SluiceTypeError } from '../errors.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../validate.js';
 import { type SettleResponse, accountFor } from './after-response.js';
 import { type HeaderFormat, rateLimitHeaders } from './headers.js';
 import { type KeyStrategy, byIp, byIpSettings } from './keys.js';
-import type { MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
+import type { ConcurrencyRouteOptions, MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
 import type { RequestView } from './view.js';
 
 /** What the limiter made of one request, before any framework writes it out. */
@@ -56,6 +57,30 @@ function isLimiter(value: unknown): value is Limiter {
   return typeof v === 'object' && v !== null && typeof v.tryAcquire === 'function' && Array.isArray(v.rules);
 }
 
+function isConcurrencyLimiter(value: unknown): value is ConcurrencyLimiter {
+  const v = value as Partial<ConcurrencyLimiter> | null;
+  return typeof v === 'object' && v !== null && typeof v.acquire === 'function' && typeof v.max === 'number';
+}
+
+/** The `concurrency` option: a concurrencyLimiter, or one with its own wait. */
+function concurrencyOption(value: unknown): { limiter: ConcurrencyLimiter; timeoutMs: number } | undefined {
+  if (value === undefined) return undefined;
+  if (isConcurrencyLimiter(value)) return { limiter: value, timeoutMs: 0 };
+  const o = value as Partial<ConcurrencyRouteOptions> | null;
+  if (typeof o !== 'object' || o === null || !isConcurrencyLimiter(o.limiter)) {
+    throw new SluiceTypeError('concurrency', value, `concurrency must be a concurrencyLimiter(...) or { limiter, timeoutMs? }, got ${describe(value)}`);
+  }
+  return { limiter: o.limiter, timeoutMs: o.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.timeoutMs', o.timeoutMs) };
+}
+
+/** The answer to a request that got no slot: a denial by the pseudo-rule `concurrency`, with no time to retry at. */
+function noSlot(max: number): Decision {
+  return { allowed: false, limit: max, remaining: 0, retryAfterMs: Infinity, resetAfterMs: 0, waitMs: 0, rule: 'concurrency' };
+}
+
+/** Why a request got no slot: the limiter's answers that mean "not now"; anything else is a fault. */
+const NO_SLOT_CODES = new Set(['TIMEOUT', 'QUEUE_FULL', 'STORE_UNAVAILABLE']);
+
 /** True for a typed argument error from sluice: a bad key or cost from the request, answered 400. */
 export function isInputError(error: unknown): error is SluiceTypeError | SluiceRangeError {
   return error instanceof SluiceTypeError || error instanceof SluiceRangeError;
@@ -68,8 +93,11 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Req, Res>): (req: Req, view: RequestView) => Promise<Verdict<Res>> {
   optionsObject('rateLimit options', options, true);
   const { limiter } = options;
-  if (!isLimiter(limiter)) {
-    throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter (createLimiter(...)), got ${describe(limiter)}`);
+  const concurrency = concurrencyOption(options.concurrency);
+  if (limiter !== undefined || concurrency === undefined) {
+    if (!isLimiter(limiter)) {
+      throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter (createLimiter(...)), or give concurrency, got ${describe(limiter)}`);
+    }
   }
   // The proxy settings: given here, else those of a byIp key, else none. The default key and the missing-key
   // fallback both read addresses with them, so a fallback never keys a proxied request by the proxy.
@@ -95,7 +123,7 @@ export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Re
   if (skip !== undefined && typeof skip !== 'function') throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
   const planOf = options.plan;
   if (planOf !== undefined && typeof planOf !== 'function') throw new SluiceTypeError('plan', planOf, `plan must be a function of the request, got ${describe(planOf)}`);
-  const account = accountFor(options, limiter);
+  const account = limiter === undefined ? accountFor(options, undefined) : accountFor(options, limiter);
   const reported = new Set<string>();
   const onInvalidInput =
     options.onInvalidInput ??
@@ -134,23 +162,49 @@ export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Re
       if (missing === 'skip') return { kind: 'skipped' };
       return { kind: 'rejected', body: { error: 'Bad Request', message: 'the request has no rate-limit key' } };
     }
-    let decision: Decision;
-    const startedAt = account === undefined ? 0 : limiter.clock.now();
-    try {
-      const plan = planOf === undefined ? undefined : await planOf(req);
-      decision = await limiter.tryAcquire(requestKey, { permits, timeoutMs, ...(plan === undefined ? {} : { plan }) });
-    } catch (error) {
-      if (!isInputError(error)) throw error;
-      onInvalidInput(error, req);
-      const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
-      return { kind: 'rejected', body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` } };
+    let decision: Decision | undefined;
+    let headers: [string, string][] = [];
+    const startedAt = limiter === undefined ? 0 : limiter.clock.now();
+    if (limiter !== undefined) {
+      try {
+        const plan = planOf === undefined ? undefined : await planOf(req);
+        decision = await limiter.tryAcquire(requestKey, { permits, timeoutMs, ...(plan === undefined ? {} : { plan }) });
+      } catch (error) {
+        if (!isInputError(error)) throw error;
+        onInvalidInput(error, req);
+        const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
+        return { kind: 'rejected', body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` } };
+      }
+      // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
+      headers = rateLimitHeaders(decision.shadowed === true ? { ...decision, allowed: false } : decision, rulesOf(limiter, decision), format);
+      if (!decision.allowed) return { kind: 'limited', decision, headers };
     }
-    // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
-    const headers = rateLimitHeaders(decision.shadowed === true ? { ...decision, allowed: false } : decision, rulesOf(limiter, decision), format);
-    if (!decision.allowed) return { kind: 'limited', decision, headers };
-    // A shadowed request took nothing, so nothing is settled after it.
-    const settle = account === undefined || decision.shadowed === true ? undefined : account(req, requestKey, permits, decision, startedAt);
-    return { kind: 'allowed', decision, headers, settle };
+    let slot: Slot | undefined;
+    if (concurrency !== undefined) {
+      try {
+        slot = await concurrency.limiter.acquire(requestKey, { timeoutMs: concurrency.timeoutMs });
+      } catch (error) {
+        if (!(error instanceof SluiceError) || !NO_SLOT_CODES.has(error.code)) throw error;
+        // Not served: what the rate limit took is given back where its rules can (best effort).
+        if (limiter !== undefined && decision !== undefined && decision.shadowed !== true && limiter.rules.every((r) => r.key !== undefined || r.refundable)) {
+          limiter.refund(requestKey, permits, { ...(decision.plan === undefined ? {} : { plan: decision.plan }), grantedMsAgo: limiter.clock.now() - startedAt }).catch(() => {});
+        }
+        return { kind: 'limited', decision: noSlot(concurrency.limiter.max), headers: [] };
+      }
+    }
+    const allowed = decision ?? { allowed: true, limit: concurrency?.limiter.max ?? 0, remaining: 0, retryAfterMs: 0, resetAfterMs: 0, waitMs: 0, rule: 'concurrency' };
+    // A shadowed request took nothing, so no accounting is settled after it; a slot is always given back.
+    const accounted = account === undefined || decision === undefined || decision.shadowed === true ? undefined : account(req, requestKey, permits, decision, startedAt);
+    return { kind: 'allowed', decision: allowed, headers, settle: settleBoth(accounted, slot) };
+  };
+}
+
+/** What to do when the response ends: the accounting, and giving the request's slot back. */
+function settleBoth<Res>(accounted: SettleResponse<Res> | undefined, slot: Slot | undefined): SettleResponse<Res> | undefined {
+  if (slot === undefined) return accounted;
+  return (res, end) => {
+    void slot.release();
+    accounted?.(res, end);
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Decision } from '../decision.js';
 import { SluiceTypeError } from '../errors.js';
 import { describe } from '../validate.js';
+import type { ConcurrencyLimiter } from '../concurrency/concurrency-limiter.js';
 import type { Limiter } from '../limiter.js';
 import type { AfterResponseOptions } from './after-response.js';
 import { type HeaderFormat, seconds } from './headers.js';
@@ -18,8 +19,15 @@ export type MissingKeyPolicy = 'ip' | 'skip' | 'reject';
  * callbacks get as the response (see AfterResponseOptions).
  */
 export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptions<Req, Res> {
-  /** The limiter that decides: local, exact (Redis), leased or divided. */
-  limiter: Limiter;
+  /** The limiter that decides: local, exact (Redis), leased or divided. Give this, `concurrency`, or both. */
+  limiter?: Limiter;
+  /**
+   * Limits requests in flight per key (the same key as the rate limit): an allowed request takes a slot of
+   * this concurrencyLimiter, waiting up to `timeoutMs` for one, and gives it back when its response ends or
+   * its connection closes. A request that gets no slot is answered 429 with rule `concurrency` (and the
+   * permits the rate limit took are given back when its rules can).
+   */
+  concurrency?: ConcurrencyLimiter | ConcurrencyRouteOptions;
   /**
    * The request's key. Strategies: byIp(), byUser(select), byRoute(), or any function of the request.
    * @default byIp()
@@ -63,6 +71,16 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    * @default console.error, once per argument name
    */
   onInvalidInput?: (error: Error, req: Req) => void;
+}
+
+/** `concurrency` with its own wait. */
+export interface ConcurrencyRouteOptions {
+  readonly limiter: ConcurrencyLimiter;
+  /**
+   * How long a request may wait for a slot (0: only a free one).
+   * @default 0
+   */
+  readonly timeoutMs?: number;
 }
 
 /**
