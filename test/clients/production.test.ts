@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SluiceError, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { SluiceError, concurrencyLimiter, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import { GlideClient } from '@valkey/valkey-glide';
@@ -47,6 +47,8 @@ export const SLUICE_ACL = [
   '+zrangebyscore',
   '+zrem',
   '+zremrangebyscore',
+  '+zrank',
+  '+zscore',
   '+ping',
   '+info',
   '+hello',
@@ -186,8 +188,12 @@ describe('a least-privilege ACL user', () => {
     const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }), store, prefix: 'sluice' });
     const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: client, prefix: 'sluice' });
     const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), redis: client, prefix: 'sluice' });
+    // A concurrency limiter on the same store is checked too (its semaphore script's commands).
+    const slots = concurrencyLimiter({ max: 2, store, prefix: 'sluice' });
     await expect(Promise.all([store.ready(), leased.ready(), divided.ready()])).resolves.toBeDefined();
-    await Promise.all([limiter.close(), store.close(), leased.close(), divided.close()]);
+    const slot = await slots.acquire('k');
+    await slot.release();
+    await Promise.all([limiter.close(), slots.close(), store.close(), leased.close(), divided.close()]);
     client.disconnect();
 
     // Without ZADD: exact mode needs none, leased mode's lease script and divided mode's heartbeat do.

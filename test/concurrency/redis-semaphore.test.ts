@@ -153,6 +153,34 @@ describe('on one Redis, as in memory', () => {
     await store.close();
   });
 
+  it('first come, first served across nodes: two stores on their own connections, waiters interleaved, served in arrival order', async () => {
+    const { server } = testRedis();
+    const p = prefix();
+    const nodes = [new Redis(server.url), new Redis(server.url)];
+    const stores = nodes.map((redis) => redisStore({ redis }));
+    const limiters = stores.map((store) => concurrencyLimiter({ max: 1, store, prefix: p }));
+    const [a, b] = limiters as [ReturnType<typeof concurrencyLimiter>, ReturnType<typeof concurrencyLimiter>];
+    const holder = await a.acquire('k');
+    const order: string[] = [];
+    const waiters: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 6; i++) {
+      const node = i % 2 === 0 ? a : b;
+      const name = `${i % 2 === 0 ? 'a' : 'b'}${i}`;
+      waiters.push(node.acquire('k', { timeoutMs: 10_000 }).then(async (slot) => {
+        order.push(name);
+        await sleep(20);
+        await slot.release();
+      }));
+      await sleep(15); // arrivals a few ms apart, so their order is known
+    }
+    await holder.release();
+    await Promise.all(waiters);
+    expect(order).toEqual(['a0', 'b1', 'a2', 'b3', 'a4', 'b5']);
+    for (const l of limiters) await l.close();
+    for (const s of stores) await s.close();
+    for (const r of nodes) r.disconnect();
+  });
+
   it('leaseMs must leave room to renew: at least 4 x the store timeoutMs', async () => {
     const { redis } = testRedis();
     const store = redisStore({ redis, timeoutMs: 200 });
