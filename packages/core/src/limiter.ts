@@ -121,9 +121,9 @@ export type PenalizeOptions = PlanOption;
 export interface RefundOptions extends PlanOption {
   /**
    * How long ago the grant being refunded was asked for, on `limiter.clock` (measure from before the
-   * `tryAcquire` call: `limiter.clock.now() - askedAt`). A
-   * window rule then gives back only while the window the grant was counted in lasts, so no window passes
-   * more than its limit. Left out, window rules give back from their newest grants.
+   * `tryAcquire` call: `limiter.clock.now() - askedAt`). A window rule then gives back only while the window
+   * the grant was counted in lasts, so no window passes more than its limit. Left out, window rules give
+   * back from their newest grants.
    */
   grantedMsAgo?: number;
 }
@@ -143,17 +143,28 @@ export interface Limiter {
    * took), never beyond a fresh state: a request that should not count after all (it failed, it was cheap).
    * Atomic per key on Redis. `permits` is an integer >= 0. Rejects with SluiceError('UNSUPPORTED') for a rule
    * that cannot refund (Guava's prepay) or a store without refunds.
+   *
+   * @example
+   * const askedAt = limiter.clock.now()
+   * const d = await limiter.tryAcquire(key)
+   * if (d.allowed && !(await handle())) await limiter.refund(key, 1, { grantedMsAgo: limiter.clock.now() - askedAt })
    */
   refund(key: string, permits: number, options?: RefundOptions): Promise<void>;
   /**
    * Takes `permits` from every rule the key is counted against, even past the limit: the key is then denied
    * until it drains (a response's real cost, known only after it: LLM tokens, bytes). Atomic per key on Redis.
    * `permits` is an integer >= 0.
+   *
+   * @example
+   * await tokens.penalize(`tenant:${id}`, usage.totalTokens - estimate)
    */
   penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void>;
   /**
    * Blocks `key` for `ms` from now (a deny list): every request meanwhile is denied with `blocked: true`.
    * A ban in force that ends later is kept. `ms` is a finite number > 0.
+   *
+   * @example
+   * await login.block(`${user}|${ip}`, 24 * 3_600_000)
    */
   block(key: string, ms: number): Promise<void>;
   /** Lifts the key's ban, explicit or started by a rule's `blockMs`. */
