@@ -17,6 +17,7 @@ import {
   optionsObject,
   positiveFinite,
   positiveInteger,
+  prefixOption,
   rateLimitKey,
   representablePeriod,
 } from './validate.js';
@@ -184,7 +185,6 @@ export interface Limiter {
   readonly prefix: string;
 }
 
-const PREFIX = /^[A-Za-z0-9_.\-:/]{1,100}$/;
 
 /** One set of rules bound to the store: the limiter's rules, or one plan's. */
 interface Binding {
@@ -235,11 +235,7 @@ class StoreLimiter implements Limiter {
     this.#parsedPlans = parsedPlans;
     const rules = parsedPlans === undefined ? normalizeRules(given.algorithm) : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
     this.#resolvePlan = given.plan as PlanResolver | undefined;
-    const prefix = options.prefix ?? 'sluice';
-    if (typeof prefix !== 'string') throw new SluiceTypeError('prefix', prefix, `prefix must be a string, got ${describe(prefix)}`);
-    if (!PREFIX.test(prefix)) {
-      throw new SluiceRangeError('prefix', prefix, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(prefix)}`);
-    }
+    const prefix = prefixOption(options.prefix);
     this.prefix = prefix;
     this.#clock = optionalClock('clock', options.clock) ?? options.store?.clock ?? systemClock;
     this.#maxKeyLength =

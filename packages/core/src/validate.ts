@@ -113,6 +113,19 @@ export function optionsObject<T extends object>(name: string, value: T | undefin
   return value;
 }
 
+const PREFIX = /^[A-Za-z0-9_.\-:/]{1,100}$/;
+
+/**
+ * A limiter's `prefix`: its namespace in a shared store, 1-100 of `[A-Za-z0-9_.-:/]` (no '{', so a key's
+ * hash tag always starts after it), 'sluice' when not given.
+ */
+export function prefixOption(value: unknown): string {
+  if (value === undefined) return 'sluice';
+  if (typeof value !== 'string') throw new SluiceTypeError('prefix', value, `prefix must be a string, got ${describe(value)}`);
+  if (!PREFIX.test(value)) throw new SluiceRangeError('prefix', value, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(value)}`);
+  return value;
+}
+
 /** The longest key accepted unless a limiter sets `maxKeyLength`. */
 export const DEFAULT_MAX_KEY_LENGTH = 512;
 

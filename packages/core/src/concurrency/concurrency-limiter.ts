@@ -10,6 +10,7 @@ import {
   optionsObject,
   positiveFinite,
   positiveInteger,
+  prefixOption,
   rateLimitKey,
 } from '../validate.js';
 import type { ConcurrencyStore, SemaphoreBinding, SlotAttempt } from './store.js';
@@ -94,7 +95,6 @@ export interface ConcurrencyLimiter {
   readonly leaseMs: number;
 }
 
-const PREFIX = /^[A-Za-z0-9_.\-:/]{1,100}$/;
 /** Below this a lease is renewed so often that a busy event loop could miss it. */
 const MIN_LEASE_MS = 100;
 
@@ -181,9 +181,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     if (this.leaseMs < MIN_LEASE_MS) {
       throw new SluiceRangeError('leaseMs', this.leaseMs, `leaseMs must be at least ${MIN_LEASE_MS} ms (it is renewed every leaseMs / 3), got ${describe(this.leaseMs)}`);
     }
-    const prefix = options.prefix ?? 'sluice';
-    if (typeof prefix !== 'string') throw new SluiceTypeError('prefix', prefix, `prefix must be a string, got ${describe(prefix)}`);
-    if (!PREFIX.test(prefix)) throw new SluiceRangeError('prefix', prefix, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(prefix)}`);
+    const prefix = prefixOption(options.prefix);
     this.prefix = prefix;
     this.#maxQueue = options.maxQueue === undefined ? Infinity : options.maxQueue === Infinity ? Infinity : positiveInteger('maxQueue', options.maxQueue);
     this.#maxKeyLength = options.maxKeyLength === undefined ? DEFAULT_MAX_KEY_LENGTH : positiveInteger('maxKeyLength', options.maxKeyLength);
