@@ -57,7 +57,13 @@ function startChild(env: Record<string, string>): Running {
         void exited.then(() => reject(new Error(`exited before "${text}":\n${out}`)));
       }),
     result: async () => {
-      const code = await exited;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const code = await Promise.race([
+        exited,
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(() => reject(new Error(`no result within 60 s:\n${out}`)), 60_000);
+        }),
+      ]).finally(() => clearTimeout(timer));
       const line = out.split('\n').find((l) => l.startsWith('SLUICE-RESULT '));
       if (code !== 0 || line === undefined) throw new Error(`child failed (${code}):\n${out}`);
       return JSON.parse(line.slice('SLUICE-RESULT '.length)) as Record<string, number>;
@@ -123,6 +129,7 @@ describe('crashed and paused holders', () => {
     const mine = await Promise.all([limiter.acquire('job', { timeoutMs: 20_000 }), limiter.acquire('job', { timeoutMs: 20_000 })]);
     await sleep(leaseMs); // a pause well past the lease, whenever the holder last renewed
     holder.process.kill('SIGCONT');
+
     const reported = await holder.result();
     expect(reported).toEqual({ lost: 2, aborted: 2 });
     // The resumed holder released its lost slots: ours are still ours.

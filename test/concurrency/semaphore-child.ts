@@ -20,19 +20,22 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 if (env.MODE === 'hold') {
   const slots = await Promise.all(Array.from({ length: Number(env.HOLD) }, () => limiter.acquire(key)));
-  process.stdout.write('HOLDING\n');
   // A SIGSTOP is seen as a jump in wall time (no signal reaches a stopped process): once resumed past its
-  // lease, the next renewal finds the slots gone.
+  // lease, the next renewal finds the slots gone. The clock is read before HOLDING is printed: on a loaded
+  // machine the stop may land before this process runs another line.
   let last = Date.now();
+  process.stdout.write('HOLDING\n');
   for (;;) {
     await sleep(50);
     const now = Date.now();
-    const paused = now - last > Number(env.LEASE_MS) / 2;
+    const gap = now - last;
     last = now;
-    if (!paused) continue;
+    if (gap <= Number(env.LEASE_MS) / 2) continue;
+    process.stdout.write(`resumed after a ${gap} ms pause\n`);
     await sleep(Number(env.LEASE_MS) / 3 + 500);
     const lost = slots.filter((s) => s.lost).length;
     const aborted = slots.filter((s) => s.signal.aborted).length;
+    process.stdout.write(`lost ${lost}, releasing\n`);
     for (const slot of slots) await slot.release();
     process.stdout.write(`\nSLUICE-RESULT ${JSON.stringify({ lost, aborted })}\n`, () => process.exit(0));
     break;
