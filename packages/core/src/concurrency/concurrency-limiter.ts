@@ -167,6 +167,8 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   /** Keys whose waiters are being tried now, and keys to try again when that ends. */
   readonly #waking = new Set<string>();
   readonly #wakeAgain = new Set<string>();
+  /** When each key's next store-hinted wake-up is due. */
+  readonly #retries = new Map<string, number>();
   readonly #closing = new AbortController();
   readonly #unsubscribe: () => void;
   /** Counts the store's "a slot may have come free" notices: one heard while a caller was being queued wakes it. */
@@ -342,11 +344,22 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     this.#retryAt(key, retryInMs);
   }
 
-  /** A wake-up when the store said a slot may come free unannounced (a crashed holder's lease running out). */
+  /**
+   * A wake-up when the store said a slot may come free unannounced (a crashed holder's lease running out).
+   * One per key at a time: a wake-up already due sooner makes another unneeded.
+   */
   #retryAt(key: string, retryInMs: number | undefined): void {
     if (retryInMs === undefined || this.#closed) return;
-    this.#sleep(Math.max(1, retryInMs), this.#closing.signal).then(
-      () => this.#wake(key),
+    const ms = Math.max(1, retryInMs);
+    const due = this.#clock.now() + ms;
+    const pending = this.#retries.get(key);
+    if (pending !== undefined && pending <= due) return;
+    this.#retries.set(key, due);
+    this.#sleep(ms, this.#closing.signal).then(
+      () => {
+        if (this.#retries.get(key) === due) this.#retries.delete(key);
+        void this.#wake(key);
+      },
       () => {},
     );
   }
