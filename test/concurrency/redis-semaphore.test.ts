@@ -96,49 +96,56 @@ describe('a fleet of processes on one key', () => {
 });
 
 describe('crashed and paused holders', () => {
-  it('kill -9 of a holder: its slots free within leaseMs plus one renewal interval', async () => {
+  /**
+   * A child process holding all `max` slots of key 'job' on a fresh prefix, and this process's limiter on
+   * the same slots (and what closes it).
+   */
+  async function heldElsewhere(max: number, leaseMs: number) {
     const { server, redis } = testRedis();
     const p = prefix();
-    const leaseMs = 1_500;
-    const holder = startChild({ REDIS_URL: server.url, PREFIX: p, MAX: '3', MODE: 'hold', HOLD: '3', LEASE_MS: String(leaseMs) });
+    const holder = startChild({ REDIS_URL: server.url, PREFIX: p, MAX: String(max), MODE: 'hold', HOLD: String(max), LEASE_MS: String(leaseMs) });
     await holder.waitFor('HOLDING');
     const store = redisStore({ redis });
-    const limiter = concurrencyLimiter({ max: 3, store, prefix: p, leaseMs });
+    const limiter = concurrencyLimiter({ max, store, prefix: p, leaseMs });
+    const close = async () => {
+      await limiter.close();
+      await store.close();
+    };
+    return { holder, limiter, redis, holders: semaphoreKeys(p, 'job')[0], close };
+  }
+  const acquireAll = (limiter: ReturnType<typeof concurrencyLimiter>, n: number, timeoutMs: number) =>
+    Promise.all(Array.from({ length: n }, () => limiter.acquire('job', { timeoutMs })));
+
+  it('kill -9 of a holder: its slots free within leaseMs plus one renewal interval', async () => {
+    const leaseMs = 1_500;
+    const { holder, limiter, close } = await heldElsewhere(3, leaseMs);
     expect(await limiter.tryAcquire('job')).toBeUndefined();
     holder.process.kill('SIGKILL');
     const killedAt = performance.now();
-    const slots = await Promise.all([1, 2, 3].map(() => limiter.acquire('job', { timeoutMs: 30_000 })));
+    const slots = await acquireAll(limiter, 3, 30_000);
     const tookMs = performance.now() - killedAt;
     console.info(`kill -9 of a holder of 3 slots (leaseMs ${leaseMs}): all 3 free again after ${tookMs.toFixed(0)} ms (bound: leaseMs + leaseMs / 3 = ${leaseMs + leaseMs / 3} ms)`);
     // Generous: a loaded machine may start the waiters' retry late; only a slot that never frees breaks it.
     expect(tookMs).toBeLessThan(leaseMs + leaseMs / 3 + 3_000);
     for (const slot of slots) await slot.release();
-    await limiter.close();
-    await store.close();
+    await close();
   });
 
   it('SIGSTOP past the lease: another takes the slot; the resumed holder learns it lost it, and its release frees nobody else', async () => {
-    const { server, redis } = testRedis();
-    const p = prefix();
     const leaseMs = 1_200;
-    const holder = startChild({ REDIS_URL: server.url, PREFIX: p, MAX: '2', MODE: 'hold', HOLD: '2', LEASE_MS: String(leaseMs) });
-    await holder.waitFor('HOLDING');
+    const { holder, limiter, redis, holders, close } = await heldElsewhere(2, leaseMs);
     holder.process.kill('SIGSTOP');
-    const store = redisStore({ redis });
-    const limiter = concurrencyLimiter({ max: 2, store, prefix: p, leaseMs });
-    const mine = await Promise.all([limiter.acquire('job', { timeoutMs: 20_000 }), limiter.acquire('job', { timeoutMs: 20_000 })]);
+    const mine = await acquireAll(limiter, 2, 20_000);
     await sleep(leaseMs); // a pause well past the lease, whenever the holder last renewed
     holder.process.kill('SIGCONT');
-
     const reported = await holder.result();
     expect(reported).toEqual({ lost: 2, aborted: 2 });
     // The resumed holder released its lost slots: ours are still ours.
     expect(await limiter.tryAcquire('job')).toBeUndefined();
-    expect(await redis.zcard(semaphoreKeys(p, 'job')[0])).toBe(2);
+    expect(await redis.zcard(holders)).toBe(2);
     expect(mine.every((s) => !s.lost)).toBe(true);
     for (const slot of mine) await slot.release();
-    await limiter.close();
-    await store.close();
+    await close();
   });
 });
 
