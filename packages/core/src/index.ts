@@ -45,6 +45,8 @@ export type { ConcurrencyAcquireOptions, ConcurrencyLimiter, ConcurrencyLimiterO
 export type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec, SlotAttempt } from './concurrency/store.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export type { Rules } from './policy.js';
+export { limiterStatuses, observeSluice } from './observe.js';
+export type { DecisionNote, DecisionSource, LimiterStatus, ObservedDecision, SluiceObserver, StatusSource } from './observe.js';
 export { RateLimiter } from './rate-limiter.js';
 export type { RateLimiterOptions } from './rate-limiter.js';
 export type { BoundStore, RuleSet, Store } from './store.js';

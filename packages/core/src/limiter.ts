@@ -3,6 +3,7 @@ import { type Clock, systemClock, timerSleep } from './clock.js';
 import type { Decision } from './decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
 import { MemoryStore } from './memory-store.js';
+import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
 import { type ParsedPlans, type PlanResolver, knownPlan, parsePlans } from './plans.js';
 import { type Rules, normalizeRules } from './policy.js';
 import type { BoundStore, RuleSet, Store } from './store.js';
@@ -216,6 +217,8 @@ class StoreLimiter implements Limiter {
   readonly #closing = new AbortController();
   /** Mirrors #closing.signal.aborted, which is a slow DOM getter on the hot path. */
   #closed = false;
+  /** Takes this limiter off the list metrics read (limiterStatuses), for a store that reports its health. */
+  readonly #unlist: (() => void) | undefined;
 
   constructor(options: LimiterOptions) {
     optionsObject('createLimiter options', options, true);
@@ -291,6 +294,7 @@ class StoreLimiter implements Limiter {
       this.#default = bindings.get(parsedPlans.names[0] as string) as Binding;
       this.plans = Object.freeze(Object.fromEntries(parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]])));
     }
+    this.#unlist = 'degraded' in this.#store ? registerStatus(prefix, this.#store) : undefined;
   }
 
   get clock(): Clock {
@@ -322,9 +326,24 @@ class StoreLimiter implements Limiter {
   async tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
-    // The common call, kept to one store call: no options, no plans, no shadow.
-    if (options === undefined && this.#plain !== undefined) return this.#plain.consume(key, 1, 0);
-    if (options === undefined && this.#bindings === undefined) return this.#decideNow(this.#default, key, 1);
+    // The common call, kept to one store call: no options, no plans, no shadow, no observer.
+    if (options === undefined && this.#plain !== undefined && !observed()) return this.#plain.consume(key, 1, 0);
+    if (!observed()) return this.#tryAcquire(key, options, undefined);
+    const note: DecisionNote = { source: undefined };
+    const started = performance.now();
+    const decision = await this.#tryAcquire(key, options, note);
+    this.#record(decision, note, started);
+    return decision;
+  }
+
+  /** Hands an answered call to the observers (only while something observes). */
+  #record(decision: Decision, note: DecisionNote, started: number): void {
+    const source = note.source ?? this.#default.bound.source;
+    recordDecision({ limiter: this.prefix, decision, source, durationMs: performance.now() - started });
+  }
+
+  #tryAcquire(key: string, options: TryAcquireOptions | undefined, note: DecisionNote | undefined): Decision | Promise<Decision> {
+    if (options === undefined && this.#bindings === undefined) return this.#decideNow(this.#default, key, 1, note);
     optionsObject('tryAcquire options', options, false);
     const permits = permitsOption(options?.permits);
     const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
@@ -333,18 +352,18 @@ class StoreLimiter implements Limiter {
     // No await here: an async function that never suspends costs less on the hot path, and a waiting call
     // must register its sleep without delay. Only an async plan resolver is waited for.
     const found = this.#binding(key, options?.plan);
-    if (found instanceof Promise) return found.then((binding) => this.#decide(binding, key, permits, timeoutMs, signal));
-    return this.#decide(found, key, permits, timeoutMs, signal);
+    if (found instanceof Promise) return found.then((binding) => this.#decide(binding, key, permits, timeoutMs, signal, note));
+    return this.#decide(found, key, permits, timeoutMs, signal, note);
   }
 
-  #decide(binding: Binding, key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined): Decision | Promise<Decision> {
-    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, key, permits);
-    return this.#wait(binding, key, permits, timeoutMs, signal);
+  #decide(binding: Binding, key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined, note: DecisionNote | undefined): Decision | Promise<Decision> {
+    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, key, permits, note);
+    return this.#wait(binding, key, permits, timeoutMs, signal, note);
   }
 
   /** One decision with no wait; in shadow mode a denial comes back allowed, marked shadowed. */
-  #decideNow(binding: Binding, key: string, permits: number): Decision | Promise<Decision> {
-    const decision = binding.bound.consume(key, permits, 0);
+  #decideNow(binding: Binding, key: string, permits: number, note: DecisionNote | undefined): Decision | Promise<Decision> {
+    const decision = binding.bound.consume(key, permits, 0, note);
     if (!this.#shadow && binding.plan === undefined) return decision;
     return decision instanceof Promise ? decision.then((d) => this.#reported(binding, d)) : this.#reported(binding, decision);
   }
@@ -364,7 +383,10 @@ class StoreLimiter implements Limiter {
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
     const binding = await this.#binding(key, options?.plan);
     const started = this.#clock.now();
-    const d = this.#shadow ? await this.#decideNow(binding, key, permits) : await this.#wait(binding, key, permits, Infinity, signal);
+    const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
+    const observedFrom = note === undefined ? 0 : performance.now();
+    const d = this.#shadow ? await this.#decideNow(binding, key, permits, note) : await this.#wait(binding, key, permits, Infinity, signal, note);
+    if (note !== undefined) this.#record(d, note, observedFrom);
     if (!d.allowed) {
       if (d.blocked === true) {
         throw new SluiceError('NEVER_ALLOWED', `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait out a ban`);
@@ -379,13 +401,13 @@ class StoreLimiter implements Limiter {
    * never polling, and gives up as soon as the deadline cannot be met. A blocked key is not waited out: a
    * ban is a refusal, not a queue.
    */
-  async #wait(binding: Binding, key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined): Promise<Decision> {
+  async #wait(binding: Binding, key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined, note: DecisionNote | undefined): Promise<Decision> {
     const deadline = this.#clock.now() + timeoutMs;
     const abort = signal === undefined ? this.#closing.signal : AbortSignal.any([signal, this.#closing.signal]);
     for (;;) {
       const now = this.#clock.now();
       const budget = Math.max(0, deadline - now);
-      const d = this.#reported(binding, await binding.bound.consume(key, permits, binding.reserves ? budget : 0));
+      const d = this.#reported(binding, await binding.bound.consume(key, permits, binding.reserves ? budget : 0, note));
       if (d.allowed) {
         if (d.waitMs > 0) await this.#sleep(d.waitMs, abort);
         return d;
@@ -470,6 +492,7 @@ class StoreLimiter implements Limiter {
     if (this.#closed) return;
     this.#closed = true;
     this.#closing.abort(new SluiceError('CLOSED', 'the limiter was closed'));
+    this.#unlist?.();
     // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
     const bindings = this.#bindings === undefined ? [this.#default] : [...this.#bindings.values()];
     for (const b of bindings) await b.bound.unbind?.();

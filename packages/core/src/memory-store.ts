@@ -222,6 +222,7 @@ abstract class MemoryBinding implements BoundStore {
   protected readonly bans: Bans;
   protected readonly time: StoreTime;
   readonly unbind: () => void;
+  readonly source = 'memory';
 
   constructor(parts: BindingParts) {
     this.cache = parts.cache;

@@ -1,6 +1,7 @@
 import type { Algorithm } from './algorithms/algorithm.js';
 import type { Clock } from './clock.js';
 import type { Decision } from './decision.js';
+import type { DecisionNote, DecisionSource } from './observe.js';
 
 /** What a limiter hands its store: the rules to enforce and the namespace of its keys. */
 export interface RuleSet {
@@ -37,13 +38,25 @@ export interface Store {
    * client clock). A limiter waits on it too; one that decides on the server's clock leaves it undefined.
    */
   readonly clock?: Clock;
+  /**
+   * For a store with a backend that can be away (Redis): true while a fail mode decides instead of it.
+   * A limiter over a store that has this property is listed for metrics (`sluice.store.degraded`).
+   */
+  readonly degraded?: boolean;
   bind(ruleSet: RuleSet): BoundStore;
   close(): Promise<void>;
 }
 
 /** A store bound to one limiter's rules and prefix. */
 export interface BoundStore {
-  consume(key: string, permits: number, maxWaitMs: number): Decision | Promise<Decision>;
+  /** Where this binding's decisions are made, when that is always one place (`'memory'`); see `consume`'s note. */
+  readonly source?: DecisionSource;
+  /**
+   * Decides `permits` for `key`. `note` is given only while something observes decisions: a store whose
+   * decisions come from several places (Redis, its deny cache, a fail mode) sets `note.source` to the one
+   * that made this decision.
+   */
+  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision>;
   peek(key: string): Decision | Promise<Decision>;
   reset(key: string): void | Promise<void>;
   /**

@@ -1,5 +1,5 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, systemClock } from '@sluice/core';
-import { emitSafely, keyCache, ruleDecision, scaledRule } from '@sluice/core/store-kit';
+import { emitSafely, keyCache, registerStatus, ruleDecision, scaledRule } from '@sluice/core/store-kit';
 import { type RedisConnection, StartupChecks, stateKey } from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
@@ -94,6 +94,9 @@ class DividedBinding implements BoundStore {
   #scaled: Algorithm;
   #nodes = 0;
   #failing = false;
+  readonly source = 'share';
+  /** Takes this binding off the list metrics read (its share and whether heartbeats fail). */
+  readonly #unlist: () => void;
 
   constructor(o: DividedStoreOptions, clock: Clock, rule: Algorithm, prefix: string) {
     this.#o = o;
@@ -120,6 +123,17 @@ class DividedBinding implements BoundStore {
         emitSafely(o.events, 'store-error', error);
       },
     });
+    this.#unlist = registerStatus(prefix, this);
+  }
+
+  /** True while heartbeats fail: this node keeps enforcing its last share, blind to the fleet. */
+  get degraded(): boolean {
+    return this.#failing;
+  }
+
+  /** This node's fraction of the fleet's limit (`sluice.divided.share`). */
+  get share(): number {
+    return this.#fraction;
   }
 
   #onMembers(members: readonly NodeDemand[]): void {
@@ -184,6 +198,7 @@ class DividedBinding implements BoundStore {
   }
 
   async close(): Promise<void> {
+    this.#unlist();
     await this.#membership.stop();
   }
 }

@@ -1,5 +1,5 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, MemoryStore, type RuleSet, SluiceError, type Store, systemClock } from '@sluice/core';
-import { emitSafely, keyCache, scaledRule } from '@sluice/core/store-kit';
+import { type DecisionNote, emitSafely, keyCache, reportLease, scaledRule } from '@sluice/core/store-kit';
 import type { FailMode } from '@sluice/redis';
 import type { RedisConnection } from '@sluice/redis/store-kit';
 import { DeadlineError, RedisHealth, StartupChecks, adjustScript, failModeDecision, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis/store-kit';
@@ -100,6 +100,11 @@ export class LeasedStore implements Store {
     return this.#checks.ready();
   }
 
+  /** True while decisions past this node's leases follow failMode because Redis is away. */
+  get degraded(): boolean {
+    return !this.#health.healthy;
+  }
+
   bind(ruleSet: RuleSet): BoundStore {
     const health: LeaseHealth = {
       healthy: () => this.#health.healthy,
@@ -144,6 +149,8 @@ class LeasedBinding implements BoundStore {
   #liveNodes = 1;
   #fallback: { fraction: number; bound: BoundStore } | undefined;
   #closed = false;
+  /** A decision spends a lease unless the fail mode makes it (the note says so). */
+  readonly source = 'lease';
 
   constructor(o: LeasedStoreOptions, clock: Clock, rule: Algorithm, prefix: string, health: LeaseHealth) {
     this.#o = o;
@@ -177,7 +184,7 @@ class LeasedBinding implements BoundStore {
     return Math.min(Math.max(wanted, 1), this.#o.maxBatch ?? this.#burst, this.#burst);
   }
 
-  consume(key: string, permits: number): Decision | Promise<Decision> {
+  consume(key: string, permits: number, _maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     const now = this.#clock.now();
     let lease = this.#leases.get(key);
     if (lease === undefined) {
@@ -194,12 +201,12 @@ class LeasedBinding implements BoundStore {
     }
     if (permits > this.#burst) return this.#denied(lease, Number.POSITIVE_INFINITY);
     // While Redis fails the store probes by itself: a decision never waits on it.
-    if (!this.#health.healthy()) return this.#fallbackDecision(key, permits);
+    if (!this.#health.healthy()) return this.#fallbackDecision(key, permits, note);
     if (lease.pending === undefined && now < lease.emptyUntil) return this.#denied(lease, lease.emptyUntil - now);
-    return this.#leaseThenDecide(key, lease, permits);
+    return this.#leaseThenDecide(key, lease, permits, note);
   }
 
-  async #leaseThenDecide(key: string, lease: KeyLease, permits: number): Promise<Decision> {
+  async #leaseThenDecide(key: string, lease: KeyLease, permits: number, note: DecisionNote | undefined): Promise<Decision> {
     if (lease.pending === undefined) this.#startLease(key, lease, Math.max(this.#batch(lease, this.#clock.now()), permits));
     try {
       // The lease goes on past the deadline: a late answer is still credited by #startLease.
@@ -207,7 +214,7 @@ class LeasedBinding implements BoundStore {
     } catch (error) {
       // A failed call was reported where it failed; a missed deadline is reported here.
       if (error instanceof DeadlineError) this.#health.failure(error, this.#stateKey(key));
-      return this.#fallbackDecision(key, permits);
+      return this.#fallbackDecision(key, permits, note);
     }
     const now = this.#clock.now();
     if (now >= lease.expiresAt) lease.available = 0;
@@ -242,6 +249,7 @@ class LeasedBinding implements BoundStore {
         this.#liveNodes = Math.max(1, reply.liveNodes);
         this.#health.success();
         emitSafely(this.#o.events, 'lease', { key, want: ask, granted: reply.granted, liveNodes: this.#liveNodes, prefetch });
+        if (reply.granted > 0) reportLease(this.#prefix, reply.granted);
         if (this.#closed && lease.available >= 1) return this.#giveBack(key, lease).then(() => {});
         return undefined;
       })
@@ -261,7 +269,8 @@ class LeasedBinding implements BoundStore {
     this.#startLease(key, lease, batch, true);
   }
 
-  #fallbackDecision(key: string, permits: number): Decision {
+  #fallbackDecision(key: string, permits: number, note: DecisionNote | undefined): Decision {
+    if (note !== undefined) note.source = 'fallback';
     if (this.#o.failMode !== 'local') return failModeDecision(this.#rule, this.#o.failMode, permits, this.#o.timeoutMs);
     return this.#localFallback().consume(key, permits, 0) as Decision;
   }

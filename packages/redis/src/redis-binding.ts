@@ -1,4 +1,5 @@
 import { type Algorithm, type BoundStore, type Clock, type Decision, SluiceError } from '@sluice/core';
+import type { DecisionNote } from '@sluice/core/store-kit';
 import { identityOf } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import { CrossSlotPolicy } from './cross-slot.js';
@@ -21,6 +22,8 @@ interface Pending {
   /** The decision time in client-clock mode; NaN lets the script read Redis TIME. */
   readonly now: number;
   readonly peek: boolean;
+  /** Where an observer learns which source decided (see BoundStore.consume). */
+  readonly note: DecisionNote | undefined;
   resolve(decision: Decision): void;
   fail(error: unknown): void;
 }
@@ -108,23 +111,24 @@ export class RedisBinding implements BoundStore {
         : undefined;
   }
 
-  consume(key: string, permits: number, maxWaitMs: number): Decision | Promise<Decision> {
+  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     if (this.#denials !== undefined && permits === 1 && maxWaitMs === 0) {
       const now = this.#ctx.localClock.now();
       const cached = this.#denials.get(key, now);
       if (cached !== undefined) {
-        this.#ctx.onDecision?.({ prefix: this.#prefix, key, decision: cached, source: 'cache', decidedAtMs: now });
+        if (note !== undefined) note.source = 'deny_cache';
+        this.#ctx.onDecision?.({ prefix: this.#prefix, key, decision: cached, source: 'deny_cache', decidedAtMs: now });
         return cached;
       }
     }
     // A request on its way to Redis may change the key (a grant, a reservation): until its answer is back,
     // no cached denial for the key may be trusted, here or under the limiter's other plans.
     this.#forgetHere(key);
-    return this.#enqueue(key, permits, maxWaitMs, false);
+    return this.#enqueue(key, permits, maxWaitMs, false, note);
   }
 
   peek(key: string): Promise<Decision> {
-    return this.#enqueue(key, 1, 0, true);
+    return this.#enqueue(key, 1, 0, true, undefined);
   }
 
   /**
@@ -240,10 +244,10 @@ export class RedisBinding implements BoundStore {
     this.#denials?.delete(key);
   }
 
-  #enqueue(key: string, permits: number, maxWaitMs: number, peek: boolean): Promise<Decision> {
+  #enqueue(key: string, permits: number, maxWaitMs: number, peek: boolean, note: DecisionNote | undefined): Promise<Decision> {
     const clock = this.#ctx.decisionClock;
     return new Promise<Decision>((resolve, fail) => {
-      this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? Number.NaN : clock.now(), peek, resolve, fail });
+      this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? Number.NaN : clock.now(), peek, note, resolve, fail });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(this.#flush);
@@ -372,6 +376,7 @@ export class RedisBinding implements BoundStore {
         // Another plan's binding may hold an older denial of the key that does not know of the ban.
         this.#forgetHere(p.key);
       }
+      if (p.note !== undefined) p.note.source = 'redis';
       this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs });
       if (this.#denials !== undefined && !p.peek) {
         if (p.permits === 1 && p.maxWaitMs === 0) this.#denials.record(p.key, decision, sentAt, ban?.restMs);
@@ -387,6 +392,7 @@ export class RedisBinding implements BoundStore {
       this.#ctx.reportSuccess();
       // Each slot decided at its own time: the grant stands from the last of them.
       const decidedAtMs = Math.max(...ruleDecidedAtMs);
+      if (p.note !== undefined) p.note.source = 'redis';
       this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs, ruleDecidedAtMs });
       p.resolve(decision);
     } catch (error) {
@@ -397,6 +403,7 @@ export class RedisBinding implements BoundStore {
 
   #resolveByFailMode(p: Pending): void {
     const decision = this.#fallback(p);
+    if (p.note !== undefined) p.note.source = 'fallback';
     this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'fallback', decidedAtMs: this.#ctx.localClock.now() });
     p.resolve(decision);
   }

@@ -3,6 +3,7 @@ import {
   type Clock,
   type ConcurrencyStore,
   type Decision,
+  type DecisionSource,
   MemoryStore,
   type RuleSet,
   type SemaphoreBinding,
@@ -99,8 +100,8 @@ export interface DecisionEvent {
   readonly prefix: string;
   readonly key: string;
   readonly decision: Decision;
-  /** 'redis': the script decided; 'cache': the deny cache; 'fallback': the fail mode. */
-  readonly source: 'redis' | 'cache' | 'fallback';
+  /** 'redis': the script decided; 'deny_cache': the deny cache; 'fallback': the fail mode (the names metrics use). */
+  readonly source: Extract<DecisionSource, 'redis' | 'deny_cache' | 'fallback'>;
   /** The decision time: Redis TIME or the client clock for 'redis', this process's clock otherwise. */
   readonly decidedAtMs: number;
   /**
@@ -244,6 +245,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   /** False from a failed call until Redis answers again. */
   get healthy(): boolean {
     return this.#health.healthy;
+  }
+
+  /** True while the fail mode decides because Redis is away (`sluice.store.degraded` in metrics). */
+  get degraded(): boolean {
+    return !this.#health.healthy;
   }
 
   bind(ruleSet: RuleSet): BoundStore {

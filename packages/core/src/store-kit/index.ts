@@ -28,6 +28,9 @@ export { keyCache } from '../key-cache.js';
 /** User callbacks isolated from a store's bookkeeping, and where their errors go. */
 export { callSafely, emitSafely, hostWarning, reportCallbackError } from '../callbacks.js';
 export type { CallbackEmitter } from '../callbacks.js';
+/** What observers see: a store's standing (degraded, a divided share) and the permits a node leased. */
+export { registerStatus, reportLease } from '../observe.js';
+export type { DecisionNote, DecisionSource, StatusSource } from '../observe.js';
 /** Host-timer sleeps of any length, and the longest single timer. */
 export { MAX_TIMER_MS, timerSleep } from '../clock.js';
 /** Option validators: typed errors that name the option and the bad value. */
