@@ -31,8 +31,8 @@ const nest11 = fileURLToPath(new URL('./test/nest11/node_modules/', import.meta.
 
 // Tests import packages by name; these aliases point them at the sources, so no build is needed to test.
 const alias = [
-  { find: /^@sluice\/(core|redis|hybrid|nestjs)$/, replacement: `${packages}$1/src/index.ts` },
-  { find: /^@sluice\/(core|redis|hybrid|nestjs)\/([a-z-]+)$/, replacement: `${packages}$1/src/$2/index.ts` },
+  { find: /^@sluice\/(core|redis|hybrid|nestjs|otel)$/, replacement: `${packages}$1/src/index.ts` },
+  { find: /^@sluice\/(core|redis|hybrid|nestjs|otel)\/([a-z-]+)$/, replacement: `${packages}$1/src/$2/index.ts` },
 ];
 
 export default defineConfig({

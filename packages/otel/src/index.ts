@@ -1,0 +1,7 @@
+/**
+ * `@sluice/otel`: OpenTelemetry metrics for every sluice limiter in the process, through the observation
+ * hook of `@sluice/core` (which costs nothing until something observes).
+ */
+export { instrumentSluice } from './instrument.js';
+export type { InstrumentSluiceOptions, SluiceInstrumentation } from './instrument.js';
+export { INSTRUMENTS, LIMITER, METER_NAME, OUTCOME, RULE, SHADOWED, SOURCE } from './names.js';

@@ -1,0 +1,127 @@
+import { type Attributes, type MeterProvider, type ObservableResult, metrics } from '@opentelemetry/api';
+import { type ObservedDecision, SluiceTypeError, limiterStatuses, observeSluice } from '@sluice/core';
+import { describeValue } from '@sluice/core/store-kit';
+import { DecisionAttributes } from './attributes.js';
+import { INSTRUMENTS, LIMITER, METER_NAME } from './names.js';
+
+export interface InstrumentSluiceOptions {
+  /**
+   * Where the instruments are created.
+   * @default the global MeterProvider (`metrics.getMeterProvider()`), read once, now: register the SDK first
+   */
+  meterProvider?: MeterProvider;
+}
+
+/** What `instrumentSluice` returns: stop() removes the instruments' callbacks and stops counting. */
+export interface SluiceInstrumentation {
+  readonly meterProvider: MeterProvider;
+  stop(): void;
+}
+
+// One instrumentation per MeterProvider in the process (also across ESM and CommonJS copies of this
+// package): instrumenting twice must not count each decision twice.
+const REGISTRY_KEY = Symbol.for('sluice.otel.instrumentations.v1');
+const host = globalThis as { [REGISTRY_KEY]?: Map<MeterProvider, SluiceInstrumentation> };
+const instrumentations: Map<MeterProvider, SluiceInstrumentation> = (host[REGISTRY_KEY] ??= new Map());
+
+/** Decision latency buckets, in seconds: a memory decision takes microseconds, a Redis one about a millisecond. */
+const DURATION_BUCKETS = [0.000_005, 0.000_025, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5];
+
+/**
+ * Records OpenTelemetry metrics for every sluice limiter in the process (created before or after this
+ * call): `sluice.decisions`, `sluice.decision.duration`, `sluice.store.degraded`, `sluice.lease.permits` and
+ * `sluice.divided.share` (see the package README for attributes). No attribute ever holds a rate-limited key.
+ * Calling it again with the same provider returns the same instrumentation.
+ *
+ * @example
+ * import { instrumentSluice } from '@sluice/otel'
+ * instrumentSluice({ meterProvider }) // or instrumentSluice() after registering the SDK globally
+ */
+export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceInstrumentation {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceTypeError('options', options, `instrumentSluice options must be an object ({ meterProvider? }), got ${describeValue(options)}`);
+  }
+  const provider = options.meterProvider ?? metrics.getMeterProvider();
+  if (typeof provider !== 'object' || provider === null || typeof provider.getMeter !== 'function') {
+    throw new SluiceTypeError('meterProvider', provider, 'instrumentSluice: meterProvider must be an OpenTelemetry MeterProvider (with getMeter())');
+  }
+  const existing = instrumentations.get(provider);
+  if (existing !== undefined) return existing;
+
+  const meter = provider.getMeter(METER_NAME);
+  const decisions = meter.createCounter(INSTRUMENTS.decisions, {
+    description: 'Rate-limit decisions answered, by limiter, deciding rule, outcome and where the decision was made',
+    unit: '{decision}',
+  });
+  const duration = meter.createHistogram(INSTRUMENTS.duration, {
+    description: 'Time from a tryAcquire or acquire call to its decision, waits included',
+    unit: 's',
+    advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+  });
+  const leased = meter.createCounter(INSTRUMENTS.leasePermits, {
+    description: 'Permits this process leased from Redis (leased mode)',
+    unit: '{permit}',
+  });
+  const degraded = meter.createObservableGauge(INSTRUMENTS.degraded, {
+    description: '1 while a fail mode decides because the store cannot reach Redis, else 0',
+    unit: '1',
+  });
+  const share = meter.createObservableGauge(INSTRUMENTS.share, {
+    description: "This process's fraction of a divided limiter's fleet-wide limit",
+    unit: '1',
+  });
+  const observeDegraded = (result: ObservableResult): void => {
+    for (const [limiter, value] of byLimiter((s) => (s.degraded === undefined ? undefined : s.degraded ? 1 : 0), Math.max)) {
+      result.observe(value, { [LIMITER]: limiter });
+    }
+  };
+  const observeShare = (result: ObservableResult): void => {
+    // Two divided limiters of one prefix in one process split the prefix's limit between them.
+    for (const [limiter, value] of byLimiter((s) => s.share, (a, b) => a + b)) result.observe(value, { [LIMITER]: limiter });
+  };
+  degraded.addCallback(observeDegraded);
+  share.addCallback(observeShare);
+
+  const attributes = new DecisionAttributes();
+  const leaseAttributes = new Map<string, Attributes>();
+  const stopObserving = observeSluice({
+    decision(event: ObservedDecision) {
+      const attrs = attributes.of(event);
+      decisions.add(1, attrs);
+      duration.record(event.durationMs / 1000, attrs);
+    },
+    leased(limiter: string, permits: number) {
+      let attrs = leaseAttributes.get(limiter);
+      if (attrs === undefined) leaseAttributes.set(limiter, (attrs = { [LIMITER]: limiter }));
+      leased.add(permits, attrs);
+    },
+  });
+
+  const instrumentation: SluiceInstrumentation = {
+    meterProvider: provider,
+    stop() {
+      if (instrumentations.get(provider) !== instrumentation) return;
+      instrumentations.delete(provider);
+      stopObserving();
+      degraded.removeCallback(observeDegraded);
+      share.removeCallback(observeShare);
+    },
+  };
+  instrumentations.set(provider, instrumentation);
+  return instrumentation;
+}
+
+/** One value per limiter prefix from the listed limiters' standing (several limiters may share a prefix). */
+function byLimiter(
+  read: (status: ReturnType<typeof limiterStatuses>[number]) => number | undefined,
+  combine: (a: number, b: number) => number,
+): Map<string, number> {
+  const values = new Map<string, number>();
+  for (const status of limiterStatuses()) {
+    const value = read(status);
+    if (value === undefined) continue;
+    const seen = values.get(status.limiter);
+    values.set(status.limiter, seen === undefined ? value : combine(seen, value));
+  }
+  return values;
+}

@@ -1,0 +1,194 @@
+/**
+ * @sluice/otel on a real MeterProvider of @opentelemetry/sdk-metrics, against real redis-server processes:
+ * decisions counted per outcome, rule and source in every mode, latency recorded, degraded going to 1 while
+ * Redis is stopped and back to 0 when it answers, leased permits and divided shares, no key in any
+ * attribute, and no double counting when instrumented twice.
+ */
+import { ManualClock, createLimiter, fixedWindow, limiterStatuses, memoryStore, tokenBucket } from '@sluice/core';
+import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { INSTRUMENTS, instrumentSluice } from '@sluice/otel';
+import { redisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { spawnRedisServer } from '../harness/redis-server.js';
+import { useTestRedis } from '../harness/use-redis.js';
+import { type TestMeter, testMeter } from './metrics.js';
+
+const redis = useTestRedis();
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+/** A fresh SDK MeterProvider, instrumented, undone after the test. */
+function instrumented(): TestMeter {
+  const meter = testMeter();
+  const instrumentation = instrumentSluice({ meterProvider: meter.provider });
+  cleanups.push(() => meter.shutdown(), () => instrumentation.stop());
+  return meter;
+}
+
+const SECRET = 'user-4242-secret@example.com';
+let n = 0;
+const prefix = (mode: string) => `otel-${mode}-${++n}`;
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<number> {
+  const started = performance.now();
+  while (!(await check())) {
+    if (performance.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  return performance.now() - started;
+}
+
+describe('sluice.decisions and sluice.decision.duration', () => {
+  it('memory: counts per outcome, rule and source; shadowed denials marked; one duration per decision', async () => {
+    const meter = instrumented();
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000, name: 'per-minute' }), prefix: prefix('memory') });
+    for (let i = 0; i < 5; i++) await limiter.tryAcquire(SECRET);
+    const shadow = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: 'trial' }), prefix: prefix('shadow'), shadow: true });
+    for (let i = 0; i < 3; i++) await shadow.tryAcquire(SECRET);
+    const on = { 'sluice.limiter': limiter.prefix };
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed', 'sluice.rule': 'per-minute', 'sluice.source': 'memory' })).toBe(3);
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.rule': 'per-minute', 'sluice.source': 'memory' })).toBe(2);
+    expect(await meter.total(INSTRUMENTS.duration, on)).toBe(5);
+    const trial = { 'sluice.limiter': shadow.prefix, 'sluice.rule': 'trial' };
+    expect(await meter.total(INSTRUMENTS.decisions, { ...trial, 'sluice.outcome': 'allowed' })).toBe(1);
+    expect(await meter.total(INSTRUMENTS.decisions, { ...trial, 'sluice.outcome': 'denied', 'sluice.shadowed': true })).toBe(2);
+    const points = await meter.points(INSTRUMENTS.decisions);
+    expect(points.filter((p) => p.attributes['sluice.shadowed'] !== undefined).every((p) => p.attributes['sluice.limiter'] === shadow.prefix)).toBe(true);
+    expect(await meter.dump()).not.toContain('4242');
+  });
+
+  it('a policy reports its tightest rule; plans keep their rule names', async () => {
+    const meter = instrumented();
+    const limiter = createLimiter({
+      algorithm: [fixedWindow({ limit: 2, windowMs: 1_000, name: 'burst' }), fixedWindow({ limit: 100, windowMs: 3_600_000, name: 'hourly' })],
+      prefix: prefix('policy'),
+    });
+    for (let i = 0; i < 3; i++) await limiter.tryAcquire(SECRET);
+    expect(await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': limiter.prefix, 'sluice.outcome': 'denied', 'sluice.rule': 'burst' })).toBe(1);
+    expect(await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': limiter.prefix })).toBe(3);
+  });
+
+  it('exact mode on Redis: sources redis and deny_cache, counted apart; no key in any attribute', async () => {
+    const meter = instrumented();
+    const store = redisStore({ redis: redis().redis });
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name: 'exact' }), store, prefix: prefix('exact') });
+    cleanups.push(() => limiter.close(), () => store.close());
+    for (let i = 0; i < 5; i++) await limiter.tryAcquire(SECRET);
+    const on = { 'sluice.limiter': limiter.prefix, 'sluice.rule': 'exact' };
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed', 'sluice.source': 'redis' })).toBe(2);
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'redis' })).toBe(1);
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'deny_cache' })).toBe(2);
+    expect(await meter.total(INSTRUMENTS.duration, on)).toBe(5);
+    expect(await meter.dump()).not.toContain('4242');
+  });
+
+  it('leased mode: decisions from the lease, and every permit leased counted', async () => {
+    const meter = instrumented();
+    const leased: number[] = [];
+    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 20, refillPerSecond: 0.001, name: 'leased' }), redis: redis().redis, prefix: prefix('leased'), clock: new ManualClock(1_000), maxBatch: 4 });
+    limiter.on('lease', (e) => leased.push(e.granted));
+    cleanups.push(() => limiter.close());
+    let allowed = 0;
+    for (let i = 0; i < 25; i++) if ((await limiter.tryAcquire(SECRET)).allowed) allowed++;
+    const on = { 'sluice.limiter': limiter.prefix, 'sluice.rule': 'leased' };
+    expect(allowed).toBe(20);
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed', 'sluice.source': 'lease' })).toBe(20);
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'lease' })).toBe(5);
+    expect(await meter.total(INSTRUMENTS.leasePermits, { 'sluice.limiter': limiter.prefix })).toBe(leased.reduce((a, b) => a + b, 0));
+    expect(leased.reduce((a, b) => a + b, 0)).toBe(20);
+  });
+
+  it("divided mode: decisions from this node's share, and the share as a gauge", async () => {
+    const meter = instrumented();
+    const limiter = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000, name: 'divided' }), redis: redis().redis, prefix: prefix('divided'), heartbeatMs: 50, assumedNodes: 4 });
+    cleanups.push(() => limiter.close());
+    const share = async () => (await meter.points(INSTRUMENTS.share)).find((p) => p.attributes['sluice.limiter'] === limiter.prefix)?.value;
+    // Alone in the membership once a heartbeat answers: the whole limit.
+    await waitFor('the share to reach 1', async () => (await share()) === 1);
+    for (let i = 0; i < 12; i++) await limiter.tryAcquire(SECRET);
+    const on = { 'sluice.limiter': limiter.prefix, 'sluice.rule': 'divided', 'sluice.source': 'share' };
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed' })).toBe(10);
+    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied' })).toBe(2);
+    await limiter.close();
+    // Closed, it is no longer observed (the SDK may keep reporting a cumulative gauge's last value).
+    expect(limiterStatuses().some((s) => s.limiter === limiter.prefix)).toBe(false);
+  });
+});
+
+describe('sluice.store.degraded', () => {
+  it('goes to 1 for exact, leased and divided limiters while their Redis is stopped, and back to 0 when it answers', async () => {
+    const meter = instrumented();
+    let server = await spawnRedisServer();
+    const port = server.port;
+    cleanups.push(() => server.stop());
+    const client = new Redis(server.url, { maxRetriesPerRequest: 1, retryStrategy: () => 100 });
+    client.on('error', () => {});
+    cleanups.push(() => client.disconnect());
+    const store = redisStore({ redis: client, timeoutMs: 100 });
+    store.on('store-error', () => {});
+    const exact = createLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }), store, prefix: prefix('exact') });
+    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 1_000, refillPerSecond: 1 }), redis: client, prefix: prefix('leased'), maxBatch: 2, timeoutMs: 100 });
+    const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }), redis: client, prefix: prefix('divided'), heartbeatMs: 50 });
+    for (const l of [leased, divided]) l.on('store-error', () => {});
+    cleanups.push(() => exact.close(), () => store.close(), () => leased.close(), () => divided.close());
+    const names = [exact.prefix, leased.prefix, divided.prefix];
+    const degraded = async () => {
+      const points = await meter.points(INSTRUMENTS.degraded);
+      return names.map((name) => points.find((p) => p.attributes['sluice.limiter'] === name)?.value);
+    };
+    const traffic = async () => {
+      for (const l of [exact, leased, divided]) for (let i = 0; i < 3; i++) await l.tryAcquire('k');
+    };
+    await traffic();
+    expect(await degraded()).toEqual([0, 0, 0]);
+
+    await server.stop();
+    const down = await waitFor('degraded to reach 1', async () => {
+      await traffic();
+      return (await degraded()).every((v) => v === 1);
+    });
+    // While degraded, exact mode's decisions are made by its fail mode, and say so.
+    expect(await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': exact.prefix, 'sluice.source': 'fallback' })).toBeGreaterThan(0);
+
+    server = await spawnRedisServer([], { port });
+    const up = await waitFor('degraded to go back to 0', async () => {
+      await traffic();
+      return (await degraded()).every((v) => v === 0);
+    });
+    console.log(`sluice.store.degraded: 1 on all three modes ${down.toFixed(0)} ms after Redis stopped, 0 again ${up.toFixed(0)} ms after it restarted`);
+  });
+});
+
+describe('instrumentSluice', () => {
+  it('instrumenting twice does not double count; stop() stops counting; a second provider counts on its own', async () => {
+    const meter = testMeter();
+    cleanups.push(() => meter.shutdown());
+    const first = instrumentSluice({ meterProvider: meter.provider });
+    const second = instrumentSluice({ meterProvider: meter.provider });
+    expect(second).toBe(first);
+    const other = instrumented();
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store: memoryStore(), prefix: prefix('twice') });
+    for (let i = 0; i < 4; i++) await limiter.tryAcquire('k');
+    const on = { 'sluice.limiter': limiter.prefix };
+    expect(await meter.total(INSTRUMENTS.decisions, on)).toBe(4);
+    expect(await other.total(INSTRUMENTS.decisions, on)).toBe(4);
+    first.stop();
+    await limiter.tryAcquire('k');
+    expect(await meter.total(INSTRUMENTS.decisions, on)).toBe(4);
+    expect(await other.total(INSTRUMENTS.decisions, on)).toBe(5);
+    // Stopped, it may be instrumented again.
+    const again = instrumentSluice({ meterProvider: meter.provider });
+    expect(again).not.toBe(first);
+    await limiter.tryAcquire('k');
+    expect(await meter.total(INSTRUMENTS.decisions, on)).toBe(5);
+    again.stop();
+  });
+
+  it('rejects what is not a MeterProvider with a typed error naming it', () => {
+    expect(() => instrumentSluice({ meterProvider: {} as never })).toThrow(/meterProvider must be an OpenTelemetry MeterProvider/);
+    expect(() => instrumentSluice('global' as never)).toThrow(/instrumentSluice options must be an object/);
+  });
+});
