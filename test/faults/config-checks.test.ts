@@ -61,7 +61,7 @@ describe('one-time warnings', () => {
     createLimiter({ algorithm: policy(), store, prefix: 'api' });
     createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'plain' });
     await settle();
-    const crossSlot = warnings.filter((w) => w.code === 'SLUICE_CROSS_SLOT:api');
+    const crossSlot = warnings.filter((w) => w.code === 'SLUICE_CROSS_SLOT');
     expect(crossSlot).toHaveLength(1);
     expect(crossSlot[0]?.message).toMatch(/one script call per slot/);
     expect(warnings.filter((w) => w.code?.startsWith('SLUICE_CROSS_SLOT'))).toHaveLength(1);

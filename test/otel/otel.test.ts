@@ -8,6 +8,7 @@ import { ManualClock, createLimiter, fixedWindow, limiterStatuses, memoryStore, 
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
 import { INSTRUMENTS, instrumentSluice } from '@sluice/otel';
 import { redisStore } from '@sluice/redis';
+import { metrics } from '@opentelemetry/api';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawnRedisServer } from '../harness/redis-server.js';
@@ -132,7 +133,8 @@ describe('sluice.store.degraded', () => {
     const exact = createLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }), store, prefix: prefix('exact') });
     const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 1_000, refillPerSecond: 1 }), redis: client, prefix: prefix('leased'), maxBatch: 2, timeoutMs: 100 });
     const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }), redis: client, prefix: prefix('divided'), heartbeatMs: 50 });
-    for (const l of [leased, divided]) l.on('store-error', () => {});
+    leased.on('store-error', () => {});
+    divided.on('store-error', () => {});
     cleanups.push(() => exact.close(), () => store.close(), () => leased.close(), () => divided.close());
     const names = [exact.prefix, leased.prefix, divided.prefix];
     const degraded = async () => {
@@ -190,5 +192,27 @@ describe('instrumentSluice', () => {
   it('rejects what is not a MeterProvider with a typed error naming it', () => {
     expect(() => instrumentSluice({ meterProvider: {} as never })).toThrow(/meterProvider must be an OpenTelemetry MeterProvider/);
     expect(() => instrumentSluice('global' as never)).toThrow(/instrumentSluice options must be an object/);
+  });
+});
+
+describe('the global MeterProvider', () => {
+  it('before an SDK registers one, instrumentSluice() says so (SLUICE_OTEL_NO_PROVIDER); with one registered it records there', async () => {
+    const warnings: { code?: string; message: string }[] = [];
+    const onWarning = (w: Error & { code?: string }) => warnings.push({ code: w.code, message: w.message });
+    process.on('warning', onWarning);
+    const noop = instrumentSluice();
+    await new Promise((r) => setImmediate(r));
+    expect(warnings.filter((w) => w.code === 'SLUICE_OTEL_NO_PROVIDER')).toHaveLength(1);
+    expect(warnings[0]?.message).toMatch(/Register the OpenTelemetry SDK before calling instrumentSluice\(\), or pass it a meterProvider/);
+    noop.stop();
+    const meter = testMeter();
+    metrics.setGlobalMeterProvider(meter.provider);
+    cleanups.push(() => metrics.disable(), () => meter.shutdown());
+    const global = instrumentSluice();
+    cleanups.push(() => global.stop());
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), prefix: prefix('global') });
+    await limiter.tryAcquire('k');
+    expect(await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': limiter.prefix })).toBe(1);
+    process.off('warning', onWarning);
   });
 });

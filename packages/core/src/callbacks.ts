@@ -1,3 +1,5 @@
+import { warnOnce } from './warnings.js';
+
 /**
  * User callbacks (an `onDecision`, a `store-error` listener) run inside sluice's own bookkeeping: a batch
  * being answered, a health change being recorded. One that throws must not leave decisions pending or
@@ -5,7 +7,7 @@
  *
  * Where their errors go, the one documented place: the `callback-error` event of the emitter the callback
  * belongs to (a store or a hybrid limiter), with the error and the callback's name; when nothing listens
- * there, a process warning with code `SLUICE_CALLBACK_ERROR`, once per callback and emitter.
+ * there, the warning SLUICE_CALLBACK_ERROR (once per process, see warnings.ts).
  */
 
 /** The part of an event emitter (eventemitter3 or node:events) that callback isolation needs. */
@@ -16,15 +18,6 @@ export interface CallbackEmitter {
 }
 
 type LooseEmitter = { listeners(event: string): unknown[]; emit(event: string, ...args: unknown[]): boolean };
-
-const warned = new WeakMap<object, Set<string>>();
-
-/** Sends a warning through the host's warning channel when it has one (Node), else the console. */
-export function hostWarning(message: string, code: string): void {
-  const host = (globalThis as { process?: { emitWarning?: (m: string, o: { type: string; code: string }) => void } }).process;
-  if (typeof host?.emitWarning === 'function') host.emitWarning(message, { type: 'SluiceWarning', code });
-  else console.warn(`SluiceWarning [${code}]: ${message}`);
-}
 
 /** Hands an error thrown by the user callback `where` to its one documented place (see above). */
 export function reportCallbackError(owner: CallbackEmitter | undefined, where: string, error: unknown): void {
@@ -39,16 +32,8 @@ export function reportCallbackError(owner: CallbackEmitter | undefined, where: s
     }
   }
   if (delivered) return;
-  const key = owner ?? globalThis;
-  let seen = warned.get(key);
-  if (seen === undefined) warned.set(key, (seen = new Set()));
-  if (seen.has(where)) return;
-  seen.add(where);
   const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
-  hostWarning(
-    `a ${where} callback threw; sluice went on (decisions still resolve). Listen to 'callback-error' to handle these (this warning shows once per callback): ${detail}`,
-    'SLUICE_CALLBACK_ERROR',
-  );
+  warnOnce('SLUICE_CALLBACK_ERROR', `a ${where} callback threw; sluice went on (decisions still resolve): ${detail}.`);
 }
 
 /** Calls a user callback; what it throws is reported, never thrown into sluice's own code. */

@@ -48,6 +48,8 @@ export type { Rules } from './policy.js';
 export { limiterStatuses, observeSluice } from './observe.js';
 export type { DecisionNote, DecisionSource, LimiterStatus, ObservedDecision, SluiceObserver, StatusSource } from './observe.js';
 export { RateLimiter } from './rate-limiter.js';
+export { WARNINGS, silenceWarnings } from './warnings.js';
+export type { SluiceWarningCode } from './warnings.js';
 export type { RateLimiterOptions } from './rate-limiter.js';
 export type { BoundStore, RuleSet, Store } from './store.js';
 /** The longest period a rule may span (about 317 years). */

@@ -1,6 +1,6 @@
-import { type Attributes, type MeterProvider, type ObservableResult, metrics } from '@opentelemetry/api';
+import { type Attributes, type MeterProvider, type ObservableResult, createNoopMeter, metrics } from '@opentelemetry/api';
 import { type ObservedDecision, SluiceTypeError, limiterStatuses, observeSluice } from '@sluice/core';
-import { describeValue } from '@sluice/core/store-kit';
+import { describeValue, warnOnce } from '@sluice/core/store-kit';
 import { DecisionAttributes } from './attributes.js';
 import { INSTRUMENTS, LIMITER, METER_NAME } from './names.js';
 
@@ -49,6 +49,10 @@ export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceI
   if (existing !== undefined) return existing;
 
   const meter = provider.getMeter(METER_NAME);
+  // The API's global provider is a no-op until an SDK registers one, and it is read once, here.
+  if (options.meterProvider === undefined && meter instanceof (createNoopMeter().constructor as new () => unknown)) {
+    warnOnce('SLUICE_OTEL_NO_PROVIDER', 'instrumentSluice() found no MeterProvider registered globally, so sluice metrics go nowhere.');
+  }
   const decisions = meter.createCounter(INSTRUMENTS.decisions, {
     description: 'Rate-limit decisions answered, by limiter, deciding rule, outcome and where the decision was made',
     unit: '{decision}',

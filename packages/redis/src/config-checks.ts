@@ -1,19 +1,5 @@
-import type { RedisClient } from './connection/connect.js';
+import { warnOnce } from '@sluice/core/store-kit';
 import type { IoredisLike } from './connection/ioredis.js';
-
-/** One-time configuration warnings, as process warnings (`node --no-warnings` or a 'warning' listener sees them). */
-const warned = new WeakMap<object, Set<string>>();
-
-function warnOnce(about: object, code: string, message: string): void {
-  let codes = warned.get(about);
-  if (codes === undefined) {
-    codes = new Set();
-    warned.set(about, codes);
-  }
-  if (codes.has(code)) return;
-  codes.add(code);
-  process.emitWarning(message, { type: 'SluiceWarning', code });
-}
 
 interface ClientOptions {
   enableOfflineQueue?: boolean;
@@ -34,26 +20,25 @@ export function checkClient(client: IoredisLike, isCluster: boolean): void {
   const forever = options.maxRetriesPerRequest === null;
   if (queues && forever && options.commandTimeout === undefined) {
     warnOnce(
-      client,
       'SLUICE_OFFLINE_QUEUE',
-      'this ioredis client queues commands while disconnected (enableOfflineQueue) and retries them forever (maxRetriesPerRequest: null) with no commandTimeout: during an outage they pile up and run late. sluice decisions still answer within timeoutMs; set maxRetriesPerRequest or commandTimeout for the rest.',
+      'this ioredis client queues commands while disconnected (enableOfflineQueue) and retries them forever (maxRetriesPerRequest: null) with no commandTimeout: during an outage they pile up and run late. sluice decisions still answer within timeoutMs, but nothing else on that client does.',
     );
   }
 }
 
-/** A policy whose rules live in different Cluster slots is decided slot by slot, with refunds on denial (warned once per limiter prefix). */
-export function warnCrossSlot(client: RedisClient, prefix: string): void {
+/** A policy whose rules live in different Cluster slots is decided slot by slot, with refunds on denial. */
+export function warnCrossSlot(prefix: string): void {
   warnOnce(
-    client,
-    `SLUICE_CROSS_SLOT:${prefix}`,
-    `limiter ${JSON.stringify(prefix)}: its policy counts rules against other keys, which live in other Cluster slots; each decision then takes one script call per slot, and permits taken in one slot are refunded when a later slot refuses (never over a limit, briefly under). Keep a policy's rules on the request's own key to decide it in one call.`,
+    'SLUICE_CROSS_SLOT',
+    `limiter ${JSON.stringify(prefix)} (and any other such limiter): its policy counts rules against other keys, which live in other Cluster slots; each decision then takes one script call per slot, and permits taken in one slot are refunded when a later slot refuses (never over a limit, briefly under).`,
   );
 }
 
 /**
  * A store that cannot work with this Redis (a missing permission, a client of the wrong mode), found by its
- * start-up check: said at start-up even with no 'store-error' listener (once per client).
+ * start-up check: said at start-up even with no 'store-error' listener (once per process; ready() and
+ * 'store-error' report every one).
  */
-export function warnMisconfigured(client: object, message: string): void {
-  warnOnce(client, 'SLUICE_STORE_MISCONFIGURED', message);
+export function warnMisconfigured(message: string): void {
+  warnOnce('SLUICE_STORE_MISCONFIGURED', message);
 }

@@ -104,7 +104,7 @@ export class StartupChecks {
     const result = preflight(this.#connection, check.prefix, check.scripts, this.#timeoutMs);
     result.catch((error: unknown) => {
       if (!(error instanceof SluiceError) || error.code !== 'STORE_MISCONFIGURED') return;
-      warnMisconfigured(this.#connection, error.message);
+      warnMisconfigured(error.message);
       this.#onMisconfigured(error);
     });
     return result;

@@ -268,7 +268,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     const { prefix } = ruleSet;
     // A limiter with plans claims its prefix for every plan's rules (they share state by name).
     const release = this.#prefixes.claim(prefix, ruleSet.plans ?? ruleSet.rules);
-    if (isCluster && keyed) warnCrossSlot(this.redis, prefix);
+    if (isCluster && keyed) warnCrossSlot(prefix);
     // The fail mode's local limiter holds this node's share of each rule.
     const share = 1 / this.expectedNodes;
     // One per prefix: a limiter's plans (which share state by rule name) share it, as on Redis.

@@ -1,6 +1,6 @@
 import type { Decision } from '../decision.js';
 import { SluiceRangeError, SluiceTypeError } from '../errors.js';
-import { hostWarning } from '../callbacks.js';
+import { warnOnce } from '../warnings.js';
 import type { Limiter } from '../limiter.js';
 import { describe } from '../validate.js';
 
@@ -38,7 +38,7 @@ export interface AfterResponseOptions<Req, Res> {
   /**
    * Told of anything that went wrong after a response (a callback above that threw or gave a bad number,
    * a store that could not refund): the response was already sent, so there is no one else to tell.
-   * @default a process warning SLUICE_ACCOUNTING_FAILED, once per kind of error
+   * @default the warning SLUICE_ACCOUNTING_FAILED (once per process)
    */
   onAccountingError?: (error: Error, req: Req) => void;
 }
@@ -74,8 +74,6 @@ function costOf(value: unknown): number {
   return value;
 }
 
-const warned = new Set<string>();
-
 /**
  * Checks the after-response options once, and returns what settles each allowed request, or undefined when
  * no option asks for it (nothing is listened to then). Refunds need rules that can give permits back: one
@@ -106,10 +104,7 @@ export function accountFor<Req, Res>(options: AfterResponseOptions<Req, Res>, li
       }
       return;
     }
-    const kind = (e as { code?: unknown }).code ?? e.name;
-    if (warned.has(String(kind))) return;
-    warned.add(String(kind));
-    hostWarning(`sluice rateLimit: accounting after a response failed (reported once per kind; pass onAccountingError to see each): ${e.message}`, 'SLUICE_ACCOUNTING_FAILED');
+    warnOnce('SLUICE_ACCOUNTING_FAILED', `accounting after a response (${option}) failed: ${e.message}.`);
   };
 
   return (req, key, permits, decision, startedAt) => {

@@ -26,7 +26,9 @@ export { scaledRule } from '../algorithms/scaled-rule.js';
 /** An LRU of at most N keys whose memory grows with use. */
 export { keyCache } from '../key-cache.js';
 /** User callbacks isolated from a store's bookkeeping, and where their errors go. */
-export { callSafely, emitSafely, hostWarning, reportCallbackError } from '../callbacks.js';
+export { callSafely, emitSafely, reportCallbackError } from '../callbacks.js';
+/** Coded configuration warnings, once per code per process. */
+export { warnOnce } from '../warnings.js';
 export type { CallbackEmitter } from '../callbacks.js';
 /** What observers see: a store's standing (degraded, a divided share) and the permits a node leased. */
 export { registerStatus, reportLease } from '../observe.js';
