@@ -17,6 +17,8 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '@sluice/core';
+import { InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
+import { instrumentSluice } from '@sluice/otel';
 import { RateLimiter as JhRateLimiter } from 'limiter';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { BATCH } from './harness.js';
@@ -46,13 +48,26 @@ export interface Subject {
   setup(scenario: Scenario): Batch | undefined;
 }
 
-/** `limitedRule(perSecond)` is the same algorithm limited to perSecond permits per second. */
-function sluiceAlgorithm(id: string, allowed: () => Algorithm, limitedRule: (perSecond: number) => Algorithm): Subject {
+/**
+ * @sluice/otel on the OpenTelemetry SDK, as a service runs it: a MeterProvider whose reader exports once a
+ * minute (never during a measurement), so what is timed is the recording on each decision.
+ */
+function instrumentWithSdk(): void {
+  const reader = new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(0), exportIntervalMillis: 60_000 });
+  instrumentSluice({ meterProvider: new MeterProvider({ readers: [reader] }) });
+}
+
+/**
+ * `limitedRule(perSecond)` is the same algorithm limited to perSecond permits per second. `otel`: measured
+ * with @sluice/otel recording every decision (the subject's id ends in `+otel`).
+ */
+function sluiceAlgorithm(id: string, allowed: () => Algorithm, limitedRule: (perSecond: number) => Algorithm, otel = false): Subject {
   return {
-    id,
-    label: `sluice ${id}`,
+    id: otel ? `${id}+otel` : id,
+    label: otel ? `sluice ${id}, OpenTelemetry SDK on` : `sluice ${id}`,
     peer: false,
     setup(scenario) {
+      if (otel) instrumentWithSdk();
       const algorithm = limited(scenario) ? limitedRule(limitFor(scenario)) : allowed();
       if (many(scenario)) {
         const limiter = createLimiter({ algorithm, store: memoryStore({ maxKeys: 2 * KEYS }) });
@@ -138,6 +153,8 @@ export const SUBJECTS: readonly Subject[] = [
   sluiceAlgorithm('gcra', () => gcra({ rate: HUGE, burst: HUGE }), (n) => gcra({ rate: n, burst: n })),
   sluiceAlgorithm('smoothBursty', () => smoothBursty({ permitsPerSecond: HUGE }), (n) => smoothBursty({ permitsPerSecond: n })),
   sluiceAlgorithm('smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: HUGE, warmupMs: 1 }), (n) => smoothWarmingUp({ permitsPerSecond: n, warmupMs: 1000 })),
+  sluiceAlgorithm('fixedWindow', () => fixedWindow({ limit: HUGE, windowMs: 60_000 }), (n) => fixedWindow({ limit: n, windowMs: 1000 }), true),
+  sluiceAlgorithm('tokenBucket', () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), (n) => tokenBucket({ capacity: n, refillPerSecond: n }), true),
 ];
 
 /** Heap per key: each fills KEYS keys and keeps them alive. */

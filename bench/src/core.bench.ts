@@ -81,8 +81,19 @@ const targets = [
   ...heap.filter((h) => h.label.startsWith('sluice')).map((h) => ({ target: `heap per key ${h.label} <= 200 B`, ratio: h.bytesPerKey, need: -200 })),
 ];
 
+// What metrics cost: the same limiter with @sluice/otel recording on the SDK, against it with nothing listening.
+const observability = SCENARIOS.flatMap((scenario) =>
+  ['fixedWindow', 'tokenBucket'].map((id) => {
+    const off = rows.find((r) => r.scenario === scenario && r.subject === id)?.decisionsPerSecond ?? NaN;
+    const on = rows.find((r) => r.scenario === scenario && r.subject === `${id}+otel`)?.decisionsPerSecond ?? NaN;
+    return { scenario, subject: id, off, on, onVsOff: on / off };
+  }),
+);
+
 console.log('\n| scenario | subject | decisions/s (median) | vs RateLimiterMemory |\n| --- | --- | ---: | ---: |');
 for (const r of rows) console.log(`| ${r.scenario} | ${r.label} | ${fmt(r.decisionsPerSecond)} | ${r.vsRateLimiterMemory.toFixed(2)}x |`);
+console.log('\n| scenario | limiter | nothing listening | OpenTelemetry SDK on | on / off |\n| --- | --- | ---: | ---: | ---: |');
+for (const o of observability) console.log(`| ${o.scenario} | ${o.subject} | ${fmt(o.off)} | ${fmt(o.on)} | ${o.onVsOff.toFixed(2)}x |`);
 console.log('\n| heap per key (100,000 keys) | bytes |\n| --- | ---: |');
 for (const h of heap) console.log(`| ${h.label} | ${h.bytesPerKey.toFixed(0)} |`);
 console.log('\ntargets');
@@ -98,6 +109,7 @@ writeJson(fileURLToPath(new URL('../results/core.json', import.meta.url)), {
   cores: cpus().length,
   method: `${BATCH} sequential awaited decisions per sample, p50, ${ROUNDS} interleaved rounds in fresh processes, median`,
   rows,
+  observability,
   heapPerKey: heap,
   targets,
 });

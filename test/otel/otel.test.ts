@@ -181,11 +181,13 @@ describe('instrumentSluice', () => {
     await limiter.tryAcquire('k');
     expect(await meter.total(INSTRUMENTS.decisions, on)).toBe(4);
     expect(await other.total(INSTRUMENTS.decisions, on)).toBe(5);
-    // Stopped, it may be instrumented again.
+    // Stopped, it may be instrumented again: a new instrumentation counts from its own start (to a metrics
+    // backend, a counter reset).
     const again = instrumentSluice({ meterProvider: meter.provider });
     expect(again).not.toBe(first);
     await limiter.tryAcquire('k');
-    expect(await meter.total(INSTRUMENTS.decisions, on)).toBe(5);
+    expect(await meter.total(INSTRUMENTS.decisions, on)).toBe(1);
+    expect(await other.total(INSTRUMENTS.decisions, on)).toBe(6);
     again.stop();
   });
 

@@ -2,26 +2,39 @@ import type { Attributes } from '@opentelemetry/api';
 import type { ObservedDecision } from '@sluice/core';
 import { LIMITER, OUTCOME, RULE, SHADOWED, SOURCE } from './names.js';
 
-/**
- * The attribute set of a decision, built once per distinct set and reused: a limiter's decisions fall into a
- * handful of sets (rules x outcomes x sources), so recording allocates nothing after the first of each.
- */
-export class DecisionAttributes {
-  readonly #sets = new Map<string, Attributes>();
+/** One attribute set of `sluice.decisions` and how many decisions it has counted. */
+export interface DecisionSeries {
+  readonly attributes: Attributes;
+  count: number;
+}
 
-  of(event: ObservedDecision): Attributes {
+/**
+ * The series of decisions, one per distinct attribute set, built once and reused: a limiter's decisions
+ * fall into a handful of sets (rules x outcomes x sources), so counting allocates nothing after the first
+ * of each.
+ */
+export class DecisionSeriesTable {
+  readonly #series = new Map<string, DecisionSeries>();
+
+  /** Every series counted so far. */
+  all(): IterableIterator<DecisionSeries> {
+    return this.#series.values();
+  }
+
+  of(event: ObservedDecision): DecisionSeries {
     const { decision } = event;
     const shadowed = decision.shadowed === true;
     // A shadowed decision was allowed, but the rules denied it: counted as the denial it would have been.
     const outcome = decision.allowed && !shadowed ? 'allowed' : 'denied';
     const id = `${event.limiter}\u0000${decision.rule}\u0000${outcome}\u0000${event.source ?? ''}\u0000${shadowed ? 1 : 0}`;
-    let attrs = this.#sets.get(id);
-    if (attrs === undefined) {
-      attrs = { [LIMITER]: event.limiter, [RULE]: decision.rule, [OUTCOME]: outcome };
-      if (event.source !== undefined) attrs[SOURCE] = event.source;
-      if (shadowed) attrs[SHADOWED] = true;
-      this.#sets.set(id, attrs);
+    let series = this.#series.get(id);
+    if (series === undefined) {
+      const attributes: Attributes = { [LIMITER]: event.limiter, [RULE]: decision.rule, [OUTCOME]: outcome };
+      if (event.source !== undefined) attributes[SOURCE] = event.source;
+      if (shadowed) attributes[SHADOWED] = true;
+      series = { attributes, count: 0 };
+      this.#series.set(id, series);
     }
-    return attrs;
+    return series;
   }
 }
