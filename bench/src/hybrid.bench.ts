@@ -59,6 +59,24 @@ for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
   }
 }
 
+// The picture: every admission's time, saturated, TIMELINE_NODES processes, binned per 100 ms from the start.
+const TIMELINE_NODES = 4;
+const BUCKET_MS = 100;
+const series: Record<string, number[]> = {};
+for (const mode of ['exact', 'leased', 'divided'] as const) {
+  const result = await runFleet({ nodes: TIMELINE_NODES, mode, redisUrl: server.url, rule: { kind: 'tokenBucket', capacity: CAPACITY, refillPerSecond: RATE }, durationMs: SECONDS * 1_000, recordTimes: true });
+  const bins = new Array<number>(Math.ceil((SECONDS * 1_000) / BUCKET_MS)).fill(0);
+  for (const node of result.nodes) {
+    for (const t of node.times) {
+      const bin = Math.floor((t - result.startAt) / BUCKET_MS);
+      if (bin >= 0 && bin < bins.length) bins[bin] = (bins[bin] as number) + 1;
+    }
+  }
+  series[mode] = bins;
+  console.log(`timeline ${mode}: ${bins.reduce((a, b) => a + b, 0)} admitted in ${SECONDS} s`);
+}
+const timelines = { nodes: TIMELINE_NODES, bucketMs: BUCKET_MS, capacity: CAPACITY, rate: RATE, seconds: SECONDS, series };
+
 for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
   console.log(`\n${scenario}:\n| N | mode | fleet decisions/s | vs exact | Redis commands / decision | admitted / (C + R*T) |`);
   console.log('| ---: | --- | ---: | ---: | ---: | ---: |');
@@ -67,6 +85,6 @@ for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
     console.log(`| ${row.nodes} | ${row.mode} | ${fmt(row.decisionsPerSecond)} | ${(row.decisionsPerSecond / exact.decisionsPerSecond).toFixed(1)}x | ${row.commandsPerDecision.toFixed(5)} | ${(100 * row.admittedOfLimit).toFixed(1)}% |`);
   }
 }
-writeJson(fileURLToPath(new URL('../results/hybrid.json', import.meta.url)), { seconds: SECONDS, scenarios: SCENARIOS, rows });
+writeJson(fileURLToPath(new URL('../results/hybrid.json', import.meta.url)), { seconds: SECONDS, scenarios: SCENARIOS, rows, timelines });
 redis.disconnect();
 await server.stop();
