@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const testDir = fileURLToPath(new URL('.', import.meta.url));
 const attw = fileURLToPath(new URL('../node_modules/.bin/attw', import.meta.url));
-const PACKAGES = ['core', 'redis', 'hybrid', 'nestjs'] as const;
+const PACKAGES = ['core', 'redis', 'hybrid', 'nestjs', 'otel'] as const;
 
 /** Runs plain node (no tsx, no source condition) from test/, where @sluice/* resolve to the built packages. */
 function node(args: string[]): string {
@@ -89,6 +89,35 @@ describe('published packages', () => {
        try { rateLimit({ limiter: {} }) } catch (e) { console.log(JSON.stringify([e instanceof SluiceTypeError, e.argument])) }`,
     ]);
     expect(JSON.parse(out)).toEqual([true, 'limiter']);
+  });
+
+  it('@sluice/otel (ESM) counts the decisions of a limiter made with the CommonJS core, and warnings are said once between the two', () => {
+    const out = node([
+      '--no-warnings',
+      '--input-type=module',
+      '-e',
+      `import { createRequire } from 'node:module';
+       import { MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+       import { instrumentSluice } from '@sluice/otel';
+       import { silenceWarnings } from '@sluice/core';
+       const require = createRequire(process.cwd() + '/');
+       const cjs = require('@sluice/core');
+       class Reader extends MetricReader { async onShutdown() {} async onForceFlush() {} }
+       const reader = new Reader();
+       instrumentSluice({ meterProvider: new MeterProvider({ readers: [reader] }) });
+       const limiter = cjs.createLimiter({ algorithm: cjs.fixedWindow({ limit: 1, windowMs: 60000 }), prefix: 'from-cjs' });
+       await limiter.tryAcquire('k'); await limiter.tryAcquire('k');
+       const { resourceMetrics } = await reader.collect();
+       const decisions = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'sluice.decisions');
+       const warned = []; process.on('warning', (w) => warned.push(w.code));
+       (await import('@sluice/core/store-kit')).warnOnce('SLUICE_OFFLINE_QUEUE', 'said by the ESM copy.');
+       require('@sluice/core/store-kit').warnOnce('SLUICE_OFFLINE_QUEUE', 'said again by the CommonJS copy.');
+       silenceWarnings('SLUICE_CROSS_SLOT');
+       require('@sluice/core/store-kit').warnOnce('SLUICE_CROSS_SLOT', 'silenced through the ESM copy.');
+       await new Promise((r) => setImmediate(r));
+       console.log(JSON.stringify({ points: decisions.dataPoints.map((p) => [p.attributes['sluice.limiter'], p.attributes['sluice.outcome'], p.value]), warned }));`,
+    ]);
+    expect(JSON.parse(out)).toEqual({ points: [['from-cjs', 'allowed', 1], ['from-cjs', 'denied', 1]], warned: ['SLUICE_OFFLINE_QUEUE'] });
   });
 
   it('the CJS build of core makes real decisions', () => {

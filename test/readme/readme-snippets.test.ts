@@ -31,6 +31,7 @@ function compile(files: string[], legacyDecorators: boolean): string[] {
       '@sluice/redis': pkg('redis'),
       '@sluice/hybrid': pkg('hybrid'),
       '@sluice/nestjs': pkg('nestjs'),
+      '@sluice/otel': pkg('otel'),
     },
   };
   const program = ts.createProgram([join(root, 'test', 'readme', 'env.d.ts'), ...files], options);
