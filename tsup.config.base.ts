@@ -6,7 +6,8 @@ export const packageBuild: Options = {
   format: ['esm', 'cjs'],
   dts: true,
   clean: true,
-  sourcemap: true,
+  // The tarballs ship dist only: maps would point at sources that are not in them.
+  sourcemap: false,
   target: 'es2022',
   tsconfig: 'tsconfig.build.json',
 };

@@ -5,7 +5,6 @@ import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const testDir = fileURLToPath(new URL('.', import.meta.url));
-const attw = fileURLToPath(new URL('../node_modules/.bin/attw', import.meta.url));
 const PACKAGES = ['core', 'redis', 'hybrid', 'nestjs', 'otel'] as const;
 
 /** Runs plain node (no tsx, no source condition) from test/, where @sluice/* resolve to the built packages. */
@@ -20,17 +19,6 @@ describe('published packages', () => {
         for (const file of ['index.js', 'index.cjs', 'index.d.ts', 'index.d.cts']) {
           expect(existsSync(`${root}/packages/${pkg}/dist/${file}`), `dist/${file}`).toBe(true);
         }
-      });
-
-      it('passes attw --pack: ESM, CJS and types resolve under node16 and bundlers', () => {
-        const out = execFileSync(attw, ['--pack', '.', '--profile', 'node16', '--format', 'json'], {
-          cwd: `${root}/packages/${pkg}`,
-          encoding: 'utf8',
-          env: { ...process.env, npm_config_loglevel: 'error' },
-        });
-        const report = JSON.parse(out) as { analysis: { problems: { resolutionKind?: string }[] } };
-        // node10 (no exports maps) cannot see subpaths at all; the node16 profile leaves it out, as we do.
-        expect(report.analysis.problems.filter((p) => p.resolutionKind !== 'node10')).toEqual([]);
       });
 
       it('loads from ESM and from CJS with the same exports', () => {
