@@ -17,6 +17,8 @@ export const EXPLICIT_BAN = -1;
 /**
  * The ban a denial starts at `nowMs`: from the denying rule with the longest `blockMs` (the first of equals),
  * or undefined when no denying rule bans. The Redis script (decide.lua, `ban_after`) is its twin.
+  * @example
+  * const ban = banAfter(rules, verdicts, now) // the ban a denial starts, if a denying rule has blockMs
  */
 export function banAfter(rules: readonly Algorithm[], verdicts: readonly { readonly allowed: boolean }[], nowMs: number): Ban | undefined {
   let rule = -1;
@@ -31,7 +33,11 @@ export function banAfter(rules: readonly Algorithm[], verdicts: readonly { reado
   return rule === -1 ? undefined : { until: nowMs + longest, rule };
 }
 
-/** The longer of a ban in force and a new one (an explicit block never shortens a ban). */
+/**
+ * The longer of a ban in force and a new one (an explicit block never shortens a ban).
+ * @example
+ * bans.set(key, longerBan(bans.get(key), { rule: 0, until: now + 60_000 }))
+ */
 export function longerBan(current: Ban | undefined, next: Ban): Ban {
   return current !== undefined && current.until >= next.until ? current : next;
 }
@@ -42,6 +48,8 @@ export function longerBan(current: Ban | undefined, next: Ban): Ban {
  * explicit block, or a rule index these rules lack) has nothing left and retries no sooner than the ban's end, `restMs` from now; a rule that
  * would deny longer keeps its own longer wait, so retrying at `retryAfterMs` succeeds if nothing else arrives.
  * Other rules report what they would have said. `verdicts` are each rule's own answer for the request.
+  * @example
+  * if (ban !== undefined && ban.until > now) return blockedDecision(rules, verdicts, ban.rule, ban.until - now, permits)
  */
 export function blockedDecision(rules: readonly Algorithm[], verdicts: readonly RuleVerdict[], ban: number, restMs: number, permits: number): Decision {
   // A rule index these rules do not have (a ban set under another plan's rules) floors them all, as an explicit block.

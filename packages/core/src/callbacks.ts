@@ -13,13 +13,19 @@ import { warnOnce } from './warnings.js';
 /** The part of an event emitter (eventemitter3 or node:events) that callback isolation needs. */
 export interface CallbackEmitter {
   // `never` parameters accept any typed emitter (an event map narrows them).
+  /** The listeners of an event. */
   listeners(...args: never): unknown[];
+  /** Emits an event. */
   emit(...args: never): boolean;
 }
 
 type LooseEmitter = { listeners(event: string): unknown[]; emit(event: string, ...args: unknown[]): boolean };
 
-/** Hands an error thrown by the user callback `where` to its one documented place (see above). */
+/**
+ * Hands an error thrown by the user callback `where` to its one documented place (see above).
+ * @example
+ * try { listener(event) } catch (error) { reportCallbackError(store, 'listener', error) }
+ */
 export function reportCallbackError(owner: CallbackEmitter | undefined, where: string, error: unknown): void {
   const listeners = (owner as LooseEmitter | undefined)?.listeners('callback-error') ?? [];
   let delivered = false;
@@ -36,7 +42,11 @@ export function reportCallbackError(owner: CallbackEmitter | undefined, where: s
   warnOnce('SLUICE_CALLBACK_ERROR', `a ${where} callback threw; sluice went on (decisions still resolve): ${detail}.`);
 }
 
-/** Calls a user callback; what it throws is reported, never thrown into sluice's own code. */
+/**
+ * Calls a user callback; what it throws is reported, never thrown into sluice's own code.
+ * @example
+ * callSafely(store, 'onDecision', options.onDecision, event) // a throw goes to 'callback-error'
+ */
 export function callSafely<A extends unknown[]>(owner: CallbackEmitter | undefined, where: string, fn: (...args: A) => unknown, ...args: A): void {
   try {
     fn(...args);
@@ -48,6 +58,8 @@ export function callSafely<A extends unknown[]>(owner: CallbackEmitter | undefin
 /**
  * Emits `event`; a listener that throws is reported and never reaches the code that emitted (the
  * listeners after it in that one emit are skipped, as the emitter itself does).
+  * @example
+  * emitSafely(this, 'store-error', error) // a throwing listener never reaches the store
  */
 export function emitSafely(owner: CallbackEmitter, event: string, ...args: unknown[]): void {
   try {

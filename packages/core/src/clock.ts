@@ -6,7 +6,9 @@ import { describe } from './validate.js';
  * the host's timers.
  */
 export interface Clock {
+  /** The time in milliseconds. */
   now(): number;
+  /** Resolves after `ms` on this clock; rejects with SluiceError('ABORTED') when `signal` fires. */
   sleep?(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
@@ -23,6 +25,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * Waits `ms` on host timers, in chunks of at most MAX_TIMER_MS (a month-long wait sleeps a month, not 1 ms);
  * rejects with a SluiceError('ABORTED') when `signal` fires.
+  * @example
+  * await timerSleep(40 * 24 * 3_600_000, signal) // a 40-day wait, in timer-sized chunks
  */
 export function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortError(signal));
@@ -55,6 +59,7 @@ export function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
 // each cost as much as a clock read, and a decision pays for exactly one read.
 const timeOrigin = performance.timeOrigin;
 const monotonicNow = performance.now.bind(performance);
+/** The default clock: monotonic wall time (`performance.timeOrigin + performance.now()`), host timers for sleeps. */
 export const systemClock: Clock = {
   now: () => timeOrigin + monotonicNow(),
   sleep: timerSleep,
@@ -88,6 +93,7 @@ export class ManualClock implements Clock {
     this.#autoAdvance = options.autoAdvance ?? false;
   }
 
+  /** The current manual time in ms. */
   now(): number {
     return this.#now;
   }
@@ -114,6 +120,7 @@ export class ManualClock implements Clock {
     return this.#sleepers.length;
   }
 
+  /** Resolves when the clock has been advanced by `ms` (never by host time). */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     if (this.#autoAdvance) {

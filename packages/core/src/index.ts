@@ -1,4 +1,5 @@
-export type { Adjusted, Algorithm, AlgorithmKind, Outcome, RuleKey, RuleOptions } from './algorithms/algorithm.js';
+export type { Adjusted, Algorithm, AlgorithmKind, LeaseModel, Outcome, RuleKey, RuleOptions } from './algorithms/algorithm.js';
+export type { WindowOptions } from './algorithms/window-rule.js';
 export { EPSILON, TOLERANCE_MS } from './algorithms/algorithm.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';

@@ -86,6 +86,7 @@ export interface PlansLimiterOptions extends CommonLimiterOptions {
   algorithm?: undefined;
 }
 
+/** Options of `createLimiter`: rules (`algorithm`) or `plans`, and the common options. */
 export type LimiterOptions = RulesLimiterOptions | PlansLimiterOptions;
 
 /** Options of every call that decides a key under one of a limiter's plans. */
@@ -116,8 +117,10 @@ export interface AcquireOptions extends PlanOption {
   signal?: AbortSignal;
 }
 
+/** Options of `peek`. */
 export type PeekOptions = PlanOption;
 
+/** Options of `penalize`. */
 export type PenalizeOptions = PlanOption;
 
 export interface RefundOptions extends PlanOption {

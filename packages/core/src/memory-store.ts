@@ -13,6 +13,7 @@ import { MemorySemaphores } from './concurrency/memory-semaphore.js';
 import type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec } from './concurrency/store.js';
 import { optionalClock, optionsObject, positiveInteger } from './validate.js';
 
+/** Options of `memoryStore`. */
 export interface MemoryStoreOptions {
   /**
    * The most keys held at once; the least recently used key is dropped beyond it, so a flood of
@@ -96,11 +97,13 @@ export class MemoryStore implements Store, ConcurrencyStore {
     for (const key of ended) this.#banCache.delete(key);
   }
 
+  /** Forgets every key, ban and held slot (a test between cases; a reset of the whole process's limits). */
   clear(): void {
     this.#cache.clear();
     this.#banCache.clear();
   }
 
+  /** Closes the store: nothing to release but its maps (a Store must close). */
   async close(): Promise<void> {
     this.#closed = true;
     this.clear();
@@ -116,6 +119,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
   }
 
   /**
+   * Binds a limiter's rules under its prefix (see Store.bind); a second limiter with other rules on one
+   * prefix is refused.
    * @param exclusive the limiter created this store for itself: keys need no prefix, and no other
    * limiter may bind it.
    */
@@ -512,7 +517,12 @@ function longestLife(adjusted: readonly Adjusted<unknown>[]): number {
   return Math.max(...adjusted.map((a) => a.ttlMs));
 }
 
-/** Creates an in-process store; see {@link MemoryStoreOptions}. */
+/**
+ * Creates an in-process store; see {@link MemoryStoreOptions}.
+ * @example
+ * const store = memoryStore({ maxKeys: 100_000 })
+ * const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1000 }), store })
+ */
 export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
   return new MemoryStore(options);
 }

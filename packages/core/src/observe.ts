@@ -34,6 +34,7 @@ export interface ObservedDecision {
  * optional; one that throws is reported (SLUICE_CALLBACK_ERROR) and never reaches a caller.
  */
 export interface SluiceObserver {
+  /** A tryAcquire or acquire was answered. */
   decision?(event: ObservedDecision): void;
   /** A leased limiter took `permits` from Redis for this node. */
   leased?(limiter: string, permits: number): void;
@@ -116,7 +117,11 @@ export function recordDecision(event: ObservedDecision): void {
   }
 }
 
-/** Tells observers that a leased limiter took `permits` from Redis. */
+/**
+ * Tells observers that a leased limiter took `permits` from Redis.
+ * @example
+ * reportLease(prefix, reply.granted) // counted by sluice.lease.permits
+ */
 export function reportLease(limiter: string, permits: number): void {
   for (const observer of hub.observers) {
     if (observer.leased === undefined) continue;
@@ -131,6 +136,9 @@ export function reportLease(limiter: string, permits: number): void {
 /**
  * Lists `source` as the standing of limiter `limiter` until the returned function is called (its close) or
  * the source is garbage collected: a limiter never closed is not kept alive by being listed.
+  * @example
+  * const unlist = registerStatus(prefix, store) // store.degraded read by sluice.store.degraded
+  * // on close: unlist()
  */
 export function registerStatus(limiter: string, source: StatusSource): () => void {
   const registration: Registration = { limiter, source: new WeakRef(source) };
@@ -145,7 +153,11 @@ export function registerStatus(limiter: string, source: StatusSource): () => voi
   };
 }
 
-/** Every listed limiter's standing now (a metrics gauge reads this when it is collected). */
+/**
+ * Every listed limiter's standing now (a metrics gauge reads this when it is collected).
+ * @example
+ * for (const s of limiterStatuses()) if (s.degraded) log.warn(`limiter ${s.limiter} decides by its fail mode`)
+ */
 export function limiterStatuses(): LimiterStatus[] {
   const out: LimiterStatus[] = [];
   for (const registration of hub.statuses) {

@@ -18,6 +18,8 @@ function isAlgorithm(value: unknown): value is Algorithm {
 /**
  * Checks a limiter's `algorithm` option and returns its rules as a list. Rules of one policy need
  * distinct names, because each keeps its own state under its name.
+  * @example
+  * const rules = normalizeRules(options.algorithm) // one rule or a policy, checked
  */
 export function normalizeRules(value: unknown, option = 'algorithm'): readonly Algorithm[] {
   const list = Array.isArray(value) ? (value as unknown[]) : [value];
@@ -40,7 +42,12 @@ export function normalizeRules(value: unknown, option = 'algorithm'): readonly A
   });
 }
 
-/** Builds the public Decision of a single rule. */
+/**
+ * Builds the public Decision of a single rule.
+ * @example
+ * const out = rule.consume(state, now, permits, 0)
+ * return ruleDecision(rule, out)
+ */
 export function ruleDecision(rule: Algorithm, o: Outcome<unknown>): Decision {
   return {
     allowed: o.allowed,
@@ -82,6 +89,8 @@ export interface RuleVerdict {
  * reported numbers come from the tightest rule: when denied, the one whose retryAfterMs is longest (every
  * rule must allow at the retry time, so the caller waits for the slowest); when allowed, the one with the
  * fewest permits left.
+  * @example
+  * const decision = mergePolicy(rules, verdicts, permits) // allowed only if every rule allows
  */
 export function mergePolicy(rules: readonly Algorithm[], verdicts: readonly RuleVerdict[], permits: number, peek = false): Decision {
   const allowed = verdicts.every((v) => v.allowed);
@@ -110,6 +119,8 @@ export function mergePolicy(rules: readonly Algorithm[], verdicts: readonly Rule
  * Decides a request against every rule at once: allowed only if every rule allows, and a denial consumes
  * from no rule. Policies do not reserve (a wait granted by one rule would let another's later grants bunch
  * up), so waiting callers retry instead. The reported numbers come from the tightest rule (mergePolicy).
+  * @example
+  * const { decision, states } = decidePolicy(rules, states, now, permits, maxWaitMs)
  */
 export function decidePolicy(
   rules: readonly Algorithm[],

@@ -9,6 +9,7 @@ import { type Clock, systemClock, timerSleep } from './clock.js';
 import { SluiceError, SluiceRangeError } from './errors.js';
 import { describe, nonNegativeFinite, optionalClock, optionsObject, positiveFinite, positiveInteger, positiveOrInfinite } from './validate.js';
 
+/** Options of `RateLimiter.create`: burst, warm-up and clock. */
 export interface RateLimiterOptions {
   /**
    * SmoothBursty only: seconds of unused permits saved for a burst.

@@ -43,7 +43,9 @@ export interface Store {
    * A limiter over a store that has this property is listed for metrics (`sluice.store.degraded`).
    */
   readonly degraded?: boolean;
+  /** Binds a limiter's rules and prefix; called once per limiter (per plan). */
   bind(ruleSet: RuleSet): BoundStore;
+  /** Releases what the store holds (timers, connections of its own; never a client you passed in). */
   close(): Promise<void>;
 }
 
@@ -57,7 +59,9 @@ export interface BoundStore {
    * that made this decision.
    */
   consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision>;
+  /** The key's standing for one permit, consuming nothing. */
   peek(key: string): Decision | Promise<Decision>;
+  /** Forgets the key under every rule, and its ban. */
   reset(key: string): void | Promise<void>;
   /**
    * Gives back up to `permits` to each rule counted against `key` itself (rules shared with other keys keep

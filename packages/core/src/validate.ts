@@ -1,7 +1,11 @@
 import type { Clock } from './clock.js';
 import { SluiceRangeError, SluiceTypeError } from './errors.js';
 
-/** Renders a bad value for an error message without dumping a 10 KB string or throwing on a symbol. */
+/**
+ * Renders a bad value for an error message without dumping a 10 KB string or throwing on a symbol.
+ * @example
+ * throw new SluiceTypeError('limit', value, `limit must be a number, got ${describeValue(value)}`)
+ */
 export function describe(value: unknown): string {
   if (typeof value === 'string') {
     return value.length > 40 ? `a string of length ${value.length}` : JSON.stringify(value);
@@ -22,7 +26,11 @@ function requireNumber(name: string, value: unknown, expected: string): number {
   return value;
 }
 
-/** A finite number > 0 (rates, windows, capacities of fractional kinds). */
+/**
+ * A finite number > 0 (rates, windows, capacities of fractional kinds).
+ * @example
+ * const timeoutMs = positiveFinite('timeoutMs', options.timeoutMs)
+ */
 export function positiveFinite(name: string, value: unknown): number {
   const expected = 'a finite number > 0';
   const n = requireNumber(name, value, expected);
@@ -51,7 +59,11 @@ export function representablePeriod(name: string, value: number, periodMs: numbe
   }
 }
 
-/** A duration handed to a host timer: finite, > 0, and at most 2^31 - 1 ms (what setTimeout can wait). */
+/**
+ * A duration handed to a host timer: finite, > 0, and at most 2^31 - 1 ms (what setTimeout can wait).
+ * @example
+ * const timeoutMs = timerDuration('timeoutMs', options.timeoutMs ?? 50)
+ */
 export function timerDuration(name: string, value: unknown): number {
   const ms = positiveFinite(name, value);
   if (ms > 2 ** 31 - 1) {
@@ -84,7 +96,11 @@ export function nonNegativeOrInfinite(name: string, value: unknown): number {
   return n;
 }
 
-/** A safe integer >= 1 (limits, capacities, permits). */
+/**
+ * A safe integer >= 1 (limits, capacities, permits).
+ * @example
+ * const maxKeys = positiveInteger('maxKeys', options.maxKeys ?? 10_000)
+ */
 export function positiveInteger(name: string, value: unknown): number {
   const expected = 'an integer >= 1';
   const n = requireNumber(name, value, expected);
@@ -104,7 +120,11 @@ export function nonNegativeInteger(name: string, value: unknown): number {
   return n;
 }
 
-/** A plain options object (or undefined when every option has a default). */
+/**
+ * A plain options object (or undefined when every option has a default).
+ * @example
+ * optionsObject('myStore options', options, true) // a typed error unless a plain object
+ */
 export function optionsObject<T extends object>(name: string, value: T | undefined, required: boolean): T | undefined {
   if (value === undefined && !required) return undefined;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
@@ -144,7 +164,11 @@ export function rateLimitKey(value: unknown, maxLength: number): string {
   return value;
 }
 
-/** An optional Clock option: anything with a now() function. */
+/**
+ * An optional Clock option: anything with a now() function.
+ * @example
+ * const clock = optionalClock('clock', options.clock) ?? systemClock
+ */
 export function optionalClock(name: string, value: unknown): Clock | undefined {
   if (value === undefined) return undefined;
   const now = (value as { now?: unknown } | null)?.now;

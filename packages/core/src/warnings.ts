@@ -21,6 +21,7 @@ export const WARNINGS = {
   SLUICE_OTEL_NO_PROVIDER: 'Register the OpenTelemetry SDK before calling instrumentSluice(), or pass it a meterProvider.',
 } as const;
 
+/** The code of a sluice warning (a key of WARNINGS). */
 export type SluiceWarningCode = keyof typeof WARNINGS;
 
 interface WarningState {
@@ -47,6 +48,8 @@ function isCode(value: unknown): value is SluiceWarningCode {
 /**
  * Says `message` with the code's advice, unless the code was said before in this process or silenced.
  * Never throws (a warning must not break the code that gives it).
+  * @example
+  * warnOnce('SLUICE_CROSS_SLOT', `limiter ${JSON.stringify(prefix)} spans slots.`)
  */
 export function warnOnce(code: SluiceWarningCode, message: string): void {
   if (state.silenceAll || state.silenced.has(code) || state.shown.has(code)) return;

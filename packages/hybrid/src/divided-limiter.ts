@@ -7,6 +7,7 @@ import { clockOption, nodeIdOption, optionalPositive, optionalPositiveInteger, o
 import type { ShareMode } from './shares.js';
 import { supportedRule } from './supported-rule.js';
 
+/** Options of `dividedLimiter`: its one rule, your Redis client, and how the limit is split among nodes. */
 export interface DividedLimiterOptions {
   /** One rule: tokenBucket, gcra, fixedWindow or slidingWindowCounter; each node enforces its share of it. */
   algorithm: Rules;

@@ -15,6 +15,7 @@ export interface MembershipEvent {
   readonly share: number;
 }
 
+/** Events of a divided limiter (it is an EventEmitter): membership changes and heartbeat failures. */
 export interface DividedEvents {
   membership: [MembershipEvent];
   /** A heartbeat failed: this node keeps its last share until one succeeds (the same event on every mode). */

@@ -20,12 +20,16 @@ export type HybridMode = 'leasedLimiter' | 'dividedLimiter';
 
 /** A hybrid mode's store: a Store with a start-up check. */
 export interface HybridStore extends Store {
+  /** Resolves once its start-up check passed (see HybridLimiter.ready). */
   ready(): Promise<void>;
 }
 
 /**
  * A Limiter over a hybrid store it owns, with the store's events. Decisions, waiting, validation and
  * errors are createLimiter's, so every mode behaves the same to callers.
+  * @example
+  * const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis }) // a HybridLimiter
+  * limiter.on('store-error', (e) => log.warn(e))
  */
 export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends EventEmitter<Events> implements Limiter {
   readonly #limiter: Limiter;

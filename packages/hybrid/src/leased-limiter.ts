@@ -14,6 +14,7 @@ import {
 import { type LeasedEvents, LeasedStore } from './leased-store.js';
 import { supportedRule } from './supported-rule.js';
 
+/** Options of `leasedLimiter`: its one rule, your Redis client, and how large a batch each node leases. */
 export interface LeasedLimiterOptions {
   /** One rule: tokenBucket, gcra, fixedWindow or slidingWindowCounter. The fleet shares it through Redis. */
   algorithm: Rules;

@@ -21,6 +21,7 @@ export interface LeaseEvent {
   readonly prefetch: boolean;
 }
 
+/** Events of a leased limiter (it is an EventEmitter): each lease, and Redis failing and recovering. */
 export interface LeasedEvents {
   /** A lease came back from Redis. */
   lease: [LeaseEvent];

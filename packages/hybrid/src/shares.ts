@@ -4,6 +4,7 @@ import { describeValue, positiveFinite } from '@sluice/core/store-kit';
 /** How a divided limit is split among live nodes. */
 export type ShareMode = 'equal' | 'demand';
 
+/** One live node of a divided limiter, as its heartbeat reported it. */
 export interface NodeDemand {
   readonly id: string;
   /** Recent demand, in permits per second (what it asked for, granted or not). */
@@ -16,6 +17,8 @@ export interface NodeDemand {
  * is split among the busier ones; capacity nobody asked for is split equally, so a node whose traffic grows
  * has room before its next heartbeat. Every node counts as asking at least a tenth of an equal split, so
  * an idle node is never held at zero until its next heartbeat.
+  * @example
+  * divideShares('demand', [{ id: 'a', demand: 900 }, { id: 'b', demand: 100 }], 1000) // Map { a => 0.9, b => 0.1 }
  */
 export function divideShares(mode: ShareMode, nodes: readonly NodeDemand[], limitPerSecond: number): Map<string, number> {
   if (mode !== 'equal' && mode !== 'demand') throw new SluiceRangeError('mode', mode, `mode must be 'equal' or 'demand', got ${describeValue(mode)}`);

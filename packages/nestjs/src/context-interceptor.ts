@@ -5,6 +5,11 @@ import { Observable } from 'rxjs';
 /**
  * Runs each HTTP handler inside a sluice request context (the ExecutionContext is its request), so sluice's
  * method decorators keyed by request (`key: byIp()`, `key: byUser(...)`) work in the services it calls.
+  * @example
+  * ```ts
+  * // installed by SluiceModule.forRoot; with the module alone:
+  * @Module({ providers: [{ provide: APP_INTERCEPTOR, useClass: SluiceContextInterceptor }] })
+  * ```
  */
 @Injectable()
 export class SluiceContextInterceptor implements NestInterceptor {

@@ -9,12 +9,14 @@ import { checkRouteOptions } from './route-options.js';
  * Limits a controller's routes or one handler: `@RateLimit({ algorithm: fixedWindow({ limit: 10, windowMs:
  * 60_000 }) })`, or `@RateLimit({ limiter })` with a limiter of yours, and/or `concurrency` (requests in
  * flight per key, released when the response ends); `key` and `cost` are functions of
- * Nest's ExecutionContext. A handler's @RateLimit overrides its controller's, which overrides the module's.
+ * Nest's ExecutionContext. A handler's `@RateLimit` overrides its controller's, which overrides the module's.
  * The options are checked here, when the class is defined: a bad one throws a typed error naming it.
  *
  * @example
+ * ```ts
  * @RateLimit({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), key: byIp() })
  * @Post('login') login() { ... }
+ * ```
  */
 export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDecorator {
   checkRouteOptions('RateLimit options', options, true);
@@ -24,7 +26,15 @@ export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDe
   return SetMetadata(RATE_LIMIT, options);
 }
 
-/** Exempts a controller or handler from every sluice limit (health checks, say). */
+/**
+ * Exempts a controller or handler from every sluice limit (health checks, say).
+ * @example
+ * ```ts
+ * @SkipRateLimit()
+ * @Get('health')
+ * health() { return 'ok' }
+ * ```
+ */
 export function SkipRateLimit(): ClassDecorator & MethodDecorator {
   return SetMetadata(SKIP_RATE_LIMIT, true);
 }

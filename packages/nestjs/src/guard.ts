@@ -29,12 +29,18 @@ function setHeaders(response: HeaderTarget, headers: readonly [string, string][]
  * uses. Allowed: the RateLimit headers are set and the handler runs. Limited: the headers are set and an
  * HttpException(429) carries the JSON body every adapter sends, through Nest's exception layer (your
  * filters see it). A key or cost the request cannot give is an HttpException(400).
+  * @example
+  * ```ts
+  * // installed globally by SluiceModule.forRoot; on one controller instead:
+  * @UseGuards(SluiceGuard)
+  * @Controller('search') export class SearchController {}
+  * ```
  */
 @Injectable()
 export class SluiceGuard implements CanActivate, OnModuleDestroy {
   readonly #reflector: Reflector;
   readonly #options: SluiceModuleOptions;
-  /** One evaluator per @RateLimit options object (and the module's), with the limiter made for it. */
+  /** One evaluator per `@RateLimit` options object (and the module's), with the limiter made for it. */
   readonly #evaluators = new Map<object, { evaluate: Evaluate; owned: Limiter | undefined }>();
 
   constructor(@Inject(Reflector) reflector: Reflector, @Inject(SLUICE_OPTIONS) options: SluiceModuleOptions) {
@@ -96,7 +102,16 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
   }
 }
 
-/** A 429 through Nest's exception layer, carrying the Decision for filters that want it. */
+/**
+ * A 429 through Nest's exception layer, carrying the Decision for filters that want it.
+ * @example
+ * ```ts
+ * @Catch(RateLimitException)
+ * export class LimitedFilter implements ExceptionFilter {
+ *   catch(e: RateLimitException, host: ArgumentsHost) { log.warn('limited', e.decision.retryAfterMs) }
+ * }
+ * ```
+ */
 export class RateLimitException extends HttpException {
   constructor(readonly decision: Decision) {
     super(limitedBody(decision), 429);

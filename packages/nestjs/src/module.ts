@@ -12,13 +12,20 @@ import { createEvaluator } from '@sluice/core/http';
  * sluice for a Nest application: `SluiceModule.forRoot({ ... })` in the root module registers a global guard
  * (every HTTP route limited by its @RateLimit, its controller's, or the module's own `limiter` / `algorithm`
  * when given) and an interceptor that runs handlers in a request context (for sluice's method decorators).
+  * @example
+  * ```ts
+  * @Module({ imports: [SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), key: byIp() })] })
+  * export class AppModule {}
+  * ```
  */
 @Module({})
 export class SluiceModule {
   /**
    * @example
+   * ```ts
    * @Module({ imports: [SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), key: byIp() })] })
    * export class AppModule {}
+   * ```
    */
   static forRoot(options: SluiceModuleOptions = {}): DynamicModule {
     checkRouteOptions('SluiceModule.forRoot options', options, false);

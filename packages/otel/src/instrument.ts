@@ -4,6 +4,7 @@ import { describeValue, warnOnce } from '@sluice/core/store-kit';
 import { DecisionSeriesTable } from './attributes.js';
 import { INSTRUMENTS, LIMITER, METER_NAME } from './names.js';
 
+/** Options of `instrumentSluice`. */
 export interface InstrumentSluiceOptions {
   /**
    * Where the instruments are created.
@@ -15,6 +16,7 @@ export interface InstrumentSluiceOptions {
 /** What `instrumentSluice` returns: stop() removes the instruments' callbacks and stops counting. */
 export interface SluiceInstrumentation {
   readonly meterProvider: MeterProvider;
+  /** Stops counting and removes the instruments' callbacks; instrumenting this provider again starts afresh. */
   stop(): void;
 }
 

@@ -12,7 +12,11 @@ export const INSTRUMENTS = {
 
 /** Attribute names. None ever holds a rate-limited key: keys are unbounded and often personal data. */
 export const LIMITER = 'sluice.limiter';
+/** The deciding rule's name (a policy's tightest rule). */
 export const RULE = 'sluice.rule';
+/** `allowed` or `denied` (a shadowed would-be denial counts as `denied`). */
 export const OUTCOME = 'sluice.outcome';
+/** Where the decision was made: `memory`, `redis`, `deny_cache`, `fallback`, `lease` or `share`. */
 export const SOURCE = 'sluice.source';
+/** `true` on decisions shadow mode let through; absent otherwise. */
 export const SHADOWED = 'sluice.shadowed';

@@ -6,7 +6,11 @@ export type FailMode = 'local' | 'open' | 'closed';
 
 const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
 
-/** The `failMode` option of every Redis-backed mode: 'local' unless given. */
+/**
+ * The `failMode` option of every Redis-backed mode: 'local' unless given.
+ * @example
+ * const failMode = failModeOption(options.failMode) // 'local' unless given
+ */
 export function failModeOption(value: unknown): FailMode {
   if (value === undefined) return 'local';
   if (!FAIL_MODES.includes(value as FailMode)) {
@@ -19,6 +23,8 @@ export function failModeOption(value: unknown): FailMode {
  * The answer of `'open'` or `'closed'` for a request of `permits` under `rule`, the same on every mode:
  * open allows and reports the rule's limit less the request; closed denies and asks to retry after
  * `timeoutMs`, when Redis may answer again. Neither knows when the rule resets (resetAfterMs 0).
+  * @example
+  * return failModeDecision(rule, 'closed', permits, timeoutMs) // denied, retry after timeoutMs
  */
 export function failModeDecision(rule: Algorithm, mode: 'open' | 'closed', permits: number, timeoutMs: number): Decision {
   const open = mode === 'open';

@@ -4,6 +4,7 @@ import { withDeadline } from './deadline.js';
 /** How often a failing store probes Redis (and nudges a client waiting out its reconnect backoff). */
 export const PROBE_INTERVAL_MS = 100;
 
+/** What a RedisHealth watches and whom it tells. */
 export interface HealthOptions {
   readonly connection: RedisConnection;
   /**
@@ -28,6 +29,9 @@ export interface HealthOptions {
  * It also listens to the client's 'error' and 'ready' events, for as long as the store is open: a client
  * error is a failure it acts on (and a client with an error listener does not print "Unhandled error event"
  * on every failed reconnect), and a client that just connected is probed at once.
+  * @example
+  * const health = new RedisHealth({ connection, probe: () => connection.exists(key), timeoutMs: 50, onChange: (ok) => log.info({ ok }) })
+  * if (!health.healthy) return fallback()
  */
 export class RedisHealth {
   readonly #o: HealthOptions;
@@ -52,6 +56,7 @@ export class RedisHealth {
     return this.#healthy;
   }
 
+  /** A call to Redis succeeded: a failing store is healthy again (and says so once). */
   reportSuccess(): void {
     if (this.#healthy || this.#closed) return;
     this.#healthy = true;

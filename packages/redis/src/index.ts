@@ -2,6 +2,9 @@ export { RedisStore } from './redis-store.js';
 export type { DecisionEvent, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
 export type { FailMode } from './fail-mode.js';
 export type { RedisClient } from './connection/connect.js';
+export type { IoredisLike } from './connection/ioredis.js';
+export type { NodeRedisLike } from './connection/node-redis.js';
+export type { GlideLike } from './connection/glide.js';
 
 import { RedisStore, type RedisStoreOptions } from './redis-store.js';
 

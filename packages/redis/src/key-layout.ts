@@ -3,6 +3,8 @@
  * rule of one identity lands in one slot and a whole policy is decided in one script call. A prefix holds no
  * '{' and a rule name no ':' (both validated), and the identity is encoded (see encodeIdentity), so two
  * (prefix, key, rule) triples never share a name and no key content can move the hash tag.
+  * @example
+  * stateKey('api', 'user:1', 'per-minute') // 'api:{user:1}:per-minute'
  */
 export function stateKey(prefix: string, key: string, rule: string): string {
   return `${prefix}:{${encodeIdentity(key)}}:${rule}`;
@@ -11,17 +13,27 @@ export function stateKey(prefix: string, key: string, rule: string): string {
 /**
  * Where a key's ban lives: beside its rules' states, in the same slot (the same hash tag), under a name no
  * rule can have ('~' is not in a rule name's alphabet).
+  * @example
+  * banKey('api', 'user:1') // 'api:{user:1}:~ban'
  */
 export function banKey(prefix: string, key: string): string {
   return stateKey(prefix, key, '~ban');
 }
 
-/** A concurrency limiter's sets for `key`: its holders, its queue and its queue's liveness, in the key's slot. */
+/**
+ * A concurrency limiter's sets for `key`: its holders, its queue and its queue's liveness, in the key's slot.
+ * @example
+ * const [holders, queue, freed] = semaphoreKeys('jobs', 'tenant:1')
+ */
 export function semaphoreKeys(prefix: string, key: string): [string, string, string] {
   return [stateKey(prefix, key, '~holders'), stateKey(prefix, key, '~queue'), stateKey(prefix, key, '~queue-alive')];
 }
 
-/** The channel on which a concurrency limiter's slots tell waiting processes a slot may be free (the key as message). */
+/**
+ * The channel on which a concurrency limiter's slots tell waiting processes a slot may be free (the key as message).
+ * @example
+ * subscriber.subscribe(freedChannel(prefix))
+ */
 export function freedChannel(prefix: string): string {
   return `${prefix}:sluice-freed`;
 }
@@ -56,6 +68,8 @@ function unescape(code: string): string {
  * surrogate, which are percent-escaped. The encoding is one-to-one (decodeIdentity inverts it), holds no
  * brace, so Redis and the client always agree on the slot, and is valid UTF-8, so distinct keys stay
  * distinct on the wire. A non-empty key encodes to a non-empty tag.
+  * @example
+  * await connection.publish(resetChannel(prefix), encodeIdentity(key))
  */
 export function encodeIdentity(key: string): string {
   // The common key needs nothing: one scan, no allocation.
@@ -64,7 +78,11 @@ export function encodeIdentity(key: string): string {
   return key.replace(NEEDS_ESCAPE, escape);
 }
 
-/** The key that encodeIdentity turned into `encoded`. */
+/**
+ * The key that encodeIdentity turned into `encoded`.
+ * @example
+ * decodeIdentity(message) // the key a reset message names
+ */
 export function decodeIdentity(encoded: string): string {
   return encoded.includes('%') ? encoded.replace(ESCAPED, unescape) : encoded;
 }

@@ -4,6 +4,8 @@ import type { RedisConnection } from './connection/connection.js';
  * What is wrong, when `error` says the store cannot work with this Redis whatever the traffic: a missing
  * permission (NOPERM names the command, key or channel), or a client whose mode is not the server's.
  * Undefined for anything else (unreachable, loading, a timeout): those pass, and the fail mode covers them.
+  * @example
+  * const why = misconfiguration(error, connection) // e.g. a NOPERM naming the command, or undefined
  */
 export function misconfiguration(error: unknown, connection: RedisConnection): string | undefined {
   const messages = errorMessages(error);

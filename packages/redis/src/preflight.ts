@@ -11,7 +11,11 @@ import { type LuaScript, luaScript, redisLuaFile } from './scripts.js';
 const PREFLIGHT_MIN_DEADLINE_MS = 5_000;
 const IDENTITY = 'sluice-preflight';
 
-/** The commands a script runs: every redis.call / redis.pcall in its source, lower case, each once. */
+/**
+ * The commands a script runs: every redis.call / redis.pcall in its source, lower case, each once.
+ * @example
+ * commandsOf([decideScript(['fixedWindow'])]) // the commands its ACL user needs, e.g. ['mget', 'set', ...]
+ */
 export function commandsOf(scripts: readonly LuaScript[]): string[] {
   const commands = new Set<string>();
   for (const script of scripts) for (const m of script.source.matchAll(/redis\.p?call\(\s*'(\w+)'/g)) commands.add((m[1] as string).toLowerCase());
@@ -33,6 +37,8 @@ function preflightKeys(prefix: string, cluster: boolean): string[] {
  * prefix (by EVALSHA, as decisions do), and on a standalone client across two slots. Resolves when the
  * store can work; rejects with SluiceError 'STORE_MISCONFIGURED' saying what is wrong (a missing permission,
  * named; a client whose mode is not the server's), or 'STORE_UNAVAILABLE' when Redis did not answer.
+  * @example
+  * await preflight(connection, 'api', [decideScript(['fixedWindow'])], 50) // rejects with STORE_MISCONFIGURED
  */
 export async function preflight(connection: RedisConnection, prefix: string, scripts: readonly LuaScript[], timeoutMs: number): Promise<void> {
   const what = `the start-up check of limiter ${JSON.stringify(prefix)}`;
@@ -72,6 +78,10 @@ interface Check {
  * `onMisconfigured` (the store's 'store-error'); `ready()`
  * waits for every check and rejects with the first failure. A check Redis could not answer is run again by
  * the next `ready()`.
+  * @example
+  * const checks = new StartupChecks(connection, 50, (e) => emitSafely(store, 'store-error', e))
+  * checks.add(prefix, [decideScript(['fixedWindow'])])
+  * await checks.ready()
  */
 export class StartupChecks {
   readonly #connection: RedisConnection;
@@ -96,6 +106,7 @@ export class StartupChecks {
     this.#checks.set(id, check);
   }
 
+  /** Forgets the checks registered under `id` (a limiter that closed). */
   remove(id: string): void {
     this.#checks.delete(id);
   }
@@ -110,6 +121,7 @@ export class StartupChecks {
     return result;
   }
 
+  /** Resolves once every registered check passed; rejects with STORE_MISCONFIGURED or STORE_UNAVAILABLE. */
   async ready(): Promise<void> {
     await Promise.all(
       [...this.#checks.values()].map((check) =>

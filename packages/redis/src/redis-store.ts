@@ -31,6 +31,7 @@ import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './connection/connect.js';
 
 
+/** Options of `redisStore`. */
 export interface RedisStoreOptions {
   /**
    * Your Redis client, as you have it: ioredis 5/6 (`new Redis()`, `new Cluster()`), iovalkey, node-redis 5/6
@@ -252,6 +253,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     return !this.#health.healthy;
   }
 
+  /** Binds a limiter's rules under its prefix (see Store.bind) and starts its start-up check. */
   bind(ruleSet: RuleSet): BoundStore {
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
     const keyed = ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.key !== undefined);

@@ -26,6 +26,8 @@ const ALGORITHM_FILES: Record<AlgorithmKind, readonly string[]> = {
 /**
  * A package's folder of .lua files: `src/lua` beside the module when run from source, or beside `dist/` when
  * built (the files ship in src/lua). `moduleUrl` is the caller's import.meta.url; `probe` a file it holds.
+  * @example
+  * const directory = luaDirectory(import.meta.url, 'lease.lua')
  */
 export function luaDirectory(moduleUrl: string, probe: string): string {
   const here = dirname(fileURLToPath(moduleUrl));
@@ -47,6 +49,8 @@ const cache = new Map<string, LuaScript>();
  * The one registry of Lua scripts: a script named `name`, composed of `files` in order, and kept; its sha1 is
  * computed from exactly the text sent. Packages register their own scripts through it (@sluice/hybrid its
  * lease and heartbeat scripts, on top of `algorithmFiles`); it knows none of them.
+  * @example
+  * const script = luaScript('my:script', [...algorithmFiles([]), { directory, file: 'my-script' }])
  */
 export function luaScript(name: string, files: readonly LuaFile[]): LuaScript {
   let script = cache.get(name);
@@ -70,6 +74,8 @@ export function redisLuaFile(file: string): LuaFile {
  * The prelude and each of `kinds`' files once: what a script needs before its entry to call
  * `ALGORITHMS[kind]`, `REFUNDS[kind]` and `PENALTIES[kind]` (see prelude.lua). Sorted, so one set of kinds is
  * one script.
+  * @example
+  * const files = [...algorithmFiles(['tokenBucket']), { directory, file: 'my-script' }]
  */
 export function algorithmFiles(kinds: readonly AlgorithmKind[]): LuaFile[] {
   const directory = redisLua();
@@ -77,7 +83,11 @@ export function algorithmFiles(kinds: readonly AlgorithmKind[]): LuaFile[] {
   return [{ directory, file: 'prelude' }, ...[...files].map((file) => ({ directory, file }))];
 }
 
-/** A script's registry name for an entry over a set of algorithms. */
+/**
+ * A script's registry name for an entry over a set of algorithms.
+ * @example
+ * algorithmScriptName('my:lease', ['tokenBucket']) // one registry name per entry and set of kinds
+ */
 export function algorithmScriptName(entry: string, kinds: readonly AlgorithmKind[]): string {
   return `${entry}:${[...new Set(kinds)].sort().join('+')}`;
 }
@@ -89,22 +99,36 @@ function compose(entry: 'decide' | 'adjust', kinds: readonly AlgorithmKind[]): L
 /**
  * The decide script for a set of algorithms, so a limiter's script defines only the functions it runs.
  * Composed from the .lua files on first use and kept; its sha1 is computed from exactly the text sent.
+  * @example
+  * const script = decideScript(['fixedWindow', 'tokenBucket'])
  */
 export function decideScript(kinds: readonly AlgorithmKind[] = Object.keys(ALGORITHM_FILES) as AlgorithmKind[]): LuaScript {
   return compose('decide', kinds);
 }
 
-/** The script that refunds or penalizes rules of a set of algorithms (see adjust.lua). */
+/**
+ * The script that refunds or penalizes rules of a set of algorithms (see adjust.lua).
+ * @example
+ * await connection.runScript(adjustScript(['tokenBucket']), keys, args)
+ */
 export function adjustScript(kinds: readonly AlgorithmKind[]): LuaScript {
   return compose('adjust', kinds);
 }
 
-/** The slots of a concurrencyLimiter on Redis (see semaphore.lua). */
+/**
+ * The slots of a concurrencyLimiter on Redis (see semaphore.lua).
+ * @example
+ * await connection.runScript(semaphoreScript(), semaphoreKeys(prefix, key), args)
+ */
 export function semaphoreScript(): LuaScript {
   return luaScript('semaphore', [{ directory: redisLua(), file: 'prelude' }, { directory: redisLua(), file: 'semaphore' }]);
 }
 
-/** The script behind limiter.block (see block.lua): the prelude's helpers and its entry. */
+/**
+ * The script behind limiter.block (see block.lua): the prelude's helpers and its entry.
+ * @example
+ * await connection.runScript(blockScript(), [banKey(prefix, key)], [numArg(ms), ''])
+ */
 export function blockScript(): LuaScript {
   return luaScript('block', [{ directory: redisLua(), file: 'prelude' }, { directory: redisLua(), file: 'block' }]);
 }

@@ -1,8 +1,10 @@
 import { type Adjusted, type Algorithm, type Outcome, neverFits, outcome } from './algorithm.js';
 import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
+/** Options of `fixedWindow`: `limit` per aligned window of `windowMs`. */
 export type FixedWindowOptions = WindowOptions;
 
+/** A fixed window's state: the window it counts and its count. */
 export interface FixedWindowState {
   /** Start of the window `count` belongs to. */
   readonly windowStart: number;

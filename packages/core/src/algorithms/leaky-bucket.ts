@@ -44,6 +44,7 @@ export interface LeakyShapeState {
   readonly at: number;
 }
 
+/** A leaky bucket's state, in police or shape mode. */
 export type LeakyBucketState = LeakyPoliceState | LeakyShapeState;
 
 /**

@@ -64,7 +64,11 @@ export function ruleKey(value: unknown): RuleKey | undefined {
   return value;
 }
 
-/** The identity a rule counts `requestKey` against. A derived key must be a non-empty string. */
+/**
+ * The identity a rule counts `requestKey` against. A derived key must be a non-empty string.
+ * @example
+ * identityOf(fixedWindow({ limit: 1000, windowMs: 1000, key: 'all' }), 'user:1') // 'all'
+ */
 export function identityOf(rule: { readonly key?: RuleKey; readonly name: string }, requestKey: string): string {
   const key = rule.key;
   if (key === undefined) return requestKey;

@@ -1,8 +1,10 @@
 import { type Adjusted, type Algorithm, type Outcome, EPSILON, TOLERANCE_MS, neverFits, outcome, wholePermits } from './algorithm.js';
 import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
+/** Options of `slidingWindowCounter`: `limit` per `windowMs`, weighted over two windows. */
 export type SlidingWindowCounterOptions = WindowOptions;
 
+/** A sliding window counter's state: the current window, its count and the previous window's. */
 export interface SlidingWindowCounterState {
   readonly windowStart: number;
   /** Permits granted in the window before `windowStart`. */

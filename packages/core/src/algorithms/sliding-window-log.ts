@@ -1,8 +1,10 @@
 import { type Adjusted, type Algorithm, type Outcome, neverFits, outcome } from './algorithm.js';
 import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
+/** Options of `slidingWindowLog`: `limit` in every interval of `windowMs`. */
 export type SlidingWindowLogOptions = WindowOptions;
 
+/** A sliding window log's state: the grants still inside the window. */
 export interface SlidingWindowLogState {
   /** Flat, time-ordered pairs `[t0, permits0, t1, permits1, ...]` of grants still inside the window. */
   readonly entries: readonly number[];

@@ -34,6 +34,7 @@ export interface TokenBucketOptions extends RuleOptions {
   maxDebt?: number;
 }
 
+/** A token bucket's state: tokens (negative while debt is owed) at a time. */
 export interface TokenBucketState {
   /** Tokens at `updatedAt`; negative while reservations are being waited off. */
   readonly tokens: number;

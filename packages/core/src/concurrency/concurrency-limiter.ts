@@ -15,6 +15,7 @@ import {
 } from '../validate.js';
 import type { ConcurrencyStore, SemaphoreBinding, SlotAttempt } from './store.js';
 
+/** Options of `concurrencyLimiter`. */
 export interface ConcurrencyLimiterOptions {
   /** Slots per key: how many callers may be inside at once (an integer >= 1). */
   max: number;
@@ -51,6 +52,7 @@ export interface ConcurrencyLimiterOptions {
   clock?: Clock;
 }
 
+/** Options of `acquire` and `run`: how long to wait for a slot, and what aborts the wait. */
 export interface ConcurrencyAcquireOptions {
   /**
    * How long to wait for a slot; past it the call rejects with SluiceError('TIMEOUT'). 0 takes a slot only

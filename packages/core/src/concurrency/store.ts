@@ -60,6 +60,8 @@ export interface SemaphoreBinding {
 
 /** A store that can count concurrency slots (the memory store, redisStore). */
 export interface ConcurrencyStore {
+  /** Binds a concurrency limiter's semaphore (its max, lease and prefix). */
   bindSemaphore(spec: SemaphoreSpec): SemaphoreBinding;
+  /** Releases what the store holds. */
   close(): Promise<void>;
 }

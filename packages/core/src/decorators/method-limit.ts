@@ -15,6 +15,7 @@ export interface MethodCall {
   readonly method: string;
 }
 
+/** Options of the method decorator: the limiter, the key of a call, its cost and how long a call may wait. */
 export interface MethodLimitOptions {
   /** The limiter that decides (any mode). */
   limiter: Limiter;
@@ -40,7 +41,8 @@ export interface MethodLimitOptions {
   timeoutMs?: number;
 }
 
-type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args: Args) => Promise<R>;
+/** An async method, as the decorator takes and returns it. */
+export type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args: Args) => Promise<R>;
 
 /**
  * A method decorator that rate-limits an async method, in both decorator dialects: TypeScript 5 standard
@@ -48,7 +50,12 @@ type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args: Args) 
  * works in any project.
  */
 export interface MethodLimitDecorator {
+  /** As a TypeScript 5 standard decorator. */
   <This, Args extends unknown[], R>(target: AsyncMethod<This, Args, R>, context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>): AsyncMethod<This, Args, R>;
+  /**
+   * As a legacy (`experimentalDecorators`) decorator.
+   * @typeParam T the decorated method
+   */
   <T extends (...args: never[]) => Promise<unknown>>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>): TypedPropertyDescriptor<T>;
 }
 

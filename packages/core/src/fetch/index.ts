@@ -14,7 +14,11 @@ import { describe } from '../validate.js';
 
 /** The part of a Fetch `Request` sluice reads (the global Request of every runtime fits). */
 export interface FetchRequestLike {
-  readonly headers: { get(name: string): string | null };
+  /** The request headers (`Headers`): read by name. */
+  readonly headers: {
+    /** A header by name, or null. */
+    get(name: string): string | null;
+  };
   readonly method: string;
   readonly url: string;
 }

@@ -15,6 +15,7 @@ import { describe } from '../validate.js';
 /** The part of Hono's `Context` the middleware uses (Hono 4's Context fits). */
 export interface HonoContextLike {
   readonly req: {
+    /** A request header by name. */
     header(name: string): string | undefined;
     readonly method: string;
     readonly path: string;

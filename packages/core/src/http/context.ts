@@ -31,12 +31,21 @@ function findStorage(): ContextStorage | undefined {
 
 const storage = findStorage();
 
-/** Runs `fn` (the rest of a request) inside a request context; as it is where the runtime has no AsyncLocalStorage. */
+/**
+ * Runs `fn` (the rest of a request) inside a request context; as it is where the runtime has no AsyncLocalStorage.
+ * @example
+ * runInRequestContext({ view: nodeRequestView(req), request: req }, () => next())
+ */
 export function runInRequestContext<R>(context: RequestContext, fn: () => R): R {
   return storage === undefined ? fn() : storage.run(context, fn);
 }
 
-/** The request being handled here, or undefined outside one (or where the runtime has no AsyncLocalStorage). */
+/**
+ * The request being handled here, or undefined outside one (or where the runtime has no AsyncLocalStorage).
+ * @example
+ * const ctx = currentRequestContext()
+ * if (ctx !== undefined) log.info('limited', ctx.view.path)
+ */
 export function currentRequestContext(): RequestContext | undefined {
   return storage?.getStore();
 }

@@ -35,7 +35,12 @@ export interface VerdictAnswers<R, Res = unknown> {
   limit(decision: Decision, headers: readonly [string, string][]): R;
 }
 
-/** What every adapter does with a verdict, in one place: skipped and allowed go on, rejected is a 400, limited a 429. */
+/**
+ * What every adapter does with a verdict, in one place: skipped and allowed go on, rejected is a 400, limited a 429.
+ * @example
+ * const verdict = await evaluate(req, view)
+ * answerVerdict(verdict, { proceed: (headers) => next(), reject: (body) => reply(400, body), limit: (d, headers) => reply(429, limitedBody(d), headers) })
+ */
 export function answerVerdict<R, Res = unknown>(verdict: Verdict<Res>, answers: VerdictAnswers<R, Res>): R {
   switch (verdict.kind) {
     case 'skipped':
@@ -81,7 +86,11 @@ function noSlot(max: number): Decision {
 /** Why a request got no slot: the limiter's answers that mean "not now"; anything else is a fault. */
 const NO_SLOT_CODES = new Set(['TIMEOUT', 'QUEUE_FULL', 'STORE_UNAVAILABLE']);
 
-/** True for a typed argument error from sluice: a bad key or cost from the request, answered 400. */
+/**
+ * True for a typed argument error from sluice: a bad key or cost from the request, answered 400.
+ * @example
+ * try { await evaluate(req, view) } catch (e) { if (isInputError(e)) return reply(400, { error: e.message }) ; throw e }
+ */
 export function isInputError(error: unknown): error is SluiceTypeError | SluiceRangeError {
   return error instanceof SluiceTypeError || error instanceof SluiceRangeError;
 }
@@ -89,6 +98,9 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 /**
  * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
  * the decision and its header fields, from the framework's request and the adapter's view of it.
+  * @example
+  * const evaluate = createEvaluator({ limiter, key: byIp() })
+  * const verdict = await evaluate(req, nodeRequestView(req))
  */
 export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Req, Res>): (req: Req, view: RequestView) => Promise<Verdict<Res>> {
   optionsObject('rateLimit options', options, true);

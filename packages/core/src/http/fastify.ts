@@ -71,6 +71,7 @@ export function rateLimitHook<Req extends HttpRequestLike = HttpRequestLike, Rep
 /** The part of a Fastify instance the plugin uses. */
 export interface FastifyInstanceLike {
   // Method syntax on purpose: its parameters compare bivariantly, so Fastify's generic overloads fit.
+  /** Registers an onRequest hook (Fastify 4 and 5). */
   addHook(name: 'onRequest', hook: (request: HttpRequestLike, reply: FastifyReplyLike, done: FastifyHookDone) => void): unknown;
 }
 

@@ -41,6 +41,8 @@ const sfString = (name: string): string => `"${name}"`;
 /**
  * The header fields for a decision, as [name, value] pairs. Seconds are whole and rounded up, so a client
  * that waits what it is told is never early.
+  * @example
+  * for (const [name, value] of rateLimitHeaders(decision, limiter.rules, 'draft-8')) res.setHeader(name, value)
  */
 export function rateLimitHeaders(decision: Decision, rules: readonly Algorithm[], format: HeaderFormat): [string, string][] {
   if (format !== 'draft-8' && format !== 'draft-6' && format !== false) {

@@ -68,6 +68,9 @@ function embeddedIpv4(h: readonly number[]): string | undefined {
  * The key part for a client address: an IPv4 address as is (also when an IPv6 address embeds it, see
  * embeddedIpv4), any other IPv6 address cut to its first `ipv6Subnet` bits and written as a prefix
  * (`2001:db8:0:100::/56`). Returns undefined for anything that is not an IP address.
+  * @example
+  * ipKey('2001:db8::1') // '2001:db8::/56'
+  * ipKey('203.0.113.7') // '203.0.113.7'
  */
 export function ipKey(address: string, ipv6Subnet = 56): string | undefined {
   if (typeof address !== 'string') throw new SluiceTypeError('address', address, `address must be a string, got ${describe(address)}`);

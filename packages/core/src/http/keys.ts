@@ -47,6 +47,7 @@ function viewFor(req: unknown, view: RequestView | undefined): RequestView {
   return nodeRequestView(req as HttpRequestLike);
 }
 
+/** Options of `byIp`: how many proxies in front of the app to trust, and which header they write. */
 export interface ByIpOptions {
   /**
    * Bits of an IPv6 address that identify one client: providers hand out /56 or /64 prefixes, and a
@@ -154,6 +155,8 @@ export function byUser<Req = HttpRequestLike>(select: (req: Req) => string | num
 /**
  * Keys a request by its method and path (`route:GET /search`): one bucket per endpoint, shared by all
  * clients. The query string is not part of the key.
+  * @example
+  * app.use(rateLimit({ limiter, key: byRoute() })) // one bucket per 'GET /search'
  */
 export function byRoute(): AnyRequestKey & RequestKeyMark {
   return requestStrategy((req: unknown, view?: RequestView) => {

@@ -99,6 +99,12 @@ export interface RejectedBody {
   readonly message: string;
 }
 
+/**
+ * The JSON body of a 429 for `decision` (what every adapter sends unless `onLimited` says otherwise).
+ * @example
+ * res.statusCode = 429
+ * res.end(JSON.stringify(limitedBody(decision)))
+ */
 export function limitedBody(decision: Decision): LimitedBody {
   return {
     error: 'Too Many Requests',
@@ -108,7 +114,12 @@ export function limitedBody(decision: Decision): LimitedBody {
   };
 }
 
-/** Every adapter's `onLimited`: undefined (the default 429 body) or a function, checked once at construction. */
+/**
+ * Every adapter's `onLimited`: undefined (the default 429 body) or a function, checked once at construction.
+ * @typeParam F the adapter's onLimited signature
+  * @example
+  * const onLimited = onLimitedOption(options.onLimited) // undefined, or the checked function
+ */
 export function onLimitedOption<F extends (...args: never[]) => unknown>(value: F | undefined): F | undefined {
   if (value !== undefined && typeof value !== 'function') {
     throw new SluiceTypeError('onLimited', value, `onLimited must be a function, got ${describe(value)}`);

@@ -17,7 +17,9 @@ export interface HttpRequestLike {
 export interface HttpResponseLike {
   statusCode: number;
   readonly headersSent?: boolean;
+  /** Sets a response header. */
   setHeader(name: string, value: string | number | readonly string[]): unknown;
+  /** Ends the response, with a body. */
   end(body?: string): unknown;
 }
 
@@ -26,7 +28,10 @@ export interface FastifyReplyLike {
   readonly sent?: boolean;
   /** The node response under the reply (after-response accounting listens to it). */
   readonly raw?: unknown;
+  /** Sets the status code. */
   code(statusCode: number): unknown;
+  /** Sets a reply header. */
   header(name: string, value: string | number): unknown;
+  /** Sends the payload and ends the reply. */
   send(payload?: unknown): unknown;
 }

@@ -17,13 +17,21 @@ export interface RequestView {
   readonly path: string;
 }
 
-/** The path of a URL or request target, without its query string. */
+/**
+ * The path of a URL or request target, without its query string.
+ * @example
+ * pathOf('/search?q=x') // '/search'
+ */
 export function pathOf(url: string): string {
   const query = url.indexOf('?');
   return query === -1 ? url : url.slice(0, query);
 }
 
-/** node:http's request and the Express, Connect and Fastify requests built on it. */
+/**
+ * node:http's request and the Express, Connect and Fastify requests built on it.
+ * @example
+ * const view = nodeRequestView(req) // { method: 'GET', path: '/search', ... }
+ */
 export function nodeRequestView(req: HttpRequestLike): RequestView {
   return {
     header: (name) => {

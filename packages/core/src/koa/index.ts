@@ -12,6 +12,7 @@ import type { RequestView } from '../http/view.js';
 export interface KoaContextLike {
   /** A request header ('' when absent). */
   get(field: string): string;
+  /** Sets a response header. */
   set(field: string, value: string): void;
   /** The client address: the socket's, or with `app.proxy` the one Koa reads from X-Forwarded-For. */
   readonly ip: string;

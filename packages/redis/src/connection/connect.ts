@@ -21,6 +21,8 @@ const connections = new WeakMap<object, RedisConnection>();
  * The connection for a client (one per client, shared by every store on it). Throws a SluiceTypeError at
  * construction, before anything is built or opened, for an object that is no supported client, a client
  * already closed, and a client in subscriber mode (it can run no script).
+  * @example
+  * const connection = toConnection(redis) // ioredis, node-redis, iovalkey or GLIDE
  */
 export function toConnection(value: unknown, option = 'redis'): RedisConnection {
   const refuse = (why: string): never => {

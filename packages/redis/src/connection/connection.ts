@@ -5,8 +5,11 @@ export type ScriptReply = Buffer | number | null | ScriptReply[];
 
 /** A channel subscription on a connection of the store's own; `close()` ends it and its connection. */
 export interface ResetSubscriber {
+  /** Subscribes to a channel. */
   subscribe(channel: string): Promise<void>;
+  /** Unsubscribes from a channel. */
   unsubscribe(channel: string): Promise<void>;
+  /** Closes the subscriber connection (it is the store's own). */
   close(): Promise<void>;
 }
 
@@ -28,6 +31,7 @@ export interface RedisConnection {
   del(keys: readonly string[]): Promise<void>;
   /** A cheap read routed to `key`'s slot: the health probe. */
   exists(key: string): Promise<void>;
+  /** Publishes a message to a channel. */
   publish(channel: string, message: string): Promise<void>;
   /**
    * A subscriber on a connection of its own (a subscribed connection can do nothing else), calling

@@ -3,13 +3,21 @@ import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection
 
 /** The part of a Valkey GLIDE 2 client (`GlideClient`, `GlideClusterClient`) the adapter uses. */
 export interface GlideLike {
+  /** The client's own `invokeScript` (the part of GLIDE's API sluice calls). */
   invokeScript(script: object, options: { keys: string[]; args: Array<string | Buffer>; decoder: number }): Promise<unknown>;
+  /** The client's own `customCommand` (the part of GLIDE's API sluice calls). */
   customCommand(args: string[]): Promise<unknown>;
+  /** The client's own `del` (the part of GLIDE's API sluice calls). */
   del(keys: string[]): Promise<number>;
+  /** The client's own `exists` (the part of GLIDE's API sluice calls). */
   exists(keys: string[]): Promise<number>;
+  /** The client's own `publish` (the part of GLIDE's API sluice calls). */
   publish(message: string, channel: string): Promise<number>;
+  /** The client's own `subscribeLazy` (the part of GLIDE's API sluice calls). */
   subscribeLazy?(channels: Iterable<string>): Promise<void>;
+  /** The client's own `unsubscribeLazy` (the part of GLIDE's API sluice calls). */
   unsubscribeLazy?(channels: Iterable<string>): Promise<void>;
+  /** The client's own `close` (the part of GLIDE's API sluice calls). */
   close(): void;
   /** Only on a cluster client. */
   invokeScriptWithRoute?: unknown;

@@ -6,16 +6,27 @@ import { EmittingConnection, runBySha } from './emitting-connection.js';
 export interface IoredisLike {
   readonly status: string;
   readonly isCluster?: boolean;
+  /** The client's own `callBuffer` (the part of ioredis's API sluice calls). */
   callBuffer(command: string, ...args: Array<string | Buffer | number>): Promise<unknown>;
+  /** The client's own `del` (the part of ioredis's API sluice calls). */
   del(...keys: string[]): Promise<number>;
+  /** The client's own `exists` (the part of ioredis's API sluice calls). */
   exists(key: string): Promise<number>;
+  /** The client's own `publish` (the part of ioredis's API sluice calls). */
   publish(channel: string, message: string): Promise<number>;
+  /** The client's own `duplicate` (the part of ioredis's API sluice calls). */
   duplicate(): IoredisLike;
+  /** The client's own `subscribe` (the part of ioredis's API sluice calls). */
   subscribe(channel: string): Promise<unknown>;
+  /** The client's own `unsubscribe` (the part of ioredis's API sluice calls). */
   unsubscribe(channel: string): Promise<unknown>;
+  /** The client's own `disconnect` (the part of ioredis's API sluice calls). */
   disconnect(): void;
+  /** The client's own `connect` (the part of ioredis's API sluice calls). */
   connect(): Promise<void>;
+  /** The client's own `on` (the part of ioredis's API sluice calls). */
   on(event: string, listener: (...args: unknown[]) => void): unknown;
+  /** The client's own `off` (the part of ioredis's API sluice calls). */
   off(event: string, listener: (...args: unknown[]) => void): unknown;
 }
 

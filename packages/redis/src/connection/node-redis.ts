@@ -12,19 +12,33 @@ export interface NodeRedisLike {
   readonly isOpen: boolean;
   readonly isReady?: boolean;
   readonly isPubSubActive?: boolean;
+  /** The client's own `withTypeMapping` (the part of node-redis's API sluice calls). */
   withTypeMapping(mapping: Record<number, unknown>): NodeRedisLike;
+  /** The client's own `evalSha` (the part of node-redis's API sluice calls). */
   evalSha(sha1: string, options: ScriptArgs): Promise<unknown>;
+  /** The client's own `eval` (the part of node-redis's API sluice calls). */
   eval(source: string, options: ScriptArgs): Promise<unknown>;
+  /** The client's own `del` (the part of node-redis's API sluice calls). */
   del(keys: string[]): Promise<number>;
+  /** The client's own `exists` (the part of node-redis's API sluice calls). */
   exists(key: string): Promise<number>;
+  /** The client's own `publish` (the part of node-redis's API sluice calls). */
   publish(channel: string, message: string): Promise<number>;
+  /** The client's own `duplicate` (the part of node-redis's API sluice calls). */
   duplicate(): NodeRedisLike;
+  /** The client's own `connect` (the part of node-redis's API sluice calls). */
   connect(): Promise<unknown>;
+  /** The client's own `subscribe` (the part of node-redis's API sluice calls). */
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<void>;
+  /** The client's own `unsubscribe` (the part of node-redis's API sluice calls). */
   unsubscribe(channel: string): Promise<void>;
+  /** The client's own `destroy` (the part of node-redis's API sluice calls). */
   destroy?(): void;
+  /** The client's own `disconnect` (the part of node-redis's API sluice calls). */
   disconnect?(): Promise<void>;
+  /** The client's own `on` (the part of node-redis's API sluice calls). */
   on(event: string, listener: (...args: unknown[]) => void): unknown;
+  /** The client's own `off` (the part of node-redis's API sluice calls). */
   off(event: string, listener: (...args: unknown[]) => void): unknown;
   /** Only on a cluster. */
   getSlotMaster?: unknown;
