@@ -17,11 +17,24 @@ const standardDecorators: Plugin = {
     if (/[/\\]nestjs[/\\]/.test(id)) {
       const out = ts.transpileModule(code, {
         fileName: id,
-        compilerOptions: { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, experimentalDecorators: true, emitDecoratorMetadata: true, sourceMap: true, verbatimModuleSyntax: false },
+        compilerOptions: {
+          target: ts.ScriptTarget.ES2022,
+          module: ts.ModuleKind.ESNext,
+          experimentalDecorators: true,
+          emitDecoratorMetadata: true,
+          sourceMap: true,
+          verbatimModuleSyntax: false,
+        },
       });
       return { code: out.outputText, map: out.sourceMapText };
     }
-    const result = await transform(code, { loader: 'ts', target: 'es2022', format: 'esm', sourcefile: id, sourcemap: true });
+    const result = await transform(code, {
+      loader: 'ts',
+      target: 'es2022',
+      format: 'esm',
+      sourcefile: id,
+      sourcemap: true,
+    });
     return { code: result.code, map: result.map };
   },
 };
@@ -51,7 +64,15 @@ export default defineConfig({
       {
         plugins: [standardDecorators],
         // @nestjs/* from test/nest11 (NestJS 11) for the sources and tests it runs, wherever they live.
-        resolve: { alias: [...alias, { find: /^@nestjs\/(common|core|platform-express|platform-fastify)(\/.*)?$/, replacement: `${nest11}@nestjs/$1$2` }] },
+        resolve: {
+          alias: [
+            ...alias,
+            {
+              find: /^@nestjs\/(common|core|platform-express|platform-fastify)(\/.*)?$/,
+              replacement: `${nest11}@nestjs/$1$2`,
+            },
+          ],
+        },
         test: { name: 'nest11', include: ['test/nest11/**/*.test.ts'], environment: 'node', testTimeout: 120_000 },
       },
       {

@@ -12,7 +12,11 @@ const root = join(import.meta.dirname, '..');
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 let tarballs = process.argv.slice(2);
 if (tarballs.length === 0) {
-  const packed = spawnSync(process.execPath, [join(root, 'scripts', 'pack.mjs'), mkdtempSync(join(tmpdir(), 'sluice-packs-'))], { encoding: 'utf8' });
+  const packed = spawnSync(
+    process.execPath,
+    [join(root, 'scripts', 'pack.mjs'), mkdtempSync(join(tmpdir(), 'sluice-packs-'))],
+    { encoding: 'utf8' },
+  );
   if (packed.status !== 0) {
     console.error(packed.stderr);
     process.exit(1);

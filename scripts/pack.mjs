@@ -11,11 +11,15 @@ const root = join(import.meta.dirname, '..');
 const destination = resolve(process.argv[2] ?? join(root, 'packs'));
 mkdirSync(destination, { recursive: true });
 for (const name of readdirSync(join(root, 'packages')).sort()) {
-  const r = spawnSync(process.execPath, [join(root, 'scripts', 'pnpm.mjs'), 'pack', '--pack-destination', destination], {
-    cwd: join(root, 'packages', name),
-    encoding: 'utf8',
-    env: { ...process.env, COREPACK_INTEGRITY_KEYS: '0' },
-  });
+  const r = spawnSync(
+    process.execPath,
+    [join(root, 'scripts', 'pnpm.mjs'), 'pack', '--pack-destination', destination],
+    {
+      cwd: join(root, 'packages', name),
+      encoding: 'utf8',
+      env: { ...process.env, COREPACK_INTEGRITY_KEYS: '0' },
+    },
+  );
   if (r.status !== 0) {
     console.error(r.stdout, r.stderr);
     process.exit(r.status ?? 1);

@@ -39,14 +39,38 @@ export interface Lane {
 }
 
 export const lanes: Lane[] = [
-  { title: 'fixedWindow 10 / 1 s', algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), maxWaitMs: 0, note: '2x the limit across a boundary' },
+  {
+    title: 'fixedWindow 10 / 1 s',
+    algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+    maxWaitMs: 0,
+    note: '2x the limit across a boundary',
+  },
   { title: 'slidingWindowLog 10 / 1 s', algorithm: slidingWindowLog({ limit: 10, windowMs: 1_000 }), maxWaitMs: 0 },
-  { title: 'slidingWindowCounter 10 / 1 s', algorithm: slidingWindowCounter({ limit: 10, windowMs: 1_000 }), maxWaitMs: 0 },
-  { title: 'tokenBucket 10, 10 / s', algorithm: tokenBucket({ capacity: 10, refillPerSecond: 10 }), maxWaitMs: 0, note: 'burst C on top of the rate' },
+  {
+    title: 'slidingWindowCounter 10 / 1 s',
+    algorithm: slidingWindowCounter({ limit: 10, windowMs: 1_000 }),
+    maxWaitMs: 0,
+  },
+  {
+    title: 'tokenBucket 10, 10 / s',
+    algorithm: tokenBucket({ capacity: 10, refillPerSecond: 10 }),
+    maxWaitMs: 0,
+    note: 'burst C on top of the rate',
+  },
   { title: 'gcra 10 / s, burst 10', algorithm: gcra({ rate: 10, burst: 10 }), maxWaitMs: 0 },
   { title: 'leakyBucket police 10, 10 / s', algorithm: leakyBucket({ capacity: 10, leakPerSecond: 10 }), maxWaitMs: 0 },
-  { title: 'leakyBucket shape 10, 10 / s', algorithm: leakyBucket({ capacity: 10, leakPerSecond: 10, mode: 'shape' }), maxWaitMs: Number.POSITIVE_INFINITY, note: 'queued, leaves at the rate' },
-  { title: 'smoothBursty 10 / s (acquire)', algorithm: smoothBursty({ permitsPerSecond: 10 }), maxWaitMs: Number.POSITIVE_INFINITY, note: 'everyone waits, spaced 100 ms' },
+  {
+    title: 'leakyBucket shape 10, 10 / s',
+    algorithm: leakyBucket({ capacity: 10, leakPerSecond: 10, mode: 'shape' }),
+    maxWaitMs: Number.POSITIVE_INFINITY,
+    note: 'queued, leaves at the rate',
+  },
+  {
+    title: 'smoothBursty 10 / s (acquire)',
+    algorithm: smoothBursty({ permitsPerSecond: 10 }),
+    maxWaitMs: Number.POSITIVE_INFINITY,
+    note: 'everyone waits, spaced 100 ms',
+  },
 ];
 
 export interface Run {
@@ -88,26 +112,38 @@ const x = (ms: number) => (LEFT + (ms / HORIZON_MS) * PLOT).toFixed(1);
 export function render(): string {
   const out: string[] = [];
   const height = TOP + lanes.length * ROW + 40;
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="system-ui, sans-serif" font-size="13">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="system-ui, sans-serif" font-size="13">`,
+  );
+  out.push('<title>The same traffic through each sluice algorithm</title>');
   out.push(`<rect width="${W}" height="${height}" fill="#fff"/>`);
-  out.push(`<text x="20" y="26" font-size="16" font-weight="600">The same traffic through each algorithm (limit about 10 per second)</text>`);
+  out.push(
+    `<text x="20" y="26" font-size="16" font-weight="600">The same traffic through each algorithm (limit about 10 per second)</text>`,
+  );
   out.push(
     `<text x="20" y="46" fill="#555">Traffic: 20 requests in 0.9-1.1 s (across a window boundary), 20 / s from 2 s to 4 s, 15 at once at 4.4 s. ` +
       `<tspan fill="#1a7f37">&#9679; admitted</tspan> (when it may act) <tspan fill="#b0b0b0">| refused</tspan></text>`,
   );
   for (let s = 0; s <= HORIZON_MS; s += 1_000) {
     out.push(`<line x1="${x(s)}" y1="${TOP - 6}" x2="${x(s)}" y2="${TOP + lanes.length * ROW}" stroke="#e4e4e4"/>`);
-    out.push(`<text x="${x(s)}" y="${TOP + lanes.length * ROW + 18}" text-anchor="middle" fill="#555">${s / 1_000} s</text>`);
+    out.push(
+      `<text x="${x(s)}" y="${TOP + lanes.length * ROW + 18}" text-anchor="middle" fill="#555">${s / 1_000} s</text>`,
+    );
   }
   lanes.forEach((lane, i) => {
     const run = simulate(lane);
     const mid = TOP + i * ROW + ROW / 2;
     out.push(`<text x="20" y="${mid - 4}" font-weight="600">${lane.title}</text>`);
-    out.push(`<text x="20" y="${mid + 13}" fill="#555">most in any 1 s: ${run.worstSecond}; refused ${run.deniedAt.length}</text>`);
-    if (lane.note !== undefined) out.push(`<text x="${LEFT + PLOT}" y="${mid - 14}" text-anchor="end" fill="#8250df">${lane.note}</text>`);
+    out.push(
+      `<text x="20" y="${mid + 13}" fill="#555">most in any 1 s: ${run.worstSecond}; refused ${run.deniedAt.length}</text>`,
+    );
+    if (lane.note !== undefined)
+      out.push(`<text x="${LEFT + PLOT}" y="${mid - 14}" text-anchor="end" fill="#8250df">${lane.note}</text>`);
     out.push(`<line x1="${LEFT}" y1="${mid}" x2="${LEFT + PLOT}" y2="${mid}" stroke="#ccc"/>`);
-    for (const t of run.deniedAt) out.push(`<line x1="${x(t)}" y1="${mid + 4}" x2="${x(t)}" y2="${mid + 16}" stroke="#b0b0b0"/>`);
-    for (const t of run.admittedAt) out.push(`<circle cx="${x(t)}" cy="${mid - 6}" r="3" fill="#1a7f37" fill-opacity="0.75"/>`);
+    for (const t of run.deniedAt)
+      out.push(`<line x1="${x(t)}" y1="${mid + 4}" x2="${x(t)}" y2="${mid + 16}" stroke="#b0b0b0"/>`);
+    for (const t of run.admittedAt)
+      out.push(`<circle cx="${x(t)}" cy="${mid - 6}" r="3" fill="#1a7f37" fill-opacity="0.75"/>`);
   });
   out.push('</svg>');
   return `${out.join('\n')}\n`;
@@ -124,7 +160,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     writeFileSync(target, svg);
     for (const lane of lanes) {
       const run = simulate(lane);
-      console.log(`${lane.title.padEnd(32)} admitted ${String(run.admittedAt.length).padStart(3)}, refused ${String(run.deniedAt.length).padStart(3)}, most in any 1 s ${run.worstSecond}`);
+      console.log(
+        `${lane.title.padEnd(32)} admitted ${String(run.admittedAt.length).padStart(3)}, refused ${String(run.deniedAt.length).padStart(3)}, most in any 1 s ${run.worstSecond}`,
+      );
     }
     console.log(`wrote ${target}`);
   }

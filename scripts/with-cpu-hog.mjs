@@ -9,7 +9,9 @@ if (command === undefined) {
   console.error('usage: node scripts/with-cpu-hog.mjs <command> [args...]');
   process.exit(2);
 }
-const hogs = Array.from({ length: availableParallelism() }, () => spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }));
+const hogs = Array.from({ length: availableParallelism() }, () =>
+  spawn(process.execPath, ['-e', 'for (;;);'], { stdio: 'ignore' }),
+);
 console.log(`${hogs.length} busy loops running beside: ${[command, ...args].join(' ')}`);
 const child = spawn(command, args, { stdio: 'inherit', shell: process.platform === 'win32' });
 const stop = () => {

@@ -9,12 +9,22 @@ import { pictures } from '../bench/src/render-plots.js';
 import { fleetTimelinePlot } from '../bench/src/plots.js';
 
 describe('bench plots', () => {
-  it.each(pictures().map((p) => [p.file.replace(/^.*\/bench\//, 'bench/'), p] as const))('%s is what the committed results draw', (_name, picture) => {
-    expect(readFileSync(picture.file, 'utf8')).toBe(picture.svg);
-  });
+  it.each(pictures().map((p) => [p.file.replace(/^.*\/bench\//, 'bench/'), p] as const))(
+    '%s is what the committed results draw',
+    (_name, picture) => {
+      expect(readFileSync(picture.file, 'utf8')).toBe(picture.svg);
+    },
+  );
 
   it('the timeline draws the data it is given (a changed count changes the picture)', () => {
-    const timelines = { nodes: 1, bucketMs: 100, capacity: 10, rate: 100, seconds: 1, series: { exact: [20, 10, 10, 10, 10, 10, 10, 10, 10, 10] } };
+    const timelines = {
+      nodes: 1,
+      bucketMs: 100,
+      capacity: 10,
+      rate: 100,
+      seconds: 1,
+      series: { exact: [20, 10, 10, 10, 10, 10, 10, 10, 10, 10] },
+    };
     const one = fleetTimelinePlot(timelines);
     const other = fleetTimelinePlot({ ...timelines, series: { exact: [20, 10, 10, 10, 10, 9, 10, 10, 10, 10] } });
     expect(one).not.toBe(other);

@@ -22,8 +22,15 @@ describe('published packages', () => {
       });
 
       it('loads from ESM and from CJS with the same exports', () => {
-        const esm = node(['--input-type=module', '-e', `const m = await import('@sluice/${pkg}'); console.log(JSON.stringify(Object.keys(m).sort()))`]);
-        const cjs = node(['-e', `console.log(JSON.stringify(Object.keys(require('@sluice/${pkg}')).filter(k => k !== 'default').sort()))`]);
+        const esm = node([
+          '--input-type=module',
+          '-e',
+          `const m = await import('@sluice/${pkg}'); console.log(JSON.stringify(Object.keys(m).sort()))`,
+        ]);
+        const cjs = node([
+          '-e',
+          `console.log(JSON.stringify(Object.keys(require('@sluice/${pkg}')).filter(k => k !== 'default').sort()))`,
+        ]);
         expect(JSON.parse(cjs)).toEqual(JSON.parse(esm));
         expect(JSON.parse(esm).length).toBeGreaterThan(0);
       });
@@ -62,10 +69,17 @@ describe('published packages', () => {
   });
 
   it('@sluice/core imports no node: module and depends on no framework', () => {
-    const sources = execFileSync('git', ['ls-files', 'packages/core/src'], { cwd: root, encoding: 'utf8' }).split('\n').filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
-    const offenders = sources.filter((f) => /from ['"]node:|require\(['"]node:/.test(readFileSync(`${root}/${f}`, 'utf8')));
+    const sources = execFileSync('git', ['ls-files', 'packages/core/src'], { cwd: root, encoding: 'utf8' })
+      .split('\n')
+      .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    const offenders = sources.filter((f) =>
+      /from ['"]node:|require\(['"]node:/.test(readFileSync(`${root}/${f}`, 'utf8')),
+    );
     expect(offenders).toEqual([]);
-    const manifest = JSON.parse(readFileSync(`${root}/packages/core/package.json`, 'utf8')) as { dependencies: Record<string, string>; peerDependenciesMeta: Record<string, { optional: boolean }> };
+    const manifest = JSON.parse(readFileSync(`${root}/packages/core/package.json`, 'utf8')) as {
+      dependencies: Record<string, string>;
+      peerDependenciesMeta: Record<string, { optional: boolean }>;
+    };
     expect(Object.keys(manifest.dependencies)).toEqual(['lru-cache']);
     expect(Object.values(manifest.peerDependenciesMeta).every((p) => p.optional)).toBe(true);
   });
@@ -105,7 +119,13 @@ describe('published packages', () => {
        await new Promise((r) => setImmediate(r));
        console.log(JSON.stringify({ points: decisions.dataPoints.map((p) => [p.attributes['sluice.limiter'], p.attributes['sluice.outcome'], p.value]), warned }));`,
     ]);
-    expect(JSON.parse(out)).toEqual({ points: [['from-cjs', 'allowed', 1], ['from-cjs', 'denied', 1]], warned: ['SLUICE_OFFLINE_QUEUE'] });
+    expect(JSON.parse(out)).toEqual({
+      points: [
+        ['from-cjs', 'allowed', 1],
+        ['from-cjs', 'denied', 1],
+      ],
+      warned: ['SLUICE_OFFLINE_QUEUE'],
+    });
   });
 
   it('the CJS build of core makes real decisions', () => {

@@ -30,17 +30,26 @@ function installedVersion(from: string, name: string): string {
 
 function run(command: string, args: string[], cwd: string): string {
   // A program that does not exit (a handle left open) fails here rather than hanging the suite.
-  const r = spawnSync(command, args, { cwd, encoding: 'utf8', timeout: 240_000, env: { ...process.env, COREPACK_INTEGRITY_KEYS: '0', REDIS_URL: redis().server.url } });
+  const r = spawnSync(command, args, {
+    cwd,
+    encoding: 'utf8',
+    timeout: 240_000,
+    env: { ...process.env, COREPACK_INTEGRITY_KEYS: '0', REDIS_URL: redis().server.url },
+  });
   if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${r.status}):\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
 }
 
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), 'sluice-install-'));
-  tarballs = run(process.execPath, [join(root, 'scripts', 'pack.mjs'), join(work, 'packs')], root).trim().split('\n');
+  tarballs = run(process.execPath, [join(root, 'scripts', 'pack.mjs'), join(work, 'packs')], root)
+    .trim()
+    .split('\n');
   app = join(work, 'app');
   mkdirSync(app);
-  const local = Object.fromEntries(tarballs.map((t) => [`@sluice/${basename(t).replace(/^sluice-(.*)-\d+\.\d+\.\d+\.tgz$/, '$1')}`, `file:${t}`]));
+  const local = Object.fromEntries(
+    tarballs.map((t) => [`@sluice/${basename(t).replace(/^sluice-(.*)-\d+\.\d+\.\d+\.tgz$/, '$1')}`, `file:${t}`]),
+  );
   const peers = {
     ioredis: installedVersion('packages/redis', 'ioredis'),
     '@opentelemetry/api': installedVersion('packages/otel', '@opentelemetry/api'),
@@ -52,9 +61,27 @@ beforeAll(() => {
     '@types/node': installedVersion('.', '@types/node'),
   };
   // The tarballs depend on each other by version (0.1.0, not published): overrides point those at the files.
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'sluice-install-check', private: true, dependencies: { ...local, ...peers } }, null, 2));
-  writeFileSync(join(app, 'pnpm-workspace.yaml'), `overrides:\n${Object.entries(local).map(([name, spec]) => `  "${name}": "${spec}"\n`).join('')}`);
-  run(process.execPath, [join(root, 'scripts', 'pnpm.mjs'), 'install', '--prefer-offline', '--ignore-scripts', '--config.auto-install-peers=false'], app);
+  writeFileSync(
+    join(app, 'package.json'),
+    JSON.stringify({ name: 'sluice-install-check', private: true, dependencies: { ...local, ...peers } }, null, 2),
+  );
+  writeFileSync(
+    join(app, 'pnpm-workspace.yaml'),
+    `overrides:\n${Object.entries(local)
+      .map(([name, spec]) => `  "${name}": "${spec}"\n`)
+      .join('')}`,
+  );
+  run(
+    process.execPath,
+    [
+      join(root, 'scripts', 'pnpm.mjs'),
+      'install',
+      '--prefer-offline',
+      '--ignore-scripts',
+      '--config.auto-install-peers=false',
+    ],
+    app,
+  );
 }, 300_000);
 
 afterAll(() => {
@@ -85,8 +112,16 @@ describe('installed from the tarballs', () => {
       const files = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' }).split('\n');
       expect(files, tarball).toContain('package/README.md');
       expect(files, tarball).toContain('package/LICENSE');
-      expect(files.filter((f) => f !== '' && !/^package\/(dist\/|src\/lua\/[\w]+\.lua$|package\.json$|README\.md$|LICENSE$)/.test(f)), tarball).toEqual([]);
-      expect(files.some((f) => f.endsWith('.map')), tarball).toBe(false);
+      expect(
+        files.filter(
+          (f) => f !== '' && !/^package\/(dist\/|src\/lua\/[\w]+\.lua$|package\.json$|README\.md$|LICENSE$)/.test(f),
+        ),
+        tarball,
+      ).toEqual([]);
+      expect(
+        files.some((f) => f.endsWith('.map')),
+        tarball,
+      ).toBe(false);
       const manifest = execFileSync('tar', ['xzf', tarball, '-O', 'package/package.json'], { encoding: 'utf8' });
       expect(manifest, tarball).not.toMatch(/workspace:|catalog:|sluice-source/);
     }
@@ -107,7 +142,11 @@ describe('installed from the tarballs', () => {
        const nest = require('@sluice/nestjs'); const http = require('@sluice/core/http');
        ${program(load)} })();`,
     );
-    expect(JSON.parse(run(process.execPath, ['program.cjs', 'cjs'], app))).toEqual({ out: [true, false, true, false, true, false], nest: 'function', http: 'function' });
+    expect(JSON.parse(run(process.execPath, ['program.cjs', 'cjs'], app))).toEqual({
+      out: [true, false, true, false, true, false],
+      nest: 'function',
+      http: 'function',
+    });
   });
 
   it('runs from ESM', () => {
@@ -118,7 +157,11 @@ describe('installed from the tarballs', () => {
        import * as nest from '@sluice/nestjs'; import * as http from '@sluice/core/http';
        ${program(load)}`,
     );
-    expect(JSON.parse(run(process.execPath, ['program.mjs', 'esm'], app))).toEqual({ out: [true, false, true, false, true, false], nest: 'function', http: 'function' });
+    expect(JSON.parse(run(process.execPath, ['program.mjs', 'esm'], app))).toEqual({
+      out: [true, false, true, false, true, false],
+      nest: 'function',
+      http: 'function',
+    });
   });
 
   it.each([
@@ -152,7 +195,18 @@ describe('installed from the tarballs', () => {
     );
     writeFileSync(
       join(dir, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { target: 'es2022', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], lib: ['es2022', 'dom'], ...resolution }, files: ['check.ts'] }),
+      JSON.stringify({
+        compilerOptions: {
+          target: 'es2022',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: ['node'],
+          lib: ['es2022', 'dom'],
+          ...resolution,
+        },
+        files: ['check.ts'],
+      }),
     );
     run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', dir], app);
   });

@@ -3,9 +3,16 @@
  * nothing at run time; nothing here touches Redis).
  */
 import type { Decision, Limiter } from '@sluice/core';
-import { RateLimitedError, countLimit, rateLimit as limitMethod } from '@sluice/core/decorators';
+import { type RateLimitedError, countLimit, type rateLimit as limitMethod } from '@sluice/core/decorators';
 import { type KeyStrategy, byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
-import { type DividedLimiter, type LeaseEvent, type LeasedLimiter, type MembershipEvent, dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import {
+  type DividedLimiter,
+  type LeaseEvent,
+  type LeasedLimiter,
+  type MembershipEvent,
+  dividedLimiter,
+  leasedLimiter,
+} from '@sluice/hybrid';
 import type { Request, Response } from 'express';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expectTypeOf, it } from 'vitest';
@@ -13,9 +20,16 @@ import { describe, expectTypeOf, it } from 'vitest';
 describe('public API types of the subpaths and hybrid', () => {
   it('http: the middleware takes Express and Fastify types without casts', () => {
     const key: KeyStrategy<Request> = byUser((req: Request) => req.header('x-user'));
-    expectTypeOf(rateLimit<Request, Response>).parameter(0).toHaveProperty('limiter').toEqualTypeOf<Limiter | undefined>();
-    expectTypeOf(rateLimit<Request, Response>).returns.toEqualTypeOf<(req: Request, res: Response, next: (error?: unknown) => void) => void>();
-    expectTypeOf(rateLimitHook<FastifyRequest, FastifyReply>).returns.toEqualTypeOf<(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void>();
+    expectTypeOf(rateLimit<Request, Response>)
+      .parameter(0)
+      .toHaveProperty('limiter')
+      .toEqualTypeOf<Limiter | undefined>();
+    expectTypeOf(rateLimit<Request, Response>).returns.toEqualTypeOf<
+      (req: Request, res: Response, next: (error?: unknown) => void) => void
+    >();
+    expectTypeOf(rateLimitHook<FastifyRequest, FastifyReply>).returns.toEqualTypeOf<
+      (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
+    >();
     expectTypeOf(byIp()).toMatchTypeOf<KeyStrategy<Request>>();
     expectTypeOf(byIp()).toMatchTypeOf<KeyStrategy<FastifyRequest>>();
     expectTypeOf(key).returns.toEqualTypeOf<string | undefined | null>();

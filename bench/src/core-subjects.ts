@@ -53,7 +53,10 @@ export interface Subject {
  * minute (never during a measurement), so what is timed is the recording on each decision.
  */
 function instrumentWithSdk(): void {
-  const reader = new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(0), exportIntervalMillis: 60_000 });
+  const reader = new PeriodicExportingMetricReader({
+    exporter: new InMemoryMetricExporter(0),
+    exportIntervalMillis: 60_000,
+  });
   instrumentSluice({ meterProvider: new MeterProvider({ readers: [reader] }) });
 }
 
@@ -61,7 +64,12 @@ function instrumentWithSdk(): void {
  * `limitedRule(perSecond)` is the same algorithm limited to perSecond permits per second. `otel`: measured
  * with @sluice/otel recording every decision (the subject's id ends in `+otel`).
  */
-function sluiceAlgorithm(id: string, allowed: () => Algorithm, limitedRule: (perSecond: number) => Algorithm, otel = false): Subject {
+function sluiceAlgorithm(
+  id: string,
+  allowed: () => Algorithm,
+  limitedRule: (perSecond: number) => Algorithm,
+  otel = false,
+): Subject {
   return {
     id: otel ? `${id}+otel` : id,
     label: otel ? `sluice ${id}, OpenTelemetry SDK on` : `sluice ${id}`,
@@ -90,7 +98,9 @@ export const SUBJECTS: readonly Subject[] = [
     label: 'rate-limiter-flexible RateLimiterMemory',
     peer: true,
     setup(scenario) {
-      const rlf = new RateLimiterMemory(limited(scenario) ? { points: limitFor(scenario), duration: 1 } : { points: HUGE, duration: 60 });
+      const rlf = new RateLimiterMemory(
+        limited(scenario) ? { points: limitFor(scenario), duration: 1 } : { points: HUGE, duration: 60 },
+      );
       let r = 0;
       const key = many(scenario) ? () => keys[r++ % KEYS] as string : () => 'hot';
       return async () => {
@@ -144,17 +154,59 @@ export const SUBJECTS: readonly Subject[] = [
       };
     },
   },
-  sluiceAlgorithm('fixedWindow', () => fixedWindow({ limit: HUGE, windowMs: 60_000 }), (n) => fixedWindow({ limit: n, windowMs: 1000 })),
+  sluiceAlgorithm(
+    'fixedWindow',
+    () => fixedWindow({ limit: HUGE, windowMs: 60_000 }),
+    (n) => fixedWindow({ limit: n, windowMs: 1000 }),
+  ),
   // The log keeps one entry per grant, so its cost grows with its limit: measured at 1,000 per second.
-  sluiceAlgorithm('slidingWindowLog', () => slidingWindowLog({ limit: 1000, windowMs: 1000 }), (n) => slidingWindowLog({ limit: n, windowMs: 1000 })),
-  sluiceAlgorithm('slidingWindowCounter', () => slidingWindowCounter({ limit: HUGE, windowMs: 60_000 }), (n) => slidingWindowCounter({ limit: n, windowMs: 1000 })),
-  sluiceAlgorithm('tokenBucket', () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), (n) => tokenBucket({ capacity: n, refillPerSecond: n })),
-  sluiceAlgorithm('leakyBucket', () => leakyBucket({ capacity: HUGE, leakPerSecond: HUGE }), (n) => leakyBucket({ capacity: n, leakPerSecond: n })),
-  sluiceAlgorithm('gcra', () => gcra({ rate: HUGE, burst: HUGE }), (n) => gcra({ rate: n, burst: n })),
-  sluiceAlgorithm('smoothBursty', () => smoothBursty({ permitsPerSecond: HUGE }), (n) => smoothBursty({ permitsPerSecond: n })),
-  sluiceAlgorithm('smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: HUGE, warmupMs: 1 }), (n) => smoothWarmingUp({ permitsPerSecond: n, warmupMs: 1000 })),
-  sluiceAlgorithm('fixedWindow', () => fixedWindow({ limit: HUGE, windowMs: 60_000 }), (n) => fixedWindow({ limit: n, windowMs: 1000 }), true),
-  sluiceAlgorithm('tokenBucket', () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), (n) => tokenBucket({ capacity: n, refillPerSecond: n }), true),
+  sluiceAlgorithm(
+    'slidingWindowLog',
+    () => slidingWindowLog({ limit: 1000, windowMs: 1000 }),
+    (n) => slidingWindowLog({ limit: n, windowMs: 1000 }),
+  ),
+  sluiceAlgorithm(
+    'slidingWindowCounter',
+    () => slidingWindowCounter({ limit: HUGE, windowMs: 60_000 }),
+    (n) => slidingWindowCounter({ limit: n, windowMs: 1000 }),
+  ),
+  sluiceAlgorithm(
+    'tokenBucket',
+    () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
+    (n) => tokenBucket({ capacity: n, refillPerSecond: n }),
+  ),
+  sluiceAlgorithm(
+    'leakyBucket',
+    () => leakyBucket({ capacity: HUGE, leakPerSecond: HUGE }),
+    (n) => leakyBucket({ capacity: n, leakPerSecond: n }),
+  ),
+  sluiceAlgorithm(
+    'gcra',
+    () => gcra({ rate: HUGE, burst: HUGE }),
+    (n) => gcra({ rate: n, burst: n }),
+  ),
+  sluiceAlgorithm(
+    'smoothBursty',
+    () => smoothBursty({ permitsPerSecond: HUGE }),
+    (n) => smoothBursty({ permitsPerSecond: n }),
+  ),
+  sluiceAlgorithm(
+    'smoothWarmingUp',
+    () => smoothWarmingUp({ permitsPerSecond: HUGE, warmupMs: 1 }),
+    (n) => smoothWarmingUp({ permitsPerSecond: n, warmupMs: 1000 }),
+  ),
+  sluiceAlgorithm(
+    'fixedWindow',
+    () => fixedWindow({ limit: HUGE, windowMs: 60_000 }),
+    (n) => fixedWindow({ limit: n, windowMs: 1000 }),
+    true,
+  ),
+  sluiceAlgorithm(
+    'tokenBucket',
+    () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
+    (n) => tokenBucket({ capacity: n, refillPerSecond: n }),
+    true,
+  ),
 ];
 
 /** Heap per key: each fills KEYS keys and keeps them alive. */

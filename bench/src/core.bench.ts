@@ -18,9 +18,13 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const worker = fileURLToPath(new URL('./core-worker.ts', import.meta.url));
 
 function runWorker(args: string[]): Record<string, number> {
-  const r = spawnSync(process.execPath, ['--expose-gc', '--conditions=sluice-source', '--import', 'tsx', worker, ...args], {
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    process.execPath,
+    ['--expose-gc', '--conditions=sluice-source', '--import', 'tsx', worker, ...args],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0) throw new Error(`worker ${args.join(' ')} failed:\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() as string) as Record<string, number>;
 }
@@ -28,7 +32,9 @@ function runWorker(args: string[]): Record<string, number> {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 console.log(`sluice core bench — node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} x${cpus().length}`);
-console.log(`${BATCH} sequential awaited decisions per mitata sample; p50 per sample; ${ROUNDS} interleaved rounds, median\n`);
+console.log(
+  `${BATCH} sequential awaited decisions per mitata sample; p50 per sample; ${ROUNDS} interleaved rounds, median\n`,
+);
 
 const samples = new Map<string, number[]>();
 for (let round = 1; round <= ROUNDS; round++) {
@@ -38,7 +44,9 @@ for (let round = 1; round <= ROUNDS; round++) {
       const { nsPerDecision } = runWorker(['time', subject.id, scenario]);
       const k = `${scenario}|${subject.id}`;
       samples.set(k, [...(samples.get(k) ?? []), nsPerDecision as number]);
-      process.stdout.write(`  round ${round} ${scenario.padEnd(12)} ${subject.label.padEnd(42)} ${fmt(1e9 / (nsPerDecision as number)).padStart(7)}/s\n`);
+      process.stdout.write(
+        `  round ${round} ${scenario.padEnd(12)} ${subject.label.padEnd(42)} ${fmt(1e9 / (nsPerDecision as number)).padStart(7)}/s\n`,
+      );
     }
   }
 }
@@ -58,7 +66,14 @@ for (const scenario of SCENARIOS) {
     const s = samples.get(`${scenario}|${subject.id}`);
     if (!s) continue;
     const dps = 1e9 / median(s);
-    rows.push({ scenario, subject: subject.id, label: subject.label, decisionsPerSecond: dps, vsRateLimiterMemory: dps / base, rounds: s.map((ns) => 1e9 / ns) });
+    rows.push({
+      scenario,
+      subject: subject.id,
+      label: subject.label,
+      decisionsPerSecond: dps,
+      vsRateLimiterMemory: dps / base,
+      rounds: s.map((ns) => 1e9 / ns),
+    });
   }
 }
 
@@ -67,7 +82,8 @@ for (const [id, h] of Object.entries(HEAP_SUBJECTS)) {
   heap.push({ subject: id, label: h.label, bytesPerKey: runWorker(['heap', id]).bytesPerKey as number });
 }
 
-const ratio = (scenario: Scenario, subject: string) => rows.find((r) => r.scenario === scenario && r.subject === subject)?.vsRateLimiterMemory ?? NaN;
+const ratio = (scenario: Scenario, subject: string) =>
+  rows.find((r) => r.scenario === scenario && r.subject === subject)?.vsRateLimiterMemory ?? NaN;
 const targets = [
   ...(['hot-allowed', 'hot-limited'] as const).flatMap((s) => [
     { target: `${s}: sync facade >= 10x RateLimiterMemory`, ratio: ratio(s, 'facade'), need: 10 },
@@ -78,7 +94,9 @@ const targets = [
     { target: `${s}: tokenBucket >= 2x`, ratio: ratio(s, 'tokenBucket'), need: 2 },
     { target: `${s}: fixedWindow >= 2x`, ratio: ratio(s, 'fixedWindow'), need: 2 },
   ]),
-  ...heap.filter((h) => h.label.startsWith('sluice')).map((h) => ({ target: `heap per key ${h.label} <= 200 B`, ratio: h.bytesPerKey, need: -200 })),
+  ...heap
+    .filter((h) => h.label.startsWith('sluice'))
+    .map((h) => ({ target: `heap per key ${h.label} <= 200 B`, ratio: h.bytesPerKey, need: -200 })),
 ];
 
 // What metrics cost: the same limiter with @sluice/otel recording on the SDK, against it with nothing listening.
@@ -91,15 +109,21 @@ const observability = SCENARIOS.flatMap((scenario) =>
 );
 
 console.log('\n| scenario | subject | decisions/s (median) | vs RateLimiterMemory |\n| --- | --- | ---: | ---: |');
-for (const r of rows) console.log(`| ${r.scenario} | ${r.label} | ${fmt(r.decisionsPerSecond)} | ${r.vsRateLimiterMemory.toFixed(2)}x |`);
-console.log('\n| scenario | limiter | nothing listening | OpenTelemetry SDK on | on / off |\n| --- | --- | ---: | ---: | ---: |');
-for (const o of observability) console.log(`| ${o.scenario} | ${o.subject} | ${fmt(o.off)} | ${fmt(o.on)} | ${o.onVsOff.toFixed(2)}x |`);
+for (const r of rows)
+  console.log(`| ${r.scenario} | ${r.label} | ${fmt(r.decisionsPerSecond)} | ${r.vsRateLimiterMemory.toFixed(2)}x |`);
+console.log(
+  '\n| scenario | limiter | nothing listening | OpenTelemetry SDK on | on / off |\n| --- | --- | ---: | ---: | ---: |',
+);
+for (const o of observability)
+  console.log(`| ${o.scenario} | ${o.subject} | ${fmt(o.off)} | ${fmt(o.on)} | ${o.onVsOff.toFixed(2)}x |`);
 console.log('\n| heap per key (100,000 keys) | bytes |\n| --- | ---: |');
 for (const h of heap) console.log(`| ${h.label} | ${h.bytesPerKey.toFixed(0)} |`);
 console.log('\ntargets');
 for (const t of targets) {
   const met = t.need < 0 ? t.ratio <= -t.need : t.ratio >= t.need;
-  console.log(`  ${met ? 'met   ' : 'MISSED'} ${t.target}: ${t.need < 0 ? `${t.ratio.toFixed(0)} B` : `${t.ratio.toFixed(2)}x`}`);
+  console.log(
+    `  ${met ? 'met   ' : 'MISSED'} ${t.target}: ${t.need < 0 ? `${t.ratio.toFixed(0)} B` : `${t.ratio.toFixed(2)}x`}`,
+  );
 }
 
 writeJson(fileURLToPath(new URL('../results/core.json', import.meta.url)), {

@@ -13,7 +13,7 @@ import { Redis } from 'ioredis';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
 import { fmt, totalCommands as totalCommandsOf, writeJson } from './harness.js';
 
-const SECONDS = Number(process.env['SECONDS'] ?? 4);
+const SECONDS = Number(process.env.SECONDS ?? 4);
 const CAPACITY = 1_000;
 const RATE = 1_000;
 const server = await spawnRedisServer();
@@ -48,13 +48,28 @@ for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
   for (const nodes of [1, 4, 8]) {
     for (const mode of ['exact', 'leased', 'divided'] as const) {
       const before = await totalCommands();
-      const result = await runFleet({ nodes, mode, redisUrl: server.url, rule: { kind: 'tokenBucket', capacity, refillPerSecond: rate }, durationMs: SECONDS * 1_000 });
+      const result = await runFleet({
+        nodes,
+        mode,
+        redisUrl: server.url,
+        rule: { kind: 'tokenBucket', capacity, refillPerSecond: rate },
+        durationMs: SECONDS * 1_000,
+      });
       const commands = (await totalCommands()) - before;
       const decisions = result.nodes.reduce((s, n) => s + n.decisions, 0);
       const admitted = result.nodes.reduce((s, n) => s + n.admitted, 0);
-      const row = { scenario, nodes, mode, decisionsPerSecond: decisions / SECONDS, commandsPerDecision: commands / decisions, admittedOfLimit: admitted / (capacity + rate * SECONDS) };
+      const row = {
+        scenario,
+        nodes,
+        mode,
+        decisionsPerSecond: decisions / SECONDS,
+        commandsPerDecision: commands / decisions,
+        admittedOfLimit: admitted / (capacity + rate * SECONDS),
+      };
       rows.push(row);
-      console.log(`${scenario.padEnd(15)} N=${nodes} ${mode.padEnd(7)} ${fmt(row.decisionsPerSecond).padStart(8)} decisions/s  ${row.commandsPerDecision.toFixed(5)} commands/decision  admitted ${(100 * row.admittedOfLimit).toFixed(1)}% of C + R*T`);
+      console.log(
+        `${scenario.padEnd(15)} N=${nodes} ${mode.padEnd(7)} ${fmt(row.decisionsPerSecond).padStart(8)} decisions/s  ${row.commandsPerDecision.toFixed(5)} commands/decision  admitted ${(100 * row.admittedOfLimit).toFixed(1)}% of C + R*T`,
+      );
     }
   }
 }
@@ -64,7 +79,14 @@ const TIMELINE_NODES = 4;
 const BUCKET_MS = 100;
 const series: Record<string, number[]> = {};
 for (const mode of ['exact', 'leased', 'divided'] as const) {
-  const result = await runFleet({ nodes: TIMELINE_NODES, mode, redisUrl: server.url, rule: { kind: 'tokenBucket', capacity: CAPACITY, refillPerSecond: RATE }, durationMs: SECONDS * 1_000, recordTimes: true });
+  const result = await runFleet({
+    nodes: TIMELINE_NODES,
+    mode,
+    redisUrl: server.url,
+    rule: { kind: 'tokenBucket', capacity: CAPACITY, refillPerSecond: RATE },
+    durationMs: SECONDS * 1_000,
+    recordTimes: true,
+  });
   const bins = new Array<number>(Math.ceil((SECONDS * 1_000) / BUCKET_MS)).fill(0);
   for (const node of result.nodes) {
     for (const t of node.times) {
@@ -75,16 +97,32 @@ for (const mode of ['exact', 'leased', 'divided'] as const) {
   series[mode] = bins;
   console.log(`timeline ${mode}: ${bins.reduce((a, b) => a + b, 0)} admitted in ${SECONDS} s`);
 }
-const timelines = { nodes: TIMELINE_NODES, bucketMs: BUCKET_MS, capacity: CAPACITY, rate: RATE, seconds: SECONDS, series };
+const timelines = {
+  nodes: TIMELINE_NODES,
+  bucketMs: BUCKET_MS,
+  capacity: CAPACITY,
+  rate: RATE,
+  seconds: SECONDS,
+  series,
+};
 
 for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
-  console.log(`\n${scenario}:\n| N | mode | fleet decisions/s | vs exact | Redis commands / decision | admitted / (C + R*T) |`);
+  console.log(
+    `\n${scenario}:\n| N | mode | fleet decisions/s | vs exact | Redis commands / decision | admitted / (C + R*T) |`,
+  );
   console.log('| ---: | --- | ---: | ---: | ---: | ---: |');
   for (const row of rows.filter((r) => r.scenario === scenario)) {
     const exact = rows.find((r) => r.scenario === scenario && r.nodes === row.nodes && r.mode === 'exact') as Row;
-    console.log(`| ${row.nodes} | ${row.mode} | ${fmt(row.decisionsPerSecond)} | ${(row.decisionsPerSecond / exact.decisionsPerSecond).toFixed(1)}x | ${row.commandsPerDecision.toFixed(5)} | ${(100 * row.admittedOfLimit).toFixed(1)}% |`);
+    console.log(
+      `| ${row.nodes} | ${row.mode} | ${fmt(row.decisionsPerSecond)} | ${(row.decisionsPerSecond / exact.decisionsPerSecond).toFixed(1)}x | ${row.commandsPerDecision.toFixed(5)} | ${(100 * row.admittedOfLimit).toFixed(1)}% |`,
+    );
   }
 }
-writeJson(fileURLToPath(new URL('../results/hybrid.json', import.meta.url)), { seconds: SECONDS, scenarios: SCENARIOS, rows, timelines });
+writeJson(fileURLToPath(new URL('../results/hybrid.json', import.meta.url)), {
+  seconds: SECONDS,
+  scenarios: SCENARIOS,
+  rows,
+  timelines,
+});
 redis.disconnect();
 await server.stop();

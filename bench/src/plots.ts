@@ -32,8 +32,22 @@ export function fleetTimelinePlot(t: FleetTimelines): string {
   const buckets = Math.ceil((t.seconds * 1_000) / t.bucketMs);
   const x = (bucket: number) => left + (bucket / buckets) * plotWidth;
   const body: string[] = [];
-  body.push(text(20, 26, `Admissions per ${t.bucketMs} ms: ${t.nodes} processes saturating one token bucket (capacity ${shortNumber(t.capacity)}, ${shortNumber(t.rate)} / s)`, 'font-size="16" font-weight="600"'));
-  body.push(text(20, 46, `The dashed line is the limit per ${t.bucketMs} ms (rate x ${t.bucketMs} ms); the first ${t.bucketMs} ms also spends the initial burst.`, 'fill="#555"'));
+  body.push(
+    text(
+      20,
+      26,
+      `Admissions per ${t.bucketMs} ms: ${t.nodes} processes saturating one token bucket (capacity ${shortNumber(t.capacity)}, ${shortNumber(t.rate)} / s)`,
+      'font-size="16" font-weight="600"',
+    ),
+  );
+  body.push(
+    text(
+      20,
+      46,
+      `The dashed line is the limit per ${t.bucketMs} ms (rate x ${t.bucketMs} ms); the first ${t.bucketMs} ms also spends the initial burst.`,
+      'fill="#555"',
+    ),
+  );
   modes.forEach((mode, i) => {
     const series = t.series[mode] ?? [];
     const y0 = top + i * (laneHeight + 30) + laneHeight;
@@ -49,9 +63,19 @@ export function fleetTimelinePlot(t: FleetTimelines): string {
     }
     const points = series.slice(0, buckets).map((v, b) => `${px(x(b))},${px(y(v))} ${px(x(b + 1))},${px(y(v))}`);
     body.push(`<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${points.join(' ')}"/>`);
-    body.push(`<line x1="${left}" y1="${px(y(perBucket))}" x2="${left + plotWidth}" y2="${px(y(perBucket))}" stroke="#cf222e" stroke-dasharray="6 4"/>`);
+    body.push(
+      `<line x1="${left}" y1="${px(y(perBucket))}" x2="${left + plotWidth}" y2="${px(y(perBucket))}" stroke="#cf222e" stroke-dasharray="6 4"/>`,
+    );
     const first = series[0] ?? 0;
-    if (first > yMax) body.push(text(x(1) + 4, y(yMax) + 12, `first ${t.bucketMs} ms: ${shortNumber(first)} (burst)`, `fill="${color}" font-size="11"`));
+    if (first > yMax)
+      body.push(
+        text(
+          x(1) + 4,
+          y(yMax) + 12,
+          `first ${t.bucketMs} ms: ${shortNumber(first)} (burst)`,
+          `fill="${color}" font-size="11"`,
+        ),
+      );
     body.push(`<line x1="${left}" y1="${y0}" x2="${left + plotWidth}" y2="${y0}" stroke="#999"/>`);
   });
   const bottom = top + modes.length * (laneHeight + 30) - 30;
@@ -59,7 +83,7 @@ export function fleetTimelinePlot(t: FleetTimelines): string {
     const xs = x((s * 1_000) / t.bucketMs);
     body.push(text(xs, bottom + 18, `${s} s`, 'text-anchor="middle" fill="#555"'));
   }
-  return svgDocument(width, bottom + 36, body);
+  return svgDocument(`Admissions per ${t.bucketMs} ms in ${modes.join(', ')} mode`, width, bottom + 36, body);
 }
 
 export interface PeerBar {
@@ -95,13 +119,15 @@ export function peersPlot(title: string, subtitle: string, groups: readonly Peer
     for (const bar of group.bars) {
       const w = max > 0 ? (bar.value / max) * plotWidth : 0;
       body.push(text(left - 8, y + barHeight - 5, bar.label, 'text-anchor="end"'));
-      body.push(`<rect x="${left}" y="${px(y)}" width="${px(w)}" height="${barHeight}" fill="${BAR_COLORS[bar.kind]}"/>`);
+      body.push(
+        `<rect x="${left}" y="${px(y)}" width="${px(w)}" height="${barHeight}" fill="${BAR_COLORS[bar.kind]}"/>`,
+      );
       body.push(text(left + w + 6, y + barHeight - 5, `${shortNumber(bar.value)}/s`, 'fill="#333"'));
       y += barHeight + 4;
     }
     y += 18;
   }
-  return svgDocument(width, Math.ceil(y), body);
+  return svgDocument(title, width, Math.ceil(y), body);
 }
 
 /** bench/results/core.json's rows, as far as the peers plot reads them. */
@@ -129,10 +155,22 @@ export function localPeersPlot(rows: readonly CoreRow[]): string {
     title: scenario,
     bars: LOCAL_SUBJECTS.flatMap((subject) => {
       const row = rows.find((r) => r.scenario === scenario && r.subject === subject);
-      return row === undefined ? [] : [{ label: row.label, value: row.decisionsPerSecond, kind: row.label.startsWith('sluice') ? ('sluice' as const) : ('peer' as const) }];
+      return row === undefined
+        ? []
+        : [
+            {
+              label: row.label,
+              value: row.decisionsPerSecond,
+              kind: row.label.startsWith('sluice') ? ('sluice' as const) : ('peer' as const),
+            },
+          ];
     }),
   }));
-  return peersPlot('Local mode: decisions per second, one process', 'Each awaited in turn; allowed: every decision a grant, limited: most decisions denials; 100k: keys visited round robin.', groups);
+  return peersPlot(
+    'Local mode: decisions per second, one process',
+    'Each awaited in turn; allowed: every decision a grant, limited: most decisions denials; 100k: keys visited round robin.',
+    groups,
+  );
 }
 
 /** Exact mode against the Redis peers (ioredis), for each workload. */
@@ -145,8 +183,20 @@ export function redisPeersPlot(rows: readonly RedisRow[]): string {
       title: `${keys}, ${inFlight} in flight`,
       bars: ioredis
         .filter((r) => `${r.keys}|${r.inFlight}` === workload)
-        .map((r) => ({ label: r.subject, value: r.decisionsPerSecond, kind: r.subject.startsWith('sluice') ? ('sluice' as const) : r.subject.includes('floor') ? ('floor' as const) : ('peer' as const) })),
+        .map((r) => ({
+          label: r.subject,
+          value: r.decisionsPerSecond,
+          kind: r.subject.startsWith('sluice')
+            ? ('sluice' as const)
+            : r.subject.includes('floor')
+              ? ('floor' as const)
+              : ('peer' as const),
+        })),
     };
   });
-  return peersPlot('Exact mode on Redis: decisions per second, one process, ioredis', 'One redis-server on this machine; in flight: concurrent callers.', groups);
+  return peersPlot(
+    'Exact mode on Redis: decisions per second, one process, ioredis',
+    'One redis-server on this machine; in flight: concurrent callers.',
+    groups,
+  );
 }

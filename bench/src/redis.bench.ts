@@ -108,7 +108,10 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
     [
       STATEFUL_FLOOR,
       async () => {
-        const sha = (await redis.script('LOAD', readFileSync(new URL('../lua/stateful-floor.lua', import.meta.url), 'utf8'))) as string;
+        const sha = (await redis.script(
+          'LOAD',
+          readFileSync(new URL('../lua/stateful-floor.lua', import.meta.url), 'utf8'),
+        )) as string;
         const prefix = `sf${++n}`;
         return (key) => redis.evalsha(sha, 1, `${prefix}:{${key}}:tb`, HUGE, HUGE);
       },
@@ -116,14 +119,22 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
     [
       'sluice exact tokenBucket',
       async () => {
-        const limiter = createLimiter({ algorithm: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), store: redisStore({ redis }), prefix: `tb${++n}` });
+        const limiter = createLimiter({
+          algorithm: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
+          store: redisStore({ redis }),
+          prefix: `tb${++n}`,
+        });
         return (key) => limiter.tryAcquire(key);
       },
     ],
     [
       'sluice exact fixedWindow',
       async () => {
-        const limiter = createLimiter({ algorithm: fixedWindow({ limit: HUGE, windowMs: 60_000 }), store: redisStore({ redis }), prefix: `fw${++n}` });
+        const limiter = createLimiter({
+          algorithm: fixedWindow({ limit: HUGE, windowMs: 60_000 }),
+          store: redisStore({ redis }),
+          prefix: `fw${++n}`,
+        });
         return (key) => limiter.tryAcquire(key);
       },
     ],
@@ -144,21 +155,35 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
     [
       `${NODE_REDIS}sluice exact tokenBucket`,
       async () => {
-        const limiter = createLimiter({ algorithm: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }), store: redisStore({ redis: nodeRedis }), prefix: `ntb${++n}` });
+        const limiter = createLimiter({
+          algorithm: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
+          store: redisStore({ redis: nodeRedis }),
+          prefix: `ntb${++n}`,
+        });
         return (key) => limiter.tryAcquire(key);
       },
     ],
     [
       `${NODE_REDIS}sluice exact fixedWindow`,
       async () => {
-        const limiter = createLimiter({ algorithm: fixedWindow({ limit: HUGE, windowMs: 60_000 }), store: redisStore({ redis: nodeRedis }), prefix: `nfw${++n}` });
+        const limiter = createLimiter({
+          algorithm: fixedWindow({ limit: HUGE, windowMs: 60_000 }),
+          store: redisStore({ redis: nodeRedis }),
+          prefix: `nfw${++n}`,
+        });
         return (key) => limiter.tryAcquire(key);
       },
     ],
     [
       `${NODE_REDIS}rate-limiter-flexible RateLimiterRedis`,
       async () => {
-        const rlf = new RateLimiterRedis({ storeClient: nodeRedis, useRedisPackage: true, points: HUGE, duration: 60, keyPrefix: `nrlf${++n}` });
+        const rlf = new RateLimiterRedis({
+          storeClient: nodeRedis,
+          useRedisPackage: true,
+          points: HUGE,
+          duration: 60,
+          keyPrefix: `nrlf${++n}`,
+        });
         return (key) => rlf.consume(key);
       },
     ],
@@ -177,7 +202,9 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
 }
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
-console.log(`sluice redis bench — node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} x${cpus().length}, redis-server on ${server.url}`);
+console.log(
+  `sluice redis bench — node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} x${cpus().length}, redis-server on ${server.url}`,
+);
 console.log(`${ROUNDS} interleaved rounds; each figure is the median of its rounds`);
 const samples = new Map<string, Row[]>();
 for (let round = 1; round <= ROUNDS; round++) {
@@ -204,9 +231,19 @@ const rows: Row[] = [...samples.values()].map((rs) => ({
 
 // A hot denied key: answered by the deny cache, no Redis command at all.
 await redis.flushall();
-const denied = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store: redisStore({ redis }), prefix: 'denied' });
+const denied = createLimiter({
+  algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }),
+  store: redisStore({ redis }),
+  prefix: 'denied',
+});
 for (let i = 0; i < 11; i++) await denied.tryAcquire('hot');
-const deniedRow = await measure('sluice exact fixedWindow, hot denied key', (k) => denied.tryAcquire(k), true, 128, 500_000);
+const deniedRow = await measure(
+  'sluice exact fixedWindow, hot denied key',
+  (k) => denied.tryAcquire(k),
+  true,
+  128,
+  500_000,
+);
 
 // Redis memory per key: 100,000 keys each, used_memory before and after.
 async function usedMemory(): Promise<number> {
@@ -228,9 +265,12 @@ for (const [subject, make] of subjects().filter(([name]) => name !== FLOOR && !n
 }
 // The least one key with a TTL costs: a small integer (Redis stores it in the object itself) under a key of
 // sluice's shape. One key per state cannot go below this, whatever the state's encoding.
-await measureMemory('bare SET of an integer, PX, key like sluice fixedWindow', (i) => redis.set(`fw9:{user:${i}}:fw`, 123_456, 'PX', 60_000));
+await measureMemory('bare SET of an integer, PX, key like sluice fixedWindow', (i) =>
+  redis.set(`fw9:{user:${i}}:fw`, 123_456, 'PX', 60_000),
+);
 
-const find = (subject: string, keysLabel: string, inFlight: number) => rows.find((r) => r.subject === subject && r.keys === keysLabel && r.inFlight === inFlight);
+const find = (subject: string, keysLabel: string, inFlight: number) =>
+  rows.find((r) => r.subject === subject && r.keys === keysLabel && r.inFlight === inFlight);
 const perSecond = (s: string, k: string, f: number) => find(s, k, f)?.decisionsPerSecond ?? Number.NaN;
 const targets = [
   ...['', NODE_REDIS].flatMap((client) => {
@@ -238,28 +278,52 @@ const targets = [
     return ['sluice exact tokenBucket', 'sluice exact fixedWindow'].flatMap((name) => {
       const s = `${client}${name}`;
       return [
-        { target: `${s}, 10k keys, 128 in flight: >= 2x the floor`, value: perSecond(s, '10k keys', 128) / perSecond(`${client}${FLOOR}`, '10k keys', 128), need: 2 },
-        { target: `${s}, hot key, 128 in flight: >= 3x the floor`, value: perSecond(s, 'hot key', 128) / perSecond(`${client}${FLOOR}`, 'hot key', 128), need: 3 },
-        { target: `${s}, 1 in flight: p50 within 10% of the floor's`, value: (find(s, 'hot key', 1)?.p50Us ?? Infinity) / (floor('hot key', 1)?.p50Us ?? 1), need: -1.1 },
+        {
+          target: `${s}, 10k keys, 128 in flight: >= 2x the floor`,
+          value: perSecond(s, '10k keys', 128) / perSecond(`${client}${FLOOR}`, '10k keys', 128),
+          need: 2,
+        },
+        {
+          target: `${s}, hot key, 128 in flight: >= 3x the floor`,
+          value: perSecond(s, 'hot key', 128) / perSecond(`${client}${FLOOR}`, 'hot key', 128),
+          need: 3,
+        },
+        {
+          target: `${s}, 1 in flight: p50 within 10% of the floor's`,
+          value: (find(s, 'hot key', 1)?.p50Us ?? Infinity) / (floor('hot key', 1)?.p50Us ?? 1),
+          need: -1.1,
+        },
       ];
     });
   }),
   ...['10k keys', 'hot key'].map((k) => ({
     target: `reference, not a target: node-redis, ${k}, 128 in flight: sluice exact fixedWindow / rate-limiter-flexible (useRedisPackage)`,
-    value: perSecond(`${NODE_REDIS}sluice exact fixedWindow`, k, 128) / perSecond(`${NODE_REDIS}rate-limiter-flexible RateLimiterRedis`, k, 128),
+    value:
+      perSecond(`${NODE_REDIS}sluice exact fixedWindow`, k, 128) /
+      perSecond(`${NODE_REDIS}rate-limiter-flexible RateLimiterRedis`, k, 128),
     need: Number.NaN,
   })),
   {
-    target: 'reference, not a target: the stateful floor, 1 in flight: p50 / the floor\'s',
+    target: "reference, not a target: the stateful floor, 1 in flight: p50 / the floor's",
     value: (find(STATEFUL_FLOOR, 'hot key', 1)?.p50Us ?? Infinity) / (find(FLOOR, 'hot key', 1)?.p50Us ?? 1),
     need: Number.NaN,
   },
   { target: 'hot denied key >= 200k decisions/s', value: deniedRow.decisionsPerSecond / 1000, need: 200 },
   { target: 'hot denied key: 0 Redis commands per decision', value: deniedRow.commandsPerDecision, need: -0 },
-  { target: 'redis memory per key, fixedWindow <= 100 B', value: memory.find((m) => m.subject === 'sluice exact fixedWindow')?.bytesPerKey ?? NaN, need: -100 },
-  { target: 'redis memory per key, tokenBucket <= 150 B', value: memory.find((m) => m.subject === 'sluice exact tokenBucket')?.bytesPerKey ?? NaN, need: -150 },
+  {
+    target: 'redis memory per key, fixedWindow <= 100 B',
+    value: memory.find((m) => m.subject === 'sluice exact fixedWindow')?.bytesPerKey ?? NaN,
+    need: -100,
+  },
+  {
+    target: 'redis memory per key, tokenBucket <= 150 B',
+    value: memory.find((m) => m.subject === 'sluice exact tokenBucket')?.bytesPerKey ?? NaN,
+    need: -150,
+  },
 ];
-console.log('\n| subject | keys | in flight | decisions/s | p50 us | p99 us | Redis cmds/decision | Redis CPU us/decision |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log(
+  '\n| subject | keys | in flight | decisions/s | p50 us | p99 us | Redis cmds/decision | Redis CPU us/decision |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+);
 for (const r of [...rows, deniedRow]) {
   console.log(
     `| ${r.subject} | ${r.keys} | ${r.inFlight} | ${fmt(r.decisionsPerSecond)} | ${r.p50Us.toFixed(0)} | ${r.p99Us.toFixed(0)} | ${r.commandsPerDecision.toFixed(3)} | ${r.redisCpuUsPerDecision.toFixed(2)} |`,
@@ -272,7 +336,15 @@ for (const t of targets) {
   const met = Number.isNaN(t.need) ? undefined : t.need < 0 ? t.value <= -t.need : t.value >= t.need;
   console.log(`  ${met === undefined ? '      ' : met ? 'met   ' : 'MISSED'} ${t.target}: ${t.value.toFixed(3)}`);
 }
-writeJson(fileURLToPath(new URL('../results/redis.json', import.meta.url)), { date: new Date().toISOString(), node: process.version, cpu: cpus()[0]?.model, rows, deniedRow, memory, targets });
+writeJson(fileURLToPath(new URL('../results/redis.json', import.meta.url)), {
+  date: new Date().toISOString(),
+  node: process.version,
+  cpu: cpus()[0]?.model,
+  rows,
+  deniedRow,
+  memory,
+  targets,
+});
 redis.disconnect();
 await nodeRedis.quit();
 await server.stop();

@@ -6,7 +6,14 @@
  */
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type CoreRow, type FleetTimelines, type RedisRow, fleetTimelinePlot, localPeersPlot, redisPeersPlot } from './plots.js';
+import {
+  type CoreRow,
+  type FleetTimelines,
+  type RedisRow,
+  fleetTimelinePlot,
+  localPeersPlot,
+  redisPeersPlot,
+} from './plots.js';
 
 const results = (name: string) => fileURLToPath(new URL(`../results/${name}`, import.meta.url));
 const readJson = <T>(name: string): T => JSON.parse(readFileSync(results(name), 'utf8')) as T;
@@ -14,7 +21,10 @@ const readJson = <T>(name: string): T => JSON.parse(readFileSync(results(name), 
 /** Every picture: its file and how it is drawn from the committed results. */
 export function pictures(): { file: string; svg: string }[] {
   return [
-    { file: results('fleet-timeline.svg'), svg: fleetTimelinePlot(readJson<{ timelines: FleetTimelines }>('hybrid.json').timelines) },
+    {
+      file: results('fleet-timeline.svg'),
+      svg: fleetTimelinePlot(readJson<{ timelines: FleetTimelines }>('hybrid.json').timelines),
+    },
     { file: results('local-peers.svg'), svg: localPeersPlot(readJson<{ rows: CoreRow[] }>('core.json').rows) },
     { file: results('redis-peers.svg'), svg: redisPeersPlot(readJson<{ rows: RedisRow[] }>('redis.json').rows) },
   ];

@@ -5,7 +5,15 @@
  * concurrency, resets heard by every node, hostile keys and cross-slot policies on a Cluster, Redis killed
  * and restarted under traffic, and bad clients refused at construction.
  */
-import { type Decision, SluiceError, SluiceTypeError, TOLERANCE_MS, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import {
+  type Decision,
+  SluiceError,
+  SluiceTypeError,
+  TOLERANCE_MS,
+  createLimiter,
+  fixedWindow,
+  tokenBucket,
+} from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
 import { type DecisionEvent, redisStore } from '@sluice/redis';
 import { stateKey } from '@sluice/redis/store-kit';
@@ -73,7 +81,11 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
   it('is exact under concurrency: 300 requests in flight on one key admit exactly the limit', async () => {
     const c = await client();
     const store = redisStore({ redis: c.client });
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 50, windowMs: 60_000 }), store, prefix: prefix(kind) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 50, windowMs: 60_000 }),
+      store,
+      prefix: prefix(kind),
+    });
     const decisions = await Promise.all(Array.from({ length: 300 }, () => limiter.tryAcquire('hot')));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(50);
     await limiter.close();
@@ -126,12 +138,21 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
 
   it('leased and divided modes run on it', async () => {
     const c = await client();
-    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 40, refillPerSecond: 0.001 }), redis: c.client, prefix: prefix(kind) });
+    const leased = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 40, refillPerSecond: 0.001 }),
+      redis: c.client,
+      prefix: prefix(kind),
+    });
     let granted = 0;
     for (let i = 0; i < 60; i++) if ((await leased.tryAcquire('k')).allowed) granted++;
     expect(granted).toBe(40);
     await leased.close();
-    const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 1_000 }), redis: c.client, prefix: prefix(kind), heartbeatMs: 50 });
+    const divided = dividedLimiter({
+      algorithm: fixedWindow({ limit: 100, windowMs: 1_000 }),
+      redis: c.client,
+      prefix: prefix(kind),
+      heartbeatMs: 50,
+    });
     const membership = await new Promise<{ nodes: number }>((resolve) => divided.once('membership', resolve));
     expect(membership.nodes).toBe(1);
     await divided.close();
@@ -142,7 +163,11 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     const c = await openClient(kind, own);
     const sources: DecisionEvent['source'][] = [];
     const store = redisStore({ redis: c.client, timeoutMs: 50, onDecision: (e) => sources.push(e.source) });
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }), store, prefix: prefix(kind) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
+      store,
+      prefix: prefix(kind),
+    });
     let threw = 0;
     let worst = 0;
     const drive = async (ms: number) => {
@@ -188,11 +213,26 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
 
   it('hostile keys beside normal keys: exact counts, nothing by the fail mode', async () => {
     const sources: DecisionEvent['source'][] = [];
-    const store = redisStore({ redis: c.client, failMode: 'open', timeoutMs: 10_000, onDecision: (e) => sources.push(e.source) });
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 600_000 }), store, prefix: prefix(kind) });
+    const store = redisStore({
+      redis: c.client,
+      failMode: 'open',
+      timeoutMs: 10_000,
+      onDecision: (e) => sources.push(e.source),
+    });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 3, windowMs: 600_000 }),
+      store,
+      prefix: prefix(kind),
+    });
     const keys = ['}', '{', '{}', '}{', 'a{b}c', ...Array.from({ length: 20 }, (_, i) => `user:${i}`)];
-    const decisions = await Promise.all(keys.flatMap((key) => Array.from({ length: 5 }, () => limiter.tryAcquire(key).then((d) => [key, d] as const))));
-    for (const key of keys) expect(decisions.filter(([k, d]) => k === key && d.allowed), key).toHaveLength(3);
+    const decisions = await Promise.all(
+      keys.flatMap((key) => Array.from({ length: 5 }, () => limiter.tryAcquire(key).then((d) => [key, d] as const))),
+    );
+    for (const key of keys)
+      expect(
+        decisions.filter(([k, d]) => k === key && d.allowed),
+        key,
+      ).toHaveLength(3);
     expect(sources.filter((s) => s !== 'redis')).toEqual([]);
     await limiter.close();
     await store.close();
@@ -201,11 +241,16 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
   it('a policy with a global rule in another slot: never over either limit', async () => {
     const store = redisStore({ redis: c.client, timeoutMs: 10_000, denyCache: false });
     const limiter = createLimiter({
-      algorithm: [fixedWindow({ limit: 4, windowMs: 600_000, name: 'user' }), fixedWindow({ limit: 10, windowMs: 600_000, name: 'global', key: 'all' })],
+      algorithm: [
+        fixedWindow({ limit: 4, windowMs: 600_000, name: 'user' }),
+        fixedWindow({ limit: 10, windowMs: 600_000, name: 'global', key: 'all' }),
+      ],
       store,
       prefix: prefix(kind),
     });
-    const decisions = await Promise.all(Array.from({ length: 8 }, (_, u) => Array.from({ length: 6 }, () => limiter.tryAcquire(`u${u}`))).flat());
+    const decisions = await Promise.all(
+      Array.from({ length: 8 }, (_, u) => Array.from({ length: 6 }, () => limiter.tryAcquire(`u${u}`))).flat(),
+    );
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     await limiter.close();
     await store.close();
@@ -226,7 +271,11 @@ async function misconfiguredAtStartUp(c: { client: unknown; close(): Promise<voi
   const store = redisStore({ redis: c.client as never, failMode: 'closed' });
   const errors: Error[] = [];
   store.on('store-error', (e) => errors.push(e));
-  const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: prefix('mode') });
+  const limiter = createLimiter({
+    algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+    store,
+    prefix: prefix('mode'),
+  });
   const failure = await store.ready().then(
     () => undefined,
     (e: unknown) => e as SluiceError,
@@ -255,7 +304,9 @@ describe('clients refused at construction, with what is accepted', () => {
       error = e;
     }
     expect(error).toBeInstanceOf(SluiceTypeError);
-    expect((error as Error).message).toMatch(/redis must be an ioredis Redis or Cluster, an iovalkey client, a node-redis client/);
+    expect((error as Error).message).toMatch(
+      /redis must be an ioredis Redis or Cluster, an iovalkey client, a node-redis client/,
+    );
     expect((error as Error).message).toMatch(why);
   };
 
@@ -269,7 +320,8 @@ describe('clients refused at construction, with what is accepted', () => {
     for (const kind of CLIENT_KINDS) {
       const c = await openClient(kind, server);
       await c.close();
-      if (kind === 'glide' || kind.startsWith('ioredis') || kind === 'iovalkey') await new Promise((r) => setTimeout(r, 50));
+      if (kind === 'glide' || kind.startsWith('ioredis') || kind === 'iovalkey')
+        await new Promise((r) => setTimeout(r, 50));
       refused(c.client, /closed|not open/);
     }
   });

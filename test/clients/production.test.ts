@@ -60,12 +60,41 @@ describe('TLS', () => {
   let ca: Buffer;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'sluice-tls-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'k.pem'), '-out', join(dir, 'c.pem'), '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'k.pem'),
+        '-out',
+        join(dir, 'c.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+      ],
+      { stdio: 'ignore' },
+    );
     ca = readFileSync(join(dir, 'c.pem'));
     const tlsPort = await freePort();
-    server = await spawnRedisServer(
-      ['--tls-port', String(tlsPort), '--tls-cert-file', join(dir, 'c.pem'), '--tls-key-file', join(dir, 'k.pem'), '--tls-ca-cert-file', join(dir, 'c.pem'), '--tls-auth-clients', 'no'],
-    );
+    server = await spawnRedisServer([
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      join(dir, 'c.pem'),
+      '--tls-key-file',
+      join(dir, 'k.pem'),
+      '--tls-ca-cert-file',
+      join(dir, 'c.pem'),
+      '--tls-auth-clients',
+      'no',
+    ]);
     (server as { tlsPort?: number }).tlsPort = tlsPort;
   });
   afterAll(async () => {
@@ -81,7 +110,11 @@ describe('TLS', () => {
     await nodeRedis.connect();
     for (const client of [ioredis, nodeRedis]) {
       const store = redisStore({ redis: client });
-      const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }), store, prefix: `tls${Math.random().toString(36).slice(2)}` });
+      const limiter = createLimiter({
+        algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }),
+        store,
+        prefix: `tls${Math.random().toString(36).slice(2)}`,
+      });
       const decisions = await Promise.all(Array.from({ length: 12 }, () => limiter.tryAcquire('k')));
       expect(decisions.filter((d) => d.allowed)).toHaveLength(5);
       await limiter.close();
@@ -99,10 +132,22 @@ describe('a least-privilege ACL user', () => {
     server = await startTestRedis();
     admin = new Redis(server.url);
     await admin.call('ACL', 'SETUSER', 'sluice', '>secret', ...SLUICE_ACL);
-    await admin.call('ACL', 'SETUSER', 'no-scripts', '>secret', ...SLUICE_ACL.filter((p) => p !== '+evalsha' && p !== '+eval'));
+    await admin.call(
+      'ACL',
+      'SETUSER',
+      'no-scripts',
+      '>secret',
+      ...SLUICE_ACL.filter((p) => p !== '+evalsha' && p !== '+eval'),
+    );
     await admin.call('ACL', 'SETUSER', 'no-set', '>secret', ...SLUICE_ACL.filter((p) => p !== '+set'));
     await admin.call('ACL', 'SETUSER', 'no-zadd', '>secret', ...SLUICE_ACL.filter((p) => p !== '+zadd'));
-    await admin.call('ACL', 'SETUSER', 'other-keys', '>secret', ...SLUICE_ACL.map((p) => (p === '~sluice:*' ? '~other:*' : p)));
+    await admin.call(
+      'ACL',
+      'SETUSER',
+      'other-keys',
+      '>secret',
+      ...SLUICE_ACL.map((p) => (p === '~sluice:*' ? '~other:*' : p)),
+    );
   });
   afterAll(async () => {
     await admin?.call('ACL', 'DELUSER', 'sluice', 'no-scripts', 'no-set', 'no-zadd', 'other-keys');
@@ -120,9 +165,15 @@ describe('a least-privilege ACL user', () => {
       const store = redisStore({ redis: client });
       store.on('store-error', (e) => errors.push(e));
       const a = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: 'sluice' });
-      const b = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store: redisStore({ redis: client }), prefix: 'sluice' });
+      const b = createLimiter({
+        algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+        store: redisStore({ redis: client }),
+        prefix: 'sluice',
+      });
       const key = `k${Math.random()}`;
-      expect((await Promise.all(Array.from({ length: 5 }, () => a.tryAcquire(key)))).filter((d) => d.allowed)).toHaveLength(3);
+      expect(
+        (await Promise.all(Array.from({ length: 5 }, () => a.tryAcquire(key)))).filter((d) => d.allowed),
+      ).toHaveLength(3);
       await new Promise((r) => setTimeout(r, 200)); // a's subscriber is subscribed
       await b.reset(key); // DEL, and PUBLISH on the prefix's channel, which a hears (SUBSCRIBE)
       let allowed = false;
@@ -131,11 +182,20 @@ describe('a least-privilege ACL user', () => {
         allowed = (await a.tryAcquire(key)).allowed;
       }
       expect(allowed).toBe(true);
-      const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.01 }), redis: client, prefix: 'sluice' });
+      const leased = leasedLimiter({
+        algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.01 }),
+        redis: client,
+        prefix: 'sluice',
+      });
       let granted = 0;
       for (let i = 0; i < 8; i++) if ((await leased.tryAcquire(key)).allowed) granted++;
       expect(granted).toBe(5);
-      const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), redis: client, prefix: 'sluice', heartbeatMs: 50 });
+      const divided = dividedLimiter({
+        algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+        redis: client,
+        prefix: 'sluice',
+        heartbeatMs: 50,
+      });
       await new Promise((resolve) => divided.once('membership', resolve));
       expect(errors).toEqual([]);
       await Promise.all([a.close(), b.close(), leased.close(), divided.close(), store.close()]);
@@ -158,13 +218,23 @@ describe('a least-privilege ACL user', () => {
       const nodeRedis = createClient({ url: `redis://${user}:secret@${server.host}:${server.port}` });
       nodeRedis.on('error', () => {});
       await nodeRedis.connect();
-      const glide = await GlideClient.createClient({ addresses: [{ host: server.host, port: server.port }], credentials: { username: user, password: 'secret' } });
+      const glide = await GlideClient.createClient({
+        addresses: [{ host: server.host, port: server.port }],
+        credentials: { username: user, password: 'secret' },
+      });
       for (const client of [ioredis, nodeRedis, glide]) {
         const store = redisStore({ redis: client, failMode: 'closed' });
         const errors: Error[] = [];
         store.on('store-error', (e) => errors.push(e));
-        const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: 'sluice' });
-        const failure = await store.ready().then(() => undefined, (e: unknown) => e as SluiceError);
+        const limiter = createLimiter({
+          algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+          store,
+          prefix: 'sluice',
+        });
+        const failure = await store.ready().then(
+          () => undefined,
+          (e: unknown) => e as SluiceError,
+        );
         expect(failure, user).toBeInstanceOf(SluiceError);
         expect(failure?.code, failure?.message).toBe('STORE_MISCONFIGURED');
         expect(failure?.message).toMatch(expected);
@@ -179,15 +249,29 @@ describe('a least-privilege ACL user', () => {
     }
     await new Promise((r) => setImmediate(r));
     process.off('warning', onWarning);
-    expect(warnings.filter((w) => (w as { code?: string }).code === 'SLUICE_STORE_MISCONFIGURED').length).toBeGreaterThan(0);
+    expect(
+      warnings.filter((w) => (w as { code?: string }).code === 'SLUICE_STORE_MISCONFIGURED').length,
+    ).toBeGreaterThan(0);
   });
 
   it('the README ACL user passes the start-up check of every mode; each mode checks the commands of its own scripts', async () => {
     const client = new Redis({ host: server.host, port: server.port, username: 'sluice', password: 'secret' });
     const store = redisStore({ redis: client });
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }), store, prefix: 'sluice' });
-    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: client, prefix: 'sluice' });
-    const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), redis: client, prefix: 'sluice' });
+    const limiter = createLimiter({
+      algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
+      store,
+      prefix: 'sluice',
+    });
+    const leased = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+      redis: client,
+      prefix: 'sluice',
+    });
+    const divided = dividedLimiter({
+      algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+      redis: client,
+      prefix: 'sluice',
+    });
     // A concurrency limiter on the same store is checked too (its semaphore script's commands).
     const slots = concurrencyLimiter({ max: 2, store, prefix: 'sluice' });
     await expect(Promise.all([store.ready(), leased.ready(), divided.ready()])).resolves.toBeDefined();
@@ -199,14 +283,29 @@ describe('a least-privilege ACL user', () => {
     // Without ZADD: exact mode needs none, leased mode's lease script and divided mode's heartbeat do.
     const noZadd = new Redis({ host: server.host, port: server.port, username: 'no-zadd', password: 'secret' });
     const exactStore = redisStore({ redis: noZadd });
-    const exact = createLimiter({ algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }), store: exactStore, prefix: 'sluice' });
-    const leasedNoZadd = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: noZadd, prefix: 'sluice' });
-    const dividedNoZadd = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), redis: noZadd, prefix: 'sluice' });
+    const exact = createLimiter({
+      algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
+      store: exactStore,
+      prefix: 'sluice',
+    });
+    const leasedNoZadd = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+      redis: noZadd,
+      prefix: 'sluice',
+    });
+    const dividedNoZadd = dividedLimiter({
+      algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+      redis: noZadd,
+      prefix: 'sluice',
+    });
     dividedNoZadd.on('store-error', () => {});
     leasedNoZadd.on('store-error', () => {});
     await expect(exactStore.ready()).resolves.toBeUndefined();
     for (const hybrid of [leasedNoZadd, dividedNoZadd]) {
-      await expect(hybrid.ready()).rejects.toMatchObject({ code: 'STORE_MISCONFIGURED', message: expect.stringMatching(/'zadd' command/) });
+      await expect(hybrid.ready()).rejects.toMatchObject({
+        code: 'STORE_MISCONFIGURED',
+        message: expect.stringMatching(/'zadd' command/),
+      });
     }
     await Promise.all([exact.close(), exactStore.close(), leasedNoZadd.close(), dividedNoZadd.close()]);
     noZadd.disconnect();

@@ -31,7 +31,10 @@ interface Running {
 }
 
 function startChild(env: Record<string, string>): Running {
-  const p = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', child], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', child], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.push(p);
   let out = '';
   const waiting = new Set<() => void>();
@@ -74,25 +77,39 @@ function startChild(env: Record<string, string>): Running {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('a fleet of processes on one key', () => {
-  it.each([3, 8])('%i processes x 20 callers, max 10: never more than 10 inside (an independent counter), throughput near max / job time', async (processes) => {
-    const { server, redis } = testRedis();
-    const p = prefix();
-    const jobs = 3;
-    const jobMs = 50;
-    const env = { REDIS_URL: server.url, PREFIX: p, MAX: '10', CALLERS: '20', JOBS: String(jobs), JOB_MS: String(jobMs), COUNTER: `${p}:inside`, START_AT: String(Date.now() + 2_500 + 400 * processes) };
-    const fleet = Array.from({ length: processes }, () => startChild(env));
-    const results = await Promise.all(fleet.map((f) => f.result()));
-    const entries = results.reduce((s, r) => s + (r.entries as number), 0);
-    const over = results.reduce((s, r) => s + (r.over as number), 0);
-    const worst = Math.max(...results.map((r) => r.worst as number));
-    const elapsed = Math.max(...results.map((r) => r.elapsedMs as number));
-    const ideal = (entries * jobMs) / 10;
-    console.info(`${processes} processes x 20 callers, max 10, ${jobMs} ms jobs: ${entries} jobs, at most ${worst} inside, ${over} over; ${elapsed} ms against ${ideal} ms ideal (${((ideal / elapsed) * 100).toFixed(0)}% of max / job time)`);
-    expect(entries).toBe(processes * 20 * jobs);
-    expect(over).toBe(0);
-    expect(worst).toBeLessThanOrEqual(10);
-    expect(await redis.get(`${p}:inside`)).toBe('0');
-  });
+  it.each([3, 8])(
+    '%i processes x 20 callers, max 10: never more than 10 inside (an independent counter), throughput near max / job time',
+    async (processes) => {
+      const { server, redis } = testRedis();
+      const p = prefix();
+      const jobs = 3;
+      const jobMs = 50;
+      const env = {
+        REDIS_URL: server.url,
+        PREFIX: p,
+        MAX: '10',
+        CALLERS: '20',
+        JOBS: String(jobs),
+        JOB_MS: String(jobMs),
+        COUNTER: `${p}:inside`,
+        START_AT: String(Date.now() + 2_500 + 400 * processes),
+      };
+      const fleet = Array.from({ length: processes }, () => startChild(env));
+      const results = await Promise.all(fleet.map((f) => f.result()));
+      const entries = results.reduce((s, r) => s + (r.entries as number), 0);
+      const over = results.reduce((s, r) => s + (r.over as number), 0);
+      const worst = Math.max(...results.map((r) => r.worst as number));
+      const elapsed = Math.max(...results.map((r) => r.elapsedMs as number));
+      const ideal = (entries * jobMs) / 10;
+      console.info(
+        `${processes} processes x 20 callers, max 10, ${jobMs} ms jobs: ${entries} jobs, at most ${worst} inside, ${over} over; ${elapsed} ms against ${ideal} ms ideal (${((ideal / elapsed) * 100).toFixed(0)}% of max / job time)`,
+      );
+      expect(entries).toBe(processes * 20 * jobs);
+      expect(over).toBe(0);
+      expect(worst).toBeLessThanOrEqual(10);
+      expect(await redis.get(`${p}:inside`)).toBe('0');
+    },
+  );
 });
 
 describe('crashed and paused holders', () => {
@@ -103,7 +120,14 @@ describe('crashed and paused holders', () => {
   async function heldElsewhere(max: number, leaseMs: number) {
     const { server, redis } = testRedis();
     const p = prefix();
-    const holder = startChild({ REDIS_URL: server.url, PREFIX: p, MAX: String(max), MODE: 'hold', HOLD: String(max), LEASE_MS: String(leaseMs) });
+    const holder = startChild({
+      REDIS_URL: server.url,
+      PREFIX: p,
+      MAX: String(max),
+      MODE: 'hold',
+      HOLD: String(max),
+      LEASE_MS: String(leaseMs),
+    });
     await holder.waitFor('HOLDING');
     const store = redisStore({ redis });
     const limiter = concurrencyLimiter({ max, store, prefix: p, leaseMs });
@@ -124,7 +148,9 @@ describe('crashed and paused holders', () => {
     const killedAt = performance.now();
     const slots = await acquireAll(limiter, 3, 30_000);
     const tookMs = performance.now() - killedAt;
-    console.info(`kill -9 of a holder of 3 slots (leaseMs ${leaseMs}): all 3 free again after ${tookMs.toFixed(0)} ms (bound: leaseMs + leaseMs / 3 = ${leaseMs + leaseMs / 3} ms)`);
+    console.info(
+      `kill -9 of a holder of 3 slots (leaseMs ${leaseMs}): all 3 free again after ${tookMs.toFixed(0)} ms (bound: leaseMs + leaseMs / 3 = ${leaseMs + leaseMs / 3} ms)`,
+    );
     // Generous: a loaded machine may start the waiters' retry late; only a slot that never frees breaks it.
     expect(tookMs).toBeLessThan(leaseMs + leaseMs / 3 + 3_000);
     for (const slot of slots) await slot.release();
@@ -156,7 +182,12 @@ describe('on one Redis, as in memory', () => {
     const limiter = concurrencyLimiter({ max: 1, store, prefix: prefix(), leaseMs: 600 });
     const first = await limiter.acquire('k');
     const order: number[] = [];
-    const waiters = [1, 2, 3].map((i) => limiter.acquire('k').then((slot) => (order.push(i), slot)));
+    const waiters = [1, 2, 3].map((i) =>
+      limiter.acquire('k').then((slot) => {
+        order.push(i);
+        return slot;
+      }),
+    );
     await sleep(1_500); // past two leases: renewed, the waiters still wait
     expect(first.lost).toBe(false);
     expect(await limiter.tryAcquire('k')).toBeUndefined();
@@ -180,11 +211,13 @@ describe('on one Redis, as in memory', () => {
     for (let i = 0; i < 6; i++) {
       const node = i % 2 === 0 ? a : b;
       const name = `${i % 2 === 0 ? 'a' : 'b'}${i}`;
-      waiters.push(node.acquire('k', { timeoutMs: 10_000 }).then(async (slot) => {
-        order.push(name);
-        await sleep(20);
-        await slot.release();
-      }));
+      waiters.push(
+        node.acquire('k', { timeoutMs: 10_000 }).then(async (slot) => {
+          order.push(name);
+          await sleep(20);
+          await slot.release();
+        }),
+      );
       await sleep(15); // arrivals a few ms apart, so their order is known
     }
     await holder.release();
@@ -199,46 +232,57 @@ describe('on one Redis, as in memory', () => {
     const { redis } = testRedis();
     const store = redisStore({ redis, timeoutMs: 200 });
     expect(() => concurrencyLimiter({ max: 1, store, leaseMs: 500 })).toThrow(SluiceRangeError);
-    expect(() => concurrencyLimiter({ max: 1, store, leaseMs: 500 })).toThrow(/at least 4 x the store's timeoutMs \(800 ms\)/);
+    expect(() => concurrencyLimiter({ max: 1, store, leaseMs: 500 })).toThrow(
+      /at least 4 x the store's timeoutMs \(800 ms\)/,
+    );
     await store.close();
   });
 });
 
 describe('Redis killed and restarted, by failMode', () => {
-  it.each(['local', 'open', 'closed'] as const)('%s: answers within the deadline, only typed errors, back on Redis after', async (failMode) => {
-    const server = await spawnRedisServer();
-    const redis = new Redis({ port: server.port, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
-    redis.on('error', () => {});
-    const store = redisStore({ redis, failMode, timeoutMs: 100, expectedNodes: 2 });
-    const p = prefix();
-    const limiter = concurrencyLimiter({ max: 4, store, prefix: p, leaseMs: 1_000 });
-    const before = await limiter.acquire('k');
-    const port = server.port;
-    await server.stop();
-    const started = performance.now();
-    const answers: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      await limiter.acquire('k', { timeoutMs: 300 }).then(
-        () => answers.push('slot'),
-        (e: { code?: string }) => answers.push(String(e.code)),
+  it.each(['local', 'open', 'closed'] as const)(
+    '%s: answers within the deadline, only typed errors, back on Redis after',
+    async (failMode) => {
+      const server = await spawnRedisServer();
+      const redis = new Redis({ port: server.port, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
+      redis.on('error', () => {});
+      const store = redisStore({ redis, failMode, timeoutMs: 100, expectedNodes: 2 });
+      const p = prefix();
+      const limiter = concurrencyLimiter({ max: 4, store, prefix: p, leaseMs: 1_000 });
+      const before = await limiter.acquire('k');
+      const port = server.port;
+      await server.stop();
+      const started = performance.now();
+      const answers: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        await limiter.acquire('k', { timeoutMs: 300 }).then(
+          () => answers.push('slot'),
+          (e: { code?: string }) => answers.push(String(e.code)),
+        );
+      }
+      const tookMs = performance.now() - started;
+      console.info(`${failMode} with Redis down: ${answers.join(', ')} in ${tookMs.toFixed(0)} ms`);
+      expect(tookMs).toBeLessThan(5_000);
+      expect(answers).toEqual(
+        failMode === 'open'
+          ? ['slot', 'slot', 'slot']
+          : failMode === 'closed'
+            ? ['STORE_UNAVAILABLE', 'STORE_UNAVAILABLE', 'STORE_UNAVAILABLE']
+            : ['slot', 'slot', 'TIMEOUT'],
       );
-    }
-    const tookMs = performance.now() - started;
-    console.info(`${failMode} with Redis down: ${answers.join(', ')} in ${tookMs.toFixed(0)} ms`);
-    expect(tookMs).toBeLessThan(5_000);
-    expect(answers).toEqual(failMode === 'open' ? ['slot', 'slot', 'slot'] : failMode === 'closed' ? ['STORE_UNAVAILABLE', 'STORE_UNAVAILABLE', 'STORE_UNAVAILABLE'] : ['slot', 'slot', 'TIMEOUT']);
-    await before.release(); // the store could not be told: its lease frees it
-    const restarted = await spawnRedisServer([], { port });
-    await sleep(500);
-    // Back on Redis: the slots it counts again are Redis's.
-    const back = await limiter.acquire('k', { timeoutMs: 3_000 });
-    expect(await redis.zcard(semaphoreKeys(p, 'k')[0])).toBeGreaterThanOrEqual(1);
-    await back.release();
-    await limiter.close();
-    await store.close();
-    redis.disconnect();
-    await restarted.stop();
-  });
+      await before.release(); // the store could not be told: its lease frees it
+      const restarted = await spawnRedisServer([], { port });
+      await sleep(500);
+      // Back on Redis: the slots it counts again are Redis's.
+      const back = await limiter.acquire('k', { timeoutMs: 3_000 });
+      expect(await redis.zcard(semaphoreKeys(p, 'k')[0])).toBeGreaterThanOrEqual(1);
+      await back.release();
+      await limiter.close();
+      await store.close();
+      redis.disconnect();
+      await restarted.stop();
+    },
+  );
 });
 
 describe('on a Cluster', () => {

@@ -18,7 +18,12 @@ afterAll(async () => {
 
 function clusterStore(sources?: DecisionEvent['source'][]) {
   // A deadline no busy machine misses: a fail-mode answer would hide what this suite checks.
-  const store = redisStore({ redis: cluster().client, timeoutMs: 10_000, failMode: 'closed', ...(sources ? { onDecision: (e) => sources.push(e.source) } : {}) });
+  const store = redisStore({
+    redis: cluster().client,
+    timeoutMs: 10_000,
+    failMode: 'closed',
+    ...(sources ? { onDecision: (e) => sources.push(e.source) } : {}),
+  });
   stores.push(store);
   return store;
 }
@@ -28,7 +33,11 @@ const KEYS = ['}', '{', '{}', '}{', 'a{b}c', '%7B', 'user:1', 'user:2', 'user:3'
 describe('controls on a Cluster', () => {
   it('blockMs bans and explicit blocks hold per key, hostile keys included; unblock lifts them on every slot', async () => {
     const sources: DecisionEvent['source'][] = [];
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 600_000, blockMs: 600_000 }), store: clusterStore(sources), prefix: prefix() });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 2, windowMs: 600_000, blockMs: 600_000 }),
+      store: clusterStore(sources),
+      prefix: prefix(),
+    });
     for (const key of KEYS) {
       expect((await limiter.tryAcquire(key)).allowed).toBe(true);
       expect((await limiter.tryAcquire(key)).allowed).toBe(true);
@@ -66,9 +75,12 @@ describe('controls on a Cluster', () => {
     expect(sources.filter((s) => s === 'fallback')).toEqual([]);
   });
 
-  it('refund gives back to the key\'s own slot only; penalize charges every slot its rules live in', async () => {
+  it("refund gives back to the key's own slot only; penalize charges every slot its rules live in", async () => {
     const limiter = createLimiter({
-      algorithm: [fixedWindow({ limit: 10, windowMs: 600_000, name: 'user' }), fixedWindow({ limit: 100, windowMs: 600_000, name: 'all', key: 'all' })],
+      algorithm: [
+        fixedWindow({ limit: 10, windowMs: 600_000, name: 'user' }),
+        fixedWindow({ limit: 100, windowMs: 600_000, name: 'all', key: 'all' }),
+      ],
       store: clusterStore(),
       prefix: prefix(),
     });

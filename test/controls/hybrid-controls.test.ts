@@ -15,15 +15,38 @@ const prefix = () => `hyctl${++n}`;
 describe.each(['leasedLimiter', 'dividedLimiter'] as const)('%s', (mode) => {
   const make = (algorithm: Parameters<typeof leasedLimiter>[0]['algorithm'], extra: Record<string, unknown> = {}) =>
     mode === 'leasedLimiter'
-      ? leasedLimiter({ algorithm, redis: redis().redis, prefix: prefix(), clock: new ManualClock(1_000_000), maxBatch: 4, ...extra })
-      : dividedLimiter({ algorithm, redis: redis().redis, prefix: prefix(), clock: new ManualClock(1_000_000), assumedNodes: 1, ...extra });
+      ? leasedLimiter({
+          algorithm,
+          redis: redis().redis,
+          prefix: prefix(),
+          clock: new ManualClock(1_000_000),
+          maxBatch: 4,
+          ...extra,
+        })
+      : dividedLimiter({
+          algorithm,
+          redis: redis().redis,
+          prefix: prefix(),
+          clock: new ManualClock(1_000_000),
+          assumedNodes: 1,
+          ...extra,
+        });
 
   it('refuses plans and blockMs at construction, block and unblock at call, naming the mode and the control', async () => {
-    expect(() => make(fixedWindow({ limit: 5, windowMs: 1_000, blockMs: 60_000 }))).toThrow(new RegExp(`${mode} cannot honour blockMs`));
-    expect(() => make(fixedWindow({ limit: 5, windowMs: 1_000 }), { plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) } })).toThrow(SluiceRangeError);
-    expect(() => make(fixedWindow({ limit: 5, windowMs: 1_000 }), { plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) } })).toThrow(new RegExp(`${mode} cannot honour plans`));
+    expect(() => make(fixedWindow({ limit: 5, windowMs: 1_000, blockMs: 60_000 }))).toThrow(
+      new RegExp(`${mode} cannot honour blockMs`),
+    );
+    expect(() =>
+      make(fixedWindow({ limit: 5, windowMs: 1_000 }), { plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) } }),
+    ).toThrow(SluiceRangeError);
+    expect(() =>
+      make(fixedWindow({ limit: 5, windowMs: 1_000 }), { plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) } }),
+    ).toThrow(new RegExp(`${mode} cannot honour plans`));
     const limiter = make(fixedWindow({ limit: 5, windowMs: 1_000 }));
-    await expect(limiter.block('k', 1_000)).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringContaining(mode) });
+    await expect(limiter.block('k', 1_000)).rejects.toMatchObject({
+      code: 'UNSUPPORTED',
+      message: expect.stringContaining(mode),
+    });
     await expect(limiter.unblock('k')).rejects.toBeInstanceOf(SluiceError);
     expect(limiter.plans).toBeUndefined();
     await limiter.close();
@@ -54,8 +77,22 @@ describe('leased mode: a penalty past the lease reaches the central bucket', () 
   it("a second node sees the first node's penalty", async () => {
     const clock = new ManualClock(5_000_000);
     const p = prefix();
-    const a = leasedLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }), redis: redis().redis, prefix: p, clock, nodeId: 'a', maxBatch: 2 });
-    const b = leasedLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }), redis: redis().redis, prefix: p, clock, nodeId: 'b', maxBatch: 10 });
+    const a = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }),
+      redis: redis().redis,
+      prefix: p,
+      clock,
+      nodeId: 'a',
+      maxBatch: 2,
+    });
+    const b = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }),
+      redis: redis().redis,
+      prefix: p,
+      clock,
+      nodeId: 'b',
+      maxBatch: 10,
+    });
     expect((await a.tryAcquire('k')).allowed).toBe(true); // a leases 2
     await a.penalize('k', 7); // 1 from a's lease, 6 from the central bucket (8 left there): 2 remain
     let granted = 0;

@@ -10,7 +10,10 @@ afterEach(async () => {
   for (const example of running.splice(0)) expect(await example.stop()).toBe(0); // stops cleanly on SIGTERM
 });
 
-async function start(script: string, env: Record<string, string> = {}): Promise<{ example: RunningExample; url: string }> {
+async function start(
+  script: string,
+  env: Record<string, string> = {},
+): Promise<{ example: RunningExample; url: string }> {
   const example = runExample(script, { PORT: '0', ...env });
   running.push(example);
   const [, url] = await example.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
@@ -56,7 +59,9 @@ describe('examples/http-api', () => {
     expect(api.headers.get('ratelimit-policy')).toBe(
       '"per-10s";q=200;w=10, "per-hour";q=5000;w=3600, "per-day";q=20000;w=86400, "global";q=1000;w=1',
     );
-    expect(api.headers.get('ratelimit')).toMatch(/^"per-10s";r=199;t=\d+, "per-hour";r=4999;t=\d+, "per-day";r=19999;t=\d+, "global";r=999;t=1$/);
+    expect(api.headers.get('ratelimit')).toMatch(
+      /^"per-10s";r=199;t=\d+, "per-hour";r=4999;t=\d+, "per-day";r=19999;t=\d+, "global";r=999;t=1$/,
+    );
   }
 
   it('serves the demo controller from the memory store', async () => {
@@ -77,24 +82,28 @@ describe('examples/http-api', () => {
   });
 });
 
-describe.each(['fastify', 'hono', 'koa', 'fetch', 'nestjs'])('examples/frameworks: the demo controller on %s', (framework) => {
-  it('answers /limiter/count and /limiter/rate over real HTTP with the same headers as every adapter', async () => {
-    const env: Record<string, string> = framework === 'nestjs' ? { TSX_TSCONFIG_PATH: 'examples/frameworks/tsconfig.json' } : {};
-    const { example, url } = await start(`examples/frameworks/src/${framework}.ts`, env);
-    expect(example.output()).toContain(`sluice ${framework} example listening on`);
-    await earlyInTenSecondWindow();
-    const count = [];
-    for (let i = 0; i < 3; i++) count.push(await statusOf(`${url}/limiter/count?key=t`));
-    expect(count.map((r) => r.status)).toEqual([200, 200, 429]);
-    expect(count[0]?.headers.get('ratelimit-policy')).toBe('"count";q=2;w=10');
-    expect(count[1]?.headers.get('ratelimit')).toMatch(/^"count";r=0;t=\d+$/);
-    expect(count[2]?.headers.get('content-type')).toMatch(/^application\/json/);
-    const rate = [await statusOf(`${url}/limiter/rate`), await statusOf(`${url}/limiter/rate`)];
-    expect(rate.map((r) => r.status)).toEqual([200, 429]);
-    expect(rate.map((r) => r.headers.get('ratelimit'))).toEqual(['"rate";r=0;t=10', '"rate";r=0;t=10']);
-    expect(rate[1]?.headers.get('retry-after')).toBe('5');
-  });
-});
+describe.each(['fastify', 'hono', 'koa', 'fetch', 'nestjs'])(
+  'examples/frameworks: the demo controller on %s',
+  (framework) => {
+    it('answers /limiter/count and /limiter/rate over real HTTP with the same headers as every adapter', async () => {
+      const env: Record<string, string> =
+        framework === 'nestjs' ? { TSX_TSCONFIG_PATH: 'examples/frameworks/tsconfig.json' } : {};
+      const { example, url } = await start(`examples/frameworks/src/${framework}.ts`, env);
+      expect(example.output()).toContain(`sluice ${framework} example listening on`);
+      await earlyInTenSecondWindow();
+      const count = [];
+      for (let i = 0; i < 3; i++) count.push(await statusOf(`${url}/limiter/count?key=t`));
+      expect(count.map((r) => r.status)).toEqual([200, 200, 429]);
+      expect(count[0]?.headers.get('ratelimit-policy')).toBe('"count";q=2;w=10');
+      expect(count[1]?.headers.get('ratelimit')).toMatch(/^"count";r=0;t=\d+$/);
+      expect(count[2]?.headers.get('content-type')).toMatch(/^application\/json/);
+      const rate = [await statusOf(`${url}/limiter/rate`), await statusOf(`${url}/limiter/rate`)];
+      expect(rate.map((r) => r.status)).toEqual([200, 429]);
+      expect(rate.map((r) => r.headers.get('ratelimit'))).toEqual(['"rate";r=0;t=10', '"rate";r=0;t=10']);
+      expect(rate[1]?.headers.get('retry-after')).toBe('5');
+    });
+  },
+);
 
 describe('npm run demo (examples/http-api/src/demo.ts)', () => {
   it('drives a burst, prints allowed and refused with headers, and stays up with curl lines', async () => {

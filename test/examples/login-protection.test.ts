@@ -91,7 +91,11 @@ describe('examples/login-protection', () => {
     clock.advance(1);
     expect((await login(url, 'alice', 'wonderland')).status).toBe(200);
     // A request with no username is refused, not counted in a shared bucket.
-    const anonymous = await fetch(`${url}/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    const anonymous = await fetch(`${url}/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(anonymous.status).toBe(400);
   });
 });

@@ -20,7 +20,9 @@ function samples(text: string, metric: string): { labels: Record<string, string>
     .filter((line) => line.startsWith(`${metric}{`))
     .map((line) => {
       const [, labelText, value] = line.match(/^[^{]+\{(.*)\} (\S+)$/) as RegExpMatchArray;
-      const labels = Object.fromEntries([...(labelText as string).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+      const labels = Object.fromEntries(
+        [...(labelText as string).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]),
+      );
       return { labels, value: Number(value) };
     });
 }
@@ -28,19 +30,30 @@ function samples(text: string, metric: string): { labels: Record<string, string>
 const sum = (list: { value: number }[]) => list.reduce((s, x) => s + x.value, 0);
 
 describe('examples/observability', () => {
-  it('each node exposes sluice_decisions_total by outcome and source, degraded, leased permits and shares', { timeout: 120_000 }, async () => {
+  it('each node exposes sluice_decisions_total by outcome and source, degraded, leased permits and shares', {
+    timeout: 120_000,
+  }, async () => {
     const start = async (mode: string, n: number) => {
-      const example = runExample('examples/observability/src/node.ts', { MODE: mode, NODE_ID: `${mode}-${n}`, REDIS_URL: redis().server.url, PORT: '0' });
+      const example = runExample('examples/observability/src/node.ts', {
+        MODE: mode,
+        NODE_ID: `${mode}-${n}`,
+        REDIS_URL: redis().server.url,
+        PORT: '0',
+      });
       running.push(example);
       const [, url] = await example.waitFor(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
       return { mode, url: url as string };
     };
-    const nodes = await Promise.all(['exact', 'exact', 'leased', 'divided', 'divided'].map((mode, n) => start(mode, n)));
+    const nodes = await Promise.all(
+      ['exact', 'exact', 'leased', 'divided', 'divided'].map((mode, n) => start(mode, n)),
+    );
     const metrics = async (url: string) => (await fetch(`${url}/metrics`)).text();
     const divided = nodes.filter((node) => node.mode === 'divided');
     // Divided nodes split the limit once their heartbeats (200 ms) have met.
     for (let i = 0; i < 100; i++) {
-      const shares = await Promise.all(divided.map(async (node) => samples(await metrics(node.url), 'sluice_divided_share')[0]?.value));
+      const shares = await Promise.all(
+        divided.map(async (node) => samples(await metrics(node.url), 'sluice_divided_share')[0]?.value),
+      );
       if (shares.every((share) => share === 0.5)) break;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -58,12 +71,24 @@ describe('examples/observability', () => {
       expect(text).not.toContain('203.0.113.77');
       const decisions = samples(text, 'sluice_decisions_total');
       expect(sum(decisions)).toBe(30);
-      expect(decisions.every((d) => d.labels['sluice_limiter'] === `api-${mode}` && d.labels['sluice_rule'] === 'per-client')).toBe(true);
-      expect(samples(text, 'sluice_store_degraded')).toEqual([{ labels: expect.objectContaining({ sluice_limiter: `api-${mode}` }), value: 0 }]);
+      expect(
+        decisions.every((d) => d.labels.sluice_limiter === `api-${mode}` && d.labels.sluice_rule === 'per-client'),
+      ).toBe(true);
+      expect(samples(text, 'sluice_store_degraded')).toEqual([
+        { labels: expect.objectContaining({ sluice_limiter: `api-${mode}` }), value: 0 },
+      ]);
       expect(sum(samples(text, 'sluice_decision_duration_count'))).toBe(30);
     }
     const fleet = (mode: string, outcome: string, source?: string) =>
-      sum(texts.filter((t) => t.mode === mode).flatMap((t) => samples(t.text, 'sluice_decisions_total').filter((d) => d.labels['sluice_outcome'] === outcome && (source === undefined || d.labels['sluice_source'] === source))));
+      sum(
+        texts
+          .filter((t) => t.mode === mode)
+          .flatMap((t) =>
+            samples(t.text, 'sluice_decisions_total').filter(
+              (d) => d.labels.sluice_outcome === outcome && (source === undefined || d.labels.sluice_source === source),
+            ),
+          ),
+      );
     // Exact: the two nodes admit the client's 20 between them, and deny the rest on Redis or from the deny cache.
     expect(fleet('exact', 'allowed', 'redis')).toBe(20);
     expect(fleet('exact', 'denied')).toBe(40);
@@ -75,6 +100,7 @@ describe('examples/observability', () => {
     expect(sum(samples(leased, 'sluice_lease_permits_total'))).toBeGreaterThanOrEqual(20);
     // Divided: each node enforces half of the 20.
     expect(fleet('divided', 'allowed', 'share')).toBe(20);
-    for (const t of texts.filter((x) => x.mode === 'divided')) expect(samples(t.text, 'sluice_divided_share')[0]?.value).toBe(0.5);
+    for (const t of texts.filter((x) => x.mode === 'divided'))
+      expect(samples(t.text, 'sluice_divided_share')[0]?.value).toBe(0.5);
   });
 });

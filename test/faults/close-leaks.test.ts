@@ -18,7 +18,8 @@ function resources(): Record<string, number> {
   return counts;
 }
 
-const listeners = (client: Redis) => Object.fromEntries(client.eventNames().map((e) => [String(e), client.listenerCount(e)]));
+const listeners = (client: Redis) =>
+  Object.fromEntries(client.eventNames().map((e) => [String(e), client.listenerCount(e)]));
 
 describe('close()', () => {
   it('exact, leased and divided limiters leave no timer, socket or listener behind', async () => {
@@ -31,14 +32,34 @@ describe('close()', () => {
     const store = redisStore({ redis: client, timeoutMs: 50 });
     // A window far longer than the warm-up loop, so k0 is still exhausted when the waiting caller arrives
     // (with 1 s, a slow machine crossed the boundary and the caller was admitted instead of waiting).
-    const exact = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 30_000 }), store, prefix: `leaks${Date.now()}` });
-    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 50, refillPerSecond: 10 }), redis: client, prefix: `leaks-l${Date.now()}` });
-    const divided = dividedLimiter({ algorithm: tokenBucket({ capacity: 50, refillPerSecond: 10 }), redis: client, prefix: `leaks-d${Date.now()}`, heartbeatMs: 20 });
-    for (let i = 0; i < 200; i++) await Promise.all([exact.tryAcquire(`k${i % 7}`), leased.tryAcquire(`k${i % 7}`), divided.tryAcquire(`k${i % 7}`)]);
+    const exact = createLimiter({
+      algorithm: fixedWindow({ limit: 5, windowMs: 30_000 }),
+      store,
+      prefix: `leaks${Date.now()}`,
+    });
+    const leased = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 50, refillPerSecond: 10 }),
+      redis: client,
+      prefix: `leaks-l${Date.now()}`,
+    });
+    const divided = dividedLimiter({
+      algorithm: tokenBucket({ capacity: 50, refillPerSecond: 10 }),
+      redis: client,
+      prefix: `leaks-d${Date.now()}`,
+      heartbeatMs: 20,
+    });
+    for (let i = 0; i < 200; i++)
+      await Promise.all([
+        exact.tryAcquire(`k${i % 7}`),
+        leased.tryAcquire(`k${i % 7}`),
+        divided.tryAcquire(`k${i % 7}`),
+      ]);
     // A waiting caller, cut short by close().
     const waiting = exact.tryAcquire('k0', { timeoutMs: 60_000 }).catch((error: unknown) => error);
     await new Promise((r) => setTimeout(r, 100));
-    expect(Object.values(resources()).reduce((a, b) => a + b, 0)).toBeGreaterThan(Object.values(before).reduce((a, b) => a + b, 0));
+    expect(Object.values(resources()).reduce((a, b) => a + b, 0)).toBeGreaterThan(
+      Object.values(before).reduce((a, b) => a + b, 0),
+    );
 
     await Promise.all([exact.close(), leased.close(), divided.close()]);
     await store.close();
@@ -51,7 +72,10 @@ describe('close()', () => {
     expect(listeners(client)).toEqual(listenersBefore);
     // Timers that do not hold the process open (heartbeats are unref'd) do not show above: nothing closed
     // may still talk to Redis, so count the commands Redis runs over 10 heartbeats.
-    const calls = async () => [...(await client.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)].filter((m) => m[1] !== 'info').reduce((n, m) => n + Number(m[2]), 0);
+    const calls = async () =>
+      [...(await client.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)]
+        .filter((m) => m[1] !== 'info')
+        .reduce((n, m) => n + Number(m[2]), 0);
     const quietBefore = await calls();
     await new Promise((r) => setTimeout(r, 200));
     expect(await calls()).toBe(quietBefore);
@@ -68,7 +92,9 @@ describe('many stores on one client', () => {
     const onWarning = (w: Error) => warnings.push(w);
     process.on('warning', onWarning);
     const stores = Array.from({ length: 12 }, () => redisStore({ redis: client }));
-    const limiters = stores.map((store, i) => createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: `many${Date.now()}-${i}` }));
+    const limiters = stores.map((store, i) =>
+      createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: `many${Date.now()}-${i}` }),
+    );
     await Promise.all(limiters.map((l) => l.tryAcquire('k')));
     expect(client.listenerCount('error')).toBe((before.error ?? 0) + 1);
     expect(client.listenerCount('ready')).toBe((before.ready ?? 0) + 1);

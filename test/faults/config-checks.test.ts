@@ -26,10 +26,19 @@ describe('two limiters on one prefix of one store', () => {
     const store = makeStore();
     createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'shared' });
     createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'shared' }); // the same limiter twice: fine
-    const clash = () => createLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 10, name: 'fw-10-per-1s' }), store, prefix: 'shared' });
+    const clash = () =>
+      createLimiter({
+        algorithm: tokenBucket({ capacity: 10, refillPerSecond: 10, name: 'fw-10-per-1s' }),
+        store,
+        prefix: 'shared',
+      });
     expect(clash).toThrow(SluiceRangeError);
-    expect(clash).toThrow(/prefix "shared" is already used in this store by a limiter with other rules \(fw-10-per-1s:fixedWindow\(limit=10,windowMs=1000\)\)/);
-    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 11, windowMs: 1_000 }), store, prefix: 'shared' })).toThrow(SluiceRangeError);
+    expect(clash).toThrow(
+      /prefix "shared" is already used in this store by a limiter with other rules \(fw-10-per-1s:fixedWindow\(limit=10,windowMs=1000\)\)/,
+    );
+    expect(() =>
+      createLimiter({ algorithm: fixedWindow({ limit: 11, windowMs: 1_000 }), store, prefix: 'shared' }),
+    ).toThrow(SluiceRangeError);
     createLimiter({ algorithm: slidingWindowLog({ limit: 10, windowMs: 1_000 }), store, prefix: 'other' }); // its own prefix: fine
     await store.close();
   });
@@ -45,7 +54,11 @@ describe('one-time warnings', () => {
     expect(warnings[0]?.message).toMatch(/retries them forever \(maxRetriesPerRequest: null\) with no commandTimeout/);
     await Promise.all([a.close(), b.close()]);
     // Bounded retries, or a command timeout, or no offline queue: nothing to say.
-    for (const options of [{}, { maxRetriesPerRequest: null, commandTimeout: 100 }, { maxRetriesPerRequest: null, enableOfflineQueue: false }]) {
+    for (const options of [
+      {},
+      { maxRetriesPerRequest: null, commandTimeout: 100 },
+      { maxRetriesPerRequest: null, enableOfflineQueue: false },
+    ]) {
       const quiet = redisStore({ redis: new Redis({ port: await freePort(), lazyConnect: true, ...options }) });
       await quiet.close();
     }
@@ -56,7 +69,10 @@ describe('one-time warnings', () => {
   it('a Cluster client with a policy whose rules cannot share a slot', async () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: await freePort() }], { lazyConnect: true });
     const store = redisStore({ redis: cluster, denyCache: false });
-    const policy = () => [fixedWindow({ limit: 10, windowMs: 1_000, name: 'user' }), fixedWindow({ limit: 100, windowMs: 1_000, name: 'global', key: 'all' })];
+    const policy = () => [
+      fixedWindow({ limit: 10, windowMs: 1_000, name: 'user' }),
+      fixedWindow({ limit: 100, windowMs: 1_000, name: 'global', key: 'all' }),
+    ];
     createLimiter({ algorithm: policy(), store, prefix: 'api' });
     createLimiter({ algorithm: policy(), store, prefix: 'api' });
     createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'plain' });

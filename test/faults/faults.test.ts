@@ -23,10 +23,14 @@ afterAll(() => {
 // `npm run test:faults` adds the slower faults (a Cluster failover) to the ones the main suite runs, and runs
 // every fault on node-redis and GLIDE too (those whose clients can connect when made); the main suite runs
 // ioredis (the other libraries' kill -9 under traffic is in test/clients).
-const FULL = process.env['SLUICE_FAULTS'] === 'full';
+const FULL = process.env.SLUICE_FAULTS === 'full';
 const faults = FULL ? [...FAULTS, ...FULL_SWEEP_FAULTS] : FAULTS;
 const kinds: readonly ClientKind[] = FULL ? ['ioredis', 'node-redis', 'glide'] : ['ioredis'];
-const cases = kinds.flatMap((client) => faults.filter((f) => client === 'ioredis' || !f.name.startsWith('not running')).map((fault) => ({ client, fault, name: fault.name })));
+const cases = kinds.flatMap((client) =>
+  faults
+    .filter((f) => client === 'ioredis' || !f.name.startsWith('not running'))
+    .map((fault) => ({ client, fault, name: fault.name })),
+);
 
 describe.each(cases)('$client: $name', ({ client, fault }) => {
   it('every mode and fail mode stays calm', async () => {

@@ -28,7 +28,9 @@ export interface FaultRun {
    * Where a client of another library connects (it must connect when it is made, so a fault that starts
    * with Redis down has none): a standalone server or a Cluster's nodes.
    */
-  readonly address?: { readonly host: string; readonly port: number } | { readonly nodes: ReadonlyArray<{ host: string; port: number }> };
+  readonly address?:
+    | { readonly host: string; readonly port: number }
+    | { readonly nodes: ReadonlyArray<{ host: string; port: number }> };
   /**
    * Breaks Redis and heals it; resolves with performance.now() at the moment the healing began (the restart
    * spawned, SIGCONT sent, the proxy fixed): recovery is measured from there, Redis's own start-up included.
@@ -63,7 +65,6 @@ function onOneServer(name: string, breakAndHeal: (server: TestRedis) => Promise<
     },
   };
 }
-
 
 export const FAULTS: readonly Fault[] = [
   {
@@ -163,7 +164,8 @@ export const FULL_SWEEP_FAULTS: readonly Fault[] = [
           // The master serving hash tag {a} (every mode's state for key 'a' lives there).
           const admin = cluster.client();
           const slot = calculateSlot('a');
-          const masterPort = async (client: Redis) => (await client.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1];
+          const masterPort = async (client: Redis) =>
+            (await client.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1];
           const owner = await masterPort(admin as unknown as Redis);
           admin.disconnect();
           const victim = cluster.nodes.find((n) => n.port === owner);
@@ -172,7 +174,11 @@ export const FULL_SWEEP_FAULTS: readonly Fault[] = [
           // Healthy again once a node other than the victim serves the slot as master.
           for (;;) {
             await sleep(100);
-            const probe = new Redis({ host: '127.0.0.1', port: cluster.nodes.find((n) => n !== victim)?.port as number, lazyConnect: true });
+            const probe = new Redis({
+              host: '127.0.0.1',
+              port: cluster.nodes.find((n) => n !== victim)?.port as number,
+              lazyConnect: true,
+            });
             probe.on('error', () => {});
             try {
               const served = await masterPort(probe);

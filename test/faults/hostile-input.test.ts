@@ -30,25 +30,104 @@ import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const redis = useTestRedis();
-const RUNS = Number(process.env['FC_RUNS'] ?? 60);
+const RUNS = Number(process.env.FC_RUNS ?? 60);
 
 /** Numbers and strings that break naive validation, mixed with anything at all. */
 const nasty = fc.oneof(
-  fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 2 ** 53 + 1, -0, 0, -1, 0.5, 1e308, -1e-308, Number.MAX_VALUE, Number.MIN_VALUE),
-  fc.constantFrom('', '10', ' 1', '{', '}', ':', '*', '\n', '\0', '🔥', 'x'.repeat(10_240), null, undefined, true, [], {}, () => 1, Symbol('s'), 10n),
+  fc.constantFrom(
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    Number.NEGATIVE_INFINITY,
+    2 ** 53 + 1,
+    -0,
+    0,
+    -1,
+    0.5,
+    1e308,
+    -1e-308,
+    Number.MAX_VALUE,
+    Number.MIN_VALUE,
+  ),
+  fc.constantFrom(
+    '',
+    '10',
+    ' 1',
+    '{',
+    '}',
+    ':',
+    '*',
+    '\n',
+    '\0',
+    '🔥',
+    'x'.repeat(10_240),
+    null,
+    undefined,
+    true,
+    [],
+    {},
+    () => 1,
+    Symbol('s'),
+    10n,
+  ),
   fc.double(),
   fc.integer(),
   fc.anything(),
 );
 /** Keys with every character a key layout could trip on. */
 const key = fc.oneof(
-  fc.string({ unit: fc.constantFrom('{', '}', ':', '*', '\n', '\0', '🔥', 'a', 'b', ' ', '\\', '%'), minLength: 1, maxLength: 12 }),
+  fc.string({
+    unit: fc.constantFrom('{', '}', ':', '*', '\n', '\0', '🔥', 'a', 'b', ' ', '\\', '%'),
+    minLength: 1,
+    maxLength: 12,
+  }),
   fc.string({ unit: 'grapheme', minLength: 1, maxLength: 8 }),
   fc.constant('k'.repeat(10_240)),
   fc.constant(''),
   nasty,
 );
-const options = fc.oneof(nasty, fc.dictionary(fc.constantFrom('permits', 'timeoutMs', 'signal', 'limit', 'windowMs', 'capacity', 'refillPerSecond', 'rate', 'burst', 'name', 'key', 'initial', 'maxDebt', 'mode', 'leakPerSecond', 'permitsPerSecond', 'maxBurstSeconds', 'warmupMs', 'coldFactor', 'initialPermits', 'prefix', 'store', 'clock', 'algorithm', 'failMode', 'timeoutMs', 'maxBatch', 'denyCache', 'headers', 'cost', 'onMissingKey', 'heartbeatMs', 'share', 'targetMs', 'lowWater'), nasty));
+const options = fc.oneof(
+  nasty,
+  fc.dictionary(
+    fc.constantFrom(
+      'permits',
+      'timeoutMs',
+      'signal',
+      'limit',
+      'windowMs',
+      'capacity',
+      'refillPerSecond',
+      'rate',
+      'burst',
+      'name',
+      'key',
+      'initial',
+      'maxDebt',
+      'mode',
+      'leakPerSecond',
+      'permitsPerSecond',
+      'maxBurstSeconds',
+      'warmupMs',
+      'coldFactor',
+      'initialPermits',
+      'prefix',
+      'store',
+      'clock',
+      'algorithm',
+      'failMode',
+      'timeoutMs',
+      'maxBatch',
+      'denyCache',
+      'headers',
+      'cost',
+      'onMissingKey',
+      'heartbeatMs',
+      'share',
+      'targetMs',
+      'lowWater',
+    ),
+    nasty,
+  ),
+);
 
 /** Calls `f`; passes if it returns or throws a typed sluice error; returns whether it threw. */
 function onlyTypedErrors(f: () => unknown): boolean {
@@ -56,7 +135,8 @@ function onlyTypedErrors(f: () => unknown): boolean {
     f();
     return false;
   } catch (error) {
-    if (error instanceof SluiceTypeError || error instanceof SluiceRangeError || error instanceof SluiceError) return true;
+    if (error instanceof SluiceTypeError || error instanceof SluiceRangeError || error instanceof SluiceError)
+      return true;
     throw error;
   }
 }
@@ -66,12 +146,22 @@ async function onlyTypedRejections(f: () => Promise<unknown>): Promise<boolean> 
     await f();
     return false;
   } catch (error) {
-    if (error instanceof SluiceTypeError || error instanceof SluiceRangeError || error instanceof SluiceError) return true;
+    if (error instanceof SluiceTypeError || error instanceof SluiceRangeError || error instanceof SluiceError)
+      return true;
     throw error;
   }
 }
 
-const FACTORIES = { fixedWindow, slidingWindowLog, slidingWindowCounter, tokenBucket, leakyBucket, gcra, smoothBursty, smoothWarmingUp } as Record<string, (o: unknown) => unknown>;
+const FACTORIES = {
+  fixedWindow,
+  slidingWindowLog,
+  slidingWindowCounter,
+  tokenBucket,
+  leakyBucket,
+  gcra,
+  smoothBursty,
+  smoothWarmingUp,
+} as Record<string, (o: unknown) => unknown>;
 
 describe('hostile input', () => {
   it('algorithm factories and createLimiter: typed errors only', () => {
@@ -88,7 +178,11 @@ describe('hostile input', () => {
   it('tryAcquire / acquire / peek / reset on memory and on Redis: typed errors only, and a rejected call consumes nothing', async () => {
     const limiters: Limiter[] = [
       createLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }) }),
-      createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 3_600_000 }), store: redisStore({ redis: redis().redis }), prefix: `hostile${Date.now()}` }),
+      createLimiter({
+        algorithm: fixedWindow({ limit: 5, windowMs: 3_600_000 }),
+        store: redisStore({ redis: redis().redis }),
+        prefix: `hostile${Date.now()}`,
+      }),
     ];
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(0, 1), key, options, async (which, k, o) => {
@@ -100,9 +194,23 @@ describe('hostile input', () => {
         await onlyTypedRejections(() => limiter.peek(k as string));
         await onlyTypedRejections(() => limiter.reset(k as string));
         // acquire with bad input rejects at once; with good input on a spent key it would wait, so only bad input here.
-        if (!(typeof o === 'object' && o !== null && 'permits' in o && typeof o.permits === 'number' && Number.isSafeInteger(o.permits) && o.permits >= 1)) {
+        if (
+          !(
+            typeof o === 'object' &&
+            o !== null &&
+            'permits' in o &&
+            typeof o.permits === 'number' &&
+            Number.isSafeInteger(o.permits) &&
+            o.permits >= 1
+          )
+        ) {
           const before2 = (await limiter.peek(probe)).remaining;
-          const threw2 = await onlyTypedRejections(() => limiter.acquire(k as string, { ...(typeof o === 'object' && o !== null ? o : {}), permits: o as number } as never));
+          const threw2 = await onlyTypedRejections(() =>
+            limiter.acquire(
+              k as string,
+              { ...(typeof o === 'object' && o !== null ? o : {}), permits: o as number } as never,
+            ),
+          );
           if (threw2) expect((await limiter.peek(probe)).remaining).toBe(before2);
         }
       }),
@@ -119,10 +227,34 @@ describe('hostile input', () => {
         const withRequired = (extra: object) => (typeof o === 'object' && o !== null ? { ...o, ...extra } : o);
         onlyTypedErrors(() => made.push(redisStore(withRequired({ redis: client }) as never)));
         onlyTypedErrors(() => made.push(memoryStore(o as never)));
-        onlyTypedErrors(() => made.push(leasedLimiter(withRequired({ redis: client, algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never)));
-        onlyTypedErrors(() => made.push(dividedLimiter(withRequired({ redis: client, algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never)));
-        onlyTypedErrors(() => middleware(withRequired({ limiter: createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) }) }) as never));
-        onlyTypedErrors(() => decorate(withRequired({ limiter: createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) }) }) as never));
+        onlyTypedErrors(() =>
+          made.push(
+            leasedLimiter(
+              withRequired({ redis: client, algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never,
+            ),
+          ),
+        );
+        onlyTypedErrors(() =>
+          made.push(
+            dividedLimiter(
+              withRequired({ redis: client, algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never,
+            ),
+          ),
+        );
+        onlyTypedErrors(() =>
+          middleware(
+            withRequired({
+              limiter: createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) }),
+            }) as never,
+          ),
+        );
+        onlyTypedErrors(() =>
+          decorate(
+            withRequired({
+              limiter: createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) }),
+            }) as never,
+          ),
+        );
         onlyTypedErrors(() => {
           const facade = RateLimiter.create(a as number, b as never);
           onlyTypedErrors(() => facade.tryAcquire(a as number));
@@ -141,8 +273,15 @@ describe('hostile input', () => {
     const store = redisStore({ redis: client });
     const a = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 3_600_000 }), store, prefix: `${run}.a` });
     const b = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 3_600_000 }), store, prefix: `${run}.b` });
-    const validKey = fc.string({ unit: fc.constantFrom('{', '}', ':', '*', '\n', '\0', '🔥', 'a', ' '), minLength: 1, maxLength: 10 });
-    const keys = fc.sample(fc.uniqueArray(validKey, { minLength: 50, maxLength: 50 }), { numRuns: 1, seed: 7 })[0] as string[];
+    const validKey = fc.string({
+      unit: fc.constantFrom('{', '}', ':', '*', '\n', '\0', '🔥', 'a', ' '),
+      minLength: 1,
+      maxLength: 10,
+    });
+    const keys = fc.sample(fc.uniqueArray(validKey, { minLength: 50, maxLength: 50 }), {
+      numRuns: 1,
+      seed: 7,
+    })[0] as string[];
     for (const k of keys) {
       expect((await a.tryAcquire(k)).remaining).toBe(2);
       expect((await b.tryAcquire(k, { permits: 2 })).remaining).toBe(1);

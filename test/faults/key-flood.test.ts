@@ -11,7 +11,7 @@ import { heapAfterGc } from './gc.js';
 
 // Long enough (about 10 s here) that the keys alive at any moment, a few seconds' worth, are a small part of
 // the flood however fast the machine decides.
-const KEYS = Number(process.env['FLOOD_KEYS'] ?? 2_000_000);
+const KEYS = Number(process.env.FLOOD_KEYS ?? 2_000_000);
 const IN_FLIGHT = 256;
 const MB = 1024 * 1024;
 

@@ -18,7 +18,7 @@ import { createClient } from 'redis';
 import { describe, expect, it, vi } from 'vitest';
 import { spawnRedisServer } from '../harness/redis-server.js';
 
-const FULL = process.env['SLUICE_FAULTS'] === 'full';
+const FULL = process.env.SLUICE_FAULTS === 'full';
 const OUTAGE_MS = FULL ? 60_000 : 6_000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -29,7 +29,9 @@ interface Case {
 }
 
 const CASES: readonly Case[] = FULL
-  ? (['ioredis', 'iovalkey', 'node-redis', 'glide'] as const).flatMap((kind) => (['exact', 'leased'] as const).map((mode) => ({ kind, mode })))
+  ? (['ioredis', 'iovalkey', 'node-redis', 'glide'] as const).flatMap((kind) =>
+      (['exact', 'leased'] as const).map((mode) => ({ kind, mode })),
+    )
   : [
       { kind: 'ioredis', mode: 'exact' },
       { kind: 'ioredis', mode: 'leased' },
@@ -79,8 +81,17 @@ describe.each(CASES)(`$kind, $mode mode: Redis killed for ${OUTAGE_MS / 1000} s 
     const store = mode === 'exact' ? redisStore({ redis: user.client, timeoutMs }) : undefined;
     const limiter: Limiter =
       store !== undefined
-        ? createLimiter({ algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }), store, prefix: `reconnect-${kind}-${mode}` })
-        : leasedLimiter({ algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }), redis: user.client, timeoutMs, prefix: `reconnect-${kind}-leased` });
+        ? createLimiter({
+            algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
+            store,
+            prefix: `reconnect-${kind}-${mode}`,
+          })
+        : leasedLimiter({
+            algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
+            redis: user.client,
+            timeoutMs,
+            prefix: `reconnect-${kind}-leased`,
+          });
     if (kind === 'node-redis') {
       const c = user.client as unknown as { off(event: string, listener: () => void): void; untilStore: () => void };
       c.off('error', c.untilStore);
@@ -129,7 +140,9 @@ describe.each(CASES)(`$kind, $mode mode: Redis killed for ${OUTAGE_MS / 1000} s 
       const counted = user.attempts() !== undefined;
       console.log(
         `${kind} ${mode}: ${latencies.length} decisions during the outage, p99 ${p99.toFixed(2)} ms, ${(slow * 100).toFixed(2)}% waited timeoutMs; ` +
-          (counted ? `connection attempts ${early.toFixed(1)}/s (first third) and ${late.toFixed(1)}/s (last third); ` : 'connection attempts: not reported by GLIDE; ') +
+          (counted
+            ? `connection attempts ${early.toFixed(1)}/s (first third) and ${late.toFixed(1)}/s (last third); `
+            : 'connection attempts: not reported by GLIDE; ') +
           `"Unhandled error event" printed ${unhandled} times`,
       );
       expect(threw).toBe(0);

@@ -69,7 +69,14 @@ interface Probe {
 }
 
 function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<void>, prefix: string): Probe {
-  const probe: Probe = { client, servedAt: [], redisGrants: new Map(), fallbacks: [], limiter: undefined as unknown as Limiter, close: async () => {} };
+  const probe: Probe = {
+    client,
+    servedAt: [],
+    redisGrants: new Map(),
+    fallbacks: [],
+    limiter: undefined as unknown as Limiter,
+    close: async () => {},
+  };
   const algorithm = tokenBucket({ capacity: CAPACITY, refillPerSecond: RATE });
   if (c.mode === 'exact') {
     const store = redisStore({
@@ -146,7 +153,10 @@ function drive(limiter: Limiter) {
 }
 
 /** A client of `kind` for one mode case: ioredis as the fault makes it, another library at the fault's address. */
-async function clientFor(run: FaultRun, kind: ClientKind): Promise<{ client: RedisClient; close: () => Promise<void> }> {
+async function clientFor(
+  run: FaultRun,
+  kind: ClientKind,
+): Promise<{ client: RedisClient; close: () => Promise<void> }> {
   if (kind === 'ioredis') {
     const client = run.client();
     return { client, close: async () => client.disconnect() };
@@ -161,7 +171,14 @@ export async function runFault(fault: Fault, kind: ClientKind = 'ioredis'): Prom
   const run = await fault.setup();
   const prefix = `faults-${kind}-${Date.now()}`;
   const clients = await Promise.all(MODE_CASES.map(() => clientFor(run, kind)));
-  const probes = MODE_CASES.map((c, i) => makeProbe(c, (clients[i] as { client: RedisClient }).client, (clients[i] as { close: () => Promise<void> }).close, `${prefix}-${i}`));
+  const probes = MODE_CASES.map((c, i) =>
+    makeProbe(
+      c,
+      (clients[i] as { client: RedisClient }).client,
+      (clients[i] as { close: () => Promise<void> }).close,
+      `${prefix}-${i}`,
+    ),
+  );
   const drivers = probes.map((p) => drive(p.limiter));
   let healedAt: number;
   try {
@@ -182,7 +199,11 @@ export async function runFault(fault: Fault, kind: ClientKind = 'ioredis'): Prom
     if (c.mode === 'exact') {
       overAdmissions = 0;
       for (const times of probe.redisGrants.values()) {
-        overAdmissions += bucketIntervalsOver([...times].sort((a, b) => a - b), CAPACITY, RATE / 1_000).over;
+        overAdmissions += bucketIntervalsOver(
+          [...times].sort((a, b) => a - b),
+          CAPACITY,
+          RATE / 1_000,
+        ).over;
       }
     }
     return {
@@ -194,7 +215,12 @@ export async function runFault(fault: Fault, kind: ClientKind = 'ioredis'): Prom
       threw: stats.threw,
       worstLatencyMs: Number(stats.worstMs.toFixed(1)),
       overAdmissions,
-      recoveryMs: fellBackAt === undefined ? 0 : back === undefined ? Number.POSITIVE_INFINITY : Number(Math.max(0, back - healedAt).toFixed(0)),
+      recoveryMs:
+        fellBackAt === undefined
+          ? 0
+          : back === undefined
+            ? Number.POSITIVE_INFINITY
+            : Number(Math.max(0, back - healedAt).toFixed(0)),
       laterBlips: back === undefined ? 0 : probe.fallbacks.filter((t) => t > back).length,
       fellBack: fellBackAt !== undefined,
     };

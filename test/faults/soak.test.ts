@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { spawnRedisServer } from '../harness/redis-server.js';
 import { heapAfterGc } from './gc.js';
 
-const SECONDS = Number(process.env['SOAK_SECONDS'] ?? 10);
+const SECONDS = Number(process.env.SOAK_SECONDS ?? 10);
 const MB = 1024 * 1024;
 const KEYS = 1_000;
 
@@ -45,7 +45,11 @@ describe('soak', () => {
     );
     const sample = async () => {
       const redisBytes = Number((await admin.info('memory')).match(/used_memory:(\d+)/)?.[1]);
-      samples.push({ at: Math.round(SECONDS - (end - performance.now()) / 1000), heapMb: Number((heapAfterGc() / MB).toFixed(1)), redisMb: Number((redisBytes / MB).toFixed(2)) });
+      samples.push({
+        at: Math.round(SECONDS - (end - performance.now()) / 1000),
+        heapMb: Number((heapAfterGc() / MB).toFixed(1)),
+        redisMb: Number((redisBytes / MB).toFixed(2)),
+      });
     };
     try {
       delay.enable();
@@ -71,8 +75,8 @@ describe('soak', () => {
     console.table([
       {
         seconds: SECONDS,
-        'exact decisions/s': Math.round((decisions['exact'] as number) / SECONDS),
-        'leased decisions/s': Math.round((decisions['leased'] as number) / SECONDS),
+        'exact decisions/s': Math.round((decisions.exact as number) / SECONDS),
+        'leased decisions/s': Math.round((decisions.leased as number) / SECONDS),
         'heap growth (MB)': Number((last.heapMb - first.heapMb).toFixed(1)),
         'Redis used_memory growth (MB)': Number((last.redisMb - first.redisMb).toFixed(2)),
         'event-loop delay p99 (ms)': Number((delay.percentile(99) / 1e6).toFixed(1)),

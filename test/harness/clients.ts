@@ -51,7 +51,10 @@ const addressOf = (a: Address): Address => ({ host: a.host, port: a.port });
 const glideTimeouts = { requestTimeout: 5_000 };
 
 /** How each library opens a standalone client and a Cluster client: one row per library. */
-const LIBRARIES: Record<ClientKind, { standalone(server: Address): Promise<OpenClient>; cluster(nodes: readonly Address[]): Promise<OpenClient> }> = {
+const LIBRARIES: Record<
+  ClientKind,
+  { standalone(server: Address): Promise<OpenClient>; cluster(nodes: readonly Address[]): Promise<OpenClient> }
+> = {
   ioredis: {
     standalone: (server) => ioredisLike('ioredis', new Ioredis(urlOf(server))),
     cluster: (nodes) => ioredisLike('ioredis', new IoredisCluster(nodes.map(addressOf))),
@@ -73,8 +76,10 @@ const LIBRARIES: Record<ClientKind, { standalone(server: Address): Promise<OpenC
     cluster: (nodes) => nodeRedis('node-redis5', createCluster5({ rootNodes: nodes.map((n) => ({ url: urlOf(n) })) })),
   },
   glide: {
-    standalone: async (server) => glideClient(await GlideClient.createClient({ addresses: [addressOf(server)], ...glideTimeouts })),
-    cluster: async (nodes) => glideClient(await GlideClusterClient.createClient({ addresses: nodes.map(addressOf), ...glideTimeouts })),
+    standalone: async (server) =>
+      glideClient(await GlideClient.createClient({ addresses: [addressOf(server)], ...glideTimeouts })),
+    cluster: async (nodes) =>
+      glideClient(await GlideClusterClient.createClient({ addresses: nodes.map(addressOf), ...glideTimeouts })),
   },
 };
 

@@ -27,13 +27,28 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
 export async function startTestCluster(options: { replicas?: 0 | 1 } = {}): Promise<TestCluster> {
   const replicas = options.replicas ?? 1;
   const flags = ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000', '--repl-diskless-sync-delay', '0'];
-  const nodes = await Promise.all(Array.from({ length: 3 * (1 + replicas) }, () => spawnRedisServer([...flags, '--cluster-config-file', 'nodes.conf'])));
+  const nodes = await Promise.all(
+    Array.from({ length: 3 * (1 + replicas) }, () =>
+      spawnRedisServer([...flags, '--cluster-config-file', 'nodes.conf']),
+    ),
+  );
   const stop = async () => void (await Promise.all(nodes.map((n) => n.stop())));
   try {
-    execFileSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', String(replicas), '--cluster-yes'], {
-      stdio: 'ignore',
-      timeout: 30_000,
-    });
+    execFileSync(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        String(replicas),
+        '--cluster-yes',
+      ],
+      {
+        stdio: 'ignore',
+        timeout: 30_000,
+      },
+    );
     const direct = nodes.map((n) => new Redis({ host: n.host, port: n.port, lazyConnect: true }));
     try {
       await until('cluster_state:ok on every node', 30_000, async () => {

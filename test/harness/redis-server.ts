@@ -26,7 +26,14 @@ process.once('exit', () => {
 export async function waitForPing(host: string, port: number, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new Redis({ host, port, lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    const client = new Redis({
+      host,
+      port,
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
     client.on('error', () => {}); // refused connections are expected while the server starts
     try {
       await client.connect();
@@ -111,7 +118,13 @@ async function fromTestcontainers(): Promise<TestRedis> {
     .start();
   const host = container.getHost();
   const port = container.getMappedPort(6379);
-  return { host, port, url: `redis://${host}:${port}`, source: 'testcontainers', stop: async () => void (await container.stop()) };
+  return {
+    host,
+    port,
+    url: `redis://${host}:${port}`,
+    source: 'testcontainers',
+    stop: async () => void (await container.stop()),
+  };
 }
 
 /**

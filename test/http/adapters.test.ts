@@ -11,7 +11,11 @@ import { koaRateLimit } from '@sluice/core/koa';
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 
-const limiter = () => createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }), store: memoryStore({ clock: new ManualClock(4_000) }) });
+const limiter = () =>
+  createLimiter({
+    algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }),
+    store: memoryStore({ clock: new ManualClock(4_000) }),
+  });
 
 describe('one options parser for every adapter', () => {
   const adapters: Record<string, (options: never) => unknown> = {
@@ -56,13 +60,20 @@ describe('fetchRateLimit', () => {
 
   it("wraps a handler with Node's own Request and Response: headers added, 429 with the JSON body, the handler's extra arguments reach address", async () => {
     const seen: unknown[] = [];
-    const handler = fetchRateLimit<Request, [{ ip: string }]>({ limiter: limiter(), address: (_req, info) => info.ip })(async (req, info) => {
-      seen.push(info);
-      return new Response(`hello ${new URL(req.url).pathname}`, { headers: { 'x-app': '1' } });
-    });
+    const handler = fetchRateLimit<Request, [{ ip: string }]>({ limiter: limiter(), address: (_req, info) => info.ip })(
+      async (req, info) => {
+        seen.push(info);
+        return new Response(`hello ${new URL(req.url).pathname}`, { headers: { 'x-app': '1' } });
+      },
+    );
     const ask = () => handler(new Request('https://example.test/a?b=c'), { ip: '203.0.113.9' });
     const first = await ask();
-    expect([first.status, await first.text(), first.headers.get('x-app'), first.headers.get('ratelimit')]).toEqual([200, 'hello /a', '1', '"w";r=1;t=6']);
+    expect([first.status, await first.text(), first.headers.get('x-app'), first.headers.get('ratelimit')]).toEqual([
+      200,
+      'hello /a',
+      '1',
+      '"w";r=1;t=6',
+    ]);
     await ask();
     const denied = await ask();
     expect(denied.status).toBe(429);
@@ -73,14 +84,25 @@ describe('fetchRateLimit', () => {
   });
 
   it('a response with immutable headers (Response.redirect) is copied with the headers added', async () => {
-    const handler = fetchRateLimit({ limiter: limiter(), key: () => 'k' })(async () => Response.redirect('https://example.test/elsewhere', 302));
+    const handler = fetchRateLimit({ limiter: limiter(), key: () => 'k' })(async () =>
+      Response.redirect('https://example.test/elsewhere', 302),
+    );
     const r = await handler(new Request('https://example.test/'));
-    expect([r.status, r.headers.get('location'), r.headers.get('ratelimit')]).toEqual([302, 'https://example.test/elsewhere', '"w";r=1;t=6']);
+    expect([r.status, r.headers.get('location'), r.headers.get('ratelimit')]).toEqual([
+      302,
+      'https://example.test/elsewhere',
+      '"w";r=1;t=6',
+    ]);
   });
 
   it('a key function that throws rejects the wrapped handler (the runtime answers it as any handler error)', async () => {
     const l = limiter();
-    const handler = fetchRateLimit({ limiter: l, key: () => { throw new Error('auth down'); } })(async () => new Response('ok'));
+    const handler = fetchRateLimit({
+      limiter: l,
+      key: () => {
+        throw new Error('auth down');
+      },
+    })(async () => new Response('ok'));
     await expect(handler(new Request('https://example.test/'))).rejects.toThrow('auth down');
   });
 });
@@ -88,7 +110,10 @@ describe('fetchRateLimit', () => {
 describe('honoRateLimit', () => {
   it("reads the client address through the runtime adapter's getConnInfo, and adds headers to a raw Response", async () => {
     const app = new Hono();
-    app.use('*', honoRateLimit({ limiter: limiter(), getConnInfo: (c) => ({ remote: { address: c.req.header('x-test-peer') } }) }));
+    app.use(
+      '*',
+      honoRateLimit({ limiter: limiter(), getConnInfo: (c) => ({ remote: { address: c.req.header('x-test-peer') } }) }),
+    );
     app.get('/', () => new Response('raw'));
     const ask = (peer: string) => app.request('/', { headers: { 'x-test-peer': peer } });
     const first = await ask('198.51.100.7');

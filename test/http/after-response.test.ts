@@ -4,7 +4,16 @@
  * each framework's own response object, charged past the limit, negative to give back), callbacks that
  * throw, shadow mode, and options refused at construction.
  */
-import { type Limiter, ManualClock, SluiceTypeError, createLimiter, fixedWindow, memoryStore, smoothBursty, tokenBucket } from '@sluice/core';
+import {
+  type Limiter,
+  ManualClock,
+  SluiceTypeError,
+  createLimiter,
+  fixedWindow,
+  memoryStore,
+  smoothBursty,
+  tokenBucket,
+} from '@sluice/core';
 import { rateLimit } from '@sluice/core/http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type Framework, type TestServer, echoRoute, frameworks, get, startServer } from './servers.js';
@@ -41,7 +50,8 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
     servers.push(server);
     return server.url;
   }
-  const limiterOf = (limit: number, clock = new ManualClock(0)): Limiter => createLimiter({ algorithm: fixedWindow({ limit, windowMs: 60_000, name: 'w' }), store: memoryStore({ clock }) });
+  const limiterOf = (limit: number, clock = new ManualClock(0)): Limiter =>
+    createLimiter({ algorithm: fixedWindow({ limit, windowMs: 60_000, name: 'w' }), store: memoryStore({ clock }) });
 
   it('skipSuccessfulRequests: successes give their permits back, failures count (the login case)', async () => {
     const limiter = limiterOf(3);
@@ -55,10 +65,16 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
   it('skipFailedRequests: 4xx and 5xx give their permits back; requestWasSuccessful can say otherwise', async () => {
     const limiter = limiterOf(2);
     const url = await serve({ limiter, key: () => 'k', skipFailedRequests: true });
-    for (const status of ['500', '404', '503']) expect((await hit(url, { 'x-status': status })).status).toBe(Number(status));
+    for (const status of ['500', '404', '503'])
+      expect((await hit(url, { 'x-status': status })).status).toBe(Number(status));
     expect((await limiter.peek('k')).remaining).toBe(2);
     const strict = limiterOf(2);
-    const url2 = await serve({ limiter: strict, key: () => 'k', skipFailedRequests: true, requestWasSuccessful: (_req, res) => responseHeader(res, 'x-tokens') === undefined });
+    const url2 = await serve({
+      limiter: strict,
+      key: () => 'k',
+      skipFailedRequests: true,
+      requestWasSuccessful: (_req, res) => responseHeader(res, 'x-tokens') === undefined,
+    });
     await hit(url2, { 'x-tokens': '1' }); // a 200 this callback calls a failure: given back
     await hit(url2);
     expect((await strict.peek('k')).remaining).toBe(1);
@@ -66,9 +82,17 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
 
   it("costAfterResponse reads the framework's response, charges past the limit, and gives back when negative", async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1, name: 'tpm' }), store: memoryStore({ clock }) });
+    const limiter = createLimiter({
+      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1, name: 'tpm' }),
+      store: memoryStore({ clock }),
+    });
     // The request costs an estimate of 10; the response says what it used, and the difference is settled.
-    const url = await serve({ limiter, key: () => 'tenant', cost: 10, costAfterResponse: (_req, res) => Number(responseHeader(res, 'x-tokens') ?? 10) - 10 });
+    const url = await serve({
+      limiter,
+      key: () => 'tenant',
+      cost: 10,
+      costAfterResponse: (_req, res) => Number(responseHeader(res, 'x-tokens') ?? 10) - 10,
+    });
     await hit(url, { 'x-tokens': '4' });
     expect((await limiter.peek('tenant')).remaining).toBe(96);
     await hit(url, { 'x-tokens': '150' });
@@ -92,12 +116,20 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
       onAccountingError: (error) => errors.push(error),
     });
     for (let i = 0; i < 3; i++) expect((await hit(url)).status).toBe(200);
-    expect(errors.map((e) => e.message)).toEqual(['boom', expect.stringMatching(/costAfterResponse must return an integer, got NaN/), expect.stringMatching(/got 1.5/)]);
+    expect(errors.map((e) => e.message)).toEqual([
+      'boom',
+      expect.stringMatching(/costAfterResponse must return an integer, got NaN/),
+      expect.stringMatching(/got 1.5/),
+    ]);
     expect((await limiter.peek('k')).remaining).toBe(2);
   });
 
   it('shadow mode: a request let through that the rules would deny took nothing, so nothing is settled', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: 'w' }), clock: new ManualClock(0), shadow: true });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: 'w' }),
+      clock: new ManualClock(0),
+      shadow: true,
+    });
     const url = await serve({ limiter, key: () => 'k', skipFailedRequests: true, costAfterResponse: () => 5 });
     await hit(url, { 'x-status': '500' }); // allowed for real: refunded as a failure, then charged 5
     await hit(url); // shadowed: nothing taken, nothing charged
@@ -106,24 +138,34 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
 });
 
 describe('after-response accounting: the connection closes before the response', () => {
-  it.each(['node:http', 'express', 'koa', 'fastify'] as const)('%s: an aborted request counts as failed (skipFailedRequests gives it back)', async (framework) => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) });
-    let answered = 0;
-    const server = await startServer(framework, { limiter, key: () => 'k', skipFailedRequests: true } as never, async () => {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      answered++;
-      return { late: true };
-    });
-    servers.push(server);
-    const aborted = new AbortController();
-    const request = fetch(server.url, { signal: aborted.signal }).catch(() => 'aborted');
-    await new Promise((resolve) => setTimeout(resolve, 60));
-    aborted.abort();
-    expect(await request).toBe('aborted');
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(answered).toBe(1);
-    expect((await limiter.peek('k')).remaining).toBe(1);
-  });
+  it.each(['node:http', 'express', 'koa', 'fastify'] as const)(
+    '%s: an aborted request counts as failed (skipFailedRequests gives it back)',
+    async (framework) => {
+      const limiter = createLimiter({
+        algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+        clock: new ManualClock(0),
+      });
+      let answered = 0;
+      const server = await startServer(
+        framework,
+        { limiter, key: () => 'k', skipFailedRequests: true } as never,
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          answered++;
+          return { late: true };
+        },
+      );
+      servers.push(server);
+      const aborted = new AbortController();
+      const request = fetch(server.url, { signal: aborted.signal }).catch(() => 'aborted');
+      await new Promise((resolve) => setTimeout(resolve, 60));
+      aborted.abort();
+      expect(await request).toBe('aborted');
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(answered).toBe(1);
+      expect((await limiter.peek('k')).remaining).toBe(1);
+    },
+  );
 });
 
 describe('after-response options are checked at construction', () => {
@@ -166,9 +208,14 @@ describe('after-response accounting on a streamed body (Fetch handlers, Hono)', 
 
   it('fetch: the cost is charged when the body has been read to its end, with what streaming counted', async () => {
     const { fetchRateLimit } = await import('@sluice/core/fetch');
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }), clock: new ManualClock(0) });
+    const limiter = createLimiter({
+      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
+      clock: new ManualClock(0),
+    });
     const body = streamed();
-    const handler = fetchRateLimit({ limiter, key: () => 'k', costAfterResponse: () => body.tokens() })(async () => body.response());
+    const handler = fetchRateLimit({ limiter, key: () => 'k', costAfterResponse: () => body.tokens() })(async () =>
+      body.response(),
+    );
     const res = await handler(new Request('http://localhost/'));
     expect((await limiter.peek('k')).remaining).toBe(99); // streaming: nothing charged yet
     expect(await res.text()).toHaveLength(30);
@@ -179,7 +226,10 @@ describe('after-response accounting on a streamed body (Fetch handlers, Hono)', 
   it('hono: a body the client cancels counts as failed (skipFailedRequests gives it back)', async () => {
     const { Hono } = await import('hono');
     const { honoRateLimit } = await import('@sluice/core/hono');
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      clock: new ManualClock(0),
+    });
     const app = new Hono();
     app.use('*', honoRateLimit({ limiter, key: () => 'k', skipFailedRequests: true }));
     app.get('/', () => streamed().response());

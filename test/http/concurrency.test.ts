@@ -38,11 +38,24 @@ describe.each(frameworks)('concurrency on %s', (framework: Framework) => {
 
   it('at most max in flight per key: the rest get 429 (rule concurrency), another key has its own slots', async () => {
     const { stats, respond } = slowRoute(150);
-    const url = await serve({ concurrency: concurrencyLimiter({ max: 2 }), key: (_req: unknown, view: { header(n: string): string | undefined }) => view.header('x-user') }, respond);
-    const replies = await Promise.all([1, 2, 3, 4].map(() => get(url, { 'x-user': 'alice' })).concat([get(url, { 'x-user': 'bob' })]));
+    const url = await serve(
+      {
+        concurrency: concurrencyLimiter({ max: 2 }),
+        key: (_req: unknown, view: { header(n: string): string | undefined }) => view.header('x-user'),
+      },
+      respond,
+    );
+    const replies = await Promise.all(
+      [1, 2, 3, 4].map(() => get(url, { 'x-user': 'alice' })).concat([get(url, { 'x-user': 'bob' })]),
+    );
     expect(replies.map((r) => r.status).sort()).toEqual([200, 200, 200, 429, 429]);
     const refused = replies.find((r) => r.status === 429);
-    expect(refused?.body).toEqual({ error: 'Too Many Requests', rule: 'concurrency', limit: 2, retryAfterSeconds: null });
+    expect(refused?.body).toEqual({
+      error: 'Too Many Requests',
+      rule: 'concurrency',
+      limit: 2,
+      retryAfterSeconds: null,
+    });
     expect(stats.worst).toBe(3); // 2 of alice's and bob's
     // The slots came back when the responses ended.
     await sleep(20);
@@ -51,7 +64,10 @@ describe.each(frameworks)('concurrency on %s', (framework: Framework) => {
 
   it('with a timeout a request waits for a slot: all are served, never more than max inside', async () => {
     const { stats, respond } = slowRoute(80);
-    const url = await serve({ concurrency: { limiter: concurrencyLimiter({ max: 2 }), timeoutMs: 5_000 }, key: () => 'k' }, respond);
+    const url = await serve(
+      { concurrency: { limiter: concurrencyLimiter({ max: 2 }), timeoutMs: 5_000 }, key: () => 'k' },
+      respond,
+    );
     const replies = await Promise.all(Array.from({ length: 6 }, () => get(url)));
     expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect(stats.worst).toBe(2);
@@ -59,7 +75,10 @@ describe.each(frameworks)('concurrency on %s', (framework: Framework) => {
 
   it("a request that gets no slot gives its rate limit's permits back", async () => {
     const { respond } = slowRoute(150);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000, name: 'w' }), clock: new ManualClock(0) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 10, windowMs: 60_000, name: 'w' }),
+      clock: new ManualClock(0),
+    });
     const url = await serve({ limiter, concurrency: concurrencyLimiter({ max: 1 }), key: () => 'k' }, respond);
     const replies = await Promise.all([1, 2, 3].map(() => get(url)));
     expect(replies.map((r) => r.status).sort()).toEqual([200, 429, 429]);
@@ -69,27 +88,38 @@ describe.each(frameworks)('concurrency on %s', (framework: Framework) => {
 });
 
 describe('concurrency: the client goes away', () => {
-  it.each(['node:http', 'express', 'fastify', 'koa'] as const)('%s: the slot comes back when the connection closes, not when the handler ends', async (framework) => {
-    const { respond } = slowRoute(600);
-    const server = await startServer(framework, { concurrency: concurrencyLimiter({ max: 1 }), key: () => 'k' } as never, respond);
-    servers.push(server);
-    const aborted = new AbortController();
-    const first = fetch(server.url, { signal: aborted.signal }).catch(() => 'aborted');
-    await sleep(100);
-    aborted.abort();
-    await first;
-    await sleep(50);
-    // The handler still runs (500 ms left), but the connection closed: its slot is free.
-    expect((await get(server.url)).status).not.toBe(429);
-  });
+  it.each(['node:http', 'express', 'fastify', 'koa'] as const)(
+    '%s: the slot comes back when the connection closes, not when the handler ends',
+    async (framework) => {
+      const { respond } = slowRoute(600);
+      const server = await startServer(
+        framework,
+        { concurrency: concurrencyLimiter({ max: 1 }), key: () => 'k' } as never,
+        respond,
+      );
+      servers.push(server);
+      const aborted = new AbortController();
+      const first = fetch(server.url, { signal: aborted.signal }).catch(() => 'aborted');
+      await sleep(100);
+      aborted.abort();
+      await first;
+      await sleep(50);
+      // The handler still runs (500 ms left), but the connection closed: its slot is free.
+      expect((await get(server.url)).status).not.toBe(429);
+    },
+  );
 });
 
 describe('concurrency options', () => {
   it('are checked: a concurrencyLimiter or { limiter, timeoutMs }; one of limiter and concurrency', async () => {
     const { rateLimit } = await import('@sluice/core/http');
     expect(() => rateLimit({ concurrency: 5 } as never)).toThrow(expect.objectContaining({ argument: 'concurrency' }));
-    expect(() => rateLimit({ concurrency: { limiter: concurrencyLimiter({ max: 1 }), timeoutMs: -1 } } as never)).toThrow(expect.objectContaining({ argument: 'concurrency.timeoutMs' }));
+    expect(() =>
+      rateLimit({ concurrency: { limiter: concurrencyLimiter({ max: 1 }), timeoutMs: -1 } } as never),
+    ).toThrow(expect.objectContaining({ argument: 'concurrency.timeoutMs' }));
     expect(() => rateLimit({} as never)).toThrow(expect.objectContaining({ argument: 'limiter' }));
-    expect(() => rateLimit({ concurrency: concurrencyLimiter({ max: 1 }), skipFailedRequests: true } as never)).toThrow(/needs a limiter/);
+    expect(() => rateLimit({ concurrency: concurrencyLimiter({ max: 1 }), skipFailedRequests: true } as never)).toThrow(
+      /needs a limiter/,
+    );
   });
 });

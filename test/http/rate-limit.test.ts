@@ -2,7 +2,15 @@
  * The HTTP middleware on real node:http, Express and Fastify servers, over real HTTP: limits, headers,
  * store faults and bad input.
  */
-import { ManualClock, SluiceRangeError, SluiceTypeError, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
+import {
+  ManualClock,
+  SluiceRangeError,
+  SluiceTypeError,
+  createLimiter,
+  fixedWindow,
+  memoryStore,
+  tokenBucket,
+} from '@sluice/core';
 import { type AnyRequestKey, rateLimit } from '@sluice/core/http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestServer, frameworks, get, startServer } from './servers.js';
@@ -22,7 +30,10 @@ const userKey: AnyRequestKey = (_req, view) => {
 function apiPolicy() {
   const clock = new ManualClock(3_000);
   const limiter = createLimiter({
-    algorithm: [fixedWindow({ limit: 200, windowMs: 10_000, name: 'per-10s' }), fixedWindow({ limit: 5_000, windowMs: 3_600_000, name: 'per-hour' })],
+    algorithm: [
+      fixedWindow({ limit: 200, windowMs: 10_000, name: 'per-10s' }),
+      fixedWindow({ limit: 5_000, windowMs: 3_600_000, name: 'per-hour' }),
+    ],
     store: memoryStore({ clock }),
   });
   return { clock, limiter };
@@ -61,12 +72,19 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
     expect(back.headers.get('ratelimit')).toBe('"per-10s";r=199;t=10, "per-hour";r=4799;t=3590');
   });
 
-  it("sends draft-6 headers, or none but Retry-After with headers: false", async () => {
+  it('sends draft-6 headers, or none but Retry-After with headers: false', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 2, refillPerSecond: 0.5 }), store: memoryStore({ clock }) });
+    const limiter = createLimiter({
+      algorithm: tokenBucket({ capacity: 2, refillPerSecond: 0.5 }),
+      store: memoryStore({ clock }),
+    });
     const url = await serve({ limiter, key: () => 'k', headers: 'draft-6' });
     const first = await get(url);
-    expect([first.headers.get('ratelimit-limit'), first.headers.get('ratelimit-remaining'), first.headers.get('ratelimit-reset')]).toEqual(['2', '1', '2']);
+    expect([
+      first.headers.get('ratelimit-limit'),
+      first.headers.get('ratelimit-remaining'),
+      first.headers.get('ratelimit-reset'),
+    ]).toEqual(['2', '1', '2']);
     expect(first.headers.get('ratelimit-policy')).toBe('2;w=4');
     expect(first.headers.get('ratelimit')).toBeNull();
     await get(url);
@@ -85,7 +103,10 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
 
   it('falls back to the client address when the key is missing, never one bucket for everyone', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store: memoryStore({ clock }) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      store: memoryStore({ clock }),
+    });
     const url = await serve({ limiter, key: userKey as never });
     expect((await get(url)).status).toBe(200); // anonymous: keyed by 127.0.0.1
     expect((await get(url)).status).toBe(429);
@@ -112,13 +133,22 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) });
     const reported: unknown[] = [];
     for (const cost of [Number.NaN, -1, 0.5, 2 ** 53 + 1, Number.POSITIVE_INFINITY, '3']) {
-      const url = await serve({ limiter, key: () => 'k', cost: () => cost as number, onInvalidInput: (e) => reported.push(e) });
+      const url = await serve({
+        limiter,
+        key: () => 'k',
+        cost: () => cost as number,
+        onInvalidInput: (e) => reported.push(e),
+      });
       const r = await get(url);
       expect(r.status).toBe(400);
       expect(r.body).toEqual({ error: 'Bad Request', message: "the request's rate-limit cost is invalid" });
     }
     expect(reported).toHaveLength(6);
-    expect(reported.every((e) => (e instanceof SluiceRangeError || e instanceof SluiceTypeError) && e.argument === 'permits')).toBe(true);
+    expect(
+      reported.every(
+        (e) => (e instanceof SluiceRangeError || e instanceof SluiceTypeError) && e.argument === 'permits',
+      ),
+    ).toBe(true);
     const huge = await serve({ limiter, key: () => 'k', cost: () => 1_000_000 });
     const r = await get(huge);
     expect(r.status).toBe(429);
@@ -129,12 +159,21 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
 
   it('shadow mode: never a 429; a request the rules would deny gets the headers it would have got, and consumes nothing', async () => {
     const clock = new ManualClock(3_000);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }), store: memoryStore({ clock }), shadow: true });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }),
+      store: memoryStore({ clock }),
+      shadow: true,
+    });
     const url = await serve({ limiter, key: () => 'k' });
     const replies = [];
     for (let i = 0; i < 4; i++) replies.push(await get(url));
     expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200]);
-    expect(replies.map((r) => r.headers.get('ratelimit'))).toEqual(['"w";r=1;t=7', '"w";r=0;t=7', '"w";r=0;t=7', '"w";r=0;t=7']);
+    expect(replies.map((r) => r.headers.get('ratelimit'))).toEqual([
+      '"w";r=1;t=7',
+      '"w";r=0;t=7',
+      '"w";r=0;t=7',
+      '"w";r=0;t=7',
+    ]);
     expect(replies.map((r) => r.headers.get('retry-after'))).toEqual([null, null, '7', '7']);
     expect((await limiter.peek('k')).remaining).toBe(0);
   });

@@ -22,27 +22,37 @@ afterAll(() => redis.disconnect());
 const expected = { open: 200, closed: 429, local: 200 } as const;
 
 describe.each(frameworks)('a limiter whose Redis is down, on %s', (framework) => {
-  it.each(['open', 'closed', 'local'] as const)("failMode '%s': the request completes as the failMode says", async (failMode) => {
-    const store = redisStore({ redis, failMode, timeoutMs: 50 });
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }), store, prefix: `http-down-${failMode}` });
-    const server = await startServer(framework, { limiter, key: () => 'k' } as never);
-    try {
-      const started = performance.now();
-      const r = await get(server.url);
-      const tookMs = performance.now() - started;
-      expect(r.status).toBe(expected[failMode]);
-      expect(tookMs).toBeLessThan(2_000); // deadline 50 ms; only a hang reaches this
-    } finally {
-      await server.close();
-      await limiter.close();
-      await store.close();
-    }
-  });
+  it.each(['open', 'closed', 'local'] as const)(
+    "failMode '%s': the request completes as the failMode says",
+    async (failMode) => {
+      const store = redisStore({ redis, failMode, timeoutMs: 50 });
+      const limiter = createLimiter({
+        algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }),
+        store,
+        prefix: `http-down-${failMode}`,
+      });
+      const server = await startServer(framework, { limiter, key: () => 'k' } as never);
+      try {
+        const started = performance.now();
+        const r = await get(server.url);
+        const tookMs = performance.now() - started;
+        expect(r.status).toBe(expected[failMode]);
+        expect(tookMs).toBeLessThan(2_000); // deadline 50 ms; only a hang reaches this
+      } finally {
+        await server.close();
+        await limiter.close();
+        await store.close();
+      }
+    },
+  );
 });
 
 describe('fastifyRateLimit plugin', () => {
   it('registered on the root, limits every route of the app', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store: memoryStore({ clock: new ManualClock(0) }) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      store: memoryStore({ clock: new ManualClock(0) }),
+    });
     const app = Fastify();
     await app.register(fastifyRateLimit, { limiter, key: () => 'everyone' });
     app.get('/a', async () => 'a');

@@ -15,7 +15,10 @@ afterEach(async () => {
 });
 
 function service() {
-  const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store: memoryStore({ clock: new ManualClock(0) }) });
+  const limiter = createLimiter({
+    algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+    store: memoryStore({ clock: new ManualClock(0) }),
+  });
   const decided: string[] = [];
   const onDecision = limiter.tryAcquire.bind(limiter);
   limiter.tryAcquire = (key, options) => {
@@ -35,18 +38,36 @@ function service() {
 
 describe.each(frameworks)('decorators keyed by request, behind %s', (framework) => {
   it('interleaved requests from 8 clients: each call is keyed by its own request, 3 per client allowed', async () => {
-    const { codes, decided, limiter } = service();
+    const { codes, decided } = service();
     // Each request waits a different time inside the method, so their continuations interleave.
-    const server = await startServer(framework, { limiter: createLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }) }), key: () => 'all' } as never, async () =>
-      codes.send(Math.floor(Math.random() * 20)).catch((error: unknown) => ({ limited: (error as SluiceError).code })),
+    const server = await startServer(
+      framework,
+      {
+        limiter: createLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }) }),
+        key: () => 'all',
+      } as never,
+      async () =>
+        codes
+          .send(Math.floor(Math.random() * 20))
+          .catch((error: unknown) => ({ limited: (error as SluiceError).code })),
     );
     servers.push(server);
     const clients = Array.from({ length: 8 }, (_, i) => `198.51.100.${i + 1}`);
-    const replies = await Promise.all(clients.flatMap((ip) => Array.from({ length: 5 }, () => get(server.url, { 'x-forwarded-for': ip }).then((r) => [ip, r.body] as const))));
+    const replies = await Promise.all(
+      clients.flatMap((ip) =>
+        Array.from({ length: 5 }, () => get(server.url, { 'x-forwarded-for': ip }).then((r) => [ip, r.body] as const)),
+      ),
+    );
     for (const ip of clients) {
       const mine = replies.filter(([client]) => client === ip).map(([, body]) => body);
-      expect(mine.filter((b) => (b as { sentTo?: string }).sentTo === ip), ip).toHaveLength(3);
-      expect(mine.filter((b) => (b as { limited?: string }).limited === 'RATE_LIMITED'), ip).toHaveLength(2);
+      expect(
+        mine.filter((b) => (b as { sentTo?: string }).sentTo === ip),
+        ip,
+      ).toHaveLength(3);
+      expect(
+        mine.filter((b) => (b as { limited?: string }).limited === 'RATE_LIMITED'),
+        ip,
+      ).toHaveLength(2);
     }
     expect(new Set(decided)).toEqual(new Set(clients.map((ip) => `ip:${ip}`)));
   });
@@ -58,14 +79,19 @@ describe('outside a request', () => {
     const error = await codes.send(0).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SluiceError);
     expect((error as SluiceError).code).toBe('NO_REQUEST');
-    expect((error as Error).message).toMatch(/@rateLimit on Codes\.send keys calls by the current request, but it was called outside any request/);
+    expect((error as Error).message).toMatch(
+      /@rateLimit on Codes\.send keys calls by the current request, but it was called outside any request/,
+    );
     expect(decided).toEqual([]);
   });
 
   it('requestContext() alone opens one: byUser reads the framework request', async () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }) });
     class Profile {
-      @limitMethod({ limiter, key: byUser((req: { headers: Record<string, unknown> }) => req.headers['x-user'] as string | undefined) })
+      @limitMethod({
+        limiter,
+        key: byUser((req: { headers: Record<string, unknown> }) => req.headers['x-user'] as string | undefined),
+      })
       async load(): Promise<string> {
         return 'profile';
       }
@@ -73,7 +99,11 @@ describe('outside a request', () => {
     const profile = new Profile();
     const open = requestContext();
     const inRequest = (user: string) =>
-      new Promise<unknown>((resolve) => open({ headers: { 'x-user': user } }, {}, () => resolve(profile.load().catch((e: unknown) => (e as SluiceError).code))));
+      new Promise<unknown>((resolve) =>
+        open({ headers: { 'x-user': user } }, {}, () =>
+          resolve(profile.load().catch((e: unknown) => (e as SluiceError).code)),
+        ),
+      );
     expect(await inRequest('ann')).toBe('profile');
     expect(await inRequest('ann')).toBe('RATE_LIMITED');
     expect(await inRequest('bob')).toBe('profile');

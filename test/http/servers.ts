@@ -54,7 +54,11 @@ export class Answer {
 /** A route that answers as the request asks: status from `x-status`, and `x-tokens` echoed as a response header. */
 export const echoRoute: Respond = async (header) => {
   const tokens = header('x-tokens');
-  return new Answer(Number(header('x-status') ?? 200), { ok: true }, tokens === undefined ? {} : { 'x-tokens': tokens });
+  return new Answer(
+    Number(header('x-status') ?? 200),
+    { ok: true },
+    tokens === undefined ? {} : { 'x-tokens': tokens },
+  );
 };
 
 const statusOf = (value: unknown): number => (value instanceof Answer ? value.status : 200);
@@ -65,7 +69,11 @@ const nodeHeader = (req: IncomingMessage) => (name: string) => {
   return Array.isArray(v) ? v[0] : v;
 };
 
-export async function startServer(framework: Framework, options: Options, respond: Respond = okBody): Promise<TestServer> {
+export async function startServer(
+  framework: Framework,
+  options: Options,
+  respond: Respond = okBody,
+): Promise<TestServer> {
   const opts = options as unknown as MiddlewareOptions<IncomingMessage, ServerResponse>;
   if (framework === 'node:http') {
     const middleware = rateLimit(opts);
@@ -154,9 +162,13 @@ export async function startServer(framework: Framework, options: Options, respon
 }
 
 /** A Fetch handler served on node:http by @hono/node-server (Node's own Request and Response). */
-async function serveFetch(fetch: (request: Request, env: HttpBindings) => Response | Promise<Response>): Promise<TestServer> {
+async function serveFetch(
+  fetch: (request: Request, env: HttpBindings) => Response | Promise<Response>,
+): Promise<TestServer> {
   const server = await new Promise<ReturnType<typeof createServer>>((resolve) => {
-    const s = serve({ fetch: fetch as never, port: 0, hostname: '127.0.0.1' }, () => resolve(s as ReturnType<typeof createServer>));
+    const s = serve({ fetch: fetch as never, port: 0, hostname: '127.0.0.1' }, () =>
+      resolve(s as ReturnType<typeof createServer>),
+    );
   });
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => closeServer(server) };
 }

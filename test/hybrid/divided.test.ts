@@ -27,7 +27,6 @@ function membership(limiter: DividedLimiter, ok: (e: MembershipEvent) => boolean
   });
 }
 
-
 async function evalCalls(r: Redis): Promise<number> {
   const stats = await r.info('commandstats');
   return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
@@ -36,7 +35,14 @@ async function evalCalls(r: Redis): Promise<number> {
 describe('dividedLimiter', () => {
   it('starts with a conservative share, then takes its share from the membership, scaling what it holds', async () => {
     const clock = new ManualClock(0);
-    const a = dividedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis: redis().redis, prefix: prefix(), clock, heartbeatMs: 50, nodeId: 'a' });
+    const a = dividedLimiter({
+      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
+      redis: redis().redis,
+      prefix: prefix(),
+      clock,
+      heartbeatMs: 50,
+      nodeId: 'a',
+    });
     const seen = membership(a, (e) => e.nodes === 1);
     // Before any heartbeat has answered: 100 / assumedNodes (10).
     expect(await admitted(a, 'k', 20)).toBe(10);
@@ -51,7 +57,15 @@ describe('dividedLimiter', () => {
   it("'equal': two nodes each enforce half; when one leaves, the other takes the whole limit", async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const make = (id: string) => dividedLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), redis: redis().redis, prefix: p, clock, heartbeatMs: 50, nodeId: id });
+    const make = (id: string) =>
+      dividedLimiter({
+        algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }),
+        redis: redis().redis,
+        prefix: p,
+        clock,
+        heartbeatMs: 50,
+        nodeId: id,
+      });
     const a = make('a');
     const b = make('b');
     await Promise.all([membership(a, (e) => e.nodes === 2), membership(b, (e) => e.nodes === 2)]);
@@ -68,7 +82,12 @@ describe('dividedLimiter', () => {
   });
 
   it('makes no Redis call on the decision path', async () => {
-    const a = dividedLimiter({ algorithm: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1_000_000 }), redis: redis().redis, prefix: prefix(), heartbeatMs: 60_000 });
+    const a = dividedLimiter({
+      algorithm: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1_000_000 }),
+      redis: redis().redis,
+      prefix: prefix(),
+      heartbeatMs: 60_000,
+    });
     await membership(a, (e) => e.nodes === 1);
     const before = await evalCalls(redis().redis);
     for (let i = 0; i < 20_000; i++) await a.tryAcquire(`k${i % 100}`);
@@ -78,9 +97,17 @@ describe('dividedLimiter', () => {
 
   it('validates its options', () => {
     const r = redis().redis;
-    expect(() => dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, share: 'fair' as never })).toThrow(SluiceRangeError);
-    expect(() => dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, heartbeatMs: -1 })).toThrow(/heartbeatMs must be a finite number > 0, got -1/);
-    expect(() => dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, assumedNodes: 0.5 })).toThrow(/assumedNodes must be an integer >= 1/);
-    expect(() => dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, nodeId: 'a b' })).toThrow(/nodeId must be/);
+    expect(() =>
+      dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, share: 'fair' as never }),
+    ).toThrow(SluiceRangeError);
+    expect(() =>
+      dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, heartbeatMs: -1 }),
+    ).toThrow(/heartbeatMs must be a finite number > 0, got -1/);
+    expect(() =>
+      dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, assumedNodes: 0.5 }),
+    ).toThrow(/assumedNodes must be an integer >= 1/);
+    expect(() =>
+      dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, nodeId: 'a b' }),
+    ).toThrow(/nodeId must be/);
   });
 });

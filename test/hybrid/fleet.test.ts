@@ -76,7 +76,16 @@ describe('leased mode', () => {
     const { over } = bucketIntervalsOver(times, CAPACITY + sum(biggest), RATE / 1_000);
     // What it leased and was never seen spending (its last reports may be lost with it: counted as stranded).
     const stranded = (dead?.leased ?? 0) - (dead?.admitted ?? 0);
-    console.table([{ admitted: times.length, 'dead node leased': dead?.leased, 'dead node admitted': dead?.admitted, stranded, 'its largest batch': biggest[0], 'intervals over bound': over }]);
+    console.table([
+      {
+        admitted: times.length,
+        'dead node leased': dead?.leased,
+        'dead node admitted': dead?.admitted,
+        stranded,
+        'its largest batch': biggest[0],
+        'intervals over bound': over,
+      },
+    ]);
     expect(over).toBe(0);
     expect(stranded).toBeGreaterThanOrEqual(0);
     expect(stranded).toBeLessThanOrEqual(biggest[0] as number);
@@ -88,9 +97,24 @@ describe('divided mode', () => {
 
   it('even load on 4 nodes: every second after the first 2 heartbeats is within 5% of the limit', async () => {
     const seconds = 6;
-    const result = await runFleet({ nodes: 4, mode: 'divided', redisUrl: redis().server.url, rule: bucket, durationMs: seconds * 1_000, heartbeatMs: HEARTBEAT, recordTimes: true });
+    const result = await runFleet({
+      nodes: 4,
+      mode: 'divided',
+      redisUrl: redis().server.url,
+      rule: bucket,
+      durationMs: seconds * 1_000,
+      heartbeatMs: HEARTBEAT,
+      recordTimes: true,
+    });
     const counts = perSecond(result, seconds);
-    console.table(counts.map((admitted, s) => ({ second: s + 1, admitted, limit: s === 0 ? 'R + C (burst)' : RATE, 'off by %': s === 0 ? '' : (((admitted - RATE) / RATE) * 100).toFixed(1) })));
+    console.table(
+      counts.map((admitted, s) => ({
+        second: s + 1,
+        admitted,
+        limit: s === 0 ? 'R + C (burst)' : RATE,
+        'off by %': s === 0 ? '' : (((admitted - RATE) / RATE) * 100).toFixed(1),
+      })),
+    );
     // Second 1 holds the start-up (a conservative share, then the burst); from second 2 on, the rate.
     for (const admitted of counts.slice(1)) expect(Math.abs(admitted - RATE)).toBeLessThanOrEqual(0.05 * RATE);
   });
@@ -101,20 +125,45 @@ describe('divided mode', () => {
     const offered = [0.8, 0.1, 0.05, 0.05].map((f) => f * 1.25 * RATE);
     const used: Record<string, number> = {};
     for (const share of ['equal', 'demand'] as const) {
-      const result = await runFleet({ nodes: 4, mode: 'divided', redisUrl: redis().server.url, rule: bucket, durationMs: seconds * 1_000, heartbeatMs: HEARTBEAT, recordTimes: true, offeredPerSecond: offered, share });
+      const result = await runFleet({
+        nodes: 4,
+        mode: 'divided',
+        redisUrl: redis().server.url,
+        rule: bucket,
+        durationMs: seconds * 1_000,
+        heartbeatMs: HEARTBEAT,
+        recordTimes: true,
+        offeredPerSecond: offered,
+        share,
+      });
       // After convergence (2 s), the share of the limit actually used per second.
       const counts = perSecond(result, seconds).slice(2);
       used[share] = sum(counts) / (counts.length * RATE);
     }
-    console.table([{ offered: '1000 / 125 / 62.5 / 62.5 per s', 'equal: used of limit': `${(100 * (used['equal'] as number)).toFixed(1)}%`, 'demand: used of limit': `${(100 * (used['demand'] as number)).toFixed(1)}%` }]);
-    expect(used['demand']).toBeGreaterThanOrEqual(0.9);
-    expect(used['demand']).toBeLessThanOrEqual(1.05);
+    console.table([
+      {
+        offered: '1000 / 125 / 62.5 / 62.5 per s',
+        'equal: used of limit': `${(100 * (used.equal as number)).toFixed(1)}%`,
+        'demand: used of limit': `${(100 * (used.demand as number)).toFixed(1)}%`,
+      },
+    ]);
+    expect(used.demand).toBeGreaterThanOrEqual(0.9);
+    expect(used.demand).toBeLessThanOrEqual(1.05);
   });
 
   it('a node killed with SIGKILL: the others re-converge to the full limit within 2 heartbeats of it being declared dead', async () => {
     const seconds = 10;
     const killAt = 3_000;
-    const result = await runFleet({ nodes: 4, mode: 'divided', redisUrl: redis().server.url, rule: bucket, durationMs: seconds * 1_000, heartbeatMs: HEARTBEAT, recordTimes: true, kill: { node: 0, afterMs: killAt } });
+    const result = await runFleet({
+      nodes: 4,
+      mode: 'divided',
+      redisUrl: redis().server.url,
+      rule: bucket,
+      durationMs: seconds * 1_000,
+      heartbeatMs: HEARTBEAT,
+      recordTimes: true,
+      kill: { node: 0, afterMs: killAt },
+    });
     const times = allTimes(result).map((t) => t - result.startAt);
     // Declared dead 3 heartbeats after its last one (at most killAt + 3 x H), re-converged 2 heartbeats later.
     const convergedBy = killAt + 3 * HEARTBEAT + HEARTBEAT + 2 * HEARTBEAT;
@@ -122,8 +171,20 @@ describe('divided mode', () => {
     for (let from = killAt; from + 1_000 <= seconds * 1_000; from += 250) {
       windows.push({ from, admitted: times.filter((t) => t >= from && t < from + 1_000).length });
     }
-    const recovered = windows.find((w) => w.from >= killAt && Math.abs(w.admitted - RATE) <= 0.05 * RATE && windows.filter((x) => x.from >= w.from).every((x) => Math.abs(x.admitted - RATE) <= 0.05 * RATE));
-    console.table([{ 'killed at': `${killAt} ms`, 'full limit again from': recovered ? `${recovered.from} ms` : 'never', 'required by': `${convergedBy} ms`, 'rate just after kill': windows[0]?.admitted }]);
+    const recovered = windows.find(
+      (w) =>
+        w.from >= killAt &&
+        Math.abs(w.admitted - RATE) <= 0.05 * RATE &&
+        windows.filter((x) => x.from >= w.from).every((x) => Math.abs(x.admitted - RATE) <= 0.05 * RATE),
+    );
+    console.table([
+      {
+        'killed at': `${killAt} ms`,
+        'full limit again from': recovered ? `${recovered.from} ms` : 'never',
+        'required by': `${convergedBy} ms`,
+        'rate just after kill': windows[0]?.admitted,
+      },
+    ]);
     expect(recovered).toBeDefined();
     expect(recovered?.from).toBeLessThanOrEqual(convergedBy);
   });

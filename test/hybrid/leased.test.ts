@@ -2,7 +2,17 @@
  * Leased mode in one process against a real Redis: the lease script on its own, batching, the hoarding
  * cap, windows, hand-back on close, and Redis failing.
  */
-import { type Algorithm, ManualClock, SluiceRangeError, SluiceTypeError, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
+import {
+  type Algorithm,
+  ManualClock,
+  SluiceRangeError,
+  SluiceTypeError,
+  fixedWindow,
+  gcra,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
 import { type LeaseEvent, leasedLimiter } from '@sluice/hybrid';
 import { toConnection } from '@sluice/redis/store-kit';
 import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
@@ -18,7 +28,15 @@ let n = 0;
 const prefix = () => `leased${Date.now()}-${n++}`;
 
 /** One lease through the client the store uses, on rule `rule` (the script is the rule's own lease script). */
-function lease(r: Redis, rule: Algorithm, keys: [string, string], want: number, node: string, now: number, divisor = 0) {
+function lease(
+  r: Redis,
+  rule: Algorithm,
+  keys: [string, string],
+  want: number,
+  node: string,
+  now: number,
+  divisor = 0,
+) {
   return requestLease(toConnection(r), keys[0], keys[1], leaseShape(rule), want, node, 5_000, now, divisor);
 }
 const handBack = (r: Redis, rule: Algorithm, key: string, permits: number, leasedAt: number, now: number) =>
@@ -30,8 +48,15 @@ describe('lease.lua on its own', () => {
     const key = `${prefix()}:{k}:lease.tb`;
     const lessees = `${key}:lessees`.replace(':lease.tb:', ':');
     const tb = tokenBucket({ capacity: 100, refillPerSecond: 10 });
-    const take = (want: number, node: string, now: number, divisor = 0) => lease(r, tb, [key, lessees], want, node, now, divisor);
-    expect(await take(30, 'node-a', 1_000)).toMatchObject({ granted: 30, retryMs: 0, decidedAtMs: 1_000, liveNodes: 1, expiresInMs: Infinity });
+    const take = (want: number, node: string, now: number, divisor = 0) =>
+      lease(r, tb, [key, lessees], want, node, now, divisor);
+    expect(await take(30, 'node-a', 1_000)).toMatchObject({
+      granted: 30,
+      retryMs: 0,
+      decidedAtMs: 1_000,
+      liveNodes: 1,
+      expiresInMs: Infinity,
+    });
     expect(await r.pttl(key)).toBeGreaterThan(3_000 + 900); // 30 tokens at 10/s = 3 s to full, + 1 s
     expect(await r.pttl(key)).toBeLessThanOrEqual(4_000);
     expect(await take(100, 'node-a', 1_000)).toMatchObject({ granted: 70, retryMs: 10_000 });
@@ -44,12 +69,22 @@ describe('lease.lua on its own', () => {
     expect((await lease(r, tb, [`${key}2`, lessees], 50, 'node-a', 1_600, 4)).granted).toBe(12);
   });
 
-  it('a lease is the rule\'s own consume: the state it leaves is the state exact mode would keep', async () => {
+  it("a lease is the rule's own consume: the state it leaves is the state exact mode would keep", async () => {
     const { redis: r } = redis();
-    for (const rule of [tokenBucket({ capacity: 20, refillPerSecond: 5, initial: 4 }), gcra({ rate: 10, burst: 6 }), fixedWindow({ limit: 7, windowMs: 1_000 }), slidingWindowCounter({ limit: 9, windowMs: 1_000 })]) {
+    for (const rule of [
+      tokenBucket({ capacity: 20, refillPerSecond: 5, initial: 4 }),
+      gcra({ rate: 10, burst: 6 }),
+      fixedWindow({ limit: 7, windowMs: 1_000 }),
+      slidingWindowCounter({ limit: 9, windowMs: 1_000 }),
+    ]) {
       const key = `${prefix()}:{k}:${rule.kind}`;
       let state: unknown;
-      for (const [want, now] of [[3, 10_100], [50, 10_400], [2, 11_300], [4, 12_050]] as const) {
+      for (const [want, now] of [
+        [3, 10_100],
+        [50, 10_400],
+        [2, 11_300],
+        [4, 12_050],
+      ] as const) {
         const got = await lease(r, rule, [key, `${key}x`], Math.min(want, rule.burst), 'a', now);
         // The core algorithm, asked for the most it grants now, step by step from `want` down.
         let granted = 0;
@@ -60,7 +95,8 @@ describe('lease.lua on its own', () => {
         }
         expect({ kind: rule.kind, now, granted: got.granted }).toEqual({ kind: rule.kind, now, granted });
         const raw = await r.getBuffer(key);
-        const stored = raw === null ? undefined : Array.from({ length: raw.length / 8 }, (_, i) => raw.readDoubleLE(i * 8));
+        const stored =
+          raw === null ? undefined : Array.from({ length: raw.length / 8 }, (_, i) => raw.readDoubleLE(i * 8));
         expect(stored).toEqual(state === undefined ? undefined : Object.values(state as object));
       }
     }
@@ -71,14 +107,20 @@ describe('lease.lua on its own', () => {
     const key = `${prefix()}:{k}:lease.fw`;
     const fw = fixedWindow({ limit: 10, windowMs: 1_000 });
     const run = (want: number, now: number) =>
-      lease(r, fw, [key, `${key}x`], want, 'a', now).then((l) => [l.granted, l.retryMs, l.expiresInMs, l.liveNodes, l.windowStart]);
+      lease(r, fw, [key, `${key}x`], want, 'a', now).then((l) => [
+        l.granted,
+        l.retryMs,
+        l.expiresInMs,
+        l.liveNodes,
+        l.windowStart,
+      ]);
     expect(await run(6, 10_250)).toEqual([6, 0, 750, 1, 10_000]);
     expect(await run(6, 10_500)).toEqual([4, 500, 500, 1, 10_000]);
     expect(await run(6, 10_900)).toEqual([0, 100, 100, 1, 10_000]);
     expect(await run(6, 11_000)).toEqual([6, 0, 1_000, 1, 11_000]);
   });
 
-  it('hands back with the rule\'s own refund: a bucket up to its capacity, a window only while it lasts', async () => {
+  it("hands back with the rule's own refund: a bucket up to its capacity, a window only while it lasts", async () => {
     const { redis: r } = redis();
     const key = `${prefix()}:{k}:lease.tb`;
     const tb = tokenBucket({ capacity: 10, refillPerSecond: 1 });
@@ -108,7 +150,13 @@ describe('leasedLimiter', () => {
   it('shadow mode: every request allowed, would-be denials marked; a refused option leaves nothing open', async () => {
     const client = redis().redis;
     const clock = new ManualClock(1_000_000);
-    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }), redis: client, prefix: prefix(), clock, shadow: true });
+    const limiter = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
+      redis: client,
+      prefix: prefix(),
+      clock,
+      shadow: true,
+    });
     const decisions = [];
     for (let i = 0; i < 8; i++) decisions.push(await limiter.tryAcquire('k'));
     expect(decisions.every((d) => d.allowed)).toBe(true);
@@ -117,8 +165,20 @@ describe('leasedLimiter', () => {
     // A client no store watches yet: a half-built limiter would leave its store's listener on it.
     const fresh = new Redis(redis().server.url);
     const listeners = fresh.listenerCount('error');
-    expect(() => leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: fresh, prefix: 'bad prefix!' })).toThrow(SluiceRangeError);
-    expect(() => leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), redis: fresh, shadow: 'yes' as never })).toThrow(SluiceTypeError);
+    expect(() =>
+      leasedLimiter({
+        algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+        redis: fresh,
+        prefix: 'bad prefix!',
+      }),
+    ).toThrow(SluiceRangeError);
+    expect(() =>
+      leasedLimiter({
+        algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+        redis: fresh,
+        shadow: 'yes' as never,
+      }),
+    ).toThrow(SluiceTypeError);
     await new Promise((r) => setTimeout(r, 10));
     expect(fresh.listenerCount('error')).toBe(listeners);
     fresh.disconnect();
@@ -126,7 +186,12 @@ describe('leasedLimiter', () => {
 
   it('spends a batch locally: one Redis call per batch, never more than capacity + rate x T', async () => {
     const clock = new ManualClock(1_000_000);
-    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis: redis().redis, prefix: prefix(), clock });
+    const limiter = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
+      redis: redis().redis,
+      prefix: prefix(),
+      clock,
+    });
     const leases: LeaseEvent[] = [];
     limiter.on('lease', (e) => leases.push(e));
     expect(await admitted(limiter, 'k', 200)).toBe(100);
@@ -142,7 +207,13 @@ describe('leasedLimiter', () => {
 
   it('sizes batches to about targetMs of recent demand, and prefetches so a steady caller never waits on Redis', async () => {
     const clock = new ManualClock(0);
-    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 100_000, refillPerSecond: 100_000 }), redis: redis().redis, prefix: prefix(), clock, targetMs: 100 });
+    const limiter = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 100_000, refillPerSecond: 100_000 }),
+      redis: redis().redis,
+      prefix: prefix(),
+      clock,
+      targetMs: 100,
+    });
     const leases: LeaseEvent[] = [];
     limiter.on('lease', (e) => leases.push(e));
     const settle = () => new Promise((r) => setTimeout(r, 5)); // let a prefetch's reply arrive
@@ -172,10 +243,23 @@ describe('leasedLimiter', () => {
   it('hands unspent permits back on close', async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const a = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }), redis: redis().redis, prefix: p, clock, maxBatch: 40, lowWater: 0 });
+    const a = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
+      redis: redis().redis,
+      prefix: p,
+      clock,
+      maxBatch: 40,
+      lowWater: 0,
+    });
     expect((await a.tryAcquire('k')).allowed).toBe(true); // leases 40, spends 1
     await a.close();
-    const b = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }), redis: redis().redis, prefix: p, clock, maxBatch: 100 });
+    const b = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
+      redis: redis().redis,
+      prefix: p,
+      clock,
+      maxBatch: 100,
+    });
     expect(await admitted(b, 'k', 150)).toBe(99);
     await b.close();
   });
@@ -183,10 +267,19 @@ describe('leasedLimiter', () => {
   it('caps each node at capacity / (4 x live lessees)', async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const nodes = [0, 1, 2, 3].map((i) => leasedLimiter({ algorithm: gcra({ rate: 100, burst: 800 }), redis: redis().redis, prefix: p, clock, nodeId: `n${i}` }));
+    const nodes = [0, 1, 2, 3].map((i) =>
+      leasedLimiter({
+        algorithm: gcra({ rate: 100, burst: 800 }),
+        redis: redis().redis,
+        prefix: p,
+        clock,
+        nodeId: `n${i}`,
+      }),
+    );
     const leases: LeaseEvent[] = [];
     for (const node of nodes) node.on('lease', (e) => leases.push(e));
-    for (let round = 0; round < 3; round++) for (const node of nodes) for (let i = 0; i < 60; i++) await node.tryAcquire('k');
+    for (let round = 0; round < 3; round++)
+      for (const node of nodes) for (let i = 0; i < 60; i++) await node.tryAcquire('k');
     expect(leases.at(-1)?.liveNodes).toBe(4);
     // Every lease taken once all four were known is at most 800 / (4 x 4).
     expect(Math.max(...leases.filter((e) => e.liveNodes === 4).map((e) => e.granted))).toBe(50);
@@ -195,7 +288,13 @@ describe('leasedLimiter', () => {
 
   it('leases of a window die with it', async () => {
     const clock = new ManualClock(10_000);
-    const limiter = leasedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), redis: redis().redis, prefix: prefix(), clock, maxBatch: 10 });
+    const limiter = leasedLimiter({
+      algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+      redis: redis().redis,
+      prefix: prefix(),
+      clock,
+      maxBatch: 10,
+    });
     expect((await limiter.tryAcquire('k')).allowed).toBe(true); // leases all 10 of window 10 s
     clock.advance(1_000);
     // The 9 left over belong to the old window: the new one starts from its own 10, no more.
@@ -205,7 +304,12 @@ describe('leasedLimiter', () => {
 
   it('sliding window counter: at most the limit per aligned window, previous window weighed in', async () => {
     const clock = new ManualClock(0);
-    const limiter = leasedLimiter({ algorithm: slidingWindowCounter({ limit: 10, windowMs: 1_000 }), redis: redis().redis, prefix: prefix(), clock });
+    const limiter = leasedLimiter({
+      algorithm: slidingWindowCounter({ limit: 10, windowMs: 1_000 }),
+      redis: redis().redis,
+      prefix: prefix(),
+      clock,
+    });
     expect(await admitted(limiter, 'k', 30)).toBe(10);
     clock.set(1_500); // previous window's 10 weigh 5
     expect(await admitted(limiter, 'k', 30)).toBe(5);
@@ -214,31 +318,62 @@ describe('leasedLimiter', () => {
 
   it('refuses what it cannot lease: policies, other algorithms, bad options', () => {
     const r = redis().redis;
-    expect(() => leasedLimiter({ algorithm: slidingWindowLog({ limit: 1, windowMs: 1 }), redis: r })).toThrow(/supports tokenBucket, gcra, fixedWindow and slidingWindowCounter, got "slidingWindowLog"/);
-    expect(() => leasedLimiter({ algorithm: [fixedWindow({ limit: 1, windowMs: 1, name: 'a' }), fixedWindow({ limit: 1, windowMs: 1, name: 'b' })], redis: r })).toThrow(SluiceRangeError);
-    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: {} as never })).toThrow(SluiceTypeError);
-    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, lowWater: 2 })).toThrow(/lowWater must be a number in 0..1, got 2/);
-    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, failMode: 'maybe' as never })).toThrow(/failMode/);
-    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, targetMs: 0 })).toThrow(/targetMs must be a finite number > 0, got 0/);
+    expect(() => leasedLimiter({ algorithm: slidingWindowLog({ limit: 1, windowMs: 1 }), redis: r })).toThrow(
+      /supports tokenBucket, gcra, fixedWindow and slidingWindowCounter, got "slidingWindowLog"/,
+    );
+    expect(() =>
+      leasedLimiter({
+        algorithm: [
+          fixedWindow({ limit: 1, windowMs: 1, name: 'a' }),
+          fixedWindow({ limit: 1, windowMs: 1, name: 'b' }),
+        ],
+        redis: r,
+      }),
+    ).toThrow(SluiceRangeError);
+    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: {} as never })).toThrow(
+      SluiceTypeError,
+    );
+    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, lowWater: 2 })).toThrow(
+      /lowWater must be a number in 0..1, got 2/,
+    );
+    expect(() =>
+      leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, failMode: 'maybe' as never }),
+    ).toThrow(/failMode/);
+    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, targetMs: 0 })).toThrow(
+      /targetMs must be a finite number > 0, got 0/,
+    );
   });
 });
 
 describe('leasedLimiter when Redis is unreachable', () => {
-  it.each(['local', 'open', 'closed'] as const)("failMode '%s': answers within the deadline and says so", async (failMode) => {
-    const dead = new Redis({ host: '127.0.0.1', port: await freePort(), retryStrategy: () => 100, lazyConnect: false });
-    dead.on('error', () => {});
-    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 8, refillPerSecond: 1 }), redis: dead, timeoutMs: 50, failMode });
-    const fallbacks: Error[] = [];
-    limiter.on('store-error', (e) => fallbacks.push(e));
-    const started = performance.now();
-    const decisions = [];
-    for (let i = 0; i < 4; i++) decisions.push((await limiter.tryAcquire('k')).allowed);
-    expect(performance.now() - started).toBeLessThan(2_000); // only a hang breaks this
-    expect(fallbacks.length).toBe(1);
-    if (failMode === 'open') expect(decisions).toEqual([true, true, true, true]);
-    if (failMode === 'closed') expect(decisions).toEqual([false, false, false, false]);
-    if (failMode === 'local') expect(decisions).toEqual([true, true, true, true]); // the local share of 8: all of it, one node
-    await limiter.close();
-    dead.disconnect();
-  });
+  it.each(['local', 'open', 'closed'] as const)(
+    "failMode '%s': answers within the deadline and says so",
+    async (failMode) => {
+      const dead = new Redis({
+        host: '127.0.0.1',
+        port: await freePort(),
+        retryStrategy: () => 100,
+        lazyConnect: false,
+      });
+      dead.on('error', () => {});
+      const limiter = leasedLimiter({
+        algorithm: tokenBucket({ capacity: 8, refillPerSecond: 1 }),
+        redis: dead,
+        timeoutMs: 50,
+        failMode,
+      });
+      const fallbacks: Error[] = [];
+      limiter.on('store-error', (e) => fallbacks.push(e));
+      const started = performance.now();
+      const decisions = [];
+      for (let i = 0; i < 4; i++) decisions.push((await limiter.tryAcquire('k')).allowed);
+      expect(performance.now() - started).toBeLessThan(2_000); // only a hang breaks this
+      expect(fallbacks.length).toBe(1);
+      if (failMode === 'open') expect(decisions).toEqual([true, true, true, true]);
+      if (failMode === 'closed') expect(decisions).toEqual([false, false, false, false]);
+      if (failMode === 'local') expect(decisions).toEqual([true, true, true, true]); // the local share of 8: all of it, one node
+      await limiter.close();
+      dead.disconnect();
+    },
+  );
 });

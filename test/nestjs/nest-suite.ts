@@ -7,10 +7,27 @@
  * function that throws -> Nest's 500, and sluice method decorators keyed by request inside Nest services.
  */
 import 'reflect-metadata';
-import { ManualClock, SluiceTypeError, concurrencyLimiter, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
+import {
+  ManualClock,
+  SluiceTypeError,
+  concurrencyLimiter,
+  createLimiter,
+  fixedWindow,
+  memoryStore,
+  tokenBucket,
+} from '@sluice/core';
 import { rateLimit as limitMethod } from '@sluice/core/decorators';
 import { RateLimit, SkipRateLimit, SluiceModule, byIp, byUser } from '@sluice/nestjs';
-import { Controller, Get, Headers, Injectable, Module, UnauthorizedException, type ExecutionContext, type INestApplication } from '@nestjs/common';
+import {
+  Controller,
+  Get,
+  Headers,
+  Injectable,
+  Module,
+  UnauthorizedException,
+  type ExecutionContext,
+  type INestApplication,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
@@ -23,9 +40,13 @@ import { get } from '../http/servers.js';
 
 const clock = new ManualClock(3_000);
 const store = memoryStore({ clock });
-const headerOf = (ctx: ExecutionContext, name: string) => ctx.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers[name];
+const headerOf = (ctx: ExecutionContext, name: string) =>
+  ctx.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers[name];
 
-const sendLimiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name: 'codes' }), store: memoryStore({ clock }) });
+const sendLimiter = createLimiter({
+  algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name: 'codes' }),
+  store: memoryStore({ clock }),
+});
 
 @Injectable()
 class CodeService {
@@ -37,7 +58,10 @@ class CodeService {
 }
 
 @Controller('limiter')
-@RateLimit({ algorithm: fixedWindow({ limit: 5, windowMs: 10_000, name: 'ctl' }), key: byUser((ctx: ExecutionContext) => headerOf(ctx, 'x-user')) })
+@RateLimit({
+  algorithm: fixedWindow({ limit: 5, windowMs: 10_000, name: 'ctl' }),
+  key: byUser((ctx: ExecutionContext) => headerOf(ctx, 'x-user')),
+})
 class LimiterController {
   constructor(private readonly codes: CodeService) {}
 
@@ -48,7 +72,10 @@ class LimiterController {
 
   @Get('rate')
   // One bucket for every client (of this test run: both platforms share the module's store).
-  @RateLimit({ algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'rate' }), key: (ctx: ExecutionContext) => `everyone-${headerOf(ctx, 'x-run')}` })
+  @RateLimit({
+    algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'rate' }),
+    key: (ctx: ExecutionContext) => `everyone-${headerOf(ctx, 'x-run')}`,
+  })
   rate() {
     return { ok: true };
   }
@@ -60,7 +87,11 @@ class LimiterController {
   }
 
   @Get('cost')
-  @RateLimit({ algorithm: fixedWindow({ limit: 5, windowMs: 10_000, name: 'cost' }), key: (ctx: ExecutionContext) => headerOf(ctx, 'x-run'), cost: (ctx: ExecutionContext) => Number(headerOf(ctx, 'x-cost')) })
+  @RateLimit({
+    algorithm: fixedWindow({ limit: 5, windowMs: 10_000, name: 'cost' }),
+    key: (ctx: ExecutionContext) => headerOf(ctx, 'x-run'),
+    cost: (ctx: ExecutionContext) => Number(headerOf(ctx, 'x-cost')),
+  })
   cost() {
     return { ok: true };
   }
@@ -93,7 +124,8 @@ class LimiterController {
   @RateLimit({
     algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001, name: 'tokens' }),
     key: (ctx: ExecutionContext) => `tokens-${headerOf(ctx, 'x-run')}`,
-    costAfterResponse: (_ctx: ExecutionContext, res: unknown) => ((res as { statusCode?: number }).statusCode === 200 ? 3 : 0),
+    costAfterResponse: (_ctx: ExecutionContext, res: unknown) =>
+      (res as { statusCode?: number }).statusCode === 200 ? 3 : 0,
   })
   tokens() {
     return { ok: true };
@@ -101,7 +133,10 @@ class LimiterController {
 
   @Get('slow')
   // One request in flight per run; the slot comes back when the response ends.
-  @RateLimit({ concurrency: concurrencyLimiter({ max: 1 }), key: (ctx: ExecutionContext) => `slow-${headerOf(ctx, 'x-run')}` })
+  @RateLimit({
+    concurrency: concurrencyLimiter({ max: 1 }),
+    key: (ctx: ExecutionContext) => `slow-${headerOf(ctx, 'x-run')}`,
+  })
   async slow() {
     await new Promise((resolve) => setTimeout(resolve, 150));
     return { ok: true };
@@ -127,7 +162,7 @@ export function nestSuite(major: number): void {
   afterEach(async () => {
     await Promise.all(apps.splice(0).map((app) => app.close()));
   });
-  
+
   async function start(platform: 'express' | 'fastify', module: object = AppModule): Promise<string> {
     const adapter = platform === 'express' ? new ExpressAdapter() : new FastifyAdapter();
     const app = await NestFactory.create(module, adapter, { logger: false });
@@ -135,7 +170,7 @@ export function nestSuite(major: number): void {
     await app.listen(0, '127.0.0.1');
     return (await app.getUrl()).replace('[::1]', '127.0.0.1');
   }
-  
+
   describe.each(['express', 'fastify'] as const)(`@sluice/nestjs on NestJS ${major}, platform-%s`, (platform) => {
     it("a controller's @RateLimit keyed by user through ExecutionContext: exact headers, then a 429 through Nest's exception layer", async () => {
       const url = await start(platform);
@@ -153,7 +188,7 @@ export function nestSuite(major: number): void {
       expect(denied.body).toEqual({ error: 'Too Many Requests', rule: 'ctl', limit: 5, retryAfterSeconds: 7 });
       expect((await get(`${url}/limiter/count`, { 'x-user': `${user}-other` })).status).toBe(200);
     });
-  
+
     it("a handler's @RateLimit overrides its controller's; @SkipRateLimit exempts", async () => {
       const url = await start(platform);
       const run = { 'x-run': platform };
@@ -166,7 +201,7 @@ export function nestSuite(major: number): void {
         expect([r.status, r.headers.get('ratelimit')]).toEqual([200, null]);
       }
     });
-  
+
     it('an invalid cost is a 400 consuming nothing; a key function that throws reaches Nest as a 500', async () => {
       const url = await start(platform);
       const bad = await get(`${url}/limiter/cost`, { 'x-cost': '0.5', 'x-run': platform });
@@ -176,13 +211,15 @@ export function nestSuite(major: number): void {
       expect([ok.status, ok.headers.get('ratelimit')]).toEqual([200, '"cost";r=0;t=7']);
       expect((await get(`${url}/limiter/broken`)).status).toBe(500);
     });
-  
+
     it('skipSuccessfulRequests with a ban: successes are free, the third failure is banned even with the right password', async () => {
       const url = await start(platform);
       const run = { 'x-run': `login-${platform}` };
-      for (let i = 0; i < 4; i++) expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'secret' })).status).toBe(200);
+      for (let i = 0; i < 4; i++)
+        expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'secret' })).status).toBe(200);
       await new Promise((resolve) => setTimeout(resolve, 20));
-      for (let i = 0; i < 2; i++) expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'guess' })).status).toBe(401);
+      for (let i = 0; i < 2; i++)
+        expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'guess' })).status).toBe(401);
       const banned = await get(`${url}/limiter/login`, { ...run, 'x-password': 'guess' });
       expect([banned.status, banned.headers.get('retry-after')]).toEqual([429, '3600']);
       expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'secret' })).status).toBe(429);
@@ -217,21 +254,27 @@ export function nestSuite(major: number): void {
       expect(results).toEqual([{ result: 'sent' }, { result: 'sent' }, { result: 'RATE_LIMITED' }]);
     });
   });
-  
+
   describe('options checked when the class is defined', () => {
     it('@RateLimit without a limiter or rules, or with both, or with a bad option: a typed error naming it', () => {
       expect(() => RateLimit({})).toThrow(SluiceTypeError);
-      expect(() => RateLimit({ limiter: sendLimiter, algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) })).toThrow(/not both/);
-      expect(() => RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), cost: 0 })).toThrow(expect.objectContaining({ argument: 'cost' }));
-      expect(() => SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), headers: 'draft-7' as never })).toThrow(expect.objectContaining({ argument: 'headers' }));
+      expect(() => RateLimit({ limiter: sendLimiter, algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) })).toThrow(
+        /not both/,
+      );
+      expect(() => RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), cost: 0 })).toThrow(
+        expect.objectContaining({ argument: 'cost' }),
+      );
+      expect(() =>
+        SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), headers: 'draft-7' as never }),
+      ).toThrow(expect.objectContaining({ argument: 'headers' }));
     });
   });
-  
+
   describe('Redis down behind the Nest guard', () => {
     let dead: Redis | undefined;
     afterAll(() => dead?.disconnect());
     const expected = { open: 200, closed: 429, local: 200 } as const;
-  
+
     /** An app whose module store is a Redis nobody listens on. */
     function downModule(failMode: keyof typeof expected, redis: Redis): object {
       @Controller('down')
@@ -242,22 +285,28 @@ export function nestSuite(major: number): void {
           return { ok: true };
         }
       }
-      @Module({ imports: [SluiceModule.forRoot({ store: redisStore({ redis, failMode, timeoutMs: 50 }) })], controllers: [DownController] })
+      @Module({
+        imports: [SluiceModule.forRoot({ store: redisStore({ redis, failMode, timeoutMs: 50 }) })],
+        controllers: [DownController],
+      })
       class DownModule {}
       return DownModule;
     }
-  
-    it.each(['express', 'fastify'] as const)('platform-%s: each failMode answers as it says, within a bound only a hang breaks', async (platform) => {
-      dead ??= new Redis({ host: '127.0.0.1', port: await freePort(), retryStrategy: () => 100 });
-      dead.on('error', () => {});
-      for (const failMode of ['open', 'closed', 'local'] as const) {
-        const url = await start(platform, downModule(failMode, dead));
-        const started = performance.now();
-        const r = await get(`${url}/down`);
-        const tookMs = performance.now() - started;
-        expect([failMode, r.status]).toEqual([failMode, expected[failMode]]);
-        expect(tookMs).toBeLessThan(2_000);
-      }
-    });
+
+    it.each(['express', 'fastify'] as const)(
+      'platform-%s: each failMode answers as it says, within a bound only a hang breaks',
+      async (platform) => {
+        dead ??= new Redis({ host: '127.0.0.1', port: await freePort(), retryStrategy: () => 100 });
+        dead.on('error', () => {});
+        for (const failMode of ['open', 'closed', 'local'] as const) {
+          const url = await start(platform, downModule(failMode, dead));
+          const started = performance.now();
+          const r = await get(`${url}/down`);
+          const tookMs = performance.now() - started;
+          expect([failMode, r.status]).toEqual([failMode, expected[failMode]]);
+          expect(tookMs).toBeLessThan(2_000);
+        }
+      },
+    );
   });
 }

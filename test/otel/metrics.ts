@@ -1,6 +1,12 @@
 /** Reading what a real OpenTelemetry SDK MeterProvider collected, for the metrics tests. */
 import type { Attributes } from '@opentelemetry/api';
-import { AggregationTemporality, type DataPoint, type Histogram, MeterProvider, MetricReader } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  type DataPoint,
+  type Histogram,
+  MeterProvider,
+  MetricReader,
+} from '@opentelemetry/sdk-metrics';
 
 /** A reader collected on demand (the SDK's push and pull readers are both this underneath). */
 class OnDemandReader extends MetricReader {
@@ -39,12 +45,19 @@ export function testMeter(): TestMeter {
   const points = async (name: string): Promise<Point[]> =>
     (await collect())
       .filter((m) => m.descriptor.name === name)
-      .flatMap((m) => (m.dataPoints as DataPoint<number | Histogram>[]).map((p) => ({ attributes: p.attributes, value: typeof p.value === 'number' ? p.value : p.value.count })));
+      .flatMap((m) =>
+        (m.dataPoints as DataPoint<number | Histogram>[]).map((p) => ({
+          attributes: p.attributes,
+          value: typeof p.value === 'number' ? p.value : p.value.count,
+        })),
+      );
   return {
     provider,
     points,
     async total(name, match = {}) {
-      const matching = (await points(name)).filter((p) => Object.entries(match).every(([k, v]) => p.attributes[k] === v));
+      const matching = (await points(name)).filter((p) =>
+        Object.entries(match).every(([k, v]) => p.attributes[k] === v),
+      );
       return matching.reduce((sum, p) => sum + p.value, 0);
     },
     async dump() {

@@ -25,7 +25,10 @@ afterEach(async () => {
 function instrumented(): TestMeter {
   const meter = testMeter();
   const instrumentation = instrumentSluice({ meterProvider: meter.provider });
-  cleanups.push(() => meter.shutdown(), () => instrumentation.stop());
+  cleanups.push(
+    () => meter.shutdown(),
+    () => instrumentation.stop(),
+  );
   return meter;
 }
 
@@ -45,43 +48,92 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
 describe('sluice.decisions and sluice.decision.duration', () => {
   it('memory: counts per outcome, rule and source; shadowed denials marked; one duration per decision', async () => {
     const meter = instrumented();
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000, name: 'per-minute' }), prefix: prefix('memory') });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 3, windowMs: 60_000, name: 'per-minute' }),
+      prefix: prefix('memory'),
+    });
     for (let i = 0; i < 5; i++) await limiter.tryAcquire(SECRET);
-    const shadow = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: 'trial' }), prefix: prefix('shadow'), shadow: true });
+    const shadow = createLimiter({
+      algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: 'trial' }),
+      prefix: prefix('shadow'),
+      shadow: true,
+    });
     for (let i = 0; i < 3; i++) await shadow.tryAcquire(SECRET);
     const on = { 'sluice.limiter': limiter.prefix };
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed', 'sluice.rule': 'per-minute', 'sluice.source': 'memory' })).toBe(3);
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.rule': 'per-minute', 'sluice.source': 'memory' })).toBe(2);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, {
+        ...on,
+        'sluice.outcome': 'allowed',
+        'sluice.rule': 'per-minute',
+        'sluice.source': 'memory',
+      }),
+    ).toBe(3);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, {
+        ...on,
+        'sluice.outcome': 'denied',
+        'sluice.rule': 'per-minute',
+        'sluice.source': 'memory',
+      }),
+    ).toBe(2);
     expect(await meter.total(INSTRUMENTS.duration, on)).toBe(5);
     const trial = { 'sluice.limiter': shadow.prefix, 'sluice.rule': 'trial' };
     expect(await meter.total(INSTRUMENTS.decisions, { ...trial, 'sluice.outcome': 'allowed' })).toBe(1);
-    expect(await meter.total(INSTRUMENTS.decisions, { ...trial, 'sluice.outcome': 'denied', 'sluice.shadowed': true })).toBe(2);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, { ...trial, 'sluice.outcome': 'denied', 'sluice.shadowed': true }),
+    ).toBe(2);
     const points = await meter.points(INSTRUMENTS.decisions);
-    expect(points.filter((p) => p.attributes['sluice.shadowed'] !== undefined).every((p) => p.attributes['sluice.limiter'] === shadow.prefix)).toBe(true);
+    expect(
+      points
+        .filter((p) => p.attributes['sluice.shadowed'] !== undefined)
+        .every((p) => p.attributes['sluice.limiter'] === shadow.prefix),
+    ).toBe(true);
     expect(await meter.dump()).not.toContain('4242');
   });
 
   it('a policy reports its tightest rule; plans keep their rule names', async () => {
     const meter = instrumented();
     const limiter = createLimiter({
-      algorithm: [fixedWindow({ limit: 2, windowMs: 1_000, name: 'burst' }), fixedWindow({ limit: 100, windowMs: 3_600_000, name: 'hourly' })],
+      algorithm: [
+        fixedWindow({ limit: 2, windowMs: 1_000, name: 'burst' }),
+        fixedWindow({ limit: 100, windowMs: 3_600_000, name: 'hourly' }),
+      ],
       prefix: prefix('policy'),
     });
     for (let i = 0; i < 3; i++) await limiter.tryAcquire(SECRET);
-    expect(await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': limiter.prefix, 'sluice.outcome': 'denied', 'sluice.rule': 'burst' })).toBe(1);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, {
+        'sluice.limiter': limiter.prefix,
+        'sluice.outcome': 'denied',
+        'sluice.rule': 'burst',
+      }),
+    ).toBe(1);
     expect(await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': limiter.prefix })).toBe(3);
   });
 
   it('exact mode on Redis: sources redis and deny_cache, counted apart; no key in any attribute', async () => {
     const meter = instrumented();
     const store = redisStore({ redis: redis().redis });
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name: 'exact' }), store, prefix: prefix('exact') });
-    cleanups.push(() => limiter.close(), () => store.close());
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name: 'exact' }),
+      store,
+      prefix: prefix('exact'),
+    });
+    cleanups.push(
+      () => limiter.close(),
+      () => store.close(),
+    );
     for (let i = 0; i < 5; i++) await limiter.tryAcquire(SECRET);
     const on = { 'sluice.limiter': limiter.prefix, 'sluice.rule': 'exact' };
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed', 'sluice.source': 'redis' })).toBe(2);
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'redis' })).toBe(1);
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'deny_cache' })).toBe(2);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed', 'sluice.source': 'redis' }),
+    ).toBe(2);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'redis' }),
+    ).toBe(1);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'deny_cache' }),
+    ).toBe(2);
     expect(await meter.total(INSTRUMENTS.duration, on)).toBe(5);
     expect(await meter.dump()).not.toContain('4242');
   });
@@ -89,24 +141,43 @@ describe('sluice.decisions and sluice.decision.duration', () => {
   it('leased mode: decisions from the lease, and every permit leased counted', async () => {
     const meter = instrumented();
     const leased: number[] = [];
-    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 20, refillPerSecond: 0.001, name: 'leased' }), redis: redis().redis, prefix: prefix('leased'), clock: new ManualClock(1_000), maxBatch: 4 });
+    const limiter = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 20, refillPerSecond: 0.001, name: 'leased' }),
+      redis: redis().redis,
+      prefix: prefix('leased'),
+      clock: new ManualClock(1_000),
+      maxBatch: 4,
+    });
     limiter.on('lease', (e) => leased.push(e.granted));
     cleanups.push(() => limiter.close());
     let allowed = 0;
     for (let i = 0; i < 25; i++) if ((await limiter.tryAcquire(SECRET)).allowed) allowed++;
     const on = { 'sluice.limiter': limiter.prefix, 'sluice.rule': 'leased' };
     expect(allowed).toBe(20);
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed', 'sluice.source': 'lease' })).toBe(20);
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'lease' })).toBe(5);
-    expect(await meter.total(INSTRUMENTS.leasePermits, { 'sluice.limiter': limiter.prefix })).toBe(leased.reduce((a, b) => a + b, 0));
+    expect(
+      await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed', 'sluice.source': 'lease' }),
+    ).toBe(20);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied', 'sluice.source': 'lease' }),
+    ).toBe(5);
+    expect(await meter.total(INSTRUMENTS.leasePermits, { 'sluice.limiter': limiter.prefix })).toBe(
+      leased.reduce((a, b) => a + b, 0),
+    );
     expect(leased.reduce((a, b) => a + b, 0)).toBe(20);
   });
 
   it("divided mode: decisions from this node's share, and the share as a gauge", async () => {
     const meter = instrumented();
-    const limiter = dividedLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000, name: 'divided' }), redis: redis().redis, prefix: prefix('divided'), heartbeatMs: 50, assumedNodes: 4 });
+    const limiter = dividedLimiter({
+      algorithm: fixedWindow({ limit: 10, windowMs: 60_000, name: 'divided' }),
+      redis: redis().redis,
+      prefix: prefix('divided'),
+      heartbeatMs: 50,
+      assumedNodes: 4,
+    });
     cleanups.push(() => limiter.close());
-    const share = async () => (await meter.points(INSTRUMENTS.share)).find((p) => p.attributes['sluice.limiter'] === limiter.prefix)?.value;
+    const share = async () =>
+      (await meter.points(INSTRUMENTS.share)).find((p) => p.attributes['sluice.limiter'] === limiter.prefix)?.value;
     // Alone in the membership once a heartbeat answers: the whole limit.
     await waitFor('the share to reach 1', async () => (await share()) === 1);
     for (let i = 0; i < 12; i++) await limiter.tryAcquire(SECRET);
@@ -130,12 +201,32 @@ describe('sluice.store.degraded', () => {
     cleanups.push(() => client.disconnect());
     const store = redisStore({ redis: client, timeoutMs: 100 });
     store.on('store-error', () => {});
-    const exact = createLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }), store, prefix: prefix('exact') });
-    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 1_000, refillPerSecond: 1 }), redis: client, prefix: prefix('leased'), maxBatch: 2, timeoutMs: 100 });
-    const divided = dividedLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }), redis: client, prefix: prefix('divided'), heartbeatMs: 50 });
+    const exact = createLimiter({
+      algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }),
+      store,
+      prefix: prefix('exact'),
+    });
+    const leased = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 1_000, refillPerSecond: 1 }),
+      redis: client,
+      prefix: prefix('leased'),
+      maxBatch: 2,
+      timeoutMs: 100,
+    });
+    const divided = dividedLimiter({
+      algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }),
+      redis: client,
+      prefix: prefix('divided'),
+      heartbeatMs: 50,
+    });
     leased.on('store-error', () => {});
     divided.on('store-error', () => {});
-    cleanups.push(() => exact.close(), () => store.close(), () => leased.close(), () => divided.close());
+    cleanups.push(
+      () => exact.close(),
+      () => store.close(),
+      () => leased.close(),
+      () => divided.close(),
+    );
     const names = [exact.prefix, leased.prefix, divided.prefix];
     const degraded = async () => {
       const points = await meter.points(INSTRUMENTS.degraded);
@@ -153,14 +244,18 @@ describe('sluice.store.degraded', () => {
       return (await degraded()).every((v) => v === 1);
     });
     // While degraded, exact mode's decisions are made by its fail mode, and say so.
-    expect(await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': exact.prefix, 'sluice.source': 'fallback' })).toBeGreaterThan(0);
+    expect(
+      await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': exact.prefix, 'sluice.source': 'fallback' }),
+    ).toBeGreaterThan(0);
 
     server = await spawnRedisServer([], { port });
     const up = await waitFor('degraded to go back to 0', async () => {
       await traffic();
       return (await degraded()).every((v) => v === 0);
     });
-    console.log(`sluice.store.degraded: 1 on all three modes ${down.toFixed(0)} ms after Redis stopped, 0 again ${up.toFixed(0)} ms after it restarted`);
+    console.log(
+      `sluice.store.degraded: 1 on all three modes ${down.toFixed(0)} ms after Redis stopped, 0 again ${up.toFixed(0)} ms after it restarted`,
+    );
   });
 });
 
@@ -172,7 +267,11 @@ describe('instrumentSluice', () => {
     const second = instrumentSluice({ meterProvider: meter.provider });
     expect(second).toBe(first);
     const other = instrumented();
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store: memoryStore(), prefix: prefix('twice') });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+      store: memoryStore(),
+      prefix: prefix('twice'),
+    });
     for (let i = 0; i < 4; i++) await limiter.tryAcquire('k');
     const on = { 'sluice.limiter': limiter.prefix };
     expect(await meter.total(INSTRUMENTS.decisions, on)).toBe(4);
@@ -192,7 +291,9 @@ describe('instrumentSluice', () => {
   });
 
   it('rejects what is not a MeterProvider with a typed error naming it', () => {
-    expect(() => instrumentSluice({ meterProvider: {} as never })).toThrow(/meterProvider must be an OpenTelemetry MeterProvider/);
+    expect(() => instrumentSluice({ meterProvider: {} as never })).toThrow(
+      /meterProvider must be an OpenTelemetry MeterProvider/,
+    );
     expect(() => instrumentSluice('global' as never)).toThrow(/instrumentSluice options must be an object/);
   });
 });
@@ -205,11 +306,16 @@ describe('the global MeterProvider', () => {
     const noop = instrumentSluice();
     await new Promise((r) => setImmediate(r));
     expect(warnings.filter((w) => w.code === 'SLUICE_OTEL_NO_PROVIDER')).toHaveLength(1);
-    expect(warnings[0]?.message).toMatch(/Register the OpenTelemetry SDK before calling instrumentSluice\(\), or pass it a meterProvider/);
+    expect(warnings[0]?.message).toMatch(
+      /Register the OpenTelemetry SDK before calling instrumentSluice\(\), or pass it a meterProvider/,
+    );
     noop.stop();
     const meter = testMeter();
     metrics.setGlobalMeterProvider(meter.provider);
-    cleanups.push(() => metrics.disable(), () => meter.shutdown());
+    cleanups.push(
+      () => metrics.disable(),
+      () => meter.shutdown(),
+    );
     const global = instrumentSluice();
     cleanups.push(() => global.stop());
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), prefix: prefix('global') });

@@ -19,6 +19,7 @@ declare global {
   const id: string;
   /** A customer's tier, as an accounts service would tell it. */
   const tierOf: (key: string) => Promise<string | undefined>;
+  // biome-ignore lint/suspicious/noRedeclare: declaration merging with Express's own namespace.
   namespace Express {
     interface User {
       id: string;

@@ -11,7 +11,9 @@ import { describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const out = join(root, 'test', 'readme', '.snippets');
-const snippets = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1] as string);
+const snippets = [...readFileSync(join(root, 'README.md'), 'utf8').matchAll(/```ts\n([\s\S]*?)```/g)].map(
+  (m) => m[1] as string,
+);
 
 function compile(files: string[], legacyDecorators: boolean): string[] {
   const pkg = (name: string, sub = 'index.ts') => [join(root, 'packages', name, 'src', sub)];
@@ -38,7 +40,10 @@ function compile(files: string[], legacyDecorators: boolean): string[] {
   return ts
     .getPreEmitDiagnostics(program)
     .filter((d) => d.file === undefined || files.includes(d.file.fileName) || d.file.fileName.endsWith('env.d.ts'))
-    .map((d) => `${d.file ? `${d.file.fileName.slice(out.length + 1)}:${(d.file.getLineAndCharacterOfPosition(d.start ?? 0).line ?? 0) + 1} ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    .map(
+      (d) =>
+        `${d.file ? `${d.file.fileName.slice(out.length + 1)}:${(d.file.getLineAndCharacterOfPosition(d.start ?? 0).line ?? 0) + 1} ` : ''}${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+    );
 }
 
 describe('README snippets', () => {
@@ -52,8 +57,14 @@ describe('README snippets', () => {
       return { file, nest: code.includes('@sluice/nestjs') };
     });
     const errors = [
-      ...compile(files.filter((f) => !f.nest).map((f) => f.file), false),
-      ...compile(files.filter((f) => f.nest).map((f) => f.file), true),
+      ...compile(
+        files.filter((f) => !f.nest).map((f) => f.file),
+        false,
+      ),
+      ...compile(
+        files.filter((f) => f.nest).map((f) => f.file),
+        true,
+      ),
     ];
     expect(errors).toEqual([]);
   }, 120_000);

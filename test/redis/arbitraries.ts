@@ -24,19 +24,39 @@ export function algorithmArb(name?: string): fc.Arbitrary<Algorithm> {
     fc.record({ limit, windowMs }).map((o) => slidingWindowLog({ ...o, ...n })),
     fc.record({ limit, windowMs }).map((o) => slidingWindowCounter({ ...o, ...n })),
     fc
-      .record({ capacity: limit, refillPerSecond: rate, fill: fc.double({ min: 0, max: 1, noNaN: true }), maxDebt: fc.integer({ min: 0, max: 25 }) })
+      .record({
+        capacity: limit,
+        refillPerSecond: rate,
+        fill: fc.double({ min: 0, max: 1, noNaN: true }),
+        maxDebt: fc.integer({ min: 0, max: 25 }),
+      })
       .map(({ capacity, refillPerSecond, fill, maxDebt }) =>
         tokenBucket({ capacity, refillPerSecond, initial: Math.floor(capacity * fill), maxDebt, ...n }),
       ),
-    fc.record({ capacity: limit, leakPerSecond: rate, mode: fc.constantFrom('police' as const, 'shape' as const) }).map((o) => leakyBucket({ ...o, ...n })),
+    fc
+      .record({ capacity: limit, leakPerSecond: rate, mode: fc.constantFrom('police' as const, 'shape' as const) })
+      .map((o) => leakyBucket({ ...o, ...n })),
     fc.record({ rate, burst: limit }).map((o) => gcra({ ...o, ...n })),
     fc
-      .record({ permitsPerSecond: rate, maxBurstSeconds: fc.double({ min: 0, max: 3, noNaN: true }), fill: fc.double({ min: 0, max: 1, noNaN: true }) })
+      .record({
+        permitsPerSecond: rate,
+        maxBurstSeconds: fc.double({ min: 0, max: 3, noNaN: true }),
+        fill: fc.double({ min: 0, max: 1, noNaN: true }),
+      })
       .map(({ permitsPerSecond, maxBurstSeconds, fill }) =>
-        smoothBursty({ permitsPerSecond, maxBurstSeconds, initialPermits: permitsPerSecond * maxBurstSeconds * fill, ...n }),
+        smoothBursty({
+          permitsPerSecond,
+          maxBurstSeconds,
+          initialPermits: permitsPerSecond * maxBurstSeconds * fill,
+          ...n,
+        }),
       ),
     fc
-      .record({ permitsPerSecond: rate, warmupMs: fc.integer({ min: 1, max: 10_000 }), coldFactor: fc.double({ min: 1, max: 10, noNaN: true }) })
+      .record({
+        permitsPerSecond: rate,
+        warmupMs: fc.integer({ min: 1, max: 10_000 }),
+        coldFactor: fc.double({ min: 1, max: 10, noNaN: true }),
+      })
       .map((o) => smoothWarmingUp({ ...o, ...n })),
   );
 }
@@ -51,7 +71,10 @@ export const policyArb: fc.Arbitrary<Algorithm[]> = fc
  * per-tenant rule derived from the key. Requests for different keys meet in its state.
  */
 export const sharedPolicyArb: fc.Arbitrary<Algorithm[]> = fc
-  .tuple(algorithmArb('own'), fc.constantFrom<RuleKey>('global', (k: string) => k.slice(0, 1)))
+  .tuple(
+    algorithmArb('own'),
+    fc.constantFrom<RuleKey>('global', (k: string) => k.slice(0, 1)),
+  )
   .chain(([own, key]) => algorithmArb('shared').map((shared) => [own, { ...shared, key }]));
 
 export interface Step {
@@ -67,8 +90,14 @@ export const timelineArb: fc.Arbitrary<Step[]> = fc.array(
     requests: fc.array(
       fc.record({
         key: fc.constantFrom('a', 'b', 'c{1}', 'd:e'),
-        permits: fc.oneof({ weight: 5, arbitrary: fc.constant(1) }, { weight: 2, arbitrary: fc.integer({ min: 1, max: 25 }) }),
-        maxWaitMs: fc.oneof({ weight: 4, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 0, max: 5_000 }) }),
+        permits: fc.oneof(
+          { weight: 5, arbitrary: fc.constant(1) },
+          { weight: 2, arbitrary: fc.integer({ min: 1, max: 25 }) },
+        ),
+        maxWaitMs: fc.oneof(
+          { weight: 4, arbitrary: fc.constant(0) },
+          { weight: 1, arbitrary: fc.integer({ min: 0, max: 5_000 }) },
+        ),
         peek: fc.boolean().map((b) => b && Math.random() < 0.2),
       }),
       { minLength: 1, maxLength: 4 },
@@ -78,4 +107,8 @@ export const timelineArb: fc.Arbitrary<Step[]> = fc.array(
 );
 
 /** Integer start times: near zero, mid-range, and epoch-scale. */
-export const startArb = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 10_000_000 }), fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 }));
+export const startArb = fc.oneof(
+  fc.constant(0),
+  fc.integer({ min: 1, max: 10_000_000 }),
+  fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 }),
+);

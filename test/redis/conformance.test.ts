@@ -1,7 +1,7 @@
 import { type Algorithm, type Decision, TOLERANCE_MS } from '@sluice/core';
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 import { algorithmArb, policyArb, sharedPolicyArb, type Step, startArb, timelineArb } from './arbitraries.js';
@@ -12,7 +12,8 @@ let server: TestRedis;
 let redis: Redis;
 beforeAll(() => void ({ server, redis } = testRedis()));
 /** The differential run on this suite's ioredis client (see differential.ts). */
-const both = (rules: Algorithm[], startMs: number, steps: Step[], denyCache: boolean) => decideBoth(redis, rules, startMs, steps, denyCache);
+const both = (rules: Algorithm[], startMs: number, steps: Step[], denyCache: boolean) =>
+  decideBoth(redis, rules, startMs, steps, denyCache);
 
 /**
  * The deny cache answers `until - now` where the script recomputes the same instant from state: the same
@@ -33,7 +34,9 @@ function expectSame(onRedis: Decision[], memory: Decision[], start: number, step
   const i = memory.findIndex((d, j) => !same(d, onRedis[j], timeToleranceMs));
   if (i === -1) return;
   const flat = steps.flatMap((s) => s.requests.map((r) => ({ dtMs: s.dtMs, ...r })));
-  console.error(`first difference at decision ${i} (start ${start}); requests so far:\n${JSON.stringify(flat.slice(0, i + 1))}`);
+  console.error(
+    `first difference at decision ${i} (start ${start}); requests so far:\n${JSON.stringify(flat.slice(0, i + 1))}`,
+  );
   expect({ at: i, start, request: flat[i], redis: onRedis[i], history: flat.slice(0, i + 1) }).toEqual({
     at: i,
     start,
@@ -47,7 +50,11 @@ for (const denyCache of [false, true]) {
   const tolerance = denyCache ? TOLERANCE_MS : 0;
   describe(`memory and Redis decide identically (client ManualClock, deny cache ${denyCache ? 'on: times to 1 us' : 'off: bit for bit'})`, () => {
     const cases: Array<[string, fc.Arbitrary<Algorithm[]>, number]> = [
-      ['every algorithm, generated parameters and timelines, batched requests', algorithmArb().map((rule) => [rule]), 120],
+      [
+        'every algorithm, generated parameters and timelines, batched requests',
+        algorithmArb().map((rule) => [rule]),
+        120,
+      ],
       ['policies with a rule shared across keys (global or per-tenant)', sharedPolicyArb, 60],
       ['multi-rule policies of any algorithms', policyArb, 60],
     ];
@@ -59,7 +66,12 @@ for (const denyCache of [false, true]) {
             expectSame(onRedis, memory, start, steps, tolerance);
           }),
           // FC_SEED and FC_PATH (printed by a failure) replay one counterexample.
-          { numRuns, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH, endOnFailure: true } : {}) },
+          {
+            numRuns,
+            ...(process.env.FC_SEED
+              ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH, endOnFailure: true }
+              : {}),
+          },
         );
       });
     }

@@ -7,7 +7,7 @@
  */
 import { type Algorithm, type Decision, TOLERANCE_MS } from '@sluice/core';
 import fc from 'fast-check';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -31,8 +31,13 @@ function same(a: Outcome, b: Outcome | undefined, toleranceMs: number): boolean 
 
 /** A limiter spec as text: each rule's kind, name, parameters, blockMs and key. */
 function describeSpec(spec: LimiterSpec): string {
-  const rules = (list: readonly Algorithm[]) => list.map((r) => ({ kind: r.kind, name: r.name, params: r.params, blockMs: r.blockMs, key: r.key }));
-  return JSON.stringify('plans' in spec ? Object.fromEntries(Object.entries(spec.plans).map(([plan, list]) => [plan, rules(list)])) : rules(spec.rules));
+  const rules = (list: readonly Algorithm[]) =>
+    list.map((r) => ({ kind: r.kind, name: r.name, params: r.params, blockMs: r.blockMs, key: r.key }));
+  return JSON.stringify(
+    'plans' in spec
+      ? Object.fromEntries(Object.entries(spec.plans).map(([plan, list]) => [plan, rules(list)]))
+      : rules(spec.rules),
+  );
 }
 
 for (const denyCache of [false, true]) {
@@ -44,13 +49,20 @@ for (const denyCache of [false, true]) {
           const { memory, redis: onRedis } = await controlsBoth(redis, spec, start, steps, denyCache);
           const at = memory.findIndex((m, i) => !same(m, onRedis[i], denyCache ? TOLERANCE_MS : 0));
           if (at !== -1) {
-            console.error(`first difference at outcome ${at}: ${describeSpec(spec)}\n${JSON.stringify(steps)}\nmemory: ${JSON.stringify(memory[at])}\nredis:  ${JSON.stringify(onRedis[at])}`);
+            console.error(
+              `first difference at outcome ${at}: ${describeSpec(spec)}\n${JSON.stringify(steps)}\nmemory: ${JSON.stringify(memory[at])}\nredis:  ${JSON.stringify(onRedis[at])}`,
+            );
             expect({ at, redis: onRedis[at] }).toEqual({ at, redis: memory[at] });
           }
           expect(onRedis).toHaveLength(memory.length);
         }),
         // FC_SEED and FC_PATH (printed by a failure) replay one counterexample.
-        { numRuns: Number(process.env.FC_RUNS ?? 300), ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH, endOnFailure: true } : {}) },
+        {
+          numRuns: Number(process.env.FC_RUNS ?? 300),
+          ...(process.env.FC_SEED
+            ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH, endOnFailure: true }
+            : {}),
+        },
       );
     });
   });

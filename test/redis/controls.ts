@@ -24,23 +24,55 @@ import fc from 'fast-check';
 /** A limiter to build twice: its rules, or its plans. */
 export type LimiterSpec = { readonly rules: Algorithm[] } | { readonly plans: Record<string, Algorithm[]> };
 
-const blockMsArb = fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 5_000 }) });
+const blockMsArb = fc.oneof(
+  { weight: 2, arbitrary: fc.constant(0) },
+  { weight: 1, arbitrary: fc.integer({ min: 1, max: 5_000 }) },
+);
 
 /** A rule shape: everything but the limit, so that plans can hold one shape with different limits. */
 type Shape = (limit: number, extra: { name?: string; blockMs: number; key?: string }) => Algorithm;
 
 const shapeArb: fc.Arbitrary<Shape> = fc.oneof(
-  fc.integer({ min: 10, max: 4_000 }).map((windowMs): Shape => (limit, extra) => fixedWindow({ limit, windowMs, ...extra })),
-  fc.integer({ min: 10, max: 4_000 }).map((windowMs): Shape => (limit, extra) => slidingWindowCounter({ limit, windowMs, ...extra })),
-  fc.integer({ min: 10, max: 4_000 }).map((windowMs): Shape => (limit, extra) => slidingWindowLog({ limit, windowMs, ...extra })),
+  fc.integer({ min: 10, max: 4_000 }).map(
+    (windowMs): Shape =>
+      (limit, extra) =>
+        fixedWindow({ limit, windowMs, ...extra }),
+  ),
+  fc.integer({ min: 10, max: 4_000 }).map(
+    (windowMs): Shape =>
+      (limit, extra) =>
+        slidingWindowCounter({ limit, windowMs, ...extra }),
+  ),
+  fc.integer({ min: 10, max: 4_000 }).map(
+    (windowMs): Shape =>
+      (limit, extra) =>
+        slidingWindowLog({ limit, windowMs, ...extra }),
+  ),
+  fc.record({ perLimit: fc.double({ min: 0.05, max: 20, noNaN: true }), maxDebt: fc.integer({ min: 0, max: 10 }) }).map(
+    ({ perLimit, maxDebt }): Shape =>
+      (limit, extra) =>
+        tokenBucket({ capacity: limit, refillPerSecond: perLimit * limit, maxDebt, ...extra }),
+  ),
+  fc.double({ min: 0.05, max: 20, noNaN: true }).map(
+    (perLimit): Shape =>
+      (limit, extra) =>
+        gcra({ rate: perLimit * limit, burst: limit, ...extra }),
+  ),
   fc
-    .record({ perLimit: fc.double({ min: 0.05, max: 20, noNaN: true }), maxDebt: fc.integer({ min: 0, max: 10 }) })
-    .map(({ perLimit, maxDebt }): Shape => (limit, extra) => tokenBucket({ capacity: limit, refillPerSecond: perLimit * limit, maxDebt, ...extra })),
-  fc.double({ min: 0.05, max: 20, noNaN: true }).map((perLimit): Shape => (limit, extra) => gcra({ rate: perLimit * limit, burst: limit, ...extra })),
-  fc
-    .record({ perLimit: fc.double({ min: 0.05, max: 20, noNaN: true }), mode: fc.constantFrom('police' as const, 'shape' as const) })
-    .map(({ perLimit, mode }): Shape => (limit, extra) => leakyBucket({ capacity: limit, leakPerSecond: perLimit * limit, mode, ...extra })),
-  fc.double({ min: 0.5, max: 3, noNaN: true }).map((burstSeconds): Shape => (limit, extra) => smoothBursty({ permitsPerSecond: limit, maxBurstSeconds: burstSeconds, ...extra })),
+    .record({
+      perLimit: fc.double({ min: 0.05, max: 20, noNaN: true }),
+      mode: fc.constantFrom('police' as const, 'shape' as const),
+    })
+    .map(
+      ({ perLimit, mode }): Shape =>
+        (limit, extra) =>
+          leakyBucket({ capacity: limit, leakPerSecond: perLimit * limit, mode, ...extra }),
+    ),
+  fc.double({ min: 0.5, max: 3, noNaN: true }).map(
+    (burstSeconds): Shape =>
+      (limit, extra) =>
+        smoothBursty({ permitsPerSecond: limit, maxBurstSeconds: burstSeconds, ...extra }),
+  ),
 );
 
 const limitArb = fc.integer({ min: 1, max: 12 });
@@ -48,13 +80,21 @@ const limitArb = fc.integer({ min: 1, max: 12 });
 /** One rule, a policy of two (one may be shared by every key), or three plans over two rule shapes. */
 export const limiterSpecArb: fc.Arbitrary<LimiterSpec> = fc.oneof(
   fc.tuple(shapeArb, limitArb, blockMsArb).map(([shape, limit, blockMs]) => ({ rules: [shape(limit, { blockMs })] })),
+  fc.tuple(shapeArb, shapeArb, limitArb, limitArb, blockMsArb, fc.boolean()).map(([a, b, la, lb, blockMs, shared]) => ({
+    rules: [
+      a(la, { name: 'own', blockMs }),
+      b(lb, shared ? { name: 'all', blockMs: 0, key: 'all' } : { name: 'own2', blockMs: 0 }),
+    ],
+  })),
   fc
-    .tuple(shapeArb, shapeArb, limitArb, limitArb, blockMsArb, fc.boolean())
-    .map(([a, b, la, lb, blockMs, shared]) => ({
-      rules: [a(la, { name: 'own', blockMs }), b(lb, shared ? { name: 'all', blockMs: 0, key: 'all' } : { name: 'own2', blockMs: 0 })],
-    })),
-  fc
-    .tuple(shapeArb, shapeArb, fc.array(fc.tuple(limitArb, limitArb, blockMsArb, fc.constantFrom<'a' | 'b' | 'ab'>('a', 'b', 'ab')), { minLength: 2, maxLength: 3 }))
+    .tuple(
+      shapeArb,
+      shapeArb,
+      fc.array(fc.tuple(limitArb, limitArb, blockMsArb, fc.constantFrom<'a' | 'b' | 'ab'>('a', 'b', 'ab')), {
+        minLength: 2,
+        maxLength: 3,
+      }),
+    )
     .map(([a, b, plans]) => ({
       plans: Object.fromEntries(
         plans.map(([la, lb, blockMs, which], i) => {
@@ -94,7 +134,10 @@ const callArb: fc.Arbitrary<ControlCall> = fc.record({
     { weight: 1, arbitrary: fc.constantFrom('block' as const, 'unblock' as const, 'reset' as const) },
   ),
   key: fc.constantFrom('a', 'b', 'c{1}'),
-  permits: fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 2, arbitrary: fc.integer({ min: 0, max: 15 }) }),
+  permits: fc.oneof(
+    { weight: 4, arbitrary: fc.constant(1) },
+    { weight: 2, arbitrary: fc.integer({ min: 0, max: 15 }) },
+  ),
   plan: fc.nat({ max: 5 }),
   grant: fc.option(fc.nat({ max: 4 }), { nil: undefined }),
   ms: fc.integer({ min: 1, max: 8_000 }),
@@ -112,7 +155,9 @@ export const controlTimelineArb: fc.Arbitrary<ControlStep[]> = fc.array(
 export type Outcome = Decision | { readonly error: string };
 
 function build(spec: LimiterSpec, store: Parameters<typeof createLimiter>[0]['store'], prefix: string): Limiter {
-  return 'plans' in spec ? createLimiter({ plans: spec.plans, store, prefix }) : createLimiter({ algorithm: spec.rules, store, prefix });
+  return 'plans' in spec
+    ? createLimiter({ plans: spec.plans, store, prefix })
+    : createLimiter({ algorithm: spec.rules, store, prefix });
 }
 
 let run = 0;
@@ -123,18 +168,30 @@ let run = 0;
  * call (awaited on its own) or a call under another plan; the memory store takes every call one by one. After each control, both
  * sides peek the key, so what it changed is compared too.
  */
-export async function controlsBoth(redis: RedisClient, spec: LimiterSpec, startMs: number, steps: readonly ControlStep[], denyCache: boolean): Promise<{ memory: Outcome[]; redis: Outcome[] }> {
+export async function controlsBoth(
+  redis: RedisClient,
+  spec: LimiterSpec,
+  startMs: number,
+  steps: readonly ControlStep[],
+  denyCache: boolean,
+): Promise<{ memory: Outcome[]; redis: Outcome[] }> {
   const prefix = `ctl${++run}`;
   const memClock = new ManualClock(startMs);
   const redisClock = new ManualClock(startMs);
   const store = redisStore({ redis, clock: redisClock, timeoutMs: 5_000, denyCache });
   const sides = [
-    { clock: memClock, limiter: build(spec, memoryStore({ clock: memClock }), prefix), out: [] as Outcome[], batches: false },
+    {
+      clock: memClock,
+      limiter: build(spec, memoryStore({ clock: memClock }), prefix),
+      out: [] as Outcome[],
+      batches: false,
+    },
     { clock: redisClock, limiter: build(spec, store, prefix), out: [] as Outcome[], batches: true },
   ];
   const plans = 'plans' in spec ? Object.keys(spec.plans) : undefined;
   const grants: number[] = [];
-  const settle = async (p: Promise<Decision>): Promise<Outcome> => p.catch((e: { code?: string }) => ({ error: String(e.code) }));
+  const settle = async (p: Promise<Decision>): Promise<Outcome> =>
+    p.catch((e: { code?: string }) => ({ error: String(e.code) }));
   try {
     for (const step of steps) {
       for (const side of sides) side.clock.advance(step.dtMs);
@@ -154,7 +211,11 @@ export async function controlsBoth(redis: RedisClient, spec: LimiterSpec, startM
           if (call.op === 'consume' || call.op === 'peek') {
             if (plan !== batchPlan) await flush();
             batchPlan = plan;
-            const decided = settle(call.op === 'consume' ? l.tryAcquire(call.key, { ...options, permits: Math.max(1, call.permits) }) : l.peek(call.key, options));
+            const decided = settle(
+              call.op === 'consume'
+                ? l.tryAcquire(call.key, { ...options, permits: Math.max(1, call.permits) })
+                : l.peek(call.key, options),
+            );
             // The memory store takes each call to its end before the next.
             if (side.batches) batch.push(decided);
             else side.out.push(await decided);
@@ -164,7 +225,10 @@ export async function controlsBoth(redis: RedisClient, spec: LimiterSpec, startM
             const control = async (): Promise<unknown> => {
               switch (call.op) {
                 case 'refund':
-                  return l.refund(call.key, call.permits, { ...options, ...(grantedAt === undefined ? {} : { grantedMsAgo: now - grantedAt }) });
+                  return l.refund(call.key, call.permits, {
+                    ...options,
+                    ...(grantedAt === undefined ? {} : { grantedMsAgo: now - grantedAt }),
+                  });
                 case 'penalize':
                   return l.penalize(call.key, call.permits, options);
                 case 'block':

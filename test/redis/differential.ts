@@ -28,8 +28,13 @@ export async function decideBoth(
     for (const step of steps) {
       memClock.advance(step.dtMs);
       redisClock.advance(step.dtMs);
-      for (const r of step.requests) out.memory.push(await (r.peek ? mem.peek(r.key) : mem.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)));
-      const batch = step.requests.map((r) => (r.peek ? red.peek(r.key) : red.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)));
+      for (const r of step.requests)
+        out.memory.push(
+          await (r.peek ? mem.peek(r.key) : mem.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs)),
+        );
+      const batch = step.requests.map((r) =>
+        r.peek ? red.peek(r.key) : red.consume(r.key, r.permits, rules.length > 1 ? 0 : r.maxWaitMs),
+      );
       out.redis.push(...(await Promise.all(batch)));
     }
   } finally {

@@ -2,7 +2,15 @@
  * One node of the exactness test: hammers one hot key per algorithm with IN_FLIGHT concurrent callers until
  * START_AT + DURATION_MS, and prints the Redis decision time of every grant (JSON on stdout).
  */
-import { type Algorithm, createLimiter, fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/core';
+import {
+  type Algorithm,
+  createLimiter,
+  fixedWindow,
+  gcra,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { type ClientKind, openClient, openClusterClient } from '../harness/clients.js';
 
@@ -22,16 +30,24 @@ export const EXACTNESS_RULES: Record<string, () => Algorithm | Algorithm[]> = {
   // An interval that is not a whole number of ms (1000/900): any rounding that piled up would show here.
   gcra900: () => gcra({ rate: 900, burst: 900 }),
   // Two rules decided together in one script call: both bounds must hold on the same grants.
-  policy: () => [fixedWindow({ limit: 1000, windowMs: 1000, name: 'fw' }), tokenBucket({ capacity: 1500, refillPerSecond: 900, name: 'tb' })],
+  policy: () => [
+    fixedWindow({ limit: 1000, windowMs: 1000, name: 'fw' }),
+    tokenBucket({ capacity: 1500, refillPerSecond: 900, name: 'tb' }),
+  ],
   // A per-user rule and a global rule: on a Cluster their keys live in different slots ({hot}, {global}),
   // decided slot by slot with refunds when the second refuses.
-  crossSlot: () => [fixedWindow({ limit: 1000, windowMs: 1000, name: 'user' }), tokenBucket({ capacity: 800, refillPerSecond: 700, name: 'global', key: 'global' })],
+  crossSlot: () => [
+    fixedWindow({ limit: 1000, windowMs: 1000, name: 'user' }),
+    tokenBucket({ capacity: 800, refillPerSecond: 700, name: 'global', key: 'global' }),
+  ],
 };
 
 // The client library the fleet runs on (CLIENT: ioredis by default; see test/harness/clients.ts).
 const kind = (env.CLIENT ?? 'ioredis') as ClientKind;
 const url = new URL(env.REDIS_URL ?? 'redis://127.0.0.1:6379');
-const opened = nodes ? await openClusterClient(kind, nodes) : await openClient(kind, { host: url.hostname, port: Number(url.port) });
+const opened = nodes
+  ? await openClusterClient(kind, nodes)
+  : await openClient(kind, { host: url.hostname, port: Number(url.port) });
 const redis = opened.client;
 const grants: Record<string, number[]> = {};
 let decisions = 0;
@@ -46,12 +62,16 @@ const store = redisStore({
     if (!e.decision.allowed) return;
     (grants[e.prefix] ??= []).push(e.decidedAtMs);
     // A policy decided slot by slot: each rule's bound is checked on the times its own slot decided at.
-    e.ruleDecidedAtMs?.forEach((t, r) => (grants[`${e.prefix}#${r}`] ??= []).push(t));
+    e.ruleDecidedAtMs?.forEach((t, r) => {
+      (grants[`${e.prefix}#${r}`] ??= []).push(t);
+    });
   },
 });
 
 const algorithms = (env.ALGORITHMS as string).split(',');
-const limiters = algorithms.map((name) => createLimiter({ algorithm: (EXACTNESS_RULES[name] as () => Algorithm)(), store, prefix: `${prefix}-${name}` }));
+const limiters = algorithms.map((name) =>
+  createLimiter({ algorithm: (EXACTNESS_RULES[name] as () => Algorithm)(), store, prefix: `${prefix}-${name}` }),
+);
 await new Promise((r) => setTimeout(r, Math.max(0, startAt - Date.now())));
 const end = Date.now() + durationMs;
 await Promise.all(

@@ -17,38 +17,56 @@ interface ChildResult {
 }
 
 /** Runs PROCESSES children against one Redis (or Cluster) and merges their grant times per prefix. */
-export async function runFleet(env: Record<string, string>, algorithms: string[]): Promise<{ grants: Map<string, number[]>; decisions: number; fallbacks: number }> {
+export async function runFleet(
+  env: Record<string, string>,
+  algorithms: string[],
+): Promise<{ grants: Map<string, number[]>; decisions: number; fallbacks: number }> {
   const startAt = Date.now() + 4_000;
   const prefix = `exact${Date.now()}`;
   const results = await Promise.all(
-    Array.from({ length: PROCESSES }, () =>
-      new Promise<ChildResult>((resolve, reject) => {
-        const p = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', child], {
-          env: { ...process.env, ...env, PREFIX: prefix, START_AT: String(startAt), DURATION_MS: String(DURATION_MS), IN_FLIGHT: String(IN_FLIGHT), ALGORITHMS: algorithms.join(',') },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let out = '';
-        let err = '';
-        p.stdout.on('data', (d: Buffer) => (out += d));
-        p.stderr.on('data', (d: Buffer) => (err += d));
-        p.on('exit', (code) => {
-          const line = out.split('\n').find((l) => l.startsWith('SLUICE-RESULT '));
-          try {
-            if (code !== 0 || line === undefined) throw new Error('no result line');
-            resolve(JSON.parse(line.slice('SLUICE-RESULT '.length)) as ChildResult);
-          } catch (error) {
-            reject(new Error(`child exited ${code} (${String(error)}): ${err}${out.slice(-2_000)}`));
-          }
-        });
-      }),
+    Array.from(
+      { length: PROCESSES },
+      () =>
+        new Promise<ChildResult>((resolve, reject) => {
+          const p = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', child], {
+            env: {
+              ...process.env,
+              ...env,
+              PREFIX: prefix,
+              START_AT: String(startAt),
+              DURATION_MS: String(DURATION_MS),
+              IN_FLIGHT: String(IN_FLIGHT),
+              ALGORITHMS: algorithms.join(','),
+            },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          });
+          let out = '';
+          let err = '';
+          p.stdout.on('data', (d: Buffer) => (out += d));
+          p.stderr.on('data', (d: Buffer) => (err += d));
+          p.on('exit', (code) => {
+            const line = out.split('\n').find((l) => l.startsWith('SLUICE-RESULT '));
+            try {
+              if (code !== 0 || line === undefined) throw new Error('no result line');
+              resolve(JSON.parse(line.slice('SLUICE-RESULT '.length)) as ChildResult);
+            } catch (error) {
+              reject(new Error(`child exited ${code} (${String(error)}): ${err}${out.slice(-2_000)}`));
+            }
+          });
+        }),
     ),
   );
   const grants = new Map<string, number[]>();
   for (const r of results) {
-    for (const [p, times] of Object.entries(r.grants)) grants.set(p.slice(prefix.length + 1), [...(grants.get(p.slice(prefix.length + 1)) ?? []), ...times]);
+    for (const [p, times] of Object.entries(r.grants))
+      grants.set(p.slice(prefix.length + 1), [...(grants.get(p.slice(prefix.length + 1)) ?? []), ...times]);
   }
   for (const times of grants.values()) times.sort((a, b) => a - b);
-  return { grants, decisions: results.reduce((s, r) => s + r.decisions, 0), fallbacks: results.reduce((s, r) => s + r.fallbacks, 0) };
+  return {
+    grants,
+    decisions: results.reduce((s, r) => s + r.decisions, 0),
+    fallbacks: results.reduce((s, r) => s + r.fallbacks, 0),
+  };
 }
 
 /** Checks every algorithm's bound over the fleet's grants; prints a table; returns the over-admissions. */
@@ -61,12 +79,21 @@ export function checkBounds(grants: Map<string, number[]>, label: string): numbe
     total += r.over;
   };
   const t = (name: string) => grants.get(name) ?? [];
-  if (grants.has('fixedWindow')) add('fixedWindow', '<= 1000 per aligned 1 s window', alignedWindowsOver(t('fixedWindow'), 1000, 1000));
-  if (grants.has('slidingWindowCounter')) add('slidingWindowCounter', '<= 1000 per aligned 1 s window', alignedWindowsOver(t('slidingWindowCounter'), 1000, 1000));
-  if (grants.has('slidingWindowLog')) add('slidingWindowLog', '<= 1000 in every 1 s window', slidingWindowsOver(t('slidingWindowLog'), 1000, 1000));
-  if (grants.has('tokenBucket')) add('tokenBucket', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('tokenBucket'), 1000, 1));
+  if (grants.has('fixedWindow'))
+    add('fixedWindow', '<= 1000 per aligned 1 s window', alignedWindowsOver(t('fixedWindow'), 1000, 1000));
+  if (grants.has('slidingWindowCounter'))
+    add(
+      'slidingWindowCounter',
+      '<= 1000 per aligned 1 s window',
+      alignedWindowsOver(t('slidingWindowCounter'), 1000, 1000),
+    );
+  if (grants.has('slidingWindowLog'))
+    add('slidingWindowLog', '<= 1000 in every 1 s window', slidingWindowsOver(t('slidingWindowLog'), 1000, 1000));
+  if (grants.has('tokenBucket'))
+    add('tokenBucket', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('tokenBucket'), 1000, 1));
   if (grants.has('gcra')) add('gcra', '<= 1000 + 1000/s x T (worst = excess)', bucketIntervalsOver(t('gcra'), 1000, 1));
-  if (grants.has('gcra900')) add('gcra900', '<= 900 + 900/s x T (worst = excess)', bucketIntervalsOver(t('gcra900'), 900, 0.9));
+  if (grants.has('gcra900'))
+    add('gcra900', '<= 900 + 900/s x T (worst = excess)', bucketIntervalsOver(t('gcra900'), 900, 0.9));
   if (grants.has('crossSlot')) {
     // On a Cluster each rule was decided in its own slot at its own time (crossSlot#r); standalone, at one.
     const at = (r: number) => (grants.has(`crossSlot#${r}`) ? t(`crossSlot#${r}`) : t('crossSlot'));
@@ -90,7 +117,16 @@ describe(`exactness across ${PROCESSES} processes x ${IN_FLIGHT} in flight on on
   afterAll(async () => server?.stop());
 
   it('standalone Redis: no window ever admits more than the algorithm allows', async () => {
-    const algorithms = ['fixedWindow', 'slidingWindowLog', 'slidingWindowCounter', 'tokenBucket', 'gcra', 'gcra900', 'policy', 'crossSlot'];
+    const algorithms = [
+      'fixedWindow',
+      'slidingWindowLog',
+      'slidingWindowCounter',
+      'tokenBucket',
+      'gcra',
+      'gcra900',
+      'policy',
+      'crossSlot',
+    ];
     const { grants, decisions, fallbacks } = await runFleet({ REDIS_URL: server.url }, algorithms);
     const over = checkBounds(grants, `standalone: ${decisions} decisions, ${fallbacks} decided by the fail mode`);
     expect(over).toBe(0);
@@ -112,10 +148,22 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
     const client = cluster.client();
     const store = redisStore({ redis: client, denyCache: false });
     expect(() =>
-      createLimiter({ algorithm: [smoothBursty({ permitsPerSecond: 1 }), fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' })], store }),
+      createLimiter({
+        algorithm: [
+          smoothBursty({ permitsPerSecond: 1 }),
+          fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' }),
+        ],
+        store,
+      }),
     ).toThrow(/cannot be refunded/);
     expect(() =>
-      createLimiter({ algorithm: [fixedWindow({ limit: 1, windowMs: 1000 }), fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' })], store }),
+      createLimiter({
+        algorithm: [
+          fixedWindow({ limit: 1, windowMs: 1000 }),
+          fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' }),
+        ],
+        store,
+      }),
     ).not.toThrow();
     await store.close();
     client.disconnect();
@@ -123,7 +171,10 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
 
   it('no window ever admits more than the algorithm allows: a policy, and a policy spanning slots', async () => {
     const algorithms = ['fixedWindow', 'slidingWindowLog', 'tokenBucket', 'policy', 'crossSlot'];
-    const { grants, decisions, fallbacks } = await runFleet({ CLUSTER_NODES: JSON.stringify(cluster.startupNodes) }, algorithms);
+    const { grants, decisions, fallbacks } = await runFleet(
+      { CLUSTER_NODES: JSON.stringify(cluster.startupNodes) },
+      algorithms,
+    );
     const over = checkBounds(grants, `cluster: ${decisions} decisions, ${fallbacks} decided by the fail mode`);
     expect(over).toBe(0);
     for (const name of algorithms) expect(grants.get(name)?.length ?? 0).toBeGreaterThan(3_500);
@@ -131,26 +182,31 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
 });
 
 // The same fleet on the other client libraries (a slice of the algorithms; ioredis runs them all above).
-describe.each(['node-redis', 'glide'] as const)(`exactness on %s, ${PROCESSES} processes x ${IN_FLIGHT} in flight`, (client) => {
-  let server: TestRedis;
-  let cluster: TestCluster;
-  beforeAll(async () => {
-    server = await startTestRedis();
-    cluster = await startTestCluster({ replicas: 0 });
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-    await cluster?.stop();
-  });
+describe.each(['node-redis', 'glide'] as const)(
+  `exactness on %s, ${PROCESSES} processes x ${IN_FLIGHT} in flight`,
+  (client) => {
+    let server: TestRedis;
+    let cluster: TestCluster;
+    beforeAll(async () => {
+      server = await startTestRedis();
+      cluster = await startTestCluster({ replicas: 0 });
+    }, 60_000);
+    afterAll(async () => {
+      await server?.stop();
+      await cluster?.stop();
+    });
 
-  it('standalone and Cluster: no window ever admits more than the algorithm allows', async () => {
-    for (const [where, env, algorithms] of [
-      ['standalone', { REDIS_URL: server.url }, ['tokenBucket', 'policy']],
-      ['cluster', { CLUSTER_NODES: JSON.stringify(cluster.startupNodes) }, ['fixedWindow', 'crossSlot']],
-    ] as const) {
-      const { grants, decisions, fallbacks } = await runFleet({ ...env, CLIENT: client }, [...algorithms]);
-      expect(checkBounds(grants, `${client} ${where}: ${decisions} decisions, ${fallbacks} decided by the fail mode`)).toBe(0);
-      for (const name of algorithms) expect(grants.get(name)?.length ?? 0).toBeGreaterThan(3_500);
-    }
-  }, 120_000);
-});
+    it('standalone and Cluster: no window ever admits more than the algorithm allows', async () => {
+      for (const [where, env, algorithms] of [
+        ['standalone', { REDIS_URL: server.url }, ['tokenBucket', 'policy']],
+        ['cluster', { CLUSTER_NODES: JSON.stringify(cluster.startupNodes) }, ['fixedWindow', 'crossSlot']],
+      ] as const) {
+        const { grants, decisions, fallbacks } = await runFleet({ ...env, CLIENT: client }, [...algorithms]);
+        expect(
+          checkBounds(grants, `${client} ${where}: ${decisions} decisions, ${fallbacks} decided by the fail mode`),
+        ).toBe(0);
+        for (const name of algorithms) expect(grants.get(name)?.length ?? 0).toBeGreaterThan(3_500);
+      }
+    }, 120_000);
+  },
+);

@@ -1,7 +1,15 @@
-import { type Algorithm, type Store, ManualClock, createLimiter, memoryStore, smoothBursty, smoothWarmingUp } from '@sluice/core';
+import {
+  type Algorithm,
+  type Store,
+  ManualClock,
+  createLimiter,
+  memoryStore,
+  smoothBursty,
+  smoothWarmingUp,
+} from '@sluice/core';
 import { redisStore } from '@sluice/redis';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
@@ -94,7 +102,9 @@ for (const backend of ['redis', 'memory'] as const) {
       a.sleep(500);
       a.sleep(2000);
       await repeat(8, () => a.acquire());
-      expect(a.take()).toBe(`${curve}, U0.50, U4.00, ${curve}, U0.50, U2.00, R0.00, R0.50, R0.50, R0.50, R0.50, R0.50, R0.50, R0.50`);
+      expect(a.take()).toBe(
+        `${curve}, U0.50, U4.00, ${curve}, U0.50, U2.00, R0.00, R0.50, R0.50, R0.50, R0.50, R0.50, R0.50, R0.50`,
+      );
       await a.close();
     });
 

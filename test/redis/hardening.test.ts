@@ -4,9 +4,17 @@
  * closed limiters that stayed bound, reset() without a deadline, the local fail mode's share, and a client
  * clock running ahead. Each failed on the code before the fix.
  */
-import { type Decision, SluiceError, createLimiter, fixedWindow, memoryStore, systemClock, tokenBucket } from '@sluice/core';
+import {
+  type Decision,
+  SluiceError,
+  createLimiter,
+  fixedWindow,
+  memoryStore,
+  systemClock,
+  tokenBucket,
+} from '@sluice/core';
 import { leasedLimiter } from '@sluice/hybrid';
-import { type DecisionEvent, type RedisStore, redisStore } from '@sluice/redis';
+import { type DecisionEvent, redisStore } from '@sluice/redis';
 import { stateKey } from '@sluice/redis/store-kit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -20,7 +28,12 @@ const prefix = () => `hard${++n}`;
 
 /** A client to a port nothing listens on: every call fails, as with Redis down. */
 async function deadClient(): Promise<Redis> {
-  const client = new Redis({ port: await freePort(), lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 1000 });
+  const client = new Redis({
+    port: await freePort(),
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => 1000,
+  });
   client.on('error', () => {});
   return client;
 }
@@ -33,13 +46,25 @@ describe('hostile keys on a Cluster (3 masters)', () => {
   it('keys with braces and empty tags run beside normal keys under load: 0 store errors, exact counts, no fail mode', async () => {
     const sources: DecisionEvent['source'][] = [];
     // A deadline no busy machine misses: what must not happen here is a failure caused by a key.
-    const store = redisStore({ redis: testCluster().client, failMode: 'open', timeoutMs: 10_000, onDecision: (e) => sources.push(e.source), denyCache: false });
+    const store = redisStore({
+      redis: testCluster().client,
+      failMode: 'open',
+      timeoutMs: 10_000,
+      onDecision: (e) => sources.push(e.source),
+      denyCache: false,
+    });
     const errors: Error[] = [];
     store.on('store-error', (e) => errors.push(e));
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }), store, prefix: prefix() });
-    const keys = [...HOSTILE.map((k) => `evil:${k}`), ...HOSTILE.filter((k) => k !== '').map((k) => k), ...Array.from({ length: 40 }, (_, i) => `user:${i}`)];
+    const keys = [
+      ...HOSTILE.map((k) => `evil:${k}`),
+      ...HOSTILE.filter((k) => k !== '').map((k) => k),
+      ...Array.from({ length: 40 }, (_, i) => `user:${i}`),
+    ];
     // 8 requests per key, all in flight together: batches mix hostile and normal keys.
-    const decisions = await Promise.all(keys.flatMap((key) => Array.from({ length: 8 }, () => limiter.tryAcquire(key).then((d) => [key, d] as const))));
+    const decisions = await Promise.all(
+      keys.flatMap((key) => Array.from({ length: 8 }, () => limiter.tryAcquire(key).then((d) => [key, d] as const))),
+    );
     const allowed = new Map<string, number>();
     for (const [key, d] of decisions) allowed.set(key, (allowed.get(key) ?? 0) + (d.allowed ? 1 : 0));
     expect(errors).toEqual([]);
@@ -51,7 +76,13 @@ describe('hostile keys on a Cluster (3 masters)', () => {
   });
 
   it('leased mode with hostile keys: exact per key, no fallback', async () => {
-    const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }), redis: testCluster().client, failMode: 'open', timeoutMs: 10_000, prefix: prefix() });
+    const limiter = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
+      redis: testCluster().client,
+      failMode: 'open',
+      timeoutMs: 10_000,
+      prefix: prefix(),
+    });
     const fallbacks: Error[] = [];
     limiter.on('store-error', (e) => fallbacks.push(e));
     for (const key of HOSTILE.filter((k) => k !== '').concat(['plain'])) {
@@ -83,8 +114,14 @@ describe('keys on standalone Redis', () => {
   it('limiters of two services with default prefix and rule names do not share state', async () => {
     const { server } = testRedis();
     const [a, b] = [new Redis(server.url), new Redis(server.url)];
-    const login = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 900_000 }), store: redisStore({ redis: a }) });
-    const api = createLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), store: redisStore({ redis: b }) });
+    const login = createLimiter({
+      algorithm: fixedWindow({ limit: 5, windowMs: 900_000 }),
+      store: redisStore({ redis: a }),
+    });
+    const api = createLimiter({
+      algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }),
+      store: redisStore({ redis: b }),
+    });
     const key = `ip:203.0.113.${++n}`;
     for (let i = 0; i < 100; i++) await api.tryAcquire(key);
     expect((await login.tryAcquire(key)).allowed).toBe(true);
@@ -157,7 +194,11 @@ describe('closed limiters', () => {
     const store = redisStore({ redis: testRedis().redis });
     const p = prefix();
     const cycle = async (limit: number) => {
-      const limiter = createLimiter({ algorithm: fixedWindow({ limit, windowMs: 60_000, name: 'w' }), store, prefix: p });
+      const limiter = createLimiter({
+        algorithm: fixedWindow({ limit, windowMs: 60_000, name: 'w' }),
+        store,
+        prefix: p,
+      });
       await limiter.tryAcquire('k');
       await limiter.close();
     };
@@ -165,7 +206,9 @@ describe('closed limiters', () => {
     const before = process.memoryUsage().heapUsed;
     for (let i = 6; i <= 55; i++) await cycle(i);
     const grownMb = (process.memoryUsage().heapUsed - before) / 1e6;
-    console.log(`50 create/close cycles on one redisStore: heap ${grownMb >= 0 ? '+' : ''}${grownMb.toFixed(1)} MB (each used to keep about 2.9 MB)`);
+    console.log(
+      `50 create/close cycles on one redisStore: heap ${grownMb >= 0 ? '+' : ''}${grownMb.toFixed(1)} MB (each used to keep about 2.9 MB)`,
+    );
     expect(grownMb).toBeLessThan(40);
     await store.close();
   });
@@ -176,7 +219,12 @@ describe('reset() has a deadline and typed errors', () => {
     const client = await deadClient();
     const store = redisStore({ redis: client, timeoutMs: 50 });
     const exact = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
-    const leased = leasedLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }), redis: client, timeoutMs: 50, prefix: prefix() });
+    const leased = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }),
+      redis: client,
+      timeoutMs: 50,
+      prefix: prefix(),
+    });
     for (const limiter of [exact, leased]) {
       const started = performance.now();
       const error = await limiter.reset('k').then(
@@ -200,7 +248,11 @@ describe('reset() has a deadline and typed errors', () => {
     const client = new Redis(replica.url);
     try {
       const store = redisStore({ redis: client, failMode: 'open' });
-      const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
+      const limiter = createLimiter({
+        algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+        store,
+        prefix: prefix(),
+      });
       const error = (await limiter.reset('k').catch((e: unknown) => e)) as SluiceError;
       expect(error).toBeInstanceOf(SluiceError);
       expect(error.code).toBe('STORE_UNAVAILABLE');
@@ -219,17 +271,24 @@ describe("failMode 'local' holds this node's share", () => {
     const clients = await Promise.all([deadClient(), deadClient(), deadClient()]);
     const p = prefix();
     const limiters = clients.map((redis) =>
-      createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store: redisStore({ redis, expectedNodes: 3, timeoutMs: 20 }), prefix: p }),
+      createLimiter({
+        algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }),
+        store: redisStore({ redis, expectedNodes: 3, timeoutMs: 20 }),
+        prefix: p,
+      }),
     );
     let admitted = 0;
-    for (const limiter of limiters) for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
+    for (const limiter of limiters)
+      for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
     expect(admitted).toBe(9); // 3 per node: floor(10 / 3)
     await Promise.all(limiters.map((l) => l.close()));
     for (const c of clients) c.disconnect();
   });
 
   it('is validated', () => {
-    expect(() => redisStore({ redis: testRedis().redis, expectedNodes: 0 })).toThrow(/expectedNodes must be an integer >= 1, got 0/);
+    expect(() => redisStore({ redis: testRedis().redis, expectedNodes: 0 })).toThrow(
+      /expectedNodes must be an integer >= 1, got 0/,
+    );
   });
 });
 
@@ -239,17 +298,29 @@ describe('a client clock running ahead', () => {
     const ahead = { now: () => systemClock.now() + 3_600_000 };
     const p = prefix();
     const rule = tokenBucket({ capacity: 10, refillPerSecond: 10 });
-    const skewed = createLimiter({ algorithm: rule, store: redisStore({ redis, clock: ahead, maxClockSkewMs: 1000, denyCache: false }), prefix: p });
-    const honest = createLimiter({ algorithm: rule, store: redisStore({ redis, clock: 'client', denyCache: false }), prefix: p });
+    const skewed = createLimiter({
+      algorithm: rule,
+      store: redisStore({ redis, clock: ahead, maxClockSkewMs: 1000, denyCache: false }),
+      prefix: p,
+    });
+    const honest = createLimiter({
+      algorithm: rule,
+      store: redisStore({ redis, clock: 'client', denyCache: false }),
+      prefix: p,
+    });
     for (let i = 0; i < 10; i++) await skewed.tryAcquire('k');
     const d: Decision = await honest.tryAcquire('k');
-    console.log(`a node 1 h ahead, clamped to 1 s: the others were told retryAfterMs ${d.retryAfterMs.toFixed(0)} (unclamped: about 3,600,000)`);
+    console.log(
+      `a node 1 h ahead, clamped to 1 s: the others were told retryAfterMs ${d.retryAfterMs.toFixed(0)} (unclamped: about 3,600,000)`,
+    );
     expect(d.retryAfterMs).toBeLessThan(2_500);
   });
 
   it("'client' clamps by default; maxClockSkewMs needs a client clock", () => {
     const { redis } = testRedis();
     expect(() => redisStore({ redis, maxClockSkewMs: 1000 })).toThrow(/needs clock 'client' or a Clock/);
-    expect(() => redisStore({ redis, clock: 'client', maxClockSkewMs: -1 })).toThrow(/maxClockSkewMs must be a finite number > 0/);
+    expect(() => redisStore({ redis, clock: 'client', maxClockSkewMs: -1 })).toThrow(
+      /maxClockSkewMs must be a finite number > 0/,
+    );
   });
 });

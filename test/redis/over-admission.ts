@@ -1,7 +1,11 @@
 /** Counts how often a set of grant times breaks an algorithm's bound. Times are sorted ascending. */
 
 /** Aligned windows with more than `limit` grants. */
-export function alignedWindowsOver(times: readonly number[], limit: number, windowMs: number): { over: number; worst: number } {
+export function alignedWindowsOver(
+  times: readonly number[],
+  limit: number,
+  windowMs: number,
+): { over: number; worst: number } {
   const counts = new Map<number, number>();
   for (const t of times) counts.set(Math.floor(t / windowMs), (counts.get(Math.floor(t / windowMs)) ?? 0) + 1);
   const values = [...counts.values()];
@@ -9,7 +13,11 @@ export function alignedWindowsOver(times: readonly number[], limit: number, wind
 }
 
 /** Grants j whose sliding window (t_j - windowMs, t_j] holds more than `limit` grants. */
-export function slidingWindowsOver(times: readonly number[], limit: number, windowMs: number): { over: number; worst: number } {
+export function slidingWindowsOver(
+  times: readonly number[],
+  limit: number,
+  windowMs: number,
+): { over: number; worst: number } {
   let over = 0;
   let worst = 0;
   let i = 0;
@@ -27,7 +35,11 @@ export function slidingWindowsOver(times: readonly number[], limit: number, wind
  * time tolerance). O(n): count(i..j) = j - i + 1, so track the minimum of i - rate x t_i. Times are taken
  * relative to the first grant: rate x an epoch-scale time would carry more rounding than the threshold.
  */
-export function bucketIntervalsOver(times: readonly number[], capacity: number, perMs: number): { over: number; worst: number } {
+export function bucketIntervalsOver(
+  times: readonly number[],
+  capacity: number,
+  perMs: number,
+): { over: number; worst: number } {
   let over = 0;
   let worst = -Infinity;
   let best = Infinity;

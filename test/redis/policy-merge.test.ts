@@ -20,12 +20,16 @@ const policy = () => [
 ];
 
 /** The same requests through memory, standalone Redis and a Cluster (slot by slot), each on its own ManualClock. */
-async function decideEverywhere(requests: Array<{ key: string; advanceMs: number; peek?: boolean }>): Promise<Record<string, Decision[]>> {
+async function decideEverywhere(
+  requests: Array<{ key: string; advanceMs: number; peek?: boolean }>,
+): Promise<Record<string, Decision[]>> {
   const out: Record<string, Decision[]> = {};
   const stores = {
     memory: (clock: ManualClock) => memoryStore({ clock }),
-    standalone: (clock: ManualClock) => redisStore({ redis: testRedis().redis, clock, denyCache: false, timeoutMs: 5_000 }),
-    cluster: (clock: ManualClock) => redisStore({ redis: testCluster().client, clock, denyCache: false, timeoutMs: 5_000 }),
+    standalone: (clock: ManualClock) =>
+      redisStore({ redis: testRedis().redis, clock, denyCache: false, timeoutMs: 5_000 }),
+    cluster: (clock: ManualClock) =>
+      redisStore({ redis: testCluster().client, clock, denyCache: false, timeoutMs: 5_000 }),
   };
   const start = 1_700_000_000_000;
   for (const [name, make] of Object.entries(stores)) {
@@ -43,7 +47,11 @@ async function decideEverywhere(requests: Array<{ key: string; advanceMs: number
 
 describe('one policy merge', () => {
   it('the rule named is the one the retry time comes from, on memory, standalone Redis and a Cluster alike', async () => {
-    const { memory, standalone, cluster: onCluster } = await decideEverywhere([
+    const {
+      memory,
+      standalone,
+      cluster: onCluster,
+    } = await decideEverywhere([
       { key: 'acme/alice', advanceMs: 0 },
       { key: 'acme/bob', advanceMs: 100 },
       { key: 'acme/alice', advanceMs: 100 }, // user and global both refuse: global's retry is the longer

@@ -1,6 +1,5 @@
 import {
   type Algorithm,
-  type Decision,
   ManualClock,
   createLimiter,
   fixedWindow,
@@ -17,7 +16,7 @@ import { bufferReply, decideScript, runScript, stateKey } from '@sluice/redis/st
 import { adjustArgs, ruleArgs } from '../../packages/redis/src/rule-args.js';
 import { adjustScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -28,7 +27,6 @@ let redis: Redis;
 beforeAll(() => void ({ server, redis } = testRedis()));
 let n = 0;
 const prefix = () => `store${++n}`;
-
 
 async function commandCalls(command: string): Promise<number> {
   const info = await redis.info('commandstats');
@@ -57,9 +55,21 @@ describe('the decide script', () => {
     it(`${rule.kind}${rule.name === 'lbs' ? ' (shape)' : ''}: reply, stored value and PTTL, on Redis TIME`, async () => {
       const key = stateKey(prefix(), 'k', rule.name);
       const requests = packRequests([{ group: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]);
-      const reply = await runScript(redis, decideScript(), [key], [...ruleArgsOf(rule), packGroups([[1, 0]]), requests]);
-      const [{ decision, decidedAtMs }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({ permits: 2, peek: false })) as [WireDecision];
-      expect(decision).toMatchObject({ allowed: true, limit: rule.limit, remaining: rule.kind.startsWith('smooth') ? expect.any(Number) : 3 });
+      const reply = await runScript(
+        redis,
+        decideScript(),
+        [key],
+        [...ruleArgsOf(rule), packGroups([[1, 0]]), requests],
+      );
+      const [{ decision, decidedAtMs }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({
+        permits: 2,
+        peek: false,
+      })) as [WireDecision];
+      expect(decision).toMatchObject({
+        allowed: true,
+        limit: rule.limit,
+        remaining: rule.kind.startsWith('smooth') ? expect.any(Number) : 3,
+      });
       const serverNow = Number((await redis.time())[0]) * 1000;
       expect(Math.abs(decidedAtMs - serverNow)).toBeLessThan(2_000); // decided on Redis TIME
       const value = (await redis.getBuffer(key)) as Buffer;
@@ -73,7 +83,9 @@ describe('the decide script', () => {
 
   it('refuses an unknown algorithm with a clear error', async () => {
     const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
-    await expect(runScript(redis, decideScript(), ['x'], ['1', 'nope', packGroups([[1, 0]]), requests])).rejects.toThrow(/unknown algorithm nope/);
+    await expect(
+      runScript(redis, decideScript(), ['x'], ['1', 'nope', packGroups([[1, 0]]), requests]),
+    ).rejects.toThrow(/unknown algorithm nope/);
   });
 });
 
@@ -85,7 +97,11 @@ describe('redisStore', () => {
     const store = redisStore({ redis, failMode: 'closed', timeoutMs: 2_000 });
     const errors: Error[] = [];
     store.on('store-error', (e) => errors.push(e));
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1 }), store, prefix: prefix() });
+    const limiter = createLimiter({
+      algorithm: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1 }),
+      store,
+      prefix: prefix(),
+    });
     let granted = 0;
     for (let round = 0; round < 20; round++) {
       await redis.script('FLUSH');
@@ -102,7 +118,11 @@ describe('redisStore', () => {
     const p = prefix();
     const store = redisStore({ redis, denyCache: false });
     const limiter = createLimiter({
-      algorithm: [fixedWindow({ limit: 3, windowMs: 60_000 }), tokenBucket({ capacity: 2, refillPerSecond: 1, initial: 0 }), slidingWindowLog({ limit: 5, windowMs: 1000 })],
+      algorithm: [
+        fixedWindow({ limit: 3, windowMs: 60_000 }),
+        tokenBucket({ capacity: 2, refillPerSecond: 1, initial: 0 }),
+        slidingWindowLog({ limit: 5, windowMs: 1000 }),
+      ],
       store,
       prefix: p,
     });
@@ -132,7 +152,10 @@ describe('redisStore', () => {
 
   it('shadow mode on Redis: the same decisions and states as enforcement, every denial let through marked shadowed', async () => {
     const clock = new ManualClock(1_000_000);
-    const rules = () => [fixedWindow({ limit: 3, windowMs: 1_000, name: 'w' }), tokenBucket({ capacity: 2, refillPerSecond: 4, name: 'b' })];
+    const rules = () => [
+      fixedWindow({ limit: 3, windowMs: 1_000, name: 'w' }),
+      tokenBucket({ capacity: 2, refillPerSecond: 4, name: 'b' }),
+    ];
     const stores = [redisStore({ redis, clock }), redisStore({ redis, clock })] as const;
     const enforcing = createLimiter({ algorithm: rules(), store: stores[0], prefix: prefix() });
     const shadow = createLimiter({ algorithm: rules(), store: stores[1], prefix: prefix(), shadow: true });
@@ -173,7 +196,9 @@ describe('redisStore', () => {
   });
 
   it('validates its options', () => {
-    expect(() => redisStore({ redis: {} as never })).toThrow(/redis must be an ioredis Redis or Cluster, an iovalkey client, a node-redis client or cluster .*; got an object without the methods of any of them/);
+    expect(() => redisStore({ redis: {} as never })).toThrow(
+      /redis must be an ioredis Redis or Cluster, an iovalkey client, a node-redis client or cluster .*; got an object without the methods of any of them/,
+    );
     expect(() => redisStore({ redis, denyCache: 'yes' as never })).toThrow(/denyCache must be a boolean, got "yes"/);
     expect(() => redisStore({ redis, timeoutMs: 0 })).toThrow(/timeoutMs must be a finite number > 0, got 0/);
     expect(() => redisStore({ redis, failMode: 'maybe' as never })).toThrow(/failMode must be/);
@@ -183,7 +208,10 @@ describe('redisStore', () => {
 });
 
 describe('fail modes (a server that stops answering, then comes back)', () => {
-  async function withDownRedis(failMode: 'local' | 'open' | 'closed', check: (store: RedisStore, down: TestRedis) => Promise<void>): Promise<void> {
+  async function withDownRedis(
+    failMode: 'local' | 'open' | 'closed',
+    check: (store: RedisStore, down: TestRedis) => Promise<void>,
+  ): Promise<void> {
     const down = await startTestRedis();
     const client = new Redis(down.url, { maxRetriesPerRequest: 1, enableOfflineQueue: true });
     client.on('error', () => {});
@@ -203,7 +231,11 @@ describe('fail modes (a server that stops answering, then comes back)', () => {
         const events: string[] = [];
         store.on('store-error', () => events.push('error'));
         store.on('store-recovered', () => events.push('recovered'));
-        const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 60_000 }), store, prefix: prefix() });
+        const limiter = createLimiter({
+          algorithm: fixedWindow({ limit: 2, windowMs: 60_000 }),
+          store,
+          prefix: prefix(),
+        });
         expect((await limiter.tryAcquire('k')).allowed).toBe(true);
         down.process?.kill('SIGSTOP');
         const started = performance.now();
@@ -266,7 +298,12 @@ describe('refunds never give back what a newer window did not take', () => {
     await limiter.tryAcquire('k'); // counted in window 0
     clock.advance(20); // window 1 opens
     for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
-    await runScript(redis, adjustScript(['fixedWindow']), [stateKey(p, 'k', rule.name)], adjustArgs(ruleArgsOf(rule), 'refund', 1, { atMs: grantedAt }, clock.now()));
+    await runScript(
+      redis,
+      adjustScript(['fixedWindow']),
+      [stateKey(p, 'k', rule.name)],
+      adjustArgs(ruleArgsOf(rule), 'refund', 1, { atMs: grantedAt }, clock.now()),
+    );
     expect((await limiter.tryAcquire('k')).allowed).toBe(false);
     await store.close();
   });

@@ -8,6 +8,14 @@ import { demo, port, queryKey } from './serve.js';
 
 const { limiters, announce } = demo('hono');
 const app = new Hono();
-app.get('/limiter/count', honoRateLimit({ limiter: limiters.count, key: (c) => queryKey(c.req.url), getConnInfo }), (c) => c.json({ ok: true, key: c.req.query('key') ?? null }));
-app.get('/limiter/rate', honoRateLimit({ limiter: limiters.rate, key: byRoute(), getConnInfo }), (c) => c.json({ ok: true }));
-const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, (info) => announce(`http://127.0.0.1:${info.port}`, () => new Promise((r) => server.close(r))));
+app.get(
+  '/limiter/count',
+  honoRateLimit({ limiter: limiters.count, key: (c) => queryKey(c.req.url), getConnInfo }),
+  (c) => c.json({ ok: true, key: c.req.query('key') ?? null }),
+);
+app.get('/limiter/rate', honoRateLimit({ limiter: limiters.rate, key: byRoute(), getConnInfo }), (c) =>
+  c.json({ ok: true }),
+);
+const server = serve({ fetch: app.fetch, port, hostname: '127.0.0.1' }, (info) =>
+  announce(`http://127.0.0.1:${info.port}`, () => new Promise((r) => server.close(r))),
+);

@@ -10,8 +10,11 @@ const count = koaRateLimit<Koa.Context>({ limiter: limiters.count, key: (ctx) =>
 const rate = koaRateLimit<Koa.Context>({ limiter: limiters.rate, key: byRoute() });
 const app = new Koa();
 app.use(async (ctx, next) => {
-  if (ctx.path === '/limiter/count') return count(ctx, async () => void (ctx.body = { ok: true, key: ctx.query['key'] ?? null }));
+  if (ctx.path === '/limiter/count')
+    return count(ctx, async () => void (ctx.body = { ok: true, key: ctx.query.key ?? null }));
   if (ctx.path === '/limiter/rate') return rate(ctx, async () => void (ctx.body = { ok: true }));
   return next();
 });
-const server = app.listen(port, '127.0.0.1', () => announce(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, () => new Promise((r) => server.close(r))));
+const server = app.listen(port, '127.0.0.1', () =>
+  announce(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, () => new Promise((r) => server.close(r))),
+);

@@ -14,7 +14,10 @@ const { limiters, announce } = demo('nestjs');
 @Controller('limiter')
 class LimiterController {
   @Get('count')
-  @RateLimit({ limiter: limiters.count, key: (ctx: ExecutionContext) => queryKey(ctx.switchToHttp().getRequest<{ url: string }>().url) })
+  @RateLimit({
+    limiter: limiters.count,
+    key: (ctx: ExecutionContext) => queryKey(ctx.switchToHttp().getRequest<{ url: string }>().url),
+  })
   count(@Query('key') key?: string) {
     return { ok: true, key: key ?? null };
   }

@@ -5,7 +5,7 @@
 import { memoryStore } from '@sluice/core';
 import { type DemoLimiters, demoLimiters } from '@sluice/example-http-api/limiters';
 
-export const port = Number(process.env['PORT'] ?? 3000);
+export const port = Number(process.env.PORT ?? 3000);
 
 /** The `key` query parameter of a URL, as the count route keys by it. */
 export function queryKey(url: string): string | undefined {
@@ -14,7 +14,10 @@ export function queryKey(url: string): string | undefined {
 }
 
 /** The demo's limiters; `announce` prints where the server listens and stops it (and them) on SIGTERM or Ctrl-C. */
-export function demo(framework: string): { limiters: DemoLimiters; announce(url: string, close: () => Promise<unknown>): void } {
+export function demo(framework: string): {
+  limiters: DemoLimiters;
+  announce(url: string, close: () => Promise<unknown>): void;
+} {
   const store = memoryStore();
   const limiters = demoLimiters(store);
   return {

@@ -17,7 +17,9 @@ async function pacing(): Promise<void> {
     const waited = await limiter.acquire();
     console.log(`   acquire #${i}: waited ${ms(waited)}   (t = ${ms(performance.now() - start)})`);
   }
-  console.log(`   tryAcquire() right now: ${limiter.tryAcquire()}   tryAcquireWithin(250): ${await limiter.tryAcquireWithin(250)}`);
+  console.log(
+    `   tryAcquire() right now: ${limiter.tryAcquire()}   tryAcquireWithin(250): ${await limiter.tryAcquireWithin(250)}`,
+  );
 }
 
 async function warmup(): Promise<void> {
@@ -38,7 +40,9 @@ async function keyed(): Promise<void> {
     );
   }
   const d = await limiter.tryAcquire('user:alice', { timeoutMs: 1500 });
-  console.log(`   alice, willing to wait 1.5 s: ${d.allowed ? 'allowed' : 'denied'} after waiting for a refill (reservation ${ms(d.waitMs)})`);
+  console.log(
+    `   alice, willing to wait 1.5 s: ${d.allowed ? 'allowed' : 'denied'} after waiting for a refill (reservation ${ms(d.waitMs)})`,
+  );
   await limiter.close();
 }
 

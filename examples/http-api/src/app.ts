@@ -14,7 +14,7 @@ export interface DemoApp {
 
 /** The `key` query parameter, when there is one. */
 const queryKey = (req: Request): string | undefined => {
-  const key = req.query['key'];
+  const key = req.query.key;
   return typeof key === 'string' && key !== '' ? `key:${key}` : undefined;
 };
 
@@ -27,7 +27,7 @@ export function createDemoApp(options: { store?: Store; clock?: Clock } = {}): D
   const app = express();
 
   app.get('/limiter/count', rateLimit({ limiter: limiters.count, key: queryKey }), (req, res) => {
-    res.json({ ok: true, key: req.query['key'] ?? null });
+    res.json({ ok: true, key: req.query.key ?? null });
   });
 
   app.get('/limiter/rate', rateLimit({ limiter: limiters.rate, key: byRoute() }), (_req, res) => {
@@ -38,7 +38,8 @@ export function createDemoApp(options: { store?: Store; clock?: Clock } = {}): D
   app.get('/limiter/rate2', async (_req, res, next) => {
     try {
       const decision = await limiters.rate2.tryAcquire('rate2');
-      for (const [name, value] of rateLimitHeaders(decision, limiters.rate2.rules, 'draft-8')) res.setHeader(name, value);
+      for (const [name, value] of rateLimitHeaders(decision, limiters.rate2.rules, 'draft-8'))
+        res.setHeader(name, value);
       if (decision.allowed) res.json({ ok: true });
       else res.status(429).json({ error: 'Too Many Requests', retryAfterMs: Math.ceil(decision.retryAfterMs) });
     } catch (error) {

@@ -18,7 +18,12 @@ const burst: { path: string; headers?: Record<string, string>; times: number; wh
   { path: '/limiter/count?key=bob', times: 1, why: 'another key has its own 2' },
   { path: '/limiter/rate', times: 2, why: '1 per 5 s: the second must wait 5 s' },
   { path: '/limiter/rate2', times: 2, why: '1 per 30 s, checked in the handler' },
-  { path: '/api/orders', headers: { 'X-User-Id': '42' }, times: 3, why: 'user 42: every rule of the policy in the headers' },
+  {
+    path: '/api/orders',
+    headers: { 'X-User-Id': '42' },
+    times: 3,
+    why: 'user 42: every rule of the policy in the headers',
+  },
   { path: '/api/orders', times: 1, why: 'no user: limited by client address, not one shared bucket' },
 ];
 
@@ -26,7 +31,15 @@ const running = await start();
 stopOnSignal(running);
 console.log(`sluice demo: the http-api example on ${running.url} (${running.storeName})\n`);
 for (const { path, headers, times, why } of burst) {
-  console.log(`GET ${path}${headers ? `  (${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join(', ')})` : ''}  - ${why}`);
+  console.log(
+    `GET ${path}${
+      headers
+        ? `  (${Object.entries(headers)
+            .map(([k, v]) => `${k}: ${v}`)
+            .join(', ')})`
+        : ''
+    }  - ${why}`,
+  );
   for (let i = 0; i < times; i++) {
     const res = await fetch(running.url + path, { headers: headers ?? {} });
     const shown = ['retry-after', 'ratelimit', 'ratelimit-policy']

@@ -2,7 +2,15 @@
  * The demo controller's limits, as one would write them in a service. Every limiter shares one store:
  * memory in a single process, Redis for a fleet (pass redisStore(...)).
  */
-import { type Clock, type Limiter, type Rules, type Store, createLimiter, fixedWindow, smoothBursty } from '@sluice/core';
+import {
+  type Clock,
+  type Limiter,
+  type Rules,
+  type Store,
+  createLimiter,
+  fixedWindow,
+  smoothBursty,
+} from '@sluice/core';
 
 export interface DemoLimiters {
   /** `GET /limiter/count`: 2 requests per 10 s per `key` (a count limit, fixed window). */

@@ -13,8 +13,8 @@ export interface RunningDemo {
 }
 
 /** Starts the demo on PORT (default 3000; 0 picks a free one), with Redis when REDIS_URL is set. */
-export async function startDemo(port = Number(process.env['PORT'] ?? 3000)): Promise<RunningDemo> {
-  const redisUrl = process.env['REDIS_URL'];
+export async function startDemo(port = Number(process.env.PORT ?? 3000)): Promise<RunningDemo> {
+  const redisUrl = process.env.REDIS_URL;
   const redis = redisUrl ? new Redis(redisUrl, { maxRetriesPerRequest: 1 }) : undefined;
   const demo = createDemoApp(redis === undefined ? {} : { store: redisStore({ redis }) });
   const server = demo.app.listen(port, '127.0.0.1');

@@ -20,7 +20,9 @@ const { app, limiter } = loginApp({ store });
 const server = createServer(app);
 server.listen(Number(process.env.PORT ?? 3001), '127.0.0.1', () => {
   const { port } = server.address() as AddressInfo;
-  console.log(`login service listening on http://127.0.0.1:${port} (${redis === undefined ? 'memory store' : `Redis at ${redisUrl}`})`);
+  console.log(
+    `login service listening on http://127.0.0.1:${port} (${redis === undefined ? 'memory store' : `Redis at ${redisUrl}`})`,
+  );
   console.log('5 failed logins per 15 min per user and address, then a 1 h ban; successful logins are free');
 });
 

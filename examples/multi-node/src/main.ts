@@ -22,7 +22,8 @@ const { values } = parseArgs({
   },
 });
 const mode = values.mode as Mode;
-if (!['exact', 'leased', 'divided'].includes(mode)) throw new Error(`--mode must be exact, leased or divided, got ${mode}`);
+if (!['exact', 'leased', 'divided'].includes(mode))
+  throw new Error(`--mode must be exact, leased or divided, got ${mode}`);
 const nodes = Number(values.nodes);
 const seconds = Number(values.seconds);
 const RATE = 1_000;
@@ -32,7 +33,9 @@ const monitor = new Redis(redisServer.url);
 const commandCalls = async () =>
   [...(await monitor.info('commandstats')).matchAll(/calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
 
-console.log(`${nodes} ${mode} nodes, one token bucket of ${RATE}/s (burst ${RATE}), ${seconds} s, Redis at ${redisServer.url}`);
+console.log(
+  `${nodes} ${mode} nodes, one token bucket of ${RATE}/s (burst ${RATE}), ${seconds} s, Redis at ${redisServer.url}`,
+);
 console.log('second   admitted   limit   decisions   Redis commands / decision');
 let second = { admitted: 0, decisions: 0 };
 let lastCalls = await commandCalls();
@@ -45,7 +48,9 @@ const timer = setInterval(async () => {
   // Each INFO is itself a command: leave this monitor's own out.
   const perDecision = second.decisions === 0 ? 0 : (calls - lastCalls - 1) / second.decisions;
   const limit = printed === 1 ? 2 * RATE : RATE; // the first second also has the burst
-  console.log(`${String(printed).padStart(6)} ${String(second.admitted).padStart(10)} ${String(limit).padStart(7)} ${String(second.decisions).padStart(11)}   ${perDecision.toFixed(4)}`);
+  console.log(
+    `${String(printed).padStart(6)} ${String(second.admitted).padStart(10)} ${String(limit).padStart(7)} ${String(second.decisions).padStart(11)}   ${perDecision.toFixed(4)}`,
+  );
   lastCalls = calls;
   second = { admitted: 0, decisions: 0 };
 }, 50);
@@ -70,6 +75,8 @@ const result = await runFleet({
 clearInterval(timer);
 const admitted = result.nodes.reduce((s, n) => s + n.admitted, 0);
 const decisions = result.nodes.reduce((s, n) => s + n.decisions, 0);
-console.log(`total: ${admitted} admitted of ${RATE + RATE * seconds} allowed (${((100 * admitted) / (RATE + RATE * seconds)).toFixed(1)}%), ${decisions} decisions`);
+console.log(
+  `total: ${admitted} admitted of ${RATE + RATE * seconds} allowed (${((100 * admitted) / (RATE + RATE * seconds)).toFixed(1)}%), ${decisions} decisions`,
+);
 monitor.disconnect();
 redisServer.stop();

@@ -30,4 +30,10 @@ export type WorkerReport =
   /** Decisions and admissions since the last report (and the admissions' times when recorded). */
   | { readonly type: 'tick'; readonly decisions: number; readonly admitted: number; readonly times?: readonly number[] }
   | { readonly type: 'lease'; readonly granted: number }
-  | { readonly type: 'done'; readonly decisions: number; readonly admitted: number; readonly leased: number; readonly fallbacks: number };
+  | {
+      readonly type: 'done';
+      readonly decisions: number;
+      readonly admitted: number;
+      readonly leased: number;
+      readonly fallbacks: number;
+    };

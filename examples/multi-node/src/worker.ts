@@ -8,13 +8,15 @@ import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import type { RuleConfig, WorkerConfig, WorkerReport } from './worker-config.js';
 
-const config = JSON.parse(process.env['SLUICE_WORKER'] ?? '') as WorkerConfig;
+const config = JSON.parse(process.env.SLUICE_WORKER ?? '') as WorkerConfig;
 const report = (line: WorkerReport) => process.stdout.write(`${JSON.stringify(line)}\n`);
 /** Wall-clock time with sub-ms precision, comparable across the fleet's processes. */
 const wallNow = () => performance.timeOrigin + performance.now();
 
 function rule(c: RuleConfig): Algorithm {
-  return c.kind === 'tokenBucket' ? tokenBucket({ capacity: c.capacity, refillPerSecond: c.refillPerSecond }) : fixedWindow({ limit: c.limit, windowMs: c.windowMs });
+  return c.kind === 'tokenBucket'
+    ? tokenBucket({ capacity: c.capacity, refillPerSecond: c.refillPerSecond })
+    : fixedWindow({ limit: c.limit, windowMs: c.windowMs });
 }
 
 const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
@@ -31,7 +33,14 @@ if (config.mode === 'exact') {
     await store.close();
   };
 } else if (config.mode === 'leased') {
-  const l = leasedLimiter({ algorithm: rule(config.rule), redis, prefix: config.prefix, nodeId: config.nodeId, failMode: 'closed', timeoutMs: 5_000 });
+  const l = leasedLimiter({
+    algorithm: rule(config.rule),
+    redis,
+    prefix: config.prefix,
+    nodeId: config.nodeId,
+    failMode: 'closed',
+    timeoutMs: 5_000,
+  });
   l.on('lease', (e) => {
     leased += e.granted;
     report({ type: 'lease', granted: e.granted });

@@ -13,9 +13,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { redisForExample } from '@sluice/example-multi-node/redis-for-example';
 
-const { values } = parseArgs({ options: { once: { type: 'boolean', default: false }, nodes: { type: 'string', default: '2' } } });
+const { values } = parseArgs({
+  options: { once: { type: 'boolean', default: false }, nodes: { type: 'string', default: '2' } },
+});
 const perMode = Number(values.nodes);
-if (!Number.isInteger(perMode) || perMode < 1 || perMode > 8) throw new Error(`--nodes must be an integer in 1..8, got ${values.nodes}`);
+if (!Number.isInteger(perMode) || perMode < 1 || perMode > 8)
+  throw new Error(`--nodes must be an integer in 1..8, got ${values.nodes}`);
 const redis = await redisForExample();
 const nodeScript = fileURLToPath(new URL('./node.ts', import.meta.url));
 const children: ChildProcess[] = [];
@@ -23,7 +26,10 @@ const children: ChildProcess[] = [];
 /** Starts one node and resolves with its URL once it listens. */
 function startNode(mode: string, n: number): Promise<string> {
   const env = { ...process.env, MODE: mode, NODE_ID: `${mode}-${n}`, REDIS_URL: redis.url, PORT: '0' };
-  const child = spawn(process.execPath, [...process.execArgv, nodeScript], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...process.execArgv, nodeScript], {
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child);
   return new Promise((resolve, reject) => {
     let out = '';
@@ -45,7 +51,9 @@ process.once('SIGINT', () => {
   process.exit(0);
 });
 
-const modes = ['exact', 'leased', 'divided'].flatMap((mode) => Array.from({ length: perMode }, (_, n) => ({ mode, n })));
+const modes = ['exact', 'leased', 'divided'].flatMap((mode) =>
+  Array.from({ length: perMode }, (_, n) => ({ mode, n })),
+);
 const nodes = await Promise.all(modes.map(async ({ mode, n }) => ({ mode, url: await startNode(mode, n) })));
 // Divided nodes learn of each other through heartbeats (every 200 ms here) before they split the limit.
 await new Promise((r) => setTimeout(r, 1_000));
@@ -57,7 +65,9 @@ for (const { url } of nodes) {
 }
 for (const { mode, url } of nodes) {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const series = text.split('\n').filter((line) => /^sluice_(decisions|store_degraded|lease_permits|divided_share)/.test(line));
+  const series = text
+    .split('\n')
+    .filter((line) => /^sluice_(decisions|store_degraded|lease_permits|divided_share)/.test(line));
   console.log(`\n${mode} node, ${url}/metrics:\n${series.join('\n')}`);
 }
 if (values.once) stopAll();

@@ -16,9 +16,9 @@ import { instrumentSluice } from '@sluice/otel';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 
-const mode = process.env['MODE'] ?? 'exact';
-const redisUrl = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
-const nodeId = process.env['NODE_ID'] ?? `${mode}-${process.pid}`;
+const mode = process.env.MODE ?? 'exact';
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const nodeId = process.env.NODE_ID ?? `${mode}-${process.pid}`;
 
 // The exporter is a reader of this provider; with preventServerStart it serves /metrics on our own server.
 const exporter = new PrometheusExporter({ preventServerStart: true });
@@ -34,7 +34,12 @@ let limiter: Limiter;
 if (mode === 'exact') {
   limiter = createLimiter({ algorithm: fixedWindow(rule), store: redisStore({ redis }), prefix: 'api-exact' });
 } else if (mode === 'leased') {
-  limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 20, refillPerSecond: 2, name: 'per-client' }), redis, prefix: 'api-leased', nodeId });
+  limiter = leasedLimiter({
+    algorithm: tokenBucket({ capacity: 20, refillPerSecond: 2, name: 'per-client' }),
+    redis,
+    prefix: 'api-leased',
+    nodeId,
+  });
 } else if (mode === 'divided') {
   limiter = dividedLimiter({ algorithm: fixedWindow(rule), redis, prefix: 'api-divided', nodeId, heartbeatMs: 200 });
 } else {
@@ -50,7 +55,7 @@ const server = createServer((req, res) => {
     res.end(JSON.stringify({ node: nodeId, mode }));
   });
 });
-server.listen(Number(process.env['PORT'] ?? 0), '127.0.0.1', () => {
+server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
   const { port } = server.address() as AddressInfo;
   console.log(`${mode} node listening on http://127.0.0.1:${port} (metrics on /metrics)`);
 });

@@ -27,12 +27,16 @@ const server = createServer((req, res) => {
     (error: unknown) => {
       if (!(error instanceof RateLimitedError)) return reply(500, { error: 'could not send' });
       const seconds = Math.ceil(error.decision.retryAfterMs / 1000);
-      reply(429, { error: 'one code per phone per 60 s', retryAfterSeconds: seconds }, { 'Retry-After': String(seconds) });
+      reply(
+        429,
+        { error: 'one code per phone per 60 s', retryAfterSeconds: seconds },
+        { 'Retry-After': String(seconds) },
+      );
     },
   );
 });
 
-server.listen(Number(process.env['PORT'] ?? 3001), '127.0.0.1', () => {
+server.listen(Number(process.env.PORT ?? 3001), '127.0.0.1', () => {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   console.log(`sluice verification-code example listening on ${url}`);
   console.log(`  curl -i -X POST '${url}/codes?phone=5550100'            # count limit: 1 per 60 s`);

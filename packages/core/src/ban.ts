@@ -17,10 +17,14 @@ export const EXPLICIT_BAN = -1;
 /**
  * The ban a denial starts at `nowMs`: from the denying rule with the longest `blockMs` (the first of equals),
  * or undefined when no denying rule bans. The Redis script (decide.lua, `ban_after`) is its twin.
-  * @example
-  * const ban = banAfter(rules, verdicts, now) // the ban a denial starts, if a denying rule has blockMs
+ * @example
+ * const ban = banAfter(rules, verdicts, now) // the ban a denial starts, if a denying rule has blockMs
  */
-export function banAfter(rules: readonly Algorithm[], verdicts: readonly { readonly allowed: boolean }[], nowMs: number): Ban | undefined {
+export function banAfter(
+  rules: readonly Algorithm[],
+  verdicts: readonly { readonly allowed: boolean }[],
+  nowMs: number,
+): Ban | undefined {
   let rule = -1;
   let longest = 0;
   for (let r = 0; r < rules.length; r++) {
@@ -48,10 +52,16 @@ export function longerBan(current: Ban | undefined, next: Ban): Ban {
  * explicit block, or a rule index these rules lack) has nothing left and retries no sooner than the ban's end, `restMs` from now; a rule that
  * would deny longer keeps its own longer wait, so retrying at `retryAfterMs` succeeds if nothing else arrives.
  * Other rules report what they would have said. `verdicts` are each rule's own answer for the request.
-  * @example
-  * if (ban !== undefined && ban.until > now) return blockedDecision(rules, verdicts, ban.rule, ban.until - now, permits)
+ * @example
+ * if (ban !== undefined && ban.until > now) return blockedDecision(rules, verdicts, ban.rule, ban.until - now, permits)
  */
-export function blockedDecision(rules: readonly Algorithm[], verdicts: readonly RuleVerdict[], ban: number, restMs: number, permits: number): Decision {
+export function blockedDecision(
+  rules: readonly Algorithm[],
+  verdicts: readonly RuleVerdict[],
+  ban: number,
+  restMs: number,
+  permits: number,
+): Decision {
   // A rule index these rules do not have (a ban set under another plan's rules) floors them all, as an explicit block.
   const everyRule = !(ban >= 0 && ban < rules.length);
   const floored = verdicts.map((v, r) => {
@@ -63,5 +73,14 @@ export function blockedDecision(rules: readonly Algorithm[], verdicts: readonly 
   if (rules.length > 1) return { ...mergePolicy(rules, floored, permits), blocked: true };
   const v = floored[0] as RuleVerdict;
   const rule = rules[0] as Algorithm;
-  return { allowed: false, limit: rule.limit, remaining: 0, retryAfterMs: v.retryAfterMs, resetAfterMs: v.resetAfterMs, waitMs: 0, rule: rule.name, blocked: true };
+  return {
+    allowed: false,
+    limit: rule.limit,
+    remaining: 0,
+    retryAfterMs: v.retryAfterMs,
+    resetAfterMs: v.resetAfterMs,
+    waitMs: 0,
+    rule: rule.name,
+    blocked: true,
+  };
 }

@@ -47,7 +47,12 @@ export function reportCallbackError(owner: CallbackEmitter | undefined, where: s
  * @example
  * callSafely(store, 'onDecision', options.onDecision, event) // a throw goes to 'callback-error'
  */
-export function callSafely<A extends unknown[]>(owner: CallbackEmitter | undefined, where: string, fn: (...args: A) => unknown, ...args: A): void {
+export function callSafely<A extends unknown[]>(
+  owner: CallbackEmitter | undefined,
+  where: string,
+  fn: (...args: A) => unknown,
+  ...args: A
+): void {
   try {
     fn(...args);
   } catch (error) {
@@ -58,8 +63,8 @@ export function callSafely<A extends unknown[]>(owner: CallbackEmitter | undefin
 /**
  * Emits `event`; a listener that throws is reported and never reaches the code that emitted (the
  * listeners after it in that one emit are skipped, as the emitter itself does).
-  * @example
-  * emitSafely(this, 'store-error', error) // a throwing listener never reaches the store
+ * @example
+ * emitSafely(this, 'store-error', error) // a throwing listener never reaches the store
  */
 export function emitSafely(owner: CallbackEmitter, event: string, ...args: unknown[]): void {
   try {

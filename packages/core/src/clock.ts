@@ -25,8 +25,8 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
 /**
  * Waits `ms` on host timers, in chunks of at most MAX_TIMER_MS (a month-long wait sleeps a month, not 1 ms);
  * rejects with a SluiceError('ABORTED') when `signal` fires.
-  * @example
-  * await timerSleep(40 * 24 * 3_600_000, signal) // a 40-day wait, in timer-sized chunks
+ * @example
+ * await timerSleep(40 * 24 * 3_600_000, signal) // a 40-day wait, in timer-sized chunks
  */
 export function timerSleep(ms: number, signal?: AbortSignal): Promise<void> {
   if (signal?.aborted) return Promise.reject(abortError(signal));

@@ -20,7 +20,9 @@ export function ruleMakerArb(refundable = false): fc.Arbitrary<RuleMaker> {
     fc.record({ limit, windowMs }).map((o) => (extra) => fixedWindow({ ...o, ...extra })),
     fc.record({ limit, windowMs }).map((o) => (extra) => slidingWindowCounter({ ...o, ...extra })),
     fc.record({ limit, windowMs }).map((o) => (extra) => slidingWindowLog({ ...o, ...extra })),
-    fc.record({ capacity: limit, refillPerSecond: rate }).map((o) => (extra) => tokenBucket({ ...o, maxDebt: 0, ...extra })),
+    fc
+      .record({ capacity: limit, refillPerSecond: rate })
+      .map((o) => (extra) => tokenBucket({ ...o, maxDebt: 0, ...extra })),
     fc.record({ rate, burst: limit }).map((o) => (extra) => gcra({ ...o, ...extra })),
     fc.record({ capacity: limit, leakPerSecond: rate }).map((o) => (extra) => leakyBucket({ ...o, ...extra })),
   ];
@@ -36,13 +38,21 @@ export interface ControlStep {
   readonly permits: number;
 }
 
-export const controlStepsArb = (ops: readonly ControlStep['op'][] = ['consume', 'refund', 'penalize']): fc.Arbitrary<ControlStep[]> =>
+export const controlStepsArb = (
+  ops: readonly ControlStep['op'][] = ['consume', 'refund', 'penalize'],
+): fc.Arbitrary<ControlStep[]> =>
   fc.array(
     fc.record({
       advanceMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 50 }), fc.integer({ min: 0, max: 2_000 })),
       key: fc.constantFrom<'a' | 'b'>('a', 'b'),
-      op: fc.oneof({ weight: 4, arbitrary: fc.constant<ControlStep['op']>('consume') }, { weight: 2, arbitrary: fc.constantFrom(...ops) }),
-      permits: fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) }),
+      op: fc.oneof(
+        { weight: 4, arbitrary: fc.constant<ControlStep['op']>('consume') },
+        { weight: 2, arbitrary: fc.constantFrom(...ops) },
+      ),
+      permits: fc.oneof(
+        { weight: 3, arbitrary: fc.constant(1) },
+        { weight: 1, arbitrary: fc.integer({ min: 1, max: 10 }) },
+      ),
     }),
     { maxLength: 60 },
   );

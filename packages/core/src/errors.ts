@@ -58,8 +58,8 @@ export class SluiceError extends Error {
 /**
  * A bad argument of the wrong type (a non-string key, a string rate). `argument` names the parameter;
  * `value` holds what was passed. Thrown before anything is consumed.
-  * @example
-  * try { createLimiter({ algorithm: 'fixed' as never }) } catch (e) { if (e instanceof SluiceTypeError) console.error(e.argument) }
+ * @example
+ * try { createLimiter({ algorithm: 'fixed' as never }) } catch (e) { if (e instanceof SluiceTypeError) console.error(e.argument) }
  */
 export class SluiceTypeError extends TypeError {
   override readonly name: string = 'SluiceTypeError';
@@ -76,8 +76,8 @@ export class SluiceTypeError extends TypeError {
 /**
  * A bad argument of the right type but out of range (NaN, negative, zero, fractional, too long).
  * `argument` names the parameter; `value` holds what was passed. Thrown before anything is consumed.
-  * @example
-  * try { fixedWindow({ limit: 0, windowMs: 1000 }) } catch (e) { if (e instanceof SluiceRangeError) console.error(e.argument, e.message) }
+ * @example
+ * try { fixedWindow({ limit: 0, windowMs: 1000 }) } catch (e) { if (e instanceof SluiceRangeError) console.error(e.argument, e.message) }
  */
 export class SluiceRangeError extends RangeError {
   override readonly name: string = 'SluiceRangeError';
@@ -108,7 +108,9 @@ export class RateLimitedError extends SluiceError {
       'RATE_LIMITED',
       message ??
         `rate limited by rule ${JSON.stringify(decision.rule)} (limit ${decision.limit}); ` +
-          (Number.isFinite(decision.retryAfterMs) ? `retry in ${Math.ceil(decision.retryAfterMs)} ms` : 'the request can never be granted'),
+          (Number.isFinite(decision.retryAfterMs)
+            ? `retry in ${Math.ceil(decision.retryAfterMs)} ms`
+            : 'the request can never be granted'),
     );
     this.decision = decision;
   }

@@ -109,7 +109,15 @@ describe('absurd rates', () => {
 
   it('headers never print a non-integer or an exponent, even for a hand-made decision', () => {
     const rule = fixedWindow({ limit: 1, windowMs: 1000 });
-    const decision = { allowed: false, limit: 1, remaining: 0, retryAfterMs: 1e300, resetAfterMs: 1e300, waitMs: 0, rule: rule.name };
+    const decision = {
+      allowed: false,
+      limit: 1,
+      remaining: 0,
+      retryAfterMs: 1e300,
+      resetAfterMs: 1e300,
+      waitMs: 0,
+      rule: rule.name,
+    };
     const headers = Object.fromEntries(rateLimitHeaders(decision, [rule], 'draft-6'));
     expect(headers['Retry-After']).toBe('2147483648');
     expect(headers['RateLimit-Reset']).toBe('2147483648');
@@ -120,20 +128,30 @@ describe('closed limiters and idle memory', () => {
   it('a closed limiter frees its prefix: the same prefix binds again with other rules', async () => {
     const store = memoryStore();
     for (let limit = 1; limit <= 50; limit++) {
-      const limiter = createLimiter({ algorithm: fixedWindow({ limit, windowMs: 1000, name: 'w' }), store, prefix: 'p' });
+      const limiter = createLimiter({
+        algorithm: fixedWindow({ limit, windowMs: 1000, name: 'w' }),
+        store,
+        prefix: 'p',
+      });
       await limiter.tryAcquire('k');
       await limiter.close();
     }
     // Still refused while the other limiter is open.
     const open = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000, name: 'w' }), store, prefix: 'q' });
-    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1000, name: 'w' }), store, prefix: 'q' })).toThrow(/already used/);
+    expect(() =>
+      createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1000, name: 'w' }), store, prefix: 'q' }),
+    ).toThrow(/already used/);
     await open.close();
-    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1000, name: 'w' }), store, prefix: 'q' })).not.toThrow();
+    expect(() =>
+      createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1000, name: 'w' }), store, prefix: 'q' }),
+    ).not.toThrow();
   });
 
   it('a limiter with no keys costs kilobytes, not the megabytes of 100,000 preallocated slots', () => {
     const before = process.memoryUsage().heapUsed;
-    const limiters = Array.from({ length: 100 }, () => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }) }));
+    const limiters = Array.from({ length: 100 }, () =>
+      createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }) }),
+    );
     const perLimiter = (process.memoryUsage().heapUsed - before) / limiters.length;
     // Preallocated, each cost about 2.7 MB (270 MB for these 100).
     expect(perLimiter).toBeLessThan(200_000);

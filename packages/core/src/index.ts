@@ -1,4 +1,12 @@
-export type { Adjusted, Algorithm, AlgorithmKind, LeaseModel, Outcome, RuleKey, RuleOptions } from './algorithms/algorithm.js';
+export type {
+  Adjusted,
+  Algorithm,
+  AlgorithmKind,
+  LeaseModel,
+  Outcome,
+  RuleKey,
+  RuleOptions,
+} from './algorithms/algorithm.js';
 export type { WindowOptions } from './algorithms/window-rule.js';
 export { EPSILON, TOLERANCE_MS } from './algorithms/algorithm.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
@@ -42,12 +50,24 @@ export type {
 export type { PlanResolver } from './plans.js';
 export { MemoryStore, memoryStore } from './memory-store.js';
 export { concurrencyLimiter } from './concurrency/concurrency-limiter.js';
-export type { ConcurrencyAcquireOptions, ConcurrencyLimiter, ConcurrencyLimiterOptions, Slot } from './concurrency/concurrency-limiter.js';
+export type {
+  ConcurrencyAcquireOptions,
+  ConcurrencyLimiter,
+  ConcurrencyLimiterOptions,
+  Slot,
+} from './concurrency/concurrency-limiter.js';
 export type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec, SlotAttempt } from './concurrency/store.js';
 export type { MemoryStoreOptions } from './memory-store.js';
 export type { Rules } from './policy.js';
 export { limiterStatuses, observeSluice } from './observe.js';
-export type { DecisionNote, DecisionSource, LimiterStatus, ObservedDecision, SluiceObserver, StatusSource } from './observe.js';
+export type {
+  DecisionNote,
+  DecisionSource,
+  LimiterStatus,
+  ObservedDecision,
+  SluiceObserver,
+  StatusSource,
+} from './observe.js';
 export { RateLimiter } from './rate-limiter.js';
 export { WARNINGS, silenceWarnings } from './warnings.js';
 export type { SluiceWarningCode } from './warnings.js';

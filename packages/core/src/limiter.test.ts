@@ -17,7 +17,13 @@ describe('createLimiter', () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 10_000 }), clock });
     expect(await limiter.tryAcquire('a')).toEqual({
-      allowed: true, limit: 2, remaining: 1, retryAfterMs: 0, resetAfterMs: 10_000, waitMs: 0, rule: 'fw-2-per-10s',
+      allowed: true,
+      limit: 2,
+      remaining: 1,
+      retryAfterMs: 0,
+      resetAfterMs: 10_000,
+      waitMs: 0,
+      rule: 'fw-2-per-10s',
     });
     await limiter.tryAcquire('a');
     clock.advance(2_500);
@@ -104,7 +110,9 @@ describe('createLimiter', () => {
     const waiting = limiter.tryAcquire('k', { timeoutMs: 5_000, signal: controller.signal });
     controller.abort(new Error('client went away'));
     await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' });
-    await expect(limiter.tryAcquire('k', { timeoutMs: 1, signal: controller.signal })).rejects.toBeInstanceOf(SluiceError);
+    await expect(limiter.tryAcquire('k', { timeoutMs: 1, signal: controller.signal })).rejects.toBeInstanceOf(
+      SluiceError,
+    );
     const closing = limiter.acquire('k');
     await limiter.close();
     await expect(closing).rejects.toMatchObject({ code: 'CLOSED' });
@@ -113,7 +121,10 @@ describe('createLimiter', () => {
   });
 
   it('reset forgets a key', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      clock: new ManualClock(0),
+    });
     await limiter.tryAcquire('k');
     expect((await limiter.tryAcquire('k')).allowed).toBe(false);
     await limiter.reset('k');
@@ -155,7 +166,9 @@ describe('policies', () => {
   it('denies exactly when any rule is exhausted, and a denial consumes from no rule (model check)', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.array(fc.record({ dtMs: fc.integer({ min: 0, max: 400_000 }), permits: fc.integer({ min: 1, max: 120 }) }), { maxLength: 400 }),
+        fc.array(fc.record({ dtMs: fc.integer({ min: 0, max: 400_000 }), permits: fc.integer({ min: 1, max: 120 }) }), {
+          maxLength: 400,
+        }),
         async (events) => {
           const clock = new ManualClock(0);
           const rules = apiPolicy();
@@ -168,7 +181,11 @@ describe('policies', () => {
             const expected = outcomes.every((o) => o.allowed);
             const d = await limiter.tryAcquire('user', { permits: e.permits });
             expect(d.allowed).toBe(expected);
-            if (expected) outcomes.forEach((o, i) => (states[i] = o.state));
+            if (expected) {
+              outcomes.forEach((o, i) => {
+                states[i] = o.state;
+              });
+            }
             const peek = await limiter.peek('user');
             peek.rules?.forEach((r, i) => {
               const alone = rules[i]!.consume(states[i] as never, clock.now(), 1, 0);
@@ -217,7 +234,10 @@ describe('rules counted against another identity (rule option key)', () => {
   it("a per-user rule beside a global rule: the global one is shared by every key; reset forgets only the user's own", async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: [fixedWindow({ limit: 2, windowMs: 10_000, name: 'user' }), fixedWindow({ limit: 3, windowMs: 10_000, name: 'global', key: 'global' })],
+      algorithm: [
+        fixedWindow({ limit: 2, windowMs: 10_000, name: 'user' }),
+        fixedWindow({ limit: 3, windowMs: 10_000, name: 'global', key: 'global' }),
+      ],
       clock,
     });
     expect((await limiter.tryAcquire('alice')).allowed).toBe(true);
@@ -226,7 +246,10 @@ describe('rules counted against another identity (rule option key)', () => {
     expect((await limiter.tryAcquire('bob')).allowed).toBe(true);
     const bob = await limiter.tryAcquire('bob');
     expect(bob).toMatchObject({ allowed: false, rule: 'global' });
-    expect(bob.rules?.map((r) => [r.name, r.remaining])).toEqual([['user', 1], ['global', 0]]);
+    expect(bob.rules?.map((r) => [r.name, r.remaining])).toEqual([
+      ['user', 1],
+      ['global', 0],
+    ]);
     await limiter.reset('alice');
     expect(await limiter.tryAcquire('alice')).toMatchObject({ allowed: false, rule: 'global' });
     clock.advance(10_000);
@@ -242,14 +265,22 @@ describe('rules counted against another identity (rule option key)', () => {
       clock: new ManualClock(0),
     });
     const results = [];
-    for (const key of ['acme/1', 'acme/2', 'acme/3', 'acme/4', 'initech/1']) results.push((await limiter.tryAcquire(key)).allowed);
+    for (const key of ['acme/1', 'acme/2', 'acme/3', 'acme/4', 'initech/1'])
+      results.push((await limiter.tryAcquire(key)).allowed);
     expect(results).toEqual([true, true, true, false, true]);
   });
 
   it('bad key options and key functions are typed errors', async () => {
     expect(() => fixedWindow({ limit: 1, windowMs: 1, key: '' })).toThrow(/key must be 1-512 characters, got 0/);
-    expect(() => fixedWindow({ limit: 1, windowMs: 1, key: 42 as never })).toThrow(/key must be a string or a function, got 42/);
-    const limiter = createLimiter({ algorithm: [fixedWindow({ limit: 1, windowMs: 1 }), fixedWindow({ limit: 1, windowMs: 1, name: 'x', key: () => '' })] });
+    expect(() => fixedWindow({ limit: 1, windowMs: 1, key: 42 as never })).toThrow(
+      /key must be a string or a function, got 42/,
+    );
+    const limiter = createLimiter({
+      algorithm: [
+        fixedWindow({ limit: 1, windowMs: 1 }),
+        fixedWindow({ limit: 1, windowMs: 1, name: 'x', key: () => '' }),
+      ],
+    });
     await expect(limiter.tryAcquire('k')).rejects.toThrow(/its key function must return a non-empty string, got ""/);
   });
 });

@@ -189,7 +189,6 @@ export interface Limiter {
   readonly prefix: string;
 }
 
-
 /** One set of rules bound to the store: the limiter's rules, or one plan's. */
 interface Binding {
   /** The plan's name; undefined for a limiter without plans. */
@@ -229,24 +228,42 @@ class StoreLimiter implements Limiter {
     const given = options as { algorithm?: unknown; plans?: unknown; plan?: unknown };
     const planned = given.plans !== undefined;
     if (planned && given.algorithm !== undefined) {
-      throw new SluiceTypeError('plans', given.plans, 'createLimiter takes algorithm or plans, not both: put the rules in a plan');
+      throw new SluiceTypeError(
+        'plans',
+        given.plans,
+        'createLimiter takes algorithm or plans, not both: put the rules in a plan',
+      );
     }
     if (!planned && given.plan !== undefined) {
-      throw new SluiceTypeError('plan', given.plan, "plan picks one of the limiter's plans: it needs plans ({ free: rules, pro: rules })");
+      throw new SluiceTypeError(
+        'plan',
+        given.plan,
+        "plan picks one of the limiter's plans: it needs plans ({ free: rules, pro: rules })",
+      );
     }
     if (given.plan !== undefined && typeof given.plan !== 'function') {
-      throw new SluiceTypeError('plan', given.plan, `plan must be a function of the key returning a plan name, got ${describe(given.plan)}`);
+      throw new SluiceTypeError(
+        'plan',
+        given.plan,
+        `plan must be a function of the key returning a plan name, got ${describe(given.plan)}`,
+      );
     }
     const parsedPlans = planned ? parsePlans(given.plans) : undefined;
     this.#parsedPlans = parsedPlans;
-    const rules = parsedPlans === undefined ? normalizeRules(given.algorithm) : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
+    const rules =
+      parsedPlans === undefined
+        ? normalizeRules(given.algorithm)
+        : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
     this.#resolvePlan = given.plan as PlanResolver | undefined;
     const prefix = prefixOption(options.prefix);
     this.prefix = prefix;
     this.#clock = optionalClock('clock', options.clock) ?? options.store?.clock ?? systemClock;
     this.#maxKeyLength =
-      options.maxKeyLength === undefined ? DEFAULT_MAX_KEY_LENGTH : positiveInteger('maxKeyLength', options.maxKeyLength);
-    this.#jitterMs = options.retryJitterMs === undefined ? 2 : nonNegativeFinite('retryJitterMs', options.retryJitterMs);
+      options.maxKeyLength === undefined
+        ? DEFAULT_MAX_KEY_LENGTH
+        : positiveInteger('maxKeyLength', options.maxKeyLength);
+    this.#jitterMs =
+      options.retryJitterMs === undefined ? 2 : nonNegativeFinite('retryJitterMs', options.retryJitterMs);
     if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
       throw new SluiceTypeError('shadow', options.shadow, `shadow must be a boolean, got ${describe(options.shadow)}`);
     }
@@ -261,11 +278,19 @@ class StoreLimiter implements Limiter {
     } else {
       const store = options.store;
       if (typeof store !== 'object' || store === null || typeof store.bind !== 'function') {
-        throw new SluiceTypeError('store', store, `store must be a sluice Store such as memoryStore(), got ${describe(store)}`);
+        throw new SluiceTypeError(
+          'store',
+          store,
+          `store must be a sluice Store such as memoryStore(), got ${describe(store)}`,
+        );
       }
       // Decisions follow the store's clock and waits the limiter's: two different clocks would disagree.
       if (options.clock !== undefined && store.clock !== undefined && store.clock !== options.clock) {
-        throw new SluiceRangeError('clock', options.clock, 'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))');
+        throw new SluiceRangeError(
+          'clock',
+          options.clock,
+          'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))',
+        );
       }
       this.#store = store;
       this.#ownsStore = false;
@@ -274,7 +299,11 @@ class StoreLimiter implements Limiter {
     const binding = (plan: string | undefined, planRules: readonly Algorithm[]): Binding => ({
       plan,
       rules: planRules,
-      bound: bind(parsedPlans === undefined ? { rules: planRules, prefix } : { rules: planRules, prefix, plans: parsedPlans.catalog }),
+      bound: bind(
+        parsedPlans === undefined
+          ? { rules: planRules, prefix }
+          : { rules: planRules, prefix, plans: parsedPlans.catalog },
+      ),
       reserves: planRules.length === 1 && (planRules[0] as Algorithm).reserves,
     });
     this.rules = rules;
@@ -287,7 +316,8 @@ class StoreLimiter implements Limiter {
       this.#plain = undefined;
       const bindings = new Map<string, Binding>();
       try {
-        for (const name of parsedPlans.names) bindings.set(name, binding(name, parsedPlans.rules.get(name) as readonly Algorithm[]));
+        for (const name of parsedPlans.names)
+          bindings.set(name, binding(name, parsedPlans.rules.get(name) as readonly Algorithm[]));
       } catch (error) {
         // A store that refused a plan (a Cluster-only restriction, say): nothing half-bound stays claimed.
         for (const b of bindings.values()) void b.bound.unbind?.();
@@ -295,7 +325,11 @@ class StoreLimiter implements Limiter {
       }
       this.#bindings = bindings;
       this.#default = bindings.get(parsedPlans.names[0] as string) as Binding;
-      this.plans = Object.freeze(Object.fromEntries(parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]])));
+      this.plans = Object.freeze(
+        Object.fromEntries(
+          parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]]),
+        ),
+      );
     }
     this.#unlist = 'degraded' in this.#store ? registerStatus(prefix, this.#store) : undefined;
   }
@@ -316,7 +350,12 @@ class StoreLimiter implements Limiter {
     const plans = this.#parsedPlans;
     const bindings = this.#bindings;
     if (plans === undefined || bindings === undefined) {
-      if (plan !== undefined) throw new SluiceRangeError('plan', plan, `plan names one of a limiter's plans; this limiter has none (createLimiter({ plans }))`);
+      if (plan !== undefined)
+        throw new SluiceRangeError(
+          'plan',
+          plan,
+          `plan names one of a limiter's plans; this limiter has none (createLimiter({ plans }))`,
+        );
       return this.#default;
     }
     if (plan !== undefined) return bindings.get(knownPlan(plans, plan)) as Binding;
@@ -345,7 +384,11 @@ class StoreLimiter implements Limiter {
     recordDecision({ limiter: this.prefix, decision, source, durationMs: performance.now() - started });
   }
 
-  #tryAcquire(key: string, options: TryAcquireOptions | undefined, note: DecisionNote | undefined): Decision | Promise<Decision> {
+  #tryAcquire(
+    key: string,
+    options: TryAcquireOptions | undefined,
+    note: DecisionNote | undefined,
+  ): Decision | Promise<Decision> {
     if (options === undefined && this.#bindings === undefined) return this.#decideNow(this.#default, key, 1, note);
     optionsObject('tryAcquire options', options, false);
     const permits = permitsOption(options?.permits);
@@ -355,20 +398,35 @@ class StoreLimiter implements Limiter {
     // No await here: an async function that never suspends costs less on the hot path, and a waiting call
     // must register its sleep without delay. Only an async plan resolver is waited for.
     const found = this.#binding(key, options?.plan);
-    if (found instanceof Promise) return found.then((binding) => this.#decide(binding, key, permits, timeoutMs, signal, note));
+    if (found instanceof Promise)
+      return found.then((binding) => this.#decide(binding, key, permits, timeoutMs, signal, note));
     return this.#decide(found, key, permits, timeoutMs, signal, note);
   }
 
-  #decide(binding: Binding, key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined, note: DecisionNote | undefined): Decision | Promise<Decision> {
+  #decide(
+    binding: Binding,
+    key: string,
+    permits: number,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    note: DecisionNote | undefined,
+  ): Decision | Promise<Decision> {
     if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, key, permits, note);
     return this.#wait(binding, key, permits, timeoutMs, signal, note);
   }
 
   /** One decision with no wait; in shadow mode a denial comes back allowed, marked shadowed. */
-  #decideNow(binding: Binding, key: string, permits: number, note: DecisionNote | undefined): Decision | Promise<Decision> {
+  #decideNow(
+    binding: Binding,
+    key: string,
+    permits: number,
+    note: DecisionNote | undefined,
+  ): Decision | Promise<Decision> {
     const decision = binding.bound.consume(key, permits, 0, note);
     if (!this.#shadow && binding.plan === undefined) return decision;
-    return decision instanceof Promise ? decision.then((d) => this.#reported(binding, d)) : this.#reported(binding, decision);
+    return decision instanceof Promise
+      ? decision.then((d) => this.#reported(binding, d))
+      : this.#reported(binding, decision);
   }
 
   /** A decision as the caller sees it: marked with its plan, and let through when shadow mode denies nothing. */
@@ -388,13 +446,21 @@ class StoreLimiter implements Limiter {
     const started = this.#clock.now();
     const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
     const observedFrom = note === undefined ? 0 : performance.now();
-    const d = this.#shadow ? await this.#decideNow(binding, key, permits, note) : await this.#wait(binding, key, permits, Infinity, signal, note);
+    const d = this.#shadow
+      ? await this.#decideNow(binding, key, permits, note)
+      : await this.#wait(binding, key, permits, Infinity, signal, note);
     if (note !== undefined) this.#record(d, note, observedFrom);
     if (!d.allowed) {
       if (d.blocked === true) {
-        throw new SluiceError('NEVER_ALLOWED', `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait out a ban`);
+        throw new SluiceError(
+          'NEVER_ALLOWED',
+          `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait out a ban`,
+        );
       }
-      throw new SluiceError('NEVER_ALLOWED', `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`);
+      throw new SluiceError(
+        'NEVER_ALLOWED',
+        `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`,
+      );
     }
     return this.#clock.now() - started;
   }
@@ -404,7 +470,14 @@ class StoreLimiter implements Limiter {
    * never polling, and gives up as soon as the deadline cannot be met. A blocked key is not waited out: a
    * ban is a refusal, not a queue.
    */
-  async #wait(binding: Binding, key: string, permits: number, timeoutMs: number, signal: AbortSignal | undefined, note: DecisionNote | undefined): Promise<Decision> {
+  async #wait(
+    binding: Binding,
+    key: string,
+    permits: number,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    note: DecisionNote | undefined,
+  ): Promise<Decision> {
     const deadline = this.#clock.now() + timeoutMs;
     const abort = signal === undefined ? this.#closing.signal : AbortSignal.any([signal, this.#closing.signal]);
     for (;;) {
@@ -454,11 +527,15 @@ class StoreLimiter implements Limiter {
     rateLimitKey(key, this.#maxKeyLength);
     const n = nonNegativeInteger('permits', permits);
     optionsObject('refund options', options, false);
-    const grantedMsAgo = options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
+    const grantedMsAgo =
+      options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
     const binding = await this.#binding(key, options?.plan);
     const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
     if (unrefundable !== undefined) {
-      throw new SluiceError('UNSUPPORTED', `refund: rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back: with Guava's prepay the next request pays for a grant`);
+      throw new SluiceError(
+        'UNSUPPORTED',
+        `refund: rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back: with Guava's prepay the next request pays for a grant`,
+      );
     }
     const refund = control(binding.bound.refund, 'refund');
     if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo);
@@ -510,7 +587,8 @@ function permitsOption(value: unknown): number {
 
 /** A store's optional control, or SluiceError('UNSUPPORTED') naming it when the store has none. */
 function control<F extends (...args: never[]) => unknown>(fn: F | undefined, name: string): F {
-  if (typeof fn !== 'function') throw new SluiceError('UNSUPPORTED', `${name}: this limiter's store does not implement ${name}()`);
+  if (typeof fn !== 'function')
+    throw new SluiceError('UNSUPPORTED', `${name}: this limiter's store does not implement ${name}()`);
   return fn;
 }
 

@@ -127,7 +127,11 @@ export class MemoryStore implements Store, ConcurrencyStore {
   bind(ruleSet: RuleSet, exclusive = false): BoundStore {
     if (this.#closed) throw new SluiceError('CLOSED', 'memoryStore is closed');
     if (this.#exclusive || (exclusive && this.#bindings > 0)) {
-      throw new SluiceRangeError('store', 'memoryStore', 'this memoryStore belongs to the limiter that created it; create one with memoryStore() to share it');
+      throw new SluiceRangeError(
+        'store',
+        'memoryStore',
+        'this memoryStore belongs to the limiter that created it; create one with memoryStore() to share it',
+      );
     }
     const { rules } = ruleSet;
     const release = exclusive ? undefined : this.#prefixes.claim(ruleSet.prefix, ruleSet.plans ?? rules);
@@ -140,12 +144,20 @@ export class MemoryStore implements Store, ConcurrencyStore {
       this.#bindings--;
       release?.();
     };
-    const parts: BindingParts = { cache: this.#cache, bans: this.#bans, time: new StoreTime(this.clock, this.#origin), unbind };
+    const parts: BindingParts = {
+      cache: this.#cache,
+      bans: this.#bans,
+      time: new StoreTime(this.clock, this.#origin),
+      unbind,
+    };
     // Plans share states by rule name, as rules counted against other keys do: one cell per (identity, rule).
-    if (ruleSet.plans !== undefined || rules.some((rule) => rule.key !== undefined)) return new IdentityBinding(parts, rules, ruleSet.prefix);
+    if (ruleSet.plans !== undefined || rules.some((rule) => rule.key !== undefined))
+      return new IdentityBinding(parts, rules, ruleSet.prefix);
     // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
     const prefix = exclusive ? '' : `${ruleSet.prefix}{`;
-    return rules.length === 1 ? new SingleRuleBinding(parts, rules[0] as Algorithm, prefix) : new PolicyBinding(parts, rules, prefix);
+    return rules.length === 1
+      ? new SingleRuleBinding(parts, rules[0] as Algorithm, prefix)
+      : new PolicyBinding(parts, rules, prefix);
   }
 }
 
@@ -165,7 +177,14 @@ class StoreTime {
   ) {}
 
   /** Stores `state` for `key`, reusing the key's cell when it has one. */
-  store(cache: LRUCache<string, Cell>, key: string, cell: Cell | undefined, state: unknown, now: number, ttlMs: number): void {
+  store(
+    cache: LRUCache<string, Cell>,
+    key: string,
+    cell: Cell | undefined,
+    state: unknown,
+    now: number,
+    ttlMs: number,
+  ): void {
     // A millisecond past the rounded-up end: rounding can never make a state look done before it is.
     const expiresAt = Math.ceil(now - this.origin + ttlMs) + 1;
     if (cell === undefined) cache.set(key, { state, expiresAt });
@@ -337,7 +356,13 @@ class SingleRuleBinding extends KeyCellBinding {
 
   /** A blocked key's answer: what the rule would say, nothing taken, the ban as a floor. */
   #blocked(ban: Ban, state: unknown, now: number, permits: number): Decision {
-    return blockedDecision(this.#rules, [this.#rule.consume(state, now, permits, 0)], ban.rule, ban.until - now, permits);
+    return blockedDecision(
+      this.#rules,
+      [this.#rule.consume(state, now, permits, 0)],
+      ban.rule,
+      ban.until - now,
+      permits,
+    );
   }
 
   peek(key: string): Decision {
@@ -443,7 +468,8 @@ class IdentityBinding extends MemoryBinding {
     if (rules.length === 1) {
       const rule = rules[0] as Algorithm;
       const o = rule.consume(states[0], now, permits, maxWaitMs);
-      if (write && o.state !== states[0]) this.time.store(this.cache, keys[0] as string, cells[0], o.state, now, o.ttlMs);
+      if (write && o.state !== states[0])
+        this.time.store(this.cache, keys[0] as string, cells[0], o.state, now, o.ttlMs);
       decision = ruleDecision(rule, o);
       verdicts = [o];
     } else {
@@ -488,7 +514,8 @@ class IdentityBinding extends MemoryBinding {
     this.#rules.forEach((rule, r) => {
       const k = keys[r] as string;
       const cell = this.cache.get(k);
-      if (rule.key === undefined && cell !== undefined) this.time.refunded(this.cache, k, cell, rule.refund(cell.state, now, permits, at).state);
+      if (rule.key === undefined && cell !== undefined)
+        this.time.refunded(this.cache, k, cell, rule.refund(cell.state, now, permits, at).state);
     });
   }
 
@@ -503,13 +530,16 @@ class IdentityBinding extends MemoryBinding {
       this.time.store(this.cache, k, cell, adjusted.state, now, adjusted.ttlMs);
     });
   }
-
 }
 
 /** A peek's decision: it took nothing, so the permit it probed with is still there. */
 function withPeekedPermit(d: Decision): Decision {
   if (!d.allowed) return d;
-  return { ...d, remaining: d.remaining + 1, ...(d.rules ? { rules: d.rules.map((r) => ({ ...r, remaining: r.remaining + 1 })) } : {}) };
+  return {
+    ...d,
+    remaining: d.remaining + 1,
+    ...(d.rules ? { rules: d.rules.map((r) => ({ ...r, remaining: r.remaining + 1 })) } : {}),
+  };
 }
 
 /** The longest life among adjusted states: a policy's states are kept together. */

@@ -22,9 +22,17 @@ function recorder(): ObservedDecision[] {
 describe('observeSluice', () => {
   it('sees every tryAcquire and acquire of every limiter, with its prefix, source and duration; never peeks', async () => {
     const clock = new ManualClock(0);
-    const before = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1_000 }), prefix: 'made-before', clock });
+    const before = createLimiter({
+      algorithm: fixedWindow({ limit: 2, windowMs: 1_000 }),
+      prefix: 'made-before',
+      clock,
+    });
     const seen = recorder();
-    const after = createLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1, name: 'tb' }), prefix: 'made-after', store: memoryStore({ clock }) });
+    const after = createLimiter({
+      algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1, name: 'tb' }),
+      prefix: 'made-after',
+      store: memoryStore({ clock }),
+    });
     await before.tryAcquire('k');
     await before.tryAcquire('k', { permits: 1 });
     await before.tryAcquire('k');
@@ -73,7 +81,9 @@ describe('observeSluice', () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) });
     expect((await limiter.tryAcquire('k')).allowed).toBe(true);
     expect((await limiter.tryAcquire('k')).allowed).toBe(false);
-    expect(warn.mock.calls.filter((c) => JSON.stringify(c).includes('SLUICE_CALLBACK_ERROR')).length).toBeGreaterThanOrEqual(1);
+    expect(
+      warn.mock.calls.filter((c) => JSON.stringify(c).includes('SLUICE_CALLBACK_ERROR')).length,
+    ).toBeGreaterThanOrEqual(1);
     warn.mockRestore();
   });
 

@@ -89,12 +89,20 @@ export function observed(): boolean {
  */
 export function observeSluice(observer: SluiceObserver): () => void {
   if (typeof observer !== 'object' || observer === null) {
-    throw new SluiceTypeError('observer', observer, `observeSluice takes an object with decision() and/or leased(), got ${describe(observer)}`);
+    throw new SluiceTypeError(
+      'observer',
+      observer,
+      `observeSluice takes an object with decision() and/or leased(), got ${describe(observer)}`,
+    );
   }
   for (const name of ['decision', 'leased'] as const) {
     const fn = (observer as Record<string, unknown>)[name];
     if (fn !== undefined && typeof fn !== 'function') {
-      throw new SluiceTypeError(`observer.${name}`, fn, `observeSluice: observer.${name} must be a function, got ${describe(fn)}`);
+      throw new SluiceTypeError(
+        `observer.${name}`,
+        fn,
+        `observeSluice: observer.${name} must be a function, got ${describe(fn)}`,
+      );
     }
   }
   if (!hub.observers.includes(observer)) hub.observers = [...hub.observers, observer];
@@ -136,9 +144,9 @@ export function reportLease(limiter: string, permits: number): void {
 /**
  * Lists `source` as the standing of limiter `limiter` until the returned function is called (its close) or
  * the source is garbage collected: a limiter never closed is not kept alive by being listed.
-  * @example
-  * const unlist = registerStatus(prefix, store) // store.degraded read by sluice.store.degraded
-  * // on close: unlist()
+ * @example
+ * const unlist = registerStatus(prefix, store) // store.degraded read by sluice.store.degraded
+ * // on close: unlist()
  */
 export function registerStatus(limiter: string, source: StatusSource): () => void {
   const registration: Registration = { limiter, source: new WeakRef(source) };

@@ -36,14 +36,19 @@ function withName(rule: Algorithm, name: string): Algorithm {
  */
 export function parsePlans(value: unknown): ParsedPlans {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new SluiceTypeError('plans', value, `plans must be an object of plan name to rules ({ free: [...], pro: [...] }), got ${describe(value)}`);
+    throw new SluiceTypeError(
+      'plans',
+      value,
+      `plans must be an object of plan name to rules ({ free: [...], pro: [...] }), got ${describe(value)}`,
+    );
   }
   const names = Object.keys(value);
   if (names.length === 0) throw new SluiceRangeError('plans', value, 'plans must name at least one plan, got {}');
   const rules = new Map<string, readonly Algorithm[]>();
   const byName = new Map<string, { plan: string; rule: Algorithm }>();
   for (const plan of names) {
-    if (!PLAN_NAME.test(plan)) throw new SluiceRangeError('plans', plan, `plan names must be 1-64 of [A-Za-z0-9_.-], got ${describe(plan)}`);
+    if (!PLAN_NAME.test(plan))
+      throw new SluiceRangeError('plans', plan, `plan names must be 1-64 of [A-Za-z0-9_.-], got ${describe(plan)}`);
     const option = `plans.${plan}`;
     const named = normalizeRules((value as Record<string, Rules>)[plan], option).map((rule) =>
       rule.planName === undefined ? rule : withName(rule, rule.planName),
@@ -51,7 +56,11 @@ export function parsePlans(value: unknown): ParsedPlans {
     const seen = new Set<string>();
     for (const rule of named) {
       if (seen.has(rule.name)) {
-        throw new SluiceRangeError(option, rule.name, `${option} has two rules named ${JSON.stringify(rule.name)} (unnamed rules in plans are named by kind and period); give them names`);
+        throw new SluiceRangeError(
+          option,
+          rule.name,
+          `${option} has two rules named ${JSON.stringify(rule.name)} (unnamed rules in plans are named by kind and period); give them names`,
+        );
       }
       seen.add(rule.name);
       const other = byName.get(rule.name);
@@ -73,6 +82,7 @@ export function parsePlans(value: unknown): ParsedPlans {
 export function knownPlan(plans: ParsedPlans, value: unknown): string {
   if (typeof value === 'string' && plans.rules.has(value)) return value;
   const known = plans.names.map((name) => JSON.stringify(name)).join(', ');
-  if (typeof value !== 'string') throw new SluiceTypeError('plan', value, `plan must be one of ${known}, got ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new SluiceTypeError('plan', value, `plan must be one of ${known}, got ${describe(value)}`);
   throw new SluiceRangeError('plan', value, `plan must be one of ${known}, got ${describe(value)}`);
 }

@@ -18,8 +18,8 @@ function isAlgorithm(value: unknown): value is Algorithm {
 /**
  * Checks a limiter's `algorithm` option and returns its rules as a list. Rules of one policy need
  * distinct names, because each keeps its own state under its name.
-  * @example
-  * const rules = normalizeRules(options.algorithm) // one rule or a policy, checked
+ * @example
+ * const rules = normalizeRules(options.algorithm) // one rule or a policy, checked
  */
 export function normalizeRules(value: unknown, option = 'algorithm'): readonly Algorithm[] {
   const list = Array.isArray(value) ? (value as unknown[]) : [value];
@@ -28,7 +28,11 @@ export function normalizeRules(value: unknown, option = 'algorithm'): readonly A
   return list.map((rule, i) => {
     if (!isAlgorithm(rule)) {
       const where = Array.isArray(value) ? `${option}[${i}]` : option;
-      throw new SluiceTypeError(where, rule, `${where} must be a rule such as tokenBucket({...}), got ${describe(rule)}`);
+      throw new SluiceTypeError(
+        where,
+        rule,
+        `${where} must be a rule such as tokenBucket({...}), got ${describe(rule)}`,
+      );
     }
     if (seen.has(rule.name)) {
       throw new SluiceRangeError(
@@ -89,10 +93,15 @@ export interface RuleVerdict {
  * reported numbers come from the tightest rule: when denied, the one whose retryAfterMs is longest (every
  * rule must allow at the retry time, so the caller waits for the slowest); when allowed, the one with the
  * fewest permits left.
-  * @example
-  * const decision = mergePolicy(rules, verdicts, permits) // allowed only if every rule allows
+ * @example
+ * const decision = mergePolicy(rules, verdicts, permits) // allowed only if every rule allows
  */
-export function mergePolicy(rules: readonly Algorithm[], verdicts: readonly RuleVerdict[], permits: number, peek = false): Decision {
+export function mergePolicy(
+  rules: readonly Algorithm[],
+  verdicts: readonly RuleVerdict[],
+  permits: number,
+  peek = false,
+): Decision {
   const allowed = verdicts.every((v) => v.allowed);
   const tookNothing = !allowed || peek;
   let tightest = 0;
@@ -103,7 +112,14 @@ export function mergePolicy(rules: readonly Algorithm[], verdicts: readonly Rule
     const remaining = tookNothing && v.allowed ? v.remaining + permits : v.remaining;
     if (!allowed) retryAfterMs = Math.max(retryAfterMs, v.retryAfterMs);
     resetAfterMs = Math.max(resetAfterMs, v.resetAfterMs);
-    return { name: rule.name, limit: rule.limit, windowMs: rule.windowMs, remaining, resetAfterMs: v.resetAfterMs, allowed: v.allowed };
+    return {
+      name: rule.name,
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      remaining,
+      resetAfterMs: v.resetAfterMs,
+      allowed: v.allowed,
+    };
   });
   for (let i = 1; i < verdicts.length; i++) {
     const tighter = allowed
@@ -112,15 +128,24 @@ export function mergePolicy(rules: readonly Algorithm[], verdicts: readonly Rule
     if (tighter) tightest = i;
   }
   const top = statuses[tightest] as RuleStatus;
-  return { allowed, limit: top.limit, remaining: top.remaining, retryAfterMs, resetAfterMs, waitMs: 0, rule: top.name, rules: statuses };
+  return {
+    allowed,
+    limit: top.limit,
+    remaining: top.remaining,
+    retryAfterMs,
+    resetAfterMs,
+    waitMs: 0,
+    rule: top.name,
+    rules: statuses,
+  };
 }
 
 /**
  * Decides a request against every rule at once: allowed only if every rule allows, and a denial consumes
  * from no rule. Policies do not reserve (a wait granted by one rule would let another's later grants bunch
  * up), so waiting callers retry instead. The reported numbers come from the tightest rule (mergePolicy).
-  * @example
-  * const { decision, states } = decidePolicy(rules, states, now, permits, maxWaitMs)
+ * @example
+ * const { decision, states } = decidePolicy(rules, states, now, permits, maxWaitMs)
  */
 export function decidePolicy(
   rules: readonly Algorithm[],

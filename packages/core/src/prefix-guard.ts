@@ -18,10 +18,10 @@ function describeRules(rules: readonly Algorithm[]): string {
  * Refuses a second limiter on the same prefix of one store with different rules: they would read each
  * other's state as their own (a fixed window's count as a token bucket's tokens). Limiters with the same
  * rules may share a prefix; that is how several instances of one limiter share their keys.
-  * @example
-  * const guard = new PrefixGuard()
-  * const release = guard.claim(ruleSet.prefix, ruleSet.rules) // throws for other rules on a claimed prefix
-  * // on unbind: release()
+ * @example
+ * const guard = new PrefixGuard()
+ * const release = guard.claim(ruleSet.prefix, ruleSet.rules) // throws for other rules on a claimed prefix
+ * // on unbind: release()
  */
 export class PrefixGuard {
   /** Per prefix: the rules that hold it and how many bindings do. */

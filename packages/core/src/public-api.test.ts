@@ -17,7 +17,9 @@ import {
 describe('public API types', () => {
   it('factories return typed algorithms and limiters', () => {
     expectTypeOf(tokenBucket({ capacity: 1, refillPerSecond: 1 })).toEqualTypeOf<Algorithm<TokenBucketState>>();
-    const limiter = createLimiter({ algorithm: [fixedWindow({ limit: 1, windowMs: 1 }), tokenBucket({ capacity: 1, refillPerSecond: 1 })] });
+    const limiter = createLimiter({
+      algorithm: [fixedWindow({ limit: 1, windowMs: 1 }), tokenBucket({ capacity: 1, refillPerSecond: 1 })],
+    });
     expectTypeOf(limiter).toEqualTypeOf<Limiter>();
     expectTypeOf(limiter.tryAcquire).returns.toEqualTypeOf<Promise<Decision>>();
     expectTypeOf(limiter.acquire).returns.toEqualTypeOf<Promise<number>>();
@@ -32,8 +34,9 @@ describe('public API types', () => {
     expectTypeOf(() => tokenBucket({ refillPerSecond: 1 })).toBeFunction();
     // @ts-expect-error prefix is a string
     expectTypeOf(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), prefix: 1 })).toBeFunction();
+    const keyed = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }) });
     // @ts-expect-error keys are strings
-    expectTypeOf(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }) }).tryAcquire(42)).toBeFunction();
+    expectTypeOf(() => keyed.tryAcquire(42)).toBeFunction();
     expectTypeOf<Decision['allowed']>().toEqualTypeOf<boolean>();
   });
 });

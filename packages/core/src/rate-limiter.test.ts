@@ -62,7 +62,9 @@ describe('RateLimiter (Guava conformance)', () => {
       expect(() => RateLimiter.create(rate, { clock })).toThrow(SluiceRangeError);
     }
     expect(() => RateLimiter.create('5' as unknown as number)).toThrow(SluiceTypeError);
-    expect(() => RateLimiter.create(NaN)).toThrow(/permitsPerSecond must be a number > 0 \(Infinity allowed\), got NaN/);
+    expect(() => RateLimiter.create(NaN)).toThrow(
+      /permitsPerSecond must be a number > 0 \(Infinity allowed\), got NaN/,
+    );
     const limiter = RateLimiter.create(1, { clock });
     for (const permits of [0, -1, 1.5, NaN, Infinity]) {
       await expect(limiter.acquire(permits)).rejects.toThrow(SluiceRangeError);
@@ -305,7 +307,7 @@ describe('RateLimiter (Guava conformance)', () => {
         for (const qps of [4, 2, 1, 0.5, 0.1]) {
           const t = new Timeline();
           const warmupPermits = 10;
-          const warmupMs = Math.trunc(((1 + coldFactor) * warmupPermits) / (2 * qps) * 1000);
+          const warmupMs = Math.trunc((((1 + coldFactor) * warmupPermits) / (2 * qps)) * 1000);
           const limiter = RateLimiter.create(qps, { clock: t.clock, warmupMs, coldFactor });
           let left = warmupPermits;
           while (left > 0) {

@@ -7,7 +7,15 @@ import {
 } from './algorithms/smooth-rate.js';
 import { type Clock, systemClock, timerSleep } from './clock.js';
 import { SluiceError, SluiceRangeError } from './errors.js';
-import { describe, nonNegativeFinite, optionalClock, optionsObject, positiveFinite, positiveInteger, positiveOrInfinite } from './validate.js';
+import {
+  describe,
+  nonNegativeFinite,
+  optionalClock,
+  optionsObject,
+  positiveFinite,
+  positiveInteger,
+  positiveOrInfinite,
+} from './validate.js';
 
 /** Options of `RateLimiter.create`: burst, warm-up and clock. */
 export interface RateLimiterOptions {
@@ -68,14 +76,22 @@ export class RateLimiter {
       options.initialPermits === undefined ? 0 : nonNegativeFinite('initialPermits', options.initialPermits);
     if (options.warmupMs !== undefined) {
       const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);
-      if (coldFactor < 1) throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
+      if (coldFactor < 1)
+        throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
       this.#warmup = { warmupMs: positiveFinite('warmupMs', options.warmupMs), coldFactor };
     } else if (options.coldFactor !== undefined) {
       throw new SluiceRangeError('coldFactor', options.coldFactor, 'coldFactor applies only with warmupMs');
     }
     this.#origin = this.#clock.now();
     this.#nextFreeMs = 0;
-    this.#shape = { stableIntervalMs: 0, maxPermits: 0, coolDownIntervalMs: 0, thresholdPermits: 0, slope: 0, warmingUp: false };
+    this.#shape = {
+      stableIntervalMs: 0,
+      maxPermits: 0,
+      coolDownIntervalMs: 0,
+      thresholdPermits: 0,
+      slope: 0,
+      warmingUp: false,
+    };
     this.setRate(permitsPerSecond);
     if (this.#initialPermits > this.#shape.maxPermits) {
       throw new SluiceRangeError(

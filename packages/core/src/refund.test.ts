@@ -78,7 +78,10 @@ describe('refund and penalize on the memory store', () => {
             await limiter.refund('k', grant.permits, { grantedMsAgo: now - grant.at });
             const given = (await limiter.peek('k')).remaining - before;
             if (given > 0) expect(windowOf(now) - windowOf(grant.at)).toBeLessThanOrEqual(reach);
-            net.set(windowOf(grant.at), (net.get(windowOf(grant.at)) ?? 0) - Math.max(0, Math.min(given, grant.permits)));
+            net.set(
+              windowOf(grant.at),
+              (net.get(windowOf(grant.at)) ?? 0) - Math.max(0, Math.min(given, grant.permits)),
+            );
           }
         },
       ),
@@ -88,21 +91,26 @@ describe('refund and penalize on the memory store', () => {
 
   it('a penalty past the limit denies until it drains, and the retry time it gives is honest (property)', async () => {
     await fc.assert(
-      fc.asyncProperty(ruleMakerArb(), fc.integer({ min: 1, max: 30 }), controlStepsArb(), async (make, penalty, steps) => {
-        const clock = new ManualClock(3_000_000);
-        const limiter = createLimiter({ algorithm: make({}), store: memoryStore({ clock }), retryJitterMs: 0 });
-        for (const step of steps) {
-          clock.advance(step.advanceMs);
-          if (step.op === 'consume') await limiter.tryAcquire(step.key, { permits: 1 });
-          else if (step.op === 'penalize') await limiter.penalize(step.key, step.permits);
-        }
-        await limiter.penalize('k', penalty);
-        const d = await limiter.tryAcquire('k');
-        if (d.allowed) return;
-        expect(Number.isFinite(d.retryAfterMs)).toBe(true);
-        clock.advance(Math.ceil(d.retryAfterMs));
-        expect((await limiter.tryAcquire('k')).allowed).toBe(true);
-      }),
+      fc.asyncProperty(
+        ruleMakerArb(),
+        fc.integer({ min: 1, max: 30 }),
+        controlStepsArb(),
+        async (make, penalty, steps) => {
+          const clock = new ManualClock(3_000_000);
+          const limiter = createLimiter({ algorithm: make({}), store: memoryStore({ clock }), retryJitterMs: 0 });
+          for (const step of steps) {
+            clock.advance(step.advanceMs);
+            if (step.op === 'consume') await limiter.tryAcquire(step.key, { permits: 1 });
+            else if (step.op === 'penalize') await limiter.penalize(step.key, step.permits);
+          }
+          await limiter.penalize('k', penalty);
+          const d = await limiter.tryAcquire('k');
+          if (d.allowed) return;
+          expect(Number.isFinite(d.retryAfterMs)).toBe(true);
+          clock.advance(Math.ceil(d.retryAfterMs));
+          expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+        },
+      ),
       { numRuns: 200 },
     );
   });
@@ -136,7 +144,10 @@ describe('refund and penalize on the memory store', () => {
   it('shared rules keep what they took on a refund, and pay a penalty', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: [fixedWindow({ limit: 5, windowMs: 60_000, name: 'user' }), fixedWindow({ limit: 100, windowMs: 60_000, name: 'all', key: 'all' })],
+      algorithm: [
+        fixedWindow({ limit: 5, windowMs: 60_000, name: 'user' }),
+        fixedWindow({ limit: 100, windowMs: 60_000, name: 'all', key: 'all' }),
+      ],
       clock,
     });
     await limiter.tryAcquire('u1', { permits: 3 });
@@ -180,9 +191,21 @@ describe('refund and penalize on the memory store', () => {
 
   it('a store without the controls refuses them with UNSUPPORTED', async () => {
     const inner = memoryStore().bind({ rules: [fixedWindow({ limit: 1, windowMs: 1_000 })], prefix: 'p' });
-    const store = { bind: () => ({ consume: inner.consume.bind(inner), peek: inner.peek.bind(inner), reset: inner.reset.bind(inner) }), close: async () => {} };
+    const store = {
+      bind: () => ({
+        consume: inner.consume.bind(inner),
+        peek: inner.peek.bind(inner),
+        reset: inner.reset.bind(inner),
+      }),
+      close: async () => {},
+    };
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), store });
-    for (const call of [() => limiter.refund('k', 1), () => limiter.penalize('k', 1), () => limiter.block('k', 1), () => limiter.unblock('k')]) {
+    for (const call of [
+      () => limiter.refund('k', 1),
+      () => limiter.penalize('k', 1),
+      () => limiter.block('k', 1),
+      () => limiter.unblock('k'),
+    ]) {
       await expect(call()).rejects.toMatchObject({ code: 'UNSUPPORTED' });
     }
   });

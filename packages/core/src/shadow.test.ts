@@ -15,9 +15,19 @@ const rulesArb = fc.constantFrom<() => Rules>(
   () => tokenBucket({ capacity: 4, refillPerSecond: 2 }),
   () => slidingWindowLog({ limit: 2, windowMs: 500 }),
   () => smoothBursty({ permitsPerSecond: 5 }),
-  () => [fixedWindow({ limit: 5, windowMs: 1_000, name: 'a' }), tokenBucket({ capacity: 2, refillPerSecond: 1, name: 'b' })],
+  () => [
+    fixedWindow({ limit: 5, windowMs: 1_000, name: 'a' }),
+    tokenBucket({ capacity: 2, refillPerSecond: 1, name: 'b' }),
+  ],
 );
-const stepsArb = fc.array(fc.record({ advanceMs: fc.integer({ min: 0, max: 400 }), key: fc.constantFrom('a', 'b'), permits: fc.integer({ min: 1, max: 3 }) }), { maxLength: 40 });
+const stepsArb = fc.array(
+  fc.record({
+    advanceMs: fc.integer({ min: 0, max: 400 }),
+    key: fc.constantFrom('a', 'b'),
+    permits: fc.integer({ min: 1, max: 3 }),
+  }),
+  { maxLength: 40 },
+);
 
 describe('shadow mode', () => {
   it('never denies, marks exactly what enforcement denies, and consumes exactly what enforcement consumes (property, ManualClock)', async () => {
@@ -33,7 +43,10 @@ describe('shadow mode', () => {
           expect(dry.allowed).toBe(true);
           expect(dry.shadowed === true).toBe(!enforced.allowed);
           // Same numbers as enforcement (a shadowed request is the denial, let through).
-          expect({ ...dry, allowed: enforced.allowed, shadowed: undefined }).toEqual({ ...enforced, shadowed: undefined });
+          expect({ ...dry, allowed: enforced.allowed, shadowed: undefined }).toEqual({
+            ...enforced,
+            shadowed: undefined,
+          });
           expect(await shadow.peek(step.key)).toEqual(await enforcing.peek(step.key));
         }
       }),
@@ -51,6 +64,8 @@ describe('shadow mode', () => {
   });
 
   it('shadow must be a boolean', () => {
-    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), shadow: 'yes' as never })).toThrow(SluiceTypeError);
+    expect(() =>
+      createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), shadow: 'yes' as never }),
+    ).toThrow(SluiceTypeError);
   });
 });

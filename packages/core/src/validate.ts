@@ -34,7 +34,8 @@ function requireNumber(name: string, value: unknown, expected: string): number {
 export function positiveFinite(name: string, value: unknown): number {
   const expected = 'a finite number > 0';
   const n = requireNumber(name, value, expected);
-  if (!(n > 0) || n === Infinity) throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  if (!(n > 0) || n === Infinity)
+    throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
   return n;
 }
 
@@ -67,7 +68,11 @@ export function representablePeriod(name: string, value: number, periodMs: numbe
 export function timerDuration(name: string, value: unknown): number {
   const ms = positiveFinite(name, value);
   if (ms > 2 ** 31 - 1) {
-    throw new SluiceRangeError(name, value, `${name} must be at most ${2 ** 31 - 1} ms (what a timer can wait), got ${describe(value)}`);
+    throw new SluiceRangeError(
+      name,
+      value,
+      `${name} must be at most ${2 ** 31 - 1} ms (what a timer can wait), got ${describe(value)}`,
+    );
   }
   return ms;
 }
@@ -84,7 +89,8 @@ export function positiveOrInfinite(name: string, value: unknown): number {
 export function nonNegativeFinite(name: string, value: unknown): number {
   const expected = 'a finite number >= 0';
   const n = requireNumber(name, value, expected);
-  if (!(n >= 0) || n === Infinity) throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  if (!(n >= 0) || n === Infinity)
+    throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
   return n;
 }
 
@@ -141,8 +147,10 @@ const PREFIX = /^[A-Za-z0-9_.\-:/]{1,100}$/;
  */
 export function prefixOption(value: unknown): string {
   if (value === undefined) return 'sluice';
-  if (typeof value !== 'string') throw new SluiceTypeError('prefix', value, `prefix must be a string, got ${describe(value)}`);
-  if (!PREFIX.test(value)) throw new SluiceRangeError('prefix', value, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new SluiceTypeError('prefix', value, `prefix must be a string, got ${describe(value)}`);
+  if (!PREFIX.test(value))
+    throw new SluiceRangeError('prefix', value, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(value)}`);
   return value;
 }
 
@@ -173,7 +181,11 @@ export function optionalClock(name: string, value: unknown): Clock | undefined {
   if (value === undefined) return undefined;
   const now = (value as { now?: unknown } | null)?.now;
   if (typeof value !== 'object' || value === null || typeof now !== 'function') {
-    throw new SluiceTypeError(name, value, `${name} must be a Clock ({ now(): number }, e.g. systemClock or a ManualClock), got ${describe(value)}`);
+    throw new SluiceTypeError(
+      name,
+      value,
+      `${name} must be a Clock ({ now(): number }, e.g. systemClock or a ManualClock), got ${describe(value)}`,
+    );
   }
   const sleep = (value as { sleep?: unknown }).sleep;
   if (sleep !== undefined && typeof sleep !== 'function') {

@@ -32,7 +32,9 @@ describe('coded warnings', () => {
     warnOnce('SLUICE_CALLBACK_ERROR', 'a callback threw.');
     expect(codes()).toEqual(['SLUICE_CALLBACK_ERROR']);
     expect(() => silenceWarnings('SLUICE_NOPE' as never)).toThrow(SluiceRangeError);
-    expect(() => silenceWarnings('SLUICE_NOPE' as never)).toThrow(/"SLUICE_NOPE" is not a sluice warning code; known codes: SLUICE_CALLBACK_ERROR/);
+    expect(() => silenceWarnings('SLUICE_NOPE' as never)).toThrow(
+      /"SLUICE_NOPE" is not a sluice warning code; known codes: SLUICE_CALLBACK_ERROR/,
+    );
     expect(() => silenceWarnings(42 as never)).toThrow(SluiceTypeError);
     silenceWarnings();
     warnOnce('SLUICE_STORE_MISCONFIGURED', 'no EVALSHA.');
@@ -49,7 +51,10 @@ describe('SLUICE_SILENCE_WARNINGS', () => {
       warnOnce('SLUICE_CROSS_SLOT', 'x.'); warnOnce('SLUICE_OFFLINE_QUEUE', 'y.');
       await new Promise((r) => setImmediate(r));`;
     const run = (value: string) =>
-      spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], { env: { ...process.env, SLUICE_SILENCE_WARNINGS: value }, encoding: 'utf8' });
+      spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', program], {
+        env: { ...process.env, SLUICE_SILENCE_WARNINGS: value },
+        encoding: 'utf8',
+      });
     expect(run('SLUICE_CROSS_SLOT').stdout.trim().split('\n')).toEqual(['SLUICE_OFFLINE_QUEUE']);
     expect(run('all').stdout.trim()).toBe('');
     expect(run('').stdout.trim().split('\n')).toEqual(['SLUICE_CROSS_SLOT', 'SLUICE_OFFLINE_QUEUE']);

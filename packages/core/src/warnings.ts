@@ -12,13 +12,15 @@ export const WARNINGS = {
   /** Post-response accounting (skipSuccessfulRequests, costAfterResponse) could not refund or penalize. */
   SLUICE_ACCOUNTING_FAILED: 'Pass onAccountingError to the middleware to see each failure.',
   /** A store's start-up check found it cannot work with this Redis (a missing permission, a client of the wrong mode). */
-  SLUICE_STORE_MISCONFIGURED: "Give the Redis user the commands named (the README's ACL line) or pass a client of the server's mode; await store.ready() at start-up to fail fast.",
+  SLUICE_STORE_MISCONFIGURED:
+    "Give the Redis user the commands named (the README's ACL line) or pass a client of the server's mode; await store.ready() at start-up to fail fast.",
   /** An ioredis client queues commands while disconnected and retries them forever. */
   SLUICE_OFFLINE_QUEUE: 'Set maxRetriesPerRequest or commandTimeout on the client, or enableOfflineQueue: false.',
   /** On a Cluster, a policy counts rules against other keys, which live in other slots. */
   SLUICE_CROSS_SLOT: "Keep a policy's rules on the request's own key to decide it in one call.",
   /** instrumentSluice() found no MeterProvider registered globally: its instruments record nothing. */
-  SLUICE_OTEL_NO_PROVIDER: 'Register the OpenTelemetry SDK before calling instrumentSluice(), or pass it a meterProvider.',
+  SLUICE_OTEL_NO_PROVIDER:
+    'Register the OpenTelemetry SDK before calling instrumentSluice(), or pass it a meterProvider.',
 } as const;
 
 /** The code of a sluice warning (a key of WARNINGS). */
@@ -32,12 +34,21 @@ interface WarningState {
 
 // Per process, on globalThis: ESM and CommonJS copies of sluice say each warning once between them.
 const STATE_KEY = Symbol.for('sluice.warnings.v1');
-const host = globalThis as { [STATE_KEY]?: WarningState; process?: { env?: Record<string, string | undefined>; emitWarning?: (message: string, options: { type: string; code: string }) => void } };
+const host = globalThis as {
+  [STATE_KEY]?: WarningState;
+  process?: {
+    env?: Record<string, string | undefined>;
+    emitWarning?: (message: string, options: { type: string; code: string }) => void;
+  };
+};
 const state: WarningState = (host[STATE_KEY] ??= fromEnvironment());
 
 /** SLUICE_SILENCE_WARNINGS: a comma-separated list of codes, or `all`. */
 function fromEnvironment(): WarningState {
-  const listed = (host.process?.env?.['SLUICE_SILENCE_WARNINGS'] ?? '').split(',').map((code) => code.trim()).filter((code) => code !== '');
+  const listed = (host.process?.env?.SLUICE_SILENCE_WARNINGS ?? '')
+    .split(',')
+    .map((code) => code.trim())
+    .filter((code) => code !== '');
   return { shown: new Set(), silenced: new Set(listed), silenceAll: listed.includes('all') };
 }
 
@@ -48,15 +59,16 @@ function isCode(value: unknown): value is SluiceWarningCode {
 /**
  * Says `message` with the code's advice, unless the code was said before in this process or silenced.
  * Never throws (a warning must not break the code that gives it).
-  * @example
-  * warnOnce('SLUICE_CROSS_SLOT', `limiter ${JSON.stringify(prefix)} spans slots.`)
+ * @example
+ * warnOnce('SLUICE_CROSS_SLOT', `limiter ${JSON.stringify(prefix)} spans slots.`)
  */
 export function warnOnce(code: SluiceWarningCode, message: string): void {
   if (state.silenceAll || state.silenced.has(code) || state.shown.has(code)) return;
   state.shown.add(code);
   const text = `${message} ${WARNINGS[code]} (Shown once; silence it with silenceWarnings('${code}') or SLUICE_SILENCE_WARNINGS=${code}.)`;
   try {
-    if (typeof host.process?.emitWarning === 'function') host.process.emitWarning(text, { type: 'SluiceWarning', code });
+    if (typeof host.process?.emitWarning === 'function')
+      host.process.emitWarning(text, { type: 'SluiceWarning', code });
     else console.warn(`SluiceWarning [${code}]: ${text}`);
   } catch {
     // A host that throws on warnings (node --throw-deprecation does not, but a patched emitWarning may).
@@ -73,8 +85,18 @@ export function warnOnce(code: SluiceWarningCode, message: string): void {
  */
 export function silenceWarnings(...codes: SluiceWarningCode[]): void {
   for (const code of codes) {
-    if (typeof code !== 'string') throw new SluiceTypeError('code', code, `silenceWarnings takes warning codes such as 'SLUICE_CROSS_SLOT', got ${describe(code)}`);
-    if (!isCode(code)) throw new SluiceRangeError('code', code, `silenceWarnings: ${JSON.stringify(code)} is not a sluice warning code; known codes: ${Object.keys(WARNINGS).join(', ')}`);
+    if (typeof code !== 'string')
+      throw new SluiceTypeError(
+        'code',
+        code,
+        `silenceWarnings takes warning codes such as 'SLUICE_CROSS_SLOT', got ${describe(code)}`,
+      );
+    if (!isCode(code))
+      throw new SluiceRangeError(
+        'code',
+        code,
+        `silenceWarnings: ${JSON.stringify(code)} is not a sluice warning code; known codes: ${Object.keys(WARNINGS).join(', ')}`,
+      );
   }
   if (codes.length === 0) state.silenceAll = true;
   for (const code of codes) state.silenced.add(code);

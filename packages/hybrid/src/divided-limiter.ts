@@ -3,7 +3,13 @@ import { describeValue, optionsObject } from '@sluice/core/store-kit';
 import type { RedisClient } from '@sluice/redis';
 import { type DividedEvents, DividedStore } from './divided-store.js';
 import { HybridLimiter } from './hybrid-limiter.js';
-import { clockOption, nodeIdOption, optionalPositive, optionalPositiveInteger, optionalTimerDuration, redisClient } from './hybrid-options.js';
+import {
+  clockOption,
+  nodeIdOption,
+  optionalPositiveInteger,
+  optionalTimerDuration,
+  redisClient,
+} from './hybrid-options.js';
 import type { ShareMode } from './shares.js';
 import { supportedRule } from './supported-rule.js';
 
@@ -63,5 +69,10 @@ export function dividedLimiter(options: DividedLimiterOptions): DividedLimiter {
     maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 100_000),
     nodeId: nodeIdOption(options.nodeId),
   };
-  return new HybridLimiter<DividedEvents>('dividedLimiter', (events) => new DividedStore({ ...settings, events }), rule, { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow });
+  return new HybridLimiter<DividedEvents>(
+    'dividedLimiter',
+    (events) => new DividedStore({ ...settings, events }),
+    rule,
+    { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow },
+  );
 }

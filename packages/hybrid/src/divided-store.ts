@@ -1,4 +1,12 @@
-import { type Algorithm, type BoundStore, type Clock, type Decision, type RuleSet, type Store, systemClock } from '@sluice/core';
+import {
+  type Algorithm,
+  type BoundStore,
+  type Clock,
+  type Decision,
+  type RuleSet,
+  type Store,
+  systemClock,
+} from '@sluice/core';
 import { emitSafely, keyCache, registerStatus, ruleDecision, scaledRule } from '@sluice/core/store-kit';
 import { type RedisConnection, StartupChecks, stateKey } from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
@@ -59,7 +67,9 @@ export class DividedStore implements Store {
     this.#o = options;
     this.clock = options.clock ?? systemClock;
     // A heartbeat's own deadline is its interval; a start-up check may take longer (StartupChecks' minimum).
-    this.#checks = new StartupChecks(options.redis, options.heartbeatMs, (error) => emitSafely(options.events, 'store-error', error));
+    this.#checks = new StartupChecks(options.redis, options.heartbeatMs, (error) =>
+      emitSafely(options.events, 'store-error', error),
+    );
     this.#unwatch = options.redis.watch(
       () => {},
       () => {},
@@ -159,7 +169,9 @@ class DividedBinding implements BoundStore {
     const entry = touch ? this.#entries.get(key) : this.#entries.peek(key);
     if (entry === undefined) return undefined;
     // Carried over to the current share: scaled by the ratio of the shares, never refilled.
-    return entry.fraction === this.#fraction ? entry.state : this.#rule.rescale(entry.state, this.#fraction / entry.fraction);
+    return entry.fraction === this.#fraction
+      ? entry.state
+      : this.#rule.rescale(entry.state, this.#fraction / entry.fraction);
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {

@@ -27,11 +27,14 @@ export interface HybridStore extends Store {
 /**
  * A Limiter over a hybrid store it owns, with the store's events. Decisions, waiting, validation and
  * errors are createLimiter's, so every mode behaves the same to callers.
-  * @example
-  * const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis }) // a HybridLimiter
-  * limiter.on('store-error', (e) => log.warn(e))
+ * @example
+ * const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis }) // a HybridLimiter
+ * limiter.on('store-error', (e) => log.warn(e))
  */
-export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends EventEmitter<Events> implements Limiter {
+export class HybridLimiter<Events extends EventEmitter.ValidEventTypes>
+  extends EventEmitter<Events>
+  implements Limiter
+{
   readonly #limiter: Limiter;
   readonly #store: HybridStore;
   readonly #mode: HybridMode;
@@ -106,12 +109,18 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes> extends 
 
   /** Refused: a ban must hold on every node at every decision, which this mode decides without Redis. */
   async block(key: string, _ms: number): Promise<void> {
-    throw new SluiceError('UNSUPPORTED', `${this.#mode} cannot honour block(${JSON.stringify(key)}): a ban must hold fleet-wide at every decision, and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`);
+    throw new SluiceError(
+      'UNSUPPORTED',
+      `${this.#mode} cannot honour block(${JSON.stringify(key)}): a ban must hold fleet-wide at every decision, and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`,
+    );
   }
 
   /** Refused, as block() is. */
   async unblock(key: string): Promise<void> {
-    throw new SluiceError('UNSUPPORTED', `${this.#mode} cannot honour unblock(${JSON.stringify(key)}): it keeps no bans (see block())`);
+    throw new SluiceError(
+      'UNSUPPORTED',
+      `${this.#mode} cannot honour unblock(${JSON.stringify(key)}): it keeps no bans (see block())`,
+    );
   }
 
   /**

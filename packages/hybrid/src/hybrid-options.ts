@@ -10,7 +10,6 @@ export function redisClient(value: unknown): RedisConnection {
   return toConnection(value);
 }
 
-
 export function nodeIdOption(value: unknown): string {
   if (value === undefined) return randomUUID();
   if (typeof value !== 'string' || !NODE_ID.test(value)) {

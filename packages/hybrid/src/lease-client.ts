@@ -43,15 +43,19 @@ export async function requestLease(
   capDivisor: number,
 ): Promise<LeaseReply> {
   const script = leaseScript(shape.rule.kind);
-  const answer = await redis.runScript(script, [stateKey, lesseesKey], [
-    ...shape.args,
-    String(want),
-    nodeId,
-    String(liveMs),
-    nowMs === undefined ? '' : String(nowMs),
-    String(shape.rule.burst),
-    String(capDivisor),
-  ]);
+  const answer = await redis.runScript(
+    script,
+    [stateKey, lesseesKey],
+    [
+      ...shape.args,
+      String(want),
+      nodeId,
+      String(liveMs),
+      nowMs === undefined ? '' : String(nowMs),
+      String(shape.rule.burst),
+      String(capDivisor),
+    ],
+  );
   const reply = bufferReply(answer, script.name);
   const decidedAtMs = reply.readDoubleLE(16);
   const window = shape.windowMs;
@@ -78,10 +82,24 @@ export async function returnLease(
   leasedAtMs: number,
   nowMs: number | undefined,
 ): Promise<void> {
-  await redis.runScript(adjustScript([shape.rule.kind]), [stateKey], adjustArgs(shape.args, 'refund', permits, { atMs: leasedAtMs }, nowMs));
+  await redis.runScript(
+    adjustScript([shape.rule.kind]),
+    [stateKey],
+    adjustArgs(shape.args, 'refund', permits, { atMs: leasedAtMs }, nowMs),
+  );
 }
 
 /** Takes `permits` from the rule's central state past its limit (adjust.lua): a penalty this node's lease could not cover. */
-export async function penalizeCentrally(redis: RedisConnection, stateKey: string, shape: LeaseShape, permits: number, nowMs: number | undefined): Promise<void> {
-  await redis.runScript(adjustScript([shape.rule.kind]), [stateKey], adjustArgs(shape.args, 'penalize', permits, undefined, nowMs));
+export async function penalizeCentrally(
+  redis: RedisConnection,
+  stateKey: string,
+  shape: LeaseShape,
+  permits: number,
+  nowMs: number | undefined,
+): Promise<void> {
+  await redis.runScript(
+    adjustScript([shape.rule.kind]),
+    [stateKey],
+    adjustArgs(shape.args, 'penalize', permits, undefined, nowMs),
+  );
 }

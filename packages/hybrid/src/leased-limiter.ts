@@ -1,6 +1,6 @@
 import { type Clock, type Rules, SluiceRangeError } from '@sluice/core';
 import { describeValue, optionsObject } from '@sluice/core/store-kit';
-import { type FailMode, type RedisClient } from '@sluice/redis';
+import type { FailMode, RedisClient } from '@sluice/redis';
 import { failModeOption } from '@sluice/redis/store-kit';
 import { HybridLimiter } from './hybrid-limiter.js';
 import {
@@ -77,7 +77,11 @@ export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
   const rule = supportedRule('leasedLimiter', options);
   const lowWater = options.lowWater === undefined ? 0.5 : options.lowWater;
   if (typeof lowWater !== 'number' || !(lowWater >= 0 && lowWater <= 1)) {
-    throw new SluiceRangeError('lowWater', lowWater, `lowWater must be a number in 0..1, got ${describeValue(lowWater)}`);
+    throw new SluiceRangeError(
+      'lowWater',
+      lowWater,
+      `lowWater must be a number in 0..1, got ${describeValue(lowWater)}`,
+    );
   }
   const settings = {
     redis: redisClient(options.redis),
@@ -91,5 +95,9 @@ export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
     maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 10_000),
     nodeId: nodeIdOption(options.nodeId),
   };
-  return new HybridLimiter<LeasedEvents>('leasedLimiter', (events) => new LeasedStore({ ...settings, events }), rule, { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow });
+  return new HybridLimiter<LeasedEvents>('leasedLimiter', (events) => new LeasedStore({ ...settings, events }), rule, {
+    prefix: options.prefix,
+    maxKeyLength: options.maxKeyLength,
+    shadow: options.shadow,
+  });
 }

@@ -1,8 +1,27 @@
-import { type Algorithm, type BoundStore, type Clock, type Decision, MemoryStore, type RuleSet, SluiceError, type Store, systemClock } from '@sluice/core';
+import {
+  type Algorithm,
+  type BoundStore,
+  type Clock,
+  type Decision,
+  MemoryStore,
+  type RuleSet,
+  SluiceError,
+  type Store,
+  systemClock,
+} from '@sluice/core';
 import { type DecisionNote, emitSafely, keyCache, reportLease, scaledRule } from '@sluice/core/store-kit';
 import type { FailMode } from '@sluice/redis';
 import type { RedisConnection } from '@sluice/redis/store-kit';
-import { DeadlineError, RedisHealth, StartupChecks, adjustScript, failModeDecision, isKeyScopedError, stateKey, withDeadline } from '@sluice/redis/store-kit';
+import {
+  DeadlineError,
+  RedisHealth,
+  StartupChecks,
+  adjustScript,
+  failModeDecision,
+  isKeyScopedError,
+  stateKey,
+  withDeadline,
+} from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
@@ -91,9 +110,12 @@ export class LeasedStore implements Store {
       connection: options.redis,
       timeoutMs: options.timeoutMs,
       probe: () => options.redis.exists(this.#probeKey),
-      onChange: (healthy, error) => (healthy ? emitSafely(events, 'store-recovered') : emitSafely(events, 'store-error', error)),
+      onChange: (healthy, error) =>
+        healthy ? emitSafely(events, 'store-recovered') : emitSafely(events, 'store-error', error),
     });
-    this.#checks = new StartupChecks(options.redis, options.timeoutMs, (error) => emitSafely(events, 'store-error', error));
+    this.#checks = new StartupChecks(options.redis, options.timeoutMs, (error) =>
+      emitSafely(events, 'store-error', error),
+    );
   }
 
   /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */
@@ -189,7 +211,16 @@ class LeasedBinding implements BoundStore {
     const now = this.#clock.now();
     let lease = this.#leases.get(key);
     if (lease === undefined) {
-      lease = { available: 0, spent: 0, expiresAt: Number.POSITIVE_INFINITY, windowStart: 0, leasedAt: 0, emptyUntil: Number.NEGATIVE_INFINITY, pending: undefined, meter: new DemandMeter(Math.max(this.#o.targetMs, 10), now) };
+      lease = {
+        available: 0,
+        spent: 0,
+        expiresAt: Number.POSITIVE_INFINITY,
+        windowStart: 0,
+        leasedAt: 0,
+        emptyUntil: Number.NEGATIVE_INFINITY,
+        pending: undefined,
+        meter: new DemandMeter(Math.max(this.#o.targetMs, 10), now),
+      };
       this.#leases.set(key, lease);
     }
     lease.meter.add(permits, now);
@@ -207,8 +238,14 @@ class LeasedBinding implements BoundStore {
     return this.#leaseThenDecide(key, lease, permits, note);
   }
 
-  async #leaseThenDecide(key: string, lease: KeyLease, permits: number, note: DecisionNote | undefined): Promise<Decision> {
-    if (lease.pending === undefined) this.#startLease(key, lease, Math.max(this.#batch(lease, this.#clock.now()), permits));
+  async #leaseThenDecide(
+    key: string,
+    lease: KeyLease,
+    permits: number,
+    note: DecisionNote | undefined,
+  ): Promise<Decision> {
+    if (lease.pending === undefined)
+      this.#startLease(key, lease, Math.max(this.#batch(lease, this.#clock.now()), permits));
     try {
       // The lease goes on past the deadline: a late answer is still credited by #startLease.
       await withDeadline(lease.pending as Promise<void>, this.#o.timeoutMs, 'a lease');
@@ -231,7 +268,17 @@ class LeasedBinding implements BoundStore {
   #startLease(key: string, lease: KeyLease, want: number, prefetch = false): void {
     const sentAt = this.#clock.now();
     const ask = Math.min(Math.max(want - lease.available, 1), this.#burst);
-    const call = requestLease(this.#o.redis, this.#stateKey(key), this.#lesseesKey(key), this.#shape, ask, this.#o.nodeId, this.#o.liveMs, this.#o.clock?.now(), this.#o.maxBatch === undefined ? HOARDING_DIVISOR : 0)
+    const call = requestLease(
+      this.#o.redis,
+      this.#stateKey(key),
+      this.#lesseesKey(key),
+      this.#shape,
+      ask,
+      this.#o.nodeId,
+      this.#o.liveMs,
+      this.#o.clock?.now(),
+      this.#o.maxBatch === undefined ? HOARDING_DIVISOR : 0,
+    )
       .then((reply) => {
         const now = this.#clock.now();
         lease.leasedAt = reply.decidedAtMs;
@@ -249,7 +296,13 @@ class LeasedBinding implements BoundStore {
         lease.emptyUntil = reply.granted < ask && reply.retryMs > 0 ? now + reply.retryMs : Number.NEGATIVE_INFINITY;
         this.#liveNodes = Math.max(1, reply.liveNodes);
         this.#health.success();
-        emitSafely(this.#o.events, 'lease', { key, want: ask, granted: reply.granted, liveNodes: this.#liveNodes, prefetch });
+        emitSafely(this.#o.events, 'lease', {
+          key,
+          want: ask,
+          granted: reply.granted,
+          liveNodes: this.#liveNodes,
+          prefetch,
+        });
         if (reply.granted > 0) reportLease(this.#prefix, reply.granted);
         if (this.#closed && lease.available >= 1) return this.#giveBack(key, lease).then(() => {});
         return undefined;
@@ -281,7 +334,10 @@ class LeasedBinding implements BoundStore {
     const fraction = 1 / this.#liveNodes;
     if (this.#fallback?.fraction !== fraction) {
       const store = new MemoryStore({ clock: this.#clock, maxKeys: this.#o.maxKeys });
-      this.#fallback = { fraction, bound: store.bind({ rules: [scaledRule(this.#rule, fraction)], prefix: this.#prefix }) };
+      this.#fallback = {
+        fraction,
+        bound: store.bind({ rules: [scaledRule(this.#rule, fraction)], prefix: this.#prefix }),
+      };
     }
     return this.#fallback.bound;
   }
@@ -289,19 +345,44 @@ class LeasedBinding implements BoundStore {
   #granted(lease: KeyLease, now: number): Decision {
     const rule = this.#rule;
     const resetAfterMs = this.#shape.windowMs !== undefined ? Math.max(0, lease.expiresAt - now) : 0;
-    return { allowed: true, limit: rule.limit, remaining: Math.floor(lease.available), retryAfterMs: 0, resetAfterMs, waitMs: 0, rule: rule.name };
+    return {
+      allowed: true,
+      limit: rule.limit,
+      remaining: Math.floor(lease.available),
+      retryAfterMs: 0,
+      resetAfterMs,
+      waitMs: 0,
+      rule: rule.name,
+    };
   }
 
   #denied(lease: KeyLease, retryAfterMs: number): Decision {
     const rule = this.#rule;
-    return { allowed: false, limit: rule.limit, remaining: Math.floor(lease.available), retryAfterMs, resetAfterMs: retryAfterMs, waitMs: 0, rule: rule.name };
+    return {
+      allowed: false,
+      limit: rule.limit,
+      remaining: Math.floor(lease.available),
+      retryAfterMs,
+      resetAfterMs: retryAfterMs,
+      waitMs: 0,
+      rule: rule.name,
+    };
   }
 
   /** This node's view: what its lease holds, and whether a request would be tried now. Consumes nothing. */
   peek(key: string): Decision {
     const now = this.#clock.now();
     const lease = this.#leases.peek(key);
-    if (lease === undefined) return { allowed: true, limit: this.#rule.limit, remaining: 0, retryAfterMs: 0, resetAfterMs: 0, waitMs: 0, rule: this.#rule.name };
+    if (lease === undefined)
+      return {
+        allowed: true,
+        limit: this.#rule.limit,
+        remaining: 0,
+        retryAfterMs: 0,
+        resetAfterMs: 0,
+        waitMs: 0,
+        rule: this.#rule.name,
+      };
     const live = now < lease.expiresAt ? lease.available : 0;
     if (live >= 1 || now >= lease.emptyUntil) return { ...this.#granted(lease, now), remaining: Math.floor(live) };
     return this.#denied(lease, lease.emptyUntil - now);
@@ -319,7 +400,11 @@ class LeasedBinding implements BoundStore {
     } catch (error) {
       this.#health.failure(error, this.#stateKey(key));
       const why = error instanceof Error ? error.message : String(error);
-      throw new SluiceError('STORE_UNAVAILABLE', `reset(${JSON.stringify(key)}) could not forget the key on Redis: ${why}`, { cause: error });
+      throw new SluiceError(
+        'STORE_UNAVAILABLE',
+        `reset(${JSON.stringify(key)}) could not forget the key on Redis: ${why}`,
+        { cause: error },
+      );
     }
   }
 
@@ -357,13 +442,21 @@ class LeasedBinding implements BoundStore {
     if (rest === 0) return;
     try {
       if (!this.#health.healthy()) throw new SluiceError('STORE_UNAVAILABLE', 'Redis is failing');
-      await withDeadline(penalizeCentrally(this.#o.redis, this.#stateKey(key), this.#shape, rest, this.#o.clock?.now()), this.#o.timeoutMs, 'a penalty');
+      await withDeadline(
+        penalizeCentrally(this.#o.redis, this.#stateKey(key), this.#shape, rest, this.#o.clock?.now()),
+        this.#o.timeoutMs,
+        'a penalty',
+      );
       this.#health.success();
     } catch (error) {
       if (!(error instanceof SluiceError)) this.#health.failure(error, this.#stateKey(key));
       if (this.#o.failMode !== 'local') {
         const why = error instanceof Error ? error.message : String(error);
-        throw new SluiceError('STORE_UNAVAILABLE', `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#o.failMode}' keeps no state to apply it to: ${why}`, { cause: error });
+        throw new SluiceError(
+          'STORE_UNAVAILABLE',
+          `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#o.failMode}' keeps no state to apply it to: ${why}`,
+          { cause: error },
+        );
       }
       await this.#localFallback().penalize?.(key, rest);
     }
@@ -382,7 +475,8 @@ class LeasedBinding implements BoundStore {
     await Promise.all(
       leases.map(async ([key, lease]) => {
         // A lease in flight is waited for (within the deadline) so its permits can go back too.
-        if (lease.pending !== undefined) await withDeadline(lease.pending, this.#o.timeoutMs, 'a lease').catch(() => undefined);
+        if (lease.pending !== undefined)
+          await withDeadline(lease.pending, this.#o.timeoutMs, 'a lease').catch(() => undefined);
         await withDeadline(this.#giveBack(key, lease), this.#o.timeoutMs, 'a lease hand-back').catch(() => undefined);
       }),
     );

@@ -43,13 +43,17 @@ export class Membership {
     if (this.#failing) this.#o.redis.nudgeReconnect();
     try {
       const o = this.#o;
-      const call = o.redis.runScript(heartbeatScript(), [o.membersKey, o.demandKey], [
-        o.nodeId,
-        String(o.demand()),
-        String(3 * o.heartbeatMs),
-        o.clock === undefined ? '' : String(o.clock.now()),
-        leaving ? '1' : '0',
-      ]);
+      const call = o.redis.runScript(
+        heartbeatScript(),
+        [o.membersKey, o.demandKey],
+        [
+          o.nodeId,
+          String(o.demand()),
+          String(3 * o.heartbeatMs),
+          o.clock === undefined ? '' : String(o.clock.now()),
+          leaving ? '1' : '0',
+        ],
+      );
       const reply = await withDeadline(call, o.heartbeatMs, 'a heartbeat');
       if (leaving) return;
       this.#failing = false;

@@ -9,7 +9,10 @@ const hybridLua = (): string => (directory ??= luaDirectory(import.meta.url, 'le
  * then lease.lua, registered in @sluice/redis's one script registry.
  */
 export function leaseScript(kind: AlgorithmKind): LuaScript {
-  return luaScript(algorithmScriptName('hybrid:lease', [kind]), [...algorithmFiles([kind]), { directory: hybridLua(), file: 'lease' }]);
+  return luaScript(algorithmScriptName('hybrid:lease', [kind]), [
+    ...algorithmFiles([kind]),
+    { directory: hybridLua(), file: 'lease' },
+  ]);
 }
 
 /** Divided mode's heartbeat script (see heartbeat.lua), after the prelude for its clock helper. */

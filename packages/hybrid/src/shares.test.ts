@@ -16,7 +16,11 @@ describe('divideShares', () => {
 
   it('splits what nobody asked for equally, so every share sums to the whole limit', () => {
     expect(rounded(divideShares('demand', nodes(100, 100, 0, 0), 1000))).toEqual([0.288, 0.288, 0.213, 0.213]);
-    for (const demands of [[0, 0], [5, 5000, 1], [1e9, 1e9, 1e9]]) {
+    for (const demands of [
+      [0, 0],
+      [5, 5000, 1],
+      [1e9, 1e9, 1e9],
+    ]) {
       const total = [...divideShares('demand', nodes(...demands), 1000).values()].reduce((a, b) => a + b, 0);
       expect(total).toBeCloseTo(1, 12);
     }
@@ -25,7 +29,9 @@ describe('divideShares', () => {
   it('no nodes, no shares; an idle node keeps a tenth of an equal split, never zero', () => {
     expect(divideShares('demand', [], 1000).size).toBe(0);
     expect(rounded(divideShares('demand', nodes(-5, 1000), 1000))).toEqual([0.05, 0.95]);
-    expect(rounded(divideShares('demand', nodes(Number.NaN, 0, 5000, 5000), 1000))).toEqual([0.025, 0.025, 0.475, 0.475]);
+    expect(rounded(divideShares('demand', nodes(Number.NaN, 0, 5000, 5000), 1000))).toEqual([
+      0.025, 0.025, 0.475, 0.475,
+    ]);
   });
 });
 

@@ -17,12 +17,18 @@ export interface NodeDemand {
  * is split among the busier ones; capacity nobody asked for is split equally, so a node whose traffic grows
  * has room before its next heartbeat. Every node counts as asking at least a tenth of an equal split, so
  * an idle node is never held at zero until its next heartbeat.
-  * @example
-  * divideShares('demand', [{ id: 'a', demand: 900 }, { id: 'b', demand: 100 }], 1000) // Map { a => 0.9, b => 0.1 }
+ * @example
+ * divideShares('demand', [{ id: 'a', demand: 900 }, { id: 'b', demand: 100 }], 1000) // Map { a => 0.9, b => 0.1 }
  */
-export function divideShares(mode: ShareMode, nodes: readonly NodeDemand[], limitPerSecond: number): Map<string, number> {
-  if (mode !== 'equal' && mode !== 'demand') throw new SluiceRangeError('mode', mode, `mode must be 'equal' or 'demand', got ${describeValue(mode)}`);
-  if (!Array.isArray(nodes)) throw new SluiceTypeError('nodes', nodes, `nodes must be an array of { id, demand }, got ${describeValue(nodes)}`);
+export function divideShares(
+  mode: ShareMode,
+  nodes: readonly NodeDemand[],
+  limitPerSecond: number,
+): Map<string, number> {
+  if (mode !== 'equal' && mode !== 'demand')
+    throw new SluiceRangeError('mode', mode, `mode must be 'equal' or 'demand', got ${describeValue(mode)}`);
+  if (!Array.isArray(nodes))
+    throw new SluiceTypeError('nodes', nodes, `nodes must be an array of { id, demand }, got ${describeValue(nodes)}`);
   positiveFinite('limitPerSecond', limitPerSecond);
   const shares = new Map<string, number>();
   const n = nodes.length;

@@ -21,7 +21,8 @@ import { checkRouteOptions } from './route-options.js';
 export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDecorator {
   checkRouteOptions('RateLimit options', options, true);
   // Every other option is checked by the one parser all sluice adapters share, against a throwaway limiter.
-  const limiter = options.limiter ?? (options.algorithm === undefined ? undefined : createLimiter({ algorithm: options.algorithm }));
+  const limiter =
+    options.limiter ?? (options.algorithm === undefined ? undefined : createLimiter({ algorithm: options.algorithm }));
   createEvaluator({ ...options, limiter });
   return SetMetadata(RATE_LIMIT, options);
 }

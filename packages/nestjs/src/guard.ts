@@ -1,7 +1,21 @@
 import { type Decision, type Limiter, createLimiter } from '@sluice/core';
-import { type Verdict, answerVerdict, createEvaluator, limitedBody, nodeRequestView, settleOnNodeResponse } from '@sluice/core/http';
+import {
+  type Verdict,
+  answerVerdict,
+  createEvaluator,
+  limitedBody,
+  nodeRequestView,
+  settleOnNodeResponse,
+} from '@sluice/core/http';
 import type { HttpRequestLike, RequestView } from '@sluice/core/http';
-import { type CanActivate, type ExecutionContext, HttpException, Inject, Injectable, type OnModuleDestroy } from '@nestjs/common';
+import {
+  type CanActivate,
+  type ExecutionContext,
+  HttpException,
+  Inject,
+  Injectable,
+  type OnModuleDestroy,
+} from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { RouteLimitOptions, SluiceModuleOptions } from './options.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT, SLUICE_OPTIONS } from './tokens.js';
@@ -29,12 +43,12 @@ function setHeaders(response: HeaderTarget, headers: readonly [string, string][]
  * uses. Allowed: the RateLimit headers are set and the handler runs. Limited: the headers are set and an
  * HttpException(429) carries the JSON body every adapter sends, through Nest's exception layer (your
  * filters see it). A key or cost the request cannot give is an HttpException(400).
-  * @example
-  * ```ts
-  * // installed globally by SluiceModule.forRoot; on one controller instead:
-  * @UseGuards(SluiceGuard)
-  * @Controller('search') export class SearchController {}
-  * ```
+ * @example
+ * ```ts
+ * // installed globally by SluiceModule.forRoot; on one controller instead:
+ * @UseGuards(SluiceGuard)
+ * @Controller('search') export class SearchController {}
+ * ```
  */
 @Injectable()
 export class SluiceGuard implements CanActivate, OnModuleDestroy {
@@ -54,7 +68,10 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
     if (this.#reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT, targets) === true) return true;
     const onHandler = this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, context.getHandler());
     const route = onHandler ?? this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, context.getClass());
-    const evaluate = this.#evaluatorFor(route, onHandler !== undefined ? `${context.getClass().name}.${context.getHandler().name}` : context.getClass().name);
+    const evaluate = this.#evaluatorFor(
+      route,
+      onHandler !== undefined ? `${context.getClass().name}.${context.getHandler().name}` : context.getClass().name,
+    );
     if (evaluate === undefined) return true;
     const http = context.switchToHttp();
     const verdict = await evaluate(context, nodeRequestView(http.getRequest<HttpRequestLike>()));
@@ -79,13 +96,18 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
   /** The evaluator of a route's options (the module's when the route has none), made on first use. */
   #evaluatorFor(route: RouteLimitOptions | undefined, prefix: string): Evaluate | undefined {
     const options = route ?? this.#options;
-    if (options.limiter === undefined && options.algorithm === undefined && options.concurrency === undefined) return undefined;
+    if (options.limiter === undefined && options.algorithm === undefined && options.concurrency === undefined)
+      return undefined;
     let entry = this.#evaluators.get(options);
     if (entry === undefined) {
       const { store, limiter: _moduleLimiter, algorithm: _moduleRules, ...defaults } = this.#options;
       const owned =
         options.limiter === undefined && options.algorithm !== undefined
-          ? createLimiter({ algorithm: options.algorithm as never, prefix: route === undefined ? 'sluice-nestjs' : prefix, ...(store === undefined ? {} : { store }) })
+          ? createLimiter({
+              algorithm: options.algorithm as never,
+              prefix: route === undefined ? 'sluice-nestjs' : prefix,
+              ...(store === undefined ? {} : { store }),
+            })
           : undefined;
       const limiter = options.limiter ?? owned;
       entry = { evaluate: createEvaluator<ExecutionContext>({ ...defaults, ...options, limiter }), owned };

@@ -12,13 +12,14 @@ import { createEvaluator } from '@sluice/core/http';
  * sluice for a Nest application: `SluiceModule.forRoot({ ... })` in the root module registers a global guard
  * (every HTTP route limited by its @RateLimit, its controller's, or the module's own `limiter` / `algorithm`
  * when given) and an interceptor that runs handlers in a request context (for sluice's method decorators).
-  * @example
-  * ```ts
-  * @Module({ imports: [SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), key: byIp() })] })
-  * export class AppModule {}
-  * ```
+ * @example
+ * ```ts
+ * @Module({ imports: [SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), key: byIp() })] })
+ * export class AppModule {}
+ * ```
  */
 @Module({})
+// biome-ignore lint/complexity/noStaticOnlyClass: a Nest dynamic module is a class with a static forRoot.
 export class SluiceModule {
   /**
    * @example
@@ -30,7 +31,10 @@ export class SluiceModule {
   static forRoot(options: SluiceModuleOptions = {}): DynamicModule {
     checkRouteOptions('SluiceModule.forRoot options', options, false);
     if (options.limiter !== undefined || options.algorithm !== undefined) {
-      createEvaluator({ ...options, limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }) });
+      createEvaluator({
+        ...options,
+        limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }),
+      });
     }
     return {
       module: SluiceModule,

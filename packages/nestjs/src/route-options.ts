@@ -10,9 +10,16 @@ export function checkRouteOptions(what: string, options: RouteLimitOptions | und
   if (typeof options !== 'object' || options === null) {
     throw new SluiceTypeError(what, options, `${what} must be an object, got ${describeValue(options)}`);
   }
-  const has = [options.limiter !== undefined && 'limiter', options.algorithm !== undefined && 'algorithm'].filter(Boolean);
-  if (has.length > 1) throw new SluiceTypeError('limiter', options.limiter, `${what}: give limiter or algorithm, not both`);
+  const has = [options.limiter !== undefined && 'limiter', options.algorithm !== undefined && 'algorithm'].filter(
+    Boolean,
+  );
+  if (has.length > 1)
+    throw new SluiceTypeError('limiter', options.limiter, `${what}: give limiter or algorithm, not both`);
   if (needsLimit && has.length === 0 && options.concurrency === undefined) {
-    throw new SluiceTypeError('algorithm', undefined, `${what} need a limiter, an algorithm (rules) or a concurrency limiter, e.g. { algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) }`);
+    throw new SluiceTypeError(
+      'algorithm',
+      undefined,
+      `${what} need a limiter, an algorithm (rules) or a concurrency limiter, e.g. { algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) }`,
+    );
   }
 }

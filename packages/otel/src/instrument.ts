@@ -1,4 +1,10 @@
-import { type Attributes, type MeterProvider, type ObservableResult, createNoopMeter, metrics } from '@opentelemetry/api';
+import {
+  type Attributes,
+  type MeterProvider,
+  type ObservableResult,
+  createNoopMeter,
+  metrics,
+} from '@opentelemetry/api';
 import { type ObservedDecision, SluiceTypeError, limiterStatuses, observeSluice } from '@sluice/core';
 import { describeValue, warnOnce } from '@sluice/core/store-kit';
 import { DecisionSeriesTable } from './attributes.js';
@@ -27,7 +33,9 @@ const host = globalThis as { [REGISTRY_KEY]?: Map<MeterProvider, SluiceInstrumen
 const instrumentations: Map<MeterProvider, SluiceInstrumentation> = (host[REGISTRY_KEY] ??= new Map());
 
 /** Decision latency buckets, in seconds: a memory decision takes microseconds, a Redis one about a millisecond. */
-const DURATION_BUCKETS = [0.000_005, 0.000_025, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5];
+const DURATION_BUCKETS = [
+  0.000_005, 0.000_025, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5,
+];
 
 /**
  * Records OpenTelemetry metrics for every sluice limiter in the process (created before or after this
@@ -41,11 +49,19 @@ const DURATION_BUCKETS = [0.000_005, 0.000_025, 0.000_1, 0.000_25, 0.000_5, 0.00
  */
 export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceInstrumentation {
   if (typeof options !== 'object' || options === null) {
-    throw new SluiceTypeError('options', options, `instrumentSluice options must be an object ({ meterProvider? }), got ${describeValue(options)}`);
+    throw new SluiceTypeError(
+      'options',
+      options,
+      `instrumentSluice options must be an object ({ meterProvider? }), got ${describeValue(options)}`,
+    );
   }
   const provider = options.meterProvider ?? metrics.getMeterProvider();
   if (typeof provider !== 'object' || provider === null || typeof provider.getMeter !== 'function') {
-    throw new SluiceTypeError('meterProvider', provider, 'instrumentSluice: meterProvider must be an OpenTelemetry MeterProvider (with getMeter())');
+    throw new SluiceTypeError(
+      'meterProvider',
+      provider,
+      'instrumentSluice: meterProvider must be an OpenTelemetry MeterProvider (with getMeter())',
+    );
   }
   const existing = instrumentations.get(provider);
   if (existing !== undefined) return existing;
@@ -53,7 +69,10 @@ export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceI
   const meter = provider.getMeter(METER_NAME);
   // The API's global provider is a no-op until an SDK registers one, and it is read once, here.
   if (options.meterProvider === undefined && meter instanceof (createNoopMeter().constructor as new () => unknown)) {
-    warnOnce('SLUICE_OTEL_NO_PROVIDER', 'instrumentSluice() found no MeterProvider registered globally, so sluice metrics go nowhere.');
+    warnOnce(
+      'SLUICE_OTEL_NO_PROVIDER',
+      'instrumentSluice() found no MeterProvider registered globally, so sluice metrics go nowhere.',
+    );
   }
   // The counters are asynchronous: sluice keeps the counts (an integer increment per decision) and the SDK
   // reads them when it collects. A synchronous add() costs the SDK about 1.5 us per call (it hashes the
@@ -88,13 +107,20 @@ export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceI
     for (const s of leasedByLimiter.values()) result.observe(s.count, s.attributes);
   };
   const observeDegraded = (result: ObservableResult): void => {
-    for (const [limiter, value] of byLimiter((s) => (s.degraded === undefined ? undefined : s.degraded ? 1 : 0), Math.max)) {
+    for (const [limiter, value] of byLimiter(
+      (s) => (s.degraded === undefined ? undefined : s.degraded ? 1 : 0),
+      Math.max,
+    )) {
       result.observe(value, { [LIMITER]: limiter });
     }
   };
   const observeShare = (result: ObservableResult): void => {
     // Two divided limiters of one prefix in one process split the prefix's limit between them.
-    for (const [limiter, value] of byLimiter((s) => s.share, (a, b) => a + b)) result.observe(value, { [LIMITER]: limiter });
+    for (const [limiter, value] of byLimiter(
+      (s) => s.share,
+      (a, b) => a + b,
+    ))
+      result.observe(value, { [LIMITER]: limiter });
   };
   const callbacks = [
     [decisions, observeDecisions],

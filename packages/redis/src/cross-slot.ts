@@ -1,4 +1,4 @@
-import { type Algorithm, type Decision } from '@sluice/core';
+import type { Algorithm, Decision } from '@sluice/core';
 import { EXPLICIT_BAN, type RuleVerdict, blockedDecision, identityOf, mergePolicy } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import { banKey, stateKey } from './key-layout.js';
@@ -89,7 +89,14 @@ export class CrossSlotPolicy {
   }
 
   /** One slot's verdicts for the request (its ban checked there when `slot.ban` is set). */
-  async #decidePart(part: Part, slot: SlotPart, request: CrossSlotRequest, peek: boolean): Promise<Pick<WireDecision, 'decision' | 'verdicts' | 'ban' | 'decidedAtMs'> | Pick<WireDecision, 'ban' | 'decidedAtMs'>> {
+  async #decidePart(
+    part: Part,
+    slot: SlotPart,
+    request: CrossSlotRequest,
+    peek: boolean,
+  ): Promise<
+    Pick<WireDecision, 'decision' | 'verdicts' | 'ban' | 'decidedAtMs'> | Pick<WireDecision, 'ban' | 'decidedAtMs'>
+  > {
     const keys = slot.ban === undefined ? slot.keys : [...slot.keys, slot.ban];
     const group = [...slot.keys.map((_, i) => i + 1), slot.ban === undefined ? 0 : keys.length];
     const reply = bufferReply(
@@ -108,14 +115,23 @@ export class CrossSlotPolicy {
   }
 
   async #refund(part: Part, keys: readonly string[], permits: number, decidedAtMs: number, now: number): Promise<void> {
-    await this.timeout(this.connection.runScript(part.adjust, keys, adjustArgs(part.args, 'refund', permits, { atMs: decidedAtMs }, now)));
+    await this.timeout(
+      this.connection.runScript(
+        part.adjust,
+        keys,
+        adjustArgs(part.args, 'refund', permits, { atMs: decidedAtMs }, now),
+      ),
+    );
   }
 
   /**
    * Decides a request across slots. Throws only when Redis fails; whatever was taken before the failure
    * has been given back by then (as far as Redis allowed).
    */
-  async decide(request: CrossSlotRequest, partitions: ReturnType<CrossSlotPolicy['partition']>): Promise<{ decision: Decision; ruleDecidedAtMs: number[] }> {
+  async decide(
+    request: CrossSlotRequest,
+    partitions: ReturnType<CrossSlotPolicy['partition']>,
+  ): Promise<{ decision: Decision; ruleDecidedAtMs: number[] }> {
     const granted: Array<{ part: Part; keys: string[]; decidedAtMs: number }> = [];
     const verdicts: RuleVerdict[] = new Array(this.rules.length);
     const ruleDecidedAtMs: number[] = new Array(this.rules.length).fill(Number.NaN);
@@ -125,7 +141,9 @@ export class CrossSlotPolicy {
     let refunding = false;
     const refundAll = () => {
       refunding = true;
-      return Promise.allSettled(granted.map((g) => this.#refund(g.part, g.keys, request.permits, g.decidedAtMs, request.now)));
+      return Promise.allSettled(
+        granted.map((g) => this.#refund(g.part, g.keys, request.permits, g.decidedAtMs, request.now)),
+      );
     };
     // A blocked key: the banning rule's index among all rules (-1: explicit) and the rest of the ban.
     let ban: { rule: number; restMs: number } | undefined;
@@ -154,7 +172,10 @@ export class CrossSlotPolicy {
     }
     // The one policy merge (or the one answer for a blocked key): what was refunded or only looked at took
     // nothing, as the memory store reports it.
-    const decision = ban !== undefined ? blockedDecision(this.rules, verdicts, ban.rule, ban.restMs, request.permits) : mergePolicy(this.rules, verdicts, request.permits, request.peek);
+    const decision =
+      ban !== undefined
+        ? blockedDecision(this.rules, verdicts, ban.rule, ban.restMs, request.permits)
+        : mergePolicy(this.rules, verdicts, request.permits, request.peek);
     return { decision, ruleDecidedAtMs };
   }
 }

@@ -10,8 +10,8 @@ export class DeadlineError extends Error {
 /**
  * Waits for `promise` at most `ms`, then rejects with a DeadlineError naming `what`. The call itself goes
  * on (a Redis client cannot take a command back); its late answer is ignored here.
-  * @example
-  * const reply = await withDeadline(connection.runScript(script, keys, args), 50, 'a decision')
+ * @example
+ * const reply = await withDeadline(connection.runScript(script, keys, args), 50, 'a decision')
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise((resolve, reject) => {

@@ -1,4 +1,4 @@
-import { type Decision } from '@sluice/core';
+import type { Decision } from '@sluice/core';
 import { keyCache } from '@sluice/core/store-kit';
 import type { LRUCache } from 'lru-cache';
 

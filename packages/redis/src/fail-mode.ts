@@ -14,7 +14,11 @@ const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
 export function failModeOption(value: unknown): FailMode {
   if (value === undefined) return 'local';
   if (!FAIL_MODES.includes(value as FailMode)) {
-    throw new SluiceRangeError('failMode', value, `failMode must be 'local', 'open' or 'closed', got ${describeValue(value)}`);
+    throw new SluiceRangeError(
+      'failMode',
+      value,
+      `failMode must be 'local', 'open' or 'closed', got ${describeValue(value)}`,
+    );
   }
   return value as FailMode;
 }
@@ -23,10 +27,15 @@ export function failModeOption(value: unknown): FailMode {
  * The answer of `'open'` or `'closed'` for a request of `permits` under `rule`, the same on every mode:
  * open allows and reports the rule's limit less the request; closed denies and asks to retry after
  * `timeoutMs`, when Redis may answer again. Neither knows when the rule resets (resetAfterMs 0).
-  * @example
-  * return failModeDecision(rule, 'closed', permits, timeoutMs) // denied, retry after timeoutMs
+ * @example
+ * return failModeDecision(rule, 'closed', permits, timeoutMs) // denied, retry after timeoutMs
  */
-export function failModeDecision(rule: Algorithm, mode: 'open' | 'closed', permits: number, timeoutMs: number): Decision {
+export function failModeDecision(
+  rule: Algorithm,
+  mode: 'open' | 'closed',
+  permits: number,
+  timeoutMs: number,
+): Decision {
   const open = mode === 'open';
   return {
     allowed: open,

@@ -29,9 +29,9 @@ export interface HealthOptions {
  * It also listens to the client's 'error' and 'ready' events, for as long as the store is open: a client
  * error is a failure it acts on (and a client with an error listener does not print "Unhandled error event"
  * on every failed reconnect), and a client that just connected is probed at once.
-  * @example
-  * const health = new RedisHealth({ connection, probe: () => connection.exists(key), timeoutMs: 50, onChange: (ok) => log.info({ ok }) })
-  * if (!health.healthy) return fallback()
+ * @example
+ * const health = new RedisHealth({ connection, probe: () => connection.exists(key), timeoutMs: 50, onChange: (ok) => log.info({ ok }) })
+ * if (!health.healthy) return fallback()
  */
 export class RedisHealth {
   readonly #o: HealthOptions;

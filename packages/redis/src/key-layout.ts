@@ -3,8 +3,8 @@
  * rule of one identity lands in one slot and a whole policy is decided in one script call. A prefix holds no
  * '{' and a rule name no ':' (both validated), and the identity is encoded (see encodeIdentity), so two
  * (prefix, key, rule) triples never share a name and no key content can move the hash tag.
-  * @example
-  * stateKey('api', 'user:1', 'per-minute') // 'api:{user:1}:per-minute'
+ * @example
+ * stateKey('api', 'user:1', 'per-minute') // 'api:{user:1}:per-minute'
  */
 export function stateKey(prefix: string, key: string, rule: string): string {
   return `${prefix}:{${encodeIdentity(key)}}:${rule}`;
@@ -13,8 +13,8 @@ export function stateKey(prefix: string, key: string, rule: string): string {
 /**
  * Where a key's ban lives: beside its rules' states, in the same slot (the same hash tag), under a name no
  * rule can have ('~' is not in a rule name's alphabet).
-  * @example
-  * banKey('api', 'user:1') // 'api:{user:1}:~ban'
+ * @example
+ * banKey('api', 'user:1') // 'api:{user:1}:~ban'
  */
 export function banKey(prefix: string, key: string): string {
   return stateKey(prefix, key, '~ban');
@@ -49,14 +49,14 @@ export function resetChannel(prefix: string): string {
 const NEEDS_ESCAPE = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 const ESCAPED = /%(?:7B|7D|25|u[0-9A-F]{4})/g;
 
-function escape(unit: string): string {
+function escapeUnit(unit: string): string {
   if (unit === '%') return '%25';
   if (unit === '{') return '%7B';
   if (unit === '}') return '%7D';
   return `%u${unit.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
 }
 
-function unescape(code: string): string {
+function unescapeCode(code: string): string {
   if (code === '%25') return '%';
   if (code === '%7B') return '{';
   if (code === '%7D') return '}';
@@ -68,14 +68,14 @@ function unescape(code: string): string {
  * surrogate, which are percent-escaped. The encoding is one-to-one (decodeIdentity inverts it), holds no
  * brace, so Redis and the client always agree on the slot, and is valid UTF-8, so distinct keys stay
  * distinct on the wire. A non-empty key encodes to a non-empty tag.
-  * @example
-  * await connection.publish(resetChannel(prefix), encodeIdentity(key))
+ * @example
+ * await connection.publish(resetChannel(prefix), encodeIdentity(key))
  */
 export function encodeIdentity(key: string): string {
   // The common key needs nothing: one scan, no allocation.
   NEEDS_ESCAPE.lastIndex = 0;
   if (!NEEDS_ESCAPE.test(key)) return key;
-  return key.replace(NEEDS_ESCAPE, escape);
+  return key.replace(NEEDS_ESCAPE, escapeUnit);
 }
 
 /**
@@ -84,5 +84,5 @@ export function encodeIdentity(key: string): string {
  * decodeIdentity(message) // the key a reset message names
  */
 export function decodeIdentity(encoded: string): string {
-  return encoded.includes('%') ? encoded.replace(ESCAPED, unescape) : encoded;
+  return encoded.includes('%') ? encoded.replace(ESCAPED, unescapeCode) : encoded;
 }

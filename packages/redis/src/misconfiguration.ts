@@ -4,8 +4,8 @@ import type { RedisConnection } from './connection/connection.js';
  * What is wrong, when `error` says the store cannot work with this Redis whatever the traffic: a missing
  * permission (NOPERM names the command, key or channel), or a client whose mode is not the server's.
  * Undefined for anything else (unreachable, loading, a timeout): those pass, and the fail mode covers them.
-  * @example
-  * const why = misconfiguration(error, connection) // e.g. a NOPERM naming the command, or undefined
+ * @example
+ * const why = misconfiguration(error, connection) // e.g. a NOPERM naming the command, or undefined
  */
 export function misconfiguration(error: unknown, connection: RedisConnection): string | undefined {
   const messages = errorMessages(error);
@@ -13,7 +13,9 @@ export function misconfiguration(error: unknown, connection: RedisConnection): s
   if (noperm !== undefined) {
     return `the Redis user lacks a permission the store needs: ${noperm}. The README's "Production connections" section gives the ACL line with every command, key pattern and channel it uses`;
   }
-  const clusterReply = connection.isCluster ? undefined : messages.find((m) => /^(MOVED|ASK|CROSSSLOT|CLUSTERDOWN)\b/.test(m));
+  const clusterReply = connection.isCluster
+    ? undefined
+    : messages.find((m) => /^(MOVED|ASK|CROSSSLOT|CLUSTERDOWN)\b/.test(m));
   if (clusterReply !== undefined) {
     return `the client is a standalone one (${connection.description}), but the server is a Redis Cluster node (it answered "${clusterReply}"): pass a Cluster client (ioredis new Cluster(...), node-redis createCluster(...), GlideClusterClient)`;
   }

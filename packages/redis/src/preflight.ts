@@ -18,7 +18,8 @@ const IDENTITY = 'sluice-preflight';
  */
 export function commandsOf(scripts: readonly LuaScript[]): string[] {
   const commands = new Set<string>();
-  for (const script of scripts) for (const m of script.source.matchAll(/redis\.p?call\(\s*'(\w+)'/g)) commands.add((m[1] as string).toLowerCase());
+  for (const script of scripts)
+    for (const m of script.source.matchAll(/redis\.p?call\(\s*'(\w+)'/g)) commands.add((m[1] as string).toLowerCase());
   return [...commands].sort();
 }
 
@@ -37,10 +38,15 @@ function preflightKeys(prefix: string, cluster: boolean): string[] {
  * prefix (by EVALSHA, as decisions do), and on a standalone client across two slots. Resolves when the
  * store can work; rejects with SluiceError 'STORE_MISCONFIGURED' saying what is wrong (a missing permission,
  * named; a client whose mode is not the server's), or 'STORE_UNAVAILABLE' when Redis did not answer.
-  * @example
-  * await preflight(connection, 'api', [decideScript(['fixedWindow'])], 50) // rejects with STORE_MISCONFIGURED
+ * @example
+ * await preflight(connection, 'api', [decideScript(['fixedWindow'])], 50) // rejects with STORE_MISCONFIGURED
  */
-export async function preflight(connection: RedisConnection, prefix: string, scripts: readonly LuaScript[], timeoutMs: number): Promise<void> {
+export async function preflight(
+  connection: RedisConnection,
+  prefix: string,
+  scripts: readonly LuaScript[],
+  timeoutMs: number,
+): Promise<void> {
   const what = `the start-up check of limiter ${JSON.stringify(prefix)}`;
   // A Cluster client on a standalone server never runs the command: it queues it and emits errors saying why.
   let stopWatching = (): void => {};
@@ -58,7 +64,12 @@ export async function preflight(connection: RedisConnection, prefix: string, scr
     await withDeadline(Promise.race([check, refused]), Math.max(timeoutMs, PREFLIGHT_MIN_DEADLINE_MS), what);
   } catch (error) {
     const why = misconfiguration(error, connection);
-    if (why !== undefined) throw new SluiceError('STORE_MISCONFIGURED', `limiter ${JSON.stringify(prefix)} on a ${connection.description}: ${why}`, { cause: error });
+    if (why !== undefined)
+      throw new SluiceError(
+        'STORE_MISCONFIGURED',
+        `limiter ${JSON.stringify(prefix)} on a ${connection.description}: ${why}`,
+        { cause: error },
+      );
     const message = error instanceof Error ? error.message : String(error);
     throw new SluiceError('STORE_UNAVAILABLE', `${what} could not run: ${message}`, { cause: error });
   } finally {
@@ -78,10 +89,10 @@ interface Check {
  * `onMisconfigured` (the store's 'store-error'); `ready()`
  * waits for every check and rejects with the first failure. A check Redis could not answer is run again by
  * the next `ready()`.
-  * @example
-  * const checks = new StartupChecks(connection, 50, (e) => emitSafely(store, 'store-error', e))
-  * checks.add(prefix, [decideScript(['fixedWindow'])])
-  * await checks.ready()
+ * @example
+ * const checks = new StartupChecks(connection, 50, (e) => emitSafely(store, 'store-error', e))
+ * checks.add(prefix, [decideScript(['fixedWindow'])])
+ * await checks.ready()
  */
 export class StartupChecks {
   readonly #connection: RedisConnection;

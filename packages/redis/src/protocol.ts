@@ -1,4 +1,4 @@
-import { type Algorithm, type Decision } from '@sluice/core';
+import type { Algorithm, Decision } from '@sluice/core';
 import { type RuleVerdict, blockedDecision, mergePolicy } from '@sluice/core/store-kit';
 
 /**
@@ -63,11 +63,15 @@ export interface WireDecision {
  * slot, when none of the policy's rules lives there): whether each key is blocked, and when it was read.
  */
 export function unpackBanReplies(buf: Buffer, count: number): Array<Pick<WireDecision, 'decidedAtMs' | 'ban'>> {
-  if (buf.length !== count * REPLY_BYTES) throw new Error(`decide.lua replied ${buf.length} bytes for ${count} ban checks`);
+  if (buf.length !== count * REPLY_BYTES)
+    throw new Error(`decide.lua replied ${buf.length} bytes for ${count} ban checks`);
   const out: Array<Pick<WireDecision, 'decidedAtMs' | 'ban'>> = [];
   for (let o = 0; o < buf.length; o += REPLY_BYTES) {
     const blocked = buf.readUInt8(o + 41) === 1;
-    out.push({ decidedAtMs: buf.readDoubleLE(o + 33), ban: blocked ? { rule: buf.readDoubleLE(o + 1), restMs: buf.readDoubleLE(o + 25) } : undefined });
+    out.push({
+      decidedAtMs: buf.readDoubleLE(o + 33),
+      ban: blocked ? { rule: buf.readDoubleLE(o + 1), restMs: buf.readDoubleLE(o + 25) } : undefined,
+    });
   }
   return out;
 }
@@ -85,14 +89,18 @@ export function unpackReplies(
 ): WireDecision[] {
   const out: WireDecision[] = [];
   const perRequest = REPLY_BYTES + (rules.length > 1 ? rules.length * RULE_BYTES : 0);
-  if (rules.length === 0) throw new Error('unpackReplies needs the rules; a part of no rules is read with unpackBanReplies');
-  if (buf.length !== count * perRequest) throw new Error(`decide.lua replied ${buf.length} bytes for ${count} requests`);
+  if (rules.length === 0)
+    throw new Error('unpackReplies needs the rules; a part of no rules is read with unpackBanReplies');
+  if (buf.length !== count * perRequest)
+    throw new Error(`decide.lua replied ${buf.length} bytes for ${count} requests`);
   for (let q = 0, o = 0; q < count; q++, o += perRequest) {
     const { permits, peek } = request(q);
     const decidedAtMs = buf.readDoubleLE(o + 33);
     const blocked = buf.readUInt8(o + 41) === 1;
     // One rule: whoever set the ban, it floors this rule.
-    const ban = blocked ? { rule: rules.length === 1 ? 0 : buf.readDoubleLE(o + 1), restMs: buf.readDoubleLE(o + 25) } : undefined;
+    const ban = blocked
+      ? { rule: rules.length === 1 ? 0 : buf.readDoubleLE(o + 1), restMs: buf.readDoubleLE(o + 25) }
+      : undefined;
     if (rules.length !== 1) {
       const verdicts: RuleVerdict[] = rules.map((_, r) => {
         const ro = o + REPLY_BYTES + r * RULE_BYTES;
@@ -103,7 +111,10 @@ export function unpackReplies(
           resetAfterMs: buf.readDoubleLE(ro + 17),
         };
       });
-      const decision = ban !== undefined ? blockedDecision(rules, verdicts, ban.rule, ban.restMs, permits) : mergePolicy(rules, verdicts, permits, peek);
+      const decision =
+        ban !== undefined
+          ? blockedDecision(rules, verdicts, ban.rule, ban.restMs, permits)
+          : mergePolicy(rules, verdicts, permits, peek);
       out.push({ decision, decidedAtMs, verdicts, ban });
       continue;
     }
@@ -115,7 +126,12 @@ export function unpackReplies(
       resetAfterMs: buf.readDoubleLE(o + 17),
     };
     if (ban !== undefined) {
-      out.push({ decision: blockedDecision(rules, [verdict], 0, ban.restMs, permits), decidedAtMs, verdicts: [verdict], ban });
+      out.push({
+        decision: blockedDecision(rules, [verdict], 0, ban.restMs, permits),
+        decidedAtMs,
+        verdicts: [verdict],
+        ban,
+      });
       continue;
     }
     const decision: Decision = {

@@ -107,7 +107,13 @@ export class RedisBinding implements BoundStore {
     // On a Cluster, rules counted against other keys may live in other slots than the request key's (and its ban).
     this.#crossSlot =
       ctx.connection.isCluster && rules.some((rule) => rule.key !== undefined)
-        ? new CrossSlotPolicy(ctx.connection, rules, prefix, (promise) => withDeadline(promise, ctx.timeoutMs, 'a cross-slot decision'), this.#tailArgs)
+        ? new CrossSlotPolicy(
+            ctx.connection,
+            rules,
+            prefix,
+            (promise) => withDeadline(promise, ctx.timeoutMs, 'a cross-slot decision'),
+            this.#tailArgs,
+          )
         : undefined;
   }
 
@@ -140,7 +146,9 @@ export class RedisBinding implements BoundStore {
   async reset(key: string): Promise<void> {
     this.#forgetHere(key);
     await this.#local?.reset(key);
-    const own = this.#rules.filter((rule) => rule.key === undefined).map((rule) => stateKey(this.#prefix, key, rule.name));
+    const own = this.#rules
+      .filter((rule) => rule.key === undefined)
+      .map((rule) => stateKey(this.#prefix, key, rule.name));
     await this.#onRedis(key, 'reset', own[0] ?? banKey(this.#prefix, key), async () => {
       await this.#ctx.connection.del([...own, banKey(this.#prefix, key)]);
       await this.#publishReset?.(key);
@@ -157,8 +165,11 @@ export class RedisBinding implements BoundStore {
     const own = this.#rules.filter((rule) => rule.key === undefined);
     if (own.length === 0) return;
     const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
-    await this.#control(key, 'refund', () => this.#local?.refund?.(key, permits, grantedAgoMs), () =>
-      this.#adjust(own, key, 'refund', permits, granted),
+    await this.#control(
+      key,
+      'refund',
+      () => this.#local?.refund?.(key, permits, grantedAgoMs),
+      () => this.#adjust(own, key, 'refund', permits, granted),
     );
   }
 
@@ -168,11 +179,19 @@ export class RedisBinding implements BoundStore {
     this.#forgetHere(key);
     const bySlot = new Map<number, Algorithm[]>();
     for (const rule of this.#rules) {
-      const slot = this.#ctx.connection.isCluster ? calculateSlot(stateKey(this.#prefix, identityOf(rule, key), rule.name)) : 0;
+      const slot = this.#ctx.connection.isCluster
+        ? calculateSlot(stateKey(this.#prefix, identityOf(rule, key), rule.name))
+        : 0;
       bySlot.set(slot, [...(bySlot.get(slot) ?? []), rule]);
     }
-    await this.#control(key, 'penalize', () => this.#local?.penalize?.(key, permits), () =>
-      Promise.all([...bySlot.values()].map((rules) => this.#adjust(rules, key, 'penalize', permits, undefined))).then(() => undefined),
+    await this.#control(
+      key,
+      'penalize',
+      () => this.#local?.penalize?.(key, permits),
+      () =>
+        Promise.all([...bySlot.values()].map((rules) => this.#adjust(rules, key, 'penalize', permits, undefined))).then(
+          () => undefined,
+        ),
     );
   }
 
@@ -180,22 +199,42 @@ export class RedisBinding implements BoundStore {
   async block(key: string, ms: number): Promise<void> {
     this.#forgetHere(key);
     const now = this.#ctx.decisionClock?.now();
-    await this.#control(key, 'block', () => this.#local?.block?.(key, ms), async () => {
-      await this.#ctx.connection.runScript(blockScript(), [banKey(this.#prefix, key)], [numArg(ms), now === undefined ? '' : numArg(now)]);
-    });
+    await this.#control(
+      key,
+      'block',
+      () => this.#local?.block?.(key, ms),
+      async () => {
+        await this.#ctx.connection.runScript(
+          blockScript(),
+          [banKey(this.#prefix, key)],
+          [numArg(ms), now === undefined ? '' : numArg(now)],
+        );
+      },
+    );
   }
 
   /** Lifts the key's ban, and tells every node to drop the key from its deny cache. See #control. */
   async unblock(key: string): Promise<void> {
     this.#forgetHere(key);
-    await this.#control(key, 'unblock', () => this.#local?.unblock?.(key), async () => {
-      await this.#ctx.connection.del([banKey(this.#prefix, key)]);
-      await this.#publishReset?.(key);
-    });
+    await this.#control(
+      key,
+      'unblock',
+      () => this.#local?.unblock?.(key),
+      async () => {
+        await this.#ctx.connection.del([banKey(this.#prefix, key)]);
+        await this.#publishReset?.(key);
+      },
+    );
   }
 
   /** One atomic adjust.lua call for `rules` of `key` (all in one slot). */
-  async #adjust(rules: readonly Algorithm[], key: string, op: 'refund' | 'penalize', permits: number, granted: GrantTime | undefined): Promise<void> {
+  async #adjust(
+    rules: readonly Algorithm[],
+    key: string,
+    op: 'refund' | 'penalize',
+    permits: number,
+    granted: GrantTime | undefined,
+  ): Promise<void> {
     const keys = rules.map((rule) => stateKey(this.#prefix, identityOf(rule, key), rule.name));
     const args = adjustArgs(ruleArgs(rules), op, permits, granted, this.#ctx.decisionClock?.now());
     await this.#ctx.connection.runScript(adjustScript(rules.map((rule) => rule.kind)), keys, args);
@@ -216,7 +255,10 @@ export class RedisBinding implements BoundStore {
         if (this.#local === undefined) throw error;
       }
     } else if (this.#local === undefined) {
-      throw new SluiceError('STORE_UNAVAILABLE', `${what}(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#ctx.failMode}' keeps no state to apply it to`);
+      throw new SluiceError(
+        'STORE_UNAVAILABLE',
+        `${what}(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#ctx.failMode}' keeps no state to apply it to`,
+      );
     }
     await locally();
   }
@@ -229,7 +271,9 @@ export class RedisBinding implements BoundStore {
     } catch (error) {
       if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, probeKey);
       const why = error instanceof Error ? error.message : String(error);
-      throw new SluiceError('STORE_UNAVAILABLE', `${what}(${JSON.stringify(key)}) could not be done on Redis: ${why}`, { cause: error });
+      throw new SluiceError('STORE_UNAVAILABLE', `${what}(${JSON.stringify(key)}) could not be done on Redis: ${why}`, {
+        cause: error,
+      });
     }
   }
 
@@ -244,10 +288,25 @@ export class RedisBinding implements BoundStore {
     this.#denials?.delete(key);
   }
 
-  #enqueue(key: string, permits: number, maxWaitMs: number, peek: boolean, note: DecisionNote | undefined): Promise<Decision> {
+  #enqueue(
+    key: string,
+    permits: number,
+    maxWaitMs: number,
+    peek: boolean,
+    note: DecisionNote | undefined,
+  ): Promise<Decision> {
     const clock = this.#ctx.decisionClock;
     return new Promise<Decision>((resolve, fail) => {
-      this.#queue.push({ key, permits, maxWaitMs, now: clock === undefined ? Number.NaN : clock.now(), peek, note, resolve, fail });
+      this.#queue.push({
+        key,
+        permits,
+        maxWaitMs,
+        now: clock === undefined ? Number.NaN : clock.now(),
+        peek,
+        note,
+        resolve,
+        fail,
+      });
       if (!this.#scheduled) {
         this.#scheduled = true;
         setImmediate(this.#flush);
@@ -272,9 +331,10 @@ export class RedisBinding implements BoundStore {
     const bySlot = new Map<number, Pending[]>();
     for (const p of batch) {
       let slot: number;
-      if (this.#crossSlot === undefined) slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
+      if (this.#crossSlot === undefined)
+        slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
       else {
-        let parts;
+        let parts: ReturnType<CrossSlotPolicy['partition']>;
         try {
           parts = this.#crossSlot.partition(p.key);
         } catch (error) {
@@ -315,7 +375,7 @@ export class RedisBinding implements BoundStore {
     const keys: string[] = [];
     const groupIndex = new Map<string, number>();
     const groups: number[][] = [];
-    let wire;
+    let wire: Parameters<typeof packRequests>[0];
     try {
       wire = group.map((p) => {
         let g = groupIndex.get(p.key);
@@ -348,7 +408,12 @@ export class RedisBinding implements BoundStore {
     try {
       reply = bufferReply(
         await withDeadline(
-          this.#ctx.connection.runScript(this.#script, keys, [...this.#ruleArgs, packGroups(groups), packRequests(wire), ...this.#tailArgs]),
+          this.#ctx.connection.runScript(this.#script, keys, [
+            ...this.#ruleArgs,
+            packGroups(groups),
+            packRequests(wire),
+            ...this.#tailArgs,
+          ]),
           this.#ctx.timeoutMs,
           'a decision',
         ),
@@ -386,17 +451,32 @@ export class RedisBinding implements BoundStore {
     });
   }
 
-  async #decideAcross(policy: CrossSlotPolicy, p: Pending, parts: ReturnType<CrossSlotPolicy['partition']>): Promise<void> {
+  async #decideAcross(
+    policy: CrossSlotPolicy,
+    p: Pending,
+    parts: ReturnType<CrossSlotPolicy['partition']>,
+  ): Promise<void> {
     try {
-      const { decision, ruleDecidedAtMs } = await policy.decide({ key: p.key, permits: p.permits, now: p.now, peek: p.peek }, parts);
+      const { decision, ruleDecidedAtMs } = await policy.decide(
+        { key: p.key, permits: p.permits, now: p.now, peek: p.peek },
+        parts,
+      );
       this.#ctx.reportSuccess();
       // Each slot decided at its own time: the grant stands from the last of them.
       const decidedAtMs = Math.max(...ruleDecidedAtMs);
       if (p.note !== undefined) p.note.source = 'redis';
-      this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'redis', decidedAtMs, ruleDecidedAtMs });
+      this.#ctx.onDecision?.({
+        prefix: this.#prefix,
+        key: p.key,
+        decision,
+        source: 'redis',
+        decidedAtMs,
+        ruleDecidedAtMs,
+      });
       p.resolve(decision);
     } catch (error) {
-      if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
+      if (!isKeyScopedError(error))
+        this.#ctx.reportFailure(error, stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
       this.#resolveByFailMode(p);
     }
   }
@@ -404,7 +484,13 @@ export class RedisBinding implements BoundStore {
   #resolveByFailMode(p: Pending): void {
     const decision = this.#fallback(p);
     if (p.note !== undefined) p.note.source = 'fallback';
-    this.#ctx.onDecision?.({ prefix: this.#prefix, key: p.key, decision, source: 'fallback', decidedAtMs: this.#ctx.localClock.now() });
+    this.#ctx.onDecision?.({
+      prefix: this.#prefix,
+      key: p.key,
+      decision,
+      source: 'fallback',
+      decidedAtMs: this.#ctx.localClock.now(),
+    });
     p.resolve(decision);
   }
 
@@ -416,6 +502,11 @@ export class RedisBinding implements BoundStore {
     if (this.#local !== undefined) {
       return (p.peek ? this.#local.peek(p.key) : this.#local.consume(p.key, p.permits, p.maxWaitMs)) as Decision;
     }
-    return failModeDecision(this.#rules[0] as Algorithm, this.#ctx.failMode === 'open' ? 'open' : 'closed', p.permits, this.#ctx.timeoutMs);
+    return failModeDecision(
+      this.#rules[0] as Algorithm,
+      this.#ctx.failMode === 'open' ? 'open' : 'closed',
+      p.permits,
+      this.#ctx.timeoutMs,
+    );
   }
 }

@@ -14,7 +14,17 @@ import {
   type Store,
   systemClock,
 } from '@sluice/core';
-import { PrefixGuard, callSafely, describeValue, emitSafely, optionsObject, positiveFinite, positiveInteger, scaledRule, timerDuration } from '@sluice/core/store-kit';
+import {
+  PrefixGuard,
+  callSafely,
+  describeValue,
+  emitSafely,
+  optionsObject,
+  positiveFinite,
+  positiveInteger,
+  scaledRule,
+  timerDuration,
+} from '@sluice/core/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { DenyCache } from './deny-cache.js';
@@ -29,7 +39,6 @@ import { decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './ke
 import { RedisSemaphore } from './semaphore.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './connection/connect.js';
-
 
 /** Options of `redisStore`. */
 export interface RedisStoreOptions {
@@ -172,20 +181,35 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     if (clock === 'server') this.clock = undefined;
     else if (clock === 'client') this.clock = systemClock;
     else if (typeof clock === 'object' && clock !== null && typeof clock.now === 'function') this.clock = clock;
-    else throw new SluiceRangeError('clock', clock, `clock must be 'server', 'client' or a Clock, got ${describeValue(clock)}`);
+    else
+      throw new SluiceRangeError(
+        'clock',
+        clock,
+        `clock must be 'server', 'client' or a Clock, got ${describeValue(clock)}`,
+      );
     this.#localClock = this.clock ?? systemClock;
     const onDecision = options.onDecision;
     if (onDecision !== undefined && typeof onDecision !== 'function') {
-      throw new SluiceTypeError('onDecision', onDecision, `onDecision must be a function, got ${describeValue(onDecision)}`);
+      throw new SluiceTypeError(
+        'onDecision',
+        onDecision,
+        `onDecision must be a function, got ${describeValue(onDecision)}`,
+      );
     }
     this.timeoutMs = options.timeoutMs === undefined ? 50 : timerDuration('timeoutMs', options.timeoutMs);
     this.failMode = failModeOption(options.failMode);
-    this.expectedNodes = options.expectedNodes === undefined ? 1 : positiveInteger('expectedNodes', options.expectedNodes);
+    this.expectedNodes =
+      options.expectedNodes === undefined ? 1 : positiveInteger('expectedNodes', options.expectedNodes);
     if (options.denyCache !== undefined && typeof options.denyCache !== 'boolean') {
-      throw new SluiceTypeError('denyCache', options.denyCache, `denyCache must be a boolean, got ${describeValue(options.denyCache)}`);
+      throw new SluiceTypeError(
+        'denyCache',
+        options.denyCache,
+        `denyCache must be a boolean, got ${describeValue(options.denyCache)}`,
+      );
     }
     this.#denyCache = options.denyCache ?? true;
-    this.#denyCacheMaxKeys = options.denyCacheMaxKeys === undefined ? 10_000 : positiveInteger('denyCacheMaxKeys', options.denyCacheMaxKeys);
+    this.#denyCacheMaxKeys =
+      options.denyCacheMaxKeys === undefined ? 10_000 : positiveInteger('denyCacheMaxKeys', options.denyCacheMaxKeys);
     this.maxBatch = options.maxBatch === undefined ? 64 : positiveInteger('maxBatch', options.maxBatch);
     const maxClockSkewMs =
       options.maxClockSkewMs !== undefined
@@ -194,7 +218,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
           ? DEFAULT_CLIENT_SKEW_MS
           : undefined;
     if (maxClockSkewMs !== undefined && this.clock === undefined) {
-      throw new SluiceRangeError('maxClockSkewMs', maxClockSkewMs, "maxClockSkewMs bounds client clocks: it needs clock 'client' or a Clock");
+      throw new SluiceRangeError(
+        'maxClockSkewMs',
+        maxClockSkewMs,
+        "maxClockSkewMs bounds client clocks: it needs clock 'client' or a Clock",
+      );
     }
     this.#health = new RedisHealth({
       connection,
@@ -275,9 +303,16 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     const share = 1 / this.expectedNodes;
     // One per prefix: a limiter's plans (which share state by rule name) share it, as on Redis.
     let fallback = this.#fallbacks.get(prefix);
-    if (this.failMode === 'local' && fallback === undefined) this.#fallbacks.set(prefix, (fallback = new MemoryStore({ clock: this.#localClock })));
-    const local = fallback?.bind({ rules: ruleSet.rules.map((rule) => scaledRule(rule, share)), prefix, ...(ruleSet.plans === undefined ? {} : { plans: ruleSet.plans }) });
-    const publishReset = this.#denyCache ? (key: string) => this.#connection.publish(resetChannel(prefix), encodeIdentity(key)) : undefined;
+    if (this.failMode === 'local' && fallback === undefined)
+      this.#fallbacks.set(prefix, (fallback = new MemoryStore({ clock: this.#localClock })));
+    const local = fallback?.bind({
+      rules: ruleSet.rules.map((rule) => scaledRule(rule, share)),
+      prefix,
+      ...(ruleSet.plans === undefined ? {} : { plans: ruleSet.plans }),
+    });
+    const publishReset = this.#denyCache
+      ? (key: string) => this.#connection.publish(resetChannel(prefix), encodeIdentity(key))
+      : undefined;
     const binding: RedisBinding = new RedisBinding(this.#context, ruleSet.rules, prefix, {
       denyCache: this.#denyCache ? new DenyCache(this.#denyCacheMaxKeys) : undefined,
       local,
@@ -372,7 +407,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     // failMode 'local': this node's share of the slots while Redis is away, counted in memory.
     const local =
       this.failMode === 'local'
-        ? new MemoryStore({ clock: this.#localClock }).bindSemaphore({ ...spec, max: Math.max(1, Math.floor(spec.max / this.expectedNodes)) })
+        ? new MemoryStore({ clock: this.#localClock }).bindSemaphore({
+            ...spec,
+            max: Math.max(1, Math.floor(spec.max / this.expectedNodes)),
+          })
         : undefined;
     let set = this.#semaphores.get(prefix);
     const channel = freedChannel(prefix);

@@ -14,8 +14,8 @@ export function numArg(x: number): string {
 /**
  * The ARGV prefix describing a limiter's rules: R, then per rule its kind, how many parameters follow, the
  * parameters in the order its Lua function reads them (the algorithm's own wireParams), and its blockMs.
-  * @example
-  * const args = [...ruleArgs(limiter.rules), ...requestArgs]
+ * @example
+ * const args = [...ruleArgs(limiter.rules), ...requestArgs]
  */
 export function ruleArgs(rules: readonly Algorithm[]): string[] {
   const args = [String(rules.length)];
@@ -36,8 +36,8 @@ const timeArg = (ms: number | undefined): string => (ms === undefined || Number.
 /**
  * The ARGV of adjust.lua after the rules (`ruleArgs`): the operation, its permits, when a refunded grant was
  * made (see GrantTime; undefined: unknown), and now (undefined or NaN: the server's TIME).
-  * @example
-  * const args = adjustArgs(ruleArgs(rules), 'refund', 1, { agoMs: 30 }, undefined)
+ * @example
+ * const args = adjustArgs(ruleArgs(rules), 'refund', 1, { agoMs: 30 }, undefined)
  */
 export function adjustArgs(
   rules: readonly string[],

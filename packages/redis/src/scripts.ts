@@ -26,12 +26,17 @@ const ALGORITHM_FILES: Record<AlgorithmKind, readonly string[]> = {
 /**
  * A package's folder of .lua files: `src/lua` beside the module when run from source, or beside `dist/` when
  * built (the files ship in src/lua). `moduleUrl` is the caller's import.meta.url; `probe` a file it holds.
-  * @example
-  * const directory = luaDirectory(import.meta.url, 'lease.lua')
+ * @example
+ * const directory = luaDirectory(import.meta.url, 'lease.lua')
  */
 export function luaDirectory(moduleUrl: string, probe: string): string {
   const here = dirname(fileURLToPath(moduleUrl));
-  const candidates = [join(here, 'lua'), join(here, '..', 'src', 'lua'), join(here, '..', 'lua'), join(here, '..', '..', 'src', 'lua')];
+  const candidates = [
+    join(here, 'lua'),
+    join(here, '..', 'src', 'lua'),
+    join(here, '..', 'lua'),
+    join(here, '..', '..', 'src', 'lua'),
+  ];
   const found = candidates.find((dir) => existsSync(join(dir, probe)));
   if (!found) throw new Error(`Lua scripts not found in ${candidates.join(' or ')}`);
   return found;
@@ -49,8 +54,8 @@ const cache = new Map<string, LuaScript>();
  * The one registry of Lua scripts: a script named `name`, composed of `files` in order, and kept; its sha1 is
  * computed from exactly the text sent. Packages register their own scripts through it (@sluice/hybrid its
  * lease and heartbeat scripts, on top of `algorithmFiles`); it knows none of them.
-  * @example
-  * const script = luaScript('my:script', [...algorithmFiles([]), { directory, file: 'my-script' }])
+ * @example
+ * const script = luaScript('my:script', [...algorithmFiles([]), { directory, file: 'my-script' }])
  */
 export function luaScript(name: string, files: readonly LuaFile[]): LuaScript {
   let script = cache.get(name);
@@ -74,8 +79,8 @@ export function redisLuaFile(file: string): LuaFile {
  * The prelude and each of `kinds`' files once: what a script needs before its entry to call
  * `ALGORITHMS[kind]`, `REFUNDS[kind]` and `PENALTIES[kind]` (see prelude.lua). Sorted, so one set of kinds is
  * one script.
-  * @example
-  * const files = [...algorithmFiles(['tokenBucket']), { directory, file: 'my-script' }]
+ * @example
+ * const files = [...algorithmFiles(['tokenBucket']), { directory, file: 'my-script' }]
  */
 export function algorithmFiles(kinds: readonly AlgorithmKind[]): LuaFile[] {
   const directory = redisLua();
@@ -93,16 +98,21 @@ export function algorithmScriptName(entry: string, kinds: readonly AlgorithmKind
 }
 
 function compose(entry: 'decide' | 'adjust', kinds: readonly AlgorithmKind[]): LuaScript {
-  return luaScript(algorithmScriptName(entry, kinds), [...algorithmFiles(kinds), { directory: redisLua(), file: entry }]);
+  return luaScript(algorithmScriptName(entry, kinds), [
+    ...algorithmFiles(kinds),
+    { directory: redisLua(), file: entry },
+  ]);
 }
 
 /**
  * The decide script for a set of algorithms, so a limiter's script defines only the functions it runs.
  * Composed from the .lua files on first use and kept; its sha1 is computed from exactly the text sent.
-  * @example
-  * const script = decideScript(['fixedWindow', 'tokenBucket'])
+ * @example
+ * const script = decideScript(['fixedWindow', 'tokenBucket'])
  */
-export function decideScript(kinds: readonly AlgorithmKind[] = Object.keys(ALGORITHM_FILES) as AlgorithmKind[]): LuaScript {
+export function decideScript(
+  kinds: readonly AlgorithmKind[] = Object.keys(ALGORITHM_FILES) as AlgorithmKind[],
+): LuaScript {
   return compose('decide', kinds);
 }
 
@@ -121,7 +131,10 @@ export function adjustScript(kinds: readonly AlgorithmKind[]): LuaScript {
  * await connection.runScript(semaphoreScript(), semaphoreKeys(prefix, key), args)
  */
 export function semaphoreScript(): LuaScript {
-  return luaScript('semaphore', [{ directory: redisLua(), file: 'prelude' }, { directory: redisLua(), file: 'semaphore' }]);
+  return luaScript('semaphore', [
+    { directory: redisLua(), file: 'prelude' },
+    { directory: redisLua(), file: 'semaphore' },
+  ]);
 }
 
 /**
@@ -130,5 +143,8 @@ export function semaphoreScript(): LuaScript {
  * await connection.runScript(blockScript(), [banKey(prefix, key)], [numArg(ms), ''])
  */
 export function blockScript(): LuaScript {
-  return luaScript('block', [{ directory: redisLua(), file: 'prelude' }, { directory: redisLua(), file: 'block' }]);
+  return luaScript('block', [
+    { directory: redisLua(), file: 'prelude' },
+    { directory: redisLua(), file: 'block' },
+  ]);
 }

@@ -63,8 +63,20 @@ export class RedisSemaphore implements SemaphoreBinding {
   #call(key: string, op: string, extra: readonly string[]): Promise<ScriptReply> {
     const { prefix, max, leaseMs } = this.#spec;
     const now = this.#ctx.decisionClock?.now();
-    const args = [op, now === undefined ? '' : numArg(now), String(max), numArg(leaseMs), freedChannel(prefix), encodeIdentity(key), ...extra];
-    return withDeadline(this.#ctx.connection.runScript(semaphoreScript(), semaphoreKeys(prefix, key), args), this.#ctx.timeoutMs, `a slot for ${JSON.stringify(key)}`);
+    const args = [
+      op,
+      now === undefined ? '' : numArg(now),
+      String(max),
+      numArg(leaseMs),
+      freedChannel(prefix),
+      encodeIdentity(key),
+      ...extra,
+    ];
+    return withDeadline(
+      this.#ctx.connection.runScript(semaphoreScript(), semaphoreKeys(prefix, key), args),
+      this.#ctx.timeoutMs,
+      `a slot for ${JSON.stringify(key)}`,
+    );
   }
 
   /** Runs a call on Redis, reporting to the health machine; undefined when it failed (the fail mode stands in). */

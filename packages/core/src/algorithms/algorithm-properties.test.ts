@@ -15,22 +15,29 @@ const RUNS = { numRuns: 150 };
 describe('fixedWindow properties', () => {
   it('<= limit per aligned window, <= 2 x limit in any window-long interval', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 5_000 }), fc.nat(), (limit, windowMs, seed) =>
-        fc.assert(
-          fc.property(timelineArb(windowMs, limit + 2), (events) => {
-            const run = runTimeline(fixedWindow({ limit, windowMs }), events, { startMs: seed, neverFitsAbove: limit });
-            for (const list of byKey(run.admissions)) {
-              const perWindow = new Map<number, number>();
-              for (const a of list) {
-                const w = Math.floor(a.atMs / windowMs);
-                perWindow.set(w, (perWindow.get(w) ?? 0) + a.permits);
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 5_000 }),
+        fc.nat(),
+        (limit, windowMs, seed) =>
+          fc.assert(
+            fc.property(timelineArb(windowMs, limit + 2), (events) => {
+              const run = runTimeline(fixedWindow({ limit, windowMs }), events, {
+                startMs: seed,
+                neverFitsAbove: limit,
+              });
+              for (const list of byKey(run.admissions)) {
+                const perWindow = new Map<number, number>();
+                for (const a of list) {
+                  const w = Math.floor(a.atMs / windowMs);
+                  perWindow.set(w, (perWindow.get(w) ?? 0) + a.permits);
+                }
+                expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(limit);
+                expect(maxInInterval(list, windowMs, true)).toBeLessThanOrEqual(2 * limit);
               }
-              expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(limit);
-              expect(maxInInterval(list, windowMs, true)).toBeLessThanOrEqual(2 * limit);
-            }
-          }),
-          { numRuns: 5 },
-        ),
+            }),
+            { numRuns: 5 },
+          ),
       ),
       { numRuns: 40 },
     );
@@ -40,10 +47,16 @@ describe('fixedWindow properties', () => {
 describe('slidingWindowLog properties', () => {
   it('<= limit in every window-long interval (t - windowMs, t]', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 5_000 }), timelineArb(3_000, 22), (limit, windowMs, events) => {
-        const run = runTimeline(slidingWindowLog({ limit, windowMs }), events, { neverFitsAbove: limit });
-        for (const list of byKey(run.admissions)) expect(maxInInterval(list, windowMs, true)).toBeLessThanOrEqual(limit);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 5_000 }),
+        timelineArb(3_000, 22),
+        (limit, windowMs, events) => {
+          const run = runTimeline(slidingWindowLog({ limit, windowMs }), events, { neverFitsAbove: limit });
+          for (const list of byKey(run.admissions))
+            expect(maxInInterval(list, windowMs, true)).toBeLessThanOrEqual(limit);
+        },
+      ),
       RUNS,
     );
   });
@@ -53,17 +66,26 @@ describe('slidingWindowCounter properties', () => {
   it('<= limit per aligned window; its error against the exact log stays below limit in any window', () => {
     let worstRatio = 0;
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 5_000 }), timelineArb(3_000, 22), (limit, windowMs, events) => {
-        const run = runTimeline(slidingWindowCounter({ limit, windowMs }), events, { neverFitsAbove: limit });
-        for (const list of byKey(run.admissions)) {
-          const perWindow = new Map<number, number>();
-          for (const a of list) perWindow.set(Math.floor(a.atMs / windowMs), (perWindow.get(Math.floor(a.atMs / windowMs)) ?? 0) + a.permits);
-          expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(limit);
-          const sliding = maxInInterval(list, windowMs, true);
-          worstRatio = Math.max(worstRatio, sliding / limit);
-          expect(sliding).toBeLessThan(2 * limit);
-        }
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 5_000 }),
+        timelineArb(3_000, 22),
+        (limit, windowMs, events) => {
+          const run = runTimeline(slidingWindowCounter({ limit, windowMs }), events, { neverFitsAbove: limit });
+          for (const list of byKey(run.admissions)) {
+            const perWindow = new Map<number, number>();
+            for (const a of list)
+              perWindow.set(
+                Math.floor(a.atMs / windowMs),
+                (perWindow.get(Math.floor(a.atMs / windowMs)) ?? 0) + a.permits,
+              );
+            expect(Math.max(...perWindow.values())).toBeLessThanOrEqual(limit);
+            const sliding = maxInInterval(list, windowMs, true);
+            worstRatio = Math.max(worstRatio, sliding / limit);
+            expect(sliding).toBeLessThan(2 * limit);
+          }
+        },
+      ),
       RUNS,
     );
     // The measured error: how far above the limit a sliding interval got (the log would give exactly 1).
@@ -89,20 +111,25 @@ describe('tokenBucket properties', () => {
 
   it('with an initial fill below capacity, the first interval is bounded by initial + rate x T', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0.05, max: 50, noNaN: true }), timelineArb(50, 5, 0, 40), (capacity, rate, events) => {
-        const initial = Math.floor(capacity / 2);
-        const algorithm = tokenBucket({ capacity, refillPerSecond: rate, initial, maxDebt: 0 });
-        const run = runTimeline(algorithm, events);
-        for (const [key, list] of byKey(run.admissions).map((l) => [l[0]!.key, l] as const)) {
-          // From the key's first sight (granted or not), at most initial + what refilled since.
-          const firstSeen = run.firstSeenMs.get(key)!;
-          let sum = 0;
-          for (const a of list) {
-            sum += a.permits;
-            expect(sum).toBeLessThanOrEqual(initial + (rate / 1000) * (a.atMs - firstSeen) + 1e-6);
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.double({ min: 0.05, max: 50, noNaN: true }),
+        timelineArb(50, 5, 0, 40),
+        (capacity, rate, events) => {
+          const initial = Math.floor(capacity / 2);
+          const algorithm = tokenBucket({ capacity, refillPerSecond: rate, initial, maxDebt: 0 });
+          const run = runTimeline(algorithm, events);
+          for (const [key, list] of byKey(run.admissions).map((l) => [l[0]!.key, l] as const)) {
+            // From the key's first sight (granted or not), at most initial + what refilled since.
+            const firstSeen = run.firstSeenMs.get(key)!;
+            let sum = 0;
+            for (const a of list) {
+              sum += a.permits;
+              expect(sum).toBeLessThanOrEqual(initial + (rate / 1000) * (a.atMs - firstSeen) + 1e-6);
+            }
           }
-        }
-      }),
+        },
+      ),
       RUNS,
     );
   });
@@ -111,28 +138,44 @@ describe('tokenBucket properties', () => {
 describe('leakyBucket properties', () => {
   it('police: admits at most capacity + leak x T over any interval T', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0.05, max: 200, noNaN: true }), timelineArb(2_000, 24), (capacity, leakPerSecond, events) => {
-        expectBucketBound(leakyBucket({ capacity, leakPerSecond }), capacity, leakPerSecond, events);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.double({ min: 0.05, max: 200, noNaN: true }),
+        timelineArb(2_000, 24),
+        (capacity, leakPerSecond, events) => {
+          expectBucketBound(leakyBucket({ capacity, leakPerSecond }), capacity, leakPerSecond, events);
+        },
+      ),
       RUNS,
     );
   });
 
   it('shape: requests leave never faster than the leak rate, and the queue never exceeds capacity', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0.05, max: 200, noNaN: true }), timelineArb(2_000, 24, 20_000), (capacity, leakPerSecond, events) => {
-        const run = expectBucketBound(leakyBucket({ capacity, leakPerSecond, mode: 'shape' }), capacity, leakPerSecond, events);
-        const msPerPermit = 1000 / leakPerSecond;
-        for (const list of byKey(run.admissions)) {
-          // Consecutive departures are at least the previous request's permits / rate apart.
-          for (let i = 1; i < list.length; i++) {
-            const prev = list[i - 1]!;
-            expect(list[i]!.atMs - prev.atMs).toBeGreaterThanOrEqual(prev.permits * msPerPermit - TOLERANCE_MS);
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.double({ min: 0.05, max: 200, noNaN: true }),
+        timelineArb(2_000, 24, 20_000),
+        (capacity, leakPerSecond, events) => {
+          const run = expectBucketBound(
+            leakyBucket({ capacity, leakPerSecond, mode: 'shape' }),
+            capacity,
+            leakPerSecond,
+            events,
+          );
+          const msPerPermit = 1000 / leakPerSecond;
+          for (const list of byKey(run.admissions)) {
+            // Consecutive departures are at least the previous request's permits / rate apart.
+            for (let i = 1; i < list.length; i++) {
+              const prev = list[i - 1]!;
+              expect(list[i]!.atMs - prev.atMs).toBeGreaterThanOrEqual(prev.permits * msPerPermit - TOLERANCE_MS);
+            }
+            // Waiting time in the queue never exceeds what capacity permits take to leave.
+            for (const a of list)
+              expect(a.atMs - a.decidedAtMs).toBeLessThanOrEqual(capacity * msPerPermit + TOLERANCE_MS);
           }
-          // Waiting time in the queue never exceeds what capacity permits take to leave.
-          for (const a of list) expect(a.atMs - a.decidedAtMs).toBeLessThanOrEqual(capacity * msPerPermit + TOLERANCE_MS);
-        }
-      }),
+        },
+      ),
       RUNS,
     );
   });
@@ -141,20 +184,30 @@ describe('leakyBucket properties', () => {
 describe('gcra properties', () => {
   it('admits at most burst + rate x T over any interval T, as a token bucket would', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.double({ min: 0.05, max: 200, noNaN: true }), timelineArb(2_000, 24, 3_000), (burst, rate, events) => {
-        expectBucketBound(gcra({ rate, burst }), burst, rate, events);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.double({ min: 0.05, max: 200, noNaN: true }),
+        timelineArb(2_000, 24, 3_000),
+        (burst, rate, events) => {
+          expectBucketBound(gcra({ rate, burst }), burst, rate, events);
+        },
+      ),
       RUNS,
     );
   });
 
   it('decides exactly as a token bucket of capacity burst (no debt allowed) when nobody waits', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 1, max: 100 }), timelineArb(2_000, 24), (burst, rate, events) => {
-        const a = runTimeline(gcra({ rate, burst }), events);
-        const b = runTimeline(tokenBucket({ capacity: burst, refillPerSecond: rate, maxDebt: 0 }), events);
-        expect(a.admissions.map((x) => x.decidedAtMs)).toEqual(b.admissions.map((x) => x.decidedAtMs));
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 20 }),
+        fc.integer({ min: 1, max: 100 }),
+        timelineArb(2_000, 24),
+        (burst, rate, events) => {
+          const a = runTimeline(gcra({ rate, burst }), events);
+          const b = runTimeline(tokenBucket({ capacity: burst, refillPerSecond: rate, maxDebt: 0 }), events);
+          expect(a.admissions.map((x) => x.decidedAtMs)).toEqual(b.admissions.map((x) => x.decidedAtMs));
+        },
+      ),
       RUNS,
     );
   });
@@ -169,7 +222,9 @@ describe('smoothBursty properties', () => {
         timelineArb(3_000, 30, 5_000),
         (permitsPerSecond, maxBurstSeconds, events) => {
           const burst = permitsPerSecond * maxBurstSeconds;
-          expectBucketBound(smoothBursty({ permitsPerSecond, maxBurstSeconds }), burst, permitsPerSecond, events, { prepay: true });
+          expectBucketBound(smoothBursty({ permitsPerSecond, maxBurstSeconds }), burst, permitsPerSecond, events, {
+            prepay: true,
+          });
         },
       ),
       RUNS,
@@ -187,7 +242,9 @@ describe('smoothWarmingUp properties', () => {
         timelineArb(3_000, 30, 5_000),
         (permitsPerSecond, warmupMs, coldFactor, events) => {
           // No burst at all: stored permits cost at least the stable interval.
-          expectBucketBound(smoothWarmingUp({ permitsPerSecond, warmupMs, coldFactor }), 0, permitsPerSecond, events, { prepay: true });
+          expectBucketBound(smoothWarmingUp({ permitsPerSecond, warmupMs, coldFactor }), 0, permitsPerSecond, events, {
+            prepay: true,
+          });
         },
       ),
       RUNS,

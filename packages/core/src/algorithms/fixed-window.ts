@@ -59,7 +59,12 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
 
   // Only from the window the grant was counted in, while it is the stored one: once a new window opened,
   // taking from it would let that window pass more than its limit (when in doubt, keep the permits).
-  function refund(state: FixedWindowState | undefined, nowMs: number, permits: number, grantedAtMs: number): Adjusted<FixedWindowState> {
+  function refund(
+    state: FixedWindowState | undefined,
+    nowMs: number,
+    permits: number,
+    grantedAtMs: number,
+  ): Adjusted<FixedWindowState> {
     if (state === undefined) return { state, ttlMs: 0 };
     const { start: windowStart, count } = current(state, nowMs);
     const ttlMs = windowStart + windowMs - nowMs;

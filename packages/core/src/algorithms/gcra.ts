@@ -50,9 +50,15 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
   const toleranceMs = burst * intervalMs;
 
   /** How far the TAT is ahead of now; a clock that steps back sees it further ahead (never a refill twice). */
-  const aheadOf = (state: GcraState | undefined, nowMs: number): number => (state === undefined ? 0 : Math.max(0, state.aheadMs - (nowMs - state.at)));
+  const aheadOf = (state: GcraState | undefined, nowMs: number): number =>
+    state === undefined ? 0 : Math.max(0, state.aheadMs - (nowMs - state.at));
 
-  function consume(state: GcraState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<GcraState> {
+  function consume(
+    state: GcraState | undefined,
+    nowMs: number,
+    permits: number,
+    maxWaitMs: number,
+  ): Outcome<GcraState> {
     const ahead = aheadOf(state, nowMs);
     const remainingNow = wholePermits((toleranceMs - ahead) / intervalMs);
     if (permits > burst) return neverFits(state, remainingNow, ahead, ahead);
@@ -60,7 +66,15 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     const waitMs = newAhead - toleranceMs;
     if (waitMs <= maxWaitMs + TOLERANCE_MS) {
       const remaining = wholePermits((toleranceMs - newAhead) / intervalMs);
-      return outcome(true, { aheadMs: newAhead, at: nowMs }, remaining, 0, newAhead, Math.min(Math.max(waitMs, 0), maxWaitMs), newAhead);
+      return outcome(
+        true,
+        { aheadMs: newAhead, at: nowMs },
+        remaining,
+        0,
+        newAhead,
+        Math.min(Math.max(waitMs, 0), maxWaitMs),
+        newAhead,
+      );
     }
     return outcome(false, state, remainingNow, waitMs - maxWaitMs, ahead, 0, ahead);
   }

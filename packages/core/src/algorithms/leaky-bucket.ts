@@ -66,7 +66,11 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     throw new SluiceRangeError('mode', mode, `mode must be 'police' or 'shape', got ${describe(mode)}`);
   }
   representablePeriod('leakPerSecond', leakPerSecond, (capacity * 1000) / leakPerSecond, 'draining a full bucket take');
-  const common = commonRuleOptions(options, defaultRuleName(mode === 'police' ? 'lb' : 'lbs', [capacity, ratePart(leakPerSecond)]), mode === 'police' ? 'lb' : 'lbs');
+  const common = commonRuleOptions(
+    options,
+    defaultRuleName(mode === 'police' ? 'lb' : 'lbs', [capacity, ratePart(leakPerSecond)]),
+    mode === 'police' ? 'lb' : 'lbs',
+  );
   const { name, key } = common;
   const msPerPermit = 1000 / leakPerSecond;
   const tolerance = EPSILON + (TOLERANCE_MS * leakPerSecond) / 1000;
@@ -114,7 +118,15 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     if (queuedMs <= roomMs + TOLERANCE_MS && queuedMs <= maxWaitMs + TOLERANCE_MS) {
       const ttlMs = queuedMs + permits * msPerPermit;
       const remaining = wholePermits(capacity - queued - permits);
-      return outcome(true, { queuedMs: ttlMs, at: nowMs }, remaining, 0, ttlMs, Math.min(queuedMs, Math.max(maxWaitMs, 0)), ttlMs);
+      return outcome(
+        true,
+        { queuedMs: ttlMs, at: nowMs },
+        remaining,
+        0,
+        ttlMs,
+        Math.min(queuedMs, Math.max(maxWaitMs, 0)),
+        ttlMs,
+      );
     }
     const retryAfterMs = Math.max(queuedMs - maxWaitMs, queuedMs - roomMs);
     return outcome(false, state, wholePermits(capacity - queued), retryAfterMs, queuedMs, 0, queuedMs);
@@ -122,16 +134,28 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
 
   // Water poured back out (police) or queue given back (shape), never below empty: a leak is linear, so this
   // undoes a grant whenever it was made. A penalty pours in past the capacity, denying until it drains.
-  function policeAdjusted(state: LeakyPoliceState | undefined, nowMs: number, permits: number): Adjusted<LeakyPoliceState> {
+  function policeAdjusted(
+    state: LeakyPoliceState | undefined,
+    nowMs: number,
+    permits: number,
+  ): Adjusted<LeakyPoliceState> {
     const { level, now } = drained(state, nowMs);
     const next = Math.max(0, level + permits);
     return { state: { level: next, updatedAt: now }, ttlMs: (next * 1000) / leakPerSecond };
   }
-  function shapeAdjusted(state: LeakyShapeState | undefined, nowMs: number, permits: number): Adjusted<LeakyShapeState> {
+  function shapeAdjusted(
+    state: LeakyShapeState | undefined,
+    nowMs: number,
+    permits: number,
+  ): Adjusted<LeakyShapeState> {
     const queuedMs = Math.max(0, queueAhead(state, nowMs) + permits * msPerPermit);
     return { state: { queuedMs, at: nowMs }, ttlMs: queuedMs };
   }
-  const adjust = (mode === 'police' ? policeAdjusted : shapeAdjusted) as (state: LeakyBucketState | undefined, nowMs: number, permits: number) => Adjusted<LeakyBucketState>;
+  const adjust = (mode === 'police' ? policeAdjusted : shapeAdjusted) as (
+    state: LeakyBucketState | undefined,
+    nowMs: number,
+    permits: number,
+  ) => Adjusted<LeakyBucketState>;
 
   return {
     kind: 'leakyBucket',
@@ -151,7 +175,12 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     ratePerSecond: leakPerSecond,
     lease: undefined,
     share: (fraction) =>
-      leakyBucket({ ...ownOptions(common), capacity: shareOf(capacity, fraction), leakPerSecond: leakPerSecond * fraction, mode }),
+      leakyBucket({
+        ...ownOptions(common),
+        capacity: shareOf(capacity, fraction),
+        leakPerSecond: leakPerSecond * fraction,
+        mode,
+      }),
     // Police mode's water scales with the share; shape mode's queue is time ahead, which the share's rate scales.
     rescale: (state, ratio) => ('level' in state ? { ...state, level: state.level * ratio } : state),
     consume: (mode === 'police' ? police : shape) as Algorithm<LeakyBucketState>['consume'],

@@ -23,7 +23,11 @@ export function commonRuleOptions(options: RuleOptions, defaultName: string, pla
   representablePeriod('blockMs', blockMs, blockMs, 'a block of');
   if (blockMs > 0 && key !== undefined) {
     // A ban blocks the request's key; a shared rule's denial is not that key's doing.
-    throw new SluiceRangeError('blockMs', blockMs, `blockMs bans the request's own key: rule ${JSON.stringify(name)} is counted against another key (its key option), so it cannot ban`);
+    throw new SluiceRangeError(
+      'blockMs',
+      blockMs,
+      `blockMs bans the request's own key: rule ${JSON.stringify(name)} is counted against another key (its key option), so it cannot ban`,
+    );
   }
   return { name, key, blockMs, planName: options.name === undefined ? planName : undefined };
 }

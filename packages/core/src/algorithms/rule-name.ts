@@ -47,7 +47,8 @@ export function defaultRuleName(short: string, parts: ReadonlyArray<string | num
 /** A rule name appears in Redis keys after the last ':', so it is kept to a small safe alphabet. */
 export function ruleName(value: unknown, fallback: string): string {
   if (value === undefined) return fallback;
-  if (typeof value !== 'string') throw new SluiceTypeError('name', value, `name must be a string, got ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new SluiceTypeError('name', value, `name must be a string, got ${describe(value)}`);
   if (!RULE_NAME.test(value)) {
     throw new SluiceRangeError('name', value, `name must be 1-64 of [A-Za-z0-9_.-], got ${describe(value)}`);
   }
@@ -57,7 +58,8 @@ export function ruleName(value: unknown, fallback: string): string {
 /** Validates a rule's `key` option (see RuleOptions.key). */
 export function ruleKey(value: unknown): RuleKey | undefined {
   if (value === undefined || typeof value === 'function') return value as RuleKey | undefined;
-  if (typeof value !== 'string') throw new SluiceTypeError('key', value, `key must be a string or a function, got ${describe(value)}`);
+  if (typeof value !== 'string')
+    throw new SluiceTypeError('key', value, `key must be a string or a function, got ${describe(value)}`);
   if (value.length === 0 || value.length > 512) {
     throw new SluiceRangeError('key', value, `key must be 1-512 characters, got ${value.length}`);
   }
@@ -75,7 +77,11 @@ export function identityOf(rule: { readonly key?: RuleKey; readonly name: string
   if (typeof key === 'string') return key;
   const derived = key(requestKey);
   if (typeof derived !== 'string' || derived.length === 0) {
-    throw new SluiceTypeError('key', derived, `rule ${JSON.stringify(rule.name)}: its key function must return a non-empty string, got ${describe(derived)}`);
+    throw new SluiceTypeError(
+      'key',
+      derived,
+      `rule ${JSON.stringify(rule.name)}: its key function must return a non-empty string, got ${describe(derived)}`,
+    );
   }
   return derived;
 }

@@ -1,4 +1,13 @@
-import { type Adjusted, type Algorithm, type Outcome, EPSILON, TOLERANCE_MS, neverFits, outcome, wholePermits } from './algorithm.js';
+import {
+  type Adjusted,
+  type Algorithm,
+  type Outcome,
+  EPSILON,
+  TOLERANCE_MS,
+  neverFits,
+  outcome,
+  wholePermits,
+} from './algorithm.js';
 import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
 /** Options of `slidingWindowCounter`: `limit` per `windowMs`, weighted over two windows. */
@@ -38,7 +47,11 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
     return { windowStart, previous: 0, current: 0 };
   }
 
-  function consume(state: SlidingWindowCounterState | undefined, nowMs: number, permits: number): Outcome<SlidingWindowCounterState> {
+  function consume(
+    state: SlidingWindowCounterState | undefined,
+    nowMs: number,
+    permits: number,
+  ): Outcome<SlidingWindowCounterState> {
     const { windowStart, previous, current } = roll(state, nowMs);
     const now = Math.max(nowMs, windowStart);
     const weight = 1 - (now - windowStart) / windowMs;
@@ -65,7 +78,12 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
 
   // From the window the grant was counted in (the current or the previous one); with no grant time, the
   // newest first: the current window, then the previous.
-  function refund(state: SlidingWindowCounterState | undefined, nowMs: number, permits: number, grantedAtMs: number): Adjusted<SlidingWindowCounterState> {
+  function refund(
+    state: SlidingWindowCounterState | undefined,
+    nowMs: number,
+    permits: number,
+    grantedAtMs: number,
+  ): Adjusted<SlidingWindowCounterState> {
     if (state === undefined) return { state, ttlMs: 0 };
     const { windowStart, previous, current } = roll(state, nowMs);
     const ttlMs = windowStart + 2 * windowMs - nowMs;
@@ -82,7 +100,11 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
     return { state: { windowStart, previous: previous - fromPrevious, current: current - fromCurrent }, ttlMs };
   }
 
-  function penalize(state: SlidingWindowCounterState | undefined, nowMs: number, permits: number): Adjusted<SlidingWindowCounterState> {
+  function penalize(
+    state: SlidingWindowCounterState | undefined,
+    nowMs: number,
+    permits: number,
+  ): Adjusted<SlidingWindowCounterState> {
     const { windowStart, previous, current } = roll(state, nowMs);
     return { state: { windowStart, previous, current: current + permits }, ttlMs: windowStart + 2 * windowMs - nowMs };
   }

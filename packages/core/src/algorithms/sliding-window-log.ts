@@ -40,12 +40,17 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   /** The live entries with `permits` more granted at `now` (merged into the newest entry when it is at `now`). */
   function withGrant(entries: readonly number[], first: number, now: number, permits: number): number[] {
     const live = entries.slice(first);
-    if (live.length > 0 && live[live.length - 2] === now) live[live.length - 1] = (live[live.length - 1] as number) + permits;
+    if (live.length > 0 && live[live.length - 2] === now)
+      live[live.length - 1] = (live[live.length - 1] as number) + permits;
     else live.push(now, permits);
     return live;
   }
 
-  function consume(state: SlidingWindowLogState | undefined, nowMs: number, permits: number): Outcome<SlidingWindowLogState> {
+  function consume(
+    state: SlidingWindowLogState | undefined,
+    nowMs: number,
+    permits: number,
+  ): Outcome<SlidingWindowLogState> {
     const entries = state?.entries ?? [];
     const n = entries.length;
     const now = decisionTime(entries, nowMs);
@@ -59,7 +64,15 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     if (permits > limit) return neverFits(state, left, resetAfterMs, resetAfterMs);
     if (used + permits <= limit) {
       const ttlMs = now + windowMs - nowMs;
-      return outcome(true, { entries: withGrant(entries, first, now, permits) }, limit - used - permits, 0, ttlMs, 0, ttlMs);
+      return outcome(
+        true,
+        { entries: withGrant(entries, first, now, permits) },
+        limit - used - permits,
+        0,
+        ttlMs,
+        0,
+        ttlMs,
+      );
     }
     // Oldest grants leave first; the request fits once enough of them have left.
     const excess = used + permits - limit;
@@ -76,7 +89,12 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
   // With a grant time, grants made since then, oldest first (the grant itself, when nothing shares its
   // instant): taking a later one would keep an earlier entry that leaves the window sooner. With none,
   // the newest grants.
-  function refund(state: SlidingWindowLogState | undefined, nowMs: number, permits: number, grantedAtMs: number): Adjusted<SlidingWindowLogState> {
+  function refund(
+    state: SlidingWindowLogState | undefined,
+    nowMs: number,
+    permits: number,
+    grantedAtMs: number,
+  ): Adjusted<SlidingWindowLogState> {
     if (state === undefined) return { state, ttlMs: 0 };
     const now = decisionTime(state.entries, nowMs);
     const live = state.entries.slice(firstLive(state.entries, now));
@@ -84,18 +102,27 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     if (Number.isNaN(grantedAtMs)) {
       for (let i = live.length - 2; i >= 0 && left > 0; i -= 2) left = take(live, i, left);
     } else {
-      for (let i = 0; i < live.length && left > 0; i += 2) if ((live[i] as number) >= grantedAtMs) left = take(live, i, left);
+      for (let i = 0; i < live.length && left > 0; i += 2)
+        if ((live[i] as number) >= grantedAtMs) left = take(live, i, left);
     }
     const kept: number[] = [];
-    for (let i = 0; i < live.length; i += 2) if ((live[i + 1] as number) > 0) kept.push(live[i] as number, live[i + 1] as number);
+    for (let i = 0; i < live.length; i += 2)
+      if ((live[i + 1] as number) > 0) kept.push(live[i] as number, live[i + 1] as number);
     if (kept.length === 0) return { state: undefined, ttlMs: 0 };
     return { state: { entries: kept }, ttlMs: (kept[kept.length - 2] as number) + windowMs - nowMs };
   }
 
-  function penalize(state: SlidingWindowLogState | undefined, nowMs: number, permits: number): Adjusted<SlidingWindowLogState> {
+  function penalize(
+    state: SlidingWindowLogState | undefined,
+    nowMs: number,
+    permits: number,
+  ): Adjusted<SlidingWindowLogState> {
     const entries = state?.entries ?? [];
     const now = decisionTime(entries, nowMs);
-    return { state: { entries: withGrant(entries, firstLive(entries, now), now, permits) }, ttlMs: now + windowMs - nowMs };
+    return {
+      state: { entries: withGrant(entries, firstLive(entries, now), now, permits) },
+      ttlMs: now + windowMs - nowMs,
+    };
   }
 
   return windowRule('slidingWindowLog', parsed, {

@@ -1,6 +1,14 @@
 import { SluiceRangeError } from '../errors.js';
 import { nonNegativeFinite, optionsObject, positiveFinite, representablePeriod } from '../validate.js';
-import { type Adjusted, type Algorithm, type Outcome, type RuleOptions, TOLERANCE_MS, outcome, wholePermits } from './algorithm.js';
+import {
+  type Adjusted,
+  type Algorithm,
+  type Outcome,
+  type RuleOptions,
+  TOLERANCE_MS,
+  outcome,
+  wholePermits,
+} from './algorithm.js';
 import { type CommonRule, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, periodPart, ratePart } from './rule-name.js';
 import {
@@ -78,7 +86,11 @@ function smoothAlgorithm(
     standing.fresh = state === undefined;
     // With fewer initial permits than the burst, a key that held its full burst for one more burst period is
     // forgotten and starts again from them (decided here, so every store forgets at the same instant).
-    if (state !== undefined && freshPermits < shape.maxPermits && 0 >= fullAt(standing.storedPermits, standing.ahead) + graceMs) {
+    if (
+      state !== undefined &&
+      freshPermits < shape.maxPermits &&
+      0 >= fullAt(standing.storedPermits, standing.ahead) + graceMs
+    ) {
       standing.fresh = true;
       standing.storedPermits = freshPermits;
       standing.ahead = 0;
@@ -86,27 +98,51 @@ function smoothAlgorithm(
     return standing;
   }
 
-  function consume(state: SmoothState | undefined, nowMs: number, permits: number, maxWaitMs: number): Outcome<SmoothState> {
+  function consume(
+    state: SmoothState | undefined,
+    nowMs: number,
+    permits: number,
+    maxWaitMs: number,
+  ): Outcome<SmoothState> {
     const { storedPermits, ahead, fresh } = standingAt(state, nowMs);
     if (fresh) state = undefined;
     // Guava's canAcquire looks only at the next free time, whatever the permits asked for.
     if (ahead - maxWaitMs > TOLERANCE_MS) {
       const stored = resyncedPermits(storedPermits, ahead, 0, shape);
       const full = fullAt(storedPermits, ahead);
-      return outcome(false, state, wholePermits(stored), ahead - maxWaitMs, Math.max(0, full), 0, Math.max(0, full + graceMs));
+      return outcome(
+        false,
+        state,
+        wholePermits(stored),
+        ahead - maxWaitMs,
+        Math.max(0, full),
+        0,
+        Math.max(0, full + graceMs),
+      );
     }
     const r = reserveEarliestAvailable(shape, storedPermits, ahead, permits, 0);
     const full = fullAt(r.storedPermits, r.nextFreeMs);
     const waitMs = Math.min(Math.max(r.momentAvailableMs, 0), maxWaitMs);
     const next = { storedPermits: r.storedPermits, aheadMs: r.nextFreeMs, at: nowMs };
-    return outcome(true, next, wholePermits(r.storedPermits), 0, Math.max(0, full), waitMs, Math.max(0, full + graceMs));
+    return outcome(
+      true,
+      next,
+      wholePermits(r.storedPermits),
+      0,
+      Math.max(0, full),
+      waitMs,
+      Math.max(0, full + graceMs),
+    );
   }
 
   // A reservation never waited: the permits are taken and the next free time moves on by what they cost.
   function penalize(state: SmoothState | undefined, nowMs: number, permits: number): Adjusted<SmoothState> {
     const { storedPermits, ahead } = standingAt(state, nowMs);
     const r = reserveEarliestAvailable(shape, storedPermits, ahead, permits, 0);
-    return { state: { storedPermits: r.storedPermits, aheadMs: r.nextFreeMs, at: nowMs }, ttlMs: Math.max(0, fullAt(r.storedPermits, r.nextFreeMs) + graceMs) };
+    return {
+      state: { storedPermits: r.storedPermits, aheadMs: r.nextFreeMs, at: nowMs },
+      ttlMs: Math.max(0, fullAt(r.storedPermits, r.nextFreeMs) + graceMs),
+    };
   }
 
   return {
@@ -131,7 +167,11 @@ function smoothAlgorithm(
     rescale: (state, ratio) => ({ ...state, storedPermits: state.storedPermits * ratio }),
     consume,
     refund() {
-      throw new SluiceRangeError('algorithm', kind, `rule ${JSON.stringify(name)} (${kind}) cannot refund: with Guava's prepay the next request pays for a grant, which cannot be taken back`);
+      throw new SluiceRangeError(
+        'algorithm',
+        kind,
+        `rule ${JSON.stringify(name)} (${kind}) cannot refund: with Guava's prepay the next request pays for a grant, which cannot be taken back`,
+      );
     },
     penalize,
   };
@@ -174,7 +214,15 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
       initialPermits: Math.min(permitsPerSecond * fraction * maxBurstSeconds, initialPermits * fraction),
     });
   // Wire order: permitsPerSecond, maxBurstSeconds, initialPermits.
-  return smoothAlgorithm('smoothBursty', common, permitsPerSecond, shape, initialPermits, { permitsPerSecond, maxBurstSeconds, initialPermits }, share);
+  return smoothAlgorithm(
+    'smoothBursty',
+    common,
+    permitsPerSecond,
+    shape,
+    initialPermits,
+    { permitsPerSecond, maxBurstSeconds, initialPermits },
+    share,
+  );
 }
 
 /**
@@ -189,8 +237,14 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<Smoo
   const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
   const warmupMs = positiveFinite('warmupMs', options.warmupMs);
   const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);
-  if (coldFactor < 1) throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
-  representablePeriod('permitsPerSecond', permitsPerSecond, (coldFactor * 1000) / permitsPerSecond, 'one cold permit take');
+  if (coldFactor < 1)
+    throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
+  representablePeriod(
+    'permitsPerSecond',
+    permitsPerSecond,
+    (coldFactor * 1000) / permitsPerSecond,
+    'one cold permit take',
+  );
   representablePeriod('warmupMs', warmupMs, warmupMs, 'a warm-up of');
   const parts: Array<string | number> = [ratePart(permitsPerSecond), `w${periodPart(warmupMs)}`];
   if (coldFactor !== 3) parts.push(`c${coldFactor}`);
@@ -198,5 +252,13 @@ export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<Smoo
   const share = (fraction: number) =>
     smoothWarmingUp({ ...ownOptions(common), permitsPerSecond: permitsPerSecond * fraction, warmupMs, coldFactor });
   // Wire order: permitsPerSecond, warmupMs, coldFactor.
-  return smoothAlgorithm('smoothWarmingUp', common, permitsPerSecond, warmingUpShape(permitsPerSecond, warmupMs, coldFactor), 0, { permitsPerSecond, warmupMs, coldFactor }, share);
+  return smoothAlgorithm(
+    'smoothWarmingUp',
+    common,
+    permitsPerSecond,
+    warmingUpShape(permitsPerSecond, warmupMs, coldFactor),
+    0,
+    { permitsPerSecond, warmupMs, coldFactor },
+    share,
+  );
 }

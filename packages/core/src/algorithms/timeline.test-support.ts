@@ -26,16 +26,28 @@ export interface TimelineRun {
 }
 
 /** Arbitrary timelines over a few keys: bursts (dt 0), gaps up to `maxGapMs`, permits up to `maxPermits`. */
-export function timelineArb(maxGapMs: number, maxPermits: number, maxWaitMs = 0, length = 120): fc.Arbitrary<TimelineEvent[]> {
+export function timelineArb(
+  maxGapMs: number,
+  maxPermits: number,
+  maxWaitMs = 0,
+  length = 120,
+): fc.Arbitrary<TimelineEvent[]> {
   const event = fc.record({
     dtMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: maxGapMs })),
     key: fc.integer({ min: 0, max: 2 }),
-    permits: fc.oneof({ weight: 6, arbitrary: fc.constant(1) }, { weight: 3, arbitrary: fc.integer({ min: 1, max: maxPermits }) }),
+    permits: fc.oneof(
+      { weight: 6, arbitrary: fc.constant(1) },
+      { weight: 3, arbitrary: fc.integer({ min: 1, max: maxPermits }) },
+    ),
     maxWaitMs: maxWaitMs > 0 ? fc.oneof(fc.constant(0), fc.integer({ min: 0, max: maxWaitMs })) : fc.constant(0),
   });
   // Timelines start near 0, mid-range, or at epoch-scale wall time with a fraction, where a double
   // carries only about 0.24 us of precision.
-  const start = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 10_000_000 }), fc.double({ min: 1.7e12, max: 1.8e12, noNaN: true }));
+  const start = fc.oneof(
+    fc.constant(0),
+    fc.integer({ min: 1, max: 10_000_000 }),
+    fc.double({ min: 1.7e12, max: 1.8e12, noNaN: true }),
+  );
   return fc
     .tuple(start, fc.array(event, { minLength: 1, maxLength: length }))
     .map(([startMs, [first, ...rest]]) => [{ ...first!, dtMs: first!.dtMs + startMs }, ...rest]);
@@ -99,7 +111,8 @@ export function runTimeline<S>(
 }
 
 function expectThat(ok: boolean, rule: string, event: TimelineEvent, o: Outcome<unknown>): void {
-  if (!ok) throw new Error(`${rule}: event ${JSON.stringify(event)} gave ${JSON.stringify({ ...o, state: undefined })}`);
+  if (!ok)
+    throw new Error(`${rule}: event ${JSON.stringify(event)} gave ${JSON.stringify({ ...o, state: undefined })}`);
 }
 
 export function byKey(admissions: readonly Admission[]): Admission[][] {

@@ -1,5 +1,11 @@
 import { SluiceRangeError } from '../errors.js';
-import { nonNegativeInteger, optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
+import {
+  nonNegativeInteger,
+  optionsObject,
+  positiveFinite,
+  positiveInteger,
+  representablePeriod,
+} from '../validate.js';
 import {
   type Adjusted,
   type Algorithm,
@@ -57,7 +63,12 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     throw new SluiceRangeError('initial', initial, `initial must be at most capacity (${capacity}), got ${initial}`);
   }
   const maxDebt = options.maxDebt === undefined ? capacity : nonNegativeInteger('maxDebt', options.maxDebt);
-  representablePeriod('refillPerSecond', refillPerSecond, ((capacity + maxDebt) * 1000) / refillPerSecond, 'a full refill (capacity + maxDebt tokens) take');
+  representablePeriod(
+    'refillPerSecond',
+    refillPerSecond,
+    ((capacity + maxDebt) * 1000) / refillPerSecond,
+    'a full refill (capacity + maxDebt tokens) take',
+  );
   const parts: Array<string | number> = [capacity, ratePart(refillPerSecond)];
   if (initial !== capacity) parts.push(`i${initial}`);
   if (maxDebt !== capacity) parts.push(`d${maxDebt}`);

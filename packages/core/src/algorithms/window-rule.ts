@@ -24,7 +24,11 @@ export function windowOptions(kind: AlgorithmKind, options: WindowOptions, short
   const windowMs = positiveInteger('windowMs', options.windowMs);
   representablePeriod('windowMs', windowMs, windowMs, 'a window of');
   const period = periodPart(windowMs);
-  return { limit, windowMs, ...commonRuleOptions(options, defaultRuleName(short, [limit, 'per', period]), `${short}-${period}`) };
+  return {
+    limit,
+    windowMs,
+    ...commonRuleOptions(options, defaultRuleName(short, [limit, 'per', period]), `${short}-${period}`),
+  };
 }
 
 /** What a windowed rule decides with, beside its options: its three functions and how it leases and rescales. */

@@ -15,14 +15,23 @@ describe('concurrencyLimiter in one process', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 5 }),
-        fc.array(fc.record({ arriveMs: fc.integer({ min: 0, max: 50 }), holdMs: fc.integer({ min: 1, max: 40 }), key: fc.constantFrom('a', 'b') }), { minLength: 1, maxLength: 40 }),
+        fc.array(
+          fc.record({
+            arriveMs: fc.integer({ min: 0, max: 50 }),
+            holdMs: fc.integer({ min: 1, max: 40 }),
+            key: fc.constantFrom('a', 'b'),
+          }),
+          { minLength: 1, maxLength: 40 },
+        ),
         async (max, jobs) => {
           const clock = new ManualClock(0);
           const limiter = concurrencyLimiter({ max, clock });
           const inside = new Map<string, number>();
           let worst = 0;
           const entered: Array<{ key: string; index: number }> = [];
-          const order = jobs.map((job, index) => ({ ...job, index })).sort((x, y) => x.arriveMs - y.arriveMs || x.index - y.index);
+          const order = jobs
+            .map((job, index) => ({ ...job, index }))
+            .sort((x, y) => x.arriveMs - y.arriveMs || x.index - y.index);
           const runs: Promise<void>[] = [];
           let finished = 0;
           let now = 0;
@@ -30,15 +39,17 @@ describe('concurrencyLimiter in one process', () => {
             clock.advance(job.arriveMs - now);
             now = job.arriveMs;
             runs.push(
-              limiter.run(job.key, async () => {
-                entered.push({ key: job.key, index: job.index });
-                inside.set(job.key, (inside.get(job.key) ?? 0) + 1);
-                worst = Math.max(worst, inside.get(job.key) ?? 0);
-                await clock.sleep(job.holdMs);
-                inside.set(job.key, (inside.get(job.key) ?? 0) - 1);
-              }).then(() => {
-                finished++;
-              }),
+              limiter
+                .run(job.key, async () => {
+                  entered.push({ key: job.key, index: job.index });
+                  inside.set(job.key, (inside.get(job.key) ?? 0) + 1);
+                  worst = Math.max(worst, inside.get(job.key) ?? 0);
+                  await clock.sleep(job.holdMs);
+                  inside.set(job.key, (inside.get(job.key) ?? 0) - 1);
+                })
+                .then(() => {
+                  finished++;
+                }),
             );
             await settle();
           }
@@ -143,7 +154,8 @@ describe('concurrencyLimiter in one process', () => {
   });
 
   it('bad input: max, leaseMs, maxQueue, keys, timeouts, fn: typed errors, nothing taken', async () => {
-    for (const max of [0, -1, 1.5, Number.NaN, Infinity]) expect(() => concurrencyLimiter({ max })).toThrow(SluiceRangeError);
+    for (const max of [0, -1, 1.5, Number.NaN, Infinity])
+      expect(() => concurrencyLimiter({ max })).toThrow(SluiceRangeError);
     expect(() => concurrencyLimiter({ max: '3' as never })).toThrow(SluiceTypeError);
     expect(() => concurrencyLimiter({ max: 1, leaseMs: 50 })).toThrow(/leaseMs must be at least 100/);
     expect(() => concurrencyLimiter({ max: 1, maxQueue: 0 })).toThrow(SluiceRangeError);

@@ -137,7 +137,12 @@ class HeldSlot implements Slot {
   markLost(): void {
     if (this.ended) return;
     this.#lost = true;
-    this.#controller.abort(new SluiceError('CLOSED', `the slot for ${JSON.stringify(this.key)} was lost: its lease ran out before it could be renewed`));
+    this.#controller.abort(
+      new SluiceError(
+        'CLOSED',
+        `the slot for ${JSON.stringify(this.key)} was lost: its lease ran out before it could be renewed`,
+      ),
+    );
   }
 
   release(): Promise<void> {
@@ -183,16 +188,37 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     this.max = positiveInteger('max', options.max);
     this.leaseMs = options.leaseMs === undefined ? 30_000 : positiveFinite('leaseMs', options.leaseMs);
     if (this.leaseMs < MIN_LEASE_MS) {
-      throw new SluiceRangeError('leaseMs', this.leaseMs, `leaseMs must be at least ${MIN_LEASE_MS} ms (it is renewed every leaseMs / 3), got ${describe(this.leaseMs)}`);
+      throw new SluiceRangeError(
+        'leaseMs',
+        this.leaseMs,
+        `leaseMs must be at least ${MIN_LEASE_MS} ms (it is renewed every leaseMs / 3), got ${describe(this.leaseMs)}`,
+      );
     }
     const prefix = prefixOption(options.prefix);
     this.prefix = prefix;
-    this.#maxQueue = options.maxQueue === undefined ? Infinity : options.maxQueue === Infinity ? Infinity : positiveInteger('maxQueue', options.maxQueue);
-    this.#maxKeyLength = options.maxKeyLength === undefined ? DEFAULT_MAX_KEY_LENGTH : positiveInteger('maxKeyLength', options.maxKeyLength);
+    this.#maxQueue =
+      options.maxQueue === undefined
+        ? Infinity
+        : options.maxQueue === Infinity
+          ? Infinity
+          : positiveInteger('maxQueue', options.maxQueue);
+    this.#maxKeyLength =
+      options.maxKeyLength === undefined
+        ? DEFAULT_MAX_KEY_LENGTH
+        : positiveInteger('maxKeyLength', options.maxKeyLength);
     this.#clock = optionalClock('clock', options.clock) ?? systemClock;
     const store = options.store;
-    if (store !== undefined && (typeof store !== 'object' || store === null || typeof (store as Partial<ConcurrencyStore>).bindSemaphore !== 'function')) {
-      throw new SluiceTypeError('store', store, `store must be a store that counts slots (memoryStore(), redisStore({ redis })), got ${describe(store)}`);
+    if (
+      store !== undefined &&
+      (typeof store !== 'object' ||
+        store === null ||
+        typeof (store as Partial<ConcurrencyStore>).bindSemaphore !== 'function')
+    ) {
+      throw new SluiceTypeError(
+        'store',
+        store,
+        `store must be a store that counts slots (memoryStore(), redisStore({ redis })), got ${describe(store)}`,
+      );
     }
     this.#store = store ?? new MemoryStore({ clock: this.#clock });
     this.#ownsStore = store === undefined;
@@ -211,13 +237,17 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     this.#checkOpen();
     rateLimitKey(key, this.#maxKeyLength);
     optionsObject('acquire options', options, false);
-    const timeoutMs = options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const timeoutMs =
+      options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
     const signal = optionalSignal(options?.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
     const pending = this.#pending.get(key) ?? 0;
     // A call that will not wait (timeoutMs 0) is no waiter.
     if (pending >= this.#maxQueue && timeoutMs > 0) {
-      throw new SluiceError('QUEUE_FULL', `${pending} callers already wait for ${JSON.stringify(key)} (maxQueue ${this.#maxQueue})`);
+      throw new SluiceError(
+        'QUEUE_FULL',
+        `${pending} callers already wait for ${JSON.stringify(key)} (maxQueue ${this.#maxQueue})`,
+      );
     }
     this.#pending.set(key, pending + 1);
     try {
@@ -234,7 +264,11 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     const notices = this.#freedNotices;
     const attempt = await this.#binding.attempt(key, ticket, timeoutMs > 0);
     if (attempt.granted) return this.#hold(key, ticket);
-    if (attempt.refused === true) throw new SluiceError('STORE_UNAVAILABLE', `no slot for ${JSON.stringify(key)}: the store is away and its fail mode refuses`);
+    if (attempt.refused === true)
+      throw new SluiceError(
+        'STORE_UNAVAILABLE',
+        `no slot for ${JSON.stringify(key)}: the store is away and its fail mode refuses`,
+      );
     if (timeoutMs === 0) throw new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} was free (timeoutMs 0)`);
     if (this.#closed) {
       void Promise.resolve(this.#binding.leave(key, ticket)).catch(() => {});
@@ -255,7 +289,8 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   }
 
   async run<T>(key: string, fn: (slot: Slot) => T | Promise<T>, options?: ConcurrencyAcquireOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new SluiceTypeError('fn', fn, `run needs a function to run while holding the slot, got ${describe(fn)}`);
+    if (typeof fn !== 'function')
+      throw new SluiceTypeError('fn', fn, `run needs a function to run while holding the slot, got ${describe(fn)}`);
     const slot = await this.acquire(key, options);
     try {
       return await fn(slot);
@@ -265,7 +300,13 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   }
 
   /** Queues a caller that got no slot: it is tried again when a slot may have come free, until its timeout. */
-  #wait(key: string, ticket: string, timeoutMs: number, signal: AbortSignal | undefined, retryInMs: number | undefined): Promise<Slot> {
+  #wait(
+    key: string,
+    ticket: string,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+    retryInMs: number | undefined,
+  ): Promise<Slot> {
     return new Promise<Slot>((resolve, reject) => {
       const waiter: Waiter = { key, ticket, resolve, reject, done: new AbortController(), settled: false };
       let queue = this.#waiting.get(key);
@@ -274,14 +315,19 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       const giveUp = (error: SluiceError): void => this.#giveUp(waiter, error);
       if (timeoutMs !== Infinity) {
         this.#sleep(timeoutMs, waiter.done.signal).then(
-          () => giveUp(new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} came free within ${timeoutMs} ms`)),
+          () =>
+            giveUp(new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} came free within ${timeoutMs} ms`)),
           () => {},
         );
       }
-      signal?.addEventListener('abort', () => giveUp(new SluiceError('ABORTED', 'the wait for a slot was aborted', { cause: signal.reason })), {
-        once: true,
-        signal: waiter.done.signal,
-      });
+      signal?.addEventListener(
+        'abort',
+        () => giveUp(new SluiceError('ABORTED', 'the wait for a slot was aborted', { cause: signal.reason })),
+        {
+          once: true,
+          signal: waiter.done.signal,
+        },
+      );
       this.#retryAt(key, retryInMs);
       this.#renewWhileBusy();
     });
@@ -447,7 +493,8 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     this.#closing.abort();
     this.#unsubscribe();
     for (const queue of [...this.#waiting.values()]) {
-      for (const waiter of [...queue]) this.#giveUp(waiter, new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting'));
+      for (const waiter of [...queue])
+        this.#giveUp(waiter, new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting'));
     }
     await Promise.all([...this.#held.values()].map((slot) => slot.release()));
     await this.#binding.unbind();

@@ -30,7 +30,11 @@ export class MemorySemaphores {
     const subscribers = listeners;
     // Told on a later turn: a release inside a listener's own bookkeeping must not re-enter it.
     const freed = (key: string): void => {
-      if (subscribers.size > 0) queueMicrotask(() => subscribers.forEach((listener) => listener(key)));
+      if (subscribers.size > 0) {
+        queueMicrotask(() => {
+          for (const listener of subscribers) listener(key);
+        });
+      }
     };
     const drop = (key: string, slots: SlotsOfKey): void => {
       if (slots.holders.size === 0 && slots.queue.length === 0) keys.delete(id(key));

@@ -51,7 +51,11 @@ export interface SemaphoreBinding {
    * Extends the leases of `held` and the queue places of `waiting`; resolves to the held tickets whose
    * lease had already run out (another holder may have the slot).
    */
-  renew(key: string, held: readonly string[], waiting: readonly string[]): readonly string[] | Promise<readonly string[]>;
+  renew(
+    key: string,
+    held: readonly string[],
+    waiting: readonly string[],
+  ): readonly string[] | Promise<readonly string[]>;
   /** Calls `listener(key)` whenever a slot may have come free for a key of this binding; returns the unsubscribe. */
   onFreed(listener: (key: string) => void): () => void;
   /** The limiter closed: drop what the store holds for it. */

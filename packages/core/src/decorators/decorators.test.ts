@@ -20,7 +20,10 @@ function thrown(call: () => Promise<unknown>): Promise<unknown> {
 describe('@rateLimit', () => {
   it('passes allowed calls through with their arguments, this and return value; throws RateLimitedError when denied', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1_000 }), store: memoryStore({ clock }) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 2, windowMs: 1_000 }),
+      store: memoryStore({ clock }),
+    });
     let ran = 0;
     class Greeter {
       constructor(readonly greeting: string) {}
@@ -38,7 +41,13 @@ describe('@rateLimit', () => {
     expect(error).toBeInstanceOf(SluiceError);
     const decision = (error as RateLimitedError).decision;
     expect((error as RateLimitedError).code).toBe('RATE_LIMITED');
-    expect(decision).toMatchObject({ allowed: false, limit: 2, remaining: 0, retryAfterMs: 1_000, rule: 'fw-2-per-1s' });
+    expect(decision).toMatchObject({
+      allowed: false,
+      limit: 2,
+      remaining: 0,
+      retryAfterMs: 1_000,
+      rule: 'fw-2-per-1s',
+    });
     expect(ran).toBe(2); // a denied call never runs the method
     // The default key is the method's name: every instance shares the bucket.
     expect((await limiter.peek('Greeter.greet')).remaining).toBe(0);
@@ -47,10 +56,17 @@ describe('@rateLimit', () => {
   });
 
   it('keys by a function of the arguments and charges permits from them', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store: memoryStore({ clock: new ManualClock(0) }) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+      store: memoryStore({ clock: new ManualClock(0) }),
+    });
     class Mailer {
-      @rateLimit({ limiter, key: ({ args }) => `to:${String(args[0])}`, permits: ({ args }) => (args[1] as string[]).length })
-      async send(to: string, attachments: string[]): Promise<number> {
+      @rateLimit({
+        limiter,
+        key: ({ args }) => `to:${String(args[0])}`,
+        permits: ({ args }) => (args[1] as string[]).length,
+      })
+      async send(_to: string, attachments: string[]): Promise<number> {
         return attachments.length;
       }
     }
@@ -63,7 +79,10 @@ describe('@rateLimit', () => {
 
   it('waits up to timeoutMs and succeeds when the limit frees up (ManualClock)', async () => {
     const clock = new ManualClock(0, { autoAdvance: true });
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), store: memoryStore({ clock }) });
+    const limiter = createLimiter({
+      algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
+      store: memoryStore({ clock }),
+    });
     class Job {
       @rateLimit({ limiter, key: 'job', timeoutMs: 1_500 })
       async run(): Promise<number> {
@@ -86,6 +105,7 @@ describe('@rateLimit', () => {
   it('static methods are keyed by their class; errors of the method itself pass through untouched', async () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
     const boom = new Error('boom');
+    // biome-ignore lint/complexity/noStaticOnlyClass: the decorator on a static method is what is tested.
     class Repo {
       @rateLimit({ limiter })
       static async load(): Promise<string> {
@@ -99,7 +119,9 @@ describe('@rateLimit', () => {
   it('validates its options when the class is defined', () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
     expect(() => rateLimit({ limiter: {} as never })).toThrow(SluiceTypeError);
-    expect(() => rateLimit({ limiter, key: 42 as never })).toThrow(/key must be a string or a function of the call, got 42/);
+    expect(() => rateLimit({ limiter, key: 42 as never })).toThrow(
+      /key must be a string or a function of the call, got 42/,
+    );
     expect(() => rateLimit({ limiter, permits: 0 })).toThrow(SluiceRangeError);
     expect(() => rateLimit({ limiter, timeoutMs: Number.NaN })).toThrow(/timeoutMs must be/);
   });
@@ -117,7 +139,10 @@ describe('@rateLimit', () => {
 
 describe('legacy decorators (experimentalDecorators, as NestJS compiles)', () => {
   it('the same decorator applied the legacy way, (prototype, name, descriptor): keyed, limited and this-preserving', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 60_000 }), clock: new ManualClock(0) });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 2, windowMs: 60_000 }),
+      clock: new ManualClock(0),
+    });
     class Mailer {
       readonly from = 'noreply';
       async send(to: string): Promise<string> {
@@ -126,7 +151,9 @@ describe('legacy decorators (experimentalDecorators, as NestJS compiles)', () =>
     }
     // What tsc emits for `@rateLimit(...) async send(...)` under experimentalDecorators.
     const decorate = rateLimit({ limiter, key: ({ args }) => `to:${String(args[0])}` });
-    const descriptor = Object.getOwnPropertyDescriptor(Mailer.prototype, 'send') as TypedPropertyDescriptor<(to: string) => Promise<string>>;
+    const descriptor = Object.getOwnPropertyDescriptor(Mailer.prototype, 'send') as TypedPropertyDescriptor<
+      (to: string) => Promise<string>
+    >;
     Object.defineProperty(Mailer.prototype, 'send', decorate(Mailer.prototype, 'send', descriptor));
     const mailer = new Mailer();
     expect(await mailer.send('a')).toBe('noreply -> a');

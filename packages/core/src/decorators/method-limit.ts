@@ -51,12 +51,19 @@ export type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args:
  */
 export interface MethodLimitDecorator {
   /** As a TypeScript 5 standard decorator. */
-  <This, Args extends unknown[], R>(target: AsyncMethod<This, Args, R>, context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>): AsyncMethod<This, Args, R>;
+  <This, Args extends unknown[], R>(
+    target: AsyncMethod<This, Args, R>,
+    context: ClassMethodDecoratorContext<This, AsyncMethod<This, Args, R>>,
+  ): AsyncMethod<This, Args, R>;
   /**
    * As a legacy (`experimentalDecorators`) decorator.
    * @typeParam T the decorated method
    */
-  <T extends (...args: never[]) => Promise<unknown>>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<T>): TypedPropertyDescriptor<T>;
+  <T extends (...args: never[]) => Promise<unknown>>(
+    target: object,
+    propertyKey: string | symbol,
+    descriptor: TypedPropertyDescriptor<T>,
+  ): TypedPropertyDescriptor<T>;
 }
 
 const addressKey = byIp();
@@ -66,7 +73,11 @@ function requestKey(strategy: (req: unknown, view: RequestView) => string | unde
   const { request, view } = requireRequestContext(`@rateLimit on ${method}`);
   const key = strategy(request, view) || addressKey(request, view);
   if (typeof key === 'string' && key !== '') return key;
-  throw new SluiceTypeError('key', key, `@rateLimit on ${method}: the current request has no key for it and no readable client address`);
+  throw new SluiceTypeError(
+    'key',
+    key,
+    `@rateLimit on ${method}: the current request has no key for it and no readable client address`,
+  );
 }
 
 function className(self: unknown, isStatic: boolean): string {
@@ -89,8 +100,16 @@ function className(self: unknown, isStatic: boolean): string {
 export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
   optionsObject('rateLimit options', options, true);
   const { limiter, key, permits } = options;
-  if (typeof limiter !== 'object' || limiter === null || typeof (limiter as Partial<Limiter>).tryAcquire !== 'function') {
-    throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter (createLimiter(...)), got ${describe(limiter)}`);
+  if (
+    typeof limiter !== 'object' ||
+    limiter === null ||
+    typeof (limiter as Partial<Limiter>).tryAcquire !== 'function'
+  ) {
+    throw new SluiceTypeError(
+      'limiter',
+      limiter,
+      `limiter must be a sluice Limiter (createLimiter(...)), got ${describe(limiter)}`,
+    );
   }
   if (key !== undefined && typeof key !== 'string' && typeof key !== 'function') {
     throw new SluiceTypeError('key', key, `key must be a string or a function of the call, got ${describe(key)}`);
@@ -99,10 +118,18 @@ export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
   const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
 
   /** The limited version of `target`, a method named `methodName` (of a class, when `isStatic`). */
-  const limit = <This, Args extends unknown[], R>(target: AsyncMethod<This, Args, R>, methodName: string, isStatic: boolean): AsyncMethod<This, Args, R> =>
+  const limit = <This, Args extends unknown[], R>(
+    target: AsyncMethod<This, Args, R>,
+    methodName: string,
+    isStatic: boolean,
+  ): AsyncMethod<This, Args, R> =>
     async function limited(this: This, ...args: Args): Promise<R> {
       const call: MethodCall = { self: this, args, method: `${className(this, isStatic)}.${methodName}` };
-      const callKey = isRequestStrategy(key) ? requestKey(key, call.method) : typeof key === 'function' ? (key as (c: MethodCall) => string)(call) : (key ?? call.method);
+      const callKey = isRequestStrategy(key)
+        ? requestKey(key, call.method)
+        : typeof key === 'function'
+          ? (key as (c: MethodCall) => string)(call)
+          : (key ?? call.method);
       const callPermits = typeof permits === 'function' ? permits(call) : (permits ?? 1);
       const decision: Decision = await limiter.tryAcquire(callKey, { permits: callPermits, timeoutMs });
       if (!decision.allowed) throw new RateLimitedError(decision);
@@ -112,12 +139,28 @@ export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
   function decorate(target: unknown, context: unknown, descriptor?: PropertyDescriptor): unknown {
     // Legacy (experimentalDecorators): (prototype or class, name, descriptor) -> descriptor.
     if (descriptor !== undefined && (typeof context === 'string' || typeof context === 'symbol')) {
-      if (typeof descriptor.value !== 'function') throw new SluiceTypeError('context', typeof descriptor.value, '@rateLimit decorates methods, not accessors or fields');
-      return { ...descriptor, value: limit(descriptor.value as AsyncMethod<unknown, unknown[], unknown>, String(context), typeof target === 'function') };
+      if (typeof descriptor.value !== 'function')
+        throw new SluiceTypeError(
+          'context',
+          typeof descriptor.value,
+          '@rateLimit decorates methods, not accessors or fields',
+        );
+      return {
+        ...descriptor,
+        value: limit(
+          descriptor.value as AsyncMethod<unknown, unknown[], unknown>,
+          String(context),
+          typeof target === 'function',
+        ),
+      };
     }
     const standard = context as ClassMethodDecoratorContext;
     if (standard?.kind !== 'method') {
-      throw new SluiceTypeError('context', standard?.kind, `@rateLimit decorates methods, not a ${String(standard?.kind)}`);
+      throw new SluiceTypeError(
+        'context',
+        standard?.kind,
+        `@rateLimit decorates methods, not a ${String(standard?.kind)}`,
+      );
     }
     return limit(target as AsyncMethod<unknown, unknown[], unknown>, String(standard.name), standard.static);
   }

@@ -24,7 +24,8 @@ export interface FetchRequestLike {
 }
 
 /** Options of fetchRateLimit; the after-response callbacks get the request and the handler's Response. */
-export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extends unknown[]> extends RateLimitOptions<Req, Response> {
+export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extends unknown[]>
+  extends RateLimitOptions<Req, Response> {
   /**
    * The client's address. A Fetch `Request` carries none: the runtime gives it beside the request, to the
    * handler's other arguments (Deno.serve: `(req, info) => info.remoteAddr.hostname`; Bun.serve:
@@ -58,13 +59,17 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
   const evaluate = createEvaluator<Req, Response>(options);
   const address = options.address;
   if (address !== undefined && typeof address !== 'function') {
-    throw new SluiceTypeError('address', address, `address must be a function of the request, got ${describe(address)}`);
+    throw new SluiceTypeError(
+      'address',
+      address,
+      `address must be a function of the request, got ${describe(address)}`,
+    );
   }
   if (options.key === undefined && address === undefined && options.onMissingKey !== 'skip') {
     throw new SluiceTypeError(
       'key',
       undefined,
-      'fetchRateLimit needs a key or an address: a Fetch Request carries no client address, so byIp() (the default key) would find none. Pass key, or address: (req, ...rest) => the runtime\'s client address',
+      "fetchRateLimit needs a key or an address: a Fetch Request carries no client address, so byIp() (the default key) would find none. Pass key, or address: (req, ...rest) => the runtime's client address",
     );
   }
   const viewOf = (request: Req, rest: Rest): RequestView => ({
@@ -75,7 +80,12 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
   });
   const onLimited = onLimitedOption(options.onLimited);
   return (handler) => {
-    if (typeof handler !== 'function') throw new SluiceTypeError('handler', handler, `fetchRateLimit(options) wraps a handler function, got ${describe(handler)}`);
+    if (typeof handler !== 'function')
+      throw new SluiceTypeError(
+        'handler',
+        handler,
+        `fetchRateLimit(options) wraps a handler function, got ${describe(handler)}`,
+      );
     return async (request, ...rest) => {
       const view = viewOf(request, rest);
       return answerVerdict<Promise<Response>, Response>(await evaluate(request, view), {

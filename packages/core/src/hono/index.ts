@@ -66,7 +66,11 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
   const evaluate = createEvaluator<C, Response>(options);
   const getConnInfo = options.getConnInfo;
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
-    throw new SluiceTypeError('getConnInfo', getConnInfo, `getConnInfo must be your runtime adapter's getConnInfo function, got ${describe(getConnInfo)}`);
+    throw new SluiceTypeError(
+      'getConnInfo',
+      getConnInfo,
+      `getConnInfo must be your runtime adapter's getConnInfo function, got ${describe(getConnInfo)}`,
+    );
   }
   const viewOf = (c: C): RequestView => ({
     header: (name) => c.req.header(name),

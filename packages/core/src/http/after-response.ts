@@ -56,21 +56,39 @@ export type SettleResponse<Res> = (res: Res, end: ResponseEnd) => void;
  * The accounting a request gets: built per allowed request by `accountFor`, or undefined when none is
  * configured. `startedAt` is `limiter.clock.now()` from before the decision was asked for.
  */
-export type Accounting<Req, Res> = (req: Req, key: string, permits: number, decision: Decision, startedAt: number) => SettleResponse<Res>;
+export type Accounting<Req, Res> = (
+  req: Req,
+  key: string,
+  permits: number,
+  decision: Decision,
+  startedAt: number,
+) => SettleResponse<Res>;
 
 function optionalFunction(name: string, value: unknown): void {
-  if (value !== undefined && typeof value !== 'function') throw new SluiceTypeError(name, value, `${name} must be a function, got ${describe(value)}`);
+  if (value !== undefined && typeof value !== 'function')
+    throw new SluiceTypeError(name, value, `${name} must be a function, got ${describe(value)}`);
 }
 
 function optionalBoolean(name: string, value: unknown): boolean {
-  if (value !== undefined && typeof value !== 'boolean') throw new SluiceTypeError(name, value, `${name} must be a boolean, got ${describe(value)}`);
+  if (value !== undefined && typeof value !== 'boolean')
+    throw new SluiceTypeError(name, value, `${name} must be a boolean, got ${describe(value)}`);
   return value === true;
 }
 
 /** A costAfterResponse result: an integer (negative gives back), named in the error when it is not. */
 function costOf(value: unknown): number {
-  if (typeof value !== 'number') throw new SluiceTypeError('costAfterResponse', value, `costAfterResponse must return an integer, got ${describe(value)}`);
-  if (!Number.isSafeInteger(value)) throw new SluiceRangeError('costAfterResponse', value, `costAfterResponse must return an integer, got ${describe(value)}`);
+  if (typeof value !== 'number')
+    throw new SluiceTypeError(
+      'costAfterResponse',
+      value,
+      `costAfterResponse must return an integer, got ${describe(value)}`,
+    );
+  if (!Number.isSafeInteger(value))
+    throw new SluiceRangeError(
+      'costAfterResponse',
+      value,
+      `costAfterResponse must return an integer, got ${describe(value)}`,
+    );
   return value;
 }
 
@@ -79,7 +97,10 @@ function costOf(value: unknown): number {
  * no option asks for it (nothing is listened to then). Refunds need rules that can give permits back: one
  * that cannot (Guava's prepay) is refused here, naming it.
  */
-export function accountFor<Req, Res>(options: AfterResponseOptions<Req, Res>, limiter: Limiter | undefined): Accounting<Req, Res> | undefined {
+export function accountFor<Req, Res>(
+  options: AfterResponseOptions<Req, Res>,
+  limiter: Limiter | undefined,
+): Accounting<Req, Res> | undefined {
   const skipSuccessful = optionalBoolean('skipSuccessfulRequests', options.skipSuccessfulRequests);
   const skipFailed = optionalBoolean('skipFailedRequests', options.skipFailedRequests);
   const { requestWasSuccessful, costAfterResponse, onAccountingError } = options;
@@ -88,11 +109,16 @@ export function accountFor<Req, Res>(options: AfterResponseOptions<Req, Res>, li
   optionalFunction('onAccountingError', onAccountingError);
   if (!skipSuccessful && !skipFailed && costAfterResponse === undefined) return undefined;
   const option = skipSuccessful ? 'skipSuccessfulRequests' : skipFailed ? 'skipFailedRequests' : 'costAfterResponse';
-  if (limiter === undefined) throw new SluiceTypeError(option, true, `${option} settles a rate limit's permits: it needs a limiter`);
+  if (limiter === undefined)
+    throw new SluiceTypeError(option, true, `${option} settles a rate limit's permits: it needs a limiter`);
   const rules = limiter.plans === undefined ? limiter.rules : Object.values(limiter.plans).flat();
   const unrefundable = rules.find((rule) => rule.key === undefined && !rule.refundable);
   if (unrefundable !== undefined) {
-    throw new SluiceTypeError(option, true, `${option} gives permits back, which rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot: with Guava's prepay the next request pays for a grant`);
+    throw new SluiceTypeError(
+      option,
+      true,
+      `${option} gives permits back, which rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot: with Guava's prepay the next request pays for a grant`,
+    );
   }
   const report = (error: unknown, req: Req): void => {
     const e = error instanceof Error ? error : new Error(String(error));
@@ -114,11 +140,14 @@ export function accountFor<Req, Res>(options: AfterResponseOptions<Req, Res>, li
       if (settled) return;
       settled = true;
       // Measured on the limiter's clock: the store's time, so a window rule finds the window the grant was in.
-      const refund = (n: number): Promise<void> => limiter.refund(key, n, { ...plan, grantedMsAgo: Math.max(0, limiter.clock.now() - startedAt) });
+      const refund = (n: number): Promise<void> =>
+        limiter.refund(key, n, { ...plan, grantedMsAgo: Math.max(0, limiter.clock.now() - startedAt) });
       const calls: Promise<void>[] = [];
       try {
         if (skipSuccessful || skipFailed) {
-          const succeeded = end.completed && (requestWasSuccessful === undefined ? end.status < 400 : requestWasSuccessful(req, res) === true);
+          const succeeded =
+            end.completed &&
+            (requestWasSuccessful === undefined ? end.status < 400 : requestWasSuccessful(req, res) === true);
           if (succeeded ? skipSuccessful : skipFailed) calls.push(refund(permits));
         }
         if (costAfterResponse !== undefined) {

@@ -23,7 +23,10 @@ type StorageClass = new () => ContextStorage;
  * requests as they are, and only decorators keyed by request say they cannot see it.
  */
 function findStorage(): ContextStorage | undefined {
-  const g = globalThis as { process?: { getBuiltinModule?: (id: string) => unknown }; AsyncLocalStorage?: StorageClass };
+  const g = globalThis as {
+    process?: { getBuiltinModule?: (id: string) => unknown };
+    AsyncLocalStorage?: StorageClass;
+  };
   const hooks = g.process?.getBuiltinModule?.('node:async_hooks') as { AsyncLocalStorage?: StorageClass } | undefined;
   const Storage = hooks?.AsyncLocalStorage ?? g.AsyncLocalStorage;
   return Storage === undefined ? undefined : new Storage();
@@ -58,7 +61,10 @@ export function requireRequestContext(what: string): RequestContext {
     storage === undefined
       ? 'this runtime has no AsyncLocalStorage, so the request cannot be followed into the method'
       : 'it was called outside any request a sluice HTTP adapter (or requestContext()) handled';
-  throw new SluiceError('NO_REQUEST', `${what} keys calls by the current request, but ${why}. Mount rateLimit(...) or requestContext() from @sluice/core/http in front of the routes that call it, or key it by the call instead`);
+  throw new SluiceError(
+    'NO_REQUEST',
+    `${what} keys calls by the current request, but ${why}. Mount rateLimit(...) or requestContext() from @sluice/core/http in front of the routes that call it, or key it by the call instead`,
+  );
 }
 
 /** The part of a node:http / Connect / Express request `requestContext()` reads (see nodeRequestView). */
@@ -72,6 +78,10 @@ type NodeRequest = Parameters<typeof nodeRequestView>[0];
  * @example
  * app.use(requestContext())
  */
-export function requestContext<Req extends NodeRequest = NodeRequest>(): (req: Req, res: unknown, next: (error?: unknown) => void) => void {
+export function requestContext<Req extends NodeRequest = NodeRequest>(): (
+  req: Req,
+  res: unknown,
+  next: (error?: unknown) => void,
+) => void {
   return (req, _res, next) => runInRequestContext({ request: req, view: nodeRequestView(req) }, next);
 }

@@ -73,14 +73,29 @@ function concurrencyOption(value: unknown): { limiter: ConcurrencyLimiter; timeo
   if (isConcurrencyLimiter(value)) return { limiter: value, timeoutMs: 0 };
   const o = value as Partial<ConcurrencyRouteOptions> | null;
   if (typeof o !== 'object' || o === null || !isConcurrencyLimiter(o.limiter)) {
-    throw new SluiceTypeError('concurrency', value, `concurrency must be a concurrencyLimiter(...) or { limiter, timeoutMs? }, got ${describe(value)}`);
+    throw new SluiceTypeError(
+      'concurrency',
+      value,
+      `concurrency must be a concurrencyLimiter(...) or { limiter, timeoutMs? }, got ${describe(value)}`,
+    );
   }
-  return { limiter: o.limiter, timeoutMs: o.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.timeoutMs', o.timeoutMs) };
+  return {
+    limiter: o.limiter,
+    timeoutMs: o.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.timeoutMs', o.timeoutMs),
+  };
 }
 
 /** The answer to a request that got no slot: a denial by the pseudo-rule `concurrency`, with no time to retry at. */
 function noSlot(max: number): Decision {
-  return { allowed: false, limit: max, remaining: 0, retryAfterMs: Infinity, resetAfterMs: 0, waitMs: 0, rule: 'concurrency' };
+  return {
+    allowed: false,
+    limit: max,
+    remaining: 0,
+    retryAfterMs: Infinity,
+    resetAfterMs: 0,
+    waitMs: 0,
+    rule: 'concurrency',
+  };
 }
 
 /** Why a request got no slot: the limiter's answers that mean "not now"; anything else is a fault. */
@@ -98,17 +113,23 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 /**
  * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
  * the decision and its header fields, from the framework's request and the adapter's view of it.
-  * @example
-  * const evaluate = createEvaluator({ limiter, key: byIp() })
-  * const verdict = await evaluate(req, nodeRequestView(req))
+ * @example
+ * const evaluate = createEvaluator({ limiter, key: byIp() })
+ * const verdict = await evaluate(req, nodeRequestView(req))
  */
-export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Req, Res>): (req: Req, view: RequestView) => Promise<Verdict<Res>> {
+export function createEvaluator<Req, Res = unknown>(
+  options: RateLimitOptions<Req, Res>,
+): (req: Req, view: RequestView) => Promise<Verdict<Res>> {
   optionsObject('rateLimit options', options, true);
   const { limiter } = options;
   const concurrency = concurrencyOption(options.concurrency);
   if (limiter !== undefined || concurrency === undefined) {
     if (!isLimiter(limiter)) {
-      throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter (createLimiter(...)), or give concurrency, got ${describe(limiter)}`);
+      throw new SluiceTypeError(
+        'limiter',
+        limiter,
+        `limiter must be a sluice Limiter (createLimiter(...)), or give concurrency, got ${describe(limiter)}`,
+      );
     }
   }
   // The proxy settings: given here, else those of a byIp key, else none. The default key and the missing-key
@@ -119,22 +140,33 @@ export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Re
       : byIpSettings(options.key);
   const ipFallback = byIp(proxy);
   const key: KeyStrategy<Req> = options.key ?? ipFallback;
-  if (typeof key !== 'function') throw new SluiceTypeError('key', key, `key must be a function of the request, got ${describe(key)}`);
+  if (typeof key !== 'function')
+    throw new SluiceTypeError('key', key, `key must be a function of the request, got ${describe(key)}`);
   const missing = options.onMissingKey ?? 'ip';
   if (!MISSING_KEY_POLICIES.includes(missing)) {
-    throw new SluiceRangeError('onMissingKey', missing, `onMissingKey must be 'ip', 'skip' or 'reject', got ${describe(missing)}`);
+    throw new SluiceRangeError(
+      'onMissingKey',
+      missing,
+      `onMissingKey must be 'ip', 'skip' or 'reject', got ${describe(missing)}`,
+    );
   }
   const format = options.headers ?? 'draft-8';
   if (!HEADER_FORMATS.includes(format)) {
-    throw new SluiceRangeError('headers', format, `headers must be 'draft-8', 'draft-6' or false, got ${describe(format)}`);
+    throw new SluiceRangeError(
+      'headers',
+      format,
+      `headers must be 'draft-8', 'draft-6' or false, got ${describe(format)}`,
+    );
   }
   const cost = options.cost ?? 1;
   if (typeof cost !== 'function') positiveInteger('cost', cost);
   const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
   const skip = options.skip;
-  if (skip !== undefined && typeof skip !== 'function') throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
+  if (skip !== undefined && typeof skip !== 'function')
+    throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
   const planOf = options.plan;
-  if (planOf !== undefined && typeof planOf !== 'function') throw new SluiceTypeError('plan', planOf, `plan must be a function of the request, got ${describe(planOf)}`);
+  if (planOf !== undefined && typeof planOf !== 'function')
+    throw new SluiceTypeError('plan', planOf, `plan must be a function of the request, got ${describe(planOf)}`);
   const account = limiter === undefined ? accountFor(options, undefined) : accountFor(options, limiter);
   const reported = new Set<string>();
   const onInvalidInput =
@@ -146,14 +178,22 @@ export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Re
       console.error(`sluice rateLimit: a request was answered 400 (reported once per argument): ${error.message}`);
     });
   if (typeof onInvalidInput !== 'function') {
-    throw new SluiceTypeError('onInvalidInput', onInvalidInput, `onInvalidInput must be a function, got ${describe(onInvalidInput)}`);
+    throw new SluiceTypeError(
+      'onInvalidInput',
+      onInvalidInput,
+      `onInvalidInput must be a function, got ${describe(onInvalidInput)}`,
+    );
   }
 
   const keyOf = (req: Req, view: RequestView): string | undefined => {
     const k = key(req, view);
     if (typeof k === 'string' && k.length > 0) return k;
     if (k !== undefined && k !== null && k !== '') {
-      throw new SluiceTypeError('key', k, `the key strategy must return a string (or undefined for none), got ${describe(k)}`);
+      throw new SluiceTypeError(
+        'key',
+        k,
+        `the key strategy must return a string (or undefined for none), got ${describe(k)}`,
+      );
     }
     return missing === 'ip' ? (ipFallback(req, view) ?? undefined) : undefined;
   };
@@ -168,7 +208,10 @@ export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Re
     } catch (error) {
       if (!isInputError(error)) throw error;
       onInvalidInput(error, req);
-      return { kind: 'rejected', body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or cost' } };
+      return {
+        kind: 'rejected',
+        body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or cost' },
+      };
     }
     if (requestKey === undefined) {
       if (missing === 'skip') return { kind: 'skipped' };
@@ -180,15 +223,26 @@ export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Re
     if (limiter !== undefined) {
       try {
         const plan = planOf === undefined ? undefined : await planOf(req);
-        decision = await limiter.tryAcquire(requestKey, { permits, timeoutMs, ...(plan === undefined ? {} : { plan }) });
+        decision = await limiter.tryAcquire(requestKey, {
+          permits,
+          timeoutMs,
+          ...(plan === undefined ? {} : { plan }),
+        });
       } catch (error) {
         if (!isInputError(error)) throw error;
         onInvalidInput(error, req);
         const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
-        return { kind: 'rejected', body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` } };
+        return {
+          kind: 'rejected',
+          body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` },
+        };
       }
       // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
-      headers = rateLimitHeaders(decision.shadowed === true ? { ...decision, allowed: false } : decision, rulesOf(limiter, decision), format);
+      headers = rateLimitHeaders(
+        decision.shadowed === true ? { ...decision, allowed: false } : decision,
+        rulesOf(limiter, decision),
+        format,
+      );
       if (!decision.allowed) return { kind: 'limited', decision, headers };
     }
     let slot: Slot | undefined;
@@ -198,21 +252,45 @@ export function createEvaluator<Req, Res = unknown>(options: RateLimitOptions<Re
       } catch (error) {
         if (!(error instanceof SluiceError) || !NO_SLOT_CODES.has(error.code)) throw error;
         // Not served: what the rate limit took is given back where its rules can (best effort).
-        if (limiter !== undefined && decision !== undefined && decision.shadowed !== true && limiter.rules.every((r) => r.key !== undefined || r.refundable)) {
-          limiter.refund(requestKey, permits, { ...(decision.plan === undefined ? {} : { plan: decision.plan }), grantedMsAgo: limiter.clock.now() - startedAt }).catch(() => {});
+        if (
+          limiter !== undefined &&
+          decision !== undefined &&
+          decision.shadowed !== true &&
+          limiter.rules.every((r) => r.key !== undefined || r.refundable)
+        ) {
+          limiter
+            .refund(requestKey, permits, {
+              ...(decision.plan === undefined ? {} : { plan: decision.plan }),
+              grantedMsAgo: limiter.clock.now() - startedAt,
+            })
+            .catch(() => {});
         }
         return { kind: 'limited', decision: noSlot(concurrency.limiter.max), headers: [] };
       }
     }
-    const allowed = decision ?? { allowed: true, limit: concurrency?.limiter.max ?? 0, remaining: 0, retryAfterMs: 0, resetAfterMs: 0, waitMs: 0, rule: 'concurrency' };
+    const allowed = decision ?? {
+      allowed: true,
+      limit: concurrency?.limiter.max ?? 0,
+      remaining: 0,
+      retryAfterMs: 0,
+      resetAfterMs: 0,
+      waitMs: 0,
+      rule: 'concurrency',
+    };
     // A shadowed request took nothing, so no accounting is settled after it; a slot is always given back.
-    const accounted = account === undefined || decision === undefined || decision.shadowed === true ? undefined : account(req, requestKey, permits, decision, startedAt);
+    const accounted =
+      account === undefined || decision === undefined || decision.shadowed === true
+        ? undefined
+        : account(req, requestKey, permits, decision, startedAt);
     return { kind: 'allowed', decision: allowed, headers, settle: settleBoth(accounted, slot) };
   };
 }
 
 /** What to do when the response ends: the accounting, and giving the request's slot back. */
-function settleBoth<Res>(accounted: SettleResponse<Res> | undefined, slot: Slot | undefined): SettleResponse<Res> | undefined {
+function settleBoth<Res>(
+  accounted: SettleResponse<Res> | undefined,
+  slot: Slot | undefined,
+): SettleResponse<Res> | undefined {
   if (slot === undefined) return accounted;
   return (res, end) => {
     void slot.release();

@@ -23,9 +23,10 @@ export type FastifyHookDone = (error?: Error) => void;
  * @example
  * app.addHook('onRequest', rateLimitHook({ limiter, key: byIp() }))
  */
-export function rateLimitHook<Req extends HttpRequestLike = HttpRequestLike, Reply extends FastifyReplyLike = FastifyReplyLike>(
-  options: FastifyRateLimitOptions<Req, Reply>,
-): (request: Req, reply: Reply, done: FastifyHookDone) => void {
+export function rateLimitHook<
+  Req extends HttpRequestLike = HttpRequestLike,
+  Reply extends FastifyReplyLike = FastifyReplyLike,
+>(options: FastifyRateLimitOptions<Req, Reply>): (request: Req, reply: Reply, done: FastifyHookDone) => void {
   const evaluate = createEvaluator<Req, Reply>(options);
   const onLimited = onLimitedOption(options.onLimited);
   /** Answers a verdict that ends the request; true when the request goes on. */
@@ -72,7 +73,10 @@ export function rateLimitHook<Req extends HttpRequestLike = HttpRequestLike, Rep
 export interface FastifyInstanceLike {
   // Method syntax on purpose: its parameters compare bivariantly, so Fastify's generic overloads fit.
   /** Registers an onRequest hook (Fastify 4 and 5). */
-  addHook(name: 'onRequest', hook: (request: HttpRequestLike, reply: FastifyReplyLike, done: FastifyHookDone) => void): unknown;
+  addHook(
+    name: 'onRequest',
+    hook: (request: HttpRequestLike, reply: FastifyReplyLike, done: FastifyHookDone) => void,
+  ): unknown;
 }
 
 /**
@@ -81,7 +85,10 @@ export interface FastifyInstanceLike {
  * fastify-plugin does, so registering it on the root limits every route.
  */
 export const fastifyRateLimit = Object.assign(
-  async function fastifyRateLimit(instance: FastifyInstanceLike, options: FastifyRateLimitOptions<HttpRequestLike, FastifyReplyLike>): Promise<void> {
+  async function fastifyRateLimit(
+    instance: FastifyInstanceLike,
+    options: FastifyRateLimitOptions<HttpRequestLike, FastifyReplyLike>,
+  ): Promise<void> {
     instance.addHook('onRequest', rateLimitHook(options));
   },
   { [Symbol.for('skip-override')]: true },

@@ -8,7 +8,10 @@ import { rateLimitHeaders } from './headers.js';
 /** The README's "Reading the numbers" examples, as the limiter produces them. */
 describe('what t means per algorithm', () => {
   it('a smooth limiter: w is one permit interval, t the time until the burst is stored again, Retry-After the next free slot', async () => {
-    const limiter = createLimiter({ algorithm: smoothBursty({ permitsPerSecond: 0.2, maxBurstSeconds: 5, name: 's' }), clock: new ManualClock(0) });
+    const limiter = createLimiter({
+      algorithm: smoothBursty({ permitsPerSecond: 0.2, maxBurstSeconds: 5, name: 's' }),
+      clock: new ManualClock(0),
+    });
     const granted = await limiter.tryAcquire('k');
     expect(rateLimitHeaders(granted, limiter.rules, 'draft-8')).toEqual([
       ['RateLimit-Policy', '"s";q=1;w=5'],

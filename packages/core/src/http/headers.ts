@@ -41,15 +41,27 @@ const sfString = (name: string): string => `"${name}"`;
 /**
  * The header fields for a decision, as [name, value] pairs. Seconds are whole and rounded up, so a client
  * that waits what it is told is never early.
-  * @example
-  * for (const [name, value] of rateLimitHeaders(decision, limiter.rules, 'draft-8')) res.setHeader(name, value)
+ * @example
+ * for (const [name, value] of rateLimitHeaders(decision, limiter.rules, 'draft-8')) res.setHeader(name, value)
  */
-export function rateLimitHeaders(decision: Decision, rules: readonly Algorithm[], format: HeaderFormat): [string, string][] {
+export function rateLimitHeaders(
+  decision: Decision,
+  rules: readonly Algorithm[],
+  format: HeaderFormat,
+): [string, string][] {
   if (format !== 'draft-8' && format !== 'draft-6' && format !== false) {
-    throw new SluiceRangeError('format', format, `format must be 'draft-8', 'draft-6' or false, got ${describe(format)}`);
+    throw new SluiceRangeError(
+      'format',
+      format,
+      `format must be 'draft-8', 'draft-6' or false, got ${describe(format)}`,
+    );
   }
   if (typeof decision !== 'object' || decision === null || typeof decision.allowed !== 'boolean') {
-    throw new SluiceTypeError('decision', decision, `decision must be a Decision from a limiter, got ${describe(decision)}`);
+    throw new SluiceTypeError(
+      'decision',
+      decision,
+      `decision must be a Decision from a limiter, got ${describe(decision)}`,
+    );
   }
   const fields: [string, string][] = [];
   if (!decision.allowed && Number.isFinite(decision.retryAfterMs)) {
@@ -66,7 +78,10 @@ export function rateLimitHeaders(decision: Decision, rules: readonly Algorithm[]
   }
   // draft-6 has one set of numbers: the tightest rule's, which the decision carries.
   const tightest = all.find((r) => r.name === decision.rule) ?? (all[0] as RuleStatus);
-  fields.push(['RateLimit-Policy', [tightest, ...all.filter((r) => r !== tightest)].map((r) => `${r.limit};w=${window(r)}`).join(', ')]);
+  fields.push([
+    'RateLimit-Policy',
+    [tightest, ...all.filter((r) => r !== tightest)].map((r) => `${r.limit};w=${window(r)}`).join(', '),
+  ]);
   fields.push(['RateLimit-Limit', String(decision.limit)]);
   fields.push(['RateLimit-Remaining', String(decision.remaining)]);
   fields.push(['RateLimit-Reset', String(reset(tightest))]);

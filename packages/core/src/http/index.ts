@@ -14,7 +14,13 @@ export type { RequestView } from './view.js';
 export { ipKey } from './ip.js';
 export { rateLimitHeaders } from './headers.js';
 export type { HeaderFormat } from './headers.js';
-export type { ConcurrencyRouteOptions, LimitedBody, MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
+export type {
+  ConcurrencyRouteOptions,
+  LimitedBody,
+  MissingKeyPolicy,
+  RateLimitOptions,
+  RejectedBody,
+} from './options.js';
 export type { AfterResponseOptions, ResponseEnd, SettleResponse } from './after-response.js';
 export type { FastifyReplyLike, HttpRequestLike, HttpResponseLike } from './request.js';
 

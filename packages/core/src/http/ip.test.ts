@@ -24,16 +24,27 @@ describe('ipKey', () => {
     expect(ipKey('2001:db8:aa:bb01::1', 128)).toBe('2001:db8:aa:bb01:0:0:0:1/128');
   });
 
-  it.each(['', 'localhost', '1.2.3', '256.1.1.1', '1.2.3.4.5', '2001:db8:::1', '1:2:3:4:5:6:7:8:9', 'g::1', '::ffff:1.2.3.999', '1::2::3'])(
-    'refuses %j',
-    (address) => {
-      expect(ipKey(address)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    'localhost',
+    '1.2.3',
+    '256.1.1.1',
+    '1.2.3.4.5',
+    '2001:db8:::1',
+    '1:2:3:4:5:6:7:8:9',
+    'g::1',
+    '::ffff:1.2.3.999',
+    '1::2::3',
+  ])('refuses %j', (address) => {
+    expect(ipKey(address)).toBeUndefined();
+  });
 });
 
 describe('byIp', () => {
-  const req = (ip: string | undefined, xff?: string) => ({ headers: xff === undefined ? {} : { 'x-forwarded-for': xff }, socket: { remoteAddress: ip } });
+  const req = (ip: string | undefined, xff?: string) => ({
+    headers: xff === undefined ? {} : { 'x-forwarded-for': xff },
+    socket: { remoteAddress: ip },
+  });
   it('ignores X-Forwarded-For unless told how many proxies are in front', () => {
     expect(byIp()(req('10.0.0.1', '6.6.6.6'))).toBe('ip:10.0.0.1');
     expect(byIp({ trustProxy: 1 })(req('10.0.0.1', '6.6.6.6, 198.51.100.4'))).toBe('ip:198.51.100.4');
@@ -83,7 +94,10 @@ describe('IPv6 addresses that embed an IPv4 address are keyed by it', () => {
 });
 
 describe('byIp behind proxies: the forms proxies really send', () => {
-  const xff = (value: string | string[]) => ({ headers: { 'x-forwarded-for': value }, socket: { remoteAddress: '10.0.0.1' } });
+  const xff = (value: string | string[]) => ({
+    headers: { 'x-forwarded-for': value },
+    socket: { remoteAddress: '10.0.0.1' },
+  });
   it.each([
     ['198.51.100.1:50001', 'ip:198.51.100.1'],
     ['[2001:db8:1::1]', 'ip:2001:db8:1::/56'],
@@ -100,15 +114,22 @@ describe('byIp behind proxies: the forms proxies really send', () => {
     }
   });
   it('reads RFC 7239 Forwarded only when told to, with quotes, brackets and ports', () => {
-    const fwd = (value: string) => ({ headers: { forwarded: value, 'x-forwarded-for': '6.6.6.6' }, socket: { remoteAddress: '10.0.0.1' } });
+    const fwd = (value: string) => ({
+      headers: { forwarded: value, 'x-forwarded-for': '6.6.6.6' },
+      socket: { remoteAddress: '10.0.0.1' },
+    });
     const byForwarded = byIp({ trustProxy: 1, proxyHeader: 'forwarded' });
     expect(byForwarded(fwd('for=198.51.100.1'))).toBe('ip:198.51.100.1');
-    expect(byForwarded(fwd('for=192.0.2.43, for="[2001:db8:cafe::17]:4711";proto=https'))).toBe('ip:2001:db8:cafe::/56');
+    expect(byForwarded(fwd('for=192.0.2.43, for="[2001:db8:cafe::17]:4711";proto=https'))).toBe(
+      'ip:2001:db8:cafe::/56',
+    );
     expect(byForwarded(fwd('proto=https;For="198.51.100.9:80";by=203.0.113.43'))).toBe('ip:198.51.100.9');
     expect(byForwarded(fwd('for=unknown'))).toBeUndefined();
     expect(byForwarded(fwd('for=_hidden'))).toBeUndefined();
     // The default header is X-Forwarded-For: a client-written Forwarded header is not read.
     expect(byIp({ trustProxy: 1 })(fwd('for=198.51.100.1'))).toBe('ip:6.6.6.6');
-    expect(() => byIp({ proxyHeader: 'x-real-ip' as never })).toThrow(/proxyHeader must be 'x-forwarded-for' or 'forwarded', got "x-real-ip"/);
+    expect(() => byIp({ proxyHeader: 'x-real-ip' as never })).toThrow(
+      /proxyHeader must be 'x-forwarded-for' or 'forwarded', got "x-real-ip"/,
+    );
   });
 });

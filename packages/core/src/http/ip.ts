@@ -68,14 +68,19 @@ function embeddedIpv4(h: readonly number[]): string | undefined {
  * The key part for a client address: an IPv4 address as is (also when an IPv6 address embeds it, see
  * embeddedIpv4), any other IPv6 address cut to its first `ipv6Subnet` bits and written as a prefix
  * (`2001:db8:0:100::/56`). Returns undefined for anything that is not an IP address.
-  * @example
-  * ipKey('2001:db8::1') // '2001:db8::/56'
-  * ipKey('203.0.113.7') // '203.0.113.7'
+ * @example
+ * ipKey('2001:db8::1') // '2001:db8::/56'
+ * ipKey('203.0.113.7') // '203.0.113.7'
  */
 export function ipKey(address: string, ipv6Subnet = 56): string | undefined {
-  if (typeof address !== 'string') throw new SluiceTypeError('address', address, `address must be a string, got ${describe(address)}`);
+  if (typeof address !== 'string')
+    throw new SluiceTypeError('address', address, `address must be a string, got ${describe(address)}`);
   if (!Number.isInteger(ipv6Subnet) || ipv6Subnet < 0 || ipv6Subnet > 128) {
-    throw new SluiceRangeError('ipv6Subnet', ipv6Subnet, `ipv6Subnet must be an integer in 0..128, got ${describe(ipv6Subnet)}`);
+    throw new SluiceRangeError(
+      'ipv6Subnet',
+      ipv6Subnet,
+      `ipv6Subnet must be an integer in 0..128, got ${describe(ipv6Subnet)}`,
+    );
   }
   if (IPV4.test(address)) return address;
   const hextets = ipv6Hextets(address);
@@ -86,7 +91,10 @@ export function ipKey(address: string, ipv6Subnet = 56): string | undefined {
     const bits = Math.min(16, Math.max(0, ipv6Subnet - i * 16));
     return bits === 0 ? 0 : h & (0xffff << (16 - bits)) & 0xffff;
   });
-  return `${masked.map((h) => h.toString(16)).join(':').replace(/(^|:)0(:0)+$/, '::')}/${ipv6Subnet}`;
+  return `${masked
+    .map((h) => h.toString(16))
+    .join(':')
+    .replace(/(^|:)0(:0)+$/, '::')}/${ipv6Subnet}`;
 }
 
 /**

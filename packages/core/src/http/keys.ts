@@ -42,7 +42,11 @@ function viewFor(req: unknown, view: RequestView | undefined): RequestView {
   if (view !== undefined) return view;
   const headers = (req as { headers?: unknown } | null)?.headers;
   if (typeof headers !== 'object' || headers === null || typeof (headers as { get?: unknown }).get === 'function') {
-    throw new SluiceTypeError('view', view, 'a key strategy called directly needs a node:http, Express or Fastify request, or the RequestView an adapter passes');
+    throw new SluiceTypeError(
+      'view',
+      view,
+      'a key strategy called directly needs a node:http, Express or Fastify request, or the RequestView an adapter passes',
+    );
   }
   return nodeRequestView(req as HttpRequestLike);
 }
@@ -96,7 +100,11 @@ function proxyHops(view: RequestView, header: NonNullable<ByIpOptions['proxyHead
  * never the proxy's own address instead, which would put every client behind it in one bucket). Without a
  * header, or with no trusted proxy, the peer address the framework gives (`req.ip`, `ctx.ip`, the socket's).
  */
-function clientAddress(view: RequestView, hops: number, header: NonNullable<ByIpOptions['proxyHeader']>): string | undefined {
+function clientAddress(
+  view: RequestView,
+  hops: number,
+  header: NonNullable<ByIpOptions['proxyHeader']>,
+): string | undefined {
   const list = hops > 0 ? proxyHops(view, header) : undefined;
   if (list !== undefined) return hopAddress(list[Math.max(0, list.length - hops)] as string);
   return view.peerAddress;
@@ -119,11 +127,16 @@ export function byIpSettings(strategy: unknown): Required<Pick<ByIpOptions, 'tru
 export function byIp(options?: ByIpOptions): AnyRequestKey & RequestKeyMark {
   optionsObject('byIp options', options, false);
   const subnet = options?.ipv6Subnet === undefined ? 56 : nonNegativeInteger('ipv6Subnet', options.ipv6Subnet);
-  if (subnet > 128) throw new SluiceRangeError('ipv6Subnet', subnet, `ipv6Subnet must be an integer in 0..128, got ${subnet}`);
+  if (subnet > 128)
+    throw new SluiceRangeError('ipv6Subnet', subnet, `ipv6Subnet must be an integer in 0..128, got ${subnet}`);
   const hops = options?.trustProxy === undefined ? 0 : nonNegativeInteger('trustProxy', options.trustProxy);
   const header = options?.proxyHeader ?? 'x-forwarded-for';
   if (!PROXY_HEADERS.includes(header)) {
-    throw new SluiceRangeError('proxyHeader', header, `proxyHeader must be 'x-forwarded-for' or 'forwarded', got ${describe(header)}`);
+    throw new SluiceRangeError(
+      'proxyHeader',
+      header,
+      `proxyHeader must be 'x-forwarded-for' or 'forwarded', got ${describe(header)}`,
+    );
   }
   const strategy: AnyRequestKey = (req, view) => {
     const address = clientAddress(viewFor(req, view), hops, header);
@@ -141,9 +154,15 @@ export function byIp(options?: ByIpOptions): AnyRequestKey & RequestKeyMark {
  *
  * @example rateLimit({ limiter, key: byUser((req: Request) => req.user?.id) })
  */
-export function byUser<Req = HttpRequestLike>(select: (req: Req) => string | number | undefined | null): KeyStrategy<Req> & RequestKeyMark {
+export function byUser<Req = HttpRequestLike>(
+  select: (req: Req) => string | number | undefined | null,
+): KeyStrategy<Req> & RequestKeyMark {
   if (typeof select !== 'function') {
-    throw new SluiceTypeError('select', select, `byUser needs a function that reads the user id from a request, got ${describe(select)}`);
+    throw new SluiceTypeError(
+      'select',
+      select,
+      `byUser needs a function that reads the user id from a request, got ${describe(select)}`,
+    );
   }
   return requestStrategy((req: Req) => {
     const id = select(req);
@@ -155,8 +174,8 @@ export function byUser<Req = HttpRequestLike>(select: (req: Req) => string | num
 /**
  * Keys a request by its method and path (`route:GET /search`): one bucket per endpoint, shared by all
  * clients. The query string is not part of the key.
-  * @example
-  * app.use(rateLimit({ limiter, key: byRoute() })) // one bucket per 'GET /search'
+ * @example
+ * app.use(rateLimit({ limiter, key: byRoute() })) // one bucket per 'GET /search'
  */
 export function byRoute(): AnyRequestKey & RequestKeyMark {
   return requestStrategy((req: unknown, view?: RequestView) => {

@@ -32,9 +32,10 @@ function writeJson(res: HttpResponseLike, status: number, body: unknown): void {
  * @example
  * app.use('/api', rateLimit({ limiter, key: byUser((req) => req.user?.id) }))
  */
-export function rateLimit<Req extends HttpRequestLike = HttpRequestLike, Res extends HttpResponseLike = HttpResponseLike>(
-  options: MiddlewareOptions<Req, Res>,
-): (req: Req, res: Res, next: Next) => void {
+export function rateLimit<
+  Req extends HttpRequestLike = HttpRequestLike,
+  Res extends HttpResponseLike = HttpResponseLike,
+>(options: MiddlewareOptions<Req, Res>): (req: Req, res: Res, next: Next) => void {
   const evaluate = createEvaluator<Req, Res>(options);
   const onLimited = onLimitedOption(options.onLimited);
   const setHeaders = (res: Res, headers: readonly [string, string][]): void => {

@@ -21,10 +21,15 @@ describe('onMissingKey: ip reads addresses with the same proxy settings as the k
     const evaluate = createEvaluator(options);
     return (req: HttpRequestLike) => evaluate(req, nodeRequestView(req));
   };
-  const limiter = () => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) });
+  const limiter = () =>
+    createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) });
 
   it('rateLimit({ trustProxy }) applies to the fallback of a byUser key', async () => {
-    const evaluate = evaluatorOf({ limiter: limiter(), key: byUser((req: HttpRequestLike & { user?: string }) => req.user), trustProxy: 1 });
+    const evaluate = evaluatorOf({
+      limiter: limiter(),
+      key: byUser((req: HttpRequestLike & { user?: string }) => req.user),
+      trustProxy: 1,
+    });
     expect((await evaluate(behindProxy('198.51.100.1'))).kind).toBe('allowed');
     // Another anonymous client behind the same proxy has its own bucket.
     expect((await evaluate(behindProxy('198.51.100.2'))).kind).toBe('allowed');

@@ -117,8 +117,8 @@ export function limitedBody(decision: Decision): LimitedBody {
 /**
  * Every adapter's `onLimited`: undefined (the default 429 body) or a function, checked once at construction.
  * @typeParam F the adapter's onLimited signature
-  * @example
-  * const onLimited = onLimitedOption(options.onLimited) // undefined, or the checked function
+ * @example
+ * const onLimited = onLimitedOption(options.onLimited) // undefined, or the checked function
  */
 export function onLimitedOption<F extends (...args: never[]) => unknown>(value: F | undefined): F | undefined {
   if (value !== undefined && typeof value !== 'function') {

@@ -18,8 +18,8 @@ function hasEvents(value: unknown): value is NodeResponseEvents {
  * Settles `res` when node's response `raw` is over: 'finish' (sent in full) or 'close' before it (the
  * client went away: not completed). Settling twice is a no-op, so both may fire. A response object that
  * is not node's is settled at once with its status, as completed.
-  * @example
-  * settleOnNodeResponse(res, res, settle) // on 'finish', or 'close' before it
+ * @example
+ * settleOnNodeResponse(res, res, settle) // on 'finish', or 'close' before it
  */
 export function settleOnNodeResponse<Res>(raw: unknown, res: Res, settle: SettleResponse<Res>): void {
   if (!hasEvents(raw)) {
@@ -39,8 +39,8 @@ export function settleOnNodeResponse<Res>(raw: unknown, res: Res, settle: Settle
  * A Fetch `Response` settled when its body has been read to the end (completed) or cancelled (the client
  * went away); one without a body at once. A streamed body (server-sent events, an LLM's tokens) is passed
  * through as it comes, so a cost counted while streaming is known when `settle` runs.
-  * @example
-  * return settleAfterBody(await handler(request), settle) // settled when the body has been read
+ * @example
+ * return settleAfterBody(await handler(request), settle) // settled when the body has been read
  */
 export function settleAfterBody(response: Response, settle: SettleResponse<Response>): Response {
   const body = response.body;

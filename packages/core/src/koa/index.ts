@@ -42,7 +42,9 @@ export interface KoaRateLimitOptions<Ctx extends KoaContextLike> extends RateLim
  * @example
  * app.use(koaRateLimit({ limiter, key: (ctx) => ctx.state.user?.id }))
  */
-export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(options: KoaRateLimitOptions<Ctx>): (ctx: Ctx, next: () => Promise<unknown>) => Promise<void> {
+export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
+  options: KoaRateLimitOptions<Ctx>,
+): (ctx: Ctx, next: () => Promise<unknown>) => Promise<void> {
   const viewOf = (ctx: Ctx): RequestView => ({
     header: (name) => ctx.get(name) || undefined,
     peerAddress: ctx.ip || undefined,

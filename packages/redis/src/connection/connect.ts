@@ -21,8 +21,8 @@ const connections = new WeakMap<object, RedisConnection>();
  * The connection for a client (one per client, shared by every store on it). Throws a SluiceTypeError at
  * construction, before anything is built or opened, for an object that is no supported client, a client
  * already closed, and a client in subscriber mode (it can run no script).
-  * @example
-  * const connection = toConnection(redis) // ioredis, node-redis, iovalkey or GLIDE
+ * @example
+ * const connection = toConnection(redis) // ioredis, node-redis, iovalkey or GLIDE
  */
 export function toConnection(value: unknown, option = 'redis'): RedisConnection {
   const refuse = (why: string): never => {
@@ -34,12 +34,15 @@ export function toConnection(value: unknown, option = 'redis'): RedisConnection 
     if (glideClosed(value)) refuse('got a GLIDE client that is closed');
     make = () => new GlideConnection(value);
   } else if (isNodeRedisLike(value)) {
-    if (!value.isOpen) refuse('got a node-redis client that is not open (await client.connect() first; a closed client cannot be used)');
-    if (value.isPubSubActive === true) refuse('got a node-redis client in subscriber mode (it can run no script): pass a client of its own');
+    if (!value.isOpen)
+      refuse('got a node-redis client that is not open (await client.connect() first; a closed client cannot be used)');
+    if (value.isPubSubActive === true)
+      refuse('got a node-redis client in subscriber mode (it can run no script): pass a client of its own');
     make = () => new NodeRedisConnection(value);
   } else if (isIoredisLike(value)) {
     if (value.status === 'end') refuse("got an ioredis client that was closed (status 'end')");
-    if (ioredisSubscribed(value)) refuse('got an ioredis client in subscriber mode (it can run no script): pass a client of its own');
+    if (ioredisSubscribed(value))
+      refuse('got an ioredis client in subscriber mode (it can run no script): pass a client of its own');
     make = () => new IoredisConnection(value, 'ioredis');
   } else {
     return refuse(`got ${describeValue(value)} without the methods of any of them`);

@@ -28,7 +28,11 @@ export async function runBySha(run: (bySource: boolean) => Promise<unknown>): Pr
 export abstract class EmittingConnection<C extends EmittingRedisClient> {
   constructor(readonly client: C) {}
 
-  abstract runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply>;
+  abstract runScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+  ): Promise<ScriptReply>;
   abstract subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber | undefined;
 
   async exists(key: string): Promise<void> {

@@ -4,7 +4,10 @@ import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection
 /** The part of a Valkey GLIDE 2 client (`GlideClient`, `GlideClusterClient`) the adapter uses. */
 export interface GlideLike {
   /** The client's own `invokeScript` (the part of GLIDE's API sluice calls). */
-  invokeScript(script: object, options: { keys: string[]; args: Array<string | Buffer>; decoder: number }): Promise<unknown>;
+  invokeScript(
+    script: object,
+    options: { keys: string[]; args: Array<string | Buffer>; decoder: number },
+  ): Promise<unknown>;
   /** The client's own `customCommand` (the part of GLIDE's API sluice calls). */
   customCommand(args: string[]): Promise<unknown>;
   /** The client's own `del` (the part of GLIDE's API sluice calls). */
@@ -38,7 +41,9 @@ export function glideClosed(client: GlideLike): boolean {
 /** GLIDE: `invokeScript` and `customCommand`. */
 export function isGlideLike(value: unknown): value is GlideLike {
   const v = value as Partial<GlideLike> | null;
-  return typeof v === 'object' && v !== null && typeof v.invokeScript === 'function' && typeof v.customCommand === 'function';
+  return (
+    typeof v === 'object' && v !== null && typeof v.invokeScript === 'function' && typeof v.customCommand === 'function'
+  );
 }
 
 interface GlideModule {
@@ -52,7 +57,8 @@ interface GlideClass {
 
 /** GLIDE's own Script and Decoder, loaded only when a GLIDE client is in use (it is an optional peer). */
 let glideModule: Promise<GlideModule> | undefined;
-const loadGlide = (): Promise<GlideModule> => (glideModule ??= import('@valkey/valkey-glide') as unknown as Promise<GlideModule>);
+const loadGlide = (): Promise<GlideModule> =>
+  (glideModule ??= import('@valkey/valkey-glide') as unknown as Promise<GlideModule>);
 
 /** Redis's own error codes, by the kind names GLIDE's core puts in their place. */
 const REDIS_ERROR_CODES: Readonly<Record<string, string>> = {
@@ -106,14 +112,22 @@ export class GlideConnection implements RedisConnection {
     this.description = `GLIDE ${this.isCluster ? 'cluster client' : 'client'}`;
   }
 
-  async runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
+  async runScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+  ): Promise<ScriptReply> {
     const glide = await loadGlide();
     let compiled = this.#scripts.get(script.sha1);
     if (compiled === undefined) {
       compiled = new glide.Script(script.source);
       this.#scripts.set(script.sha1, compiled);
     }
-    const reply = this.client.invokeScript(compiled, { keys: [...keys], args: [...args], decoder: glide.Decoder.Bytes });
+    const reply = this.client.invokeScript(compiled, {
+      keys: [...keys],
+      args: [...args],
+      decoder: glide.Decoder.Bytes,
+    });
     return (await reply.catch(nativeError)) as ScriptReply;
   }
 
@@ -139,7 +153,8 @@ export class GlideConnection implements RedisConnection {
         ...config,
         pubsubSubscriptions: {
           channelsAndPatterns: {},
-          callback: (msg: { channel: unknown; message: unknown }) => onMessage(String(msg.channel), String(msg.message)),
+          callback: (msg: { channel: unknown; message: unknown }) =>
+            onMessage(String(msg.channel), String(msg.message)),
         },
       }));
     return {

@@ -47,7 +47,13 @@ export function ioredisSubscribed(client: IoredisLike): boolean {
 /** ioredis 5/6 and iovalkey: `callBuffer`, `duplicate` and a `status` string. */
 export function isIoredisLike(value: unknown): value is IoredisLike {
   const v = value as Partial<IoredisLike> | null;
-  return typeof v === 'object' && v !== null && typeof v.callBuffer === 'function' && typeof v.duplicate === 'function' && typeof v.status === 'string';
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof v.callBuffer === 'function' &&
+    typeof v.duplicate === 'function' &&
+    typeof v.status === 'string'
+  );
 }
 
 /**

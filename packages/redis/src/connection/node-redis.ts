@@ -52,7 +52,9 @@ interface NodeRedisInternals {
 /** node-redis: `evalSha` and `withTypeMapping` (RESP3-era clients, v5 and later). */
 export function isNodeRedisLike(value: unknown): value is NodeRedisLike {
   const v = value as Partial<NodeRedisLike> | null;
-  return typeof v === 'object' && v !== null && typeof v.evalSha === 'function' && typeof v.withTypeMapping === 'function';
+  return (
+    typeof v === 'object' && v !== null && typeof v.evalSha === 'function' && typeof v.withTypeMapping === 'function'
+  );
 }
 
 /** RESP_TYPES.BLOB_STRING of node-redis ('$'): mapped to Buffer, so packed binary replies arrive intact. */
@@ -77,7 +79,9 @@ export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> imple
 
   runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
     const options = { keys: [...keys], arguments: [...args] };
-    return runBySha((bySource) => (bySource ? this.#binary.eval(script.source, options) : this.#binary.evalSha(script.sha1, options)));
+    return runBySha((bySource) =>
+      bySource ? this.#binary.eval(script.source, options) : this.#binary.evalSha(script.sha1, options),
+    );
   }
 
   async del(keys: readonly string[]): Promise<void> {

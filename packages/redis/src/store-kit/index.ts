@@ -14,7 +14,16 @@ export { isKeyScopedError } from '../reply-errors.js';
 export { misconfiguration } from '../misconfiguration.js';
 export { StartupChecks, commandsOf, preflight } from '../preflight.js';
 export { failModeDecision, failModeOption } from '../fail-mode.js';
-export { adjustScript, algorithmFiles, algorithmScriptName, blockScript, decideScript, luaDirectory, luaScript, semaphoreScript } from '../scripts.js';
+export {
+  adjustScript,
+  algorithmFiles,
+  algorithmScriptName,
+  blockScript,
+  decideScript,
+  luaDirectory,
+  luaScript,
+  semaphoreScript,
+} from '../scripts.js';
 export type { LuaFile, LuaScript } from '../scripts.js';
 export { adjustArgs, numArg, ruleArgs } from '../rule-args.js';
 export type { GrantTime } from '../rule-args.js';
