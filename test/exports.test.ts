@@ -39,7 +39,7 @@ describe('published packages', () => {
 
   it.each([
     ['http', 'rateLimit'],
-    ['decorators', 'rateLimit'],
+    ['decorators', 'rateLimited'],
     ['fetch', 'fetchRateLimit'],
     ['hono', 'honoRateLimit'],
     ['koa', 'koaRateLimit'],

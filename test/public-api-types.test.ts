@@ -3,7 +3,7 @@
  * nothing at run time; nothing here touches Redis).
  */
 import type { Decision, Limiter } from '@sluice/core';
-import { type RateLimitedError, countLimit, type rateLimit as limitMethod } from '@sluice/core/decorators';
+import { type RateLimitedError, countLimit, type rateLimited as limitMethod } from '@sluice/core/decorators';
 import { type KeyStrategy, byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
 import {
   type DividedLimiter,

@@ -20,7 +20,7 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '@sluice/core';
-import { rateLimit as decorate } from '@sluice/core/decorators';
+import { rateLimited as decorate } from '@sluice/core/decorators';
 import { rateLimit as middleware } from '@sluice/core/http';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';

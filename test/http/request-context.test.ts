@@ -4,7 +4,7 @@
  * request context never leaks between concurrent requests), and a call outside any request is a typed error.
  */
 import { ManualClock, SluiceError, createLimiter, fixedWindow, memoryStore } from '@sluice/core';
-import { rateLimit as limitMethod } from '@sluice/core/decorators';
+import { rateLimited as limitMethod } from '@sluice/core/decorators';
 import { byIp, byUser, currentRequestContext, requestContext } from '@sluice/core/http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestServer, frameworks, get, startServer } from './servers.js';
@@ -80,7 +80,7 @@ describe('outside a request', () => {
     expect(error).toBeInstanceOf(SluiceError);
     expect((error as SluiceError).code).toBe('NO_REQUEST');
     expect((error as Error).message).toMatch(
-      /@rateLimit on Codes\.send keys calls by the current request, but it was called outside any request/,
+      /@rateLimited on Codes\.send keys calls by the current request, but it was called outside any request/,
     );
     expect(decided).toEqual([]);
   });

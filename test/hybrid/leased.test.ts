@@ -37,7 +37,16 @@ function lease(
   now: number,
   divisor = 0,
 ) {
-  return requestLease(toConnection(r), keys[0], keys[1], leaseShape(rule), want, node, 5_000, now, divisor);
+  return requestLease(toConnection(r), {
+    stateKey: keys[0],
+    lesseesKey: keys[1],
+    shape: leaseShape(rule),
+    want,
+    nodeId: node,
+    liveMs: 5_000,
+    nowMs: now,
+    hoardingDivisor: divisor === 0 ? undefined : divisor,
+  });
 }
 const handBack = (r: Redis, rule: Algorithm, key: string, permits: number, leasedAt: number, now: number) =>
   returnLease(toConnection(r), key, leaseShape(rule), permits, leasedAt, now);

@@ -16,7 +16,7 @@ import {
   memoryStore,
   tokenBucket,
 } from '@sluice/core';
-import { rateLimit as limitMethod } from '@sluice/core/decorators';
+import { rateLimited as limitMethod } from '@sluice/core/decorators';
 import { RateLimit, SkipRateLimit, SluiceModule, byIp, byUser } from '@sluice/nestjs';
 import {
   Controller,

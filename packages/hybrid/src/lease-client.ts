@@ -30,30 +30,38 @@ export interface LeaseReply {
   readonly windowStart: number;
 }
 
+/** What one lease asks for, and of whom. */
+export interface LeaseRequest {
+  readonly stateKey: string;
+  readonly lesseesKey: string;
+  readonly shape: LeaseShape;
+  /** Permits to take, at most. */
+  readonly want: number;
+  readonly nodeId: string;
+  /** How long this node counts as a live lessee after this lease. */
+  readonly liveMs: number;
+  /** The decision time on the node's clock (tests), or undefined for Redis TIME. */
+  readonly nowMs: number | undefined;
+  /** A lease is at most burst / (hoardingDivisor x live lessees); undefined: no such cap (maxBatch was set). */
+  readonly hoardingDivisor: number | undefined;
+}
+
 /** One atomic lease call: debits up to `want` permits centrally and registers this node as a lessee. */
-export async function requestLease(
-  redis: RedisConnection,
-  stateKey: string,
-  lesseesKey: string,
-  shape: LeaseShape,
-  want: number,
-  nodeId: string,
-  liveMs: number,
-  nowMs: number | undefined,
-  capDivisor: number,
-): Promise<LeaseReply> {
+export async function requestLease(redis: RedisConnection, request: LeaseRequest): Promise<LeaseReply> {
+  const { shape } = request;
   const script = leaseScript(shape.rule.kind);
   const answer = await redis.runScript(
     script,
-    [stateKey, lesseesKey],
+    [request.stateKey, request.lesseesKey],
     [
       ...shape.args,
-      String(want),
-      nodeId,
-      String(liveMs),
-      nowMs === undefined ? '' : String(nowMs),
+      String(request.want),
+      request.nodeId,
+      String(request.liveMs),
+      request.nowMs === undefined ? '' : String(request.nowMs),
       String(shape.rule.burst),
-      String(capDivisor),
+      // lease.lua reads 0 as "no cap".
+      String(request.hoardingDivisor ?? 0),
     ],
   );
   const reply = bufferReply(answer, script.name);

@@ -268,17 +268,16 @@ class LeasedBinding implements BoundStore {
   #startLease(key: string, lease: KeyLease, want: number, prefetch = false): void {
     const sentAt = this.#clock.now();
     const ask = Math.min(Math.max(want - lease.available, 1), this.#burst);
-    const call = requestLease(
-      this.#o.redis,
-      this.#stateKey(key),
-      this.#lesseesKey(key),
-      this.#shape,
-      ask,
-      this.#o.nodeId,
-      this.#o.liveMs,
-      this.#o.clock?.now(),
-      this.#o.maxBatch === undefined ? HOARDING_DIVISOR : 0,
-    )
+    const call = requestLease(this.#o.redis, {
+      stateKey: this.#stateKey(key),
+      lesseesKey: this.#lesseesKey(key),
+      shape: this.#shape,
+      want: ask,
+      nodeId: this.#o.nodeId,
+      liveMs: this.#o.liveMs,
+      nowMs: this.#o.clock?.now(),
+      hoardingDivisor: this.#o.maxBatch === undefined ? HOARDING_DIVISOR : undefined,
+    })
       .then((reply) => {
         const now = this.#clock.now();
         lease.leasedAt = reply.decidedAtMs;

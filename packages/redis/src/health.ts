@@ -41,6 +41,23 @@ export class RedisHealth {
   #closed = false;
   readonly #unwatch: () => void;
 
+  readonly #probe = (): void => {
+    if (this.#probing || this.#closed) return;
+    const connection = this.#o.connection;
+    connection.nudgeReconnect();
+    // Until the client is connected a command would only wait in its offline queue.
+    if (!connection.connected) return;
+    this.#probing = true;
+    withDeadline(this.#o.probe(), this.#o.timeoutMs, 'probe')
+      .then(
+        () => this.reportSuccess(),
+        () => undefined,
+      )
+      .finally(() => {
+        this.#probing = false;
+      });
+  };
+
   constructor(options: HealthOptions) {
     this.#o = options;
     this.#unwatch = options.connection.watch(
@@ -73,23 +90,6 @@ export class RedisHealth {
     this.#timer.unref?.();
     this.#o.onChange(false, error instanceof Error ? error : new Error(String(error)));
   }
-
-  readonly #probe = (): void => {
-    if (this.#probing || this.#closed) return;
-    const connection = this.#o.connection;
-    connection.nudgeReconnect();
-    // Until the client is connected a command would only wait in its offline queue.
-    if (!connection.connected) return;
-    this.#probing = true;
-    withDeadline(this.#o.probe(), this.#o.timeoutMs, 'probe')
-      .then(
-        () => this.reportSuccess(),
-        () => undefined,
-      )
-      .finally(() => {
-        this.#probing = false;
-      });
-  };
 
   #stopProbing(): void {
     if (this.#timer !== undefined) clearInterval(this.#timer);

@@ -91,6 +91,46 @@ export class RedisBinding implements BoundStore {
   #scheduled = false;
   #bound = true;
 
+  readonly #flush = (): void => {
+    this.#scheduled = false;
+    const batch = this.#queue;
+    this.#queue = [];
+    if (!this.#ctx.mayCallRedis()) {
+      for (const p of batch) this.#resolveByFailMode(p);
+      return;
+    }
+    if (!this.#ctx.connection.isCluster) {
+      this.#sendInChunks(batch);
+      return;
+    }
+    // In a Cluster one script call can only touch one slot: group by slot; a request whose rules span slots
+    // is decided slot by slot (CrossSlotPolicy).
+    const bySlot = new Map<number, Pending[]>();
+    for (const p of batch) {
+      let slot: number;
+      if (this.#crossSlot === undefined)
+        slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
+      else {
+        let parts: ReturnType<CrossSlotPolicy['partition']>;
+        try {
+          parts = this.#crossSlot.partition(p.key);
+        } catch (error) {
+          p.fail(error);
+          continue;
+        }
+        if (parts.length > 1) {
+          void this.#decideAcross(this.#crossSlot, p, parts);
+          continue;
+        }
+        slot = (parts[0] as (typeof parts)[number]).slot;
+      }
+      const group = bySlot.get(slot);
+      if (group === undefined) bySlot.set(slot, [p]);
+      else group.push(p);
+    }
+    for (const group of bySlot.values()) this.#sendInChunks(group);
+  };
+
   constructor(ctx: BindingContext, rules: readonly Algorithm[], prefix: string, parts: BindingParts) {
     this.#ctx = ctx;
     this.#rules = rules;
@@ -313,46 +353,6 @@ export class RedisBinding implements BoundStore {
       }
     });
   }
-
-  readonly #flush = (): void => {
-    this.#scheduled = false;
-    const batch = this.#queue;
-    this.#queue = [];
-    if (!this.#ctx.mayCallRedis()) {
-      for (const p of batch) this.#resolveByFailMode(p);
-      return;
-    }
-    if (!this.#ctx.connection.isCluster) {
-      this.#sendInChunks(batch);
-      return;
-    }
-    // In a Cluster one script call can only touch one slot: group by slot; a request whose rules span slots
-    // is decided slot by slot (CrossSlotPolicy).
-    const bySlot = new Map<number, Pending[]>();
-    for (const p of batch) {
-      let slot: number;
-      if (this.#crossSlot === undefined)
-        slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
-      else {
-        let parts: ReturnType<CrossSlotPolicy['partition']>;
-        try {
-          parts = this.#crossSlot.partition(p.key);
-        } catch (error) {
-          p.fail(error);
-          continue;
-        }
-        if (parts.length > 1) {
-          void this.#decideAcross(this.#crossSlot, p, parts);
-          continue;
-        }
-        slot = (parts[0] as (typeof parts)[number]).slot;
-      }
-      const group = bySlot.get(slot);
-      if (group === undefined) bySlot.set(slot, [p]);
-      else group.push(p);
-    }
-    for (const group of bySlot.values()) this.#sendInChunks(group);
-  };
 
   /**
    * Sends at most maxBatch decisions per script call. Several calls then travel pipelined on one connection:

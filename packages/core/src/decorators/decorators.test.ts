@@ -6,7 +6,7 @@ import type { Decision } from '../decision.js';
 import { RateLimitedError, SluiceError, SluiceRangeError, SluiceTypeError } from '../errors.js';
 import { createLimiter } from '../limiter.js';
 import { memoryStore } from '../memory-store.js';
-import { countLimit, rateLimit, smoothRateLimit } from './index.js';
+import { countLimit, rateLimited, smoothRateLimit } from './index.js';
 
 function thrown(call: () => Promise<unknown>): Promise<unknown> {
   return call().then(
@@ -17,7 +17,7 @@ function thrown(call: () => Promise<unknown>): Promise<unknown> {
   );
 }
 
-describe('@rateLimit', () => {
+describe('@rateLimited', () => {
   it('passes allowed calls through with their arguments, this and return value; throws RateLimitedError when denied', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
@@ -27,7 +27,7 @@ describe('@rateLimit', () => {
     let ran = 0;
     class Greeter {
       constructor(readonly greeting: string) {}
-      @rateLimit({ limiter })
+      @rateLimited({ limiter })
       async greet(name: string, punctuation = '!'): Promise<string> {
         ran++;
         return `${this.greeting}, ${name}${punctuation}`;
@@ -61,7 +61,7 @@ describe('@rateLimit', () => {
       store: memoryStore({ clock: new ManualClock(0) }),
     });
     class Mailer {
-      @rateLimit({
+      @rateLimited({
         limiter,
         key: ({ args }) => `to:${String(args[0])}`,
         permits: ({ args }) => (args[1] as string[]).length,
@@ -84,11 +84,11 @@ describe('@rateLimit', () => {
       store: memoryStore({ clock }),
     });
     class Job {
-      @rateLimit({ limiter, key: 'job', timeoutMs: 1_500 })
+      @rateLimited({ limiter, key: 'job', timeoutMs: 1_500 })
       async run(): Promise<number> {
         return clock.now();
       }
-      @rateLimit({ limiter, key: 'job', timeoutMs: 500 })
+      @rateLimited({ limiter, key: 'job', timeoutMs: 500 })
       async runImpatient(): Promise<number> {
         return clock.now();
       }
@@ -107,7 +107,7 @@ describe('@rateLimit', () => {
     const boom = new Error('boom');
     // biome-ignore lint/complexity/noStaticOnlyClass: the decorator on a static method is what is tested.
     class Repo {
-      @rateLimit({ limiter })
+      @rateLimited({ limiter })
       static async load(): Promise<string> {
         throw boom;
       }
@@ -118,18 +118,18 @@ describe('@rateLimit', () => {
 
   it('validates its options when the class is defined', () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
-    expect(() => rateLimit({ limiter: {} as never })).toThrow(SluiceTypeError);
-    expect(() => rateLimit({ limiter, key: 42 as never })).toThrow(
+    expect(() => rateLimited({ limiter: {} as never })).toThrow(SluiceTypeError);
+    expect(() => rateLimited({ limiter, key: 42 as never })).toThrow(
       /key must be a string or a function of the call, got 42/,
     );
-    expect(() => rateLimit({ limiter, permits: 0 })).toThrow(SluiceRangeError);
-    expect(() => rateLimit({ limiter, timeoutMs: Number.NaN })).toThrow(/timeoutMs must be/);
+    expect(() => rateLimited({ limiter, permits: 0 })).toThrow(SluiceRangeError);
+    expect(() => rateLimited({ limiter, timeoutMs: Number.NaN })).toThrow(/timeoutMs must be/);
   });
 
   it('an invalid permits function result is a typed error and consumes nothing', async () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
     class Svc {
-      @rateLimit({ limiter, key: 'svc', permits: () => Number.NaN })
+      @rateLimited({ limiter, key: 'svc', permits: () => Number.NaN })
       async call(): Promise<void> {}
     }
     expect(await thrown(() => new Svc().call())).toBeInstanceOf(SluiceRangeError);
@@ -149,8 +149,8 @@ describe('legacy decorators (experimentalDecorators, as NestJS compiles)', () =>
         return `${this.from} -> ${to}`;
       }
     }
-    // What tsc emits for `@rateLimit(...) async send(...)` under experimentalDecorators.
-    const decorate = rateLimit({ limiter, key: ({ args }) => `to:${String(args[0])}` });
+    // What tsc emits for `@rateLimited(...) async send(...)` under experimentalDecorators.
+    const decorate = rateLimited({ limiter, key: ({ args }) => `to:${String(args[0])}` });
     const descriptor = Object.getOwnPropertyDescriptor(Mailer.prototype, 'send') as TypedPropertyDescriptor<
       (to: string) => Promise<string>
     >;

@@ -70,13 +70,13 @@ const addressKey = byIp();
 
 /** A call's key from the current request (what the HTTP adapter admitted): the strategy's, else the address's. */
 function requestKey(strategy: (req: unknown, view: RequestView) => string | undefined | null, method: string): string {
-  const { request, view } = requireRequestContext(`@rateLimit on ${method}`);
+  const { request, view } = requireRequestContext(`@rateLimited on ${method}`);
   const key = strategy(request, view) || addressKey(request, view);
   if (typeof key === 'string' && key !== '') return key;
   throw new SluiceTypeError(
     'key',
     key,
-    `@rateLimit on ${method}: the current request has no key for it and no readable client address`,
+    `@rateLimited on ${method}: the current request has no key for it and no readable client address`,
   );
 }
 
@@ -93,12 +93,12 @@ function className(self: unknown, isStatic: boolean): string {
  *
  * @example
  * class Codes {
- *   @rateLimit({ limiter, key: ({ args }) => `phone:${String(args[0])}` })
+ *   @rateLimited({ limiter, key: ({ args }) => `phone:${String(args[0])}` })
  *   async send(phone: string) { ... }
  * }
  */
-export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
-  optionsObject('rateLimit options', options, true);
+export function rateLimited(options: MethodLimitOptions): MethodLimitDecorator {
+  optionsObject('rateLimited options', options, true);
   const { limiter, key, permits } = options;
   if (
     typeof limiter !== 'object' ||
@@ -143,7 +143,7 @@ export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
         throw new SluiceTypeError(
           'context',
           typeof descriptor.value,
-          '@rateLimit decorates methods, not accessors or fields',
+          '@rateLimited decorates methods, not accessors or fields',
         );
       return {
         ...descriptor,
@@ -159,7 +159,7 @@ export function rateLimit(options: MethodLimitOptions): MethodLimitDecorator {
       throw new SluiceTypeError(
         'context',
         standard?.kind,
-        `@rateLimit decorates methods, not a ${String(standard?.kind)}`,
+        `@rateLimited decorates methods, not a ${String(standard?.kind)}`,
       );
     }
     return limit(target as AsyncMethod<unknown, unknown[], unknown>, String(standard.name), standard.static);

@@ -5,9 +5,9 @@ import { smoothBursty } from '../algorithms/smooth.js';
 import { createLimiter, type Limiter } from '../limiter.js';
 import type { Store } from '../store.js';
 import { optionsObject } from '../validate.js';
-import { type MethodLimitDecorator, type MethodLimitOptions, rateLimit } from './method-limit.js';
+import { type MethodLimitDecorator, type MethodLimitOptions, rateLimited } from './method-limit.js';
 
-/** Where a preset's own limiter keeps its state, and the call options of `rateLimit`. */
+/** Where a preset's own limiter keeps its state, and the call options of `rateLimited`. */
 export interface PresetOptions extends Omit<MethodLimitOptions, 'limiter'> {
   /** @default a private memory store */
   store?: Store;
@@ -42,8 +42,8 @@ function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
 }
 
 /**
- * A count limit: at most `limit` calls per `periodMs` (a fixed window), per key. The seed's
- * `@CountLimit(limit = 2, period = 10 s)`.
+ * A count limit: at most `limit` calls per `periodMs` (a fixed window), per key: "2 codes per 10 s per
+ * phone".
  *
  * @example
  * @countLimit({ limit: 1, periodMs: 60_000, key: ({ args }) => `phone:${String(args[0])}` })
@@ -52,12 +52,12 @@ function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
 export function countLimit(options: CountLimitOptions): MethodLimitDecorator {
   optionsObject('countLimit options', options, true);
   const { limit, periodMs, store: _s, prefix: _p, clock: _c, ...call } = options;
-  return rateLimit({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs: periodMs })) });
+  return rateLimited({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs: periodMs })) });
 }
 
 /**
  * A rate limit: calls spaced at `permitsPerSecond`, with up to `maxBurstSeconds` of unused rate saved for
- * a burst (Guava's SmoothBursty), per key. The seed's `@RateLimit(rate = 1 / 5 s, burst = 5 s)`.
+ * a burst (Guava's SmoothBursty), per key: "one call per 5 s, with up to 5 s of saved calls".
  *
  * @example
  * @smoothRateLimit({ permitsPerSecond: 1 / 60, key: ({ args }) => `phone:${String(args[0])}` })
@@ -67,5 +67,5 @@ export function smoothRateLimit(options: SmoothRateLimitOptions): MethodLimitDec
   optionsObject('smoothRateLimit options', options, true);
   const { permitsPerSecond, maxBurstSeconds, store: _s, prefix: _p, clock: _c, ...call } = options;
   const algorithm = smoothBursty({ permitsPerSecond, ...(maxBurstSeconds === undefined ? {} : { maxBurstSeconds }) });
-  return rateLimit({ ...call, limiter: presetLimiter(options, algorithm) });
+  return rateLimited({ ...call, limiter: presetLimiter(options, algorithm) });
 }
