@@ -23,7 +23,7 @@ export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDe
   // Every other option is checked by the one parser all sluice adapters share, against a throwaway limiter.
   const limiter =
     options.limiter ?? (options.algorithm === undefined ? undefined : createLimiter({ algorithm: options.algorithm }));
-  createEvaluator({ ...options, limiter });
+  createEvaluator({ ...options, limiter }, '@RateLimit');
   return SetMetadata(RATE_LIMIT, options);
 }
 

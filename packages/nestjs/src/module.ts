@@ -31,10 +31,10 @@ export class SluiceModule {
   static forRoot(options: SluiceModuleOptions = {}): DynamicModule {
     checkRouteOptions('SluiceModule.forRoot options', options, false);
     if (options.limiter !== undefined || options.algorithm !== undefined) {
-      createEvaluator({
-        ...options,
-        limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }),
-      });
+      createEvaluator(
+        { ...options, limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }) },
+        'SluiceModule.forRoot',
+      );
     }
     return {
       module: SluiceModule,

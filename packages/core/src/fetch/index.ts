@@ -56,7 +56,7 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
   options: FetchRateLimitOptions<Req, Rest>,
 ): (handler: FetchHandler<Req, Rest>) => (request: Req, ...rest: Rest) => Promise<Response> {
   // The shared parser first: a missing or malformed options object is its error, naming it.
-  const evaluate = createEvaluator<Req, Response>(options);
+  const evaluate = createEvaluator<Req, Response>(options, 'fetchRateLimit');
   const address = options.address;
   if (address !== undefined && typeof address !== 'function') {
     throw new SluiceTypeError(

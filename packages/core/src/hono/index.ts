@@ -63,7 +63,7 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
   options: HonoRateLimitOptions<C>,
 ): (c: C, next: () => Promise<void>) => Promise<Response | undefined> {
   // The shared parser first: a missing or malformed options object is its error, naming it.
-  const evaluate = createEvaluator<C, Response>(options);
+  const evaluate = createEvaluator<C, Response>(options, 'honoRateLimit');
   const getConnInfo = options.getConnInfo;
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
     throw new SluiceTypeError(

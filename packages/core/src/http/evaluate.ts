@@ -112,15 +112,17 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 
 /**
  * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
- * the decision and its header fields, from the framework's request and the adapter's view of it.
+ * the decision and its header fields, from the framework's request and the adapter's view of it. `caller`
+ * is the adapter's public name, which its errors say (`fetchRateLimit options must be an object`).
  * @example
  * const evaluate = createEvaluator({ limiter, key: byIp() })
  * const verdict = await evaluate(req, nodeRequestView(req))
  */
 export function createEvaluator<Req, Res = unknown>(
   options: RateLimitOptions<Req, Res>,
+  caller = 'rateLimit',
 ): (req: Req, view: RequestView) => Promise<Verdict<Res>> {
-  optionsObject('rateLimit options', options, true);
+  optionsObject(`${caller} options`, options, true);
   const { limiter } = options;
   const concurrency = concurrencyOption(options.concurrency);
   if (limiter !== undefined || concurrency === undefined) {
@@ -175,7 +177,7 @@ export function createEvaluator<Req, Res = unknown>(
       const argument = isInputError(error) ? error.argument : error.name;
       if (reported.has(argument)) return;
       reported.add(argument);
-      console.error(`sluice rateLimit: a request was answered 400 (reported once per argument): ${error.message}`);
+      console.error(`sluice ${caller}: a request was answered 400 (reported once per argument): ${error.message}`);
     });
   if (typeof onInvalidInput !== 'function') {
     throw new SluiceTypeError(

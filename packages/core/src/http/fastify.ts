@@ -27,7 +27,7 @@ export function rateLimitHook<
   Req extends HttpRequestLike = HttpRequestLike,
   Reply extends FastifyReplyLike = FastifyReplyLike,
 >(options: FastifyRateLimitOptions<Req, Reply>): (request: Req, reply: Reply, done: FastifyHookDone) => void {
-  const evaluate = createEvaluator<Req, Reply>(options);
+  const evaluate = createEvaluator<Req, Reply>(options, 'rateLimitHook');
   const onLimited = onLimitedOption(options.onLimited);
   /** Answers a verdict that ends the request; true when the request goes on. */
   const send = (reply: Reply, status: number, body: unknown): false => {

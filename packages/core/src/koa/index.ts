@@ -51,7 +51,7 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
     method: ctx.method,
     path: ctx.path,
   });
-  const evaluate = createEvaluator<Ctx, Ctx>(options);
+  const evaluate = createEvaluator<Ctx, Ctx>(options, 'koaRateLimit');
   const onLimited = onLimitedOption(options.onLimited);
   return async (ctx, next) => {
     const view = viewOf(ctx);
