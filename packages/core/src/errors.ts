@@ -115,3 +115,31 @@ export class RateLimitedError extends SluiceError {
     this.decision = decision;
   }
 }
+
+/**
+ * The name of the public function a caller called, put first in a sluice error's message so every message
+ * says which call failed (`fixedWindow: limit must be an integer >= 1, got 0`). Other errors (a user
+ * callback's own) pass through untouched, and a message that already starts with the name is left as is.
+ * @example
+ * try { await work() } catch (error) { throw callerNamed('reset', error) }
+ */
+export function callerNamed(fn: string, error: unknown): unknown {
+  const ours = error instanceof SluiceError || error instanceof SluiceTypeError || error instanceof SluiceRangeError;
+  if (ours && !error.message.startsWith(fn)) error.message = `${fn}: ${error.message}`;
+  return error;
+}
+
+/**
+ * Runs `body`, the checks and work of the public function `fn`: its sluice errors name `fn` (see callerNamed).
+ * @example
+ * export function myStore(options: MyStoreOptions) {
+ *   return inCall('myStore', () => new MyStore(options)) // 'myStore: maxKeys must be ...'
+ * }
+ */
+export function inCall<T>(fn: string, body: () => T): T {
+  try {
+    return body();
+  } catch (error) {
+    throw callerNamed(fn, error);
+  }
+}

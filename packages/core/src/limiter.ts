@@ -1,7 +1,7 @@
 import type { Algorithm } from './algorithms/algorithm.js';
 import { type Clock, systemClock, timerSleep } from './clock.js';
 import type { Decision } from './decision.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from './errors.js';
 import { MemoryStore } from './memory-store.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
 import { type ParsedPlans, type PlanResolver, knownPlan, parsePlans } from './plans.js';
@@ -366,16 +366,27 @@ class StoreLimiter implements Limiter {
   }
 
   async tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
+    // No try/catch on the hot path (it costs a quarter of a memory decision): a bad key or a closed
+    // limiter is refused through #refuse, which names the call.
+    if (this.#closed || typeof key !== 'string' || key.length === 0 || key.length > this.#maxKeyLength) {
+      this.#refuse('tryAcquire', key);
+    }
     // The common call, kept to one store call: no options, no plans, no shadow, no observer.
     if (options === undefined && this.#plain !== undefined && !observed()) return this.#plain.consume(key, 1, 0);
-    if (!observed()) return this.#tryAcquire(key, options, undefined);
+    if (!observed()) return inCall('tryAcquire', () => this.#tryAcquire(key, options, undefined));
     const note: DecisionNote = { source: undefined };
     const started = performance.now();
-    const decision = await this.#tryAcquire(key, options, note);
+    const decision = await inCall('tryAcquire', () => this.#tryAcquire(key, options, note));
     this.#record(decision, note, started);
     return decision;
+  }
+
+  /** Throws what the checks of `fn` say about `key` (or the limiter being closed), named for `fn`. */
+  #refuse(fn: string, key: unknown): void {
+    inCall(fn, () => {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+    });
   }
 
   /** Hands an answered call to the observers (only while something observes). */
@@ -436,33 +447,37 @@ class StoreLimiter implements Limiter {
   }
 
   async acquire(key: string, options?: AcquireOptions): Promise<number> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    optionsObject('acquire options', options, false);
-    const permits = permitsOption(options?.permits);
-    const signal = optionalSignal(options?.signal);
-    if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-    const binding = await this.#binding(key, options?.plan);
-    const started = this.#clock.now();
-    const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
-    const observedFrom = note === undefined ? 0 : performance.now();
-    const d = this.#shadow
-      ? await this.#decideNow(binding, key, permits, note)
-      : await this.#wait(binding, key, permits, Infinity, signal, note);
-    if (note !== undefined) this.#record(d, note, observedFrom);
-    if (!d.allowed) {
-      if (d.blocked === true) {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      optionsObject('acquire options', options, false);
+      const permits = permitsOption(options?.permits);
+      const signal = optionalSignal(options?.signal);
+      if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
+      const binding = await this.#binding(key, options?.plan);
+      const started = this.#clock.now();
+      const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
+      const observedFrom = note === undefined ? 0 : performance.now();
+      const d = this.#shadow
+        ? await this.#decideNow(binding, key, permits, note)
+        : await this.#wait(binding, key, permits, Infinity, signal, note);
+      if (note !== undefined) this.#record(d, note, observedFrom);
+      if (!d.allowed) {
+        if (d.blocked === true) {
+          throw new SluiceError(
+            'NEVER_ALLOWED',
+            `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait out a ban`,
+          );
+        }
         throw new SluiceError(
           'NEVER_ALLOWED',
-          `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait out a ban`,
+          `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`,
         );
       }
-      throw new SluiceError(
-        'NEVER_ALLOWED',
-        `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`,
-      );
+      return this.#clock.now() - started;
+    } catch (error) {
+      throw callerNamed('acquire', error);
     }
-    return this.#clock.now() - started;
   }
 
   /**
@@ -505,67 +520,91 @@ class StoreLimiter implements Limiter {
   }
 
   async peek(key: string, options?: PeekOptions): Promise<Decision> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    optionsObject('peek options', options, false);
-    const found = this.#binding(key, options?.plan);
-    const binding = found instanceof Promise ? await found : found;
-    const d = await binding.bound.peek(key);
-    return binding.plan === undefined ? d : { ...d, plan: binding.plan };
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      optionsObject('peek options', options, false);
+      const found = this.#binding(key, options?.plan);
+      const binding = found instanceof Promise ? await found : found;
+      const d = await binding.bound.peek(key);
+      return binding.plan === undefined ? d : { ...d, plan: binding.plan };
+    } catch (error) {
+      throw callerNamed('peek', error);
+    }
   }
 
   async reset(key: string): Promise<void> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    // Every plan's rules: a key that changes plan later must not find what it used under another.
-    if (this.#bindings === undefined) await this.#default.bound.reset(key);
-    else await Promise.all([...this.#bindings.values()].map((b) => b.bound.reset(key)));
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      // Every plan's rules: a key that changes plan later must not find what it used under another.
+      if (this.#bindings === undefined) await this.#default.bound.reset(key);
+      else await Promise.all([...this.#bindings.values()].map((b) => b.bound.reset(key)));
+    } catch (error) {
+      throw callerNamed('reset', error);
+    }
   }
 
   async refund(key: string, permits: number, options?: RefundOptions): Promise<void> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    const n = nonNegativeInteger('permits', permits);
-    optionsObject('refund options', options, false);
-    const grantedMsAgo =
-      options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
-    const binding = await this.#binding(key, options?.plan);
-    const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
-    if (unrefundable !== undefined) {
-      throw new SluiceError(
-        'UNSUPPORTED',
-        `refund: rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back: with Guava's prepay the next request pays for a grant`,
-      );
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const n = nonNegativeInteger('permits', permits);
+      optionsObject('refund options', options, false);
+      const grantedMsAgo =
+        options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
+      const binding = await this.#binding(key, options?.plan);
+      const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
+      if (unrefundable !== undefined) {
+        throw new SluiceError(
+          'UNSUPPORTED',
+          `refund: rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back: with Guava's prepay the next request pays for a grant`,
+        );
+      }
+      const refund = control(binding.bound.refund, 'refund');
+      if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo);
+    } catch (error) {
+      throw callerNamed('refund', error);
     }
-    const refund = control(binding.bound.refund, 'refund');
-    if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo);
   }
 
   async penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    const n = nonNegativeInteger('permits', permits);
-    optionsObject('penalize options', options, false);
-    const binding = await this.#binding(key, options?.plan);
-    const penalize = control(binding.bound.penalize, 'penalize');
-    if (n > 0) await penalize.call(binding.bound, key, n);
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const n = nonNegativeInteger('permits', permits);
+      optionsObject('penalize options', options, false);
+      const binding = await this.#binding(key, options?.plan);
+      const penalize = control(binding.bound.penalize, 'penalize');
+      if (n > 0) await penalize.call(binding.bound, key, n);
+    } catch (error) {
+      throw callerNamed('penalize', error);
+    }
   }
 
   async block(key: string, ms: number): Promise<void> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    const blockMs = positiveFinite('ms', ms);
-    representablePeriod('ms', blockMs, blockMs, 'a block of');
-    // A ban is the key's, whatever its plan: every plan's binding reads the same one.
-    const bound = this.#default.bound;
-    await control(bound.block, 'block').call(bound, key, blockMs);
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const blockMs = positiveFinite('ms', ms);
+      representablePeriod('ms', blockMs, blockMs, 'a block of');
+      // A ban is the key's, whatever its plan: every plan's binding reads the same one.
+      const bound = this.#default.bound;
+      await control(bound.block, 'block').call(bound, key, blockMs);
+    } catch (error) {
+      throw callerNamed('block', error);
+    }
   }
 
   async unblock(key: string): Promise<void> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    const bound = this.#default.bound;
-    await control(bound.unblock, 'unblock').call(bound, key);
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const bound = this.#default.bound;
+      await control(bound.unblock, 'unblock').call(bound, key);
+    } catch (error) {
+      throw callerNamed('unblock', error);
+    }
   }
 
   async close(): Promise<void> {
@@ -612,5 +651,7 @@ function shadowed(decision: Decision): Decision {
  * })
  */
 export function createLimiter(options: LimiterOptions): Limiter {
-  return new StoreLimiter(options);
+  return inCall('createLimiter', () => {
+    return new StoreLimiter(options);
+  });
 }

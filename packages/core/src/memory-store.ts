@@ -6,7 +6,7 @@ import { identityOf } from './algorithms/rule-name.js';
 import { type Ban, EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from './ban.js';
 import { type Clock, systemClock } from './clock.js';
 import type { Decision } from './decision.js';
-import { SluiceError, SluiceRangeError } from './errors.js';
+import { SluiceError, SluiceRangeError, inCall } from './errors.js';
 import { type RuleVerdict, decidePolicy, ruleDecision } from './policy.js';
 import type { BoundStore, RuleSet, Store } from './store.js';
 import { MemorySemaphores } from './concurrency/memory-semaphore.js';
@@ -554,5 +554,7 @@ function longestLife(adjusted: readonly Adjusted<unknown>[]): number {
  * const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1000 }), store })
  */
 export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
-  return new MemoryStore(options);
+  return inCall('memoryStore', () => {
+    return new MemoryStore(options);
+  });
 }

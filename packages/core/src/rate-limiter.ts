@@ -6,7 +6,7 @@ import {
   warmingUpShape,
 } from './algorithms/smooth-rate.js';
 import { type Clock, systemClock, timerSleep } from './clock.js';
-import { SluiceError, SluiceRangeError } from './errors.js';
+import { SluiceError, SluiceRangeError, callerNamed } from './errors.js';
 import {
   describe,
   nonNegativeFinite,
@@ -107,20 +107,28 @@ export class RateLimiter {
    * be Infinity (no limit until setRate).
    */
   static create(permitsPerSecond: number, options: RateLimiterOptions = {}): RateLimiter {
-    optionsObject('RateLimiter options', options, false);
-    return new RateLimiter(permitsPerSecond, options);
+    try {
+      optionsObject('RateLimiter options', options, false);
+      return new RateLimiter(permitsPerSecond, options);
+    } catch (error) {
+      throw callerNamed('RateLimiter.create', error);
+    }
   }
 
   /** Changes the rate. Stored permits are rescaled; the next request still pays at the old rate. */
   setRate(permitsPerSecond: number): void {
-    const rate = positiveOrInfinite('permitsPerSecond', permitsPerSecond);
-    const now = this.#now();
-    this.#resync(now);
-    const oldMaxPermits = this.#shape.maxPermits;
-    this.#shape = this.#warmup
-      ? warmingUpShape(rate, this.#warmup.warmupMs, this.#warmup.coldFactor)
-      : burstyShape(rate, this.#maxBurstSeconds);
-    this.#storedPermits = rescaleStoredPermits(this.#storedPermits, oldMaxPermits, this.#shape, this.#initialPermits);
+    try {
+      const rate = positiveOrInfinite('permitsPerSecond', permitsPerSecond);
+      const now = this.#now();
+      this.#resync(now);
+      const oldMaxPermits = this.#shape.maxPermits;
+      this.#shape = this.#warmup
+        ? warmingUpShape(rate, this.#warmup.warmupMs, this.#warmup.coldFactor)
+        : burstyShape(rate, this.#maxBurstSeconds);
+      this.#storedPermits = rescaleStoredPermits(this.#storedPermits, oldMaxPermits, this.#shape, this.#initialPermits);
+    } catch (error) {
+      throw callerNamed('setRate', error);
+    }
   }
 
   /** Permits per second. */
@@ -130,25 +138,37 @@ export class RateLimiter {
 
   /** Takes `permits` if that needs no wait now; never waits. */
   tryAcquire(permits?: number): boolean {
-    const p = permits === undefined ? 1 : positiveInteger('permits', permits);
-    const now = this.#now();
-    if (this.#nextFreeMs > now) return false;
-    this.#reserveAt(p, now);
-    return true;
+    try {
+      const p = permits === undefined ? 1 : positiveInteger('permits', permits);
+      const now = this.#now();
+      if (this.#nextFreeMs > now) return false;
+      this.#reserveAt(p, now);
+      return true;
+    } catch (error) {
+      throw callerNamed('tryAcquire', error);
+    }
   }
 
   /** Commits `permits` now and returns the ms the caller must wait before using them. */
   reserve(permits?: number): number {
-    const p = permits === undefined ? 1 : positiveInteger('permits', permits);
-    return this.#reserveAt(p, this.#now());
+    try {
+      const p = permits === undefined ? 1 : positiveInteger('permits', permits);
+      return this.#reserveAt(p, this.#now());
+    } catch (error) {
+      throw callerNamed('reserve', error);
+    }
   }
 
   /** Waits until `permits` are available; resolves to the ms waited. */
   async acquire(permits?: number, signal?: AbortSignal): Promise<number> {
-    throwIfAborted(signal);
-    const waitMs = this.reserve(permits);
-    await this.#sleep(waitMs, signal);
-    return waitMs;
+    try {
+      throwIfAborted(signal);
+      const waitMs = this.reserve(permits);
+      await this.#sleep(waitMs, signal);
+      return waitMs;
+    } catch (error) {
+      throw callerNamed('acquire', error);
+    }
   }
 
   /**
@@ -156,15 +176,19 @@ export class RateLimiter {
    * sleeping the wait; resolves to false at once otherwise.
    */
   async tryAcquireWithin(timeoutMs: number, permits?: number, signal?: AbortSignal): Promise<boolean> {
-    if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs)) {
-      throw new SluiceRangeError('timeoutMs', timeoutMs, `timeoutMs must be a number, got ${describe(timeoutMs)}`);
+    try {
+      if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs)) {
+        throw new SluiceRangeError('timeoutMs', timeoutMs, `timeoutMs must be a number, got ${describe(timeoutMs)}`);
+      }
+      const p = permits === undefined ? 1 : positiveInteger('permits', permits);
+      throwIfAborted(signal);
+      const now = this.#now();
+      if (this.#nextFreeMs - Math.max(timeoutMs, 0) > now) return false;
+      await this.#sleep(this.#reserveAt(p, now), signal);
+      return true;
+    } catch (error) {
+      throw callerNamed('tryAcquireWithin', error);
     }
-    const p = permits === undefined ? 1 : positiveInteger('permits', permits);
-    throwIfAborted(signal);
-    const now = this.#now();
-    if (this.#nextFreeMs - Math.max(timeoutMs, 0) > now) return false;
-    await this.#sleep(this.#reserveAt(p, now), signal);
-    return true;
   }
 
   #now(): number {

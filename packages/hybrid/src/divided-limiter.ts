@@ -1,5 +1,5 @@
 import { type Clock, type Rules, SluiceRangeError } from '@sluice/core';
-import { describeValue, optionsObject } from '@sluice/core/store-kit';
+import { describeValue, inCall, optionsObject } from '@sluice/core/store-kit';
 import type { RedisClient } from '@sluice/redis';
 import { type DividedEvents, DividedStore } from './divided-store.js';
 import { HybridLimiter } from './hybrid-limiter.js';
@@ -54,25 +54,27 @@ export type DividedLimiter = HybridLimiter<DividedEvents>;
  * const limiter = dividedLimiter({ algorithm: fixedWindow({ limit: 10_000, windowMs: 1_000 }), redis, share: 'demand' })
  */
 export function dividedLimiter(options: DividedLimiterOptions): DividedLimiter {
-  optionsObject('dividedLimiter options', options, true);
-  const rule = supportedRule('dividedLimiter', options);
-  const share = options.share ?? 'equal';
-  if (share !== 'equal' && share !== 'demand') {
-    throw new SluiceRangeError('share', share, `share must be 'equal' or 'demand', got ${describeValue(share)}`);
-  }
-  const settings = {
-    redis: redisClient(options.redis),
-    heartbeatMs: optionalTimerDuration('heartbeatMs', options.heartbeatMs, 1_000),
-    share,
-    assumedNodes: optionalPositiveInteger('assumedNodes', options.assumedNodes, 10),
-    clock: clockOption(options.clock),
-    maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 100_000),
-    nodeId: nodeIdOption(options.nodeId),
-  };
-  return new HybridLimiter<DividedEvents>(
-    'dividedLimiter',
-    (events) => new DividedStore({ ...settings, events }),
-    rule,
-    { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow },
-  );
+  return inCall('dividedLimiter', () => {
+    optionsObject('dividedLimiter options', options, true);
+    const rule = supportedRule('dividedLimiter', options);
+    const share = options.share ?? 'equal';
+    if (share !== 'equal' && share !== 'demand') {
+      throw new SluiceRangeError('share', share, `share must be 'equal' or 'demand', got ${describeValue(share)}`);
+    }
+    const settings = {
+      redis: redisClient(options.redis),
+      heartbeatMs: optionalTimerDuration('heartbeatMs', options.heartbeatMs, 1_000),
+      share,
+      assumedNodes: optionalPositiveInteger('assumedNodes', options.assumedNodes, 10),
+      clock: clockOption(options.clock),
+      maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 100_000),
+      nodeId: nodeIdOption(options.nodeId),
+    };
+    return new HybridLimiter<DividedEvents>(
+      'dividedLimiter',
+      (events) => new DividedStore({ ...settings, events }),
+      rule,
+      { prefix: options.prefix, maxKeyLength: options.maxKeyLength, shadow: options.shadow },
+    );
+  });
 }

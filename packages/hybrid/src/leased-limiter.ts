@@ -1,5 +1,5 @@
 import { type Clock, type Rules, SluiceRangeError } from '@sluice/core';
-import { describeValue, optionsObject } from '@sluice/core/store-kit';
+import { describeValue, inCall, optionsObject } from '@sluice/core/store-kit';
 import type { FailMode, RedisClient } from '@sluice/redis';
 import { failModeOption } from '@sluice/redis/store-kit';
 import { HybridLimiter } from './hybrid-limiter.js';
@@ -73,31 +73,38 @@ export type LeasedLimiter = HybridLimiter<LeasedEvents>;
  * const d = await limiter.tryAcquire('api')
  */
 export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
-  optionsObject('leasedLimiter options', options, true);
-  const rule = supportedRule('leasedLimiter', options);
-  const lowWater = options.lowWater === undefined ? 0.5 : options.lowWater;
-  if (typeof lowWater !== 'number' || !(lowWater >= 0 && lowWater <= 1)) {
-    throw new SluiceRangeError(
-      'lowWater',
+  return inCall('leasedLimiter', () => {
+    optionsObject('leasedLimiter options', options, true);
+    const rule = supportedRule('leasedLimiter', options);
+    const lowWater = options.lowWater === undefined ? 0.5 : options.lowWater;
+    if (typeof lowWater !== 'number' || !(lowWater >= 0 && lowWater <= 1)) {
+      throw new SluiceRangeError(
+        'lowWater',
+        lowWater,
+        `lowWater must be a number in 0..1, got ${describeValue(lowWater)}`,
+      );
+    }
+    const settings = {
+      redis: redisClient(options.redis),
+      targetMs: optionalPositive('targetMs', options.targetMs, 100),
+      maxBatch: options.maxBatch === undefined ? undefined : optionalPositiveInteger('maxBatch', options.maxBatch, 1),
       lowWater,
-      `lowWater must be a number in 0..1, got ${describeValue(lowWater)}`,
+      liveMs: optionalPositive('liveMs', options.liveMs, 5_000),
+      timeoutMs: optionalTimerDuration('timeoutMs', options.timeoutMs, 50),
+      failMode: failModeOption(options.failMode),
+      clock: clockOption(options.clock),
+      maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 10_000),
+      nodeId: nodeIdOption(options.nodeId),
+    };
+    return new HybridLimiter<LeasedEvents>(
+      'leasedLimiter',
+      (events) => new LeasedStore({ ...settings, events }),
+      rule,
+      {
+        prefix: options.prefix,
+        maxKeyLength: options.maxKeyLength,
+        shadow: options.shadow,
+      },
     );
-  }
-  const settings = {
-    redis: redisClient(options.redis),
-    targetMs: optionalPositive('targetMs', options.targetMs, 100),
-    maxBatch: options.maxBatch === undefined ? undefined : optionalPositiveInteger('maxBatch', options.maxBatch, 1),
-    lowWater,
-    liveMs: optionalPositive('liveMs', options.liveMs, 5_000),
-    timeoutMs: optionalTimerDuration('timeoutMs', options.timeoutMs, 50),
-    failMode: failModeOption(options.failMode),
-    clock: clockOption(options.clock),
-    maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 10_000),
-    nodeId: nodeIdOption(options.nodeId),
-  };
-  return new HybridLimiter<LeasedEvents>('leasedLimiter', (events) => new LeasedStore({ ...settings, events }), rule, {
-    prefix: options.prefix,
-    maxKeyLength: options.maxKeyLength,
-    shadow: options.shadow,
   });
 }

@@ -1,3 +1,4 @@
+import { inCall } from '@sluice/core/store-kit';
 import { createLimiter } from '@sluice/core';
 import { createEvaluator } from '@sluice/core/http';
 import { SetMetadata } from '@nestjs/common';
@@ -19,12 +20,15 @@ import { checkRouteOptions } from './route-options.js';
  * ```
  */
 export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDecorator {
-  checkRouteOptions('RateLimit options', options, true);
-  // Every other option is checked by the one parser all sluice adapters share, against a throwaway limiter.
-  const limiter =
-    options.limiter ?? (options.algorithm === undefined ? undefined : createLimiter({ algorithm: options.algorithm }));
-  createEvaluator({ ...options, limiter }, '@RateLimit');
-  return SetMetadata(RATE_LIMIT, options);
+  return inCall('@RateLimit', () => {
+    checkRouteOptions('RateLimit options', options, true);
+    // Every other option is checked by the one parser all sluice adapters share, against a throwaway limiter.
+    const limiter =
+      options.limiter ??
+      (options.algorithm === undefined ? undefined : createLimiter({ algorithm: options.algorithm }));
+    createEvaluator({ ...options, limiter }, '@RateLimit');
+    return SetMetadata(RATE_LIMIT, options);
+  });
 }
 
 /**

@@ -6,7 +6,7 @@ import {
   metrics,
 } from '@opentelemetry/api';
 import { type ObservedDecision, SluiceTypeError, limiterStatuses, observeSluice } from '@sluice/core';
-import { describeValue, warnOnce } from '@sluice/core/store-kit';
+import { describeValue, inCall, warnOnce } from '@sluice/core/store-kit';
 import { DecisionSeriesTable } from './attributes.js';
 import { INSTRUMENTS, LIMITER, METER_NAME } from './names.js';
 
@@ -48,112 +48,114 @@ const DURATION_BUCKETS = [
  * instrumentSluice({ meterProvider }) // or instrumentSluice() after registering the SDK globally
  */
 export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceInstrumentation {
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceTypeError(
-      'options',
-      options,
-      `instrumentSluice options must be an object ({ meterProvider? }), got ${describeValue(options)}`,
-    );
-  }
-  const provider = options.meterProvider ?? metrics.getMeterProvider();
-  if (typeof provider !== 'object' || provider === null || typeof provider.getMeter !== 'function') {
-    throw new SluiceTypeError(
-      'meterProvider',
-      provider,
-      'instrumentSluice: meterProvider must be an OpenTelemetry MeterProvider (with getMeter())',
-    );
-  }
-  const existing = instrumentations.get(provider);
-  if (existing !== undefined) return existing;
-
-  const meter = provider.getMeter(METER_NAME);
-  // The API's global provider is a no-op until an SDK registers one, and it is read once, here.
-  if (options.meterProvider === undefined && meter instanceof (createNoopMeter().constructor as new () => unknown)) {
-    warnOnce(
-      'SLUICE_OTEL_NO_PROVIDER',
-      'instrumentSluice() found no MeterProvider registered globally, so sluice metrics go nowhere.',
-    );
-  }
-  // The counters are asynchronous: sluice keeps the counts (an integer increment per decision) and the SDK
-  // reads them when it collects. A synchronous add() costs the SDK about 1.5 us per call (it hashes the
-  // attributes every time), ten times a memory decision; the histogram has no asynchronous form.
-  const decisions = meter.createObservableCounter(INSTRUMENTS.decisions, {
-    description: 'Rate-limit decisions answered, by limiter, deciding rule, outcome and where the decision was made',
-    unit: '{decision}',
-  });
-  const duration = meter.createHistogram(INSTRUMENTS.duration, {
-    description: 'Time from a tryAcquire or acquire call to its decision, waits included',
-    unit: 's',
-    advice: { explicitBucketBoundaries: DURATION_BUCKETS },
-  });
-  const leased = meter.createObservableCounter(INSTRUMENTS.leasePermits, {
-    description: 'Permits this process leased from Redis (leased mode)',
-    unit: '{permit}',
-  });
-  const degraded = meter.createObservableGauge(INSTRUMENTS.degraded, {
-    description: '1 while a fail mode decides because the store cannot reach Redis, else 0',
-    unit: '1',
-  });
-  const share = meter.createObservableGauge(INSTRUMENTS.share, {
-    description: "This process's fraction of a divided limiter's fleet-wide limit",
-    unit: '1',
-  });
-  const series = new DecisionSeriesTable();
-  const leasedByLimiter = new Map<string, { attributes: Attributes; count: number }>();
-  const observeDecisions = (result: ObservableResult): void => {
-    for (const s of series.all()) result.observe(s.count, s.attributes);
-  };
-  const observeLeased = (result: ObservableResult): void => {
-    for (const s of leasedByLimiter.values()) result.observe(s.count, s.attributes);
-  };
-  const observeDegraded = (result: ObservableResult): void => {
-    for (const [limiter, value] of byLimiter(
-      (s) => (s.degraded === undefined ? undefined : s.degraded ? 1 : 0),
-      Math.max,
-    )) {
-      result.observe(value, { [LIMITER]: limiter });
+  return inCall('instrumentSluice', () => {
+    if (typeof options !== 'object' || options === null) {
+      throw new SluiceTypeError(
+        'options',
+        options,
+        `instrumentSluice options must be an object ({ meterProvider? }), got ${describeValue(options)}`,
+      );
     }
-  };
-  const observeShare = (result: ObservableResult): void => {
-    // Two divided limiters of one prefix in one process split the prefix's limit between them.
-    for (const [limiter, value] of byLimiter(
-      (s) => s.share,
-      (a, b) => a + b,
-    ))
-      result.observe(value, { [LIMITER]: limiter });
-  };
-  const callbacks = [
-    [decisions, observeDecisions],
-    [leased, observeLeased],
-    [degraded, observeDegraded],
-    [share, observeShare],
-  ] as const;
-  for (const [instrument, callback] of callbacks) instrument.addCallback(callback);
+    const provider = options.meterProvider ?? metrics.getMeterProvider();
+    if (typeof provider !== 'object' || provider === null || typeof provider.getMeter !== 'function') {
+      throw new SluiceTypeError(
+        'meterProvider',
+        provider,
+        'instrumentSluice: meterProvider must be an OpenTelemetry MeterProvider (with getMeter())',
+      );
+    }
+    const existing = instrumentations.get(provider);
+    if (existing !== undefined) return existing;
 
-  const stopObserving = observeSluice({
-    decision(event: ObservedDecision) {
-      const s = series.of(event);
-      s.count++;
-      duration.record(event.durationMs / 1000, s.attributes);
-    },
-    leased(limiter: string, permits: number) {
-      let s = leasedByLimiter.get(limiter);
-      if (s === undefined) leasedByLimiter.set(limiter, (s = { attributes: { [LIMITER]: limiter }, count: 0 }));
-      s.count += permits;
-    },
+    const meter = provider.getMeter(METER_NAME);
+    // The API's global provider is a no-op until an SDK registers one, and it is read once, here.
+    if (options.meterProvider === undefined && meter instanceof (createNoopMeter().constructor as new () => unknown)) {
+      warnOnce(
+        'SLUICE_OTEL_NO_PROVIDER',
+        'instrumentSluice() found no MeterProvider registered globally, so sluice metrics go nowhere.',
+      );
+    }
+    // The counters are asynchronous: sluice keeps the counts (an integer increment per decision) and the SDK
+    // reads them when it collects. A synchronous add() costs the SDK about 1.5 us per call (it hashes the
+    // attributes every time), ten times a memory decision; the histogram has no asynchronous form.
+    const decisions = meter.createObservableCounter(INSTRUMENTS.decisions, {
+      description: 'Rate-limit decisions answered, by limiter, deciding rule, outcome and where the decision was made',
+      unit: '{decision}',
+    });
+    const duration = meter.createHistogram(INSTRUMENTS.duration, {
+      description: 'Time from a tryAcquire or acquire call to its decision, waits included',
+      unit: 's',
+      advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+    });
+    const leased = meter.createObservableCounter(INSTRUMENTS.leasePermits, {
+      description: 'Permits this process leased from Redis (leased mode)',
+      unit: '{permit}',
+    });
+    const degraded = meter.createObservableGauge(INSTRUMENTS.degraded, {
+      description: '1 while a fail mode decides because the store cannot reach Redis, else 0',
+      unit: '1',
+    });
+    const share = meter.createObservableGauge(INSTRUMENTS.share, {
+      description: "This process's fraction of a divided limiter's fleet-wide limit",
+      unit: '1',
+    });
+    const series = new DecisionSeriesTable();
+    const leasedByLimiter = new Map<string, { attributes: Attributes; count: number }>();
+    const observeDecisions = (result: ObservableResult): void => {
+      for (const s of series.all()) result.observe(s.count, s.attributes);
+    };
+    const observeLeased = (result: ObservableResult): void => {
+      for (const s of leasedByLimiter.values()) result.observe(s.count, s.attributes);
+    };
+    const observeDegraded = (result: ObservableResult): void => {
+      for (const [limiter, value] of byLimiter(
+        (s) => (s.degraded === undefined ? undefined : s.degraded ? 1 : 0),
+        Math.max,
+      )) {
+        result.observe(value, { [LIMITER]: limiter });
+      }
+    };
+    const observeShare = (result: ObservableResult): void => {
+      // Two divided limiters of one prefix in one process split the prefix's limit between them.
+      for (const [limiter, value] of byLimiter(
+        (s) => s.share,
+        (a, b) => a + b,
+      ))
+        result.observe(value, { [LIMITER]: limiter });
+    };
+    const callbacks = [
+      [decisions, observeDecisions],
+      [leased, observeLeased],
+      [degraded, observeDegraded],
+      [share, observeShare],
+    ] as const;
+    for (const [instrument, callback] of callbacks) instrument.addCallback(callback);
+
+    const stopObserving = observeSluice({
+      decision(event: ObservedDecision) {
+        const s = series.of(event);
+        s.count++;
+        duration.record(event.durationMs / 1000, s.attributes);
+      },
+      leased(limiter: string, permits: number) {
+        let s = leasedByLimiter.get(limiter);
+        if (s === undefined) leasedByLimiter.set(limiter, (s = { attributes: { [LIMITER]: limiter }, count: 0 }));
+        s.count += permits;
+      },
+    });
+
+    const instrumentation: SluiceInstrumentation = {
+      meterProvider: provider,
+      stop() {
+        if (instrumentations.get(provider) !== instrumentation) return;
+        instrumentations.delete(provider);
+        stopObserving();
+        for (const [instrument, callback] of callbacks) instrument.removeCallback(callback);
+      },
+    };
+    instrumentations.set(provider, instrumentation);
+    return instrumentation;
   });
-
-  const instrumentation: SluiceInstrumentation = {
-    meterProvider: provider,
-    stop() {
-      if (instrumentations.get(provider) !== instrumentation) return;
-      instrumentations.delete(provider);
-      stopObserving();
-      for (const [instrument, callback] of callbacks) instrument.removeCallback(callback);
-    },
-  };
-  instrumentations.set(provider, instrumentation);
-  return instrumentation;
 }
 
 /** One value per limiter prefix from the listed limiters' standing (several limiters may share a prefix). */

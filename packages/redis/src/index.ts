@@ -1,3 +1,4 @@
+import { inCall } from '@sluice/core/store-kit';
 export { RedisStore } from './redis-store.js';
 export type { DecisionEvent, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
 export type { FailMode } from './fail-mode.js';
@@ -16,5 +17,7 @@ import { RedisStore, type RedisStoreOptions } from './redis-store.js';
  * const limiter = createLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), store: redisStore({ redis: new Redis() }) })
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
-  return new RedisStore(options);
+  return inCall('redisStore', () => {
+    return new RedisStore(options);
+  });
 }

@@ -1,3 +1,4 @@
+import { inCall } from '../errors.js';
 import { type Adjusted, type Algorithm, type Outcome, neverFits, outcome } from './algorithm.js';
 import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 
@@ -19,72 +20,75 @@ export interface FixedWindowState {
  * const perMinute = fixedWindow({ limit: 100, windowMs: 60_000 })
  */
 export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowState> {
-  const parsed = windowOptions('fixedWindow', options, 'fw');
-  const { limit, windowMs } = parsed;
+  return inCall('fixedWindow', () => {
+    const parsed = windowOptions('fixedWindow', options, 'fw');
+    const { limit, windowMs } = parsed;
 
-  /**
-   * The window `nowMs` counts in, and its count so far. Written into one object per rule (decisions are
-   * synchronous), so a decision allocates nothing but the state it keeps.
-   */
-  const window = { start: 0, count: 0 };
-  function current(state: FixedWindowState | undefined, nowMs: number): typeof window {
-    window.start = Math.floor(nowMs / windowMs) * windowMs;
-    window.count = 0;
-    // A clock that stepped back stays in the stored window rather than opening an older one.
-    if (state !== undefined && state.windowStart >= window.start) {
-      window.start = state.windowStart;
-      window.count = state.count;
+    /**
+     * The window `nowMs` counts in, and its count so far. Written into one object per rule (decisions are
+     * synchronous), so a decision allocates nothing but the state it keeps.
+     */
+    const window = { start: 0, count: 0 };
+    function current(state: FixedWindowState | undefined, nowMs: number): typeof window {
+      window.start = Math.floor(nowMs / windowMs) * windowMs;
+      window.count = 0;
+      // A clock that stepped back stays in the stored window rather than opening an older one.
+      if (state !== undefined && state.windowStart >= window.start) {
+        window.start = state.windowStart;
+        window.count = state.count;
+      }
+      return window;
     }
-    return window;
-  }
 
-  function consume(state: FixedWindowState | undefined, nowMs: number, permits: number): Outcome<FixedWindowState> {
-    // current() inlined: the hot path of the cheapest rule, where an object's writes and reads cost ~15%.
-    let windowStart = Math.floor(nowMs / windowMs) * windowMs;
-    let count = 0;
-    if (state !== undefined && state.windowStart >= windowStart) {
-      windowStart = state.windowStart;
-      count = state.count;
+    function consume(state: FixedWindowState | undefined, nowMs: number, permits: number): Outcome<FixedWindowState> {
+      // current() inlined: the hot path of the cheapest rule, where an object's writes and reads cost ~15%.
+      let windowStart = Math.floor(nowMs / windowMs) * windowMs;
+      let count = 0;
+      if (state !== undefined && state.windowStart >= windowStart) {
+        windowStart = state.windowStart;
+        count = state.count;
+      }
+      const resetAfterMs = windowStart + windowMs - nowMs;
+      // A penalty may have taken the count past the limit: nothing is left, never less.
+      const left = Math.max(0, limit - count);
+      if (permits > limit) return neverFits(state, left, count > 0 ? resetAfterMs : 0, resetAfterMs);
+      if (count + permits <= limit) {
+        const next = { windowStart, count: count + permits };
+        return outcome(true, next, limit - next.count, 0, resetAfterMs, 0, resetAfterMs);
+      }
+      return outcome(false, state, left, resetAfterMs, resetAfterMs, 0, resetAfterMs);
     }
-    const resetAfterMs = windowStart + windowMs - nowMs;
-    // A penalty may have taken the count past the limit: nothing is left, never less.
-    const left = Math.max(0, limit - count);
-    if (permits > limit) return neverFits(state, left, count > 0 ? resetAfterMs : 0, resetAfterMs);
-    if (count + permits <= limit) {
-      const next = { windowStart, count: count + permits };
-      return outcome(true, next, limit - next.count, 0, resetAfterMs, 0, resetAfterMs);
+
+    // Only from the window the grant was counted in, while it is the stored one: once a new window opened,
+    // taking from it would let that window pass more than its limit (when in doubt, keep the permits).
+    function refund(
+      state: FixedWindowState | undefined,
+      nowMs: number,
+      permits: number,
+      grantedAtMs: number,
+    ): Adjusted<FixedWindowState> {
+      if (state === undefined) return { state, ttlMs: 0 };
+      const { start: windowStart, count } = current(state, nowMs);
+      const ttlMs = windowStart + windowMs - nowMs;
+      const inWindow =
+        Number.isNaN(grantedAtMs) || (grantedAtMs >= windowStart && grantedAtMs < windowStart + windowMs);
+      if (windowStart !== state.windowStart || !inWindow) return { state, ttlMs };
+      return { state: { windowStart, count: Math.max(0, count - permits) }, ttlMs };
     }
-    return outcome(false, state, left, resetAfterMs, resetAfterMs, 0, resetAfterMs);
-  }
 
-  // Only from the window the grant was counted in, while it is the stored one: once a new window opened,
-  // taking from it would let that window pass more than its limit (when in doubt, keep the permits).
-  function refund(
-    state: FixedWindowState | undefined,
-    nowMs: number,
-    permits: number,
-    grantedAtMs: number,
-  ): Adjusted<FixedWindowState> {
-    if (state === undefined) return { state, ttlMs: 0 };
-    const { start: windowStart, count } = current(state, nowMs);
-    const ttlMs = windowStart + windowMs - nowMs;
-    const inWindow = Number.isNaN(grantedAtMs) || (grantedAtMs >= windowStart && grantedAtMs < windowStart + windowMs);
-    if (windowStart !== state.windowStart || !inWindow) return { state, ttlMs };
-    return { state: { windowStart, count: Math.max(0, count - permits) }, ttlMs };
-  }
+    function penalize(state: FixedWindowState | undefined, nowMs: number, permits: number): Adjusted<FixedWindowState> {
+      const { start: windowStart, count } = current(state, nowMs);
+      return { state: { windowStart, count: count + permits }, ttlMs: windowStart + windowMs - nowMs };
+    }
 
-  function penalize(state: FixedWindowState | undefined, nowMs: number, permits: number): Adjusted<FixedWindowState> {
-    const { start: windowStart, count } = current(state, nowMs);
-    return { state: { windowStart, count: count + permits }, ttlMs: windowStart + windowMs - nowMs };
-  }
-
-  return windowRule('fixedWindow', parsed, {
-    consume,
-    refund,
-    penalize,
-    lease: 'fixed',
-    make: fixedWindow,
-    // Whole permits, rounded against the caller.
-    rescale: (state, ratio) => ({ ...state, count: Math.ceil(state.count * ratio - 1e-9) }),
+    return windowRule('fixedWindow', parsed, {
+      consume,
+      refund,
+      penalize,
+      lease: 'fixed',
+      make: fixedWindow,
+      // Whole permits, rounded against the caller.
+      rescale: (state, ratio) => ({ ...state, count: Math.ceil(state.count * ratio - 1e-9) }),
+    });
   });
 }

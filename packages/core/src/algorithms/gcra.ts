@@ -1,3 +1,4 @@
+import { inCall } from '../errors.js';
 import { optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
 import {
   type Adjusted,
@@ -40,75 +41,77 @@ export interface GcraState {
  * const login = gcra({ rate: 1, burst: 5 })
  */
 export function gcra(options: GcraOptions): Algorithm<GcraState> {
-  optionsObject('gcra options', options, true);
-  const rate = positiveFinite('rate', options.rate);
-  const burst = positiveInteger('burst', options.burst);
-  representablePeriod('rate', rate, (burst * 1000) / rate, 'the burst tolerance (burst / rate)');
-  const common = commonRuleOptions(options, defaultRuleName('gcra', [ratePart(rate), burst]), 'gcra');
-  const { name, key } = common;
-  const intervalMs = 1000 / rate;
-  const toleranceMs = burst * intervalMs;
+  return inCall('gcra', () => {
+    optionsObject('gcra options', options, true);
+    const rate = positiveFinite('rate', options.rate);
+    const burst = positiveInteger('burst', options.burst);
+    representablePeriod('rate', rate, (burst * 1000) / rate, 'the burst tolerance (burst / rate)');
+    const common = commonRuleOptions(options, defaultRuleName('gcra', [ratePart(rate), burst]), 'gcra');
+    const { name, key } = common;
+    const intervalMs = 1000 / rate;
+    const toleranceMs = burst * intervalMs;
 
-  /** How far the TAT is ahead of now; a clock that steps back sees it further ahead (never a refill twice). */
-  const aheadOf = (state: GcraState | undefined, nowMs: number): number =>
-    state === undefined ? 0 : Math.max(0, state.aheadMs - (nowMs - state.at));
+    /** How far the TAT is ahead of now; a clock that steps back sees it further ahead (never a refill twice). */
+    const aheadOf = (state: GcraState | undefined, nowMs: number): number =>
+      state === undefined ? 0 : Math.max(0, state.aheadMs - (nowMs - state.at));
 
-  function consume(
-    state: GcraState | undefined,
-    nowMs: number,
-    permits: number,
-    maxWaitMs: number,
-  ): Outcome<GcraState> {
-    const ahead = aheadOf(state, nowMs);
-    const remainingNow = wholePermits((toleranceMs - ahead) / intervalMs);
-    if (permits > burst) return neverFits(state, remainingNow, ahead, ahead);
-    const newAhead = ahead + permits * intervalMs;
-    const waitMs = newAhead - toleranceMs;
-    if (waitMs <= maxWaitMs + TOLERANCE_MS) {
-      const remaining = wholePermits((toleranceMs - newAhead) / intervalMs);
-      return outcome(
-        true,
-        { aheadMs: newAhead, at: nowMs },
-        remaining,
-        0,
-        newAhead,
-        Math.min(Math.max(waitMs, 0), maxWaitMs),
-        newAhead,
-      );
+    function consume(
+      state: GcraState | undefined,
+      nowMs: number,
+      permits: number,
+      maxWaitMs: number,
+    ): Outcome<GcraState> {
+      const ahead = aheadOf(state, nowMs);
+      const remainingNow = wholePermits((toleranceMs - ahead) / intervalMs);
+      if (permits > burst) return neverFits(state, remainingNow, ahead, ahead);
+      const newAhead = ahead + permits * intervalMs;
+      const waitMs = newAhead - toleranceMs;
+      if (waitMs <= maxWaitMs + TOLERANCE_MS) {
+        const remaining = wholePermits((toleranceMs - newAhead) / intervalMs);
+        return outcome(
+          true,
+          { aheadMs: newAhead, at: nowMs },
+          remaining,
+          0,
+          newAhead,
+          Math.min(Math.max(waitMs, 0), maxWaitMs),
+          newAhead,
+        );
+      }
+      return outcome(false, state, remainingNow, waitMs - maxWaitMs, ahead, 0, ahead);
     }
-    return outcome(false, state, remainingNow, waitMs - maxWaitMs, ahead, 0, ahead);
-  }
 
-  // The TAT moves by what the permits are worth, back (never behind now) or on (past the burst tolerance,
-  // denying until it comes back within it).
-  function adjust(state: GcraState | undefined, nowMs: number, permits: number): Adjusted<GcraState> {
-    const aheadMs = Math.max(0, aheadOf(state, nowMs) + permits * intervalMs);
-    return { state: { aheadMs, at: nowMs }, ttlMs: aheadMs };
-  }
+    // The TAT moves by what the permits are worth, back (never behind now) or on (past the burst tolerance,
+    // denying until it comes back within it).
+    function adjust(state: GcraState | undefined, nowMs: number, permits: number): Adjusted<GcraState> {
+      const aheadMs = Math.max(0, aheadOf(state, nowMs) + permits * intervalMs);
+      return { state: { aheadMs, at: nowMs }, ttlMs: aheadMs };
+    }
 
-  return {
-    kind: 'gcra',
-    name,
-    key,
-    limit: burst,
-    windowMs: Math.max(1, Math.ceil(toleranceMs)),
-    reserves: true,
-    stableDenials: true,
-    params: { rate, burst },
-    wireParams: [rate, burst],
-    planName: common.planName,
-    stateFormat: 'gcra',
-    refundable: true,
-    blockMs: common.blockMs,
-    burst,
-    ratePerSecond: rate,
-    // GCRA(rate, burst) admits exactly what a token bucket of capacity `burst` refilled at `rate` does.
-    lease: { kind: 'bucket', capacity: burst, refillPerSecond: rate, initial: burst },
-    share: (fraction) => gcra({ ...ownOptions(common), rate: rate * fraction, burst: shareOf(burst, fraction) }),
-    // The state is time ahead, which the share's interval already scales.
-    rescale: (state) => state,
-    consume,
-    refund: (state, nowMs, permits) => (state === undefined ? { state, ttlMs: 0 } : adjust(state, nowMs, -permits)),
-    penalize: adjust,
-  };
+    return {
+      kind: 'gcra',
+      name,
+      key,
+      limit: burst,
+      windowMs: Math.max(1, Math.ceil(toleranceMs)),
+      reserves: true,
+      stableDenials: true,
+      params: { rate, burst },
+      wireParams: [rate, burst],
+      planName: common.planName,
+      stateFormat: 'gcra',
+      refundable: true,
+      blockMs: common.blockMs,
+      burst,
+      ratePerSecond: rate,
+      // GCRA(rate, burst) admits exactly what a token bucket of capacity `burst` refilled at `rate` does.
+      lease: { kind: 'bucket', capacity: burst, refillPerSecond: rate, initial: burst },
+      share: (fraction) => gcra({ ...ownOptions(common), rate: rate * fraction, burst: shareOf(burst, fraction) }),
+      // The state is time ahead, which the share's interval already scales.
+      rescale: (state) => state,
+      consume,
+      refund: (state, nowMs, permits) => (state === undefined ? { state, ttlMs: 0 } : adjust(state, nowMs, -permits)),
+      penalize: adjust,
+    };
+  });
 }

@@ -1,4 +1,4 @@
-import { SluiceRangeError } from '../errors.js';
+import { SluiceRangeError, inCall } from '../errors.js';
 import { nonNegativeFinite, optionsObject, positiveFinite, representablePeriod } from '../validate.js';
 import {
   type Adjusted,
@@ -186,43 +186,45 @@ function smoothAlgorithm(
  * const steady = smoothBursty({ permitsPerSecond: 5 })
  */
 export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothState> {
-  optionsObject('smoothBursty options', options, true);
-  const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
-  const maxBurstSeconds =
-    options.maxBurstSeconds === undefined ? 1 : nonNegativeFinite('maxBurstSeconds', options.maxBurstSeconds);
-  const shape = burstyShape(permitsPerSecond, maxBurstSeconds);
-  const initialPermits =
-    options.initialPermits === undefined ? 0 : nonNegativeFinite('initialPermits', options.initialPermits);
-  if (initialPermits > shape.maxPermits) {
-    throw new SluiceRangeError(
-      'initialPermits',
+  return inCall('smoothBursty', () => {
+    optionsObject('smoothBursty options', options, true);
+    const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
+    const maxBurstSeconds =
+      options.maxBurstSeconds === undefined ? 1 : nonNegativeFinite('maxBurstSeconds', options.maxBurstSeconds);
+    const shape = burstyShape(permitsPerSecond, maxBurstSeconds);
+    const initialPermits =
+      options.initialPermits === undefined ? 0 : nonNegativeFinite('initialPermits', options.initialPermits);
+    if (initialPermits > shape.maxPermits) {
+      throw new SluiceRangeError(
+        'initialPermits',
+        initialPermits,
+        `initialPermits must be at most permitsPerSecond x maxBurstSeconds (${shape.maxPermits}), got ${initialPermits}`,
+      );
+    }
+    representablePeriod('permitsPerSecond', permitsPerSecond, 1000 / permitsPerSecond, 'one permit take');
+    representablePeriod('maxBurstSeconds', maxBurstSeconds, maxBurstSeconds * 1000, 'the burst span');
+    const parts: Array<string | number> = [ratePart(permitsPerSecond)];
+    if (maxBurstSeconds !== 1) parts.push(`b${maxBurstSeconds}s`);
+    if (initialPermits !== 0) parts.push(`i${initialPermits}`);
+    const common = commonRuleOptions(options, defaultRuleName('sb', parts), 'sb');
+    const share = (fraction: number) =>
+      smoothBursty({
+        ...ownOptions(common),
+        permitsPerSecond: permitsPerSecond * fraction,
+        maxBurstSeconds,
+        initialPermits: Math.min(permitsPerSecond * fraction * maxBurstSeconds, initialPermits * fraction),
+      });
+    // Wire order: permitsPerSecond, maxBurstSeconds, initialPermits.
+    return smoothAlgorithm(
+      'smoothBursty',
+      common,
+      permitsPerSecond,
+      shape,
       initialPermits,
-      `initialPermits must be at most permitsPerSecond x maxBurstSeconds (${shape.maxPermits}), got ${initialPermits}`,
+      { permitsPerSecond, maxBurstSeconds, initialPermits },
+      share,
     );
-  }
-  representablePeriod('permitsPerSecond', permitsPerSecond, 1000 / permitsPerSecond, 'one permit take');
-  representablePeriod('maxBurstSeconds', maxBurstSeconds, maxBurstSeconds * 1000, 'the burst span');
-  const parts: Array<string | number> = [ratePart(permitsPerSecond)];
-  if (maxBurstSeconds !== 1) parts.push(`b${maxBurstSeconds}s`);
-  if (initialPermits !== 0) parts.push(`i${initialPermits}`);
-  const common = commonRuleOptions(options, defaultRuleName('sb', parts), 'sb');
-  const share = (fraction: number) =>
-    smoothBursty({
-      ...ownOptions(common),
-      permitsPerSecond: permitsPerSecond * fraction,
-      maxBurstSeconds,
-      initialPermits: Math.min(permitsPerSecond * fraction * maxBurstSeconds, initialPermits * fraction),
-    });
-  // Wire order: permitsPerSecond, maxBurstSeconds, initialPermits.
-  return smoothAlgorithm(
-    'smoothBursty',
-    common,
-    permitsPerSecond,
-    shape,
-    initialPermits,
-    { permitsPerSecond, maxBurstSeconds, initialPermits },
-    share,
-  );
+  });
 }
 
 /**
@@ -233,32 +235,34 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
  * const db = smoothWarmingUp({ permitsPerSecond: 100, warmupMs: 10_000 })
  */
 export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<SmoothState> {
-  optionsObject('smoothWarmingUp options', options, true);
-  const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
-  const warmupMs = positiveFinite('warmupMs', options.warmupMs);
-  const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);
-  if (coldFactor < 1)
-    throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
-  representablePeriod(
-    'permitsPerSecond',
-    permitsPerSecond,
-    (coldFactor * 1000) / permitsPerSecond,
-    'one cold permit take',
-  );
-  representablePeriod('warmupMs', warmupMs, warmupMs, 'a warm-up of');
-  const parts: Array<string | number> = [ratePart(permitsPerSecond), `w${periodPart(warmupMs)}`];
-  if (coldFactor !== 3) parts.push(`c${coldFactor}`);
-  const common = commonRuleOptions(options, defaultRuleName('swu', parts), 'swu');
-  const share = (fraction: number) =>
-    smoothWarmingUp({ ...ownOptions(common), permitsPerSecond: permitsPerSecond * fraction, warmupMs, coldFactor });
-  // Wire order: permitsPerSecond, warmupMs, coldFactor.
-  return smoothAlgorithm(
-    'smoothWarmingUp',
-    common,
-    permitsPerSecond,
-    warmingUpShape(permitsPerSecond, warmupMs, coldFactor),
-    0,
-    { permitsPerSecond, warmupMs, coldFactor },
-    share,
-  );
+  return inCall('smoothWarmingUp', () => {
+    optionsObject('smoothWarmingUp options', options, true);
+    const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
+    const warmupMs = positiveFinite('warmupMs', options.warmupMs);
+    const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);
+    if (coldFactor < 1)
+      throw new SluiceRangeError('coldFactor', coldFactor, `coldFactor must be >= 1, got ${coldFactor}`);
+    representablePeriod(
+      'permitsPerSecond',
+      permitsPerSecond,
+      (coldFactor * 1000) / permitsPerSecond,
+      'one cold permit take',
+    );
+    representablePeriod('warmupMs', warmupMs, warmupMs, 'a warm-up of');
+    const parts: Array<string | number> = [ratePart(permitsPerSecond), `w${periodPart(warmupMs)}`];
+    if (coldFactor !== 3) parts.push(`c${coldFactor}`);
+    const common = commonRuleOptions(options, defaultRuleName('swu', parts), 'swu');
+    const share = (fraction: number) =>
+      smoothWarmingUp({ ...ownOptions(common), permitsPerSecond: permitsPerSecond * fraction, warmupMs, coldFactor });
+    // Wire order: permitsPerSecond, warmupMs, coldFactor.
+    return smoothAlgorithm(
+      'smoothWarmingUp',
+      common,
+      permitsPerSecond,
+      warmingUpShape(permitsPerSecond, warmupMs, coldFactor),
+      0,
+      { permitsPerSecond, warmupMs, coldFactor },
+      share,
+    );
+  });
 }

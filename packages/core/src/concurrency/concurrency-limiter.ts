@@ -1,5 +1,5 @@
 import { type Clock, systemClock, timerSleep } from '../clock.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError } from '../errors.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../errors.js';
 import { MemoryStore } from '../memory-store.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
@@ -234,28 +234,32 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   }
 
   async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<Slot> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    optionsObject('acquire options', options, false);
-    const timeoutMs =
-      options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
-    const signal = optionalSignal(options?.signal);
-    if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-    const pending = this.#pending.get(key) ?? 0;
-    // A call that will not wait (timeoutMs 0) is no waiter.
-    if (pending >= this.#maxQueue && timeoutMs > 0) {
-      throw new SluiceError(
-        'QUEUE_FULL',
-        `${pending} callers already wait for ${JSON.stringify(key)} (maxQueue ${this.#maxQueue})`,
-      );
-    }
-    this.#pending.set(key, pending + 1);
     try {
-      return await this.#take(key, timeoutMs, signal);
-    } finally {
-      const left = (this.#pending.get(key) ?? 1) - 1;
-      if (left === 0) this.#pending.delete(key);
-      else this.#pending.set(key, left);
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      optionsObject('acquire options', options, false);
+      const timeoutMs =
+        options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+      const signal = optionalSignal(options?.signal);
+      if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
+      const pending = this.#pending.get(key) ?? 0;
+      // A call that will not wait (timeoutMs 0) is no waiter.
+      if (pending >= this.#maxQueue && timeoutMs > 0) {
+        throw new SluiceError(
+          'QUEUE_FULL',
+          `${pending} callers already wait for ${JSON.stringify(key)} (maxQueue ${this.#maxQueue})`,
+        );
+      }
+      this.#pending.set(key, pending + 1);
+      try {
+        return await this.#take(key, timeoutMs, signal);
+      } finally {
+        const left = (this.#pending.get(key) ?? 1) - 1;
+        if (left === 0) this.#pending.delete(key);
+        else this.#pending.set(key, left);
+      }
+    } catch (error) {
+      throw callerNamed('acquire', error);
     }
   }
 
@@ -281,17 +285,27 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   }
 
   async tryAcquire(key: string): Promise<Slot | undefined> {
-    this.#checkOpen();
-    rateLimitKey(key, this.#maxKeyLength);
-    const ticket = newTicket();
-    const attempt = await this.#binding.attempt(key, ticket, false);
-    return attempt.granted ? this.#hold(key, ticket) : undefined;
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const ticket = newTicket();
+      const attempt = await this.#binding.attempt(key, ticket, false);
+      return attempt.granted ? this.#hold(key, ticket) : undefined;
+    } catch (error) {
+      throw callerNamed('tryAcquire', error);
+    }
   }
 
   async run<T>(key: string, fn: (slot: Slot) => T | Promise<T>, options?: ConcurrencyAcquireOptions): Promise<T> {
-    if (typeof fn !== 'function')
-      throw new SluiceTypeError('fn', fn, `run needs a function to run while holding the slot, got ${describe(fn)}`);
-    const slot = await this.acquire(key, options);
+    let slot: Slot;
+    try {
+      if (typeof fn !== 'function')
+        throw new SluiceTypeError('fn', fn, `run needs a function to run while holding the slot, got ${describe(fn)}`);
+      slot = await this.acquire(key, options);
+    } catch (error) {
+      throw callerNamed('run', error);
+    }
+    // What fn throws is the caller's own: passed through untouched.
     try {
       return await fn(slot);
     } finally {
@@ -512,5 +526,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
  * const answer = await llm.run(`tenant:${id}`, (slot) => callModel(prompt, { signal: slot.signal }), { timeoutMs: 10_000 })
  */
 export function concurrencyLimiter(options: ConcurrencyLimiterOptions): ConcurrencyLimiter {
-  return new SemaphoreLimiter(options);
+  return inCall('concurrencyLimiter', () => {
+    return new SemaphoreLimiter(options);
+  });
 }

@@ -1,5 +1,5 @@
 import type { Decision } from '../decision.js';
-import { RateLimitedError, SluiceTypeError } from '../errors.js';
+import { RateLimitedError, SluiceTypeError, inCall } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { requireRequestContext } from '../http/context.js';
 import { type RequestKeyMark, byIp, isRequestStrategy } from '../http/keys.js';
@@ -98,71 +98,73 @@ function className(self: unknown, isStatic: boolean): string {
  * }
  */
 export function rateLimited(options: MethodLimitOptions): MethodLimitDecorator {
-  optionsObject('rateLimited options', options, true);
-  const { limiter, key, permits } = options;
-  if (
-    typeof limiter !== 'object' ||
-    limiter === null ||
-    typeof (limiter as Partial<Limiter>).tryAcquire !== 'function'
-  ) {
-    throw new SluiceTypeError(
-      'limiter',
-      limiter,
-      `limiter must be a sluice Limiter (createLimiter(...)), got ${describe(limiter)}`,
-    );
-  }
-  if (key !== undefined && typeof key !== 'string' && typeof key !== 'function') {
-    throw new SluiceTypeError('key', key, `key must be a string or a function of the call, got ${describe(key)}`);
-  }
-  if (permits !== undefined && typeof permits !== 'function') positiveInteger('permits', permits);
-  const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
-
-  /** The limited version of `target`, a method named `methodName` (of a class, when `isStatic`). */
-  const limit = <This, Args extends unknown[], R>(
-    target: AsyncMethod<This, Args, R>,
-    methodName: string,
-    isStatic: boolean,
-  ): AsyncMethod<This, Args, R> =>
-    async function limited(this: This, ...args: Args): Promise<R> {
-      const call: MethodCall = { self: this, args, method: `${className(this, isStatic)}.${methodName}` };
-      const callKey = isRequestStrategy(key)
-        ? requestKey(key, call.method)
-        : typeof key === 'function'
-          ? (key as (c: MethodCall) => string)(call)
-          : (key ?? call.method);
-      const callPermits = typeof permits === 'function' ? permits(call) : (permits ?? 1);
-      const decision: Decision = await limiter.tryAcquire(callKey, { permits: callPermits, timeoutMs });
-      if (!decision.allowed) throw new RateLimitedError(decision);
-      return target.apply(this, args);
-    };
-
-  function decorate(target: unknown, context: unknown, descriptor?: PropertyDescriptor): unknown {
-    // Legacy (experimentalDecorators): (prototype or class, name, descriptor) -> descriptor.
-    if (descriptor !== undefined && (typeof context === 'string' || typeof context === 'symbol')) {
-      if (typeof descriptor.value !== 'function')
-        throw new SluiceTypeError(
-          'context',
-          typeof descriptor.value,
-          '@rateLimited decorates methods, not accessors or fields',
-        );
-      return {
-        ...descriptor,
-        value: limit(
-          descriptor.value as AsyncMethod<unknown, unknown[], unknown>,
-          String(context),
-          typeof target === 'function',
-        ),
-      };
-    }
-    const standard = context as ClassMethodDecoratorContext;
-    if (standard?.kind !== 'method') {
+  return inCall('rateLimited', () => {
+    optionsObject('rateLimited options', options, true);
+    const { limiter, key, permits } = options;
+    if (
+      typeof limiter !== 'object' ||
+      limiter === null ||
+      typeof (limiter as Partial<Limiter>).tryAcquire !== 'function'
+    ) {
       throw new SluiceTypeError(
-        'context',
-        standard?.kind,
-        `@rateLimited decorates methods, not a ${String(standard?.kind)}`,
+        'limiter',
+        limiter,
+        `limiter must be a sluice Limiter (createLimiter(...)), got ${describe(limiter)}`,
       );
     }
-    return limit(target as AsyncMethod<unknown, unknown[], unknown>, String(standard.name), standard.static);
-  }
-  return decorate as MethodLimitDecorator;
+    if (key !== undefined && typeof key !== 'string' && typeof key !== 'function') {
+      throw new SluiceTypeError('key', key, `key must be a string or a function of the call, got ${describe(key)}`);
+    }
+    if (permits !== undefined && typeof permits !== 'function') positiveInteger('permits', permits);
+    const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+
+    /** The limited version of `target`, a method named `methodName` (of a class, when `isStatic`). */
+    const limit = <This, Args extends unknown[], R>(
+      target: AsyncMethod<This, Args, R>,
+      methodName: string,
+      isStatic: boolean,
+    ): AsyncMethod<This, Args, R> =>
+      async function limited(this: This, ...args: Args): Promise<R> {
+        const call: MethodCall = { self: this, args, method: `${className(this, isStatic)}.${methodName}` };
+        const callKey = isRequestStrategy(key)
+          ? requestKey(key, call.method)
+          : typeof key === 'function'
+            ? (key as (c: MethodCall) => string)(call)
+            : (key ?? call.method);
+        const callPermits = typeof permits === 'function' ? permits(call) : (permits ?? 1);
+        const decision: Decision = await limiter.tryAcquire(callKey, { permits: callPermits, timeoutMs });
+        if (!decision.allowed) throw new RateLimitedError(decision);
+        return target.apply(this, args);
+      };
+
+    function decorate(target: unknown, context: unknown, descriptor?: PropertyDescriptor): unknown {
+      // Legacy (experimentalDecorators): (prototype or class, name, descriptor) -> descriptor.
+      if (descriptor !== undefined && (typeof context === 'string' || typeof context === 'symbol')) {
+        if (typeof descriptor.value !== 'function')
+          throw new SluiceTypeError(
+            'context',
+            typeof descriptor.value,
+            '@rateLimited decorates methods, not accessors or fields',
+          );
+        return {
+          ...descriptor,
+          value: limit(
+            descriptor.value as AsyncMethod<unknown, unknown[], unknown>,
+            String(context),
+            typeof target === 'function',
+          ),
+        };
+      }
+      const standard = context as ClassMethodDecoratorContext;
+      if (standard?.kind !== 'method') {
+        throw new SluiceTypeError(
+          'context',
+          standard?.kind,
+          `@rateLimited decorates methods, not a ${String(standard?.kind)}`,
+        );
+      }
+      return limit(target as AsyncMethod<unknown, unknown[], unknown>, String(standard.name), standard.static);
+    }
+    return decorate as MethodLimitDecorator;
+  });
 }

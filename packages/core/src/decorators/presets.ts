@@ -1,3 +1,4 @@
+import { inCall } from '../errors.js';
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Clock } from '../clock.js';
 import { fixedWindow } from '../algorithms/fixed-window.js';
@@ -50,9 +51,11 @@ function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
  * async sendCode(phone: string) { ... }
  */
 export function countLimit(options: CountLimitOptions): MethodLimitDecorator {
-  optionsObject('countLimit options', options, true);
-  const { limit, periodMs, store: _s, prefix: _p, clock: _c, ...call } = options;
-  return rateLimited({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs: periodMs })) });
+  return inCall('countLimit', () => {
+    optionsObject('countLimit options', options, true);
+    const { limit, periodMs, store: _s, prefix: _p, clock: _c, ...call } = options;
+    return rateLimited({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs: periodMs })) });
+  });
 }
 
 /**
@@ -64,8 +67,10 @@ export function countLimit(options: CountLimitOptions): MethodLimitDecorator {
  * async sendCode(phone: string) { ... }
  */
 export function smoothRateLimit(options: SmoothRateLimitOptions): MethodLimitDecorator {
-  optionsObject('smoothRateLimit options', options, true);
-  const { permitsPerSecond, maxBurstSeconds, store: _s, prefix: _p, clock: _c, ...call } = options;
-  const algorithm = smoothBursty({ permitsPerSecond, ...(maxBurstSeconds === undefined ? {} : { maxBurstSeconds }) });
-  return rateLimited({ ...call, limiter: presetLimiter(options, algorithm) });
+  return inCall('smoothRateLimit', () => {
+    optionsObject('smoothRateLimit options', options, true);
+    const { permitsPerSecond, maxBurstSeconds, store: _s, prefix: _p, clock: _c, ...call } = options;
+    const algorithm = smoothBursty({ permitsPerSecond, ...(maxBurstSeconds === undefined ? {} : { maxBurstSeconds }) });
+    return rateLimited({ ...call, limiter: presetLimiter(options, algorithm) });
+  });
 }

@@ -1,6 +1,6 @@
 import type { ConcurrencyLimiter, Slot } from '../concurrency/concurrency-limiter.js';
 import type { Decision } from '../decision.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError } from '../errors.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError, inCall } from '../errors.js';
 import type { Limiter } from '../limiter.js';
 import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../validate.js';
 import { type SettleResponse, accountFor } from './after-response.js';
@@ -122,170 +122,172 @@ export function createEvaluator<Req, Res = unknown>(
   options: RateLimitOptions<Req, Res>,
   caller = 'rateLimit',
 ): (req: Req, view: RequestView) => Promise<Verdict<Res>> {
-  optionsObject(`${caller} options`, options, true);
-  const { limiter } = options;
-  const concurrency = concurrencyOption(options.concurrency);
-  if (limiter !== undefined || concurrency === undefined) {
-    if (!isLimiter(limiter)) {
-      throw new SluiceTypeError(
-        'limiter',
-        limiter,
-        `limiter must be a sluice Limiter (createLimiter(...)), or give concurrency, got ${describe(limiter)}`,
+  return inCall(caller, () => {
+    optionsObject(`${caller} options`, options, true);
+    const { limiter } = options;
+    const concurrency = concurrencyOption(options.concurrency);
+    if (limiter !== undefined || concurrency === undefined) {
+      if (!isLimiter(limiter)) {
+        throw new SluiceTypeError(
+          'limiter',
+          limiter,
+          `limiter must be a sluice Limiter (createLimiter(...)), or give concurrency, got ${describe(limiter)}`,
+        );
+      }
+    }
+    // The proxy settings: given here, else those of a byIp key, else none. The default key and the missing-key
+    // fallback both read addresses with them, so a fallback never keys a proxied request by the proxy.
+    const proxy =
+      options.trustProxy !== undefined || options.proxyHeader !== undefined
+        ? { trustProxy: options.trustProxy, proxyHeader: options.proxyHeader }
+        : byIpSettings(options.key);
+    const ipFallback = byIp(proxy);
+    const key: KeyStrategy<Req> = options.key ?? ipFallback;
+    if (typeof key !== 'function')
+      throw new SluiceTypeError('key', key, `key must be a function of the request, got ${describe(key)}`);
+    const missing = options.onMissingKey ?? 'ip';
+    if (!MISSING_KEY_POLICIES.includes(missing)) {
+      throw new SluiceRangeError(
+        'onMissingKey',
+        missing,
+        `onMissingKey must be 'ip', 'skip' or 'reject', got ${describe(missing)}`,
       );
     }
-  }
-  // The proxy settings: given here, else those of a byIp key, else none. The default key and the missing-key
-  // fallback both read addresses with them, so a fallback never keys a proxied request by the proxy.
-  const proxy =
-    options.trustProxy !== undefined || options.proxyHeader !== undefined
-      ? { trustProxy: options.trustProxy, proxyHeader: options.proxyHeader }
-      : byIpSettings(options.key);
-  const ipFallback = byIp(proxy);
-  const key: KeyStrategy<Req> = options.key ?? ipFallback;
-  if (typeof key !== 'function')
-    throw new SluiceTypeError('key', key, `key must be a function of the request, got ${describe(key)}`);
-  const missing = options.onMissingKey ?? 'ip';
-  if (!MISSING_KEY_POLICIES.includes(missing)) {
-    throw new SluiceRangeError(
-      'onMissingKey',
-      missing,
-      `onMissingKey must be 'ip', 'skip' or 'reject', got ${describe(missing)}`,
-    );
-  }
-  const format = options.headers ?? 'draft-8';
-  if (!HEADER_FORMATS.includes(format)) {
-    throw new SluiceRangeError(
-      'headers',
-      format,
-      `headers must be 'draft-8', 'draft-6' or false, got ${describe(format)}`,
-    );
-  }
-  const cost = options.cost ?? 1;
-  if (typeof cost !== 'function') positiveInteger('cost', cost);
-  const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
-  const skip = options.skip;
-  if (skip !== undefined && typeof skip !== 'function')
-    throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
-  const planOf = options.plan;
-  if (planOf !== undefined && typeof planOf !== 'function')
-    throw new SluiceTypeError('plan', planOf, `plan must be a function of the request, got ${describe(planOf)}`);
-  const account = limiter === undefined ? accountFor(options, undefined) : accountFor(options, limiter);
-  const reported = new Set<string>();
-  const onInvalidInput =
-    options.onInvalidInput ??
-    ((error: Error) => {
-      const argument = isInputError(error) ? error.argument : error.name;
-      if (reported.has(argument)) return;
-      reported.add(argument);
-      console.error(`sluice ${caller}: a request was answered 400 (reported once per argument): ${error.message}`);
-    });
-  if (typeof onInvalidInput !== 'function') {
-    throw new SluiceTypeError(
-      'onInvalidInput',
-      onInvalidInput,
-      `onInvalidInput must be a function, got ${describe(onInvalidInput)}`,
-    );
-  }
-
-  const keyOf = (req: Req, view: RequestView): string | undefined => {
-    const k = key(req, view);
-    if (typeof k === 'string' && k.length > 0) return k;
-    if (k !== undefined && k !== null && k !== '') {
-      throw new SluiceTypeError(
-        'key',
-        k,
-        `the key strategy must return a string (or undefined for none), got ${describe(k)}`,
+    const format = options.headers ?? 'draft-8';
+    if (!HEADER_FORMATS.includes(format)) {
+      throw new SluiceRangeError(
+        'headers',
+        format,
+        `headers must be 'draft-8', 'draft-6' or false, got ${describe(format)}`,
       );
     }
-    return missing === 'ip' ? (ipFallback(req, view) ?? undefined) : undefined;
-  };
+    const cost = options.cost ?? 1;
+    if (typeof cost !== 'function') positiveInteger('cost', cost);
+    const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const skip = options.skip;
+    if (skip !== undefined && typeof skip !== 'function')
+      throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
+    const planOf = options.plan;
+    if (planOf !== undefined && typeof planOf !== 'function')
+      throw new SluiceTypeError('plan', planOf, `plan must be a function of the request, got ${describe(planOf)}`);
+    const account = limiter === undefined ? accountFor(options, undefined) : accountFor(options, limiter);
+    const reported = new Set<string>();
+    const onInvalidInput =
+      options.onInvalidInput ??
+      ((error: Error) => {
+        const argument = isInputError(error) ? error.argument : error.name;
+        if (reported.has(argument)) return;
+        reported.add(argument);
+        console.error(`sluice ${caller}: a request was answered 400 (reported once per argument): ${error.message}`);
+      });
+    if (typeof onInvalidInput !== 'function') {
+      throw new SluiceTypeError(
+        'onInvalidInput',
+        onInvalidInput,
+        `onInvalidInput must be a function, got ${describe(onInvalidInput)}`,
+      );
+    }
 
-  return async (req, view) => {
-    if (skip?.(req) === true) return { kind: 'skipped' };
-    let requestKey: string | undefined;
-    let permits: number;
-    try {
-      requestKey = keyOf(req, view);
-      permits = typeof cost === 'function' ? cost(req) : cost;
-    } catch (error) {
-      if (!isInputError(error)) throw error;
-      onInvalidInput(error, req);
-      return {
-        kind: 'rejected',
-        body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or cost' },
-      };
-    }
-    if (requestKey === undefined) {
-      if (missing === 'skip') return { kind: 'skipped' };
-      return { kind: 'rejected', body: { error: 'Bad Request', message: 'the request has no rate-limit key' } };
-    }
-    let decision: Decision | undefined;
-    let headers: [string, string][] = [];
-    const startedAt = limiter === undefined ? 0 : limiter.clock.now();
-    if (limiter !== undefined) {
+    const keyOf = (req: Req, view: RequestView): string | undefined => {
+      const k = key(req, view);
+      if (typeof k === 'string' && k.length > 0) return k;
+      if (k !== undefined && k !== null && k !== '') {
+        throw new SluiceTypeError(
+          'key',
+          k,
+          `the key strategy must return a string (or undefined for none), got ${describe(k)}`,
+        );
+      }
+      return missing === 'ip' ? (ipFallback(req, view) ?? undefined) : undefined;
+    };
+
+    return async (req, view) => {
+      if (skip?.(req) === true) return { kind: 'skipped' };
+      let requestKey: string | undefined;
+      let permits: number;
       try {
-        const plan = planOf === undefined ? undefined : await planOf(req);
-        decision = await limiter.tryAcquire(requestKey, {
-          permits,
-          timeoutMs,
-          ...(plan === undefined ? {} : { plan }),
-        });
+        requestKey = keyOf(req, view);
+        permits = typeof cost === 'function' ? cost(req) : cost;
       } catch (error) {
         if (!isInputError(error)) throw error;
         onInvalidInput(error, req);
-        const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
         return {
           kind: 'rejected',
-          body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` },
+          body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or cost' },
         };
       }
-      // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
-      headers = rateLimitHeaders(
-        decision.shadowed === true ? { ...decision, allowed: false } : decision,
-        rulesOf(limiter, decision),
-        format,
-      );
-      if (!decision.allowed) return { kind: 'limited', decision, headers };
-    }
-    let slot: Slot | undefined;
-    if (concurrency !== undefined) {
-      try {
-        slot = await concurrency.limiter.acquire(requestKey, { timeoutMs: concurrency.timeoutMs });
-      } catch (error) {
-        if (!(error instanceof SluiceError) || !NO_SLOT_CODES.has(error.code)) throw error;
-        // Not served: what the rate limit took is given back where its rules can (best effort).
-        if (
-          limiter !== undefined &&
-          decision !== undefined &&
-          decision.shadowed !== true &&
-          limiter.rules.every((r) => r.key !== undefined || r.refundable)
-        ) {
-          limiter
-            .refund(requestKey, permits, {
-              ...(decision.plan === undefined ? {} : { plan: decision.plan }),
-              grantedMsAgo: limiter.clock.now() - startedAt,
-            })
-            .catch(() => {});
-        }
-        return { kind: 'limited', decision: noSlot(concurrency.limiter.max), headers: [] };
+      if (requestKey === undefined) {
+        if (missing === 'skip') return { kind: 'skipped' };
+        return { kind: 'rejected', body: { error: 'Bad Request', message: 'the request has no rate-limit key' } };
       }
-    }
-    const allowed = decision ?? {
-      allowed: true,
-      limit: concurrency?.limiter.max ?? 0,
-      remaining: 0,
-      retryAfterMs: 0,
-      resetAfterMs: 0,
-      waitMs: 0,
-      rule: 'concurrency',
+      let decision: Decision | undefined;
+      let headers: [string, string][] = [];
+      const startedAt = limiter === undefined ? 0 : limiter.clock.now();
+      if (limiter !== undefined) {
+        try {
+          const plan = planOf === undefined ? undefined : await planOf(req);
+          decision = await limiter.tryAcquire(requestKey, {
+            permits,
+            timeoutMs,
+            ...(plan === undefined ? {} : { plan }),
+          });
+        } catch (error) {
+          if (!isInputError(error)) throw error;
+          onInvalidInput(error, req);
+          const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
+          return {
+            kind: 'rejected',
+            body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` },
+          };
+        }
+        // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
+        headers = rateLimitHeaders(
+          decision.shadowed === true ? { ...decision, allowed: false } : decision,
+          rulesOf(limiter, decision),
+          format,
+        );
+        if (!decision.allowed) return { kind: 'limited', decision, headers };
+      }
+      let slot: Slot | undefined;
+      if (concurrency !== undefined) {
+        try {
+          slot = await concurrency.limiter.acquire(requestKey, { timeoutMs: concurrency.timeoutMs });
+        } catch (error) {
+          if (!(error instanceof SluiceError) || !NO_SLOT_CODES.has(error.code)) throw error;
+          // Not served: what the rate limit took is given back where its rules can (best effort).
+          if (
+            limiter !== undefined &&
+            decision !== undefined &&
+            decision.shadowed !== true &&
+            limiter.rules.every((r) => r.key !== undefined || r.refundable)
+          ) {
+            limiter
+              .refund(requestKey, permits, {
+                ...(decision.plan === undefined ? {} : { plan: decision.plan }),
+                grantedMsAgo: limiter.clock.now() - startedAt,
+              })
+              .catch(() => {});
+          }
+          return { kind: 'limited', decision: noSlot(concurrency.limiter.max), headers: [] };
+        }
+      }
+      const allowed = decision ?? {
+        allowed: true,
+        limit: concurrency?.limiter.max ?? 0,
+        remaining: 0,
+        retryAfterMs: 0,
+        resetAfterMs: 0,
+        waitMs: 0,
+        rule: 'concurrency',
+      };
+      // A shadowed request took nothing, so no accounting is settled after it; a slot is always given back.
+      const accounted =
+        account === undefined || decision === undefined || decision.shadowed === true
+          ? undefined
+          : account(req, requestKey, permits, decision, startedAt);
+      return { kind: 'allowed', decision: allowed, headers, settle: settleBoth(accounted, slot) };
     };
-    // A shadowed request took nothing, so no accounting is settled after it; a slot is always given back.
-    const accounted =
-      account === undefined || decision === undefined || decision.shadowed === true
-        ? undefined
-        : account(req, requestKey, permits, decision, startedAt);
-    return { kind: 'allowed', decision: allowed, headers, settle: settleBoth(accounted, slot) };
-  };
+  });
 }
 
 /** What to do when the response ends: the accounting, and giving the request's slot back. */

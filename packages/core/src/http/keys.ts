@@ -1,4 +1,4 @@
-import { SluiceRangeError, SluiceTypeError } from '../errors.js';
+import { SluiceRangeError, SluiceTypeError, inCall } from '../errors.js';
 import { describe, nonNegativeInteger, optionsObject } from '../validate.js';
 import { hopAddress, ipKey } from './ip.js';
 import type { HttpRequestLike } from './request.js';
@@ -125,27 +125,29 @@ export function byIpSettings(strategy: unknown): Required<Pick<ByIpOptions, 'tru
  * @example rateLimit({ limiter, key: byIp({ trustProxy: 1 }) }) // behind one load balancer
  */
 export function byIp(options?: ByIpOptions): AnyRequestKey & RequestKeyMark {
-  optionsObject('byIp options', options, false);
-  const subnet = options?.ipv6Subnet === undefined ? 56 : nonNegativeInteger('ipv6Subnet', options.ipv6Subnet);
-  if (subnet > 128)
-    throw new SluiceRangeError('ipv6Subnet', subnet, `ipv6Subnet must be an integer in 0..128, got ${subnet}`);
-  const hops = options?.trustProxy === undefined ? 0 : nonNegativeInteger('trustProxy', options.trustProxy);
-  const header = options?.proxyHeader ?? 'x-forwarded-for';
-  if (!PROXY_HEADERS.includes(header)) {
-    throw new SluiceRangeError(
-      'proxyHeader',
-      header,
-      `proxyHeader must be 'x-forwarded-for' or 'forwarded', got ${describe(header)}`,
-    );
-  }
-  const strategy: AnyRequestKey = (req, view) => {
-    const address = clientAddress(viewFor(req, view), hops, header);
-    if (address === undefined) return undefined;
-    const key = ipKey(address, subnet);
-    return key === undefined ? undefined : `ip:${key}`;
-  };
-  ipSettings.set(strategy, { trustProxy: hops, proxyHeader: header });
-  return requestStrategy(strategy);
+  return inCall('byIp', () => {
+    optionsObject('byIp options', options, false);
+    const subnet = options?.ipv6Subnet === undefined ? 56 : nonNegativeInteger('ipv6Subnet', options.ipv6Subnet);
+    if (subnet > 128)
+      throw new SluiceRangeError('ipv6Subnet', subnet, `ipv6Subnet must be an integer in 0..128, got ${subnet}`);
+    const hops = options?.trustProxy === undefined ? 0 : nonNegativeInteger('trustProxy', options.trustProxy);
+    const header = options?.proxyHeader ?? 'x-forwarded-for';
+    if (!PROXY_HEADERS.includes(header)) {
+      throw new SluiceRangeError(
+        'proxyHeader',
+        header,
+        `proxyHeader must be 'x-forwarded-for' or 'forwarded', got ${describe(header)}`,
+      );
+    }
+    const strategy: AnyRequestKey = (req, view) => {
+      const address = clientAddress(viewFor(req, view), hops, header);
+      if (address === undefined) return undefined;
+      const key = ipKey(address, subnet);
+      return key === undefined ? undefined : `ip:${key}`;
+    };
+    ipSettings.set(strategy, { trustProxy: hops, proxyHeader: header });
+    return requestStrategy(strategy);
+  });
 }
 
 /**
@@ -157,17 +159,19 @@ export function byIp(options?: ByIpOptions): AnyRequestKey & RequestKeyMark {
 export function byUser<Req = HttpRequestLike>(
   select: (req: Req) => string | number | undefined | null,
 ): KeyStrategy<Req> & RequestKeyMark {
-  if (typeof select !== 'function') {
-    throw new SluiceTypeError(
-      'select',
-      select,
-      `byUser needs a function that reads the user id from a request, got ${describe(select)}`,
-    );
-  }
-  return requestStrategy((req: Req) => {
-    const id = select(req);
-    if (id === undefined || id === null || id === '') return undefined;
-    return `user:${String(id)}`;
+  return inCall('byUser', () => {
+    if (typeof select !== 'function') {
+      throw new SluiceTypeError(
+        'select',
+        select,
+        `byUser needs a function that reads the user id from a request, got ${describe(select)}`,
+      );
+    }
+    return requestStrategy((req: Req) => {
+      const id = select(req);
+      if (id === undefined || id === null || id === '') return undefined;
+      return `user:${String(id)}`;
+    });
   });
 }
 

@@ -27,6 +27,8 @@ export { scaledRule } from '../algorithms/scaled-rule.js';
 export { keyCache } from '../key-cache.js';
 /** User callbacks isolated from a store's bookkeeping, and where their errors go. */
 export { callSafely, emitSafely, reportCallbackError } from '../callbacks.js';
+/** Errors that name the public function called (`fixedWindow: limit must be ...`). */
+export { callerNamed, inCall } from '../errors.js';
 /** Coded configuration warnings, once per code per process. */
 export { warnOnce } from '../warnings.js';
 export type { CallbackEmitter } from '../callbacks.js';

@@ -1,0 +1,99 @@
+/**
+ * Every error message names the function the user called: each public entry point, given a bad argument,
+ * throws (or rejects with) a typed error whose message starts with that function's name, and consumes
+ * nothing. One table for every package.
+ */
+import {
+  ManualClock,
+  RateLimiter,
+  concurrencyLimiter,
+  createLimiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  memoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  smoothBursty,
+  smoothWarmingUp,
+  tokenBucket,
+} from '@sluice/core';
+import { countLimit, rateLimited, smoothRateLimit } from '@sluice/core/decorators';
+import { fetchRateLimit } from '@sluice/core/fetch';
+import { honoRateLimit } from '@sluice/core/hono';
+import { byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
+import { koaRateLimit } from '@sluice/core/koa';
+import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { instrumentSluice } from '@sluice/otel';
+import { redisStore } from '@sluice/redis';
+import { describe, expect, it } from 'vitest';
+
+const limiter = createLimiter({
+  algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }),
+  store: memoryStore({ clock: new ManualClock(0) }),
+});
+const slots = concurrencyLimiter({ max: 1 });
+const guava = RateLimiter.create(1);
+
+const cases: [string, () => unknown][] = [
+  ['fixedWindow', () => fixedWindow({ limit: 0, windowMs: 1_000 })],
+  ['slidingWindowLog', () => slidingWindowLog({ limit: 1, windowMs: -1 })],
+  ['slidingWindowCounter', () => slidingWindowCounter({ limit: Number.NaN, windowMs: 1_000 })],
+  ['tokenBucket', () => tokenBucket({ capacity: 0, refillPerSecond: 1 })],
+  ['leakyBucket', () => leakyBucket({ capacity: 1, leakPerSecond: 0 })],
+  ['gcra', () => gcra({ rate: -1, burst: 1 })],
+  ['smoothBursty', () => smoothBursty({ permitsPerSecond: 0 })],
+  ['smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: 1, warmupMs: -5 })],
+  ['createLimiter', () => createLimiter({ algorithm: 'fixed' as never })],
+  ['memoryStore', () => memoryStore({ maxKeys: 0 })],
+  ['tryAcquire', () => limiter.tryAcquire('k', { permits: 0 })],
+  ['acquire', () => limiter.acquire('k', { permits: 1.5 })],
+  ['peek', () => limiter.peek(42 as never)],
+  ['reset', () => limiter.reset('')],
+  ['refund', () => limiter.refund('k', -1)],
+  ['penalize', () => limiter.penalize('k', Number.NaN)],
+  ['block', () => limiter.block('k', 0)],
+  ['unblock', () => limiter.unblock(undefined as never)],
+  ['concurrencyLimiter', () => concurrencyLimiter({ max: 0 })],
+  ['acquire', () => slots.acquire('k', { timeoutMs: -1 })],
+  ['tryAcquire', () => slots.tryAcquire('')],
+  ['run', () => slots.run('k', 'not a function' as never)],
+  ['RateLimiter.create', () => RateLimiter.create(0)],
+  ['tryAcquire', () => guava.tryAcquire(0)],
+  ['setRate', () => guava.setRate(-1)],
+  ['rateLimited', () => rateLimited({ limiter: {} as never })],
+  ['countLimit', () => countLimit({ limit: 0, periodMs: 1_000 })],
+  ['smoothRateLimit', () => smoothRateLimit({ permitsPerSecond: 0 })],
+  ['byIp', () => byIp({ trustProxy: -1 })],
+  ['byUser', () => byUser('user' as never)],
+  ['rateLimit', () => rateLimit({ limiter: {} as never })],
+  ['rateLimitHook', () => rateLimitHook(null as never)],
+  ['fetchRateLimit', () => fetchRateLimit({ limiter, headers: 'draft-9' as never })],
+  ['honoRateLimit', () => honoRateLimit({ limiter, key: 42 as never })],
+  ['koaRateLimit', () => koaRateLimit(null as never)],
+  ['redisStore', () => redisStore({ redis: {} as never })],
+  ['leasedLimiter', () => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), redis: {} as never })],
+  [
+    'dividedLimiter',
+    () => dividedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), redis: {} as never }),
+  ],
+  ['instrumentSluice', () => instrumentSluice({ meterProvider: {} as never })],
+];
+
+describe('error messages name the function called', () => {
+  it.each(cases)('%s', async (name, call) => {
+    let error: unknown;
+    try {
+      await call();
+    } catch (e) {
+      error = e;
+    }
+    expect(error, `${name} did not fail`).toBeInstanceOf(Error);
+    expect((error as Error).message.startsWith(name), (error as Error).message).toBe(true);
+    expect(error).toMatchObject({ code: expect.stringMatching(/^(INVALID_ARGUMENT|NEVER_ALLOWED|UNSUPPORTED)$/) });
+  });
+
+  it('a bad call consumed nothing', async () => {
+    expect((await limiter.peek('k')).remaining).toBe(5);
+  });
+});
