@@ -113,12 +113,14 @@ export function render(): string {
   const out: string[] = [];
   const height = TOP + lanes.length * ROW + 40;
   out.push(
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" font-family="system-ui, sans-serif" font-size="13">`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${height}" viewBox="0 0 ${W} ${height}" ` +
+      `font-family="system-ui, sans-serif" font-size="13">`,
   );
   out.push('<title>The same traffic through each sluice algorithm</title>');
   out.push(`<rect width="${W}" height="${height}" fill="#fff"/>`);
   out.push(
-    `<text x="20" y="26" font-size="16" font-weight="600">The same traffic through each algorithm (limit about 10 per second)</text>`,
+    `<text x="20" y="26" font-size="16" font-weight="600">The same traffic through each algorithm (limit about ` +
+      `10 per second)</text>`,
   );
   out.push(
     `<text x="20" y="46" fill="#555">Traffic: 20 requests in 0.9-1.1 s (across a window boundary), 20 / s from 2 s to 4 s, 15 at once at 4.4 s. ` +
@@ -135,7 +137,8 @@ export function render(): string {
     const mid = TOP + i * ROW + ROW / 2;
     out.push(`<text x="20" y="${mid - 4}" font-weight="600">${lane.title}</text>`);
     out.push(
-      `<text x="20" y="${mid + 13}" fill="#555">most in any 1 s: ${run.worstSecond}; refused ${run.deniedAt.length}</text>`,
+      `<text x="20" y="${mid + 13}" fill="#555">most in any 1 s: ${run.worstSecond}; refused ` +
+        `${run.deniedAt.length}</text>`,
     );
     if (lane.note !== undefined)
       out.push(`<text x="${LEFT + PLOT}" y="${mid - 14}" text-anchor="end" fill="#8250df">${lane.note}</text>`);
@@ -161,7 +164,8 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     for (const lane of lanes) {
       const run = simulate(lane);
       console.log(
-        `${lane.title.padEnd(32)} admitted ${String(run.admittedAt.length).padStart(3)}, refused ${String(run.deniedAt.length).padStart(3)}, most in any 1 s ${run.worstSecond}`,
+        `${lane.title.padEnd(32)} admitted ${String(run.admittedAt.length).padStart(3)}, refused ` +
+          `${String(run.deniedAt.length).padStart(3)}, most in any 1 s ${run.worstSecond}`,
       );
     }
     console.log(`wrote ${target}`);

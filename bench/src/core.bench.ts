@@ -45,7 +45,8 @@ for (let round = 1; round <= ROUNDS; round++) {
       const k = `${scenario}|${subject.id}`;
       samples.set(k, [...(samples.get(k) ?? []), nsPerDecision as number]);
       process.stdout.write(
-        `  round ${round} ${scenario.padEnd(12)} ${subject.label.padEnd(42)} ${fmt(1e9 / (nsPerDecision as number)).padStart(7)}/s\n`,
+        `  round ${round} ${scenario.padEnd(12)} ${subject.label.padEnd(42)} ` +
+          `${fmt(1e9 / (nsPerDecision as number)).padStart(7)}/s\n`,
       );
     }
   }

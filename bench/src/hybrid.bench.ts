@@ -68,7 +68,9 @@ for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
       };
       rows.push(row);
       console.log(
-        `${scenario.padEnd(15)} N=${nodes} ${mode.padEnd(7)} ${fmt(row.decisionsPerSecond).padStart(8)} decisions/s  ${row.commandsPerDecision.toFixed(5)} commands/decision  admitted ${(100 * row.admittedOfLimit).toFixed(1)}% of C + R*T`,
+        `${scenario.padEnd(15)} N=${nodes} ${mode.padEnd(7)} ${fmt(row.decisionsPerSecond).padStart(8)} ` +
+          `decisions/s  ${row.commandsPerDecision.toFixed(5)} commands/decision  admitted ` +
+          `${(100 * row.admittedOfLimit).toFixed(1)}% of C + R*T`,
       );
     }
   }
@@ -114,7 +116,9 @@ for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
   for (const row of rows.filter((r) => r.scenario === scenario)) {
     const exact = rows.find((r) => r.scenario === scenario && r.nodes === row.nodes && r.mode === 'exact') as Row;
     console.log(
-      `| ${row.nodes} | ${row.mode} | ${fmt(row.decisionsPerSecond)} | ${(row.decisionsPerSecond / exact.decisionsPerSecond).toFixed(1)}x | ${row.commandsPerDecision.toFixed(5)} | ${(100 * row.admittedOfLimit).toFixed(1)}% |`,
+      `| ${row.nodes} | ${row.mode} | ${fmt(row.decisionsPerSecond)} | ` +
+        `${(row.decisionsPerSecond / exact.decisionsPerSecond).toFixed(1)}x | ` +
+        `${row.commandsPerDecision.toFixed(5)} | ${(100 * row.admittedOfLimit).toFixed(1)}% |`,
     );
   }
 }

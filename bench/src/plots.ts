@@ -36,7 +36,8 @@ export function fleetTimelinePlot(t: FleetTimelines): string {
     text(
       20,
       26,
-      `Admissions per ${t.bucketMs} ms: ${t.nodes} processes saturating one token bucket (capacity ${shortNumber(t.capacity)}, ${shortNumber(t.rate)} / s)`,
+      `Admissions per ${t.bucketMs} ms: ${t.nodes} processes saturating one token bucket (capacity ` +
+        `${shortNumber(t.capacity)}, ${shortNumber(t.rate)} / s)`,
       'font-size="16" font-weight="600"',
     ),
   );
@@ -44,7 +45,8 @@ export function fleetTimelinePlot(t: FleetTimelines): string {
     text(
       20,
       46,
-      `The dashed line is the limit per ${t.bucketMs} ms (rate x ${t.bucketMs} ms); the first ${t.bucketMs} ms also spends the initial burst.`,
+      `The dashed line is the limit per ${t.bucketMs} ms (rate x ${t.bucketMs} ms); the first ${t.bucketMs} ms ` +
+        `also spends the initial burst.`,
       'fill="#555"',
     ),
   );
@@ -64,7 +66,8 @@ export function fleetTimelinePlot(t: FleetTimelines): string {
     const points = series.slice(0, buckets).map((v, b) => `${px(x(b))},${px(y(v))} ${px(x(b + 1))},${px(y(v))}`);
     body.push(`<polyline fill="none" stroke="${color}" stroke-width="1.5" points="${points.join(' ')}"/>`);
     body.push(
-      `<line x1="${left}" y1="${px(y(perBucket))}" x2="${left + plotWidth}" y2="${px(y(perBucket))}" stroke="#cf222e" stroke-dasharray="6 4"/>`,
+      `<line x1="${left}" y1="${px(y(perBucket))}" x2="${left + plotWidth}" y2="${px(y(perBucket))}" ` +
+        `stroke="#cf222e" stroke-dasharray="6 4"/>`,
     );
     const first = series[0] ?? 0;
     if (first > yMax)
@@ -109,7 +112,9 @@ export function peersPlot(title: string, subtitle: string, groups: readonly Peer
   body.push(text(20, 26, title, 'font-size="16" font-weight="600"'));
   body.push(text(20, 46, subtitle, 'fill="#555"'));
   body.push(
-    `<text x="20" y="64" fill="#555"><tspan fill="${BAR_COLORS.sluice}">&#9632; sluice</tspan>  <tspan fill="${BAR_COLORS.peer}">&#9632; other libraries</tspan>  <tspan fill="${BAR_COLORS.floor}">&#9632; floor (the least a Redis call costs)</tspan></text>`,
+    `<text x="20" y="64" fill="#555"><tspan fill="${BAR_COLORS.sluice}">&#9632; sluice</tspan>  <tspan ` +
+      `fill="${BAR_COLORS.peer}">&#9632; other libraries</tspan>  <tspan fill="${BAR_COLORS.floor}">&#9632; floor ` +
+      `(the least a Redis call costs)</tspan></text>`,
   );
   let y = 90;
   for (const group of groups) {
@@ -168,7 +173,8 @@ export function localPeersPlot(rows: readonly CoreRow[]): string {
   }));
   return peersPlot(
     'Local mode: decisions per second, one process',
-    'Each awaited in turn; allowed: every decision a grant, limited: most decisions denials; 100k: keys visited round robin.',
+    'Each awaited in turn; allowed: every decision a grant, limited: most decisions denials; 100k: keys visited ' +
+      'round robin.',
     groups,
   );
 }

@@ -90,7 +90,10 @@ async function measure(subject: string, decide: Decide, hot: boolean, inFlight: 
     redisCpuUsPerDecision: cpuUs / total,
   };
   console.log(
-    `  ${subject.padEnd(36)} ${row.keys.padEnd(8)} ${String(inFlight).padStart(3)} in flight ${fmt(row.decisionsPerSecond).padStart(7)}/s  p50 ${row.p50Us.toFixed(0).padStart(5)} us  p99 ${row.p99Us.toFixed(0).padStart(6)} us  ${row.commandsPerDecision.toFixed(3)} cmd/decision  ${row.redisCpuUsPerDecision.toFixed(2)} redis cpu us/decision`,
+    `  ${subject.padEnd(36)} ${row.keys.padEnd(8)} ${String(inFlight).padStart(3)} in flight ` +
+      `${fmt(row.decisionsPerSecond).padStart(7)}/s  p50 ${row.p50Us.toFixed(0).padStart(5)} us  p99 ` +
+      `${row.p99Us.toFixed(0).padStart(6)} us  ${row.commandsPerDecision.toFixed(3)} cmd/decision  ` +
+      `${row.redisCpuUsPerDecision.toFixed(2)} redis cpu us/decision`,
   );
   return row;
 }
@@ -203,7 +206,8 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 console.log(
-  `sluice redis bench — node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} x${cpus().length}, redis-server on ${server.url}`,
+  `sluice redis bench — node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} x${cpus().length}, redis-server on ` +
+    `${server.url}`,
 );
 console.log(`${ROUNDS} interleaved rounds; each figure is the median of its rounds`);
 const samples = new Map<string, Row[]>();
@@ -322,11 +326,13 @@ const targets = [
   },
 ];
 console.log(
-  '\n| subject | keys | in flight | decisions/s | p50 us | p99 us | Redis cmds/decision | Redis CPU us/decision |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+  '\n| subject | keys | in flight | decisions/s | p50 us | p99 us | Redis cmds/decision | Redis CPU us/decision ' +
+    '|\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',
 );
 for (const r of [...rows, deniedRow]) {
   console.log(
-    `| ${r.subject} | ${r.keys} | ${r.inFlight} | ${fmt(r.decisionsPerSecond)} | ${r.p50Us.toFixed(0)} | ${r.p99Us.toFixed(0)} | ${r.commandsPerDecision.toFixed(3)} | ${r.redisCpuUsPerDecision.toFixed(2)} |`,
+    `| ${r.subject} | ${r.keys} | ${r.inFlight} | ${fmt(r.decisionsPerSecond)} | ${r.p50Us.toFixed(0)} | ` +
+      `${r.p99Us.toFixed(0)} | ${r.commandsPerDecision.toFixed(3)} | ${r.redisCpuUsPerDecision.toFixed(2)} |`,
   );
 }
 console.log('\n| Redis memory per key (100,000 keys) | bytes |\n| --- | ---: |');

@@ -25,7 +25,8 @@ export function text(x: number, y: number, content: string, attributes = ''): st
 /** An SVG document; `title` is what screen readers and tooltips say it shows. */
 export function svgDocument(title: string, width: number, height: number, body: readonly string[]): string {
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ${FONT}>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ` +
+      `${height}" ${FONT}>`,
     `<title>${escapeText(title)}</title>`,
     `<rect width="${width}" height="${height}" fill="#fff"/>`,
     ...body,

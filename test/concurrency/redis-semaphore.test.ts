@@ -78,7 +78,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('a fleet of processes on one key', () => {
   it.each([3, 8])(
-    '%i processes x 20 callers, max 10: never more than 10 inside (an independent counter), throughput near max / job time',
+    '%i processes x 20 callers, max 10: never more than 10 inside (an independent counter), throughput near max ' +
+      '/ job time',
     async (processes) => {
       const { server, redis } = testRedis();
       const p = prefix();
@@ -102,7 +103,9 @@ describe('a fleet of processes on one key', () => {
       const elapsed = Math.max(...results.map((r) => r.elapsedMs as number));
       const ideal = (entries * jobMs) / 10;
       console.info(
-        `${processes} processes x 20 callers, max 10, ${jobMs} ms jobs: ${entries} jobs, at most ${worst} inside, ${over} over; ${elapsed} ms against ${ideal} ms ideal (${((ideal / elapsed) * 100).toFixed(0)}% of max / job time)`,
+        `${processes} processes x 20 callers, max 10, ${jobMs} ms jobs: ${entries} jobs, at most ${worst} ` +
+          `inside, ${over} over; ${elapsed} ms against ${ideal} ms ideal (${((ideal / elapsed) * 100).toFixed(0)}% ` +
+          `of max / job time)`,
       );
       expect(entries).toBe(processes * 20 * jobs);
       expect(over).toBe(0);
@@ -149,7 +152,8 @@ describe('crashed and paused holders', () => {
     const slots = await acquireAll(limiter, 3, 30_000);
     const tookMs = performance.now() - killedAt;
     console.info(
-      `kill -9 of a holder of 3 slots (leaseMs ${leaseMs}): all 3 free again after ${tookMs.toFixed(0)} ms (bound: leaseMs + leaseMs / 3 = ${leaseMs + leaseMs / 3} ms)`,
+      `kill -9 of a holder of 3 slots (leaseMs ${leaseMs}): all 3 free again after ${tookMs.toFixed(0)} ms ` +
+        `(bound: leaseMs + leaseMs / 3 = ${leaseMs + leaseMs / 3} ms)`,
     );
     // Generous: a loaded machine may start the waiters' retry late; only a slot that never frees breaks it.
     expect(tookMs).toBeLessThan(leaseMs + leaseMs / 3 + 3_000);

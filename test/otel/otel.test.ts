@@ -254,7 +254,8 @@ describe('sluice.store.degraded', () => {
       return (await degraded()).every((v) => v === 0);
     });
     console.log(
-      `sluice.store.degraded: 1 on all three modes ${down.toFixed(0)} ms after Redis stopped, 0 again ${up.toFixed(0)} ms after it restarted`,
+      `sluice.store.degraded: 1 on all three modes ${down.toFixed(0)} ms after Redis stopped, 0 again ` +
+        `${up.toFixed(0)} ms after it restarted`,
     );
   });
 });

@@ -50,7 +50,8 @@ for (const denyCache of [false, true]) {
           const at = memory.findIndex((m, i) => !same(m, onRedis[i], denyCache ? TOLERANCE_MS : 0));
           if (at !== -1) {
             console.error(
-              `first difference at outcome ${at}: ${describeSpec(spec)}\n${JSON.stringify(steps)}\nmemory: ${JSON.stringify(memory[at])}\nredis:  ${JSON.stringify(onRedis[at])}`,
+              `first difference at outcome ${at}: ${describeSpec(spec)}\n${JSON.stringify(steps)}\nmemory: ` +
+                `${JSON.stringify(memory[at])}\nredis:  ${JSON.stringify(onRedis[at])}`,
             );
             expect({ at, redis: onRedis[at] }).toEqual({ at, redis: memory[at] });
           }

@@ -207,7 +207,8 @@ describe('closed limiters', () => {
     for (let i = 6; i <= 55; i++) await cycle(i);
     const grownMb = (process.memoryUsage().heapUsed - before) / 1e6;
     console.log(
-      `50 create/close cycles on one redisStore: heap ${grownMb >= 0 ? '+' : ''}${grownMb.toFixed(1)} MB (each used to keep about 2.9 MB)`,
+      `50 create/close cycles on one redisStore: heap ${grownMb >= 0 ? '+' : ''}${grownMb.toFixed(1)} MB (each ` +
+        `used to keep about 2.9 MB)`,
     );
     expect(grownMb).toBeLessThan(40);
     await store.close();
@@ -311,7 +312,8 @@ describe('a client clock running ahead', () => {
     for (let i = 0; i < 10; i++) await skewed.tryAcquire('k');
     const d: Decision = await honest.tryAcquire('k');
     console.log(
-      `a node 1 h ahead, clamped to 1 s: the others were told retryAfterMs ${d.retryAfterMs.toFixed(0)} (unclamped: about 3,600,000)`,
+      `a node 1 h ahead, clamped to 1 s: the others were told retryAfterMs ${d.retryAfterMs.toFixed(0)} ` +
+        `(unclamped: about 3,600,000)`,
     );
     expect(d.retryAfterMs).toBeLessThan(2_500);
   });

@@ -18,7 +18,8 @@ async function pacing(): Promise<void> {
     console.log(`   acquire #${i}: waited ${ms(waited)}   (t = ${ms(performance.now() - start)})`);
   }
   console.log(
-    `   tryAcquire() right now: ${limiter.tryAcquire()}   tryAcquireWithin(250): ${await limiter.tryAcquireWithin(250)}`,
+    `   tryAcquire() right now: ${limiter.tryAcquire()}   tryAcquireWithin(250): ` +
+      `${await limiter.tryAcquireWithin(250)}`,
   );
 }
 
@@ -36,12 +37,14 @@ async function keyed(): Promise<void> {
   for (const user of ['alice', 'alice', 'alice', 'alice', 'bob']) {
     const d = await limiter.tryAcquire(`user:${user}`);
     console.log(
-      `   ${user.padEnd(6)} ${d.allowed ? 'allowed' : 'DENIED '}  remaining=${d.remaining}  retryAfter=${ms(d.retryAfterMs)}`,
+      `   ${user.padEnd(6)} ${d.allowed ? 'allowed' : 'DENIED '}  remaining=${d.remaining}  ` +
+        `retryAfter=${ms(d.retryAfterMs)}`,
     );
   }
   const d = await limiter.tryAcquire('user:alice', { timeoutMs: 1500 });
   console.log(
-    `   alice, willing to wait 1.5 s: ${d.allowed ? 'allowed' : 'denied'} after waiting for a refill (reservation ${ms(d.waitMs)})`,
+    `   alice, willing to wait 1.5 s: ${d.allowed ? 'allowed' : 'denied'} after waiting for a refill ` +
+      `(reservation ${ms(d.waitMs)})`,
   );
   await limiter.close();
 }

@@ -49,7 +49,8 @@ const timer = setInterval(async () => {
   const perDecision = second.decisions === 0 ? 0 : (calls - lastCalls - 1) / second.decisions;
   const limit = printed === 1 ? 2 * RATE : RATE; // the first second also has the burst
   console.log(
-    `${String(printed).padStart(6)} ${String(second.admitted).padStart(10)} ${String(limit).padStart(7)} ${String(second.decisions).padStart(11)}   ${perDecision.toFixed(4)}`,
+    `${String(printed).padStart(6)} ${String(second.admitted).padStart(10)} ${String(limit).padStart(7)} ` +
+      `${String(second.decisions).padStart(11)}   ${perDecision.toFixed(4)}`,
   );
   lastCalls = calls;
   second = { admitted: 0, decisions: 0 };
@@ -76,7 +77,8 @@ clearInterval(timer);
 const admitted = result.nodes.reduce((s, n) => s + n.admitted, 0);
 const decisions = result.nodes.reduce((s, n) => s + n.decisions, 0);
 console.log(
-  `total: ${admitted} admitted of ${RATE + RATE * seconds} allowed (${((100 * admitted) / (RATE + RATE * seconds)).toFixed(1)}%), ${decisions} decisions`,
+  `total: ${admitted} admitted of ${RATE + RATE * seconds} allowed ` +
+    `(${((100 * admitted) / (RATE + RATE * seconds)).toFixed(1)}%), ${decisions} decisions`,
 );
 monitor.disconnect();
 redisServer.stop();

@@ -466,7 +466,8 @@ class StoreLimiter implements Limiter {
         if (d.blocked === true) {
           throw new SluiceError(
             'NEVER_ALLOWED',
-            `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait out a ban`,
+            `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait ` +
+              `out a ban`,
           );
         }
         throw new SluiceError(
@@ -558,7 +559,8 @@ class StoreLimiter implements Limiter {
       if (unrefundable !== undefined) {
         throw new SluiceError(
           'UNSUPPORTED',
-          `refund: rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back: with Guava's prepay the next request pays for a grant`,
+          `refund: rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back: ` +
+            `with Guava's prepay the next request pays for a grant`,
         );
       }
       const refund = control(binding.bound.refund, 'refund');

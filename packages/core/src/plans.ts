@@ -59,7 +59,8 @@ export function parsePlans(value: unknown): ParsedPlans {
         throw new SluiceRangeError(
           option,
           rule.name,
-          `${option} has two rules named ${JSON.stringify(rule.name)} (unnamed rules in plans are named by kind and period); give them names`,
+          `${option} has two rules named ${JSON.stringify(rule.name)} (unnamed rules in plans are named by kind ` +
+            `and period); give them names`,
         );
       }
       seen.add(rule.name);
@@ -68,7 +69,9 @@ export function parsePlans(value: unknown): ParsedPlans {
         throw new SluiceRangeError(
           option,
           rule.name,
-          `rules named ${JSON.stringify(rule.name)} share state across plans, so they must keep it the same way: ${other.rule.stateFormat} in plan ${JSON.stringify(other.plan)}, ${rule.stateFormat} in plan ${JSON.stringify(plan)}; give them different names`,
+          `rules named ${JSON.stringify(rule.name)} share state across plans, so they must keep it the same way: ` +
+            `${other.rule.stateFormat} in plan ${JSON.stringify(other.plan)}, ${rule.stateFormat} in plan ` +
+            `${JSON.stringify(plan)}; give them different names`,
         );
       }
       if (other === undefined) byName.set(rule.name, { plan, rule });

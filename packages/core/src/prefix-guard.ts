@@ -37,7 +37,9 @@ export class PrefixGuard {
       throw new SluiceRangeError(
         'prefix',
         prefix,
-        `prefix ${JSON.stringify(prefix)} is already used in this store by a limiter with other rules (${held.rules}); this one has ${rulesText}. Give each limiter its own prefix, or close the other limiter first.`,
+        `prefix ${JSON.stringify(prefix)} is already used in this store by a limiter with other rules ` +
+          `(${held.rules}); this one has ${rulesText}. Give each limiter its own prefix, or close the other ` +
+          `limiter first.`,
       );
     }
     let released = false;

@@ -55,7 +55,8 @@ export function representablePeriod(name: string, value: number, periodMs: numbe
     throw new SluiceRangeError(
       name,
       value,
-      `${name} = ${describe(value)} makes ${what} ${describe(periodMs)} ms, more than the ${MAX_PERIOD_MS} ms (about 317 years) a rule may span`,
+      `${name} = ${describe(value)} makes ${what} ${describe(periodMs)} ms, more than the ${MAX_PERIOD_MS} ms ` +
+        `(about 317 years) a rule may span`,
     );
   }
 }

@@ -78,7 +78,9 @@ describe('option validation', () => {
             const call = () => f.make({ ...f.valid, [option]: bad });
             expect(call).toThrow(SluiceRangeError);
             expect(call).toThrow(
-              new RegExp(`^${f.name}: ${option} must be .*, got ${label === 'negative' ? '-1' : label === 'zero' ? '0' : label}$`),
+              new RegExp(
+                `^${f.name}: ${option} must be .*, got ${label === 'negative' ? '-1' : label === 'zero' ? '0' : label}$`,
+              ),
             );
             try {
               call();

@@ -13,7 +13,8 @@ export const WARNINGS = {
   SLUICE_ACCOUNTING_FAILED: 'Pass onAccountingError to the middleware to see each failure.',
   /** A store's start-up check found it cannot work with this Redis (a missing permission, a client of the wrong mode). */
   SLUICE_STORE_MISCONFIGURED:
-    "Give the Redis user the commands named (the README's ACL line) or pass a client of the server's mode; await store.ready() at start-up to fail fast.",
+    "Give the Redis user the commands named (the README's ACL line) or pass a client of the server's mode; await " +
+    'store.ready() at start-up to fail fast.',
   /** An ioredis client queues commands while disconnected and retries them forever. */
   SLUICE_OFFLINE_QUEUE: 'Set maxRetriesPerRequest or commandTimeout on the client, or enableOfflineQueue: false.',
   /** On a Cluster, a policy counts rules against other keys, which live in other slots. */
@@ -95,7 +96,8 @@ export function silenceWarnings(...codes: SluiceWarningCode[]): void {
       throw new SluiceRangeError(
         'code',
         code,
-        `silenceWarnings: ${JSON.stringify(code)} is not a sluice warning code; known codes: ${Object.keys(WARNINGS).join(', ')}`,
+        `silenceWarnings: ${JSON.stringify(code)} is not a sluice warning code; known codes: ` +
+          `${Object.keys(WARNINGS).join(', ')}`,
       );
   }
   if (codes.length === 0) state.silenceAll = true;

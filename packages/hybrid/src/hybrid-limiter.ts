@@ -111,7 +111,8 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes>
   async block(key: string, _ms: number): Promise<void> {
     throw new SluiceError(
       'UNSUPPORTED',
-      `${this.#mode} cannot honour block(${JSON.stringify(key)}): a ban must hold fleet-wide at every decision, and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`,
+      `${this.#mode} cannot honour block(${JSON.stringify(key)}): a ban must hold fleet-wide at every decision, ` +
+        `and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`,
     );
   }
 

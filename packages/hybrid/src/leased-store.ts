@@ -453,7 +453,8 @@ class LeasedBinding implements BoundStore {
         const why = error instanceof Error ? error.message : String(error);
         throw new SluiceError(
           'STORE_UNAVAILABLE',
-          `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#o.failMode}' keeps no state to apply it to: ${why}`,
+          `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#o.failMode}' keeps no ` +
+            `state to apply it to: ${why}`,
           { cause: error },
         );
       }

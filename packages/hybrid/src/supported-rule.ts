@@ -16,7 +16,8 @@ export function supportedRule(
     throw new SluiceRangeError(
       'plans',
       given.plans ?? given.plan,
-      `${mode} cannot honour plans: it enforces one rule; make one ${mode} per plan, or use exact mode (@sluice/redis) with createLimiter({ plans })`,
+      `${mode} cannot honour plans: it enforces one rule; make one ${mode} per plan, or use exact mode ` +
+        `(@sluice/redis) with createLimiter({ plans })`,
     );
   }
   const rules = normalizeRules(given.algorithm);
@@ -24,7 +25,8 @@ export function supportedRule(
     throw new SluiceRangeError(
       'algorithm',
       given.algorithm,
-      `${mode} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or exact mode (@sluice/redis) for policies`,
+      `${mode} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or exact mode ` +
+        `(@sluice/redis) for policies`,
     );
   }
   const rule = rules[0] as Algorithm;
@@ -47,7 +49,8 @@ export function supportedRule(
     throw new SluiceRangeError(
       'blockMs',
       rule.blockMs,
-      `${mode} cannot honour blockMs: a ban must hold on every node at every decision, and this mode decides without asking Redis; use exact mode (@sluice/redis) for bans`,
+      `${mode} cannot honour blockMs: a ban must hold on every node at every decision, and this mode decides ` +
+        `without asking Redis; use exact mode (@sluice/redis) for bans`,
     );
   }
   return rule;

@@ -19,7 +19,8 @@ export function checkRouteOptions(what: string, options: RouteLimitOptions | und
     throw new SluiceTypeError(
       'algorithm',
       undefined,
-      `${what} need a limiter, an algorithm (rules) or a concurrency limiter, e.g. { algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) }`,
+      `${what} need a limiter, an algorithm (rules) or a concurrency limiter, e.g. { algorithm: fixedWindow({ ` +
+        `limit: 10, windowMs: 60_000 }) }`,
     );
   }
 }

@@ -21,7 +21,9 @@ export function checkClient(client: IoredisLike, isCluster: boolean): void {
   if (queues && forever && options.commandTimeout === undefined) {
     warnOnce(
       'SLUICE_OFFLINE_QUEUE',
-      'this ioredis client queues commands while disconnected (enableOfflineQueue) and retries them forever (maxRetriesPerRequest: null) with no commandTimeout: during an outage they pile up and run late. sluice decisions still answer within timeoutMs, but nothing else on that client does.',
+      'this ioredis client queues commands while disconnected (enableOfflineQueue) and retries them forever ' +
+        '(maxRetriesPerRequest: null) with no commandTimeout: during an outage they pile up and run late. sluice ' +
+        'decisions still answer within timeoutMs, but nothing else on that client does.',
     );
   }
 }
@@ -30,7 +32,9 @@ export function checkClient(client: IoredisLike, isCluster: boolean): void {
 export function warnCrossSlot(prefix: string): void {
   warnOnce(
     'SLUICE_CROSS_SLOT',
-    `limiter ${JSON.stringify(prefix)} (and any other such limiter): its policy counts rules against other keys, which live in other Cluster slots; each decision then takes one script call per slot, and permits taken in one slot are refunded when a later slot refuses (never over a limit, briefly under).`,
+    `limiter ${JSON.stringify(prefix)} (and any other such limiter): its policy counts rules against other keys, ` +
+      `which live in other Cluster slots; each decision then takes one script call per slot, and permits taken in ` +
+      `one slot are refunded when a later slot refuses (never over a limit, briefly under).`,
   );
 }
 

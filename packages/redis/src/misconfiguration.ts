@@ -11,16 +11,27 @@ export function misconfiguration(error: unknown, connection: RedisConnection): s
   const messages = errorMessages(error);
   const noperm = messages.find((m) => /\bNOPERM\b/.test(m));
   if (noperm !== undefined) {
-    return `the Redis user lacks a permission the store needs: ${noperm}. The README's "Production connections" section gives the ACL line with every command, key pattern and channel it uses`;
+    return (
+      `the Redis user lacks a permission the store needs: ${noperm}. The README's "Production connections" ` +
+      'section gives the ACL line with every command, key pattern and channel it uses'
+    );
   }
   const clusterReply = connection.isCluster
     ? undefined
     : messages.find((m) => /^(MOVED|ASK|CROSSSLOT|CLUSTERDOWN)\b/.test(m));
   if (clusterReply !== undefined) {
-    return `the client is a standalone one (${connection.description}), but the server is a Redis Cluster node (it answered "${clusterReply}"): pass a Cluster client (ioredis new Cluster(...), node-redis createCluster(...), GlideClusterClient)`;
+    return (
+      `the client is a standalone one (${connection.description}), but the server is a Redis Cluster node ` +
+      `(it answered "${clusterReply}"): pass a Cluster client (ioredis new Cluster(...), node-redis ` +
+      'createCluster(...), GlideClusterClient)'
+    );
   }
   if (connection.isCluster && messages.some((m) => /cluster support disabled/i.test(m))) {
-    return `the client is a Cluster client (${connection.description}), but the server is a standalone Redis (cluster support disabled): pass a standalone client (ioredis new Redis(...), node-redis createClient(...), GlideClient)`;
+    return (
+      `the client is a Cluster client (${connection.description}), but the server is a standalone Redis ` +
+      '(cluster support disabled): pass a standalone client (ioredis new Redis(...), node-redis ' +
+      'createClient(...), GlideClient)'
+    );
   }
   return undefined;
 }

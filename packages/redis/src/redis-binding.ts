@@ -297,7 +297,8 @@ export class RedisBinding implements BoundStore {
     } else if (this.#local === undefined) {
       throw new SluiceError(
         'STORE_UNAVAILABLE',
-        `${what}(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#ctx.failMode}' keeps no state to apply it to`,
+        `${what}(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#ctx.failMode}' keeps no ` +
+          `state to apply it to`,
       );
     }
     await locally();

@@ -292,7 +292,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       throw new SluiceRangeError(
         'algorithm',
         unrefundable.name,
-        `rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot be in a policy with rules counted against other keys on a Redis Cluster: its grants cannot be refunded`,
+        `rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot be in a policy with rules ` +
+          `counted against other keys on a Redis Cluster: its grants cannot be refunded`,
       );
     }
     const { prefix } = ruleSet;
@@ -400,7 +401,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       throw new SluiceRangeError(
         'leaseMs',
         spec.leaseMs,
-        `leaseMs must leave room to renew a slot on Redis: at least 4 x the store's timeoutMs (${4 * this.timeoutMs} ms), got ${spec.leaseMs}`,
+        `leaseMs must leave room to renew a slot on Redis: at least 4 x the store's timeoutMs ` +
+          `(${4 * this.timeoutMs} ms), got ${spec.leaseMs}`,
       );
     }
     const { prefix } = spec;

@@ -34,6 +34,7 @@ export function runScript(
 export function bufferReply(reply: ScriptReply, script: string): Buffer {
   if (Buffer.isBuffer(reply)) return reply;
   throw new TypeError(
-    `the ${script} script answered ${Array.isArray(reply) ? 'an array' : typeof reply}, not the packed binary string it sends`,
+    `the ${script} script answered ${Array.isArray(reply) ? 'an array' : typeof reply}, not the packed binary ` +
+      `string it sends`,
   );
 }

@@ -26,7 +26,8 @@ export function commonRuleOptions(options: RuleOptions, defaultName: string, pla
     throw new SluiceRangeError(
       'blockMs',
       blockMs,
-      `blockMs bans the request's own key: rule ${JSON.stringify(name)} is counted against another key (its key option), so it cannot ban`,
+      `blockMs bans the request's own key: rule ${JSON.stringify(name)} is counted against another key (its key ` +
+        `option), so it cannot ban`,
     );
   }
   return { name, key, blockMs, planName: options.name === undefined ? planName : undefined };

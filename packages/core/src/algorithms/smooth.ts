@@ -170,7 +170,8 @@ function smoothAlgorithm(
       throw new SluiceRangeError(
         'algorithm',
         kind,
-        `rule ${JSON.stringify(name)} (${kind}) cannot refund: with Guava's prepay the next request pays for a grant, which cannot be taken back`,
+        `rule ${JSON.stringify(name)} (${kind}) cannot refund: with Guava's prepay the next request pays for a ` +
+          `grant, which cannot be taken back`,
       );
     },
     penalize,
@@ -198,7 +199,8 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
       throw new SluiceRangeError(
         'initialPermits',
         initialPermits,
-        `initialPermits must be at most permitsPerSecond x maxBurstSeconds (${shape.maxPermits}), got ${initialPermits}`,
+        `initialPermits must be at most permitsPerSecond x maxBurstSeconds (${shape.maxPermits}), got ` +
+          `${initialPermits}`,
       );
     }
     representablePeriod('permitsPerSecond', permitsPerSecond, 1000 / permitsPerSecond, 'one permit take');

@@ -69,7 +69,8 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
     throw new SluiceTypeError(
       'key',
       undefined,
-      "fetchRateLimit needs a key or an address: a Fetch Request carries no client address, so byIp() (the default key) would find none. Pass key, or address: (req, ...rest) => the runtime's client address",
+      'fetchRateLimit needs a key or an address: a Fetch Request carries no client address, so byIp() (the ' +
+        "default key) would find none. Pass key, or address: (req, ...rest) => the runtime's client address",
     );
   }
   const viewOf = (request: Req, rest: Rest): RequestView => ({

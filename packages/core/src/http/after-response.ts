@@ -117,7 +117,8 @@ export function accountFor<Req, Res>(
     throw new SluiceTypeError(
       option,
       true,
-      `${option} gives permits back, which rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot: with Guava's prepay the next request pays for a grant`,
+      `${option} gives permits back, which rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) ` +
+        `cannot: with Guava's prepay the next request pays for a grant`,
     );
   }
   const report = (error: unknown, req: Req): void => {

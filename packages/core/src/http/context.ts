@@ -63,7 +63,8 @@ export function requireRequestContext(what: string): RequestContext {
       : 'it was called outside any request a sluice HTTP adapter (or requestContext()) handled';
   throw new SluiceError(
     'NO_REQUEST',
-    `${what} keys calls by the current request, but ${why}. Mount rateLimit(...) or requestContext() from @sluice/core/http in front of the routes that call it, or key it by the call instead`,
+    `${what} keys calls by the current request, but ${why}. Mount rateLimit(...) or requestContext() from ` +
+      `@sluice/core/http in front of the routes that call it, or key it by the call instead`,
   );
 }
 

@@ -45,7 +45,8 @@ function viewFor(req: unknown, view: RequestView | undefined): RequestView {
     throw new SluiceTypeError(
       'view',
       view,
-      'a key strategy called directly needs a node:http, Express or Fastify request, or the RequestView an adapter passes',
+      'a key strategy called directly needs a node:http, Express or Fastify request, or the RequestView an ' +
+        'adapter passes',
     );
   }
   return nodeRequestView(req as HttpRequestLike);

@@ -13,7 +13,8 @@ import { NodeRedisConnection, type NodeRedisLike, isNodeRedisLike } from './node
 export type RedisClient = IoredisLike | NodeRedisLike | GlideLike;
 
 const ACCEPTED =
-  'an ioredis Redis or Cluster, an iovalkey client, a node-redis client or cluster (createClient / createCluster, connected), or a Valkey GLIDE client (GlideClient / GlideClusterClient)';
+  'an ioredis Redis or Cluster, an iovalkey client, a node-redis client or cluster (createClient / ' +
+  'createCluster, connected), or a Valkey GLIDE client (GlideClient / GlideClusterClient)';
 
 const connections = new WeakMap<object, RedisConnection>();
 
