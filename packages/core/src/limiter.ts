@@ -189,6 +189,13 @@ export interface Limiter {
   readonly prefix: string;
 }
 
+/** What one call asks the store for: the key, the permits, and where an observer hears the decision's source. */
+interface Ask {
+  readonly key: string;
+  readonly permits: number;
+  readonly note: DecisionNote | undefined;
+}
+
 /** One set of rules bound to the store: the limiter's rules, or one plan's. */
 interface Binding {
   /** The plan's name; undefined for a limiter without plans. */
@@ -408,22 +415,20 @@ class StoreLimiter implements Limiter {
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
     // No await here: an async function that never suspends costs less on the hot path, and a waiting call
     // must register its sleep without delay. Only an async plan resolver is waited for.
+    const ask: Ask = { key, permits, note };
     const found = this.#binding(key, options?.plan);
-    if (found instanceof Promise)
-      return found.then((binding) => this.#decide(binding, key, permits, timeoutMs, signal, note));
-    return this.#decide(found, key, permits, timeoutMs, signal, note);
+    if (found instanceof Promise) return found.then((binding) => this.#decide(binding, ask, timeoutMs, signal));
+    return this.#decide(found, ask, timeoutMs, signal);
   }
 
   #decide(
     binding: Binding,
-    key: string,
-    permits: number,
+    ask: Ask,
     timeoutMs: number,
     signal: AbortSignal | undefined,
-    note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
-    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, key, permits, note);
-    return this.#wait(binding, key, permits, timeoutMs, signal, note);
+    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
+    return this.#wait(binding, ask, timeoutMs, signal);
   }
 
   /** One decision with no wait; in shadow mode a denial comes back allowed, marked shadowed. */
@@ -460,7 +465,7 @@ class StoreLimiter implements Limiter {
       const observedFrom = note === undefined ? 0 : performance.now();
       const d = this.#shadow
         ? await this.#decideNow(binding, key, permits, note)
-        : await this.#wait(binding, key, permits, Infinity, signal, note);
+        : await this.#wait(binding, { key, permits, note }, Infinity, signal);
       if (note !== undefined) this.#record(d, note, observedFrom);
       if (!d.allowed) {
         if (d.blocked === true) {
@@ -486,14 +491,8 @@ class StoreLimiter implements Limiter {
    * never polling, and gives up as soon as the deadline cannot be met. A blocked key is not waited out: a
    * ban is a refusal, not a queue.
    */
-  async #wait(
-    binding: Binding,
-    key: string,
-    permits: number,
-    timeoutMs: number,
-    signal: AbortSignal | undefined,
-    note: DecisionNote | undefined,
-  ): Promise<Decision> {
+  async #wait(binding: Binding, ask: Ask, timeoutMs: number, signal: AbortSignal | undefined): Promise<Decision> {
+    const { key, permits, note } = ask;
     const deadline = this.#clock.now() + timeoutMs;
     const abort = signal === undefined ? this.#closing.signal : AbortSignal.any([signal, this.#closing.signal]);
     for (;;) {
