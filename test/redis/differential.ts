@@ -7,8 +7,9 @@ let run = 0;
 
 /**
  * Runs one timeline through the memory store and a Redis store on `redis` (client clock, a ManualClock each,
- * moved in step) and returns both sides' decisions. Requests at one instant go to Redis concurrently, so
- * they travel as one batch (folded per key) while the memory store takes them one by one.
+ * moved in step) and returns both sides' decisions. Requests at one instant go to Redis concurrently: the
+ * first leaves at once, alone (decide_one.lua for one rule), the rest together as one batch (decide.lua,
+ * folded per key), while the memory store takes them one by one.
  */
 export async function decideBoth(
   redis: RedisClient,

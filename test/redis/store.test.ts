@@ -13,6 +13,7 @@ import {
 } from '@sluice/core';
 import { type RedisStore, redisStore } from '@sluice/redis';
 import { bufferReply, decideScript, runScript, stateKey } from '@sluice/redis/store-kit';
+import { decideOneScript } from '../../packages/redis/src/scripts.js';
 import { adjustArgs, ruleArgs } from '../../packages/redis/src/rule-args.js';
 import { adjustScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
@@ -114,6 +115,37 @@ describe('redisStore', () => {
     await store.close();
   });
 
+  it('a lone request leaves at once, alone (decide_one.lua); those asked while a call is in flight leave together', async () => {
+    const store = redisStore({ redis, denyCache: false });
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }),
+      store,
+      prefix: prefix(),
+    });
+    await redis.script('FLUSH');
+    expect((await limiter.tryAcquire('a')).remaining).toBe(99);
+    // The lone call loaded only the lean script (EVALSHA failed with NOSCRIPT, EVAL sent its source).
+    const [one, batch] = (await redis.script(
+      'EXISTS',
+      decideOneScript('fixedWindow').sha1,
+      decideScript(['fixedWindow']).sha1,
+    )) as number[];
+    expect([one, batch]).toEqual([1, 0]);
+    await redis.script('LOAD', decideScript(['fixedWindow']).source);
+    const calls = async () => (await commandCalls('evalsha')) + (await commandCalls('eval'));
+    let before = await calls();
+    const first = limiter.tryAcquire('a');
+    const rest = Array.from({ length: 50 }, () => limiter.tryAcquire('a'));
+    const decisions = await Promise.all([first, ...rest]);
+    // One call for the first, one for the 50 asked while it was in flight.
+    expect((await calls()) - before).toBe(2);
+    expect(decisions.map((d) => d.remaining)).toEqual(Array.from({ length: 51 }, (_, i) => 98 - i));
+    before = await calls();
+    for (let i = 0; i < 20; i++) await limiter.tryAcquire(`k${i}`);
+    expect((await calls()) - before).toBe(20);
+    await store.close();
+  });
+
   it('every key it writes has an expiry', async () => {
     const p = prefix();
     const store = redisStore({ redis, denyCache: false });
@@ -126,7 +158,15 @@ describe('redisStore', () => {
       store,
       prefix: p,
     });
+    // One rule with a ban: a lone request's states and bans are written by decide_one.lua.
+    const banning = createLimiter({
+      algorithm: fixedWindow({ limit: 2, windowMs: 60_000, blockMs: 30_000 }),
+      store,
+      prefix: `${p}:one`,
+    });
     for (let i = 0; i < 50; i++) await limiter.tryAcquire(`user${i % 10}`);
+    for (let i = 0; i < 12; i++) await banning.tryAcquire(`user${i % 4}`);
+    expect(await redis.keys(`${p}:one:*ban*`)).not.toEqual([]);
     const keys = await redis.keys(`${p}:*`);
     expect(keys.length).toBeGreaterThan(0);
     for (const key of keys) expect(await redis.pttl(key)).toBeGreaterThan(0);

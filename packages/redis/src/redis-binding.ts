@@ -13,7 +13,7 @@ import { isKeyScopedError } from './reply-errors.js';
 import { type GrantTime, adjustArgs, numArg, ruleArgs } from './rule-args.js';
 import { bufferReply } from './script-runner.js';
 import type { RedisConnection } from './connection/connection.js';
-import { type LuaScript, adjustScript, blockScript, decideScript } from './scripts.js';
+import { type LuaScript, adjustScript, blockScript, decideOneScript, decideScript } from './scripts.js';
 
 interface Pending {
   readonly key: string;
@@ -26,6 +26,13 @@ interface Pending {
   readonly note: DecisionNote | undefined;
   resolve(decision: Decision): void;
   fail(error: unknown): void;
+}
+
+/** One script call: the script, its KEYS and its ARGV. */
+interface ScriptCall {
+  readonly script: LuaScript;
+  readonly keys: string[];
+  readonly args: Array<string | Buffer>;
 }
 
 /** What a binding needs from its store: the connection, time, and where to report health. */
@@ -79,6 +86,8 @@ export class RedisBinding implements BoundStore {
   readonly #prefix: string;
   readonly #ruleArgs: string[];
   readonly #script: LuaScript;
+  /** decide_one.lua, for a batch of one when a request's keys are one call's (one rule, one slot). */
+  readonly #oneScript: LuaScript | undefined;
   readonly #denials: DenyCache | undefined;
   readonly #local: BoundStore | undefined;
   readonly #crossSlot: CrossSlotPolicy | undefined;
@@ -89,7 +98,16 @@ export class RedisBinding implements BoundStore {
   readonly #tailArgs: readonly string[];
   #queue: Pending[] = [];
   #scheduled = false;
+  /**
+   * Script calls sent and not yet answered (a batch's until the end of the turn it was answered in): with
+   * none, a request leaves at once rather than at the end of the turn.
+   */
+  #inFlight = 0;
   #bound = true;
+
+  readonly #landed = (): void => {
+    this.#inFlight--;
+  };
 
   readonly #flush = (): void => {
     this.#scheduled = false;
@@ -137,6 +155,12 @@ export class RedisBinding implements BoundStore {
     this.#prefix = prefix;
     this.#ruleArgs = ruleArgs(rules);
     this.#script = decideScript(rules.map((rule) => rule.kind));
+    const only = rules.length === 1 ? (rules[0] as Algorithm) : undefined;
+    // On a Cluster a rule counted against another key lives in another slot than the key's ban.
+    this.#oneScript =
+      only !== undefined && (!ctx.connection.isCluster || only.key === undefined)
+        ? decideOneScript(only.kind)
+        : undefined;
     // Exact only for one rule whose single-permit denials hold until retryAfterMs (see Algorithm.stableDenials).
     this.#denials = rules.length === 1 && (rules[0] as Algorithm).stableDenials ? parts.denyCache : undefined;
     this.#local = parts.local;
@@ -348,10 +372,13 @@ export class RedisBinding implements BoundStore {
         resolve,
         fail,
       });
-      if (!this.#scheduled) {
-        this.#scheduled = true;
-        setImmediate(this.#flush);
+      if (this.#scheduled) return;
+      if (this.#inFlight === 0) {
+        this.#flush();
+        return;
       }
+      this.#scheduled = true;
+      setImmediate(this.#flush);
     });
   }
 
@@ -369,56 +396,75 @@ export class RedisBinding implements BoundStore {
     for (let i = 0; i < group.length; i += max) void this.#send(group.slice(i, i + max));
   }
 
-  async #send(group: Pending[]): Promise<void> {
+  /** The script call that decides `group` (one slot's requests): decide_one.lua for one request when it can. */
+  #call(group: Pending[]): ScriptCall {
+    const first = group[0] as Pending;
+    if (group.length === 1 && this.#oneScript !== undefined) {
+      const rule = this.#rules[0] as Algorithm;
+      return {
+        script: this.#oneScript,
+        keys: [stateKey(this.#prefix, identityOf(rule, first.key), rule.name), banKey(this.#prefix, first.key)],
+        args: [
+          ...this.#ruleArgs,
+          Number.isNaN(first.now) ? '' : numArg(first.now),
+          numArg(first.permits),
+          numArg(first.maxWaitMs),
+          first.peek ? '1' : '0',
+          ...this.#tailArgs,
+        ],
+      };
+    }
     // Every distinct state key once (a global rule's key is shared by every request), and per request key
     // a group: the indices of its rules' state keys.
     const keyIndex = new Map<string, number>();
     const keys: string[] = [];
     const groupIndex = new Map<string, number>();
     const groups: number[][] = [];
-    let wire: Parameters<typeof packRequests>[0];
+    const wire = group.map((p) => {
+      let g = groupIndex.get(p.key);
+      if (g === undefined) {
+        const indexOf = (name: string): number => {
+          let k = keyIndex.get(name);
+          if (k === undefined) {
+            keys.push(name);
+            k = keys.length;
+            keyIndex.set(name, k);
+          }
+          return k;
+        };
+        const group = this.#rules.map((rule) => indexOf(stateKey(this.#prefix, identityOf(rule, p.key), rule.name)));
+        group.push(indexOf(banKey(this.#prefix, p.key)));
+        groups.push(group);
+        g = groups.length;
+        groupIndex.set(p.key, g);
+      }
+      return { group: g, now: p.now, permits: p.permits, maxWaitMs: p.maxWaitMs, peek: p.peek };
+    });
+    return {
+      script: this.#script,
+      keys,
+      args: [...this.#ruleArgs, packGroups(groups), packRequests(wire), ...this.#tailArgs],
+    };
+  }
+
+  async #send(group: Pending[]): Promise<void> {
+    let call: ScriptCall;
     try {
-      wire = group.map((p) => {
-        let g = groupIndex.get(p.key);
-        if (g === undefined) {
-          const indexOf = (name: string): number => {
-            let k = keyIndex.get(name);
-            if (k === undefined) {
-              keys.push(name);
-              k = keys.length;
-              keyIndex.set(name, k);
-            }
-            return k;
-          };
-          const group = this.#rules.map((rule) => indexOf(stateKey(this.#prefix, identityOf(rule, p.key), rule.name)));
-          group.push(indexOf(banKey(this.#prefix, p.key)));
-          groups.push(group);
-          g = groups.length;
-          groupIndex.set(p.key, g);
-        }
-        return { group: g, now: p.now, permits: p.permits, maxWaitMs: p.maxWaitMs, peek: p.peek };
-      });
+      call = this.#call(group);
     } catch (error) {
       // A rule's key function failed: a developer error, reported to every caller of this batch.
       for (const p of group) p.fail(error);
       return;
     }
+    const { script, keys, args } = call;
     // Redis decides after this instant, so a denial cached from it can only end early, never late.
     const sentAt = this.#ctx.localClock.now();
     let reply: Buffer;
+    this.#inFlight++;
     try {
       reply = bufferReply(
-        await withDeadline(
-          this.#ctx.connection.runScript(this.#script, keys, [
-            ...this.#ruleArgs,
-            packGroups(groups),
-            packRequests(wire),
-            ...this.#tailArgs,
-          ]),
-          this.#ctx.timeoutMs,
-          'a decision',
-        ),
-        this.#script.name,
+        await withDeadline(this.#ctx.connection.runScript(script, keys, args), this.#ctx.timeoutMs, 'a decision'),
+        script.name,
       );
       this.#ctx.reportSuccess();
     } catch (error) {
@@ -432,6 +478,11 @@ export class RedisBinding implements BoundStore {
       this.#ctx.reportFailure(error, keys[0]);
       for (const p of group) this.#resolveByFailMode(p);
       return;
+    } finally {
+      // A batch's callers ask again in this same turn: they leave together at its end, as one call, rather
+      // than the first alone and the rest behind it. A lone caller's next request leaves at once.
+      if (group.length > 1) setImmediate(this.#landed);
+      else this.#inFlight--;
     }
     const decoded = unpackReplies(reply, group.length, this.#rules, (q) => group[q] as Pending);
     group.forEach((p, q) => {

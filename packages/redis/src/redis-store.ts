@@ -34,7 +34,7 @@ import type { RedisConnection, ResetSubscriber } from './connection/connection.j
 import { IoredisConnection } from './connection/ioredis.js';
 import { RedisHealth } from './health.js';
 import { StartupChecks } from './preflight.js';
-import { adjustScript, blockScript, decideScript, semaphoreScript } from './scripts.js';
+import { adjustScript, blockScript, decideOneScript, decideScript, semaphoreScript } from './scripts.js';
 import { decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
 import { RedisSemaphore } from './semaphore.js';
 import { type BindingContext, RedisBinding } from './redis-binding.js';
@@ -332,7 +332,12 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       set = new Set();
       this.#bindings.set(prefix, set);
       const kinds = (ruleSet.plans ?? ruleSet.rules).map((rule) => rule.kind);
-      this.#checks.add(prefix, [decideScript(kinds), adjustScript(kinds), blockScript()]);
+      this.#checks.add(prefix, [
+        decideScript(kinds),
+        ...kinds.map(decideOneScript),
+        adjustScript(kinds),
+        blockScript(),
+      ]);
       if (this.#denyCache) this.#subscribe(prefix);
     }
     set.add(binding);

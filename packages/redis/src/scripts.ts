@@ -97,10 +97,17 @@ export function algorithmScriptName(entry: string, kinds: readonly AlgorithmKind
   return `${entry}:${[...new Set(kinds)].sort().join('+')}`;
 }
 
-function compose(entry: 'decide' | 'adjust', kinds: readonly AlgorithmKind[]): LuaScript {
+/** The files an entry needs between the algorithms and itself. */
+const ENTRY_FILES: Record<'decide' | 'decide_one' | 'adjust', readonly string[]> = {
+  decide: ['one_rule'],
+  decide_one: ['one_rule'],
+  adjust: [],
+};
+
+function compose(entry: keyof typeof ENTRY_FILES, kinds: readonly AlgorithmKind[]): LuaScript {
   return luaScript(algorithmScriptName(entry, kinds), [
     ...algorithmFiles(kinds),
-    { directory: redisLua(), file: entry },
+    ...[...ENTRY_FILES[entry], entry].map((file) => ({ directory: redisLua(), file })),
   ]);
 }
 
@@ -114,6 +121,15 @@ export function decideScript(
   kinds: readonly AlgorithmKind[] = Object.keys(ALGORITHM_FILES) as AlgorithmKind[],
 ): LuaScript {
   return compose('decide', kinds);
+}
+
+/**
+ * The lean script for one request of a one-rule limiter (see decide_one.lua): what a lone decision sends.
+ * @example
+ * const script = decideOneScript('fixedWindow')
+ */
+export function decideOneScript(kind: AlgorithmKind): LuaScript {
+  return compose('decide_one', [kind]);
 }
 
 /**

@@ -32,21 +32,8 @@ local R = #rules
 
 local server_now = nil
 local function server_time()
-  if server_now == nil then
-    local t = redis.call('TIME')
-    server_now = tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-  end
+  if server_now == nil then server_now = redis_time_ms() end
   return server_now
-end
-
-local max_skew = nil -- set once the ARGV before it are parsed
-local function read_now(t)
-  if t ~= t then return server_time() end -- NaN asks for the server's time
-  if max_skew == nil then return t end
-  local s = server_time()
-  if t > s + max_skew then return s + max_skew end
-  if t < s - max_skew then return s - max_skew end
-  return t
 end
 
 -- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit).
@@ -100,23 +87,9 @@ end
 
 local replies = {}
 local requests = ARGV[a]
-max_skew = tonumber(ARGV[a + 1])
+local max_skew = tonumber(ARGV[a + 1])
 local Q = #requests / 29
 local pos = 1
-
--- The ban a denial starts: the denying rule with the longest blockMs (the first of equals), as banAfter in
--- core; nil when none bans. `ok` holds each rule's verdict.
-local function ban_after(ok, now)
-  local rule, longest = -1, 0
-  for r = 1, R do
-    if rules[r].block_ms > longest and not ok[r] then
-      longest = rules[r].block_ms
-      rule = r - 1
-    end
-  end
-  if rule == -1 then return nil end
-  return { now + longest, rule }
-end
 
 -- The ban in force on ban key bk at now, or nil (bk 0: the ban lives in another slot).
 local function ban_in_force(bk, now)
@@ -132,7 +105,7 @@ if R == 0 then
   for q = 1, Q do
     local i, t, _permits, _max_wait, _peek
     i, t, _permits, _max_wait, _peek, pos = struct.unpack('<I4dddB', requests, pos)
-    local now = read_now(t)
+    local now = decision_time(t, max_skew, server_time)
     local ban = ban_in_force(group_keys[i], now)
     if ban ~= nil then
       replies[q] = struct.pack('<BdddddB', 0, ban[2], 0, 0, ban[1] - now, now, 1)
@@ -141,32 +114,17 @@ if R == 0 then
     end
   end
 elseif R == 1 then
-  local consume, params = rules[1].consume, rules[1].params
-  local ok = {}
   for q = 1, Q do
     local i, t, permits, max_wait, peek_flag
     i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
-    local now = read_now(t)
+    local now = decision_time(t, max_skew, server_time)
     local k, bk = group_keys[(i - 1) * W + 1], group_keys[i * W]
     local before = live(k)
-    local ban = ban_in_force(bk, now)
-    if ban ~= nil then
-      local allowed, _, remaining, retry_after, reset_after = consume(params, before, now, permits, 0)
-      replies[q] = struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, ban[1] - now, now, 1)
-    else
-      local allowed, state, remaining, retry_after, reset_after, wait, ttl = consume(params, before, now, permits, max_wait)
-      -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-      if state ~= before and peek_flag ~= 1 then store(k, state, now, ttl) end
-      ok[1] = allowed
-      local banned = nil
-      if not allowed and peek_flag ~= 1 and bk ~= 0 then banned = ban_after(ok, now) end
-      if banned ~= nil then
-        store(bk, banned, now, banned[1] - now)
-        replies[q] = struct.pack('<BdddddB', 0, remaining, retry_after, reset_after, banned[1] - now, now, 1)
-      else
-        replies[q] = struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, wait, now, 0)
-      end
-    end
+    local reply, state, ttl, banned =
+      decide_one_rule(rules, before, ban_in_force(bk, now), now, permits, max_wait, peek_flag == 1, bk ~= 0)
+    if state ~= before then store(k, state, now, ttl) end
+    if banned ~= nil then store(bk, banned, now, banned[1] - now) end
+    replies[q] = reply
   end
 else
   -- A policy: allowed only if every rule allows; a denial consumes from no rule. Mirrors decidePolicy in
@@ -176,7 +134,7 @@ else
   for q = 1, Q do
     local i, t, permits, max_wait, peek_flag
     i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
-    local now = read_now(t)
+    local now = decision_time(t, max_skew, server_time)
     local base = (i - 1) * W
     local bk = group_keys[base + W]
     local ban = ban_in_force(bk, now)
@@ -215,7 +173,7 @@ else
         end
       end
       local banned = nil
-      if not allowed and peek_flag ~= 1 and bk ~= 0 then banned = ban_after(ok, now) end
+      if not allowed and peek_flag ~= 1 and bk ~= 0 then banned = ban_after(rules, ok, now) end
       if banned ~= nil then
         store(bk, banned, now, banned[1] - now)
         header = struct.pack('<BdddddB', 0, banned[2], 0, 0, banned[1] - now, now, 1)

@@ -1,0 +1,37 @@
+-- decide_one.lua: decides one request of a one-rule limiter: decide.lua's batch of one, without the batch
+-- (no packed groups or requests to decode, no state table to fold updates into). A lone decision pays for
+-- every step of a script, so this is the path most requests at low load take.
+--
+-- KEYS[1]: the rule's state key; KEYS[2]: the request key's ban.
+-- ARGV: the rule as decide.lua reads it (1, kind, parameter count, parameters, blockMs); then now ('' = this
+--       server's TIME), permits, maxWaitMs ('inf' allowed), 1 to peek or 0 to consume; then, optionally, the
+--       client clock's skew bound (see decision_time in one_rule.lua).
+-- Reply: decide.lua's reply for one request: '<BdddddB' (allowed, remaining, retryAfter, resetAfter, wait, the
+--        decision time used, 1 when the key is blocked).
+
+if redis.replicate_commands then pcall(redis.replicate_commands) end
+
+local rules, a = parse_rules(1)
+if rules == nil then return a end
+
+local raw = redis.call('MGET', KEYS[1], KEYS[2])
+local given = ARGV[a]
+local now = decision_time(given == '' and (0 / 0) or tonumber(given), tonumber(ARGV[a + 4]), redis_time_ms)
+local before, ban = nil, nil
+if raw[1] then before = unpack_doubles(raw[1]) end
+if raw[2] then
+  ban = unpack_doubles(raw[2])
+  if not (ban[1] > now) then ban = nil end
+end
+
+local reply, state, ttl, banned = decide_one_rule(rules, before, ban, now, tonumber(ARGV[a + 1]), parse_num(ARGV[a + 2]),
+  ARGV[a + 3] == '1', true)
+if state ~= before then
+  if state == nil then
+    redis.call('DEL', KEYS[1])
+  else
+    redis.call('SET', KEYS[1], pack_doubles(state), 'PX', reclaim_px(ttl))
+  end
+end
+if banned ~= nil then redis.call('SET', KEYS[2], pack_doubles(banned), 'PX', reclaim_px(banned[1] - now)) end
+return reply
