@@ -23,18 +23,46 @@ import { RateLimiter as JhRateLimiter } from 'limiter';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { BATCH } from './harness.js';
 
-export type Scenario = 'hot-allowed' | 'hot-limited' | '100k-allowed' | '100k-limited';
-export const SCENARIOS: readonly Scenario[] = ['hot-allowed', 'hot-limited', '100k-allowed', '100k-limited'];
+export type Scenario = 'hot-allowed' | 'hot-limited' | '100k-allowed' | '100k-limited' | '10k-random-allowed';
+export const SCENARIOS: readonly Scenario[] = [
+  'hot-allowed',
+  'hot-limited',
+  '100k-allowed',
+  '100k-limited',
+  '10k-random-allowed',
+];
 export const KEYS = 100_000;
 
 /**
  * Allowed: limits never reached, so every decision is a grant (a write). Limited: a limit far below the
  * rate each key is asked at, so most decisions are denials: 100 per second on the hot key, 1 per second
- * on each of 100,000 keys visited round robin (each is asked several times a second).
+ * on each of 100,000 keys visited round robin (each is asked several times a second). 10k-random: 10,000
+ * keys asked in a random order (the same order for every subject), as per-user traffic arrives: unlike
+ * round robin, a key's state is rarely still in the CPU's caches when it is asked again.
  */
 const HUGE = 1_000_000_000;
 const keys = Array.from({ length: KEYS }, (_, i) => `user:${i}`);
-const many = (scenario: Scenario) => scenario.startsWith('100k');
+const RANDOM_KEYS = 10_000;
+/** 2^20 key indices below RANDOM_KEYS from a fixed-seed xorshift32, so every run asks in one order. */
+const randomOrder = (() => {
+  const order = new Uint32Array(1 << 20);
+  let x = 2463534242;
+  for (let i = 0; i < order.length; i++) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    order[i] = (x >>> 0) % RANDOM_KEYS;
+  }
+  return order;
+})();
+/** The key sequence of a scenario over many keys: round robin over KEYS, or the random order over RANDOM_KEYS. */
+function keySequence(scenario: Scenario): () => string {
+  let r = 0;
+  if (scenario.startsWith('10k-random'))
+    return () => keys[randomOrder[r++ & (randomOrder.length - 1)] as number] as string;
+  return () => keys[r++ % KEYS] as string;
+}
+const many = (scenario: Scenario) => scenario.startsWith('100k') || scenario.startsWith('10k-random');
 const limited = (scenario: Scenario) => scenario.endsWith('limited');
 /** Permits per second when limited. */
 const limitFor = (scenario: Scenario) => (many(scenario) ? 1 : 100);
@@ -79,9 +107,9 @@ function sluiceAlgorithm(
       const algorithm = limited(scenario) ? limitedRule(limitFor(scenario)) : allowed();
       if (many(scenario)) {
         const limiter = createLimiter({ algorithm, store: memoryStore({ maxKeys: 2 * KEYS }) });
-        let r = 0;
+        const next = keySequence(scenario);
         return async () => {
-          for (let i = 0; i < BATCH; i++) await limiter.tryAcquire(keys[r++ % KEYS] as string);
+          for (let i = 0; i < BATCH; i++) await limiter.tryAcquire(next());
         };
       }
       const limiter = createLimiter({ algorithm });
@@ -101,8 +129,7 @@ export const SUBJECTS: readonly Subject[] = [
       const rlf = new RateLimiterMemory(
         limited(scenario) ? { points: limitFor(scenario), duration: 1 } : { points: HUGE, duration: 60 },
       );
-      let r = 0;
-      const key = many(scenario) ? () => keys[r++ % KEYS] as string : () => 'hot';
+      const key = many(scenario) ? keySequence(scenario) : () => 'hot';
       return async () => {
         for (let i = 0; i < BATCH; i++) {
           // Its API rejects (with a non-Error) when limited, so every caller needs this try/catch.
@@ -131,10 +158,10 @@ export const SUBJECTS: readonly Subject[] = [
       }
       // It has no keys of its own: one limiter per key in a Map.
       const m = new Map<string, JhRateLimiter>();
-      let r = 0;
+      const next = keySequence(scenario);
       return () => {
         for (let i = 0; i < BATCH; i++) {
-          const key = keys[r++ % KEYS] as string;
+          const key = next();
           let l = m.get(key);
           if (l === undefined) m.set(key, (l = new JhRateLimiter(opts)));
           l.tryRemoveTokens(1);

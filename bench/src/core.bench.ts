@@ -40,7 +40,7 @@ const samples = new Map<string, number[]>();
 for (let round = 1; round <= ROUNDS; round++) {
   for (const scenario of SCENARIOS) {
     for (const subject of SUBJECTS) {
-      if (subject.id === 'facade' && scenario.startsWith('100k')) continue;
+      if (subject.id === 'facade' && scenario !== 'hot-allowed' && scenario !== 'hot-limited') continue;
       const { nsPerDecision } = runWorker(['time', subject.id, scenario]);
       const k = `${scenario}|${subject.id}`;
       samples.set(k, [...(samples.get(k) ?? []), nsPerDecision as number]);

@@ -174,7 +174,7 @@ export function localPeersPlot(rows: readonly CoreRow[]): string {
   return peersPlot(
     'Local mode: decisions per second, one process',
     'Each awaited in turn; allowed: every decision a grant, limited: most decisions denials; 100k: keys visited ' +
-      'round robin.',
+      'round robin; 10k-random: 10,000 keys in a random order.',
     groups,
   );
 }
