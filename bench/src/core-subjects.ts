@@ -272,7 +272,8 @@ export const HEAP_SUBJECTS: Record<string, { label: string; fill: (n: number) =>
       {
         label: `sluice ${id}`,
         fill: async (n: number) => {
-          const l = createLimiter({ algorithm: make(), store: memoryStore({ maxKeys: n }) });
+          // Room for twice n: every one of the n keys is kept, whatever the eviction order.
+          const l = createLimiter({ algorithm: make(), store: memoryStore({ maxKeys: 2 * n }) });
           for (let i = 0; i < n; i++) await l.tryAcquire(keys[i] as string);
           return l;
         },

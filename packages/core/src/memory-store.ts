@@ -1,5 +1,4 @@
-import type { LRUCache } from 'lru-cache';
-import { keyCache } from './key-cache.js';
+import { KeyGenerations, type Namespace } from './key-generations.js';
 import { PrefixGuard } from './prefix-guard.js';
 import type { Adjusted, Algorithm } from './algorithms/algorithm.js';
 import { identityOf } from './algorithms/rule-name.js';
@@ -45,8 +44,9 @@ interface Cell {
 }
 
 /**
- * An in-process store: states in an LRU cache (lru-cache) bounded by `maxKeys`, each state expiring when
- * it stops mattering (a full bucket, a past window). Exact for this process.
+ * An in-process store: states bounded by `maxKeys` (the least recently used go first, by generation: see
+ * KeyGenerations), each state expiring when it stops mattering (a full bucket, a past window). Exact for
+ * this process.
  *
  * @example
  * const store = memoryStore({ maxKeys: 50_000 })
@@ -55,9 +55,8 @@ interface Cell {
 export class MemoryStore implements Store, ConcurrencyStore {
   readonly clock: Clock;
   readonly maxKeys: number;
-  readonly #cache: LRUCache<string, Cell>;
-  readonly #banCache: LRUCache<string, Ban>;
-  readonly #bans: Bans;
+  readonly #states: KeyGenerations;
+  readonly #bans: KeyGenerations;
   readonly #origin: number;
   #exclusive = false;
   #bindings = 0;
@@ -69,15 +68,14 @@ export class MemoryStore implements Store, ConcurrencyStore {
     optionsObject('memoryStore options', options, false);
     this.maxKeys = options.maxKeys === undefined ? 100_000 : positiveInteger('maxKeys', options.maxKeys);
     this.clock = optionalClock('clock', options.clock) ?? systemClock;
-    this.#cache = keyCache<string, Cell>(this.maxKeys);
-    this.#banCache = keyCache<string, Ban>(this.maxKeys);
-    this.#bans = new Bans(this.#banCache);
+    this.#states = new KeyGenerations(this.maxKeys);
+    this.#bans = new KeyGenerations(this.maxKeys);
     this.#origin = this.clock.now();
   }
 
   /** Keys currently held (expired ones linger until touched, evicted or pruned). */
   get size(): number {
-    return this.#cache.size;
+    return this.#states.size;
   }
 
   /** Keys of concurrency limiters with a slot held or a caller waiting (nothing else is kept for them). */
@@ -89,18 +87,22 @@ export class MemoryStore implements Store, ConcurrencyStore {
   prune(): void {
     const now = this.clock.now();
     const sinceOrigin = now - this.#origin;
-    const expired: string[] = [];
-    for (const [key, cell] of this.#cache.entries()) if (cell.expiresAt <= sinceOrigin) expired.push(key);
-    for (const key of expired) this.#cache.delete(key);
-    const ended: string[] = [];
-    for (const [key, ban] of this.#banCache.entries()) if (ban.until <= now) ended.push(key);
-    for (const key of ended) this.#banCache.delete(key);
+    for (const space of this.#states.namespaces() as IterableIterator<Namespace<Cell>>) {
+      const expired: string[] = [];
+      for (const [key, cell] of space.entries()) if (cell.expiresAt <= sinceOrigin) expired.push(key);
+      for (const key of expired) space.delete(key);
+    }
+    for (const space of this.#bans.namespaces() as IterableIterator<Namespace<Ban>>) {
+      const ended: string[] = [];
+      for (const [key, ban] of space.entries()) if (ban.until <= now) ended.push(key);
+      for (const key of ended) space.delete(key);
+    }
   }
 
   /** Forgets every key, ban and held slot (a test between cases; a reset of the whole process's limits). */
   clear(): void {
-    this.#cache.clear();
-    this.#banCache.clear();
+    this.#states.clear();
+    this.#bans.clear();
   }
 
   /** Closes the store: nothing to release but its maps (a Store must close). */
@@ -137,33 +139,36 @@ export class MemoryStore implements Store, ConcurrencyStore {
     const release = exclusive ? undefined : this.#prefixes.claim(ruleSet.prefix, ruleSet.plans ?? rules);
     this.#exclusive = exclusive;
     this.#bindings++;
+    // Plans share states by rule name, as rules counted against other keys do: one cell per (identity, rule).
+    const byIdentity = ruleSet.plans !== undefined || rules.some((rule) => rule.key !== undefined);
+    // Bindings of one prefix (a limiter's plans) share its namespace; a prefix holds no control character,
+    // so the two kinds of binding never share one.
+    const name = byIdentity ? `\u0001${ruleSet.prefix}` : ruleSet.prefix;
+    const cells = this.#states.namespace<Cell>(name);
+    const bans = this.#bans.namespace<Ban>(name);
+    const letGo = [cells.hold(), bans.hold()];
     let bound = true;
     const unbind = (): void => {
       if (!bound) return;
       bound = false;
       this.#bindings--;
+      for (const release of letGo) release();
       release?.();
     };
     const parts: BindingParts = {
-      cache: this.#cache,
-      bans: this.#bans,
+      cells,
+      bans: new Bans(bans),
       time: new StoreTime(this.clock, this.#origin),
       unbind,
     };
-    // Plans share states by rule name, as rules counted against other keys do: one cell per (identity, rule).
-    if (ruleSet.plans !== undefined || rules.some((rule) => rule.key !== undefined))
-      return new IdentityBinding(parts, rules, ruleSet.prefix);
-    // The prefix cannot contain '{', so the first '{' ends it and two namespaces never collide.
-    const prefix = exclusive ? '' : `${ruleSet.prefix}{`;
-    return rules.length === 1
-      ? new SingleRuleBinding(parts, rules[0] as Algorithm, prefix)
-      : new PolicyBinding(parts, rules, prefix);
+    if (byIdentity) return new IdentityBinding(parts, rules);
+    return rules.length === 1 ? new SingleRuleBinding(parts, rules[0] as Algorithm) : new PolicyBinding(parts, rules);
   }
 }
 
-/** What every binding of one store shares. */
+/** What a binding is given by its store: its namespace's cells and bans, the store's time, its unbinding. */
 interface BindingParts {
-  readonly cache: LRUCache<string, Cell>;
+  readonly cells: Namespace<Cell>;
   readonly bans: Bans;
   readonly time: StoreTime;
   readonly unbind: () => void;
@@ -177,17 +182,10 @@ class StoreTime {
   ) {}
 
   /** Stores `state` for `key`, reusing the key's cell when it has one. */
-  store(
-    cache: LRUCache<string, Cell>,
-    key: string,
-    cell: Cell | undefined,
-    state: unknown,
-    now: number,
-    ttlMs: number,
-  ): void {
+  store(cells: Namespace<Cell>, key: string, cell: Cell | undefined, state: unknown, now: number, ttlMs: number): void {
     // A millisecond past the rounded-up end: rounding can never make a state look done before it is.
     const expiresAt = Math.ceil(now - this.origin + ttlMs) + 1;
-    if (cell === undefined) cache.set(key, { state, expiresAt });
+    if (cell === undefined) cells.set(key, { state, expiresAt });
     else {
       cell.state = state;
       cell.expiresAt = expiresAt;
@@ -198,22 +196,20 @@ class StoreTime {
    * Keeps a refunded state: a refund never makes a state matter longer, so the cell keeps its expiry; one
    * that decides as a fresh one would is dropped.
    */
-  refunded(cache: LRUCache<string, Cell>, key: string, cell: Cell, state: unknown): void {
-    if (state === undefined) cache.delete(key);
+  refunded(cells: Namespace<Cell>, key: string, cell: Cell, state: unknown): void {
+    if (state === undefined) cells.delete(key);
     else cell.state = state;
   }
 }
 
-/** Bans by key, held apart from states (see MemoryStoreOptions.maxKeys); one per store, for every binding. */
+/** A namespace's bans by key, held apart from states (see MemoryStoreOptions.maxKeys). */
 class Bans {
-  /** False until the first ban: until then a decision pays one field read for bans, not a lookup. */
-  #any = false;
-
-  constructor(private readonly cache: LRUCache<string, Ban>) {}
+  constructor(private readonly cache: Namespace<Ban>) {}
 
   /** The ban in force on `key` at `now`; one that ended is dropped. */
   active(key: string, now: number): Ban | undefined {
-    if (!this.#any) return undefined;
+    // No ban in the namespace (the common case): two field reads, not a lookup.
+    if (this.cache.isEmpty) return undefined;
     const ban = this.cache.get(key);
     if (ban === undefined) return undefined;
     if (ban.until > now) return ban;
@@ -223,7 +219,6 @@ class Bans {
 
   /** Starts `ban` on `key`, or keeps the ban in force when it ends later. */
   start(key: string, ban: Ban, now: number): Ban {
-    this.#any = true;
     const kept = longerBan(this.active(key, now), ban);
     this.cache.set(key, kept);
     return kept;
@@ -242,14 +237,14 @@ const grantedAt = (now: number, grantedAgoMs: number): number => now - grantedAg
  * where each kind of binding keeps a key's ban.
  */
 abstract class MemoryBinding implements BoundStore {
-  protected readonly cache: LRUCache<string, Cell>;
+  protected readonly cells: Namespace<Cell>;
   protected readonly bans: Bans;
   protected readonly time: StoreTime;
   readonly unbind: () => void;
   readonly source = 'memory';
 
   constructor(parts: BindingParts) {
-    this.cache = parts.cache;
+    this.cells = parts.cells;
     this.bans = parts.bans;
     this.time = parts.time;
     this.unbind = parts.unbind;
@@ -275,19 +270,12 @@ abstract class MemoryBinding implements BoundStore {
 }
 
 /**
- * The bindings that keep all of a key's rules in one cell under `prefix + key` (one rule's state, or a
+ * The bindings that keep all of a key's rules in one cell under the key itself (one rule's state, or a
  * policy's list of states), its ban under the same name: resets, refunds and penalties work on that cell.
  */
 abstract class KeyCellBinding extends MemoryBinding {
-  protected readonly prefix: string;
-
-  constructor(parts: BindingParts, prefix: string) {
-    super(parts);
-    this.prefix = prefix;
-  }
-
   protected banKey(key: string): string {
-    return this.prefix + key;
+    return key;
   }
 
   /** A cell's state after a refund at `now` of grants made at `at` (NaN: unknown). */
@@ -297,24 +285,22 @@ abstract class KeyCellBinding extends MemoryBinding {
   protected abstract penalized(state: unknown, now: number, permits: number): Adjusted<unknown>;
 
   reset(key: string): void {
-    this.cache.delete(this.prefix + key);
-    this.bans.delete(this.prefix + key);
+    this.cells.delete(key);
+    this.bans.delete(key);
   }
 
   refund(key: string, permits: number, grantedAgoMs: number): void {
-    const k = this.prefix + key;
-    const cell = this.cache.get(k);
+    const cell = this.cells.get(key);
     if (cell === undefined) return;
     const now = this.time.clock.now();
-    this.time.refunded(this.cache, k, cell, this.refunded(cell.state, now, permits, grantedAt(now, grantedAgoMs)));
+    this.time.refunded(this.cells, key, cell, this.refunded(cell.state, now, permits, grantedAt(now, grantedAgoMs)));
   }
 
   penalize(key: string, permits: number): void {
-    const k = this.prefix + key;
-    const cell = this.cache.get(k);
+    const cell = this.cells.get(key);
     const now = this.time.clock.now();
     const adjusted = this.penalized(cell?.state, now, permits);
-    this.time.store(this.cache, k, cell, adjusted.state, now, adjusted.ttlMs);
+    this.time.store(this.cells, key, cell, adjusted.state, now, adjusted.ttlMs);
   }
 }
 
@@ -323,8 +309,8 @@ class SingleRuleBinding extends KeyCellBinding {
   readonly #rule: Algorithm;
   readonly #rules: readonly Algorithm[];
 
-  constructor(parts: BindingParts, rule: Algorithm, prefix: string) {
-    super(parts, prefix);
+  constructor(parts: BindingParts, rule: Algorithm) {
+    super(parts);
     this.#rule = rule;
     this.#rules = [rule];
   }
@@ -338,17 +324,16 @@ class SingleRuleBinding extends KeyCellBinding {
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
-    const k = this.prefix === '' ? key : this.prefix + key;
     const now = this.time.clock.now();
-    const ban = this.bans.active(k, now);
-    const cell = this.cache.get(k);
+    const ban = this.bans.active(key, now);
+    const cell = this.cells.get(key);
     const before = cell?.state;
     if (ban !== undefined) return this.#blocked(ban, before, now, permits);
     const o = this.#rule.consume(before, now, permits, maxWaitMs);
     // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-    if (o.state !== before) this.time.store(this.cache, k, cell, o.state, now, o.ttlMs);
+    if (o.state !== before) this.time.store(this.cells, key, cell, o.state, now, o.ttlMs);
     if (!o.allowed && this.#rule.blockMs > 0) {
-      const started = this.bans.start(k, { until: now + this.#rule.blockMs, rule: 0 }, now);
+      const started = this.bans.start(key, { until: now + this.#rule.blockMs, rule: 0 }, now);
       return blockedDecision(this.#rules, [o], started.rule, started.until - now, permits);
     }
     return ruleDecision(this.#rule, o);
@@ -366,10 +351,9 @@ class SingleRuleBinding extends KeyCellBinding {
   }
 
   peek(key: string): Decision {
-    const k = this.prefix + key;
     const now = this.time.clock.now();
-    const state = this.cache.peek(k)?.state;
-    const ban = this.bans.active(k, now);
+    const state = this.cells.peek(key)?.state;
+    const ban = this.bans.active(key, now);
     if (ban !== undefined) return this.#blocked(ban, state, now, 1);
     const probe = this.#rule.consume(state, now, 1, 0);
     return { ...ruleDecision(this.#rule, probe), remaining: probe.allowed ? probe.remaining + 1 : probe.remaining };
@@ -380,8 +364,8 @@ class SingleRuleBinding extends KeyCellBinding {
 class PolicyBinding extends KeyCellBinding {
   readonly #rules: readonly Algorithm[];
 
-  constructor(parts: BindingParts, rules: readonly Algorithm[], prefix: string) {
-    super(parts, prefix);
+  constructor(parts: BindingParts, rules: readonly Algorithm[]) {
+    super(parts);
     this.#rules = rules;
   }
 
@@ -397,25 +381,23 @@ class PolicyBinding extends KeyCellBinding {
   }
 
   consume(key: string, permits: number): Decision {
-    const k = this.prefix + key;
     const now = this.time.clock.now();
-    const cell = this.cache.get(k);
+    const cell = this.cells.get(key);
     const states = cell?.state as unknown[] | undefined;
-    const ban = this.bans.active(k, now);
+    const ban = this.bans.active(key, now);
     const p = decidePolicy(this.#rules, states, now, permits);
     if (ban !== undefined) return blockedDecision(this.#rules, p.verdicts, ban.rule, ban.until - now, permits);
-    if (p.states !== undefined) this.time.store(this.cache, k, cell, p.states, now, p.ttlMs);
+    if (p.states !== undefined) this.time.store(this.cells, key, cell, p.states, now, p.ttlMs);
     const banned = p.decision.allowed ? undefined : banAfter(this.#rules, p.verdicts, now);
     if (banned === undefined) return p.decision;
-    const started = this.bans.start(k, banned, now);
+    const started = this.bans.start(key, banned, now);
     return blockedDecision(this.#rules, p.verdicts, started.rule, started.until - now, permits);
   }
 
   peek(key: string): Decision {
-    const k = this.prefix + key;
     const now = this.time.clock.now();
-    const p = decidePolicy(this.#rules, this.cache.peek(k)?.state as unknown[] | undefined, now, 1);
-    const ban = this.bans.active(k, now);
+    const p = decidePolicy(this.#rules, this.cells.peek(key)?.state as unknown[] | undefined, now, 1);
+    const ban = this.bans.active(key, now);
     if (ban !== undefined) return blockedDecision(this.#rules, p.verdicts, ban.rule, ban.until - now, 1);
     return withPeekedPermit(p.decision);
   }
@@ -425,18 +407,15 @@ class PolicyBinding extends KeyCellBinding {
  * Rules counted against other identities than the request's key (a global rule, a per-tenant rule), and
  * plans (whose rules share state by name): one cell per (identity, rule), so every key's requests meet in a
  * shared rule's cell and a plan's rules in the cells of the same names. Decided all-or-nothing like any
- * policy. Cell keys are '\u0001prefix\u0001' + the identity's length + ':' + identity + ':' + rule, which no
- * other binding's keys can equal (a prefix holds no control character); a key's ban is under the same
- * namespace with no rule.
+ * policy. Cell keys (in the binding's own namespace) are the identity's length + ':' + identity + ':' + rule;
+ * a key's ban is under the identity's part alone.
  */
 class IdentityBinding extends MemoryBinding {
   readonly #rules: readonly Algorithm[];
-  readonly #namespace: string;
 
-  constructor(parts: BindingParts, rules: readonly Algorithm[], prefix: string) {
+  constructor(parts: BindingParts, rules: readonly Algorithm[]) {
     super(parts);
     this.#rules = rules;
-    this.#namespace = `\u0001${prefix}\u0001`;
   }
 
   protected banKey(key: string): string {
@@ -444,7 +423,7 @@ class IdentityBinding extends MemoryBinding {
   }
 
   #identityKey(identity: string): string {
-    return `${this.#namespace}${identity.length}:${identity}`;
+    return `${identity.length}:${identity}`;
   }
 
   #cellKeys(key: string): string[] {
@@ -454,7 +433,7 @@ class IdentityBinding extends MemoryBinding {
   #decide(key: string, permits: number, maxWaitMs: number, write: boolean): Decision {
     const keys = this.#cellKeys(key);
     const now = this.time.clock.now();
-    const cells = keys.map((k) => (write ? this.cache.get(k) : this.cache.peek(k)));
+    const cells = keys.map((k) => (write ? this.cells.get(k) : this.cells.peek(k)));
     const states = cells.map((cell) => cell?.state);
     const banKey = this.#identityKey(key);
     const ban = this.bans.active(banKey, now);
@@ -469,14 +448,14 @@ class IdentityBinding extends MemoryBinding {
       const rule = rules[0] as Algorithm;
       const o = rule.consume(states[0], now, permits, maxWaitMs);
       if (write && o.state !== states[0])
-        this.time.store(this.cache, keys[0] as string, cells[0], o.state, now, o.ttlMs);
+        this.time.store(this.cells, keys[0] as string, cells[0], o.state, now, o.ttlMs);
       decision = ruleDecision(rule, o);
       verdicts = [o];
     } else {
       const p = decidePolicy(rules, states, now, permits);
       if (write && p.states !== undefined) {
         p.states.forEach((state, r) => {
-          if (state !== undefined) this.time.store(this.cache, keys[r] as string, cells[r], state, now, p.ttlMs);
+          if (state !== undefined) this.time.store(this.cells, keys[r] as string, cells[r], state, now, p.ttlMs);
         });
       }
       decision = p.decision;
@@ -501,7 +480,7 @@ class IdentityBinding extends MemoryBinding {
   reset(key: string): void {
     const keys = this.#cellKeys(key);
     this.#rules.forEach((rule, r) => {
-      if (rule.key === undefined) this.cache.delete(keys[r] as string);
+      if (rule.key === undefined) this.cells.delete(keys[r] as string);
     });
     this.bans.delete(this.#identityKey(key));
   }
@@ -513,9 +492,9 @@ class IdentityBinding extends MemoryBinding {
     const at = grantedAt(now, grantedAgoMs);
     this.#rules.forEach((rule, r) => {
       const k = keys[r] as string;
-      const cell = this.cache.get(k);
+      const cell = this.cells.get(k);
       if (rule.key === undefined && cell !== undefined)
-        this.time.refunded(this.cache, k, cell, rule.refund(cell.state, now, permits, at).state);
+        this.time.refunded(this.cells, k, cell, rule.refund(cell.state, now, permits, at).state);
     });
   }
 
@@ -525,9 +504,9 @@ class IdentityBinding extends MemoryBinding {
     const now = this.time.clock.now();
     this.#rules.forEach((rule, r) => {
       const k = keys[r] as string;
-      const cell = this.cache.get(k);
+      const cell = this.cells.get(k);
       const adjusted = rule.penalize(cell?.state, now, permits);
-      this.time.store(this.cache, k, cell, adjusted.state, now, adjusted.ttlMs);
+      this.time.store(this.cells, k, cell, adjusted.state, now, adjusted.ttlMs);
     });
   }
 }
