@@ -26,6 +26,9 @@ export async function decideBoth(
   const red: BoundStore = store.bind({ rules, prefix });
   const out = { memory: [] as Decision[], redis: [] as Decision[] };
   try {
+    // The scripts are loaded before the timeline: GLIDE retries a call that met NOSCRIPT by itself, and a
+    // retried call can land after one sent later, so calls keep their order only once the scripts are there.
+    await red.peek('warm-up');
     for (const step of steps) {
       memClock.advance(step.dtMs);
       redisClock.advance(step.dtMs);
