@@ -38,3 +38,11 @@ export async function redisCpuUs(redis: { info(section: string): Promise<string>
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? Number.NaN);
   return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
 }
+
+/** Script calls clients sent (EVALSHA, EVAL, FCALL): a client's round trips, not the commands scripts ran. */
+export async function scriptCalls(redis: { info(section: string): Promise<string> }): Promise<number> {
+  const info = await redis.info('commandstats');
+  let total = 0;
+  for (const m of info.matchAll(/cmdstat_(evalsha|eval|fcall):calls=(\d+)/g)) total += Number(m[2]);
+  return total;
+}

@@ -2,16 +2,22 @@
  * Exact vs leased vs divided mode, in one run against one spawned redis-server: for N = 1, 4 and 8 worker
  * processes hammering one hot token bucket for a few seconds (64 callers each), under the limit and
  * saturated, the fleet's decisions per second, Redis commands per decision (INFO commandstats: every
- * command, those run inside scripts included) and admitted / limit (C + R*T). Writes bench/results/hybrid.json.
+ * command, those run inside scripts included) and admitted / limit (C + R*T). Then exact vs leased mode in
+ * one process over many keys (a hot key, 10,000 keys, 1,000,000 keys each asked once; 128 in flight): per-user
+ * limits have a long tail of cold keys, where a lease must cost no more than an exact decision. Writes
+ * bench/results/hybrid.json.
  *
  * Run: pnpm --filter @sluice/bench bench:hybrid   (SECONDS=4 per run by default)
  */
 import { fileURLToPath } from 'node:url';
+import { createLimiter, type Limiter, tokenBucket } from '@sluice/core';
+import { leasedLimiter } from '@sluice/hybrid';
+import { redisStore } from '@sluice/redis';
 import { runFleet } from '@sluice/example-multi-node/fleet';
 import type { Mode } from '@sluice/example-multi-node/worker-config';
 import { Redis } from 'ioredis';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
-import { fmt, totalCommands as totalCommandsOf, writeJson } from './harness.js';
+import { fmt, scriptCalls as scriptCallsOf, totalCommands as totalCommandsOf, writeJson } from './harness.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 4);
 const CAPACITY = 1_000;
@@ -108,6 +114,73 @@ const timelines = {
   series,
 };
 
+// Many keys, one process, 128 in flight, every decision a grant: exact vs leased, interleaved rounds.
+type KeyWorkload = 'hot key' | '10,000 keys' | '1,000,000 keys, each once';
+const ONCE = Number(process.env.ONCE_KEYS ?? 1_000_000);
+const KEY_WORKLOADS: Record<KeyWorkload, { decisions: number; key: (i: number) => string }> = {
+  'hot key': { decisions: 200_000, key: () => 'hot' },
+  '10,000 keys': { decisions: 200_000, key: (i) => `user:${i % 10_000}` },
+  '1,000,000 keys, each once': { decisions: ONCE, key: (i) => `user:${i}` },
+};
+interface KeyRow {
+  workload: KeyWorkload;
+  mode: 'exact' | 'leased';
+  decisionsPerSecond: number;
+  /** Script calls the client sent per decision. */
+  clientCommandsPerDecision: number;
+  /** Every command Redis ran per decision, those inside scripts included. */
+  redisCommandsPerDecision: number;
+}
+function keyedLimiter(mode: 'exact' | 'leased', prefix: string): Limiter {
+  const algorithm = tokenBucket({ capacity: 50_000_000, refillPerSecond: 50_000_000 });
+  if (mode === 'leased') return leasedLimiter({ algorithm, redis, prefix, nodeId: 'bench', timeoutMs: 5_000 });
+  return createLimiter({ algorithm, store: redisStore({ redis, timeoutMs: 5_000 }), prefix });
+}
+const KEY_ROUNDS = Number(process.env.KEY_ROUNDS ?? 3);
+const keySamples = new Map<string, KeyRow[]>();
+let keyRun = 0;
+for (let round = 0; round < KEY_ROUNDS; round++) {
+  for (const workload of Object.keys(KEY_WORKLOADS) as KeyWorkload[]) {
+    for (const mode of ['exact', 'leased'] as const) {
+      await redis.flushall();
+      const { decisions, key } = KEY_WORKLOADS[workload];
+      const limiter = keyedLimiter(mode, `k${++keyRun}`);
+      for (let i = 0; i < 200; i++) await limiter.tryAcquire(`warm:${i}`);
+      const [commandsBefore, callsBefore] = [await totalCommands(), await scriptCallsOf(redis)];
+      let next = 0;
+      const started = performance.now();
+      await Promise.all(
+        Array.from({ length: 128 }, async () => {
+          for (let i = next++; i < decisions; i = next++) await limiter.tryAcquire(key(i));
+        }),
+      );
+      const elapsed = (performance.now() - started) / 1000;
+      const row: KeyRow = {
+        workload,
+        mode,
+        decisionsPerSecond: decisions / elapsed,
+        clientCommandsPerDecision: ((await scriptCallsOf(redis)) - callsBefore) / decisions,
+        redisCommandsPerDecision: ((await totalCommands()) - commandsBefore) / decisions,
+      };
+      await limiter.close();
+      const k = `${workload}|${mode}`;
+      keySamples.set(k, [...(keySamples.get(k) ?? []), row]);
+      console.log(
+        `${workload.padEnd(26)} ${mode.padEnd(7)} ${fmt(row.decisionsPerSecond).padStart(8)} decisions/s  ` +
+          `${row.clientCommandsPerDecision.toFixed(4)} client / ${row.redisCommandsPerDecision.toFixed(4)} Redis ` +
+          'commands per decision',
+      );
+    }
+  }
+}
+const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+const keyRows: KeyRow[] = [...keySamples.values()].map((rs) => ({
+  ...(rs[0] as KeyRow),
+  decisionsPerSecond: medianOf(rs.map((r) => r.decisionsPerSecond)),
+  clientCommandsPerDecision: medianOf(rs.map((r) => r.clientCommandsPerDecision)),
+  redisCommandsPerDecision: medianOf(rs.map((r) => r.redisCommandsPerDecision)),
+}));
+
 for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
   console.log(
     `\n${scenario}:\n| N | mode | fleet decisions/s | vs exact | Redis commands / decision | admitted / (C + R*T) |`,
@@ -122,11 +195,26 @@ for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
     );
   }
 }
+console.log(
+  `\nmany keys, one process, 128 in flight (medians of ${KEY_ROUNDS} interleaved rounds):\n` +
+    '| workload | mode | decisions/s | leased / exact | client commands / decision | Redis commands / decision |\n' +
+    '| --- | --- | ---: | ---: | ---: | ---: |',
+);
+for (const row of keyRows) {
+  const exact = keyRows.find((r) => r.workload === row.workload && r.mode === 'exact') as KeyRow;
+  console.log(
+    `| ${row.workload} | ${row.mode} | ${fmt(row.decisionsPerSecond)} | ` +
+      `${(row.decisionsPerSecond / exact.decisionsPerSecond).toFixed(2)}x | ` +
+      `${row.clientCommandsPerDecision.toFixed(4)} | ${row.redisCommandsPerDecision.toFixed(4)} |`,
+  );
+}
 writeJson(fileURLToPath(new URL('../results/hybrid.json', import.meta.url)), {
   seconds: SECONDS,
   scenarios: SCENARIOS,
   rows,
   timelines,
+  keyRounds: KEY_ROUNDS,
+  keyRows,
 });
 redis.disconnect();
 await server.stop();

@@ -260,7 +260,8 @@ describe('leasedLimiter', () => {
       maxBatch: 40,
       lowWater: 0,
     });
-    expect((await a.tryAcquire('k')).allowed).toBe(true); // leases 40, spends 1
+    expect((await a.tryAcquire('k')).allowed).toBe(true); // a cold key: decided exactly, 1 taken centrally
+    expect((await a.tryAcquire('k')).allowed).toBe(true); // asked again: leases 40, spends 1
     await a.close();
     const b = leasedLimiter({
       algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
@@ -269,8 +270,36 @@ describe('leasedLimiter', () => {
       clock,
       maxBatch: 100,
     });
-    expect(await admitted(b, 'k', 150)).toBe(99);
+    expect(await admitted(b, 'k', 150)).toBe(98);
     await b.close();
+  });
+
+  it('a key asked once is decided exactly: batched with other keys, no lessee bookkeeping, nothing to hand back', async () => {
+    const { redis: r } = redis();
+    const p = prefix();
+    const limiter = leasedLimiter({
+      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1, name: 'tb' }),
+      redis: r,
+      prefix: p,
+      clock: new ManualClock(1_000),
+    });
+    const leases: LeaseEvent[] = [];
+    limiter.on('lease', (e) => leases.push(e));
+    const calls = async () => Number(/cmdstat_evalsha:calls=(\d+)/.exec(await r.info('commandstats'))?.[1] ?? 0);
+    const before = await calls();
+    const decisions = await Promise.all(Array.from({ length: 100 }, (_, i) => limiter.tryAcquire(`user:${i}`)));
+    expect(decisions.every((d) => d.allowed && d.remaining === 9)).toBe(true);
+    // One call for the first, the other 99 in batches of 64: no lease, no lessee set.
+    expect((await calls()) - before).toBeLessThanOrEqual(3);
+    expect(leases).toEqual([]);
+    expect(await r.keys(`${p}:*lessees*`)).toEqual([]);
+    // The exact decisions took from the lease's central state: a key asked again leases what is left.
+    expect(await admitted(limiter, 'user:0', 20)).toBe(9);
+    expect(leases.reduce((sum, e) => sum + e.granted, 0)).toBe(9);
+    // A refund of an exactly decided grant goes back to the central state.
+    await limiter.refund('user:1', 1);
+    expect(await admitted(limiter, 'user:1', 20)).toBe(10);
+    await limiter.close();
   });
 
   it('caps each node at capacity / (4 x live lessees)', async () => {

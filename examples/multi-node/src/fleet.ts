@@ -33,7 +33,7 @@ export interface NodeResult {
   readonly decisions: number;
   readonly admitted: number;
   readonly times: number[];
-  /** Permits this node leased (leased mode), from its lease events. */
+  /** Permits this node took from the central state (leased mode): its leases, and its exact decisions of cold keys. */
   readonly leased: number;
   readonly fallbacks: number;
   readonly killed: boolean;

@@ -2,7 +2,7 @@
  * One node of the multi-node example (and of the hybrid tests and bench): one limiter in the chosen mode
  * against one Redis, one hot key, saturated or at a paced rate, reporting admissions as JSON lines.
  */
-import { type Algorithm, type Limiter, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { type Algorithm, type Limiter, createLimiter, fixedWindow, observeSluice, tokenBucket } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
@@ -44,6 +44,14 @@ if (config.mode === 'exact') {
   l.on('lease', (e) => {
     leased += e.granted;
     report({ type: 'lease', granted: e.granted });
+  });
+  // A key too cold for a lease (the hot key's first request) is decided exactly: a permit taken centrally too.
+  observeSluice({
+    decision: (e) => {
+      if (e.source !== 'redis' || !e.decision.allowed) return;
+      leased++;
+      report({ type: 'lease', granted: 1 });
+    },
   });
   l.on('store-error', () => fallbacks++);
   limiter = l;

@@ -29,6 +29,15 @@ export class DemandMeter {
     return this.#perSecond;
   }
 
+  /**
+   * Permits expected over the next `ms`: the recent rate's worth, or before a whole interval has passed,
+   * the count so far (no more: a key seen once is not taken for a rate of one per millisecond).
+   */
+  expected(ms: number, nowMs: number): number {
+    this.#roll(nowMs);
+    return this.#primed ? (this.#perSecond * ms) / 1000 : this.#count;
+  }
+
   #roll(nowMs: number): void {
     const elapsed = nowMs - this.#intervalStart;
     if (elapsed < this.#intervalMs) return;

@@ -13,10 +13,14 @@ import { type DecisionNote, emitSafely, keyCache, reportLease, scaledRule } from
 import type { FailMode } from '@sluice/redis';
 import type { RedisConnection } from '@sluice/redis/store-kit';
 import {
+  type BindingContext,
   DeadlineError,
+  RedisBinding,
   RedisHealth,
   StartupChecks,
   adjustScript,
+  decideOneScript,
+  decideScript,
   failModeDecision,
   isKeyScopedError,
   stateKey,
@@ -86,6 +90,19 @@ interface KeyLease {
 /** One lease is at most burst / (HOARDING_DIVISOR x live lessees) unless maxBatch says otherwise. */
 const HOARDING_DIVISOR = 4;
 
+/** Exact mode's batch size for the keys decided exactly (redisStore's default maxBatch). */
+const EXACT_MAX_BATCH = 64;
+
+/**
+ * A lease pays once a key's demand fills a batch of this many permits within targetMs. Below it, a lease
+ * costs more than it saves: its lessee bookkeeping and hand-back are Redis work an exact decision (batched
+ * with other keys' in one script call) does not do, and one permit leased is one permit decided.
+ */
+const LEASE_PAYS_AT = 2;
+
+/** The name leased mode keeps a rule's central state under ('~' never appears in a rule name). */
+const leaseStateName = (rule: Algorithm): string => `lease~${rule.name}`;
+
 /**
  * The store behind leasedLimiter: the bucket lives in Redis, this node spends leased batches locally.
  * Every permit it grants was debited centrally first, so the fleet admits at most the central limit plus
@@ -139,8 +156,26 @@ export class LeasedStore implements Store {
       },
     };
     const rule = ruleSet.rules[0] as Algorithm;
-    this.#checks.add(ruleSet.prefix, [leaseScript(rule.kind), adjustScript([rule.kind])]);
-    const binding = new LeasedBinding(this.#o, this.#local, rule, ruleSet.prefix, health);
+    this.#checks.add(ruleSet.prefix, [
+      leaseScript(rule.kind),
+      adjustScript([rule.kind]),
+      decideScript([rule.kind]),
+      decideOneScript(rule.kind),
+    ]);
+    const exact: BindingContext = {
+      connection: this.#o.redis,
+      decisionClock: this.#o.clock,
+      localClock: this.#local,
+      timeoutMs: this.#o.timeoutMs,
+      failMode: this.#o.failMode,
+      maxBatch: EXACT_MAX_BATCH,
+      maxClockSkewMs: undefined,
+      onDecision: undefined,
+      mayCallRedis: health.healthy,
+      reportSuccess: health.success,
+      reportFailure: (error, key) => health.failure(error, key ?? this.#probeKey),
+    };
+    const binding = new LeasedBinding(this.#o, this.#local, rule, ruleSet.prefix, health, exact);
     this.#bindings.push(binding);
     return binding;
   }
@@ -169,18 +204,46 @@ class LeasedBinding implements BoundStore {
   readonly #burst: number;
   readonly #leases: LRUCache<string, KeyLease>;
   readonly #health: LeaseHealth;
+  /** Exact mode on the lease's central state, for keys too cold for a lease (see LEASE_PAYS_AT). */
+  readonly #exact: RedisBinding;
   #liveNodes = 1;
   #fallback: { fraction: number; bound: BoundStore } | undefined;
   #closed = false;
   /** A decision spends a lease unless the fail mode makes it (the note says so). */
   readonly source = 'lease';
 
-  constructor(o: LeasedStoreOptions, clock: Clock, rule: Algorithm, prefix: string, health: LeaseHealth) {
+  constructor(
+    o: LeasedStoreOptions,
+    clock: Clock,
+    rule: Algorithm,
+    prefix: string,
+    health: LeaseHealth,
+    exact: BindingContext,
+  ) {
     this.#o = o;
     this.#clock = clock;
     this.#rule = rule;
     this.#prefix = prefix;
     this.#health = health;
+    // While Redis fails, an exact decision follows failMode as a leased one does: 'local' holds this node's share.
+    const fallback = (): BoundStore => this.#localFallback();
+    this.#exact = new RedisBinding(exact, [rule], prefix, {
+      denyCache: undefined,
+      local:
+        o.failMode === 'local'
+          ? {
+              consume: (key, permits, maxWaitMs) => fallback().consume(key, permits, maxWaitMs),
+              peek: (key) => fallback().peek(key),
+              reset: (key) => fallback().reset(key),
+              refund: (key, permits, ago) => fallback().refund?.(key, permits, ago),
+              penalize: (key, permits) => fallback().penalize?.(key, permits),
+            }
+          : undefined,
+      publishReset: undefined,
+      forgetHere: () => {},
+      unbind: () => {},
+      stateName: leaseStateName,
+    });
     this.#shape = leaseShape(rule);
     this.#burst = rule.burst;
     // A lease pushed out of the cache still holds debited permits: give them back.
@@ -191,7 +254,7 @@ class LeasedBinding implements BoundStore {
 
   // '~' never appears in a rule name, so these never collide with an exact-mode limiter's state keys.
   #stateKey(key: string): string {
-    return stateKey(this.#prefix, key, `lease~${this.#rule.name}`);
+    return stateKey(this.#prefix, key, leaseStateName(this.#rule));
   }
 
   #lesseesKey(key: string): string {
@@ -235,6 +298,8 @@ class LeasedBinding implements BoundStore {
     // While Redis fails the store probes by itself: a decision never waits on it.
     if (!this.#health.healthy()) return this.#fallbackDecision(key, permits, note);
     if (lease.pending === undefined && now < lease.emptyUntil) return this.#denied(lease, lease.emptyUntil - now);
+    if (lease.pending === undefined && lease.meter.expected(this.#o.targetMs, now) < LEASE_PAYS_AT)
+      return this.#exact.consume(key, permits, 0, note);
     return this.#leaseThenDecide(key, lease, permits, note);
   }
 
@@ -410,16 +475,19 @@ class LeasedBinding implements BoundStore {
   /**
    * Gives back to this node's lease what it spent there, up to `permits` (never more than the lease took
    * from Redis, so the fleet stays within the central limit); for a windowed rule only while the grant's
-   * window lasts. While Redis fails, the fail mode's limiter takes it.
+   * window lasts. A key that spent nothing from a lease here was decided exactly: the central state takes
+   * it back (one adjust.lua call). While Redis fails, the fail mode's limiter takes it.
    */
-  refund(key: string, permits: number, grantedAgoMs: number): void {
+  refund(key: string, permits: number, grantedAgoMs: number): void | Promise<void> {
     if (!this.#health.healthy()) {
       if (this.#o.failMode === 'local') void this.#localFallback().refund?.(key, permits, grantedAgoMs);
       return;
     }
     const lease = this.#leases.get(key);
     const now = this.#clock.now();
-    if (lease === undefined || now >= lease.expiresAt) return;
+    // Nothing spent from a lease here: the grant was decided exactly, on the central state.
+    if (lease === undefined || lease.spent === 0) return this.#exact.refund(key, permits, grantedAgoMs);
+    if (now >= lease.expiresAt) return;
     const window = this.#shape.windowMs;
     if (window !== undefined && !Number.isNaN(grantedAgoMs) && now - grantedAgoMs < lease.expiresAt - window) return;
     const given = Math.min(permits, lease.spent);

@@ -52,6 +52,7 @@ export interface BindingContext {
   readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /** False while Redis is failing: decide by the fail mode without calling it (the store probes by itself). */
   mayCallRedis(): boolean;
+  /** A call succeeded: the store's health hears it. */
   reportSuccess(): void;
   /** A call failed; `stateKey` is one of its keys, where the store's probe will ask. */
   reportFailure(error: unknown, stateKey?: string): void;
@@ -71,14 +72,25 @@ export interface BindingParts {
   readonly forgetHere: (key: string) => void;
   /** Releases what the store holds for this binding. */
   readonly unbind: () => void;
+  /**
+   * A rule's part of its state keys' names: its name, unless the binding decides on states another mode
+   * keeps under other names (leased mode decides a cold key exactly on the lease's central state).
+   */
+  readonly stateName?: (rule: Algorithm) => string;
 }
 
 /**
- * One limiter's rules on Redis. Decisions asked in the same turn of the event loop leave together, as one
- * script call per slot, when its I/O phase ends (setImmediate): no timer, so no added latency, and a hot
+ * One limiter's rules on Redis. Decisions asked while a call is in flight, in the same turn of the event
+ * loop, leave together, as one script call per slot, when its I/O phase ends (setImmediate): no timer, and a hot
  * key's requests fold into one state update. A flush per microtask checkpoint would batch only what one
  * callback asked: an HTTP server decides each request in its own socket callback, so it would send one
  * call per request (measured: 4 processes on one hot key made 57k decisions/s that way, 650k this way).
+ * A request asked while nothing is in flight leaves at once, alone (decide_one.lua for one rule): waiting
+ * for the turn's end would only add latency to a lone caller.
+ * @example
+ * const binding = new RedisBinding(context, [rule], 'api', { denyCache: undefined, local: undefined,
+ *   publishReset: undefined, forgetHere: () => {}, unbind: () => {} })
+ * const decision = await binding.consume('user:1', 1, 0)
  */
 export class RedisBinding implements BoundStore {
   readonly #ctx: BindingContext;
@@ -94,6 +106,7 @@ export class RedisBinding implements BoundStore {
   readonly #publishReset: ((key: string) => Promise<unknown>) | undefined;
   readonly #forgetHere: (key: string) => void;
   readonly #unbind: () => void;
+  readonly #stateName: (rule: Algorithm) => string;
   /** ARGV after the rules, groups and requests: the client clock's skew bound, when there is one. */
   readonly #tailArgs: readonly string[];
   #queue: Pending[] = [];
@@ -127,7 +140,7 @@ export class RedisBinding implements BoundStore {
     for (const p of batch) {
       let slot: number;
       if (this.#crossSlot === undefined)
-        slot = calculateSlot(stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
+        slot = calculateSlot(stateKey(this.#prefix, p.key, this.#stateName(this.#rules[0] as Algorithm)));
       else {
         let parts: ReturnType<CrossSlotPolicy['partition']>;
         try {
@@ -167,6 +180,7 @@ export class RedisBinding implements BoundStore {
     this.#publishReset = parts.publishReset;
     this.#forgetHere = parts.forgetHere;
     this.#unbind = parts.unbind;
+    this.#stateName = parts.stateName ?? ((rule) => rule.name);
     this.#tailArgs = ctx.maxClockSkewMs === undefined ? [] : [numArg(ctx.maxClockSkewMs)];
     // On a Cluster, rules counted against other keys may live in other slots than the request key's (and its ban).
     this.#crossSlot =
@@ -179,6 +193,8 @@ export class RedisBinding implements BoundStore {
             this.#tailArgs,
           )
         : undefined;
+    if (this.#crossSlot !== undefined && parts.stateName !== undefined)
+      throw new Error('stateName names the states of rules counted against the request key only');
   }
 
   consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
@@ -212,7 +228,7 @@ export class RedisBinding implements BoundStore {
     await this.#local?.reset(key);
     const own = this.#rules
       .filter((rule) => rule.key === undefined)
-      .map((rule) => stateKey(this.#prefix, key, rule.name));
+      .map((rule) => stateKey(this.#prefix, key, this.#stateName(rule)));
     await this.#onRedis(key, 'reset', own[0] ?? banKey(this.#prefix, key), async () => {
       await this.#ctx.connection.del([...own, banKey(this.#prefix, key)]);
       await this.#publishReset?.(key);
@@ -244,7 +260,7 @@ export class RedisBinding implements BoundStore {
     const bySlot = new Map<number, Algorithm[]>();
     for (const rule of this.#rules) {
       const slot = this.#ctx.connection.isCluster
-        ? calculateSlot(stateKey(this.#prefix, identityOf(rule, key), rule.name))
+        ? calculateSlot(stateKey(this.#prefix, identityOf(rule, key), this.#stateName(rule)))
         : 0;
       bySlot.set(slot, [...(bySlot.get(slot) ?? []), rule]);
     }
@@ -299,7 +315,7 @@ export class RedisBinding implements BoundStore {
     permits: number,
     granted: GrantTime | undefined,
   ): Promise<void> {
-    const keys = rules.map((rule) => stateKey(this.#prefix, identityOf(rule, key), rule.name));
+    const keys = rules.map((rule) => stateKey(this.#prefix, identityOf(rule, key), this.#stateName(rule)));
     const args = adjustArgs(ruleArgs(rules), op, permits, granted, this.#ctx.decisionClock?.now());
     await this.#ctx.connection.runScript(adjustScript(rules.map((rule) => rule.kind)), keys, args);
   }
@@ -313,7 +329,12 @@ export class RedisBinding implements BoundStore {
   async #control(key: string, what: string, locally: () => unknown, onRedis: () => Promise<void>): Promise<void> {
     if (this.#ctx.mayCallRedis()) {
       try {
-        await this.#onRedis(key, what, stateKey(this.#prefix, key, (this.#rules[0] as Algorithm).name), onRedis);
+        await this.#onRedis(
+          key,
+          what,
+          stateKey(this.#prefix, key, this.#stateName(this.#rules[0] as Algorithm)),
+          onRedis,
+        );
         return;
       } catch (error) {
         if (this.#local === undefined) throw error;
@@ -403,7 +424,10 @@ export class RedisBinding implements BoundStore {
       const rule = this.#rules[0] as Algorithm;
       return {
         script: this.#oneScript,
-        keys: [stateKey(this.#prefix, identityOf(rule, first.key), rule.name), banKey(this.#prefix, first.key)],
+        keys: [
+          stateKey(this.#prefix, identityOf(rule, first.key), this.#stateName(rule)),
+          banKey(this.#prefix, first.key),
+        ],
         args: [
           ...this.#ruleArgs,
           Number.isNaN(first.now) ? '' : numArg(first.now),
@@ -432,7 +456,9 @@ export class RedisBinding implements BoundStore {
           }
           return k;
         };
-        const group = this.#rules.map((rule) => indexOf(stateKey(this.#prefix, identityOf(rule, p.key), rule.name)));
+        const group = this.#rules.map((rule) =>
+          indexOf(stateKey(this.#prefix, identityOf(rule, p.key), this.#stateName(rule))),
+        );
         group.push(indexOf(banKey(this.#prefix, p.key)));
         groups.push(group);
         g = groups.length;
@@ -528,7 +554,7 @@ export class RedisBinding implements BoundStore {
       p.resolve(decision);
     } catch (error) {
       if (!isKeyScopedError(error))
-        this.#ctx.reportFailure(error, stateKey(this.#prefix, p.key, (this.#rules[0] as Algorithm).name));
+        this.#ctx.reportFailure(error, stateKey(this.#prefix, p.key, this.#stateName(this.#rules[0] as Algorithm)));
       this.#resolveByFailMode(p);
     }
   }

@@ -1,7 +1,8 @@
 /**
  * `@sluice/redis/store-kit`: what a store built on Redis needs beside the public API (`@sluice/hybrid` is
  * built on it): the connection seam every client library is adapted to, the one health machine, the
- * deadline helper, the start-up check, the Lua script registry and the key layout. Users call
+ * deadline helper, the start-up check, the Lua script registry, the key layout, and exact mode's binding
+ * (leased mode decides a key too cold for a lease with it). Users call
  * `redisStore` from the main entry; nothing here is needed to use sluice.
  */
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
@@ -14,11 +15,14 @@ export { isKeyScopedError } from '../reply-errors.js';
 export { misconfiguration } from '../misconfiguration.js';
 export { StartupChecks, commandsOf, preflight } from '../preflight.js';
 export { failModeDecision, failModeOption } from '../fail-mode.js';
+export { RedisBinding } from '../redis-binding.js';
+export type { BindingContext, BindingParts } from '../redis-binding.js';
 export {
   adjustScript,
   algorithmFiles,
   algorithmScriptName,
   blockScript,
+  decideOneScript,
   decideScript,
   luaDirectory,
   luaScript,
