@@ -94,12 +94,14 @@ describe('examples/observability', () => {
     expect(fleet('exact', 'denied')).toBe(40);
     expect(fleet('exact', 'denied', 'redis') + fleet('exact', 'denied', 'deny_cache')).toBe(40);
     expect(statuses.get('exact')?.filter((s) => s === 200)).toHaveLength(20);
-    // Leased: the client's first request is decided exactly (one request is too cold for a lease); every
-    // later grant spent a leased permit, counted as leased.
+    // Leased: the client's first requests are decided exactly (too cold for a lease: how many depends on how
+    // fast they came), the later grants spent leased permits, counted as leased.
     const leased = texts.find((t) => t.mode === 'leased')?.text ?? '';
-    expect(fleet('leased', 'allowed', 'redis')).toBe(1);
-    expect(fleet('leased', 'allowed', 'lease')).toBe(19);
-    expect(sum(samples(leased, 'sluice_lease_permits_total'))).toBeGreaterThanOrEqual(19);
+    expect(fleet('leased', 'allowed', 'redis')).toBeGreaterThanOrEqual(1);
+    expect(fleet('leased', 'allowed', 'redis') + fleet('leased', 'allowed', 'lease')).toBe(20);
+    expect(sum(samples(leased, 'sluice_lease_permits_total'))).toBeGreaterThanOrEqual(
+      fleet('leased', 'allowed', 'lease'),
+    );
     // Divided: each node enforces half of the 20.
     expect(fleet('divided', 'allowed', 'share')).toBe(20);
     for (const t of texts.filter((x) => x.mode === 'divided'))

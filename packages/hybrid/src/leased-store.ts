@@ -95,10 +95,12 @@ const EXACT_MAX_BATCH = 64;
 
 /**
  * A lease pays once a key's demand fills a batch of this many permits within targetMs. Below it, a lease
- * costs more than it saves: its lessee bookkeeping and hand-back are Redis work an exact decision (batched
- * with other keys' in one script call) does not do, and one permit leased is one permit decided.
+ * costs more than it saves: one lease call runs about 7 Redis commands (its lessee bookkeeping, the read and
+ * the write) and travels alone, where exact decisions cost about 1 command each and share one script call
+ * with up to 63 other keys' (measured over 10,000 keys at 128 in flight: batches of 2-4 made leased mode
+ * 0.75x exact at 1.8 Redis commands per decision).
  */
-const LEASE_PAYS_AT = 2;
+export const LEASE_PAYS_AT = 8;
 
 /** The name leased mode keeps a rule's central state under ('~' never appears in a rule name). */
 const leaseStateName = (rule: Algorithm): string => `lease~${rule.name}`;
