@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { HEAP_SUBJECTS, SCENARIOS, SUBJECTS, type Scenario } from './core-subjects.js';
-import { BATCH, fmt, writeJson } from './harness.js';
+import { BATCH, fmt, median, writeJson } from './harness.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const worker = fileURLToPath(new URL('./core-worker.ts', import.meta.url));
@@ -28,8 +28,6 @@ function runWorker(args: string[]): Record<string, number> {
   if (r.status !== 0) throw new Error(`worker ${args.join(' ')} failed:\n${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() as string) as Record<string, number>;
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 console.log(`sluice core bench — node ${process.version}, ${cpus()[0]?.model ?? 'cpu'} x${cpus().length}`);
 console.log(

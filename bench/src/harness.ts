@@ -4,6 +4,11 @@ import { dirname } from 'node:path';
 /** Decisions timed per mitata sample; large enough that the per-sample overhead disappears. */
 export const BATCH = 1_000;
 
+/** The median of interleaved rounds' figures (the upper middle one of an even count). */
+export function median(xs: readonly number[]): number {
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
+}
+
 export function fmt(n: number): string {
   if (n >= 1e6) return `${(n / 1e6).toFixed(2)}M`;
   if (n >= 1e3) return `${(n / 1e3).toFixed(0)}k`;

@@ -17,7 +17,7 @@ import { runFleet } from '@sluice/example-multi-node/fleet';
 import type { Mode } from '@sluice/example-multi-node/worker-config';
 import { Redis } from 'ioredis';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
-import { fmt, scriptCalls as scriptCallsOf, totalCommands as totalCommandsOf, writeJson } from './harness.js';
+import { fmt, median, scriptCalls as scriptCallsOf, totalCommands as totalCommandsOf, writeJson } from './harness.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 4);
 const CAPACITY = 1_000;
@@ -173,12 +173,11 @@ for (let round = 0; round < KEY_ROUNDS; round++) {
     }
   }
 }
-const medianOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 const keyRows: KeyRow[] = [...keySamples.values()].map((rs) => ({
   ...(rs[0] as KeyRow),
-  decisionsPerSecond: medianOf(rs.map((r) => r.decisionsPerSecond)),
-  clientCommandsPerDecision: medianOf(rs.map((r) => r.clientCommandsPerDecision)),
-  redisCommandsPerDecision: medianOf(rs.map((r) => r.redisCommandsPerDecision)),
+  decisionsPerSecond: median(rs.map((r) => r.decisionsPerSecond)),
+  clientCommandsPerDecision: median(rs.map((r) => r.clientCommandsPerDecision)),
+  redisCommandsPerDecision: median(rs.map((r) => r.redisCommandsPerDecision)),
 }));
 
 for (const scenario of Object.keys(SCENARIOS) as Scenario[]) {
