@@ -131,10 +131,22 @@ interface KeyRow {
   /** Every command Redis ran per decision, those inside scripts included. */
   redisCommandsPerDecision: number;
 }
-function keyedLimiter(mode: 'exact' | 'leased', prefix: string): Limiter {
+/** The limiter, and what closes it with everything it opened (an exact store's pub/sub connection). */
+function keyedLimiter(mode: 'exact' | 'leased', prefix: string): { limiter: Limiter; close: () => Promise<void> } {
   const algorithm = tokenBucket({ capacity: 50_000_000, refillPerSecond: 50_000_000 });
-  if (mode === 'leased') return leasedLimiter({ algorithm, redis, prefix, nodeId: 'bench', timeoutMs: 5_000 });
-  return createLimiter({ algorithm, store: redisStore({ redis, timeoutMs: 5_000 }), prefix });
+  if (mode === 'leased') {
+    const limiter = leasedLimiter({ algorithm, redis, prefix, nodeId: 'bench', timeoutMs: 5_000 });
+    return { limiter, close: () => limiter.close() };
+  }
+  const store = redisStore({ redis, timeoutMs: 5_000 });
+  const limiter = createLimiter({ algorithm, store, prefix });
+  return {
+    limiter,
+    close: async () => {
+      await limiter.close();
+      await store.close();
+    },
+  };
 }
 const KEY_ROUNDS = Number(process.env.KEY_ROUNDS ?? 3);
 const keySamples = new Map<string, KeyRow[]>();
@@ -144,7 +156,7 @@ for (let round = 0; round < KEY_ROUNDS; round++) {
     for (const mode of ['exact', 'leased'] as const) {
       await redis.flushall();
       const { decisions, key } = KEY_WORKLOADS[workload];
-      const limiter = keyedLimiter(mode, `k${++keyRun}`);
+      const { limiter, close } = keyedLimiter(mode, `k${++keyRun}`);
       for (let i = 0; i < 200; i++) await limiter.tryAcquire(`warm:${i}`);
       const [commandsBefore, callsBefore] = [await totalCommands(), await scriptCallsOf(redis)];
       let next = 0;
@@ -162,7 +174,7 @@ for (let round = 0; round < KEY_ROUNDS; round++) {
         clientCommandsPerDecision: ((await scriptCallsOf(redis)) - callsBefore) / decisions,
         redisCommandsPerDecision: ((await totalCommands()) - commandsBefore) / decisions,
       };
-      await limiter.close();
+      await close();
       const k = `${workload}|${mode}`;
       keySamples.set(k, [...(keySamples.get(k) ?? []), row]);
       console.log(
