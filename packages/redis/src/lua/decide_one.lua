@@ -24,8 +24,8 @@ if raw[2] then
   if not (ban[1] > now) then ban = nil end
 end
 
-local reply, state, ttl, banned = decide_one_rule(rules, before, ban, now, tonumber(ARGV[a + 1]), parse_num(ARGV[a + 2]),
-  ARGV[a + 3] == '1', true)
+local permits, max_wait, peek = tonumber(ARGV[a + 1]), parse_num(ARGV[a + 2]), ARGV[a + 3] == '1'
+local reply, state, ttl, banned = decide_one_rule(rules, before, ban, now, permits, max_wait, peek, true)
 if state ~= before then
   if state == nil then
     redis.call('DEL', KEYS[1])

@@ -1,12 +1,6 @@
 -- one_rule.lua: what decide.lua and decide_one.lua share: the decision clock, the ban a denial starts, and
 -- one request against a one-rule limiter (composed after the prelude and the algorithms' files).
 
--- Redis TIME in ms.
-local function redis_time_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
-end
-
 -- The decision time for a client-given time t (NaN: this server's TIME, read once per script call through
 -- server_time). A client time further than max_skew (nil: no bound) from TIME is clamped to TIME +- it, so
 -- one node whose clock runs ahead cannot take permits early and starve the others for as long as it is ahead.
@@ -33,10 +27,11 @@ local function ban_after(rules, ok, now)
   return { now + longest, rule }
 end
 
--- One request against a one-rule limiter (`rules` holds its one rule). `before` is the rule's state (nil: none), `ban` the ban in force
--- (nil: none), `may_ban` whether the key's ban lives where this call can write it. Returns the reply
--- ('<BdddddB', see decide.lua), the state to keep (`before` itself: nothing to write) and its ttl, and the ban
--- this denial started (nil: none).
+-- One request against a one-rule limiter (`rules` holds its one rule). `before` is the rule's state (nil:
+-- none), `ban` the ban in force (nil: none), `may_ban` whether the key's ban lives where this call can write
+-- it. Returns the reply ('<BdddddB', see decide.lua), the state to keep (`before` itself: nothing to write)
+-- and its ttl, and the ban this denial started (nil: none). ONE_OK is the verdict list ban_after reads,
+-- kept rather than made per request.
 local ONE_OK = {}
 local function decide_one_rule(rules, before, ban, now, permits, max_wait, peek, may_ban)
   local rule = rules[1]

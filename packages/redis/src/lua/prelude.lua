@@ -30,11 +30,16 @@ local function parse_num(s)
   return tonumber(s)
 end
 
+-- Redis TIME in ms.
+local function redis_time_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+end
+
 -- Decision time in ms from an ARGV value: a client's time as text, or this server's TIME when it is ''.
 local function time_arg(given)
   if given ~= '' then return parse_num(given) end
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + tonumber(t[2]) / 1000
+  return redis_time_ms()
 end
 
 -- A state's PX: its remaining life plus a second of slack (PEXPIRE only reclaims memory; the algorithm
