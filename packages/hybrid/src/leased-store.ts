@@ -487,8 +487,12 @@ class LeasedBinding implements BoundStore {
     }
     const lease = this.#leases.get(key);
     const now = this.#clock.now();
-    // Nothing spent from a lease here: the grant was decided exactly, on the central state.
-    if (lease === undefined || lease.spent === 0) return this.#exact.refund(key, permits, grantedAgoMs);
+    // Nothing spent from a lease here: the grant was decided exactly, on the central state. Redis may have
+    // permits again, whatever an empty lease said: the next request asks.
+    if (lease === undefined || lease.spent === 0) {
+      if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
+      return this.#exact.refund(key, permits, grantedAgoMs);
+    }
     if (now >= lease.expiresAt) return;
     const window = this.#shape.windowMs;
     if (window !== undefined && !Number.isNaN(grantedAgoMs) && now - grantedAgoMs < lease.expiresAt - window) return;
