@@ -1,7 +1,8 @@
 /**
  * One node of the observability example: an HTTP API limited per client address, in the mode MODE
  * (exact | leased | divided) on the Redis at REDIS_URL, with OpenTelemetry metrics for every limiter in
- * the process, served in the Prometheus text format on GET /metrics (never rate limited).
+ * the process, served in the Prometheus text format on GET /metrics (never rate limited). HEARTBEAT_MS sets a
+ * divided node's heartbeat (default 200).
  *
  *   MODE=leased REDIS_URL=redis://127.0.0.1:6379 PORT=3000 tsx src/node.ts
  */
@@ -41,7 +42,10 @@ if (mode === 'exact') {
     nodeId,
   });
 } else if (mode === 'divided') {
-  limiter = dividedLimiter({ algorithm: fixedWindow(rule), redis, prefix: 'api-divided', nodeId, heartbeatMs: 200 });
+  // HEARTBEAT_MS: a node silent for 3 heartbeats is taken for gone and its share handed out (a busy test
+  // machine can stall a process that long, so the test gives it a second).
+  const heartbeatMs = Number(process.env.HEARTBEAT_MS ?? 200);
+  limiter = dividedLimiter({ algorithm: fixedWindow(rule), redis, prefix: 'api-divided', nodeId, heartbeatMs });
 } else {
   throw new Error(`MODE must be exact, leased or divided, got ${mode}`);
 }
