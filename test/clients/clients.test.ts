@@ -16,7 +16,7 @@ import {
 } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
 import { type DecisionEvent, redisStore } from '@sluice/redis';
-import { stateKey } from '@sluice/redis/store-kit';
+import { decideOneScript, stateKey } from '@sluice/redis/store-kit';
 import fc from 'fast-check';
 import { Cluster as IoredisCluster, Redis } from 'ioredis';
 import { Cluster as IovalkeyCluster } from 'iovalkey';
@@ -29,6 +29,20 @@ import { decideBoth } from '../redis/differential.js';
 
 let n = 0;
 const prefix = (kind: string) => `cl-${kind}-${++n}`;
+
+/** A command's calls in an INFO commandstats reply. */
+function commandCalls(info: string, command: string): number {
+  return Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(info)?.[1] ?? 0);
+}
+
+/** Waits (at most 5 s) until `check` holds. */
+async function until(check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 
 /** Equal decisions, times to 1 us (the deny cache recomputes an instant from local time). */
 function expectSameDecisions(redis: Decision[], memory: Decision[]): void {
@@ -254,6 +268,51 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     await limiter.close();
     await store.close();
+  });
+
+  it('runs its scripts as functions, loaded on every primary; a primary that lost them costs no failed decision', async () => {
+    const admins = cluster.nodes.map((node) => new Redis(node.url));
+    const calls = async (command: string) => {
+      let total = 0;
+      for (const admin of admins) total += commandCalls(await admin.info('commandstats'), command);
+      return total;
+    };
+    const everyPrimaryHasIt = async (functionName: string) =>
+      (await Promise.all(admins.map((a) => a.call('FUNCTION', 'LIST', 'LIBRARYNAME', functionName)))).every(
+        (list) => (list as unknown[]).length === 1,
+      );
+    const errors: Error[] = [];
+    const store = redisStore({ redis: c.client, failMode: 'closed', timeoutMs: 10_000, denyCache: false });
+    store.on('store-error', (e) => errors.push(e));
+    const limiter = createLimiter({
+      algorithm: fixedWindow({ limit: 1_000, windowMs: 600_000 }),
+      store,
+      prefix: prefix(kind),
+    });
+    const keys = Array.from({ length: 30 }, (_, i) => `user:${i}`);
+    const lone = decideOneScript('fixedWindow').functionName;
+    let granted = 0;
+    const decideEach = async () => {
+      for (const key of keys) if ((await limiter.tryAcquire(key)).allowed) granted++;
+    };
+    await decideEach(); // the first call ran by EVALSHA and loaded the library
+    await until(() => everyPrimaryHasIt(lone));
+    const before = { fcall: await calls('fcall'), bySha: (await calls('evalsha')) + (await calls('eval')) };
+    await decideEach();
+    expect((await calls('fcall')) - before.fcall).toBe(keys.length);
+    expect((await calls('evalsha')) + (await calls('eval')) - before.bySha).toBe(0);
+    // One primary loses it (as after a restart without persistence): the call that meets the loss runs by
+    // EVALSHA and the library is loaded again.
+    await admins[1]?.call('FUNCTION', 'FLUSH');
+    await decideEach();
+    await until(() => everyPrimaryHasIt(lone));
+    await decideEach();
+    expect(granted).toBe(4 * keys.length);
+    for (const key of keys) expect((await limiter.peek(key)).remaining).toBe(1_000 - 4);
+    expect(errors).toEqual([]);
+    await limiter.close();
+    await store.close();
+    for (const admin of admins) admin.disconnect();
   });
 
   it('a standalone client of this library on a Cluster node: start-up says to pass a Cluster client', async () => {

@@ -17,6 +17,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
 import { type TestRedis, spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
 
+/** What the README adds to the ACL line to let sluice load its scripts as functions and call them. */
+export const SLUICE_FUNCTIONS_ACL = ['+fcall', '+function|load'];
+
 /**
  * The ACL line the README gives for a sluice user on prefix `sluice`: its keys, its reset channel, and the
  * commands the stores and their scripts run (PING, INFO and CLIENT for the clients' own handshakes).
@@ -140,6 +143,7 @@ describe('a least-privilege ACL user', () => {
       ...SLUICE_ACL.filter((p) => p !== '+evalsha' && p !== '+eval'),
     );
     await admin.call('ACL', 'SETUSER', 'no-set', '>secret', ...SLUICE_ACL.filter((p) => p !== '+set'));
+    await admin.call('ACL', 'SETUSER', 'functions', '>secret', ...SLUICE_ACL, ...SLUICE_FUNCTIONS_ACL);
     await admin.call('ACL', 'SETUSER', 'no-zadd', '>secret', ...SLUICE_ACL.filter((p) => p !== '+zadd'));
     await admin.call(
       'ACL',
@@ -150,7 +154,7 @@ describe('a least-privilege ACL user', () => {
     );
   });
   afterAll(async () => {
-    await admin?.call('ACL', 'DELUSER', 'sluice', 'no-scripts', 'no-set', 'no-zadd', 'other-keys');
+    await admin?.call('ACL', 'DELUSER', 'sluice', 'no-scripts', 'no-set', 'no-zadd', 'other-keys', 'functions');
     admin?.disconnect();
     await server?.stop();
   });
@@ -202,6 +206,49 @@ describe('a least-privilege ACL user', () => {
     }
     ioredis.disconnect();
     nodeRedis.destroy();
+  });
+
+  it("with the README's two optional permissions scripts run as functions (FCALL); without them, by EVALSHA", async () => {
+    const calls = async (command: string) =>
+      Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await admin.info('commandstats'))?.[1] ?? 0);
+    for (const user of ['functions', 'sluice']) {
+      const ioredis = new Redis({ host: server.host, port: server.port, username: user, password: 'secret' });
+      const nodeRedis = createClient({ url: `redis://${user}:secret@${server.host}:${server.port}` });
+      nodeRedis.on('error', () => {});
+      await nodeRedis.connect();
+      const glide = await GlideClient.createClient({
+        addresses: [{ host: server.host, port: server.port }],
+        credentials: { username: user, password: 'secret' },
+      });
+      for (const client of [ioredis, nodeRedis, glide]) {
+        await admin.call('FUNCTION', 'FLUSH');
+        const store = redisStore({ redis: client, failMode: 'closed' });
+        const errors: Error[] = [];
+        store.on('store-error', (e) => errors.push(e));
+        const limiter = createLimiter({
+          algorithm: fixedWindow({ limit: 30, windowMs: 60_000 }),
+          store,
+          prefix: 'sluice',
+        });
+        const key = `f${Math.random()}`;
+        let granted = 0;
+        for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;
+        const before = { fcall: await calls('fcall'), evalsha: await calls('evalsha') };
+        for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;
+        const ran = {
+          fcall: (await calls('fcall')) - before.fcall,
+          evalsha: (await calls('evalsha')) - before.evalsha,
+        };
+        expect(ran, user).toEqual(user === 'functions' ? { fcall: 10, evalsha: 0 } : { fcall: 0, evalsha: 10 });
+        expect(granted).toBe(20);
+        expect(errors).toEqual([]);
+        await limiter.close();
+        await store.close();
+      }
+      ioredis.disconnect();
+      nodeRedis.destroy();
+      glide.close();
+    }
   });
 
   it('without a needed permission, start-up says which (ready() rejects, store-error, a warning), before any decision, on every library', async () => {

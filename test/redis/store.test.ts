@@ -1,5 +1,6 @@
 import {
   type Algorithm,
+  type AlgorithmKind,
   ManualClock,
   createLimiter,
   fixedWindow,
@@ -15,7 +16,8 @@ import { type RedisStore, redisStore } from '@sluice/redis';
 import { bufferReply, decideScript, runScript, stateKey } from '@sluice/redis/store-kit';
 import { decideOneScript } from '../../packages/redis/src/scripts.js';
 import { adjustArgs, ruleArgs } from '../../packages/redis/src/rule-args.js';
-import { adjustScript } from '../../packages/redis/src/scripts.js';
+import { adjustScript, blockScript, semaphoreScript } from '../../packages/redis/src/scripts.js';
+import { heartbeatScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
@@ -28,6 +30,12 @@ let redis: Redis;
 beforeAll(() => void ({ server, redis } = testRedis()));
 let n = 0;
 const prefix = () => `store${++n}`;
+
+/** The function libraries the test server holds, by name. */
+async function libraries(): Promise<string[]> {
+  const list = (await redis.call('FUNCTION', 'LIST')) as unknown[][];
+  return list.map((library) => String(library[1]));
+}
 
 async function commandCalls(command: string): Promise<number> {
   const info = await redis.info('commandstats');
@@ -116,34 +124,116 @@ describe('redisStore', () => {
   });
 
   it('a lone request leaves at once, alone (decide_one.lua); those asked while a call is in flight leave together', async () => {
-    const store = redisStore({ redis, denyCache: false });
+    // A client of its own: its connection has loaded no library yet, so its first calls run by EVALSHA.
+    const client = new Redis(server.url);
+    const store = redisStore({ redis: client, denyCache: false });
     const limiter = createLimiter({
       algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }),
       store,
       prefix: prefix(),
     });
     await redis.script('FLUSH');
+    await redis.call('FUNCTION', 'FLUSH');
     expect((await limiter.tryAcquire('a')).remaining).toBe(99);
-    // The lone call loaded only the lean script (EVALSHA failed with NOSCRIPT, EVAL sent its source).
+    // The lone call ran only the lean script (EVALSHA failed with NOSCRIPT, EVAL sent its source) and loaded
+    // it as a function library.
     const [one, batch] = (await redis.script(
       'EXISTS',
       decideOneScript('fixedWindow').sha1,
       decideScript(['fixedWindow']).sha1,
     )) as number[];
     expect([one, batch]).toEqual([1, 0]);
-    await redis.script('LOAD', decideScript(['fixedWindow']).source);
-    const calls = async () => (await commandCalls('evalsha')) + (await commandCalls('eval'));
+    expect(await libraries()).toContain(decideOneScript('fixedWindow').functionName);
+    expect(await libraries()).not.toContain(decideScript(['fixedWindow']).functionName);
+    // A batch loads the batch script's library the same way.
+    await Promise.all(Array.from({ length: 3 }, () => limiter.tryAcquire('w')));
+    expect(await libraries()).toContain(decideScript(['fixedWindow']).functionName);
+    const calls = async () =>
+      (await commandCalls('evalsha')) + (await commandCalls('eval')) + (await commandCalls('fcall'));
     let before = await calls();
+    const fcalls = await commandCalls('fcall');
     const first = limiter.tryAcquire('a');
     const rest = Array.from({ length: 50 }, () => limiter.tryAcquire('a'));
     const decisions = await Promise.all([first, ...rest]);
-    // One call for the first, one for the 50 asked while it was in flight.
+    // One call for the first, one for the 50 asked while it was in flight: both FCALLs now.
     expect((await calls()) - before).toBe(2);
+    expect((await commandCalls('fcall')) - fcalls).toBe(2);
     expect(decisions.map((d) => d.remaining)).toEqual(Array.from({ length: 51 }, (_, i) => 98 - i));
     before = await calls();
     for (let i = 0; i < 20; i++) await limiter.tryAcquire(`k${i}`);
     expect((await calls()) - before).toBe(20);
     await store.close();
+    client.disconnect();
+  });
+
+  it('a FUNCTION FLUSH in the middle of traffic costs no failed decision (the next call reloads the library)', async () => {
+    const store = redisStore({ redis, failMode: 'closed', timeoutMs: 2_000 });
+    const errors: Error[] = [];
+    store.on('store-error', (e) => errors.push(e));
+    const limiter = createLimiter({
+      algorithm: gcra({ rate: 1, burst: 1_000_000 }),
+      store,
+      prefix: prefix(),
+    });
+    let granted = 0;
+    for (let round = 0; round < 20; round++) {
+      await redis.call('FUNCTION', 'FLUSH');
+      if (round % 2 === 1) await redis.script('FLUSH');
+      const decisions = await Promise.all(Array.from({ length: 100 }, (_, i) => limiter.tryAcquire(`k${i % 7}`)));
+      granted += decisions.filter((d) => d.allowed).length;
+      granted += (await limiter.tryAcquire('lone')).allowed ? 1 : 0;
+    }
+    expect(granted).toBe(2_020);
+    expect(errors).toEqual([]);
+    expect(store.healthy).toBe(true);
+    await store.close();
+  });
+
+  it('every script loads as a function library and answers as its EVAL does', async () => {
+    const kinds: AlgorithmKind[] = [
+      'fixedWindow',
+      'slidingWindowLog',
+      'slidingWindowCounter',
+      'tokenBucket',
+      'leakyBucket',
+      'gcra',
+      'smoothBursty',
+      'smoothWarmingUp',
+    ];
+    const scripts = [
+      decideScript(),
+      adjustScript(kinds),
+      blockScript(),
+      semaphoreScript(),
+      ...kinds.map((kind) => decideOneScript(kind)),
+      ...kinds.map((kind) => leaseScript(kind)),
+      heartbeatScript(),
+    ];
+    for (const script of scripts) {
+      expect(await redis.call('FUNCTION', 'LOAD', 'REPLACE', script.library), script.name).toBe(script.functionName);
+    }
+    // The same call both ways: a client-clock decision of each algorithm, alone, on fresh keys.
+    const algorithms = [
+      fixedWindow({ limit: 3, windowMs: 1_000 }),
+      slidingWindowLog({ limit: 3, windowMs: 1_000 }),
+      slidingWindowCounter({ limit: 3, windowMs: 1_000 }),
+      tokenBucket({ capacity: 3, refillPerSecond: 1 }),
+      leakyBucket({ capacity: 3, leakPerSecond: 1 }),
+      gcra({ rate: 1, burst: 3 }),
+      smoothBursty({ permitsPerSecond: 1 }),
+      smoothWarmingUp({ permitsPerSecond: 1, warmupMs: 1_000 }),
+    ];
+    for (const algorithm of algorithms) {
+      const script = decideOneScript(algorithm.kind);
+      const args = [...ruleArgsOf(algorithm), '1000', '2', '0', '0'];
+      const keys = () => {
+        const p = prefix();
+        return [stateKey(p, 'k', algorithm.name), stateKey(p, 'k', '~ban')];
+      };
+      const viaEval = await redis.callBuffer('EVAL', script.source, 2, ...keys(), ...args);
+      const viaFunction = await redis.callBuffer('FCALL', script.functionName, 2, ...keys(), ...args);
+      expect(viaFunction, algorithm.kind).toEqual(viaEval);
+    }
   });
 
   it('every key it writes has an expiry', async () => {

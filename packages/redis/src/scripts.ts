@@ -4,11 +4,19 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AlgorithmKind } from '@sluice/core';
 
-/** A Lua script as Redis sees it: the source sent by EVAL and the sha1 EVALSHA names it by. */
+/**
+ * A Lua script as Redis sees it: the source sent by EVAL and the sha1 EVALSHA names it by, and the same
+ * script as a Redis Functions library (see functionLibrary), which connections prefer where the server
+ * runs functions.
+ */
 export interface LuaScript {
   readonly name: string;
   readonly source: string;
   readonly sha1: string;
+  /** The library FUNCTION LOAD takes: the script's definitions built once per server, its entry per call. */
+  readonly library: string;
+  /** The one function the library registers, and the library's name: FCALL calls it by this name. */
+  readonly functionName: string;
 }
 
 /** Each algorithm's file, and the files it needs before it. One file per algorithm: one copy of each. */
@@ -50,9 +58,42 @@ export interface LuaFile {
 
 const cache = new Map<string, LuaScript>();
 
+const sha1Of = (text: string): string => createHash('sha1').update(text).digest('hex');
+
 /**
- * The one registry of Lua scripts: a script named `name`, composed of `files` in order, and kept; its sha1 is
- * computed from exactly the text sent. Packages register their own scripts through it (@sluice/hybrid its
+ * A script as a function library: `definitions` (every file but the entry: helpers, algorithms) run once,
+ * at the first FCALL after the library is loaded, and `entry` (the last file, the script's body) runs per
+ * call as a closure over them. EVAL runs the whole script on every call, so each call pays for defining
+ * every helper again; here a call pays only for its entry. The definitions run at the first call, not at
+ * load, because a library's load-time code may use no standard library (not even `math`). KEYS and ARGV
+ * are upvalues the callback sets per call, so the files read the same names in both forms. Named after
+ * its own text, so two versions of a script never replace each other's function.
+ */
+function functionLibrary(definitions: string, entry: string): { library: string; functionName: string } {
+  const text = (name: string) =>
+    [
+      `#!lua name=${name}`,
+      'local function build()',
+      'local KEYS, ARGV',
+      definitions,
+      'return function(keys, args)',
+      'KEYS, ARGV = keys, args',
+      entry,
+      'end',
+      'end',
+      'local run',
+      `redis.register_function('${name}', function(keys, args)`,
+      '  if run == nil then run = build() end',
+      '  return run(keys, args)',
+      'end)',
+    ].join('\n');
+  const functionName = `sluice_${sha1Of(text('NAME'))}`;
+  return { library: text(functionName), functionName };
+}
+
+/**
+ * The one registry of Lua scripts: a script named `name`, composed of `files` in order (the last one its
+ * entry, the others definitions it calls), and kept; its sha1 is computed from exactly the text sent. Packages register their own scripts through it (@sluice/hybrid its
  * lease and heartbeat scripts, on top of `algorithmFiles`); it knows none of them.
  * @example
  * const script = luaScript('my:script', [...algorithmFiles([]), { directory, file: 'my-script' }])
@@ -60,8 +101,10 @@ const cache = new Map<string, LuaScript>();
 export function luaScript(name: string, files: readonly LuaFile[]): LuaScript {
   let script = cache.get(name);
   if (script === undefined) {
-    const source = files.map(({ directory, file }) => readFileSync(join(directory, `${file}.lua`), 'utf8')).join('\n');
-    script = { name, source, sha1: createHash('sha1').update(source).digest('hex') };
+    const texts = files.map(({ directory, file }) => readFileSync(join(directory, `${file}.lua`), 'utf8'));
+    const source = texts.join('\n');
+    const entry = texts.pop() ?? '';
+    script = { name, source, sha1: sha1Of(source), ...functionLibrary(texts.join('\n'), entry) };
     cache.set(name, script);
   }
   return script;

@@ -1,5 +1,6 @@
 import type { LuaScript } from '../scripts.js';
 import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
+import { FunctionLibraries, type ScriptCalls } from './function-libraries.js';
 
 /** The part of a Valkey GLIDE 2 client (`GlideClient`, `GlideClusterClient`) the adapter uses. */
 export interface GlideLike {
@@ -8,6 +9,10 @@ export interface GlideLike {
     script: object,
     options: { keys: string[]; args: Array<string | Buffer>; decoder: number },
   ): Promise<unknown>;
+  /** The client's own `fcall` (the part of GLIDE's API sluice calls). */
+  fcall(name: string, keys: string[], args: Array<string | Buffer>, options: { decoder: number }): Promise<unknown>;
+  /** The client's own `functionLoad` (the part of GLIDE's API sluice calls). */
+  functionLoad(library: string, options: { replace: boolean; route?: 'allPrimaries' }): Promise<unknown>;
   /** The client's own `customCommand` (the part of GLIDE's API sluice calls). */
   customCommand(args: string[]): Promise<unknown>;
   /** The client's own `del` (the part of GLIDE's API sluice calls). */
@@ -106,29 +111,38 @@ export class GlideConnection implements RedisConnection {
   readonly description: string;
   readonly isCluster: boolean;
   readonly #scripts = new Map<string, object>();
+  readonly functions = new FunctionLibraries();
+  /** Each call's error in Redis's own words, as FunctionLibraries and the store read them (NOPERM, Function not found). */
+  readonly #calls: ScriptCalls = {
+    fcall: async (name, keys, args) =>
+      this.client.fcall(name, [...keys], [...args], { decoder: (await loadGlide()).Decoder.Bytes }).catch(nativeError),
+    load: (library) =>
+      this.client
+        .functionLoad(library, this.isCluster ? { replace: true, route: 'allPrimaries' } : { replace: true })
+        .catch(nativeError),
+    bySha: async (script, keys, args) => {
+      const glide = await loadGlide();
+      let compiled = this.#scripts.get(script.sha1);
+      if (compiled === undefined) {
+        compiled = new glide.Script(script.source);
+        this.#scripts.set(script.sha1, compiled);
+      }
+      const reply = this.client.invokeScript(compiled, {
+        keys: [...keys],
+        args: [...args],
+        decoder: glide.Decoder.Bytes,
+      });
+      return (await reply.catch(nativeError)) as ScriptReply;
+    },
+  };
 
   constructor(readonly client: GlideLike) {
     this.isCluster = client.invokeScriptWithRoute !== undefined;
     this.description = `GLIDE ${this.isCluster ? 'cluster client' : 'client'}`;
   }
 
-  async runScript(
-    script: LuaScript,
-    keys: readonly string[],
-    args: readonly (string | Buffer)[],
-  ): Promise<ScriptReply> {
-    const glide = await loadGlide();
-    let compiled = this.#scripts.get(script.sha1);
-    if (compiled === undefined) {
-      compiled = new glide.Script(script.source);
-      this.#scripts.set(script.sha1, compiled);
-    }
-    const reply = this.client.invokeScript(compiled, {
-      keys: [...keys],
-      args: [...args],
-      decoder: glide.Decoder.Bytes,
-    });
-    return (await reply.catch(nativeError)) as ScriptReply;
+  runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
+    return this.functions.run(this.#calls, script, keys, args);
   }
 
   async del(keys: readonly string[]): Promise<void> {

@@ -1,6 +1,7 @@
 import type { LuaScript } from '../scripts.js';
 import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
 import { EmittingConnection, runBySha } from './emitting-connection.js';
+import { FunctionLibraries, type ScriptCalls } from './function-libraries.js';
 
 /** The part of an ioredis (or iovalkey, its fork) Redis or Cluster client the adapter uses. */
 export interface IoredisLike {
@@ -8,6 +9,8 @@ export interface IoredisLike {
   readonly isCluster?: boolean;
   /** The client's own `callBuffer` (the part of ioredis's API sluice calls). */
   callBuffer(command: string, ...args: Array<string | Buffer | number>): Promise<unknown>;
+  /** A Cluster's own `nodes` (the part of ioredis's API sluice calls). */
+  nodes?(role: 'master'): IoredisLike[];
   /** The client's own `del` (the part of ioredis's API sluice calls). */
   del(...keys: string[]): Promise<number>;
   /** The client's own `exists` (the part of ioredis's API sluice calls). */
@@ -76,6 +79,22 @@ export function nudgeIoredis(client: IoredisLike): void {
 export class IoredisConnection extends EmittingConnection<IoredisLike> implements RedisConnection {
   readonly description: string;
   readonly isCluster: boolean;
+  readonly functions = new FunctionLibraries();
+  readonly #calls: ScriptCalls = {
+    fcall: (name, keys, args) => this.client.callBuffer('FCALL', name, keys.length, ...keys, ...args),
+    load: (library) =>
+      Promise.all(
+        (this.isCluster && this.client.nodes ? this.client.nodes('master') : [this.client]).map((node) =>
+          node.callBuffer('FUNCTION', 'LOAD', 'REPLACE', library),
+        ),
+      ),
+    bySha: (script, keys, args) =>
+      runBySha((bySource) =>
+        bySource
+          ? this.client.callBuffer('EVAL', script.source, keys.length, ...keys, ...args)
+          : this.client.callBuffer('EVALSHA', script.sha1, keys.length, ...keys, ...args),
+      ),
+  };
 
   constructor(client: IoredisLike, library: string) {
     super(client);
@@ -84,11 +103,7 @@ export class IoredisConnection extends EmittingConnection<IoredisLike> implement
   }
 
   runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
-    return runBySha((bySource) =>
-      bySource
-        ? this.client.callBuffer('EVAL', script.source, keys.length, ...keys, ...args)
-        : this.client.callBuffer('EVALSHA', script.sha1, keys.length, ...keys, ...args),
-    );
+    return this.functions.run(this.#calls, script, keys, args);
   }
 
   async del(keys: readonly string[]): Promise<void> {

@@ -1,6 +1,7 @@
 import type { LuaScript } from '../scripts.js';
 import type { RedisConnection, ResetSubscriber, ScriptReply } from './connection.js';
 import { EmittingConnection, runBySha } from './emitting-connection.js';
+import { FunctionLibraries, type ScriptCalls } from './function-libraries.js';
 
 interface ScriptArgs {
   keys: string[];
@@ -18,6 +19,14 @@ export interface NodeRedisLike {
   evalSha(sha1: string, options: ScriptArgs): Promise<unknown>;
   /** The client's own `eval` (the part of node-redis's API sluice calls). */
   eval(source: string, options: ScriptArgs): Promise<unknown>;
+  /** The client's own `fCall` (the part of node-redis's API sluice calls). */
+  fCall(name: string, options: ScriptArgs): Promise<unknown>;
+  /** A client's own `sendCommand` (the part of node-redis's API sluice calls; a cluster's takes a routing key). */
+  sendCommand(...args: unknown[]): Promise<unknown>;
+  /** A cluster's own `masters` (the part of node-redis's API sluice calls). */
+  readonly masters?: readonly object[];
+  /** A cluster's own `nodeClient` (the part of node-redis's API sluice calls). */
+  nodeClient?(node: object): Promise<NodeRedisLike>;
   /** The client's own `del` (the part of node-redis's API sluice calls). */
   del(keys: string[]): Promise<number>;
   /** The client's own `exists` (the part of node-redis's API sluice calls). */
@@ -69,6 +78,24 @@ export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> imple
   readonly description: string;
   readonly isCluster: boolean;
   readonly #binary: NodeRedisLike;
+  readonly functions = new FunctionLibraries();
+  readonly #calls: ScriptCalls = {
+    fcall: (name, keys, args) => this.#binary.fCall(name, { keys: [...keys], arguments: [...args] }),
+    load: async (library) => {
+      const command = ['FUNCTION', 'LOAD', 'REPLACE', library];
+      const { masters, nodeClient } = this.client;
+      if (!this.isCluster || masters === undefined || nodeClient === undefined) return this.client.sendCommand(command);
+      return Promise.all(
+        masters.map(async (master) => (await nodeClient.call(this.client, master)).sendCommand(command)),
+      );
+    },
+    bySha: (script, keys, args) => {
+      const options = { keys: [...keys], arguments: [...args] };
+      return runBySha((bySource) =>
+        bySource ? this.#binary.eval(script.source, options) : this.#binary.evalSha(script.sha1, options),
+      );
+    },
+  };
 
   constructor(client: NodeRedisLike) {
     super(client);
@@ -78,10 +105,7 @@ export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> imple
   }
 
   runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
-    const options = { keys: [...keys], arguments: [...args] };
-    return runBySha((bySource) =>
-      bySource ? this.#binary.eval(script.source, options) : this.#binary.evalSha(script.sha1, options),
-    );
+    return this.functions.run(this.#calls, script, keys, args);
   }
 
   async del(keys: readonly string[]): Promise<void> {
