@@ -120,6 +120,14 @@ export const FAULTS: readonly Fault[] = [
     admin.disconnect();
     return healing;
   }),
+  onOneServer('FUNCTION FLUSH and SCRIPT FLUSH mid-traffic', async (server) => {
+    const admin = new Redis(server.url);
+    const healing = performance.now();
+    await admin.call('FUNCTION', 'FLUSH');
+    await admin.script('FLUSH');
+    admin.disconnect();
+    return healing;
+  }),
   {
     name: 'proxy: +200 ms latency for 2 s, then connections dropped',
     async setup() {

@@ -11,9 +11,10 @@ function isConnection(value: RedisClient | RedisConnection): value is RedisConne
 }
 
 /**
- * Runs a script on any supported client (or a connection made from one): EVALSHA, and on NOSCRIPT (a
- * restart, a failover, SCRIPT FLUSH) the source, which also loads it, so no call fails for it. Bulk
- * replies come back as Buffers (the decide script answers in packed binary).
+ * Runs a script on any supported client (or a connection made from one): FCALL once its function library
+ * is loaded, EVALSHA before that (and where the server has no functions), and on NOSCRIPT (a restart, a
+ * failover, SCRIPT FLUSH) the source, which also loads it, so no call fails for it. Bulk replies come back
+ * as Buffers (the decide script answers in packed binary).
  * @example
  * const reply = await runScript(redis, decideScript(['fixedWindow']), keys, args)
  */

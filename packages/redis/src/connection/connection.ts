@@ -23,8 +23,9 @@ export interface RedisConnection {
   readonly description: string;
   readonly isCluster: boolean;
   /**
-   * Runs a script by its sha1 with binary-safe arguments; when the server does not know it (a restart, a
-   * failover, SCRIPT FLUSH), sends the source, which also loads it. No call fails for NOSCRIPT.
+   * Runs a script with binary-safe arguments: by FCALL once its function library is loaded on the server,
+   * else by its sha1, sending the source when the server does not know it (a restart, a failover, SCRIPT
+   * FLUSH). No call fails for NOSCRIPT or for a lost library (see FunctionLibraries).
    */
   runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply>;
   /** Deletes keys of one slot. */
