@@ -48,7 +48,7 @@ end
 
 -- States by key index, decoded on first use. Parallel arrays rather than a table per key: a batch touches
 -- up to hundreds of keys, and every table is an allocation the script pays for per decision.
-local state_of, loaded = {}, {}
+local state_of, loaded, read_of, rule_of = {}, {}, {}, {}
 local expires_at, written_at = {}, {}
 local dirty, dirty_keys = {}, {}
 
@@ -59,12 +59,14 @@ local function live(k)
   local state = nil
   if raw then state = unpack_doubles(raw) end
   state_of[k] = state
+  read_of[k] = state
   return state
 end
 
--- Keeps a state (nil: nothing to keep) to be written when the batch is done.
-local function store(k, state, now, ttl)
+-- Keeps a state (nil: nothing to keep) of `rule` (nil: a ban) to be written when the batch is done.
+local function store(k, state, now, ttl, rule)
   state_of[k] = state
+  rule_of[k] = rule
   loaded[k] = true
   expires_at[k] = now + ttl
   written_at[k] = now
@@ -122,7 +124,7 @@ elseif R == 1 then
     local before = live(k)
     local reply, state, ttl, banned =
       decide_one_rule(rules, before, ban_in_force(bk, now), now, permits, max_wait, peek_flag == 1, bk ~= 0)
-    if state ~= before then store(k, state, now, ttl) end
+    if state ~= before then store(k, state, now, ttl, rules[1]) end
     if banned ~= nil then store(bk, banned, now, banned[1] - now) end
     replies[q] = reply
   end
@@ -160,7 +162,7 @@ else
       if peek_flag == 1 then
         -- nothing is written
       elseif allowed then
-        for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
+        for r = 1, R do store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
       else
         -- A rule that allowed keeps its state as it was; one that refused may have anchored a never-seen key.
         local anchored = false
@@ -169,7 +171,7 @@ else
           if kept[r] ~= before[r] then anchored = true end
         end
         if anchored then
-          for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
+          for r = 1, R do store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
         end
       end
       local banned = nil
@@ -195,7 +197,7 @@ for d = 1, #dirty_keys do
   if state == nil then
     redis.call('DEL', KEYS[k])
   else
-    redis.call('SET', KEYS[k], pack_doubles(state), 'PX', reclaim_px(expires_at[k] - written_at[k]))
+    write_state(KEYS[k], rule_of[k], read_of[k], state, expires_at[k] - written_at[k])
   end
 end
 return table.concat(replies)

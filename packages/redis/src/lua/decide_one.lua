@@ -30,7 +30,7 @@ if state ~= before then
   if state == nil then
     redis.call('DEL', KEYS[1])
   else
-    redis.call('SET', KEYS[1], pack_doubles(state), 'PX', reclaim_px(ttl))
+    write_state(KEYS[1], rules[1], before, state, ttl)
   end
 end
 if banned ~= nil then redis.call('SET', KEYS[2], pack_doubles(banned), 'PX', reclaim_px(banned[1] - now)) end

@@ -37,6 +37,11 @@ REFUNDS.fixedWindow = function(p, state, now_ms, permits, granted_at)
   return { window_start, math.max(0, count - permits) }
 end
 
+-- Every write (a grant, a denial that anchors a key, a penalty) lives until its window ends; a refund keeps the TTL.
+DEADLINES.fixedWindow = function(p, state)
+  return state[1] + p[2]
+end
+
 PENALTIES.fixedWindow = function(p, state, now_ms, permits)
   local window_ms = p[2]
   local window_start, count = fixed_window_current(window_ms, state, now_ms)

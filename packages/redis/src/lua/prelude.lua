@@ -104,10 +104,14 @@ local REFUNDS = {}
 -- PENALTIES[kind](p, state, now, permits) takes `permits` whatever the limit (the algorithm's penalize in
 -- core): the state and how long it matters.
 local PENALTIES = {}
+-- DEADLINES[kind](p, state), for an algorithm whose every write of a state sets its expiry from the state alone:
+-- when the state stops mattering (ms). A write whose new state's deadline is no later than the stored one's
+-- keeps the key's TTL (KEEPTTL), which costs Redis about 0.6 us less per key than setting PX again.
+local DEADLINES = {}
 
 -- Reads R rules from ARGV starting at index a, each as kind, parameter count, parameters (in the order the
--- algorithm's wireParams gives them), then its blockMs: { kind, params, consume, refund, penalize, block_ms }
--- each. Returns the rules and the index after them, or nil and an error reply for an algorithm this script
+-- algorithm's wireParams gives them), then its blockMs: { kind, params, consume, refund, penalize, deadline,
+-- block_ms } each. Returns the rules and the index after them, or nil and an error reply for an algorithm this script
 -- does not hold.
 local function parse_rules(a)
   local R = tonumber(ARGV[a])
@@ -125,8 +129,18 @@ local function parse_rules(a)
       params[j] = parse_num(v) or v
     end
     rules[r] = { kind = kind, params = params, consume = ALGORITHMS[kind], refund = REFUNDS[kind],
-                 penalize = PENALTIES[kind], block_ms = tonumber(ARGV[a + 2 + count]) }
+                 penalize = PENALTIES[kind], deadline = DEADLINES[kind], block_ms = tonumber(ARGV[a + 2 + count]) }
     a = a + count + 3
   end
   return rules, a
+end
+
+-- Writes `state` of `rule` at `key`, replacing `before` (the state as read; nil: none), with PX for `ttl` ms, or
+-- KEEPTTL when the key's expiry already covers the new state (see DEADLINES). `rule` nil: not a rule's state.
+local function write_state(key, rule, before, state, ttl)
+  local deadline = rule and rule.deadline
+  if before ~= nil and deadline ~= nil and deadline(rule.params, state) <= deadline(rule.params, before) then
+    return redis.call('SET', key, pack_doubles(state), 'KEEPTTL')
+  end
+  return redis.call('SET', key, pack_doubles(state), 'PX', reclaim_px(ttl))
 end
