@@ -29,7 +29,7 @@ function membership(limiter: DividedLimiter, ok: (e: MembershipEvent) => boolean
 
 async function evalCalls(r: Redis): Promise<number> {
   const stats = await r.info('commandstats');
-  return [...stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
+  return [...stats.matchAll(/cmdstat_(?:evalsha|eval|fcall):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
 describe('dividedLimiter', () => {

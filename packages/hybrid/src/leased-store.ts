@@ -28,6 +28,7 @@ import {
 } from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
+import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
 import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, returnLease } from './lease-client.js';
 import { leaseScript } from './scripts.js';
@@ -205,6 +206,8 @@ class LeasedBinding implements BoundStore {
   readonly #shape: LeaseShape;
   readonly #burst: number;
   readonly #leases: LRUCache<string, KeyLease>;
+  /** Demand of the keys that hold no lease record (they are decided exactly until a lease pays). */
+  readonly #cold: ColdDemand;
   readonly #health: LeaseHealth;
   /** Exact mode on the lease's central state, for keys too cold for a lease (see LEASE_PAYS_AT). */
   readonly #exact: RedisBinding;
@@ -248,6 +251,7 @@ class LeasedBinding implements BoundStore {
     });
     this.#shape = leaseShape(rule);
     this.#burst = rule.burst;
+    this.#cold = new ColdDemand(this.#meterIntervalMs(), o.maxKeys, clock.now());
     // A lease pushed out of the cache still holds debited permits: give them back.
     this.#leases = keyCache<string, KeyLease>(o.maxKeys, (lease, key, reason) => {
       if (reason === 'evict' && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
@@ -272,10 +276,21 @@ class LeasedBinding implements BoundStore {
     return Math.min(Math.max(wanted, 1), this.#o.maxBatch ?? this.#burst, this.#burst);
   }
 
+  /** The interval a key's demand is measured over. */
+  #meterIntervalMs(): number {
+    return Math.max(this.#o.targetMs, 10);
+  }
+
   consume(key: string, permits: number, _maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     const now = this.#clock.now();
     let lease = this.#leases.get(key);
     if (lease === undefined) {
+      // A key with no lease record is decided exactly while its demand would not fill a batch (see
+      // LEASE_PAYS_AT); what an exact decision needs of the checks below, it does itself.
+      const demand = this.#cold.add(key, permits, now);
+      if (demand < LEASE_PAYS_AT && permits <= this.#burst && this.#health.healthy())
+        return this.#exact.consume(key, permits, 0, note);
+      this.#cold.delete(key);
       lease = {
         available: 0,
         spent: 0,
@@ -284,8 +299,10 @@ class LeasedBinding implements BoundStore {
         leasedAt: 0,
         emptyUntil: Number.NEGATIVE_INFINITY,
         pending: undefined,
-        meter: new DemandMeter(Math.max(this.#o.targetMs, 10), now),
+        meter: new DemandMeter(this.#meterIntervalMs(), now),
       };
+      // The record starts from the demand seen so far (this request's included).
+      lease.meter.add(demand - permits, now);
       this.#leases.set(key, lease);
     }
     lease.meter.add(permits, now);
@@ -460,6 +477,7 @@ class LeasedBinding implements BoundStore {
    */
   async reset(key: string): Promise<void> {
     this.#leases.delete(key);
+    this.#cold.delete(key);
     await this.#fallback?.bound.reset(key);
     try {
       await withDeadline(this.#o.redis.del([this.#stateKey(key), this.#lesseesKey(key)]), this.#o.timeoutMs, 'reset');
