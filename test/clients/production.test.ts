@@ -131,6 +131,25 @@ describe('TLS', () => {
 describe('a least-privilege ACL user', () => {
   let server: TestRedis;
   let admin: Redis;
+  /** An ioredis, a node-redis and a GLIDE client logged in as `user`, and what closes them. */
+  const clientsAs = async (user: string) => {
+    const ioredis = new Redis({ host: server.host, port: server.port, username: user, password: 'secret' });
+    const nodeRedis = createClient({ url: `redis://${user}:secret@${server.host}:${server.port}` });
+    nodeRedis.on('error', () => {});
+    await nodeRedis.connect();
+    const glide = await GlideClient.createClient({
+      addresses: [{ host: server.host, port: server.port }],
+      credentials: { username: user, password: 'secret' },
+    });
+    return {
+      clients: [ioredis, nodeRedis, glide],
+      close: () => {
+        ioredis.disconnect();
+        nodeRedis.destroy();
+        glide.close();
+      },
+    };
+  };
   beforeAll(async () => {
     server = await startTestRedis();
     admin = new Redis(server.url);
@@ -212,15 +231,8 @@ describe('a least-privilege ACL user', () => {
     const calls = async (command: string) =>
       Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await admin.info('commandstats'))?.[1] ?? 0);
     for (const user of ['functions', 'sluice']) {
-      const ioredis = new Redis({ host: server.host, port: server.port, username: user, password: 'secret' });
-      const nodeRedis = createClient({ url: `redis://${user}:secret@${server.host}:${server.port}` });
-      nodeRedis.on('error', () => {});
-      await nodeRedis.connect();
-      const glide = await GlideClient.createClient({
-        addresses: [{ host: server.host, port: server.port }],
-        credentials: { username: user, password: 'secret' },
-      });
-      for (const client of [ioredis, nodeRedis, glide]) {
+      const { clients, close } = await clientsAs(user);
+      for (const client of clients) {
         await admin.call('FUNCTION', 'FLUSH');
         const store = redisStore({ redis: client, failMode: 'closed' });
         const errors: Error[] = [];
@@ -245,9 +257,7 @@ describe('a least-privilege ACL user', () => {
         await limiter.close();
         await store.close();
       }
-      ioredis.disconnect();
-      nodeRedis.destroy();
-      glide.close();
+      close();
     }
   });
 
@@ -261,15 +271,8 @@ describe('a least-privilege ACL user', () => {
       { user: 'other-keys', expected: /NOPERM.*key/i },
     ];
     for (const { user, expected } of cases) {
-      const ioredis = new Redis({ host: server.host, port: server.port, username: user, password: 'secret' });
-      const nodeRedis = createClient({ url: `redis://${user}:secret@${server.host}:${server.port}` });
-      nodeRedis.on('error', () => {});
-      await nodeRedis.connect();
-      const glide = await GlideClient.createClient({
-        addresses: [{ host: server.host, port: server.port }],
-        credentials: { username: user, password: 'secret' },
-      });
-      for (const client of [ioredis, nodeRedis, glide]) {
+      const { clients, close } = await clientsAs(user);
+      for (const client of clients) {
         const store = redisStore({ redis: client, failMode: 'closed' });
         const errors: Error[] = [];
         store.on('store-error', (e) => errors.push(e));
@@ -290,9 +293,7 @@ describe('a least-privilege ACL user', () => {
         await limiter.close();
         await store.close();
       }
-      ioredis.disconnect();
-      nodeRedis.destroy();
-      glide.close();
+      close();
     }
     await new Promise((r) => setImmediate(r));
     process.off('warning', onWarning);

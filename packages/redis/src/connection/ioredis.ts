@@ -82,12 +82,12 @@ export class IoredisConnection extends EmittingConnection<IoredisLike> implement
   readonly functions = new FunctionLibraries();
   readonly #calls: ScriptCalls = {
     fcall: (name, keys, args) => this.client.callBuffer('FCALL', name, keys.length, ...keys, ...args),
-    load: (library) =>
-      Promise.all(
-        (this.isCluster && this.client.nodes ? this.client.nodes('master') : [this.client]).map((node) =>
-          node.callBuffer('FUNCTION', 'LOAD', 'REPLACE', library),
-        ),
-      ),
+    load: (library) => {
+      const primaries = this.isCluster && this.client.nodes ? this.client.nodes('master') : [this.client];
+      // A Cluster client that has not read its slots yet knows no primary: try again later.
+      if (primaries.length === 0) return Promise.reject(new Error('no Cluster primary known yet'));
+      return Promise.all(primaries.map((node) => node.callBuffer('FUNCTION', 'LOAD', 'REPLACE', library)));
+    },
     bySha: (script, keys, args) =>
       runBySha((bySource) =>
         bySource

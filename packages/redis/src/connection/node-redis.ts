@@ -85,6 +85,8 @@ export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> imple
       const command = ['FUNCTION', 'LOAD', 'REPLACE', library];
       const { masters, nodeClient } = this.client;
       if (!this.isCluster || masters === undefined || nodeClient === undefined) return this.client.sendCommand(command);
+      // A cluster that has not read its slots yet knows no primary: try again later.
+      if (masters.length === 0) throw new Error('no cluster primary known yet');
       return Promise.all(
         masters.map(async (master) => (await nodeClient.call(this.client, master)).sendCommand(command)),
       );
