@@ -226,33 +226,39 @@ describe('redisStore', () => {
     }
   });
 
-  it('a fixedWindow write in the window it was written in keeps the key TTL; one in a new window sets it again', async () => {
-    const clock = new ManualClock(0);
-    const store = redisStore({ redis, clock, denyCache: false });
-    const p = prefix();
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), store, prefix: p });
-    const rule = limiter.rules[0] as Algorithm;
-    const ttls = async () => Promise.all(['lone', 'a', 'b'].map((key) => redis.pttl(stateKey(p, key, rule.name))));
-    // Lone requests (decide_one.lua) on one key, a batch (decide.lua) on two others.
-    const decide = async () => {
-      await limiter.tryAcquire('lone');
-      await Promise.all([limiter.tryAcquire('lone'), limiter.tryAcquire('a'), limiter.tryAcquire('b')]);
-    };
-    await decide();
-    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(60_000);
-    // The same window, 30 s later on the decision clock (Redis's own clock has barely moved): the expiry set
-    // for the window's end still covers it, so it is kept (PX would have set 31 s).
-    clock.advance(30_000);
-    await decide();
-    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(55_000);
-    // A new window [60 s, 120 s) at 70 s: its end is 50 s away, and the expiry is set for it.
-    clock.advance(40_000);
-    await decide();
-    for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(45_000);
-    for (const ttl of await ttls()) expect(ttl).toBeLessThanOrEqual(51_000);
-    expect((await limiter.peek('lone')).remaining).toBe(100 - 2);
-    await store.close();
-  });
+  // A window's state lives until its window ends (fixedWindow) or until its count slid out of the next window
+  // (slidingWindowCounter): with 60 s windows, 60 s and 120 s from the window's start, plus a second.
+  for (const [rule, life] of [
+    [fixedWindow({ limit: 100, windowMs: 60_000 }), 60_000],
+    [slidingWindowCounter({ limit: 100, windowMs: 60_000 }), 120_000],
+  ] as const) {
+    it(`${rule.kind}: a write in the window the key was written in keeps its TTL; one in a new window sets it`, async () => {
+      const clock = new ManualClock(0);
+      const store = redisStore({ redis, clock, denyCache: false });
+      const p = prefix();
+      const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+      const ttls = async () => Promise.all(['lone', 'a', 'b'].map((key) => redis.pttl(stateKey(p, key, rule.name))));
+      // Lone requests (decide_one.lua) on one key, a batch (decide.lua) on two others.
+      const decide = async () => {
+        await limiter.tryAcquire('lone');
+        await Promise.all([limiter.tryAcquire('lone'), limiter.tryAcquire('a'), limiter.tryAcquire('b')]);
+      };
+      await decide();
+      for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(life);
+      // The same window, 30 s later on the decision clock (Redis's own clock has barely moved): the expiry set
+      // then still covers the state, so it is kept (PX would have set 30 s less).
+      clock.advance(30_000);
+      await decide();
+      for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(life - 5_000);
+      // A new window [60 s, 120 s) at 70 s: its state lives 10 s less than a state written at its start.
+      clock.advance(40_000);
+      await decide();
+      for (const ttl of await ttls()) expect(ttl).toBeGreaterThan(life - 15_000);
+      for (const ttl of await ttls()) expect(ttl).toBeLessThanOrEqual(life - 10_000 + 1_000);
+      expect((await limiter.peek('a')).allowed).toBe(true);
+      await store.close();
+    });
+  }
 
   it('every key it writes has an expiry', async () => {
     const p = prefix();

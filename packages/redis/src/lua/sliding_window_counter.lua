@@ -55,6 +55,15 @@ REFUNDS.slidingWindowCounter = function(p, state, now_ms, permits, granted_at)
   return { window_start, previous - from_previous, current - from_current }
 end
 
+-- A state's counts matter until its current count has slid out of the next window; a previous count alone, until
+-- the window ends. Grants and penalties live that long; a refund (which keeps the TTL) only ever lowers it: one
+-- that rolls the state a window on moves its current count to previous, whose deadline is the same instant.
+DEADLINES.slidingWindowCounter = function(p, state)
+  if state[3] > 0 then return state[1] + 2 * p[2] end
+  if state[2] > 0 then return state[1] + p[2] end
+  return -INF
+end
+
 PENALTIES.slidingWindowCounter = function(p, state, now_ms, permits)
   local window_ms = p[2]
   local window_start, previous, current = swc_roll(window_ms, state, now_ms)
