@@ -1,4 +1,4 @@
-import type { Decision } from '@sluice/core';
+import { type Decision, TOLERANCE_MS } from '@sluice/core';
 import { keyCache } from '@sluice/core/store-kit';
 import type { LRUCache } from 'lru-cache';
 
@@ -47,7 +47,10 @@ export class DenyCache {
       return;
     }
     const retryAt = now + decision.retryAfterMs;
-    const until = banRestMs === undefined ? retryAt : Math.min(retryAt, now + banRestMs);
+    // The algorithms grant a request up to TOLERANCE_MS before its retry time (rounding in the float maths
+    // must not deny a request that is on time), so the cached answer stops TOLERANCE_MS before it, where
+    // Redis may already grant (a smoothWarmingUp request 0.999 us early was denied here and granted there).
+    const until = (banRestMs === undefined ? retryAt : Math.min(retryAt, now + banRestMs)) - TOLERANCE_MS;
     this.#entries.set(key, { until, retryAt, resetAt: now + decision.resetAfterMs, decision });
   }
 
