@@ -260,6 +260,29 @@ describe('redisStore', () => {
     });
   }
 
+  it("rules parsed once per server stay each limiter's own, past the cache's 1,000 rule sets", async () => {
+    // A generous deadline: 1,100 limiters' start-up checks leave at once, and a missed one would put these
+    // decisions in the fail mode (whose counts would be right too, on this one node).
+    const store = redisStore({ redis, denyCache: false, timeoutMs: 10_000 });
+    const p = prefix();
+    const limiters = Array.from({ length: 1_100 }, (_, i) =>
+      createLimiter({ algorithm: fixedWindow({ limit: i + 2, windowMs: 60_000 }), store, prefix: `${p}-${i}` }),
+    );
+    // The lean script's library is loaded before the rounds, so every decision below is an FCALL.
+    await createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), store, prefix: p }).peek('k');
+    for (let i = 0; i < 100 && !(await libraries()).includes(decideOneScript('fixedWindow').functionName); i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    const fcalls = await commandCalls('fcall');
+    for (const round of [1, 2]) {
+      for (const [i, limiter] of limiters.entries()) {
+        expect((await limiter.tryAcquire('k')).remaining, `limiter ${i}, round ${round}`).toBe(i + 2 - round);
+      }
+    }
+    expect((await commandCalls('fcall')) - fcalls).toBe(2 * limiters.length);
+    expect(store.healthy).toBe(true);
+    await store.close();
+  });
+
   it('every key it writes has an expiry', async () => {
     const p = prefix();
     const store = redisStore({ redis, denyCache: false });
