@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SluiceError, concurrencyLimiter, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
-import { redisStore } from '@sluice/redis';
+import { type RedisClient, redisStore } from '@sluice/redis';
 import { GlideClient } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
@@ -131,6 +131,14 @@ describe('TLS', () => {
 describe('a least-privilege ACL user', () => {
   let server: TestRedis;
   let admin: Redis;
+  /** A store on `client` that fails closed, the errors it reports, and a fixedWindow limiter on prefix `sluice`. */
+  const limiterOn = (client: RedisClient, limit: number) => {
+    const store = redisStore({ redis: client, failMode: 'closed' });
+    const errors: Error[] = [];
+    store.on('store-error', (e) => errors.push(e));
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit, windowMs: 60_000 }), store, prefix: 'sluice' });
+    return { store, errors, limiter };
+  };
   /** An ioredis, a node-redis and a GLIDE client logged in as `user`, and what closes them. */
   const clientsAs = async (user: string) => {
     const ioredis = new Redis({ host: server.host, port: server.port, username: user, password: 'secret' });
@@ -234,14 +242,7 @@ describe('a least-privilege ACL user', () => {
       const { clients, close } = await clientsAs(user);
       for (const client of clients) {
         await admin.call('FUNCTION', 'FLUSH');
-        const store = redisStore({ redis: client, failMode: 'closed' });
-        const errors: Error[] = [];
-        store.on('store-error', (e) => errors.push(e));
-        const limiter = createLimiter({
-          algorithm: fixedWindow({ limit: 30, windowMs: 60_000 }),
-          store,
-          prefix: 'sluice',
-        });
+        const { store, errors, limiter } = limiterOn(client, 30);
         const key = `f${Math.random()}`;
         let granted = 0;
         for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;
@@ -273,14 +274,7 @@ describe('a least-privilege ACL user', () => {
     for (const { user, expected } of cases) {
       const { clients, close } = await clientsAs(user);
       for (const client of clients) {
-        const store = redisStore({ redis: client, failMode: 'closed' });
-        const errors: Error[] = [];
-        store.on('store-error', (e) => errors.push(e));
-        const limiter = createLimiter({
-          algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
-          store,
-          prefix: 'sluice',
-        });
+        const { store, errors, limiter } = limiterOn(client, 3);
         const failure = await store.ready().then(
           () => undefined,
           (e: unknown) => e as SluiceError,
