@@ -112,7 +112,7 @@ describe('the decide script', () => {
   it('refuses an unknown algorithm with a clear error', async () => {
     const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
     await expect(
-      runScript(redis, decideScript(), ['x'], ['1', 'nope', packGroups([[1, 0]]), requests]),
+      runScript(redis, decideScript(), ['x'], ['1\nnope\n0\n0', packGroups([[1, 0]]), requests]),
     ).rejects.toThrow(/unknown algorithm nope/);
   });
 });

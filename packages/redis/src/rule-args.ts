@@ -12,19 +12,22 @@ export function numArg(x: number): string {
 }
 
 /**
- * The ARGV prefix describing a limiter's rules: R, then per rule its kind, how many parameters follow, the
- * parameters in the order its Lua function reads them (the algorithm's own wireParams), and its blockMs.
+ * The ARGV entry describing a limiter's rules: one text of newline-separated fields, R, then per rule its
+ * kind, how many parameters follow, the parameters in the order its Lua function reads them (the
+ * algorithm's own wireParams), and its blockMs (parse_rules in prelude.lua reads it). One string rather
+ * than a field per argument: the client encodes and Redis hands Lua one argument instead of 3 + 4 per rule,
+ * and the scripts find the parsed rules by the string itself.
  * @example
  * const args = [...ruleArgs(limiter.rules), ...requestArgs]
  */
-export function ruleArgs(rules: readonly Algorithm[]): string[] {
-  const args = [String(rules.length)];
+export function ruleArgs(rules: readonly Algorithm[]): [string] {
+  const fields = [String(rules.length)];
   for (const rule of rules) {
-    args.push(rule.kind, String(rule.wireParams.length));
-    for (const value of rule.wireParams) args.push(typeof value === 'number' ? numArg(value) : value);
-    args.push(numArg(rule.blockMs));
+    fields.push(rule.kind, String(rule.wireParams.length));
+    for (const value of rule.wireParams) fields.push(typeof value === 'number' ? numArg(value) : value);
+    fields.push(numArg(rule.blockMs));
   }
-  return args;
+  return [fields.join('\n')];
 }
 
 /** When a refunded grant was made: at a time on the script's clock (a decide or lease reply), or so long ago. */

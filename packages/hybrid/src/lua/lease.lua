@@ -6,7 +6,7 @@
 --
 -- KEYS[1]  the rule's central state (the algorithm's packed state, as decide.lua keeps it)
 -- KEYS[2]  the key's lessees: a sorted set of node id -> time of its last lease (same hash tag)
--- ARGV     the rule as decide.lua reads rules (R = 1: '1', kind, parameter count, parameters); then
+-- ARGV     the rule as decide.lua reads rules (one text, R = 1: see parse_rules in prelude.lua); then
 --          want: permits asked for (>= 1); node id; how long a node counts as a live lessee after its last
 --          lease, in ms; now in ms ('' = Redis TIME); the rule's burst; the hoarding cap divisor d: one lease
 --          is at most burst / (d x live lessees), at least 1 (0: no cap)

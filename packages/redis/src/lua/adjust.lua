@@ -4,7 +4,7 @@
 -- algorithm's refund or penalize in core.
 --
 -- KEYS: the state key of each rule to adjust, in rule order.
--- ARGV: R; then per rule its kind, parameter count, parameters and blockMs (as decide.lua reads rules); then
+-- ARGV: the rules (one text, as decide.lua reads them: see parse_rules in prelude.lua); then
 --       'refund' or 'penalize'; permits; when the grant was decided ('' = unknown, or: see the next);
 --       how long before now it was asked for ('' = unknown; used when the time before is ''); now ('' =
 --       this server's TIME).

@@ -3,8 +3,7 @@
 -- update of that state, written once at the end.
 --
 -- KEYS: every distinct state key of the batch, each once, and the bans of the request keys.
--- ARGV: R; then per rule its kind, its parameter count, its parameters as text (wireParams) and its blockMs;
---       then a binary string of groups, each R + 1 packed '<I4' indices into KEYS: the state key of rule r
+-- ARGV: the rules (one text: see parse_rules in prelude.lua); then a binary string of groups, each R + 1 packed '<I4' indices into KEYS: the state key of rule r
 --       for that group's request key, then the key's ban (0: none in this slot); then a binary string of
 --       requests, each '<I4dddB': group index, now (NaN = this server's TIME), permits, maxWaitMs (Infinity
 --       allowed), and 1 to peek (decide, write nothing) or 0 to consume; then, optionally, the most a

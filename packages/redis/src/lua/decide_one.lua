@@ -3,7 +3,7 @@
 -- every step of a script, so this is the path most requests at low load take.
 --
 -- KEYS[1]: the rule's state key; KEYS[2]: the request key's ban.
--- ARGV: the rule as decide.lua reads it (1, kind, parameter count, parameters, blockMs); then now ('' = this
+-- ARGV: the rule (one text, as decide.lua reads rules: see parse_rules in prelude.lua); then now ('' = this
 --       server's TIME), permits, maxWaitMs ('inf' allowed), 1 to peek or 0 to consume; then, optionally, the
 --       client clock's skew bound (see decision_time in one_rule.lua).
 -- Reply: decide.lua's reply for one request: '<BdddddB' (allowed, remaining, retryAfter, resetAfter, wait, the

@@ -111,48 +111,50 @@ local DEADLINES = {}
 
 -- Rules parsed before, by their ARGV text. Run as a function library, the definitions outlive a call, so a
 -- limiter's rules are parsed once per server instead of on every call (under EVAL this starts empty each
--- call and costs one concatenation). Bounded: past RULES_CACHE_MAX rule sets it starts over.
+-- call). The text is one ARGV string, so looking it up costs nothing: Lua interns every string, ARGV's too.
+-- Bounded: past RULES_CACHE_MAX rule sets it starts over.
 local RULES_CACHE, rules_cached = {}, 0
 local RULES_CACHE_MAX = 1000
 
--- Reads R rules from ARGV starting at index a, each as kind, parameter count, parameters (in the order the
--- algorithm's wireParams gives them), then its blockMs: { kind, params, consume, refund, penalize, deadline,
--- block_ms } each, read-only (they may be shared with later calls). Returns the rules and the index after
--- them, or nil and an error reply for an algorithm this script does not hold or an ARGV that is no rule list.
+-- Reads the rules at ARGV[a]: one text of '\n'-separated fields, R, then per rule its kind, its parameter
+-- count, its parameters (in the order the algorithm's wireParams gives them) and its blockMs (ruleArgs in
+-- rule-args.ts writes it). Returns { kind, params, consume, refund, penalize, deadline, block_ms } per rule,
+-- read-only (they may be shared with later calls), and the ARGV index after the rules; or nil and an error
+-- reply for an algorithm this script does not hold or a text that is no rule list.
 local function parse_rules(a)
-  local R = tonumber(ARGV[a])
+  local text = ARGV[a]
+  local rules = RULES_CACHE[text]
+  if rules ~= nil then return rules, a + 1 end
+  if text == nil then return nil, redis.error_reply('ERR sluice: no rule list at ARGV ' .. a) end
+  local fields = {}
+  for field in string.gmatch(text, '[^\n]+') do fields[#fields + 1] = field end
+  local R = tonumber(fields[1])
   if R == nil then return nil, redis.error_reply('ERR sluice: no rule count at ARGV ' .. a) end
-  local after = a + 1
-  for _ = 1, R do
-    local kind, count = ARGV[after], tonumber(ARGV[after + 1])
+  rules = {}
+  local f = 2
+  for r = 1, R do
+    local kind, count = fields[f], tonumber(fields[f + 1])
     if count == nil or ALGORITHMS[kind] == nil then
       return nil, redis.error_reply('ERR sluice: unknown algorithm ' .. tostring(kind))
     end
-    after = after + count + 3
-  end
-  local text = table.concat(ARGV, '\n', a, after - 1)
-  local rules = RULES_CACHE[text]
-  if rules ~= nil then return rules, after end
-  rules = {}
-  a = a + 1
-  for r = 1, R do
-    local kind = ARGV[a]
-    local count = tonumber(ARGV[a + 1])
     local params = {}
     for j = 1, count do
-      local v = ARGV[a + 1 + j]
+      local v = fields[f + 1 + j]
       params[j] = parse_num(v) or v
     end
+    local block_ms = tonumber(fields[f + 2 + count])
+    if block_ms == nil then return nil, redis.error_reply('ERR sluice: rule ' .. r .. ' at ARGV ' .. a .. ' is cut short') end
     rules[r] = { kind = kind, params = params, consume = ALGORITHMS[kind], refund = REFUNDS[kind],
-                 penalize = PENALTIES[kind], deadline = DEADLINES[kind], block_ms = tonumber(ARGV[a + 2 + count]) }
-    a = a + count + 3
+                 penalize = PENALTIES[kind], deadline = DEADLINES[kind], block_ms = block_ms }
+    f = f + count + 3
   end
+  if fields[f] ~= nil then return nil, redis.error_reply('ERR sluice: more than ' .. R .. ' rules at ARGV ' .. a) end
   if rules_cached >= RULES_CACHE_MAX then
     RULES_CACHE, rules_cached = {}, 0
   end
   RULES_CACHE[text] = rules
   rules_cached = rules_cached + 1
-  return rules, after
+  return rules, a + 1
 end
 
 -- Writes `state` of `rule` at `key`, replacing `before` (the state as read; nil: none), with PX for `ttl` ms, or
