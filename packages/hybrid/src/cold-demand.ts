@@ -48,7 +48,7 @@ export class ColdDemand {
     const [a, b] = this.#slots(key);
     const count = Math.min(current[a] as number, current[b] as number) + permits;
     // Counts saturate: a demand past LEASE_PAYS_AT leases at once, so only small counts need telling apart.
-    const kept = count < 255 ? count : 255;
+    const kept = Math.min(count, 255);
     if ((current[a] as number) < kept) current[a] = kept;
     if ((current[b] as number) < kept) current[b] = kept;
     const previous = this.#previous;
