@@ -115,6 +115,17 @@ describe('the decide script', () => {
       runScript(redis, decideScript(), ['x'], ['1\nnope\n0\n0', packGroups([[1, 0]]), requests]),
     ).rejects.toThrow(/unknown algorithm nope/);
   });
+
+  it('refuses a rule text cut short or holding more rules than it counts, naming the ARGV', async () => {
+    const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
+    const [text] = ruleArgsOf(fixedWindow({ limit: 5, windowMs: 1000 }));
+    const decide = (rules: string) => runScript(redis, decideScript(), ['x'], [rules, packGroups([[1, 0]]), requests]);
+    await expect(decide(text.split('\n').slice(0, -1).join('\n'))).rejects.toThrow(/rule 1 at ARGV 1 is cut short/);
+    await expect(decide(`${text}\nfixedWindow`)).rejects.toThrow(/more than 1 rules at ARGV 1/);
+    await expect(decide('')).rejects.toThrow(/no rule count at ARGV 1/);
+    // Nothing was written for any of them.
+    expect(await redis.exists('x')).toBe(0);
+  });
 });
 
 /** The rule part of ARGV, exactly as the store encodes it. */

@@ -15,7 +15,7 @@ export function numArg(x: number): string {
  * The ARGV entry describing a limiter's rules: one text of newline-separated fields, R, then per rule its
  * kind, how many parameters follow, the parameters in the order its Lua function reads them (the
  * algorithm's own wireParams), and its blockMs (parse_rules in prelude.lua reads it). One string rather
- * than a field per argument: the client encodes and Redis hands Lua one argument instead of 3 + 4 per rule,
+ * than an argument per field (8 for one token bucket): the client encodes and Redis hands Lua one argument,
  * and the scripts find the parsed rules by the string itself.
  * @example
  * const args = [...ruleArgs(limiter.rules), ...requestArgs]

@@ -3,13 +3,13 @@
 -- update of that state, written once at the end.
 --
 -- KEYS: every distinct state key of the batch, each once, and the bans of the request keys.
--- ARGV: the rules (one text: see parse_rules in prelude.lua); then a binary string of groups, each R + 1 packed '<I4' indices into KEYS: the state key of rule r
---       for that group's request key, then the key's ban (0: none in this slot); then a binary string of
---       requests, each '<I4dddB': group index, now (NaN = this server's TIME), permits, maxWaitMs (Infinity
---       allowed), and 1 to peek (decide, write nothing) or 0 to consume; then, optionally, the most a
---       client-given time may be from this server's TIME (a client clock's skew bound): a time further off is
---       clamped to TIME +- it, so one node whose clock runs ahead cannot take permits early and starve the
---       others for as long as it is ahead.
+-- ARGV: the rules (one text: see parse_rules in prelude.lua); then a binary string of groups, each R + 1
+--       packed '<I4' indices into KEYS: the state key of rule r for that group's request key, then the
+--       key's ban (0: none in this slot); then a binary string of requests, each '<I4dddB': group index,
+--       now (NaN = this server's TIME), permits, maxWaitMs (Infinity allowed), and 1 to peek (decide, write
+--       nothing) or 0 to consume; then, optionally, the most a client-given time may be from this server's
+--       TIME (a client clock's skew bound): a time further off is clamped to TIME +- it, so one node whose
+--       clock runs ahead cannot take permits early and starve the others for as long as it is ahead.
 -- Reply: one binary string, per request '<BdddddB': allowed, remaining, retryAfter, resetAfter, wait, the
 --        decision time used, and a flag (1: the key is blocked); then when R > 1, per rule '<Bddd': the
 --        rule's own verdict (allowed, remaining had it granted, retryAfter, resetAfter), which the client
