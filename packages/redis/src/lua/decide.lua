@@ -115,15 +115,30 @@ if R == 0 then
     end
   end
 elseif R == 1 then
+  -- The path every request of a one-rule limiter takes, many times per call on a hot key: what live,
+  -- ban_in_force and store do for a key seen before in this batch is done inline.
   for q = 1, Q do
     local i, t, permits, max_wait, peek_flag
     i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
-    local now = decision_time(t, max_skew, server_time)
+    local now
+    if t ~= t then now = server_now or server_time() else now = decision_time(t, max_skew, server_time) end
     local k, bk = group_keys[(i - 1) * W + 1], group_keys[i * W]
-    local before = live(k)
+    local before
+    if loaded[k] then before = state_of[k] else before = live(k) end
+    local ban = nil
+    if bk ~= 0 then
+      if loaded[bk] then ban = state_of[bk] else ban = live(bk) end
+      if ban ~= nil and not (ban[1] > now) then ban = nil end
+    end
     local reply, state, ttl, banned =
-      decide_one_rule(rules, before, ban_in_force(bk, now), now, permits, max_wait, peek_flag == 1, bk ~= 0)
-    if state ~= before then store(k, state, now, ttl, rules[1]) end
+      decide_one_rule(rules, before, ban, now, permits, max_wait, peek_flag == 1, bk ~= 0)
+    if state ~= before then
+      if dirty[k] then
+        state_of[k], expires_at[k], written_at[k] = state, now + ttl, now
+      else
+        store(k, state, now, ttl, rules[1])
+      end
+    end
     if banned ~= nil then store(bk, banned, now, banned[1] - now) end
     replies[q] = reply
   end
