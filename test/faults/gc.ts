@@ -10,3 +10,8 @@ export function heapAfterGc(): number {
   collect();
   return process.memoryUsage().heapUsed;
 }
+
+/** One full collection (FinalizationRegistry callbacks run in a later task). */
+export function collectGarbage(): void {
+  collect();
+}

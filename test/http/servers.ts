@@ -62,6 +62,8 @@ export const echoRoute: Respond = async (header) => {
 };
 
 const statusOf = (value: unknown): number => (value instanceof Answer ? value.status : 200);
+/** Statuses a Fetch Response must carry no body with (Response.json(body, { status: 204 }) throws). */
+const bodiless = (status: number): boolean => [204, 205, 304].includes(status);
 const bodyOf = (value: unknown): unknown => (value instanceof Answer ? value.body : value);
 const headersOf = (value: unknown): Readonly<Record<string, string>> => (value instanceof Answer ? value.headers : {});
 const nodeHeader = (req: IncomingMessage) => (name: string) => {
@@ -118,6 +120,7 @@ export async function startServer(
     app.use('*', honoRateLimit(options as never));
     app.get('/', async (c) => {
       const value = await respond((name) => c.req.header(name));
+      if (bodiless(statusOf(value))) return c.body(null, statusOf(value) as 204, headersOf(value));
       return c.json(bodyOf(value) as object, statusOf(value) as 200, headersOf(value));
     });
     app.onError((_error, c) => c.json({ fault: true }, 500));
@@ -144,6 +147,7 @@ export async function startServer(
       ...(options as object),
     } as never)(async (request: Request) => {
       const value = await respond((name) => request.headers.get(name) ?? undefined);
+      if (bodiless(statusOf(value))) return new Response(null, { status: statusOf(value), headers: headersOf(value) });
       return Response.json(bodyOf(value), { status: statusOf(value), headers: headersOf(value) });
     });
     return serveFetch(handler as (request: Request, env: HttpBindings) => Promise<Response>);

@@ -92,6 +92,8 @@ export interface ConcurrencyLimiter {
   run<T>(key: string, fn: (slot: Slot) => T | Promise<T>, options?: ConcurrencyAcquireOptions): Promise<T>;
   /** Rejects waiting callers with SluiceError('CLOSED'), releases the slots this process holds, stops renewing. */
   close(): Promise<void>;
+  /** How many callers in this process wait for a slot of `key` now (a queue's depth, for metrics and tests). */
+  waiting(key: string): number;
   readonly max: number;
   readonly prefix: string;
   readonly leaseMs: number;
@@ -231,6 +233,10 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
 
   #checkOpen(): void {
     if (this.#closed) throw new SluiceError('CLOSED', 'the concurrency limiter is closed');
+  }
+
+  waiting(key: string): number {
+    return this.#waiting.get(key)?.length ?? 0;
   }
 
   async acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<Slot> {

@@ -21,6 +21,8 @@ export interface FetchRequestLike {
   };
   readonly method: string;
   readonly url: string;
+  /** Aborted by the runtime when the client goes away: a waiting decision stops, an unread body is settled. */
+  readonly signal?: AbortSignal;
 }
 
 /** Options of fetchRateLimit; the after-response callbacks get the request and the handler's Response. */
@@ -78,6 +80,7 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
     peerAddress: address === undefined ? undefined : address(request, ...rest),
     method: request.method,
     path: pathOf(request.url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '')),
+    signal: request.signal,
   });
   const onLimited = onLimitedOption(options.onLimited);
   return (handler) => {
@@ -100,7 +103,7 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
             throw error;
           }
           const answered = withHeaders(response, headers);
-          return settle === undefined ? answered : settleAfterBody(answered, settle);
+          return settle === undefined ? answered : settleAfterBody(answered, settle, request);
         },
         ...responseAnswers(onLimited && ((decision, headers) => onLimited(request, decision, headers))),
       });

@@ -19,6 +19,8 @@ export interface HonoContextLike {
     header(name: string): string | undefined;
     readonly method: string;
     readonly path: string;
+    /** The Fetch Request: its signal aborts when the client goes away. */
+    readonly raw?: { readonly signal?: AbortSignal };
   };
   res: Response;
   /** The runtime's bindings; on @hono/node-server it holds the Node request (`incoming`). */
@@ -77,6 +79,7 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
     peerAddress: getConnInfo !== undefined ? getConnInfo(c).remote.address : nodeServerPeer(c.env),
     method: c.req.method,
     path: c.req.path,
+    signal: c.req.raw?.signal,
   });
   const onLimited = onLimitedOption(options.onLimited);
   return async (c, next) => {
@@ -90,8 +93,9 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
           throw error;
         }
         if (headers.length > 0) c.res = withHeaders(c.res, headers);
-        // Hono answers a handler's error with a 500 of its own (c.res), which settles as a failure.
-        if (settle !== undefined) c.res = settleAfterBody(c.res, settle);
+        // Hono answers a handler's error with a 500 of its own (c.res), which settles as a failure; Hono itself
+        // strips a HEAD response's body without reading it, which settleAfterBody knows from the method.
+        if (settle !== undefined) c.res = settleAfterBody(c.res, settle, view);
         return undefined;
       },
       ...responseAnswers(onLimited && ((decision, headers) => onLimited(c, decision, headers))),

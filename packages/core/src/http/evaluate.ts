@@ -2,11 +2,17 @@ import type { ConcurrencyLimiter, Slot } from '../concurrency/concurrency-limite
 import type { Decision } from '../decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, inCall } from '../errors.js';
 import type { Limiter } from '../limiter.js';
-import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../validate.js';
+import { describe, nonNegativeOrInfinite, optionsObject, positiveFinite, positiveInteger } from '../validate.js';
 import { type SettleResponse, accountFor } from './after-response.js';
-import { type HeaderFormat, rateLimitHeaders } from './headers.js';
+import { type HeaderFormat, rateLimitHeaders, seconds } from './headers.js';
 import { type KeyStrategy, byIp, byIpSettings } from './keys.js';
-import type { ConcurrencyRouteOptions, MissingKeyPolicy, RateLimitOptions, RejectedBody } from './options.js';
+import {
+  type ConcurrencyRouteOptions,
+  DEFAULT_CONCURRENCY_RETRY_AFTER_MS,
+  type MissingKeyPolicy,
+  type RateLimitOptions,
+  type RejectedBody,
+} from './options.js';
 import type { RequestView } from './view.js';
 
 /** What the limiter made of one request, before any framework writes it out. */
@@ -20,7 +26,9 @@ export type Verdict<Res = unknown> =
     }
   | { readonly kind: 'limited'; readonly decision: Decision; readonly headers: [string, string][] }
   | { readonly kind: 'skipped' }
-  | { readonly kind: 'rejected'; readonly body: RejectedBody };
+  | { readonly kind: 'rejected'; readonly body: RejectedBody }
+  /** The client went away while its request waited (timeoutMs, a concurrency wait): nothing was taken. */
+  | { readonly kind: 'abandoned' };
 
 /** An adapter's own ways to act on a verdict; `answerVerdict` decides which applies. */
 export interface VerdictAnswers<R, Res = unknown> {
@@ -49,9 +57,22 @@ export function answerVerdict<R, Res = unknown>(verdict: Verdict<Res>, answers: 
       return answers.reject(verdict.body);
     case 'allowed':
       return answers.proceed(verdict.headers, verdict.settle);
+    case 'abandoned':
+      // Nobody reads this answer: it only ends the request without running its handler.
+      return answers.reject(ABANDONED_BODY);
     default:
       return answers.limit(verdict.decision, verdict.headers);
   }
+}
+
+const ABANDONED_BODY: RejectedBody = {
+  error: 'Bad Request',
+  message: 'the client went away while the request waited for its rate limit',
+};
+
+/** True when `error` is the abort of a wait whose client went away (`view.signal`). */
+function clientLeft(error: unknown, view: RequestView): boolean {
+  return error instanceof SluiceError && error.code === 'ABORTED' && view.signal?.aborted === true;
 }
 
 const MISSING_KEY_POLICIES: readonly MissingKeyPolicy[] = ['ip', 'skip', 'reject'];
@@ -67,31 +88,46 @@ function isConcurrencyLimiter(value: unknown): value is ConcurrencyLimiter {
   return typeof v === 'object' && v !== null && typeof v.acquire === 'function' && typeof v.max === 'number';
 }
 
-/** The `concurrency` option: a concurrencyLimiter, or one with its own wait. */
-function concurrencyOption(value: unknown): { limiter: ConcurrencyLimiter; timeoutMs: number } | undefined {
+/** The parsed `concurrency` option. */
+interface ConcurrencyRoute {
+  readonly limiter: ConcurrencyLimiter;
+  readonly timeoutMs: number;
+  readonly retryAfterMs: number;
+}
+
+/** The `concurrency` option: a concurrencyLimiter, or one with its own wait and retry hint. */
+function concurrencyOption(value: unknown): ConcurrencyRoute | undefined {
   if (value === undefined) return undefined;
-  if (isConcurrencyLimiter(value)) return { limiter: value, timeoutMs: 0 };
+  if (isConcurrencyLimiter(value))
+    return { limiter: value, timeoutMs: 0, retryAfterMs: DEFAULT_CONCURRENCY_RETRY_AFTER_MS };
   const o = value as Partial<ConcurrencyRouteOptions> | null;
   if (typeof o !== 'object' || o === null || !isConcurrencyLimiter(o.limiter)) {
     throw new SluiceTypeError(
       'concurrency',
       value,
-      `concurrency must be a concurrencyLimiter(...) or { limiter, timeoutMs? }, got ${describe(value)}`,
+      `concurrency must be a concurrencyLimiter(...) or { limiter, timeoutMs?, retryAfterMs? }, got ${describe(value)}`,
     );
   }
   return {
     limiter: o.limiter,
     timeoutMs: o.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.timeoutMs', o.timeoutMs),
+    retryAfterMs:
+      o.retryAfterMs === undefined
+        ? DEFAULT_CONCURRENCY_RETRY_AFTER_MS
+        : positiveFinite('concurrency.retryAfterMs', o.retryAfterMs),
   };
 }
 
-/** The answer to a request that got no slot: a denial by the pseudo-rule `concurrency`, with no time to retry at. */
-function noSlot(max: number): Decision {
+/**
+ * The answer to a request that got no slot: a denial by the pseudo-rule `concurrency`, told the route's retry
+ * hint (when a slot frees is not known: it frees when a request in flight ends).
+ */
+function noSlot(route: ConcurrencyRoute): Decision {
   return {
     allowed: false,
-    limit: max,
+    limit: route.limiter.max,
     remaining: 0,
-    retryAfterMs: Infinity,
+    retryAfterMs: route.retryAfterMs,
     resetAfterMs: 0,
     waitMs: 0,
     rule: 'concurrency',
@@ -226,12 +262,16 @@ export function createEvaluator<Req, Res = unknown>(
       if (limiter !== undefined) {
         try {
           const plan = planOf === undefined ? undefined : await planOf(req);
+          // Only a decision that waits listens for the client going away (reading the signal may make it).
+          const signal = timeoutMs > 0 ? view.signal : undefined;
           decision = await limiter.tryAcquire(requestKey, {
             permits,
             timeoutMs,
             ...(plan === undefined ? {} : { plan }),
+            ...(signal === undefined ? {} : { signal }),
           });
         } catch (error) {
+          if (clientLeft(error, view)) return { kind: 'abandoned' };
           if (!isInputError(error)) throw error;
           onInvalidInput(error, req);
           const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
@@ -251,9 +291,14 @@ export function createEvaluator<Req, Res = unknown>(
       let slot: Slot | undefined;
       if (concurrency !== undefined) {
         try {
-          slot = await concurrency.limiter.acquire(requestKey, { timeoutMs: concurrency.timeoutMs });
+          const signal = concurrency.timeoutMs > 0 ? view.signal : undefined;
+          slot = await concurrency.limiter.acquire(requestKey, {
+            timeoutMs: concurrency.timeoutMs,
+            ...(signal === undefined ? {} : { signal }),
+          });
         } catch (error) {
-          if (!(error instanceof SluiceError) || !NO_SLOT_CODES.has(error.code)) throw error;
+          const left = clientLeft(error, view);
+          if (!left && (!(error instanceof SluiceError) || !NO_SLOT_CODES.has(error.code))) throw error;
           // Not served: what the rate limit took is given back where its rules can (best effort).
           if (
             limiter !== undefined &&
@@ -268,7 +313,9 @@ export function createEvaluator<Req, Res = unknown>(
               })
               .catch(() => {});
           }
-          return { kind: 'limited', decision: noSlot(concurrency.limiter.max), headers: [] };
+          if (left) return { kind: 'abandoned' };
+          const busy = noSlot(concurrency);
+          return { kind: 'limited', decision: busy, headers: [['Retry-After', String(Math.max(1, seconds(busy.retryAfterMs)))]] };
         }
       }
       const allowed = decision ?? {

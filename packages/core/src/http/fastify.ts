@@ -51,7 +51,7 @@ export function rateLimitHook<
       },
     });
   return (request, reply, done) => {
-    const view = nodeRequestView(request);
+    const view = nodeRequestView(request, reply.raw);
     evaluate(request, view).then(
       (verdict) => {
         let proceed: boolean;

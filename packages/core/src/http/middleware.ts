@@ -61,7 +61,7 @@ export function rateLimit<
       },
     });
   return (req, res, next) => {
-    const view = nodeRequestView(req);
+    const view = nodeRequestView(req, res);
     evaluate(req, view).then(
       (verdict) => {
         let proceed: boolean;

@@ -81,10 +81,20 @@ export interface ConcurrencyRouteOptions {
    * @default 0
    */
   readonly timeoutMs?: number;
+  /**
+   * What a request that got no slot is told to wait (`Retry-After`, `retryAfterSeconds`). A hint, not a
+   * promise: a slot frees when a request in flight ends, which nobody knows in advance.
+   * @default DEFAULT_CONCURRENCY_RETRY_AFTER_MS (1 s)
+   */
+  readonly retryAfterMs?: number;
 }
 
+/** The default `concurrency.retryAfterMs`: the retry hint of a request that got no slot. */
+export const DEFAULT_CONCURRENCY_RETRY_AFTER_MS = 1_000;
+
 /**
- * The JSON body of a 429. `retryAfterSeconds` is null when the request can never pass (cost above the limit).
+ * The JSON body of a 429. `retryAfterSeconds` is null when the request can never pass (cost above the limit);
+ * for a request that got no concurrency slot (rule `concurrency`) it is the route's retry hint.
  */
 export interface LimitedBody {
   readonly error: 'Too Many Requests';

@@ -15,6 +15,12 @@ export interface RequestView {
   readonly method: string;
   /** The path as the client sent it, without the query string. */
   readonly path: string;
+  /**
+   * Aborted when the client goes away before its response was sent: a decision that waits (`timeoutMs`, a
+   * concurrency wait) stops waiting then, so a caller that left never spends permits later. Undefined where
+   * the framework gives no way to know.
+   */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /**
@@ -27,13 +33,51 @@ export function pathOf(url: string): string {
   return query === -1 ? url : url.slice(0, query);
 }
 
+/** The part of node's ServerResponse that tells a client went away (its connection closed before the end). */
+interface ClosingResponse {
+  readonly writableFinished?: boolean;
+  readonly closed?: boolean;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+function isClosing(value: unknown): value is ClosingResponse {
+  return typeof (value as ClosingResponse | undefined)?.once === 'function';
+}
+
 /**
- * node:http's request and the Express, Connect and Fastify requests built on it.
+ * A signal aborted when `res` closes before it finished: the client went away. Made only when read (a
+ * decision that waits), so a request that never waits pays nothing for it.
  * @example
- * const view = nodeRequestView(req) // { method: 'GET', path: '/search', ... }
+ * const signal = clientGone(res) // aborted if the client disconnects first
  */
-export function nodeRequestView(req: HttpRequestLike): RequestView {
+export function clientGone(res: unknown): AbortSignal | undefined {
+  if (!isClosing(res)) return undefined;
+  const controller = new AbortController();
+  const gone = (): void => {
+    if (res.writableFinished !== true) controller.abort(new Error('the client went away before its response'));
+  };
+  if (res.closed === true) gone();
+  else res.once('close', gone);
+  return controller.signal;
+}
+
+/**
+ * node:http's request and the Express, Connect and Fastify requests built on it; with the node response
+ * (`res`, Fastify's `reply.raw`), `signal` tells when the client goes away.
+ * @example
+ * const view = nodeRequestView(req, res) // { method: 'GET', path: '/search', ... }
+ */
+export function nodeRequestView(req: HttpRequestLike, res?: unknown): RequestView {
+  let signal: AbortSignal | undefined;
+  let made = false;
   return {
+    get signal() {
+      if (!made) {
+        made = true;
+        signal = clientGone(res);
+      }
+      return signal;
+    },
     header: (name) => {
       const value = req.headers[name];
       return Array.isArray(value) ? value.join(', ') : value;
