@@ -44,4 +44,11 @@ export interface Decision {
   readonly blocked?: true;
   /** With plans (`createLimiter({ plans })`): the plan whose rules decided. */
   readonly plan?: string;
+  /**
+   * `'fallback'` when a fail mode decided because the store's Redis was away or late (`failMode` 'local',
+   * 'open' or 'closed'): the numbers are this node's, not the fleet's. Undefined when the store's own backend
+   * decided (memory, Redis, a lease, a divided share). `limiter.refund(key, n, { decision })` gives a grant
+   * back where it was counted, and nowhere for a grant nothing counted (failMode 'open').
+   */
+  readonly source?: 'fallback';
 }

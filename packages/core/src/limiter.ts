@@ -131,6 +131,15 @@ export interface RefundOptions extends PlanOption {
    * back from their newest grants.
    */
   grantedMsAgo?: number;
+  /**
+   * The decision whose grant is given back: the refund goes where that grant was counted. A grant a fail
+   * mode made while Redis was away (`decision.source === 'fallback'`) is given back to the fail mode's own
+   * state ('local') or nowhere ('open' counted it nowhere), never to Redis, which never counted it; a grant
+   * Redis made is never given to the fail mode. A denial, or a shadowed grant, took nothing: nothing is
+   * given back. Its plan is the refund's when `plan` is not given. Left out, the refund goes wherever the
+   * store decides now (Redis, or the fail mode while Redis is away): pass it whenever you have it.
+   */
+  decision?: Decision;
 }
 
 /** A rate limiter bound to a store: the same interface for local, exact (Redis), leased and divided modes. */
@@ -553,7 +562,10 @@ class StoreLimiter implements Limiter {
       optionsObject('refund options', options, false);
       const grantedMsAgo =
         options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
-      const binding = await this.#binding(key, options?.plan);
+      const decision = decisionOption(options?.decision);
+      // A denial or a shadowed grant consumed nothing.
+      if (decision !== undefined && (!decision.allowed || decision.shadowed === true)) return;
+      const binding = await this.#binding(key, options?.plan ?? decision?.plan);
       const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
       if (unrefundable !== undefined) {
         throw new SluiceError(
@@ -563,7 +575,8 @@ class StoreLimiter implements Limiter {
         );
       }
       const refund = control(binding.bound.refund, 'refund');
-      if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo);
+      const grant = decision === undefined ? undefined : decision.source === 'fallback' ? 'fallback' : 'store';
+      if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo, grant);
     } catch (error) {
       throw callerNamed('refund', error);
     }
@@ -618,6 +631,20 @@ class StoreLimiter implements Limiter {
     for (const b of bindings) await b.bound.unbind?.();
     if (this.#ownsStore) await this.#store.close();
   }
+}
+
+/** A refund's `decision`: undefined, or a Decision (an object with a boolean `allowed`). */
+function decisionOption(value: unknown): Decision | undefined {
+  if (value === undefined) return undefined;
+  const d = value as Partial<Decision> | null;
+  if (typeof d !== 'object' || d === null || typeof d.allowed !== 'boolean') {
+    throw new SluiceTypeError(
+      'decision',
+      value,
+      `decision must be the Decision whose grant is refunded, got ${describe(value)}`,
+    );
+  }
+  return value as Decision;
 }
 
 /** A call's `permits`: 1 unless given, else an integer >= 1. */

@@ -3,6 +3,9 @@ import type { Clock } from './clock.js';
 import type { Decision } from './decision.js';
 import type { DecisionNote, DecisionSource } from './observe.js';
 
+/** Where a grant being refunded was made (see BoundStore.refund). */
+export type GrantSource = 'store' | 'fallback';
+
 /** What a limiter hands its store: the rules to enforce and the namespace of its keys. */
 export interface RuleSet {
   readonly rules: readonly Algorithm[];
@@ -66,9 +69,12 @@ export interface BoundStore {
   /**
    * Gives back up to `permits` to each rule counted against `key` itself (rules shared with other keys keep
    * theirs), never beyond a fresh state; atomic per key. `grantedAgoMs` is how long ago the grant was asked
-   * for (NaN: unknown): a window rule gives back only from the window it was counted in.
+   * for (NaN: unknown): a window rule gives back only from the window it was counted in. `grant` says where
+   * the grant was made: `'fallback'` (a fail mode: only its own state, if it keeps one, takes it back),
+   * `'store'` (the store's backend: never the fail mode's state, even while the backend is away), or
+   * undefined when not known (wherever the store decides now).
    */
-  refund?(key: string, permits: number, grantedAgoMs: number): void | Promise<void>;
+  refund?(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void | Promise<void>;
   /** Takes `permits` from every rule the key is counted against, past the limit if need be; atomic per key. */
   penalize?(key: string, permits: number): void | Promise<void>;
   /** Blocks `key` for `ms` from now (a ban in force that ends later is kept). */

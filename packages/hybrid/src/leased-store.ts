@@ -3,6 +3,7 @@ import {
   type BoundStore,
   type Clock,
   type Decision,
+  type GrantSource,
   MemoryStore,
   type RuleSet,
   SluiceError,
@@ -408,8 +409,11 @@ class LeasedBinding implements BoundStore {
 
   #fallbackDecision(key: string, permits: number, note: DecisionNote | undefined): Decision {
     if (note !== undefined) note.source = 'fallback';
-    if (this.#o.failMode !== 'local') return failModeDecision(this.#rule, this.#o.failMode, permits, this.#o.timeoutMs);
-    return this.#localFallback().consume(key, permits, 0) as Decision;
+    const decided =
+      this.#o.failMode !== 'local'
+        ? failModeDecision(this.#rule, this.#o.failMode, permits, this.#o.timeoutMs)
+        : (this.#localFallback().consume(key, permits, 0) as Decision);
+    return { ...decided, source: 'fallback' };
   }
 
   /** failMode 'local': the core algorithm on this node, holding its share of the limit (1 / live lessees). */
@@ -496,10 +500,11 @@ class LeasedBinding implements BoundStore {
    * Gives back to this node's lease what it spent there, up to `permits` (never more than the lease took
    * from Redis, so the fleet stays within the central limit); for a windowed rule only while the grant's
    * window lasts. A key that spent nothing from a lease here was decided exactly: the central state takes
-   * it back (one adjust.lua call). While Redis fails, the fail mode's limiter takes it.
+   * it back (one adjust.lua call). A grant the fail mode made goes back to the fail mode's limiter only
+   * ('local'; nowhere for 'open'), and one of unknown origin to the fail mode while Redis fails.
    */
-  refund(key: string, permits: number, grantedAgoMs: number): void | Promise<void> {
-    if (!this.#health.healthy()) {
+  refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void | Promise<void> {
+    if (grant === 'fallback' || (grant === undefined && !this.#health.healthy())) {
       if (this.#o.failMode === 'local') void this.#localFallback().refund?.(key, permits, grantedAgoMs);
       return;
     }
@@ -509,7 +514,7 @@ class LeasedBinding implements BoundStore {
     // permits again, whatever an empty lease said: the next request asks.
     if (lease === undefined || lease.spent === 0) {
       if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
-      return this.#exact.refund(key, permits, grantedAgoMs);
+      return this.#exact.refund(key, permits, grantedAgoMs, grant);
     }
     if (now >= lease.expiresAt) return;
     const window = this.#shape.windowMs;

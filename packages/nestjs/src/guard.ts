@@ -74,8 +74,8 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
     );
     if (evaluate === undefined) return true;
     const http = context.switchToHttp();
-    const verdict = await evaluate(context, nodeRequestView(http.getRequest<HttpRequestLike>()));
     const response = http.getResponse<HeaderTarget>();
+    const verdict = await evaluate(context, nodeRequestView(http.getRequest<HttpRequestLike>(), response.raw ?? response));
     return answerVerdict<boolean>(verdict, {
       proceed: (headers, settle) => {
         setHeaders(response, headers);

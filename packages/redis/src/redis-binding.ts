@@ -1,4 +1,4 @@
-import { type Algorithm, type BoundStore, type Clock, type Decision, SluiceError } from '@sluice/core';
+import { type Algorithm, type BoundStore, type Clock, type Decision, type GrantSource, SluiceError } from '@sluice/core';
 import type { DecisionNote } from '@sluice/core/store-kit';
 import { identityOf } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
@@ -236,21 +236,34 @@ export class RedisBinding implements BoundStore {
   }
 
   /**
-   * Gives back up to `permits` to the key's own rules, atomically in one script call (they share the key's
-   * slot). While Redis is away, the fail mode's limiter takes it instead (failMode 'local'); see #control.
+   * Gives back up to `permits` to the key's own rules where the grant was counted: a fail mode's grant to the
+   * fail mode's limiter ('local'; 'open' counted it nowhere, so nothing is given back), a Redis grant to Redis
+   * in one atomic script call (they share the key's slot), never to the fail mode, which never counted it (a
+   * refund Redis cannot take then rejects with STORE_UNAVAILABLE). A grant of unknown origin goes wherever
+   * decisions go now (see #control).
    */
-  async refund(key: string, permits: number, grantedAgoMs: number): Promise<void> {
+  async refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
     // A denial cached here may have become a grant.
     this.#forgetHere(key);
     const own = this.#rules.filter((rule) => rule.key === undefined);
     if (own.length === 0) return;
+    const locally = () => this.#local?.refund?.(key, permits, grantedAgoMs);
+    if (grant === 'fallback') {
+      await locally();
+      return;
+    }
     const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
-    await this.#control(
-      key,
-      'refund',
-      () => this.#local?.refund?.(key, permits, grantedAgoMs),
-      () => this.#adjust(own, key, 'refund', permits, granted),
-    );
+    const onRedis = () => this.#adjust(own, key, 'refund', permits, granted);
+    if (grant === 'store') {
+      if (!this.#ctx.mayCallRedis())
+        throw new SluiceError(
+          'STORE_UNAVAILABLE',
+          `refund(${JSON.stringify(key)}): Redis counted this grant and is away; the fail mode never counted it`,
+        );
+      await this.#onRedis(key, 'refund', stateKey(this.#prefix, key, this.#stateName(own[0] as Algorithm)), onRedis);
+      return;
+    }
+    await this.#control(key, 'refund', locally, onRedis);
   }
 
   /** Takes `permits` from every rule the key is counted against, one atomic call per slot. See #control. */
@@ -566,7 +579,8 @@ export class RedisBinding implements BoundStore {
   }
 
   #resolveByFailMode(p: Pending): void {
-    const decision = this.#fallback(p);
+    // Marked, so the caller knows the fleet's count was not consulted and a refund knows where to go.
+    const decision: Decision = { ...this.#fallback(p), source: 'fallback' };
     if (p.note !== undefined) p.note.source = 'fallback';
     this.#ctx.onDecision?.({
       prefix: this.#prefix,

@@ -32,7 +32,8 @@ export interface AfterResponseOptions<Req, Res> {
    * Permits a response cost beyond the request's `cost`, known only once it is over (LLM tokens, bytes
    * sent): charged with `limiter.penalize` when the response ends, past the limit if need be, so the key
    * is denied until it drains. A negative number gives permits back (`limiter.refund`): charge an estimate
-   * as `cost`, then settle the difference. An integer; 0 charges nothing.
+   * as `cost`, then settle the difference; never more than the request was charged (the excess is reported
+   * to onAccountingError). An integer; 0 charges nothing.
    */
   costAfterResponse?: (req: Req, res: Res) => number;
   /**
@@ -140,9 +141,21 @@ export function accountFor<Req, Res>(
     return (res, end) => {
       if (settled) return;
       settled = true;
+      // A request never gives back more than it took, however many options ask.
+      let refundable = permits;
       // Measured on the limiter's clock: the store's time, so a window rule finds the window the grant was in.
-      const refund = (n: number): Promise<void> =>
-        limiter.refund(key, n, { ...plan, grantedMsAgo: Math.max(0, limiter.clock.now() - startedAt) });
+      // The decision sends the refund where the grant was counted (Redis, the fail mode's state, or nowhere).
+      const refund = (n: number): Promise<void> => {
+        const given = Math.min(n, refundable);
+        refundable -= given;
+        return given === 0
+          ? Promise.resolve()
+          : limiter.refund(key, given, {
+              ...plan,
+              grantedMsAgo: Math.max(0, limiter.clock.now() - startedAt),
+              decision,
+            });
+      };
       const calls: Promise<void>[] = [];
       try {
         if (skipSuccessful || skipFailed) {
@@ -154,7 +167,20 @@ export function accountFor<Req, Res>(
         if (costAfterResponse !== undefined) {
           const cost = costOf(costAfterResponse(req, res));
           if (cost > 0) calls.push(limiter.penalize(key, cost, plan));
-          else if (cost < 0) calls.push(refund(-cost));
+          else if (cost < 0) {
+            const left = refundable;
+            calls.push(refund(-cost));
+            if (-cost > left)
+              report(
+                new SluiceRangeError(
+                  'costAfterResponse',
+                  cost,
+                  `costAfterResponse gave back ${-cost} permits for a request charged ${permits}: ${left} given ` +
+                    `back, never more than the request took`,
+                ),
+                req,
+              );
+          }
         }
       } catch (error) {
         report(error, req);

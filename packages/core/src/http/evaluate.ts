@@ -310,6 +310,7 @@ export function createEvaluator<Req, Res = unknown>(
               .refund(requestKey, permits, {
                 ...(decision.plan === undefined ? {} : { plan: decision.plan }),
                 grantedMsAgo: limiter.clock.now() - startedAt,
+                decision,
               })
               .catch(() => {});
           }

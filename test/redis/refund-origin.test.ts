@@ -1,0 +1,194 @@
+/**
+ * A refund goes only where its grant was counted. A grant the fail mode made while Redis stalled was never
+ * counted on Redis: refunding it there (after-response accounting, limiter.refund) once handed out up to a
+ * bucket's capacity extra per key after every outage (token bucket of 3, no refill: 3 granted, a stall with
+ * 2 fail-open grants that failed, then 2 more granted). And a request never gives back more than it took.
+ */
+import { type Decision, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { redisStore } from '@sluice/redis';
+import { leasedLimiter } from '@sluice/hybrid';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
+import { Answer, get, startServer } from '../http/servers.js';
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+let n = 0;
+const prefix = () => `refund-origin-${process.pid}-${n++}`;
+
+/** A Redis of its own, a client with a short deadline's store, and a way to stall it (SIGSTOP) and wait for it back. */
+async function stallable(failMode: 'open' | 'local') {
+  const server: TestRedis = await startTestRedis();
+  const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
+  client.on('error', () => {});
+  const store = redisStore({ redis: client, failMode, timeoutMs: 50 });
+  cleanups.push(async () => {
+    await store.close();
+    client.disconnect();
+    await server.stop();
+  });
+  const recovered = () => new Promise<void>((resolve) => store.once('store-recovered', () => resolve()));
+  return {
+    store,
+    client,
+    stall: () => server.process?.kill('SIGSTOP'),
+    resume: () => server.process?.kill('SIGCONT'),
+    recovered,
+  };
+}
+
+/** A bucket of 3 that never refills within a test. */
+const bucket = () => tokenBucket({ capacity: 3, refillPerSecond: 0.000_001, name: 'tb' });
+
+describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode) => {
+  it('limiter.refund({ decision }) of a fail-mode grant never gives permits back on Redis', async () => {
+    const redis = await stallable(failMode);
+    const limiter = createLimiter({ algorithm: bucket(), store: redis.store, prefix: prefix() });
+    for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+    redis.stall();
+    const during: Decision[] = [];
+    // 'local' holds the whole bucket on one node: two of its three are granted.
+    for (let i = 0; i < 2; i++) during.push(await limiter.tryAcquire('k'));
+    expect(during.map((d) => [d.allowed, d.source])).toEqual([
+      [true, 'fallback'],
+      [true, 'fallback'],
+    ]);
+    const back = redis.recovered();
+    redis.resume();
+    await back;
+    // The requests failed: their grants are given back, after Redis answered again.
+    for (const decision of during) await limiter.refund('k', 1, { decision });
+    const after = await limiter.tryAcquire('k');
+    expect(after.allowed).toBe(false);
+    expect(after.source).toBeUndefined();
+  });
+
+  it('after-response accounting (skipFailedRequests) sends a fail-mode grant back to the fail mode only', async () => {
+    const redis = await stallable(failMode);
+    const limiter = createLimiter({ algorithm: bucket(), store: redis.store, prefix: prefix() });
+    let answered = 0;
+    let release: () => void = () => {};
+    const recoveredThenFail = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const server = await startServer(
+      'node:http',
+      { limiter, key: () => 'k', skipFailedRequests: true } as never,
+      async () => {
+        answered++;
+        // The stalled requests answer 500 once Redis is back: their refunds run against a healthy Redis.
+        if (answered > 3) await recoveredThenFail;
+        return new Answer(answered > 3 ? 500 : 200, { answered });
+      },
+    );
+    cleanups.push(() => server.close());
+    for (let i = 0; i < 3; i++) expect((await get(server.url)).status).toBe(200);
+    redis.stall();
+    const failing = [get(server.url), get(server.url)];
+    // Both are past their decision (made by the fail mode) once the route has seen them.
+    while (answered < 5) await new Promise((resolve) => setImmediate(resolve));
+    const back = redis.recovered();
+    redis.resume();
+    await back;
+    release();
+    expect((await Promise.all(failing)).map((r) => r.status)).toEqual([500, 500]);
+    // Wait for both settlements to have reached the store: a peek goes through Redis after them.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect((await get(server.url)).status).toBe(429);
+    expect((await limiter.peek('k')).remaining).toBe(0);
+  });
+});
+
+it("exact mode, failMode 'local': the fail mode's own state takes its grant back", async () => {
+  const redis = await stallable('local');
+  const limiter = createLimiter({
+    algorithm: fixedWindow({ limit: 2, windowMs: 600_000, name: 'w' }),
+    store: redis.store,
+    prefix: prefix(),
+  });
+  redis.stall();
+  const first = await limiter.tryAcquire('k');
+  const second = await limiter.tryAcquire('k');
+  expect([first.source, second.source]).toEqual(['fallback', 'fallback']);
+  expect((await limiter.tryAcquire('k')).allowed).toBe(false);
+  await limiter.refund('k', 1, { decision: second });
+  // Given back locally: the fail mode grants one more while Redis stays away.
+  expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+  const back = redis.recovered();
+  redis.resume();
+  await back;
+  // The first stalled call was on the wire: Redis ran it once it resumed (counting one, never more). The
+  // refund stayed local: a refund sent to Redis would have left 2.
+  expect((await limiter.peek('k')).remaining).toBe(1);
+});
+
+it('leased mode: a fail-mode grant is never given back to the central bucket', async () => {
+  const redis = await stallable('open');
+  const limiter = leasedLimiter({ algorithm: bucket(), redis: redis.client, prefix: prefix(), failMode: 'open', timeoutMs: 50 });
+  cleanups.push(() => limiter.close());
+  for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+  redis.stall();
+  const during: Decision[] = [];
+  for (let i = 0; i < 2; i++) during.push(await limiter.tryAcquire('k'));
+  expect(during.every((d) => d.allowed && d.source === 'fallback')).toBe(true);
+  redis.resume();
+  // Back when a lease call answers again: the bucket is empty, so the answer is a denial from Redis's count.
+  let after: Decision | undefined;
+  for (let i = 0; i < 400; i++) {
+    after = await limiter.tryAcquire('k');
+    if (after.source === undefined) break;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  for (const decision of during) await limiter.refund('k', 1, { decision });
+  expect((await limiter.tryAcquire('k')).allowed).toBe(false);
+});
+
+describe('a request never gives back more than it took', () => {
+  it('costAfterResponse -1001 for a request charged 1: 10 requests in a window of 5 pass 5, the excess is reported', async () => {
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }) });
+    const reported: Error[] = [];
+    const server = await startServer(
+      'node:http',
+      {
+        limiter,
+        key: () => 'k',
+        costAfterResponse: () => -1001,
+        onAccountingError: (error: Error) => reported.push(error),
+      } as never,
+    );
+    cleanups.push(() => server.close());
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      statuses.push((await get(server.url)).status);
+      // Each response is settled before the next request is decided.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    // Each gives back its own permit: every request passes, but the window never holds more than 5 at once.
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    expect((await limiter.peek('k')).remaining).toBe(5);
+    expect(reported.length).toBe(10);
+    expect(reported[0]?.message).toMatch(/gave back 1001 permits for a request charged 1: 1 given back/);
+    // A burst of 10 at once cannot borrow the others' permits: 5 pass.
+    const burst = await Promise.all(Array.from({ length: 10 }, () => limiter.tryAcquire('k')));
+    expect(burst.filter((d) => d.allowed).length).toBe(5);
+  });
+
+  it('skipFailedRequests and a negative costAfterResponse together give back at most the charge', async () => {
+    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }) });
+    const server = await startServer(
+      'node:http',
+      { limiter, key: () => 'k', cost: 2, skipFailedRequests: true, costAfterResponse: () => -2, onAccountingError: () => {} } as never,
+      async () => new Answer(500, {}),
+    );
+    cleanups.push(() => server.close());
+    await limiter.tryAcquire('k', { permits: 3 });
+    expect((await get(server.url)).status).toBe(500);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // 3 taken directly, 2 by the request and 2 given back (not 4): 2 left.
+    expect((await limiter.peek('k')).remaining).toBe(2);
+  });
+});
