@@ -28,16 +28,22 @@ const text = (reply: ScriptReply): string => (Buffer.isBuffer(reply) ? reply.toS
 /**
  * A concurrencyLimiter's slots on Redis (semaphore.lua): every process's holders in one sorted set per key,
  * scored by lease, and its waiters in a queue in arrival order. While Redis is away the fail mode decides:
- * 'local' counts this node's share in memory, 'open' grants, 'closed' refuses; a slot granted that way is
- * released there, never on Redis.
+ * 'local' counts this node's share in memory, 'open' grants, 'closed' refuses. Once Redis answers again, the
+ * first call for a key reconciles it first: the fail mode's slots still held become holders on Redis (so Redis
+ * counts them before it grants anyone else), and calls that got no answer, which may still land from a client's
+ * offline queue, are dropped, so they never leave phantom holders.
  */
 export class RedisSemaphore implements SemaphoreBinding {
   readonly #ctx: SemaphoreContext;
   readonly #spec: SemaphoreSpec;
   readonly #listeners = new Set<(key: string) => void>();
-  /** Tickets the fail mode granted: released where they were granted. */
-  readonly #local = new Set<string>();
-  readonly #open = new Set<string>();
+  /** Tickets the fail mode granted and still held, by ticket: the key. Released where they were granted. */
+  readonly #local = new Map<string, string>();
+  readonly #open = new Map<string, string>();
+  /** Tickets whose call got no answer (it may land later), by ticket: the key. Dropped on Redis when it answers. */
+  readonly #unanswered = new Map<string, string>();
+  /** Keys being reconciled now. */
+  readonly #reconciling = new Map<string, Promise<boolean>>();
   /** Keys with callers queued here, told when the store's health changes (their next try goes elsewhere). */
   readonly #queuedKeys = new Set<string>();
   readonly #stopLocal: (() => void) | undefined;
@@ -55,9 +61,48 @@ export class RedisSemaphore implements SemaphoreBinding {
     for (const listener of this.#listeners) listener(key);
   }
 
-  /** The store's health changed: every key with callers queued here tries again, on Redis or by the fail mode. */
+  /**
+   * The store's health changed: once Redis answers, every key the fail mode touched is reconciled; every key
+   * with callers queued here tries again, on Redis or by the fail mode.
+   */
   healthChanged(): void {
+    if (this.#ctx.mayCallRedis()) {
+      const keys = new Set([...this.#local.values(), ...this.#open.values(), ...this.#unanswered.values()]);
+      for (const key of keys) void this.#reconciled(key);
+    }
     for (const key of [...this.#queuedKeys]) this.freed(key);
+  }
+
+  /**
+   * Resolves true once Redis knows what the fail mode did for `key` (at once when there is nothing to tell);
+   * false when it could not be told (the caller's call then goes to the fail mode too).
+   */
+  #reconciled(key: string): Promise<boolean> | true {
+    const running = this.#reconciling.get(key);
+    if (running !== undefined) return running;
+    const adopt = [...this.#local, ...this.#open].filter(([, k]) => k === key).map(([ticket]) => ticket);
+    const drop = [...this.#unanswered].filter(([t, k]) => k === key && !adopt.includes(t)).map(([ticket]) => ticket);
+    if (adopt.length === 0 && drop.length === 0) return true;
+    const done = this.#call(key, 'reconcile', [String(adopt.length), ...adopt, ...drop]).then(
+      () => {
+        this.#ctx.reportSuccess();
+        for (const ticket of drop) this.#unanswered.delete(ticket);
+        for (const ticket of adopt) {
+          this.#unanswered.delete(ticket);
+          this.#open.delete(ticket);
+          // Held on Redis from now on: renewed and released there; the fail mode's count lets it go.
+          if (this.#local.delete(ticket)) void this.#ctx.local?.release(key, ticket);
+        }
+        return true;
+      },
+      (error: unknown) => {
+        if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
+        return false;
+      },
+    );
+    this.#reconciling.set(key, done);
+    void done.finally(() => this.#reconciling.delete(key));
+    return done;
   }
 
   #call(key: string, op: string, extra: readonly string[]): Promise<ScriptReply> {
@@ -79,21 +124,28 @@ export class RedisSemaphore implements SemaphoreBinding {
     );
   }
 
-  /** Runs a call on Redis, reporting to the health machine; undefined when it failed (the fail mode stands in). */
-  async #onRedis(key: string, op: string, extra: readonly string[]): Promise<ScriptReply | undefined> {
+  /**
+   * Runs a call on Redis (after reconciling the key), reporting to the health machine; undefined when it
+   * failed (the fail mode stands in). `ticket`: a call that may leave state for it on Redis, remembered when
+   * unanswered so that a late landing is dropped.
+   */
+  async #onRedis(key: string, op: string, extra: readonly string[], ticket?: string): Promise<ScriptReply | undefined> {
     if (!this.#ctx.mayCallRedis()) return undefined;
+    const ready = this.#reconciled(key);
+    if (ready !== true && !(await ready)) return undefined;
     try {
       const reply = await this.#call(key, op, extra);
       this.#ctx.reportSuccess();
       return reply;
     } catch (error) {
+      if (ticket !== undefined) this.#unanswered.set(ticket, key);
       if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
       return undefined;
     }
   }
 
   async attempt(key: string, ticket: string, queue: boolean): Promise<SlotAttempt> {
-    const reply = await this.#onRedis(key, 'acquire', [ticket, queue ? '1' : '0']);
+    const reply = await this.#onRedis(key, 'acquire', [ticket, queue ? '1' : '0'], ticket);
     if (reply === undefined) return this.#fallbackAttempt(key, ticket, queue);
     const [granted, hint] = reply as number[];
     if (granted === 1) {
@@ -109,34 +161,39 @@ export class RedisSemaphore implements SemaphoreBinding {
 
   async #fallbackAttempt(key: string, ticket: string, queue: boolean): Promise<SlotAttempt> {
     if (this.#ctx.failMode === 'open') {
-      this.#open.add(ticket);
+      this.#open.set(ticket, key);
       return { granted: true, source: 'fallback' };
     }
     const local = this.#ctx.local;
     if (local === undefined) return { granted: false, retryInMs: undefined, refused: true };
     const attempt = await local.attempt(key, ticket, queue);
-    if (attempt.granted) this.#local.add(ticket);
+    if (attempt.granted) this.#local.set(ticket, key);
     return attempt.granted ? { granted: true, source: 'fallback' } : attempt;
   }
 
   async release(key: string, ticket: string): Promise<boolean> {
     if (this.#open.delete(ticket)) return true;
     if (this.#local.delete(ticket)) return (await this.#ctx.local?.release(key, ticket)) ?? false;
-    // A release Redis could not take frees the slot when its lease runs out: it is no longer renewed.
-    const reply = await this.#onRedis(key, 'release', [ticket]);
+    // A release Redis could not take is sent again once it answers (reconcile); until then the slot is no
+    // longer renewed, so it frees itself when its lease runs out at the latest.
+    const reply = await this.#onRedis(key, 'release', [ticket], ticket);
     return reply === 1;
   }
 
   async leave(key: string, ticket: string): Promise<void> {
     await this.#ctx.local?.leave(key, ticket);
-    // A place Redis could not drop goes when its lease runs out: it is no longer renewed.
-    await this.#onRedis(key, 'leave', [ticket]);
+    // A place Redis could not drop goes when its lease runs out (it is no longer renewed); one an unanswered
+    // attempt may still leave is dropped when Redis answers again (reconcile).
+    if (!this.#ctx.mayCallRedis()) return;
+    await this.#onRedis(key, 'leave', [ticket], ticket);
   }
 
   async renew(key: string, held: readonly string[], waiting: readonly string[]): Promise<readonly string[]> {
+    if (!this.#ctx.mayCallRedis()) throw new Error('Redis is failing: leases are renewed once it answers');
+    const ready = this.#reconciled(key);
+    if (ready !== true && !(await ready)) throw new Error('Redis could not be reconciled: renewed at the next try');
     const onRedis = held.filter((t) => !this.#local.has(t) && !this.#open.has(t));
     if (onRedis.length === 0 && waiting.length === 0) return [];
-    if (!this.#ctx.mayCallRedis()) throw new Error('Redis is failing: leases are renewed once it answers');
     try {
       const reply = await this.#call(key, 'renew', [String(onRedis.length), ...onRedis, ...waiting]);
       this.#ctx.reportSuccess();

@@ -272,7 +272,15 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   async #take(key: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<Slot> {
     const ticket = newTicket();
     const notices = this.#freedNotices;
+    const startedAt = this.#clock.now();
     const attempt = await this.#binding.attempt(key, ticket, timeoutMs > 0);
+    // Aborted while the first attempt was out (no listener was attached yet): the slot or the place it got
+    // goes back at once, and the caller is told, never queued ahead of live waiters.
+    if (signal?.aborted === true) {
+      if (attempt.granted) await this.#releaseTicket(key, ticket);
+      else void Promise.resolve(this.#binding.leave(key, ticket)).catch(() => {});
+      throw new SluiceError('ABORTED', 'the wait for a slot was aborted', { cause: signal.reason });
+    }
     if (attempt.granted) return this.#hold(key, ticket);
     if (attempt.refused === true)
       throw new SluiceError(
@@ -284,7 +292,9 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       void Promise.resolve(this.#binding.leave(key, ticket)).catch(() => {});
       throw new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting');
     }
-    const slot = this.#wait(key, ticket, timeoutMs, signal, attempt.retryInMs);
+    // The timeout counts from the call, the first attempt included.
+    const left = Math.max(1, timeoutMs - (this.#clock.now() - startedAt));
+    const slot = this.#wait(key, ticket, left, signal, attempt.retryInMs);
     // A slot freed while this caller was being queued was told to nobody: try again now.
     if (this.#freedNotices !== notices) void this.#wake(key);
     return slot;

@@ -7,14 +7,19 @@
 -- KEYS[1]  holders: ticket -> lease end (ms)
 -- KEYS[2]  queue: ticket -> arrival (ms)
 -- KEYS[3]  queue liveness: ticket -> place's lease end (ms)          (all three under the key's hash tag)
--- ARGV     op ('acquire' | 'release' | 'leave' | 'renew'); now ('' = this server's TIME); max; leaseMs; the
---          channel that tells waiting processes a slot may be free; the key as published on it; then
+-- ARGV     op ('acquire' | 'release' | 'leave' | 'renew' | 'reconcile'); now ('' = this server's TIME); max;
+--          leaseMs; the channel that tells waiting processes a slot may be free; the key as published on it;
+--          then
 --          acquire: ticket, '1' to queue when no slot is free ('0': a try);
 --          release, leave: ticket;
---          renew: the number of held tickets, the held tickets, then the queued tickets.
+--          renew: the number of held tickets, the held tickets, then the queued tickets;
+--          reconcile (a process whose Redis came back): the number of tickets to adopt (slots its fail mode
+--          granted, still held: they become holders whatever max says, they are inside), those tickets, then
+--          the tickets to drop (calls that got no answer and may have landed late: never phantom holders).
 -- Reply    acquire: { 1 } granted, or { 0, ms until a slot may free itself (a lease running out; -1: only a
 --          release frees one) }; release, leave: 1 if the ticket held a slot or a place, else 0;
---          renew: the held tickets whose lease had run out (lost: another caller may have the slot).
+--          renew: the held tickets whose lease had run out (lost: another caller may have the slot);
+--          reconcile: how many dropped tickets held a slot.
 
 local H, Q, A = KEYS[1], KEYS[2], KEYS[3]
 local op = ARGV[1]
@@ -33,9 +38,16 @@ local function expire()
   end
 end
 
--- Idle keys vanish: each set lives a lease (plus a second) past its last write.
+-- Idle keys vanish: the sets live until the latest lease in them runs out (plus a second). Never the
+-- caller's own lease alone: a process with a shorter leaseMs (a rolling deploy) must not expire a set that
+-- still holds another's live slot.
 local function keep()
-  local px = reclaim_px(lease)
+  local last = now + lease
+  for _, set in ipairs({ H, A }) do
+    local tail = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
+    if tail[2] then last = math.max(last, tonumber(tail[2])) end
+  end
+  local px = reclaim_px(last - now)
   redis.call('PEXPIRE', H, px)
   redis.call('PEXPIRE', Q, px)
   redis.call('PEXPIRE', A, px)
@@ -105,5 +117,22 @@ elseif op == 'renew' then
   end
   keep()
   return lost
+elseif op == 'reconcile' then
+  expire()
+  local adopt = tonumber(ARGV[7])
+  for i = 8, 7 + adopt do
+    redis.call('ZREM', Q, ARGV[i])
+    redis.call('ZREM', A, ARGV[i])
+    redis.call('ZADD', H, now + lease, ARGV[i])
+  end
+  local freed = 0
+  for i = 8 + adopt, #ARGV do
+    freed = freed + redis.call('ZREM', H, ARGV[i])
+    redis.call('ZREM', Q, ARGV[i])
+    redis.call('ZREM', A, ARGV[i])
+  end
+  if adopt > 0 then keep() end
+  if freed > 0 then notify() end
+  return freed
 end
 return redis.error_reply('ERR sluice semaphore: unknown op ' .. tostring(op))
