@@ -3,6 +3,7 @@
  * least-privilege ACL user (its key prefix, its pub/sub channel and the commands sluice uses, nothing else:
  * the README's ACL line, checked here). A user without a needed permission gets an error naming the command.
  */
+import { SLUICE_ACL, SLUICE_FUNCTIONS_ACL } from '../harness/acl.js';
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,46 +17,6 @@ import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
 import { type TestRedis, spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
-
-/** What the README adds to the ACL line to let sluice load its scripts as functions and call them. */
-export const SLUICE_FUNCTIONS_ACL = ['+fcall', '+function|load'];
-
-/**
- * The ACL line the README gives for a sluice user on prefix `sluice`: its keys, its reset channel, and the
- * commands the stores and their scripts run (PING, INFO and CLIENT for the clients' own handshakes).
- */
-export const SLUICE_ACL = [
-  'on',
-  '~sluice:*',
-  '&sluice:*',
-  '-@all',
-  '+evalsha',
-  '+eval',
-  '+exists',
-  '+del',
-  '+publish',
-  '+subscribe',
-  '+unsubscribe',
-  '+get',
-  '+mget',
-  '+set',
-  '+pexpire',
-  '+time',
-  '+hmget',
-  '+hset',
-  '+hdel',
-  '+zadd',
-  '+zcard',
-  '+zrange',
-  '+zrangebyscore',
-  '+zrem',
-  '+zremrangebyscore',
-  '+zrank',
-  '+zscore',
-  '+ping',
-  '+info',
-  '+hello',
-];
 
 describe('TLS', () => {
   let dir: string;

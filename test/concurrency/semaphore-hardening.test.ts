@@ -65,7 +65,9 @@ describe("failMode 'local': what the fail mode did reaches Redis when it answers
     const store: RedisStore = track(redisStore({ redis: client, failMode: 'local', timeoutMs: 50 }));
     const a = track(concurrencyLimiter({ max: 2, prefix: p, store, leaseMs: 5_000 }));
     // Another process on the same key, on its own connection.
-    const b = track(concurrencyLimiter({ max: 2, prefix: p, store: track(redisStore({ redis: other })), leaseMs: 5_000 }));
+    const b = track(
+      concurrencyLimiter({ max: 2, prefix: p, store: track(redisStore({ redis: other })), leaseMs: 5_000 }),
+    );
     server.process?.kill('SIGSTOP');
     // Two slots from the fail mode: the first call was already on the wire (it lands once Redis resumes).
     const first = await a.acquire('k', { timeoutMs: 0 });

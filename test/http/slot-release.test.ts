@@ -4,7 +4,7 @@
  * another Response), and a client that leaves while its request waits. Each of these once kept the slot for
  * the life of the process (HEAD, HEAD, HEAD -> 200, 200, 429, then every request 429).
  */
-import { createServer } from 'node:http';
+import type { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { concurrencyLimiter, createLimiter, fixedWindow } from '@sluice/core';
 import { fetchRateLimit } from '@sluice/core/fetch';
@@ -13,7 +13,7 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
 import { collectGarbage } from '../faults/gc.js';
-import { Answer, type Framework, type TestServer, frameworks, get, startServer } from './servers.js';
+import { Answer, type Framework, type TestServer, frameworks, startServer } from './servers.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {
@@ -64,9 +64,13 @@ describe.each(frameworks)('a slot comes back on %s', (framework: Framework) => {
   it('when the client leaves while its request waits for a slot: it never takes one later', async () => {
     const limiter = concurrencyLimiter({ max: 1 });
     const held = await limiter.acquire('k');
-    const url = await serveWith(framework, { concurrency: { limiter, timeoutMs: 60_000 }, key: () => 'k' }, async () => ({
-      ok: true,
-    }));
+    const url = await serveWith(
+      framework,
+      { concurrency: { limiter, timeoutMs: 60_000 }, key: () => 'k' },
+      async () => ({
+        ok: true,
+      }),
+    );
     const leaving = new AbortController();
     const waiting = fetch(url, { signal: leaving.signal }).catch(() => 'left');
     // The request is queued once the limiter counts a waiter for the key: then the client leaves.
@@ -117,31 +121,34 @@ describe('a Fetch body nobody reads', () => {
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }
 
-  it.each(['fetch', 'hono'] as const)('%s: the slot comes back once the dropped Response is collected', async (kind) => {
-    const limiter = concurrencyLimiter({ max: 1 });
-    const options = { concurrency: limiter, key: () => 'k', address: () => '127.0.0.1' };
-    let inner: (request: Request) => Promise<Response>;
-    if (kind === 'fetch') inner = fetchRateLimit(options)(async () => new Response('the body'));
-    else {
-      const app = new Hono();
-      app.use('*', honoRateLimit({ concurrency: limiter, key: () => 'k' }));
-      app.get('/', (c) => c.text('the body'));
-      inner = async (request) => app.fetch(request);
-    }
-    const url = await dropping(inner);
-    expect(await request(url, 'GET')).toBe(200);
-    // Held until the unread body is collected: then it is freed, and a request gets the slot.
-    for (let i = 0; i < 200; i++) {
-      collectGarbage();
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      const slot = await limiter.tryAcquire('k');
-      if (slot !== undefined) {
-        await slot.release();
-        return;
+  it.each(['fetch', 'hono'] as const)(
+    '%s: the slot comes back once the dropped Response is collected',
+    async (kind) => {
+      const limiter = concurrencyLimiter({ max: 1 });
+      const options = { concurrency: limiter, key: () => 'k', address: () => '127.0.0.1' };
+      let inner: (request: Request) => Promise<Response>;
+      if (kind === 'fetch') inner = fetchRateLimit(options)(async () => new Response('the body'));
+      else {
+        const app = new Hono();
+        app.use('*', honoRateLimit({ concurrency: limiter, key: () => 'k' }));
+        app.get('/', (c) => c.text('the body'));
+        inner = async (request) => app.fetch(request);
       }
-    }
-    throw new Error('the slot of a dropped Response never came back');
-  });
+      const url = await dropping(inner);
+      expect(await request(url, 'GET')).toBe(200);
+      // Held until the unread body is collected: then it is freed, and a request gets the slot.
+      for (let i = 0; i < 200; i++) {
+        collectGarbage();
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        const slot = await limiter.tryAcquire('k');
+        if (slot !== undefined) {
+          await slot.release();
+          return;
+        }
+      }
+      throw new Error('the slot of a dropped Response never came back');
+    },
+  );
 
   it('fetch: the rate limit is settled too (skipFailedRequests refunds a body that was never sent)', async () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }) });
@@ -164,7 +171,8 @@ describe('settling a Fetch Response', () => {
   it('a HEAD request, a null body status and no body settle at once, as completed', async () => {
     const { settleAfterBody } = await import('@sluice/core/http');
     const ends: string[] = [];
-    const settle = (_: Response, end: { status: number; completed: boolean }) => ends.push(`${end.status}:${end.completed}`);
+    const settle = (_: Response, end: { status: number; completed: boolean }) =>
+      ends.push(`${end.status}:${end.completed}`);
     settleAfterBody(new Response('x'), settle, { method: 'HEAD' });
     settleAfterBody(new Response(null, { status: 304 }), settle, { method: 'GET' });
     settleAfterBody(new Response(null, { status: 200 }), settle, { method: 'GET' });

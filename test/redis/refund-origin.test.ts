@@ -128,7 +128,13 @@ it("exact mode, failMode 'local': the fail mode's own state takes its grant back
 
 it('leased mode: a fail-mode grant is never given back to the central bucket', async () => {
   const redis = await stallable('open');
-  const limiter = leasedLimiter({ algorithm: bucket(), redis: redis.client, prefix: prefix(), failMode: 'open', timeoutMs: 50 });
+  const limiter = leasedLimiter({
+    algorithm: bucket(),
+    redis: redis.client,
+    prefix: prefix(),
+    failMode: 'open',
+    timeoutMs: 50,
+  });
   cleanups.push(() => limiter.close());
   for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
   redis.stall();
@@ -151,15 +157,12 @@ describe('a request never gives back more than it took', () => {
   it('costAfterResponse -1001 for a request charged 1: 10 requests in a window of 5 pass 5, the excess is reported', async () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }) });
     const reported: Error[] = [];
-    const server = await startServer(
-      'node:http',
-      {
-        limiter,
-        key: () => 'k',
-        costAfterResponse: () => -1001,
-        onAccountingError: (error: Error) => reported.push(error),
-      } as never,
-    );
+    const server = await startServer('node:http', {
+      limiter,
+      key: () => 'k',
+      costAfterResponse: () => -1001,
+      onAccountingError: (error: Error) => reported.push(error),
+    } as never);
     cleanups.push(() => server.close());
     const statuses: number[] = [];
     for (let i = 0; i < 10; i++) {
@@ -181,7 +184,14 @@ describe('a request never gives back more than it took', () => {
     const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }) });
     const server = await startServer(
       'node:http',
-      { limiter, key: () => 'k', cost: 2, skipFailedRequests: true, costAfterResponse: () => -2, onAccountingError: () => {} } as never,
+      {
+        limiter,
+        key: () => 'k',
+        cost: 2,
+        skipFailedRequests: true,
+        costAfterResponse: () => -2,
+        onAccountingError: () => {},
+      } as never,
       async () => new Answer(500, {}),
     );
     cleanups.push(() => server.close());

@@ -19,6 +19,12 @@ describe('coded warnings', () => {
     expect(message).toContain("silenceWarnings('SLUICE_CROSS_SLOT')");
   });
 
+  it('a message without a full stop never runs on into the advice', () => {
+    warnOnce('SLUICE_STORE_MISCONFIGURED', 'the README gives the ACL line with every channel it uses');
+    const [message] = emitted.mock.calls[0] as [string];
+    expect(message).toContain(`every channel it uses. ${WARNINGS.SLUICE_STORE_MISCONFIGURED}`);
+  });
+
   it('every code says what to do in a sentence', () => {
     for (const [code, advice] of Object.entries(WARNINGS)) {
       expect(code).toMatch(/^SLUICE_[A-Z_]+$/);

@@ -19,6 +19,10 @@ export const WARNINGS = {
   SLUICE_OFFLINE_QUEUE: 'Set maxRetriesPerRequest or commandTimeout on the client, or enableOfflineQueue: false.',
   /** On a Cluster, a policy counts rules against other keys, which live in other slots. */
   SLUICE_CROSS_SLOT: "Keep a policy's rules on the request's own key to decide it in one call.",
+  /** The Redis a store uses may evict keys when full (maxmemory with a policy other than noeviction). */
+  SLUICE_EVICTING_REDIS:
+    'Run limiters on a Redis with maxmemory-policy noeviction (writes then fail, and failMode decides), or one ' +
+    "with no maxmemory; see the README's production section.",
   /** instrumentSluice() found no MeterProvider registered globally: its instruments record nothing. */
   SLUICE_OTEL_NO_PROVIDER:
     'Register the OpenTelemetry SDK before calling instrumentSluice(), or pass it a meterProvider.',
@@ -57,6 +61,12 @@ function isCode(value: unknown): value is SluiceWarningCode {
   return typeof value === 'string' && Object.hasOwn(WARNINGS, value);
 }
 
+/** `text` ending as a sentence does, so the advice after it never runs on from it. */
+function sentence(text: string): string {
+  const trimmed = text.trimEnd();
+  return /[.!?:)]$/.test(trimmed) ? trimmed : `${trimmed}.`;
+}
+
 /**
  * Says `message` with the code's advice, unless the code was said before in this process or silenced.
  * Never throws (a warning must not break the code that gives it).
@@ -66,7 +76,7 @@ function isCode(value: unknown): value is SluiceWarningCode {
 export function warnOnce(code: SluiceWarningCode, message: string): void {
   if (state.silenceAll || state.silenced.has(code) || state.shown.has(code)) return;
   state.shown.add(code);
-  const text = `${message} ${WARNINGS[code]} (Shown once; silence it with silenceWarnings('${code}') or SLUICE_SILENCE_WARNINGS=${code}.)`;
+  const text = `${sentence(message)} ${WARNINGS[code]} (Shown once; silence it with silenceWarnings('${code}') or SLUICE_SILENCE_WARNINGS=${code}.)`;
   try {
     if (typeof host.process?.emitWarning === 'function')
       host.process.emitWarning(text, { type: 'SluiceWarning', code });

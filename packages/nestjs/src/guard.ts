@@ -75,7 +75,10 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
     if (evaluate === undefined) return true;
     const http = context.switchToHttp();
     const response = http.getResponse<HeaderTarget>();
-    const verdict = await evaluate(context, nodeRequestView(http.getRequest<HttpRequestLike>(), response.raw ?? response));
+    const verdict = await evaluate(
+      context,
+      nodeRequestView(http.getRequest<HttpRequestLike>(), response.raw ?? response),
+    );
     return answerVerdict<boolean>(verdict, {
       proceed: (headers, settle) => {
         setHeaders(response, headers);

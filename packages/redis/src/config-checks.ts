@@ -1,4 +1,5 @@
 import { warnOnce } from '@sluice/core/store-kit';
+import type { RedisConnection } from './connection/connection.js';
 import type { IoredisLike } from './connection/ioredis.js';
 
 interface ClientOptions {
@@ -45,4 +46,46 @@ export function warnCrossSlot(prefix: string): void {
  */
 export function warnMisconfigured(message: string): void {
   warnOnce('SLUICE_STORE_MISCONFIGURED', message);
+}
+
+/** What the server says of eviction: its policy and memory limit (0: none). */
+export interface EvictionSettings {
+  readonly policy: string;
+  readonly maxmemory: number;
+}
+
+/**
+ * The server's eviction settings from `INFO memory` (the README's ACL line allows INFO), or undefined when
+ * it cannot be read (a user denied INFO, a server that does not say): the check is then skipped quietly.
+ * @example
+ * const eviction = await evictionSettings(connection) // { policy: 'allkeys-lru', maxmemory: 8388608 }
+ */
+export async function evictionSettings(connection: RedisConnection): Promise<EvictionSettings | undefined> {
+  let text: string;
+  try {
+    text = await connection.info('memory');
+  } catch {
+    return undefined;
+  }
+  const policy = /^maxmemory_policy:(\S+)/m.exec(text)?.[1];
+  const maxmemory = Number(/^maxmemory:(\d+)/m.exec(text)?.[1]);
+  if (policy === undefined || !Number.isFinite(maxmemory)) return undefined;
+  return { policy, maxmemory };
+}
+
+/**
+ * True when Redis may drop limiter keys to make room: a memory limit with any policy but `noeviction`.
+ * Every sluice key has a TTL, so the `volatile-*` policies may evict them as well as the `allkeys-*` ones.
+ */
+export function evicts(settings: EvictionSettings): boolean {
+  return settings.maxmemory > 0 && settings.policy !== 'noeviction';
+}
+
+/** A Redis that evicts forgets limits silently: said once at start-up, with what to do. */
+export function warnEvicting(settings: EvictionSettings, where: string): void {
+  warnOnce(
+    'SLUICE_EVICTING_REDIS',
+    `the Redis of this ${where} runs maxmemory-policy ${settings.policy} with maxmemory ${settings.maxmemory}: when it is full ` +
+      'it may evict limiter keys (they all have TTLs), and an evicted key starts over with a full limit.',
+  );
 }

@@ -1,7 +1,7 @@
 import { SluiceError } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection } from './connection/connection.js';
-import { warnMisconfigured } from './config-checks.js';
+import { evictionSettings, evicts, warnEvicting, warnMisconfigured } from './config-checks.js';
 import { withDeadline } from './deadline.js';
 import { stateKey } from './key-layout.js';
 import { misconfiguration } from './misconfiguration.js';
@@ -99,6 +99,8 @@ export class StartupChecks {
   readonly #timeoutMs: number;
   readonly #onMisconfigured: (error: SluiceError) => void;
   readonly #checks = new Map<string, Check>();
+  /** The server's eviction policy, read once per store at its first check; it never fails. */
+  #eviction: Promise<void> | undefined;
 
   constructor(connection: RedisConnection, timeoutMs: number, onMisconfigured: (error: SluiceError) => void) {
     this.#connection = connection;
@@ -115,6 +117,17 @@ export class StartupChecks {
     const check: Check = { prefix, scripts, result: Promise.resolve() };
     check.result = this.#run(check);
     this.#checks.set(id, check);
+    this.#eviction ??= this.#checkEviction();
+  }
+
+  /** A Redis that may evict limiter keys is said at start-up (SLUICE_EVICTING_REDIS); one that will not say is skipped. */
+  async #checkEviction(): Promise<void> {
+    const settings = await withDeadline(
+      evictionSettings(this.#connection),
+      Math.max(this.#timeoutMs, PREFLIGHT_MIN_DEADLINE_MS),
+      'reading the eviction policy',
+    ).catch(() => undefined);
+    if (settings !== undefined && evicts(settings)) warnEvicting(settings, this.#connection.description);
   }
 
   /** Forgets the checks registered under `id` (a limiter that closed). */
@@ -132,8 +145,12 @@ export class StartupChecks {
     return result;
   }
 
-  /** Resolves once every registered check passed; rejects with STORE_MISCONFIGURED or STORE_UNAVAILABLE. */
+  /**
+   * Resolves once every registered check passed (and the eviction policy was read, warned about if it can drop
+   * limiter keys); rejects with STORE_MISCONFIGURED or STORE_UNAVAILABLE.
+   */
   async ready(): Promise<void> {
+    await this.#eviction;
     await Promise.all(
       [...this.#checks.values()].map((check) =>
         check.result.catch((error: unknown) => {

@@ -1,4 +1,11 @@
-import { type Algorithm, type BoundStore, type Clock, type Decision, type GrantSource, SluiceError } from '@sluice/core';
+import {
+  type Algorithm,
+  type BoundStore,
+  type Clock,
+  type Decision,
+  type GrantSource,
+  SluiceError,
+} from '@sluice/core';
 import type { DecisionNote } from '@sluice/core/store-kit';
 import { identityOf } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';

@@ -316,7 +316,11 @@ export function createEvaluator<Req, Res = unknown>(
           }
           if (left) return { kind: 'abandoned' };
           const busy = noSlot(concurrency);
-          return { kind: 'limited', decision: busy, headers: [['Retry-After', String(Math.max(1, seconds(busy.retryAfterMs)))]] };
+          return {
+            kind: 'limited',
+            decision: busy,
+            headers: [['Retry-After', String(Math.max(1, seconds(busy.retryAfterMs)))]],
+          };
         }
       }
       const allowed = decision ?? {

@@ -34,6 +34,8 @@ export interface RedisConnection {
   exists(key: string): Promise<void>;
   /** Publishes a message to a channel. */
   publish(channel: string, message: string): Promise<void>;
+  /** `INFO section` from one primary (any, on a Cluster), as text: the start-up checks read the server's settings. */
+  info(section: string): Promise<string>;
   /**
    * A subscriber on a connection of its own (a subscribed connection can do nothing else), calling
    * `onMessage` for each message; undefined where the library cannot make one from the user's client.

@@ -153,6 +153,17 @@ export class GlideConnection implements RedisConnection {
     await this.client.exists([key]).catch(nativeError);
   }
 
+  async info(section: string): Promise<string> {
+    const reply = await this.client.customCommand(['INFO', section]).catch(nativeError);
+    // A cluster client asks every node by INFO's default route and answers per node: any primary's will do.
+    const one = (value: unknown): string => (Buffer.isBuffer(value) ? value.toString() : String(value));
+    if (typeof reply === 'string' || Buffer.isBuffer(reply)) return one(reply);
+    if (reply instanceof Map) return one(reply.values().next().value);
+    if (Array.isArray(reply)) return one((reply[0] as { value?: unknown } | undefined)?.value ?? reply[0]);
+    if (typeof reply === 'object' && reply !== null) return one(Object.values(reply)[0]);
+    return one(reply);
+  }
+
   async publish(channel: string, message: string): Promise<void> {
     await this.client.publish(message, channel).catch(nativeError);
   }

@@ -110,6 +110,12 @@ export class IoredisConnection extends EmittingConnection<IoredisLike> implement
     await this.client.del(...keys);
   }
 
+  async info(section: string): Promise<string> {
+    const node = this.isCluster && this.client.nodes ? this.client.nodes('master')[0] : this.client;
+    if (node === undefined) throw new Error('no Cluster primary known yet');
+    return String(await node.callBuffer('INFO', section));
+  }
+
   subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber {
     const connection = this.subscriberConnection(this.client.duplicate());
     connection.on('message', onMessage as (...args: unknown[]) => void);

@@ -106,6 +106,16 @@ export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> imple
     this.#binary = client.withTypeMapping({ [BLOB_STRING]: Buffer });
   }
 
+  async info(section: string): Promise<string> {
+    const command = ['INFO', section];
+    const { masters, nodeClient } = this.client;
+    if (!this.isCluster || masters === undefined || nodeClient === undefined)
+      return String(await this.client.sendCommand(command));
+    const first = masters[0];
+    if (first === undefined) throw new Error('no cluster primary known yet');
+    return String(await (await nodeClient.call(this.client, first)).sendCommand(command));
+  }
+
   runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply> {
     return this.functions.run(this.#calls, script, keys, args);
   }

@@ -1,0 +1,41 @@
+/** The README's ACL lines for a sluice Redis user, as the suites that run under them use them. */
+
+/** What the README adds to the ACL line to let sluice load its scripts as functions and call them. */
+export const SLUICE_FUNCTIONS_ACL = ['+fcall', '+function|load'];
+
+/**
+ * The ACL line the README gives for a sluice user on prefix `sluice`: its keys, its reset channel, and the
+ * commands the stores and their scripts run (PING, INFO and CLIENT for the clients' own handshakes).
+ */
+export const SLUICE_ACL = [
+  'on',
+  '~sluice:*',
+  '&sluice:*',
+  '-@all',
+  '+evalsha',
+  '+eval',
+  '+exists',
+  '+del',
+  '+publish',
+  '+subscribe',
+  '+unsubscribe',
+  '+get',
+  '+mget',
+  '+set',
+  '+pexpire',
+  '+time',
+  '+hmget',
+  '+hset',
+  '+hdel',
+  '+zadd',
+  '+zcard',
+  '+zrange',
+  '+zrangebyscore',
+  '+zrem',
+  '+zremrangebyscore',
+  '+zrank',
+  '+zscore',
+  '+ping',
+  '+info',
+  '+hello',
+];
