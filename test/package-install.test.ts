@@ -165,10 +165,16 @@ describe('installed from the tarballs', () => {
   });
 
   it.each([
-    ['module nodenext', { module: 'nodenext', moduleResolution: 'nodenext' }],
-    ['moduleResolution bundler', { module: 'esnext', moduleResolution: 'bundler' }],
-  ])('type-checks under %s', (_name, resolution) => {
-    const dir = join(app, `types-${resolution.moduleResolution}`);
+    ['module nodenext', 'nodenext', { module: 'nodenext', moduleResolution: 'nodenext' }],
+    ['moduleResolution bundler', 'bundler', { module: 'esnext', moduleResolution: 'bundler' }],
+    // A new user's app with this flag once failed on every Redis store (TS2420 in RedisStore's declaration).
+    [
+      'exactOptionalPropertyTypes, declarations checked',
+      'exact-optional',
+      { module: 'nodenext', moduleResolution: 'nodenext', exactOptionalPropertyTypes: true, skipLibCheck: false },
+    ],
+  ])('type-checks under %s', (_name, folder, resolution) => {
+    const dir = join(app, `types-${folder}`);
     mkdirSync(dir, { recursive: true });
     writeFileSync(
       join(dir, 'check.ts'),
@@ -187,6 +193,8 @@ describe('installed from the tarballs', () => {
        export const handler = fetchRateLimit({ limiter, key: () => 'k' })(async () => new Response('ok'));
        export const leased = leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), redis });
        export const slots = concurrencyLimiter({ max: 2 });
+       const maybePrefix: string | undefined = process.env.PREFIX;
+       export const optional = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), prefix: maybePrefix });
        export const stop: () => void = instrumentSluice().stop;
        export const nest = SluiceModule.forRoot({ limiter });
        // @ts-expect-error permits is a number

@@ -29,28 +29,28 @@ export interface CommonLimiterOptions {
    * Where state lives.
    * @default a private memoryStore({ clock })
    */
-  store?: Store;
+  store?: Store | undefined;
   /**
    * Namespace of this limiter's keys in a shared store: letters, digits and `_ . - : /`, at most 100.
    * @default 'sluice'
    */
-  prefix?: string;
+  prefix?: string | undefined;
   /**
    * Time for waiting (and, with the default store, for decisions).
    * @default the store's clock if it has one, else systemClock
    */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /**
    * Longest key accepted; longer keys are refused with a SluiceRangeError.
    * @default 512
    */
-  maxKeyLength?: number;
+  maxKeyLength?: number | undefined;
   /**
    * Up to this many ms are added at random to each retry sleep, so waiting callers on many nodes do not
    * all retry in the same instant. Never pushes a retry past the caller's deadline.
    * @default 2
    */
-  retryJitterMs?: number;
+  retryJitterMs?: number | undefined;
   /**
    * A dry run before enforcing (Envoy's shadow mode): every request is allowed; one the rules would have
    * denied comes back with `shadowed: true` and the denial's numbers, and consumes nothing, exactly like a
@@ -58,7 +58,7 @@ export interface CommonLimiterOptions {
    * turning it on never adds latency. HTTP adapters send the headers they would have sent, never a 429.
    * @default false
    */
-  shadow?: boolean;
+  shadow?: boolean | undefined;
 }
 
 /** A limiter of one set of rules. */
@@ -95,26 +95,26 @@ export interface PlanOption {
    * The plan whose rules decide (a limiter with plans only).
    * @default the limiter's `plan` resolver, else its first plan
    */
-  plan?: string;
+  plan?: string | undefined;
 }
 
 export interface TryAcquireOptions extends PlanOption {
   /** @default 1 */
-  permits?: number;
+  permits?: number | undefined;
   /**
    * How long the call may wait for the permits: sleeping off a reservation, or sleeping until a denied
    * request can succeed. 0 decides at once.
    * @default 0
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Aborting rejects a waiting call with SluiceError('ABORTED'). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface AcquireOptions extends PlanOption {
   /** @default 1 */
-  permits?: number;
-  signal?: AbortSignal;
+  permits?: number | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /** Options of `peek`. */
@@ -130,7 +130,7 @@ export interface RefundOptions extends PlanOption {
    * the grant was counted in lasts, so no window passes more than its limit. Left out, window rules give
    * back from their newest grants.
    */
-  grantedMsAgo?: number;
+  grantedMsAgo?: number | undefined;
   /**
    * The decision whose grant is given back: the refund goes where that grant was counted. A grant a fail
    * mode made while Redis was away (`decision.source === 'fallback'`) is given back to the fail mode's own
@@ -139,7 +139,7 @@ export interface RefundOptions extends PlanOption {
    * given back. Its plan is the refund's when `plan` is not given. Left out, the refund goes wherever the
    * store decides now (Redis, or the fail mode while Redis is away): pass it whenever you have it.
    */
-  decision?: Decision;
+  decision?: Decision | undefined;
 }
 
 /** A rate limiter bound to a store: the same interface for local, exact (Redis), leased and divided modes. */

@@ -51,8 +51,8 @@ export interface LimiterStatus {
 
 /** What a store reports its standing through (RedisStore, a leased store, a divided binding). */
 export interface StatusSource {
-  readonly degraded?: boolean;
-  readonly share?: number;
+  readonly degraded?: boolean | undefined;
+  readonly share?: number | undefined;
 }
 
 interface Registration {

@@ -40,12 +40,12 @@ export interface Store {
    * The clock the store decides with, when it is this process's (a memory store, a Redis store with a
    * client clock). A limiter waits on it too; one that decides on the server's clock leaves it undefined.
    */
-  readonly clock?: Clock;
+  readonly clock?: Clock | undefined;
   /**
    * For a store with a backend that can be away (Redis): true while a fail mode decides instead of it.
    * A limiter over a store that has this property is listed for metrics (`sluice.store.degraded`).
    */
-  readonly degraded?: boolean;
+  readonly degraded?: boolean | undefined;
   /** Binds a limiter's rules and prefix; called once per limiter (per plan). */
   bind(ruleSet: RuleSet): BoundStore;
   /** Releases what the store holds (timers, connections of its own; never a client you passed in). */
@@ -55,7 +55,7 @@ export interface Store {
 /** A store bound to one limiter's rules and prefix. */
 export interface BoundStore {
   /** Where this binding's decisions are made, when that is always one place (`'memory'`); see `consume`'s note. */
-  readonly source?: DecisionSource;
+  readonly source?: DecisionSource | undefined;
   /**
    * Decides `permits` for `key`. `note` is given only while something observes decisions: a store whose
    * decisions come from several places (Redis, its deny cache, a fail mode) sets `note.source` to the one

@@ -44,7 +44,7 @@ export interface Algorithm<S = unknown> {
    * Whose permits the rule counts: undefined for the request's own key, a fixed string for a rule shared
    * by every key (a global rule), or a function of the request's key (a per-tenant rule beside per-user ones).
    */
-  readonly key?: RuleKey;
+  readonly key?: RuleKey | undefined;
   /** The limit reported in decisions and headers. */
   readonly limit: number;
   /** The period the limit applies to, for headers (a bucket reports the time it takes to refill). */

@@ -60,7 +60,7 @@ export interface ByIpOptions {
    * such as NAT64 and Teredo, are keyed by that IPv4 address; see ipKey.)
    * @default 56
    */
-  ipv6Subnet?: number;
+  ipv6Subnet?: number | undefined;
   /**
    * How many reverse proxies you run in front of this server. 0 trusts no proxy header at all: any
    * client can write one, so reading it without a proxy of yours that overwrites it lets every request pick
@@ -69,14 +69,14 @@ export interface ByIpOptions {
    * and this is 0.)
    * @default 0
    */
-  trustProxy?: number;
+  trustProxy?: number | undefined;
   /**
    * Which header your proxies append the client to: `'x-forwarded-for'` (`198.51.100.1`, `198.51.100.1:50001`,
    * `[2001:db8::1]:443`), or RFC 7239's `'forwarded'` (`for=198.51.100.1;proto=https, for="[2001:db8::1]:443"`).
    * Only the one you name is read: a client could send the other.
    * @default 'x-forwarded-for'
    */
-  proxyHeader?: 'x-forwarded-for' | 'forwarded';
+  proxyHeader?: 'x-forwarded-for' | 'forwarded' | undefined;
 }
 
 const PROXY_HEADERS: ReadonlyArray<NonNullable<ByIpOptions['proxyHeader']>> = ['x-forwarded-for', 'forwarded'];

@@ -20,7 +20,7 @@ export type MissingKeyPolicy = 'ip' | 'skip' | 'reject';
  */
 export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptions<Req, Res> {
   /** The limiter that decides: local, exact (Redis), leased or divided. Give this, `concurrency`, or both. */
-  limiter?: Limiter;
+  limiter?: Limiter | undefined;
   /**
    * Limits requests in flight per key (the same key as the rate limit): an allowed request takes a slot of
    * this concurrencyLimiter, waiting up to `timeoutMs` for one, and gives it back when its response ends or
