@@ -71,7 +71,10 @@ export function ruleKey(value: unknown): RuleKey | undefined {
  * @example
  * identityOf(fixedWindow({ limit: 1000, windowMs: 1000, key: 'all' }), 'user:1') // 'all'
  */
-export function identityOf(rule: { readonly key?: RuleKey | undefined; readonly name: string }, requestKey: string): string {
+export function identityOf(
+  rule: { readonly key?: RuleKey | undefined; readonly name: string },
+  requestKey: string,
+): string {
   const key = rule.key;
   if (key === undefined) return requestKey;
   if (typeof key === 'string') return key;
