@@ -35,7 +35,9 @@ import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import nestCore from '@nestjs/core/package.json' with { type: 'json' };
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SLUICE_ACL } from '../harness/acl.js';
 import { freePort } from '../harness/free-port.js';
+import { startTestRedis } from '../harness/redis-server.js';
 import { get } from '../http/servers.js';
 
 const clock = new ManualClock(3_000);
@@ -267,6 +269,73 @@ export function nestSuite(major: number): void {
       expect(() =>
         SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), headers: 'draft-7' as never }),
       ).toThrow(expect.objectContaining({ argument: 'headers' }));
+    });
+  });
+
+  describe('start-up', () => {
+    /** A module whose only limit comes from @RateLimit({ algorithm }) on the module's store. */
+    function routeModule(moduleImport: object): object {
+      @Controller('start')
+      class StartController {
+        @Get()
+        @RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), key: () => 'k' })
+        get() {
+          return { ok: true };
+        }
+      }
+      @Module({ imports: [moduleImport as never], controllers: [StartController] })
+      class StartModule {}
+      return StartModule;
+    }
+
+    it('a Redis user who may not run scripts fails the application start, naming the permission', async () => {
+      const server = await startTestRedis();
+      const admin = new Redis(server.url);
+      await admin.call(
+        'ACL',
+        'SETUSER',
+        'no-scripts',
+        '>secret',
+        ...SLUICE_ACL.filter((p) => p !== '+evalsha' && p !== '+eval'),
+      );
+      const redis = new Redis(server.url, { username: 'no-scripts', password: 'secret' });
+      try {
+        // The limiters of @RateLimit({ algorithm }) bind at start-up, so the store's check runs before any request.
+        const started = start('express', routeModule(SluiceModule.forRoot({ store: redisStore({ redis }) })));
+        await expect(started).rejects.toMatchObject({ code: 'STORE_MISCONFIGURED' });
+        await expect(started).rejects.toThrow(/evalsha/i);
+      } finally {
+        redis.disconnect();
+        admin.disconnect();
+        await server.stop();
+      }
+    });
+
+    it('forRootAsync: options from a factory with injected providers (a connected client)', async () => {
+      const server = await startTestRedis();
+      const redis = new Redis(server.url);
+      const REDIS = Symbol('redis');
+      @Module({ providers: [{ provide: REDIS, useValue: redis }], exports: [REDIS] })
+      class RedisModule {}
+      try {
+        const url = await start(
+          'fastify',
+          routeModule(
+            SluiceModule.forRootAsync({
+              imports: [RedisModule],
+              inject: [REDIS],
+              useFactory: async (client) => ({ store: redisStore({ redis: client as Redis }) }),
+            }),
+          ),
+        );
+        expect((await get(`${url}/start`)).status).toBe(200);
+        expect((await get(`${url}/start`)).status).toBe(429);
+        expect(() => SluiceModule.forRootAsync({} as never)).toThrow(SluiceTypeError);
+      } finally {
+        await Promise.all(apps.splice(0).map((app) => app.close()));
+        redis.disconnect();
+        await server.stop();
+      }
     });
   });
 

@@ -1,4 +1,4 @@
-import { type Decision, type Limiter, createLimiter } from '@sluice/core';
+import { type Decision, type Limiter, SluiceError, type Store, createLimiter } from '@sluice/core';
 import {
   type Verdict,
   answerVerdict,
@@ -14,9 +14,11 @@ import {
   HttpException,
   Inject,
   Injectable,
+  Logger,
+  type OnApplicationBootstrap,
   type OnModuleDestroy,
 } from '@nestjs/common';
-import { Reflector } from '@nestjs/core';
+import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import type { RouteLimitOptions, SluiceModuleOptions } from './options.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT, SLUICE_OPTIONS } from './tokens.js';
 
@@ -51,15 +53,48 @@ function setHeaders(response: HeaderTarget, headers: readonly [string, string][]
  * ```
  */
 @Injectable()
-export class SluiceGuard implements CanActivate, OnModuleDestroy {
+export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModuleDestroy {
   readonly #reflector: Reflector;
   readonly #options: SluiceModuleOptions;
+  readonly #discovery: DiscoveryService;
+  readonly #scanner: MetadataScanner;
   /** One evaluator per `@RateLimit` options object (and the module's), with the limiter made for it. */
   readonly #evaluators = new Map<object, { evaluate: Evaluate; owned: Limiter | undefined }>();
 
-  constructor(@Inject(Reflector) reflector: Reflector, @Inject(SLUICE_OPTIONS) options: SluiceModuleOptions) {
+  constructor(
+    @Inject(Reflector) reflector: Reflector,
+    @Inject(SLUICE_OPTIONS) options: SluiceModuleOptions,
+    @Inject(DiscoveryService) discovery: DiscoveryService,
+    @Inject(MetadataScanner) scanner: MetadataScanner,
+  ) {
     this.#reflector = reflector;
     this.#options = options;
+    this.#discovery = discovery;
+    this.#scanner = scanner;
+  }
+
+  /**
+   * Binds every route's limiter before the first request, so the module's store checks its Redis at start-up:
+   * a misconfigured one (a permission the Redis user lacks, a client of the wrong mode) fails the application's
+   * start with the error naming it, rather than its first requests being answered by the fail mode. A Redis
+   * that is away at start-up is logged, and the fail mode answers until it is back.
+   */
+  async onApplicationBootstrap(): Promise<void> {
+    for (const wrapper of this.#discovery.getControllers()) {
+      const type = wrapper.metatype as (new (...args: never[]) => unknown) | null | undefined;
+      const instance = wrapper.instance as object | undefined;
+      if (typeof type !== 'function' || instance === undefined || instance === null) continue;
+      const prototype = Object.getPrototypeOf(instance) as Record<string, unknown>;
+      const onClass = this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, type);
+      for (const name of this.#scanner.getAllMethodNames(prototype)) {
+        const handler = prototype[name];
+        if (typeof handler !== 'function') continue;
+        if (this.#reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT, [handler, type]) === true) continue;
+        const onHandler = this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, handler);
+        this.#evaluatorFor(onHandler ?? onClass, onHandler !== undefined ? `${type.name}.${name}` : type.name);
+      }
+    }
+    await checkAtStartup(this.#options.store);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -124,6 +159,21 @@ export class SluiceGuard implements CanActivate, OnModuleDestroy {
     const owned = [...this.#evaluators.values()].flatMap((e) => (e.owned === undefined ? [] : [e.owned]));
     this.#evaluators.clear();
     await Promise.all(owned.map((limiter) => limiter.close()));
+  }
+}
+
+/** Waits for a store's start-up checks (a store that has them: a Redis-backed one). */
+async function checkAtStartup(store: Store | undefined): Promise<void> {
+  const ready = (store as { ready?: () => Promise<void> } | undefined)?.ready;
+  if (typeof ready !== 'function') return;
+  try {
+    await ready.call(store);
+  } catch (error) {
+    if (error instanceof SluiceError && error.code === 'STORE_MISCONFIGURED') throw error;
+    const why = error instanceof Error ? error.message : String(error);
+    new Logger('SluiceModule').warn(
+      `the store's start-up check could not run; its failMode decides until it can: ${why}`,
+    );
   }
 }
 

@@ -7,6 +7,6 @@ export { SluiceModule } from './module.js';
 export { RateLimit, SkipRateLimit } from './decorators.js';
 export { RateLimitException, SluiceGuard } from './guard.js';
 export { SluiceContextInterceptor } from './context-interceptor.js';
-export type { RouteLimitOptions, SluiceModuleOptions } from './options.js';
+export type { RouteLimitOptions, SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
 export { SLUICE_OPTIONS } from './tokens.js';
 export { byIp, byRoute, byUser } from '@sluice/core/http';

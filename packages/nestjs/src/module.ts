@@ -1,11 +1,11 @@
-import { type DynamicModule, Module } from '@nestjs/common';
-import { APP_GUARD, APP_INTERCEPTOR } from '@nestjs/core';
+import { type DynamicModule, Module, type Provider } from '@nestjs/common';
+import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { SluiceContextInterceptor } from './context-interceptor.js';
 import { SluiceGuard } from './guard.js';
-import type { SluiceModuleOptions } from './options.js';
+import type { SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
 import { checkRouteOptions } from './route-options.js';
 import { SLUICE_OPTIONS } from './tokens.js';
-import { createLimiter } from '@sluice/core';
+import { SluiceTypeError, createLimiter } from '@sluice/core';
 import { createEvaluator } from '@sluice/core/http';
 
 /**
@@ -29,21 +29,62 @@ export class SluiceModule {
    * ```
    */
   static forRoot(options: SluiceModuleOptions = {}): DynamicModule {
-    checkRouteOptions('SluiceModule.forRoot options', options, false);
-    if (options.limiter !== undefined || options.algorithm !== undefined) {
-      createEvaluator(
-        { ...options, limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }) },
-        'SluiceModule.forRoot',
+    return sluiceModule([], { provide: SLUICE_OPTIONS, useValue: checkedOptions(options, 'SluiceModule.forRoot') });
+  }
+
+  /**
+   * The module with options made by a factory, as Nest's `forRootAsync` convention has it: for options that
+   * need a provider first (a connected Redis client, a ConfigService). The options are checked when the
+   * factory returns them, and the application's start waits for the store's start-up check either way.
+   * @example
+   * ```ts
+   * SluiceModule.forRootAsync({
+   *   imports: [RedisModule],
+   *   inject: [REDIS],
+   *   useFactory: (redis: Redis) => ({ store: redisStore({ redis }), algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }) }),
+   * })
+   * ```
+   */
+  static forRootAsync(options: SluiceModuleAsyncOptions): DynamicModule {
+    if (typeof options !== 'object' || options === null || typeof options.useFactory !== 'function') {
+      throw new SluiceTypeError(
+        'useFactory',
+        (options as { useFactory?: unknown } | null)?.useFactory,
+        'SluiceModule.forRootAsync needs { useFactory, inject?, imports? }: useFactory returns the module options',
       );
     }
-    return {
-      module: SluiceModule,
-      global: true,
-      providers: [
-        { provide: SLUICE_OPTIONS, useValue: options },
-        { provide: APP_GUARD, useClass: SluiceGuard },
-        { provide: APP_INTERCEPTOR, useClass: SluiceContextInterceptor },
-      ],
-    };
+    return sluiceModule(options.imports ?? [], {
+      provide: SLUICE_OPTIONS,
+      useFactory: async (...args: unknown[]) =>
+        checkedOptions(await options.useFactory(...args), 'SluiceModule.forRootAsync'),
+      inject: [...(options.inject ?? [])],
+    });
   }
+}
+
+/** The module's options, checked once: by the one parser every sluice adapter shares. */
+function checkedOptions(options: SluiceModuleOptions, caller: string): SluiceModuleOptions {
+  checkRouteOptions(`${caller} options`, options, false);
+  if (options.limiter !== undefined || options.algorithm !== undefined) {
+    createEvaluator(
+      { ...options, limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }) },
+      caller,
+    );
+  }
+  return options;
+}
+
+/** The global module both forms return: its options provider, the guard, the request-context interceptor. */
+function sluiceModule(imports: NonNullable<DynamicModule['imports']>, options: Provider): DynamicModule {
+  return {
+    module: SluiceModule,
+    global: true,
+    // Discovery lets the guard bind every route's limiter at start-up (see SluiceGuard.onApplicationBootstrap).
+    imports: [...imports, DiscoveryModule],
+    providers: [
+      options,
+      { provide: APP_GUARD, useClass: SluiceGuard },
+      { provide: APP_INTERCEPTOR, useClass: SluiceContextInterceptor },
+    ],
+  };
 }

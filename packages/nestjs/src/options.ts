@@ -1,6 +1,6 @@
 import type { Limiter, Rules, Store } from '@sluice/core';
 import type { RateLimitOptions } from '@sluice/core/http';
-import type { ExecutionContext } from '@nestjs/common';
+import type { DynamicModule, ExecutionContext, FactoryProvider } from '@nestjs/common';
 
 /**
  * How a route is limited: a limiter of yours (any mode), or rules the module turns into a limiter of its own
@@ -23,4 +23,14 @@ export interface SluiceModuleOptions extends RouteLimitOptions {
    * @default an in-memory store per limiter
    */
   store?: Store;
+}
+
+/** SluiceModule.forRootAsync's options: Nest's factory-provider convention. */
+export interface SluiceModuleAsyncOptions {
+  /** Modules whose providers the factory injects (a Redis module, ConfigModule). */
+  imports?: DynamicModule['imports'];
+  /** The providers `useFactory` gets, in order. */
+  inject?: FactoryProvider['inject'];
+  /** Returns the module's options (may be async), given the injected providers. */
+  useFactory(...args: unknown[]): SluiceModuleOptions | Promise<SluiceModuleOptions>;
 }

@@ -48,15 +48,12 @@ export async function preflight(
   timeoutMs: number,
 ): Promise<void> {
   const what = `the start-up check of limiter ${JSON.stringify(prefix)}`;
-  // A Cluster client on a standalone server never runs the command: it queues it and emits errors saying why.
+  // A client that cannot connect never runs the command: it queues it and emits errors saying why. A Cluster
+  // client on a standalone server says it is misconfigured; a refused or reset connection says Redis is away
+  // now, which is the check's answer (STORE_UNAVAILABLE) rather than a wait for its deadline.
   let stopWatching = (): void => {};
   const refused = new Promise<never>((_, reject) => {
-    stopWatching = connection.watch(
-      (error) => {
-        if (misconfiguration(error, connection) !== undefined) reject(error);
-      },
-      () => {},
-    );
+    stopWatching = connection.watch(reject, () => {});
   });
   try {
     const script = luaScript('preflight', [redisLuaFile('preflight')]);

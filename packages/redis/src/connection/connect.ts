@@ -36,7 +36,10 @@ export function toConnection(value: unknown, option = 'redis'): RedisConnection 
     make = () => new GlideConnection(value);
   } else if (isNodeRedisLike(value)) {
     if (!value.isOpen)
-      refuse('got a node-redis client that is not open (await client.connect() first; a closed client cannot be used)');
+      refuse(
+        'got a node-redis client that is not open: call client.connect() first (it need not be awaited: a ' +
+          'connecting client is accepted, so CommonJS code can pass it at once); a closed client cannot be used',
+      );
     if (value.isPubSubActive === true)
       refuse('got a node-redis client in subscriber mode (it can run no script): pass a client of its own');
     make = () => new NodeRedisConnection(value);
