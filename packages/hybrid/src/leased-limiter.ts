@@ -1,6 +1,6 @@
 import { type Clock, type Rules, SluiceRangeError } from '@sluice/core';
 import { describeValue, inCall, optionsObject } from '@sluice/core/store-kit';
-import type { FailMode, RedisClient } from '@sluice/redis';
+import { DEFAULT_TIMEOUT_MS, type FailMode, type RedisClient } from '@sluice/redis';
 import { failModeOption } from '@sluice/redis/store-kit';
 import { HybridLimiter } from './hybrid-limiter.js';
 import {
@@ -40,7 +40,7 @@ export interface LeasedLimiterOptions {
   lowWater?: number;
   /** How long a node counts as a live lessee of a key after its last lease. @default 5000 */
   liveMs?: number;
-  /** Longest a decision waits for a lease before failMode decides. @default 50 */
+  /** Longest a decision waits for a lease before failMode decides. @default DEFAULT_TIMEOUT_MS (50, from @sluice/redis) */
   timeoutMs?: number;
   /**
    * When Redis is unreachable, after this node's lease is spent: `'local'` decides with the core algorithm
@@ -90,7 +90,7 @@ export function leasedLimiter(options: LeasedLimiterOptions): LeasedLimiter {
       maxBatch: options.maxBatch === undefined ? undefined : optionalPositiveInteger('maxBatch', options.maxBatch, 1),
       lowWater,
       liveMs: optionalPositive('liveMs', options.liveMs, 5_000),
-      timeoutMs: optionalTimerDuration('timeoutMs', options.timeoutMs, 50),
+      timeoutMs: optionalTimerDuration('timeoutMs', options.timeoutMs, DEFAULT_TIMEOUT_MS),
       failMode: failModeOption(options.failMode),
       clock: clockOption(options.clock),
       maxKeys: optionalPositiveInteger('maxKeys', options.maxKeys, 10_000),

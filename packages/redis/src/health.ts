@@ -1,8 +1,18 @@
 import type { RedisConnection } from './connection/connection.js';
 import { withDeadline } from './deadline.js';
 
-/** How often a failing store probes Redis (and nudges a client waiting out its reconnect backoff). */
+/**
+ * How soon a failing store first probes Redis (and nudges a client waiting out its reconnect backoff); each
+ * probe that fails doubles the wait, up to MAX_PROBE_INTERVAL_MS.
+ */
 export const PROBE_INTERVAL_MS = 100;
+
+/**
+ * The longest wait between two probes of a failing store: a long outage costs two probes a second, not ten
+ * (each failed command is a log line for clients that log them, such as GLIDE), and the store is back within
+ * this long of Redis (at once for a client that says it reconnected).
+ */
+export const MAX_PROBE_INTERVAL_MS = 500;
 
 /** What a RedisHealth watches and whom it tells. */
 export interface HealthOptions {
@@ -20,8 +30,8 @@ export interface HealthOptions {
 
 /**
  * Whether Redis is answering, for one store: healthy until a call fails, then failing until the store's
- * own probe (every PROBE_INTERVAL_MS, on host timers: an outage is a wall-clock event, whatever clock the
- * decisions use) is answered. While it fails, a client waiting out its reconnect backoff is asked to
+ * own probe (PROBE_INTERVAL_MS after the failure, then at doubling intervals up to MAX_PROBE_INTERVAL_MS, on
+ * host timers: an outage is a wall-clock event, whatever clock the decisions use) is answered. While it fails, a client waiting out its reconnect backoff is asked to
  * connect now (never a second reconnect loop; see RedisConnection.nudgeReconnect), so the store is back
  * within about one probe interval of Redis, and the number of connection attempts is the client's own
  * schedule plus at most one per probe interval, whatever the traffic.
@@ -36,10 +46,22 @@ export interface HealthOptions {
 export class RedisHealth {
   readonly #o: HealthOptions;
   #healthy = true;
-  #timer: ReturnType<typeof setInterval> | undefined;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  #intervalMs = PROBE_INTERVAL_MS;
   #probing = false;
   #closed = false;
   readonly #unwatch: () => void;
+
+  /** The next probe, one interval from now; the interval grows while Redis stays away. */
+  #scheduleProbe(): void {
+    this.#timer = setTimeout(() => {
+      this.#intervalMs = Math.min(this.#intervalMs * 2, MAX_PROBE_INTERVAL_MS);
+      this.#scheduleProbe();
+      this.#probe();
+    }, this.#intervalMs);
+    // A probe loop must not keep a process alive on its own.
+    this.#timer.unref?.();
+  }
 
   readonly #probe = (): void => {
     if (this.#probing || this.#closed) return;
@@ -85,14 +107,13 @@ export class RedisHealth {
   reportFailure(error: unknown): void {
     if (!this.#healthy || this.#closed) return;
     this.#healthy = false;
-    this.#timer = setInterval(this.#probe, PROBE_INTERVAL_MS);
-    // A probe loop must not keep a process alive on its own.
-    this.#timer.unref?.();
+    this.#intervalMs = PROBE_INTERVAL_MS;
+    this.#scheduleProbe();
     this.#o.onChange(false, error instanceof Error ? error : new Error(String(error)));
   }
 
   #stopProbing(): void {
-    if (this.#timer !== undefined) clearInterval(this.#timer);
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
     this.#timer = undefined;
   }
 

@@ -2,6 +2,7 @@ import { inCall } from '@sluice/core/store-kit';
 export { RedisStore } from './redis-store.js';
 export type { DecisionEvent, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
 export type { FailMode } from './fail-mode.js';
+export { DEFAULT_TIMEOUT_MS } from './deadline.js';
 export type { RedisClient } from './connection/connect.js';
 export type { IoredisLike } from './connection/ioredis.js';
 export type { NodeRedisLike } from './connection/node-redis.js';

@@ -1,3 +1,4 @@
+import { DEFAULT_TIMEOUT_MS } from './deadline.js';
 import {
   type BoundStore,
   type Clock,
@@ -56,7 +57,7 @@ export interface RedisStoreOptions {
   clock?: 'server' | 'client' | Clock;
   /**
    * Longest a decision waits for Redis before the fail mode decides it instead.
-   * @default 50
+   * @default DEFAULT_TIMEOUT_MS (50)
    */
   timeoutMs?: number;
   /**
@@ -196,7 +197,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
         `onDecision must be a function, got ${describeValue(onDecision)}`,
       );
     }
-    this.timeoutMs = options.timeoutMs === undefined ? 50 : timerDuration('timeoutMs', options.timeoutMs);
+    this.timeoutMs =
+      options.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : timerDuration('timeoutMs', options.timeoutMs);
     this.failMode = failModeOption(options.failMode);
     this.expectedNodes =
       options.expectedNodes === undefined ? 1 : positiveInteger('expectedNodes', options.expectedNodes);

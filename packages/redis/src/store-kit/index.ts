@@ -8,7 +8,7 @@
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
 export { toConnection } from '../connection/connect.js';
 export { bufferReply, runScript } from '../script-runner.js';
-export { PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
+export { MAX_PROBE_INTERVAL_MS, PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
 export type { HealthOptions } from '../health.js';
 export { DeadlineError, withDeadline } from '../deadline.js';
 export { isKeyScopedError } from '../reply-errors.js';
