@@ -28,6 +28,8 @@ export interface LeaseReply {
   readonly liveNodes: number;
   /** The start of the window the lease was counted in (0 for a bucket). */
   readonly windowStart: number;
+  /** Whole permits the central state had left after this lease. */
+  readonly centralRemaining: number;
 }
 
 /** What one lease asks for, and of whom. */
@@ -75,6 +77,7 @@ export async function requestLease(redis: RedisConnection, request: LeaseRequest
     expiresInMs: window === undefined ? Number.POSITIVE_INFINITY : windowStart + window - decidedAtMs,
     liveNodes: reply.readDoubleLE(24),
     windowStart,
+    centralRemaining: reply.readDoubleLE(32),
   };
 }
 

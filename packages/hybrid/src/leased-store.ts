@@ -85,6 +85,8 @@ interface KeyLease {
   leasedAt: number;
   /** Until then Redis said it had nothing for us: deny locally instead of asking. */
   emptyUntil: number;
+  /** What the central state had left after this node's latest lease (see #remaining). */
+  centralRemaining: number;
   pending: Promise<void> | undefined;
   readonly meter: DemandMeter;
 }
@@ -294,6 +296,7 @@ class LeasedBinding implements BoundStore {
       this.#cold.delete(key);
       lease = {
         available: 0,
+        centralRemaining: 0,
         spent: 0,
         expiresAt: Number.POSITIVE_INFINITY,
         windowStart: 0,
@@ -376,6 +379,7 @@ class LeasedBinding implements BoundStore {
           lease.expiresAt = sentAt + reply.expiresInMs;
         }
         lease.available += reply.granted;
+        lease.centralRemaining = reply.centralRemaining;
         // A short lease emptied the central limiter: ask again when a batch's worth is back, not per permit.
         lease.emptyUntil = reply.granted < ask && reply.retryMs > 0 ? now + reply.retryMs : Number.NEGATIVE_INFINITY;
         this.#liveNodes = Math.max(1, reply.liveNodes);
@@ -429,13 +433,24 @@ class LeasedBinding implements BoundStore {
     return this.#fallback.bound;
   }
 
+  /**
+   * A leased decision's `remaining`, for the client's headers: what this node holds plus what the central state
+   * had left at this node's latest lease, at most the limit. The client's allowance across the fleet, as well as
+   * this node knows it (others' spending since its lease is not seen); never only this node's batch, which
+   * would tell a client with 200 left that it has 31.
+   */
+  #remaining(lease: KeyLease, now: number): number {
+    const held = now < lease.expiresAt ? lease.available : 0;
+    return Math.min(this.#rule.limit, Math.floor(held) + lease.centralRemaining);
+  }
+
   #granted(lease: KeyLease, now: number): Decision {
     const rule = this.#rule;
     const resetAfterMs = this.#shape.windowMs !== undefined ? Math.max(0, lease.expiresAt - now) : 0;
     return {
       allowed: true,
       limit: rule.limit,
-      remaining: Math.floor(lease.available),
+      remaining: this.#remaining(lease, now),
       retryAfterMs: 0,
       resetAfterMs,
       waitMs: 0,
@@ -448,6 +463,7 @@ class LeasedBinding implements BoundStore {
     return {
       allowed: false,
       limit: rule.limit,
+      // Not now: what this node holds is too little, and Redis said the rest is spent.
       remaining: Math.floor(lease.available),
       retryAfterMs,
       resetAfterMs: retryAfterMs,
@@ -456,7 +472,7 @@ class LeasedBinding implements BoundStore {
     };
   }
 
-  /** This node's view: what its lease holds, and whether a request would be tried now. Consumes nothing. */
+  /** This node's view: the allowance as it knows it, and whether a request would be tried now. Consumes nothing. */
   peek(key: string): Decision {
     const now = this.#clock.now();
     const lease = this.#leases.peek(key);
@@ -471,7 +487,7 @@ class LeasedBinding implements BoundStore {
         rule: this.#rule.name,
       };
     const live = now < lease.expiresAt ? lease.available : 0;
-    if (live >= 1 || now >= lease.emptyUntil) return { ...this.#granted(lease, now), remaining: Math.floor(live) };
+    if (live >= 1 || now >= lease.emptyUntil) return this.#granted(lease, now);
     return this.#denied(lease, lease.emptyUntil - now);
   }
 

@@ -10,8 +10,9 @@
 --          want: permits asked for (>= 1); node id; how long a node counts as a live lessee after its last
 --          lease, in ms; now in ms ('' = Redis TIME); the rule's burst; the hoarding cap divisor d: one lease
 --          is at most burst / (d x live lessees), at least 1 (0: no cap)
--- Reply: struct '<dddd': granted, retry_ms (until `want` permits could be leased; 0: now), the decision
---        time used (a windowed lease lives until its window ends), live lessees
+-- Reply: struct '<ddddd': granted, retry_ms (until `want` permits could be leased; 0: now), the decision
+--        time used (a windowed lease lives until its window ends), live lessees, whole permits the central
+--        state has left after this lease (what the fleet can still lease; nodes report it with what they hold)
 
 local rules, a = parse_rules(1)
 if rules == nil then return a end
@@ -36,9 +37,11 @@ if raw then state = unpack_doubles(raw) end
 -- The most the rule grants now: `want` if it can; else what its denial says is left, trying fewer until
 -- one is granted (a denial's remaining is whole permits, so this settles in a step or two).
 local granted = 0
+local left = 0
 local try = want
 while try >= 1 do
   local allowed, kept, remaining, _, _, _, ttl = rule.consume(rule.params, state, now, try, 0)
+  left = remaining
   if allowed then
     granted = try
     state = kept
@@ -61,4 +64,4 @@ if granted < want then
   retry = retry_after
 end
 
-return struct.pack('<dddd', granted, retry, now, live)
+return struct.pack('<ddddd', granted, retry, now, live, left)
