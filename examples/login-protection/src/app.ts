@@ -14,8 +14,11 @@ export interface LoginAppOptions {
   clock?: Clock;
 }
 
+/** A user of this demo and her password, for trying it (main.ts prints curl lines with it). */
+export const DEMO_LOGIN = { username: 'alice', password: 'wonderland' } as const;
+
 /** The users this demo knows, and their passwords (a real service checks a hash). */
-const USERS: Readonly<Record<string, string>> = { alice: 'wonderland', bob: 'builder' };
+const USERS: Readonly<Record<string, string>> = { [DEMO_LOGIN.username]: DEMO_LOGIN.password, bob: 'builder' };
 
 /** The client's address: behind one proxy of ours (a load balancer), the last hop it appended. */
 const clientAddress = byIp({ trustProxy: 1 });

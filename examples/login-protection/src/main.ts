@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { type Store, memoryStore } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
-import { loginApp } from './app.js';
+import { DEMO_LOGIN, loginApp } from './app.js';
 
 const redisUrl = process.env.REDIS_URL;
 const redis = redisUrl === undefined ? undefined : new Redis(redisUrl);
@@ -24,6 +24,13 @@ server.listen(Number(process.env.PORT ?? 3001), '127.0.0.1', () => {
     `login service listening on http://127.0.0.1:${port} (${redis === undefined ? 'memory store' : `Redis at ${redisUrl}`})`,
   );
   console.log('5 failed logins per 15 min per user and address, then a 1 h ban; successful logins are free');
+  const login = (password: string) =>
+    `curl -s -i -X POST http://127.0.0.1:${port}/login -H 'content-type: application/json' ` +
+    `-d '{"username":"${DEMO_LOGIN.username}","password":"${password}"}'`;
+  console.log('Try it:');
+  console.log(`  ${login(DEMO_LOGIN.password)}    # 200: a correct password is free`);
+  console.log(`  for i in 1 2 3 4 5 6; do ${login('nope')} | head -1; done    # 401 x5, then 429: banned`);
+  console.log(`  ${login(DEMO_LOGIN.password)}    # 429 with Retry-After: the ban holds even for the right password`);
 });
 
 process.once('SIGTERM', () => {
