@@ -78,6 +78,8 @@ export class RedisSemaphore implements SemaphoreBinding {
    * false when it could not be told (the caller's call then goes to the fail mode too).
    */
   #reconciled(key: string): Promise<boolean> | true {
+    // The common case, checked first: the fail mode never stood in, so there is nothing to tell.
+    if (this.#local.size === 0 && this.#open.size === 0 && this.#unanswered.size === 0) return true;
     const running = this.#reconciling.get(key);
     if (running !== undefined) return running;
     const adopt = [...this.#local, ...this.#open].filter(([, k]) => k === key).map(([ticket]) => ticket);
@@ -89,13 +91,17 @@ export class RedisSemaphore implements SemaphoreBinding {
         for (const ticket of drop) this.#unanswered.delete(ticket);
         for (const ticket of adopt) {
           this.#unanswered.delete(ticket);
-          this.#open.delete(ticket);
+          const held = this.#open.delete(ticket) || this.#local.has(ticket);
           // Held on Redis from now on: renewed and released there; the fail mode's count lets it go.
           if (this.#local.delete(ticket)) void this.#ctx.local?.release(key, ticket);
+          // Released while the reconcile was on its way: it must not stay a holder on Redis.
+          if (!held) void this.#onRedis(key, 'release', [ticket], ticket);
         }
         return true;
       },
       (error: unknown) => {
+        // It may still land: what it adopted is told again, or dropped if released by then, next time.
+        for (const ticket of adopt) this.#unanswered.set(ticket, key);
         if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
         return false;
       },

@@ -45,8 +45,8 @@ function isClosing(value: unknown): value is ClosingResponse {
 }
 
 /**
- * A signal aborted when `res` closes before it finished: the client went away. Made only when read (a
- * decision that waits), so a request that never waits pays nothing for it.
+ * A signal aborted when `res` closes before it finished: the client went away. Undefined for a response that
+ * cannot tell.
  * @example
  * const signal = clientGone(res) // aborted if the client disconnects first
  */
@@ -62,21 +62,34 @@ export function clientGone(res: unknown): AbortSignal | undefined {
 }
 
 /**
+ * clientGone(res), made the first time it is asked for: a view's `signal` is read only by a decision that
+ * waits, so a request that never waits pays for no controller and no listener.
+ * @example
+ * const signal = lazyClientGone(res) // later: signal() when a decision is about to wait
+ */
+export function lazyClientGone(res: unknown): () => AbortSignal | undefined {
+  let made = false;
+  let signal: AbortSignal | undefined;
+  return () => {
+    if (!made) {
+      made = true;
+      signal = clientGone(res);
+    }
+    return signal;
+  };
+}
+
+/**
  * node:http's request and the Express, Connect and Fastify requests built on it; with the node response
  * (`res`, Fastify's `reply.raw`), `signal` tells when the client goes away.
  * @example
  * const view = nodeRequestView(req, res) // { method: 'GET', path: '/search', ... }
  */
 export function nodeRequestView(req: HttpRequestLike, res?: unknown): RequestView {
-  let signal: AbortSignal | undefined;
-  let made = false;
+  const signal = lazyClientGone(res);
   return {
     get signal() {
-      if (!made) {
-        made = true;
-        signal = clientGone(res);
-      }
-      return signal;
+      return signal();
     },
     header: (name) => {
       const value = req.headers[name];

@@ -6,7 +6,7 @@ import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import { settleOnNodeResponse } from '../http/response-end.js';
-import { type RequestView, clientGone } from '../http/view.js';
+import { type RequestView, lazyClientGone } from '../http/view.js';
 
 /** The part of Koa's `Context` the middleware uses (Koa 3's Context fits). */
 export interface KoaContextLike {
@@ -46,19 +46,14 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
   options: KoaRateLimitOptions<Ctx>,
 ): (ctx: Ctx, next: () => Promise<unknown>) => Promise<void> {
   const viewOf = (ctx: Ctx): RequestView => {
-    let signal: AbortSignal | undefined;
-    let made = false;
+    const signal = lazyClientGone(ctx.res);
     return {
       header: (name) => ctx.get(name) || undefined,
       peerAddress: ctx.ip || undefined,
       method: ctx.method,
       path: ctx.path,
       get signal() {
-        if (!made) {
-          made = true;
-          signal = clientGone(ctx.res);
-        }
-        return signal;
+        return signal();
       },
     };
   };
