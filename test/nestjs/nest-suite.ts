@@ -248,6 +248,19 @@ export function nestSuite(major: number): void {
       expect((await get(`${url}/limiter/slow`, run)).status).toBe(200);
     });
 
+    it('concurrency: HEAD requests give their slot back (no body is sent), as GETs do', async () => {
+      const url = await start(platform);
+      const headers = { 'x-run': `head-${platform}` };
+      const statuses: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await fetch(`${url}/limiter/slow`, { method: 'HEAD', headers });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      statuses.push((await get(`${url}/limiter/slow`, headers)).status);
+      expect(statuses).toEqual([200, 200, 200, 200]);
+    });
+
     it('a sluice method decorator keyed by request works inside a Nest service (the request context)', async () => {
       const url = await start(platform);
       const client = platform === 'express' ? '203.0.113.1' : '203.0.113.2';
