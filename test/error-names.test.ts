@@ -29,7 +29,7 @@ import { redisStore } from '@sluice/redis';
 import { describe, expect, it } from 'vitest';
 
 const limiter = createLimiter({
-  algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }),
+  rules: fixedWindow({ limit: 5, windowMs: 60_000 }),
   store: memoryStore({ clock: new ManualClock(0) }),
 });
 const slots = concurrencyLimiter({ max: 1 });
@@ -44,7 +44,7 @@ const cases: [string, () => unknown][] = [
   ['gcra', () => gcra({ rate: -1, burst: 1 })],
   ['smoothBursty', () => smoothBursty({ permitsPerSecond: 0 })],
   ['smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: 1, warmupMs: -5 })],
-  ['createLimiter', () => createLimiter({ algorithm: 'fixed' as never })],
+  ['createLimiter', () => createLimiter({ rules: 'fixed' as never })],
   ['memoryStore', () => memoryStore({ maxKeys: 0 })],
   ['tryAcquire', () => limiter.tryAcquire('k', { permits: 0 })],
   ['acquire', () => limiter.acquire('k', { permits: 1.5 })],
@@ -72,11 +72,8 @@ const cases: [string, () => unknown][] = [
   ['honoRateLimit', () => honoRateLimit({ limiter, key: 42 as never })],
   ['koaRateLimit', () => koaRateLimit(null as never)],
   ['redisStore', () => redisStore({ redis: {} as never })],
-  ['leasedLimiter', () => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), redis: {} as never })],
-  [
-    'dividedLimiter',
-    () => dividedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), redis: {} as never }),
-  ],
+  ['leasedLimiter', () => leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), redis: {} as never })],
+  ['dividedLimiter', () => dividedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), redis: {} as never })],
   ['instrumentSluice', () => instrumentSluice({ meterProvider: {} as never })],
 ];
 

@@ -107,7 +107,7 @@ describe('published packages', () => {
        class Reader extends MetricReader { async onShutdown() {} async onForceFlush() {} }
        const reader = new Reader();
        instrumentSluice({ meterProvider: new MeterProvider({ readers: [reader] }) });
-       const limiter = cjs.createLimiter({ algorithm: cjs.fixedWindow({ limit: 1, windowMs: 60000 }), prefix: 'from-cjs' });
+       const limiter = cjs.createLimiter({ rules: cjs.fixedWindow({ limit: 1, windowMs: 60000 }), prefix: 'from-cjs' });
        await limiter.tryAcquire('k'); await limiter.tryAcquire('k');
        const { resourceMetrics } = await reader.collect();
        const decisions = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'sluice.decisions');
@@ -132,7 +132,7 @@ describe('published packages', () => {
     const out = node([
       '-e',
       `const { createLimiter, fixedWindow, RateLimiter } = require('@sluice/core');
-       const l = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 60000 }) });
+       const l = createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 60000 }) });
        (async () => {
          const a = [await l.tryAcquire('k'), await l.tryAcquire('k'), await l.tryAcquire('k')].map(d => d.allowed);
          const r = RateLimiter.create(1);

@@ -93,10 +93,10 @@ const program = (load: (name: string) => string) => `
 ${load('core')} ${load('redis')} ${load('hybrid')} ${load('otel')}
 const { Redis } = ioredis;
 const client = new Redis(process.env.REDIS_URL);
-const local = core.createLimiter({ algorithm: core.fixedWindow({ limit: 1, windowMs: 60000 }) });
+const local = core.createLimiter({ rules: core.fixedWindow({ limit: 1, windowMs: 60000 }) });
 const store = redis.redisStore({ redis: client });
-const exact = core.createLimiter({ algorithm: core.tokenBucket({ capacity: 1, refillPerSecond: 0.001 }), store, prefix: 'install-' + process.argv[2] });
-const leased = hybrid.leasedLimiter({ algorithm: core.tokenBucket({ capacity: 1, refillPerSecond: 0.001 }), redis: client, prefix: 'install-leased-' + process.argv[2] });
+const exact = core.createLimiter({ rules: core.tokenBucket({ capacity: 1, refillPerSecond: 0.001 }), store, prefix: 'install-' + process.argv[2] });
+const leased = hybrid.leasedLimiter({ rules: core.tokenBucket({ capacity: 1, refillPerSecond: 0.001 }), redis: client, prefix: 'install-leased-' + process.argv[2] });
 otel.instrumentSluice({ meterProvider: new sdk.MeterProvider() });
 const out = [];
 for (const l of [local, exact, leased]) out.push((await l.tryAcquire('k')).allowed, (await l.tryAcquire('k')).allowed);
@@ -187,14 +187,14 @@ describe('installed from the tarballs', () => {
        import { SluiceModule } from '@sluice/nestjs';
        import { Redis } from 'ioredis';
        const redis = new Redis();
-       const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), store: redisStore({ redis }) });
+       const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), store: redisStore({ redis }) });
        export const decided: Promise<Decision> = limiter.tryAcquire('k');
        export const middleware = rateLimit({ limiter, key: byIp() });
        export const handler = fetchRateLimit({ limiter, key: () => 'k' })(async () => new Response('ok'));
-       export const leased = leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), redis });
+       export const leased = leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), redis });
        export const slots = concurrencyLimiter({ max: 2 });
        const maybePrefix: string | undefined = process.env.PREFIX;
-       export const optional = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), prefix: maybePrefix });
+       export const optional = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), prefix: maybePrefix });
        export const stop: () => void = instrumentSluice().stop;
        export const nest = SluiceModule.forRoot({ limiter });
        // @ts-expect-error permits is a number

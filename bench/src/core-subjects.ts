@@ -106,13 +106,13 @@ function sluiceAlgorithm(
       if (otel) instrumentWithSdk();
       const algorithm = limited(scenario) ? limitedRule(limitFor(scenario)) : allowed();
       if (many(scenario)) {
-        const limiter = createLimiter({ algorithm, store: memoryStore({ maxKeys: 2 * KEYS }) });
+        const limiter = createLimiter({ rules: algorithm, store: memoryStore({ maxKeys: 2 * KEYS }) });
         const next = keySequence(scenario);
         return async () => {
           for (let i = 0; i < BATCH; i++) await limiter.tryAcquire(next());
         };
       }
-      const limiter = createLimiter({ algorithm });
+      const limiter = createLimiter({ rules: algorithm });
       return async () => {
         for (let i = 0; i < BATCH; i++) await limiter.tryAcquire('hot');
       };
@@ -273,7 +273,7 @@ export const HEAP_SUBJECTS: Record<string, { label: string; fill: (n: number) =>
         label: `sluice ${id}`,
         fill: async (n: number) => {
           // Room for twice n: every one of the n keys is kept, whatever the eviction order.
-          const l = createLimiter({ algorithm: make(), store: memoryStore({ maxKeys: 2 * n }) });
+          const l = createLimiter({ rules: make(), store: memoryStore({ maxKeys: 2 * n }) });
           for (let i = 0; i < n; i++) await l.tryAcquire(keys[i] as string);
           return l;
         },

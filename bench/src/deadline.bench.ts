@@ -22,7 +22,7 @@ const server = await spawnRedisServer();
 const redis = new Redis(server.url);
 const store = redisStore({ redis, timeoutMs: 60_000 });
 const limiter = createLimiter({
-  algorithm: fixedWindow({ limit: 1_000_000_000, windowMs: 60_000 }),
+  rules: fixedWindow({ limit: 1_000_000_000, windowMs: 60_000 }),
   store,
   prefix: 'deadline-bench',
 });

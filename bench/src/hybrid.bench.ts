@@ -135,11 +135,11 @@ interface KeyRow {
 function keyedLimiter(mode: 'exact' | 'leased', prefix: string): { limiter: Limiter; close: () => Promise<void> } {
   const algorithm = tokenBucket({ capacity: 50_000_000, refillPerSecond: 50_000_000 });
   if (mode === 'leased') {
-    const limiter = leasedLimiter({ algorithm, redis, prefix, nodeId: 'bench', timeoutMs: 5_000 });
+    const limiter = leasedLimiter({ rules: algorithm, redis, prefix, nodeId: 'bench', timeoutMs: 5_000 });
     return { limiter, close: () => limiter.close() };
   }
   const store = redisStore({ redis, timeoutMs: 5_000 });
-  const limiter = createLimiter({ algorithm, store, prefix });
+  const limiter = createLimiter({ rules: algorithm, store, prefix });
   return {
     limiter,
     close: async () => {

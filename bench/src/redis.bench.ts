@@ -123,7 +123,7 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
       'sluice exact tokenBucket',
       async () => {
         const limiter = createLimiter({
-          algorithm: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
+          rules: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
           store: redisStore({ redis }),
           prefix: `tb${++n}`,
         });
@@ -134,7 +134,7 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
       'sluice exact fixedWindow',
       async () => {
         const limiter = createLimiter({
-          algorithm: fixedWindow({ limit: HUGE, windowMs: 60_000 }),
+          rules: fixedWindow({ limit: HUGE, windowMs: 60_000 }),
           store: redisStore({ redis }),
           prefix: `fw${++n}`,
         });
@@ -159,7 +159,7 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
       `${NODE_REDIS}sluice exact tokenBucket`,
       async () => {
         const limiter = createLimiter({
-          algorithm: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
+          rules: tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
           store: redisStore({ redis: nodeRedis }),
           prefix: `ntb${++n}`,
         });
@@ -170,7 +170,7 @@ function subjects(): Array<[string, () => Promise<Decide>]> {
       `${NODE_REDIS}sluice exact fixedWindow`,
       async () => {
         const limiter = createLimiter({
-          algorithm: fixedWindow({ limit: HUGE, windowMs: 60_000 }),
+          rules: fixedWindow({ limit: HUGE, windowMs: 60_000 }),
           store: redisStore({ redis: nodeRedis }),
           prefix: `nfw${++n}`,
         });
@@ -235,7 +235,7 @@ const rows: Row[] = [...samples.values()].map((rs) => ({
 // A hot denied key: answered by the deny cache, no Redis command at all.
 await redis.flushall();
 const denied = createLimiter({
-  algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }),
+  rules: fixedWindow({ limit: 10, windowMs: 60_000 }),
   store: redisStore({ redis }),
   prefix: 'denied',
 });

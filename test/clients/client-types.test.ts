@@ -27,9 +27,9 @@ async function everyClientTypeChecks(): Promise<void> {
   redisStore({ redis: await createCluster5({ rootNodes: [] }).connect() });
   redisStore({ redis: await GlideClient.createClient({ addresses: [] }) });
   redisStore({ redis: await GlideClusterClient.createClient({ addresses: [] }) });
-  leasedLimiter({ algorithm, redis: await createClient().connect() });
-  dividedLimiter({ algorithm, redis: await GlideClient.createClient({ addresses: [] }) });
-  createLimiter({ algorithm, store: redisStore({ redis: new Iovalkey() }) });
+  leasedLimiter({ rules: algorithm, redis: await createClient().connect() });
+  dividedLimiter({ rules: algorithm, redis: await GlideClient.createClient({ addresses: [] }) });
+  createLimiter({ rules: algorithm, store: redisStore({ redis: new Iovalkey() }) });
 }
 
 it('every supported client type is accepted without a cast (checked by tsc)', () => {

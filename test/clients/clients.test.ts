@@ -96,7 +96,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     const c = await client();
     const store = redisStore({ redis: c.client });
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 50, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 50, windowMs: 60_000 }),
       store,
       prefix: prefix(kind),
     });
@@ -117,7 +117,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     const store = redisStore({ redis: c.client, failMode: 'closed', onDecision: (e) => sources.set(e.key, e.source) });
     const errors: Error[] = [];
     store.on('store-error', (e) => errors.push(e));
-    const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+    const limiter = createLimiter({ rules: rule, store, prefix: p });
     await store.ready();
     const decisions = await Promise.all(['a', 'corrupt', 'b'].map((k) => limiter.tryAcquire(k)));
     expect(decisions.map((d) => d.allowed)).toEqual([true, false, true]);
@@ -134,8 +134,8 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     const rule = fixedWindow({ limit: 1, windowMs: 60_000 });
     const storeA = redisStore({ redis: a.client });
     const storeB = redisStore({ redis: b.client });
-    const onA = createLimiter({ algorithm: rule, store: storeA, prefix: p });
-    const onB = createLimiter({ algorithm: rule, store: storeB, prefix: p });
+    const onA = createLimiter({ rules: rule, store: storeA, prefix: p });
+    const onB = createLimiter({ rules: rule, store: storeB, prefix: p });
     expect((await onA.tryAcquire('k')).allowed).toBe(true);
     expect((await onA.tryAcquire('k')).allowed).toBe(false); // cached on A from now on
     // Give the subscriber time to be subscribed before the reset is published.
@@ -153,7 +153,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
   it('leased and divided modes run on it', async () => {
     const c = await client();
     const leased = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 40, refillPerSecond: 0.001 }),
+      rules: tokenBucket({ capacity: 40, refillPerSecond: 0.001 }),
       redis: c.client,
       prefix: prefix(kind),
     });
@@ -162,7 +162,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     expect(granted).toBe(40);
     await leased.close();
     const divided = dividedLimiter({
-      algorithm: fixedWindow({ limit: 100, windowMs: 1_000 }),
+      rules: fixedWindow({ limit: 100, windowMs: 1_000 }),
       redis: c.client,
       prefix: prefix(kind),
       heartbeatMs: 50,
@@ -178,7 +178,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     const sources: DecisionEvent['source'][] = [];
     const store = redisStore({ redis: c.client, timeoutMs: 50, onDecision: (e) => sources.push(e.source) });
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
       store,
       prefix: prefix(kind),
     });
@@ -234,7 +234,7 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
       onDecision: (e) => sources.push(e.source),
     });
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 3, windowMs: 600_000 }),
+      rules: fixedWindow({ limit: 3, windowMs: 600_000 }),
       store,
       prefix: prefix(kind),
     });
@@ -255,7 +255,7 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
   it('a policy with a global rule in another slot: never over either limit', async () => {
     const store = redisStore({ redis: c.client, timeoutMs: 10_000, denyCache: false });
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 4, windowMs: 600_000, name: 'user' }),
         fixedWindow({ limit: 10, windowMs: 600_000, name: 'global', key: 'all' }),
       ],
@@ -285,7 +285,7 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
     const store = redisStore({ redis: c.client, failMode: 'closed', timeoutMs: 10_000, denyCache: false });
     store.on('store-error', (e) => errors.push(e));
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1_000, windowMs: 600_000 }),
+      rules: fixedWindow({ limit: 1_000, windowMs: 600_000 }),
       store,
       prefix: prefix(kind),
     });
@@ -331,7 +331,7 @@ async function misconfiguredAtStartUp(c: { client: unknown; close(): Promise<voi
   const errors: Error[] = [];
   store.on('store-error', (e) => errors.push(e));
   const limiter = createLimiter({
-    algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+    rules: fixedWindow({ limit: 3, windowMs: 60_000 }),
     store,
     prefix: prefix('mode'),
   });

@@ -18,7 +18,7 @@ describe('a node-redis client that is still connecting', () => {
     expect(client.isReady).toBe(false);
     const store = redisStore({ redis: client, timeoutMs: 2_000 });
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 1, windowMs: 60_000 }),
       store,
       prefix: `connecting-${process.pid}`,
     });

@@ -75,7 +75,7 @@ describe('TLS', () => {
     for (const client of [ioredis, nodeRedis]) {
       const store = redisStore({ redis: client });
       const limiter = createLimiter({
-        algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }),
+        rules: fixedWindow({ limit: 5, windowMs: 60_000 }),
         store,
         prefix: `tls${Math.random().toString(36).slice(2)}`,
       });
@@ -97,7 +97,7 @@ describe('a least-privilege ACL user', () => {
     const store = redisStore({ redis: client, failMode: 'closed' });
     const errors: Error[] = [];
     store.on('store-error', (e) => errors.push(e));
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit, windowMs: 60_000 }), store, prefix: 'sluice' });
+    const limiter = createLimiter({ rules: fixedWindow({ limit, windowMs: 60_000 }), store, prefix: 'sluice' });
     return { store, errors, limiter };
   };
   /** An ioredis, a node-redis and a GLIDE client logged in as `user`, and what closes them. */
@@ -156,9 +156,9 @@ describe('a least-privilege ACL user', () => {
       const errors: Error[] = [];
       const store = redisStore({ redis: client });
       store.on('store-error', (e) => errors.push(e));
-      const a = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: 'sluice' });
+      const a = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: 'sluice' });
       const b = createLimiter({
-        algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+        rules: fixedWindow({ limit: 3, windowMs: 60_000 }),
         store: redisStore({ redis: client }),
         prefix: 'sluice',
       });
@@ -175,7 +175,7 @@ describe('a least-privilege ACL user', () => {
       }
       expect(allowed).toBe(true);
       const leased = leasedLimiter({
-        algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.01 }),
+        rules: tokenBucket({ capacity: 5, refillPerSecond: 0.01 }),
         redis: client,
         prefix: 'sluice',
       });
@@ -183,7 +183,7 @@ describe('a least-privilege ACL user', () => {
       for (let i = 0; i < 8; i++) if ((await leased.tryAcquire(key)).allowed) granted++;
       expect(granted).toBe(5);
       const divided = dividedLimiter({
-        algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+        rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
         redis: client,
         prefix: 'sluice',
         heartbeatMs: 50,
@@ -261,17 +261,17 @@ describe('a least-privilege ACL user', () => {
     const client = new Redis({ host: server.host, port: server.port, username: 'sluice', password: 'secret' });
     const store = redisStore({ redis: client });
     const limiter = createLimiter({
-      algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
       store,
       prefix: 'sluice',
     });
     const leased = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
       redis: client,
       prefix: 'sluice',
     });
     const divided = dividedLimiter({
-      algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+      rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
       redis: client,
       prefix: 'sluice',
     });
@@ -287,17 +287,17 @@ describe('a least-privilege ACL user', () => {
     const noZadd = new Redis({ host: server.host, port: server.port, username: 'no-zadd', password: 'secret' });
     const exactStore = redisStore({ redis: noZadd });
     const exact = createLimiter({
-      algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
       store: exactStore,
       prefix: 'sluice',
     });
     const leasedNoZadd = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
       redis: noZadd,
       prefix: 'sluice',
     });
     const dividedNoZadd = dividedLimiter({
-      algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+      rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
       redis: noZadd,
       prefix: 'sluice',
     });

@@ -34,7 +34,7 @@ describe('controls on a Cluster', () => {
   it('blockMs bans and explicit blocks hold per key, hostile keys included; unblock lifts them on every slot', async () => {
     const sources: DecisionEvent['source'][] = [];
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 2, windowMs: 600_000, blockMs: 600_000 }),
+      rules: fixedWindow({ limit: 2, windowMs: 600_000, blockMs: 600_000 }),
       store: clusterStore(sources),
       prefix: prefix(),
     });
@@ -55,7 +55,7 @@ describe('controls on a Cluster', () => {
   it('a policy whose every rule lives in another slot still honours the key ban (a ban-only call in its slot)', async () => {
     const sources: DecisionEvent['source'][] = [];
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 1_000, windowMs: 600_000, name: 'tenant', key: (k) => k.split(':')[0] as string }),
         tokenBucket({ capacity: 1_000, refillPerSecond: 1, name: 'all', key: 'all' }),
       ],
@@ -77,7 +77,7 @@ describe('controls on a Cluster', () => {
 
   it("refund gives back to the key's own slot only; penalize charges every slot its rules live in", async () => {
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 10, windowMs: 600_000, name: 'user' }),
         fixedWindow({ limit: 100, windowMs: 600_000, name: 'all', key: 'all' }),
       ],

@@ -13,10 +13,10 @@ let n = 0;
 const prefix = () => `hyctl${++n}`;
 
 describe.each(['leasedLimiter', 'dividedLimiter'] as const)('%s', (mode) => {
-  const make = (algorithm: Parameters<typeof leasedLimiter>[0]['algorithm'], extra: Record<string, unknown> = {}) =>
+  const make = (algorithm: Parameters<typeof leasedLimiter>[0]['rules'], extra: Record<string, unknown> = {}) =>
     mode === 'leasedLimiter'
       ? leasedLimiter({
-          algorithm,
+          rules: algorithm,
           redis: redis().redis,
           prefix: prefix(),
           clock: new ManualClock(1_000_000),
@@ -24,7 +24,7 @@ describe.each(['leasedLimiter', 'dividedLimiter'] as const)('%s', (mode) => {
           ...extra,
         })
       : dividedLimiter({
-          algorithm,
+          rules: algorithm,
           redis: redis().redis,
           prefix: prefix(),
           clock: new ManualClock(1_000_000),
@@ -78,7 +78,7 @@ describe('leased mode: a penalty past the lease reaches the central bucket', () 
     const clock = new ManualClock(5_000_000);
     const p = prefix();
     const a = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }),
+      rules: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }),
       redis: redis().redis,
       prefix: p,
       clock,
@@ -86,7 +86,7 @@ describe('leased mode: a penalty past the lease reaches the central bucket', () 
       maxBatch: 2,
     });
     const b = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }),
+      rules: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }),
       redis: redis().redis,
       prefix: p,
       clock,

@@ -33,17 +33,17 @@ describe('close()', () => {
     // A window far longer than the warm-up loop, so k0 is still exhausted when the waiting caller arrives
     // (with 1 s, a slow machine crossed the boundary and the caller was admitted instead of waiting).
     const exact = createLimiter({
-      algorithm: fixedWindow({ limit: 5, windowMs: 30_000 }),
+      rules: fixedWindow({ limit: 5, windowMs: 30_000 }),
       store,
       prefix: `leaks${Date.now()}`,
     });
     const leased = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 50, refillPerSecond: 10 }),
+      rules: tokenBucket({ capacity: 50, refillPerSecond: 10 }),
       redis: client,
       prefix: `leaks-l${Date.now()}`,
     });
     const divided = dividedLimiter({
-      algorithm: tokenBucket({ capacity: 50, refillPerSecond: 10 }),
+      rules: tokenBucket({ capacity: 50, refillPerSecond: 10 }),
       redis: client,
       prefix: `leaks-d${Date.now()}`,
       heartbeatMs: 20,
@@ -93,7 +93,7 @@ describe('many stores on one client', () => {
     process.on('warning', onWarning);
     const stores = Array.from({ length: 12 }, () => redisStore({ redis: client }));
     const limiters = stores.map((store, i) =>
-      createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: `many${Date.now()}-${i}` }),
+      createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: `many${Date.now()}-${i}` }),
     );
     await Promise.all(limiters.map((l) => l.tryAcquire('k')));
     expect(client.listenerCount('error')).toBe((before.error ?? 0) + 1);

@@ -24,11 +24,11 @@ describe('two limiters on one prefix of one store', () => {
     ['redisStore', () => redisStore({ redis: redis().redis })],
   ])('%s: refused when their rules differ, allowed when they are the same', async (_name, makeStore) => {
     const store = makeStore();
-    createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'shared' });
-    createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'shared' }); // the same limiter twice: fine
+    createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'shared' });
+    createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'shared' }); // the same limiter twice: fine
     const clash = () =>
       createLimiter({
-        algorithm: tokenBucket({ capacity: 10, refillPerSecond: 10, name: 'fw-10-per-1s' }),
+        rules: tokenBucket({ capacity: 10, refillPerSecond: 10, name: 'fw-10-per-1s' }),
         store,
         prefix: 'shared',
       });
@@ -37,9 +37,9 @@ describe('two limiters on one prefix of one store', () => {
       /prefix "shared" is already used in this store by a limiter with other rules \(fw-10-per-1s:fixedWindow\(limit=10,windowMs=1000\)\)/,
     );
     expect(() =>
-      createLimiter({ algorithm: fixedWindow({ limit: 11, windowMs: 1_000 }), store, prefix: 'shared' }),
+      createLimiter({ rules: fixedWindow({ limit: 11, windowMs: 1_000 }), store, prefix: 'shared' }),
     ).toThrow(SluiceRangeError);
-    createLimiter({ algorithm: slidingWindowLog({ limit: 10, windowMs: 1_000 }), store, prefix: 'other' }); // its own prefix: fine
+    createLimiter({ rules: slidingWindowLog({ limit: 10, windowMs: 1_000 }), store, prefix: 'other' }); // its own prefix: fine
     await store.close();
   });
 });
@@ -73,9 +73,9 @@ describe('one-time warnings', () => {
       fixedWindow({ limit: 10, windowMs: 1_000, name: 'user' }),
       fixedWindow({ limit: 100, windowMs: 1_000, name: 'global', key: 'all' }),
     ];
-    createLimiter({ algorithm: policy(), store, prefix: 'api' });
-    createLimiter({ algorithm: policy(), store, prefix: 'api' });
-    createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'plain' });
+    createLimiter({ rules: policy(), store, prefix: 'api' });
+    createLimiter({ rules: policy(), store, prefix: 'api' });
+    createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 1_000 }), store, prefix: 'plain' });
     await settle();
     const crossSlot = warnings.filter((w) => w.code === 'SLUICE_CROSS_SLOT');
     expect(crossSlot).toHaveLength(1);
@@ -98,7 +98,7 @@ describe('expiry never rounds to zero', () => {
     const { redis: client } = redis();
     const prefix = `ttl${Date.now()}${Math.random().toString(36).slice(2, 6)}`;
     const store = redisStore({ redis: client, clock: 'client' });
-    const limiter = createLimiter({ algorithm, store, prefix });
+    const limiter = createLimiter({ rules: algorithm, store, prefix });
     expect((await limiter.tryAcquire('k')).allowed).toBe(true);
     const [key] = await client.keys(`${prefix}:*`);
     expect(key).toBeDefined();

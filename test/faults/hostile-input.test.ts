@@ -112,7 +112,7 @@ const options = fc.oneof(
       'prefix',
       'store',
       'clock',
-      'algorithm',
+      'rules',
       'failMode',
       'timeoutMs',
       'maxBatch',
@@ -169,7 +169,7 @@ describe('hostile input', () => {
       fc.property(fc.constantFrom(...Object.keys(FACTORIES)), options, options, (name, o, limiterOptions) => {
         onlyTypedErrors(() => (FACTORIES[name] as (o: unknown) => unknown)(o));
         onlyTypedErrors(() => createLimiter(limiterOptions as never));
-        onlyTypedErrors(() => createLimiter({ algorithm: o as never }));
+        onlyTypedErrors(() => createLimiter({ rules: o as never }));
       }),
       { numRuns: RUNS * 5 },
     );
@@ -177,9 +177,9 @@ describe('hostile input', () => {
 
   it('tryAcquire / acquire / peek / reset on memory and on Redis: typed errors only, and a rejected call consumes nothing', async () => {
     const limiters: Limiter[] = [
-      createLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }) }),
+      createLimiter({ rules: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }) }),
       createLimiter({
-        algorithm: fixedWindow({ limit: 5, windowMs: 3_600_000 }),
+        rules: fixedWindow({ limit: 5, windowMs: 3_600_000 }),
         store: redisStore({ redis: redis().redis }),
         prefix: `hostile${Date.now()}`,
       }),
@@ -230,28 +230,28 @@ describe('hostile input', () => {
         onlyTypedErrors(() =>
           made.push(
             leasedLimiter(
-              withRequired({ redis: client, algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never,
+              withRequired({ redis: client, rules: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never,
             ),
           ),
         );
         onlyTypedErrors(() =>
           made.push(
             dividedLimiter(
-              withRequired({ redis: client, algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never,
+              withRequired({ redis: client, rules: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never,
             ),
           ),
         );
         onlyTypedErrors(() =>
           middleware(
             withRequired({
-              limiter: createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) }),
+              limiter: createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }) }),
             }) as never,
           ),
         );
         onlyTypedErrors(() =>
           decorate(
             withRequired({
-              limiter: createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) }),
+              limiter: createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }) }),
             }) as never,
           ),
         );
@@ -271,8 +271,8 @@ describe('hostile input', () => {
     const { redis: client } = redis();
     const run = `iso${Date.now()}`;
     const store = redisStore({ redis: client });
-    const a = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 3_600_000 }), store, prefix: `${run}.a` });
-    const b = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 3_600_000 }), store, prefix: `${run}.b` });
+    const a = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 3_600_000 }), store, prefix: `${run}.a` });
+    const b = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 3_600_000 }), store, prefix: `${run}.b` });
     const validKey = fc.string({
       unit: fc.constantFrom('{', '}', ':', '*', '\n', '\0', '🔥', 'a', ' '),
       minLength: 1,

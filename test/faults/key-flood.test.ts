@@ -27,7 +27,7 @@ describe('key flood', () => {
     try {
       const store = redisStore({ redis: client });
       // 1 s windows: each key's state lives at most ~2 s (its window and a second of margin).
-      const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: 'flood' });
+      const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: 'flood' });
       const baselineMemory = await usedMemory(admin);
       const heapBefore = heapAfterGc();
       let next = 0;

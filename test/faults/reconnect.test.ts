@@ -82,12 +82,12 @@ describe.each(CASES)(`$kind, $mode mode: Redis killed for ${OUTAGE_MS / 1000} s 
     const limiter: Limiter =
       store !== undefined
         ? createLimiter({
-            algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
+            rules: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
             store,
             prefix: `reconnect-${kind}-${mode}`,
           })
         : leasedLimiter({
-            algorithm: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
+            rules: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
             redis: user.client,
             timeoutMs,
             prefix: `reconnect-${kind}-leased`,

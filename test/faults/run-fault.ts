@@ -94,7 +94,7 @@ function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<
       },
     });
     store.on('store-error', () => probe.fallbacks.push(performance.now()));
-    const limiter = createLimiter({ algorithm, store, prefix });
+    const limiter = createLimiter({ rules: algorithm, store, prefix });
     probe.limiter = limiter;
     probe.close = async () => {
       await limiter.close();
@@ -104,7 +104,13 @@ function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<
     return probe;
   }
   if (c.mode === 'leased') {
-    const limiter = leasedLimiter({ algorithm, redis: client, prefix, failMode: c.failMode, timeoutMs: TIMEOUT_MS });
+    const limiter = leasedLimiter({
+      rules: algorithm,
+      redis: client,
+      prefix,
+      failMode: c.failMode,
+      timeoutMs: TIMEOUT_MS,
+    });
     limiter.on('lease', () => probe.servedAt.push(performance.now()));
     limiter.on('store-error', () => probe.fallbacks.push(performance.now()));
     probe.limiter = limiter;
@@ -114,7 +120,7 @@ function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<
     };
     return probe;
   }
-  const limiter = dividedLimiter({ algorithm, redis: client, prefix, heartbeatMs: 200 });
+  const limiter = dividedLimiter({ rules: algorithm, redis: client, prefix, heartbeatMs: 200 });
   limiter.on('store-error', () => probe.fallbacks.push(performance.now()));
   limiter.on('store-recovered', () => probe.servedAt.push(performance.now()));
   probe.limiter = limiter;

@@ -25,8 +25,8 @@ describe('soak', () => {
     const store = redisStore({ redis: exactClient });
     const algorithm = tokenBucket({ capacity: 100, refillPerSecond: 1_000 });
     const limiters: Record<string, Limiter> = {
-      exact: createLimiter({ algorithm, store, prefix: 'soak-exact' }),
-      leased: leasedLimiter({ algorithm, redis: leasedClient, prefix: 'soak-leased' }),
+      exact: createLimiter({ rules: algorithm, store, prefix: 'soak-exact' }),
+      leased: leasedLimiter({ rules: algorithm, redis: leasedClient, prefix: 'soak-leased' }),
     };
     const decisions: Record<string, number> = { exact: 0, leased: 0 };
     const delay = monitorEventLoopDelay({ resolution: 10 });

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 
 const limiter = () =>
   createLimiter({
-    algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }),
+    rules: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }),
     store: memoryStore({ clock: new ManualClock(4_000) }),
   });
 

@@ -51,7 +51,7 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
     return server.url;
   }
   const limiterOf = (limit: number, clock = new ManualClock(0)): Limiter =>
-    createLimiter({ algorithm: fixedWindow({ limit, windowMs: 60_000, name: 'w' }), store: memoryStore({ clock }) });
+    createLimiter({ rules: fixedWindow({ limit, windowMs: 60_000, name: 'w' }), store: memoryStore({ clock }) });
 
   it('skipSuccessfulRequests: successes give their permits back, failures count (the login case)', async () => {
     const limiter = limiterOf(3);
@@ -83,7 +83,7 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
   it("costAfterResponse reads the framework's response, charges past the limit, and gives back when negative", async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1, name: 'tpm' }),
+      rules: tokenBucket({ capacity: 100, refillPerSecond: 1, name: 'tpm' }),
       store: memoryStore({ clock }),
     });
     // The request costs an estimate of 10; the response says what it used, and the difference is settled.
@@ -126,7 +126,7 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
 
   it('shadow mode: a request let through that the rules would deny took nothing, so nothing is settled', async () => {
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: 'w' }),
+      rules: fixedWindow({ limit: 1, windowMs: 60_000, name: 'w' }),
       clock: new ManualClock(0),
       shadow: true,
     });
@@ -142,7 +142,7 @@ describe('after-response accounting: the connection closes before the response',
     '%s: an aborted request counts as failed (skipFailedRequests gives it back)',
     async (framework) => {
       const limiter = createLimiter({
-        algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+        rules: fixedWindow({ limit: 1, windowMs: 60_000 }),
         clock: new ManualClock(0),
       });
       let answered = 0;
@@ -169,7 +169,7 @@ describe('after-response accounting: the connection closes before the response',
 });
 
 describe('after-response options are checked at construction', () => {
-  const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) });
+  const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }) });
   it.each([
     [{ skipSuccessfulRequests: 'yes' }, 'skipSuccessfulRequests'],
     [{ skipFailedRequests: 1 }, 'skipFailedRequests'],
@@ -180,7 +180,7 @@ describe('after-response options are checked at construction', () => {
     expect(() => rateLimit({ limiter, ...(bad as object) })).toThrow(expect.objectContaining({ argument }));
   });
   it("a refund on a rule that cannot give permits back (Guava's prepay) is refused, naming it", () => {
-    const smooth = createLimiter({ algorithm: smoothBursty({ permitsPerSecond: 5, name: 'pace' }) });
+    const smooth = createLimiter({ rules: smoothBursty({ permitsPerSecond: 5, name: 'pace' }) });
     expect(() => rateLimit({ limiter: smooth, skipFailedRequests: true })).toThrow(SluiceTypeError);
     expect(() => rateLimit({ limiter: smooth, skipFailedRequests: true })).toThrow(/"pace"/);
     expect(() => rateLimit({ limiter: smooth })).not.toThrow();
@@ -209,7 +209,7 @@ describe('after-response accounting on a streamed body (Fetch handlers, Hono)', 
   it('fetch: the cost is charged when the body has been read to its end, with what streaming counted', async () => {
     const { fetchRateLimit } = await import('@sluice/core/fetch');
     const limiter = createLimiter({
-      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
       clock: new ManualClock(0),
     });
     const body = streamed();
@@ -227,7 +227,7 @@ describe('after-response accounting on a streamed body (Fetch handlers, Hono)', 
     const { Hono } = await import('hono');
     const { honoRateLimit } = await import('@sluice/core/hono');
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 1, windowMs: 60_000 }),
       clock: new ManualClock(0),
     });
     const app = new Hono();

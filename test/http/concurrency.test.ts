@@ -78,7 +78,7 @@ describe.each(frameworks)('concurrency on %s', (framework: Framework) => {
   it("a request that gets no slot gives its rate limit's permits back", async () => {
     const { respond } = slowRoute(150);
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 10, windowMs: 60_000, name: 'w' }),
+      rules: fixedWindow({ limit: 10, windowMs: 60_000, name: 'w' }),
       clock: new ManualClock(0),
     });
     const url = await serve({ limiter, concurrency: concurrencyLimiter({ max: 1 }), key: () => 'k' }, respond);

@@ -30,7 +30,7 @@ const userKey: AnyRequestKey = (_req, view) => {
 function apiPolicy() {
   const clock = new ManualClock(3_000);
   const limiter = createLimiter({
-    algorithm: [
+    rules: [
       fixedWindow({ limit: 200, windowMs: 10_000, name: 'per-10s' }),
       fixedWindow({ limit: 5_000, windowMs: 3_600_000, name: 'per-hour' }),
     ],
@@ -75,7 +75,7 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
   it('sends draft-6 headers, or none but Retry-After with headers: false', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: tokenBucket({ capacity: 2, refillPerSecond: 0.5 }),
+      rules: tokenBucket({ capacity: 2, refillPerSecond: 0.5 }),
       store: memoryStore({ clock }),
     });
     const url = await serve({ limiter, key: () => 'k', headers: 'draft-6' });
@@ -104,7 +104,7 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
   it('falls back to the client address when the key is missing, never one bucket for everyone', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 1, windowMs: 60_000 }),
       store: memoryStore({ clock }),
     });
     const url = await serve({ limiter, key: userKey as never });
@@ -117,7 +117,7 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
   });
 
   it("onMissingKey 'reject' answers 400 and 'skip' lets the request through, both consuming nothing", async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }) });
     const reject = await serve({ limiter, key: userKey as never, onMissingKey: 'reject' });
     const r = await get(reject);
     expect(r.status).toBe(400);
@@ -130,7 +130,7 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
   });
 
   it('answers an invalid cost 400 and tells the developer; a cost above the limit is a 429 without Retry-After', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }) });
     const reported: unknown[] = [];
     for (const cost of [Number.NaN, -1, 0.5, 2 ** 53 + 1, Number.POSITIVE_INFINITY, '3']) {
       const url = await serve({
@@ -160,7 +160,7 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
   it('shadow mode: never a 429; a request the rules would deny gets the headers it would have got, and consumes nothing', async () => {
     const clock = new ManualClock(3_000);
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }),
+      rules: fixedWindow({ limit: 2, windowMs: 10_000, name: 'w' }),
       store: memoryStore({ clock }),
       shadow: true,
     });
@@ -179,7 +179,7 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
   });
 
   it('routes a fault in the key function to the framework (500), not an unhandled rejection', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }) });
     const url = await serve({
       limiter,
       key: () => {
@@ -187,14 +187,14 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
       },
     });
     expect((await get(url)).status).toBe(500);
-    const closed = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }) });
+    const closed = createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }) });
     await closed.close();
     expect((await get(await serve({ limiter: closed, key: () => 'k' }))).status).toBe(500);
   });
 });
 
 describe('rateLimit options', () => {
-  const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) });
+  const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }) });
   it.each([
     [{ limiter: {} }, SluiceTypeError, 'limiter'],
     [{ limiter, key: 'ip' }, SluiceTypeError, 'key'],

@@ -27,7 +27,7 @@ describe.each(frameworks)('a limiter whose Redis is down, on %s', (framework) =>
     async (failMode) => {
       const store = redisStore({ redis, failMode, timeoutMs: 50 });
       const limiter = createLimiter({
-        algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }),
+        rules: fixedWindow({ limit: 5, windowMs: 60_000 }),
         store,
         prefix: `http-down-${failMode}`,
       });
@@ -50,7 +50,7 @@ describe.each(frameworks)('a limiter whose Redis is down, on %s', (framework) =>
 describe('fastifyRateLimit plugin', () => {
   it('registered on the root, limits every route of the app', async () => {
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 1, windowMs: 60_000 }),
       store: memoryStore({ clock: new ManualClock(0) }),
     });
     const app = Fastify();

@@ -16,7 +16,7 @@ afterEach(async () => {
 
 function service() {
   const limiter = createLimiter({
-    algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+    rules: fixedWindow({ limit: 3, windowMs: 60_000 }),
     store: memoryStore({ clock: new ManualClock(0) }),
   });
   const decided: string[] = [];
@@ -43,7 +43,7 @@ describe.each(frameworks)('decorators keyed by request, behind %s', (framework) 
     const server = await startServer(
       framework,
       {
-        limiter: createLimiter({ algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }) }),
+        limiter: createLimiter({ rules: fixedWindow({ limit: 1_000, windowMs: 60_000 }) }),
         key: () => 'all',
       } as never,
       async () =>
@@ -86,7 +86,7 @@ describe('outside a request', () => {
   });
 
   it('requestContext() alone opens one: byUser reads the framework request', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }) });
     class Profile {
       @limitMethod({
         limiter,

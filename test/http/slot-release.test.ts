@@ -151,7 +151,7 @@ describe('a Fetch body nobody reads', () => {
   );
 
   it('fetch: the rate limit is settled too (skipFailedRequests refunds a body that was never sent)', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 60_000 }) });
     const url = await dropping(
       fetchRateLimit({ limiter, key: () => 'k', address: () => '127.0.0.1', skipFailedRequests: true })(
         async () => new Response('the body'),

@@ -36,7 +36,7 @@ describe('dividedLimiter', () => {
   it('starts with a conservative share, then takes its share from the membership, scaling what it holds', async () => {
     const clock = new ManualClock(0);
     const a = dividedLimiter({
-      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
+      rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
       redis: redis().redis,
       prefix: prefix(),
       clock,
@@ -59,7 +59,7 @@ describe('dividedLimiter', () => {
     const p = prefix();
     const make = (id: string) =>
       dividedLimiter({
-        algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }),
+        rules: fixedWindow({ limit: 100, windowMs: 60_000 }),
         redis: redis().redis,
         prefix: p,
         clock,
@@ -83,7 +83,7 @@ describe('dividedLimiter', () => {
 
   it('makes no Redis call on the decision path', async () => {
     const a = dividedLimiter({
-      algorithm: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1_000_000 }),
+      rules: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1_000_000 }),
       redis: redis().redis,
       prefix: prefix(),
       heartbeatMs: 60_000,
@@ -98,16 +98,16 @@ describe('dividedLimiter', () => {
   it('validates its options', () => {
     const r = redis().redis;
     expect(() =>
-      dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, share: 'fair' as never }),
+      dividedLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, share: 'fair' as never }),
     ).toThrow(SluiceRangeError);
     expect(() =>
-      dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, heartbeatMs: -1 }),
+      dividedLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, heartbeatMs: -1 }),
     ).toThrow(/heartbeatMs must be a finite number > 0, got -1/);
     expect(() =>
-      dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, assumedNodes: 0.5 }),
+      dividedLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, assumedNodes: 0.5 }),
     ).toThrow(/assumedNodes must be an integer >= 1/);
     expect(() =>
-      dividedLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, nodeId: 'a b' }),
+      dividedLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, nodeId: 'a b' }),
     ).toThrow(/nodeId must be/);
   });
 });

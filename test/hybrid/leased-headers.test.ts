@@ -18,7 +18,7 @@ afterEach(async () => {
 describe('leased mode headers', () => {
   it("tell the client the fleet's allowance, as this node knows it", async () => {
     const limiter = leasedLimiter({
-      algorithm: fixedWindow({ limit: 200, windowMs: 600_000, name: 'api' }),
+      rules: fixedWindow({ limit: 200, windowMs: 600_000, name: 'api' }),
       redis: testRedis().redis,
       prefix: `leased-headers-${process.pid}`,
     });

@@ -161,7 +161,7 @@ describe('leasedLimiter', () => {
     const client = redis().redis;
     const clock = new ManualClock(1_000_000);
     const limiter = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
+      rules: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
       redis: client,
       prefix: prefix(),
       clock,
@@ -177,14 +177,14 @@ describe('leasedLimiter', () => {
     const listeners = fresh.listenerCount('error');
     expect(() =>
       leasedLimiter({
-        algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+        rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
         redis: fresh,
         prefix: 'bad prefix!',
       }),
     ).toThrow(SluiceRangeError);
     expect(() =>
       leasedLimiter({
-        algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
+        rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
         redis: fresh,
         shadow: 'yes' as never,
       }),
@@ -197,7 +197,7 @@ describe('leasedLimiter', () => {
   it('spends a batch locally: one Redis call per batch, never more than capacity + rate x T', async () => {
     const clock = new ManualClock(1_000_000);
     const limiter = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
+      rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
       redis: redis().redis,
       prefix: prefix(),
       clock,
@@ -218,7 +218,7 @@ describe('leasedLimiter', () => {
   it('sizes batches to about targetMs of recent demand, and prefetches so a steady caller never waits on Redis', async () => {
     const clock = new ManualClock(0);
     const limiter = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 100_000, refillPerSecond: 100_000 }),
+      rules: tokenBucket({ capacity: 100_000, refillPerSecond: 100_000 }),
       redis: redis().redis,
       prefix: prefix(),
       clock,
@@ -262,7 +262,7 @@ describe('leasedLimiter', () => {
     const clock = new ManualClock(0);
     const p = prefix();
     const a = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
       redis: redis().redis,
       prefix: p,
       clock,
@@ -273,7 +273,7 @@ describe('leasedLimiter', () => {
     for (let i = 0; i < LEASE_PAYS_AT; i++) expect((await a.tryAcquire('k')).allowed).toBe(true);
     await a.close();
     const b = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
       redis: redis().redis,
       prefix: p,
       clock,
@@ -288,7 +288,7 @@ describe('leasedLimiter', () => {
     const { redis: r } = redis();
     const p = prefix();
     const limiter = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1, name: 'tb' }),
+      rules: tokenBucket({ capacity: 10, refillPerSecond: 1, name: 'tb' }),
       redis: r,
       prefix: p,
       clock: new ManualClock(1_000),
@@ -327,7 +327,7 @@ describe('leasedLimiter', () => {
     const p = prefix();
     const nodes = [0, 1, 2, 3].map((i) =>
       leasedLimiter({
-        algorithm: gcra({ rate: 100, burst: 1_600 }),
+        rules: gcra({ rate: 100, burst: 1_600 }),
         redis: redis().redis,
         prefix: p,
         clock,
@@ -348,7 +348,7 @@ describe('leasedLimiter', () => {
   it('leases of a window die with it', async () => {
     const clock = new ManualClock(10_000);
     const limiter = leasedLimiter({
-      algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+      rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
       redis: redis().redis,
       prefix: prefix(),
       clock,
@@ -364,7 +364,7 @@ describe('leasedLimiter', () => {
   it('sliding window counter: at most the limit per aligned window, previous window weighed in', async () => {
     const clock = new ManualClock(0);
     const limiter = leasedLimiter({
-      algorithm: slidingWindowCounter({ limit: 10, windowMs: 1_000 }),
+      rules: slidingWindowCounter({ limit: 10, windowMs: 1_000 }),
       redis: redis().redis,
       prefix: prefix(),
       clock,
@@ -377,28 +377,25 @@ describe('leasedLimiter', () => {
 
   it('refuses what it cannot lease: policies, other algorithms, bad options', () => {
     const r = redis().redis;
-    expect(() => leasedLimiter({ algorithm: slidingWindowLog({ limit: 1, windowMs: 1 }), redis: r })).toThrow(
+    expect(() => leasedLimiter({ rules: slidingWindowLog({ limit: 1, windowMs: 1 }), redis: r })).toThrow(
       /supports tokenBucket, gcra, fixedWindow and slidingWindowCounter, got "slidingWindowLog"/,
     );
     expect(() =>
       leasedLimiter({
-        algorithm: [
-          fixedWindow({ limit: 1, windowMs: 1, name: 'a' }),
-          fixedWindow({ limit: 1, windowMs: 1, name: 'b' }),
-        ],
+        rules: [fixedWindow({ limit: 1, windowMs: 1, name: 'a' }), fixedWindow({ limit: 1, windowMs: 1, name: 'b' })],
         redis: r,
       }),
     ).toThrow(SluiceRangeError);
-    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: {} as never })).toThrow(
+    expect(() => leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: {} as never })).toThrow(
       SluiceTypeError,
     );
-    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, lowWater: 2 })).toThrow(
+    expect(() => leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, lowWater: 2 })).toThrow(
       /lowWater must be a number in 0..1, got 2/,
     );
     expect(() =>
-      leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, failMode: 'maybe' as never }),
+      leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, failMode: 'maybe' as never }),
     ).toThrow(/failMode/);
-    expect(() => leasedLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, targetMs: 0 })).toThrow(
+    expect(() => leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, targetMs: 0 })).toThrow(
       /targetMs must be a finite number > 0, got 0/,
     );
   });
@@ -416,7 +413,7 @@ describe('leasedLimiter when Redis is unreachable', () => {
       });
       dead.on('error', () => {});
       const limiter = leasedLimiter({
-        algorithm: tokenBucket({ capacity: 8, refillPerSecond: 1 }),
+        rules: tokenBucket({ capacity: 8, refillPerSecond: 1 }),
         redis: dead,
         timeoutMs: 50,
         failMode,

@@ -46,7 +46,7 @@ const headerOf = (ctx: ExecutionContext, name: string) =>
   ctx.switchToHttp().getRequest<{ headers: Record<string, string | undefined> }>().headers[name];
 
 const sendLimiter = createLimiter({
-  algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name: 'codes' }),
+  rules: fixedWindow({ limit: 2, windowMs: 60_000, name: 'codes' }),
   store: memoryStore({ clock }),
 });
 

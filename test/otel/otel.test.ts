@@ -50,12 +50,12 @@ describe('sluice.decisions and sluice.decision.duration', () => {
   it('memory: counts per outcome, rule and source; shadowed denials marked; one duration per decision', async () => {
     const meter = instrumented();
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 3, windowMs: 60_000, name: 'per-minute' }),
+      rules: fixedWindow({ limit: 3, windowMs: 60_000, name: 'per-minute' }),
       prefix: prefix('memory'),
     });
     for (let i = 0; i < 5; i++) await limiter.tryAcquire(SECRET);
     const shadow = createLimiter({
-      algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: 'trial' }),
+      rules: fixedWindow({ limit: 1, windowMs: 60_000, name: 'trial' }),
       prefix: prefix('shadow'),
       shadow: true,
     });
@@ -95,7 +95,7 @@ describe('sluice.decisions and sluice.decision.duration', () => {
   it('a policy reports its tightest rule; plans keep their rule names', async () => {
     const meter = instrumented();
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 2, windowMs: 1_000, name: 'burst' }),
         fixedWindow({ limit: 100, windowMs: 3_600_000, name: 'hourly' }),
       ],
@@ -116,7 +116,7 @@ describe('sluice.decisions and sluice.decision.duration', () => {
     const meter = instrumented();
     const store = redisStore({ redis: redis().redis });
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name: 'exact' }),
+      rules: fixedWindow({ limit: 2, windowMs: 60_000, name: 'exact' }),
       store,
       prefix: prefix('exact'),
     });
@@ -143,7 +143,7 @@ describe('sluice.decisions and sluice.decision.duration', () => {
     const meter = instrumented();
     const leased: number[] = [];
     const limiter = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 20, refillPerSecond: 0.001, name: 'leased' }),
+      rules: tokenBucket({ capacity: 20, refillPerSecond: 0.001, name: 'leased' }),
       redis: redis().redis,
       prefix: prefix('leased'),
       clock: new ManualClock(1_000),
@@ -175,7 +175,7 @@ describe('sluice.decisions and sluice.decision.duration', () => {
   it("divided mode: decisions from this node's share, and the share as a gauge", async () => {
     const meter = instrumented();
     const limiter = dividedLimiter({
-      algorithm: fixedWindow({ limit: 10, windowMs: 60_000, name: 'divided' }),
+      rules: fixedWindow({ limit: 10, windowMs: 60_000, name: 'divided' }),
       redis: redis().redis,
       prefix: prefix('divided'),
       heartbeatMs: 50,
@@ -208,19 +208,19 @@ describe('sluice.store.degraded', () => {
     const store = redisStore({ redis: client, timeoutMs: 100 });
     store.on('store-error', () => {});
     const exact = createLimiter({
-      algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 1_000, windowMs: 60_000 }),
       store,
       prefix: prefix('exact'),
     });
     const leased = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 1_000, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 1_000, refillPerSecond: 1 }),
       redis: client,
       prefix: prefix('leased'),
       maxBatch: 2,
       timeoutMs: 100,
     });
     const divided = dividedLimiter({
-      algorithm: fixedWindow({ limit: 1_000, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 1_000, windowMs: 60_000 }),
       redis: client,
       prefix: prefix('divided'),
       heartbeatMs: 50,
@@ -275,7 +275,7 @@ describe('instrumentSluice', () => {
     expect(second).toBe(first);
     const other = instrumented();
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 10, windowMs: 1_000 }),
+      rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
       store: memoryStore(),
       prefix: prefix('twice'),
     });
@@ -325,7 +325,7 @@ describe('the global MeterProvider', () => {
     );
     const global = instrumentSluice();
     cleanups.push(() => global.stop());
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), prefix: prefix('global') });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), prefix: prefix('global') });
     await limiter.tryAcquire('k');
     expect(await meter.total(INSTRUMENTS.decisions, { 'sluice.limiter': limiter.prefix })).toBe(1);
     process.off('warning', onWarning);

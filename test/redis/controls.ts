@@ -157,7 +157,7 @@ export type Outcome = Decision | { readonly error: string };
 function build(spec: LimiterSpec, store: Parameters<typeof createLimiter>[0]['store'], prefix: string): Limiter {
   return 'plans' in spec
     ? createLimiter({ plans: spec.plans, store, prefix })
-    : createLimiter({ algorithm: spec.rules, store, prefix });
+    : createLimiter({ rules: spec.rules, store, prefix });
 }
 
 let run = 0;

@@ -34,7 +34,7 @@ describe('the deadline of a Redis call', () => {
     const errors: Error[] = [];
     store.on('store-error', (e) => errors.push(e));
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 5, windowMs: 60_000 }),
       store,
       prefix: `stall-${process.pid}`,
     });

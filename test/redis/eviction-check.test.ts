@@ -40,7 +40,7 @@ async function readyOn(args: string[], user?: { name: string; acl: string[] }): 
   const client = new Redis(server.url, options);
   clients.push(client);
   const store = redisStore({ redis: client });
-  const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 600_000 }), store, prefix: 'sluice' });
+  const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 600_000 }), store, prefix: 'sluice' });
   await store.ready();
   await settle();
   await limiter.close();

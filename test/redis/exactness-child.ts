@@ -70,7 +70,7 @@ const store = redisStore({
 
 const algorithms = (env.ALGORITHMS as string).split(',');
 const limiters = algorithms.map((name) =>
-  createLimiter({ algorithm: (EXACTNESS_RULES[name] as () => Algorithm)(), store, prefix: `${prefix}-${name}` }),
+  createLimiter({ rules: (EXACTNESS_RULES[name] as () => Algorithm)(), store, prefix: `${prefix}-${name}` }),
 );
 await new Promise((r) => setTimeout(r, Math.max(0, startAt - Date.now())));
 const end = Date.now() + durationMs;

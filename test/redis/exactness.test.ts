@@ -149,7 +149,7 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
     const store = redisStore({ redis: client, denyCache: false });
     expect(() =>
       createLimiter({
-        algorithm: [
+        rules: [
           smoothBursty({ permitsPerSecond: 1 }),
           fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' }),
         ],
@@ -158,7 +158,7 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
     ).toThrow(/cannot be refunded/);
     expect(() =>
       createLimiter({
-        algorithm: [
+        rules: [
           fixedWindow({ limit: 1, windowMs: 1000 }),
           fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' }),
         ],

@@ -32,7 +32,7 @@ for (const backend of ['redis', 'memory'] as const) {
       const stores: Store[] = [];
       const store = backend === 'redis' ? redisStore({ redis, clock }) : memoryStore({ clock });
       stores.push(store);
-      const limiter = createLimiter({ algorithm, store, prefix: `guava${++n}` });
+      const limiter = createLimiter({ rules: algorithm, store, prefix: `guava${++n}` });
       const events: string[] = [];
       return {
         clock,

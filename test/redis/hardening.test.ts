@@ -55,7 +55,7 @@ describe('hostile keys on a Cluster (3 masters)', () => {
     });
     const errors: Error[] = [];
     store.on('store-error', (e) => errors.push(e));
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }), store, prefix: prefix() });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 600_000 }), store, prefix: prefix() });
     const keys = [
       ...HOSTILE.map((k) => `evil:${k}`),
       ...HOSTILE.filter((k) => k !== '').map((k) => k),
@@ -77,7 +77,7 @@ describe('hostile keys on a Cluster (3 masters)', () => {
 
   it('leased mode with hostile keys: exact per key, no fallback', async () => {
     const limiter = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
+      rules: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
       redis: testCluster().client,
       failMode: 'open',
       timeoutMs: 10_000,
@@ -100,8 +100,8 @@ describe('keys on standalone Redis', () => {
     const keys = ['user:\uD800', 'user:\uDBFF', 'user:\uDC00', 'user:\uFFFD', 'user:%uD800', 'user:\uD83D\uDD25'];
     const rule = fixedWindow({ limit: 1, windowMs: 60_000 });
     const p = prefix();
-    const onRedis = createLimiter({ algorithm: rule, store: redisStore({ redis: testRedis().redis }), prefix: p });
-    const inMemory = createLimiter({ algorithm: rule, store: memoryStore(), prefix: p });
+    const onRedis = createLimiter({ rules: rule, store: redisStore({ redis: testRedis().redis }), prefix: p });
+    const inMemory = createLimiter({ rules: rule, store: memoryStore(), prefix: p });
     for (const key of keys) {
       const [r, m] = [await onRedis.tryAcquire(key), await inMemory.tryAcquire(key)];
       expect(r.allowed, JSON.stringify(key)).toBe(true);
@@ -115,11 +115,11 @@ describe('keys on standalone Redis', () => {
     const { server } = testRedis();
     const [a, b] = [new Redis(server.url), new Redis(server.url)];
     const login = createLimiter({
-      algorithm: fixedWindow({ limit: 5, windowMs: 900_000 }),
+      rules: fixedWindow({ limit: 5, windowMs: 900_000 }),
       store: redisStore({ redis: a }),
     });
     const api = createLimiter({
-      algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 100, windowMs: 60_000 }),
       store: redisStore({ redis: b }),
     });
     const key = `ip:203.0.113.${++n}`;
@@ -139,7 +139,7 @@ describe('keys on standalone Redis', () => {
     const store = redisStore({ redis, failMode: 'closed', onDecision: (e) => sources.set(e.key, e.source) });
     const errors: Error[] = [];
     store.on('store-error', (e) => errors.push(e));
-    const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+    const limiter = createLimiter({ rules: rule, store, prefix: p });
     const keys = ['a', 'b', 'corrupt', 'c'];
     const decisions = await Promise.all(keys.map((k) => limiter.tryAcquire(k)));
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, false, true]);
@@ -162,7 +162,7 @@ describe('user callbacks that throw', () => {
     });
     const reported: Array<[unknown, string]> = [];
     store.on('callback-error', (error, where) => reported.push([error, where]));
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: prefix() });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: prefix() });
     const decisions = await Promise.all(['a', 'b', 'c', 'd'].map((k) => limiter.tryAcquire(k)));
     expect(decisions.every((d) => d.allowed)).toBe(true);
     expect(reported).toHaveLength(1);
@@ -179,7 +179,7 @@ describe('user callbacks that throw', () => {
     });
     const reported: string[] = [];
     store.on('callback-error', (_, where) => reported.push(where));
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
     const decisions = await Promise.all(['a', 'b', 'c', 'd'].map((k) => limiter.tryAcquire(k)));
     expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true]);
     expect(reported).toEqual(["'store-error' listener"]);
@@ -195,7 +195,7 @@ describe('closed limiters', () => {
     const p = prefix();
     const cycle = async (limit: number) => {
       const limiter = createLimiter({
-        algorithm: fixedWindow({ limit, windowMs: 60_000, name: 'w' }),
+        rules: fixedWindow({ limit, windowMs: 60_000, name: 'w' }),
         store,
         prefix: p,
       });
@@ -219,9 +219,9 @@ describe('reset() has a deadline and typed errors', () => {
   it('with Redis down, exact and leased reset() reject within about timeoutMs with STORE_UNAVAILABLE', async () => {
     const client = await deadClient();
     const store = redisStore({ redis: client, timeoutMs: 50 });
-    const exact = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
+    const exact = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
     const leased = leasedLimiter({
-      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 10, refillPerSecond: 1 }),
       redis: client,
       timeoutMs: 50,
       prefix: prefix(),
@@ -250,7 +250,7 @@ describe('reset() has a deadline and typed errors', () => {
     try {
       const store = redisStore({ redis: client, failMode: 'open' });
       const limiter = createLimiter({
-        algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+        rules: fixedWindow({ limit: 1, windowMs: 60_000 }),
         store,
         prefix: prefix(),
       });
@@ -273,7 +273,7 @@ describe("failMode 'local' holds this node's share", () => {
     const p = prefix();
     const limiters = clients.map((redis) =>
       createLimiter({
-        algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }),
+        rules: fixedWindow({ limit: 10, windowMs: 60_000 }),
         store: redisStore({ redis, expectedNodes: 3, timeoutMs: 20 }),
         prefix: p,
       }),
@@ -300,12 +300,12 @@ describe('a client clock running ahead', () => {
     const p = prefix();
     const rule = tokenBucket({ capacity: 10, refillPerSecond: 10 });
     const skewed = createLimiter({
-      algorithm: rule,
+      rules: rule,
       store: redisStore({ redis, clock: ahead, maxClockSkewMs: 1000, denyCache: false }),
       prefix: p,
     });
     const honest = createLimiter({
-      algorithm: rule,
+      rules: rule,
       store: redisStore({ redis, clock: 'client', denyCache: false }),
       prefix: p,
     });

@@ -34,7 +34,7 @@ async function decideEverywhere(
   const start = 1_700_000_000_000;
   for (const [name, make] of Object.entries(stores)) {
     const clock = new ManualClock(start);
-    const limiter = createLimiter({ algorithm: policy(), store: make(clock), prefix: `merge${++n}` });
+    const limiter = createLimiter({ rules: policy(), store: make(clock), prefix: `merge${++n}` });
     out[name] = [];
     for (const r of requests) {
       clock.advance(r.advanceMs);

@@ -47,7 +47,7 @@ const bucket = () => tokenBucket({ capacity: 3, refillPerSecond: 0.000_001, name
 describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode) => {
   it('limiter.refund({ decision }) of a fail-mode grant never gives permits back on Redis', async () => {
     const redis = await stallable(failMode);
-    const limiter = createLimiter({ algorithm: bucket(), store: redis.store, prefix: prefix() });
+    const limiter = createLimiter({ rules: bucket(), store: redis.store, prefix: prefix() });
     for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
     redis.stall();
     const during: Decision[] = [];
@@ -69,7 +69,7 @@ describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode
 
   it('after-response accounting (skipFailedRequests) sends a fail-mode grant back to the fail mode only', async () => {
     const redis = await stallable(failMode);
-    const limiter = createLimiter({ algorithm: bucket(), store: redis.store, prefix: prefix() });
+    const limiter = createLimiter({ rules: bucket(), store: redis.store, prefix: prefix() });
     let answered = 0;
     let release: () => void = () => {};
     const recoveredThenFail = new Promise<void>((resolve) => {
@@ -106,7 +106,7 @@ describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode
 it("exact mode, failMode 'local': the fail mode's own state takes its grant back", async () => {
   const redis = await stallable('local');
   const limiter = createLimiter({
-    algorithm: fixedWindow({ limit: 2, windowMs: 600_000, name: 'w' }),
+    rules: fixedWindow({ limit: 2, windowMs: 600_000, name: 'w' }),
     store: redis.store,
     prefix: prefix(),
   });
@@ -129,7 +129,7 @@ it("exact mode, failMode 'local': the fail mode's own state takes its grant back
 it('leased mode: a fail-mode grant is never given back to the central bucket', async () => {
   const redis = await stallable('open');
   const limiter = leasedLimiter({
-    algorithm: bucket(),
+    rules: bucket(),
     redis: redis.client,
     prefix: prefix(),
     failMode: 'open',
@@ -155,7 +155,7 @@ it('leased mode: a fail-mode grant is never given back to the central bucket', a
 
 describe('a request never gives back more than it took', () => {
   it('costAfterResponse -1001 for a request charged 1: 10 requests in a window of 5 pass 5, the excess is reported', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 600_000 }) });
     const reported: Error[] = [];
     const server = await startServer('node:http', {
       limiter,
@@ -181,7 +181,7 @@ describe('a request never gives back more than it took', () => {
   });
 
   it('skipFailedRequests and a negative costAfterResponse together give back at most the charge', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 600_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 600_000 }) });
     const server = await startServer(
       'node:http',
       {

@@ -137,7 +137,7 @@ describe('redisStore', () => {
     const client = new Redis(server.url);
     const store = redisStore({ redis: client, denyCache: false });
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 100, windowMs: 60_000 }),
       store,
       prefix: prefix(),
     });
@@ -185,7 +185,7 @@ describe('redisStore', () => {
       const errors: Error[] = [];
       store.on('store-error', (e) => errors.push(e));
       const limiter = createLimiter({
-        algorithm: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1 }),
+        rules: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1 }),
         store,
         prefix: prefix(),
       });
@@ -251,7 +251,7 @@ describe('redisStore', () => {
       const clock = new ManualClock(0);
       const store = redisStore({ redis, clock, denyCache: false });
       const p = prefix();
-      const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+      const limiter = createLimiter({ rules: rule, store, prefix: p });
       const ttls = async () => Promise.all(['lone', 'a', 'b'].map((key) => redis.pttl(stateKey(p, key, rule.name))));
       // Lone requests (decide_one.lua) on one key, a batch (decide.lua) on two others.
       const decide = async () => {
@@ -281,10 +281,10 @@ describe('redisStore', () => {
     const store = redisStore({ redis, denyCache: false, timeoutMs: 10_000 });
     const p = prefix();
     const limiters = Array.from({ length: 1_100 }, (_, i) =>
-      createLimiter({ algorithm: fixedWindow({ limit: i + 2, windowMs: 60_000 }), store, prefix: `${p}-${i}` }),
+      createLimiter({ rules: fixedWindow({ limit: i + 2, windowMs: 60_000 }), store, prefix: `${p}-${i}` }),
     );
     // The lean script's library is loaded before the rounds, so every decision below is an FCALL.
-    await createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), store, prefix: p }).peek('k');
+    await createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), store, prefix: p }).peek('k');
     for (let i = 0; i < 100 && !(await libraries()).includes(decideOneScript('fixedWindow').functionName); i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
     const fcalls = await commandCalls('fcall');
@@ -302,7 +302,7 @@ describe('redisStore', () => {
     const p = prefix();
     const store = redisStore({ redis, denyCache: false });
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 3, windowMs: 60_000 }),
         tokenBucket({ capacity: 2, refillPerSecond: 1, initial: 0 }),
         slidingWindowLog({ limit: 5, windowMs: 1000 }),
@@ -312,7 +312,7 @@ describe('redisStore', () => {
     });
     // One rule with a ban: a lone request's states and bans are written by decide_one.lua.
     const banning = createLimiter({
-      algorithm: fixedWindow({ limit: 2, windowMs: 60_000, blockMs: 30_000 }),
+      rules: fixedWindow({ limit: 2, windowMs: 60_000, blockMs: 30_000 }),
       store,
       prefix: `${p}:one`,
     });
@@ -328,7 +328,7 @@ describe('redisStore', () => {
   it('a hot denied key is answered locally: no Redis command until it can change', async () => {
     const clock = new ManualClock(1_000_000);
     const store = redisStore({ redis, clock });
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: prefix() });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: prefix() });
     for (let i = 0; i < 10; i++) expect((await limiter.tryAcquire('hot')).allowed).toBe(true);
     expect((await limiter.tryAcquire('hot')).allowed).toBe(false);
     const before = await scriptCalls();
@@ -349,8 +349,8 @@ describe('redisStore', () => {
       tokenBucket({ capacity: 2, refillPerSecond: 4, name: 'b' }),
     ];
     const stores = [redisStore({ redis, clock }), redisStore({ redis, clock })] as const;
-    const enforcing = createLimiter({ algorithm: rules(), store: stores[0], prefix: prefix() });
-    const shadow = createLimiter({ algorithm: rules(), store: stores[1], prefix: prefix(), shadow: true });
+    const enforcing = createLimiter({ rules: rules(), store: stores[0], prefix: prefix() });
+    const shadow = createLimiter({ rules: rules(), store: stores[1], prefix: prefix(), shadow: true });
     let shadowed = 0;
     for (let i = 0; i < 40; i++) {
       clock.advance((i * 37) % 300);
@@ -374,8 +374,8 @@ describe('redisStore', () => {
     const other = new Redis(server.url);
     const storeA = redisStore({ redis, clock });
     const storeB = redisStore({ redis: other, clock });
-    const a = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeA, prefix: p });
-    const b = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeB, prefix: p });
+    const a = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeA, prefix: p });
+    const b = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeB, prefix: p });
     await new Promise((r) => setTimeout(r, 100)); // both subscribed
     expect((await a.tryAcquire('k')).allowed).toBe(true);
     expect((await b.tryAcquire('k')).allowed).toBe(false); // now cached as denied on B
@@ -424,7 +424,7 @@ describe('fail modes (a server that stops answering, then comes back)', () => {
         store.on('store-error', () => events.push('error'));
         store.on('store-recovered', () => events.push('recovered'));
         const limiter = createLimiter({
-          algorithm: fixedWindow({ limit: 2, windowMs: 60_000 }),
+          rules: fixedWindow({ limit: 2, windowMs: 60_000 }),
           store,
           prefix: prefix(),
         });
@@ -456,7 +456,7 @@ describe('the refund script', () => {
       const clock = new ManualClock(5_000_000);
       const p = prefix();
       const store = redisStore({ redis, clock, denyCache: false });
-      const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+      const limiter = createLimiter({ rules: rule, store, prefix: p });
       await limiter.tryAcquire('k', { permits: 2 });
       const before = await limiter.peek('k');
       clock.advance(10);
@@ -479,7 +479,7 @@ describe('refunds never give back what a newer window did not take', () => {
     const p = prefix();
     const rule = fixedWindow({ limit: 3, windowMs: 60_000 });
     const store = redisStore({ redis, clock, denyCache: false });
-    const limiter = createLimiter({ algorithm: rule, store, prefix: p });
+    const limiter = createLimiter({ rules: rule, store, prefix: p });
     const grantedAt = clock.now();
     await limiter.tryAcquire('k'); // counted in window 0
     clock.advance(20); // window 1 opens

@@ -33,7 +33,7 @@ async function warmup(): Promise<void> {
 
 async function keyed(): Promise<void> {
   console.log('\n3. createLimiter(tokenBucket({ capacity: 3, refillPerSecond: 1 })): per-user decisions');
-  const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }) });
+  const limiter = createLimiter({ rules: tokenBucket({ capacity: 3, refillPerSecond: 1 }) });
   for (const user of ['alice', 'alice', 'alice', 'alice', 'bob']) {
     const d = await limiter.tryAcquire(`user:${user}`);
     console.log(
@@ -53,7 +53,7 @@ async function policy(): Promise<void> {
   console.log('\n4. The API policy per user: 200 / 10 s AND 5,000 / h AND 20,000 / day (simulated day, ManualClock)');
   const clock = new ManualClock(0);
   const limiter = createLimiter({
-    algorithm: [
+    rules: [
       fixedWindow({ limit: 200, windowMs: 10_000, name: 'burst' }),
       fixedWindow({ limit: 5_000, windowMs: 3_600_000, name: 'hour' }),
       fixedWindow({ limit: 20_000, windowMs: 86_400_000, name: 'day' }),

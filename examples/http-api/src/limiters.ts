@@ -26,7 +26,7 @@ export interface DemoLimiters {
 
 export function demoLimiters(store: Store, clock?: Clock): DemoLimiters {
   const make = (prefix: string, algorithm: Rules) =>
-    createLimiter({ algorithm, store, prefix, ...(clock === undefined ? {} : { clock }) });
+    createLimiter({ rules: algorithm, store, prefix, ...(clock === undefined ? {} : { clock }) });
   const limiters = {
     count: make('demo.count', fixedWindow({ limit: 2, windowMs: 10_000, name: 'count' })),
     rate: make('demo.rate', smoothBursty({ permitsPerSecond: 1 / 5, maxBurstSeconds: 5, name: 'rate' })),

@@ -26,7 +26,7 @@ const clientAddress = byIp({ trustProxy: 1 });
 export function loginApp({ store, clock }: LoginAppOptions): { app: Express; limiter: Limiter } {
   const limiter = createLimiter({
     // 5 failures per 15-minute window; the failure that finds the window full starts an hour's ban.
-    algorithm: fixedWindow({ limit: 5, windowMs: 15 * 60_000, blockMs: 60 * 60_000, name: 'failed-logins' }),
+    rules: fixedWindow({ limit: 5, windowMs: 15 * 60_000, blockMs: 60 * 60_000, name: 'failed-logins' }),
     store,
     prefix: 'login',
     ...(clock === undefined ? {} : { clock }),

@@ -27,14 +27,14 @@ let close: () => Promise<void>;
 let limiter: Limiter;
 if (config.mode === 'exact') {
   const store = redisStore({ redis, failMode: 'closed', timeoutMs: 5_000 });
-  limiter = createLimiter({ algorithm: rule(config.rule), store, prefix: config.prefix });
+  limiter = createLimiter({ rules: rule(config.rule), store, prefix: config.prefix });
   close = async () => {
     await limiter.close();
     await store.close();
   };
 } else if (config.mode === 'leased') {
   const l = leasedLimiter({
-    algorithm: rule(config.rule),
+    rules: rule(config.rule),
     redis,
     prefix: config.prefix,
     nodeId: config.nodeId,
@@ -60,7 +60,7 @@ if (config.mode === 'exact') {
   close = () => l.close();
 } else {
   const d = dividedLimiter({
-    algorithm: rule(config.rule),
+    rules: rule(config.rule),
     redis,
     prefix: config.prefix,
     nodeId: config.nodeId,

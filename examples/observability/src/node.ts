@@ -33,10 +33,10 @@ redis.on('error', () => {}); // outages show as sluice.store.degraded, not as lo
 const rule = { limit: 20, windowMs: 10_000, name: 'per-client' };
 let limiter: Limiter;
 if (mode === 'exact') {
-  limiter = createLimiter({ algorithm: fixedWindow(rule), store: redisStore({ redis }), prefix: 'api-exact' });
+  limiter = createLimiter({ rules: fixedWindow(rule), store: redisStore({ redis }), prefix: 'api-exact' });
 } else if (mode === 'leased') {
   limiter = leasedLimiter({
-    algorithm: tokenBucket({ capacity: 20, refillPerSecond: 2, name: 'per-client' }),
+    rules: tokenBucket({ capacity: 20, refillPerSecond: 2, name: 'per-client' }),
     redis,
     prefix: 'api-leased',
     nodeId,
@@ -45,7 +45,7 @@ if (mode === 'exact') {
   // HEARTBEAT_MS: a node silent for 3 heartbeats is taken for gone and its share handed out (a busy test
   // machine can stall a process that long, so the test gives it a second).
   const heartbeatMs = Number(process.env.HEARTBEAT_MS ?? 200);
-  limiter = dividedLimiter({ algorithm: fixedWindow(rule), redis, prefix: 'api-divided', nodeId, heartbeatMs });
+  limiter = dividedLimiter({ rules: fixedWindow(rule), redis, prefix: 'api-divided', nodeId, heartbeatMs });
 } else {
   throw new Error(`MODE must be exact, leased or divided, got ${mode}`);
 }

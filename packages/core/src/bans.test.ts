@@ -17,10 +17,10 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
         controlStepsArb(['consume']),
         async (make, blockMs, steps) => {
           const clock = new ManualClock(1_000_000);
-          const banning = createLimiter({ algorithm: make({ blockMs, name: 'r' }), store: memoryStore({ clock }) });
+          const banning = createLimiter({ rules: make({ blockMs, name: 'r' }), store: memoryStore({ clock }) });
           // The same rule without bans, fed only what the banning limiter decided outside a ban: if a denial or a
           // ban consumed anything, the two would stop agreeing.
-          const oracle = createLimiter({ algorithm: make({ name: 'r' }), store: memoryStore({ clock }) });
+          const oracle = createLimiter({ rules: make({ name: 'r' }), store: memoryStore({ clock }) });
           const bannedUntil = new Map<string, number>();
           for (const step of steps) {
             clock.advance(step.advanceMs);
@@ -51,7 +51,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
   it('the login case: 5 per 15 min, then a 1 h ban that outlasts the window; peek reports it, unblock lifts it', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 5, windowMs: 15 * 60_000, blockMs: 3_600_000 }),
+      rules: fixedWindow({ limit: 5, windowMs: 15 * 60_000, blockMs: 3_600_000 }),
       clock,
     });
     for (let i = 0; i < 5; i++) expect((await limiter.tryAcquire('alice:1.2.3.4')).allowed).toBe(true);
@@ -76,7 +76,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
 
   it('a ban ends at exactly blockMs: a millisecond before it is refused, at it the request passes', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000, blockMs: 10_000 }), clock });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000, blockMs: 10_000 }), clock });
     await limiter.tryAcquire('k');
     const started = await limiter.tryAcquire('k');
     expect(started.retryAfterMs).toBe(10_000);
@@ -88,7 +88,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
 
   it('block(key, ms) bans any key, never shortens a longer ban, and reset() lifts it with the usage', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 3, refillPerSecond: 1 }), clock });
+    const limiter = createLimiter({ rules: tokenBucket({ capacity: 3, refillPerSecond: 1 }), clock });
     await limiter.block('mallory', 60_000);
     expect(await limiter.tryAcquire('mallory')).toMatchObject({
       allowed: false,
@@ -107,7 +107,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
   it('a policy: the banning rule reports the ban; rules that would allow keep their numbers; a global rule cannot ban', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 2, windowMs: 1_000, name: 'second', blockMs: 5_000 }),
         fixedWindow({ limit: 100, windowMs: 60_000, name: 'minute' }),
       ],
@@ -123,7 +123,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
 
   it('tryAcquire with a timeout does not wait out a ban, and acquire() rejects rather than waiting an hour', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), clock });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), clock });
     await limiter.block('k', 3_600_000);
     expect(await limiter.tryAcquire('k', { timeoutMs: 7_200_000 })).toMatchObject({ allowed: false, blocked: true });
     expect(clock.pendingSleeps).toBe(0);
@@ -134,7 +134,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
     const clock = new ManualClock(0);
     const store = memoryStore({ maxKeys: 1_000, clock });
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1, windowMs: 60_000, blockMs: 3_600_000 }),
+      rules: fixedWindow({ limit: 1, windowMs: 60_000, blockMs: 3_600_000 }),
       store,
     });
     await limiter.tryAcquire('victim');
@@ -147,7 +147,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
     for (const blockMs of [-1, Number.NaN, Infinity, 1e14])
       expect(() => fixedWindow({ limit: 1, windowMs: 1_000, blockMs })).toThrow(SluiceRangeError);
     expect(() => fixedWindow({ limit: 1, windowMs: 1_000, blockMs: '1h' as never })).toThrow(SluiceTypeError);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), clock: new ManualClock(0) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), clock: new ManualClock(0) });
     for (const ms of [0, -5, Number.NaN, Infinity])
       await expect(limiter.block('k', ms)).rejects.toBeInstanceOf(SluiceRangeError);
     await expect(limiter.block('k', '5' as never)).rejects.toBeInstanceOf(SluiceTypeError);

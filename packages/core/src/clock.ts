@@ -77,7 +77,7 @@ interface Sleeper {
  *
  * @example
  * const clock = new ManualClock(0)
- * const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1000 }), clock })
+ * const limiter = createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 1000 }), clock })
  * clock.advance(1000)
  */
 export class ManualClock implements Clock {

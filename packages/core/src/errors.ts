@@ -59,7 +59,7 @@ export class SluiceError extends Error {
  * A bad argument of the wrong type (a non-string key, a string rate). `argument` names the parameter;
  * `value` holds what was passed. Thrown before anything is consumed.
  * @example
- * try { createLimiter({ algorithm: 'fixed' as never }) } catch (e) { if (e instanceof SluiceTypeError) console.error(e.argument) }
+ * try { createLimiter({ rules: 'fixed' as never }) } catch (e) { if (e instanceof SluiceTypeError) console.error(e.argument) }
  */
 export class SluiceTypeError extends TypeError {
   override readonly name: string = 'SluiceTypeError';

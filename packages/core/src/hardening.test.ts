@@ -53,7 +53,7 @@ describe('waits past 2^31 - 1 ms (about 24.8 days)', () => {
   });
 
   it('a token bucket refilling once in 30 days does not grant a second acquire() early', async () => {
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 / (30 * 86_400) }) });
+    const limiter = createLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 / (30 * 86_400) }) });
     await limiter.acquire('k');
     const abort = new AbortController();
     const second = limiter.acquire('k', { signal: abort.signal });
@@ -64,7 +64,7 @@ describe('waits past 2^31 - 1 ms (about 24.8 days)', () => {
 
   it('a 365-day fixed window makes acquire() sleep, not spin', async () => {
     const store = countingStore();
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 365 * 86_400_000 }), store });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 365 * 86_400_000 }), store });
     await limiter.acquire('k');
     const abort = new AbortController();
     const second = limiter.acquire('k', { signal: abort.signal });
@@ -97,7 +97,7 @@ describe('absurd rates', () => {
 
   it('a century-long rule is fine, and its headers print whole seconds', async () => {
     const rule = tokenBucket({ capacity: 1, refillPerSecond: 1 / (100 * 365 * 86_400) });
-    const limiter = createLimiter({ algorithm: rule });
+    const limiter = createLimiter({ rules: rule });
     await limiter.tryAcquire('k');
     const denied = await limiter.tryAcquire('k');
     for (const [name, value] of rateLimitHeaders(denied, [rule], 'draft-8')) {
@@ -129,7 +129,7 @@ describe('closed limiters and idle memory', () => {
     const store = memoryStore();
     for (let limit = 1; limit <= 50; limit++) {
       const limiter = createLimiter({
-        algorithm: fixedWindow({ limit, windowMs: 1000, name: 'w' }),
+        rules: fixedWindow({ limit, windowMs: 1000, name: 'w' }),
         store,
         prefix: 'p',
       });
@@ -137,20 +137,20 @@ describe('closed limiters and idle memory', () => {
       await limiter.close();
     }
     // Still refused while the other limiter is open.
-    const open = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000, name: 'w' }), store, prefix: 'q' });
+    const open = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000, name: 'w' }), store, prefix: 'q' });
     expect(() =>
-      createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1000, name: 'w' }), store, prefix: 'q' }),
+      createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 1000, name: 'w' }), store, prefix: 'q' }),
     ).toThrow(/already used/);
     await open.close();
     expect(() =>
-      createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 1000, name: 'w' }), store, prefix: 'q' }),
+      createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 1000, name: 'w' }), store, prefix: 'q' }),
     ).not.toThrow();
   });
 
   it('a limiter with no keys costs kilobytes, not the megabytes of 100,000 preallocated slots', () => {
     const before = process.memoryUsage().heapUsed;
     const limiters = Array.from({ length: 100 }, () =>
-      createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }) }),
+      createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }) }),
     );
     const perLimiter = (process.memoryUsage().heapUsed - before) / limiters.length;
     // Preallocated, each cost about 2.7 MB (270 MB for these 100).

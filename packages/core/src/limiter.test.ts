@@ -15,7 +15,7 @@ import { memoryStore } from './memory-store.js';
 describe('createLimiter', () => {
   it('tryAcquire decides at once by default and reports the numbers', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 2, windowMs: 10_000 }), clock });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 10_000 }), clock });
     expect(await limiter.tryAcquire('a')).toEqual({
       allowed: true,
       limit: 2,
@@ -33,7 +33,7 @@ describe('createLimiter', () => {
 
   it('a denial consumes nothing: peek is the same before and after', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 5, refillPerSecond: 1 }), clock });
+    const limiter = createLimiter({ rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }), clock });
     await limiter.tryAcquire('k', { permits: 4 });
     const before = await limiter.peek('k');
     expect((await limiter.tryAcquire('k', { permits: 2 })).allowed).toBe(false);
@@ -52,7 +52,7 @@ describe('createLimiter', () => {
       leakyBucket({ capacity: 3, leakPerSecond: 1, mode: 'shape' }),
       gcra({ rate: 1, burst: 3 }),
     ]) {
-      const limiter = createLimiter({ algorithm, clock });
+      const limiter = createLimiter({ rules: algorithm, clock });
       const d = await limiter.tryAcquire('k', { permits: 4, timeoutMs: 60_000 });
       expect(d).toMatchObject({ allowed: false, retryAfterMs: Infinity });
       await expect(limiter.acquire('k', { permits: 4 })).rejects.toMatchObject({ code: 'NEVER_ALLOWED' });
@@ -62,7 +62,7 @@ describe('createLimiter', () => {
 
   it('timeoutMs: a denied request sleeps exactly retryAfterMs, then succeeds', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), clock, retryJitterMs: 0 });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), clock, retryJitterMs: 0 });
     await limiter.tryAcquire('k');
     clock.advance(400);
     const pending = limiter.tryAcquire('k', { timeoutMs: 600 });
@@ -76,7 +76,7 @@ describe('createLimiter', () => {
 
   it('timeoutMs: gives up at once when the deadline cannot be met', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), clock });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), clock });
     await limiter.tryAcquire('k');
     const d = await limiter.tryAcquire('k', { timeoutMs: 999 });
     expect(d).toMatchObject({ allowed: false, retryAfterMs: 1000 });
@@ -85,7 +85,7 @@ describe('createLimiter', () => {
 
   it('timeoutMs with a reserving rule: the reservation is granted and sat out, first come first served', async () => {
     const clock = new ManualClock(0, { autoAdvance: true });
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 10 }), clock });
+    const limiter = createLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 10 }), clock });
     await limiter.tryAcquire('k');
     const d = await limiter.tryAcquire('k', { timeoutMs: 500 });
     expect(d).toMatchObject({ allowed: true, waitMs: 100 });
@@ -98,13 +98,13 @@ describe('createLimiter', () => {
 
   it('acquire resolves to the ms waited (smoothBursty prepay)', async () => {
     const clock = new ManualClock(0, { autoAdvance: true });
-    const limiter = createLimiter({ algorithm: smoothBursty({ permitsPerSecond: 5 }), clock });
+    const limiter = createLimiter({ rules: smoothBursty({ permitsPerSecond: 5 }), clock });
     expect([await limiter.acquire('k'), await limiter.acquire('k'), await limiter.acquire('k')]).toEqual([0, 200, 200]);
   });
 
   it('abort: a waiting call rejects with SluiceError ABORTED; close rejects waiters with CLOSED', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), clock });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), clock });
     await limiter.tryAcquire('k');
     const controller = new AbortController();
     const waiting = limiter.tryAcquire('k', { timeoutMs: 5_000, signal: controller.signal });
@@ -122,7 +122,7 @@ describe('createLimiter', () => {
 
   it('reset forgets a key', async () => {
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 1, windowMs: 60_000 }),
       clock: new ManualClock(0),
     });
     await limiter.tryAcquire('k');
@@ -134,8 +134,8 @@ describe('createLimiter', () => {
   it('limiters with different prefixes never share state in a shared store', async () => {
     const clock = new ManualClock(0);
     const store = memoryStore({ clock });
-    const a = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), store, prefix: 'a' });
-    const b = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), store, prefix: 'a:b' });
+    const a = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), store, prefix: 'a' });
+    const b = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), store, prefix: 'a:b' });
     expect((await a.tryAcquire('b:k')).allowed).toBe(true);
     expect((await b.tryAcquire('k')).allowed).toBe(true);
     expect((await a.tryAcquire('b:k')).allowed).toBe(false);
@@ -152,7 +152,7 @@ describe('policies', () => {
 
   it("the seed's API policy: 200 / 10 s, 5,000 / h, 20,000 / day; the 201st in 10 s is refused, reporting every rule", async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: apiPolicy(), clock });
+    const limiter = createLimiter({ rules: apiPolicy(), clock });
     for (let i = 0; i < 200; i++) expect((await limiter.tryAcquire('user:1')).allowed).toBe(true);
     const d = await limiter.tryAcquire('user:1');
     expect(d).toMatchObject({ allowed: false, rule: 'burst', limit: 200, remaining: 0, retryAfterMs: 10_000 });
@@ -172,7 +172,7 @@ describe('policies', () => {
         async (events) => {
           const clock = new ManualClock(0);
           const rules = apiPolicy();
-          const limiter = createLimiter({ algorithm: rules, clock });
+          const limiter = createLimiter({ rules: rules, clock });
           // The model: each rule on its own, its state advanced only when the whole policy allows.
           const states: unknown[] = [undefined, undefined, undefined];
           for (const e of events) {
@@ -201,7 +201,7 @@ describe('policies', () => {
   it('mixed algorithms in one policy, all-or-nothing', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: [tokenBucket({ capacity: 3, refillPerSecond: 1 }), slidingWindowLog({ limit: 5, windowMs: 10_000 })],
+      rules: [tokenBucket({ capacity: 3, refillPerSecond: 1 }), slidingWindowLog({ limit: 5, windowMs: 10_000 })],
       clock,
       retryJitterMs: 0,
     });
@@ -218,9 +218,9 @@ describe('policies', () => {
 
   it('rule names in a policy must be unique; default names differ for rules that differ', () => {
     const named = (limit: number) => fixedWindow({ limit, windowMs: 1000, name: 'same' });
-    expect(() => createLimiter({ algorithm: [named(1), named(2)] })).toThrow(/unique/);
+    expect(() => createLimiter({ rules: [named(1), named(2)] })).toThrow(/unique/);
     const threeWindows = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 200, windowMs: 10_000 }),
         fixedWindow({ limit: 5_000, windowMs: 3_600_000 }),
         fixedWindow({ limit: 20_000, windowMs: 86_400_000 }),
@@ -234,7 +234,7 @@ describe('rules counted against another identity (rule option key)', () => {
   it("a per-user rule beside a global rule: the global one is shared by every key; reset forgets only the user's own", async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 2, windowMs: 10_000, name: 'user' }),
         fixedWindow({ limit: 3, windowMs: 10_000, name: 'global', key: 'global' }),
       ],
@@ -258,7 +258,7 @@ describe('rules counted against another identity (rule option key)', () => {
 
   it('a key function derives the identity (a per-tenant rule)', async () => {
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         tokenBucket({ capacity: 5, refillPerSecond: 1, name: 'user' }),
         tokenBucket({ capacity: 3, refillPerSecond: 1, name: 'tenant', key: (k) => k.split('/')[0] as string }),
       ],
@@ -276,10 +276,7 @@ describe('rules counted against another identity (rule option key)', () => {
       /key must be a string or a function, got 42/,
     );
     const limiter = createLimiter({
-      algorithm: [
-        fixedWindow({ limit: 1, windowMs: 1 }),
-        fixedWindow({ limit: 1, windowMs: 1, name: 'x', key: () => '' }),
-      ],
+      rules: [fixedWindow({ limit: 1, windowMs: 1 }), fixedWindow({ limit: 1, windowMs: 1, name: 'x', key: () => '' })],
     });
     await expect(limiter.tryAcquire('k')).rejects.toThrow(/its key function must return a non-empty string, got ""/);
   });

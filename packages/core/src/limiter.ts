@@ -23,7 +23,7 @@ import {
   representablePeriod,
 } from './validate.js';
 
-/** Options every limiter takes, beside its rules (`algorithm`) or its plans (`plans`). */
+/** Options every limiter takes, beside its rules (`rules`) or its plans (`plans`). */
 export interface CommonLimiterOptions {
   /**
    * Where state lives.
@@ -64,7 +64,7 @@ export interface CommonLimiterOptions {
 /** A limiter of one set of rules. */
 export interface RulesLimiterOptions extends CommonLimiterOptions {
   /** One rule, or a policy: a list of rules that must all allow (a denial consumes from none). */
-  algorithm: Rules;
+  rules: Rules;
   plans?: undefined;
   plan?: undefined;
 }
@@ -83,10 +83,10 @@ export interface PlansLimiterOptions extends CommonLimiterOptions {
    * @default the first plan
    */
   plan?: PlanResolver;
-  algorithm?: undefined;
+  rules?: undefined;
 }
 
-/** Options of `createLimiter`: rules (`algorithm`) or `plans`, and the common options. */
+/** Options of `createLimiter`: `rules` or `plans`, and the common options. */
 export type LimiterOptions = RulesLimiterOptions | PlansLimiterOptions;
 
 /** Options of every call that decides a key under one of a limiter's plans. */
@@ -241,13 +241,20 @@ class StoreLimiter implements Limiter {
   constructor(options: LimiterOptions) {
     optionsObject('createLimiter options', options, true);
     // Checked as a JavaScript caller may pass them, whatever the types allowed.
-    const given = options as { algorithm?: unknown; plans?: unknown; plan?: unknown };
+    const given = options as { rules?: unknown; plans?: unknown; plan?: unknown; algorithm?: unknown };
+    if (given.algorithm !== undefined && given.rules === undefined) {
+      throw new SluiceTypeError(
+        'algorithm',
+        given.algorithm,
+        'createLimiter takes its rules as `rules` (one rule or a policy), not `algorithm`',
+      );
+    }
     const planned = given.plans !== undefined;
-    if (planned && given.algorithm !== undefined) {
+    if (planned && given.rules !== undefined) {
       throw new SluiceTypeError(
         'plans',
         given.plans,
-        'createLimiter takes algorithm or plans, not both: put the rules in a plan',
+        'createLimiter takes rules or plans, not both: put the rules in a plan',
       );
     }
     if (!planned && given.plan !== undefined) {
@@ -268,7 +275,7 @@ class StoreLimiter implements Limiter {
     this.#parsedPlans = parsedPlans;
     const rules =
       parsedPlans === undefined
-        ? normalizeRules(given.algorithm)
+        ? normalizeRules(given.rules)
         : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
     this.#resolvePlan = given.plan as PlanResolver | undefined;
     const prefix = prefixOption(options.prefix);
@@ -668,7 +675,7 @@ function shadowed(decision: Decision): Decision {
  * Creates a limiter. The same call works over every store: memory (default), Redis, leased, divided.
  *
  * @example
- * const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }) })
+ * const limiter = createLimiter({ rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }) })
  * const d = await limiter.tryAcquire(`user:${id}`)
  * if (!d.allowed) return tooManyRequests(d.retryAfterMs)
  *

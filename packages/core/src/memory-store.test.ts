@@ -9,7 +9,7 @@ describe('memoryStore', () => {
   it('1,000,000 distinct keys with maxKeys 100,000: the store never holds more than maxKeys, and keeps the last 50,000', async () => {
     const clock = new ManualClock(0);
     const store = memoryStore({ maxKeys: 100_000, clock });
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 60_000 }), store });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store });
     (globalThis as { gc?: () => void }).gc?.();
     const heapBefore = process.memoryUsage().heapUsed;
     for (let i = 0; i < 1_000_000; i++) {
@@ -30,7 +30,7 @@ describe('memoryStore', () => {
   it('a state expires when it stops mattering, on the injected clock', async () => {
     const clock = new ManualClock(0);
     const store = memoryStore({ clock });
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }), store });
+    const limiter = createLimiter({ rules: tokenBucket({ capacity: 10, refillPerSecond: 1 }), store });
     await limiter.tryAcquire('k', { permits: 4 });
     clock.advance(3_000);
     store.prune();
@@ -44,7 +44,7 @@ describe('memoryStore', () => {
   it('a denial does not extend or rewrite a stored state', async () => {
     const clock = new ManualClock(0);
     const store = memoryStore({ clock });
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1000 }), store });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), store });
     await limiter.tryAcquire('k');
     clock.advance(900);
     for (let i = 0; i < 5; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(false);

@@ -50,7 +50,7 @@ interface Cell {
  *
  * @example
  * const store = memoryStore({ maxKeys: 50_000 })
- * const perIp = createLimiter({ algorithm: fixedWindow({ limit: 60, windowMs: 60_000 }), store, prefix: 'ip' })
+ * const perIp = createLimiter({ rules: fixedWindow({ limit: 60, windowMs: 60_000 }), store, prefix: 'ip' })
  */
 export class MemoryStore implements Store, ConcurrencyStore {
   readonly clock: Clock;
@@ -530,7 +530,7 @@ function longestLife(adjusted: readonly Adjusted<unknown>[]): number {
  * Creates an in-process store; see {@link MemoryStoreOptions}.
  * @example
  * const store = memoryStore({ maxKeys: 100_000 })
- * const limiter = createLimiter({ algorithm: fixedWindow({ limit: 10, windowMs: 1000 }), store })
+ * const limiter = createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 1000 }), store })
  */
 export function memoryStore(options?: MemoryStoreOptions): MemoryStore {
   return inCall('memoryStore', () => {

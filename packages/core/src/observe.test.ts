@@ -23,13 +23,13 @@ describe('observeSluice', () => {
   it('sees every tryAcquire and acquire of every limiter, with its prefix, source and duration; never peeks', async () => {
     const clock = new ManualClock(0);
     const before = createLimiter({
-      algorithm: fixedWindow({ limit: 2, windowMs: 1_000 }),
+      rules: fixedWindow({ limit: 2, windowMs: 1_000 }),
       prefix: 'made-before',
       clock,
     });
     const seen = recorder();
     const after = createLimiter({
-      algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1, name: 'tb' }),
+      rules: tokenBucket({ capacity: 1, refillPerSecond: 1, name: 'tb' }),
       prefix: 'made-after',
       store: memoryStore({ clock }),
     });
@@ -50,7 +50,7 @@ describe('observeSluice', () => {
 
   it('records a waited call once, with the wait in its duration', async () => {
     const seen = recorder();
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 1, refillPerSecond: 50 }) });
+    const limiter = createLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 50 }) });
     await limiter.tryAcquire('k');
     const d = await limiter.tryAcquire('k', { timeoutMs: 1_000 });
     expect(d.allowed).toBe(true);
@@ -60,7 +60,7 @@ describe('observeSluice', () => {
 
   it('sees shadowed decisions as the callers get them', async () => {
     const seen = recorder();
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), shadow: true });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), shadow: true });
     await limiter.tryAcquire('k');
     await limiter.tryAcquire('k');
     expect(seen.map((e) => [e.decision.allowed, e.decision.shadowed])).toEqual([
@@ -78,7 +78,7 @@ describe('observeSluice', () => {
         },
       }),
     );
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }) });
     expect((await limiter.tryAcquire('k')).allowed).toBe(true);
     expect((await limiter.tryAcquire('k')).allowed).toBe(false);
     expect(
@@ -92,7 +92,7 @@ describe('observeSluice', () => {
     const observer = { decision: (e: ObservedDecision) => seen.push(e) };
     const stop = observeSluice(observer);
     const again = observeSluice(observer);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }) });
     await limiter.tryAcquire('k');
     expect(seen).toHaveLength(1);
     stop();
@@ -117,8 +117,8 @@ describe('limiterStatuses', () => {
       bind: (ruleSet) => inner.bind(ruleSet),
       close: () => inner.close(),
     };
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: 'flaky' });
-    const plain = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }), prefix: 'plain' });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: 'flaky' });
+    const plain = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }), prefix: 'plain' });
     const mine = () => limiterStatuses().filter((s) => s.limiter === 'flaky' || s.limiter === 'plain');
     expect(mine()).toEqual([{ limiter: 'flaky', degraded: false, share: undefined }]);
     degraded = true;

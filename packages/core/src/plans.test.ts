@@ -134,7 +134,7 @@ describe('plans on the memory store', () => {
       fixedWindow({ limit: 5_000, windowMs: 3_600_000 }),
       fixedWindow({ limit: 20_000, windowMs: 86_400_000 }),
     ];
-    const alone = createLimiter({ algorithm: policy(), clock });
+    const alone = createLimiter({ rules: policy(), clock });
     expect((await alone.tryAcquire('u')).rules?.map((r) => r.name)).toEqual([
       'fw-200-per-10s',
       'fw-5000-per-1h',
@@ -203,8 +203,8 @@ describe('plans on the memory store', () => {
         },
       }),
     ).toThrow(/two rules named "tb"/);
-    expect(() => createLimiter({ algorithm: fw(), plans: { free: fw() } } as never)).toThrow(SluiceTypeError);
-    expect(() => createLimiter({ algorithm: fw(), plan: () => 'free' } as never)).toThrow(SluiceTypeError);
+    expect(() => createLimiter({ rules: fw(), plans: { free: fw() } } as never)).toThrow(SluiceTypeError);
+    expect(() => createLimiter({ rules: fw(), plan: () => 'free' } as never)).toThrow(SluiceTypeError);
     expect(() => createLimiter({ plans: { free: fw() }, plan: 'free' as never })).toThrow(SluiceTypeError);
 
     const clock = new ManualClock(0);
@@ -218,7 +218,7 @@ describe('plans on the memory store', () => {
     await expect(limiter.tryAcquire('k', { plan: 7 as never })).rejects.toBeInstanceOf(SluiceTypeError);
     await expect(limiter.tryAcquire('odd')).rejects.toMatchObject({ argument: 'plan', value: 'gold' });
     expect(store.size).toBe(0); // nothing consumed by any refused call
-    const noPlans = createLimiter({ algorithm: fw(), clock });
+    const noPlans = createLimiter({ rules: fw(), clock });
     await expect(noPlans.tryAcquire('k', { plan: 'free' })).rejects.toBeInstanceOf(SluiceRangeError);
   });
 });

@@ -16,12 +16,12 @@ function isAlgorithm(value: unknown): value is Algorithm {
 }
 
 /**
- * Checks a limiter's `algorithm` option and returns its rules as a list. Rules of one policy need
+ * Checks a limiter's `rules` option and returns its rules as a list. Rules of one policy need
  * distinct names, because each keeps its own state under its name.
  * @example
- * const rules = normalizeRules(options.algorithm) // one rule or a policy, checked
+ * const rules = normalizeRules(options.rules) // one rule or a policy, checked
  */
-export function normalizeRules(value: unknown, option = 'algorithm'): readonly Algorithm[] {
+export function normalizeRules(value: unknown, option = 'rules'): readonly Algorithm[] {
   const list = Array.isArray(value) ? (value as unknown[]) : [value];
   if (list.length === 0) throw new SluiceRangeError(option, value, `${option} must list at least one rule, got []`);
   const seen = new Set<string>();

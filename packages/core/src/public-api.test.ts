@@ -18,7 +18,7 @@ describe('public API types', () => {
   it('factories return typed algorithms and limiters', () => {
     expectTypeOf(tokenBucket({ capacity: 1, refillPerSecond: 1 })).toEqualTypeOf<Algorithm<TokenBucketState>>();
     const limiter = createLimiter({
-      algorithm: [fixedWindow({ limit: 1, windowMs: 1 }), tokenBucket({ capacity: 1, refillPerSecond: 1 })],
+      rules: [fixedWindow({ limit: 1, windowMs: 1 }), tokenBucket({ capacity: 1, refillPerSecond: 1 })],
     });
     expectTypeOf(limiter).toEqualTypeOf<Limiter>();
     expectTypeOf(limiter.tryAcquire).returns.toEqualTypeOf<Promise<Decision>>();
@@ -33,8 +33,8 @@ describe('public API types', () => {
     // @ts-expect-error capacity is required
     expectTypeOf(() => tokenBucket({ refillPerSecond: 1 })).toBeFunction();
     // @ts-expect-error prefix is a string
-    expectTypeOf(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), prefix: 1 })).toBeFunction();
-    const keyed = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }) });
+    expectTypeOf(() => createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), prefix: 1 })).toBeFunction();
+    const keyed = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }) });
     // @ts-expect-error keys are strings
     expectTypeOf(() => keyed.tryAcquire(42)).toBeFunction();
     expectTypeOf<Decision['allowed']>().toEqualTypeOf<boolean>();

@@ -16,7 +16,7 @@ describe('refund and penalize on the memory store', () => {
     await fc.assert(
       fc.asyncProperty(ruleMakerArb(true), controlStepsArb(), async (make, steps) => {
         const clock = new ManualClock(5_000_000);
-        const limiter = createLimiter({ algorithm: make({}), store: memoryStore({ clock }) });
+        const limiter = createLimiter({ rules: make({}), store: memoryStore({ clock }) });
         for (const step of steps) {
           clock.advance(step.advanceMs);
           if (step.op === 'consume') {
@@ -54,7 +54,7 @@ describe('refund and penalize on the memory store', () => {
         controlStepsArb(['refund']),
         async ({ make, reach }, limit, windowMs, steps) => {
           const clock = new ManualClock(7_000_000);
-          const limiter = createLimiter({ algorithm: make(limit, windowMs), store: memoryStore({ clock }) });
+          const limiter = createLimiter({ rules: make(limit, windowMs), store: memoryStore({ clock }) });
           const grants: Array<{ at: number; permits: number }> = [];
           // Net permits counted per aligned window: grants in it, less what refunds of its grants gave back.
           const net = new Map<number, number>();
@@ -97,7 +97,7 @@ describe('refund and penalize on the memory store', () => {
         controlStepsArb(),
         async (make, penalty, steps) => {
           const clock = new ManualClock(3_000_000);
-          const limiter = createLimiter({ algorithm: make({}), store: memoryStore({ clock }), retryJitterMs: 0 });
+          const limiter = createLimiter({ rules: make({}), store: memoryStore({ clock }), retryJitterMs: 0 });
           for (const step of steps) {
             clock.advance(step.advanceMs);
             if (step.op === 'consume') await limiter.tryAcquire(step.key, { permits: 1 });
@@ -117,7 +117,7 @@ describe('refund and penalize on the memory store', () => {
 
   it('LLM token accounting: charge the estimate, then refund or penalize the difference', async () => {
     const clock = new ManualClock(0);
-    const tpm = createLimiter({ algorithm: tokenBucket({ capacity: 10_000, refillPerSecond: 10_000 / 60 }), clock });
+    const tpm = createLimiter({ rules: tokenBucket({ capacity: 10_000, refillPerSecond: 10_000 / 60 }), clock });
     expect((await tpm.tryAcquire('tenant', { permits: 1_000 })).remaining).toBe(9_000);
     await tpm.refund('tenant', 700); // used 300 of the 1,000 estimated
     expect((await tpm.peek('tenant')).remaining).toBe(9_700);
@@ -129,7 +129,7 @@ describe('refund and penalize on the memory store', () => {
 
   it('a sliding log refunds its newest grants, or with a grant time the grants since then', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: slidingWindowLog({ limit: 3, windowMs: 1_000 }), clock });
+    const limiter = createLimiter({ rules: slidingWindowLog({ limit: 3, windowMs: 1_000 }), clock });
     await limiter.tryAcquire('k'); // t=0
     clock.advance(500);
     await limiter.tryAcquire('k'); // t=500
@@ -144,7 +144,7 @@ describe('refund and penalize on the memory store', () => {
   it('shared rules keep what they took on a refund, and pay a penalty', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: [
+      rules: [
         fixedWindow({ limit: 5, windowMs: 60_000, name: 'user' }),
         fixedWindow({ limit: 100, windowMs: 60_000, name: 'all', key: 'all' }),
       ],
@@ -161,7 +161,7 @@ describe('refund and penalize on the memory store', () => {
 
   it("Guava's prepay cannot refund (typed error, nothing changed); a penalty pushes its next free time", async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: smoothBursty({ permitsPerSecond: 10 }), clock });
+    const limiter = createLimiter({ rules: smoothBursty({ permitsPerSecond: 10 }), clock });
     await limiter.tryAcquire('k');
     await expect(limiter.refund('k', 1)).rejects.toMatchObject({ code: 'UNSUPPORTED' });
     await limiter.penalize('k', 20); // 2 s of permits
@@ -170,7 +170,7 @@ describe('refund and penalize on the memory store', () => {
 
   it('bad input: negative, fractional, NaN or non-number permits and grant times are typed errors, state untouched', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 1_000 }), clock });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }), clock });
     await limiter.tryAcquire('k', { permits: 2 });
     for (const permits of [-1, 1.5, Number.NaN, Infinity]) {
       await expect(limiter.refund('k', permits)).rejects.toBeInstanceOf(SluiceRangeError);
@@ -199,7 +199,7 @@ describe('refund and penalize on the memory store', () => {
       }),
       close: async () => {},
     };
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), store });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), store });
     for (const call of [
       () => limiter.refund('k', 1),
       () => limiter.penalize('k', 1),

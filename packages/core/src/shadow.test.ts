@@ -34,8 +34,8 @@ describe('shadow mode', () => {
     await fc.assert(
       fc.asyncProperty(rulesArb, stepsArb, async (makeRules, steps) => {
         const clock = new ManualClock(10_000);
-        const enforcing = createLimiter({ algorithm: makeRules(), store: memoryStore({ clock }) });
-        const shadow = createLimiter({ algorithm: makeRules(), store: memoryStore({ clock }), shadow: true });
+        const enforcing = createLimiter({ rules: makeRules(), store: memoryStore({ clock }) });
+        const shadow = createLimiter({ rules: makeRules(), store: memoryStore({ clock }), shadow: true });
         for (const step of steps) {
           clock.advance(step.advanceMs);
           const enforced = await enforcing.tryAcquire(step.key, { permits: step.permits });
@@ -56,7 +56,7 @@ describe('shadow mode', () => {
 
   it('acquire() never waits in shadow mode, even for a request that could never pass', async () => {
     const clock = new ManualClock(0);
-    const shadow = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), clock, shadow: true });
+    const shadow = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), clock, shadow: true });
     expect(await shadow.acquire('k')).toBe(0);
     expect(await shadow.acquire('k')).toBe(0);
     expect(await shadow.acquire('k', { permits: 5 })).toBe(0);
@@ -64,8 +64,8 @@ describe('shadow mode', () => {
   });
 
   it('shadow must be a boolean', () => {
-    expect(() =>
-      createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), shadow: 'yes' as never }),
-    ).toThrow(SluiceTypeError);
+    expect(() => createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), shadow: 'yes' as never })).toThrow(
+      SluiceTypeError,
+    );
   });
 });

@@ -119,18 +119,20 @@ describe('option validation', () => {
       /coldFactor must be >= 1/,
     );
     expect(() => fixedWindow({ limit: 1, windowMs: 1, name: 'has space' })).toThrow(/name must be 1-64/);
-    expect(() => createLimiter({ algorithm: [] })).toThrow(/at least one rule/);
-    expect(() => createLimiter({ algorithm: {} as never })).toThrow(/algorithm must be a rule/);
-    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), prefix: 'a{b}' })).toThrow(
-      /prefix/,
+    expect(() => createLimiter({ rules: [] })).toThrow(/at least one rule/);
+    expect(() => createLimiter({ rules: {} as never })).toThrow(/rules must be a rule/);
+    // The option's old name is refused with the new one, not ignored.
+    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) } as never)).toThrow(
+      /takes its rules as `rules`/,
     );
-    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1 }), store: {} as never })).toThrow(
+    expect(() => createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), prefix: 'a{b}' })).toThrow(/prefix/);
+    expect(() => createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), store: {} as never })).toThrow(
       /store must be/,
     );
     expect(() => memoryStore({ maxKeys: 0 })).toThrow(/maxKeys must be an integer >= 1, got 0/);
     expect(() =>
       createLimiter({
-        algorithm: fixedWindow({ limit: 1, windowMs: 1 }),
+        rules: fixedWindow({ limit: 1, windowMs: 1 }),
         store: memoryStore(),
         clock: new ManualClock(0),
       }),
@@ -141,7 +143,7 @@ describe('option validation', () => {
 describe('bad input to a limiter leaves its state untouched', () => {
   const setup = async () => {
     const limiter = createLimiter({
-      algorithm: tokenBucket({ capacity: 10, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 10, refillPerSecond: 1 }),
       clock: new ManualClock(0),
     });
     await limiter.tryAcquire('k', { permits: 3 });
@@ -216,7 +218,7 @@ describe('bad input to a limiter leaves its state untouched', () => {
 describe('clock and signal options (found by the hostile-input suite)', () => {
   it('a clock without now() is a typed error naming it, wherever a clock is taken', () => {
     expect(() => memoryStore({ clock: 0 as never })).toThrow(/clock must be a Clock/);
-    expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), clock: {} as never })).toThrow(
+    expect(() => createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), clock: {} as never })).toThrow(
       SluiceTypeError,
     );
     expect(() => RateLimiter.create(1, { clock: { now: 5 } as never })).toThrow(/clock must be a Clock/);
@@ -224,7 +226,7 @@ describe('clock and signal options (found by the hostile-input suite)', () => {
   });
 
   it('a signal that is not an AbortSignal is a typed error, and consumes nothing', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }) });
     await expect(limiter.tryAcquire('k', { signal: 0 as never, timeoutMs: 5 })).rejects.toThrow(
       /signal must be an AbortSignal, got 0/,
     );

@@ -16,7 +16,7 @@ import { supportedRule } from './supported-rule.js';
 /** Options of `dividedLimiter`: its one rule, your Redis client, and how the limit is split among nodes. */
 export interface DividedLimiterOptions {
   /** One rule: tokenBucket, gcra, fixedWindow or slidingWindowCounter; each node enforces its share of it. */
-  algorithm: Rules;
+  rules: Rules;
   /** Your Redis client (any that redisStore takes), used for heartbeats only; never closed by the limiter. */
   redis: RedisClient;
   /** Namespace of the keys in Redis (as createLimiter's). @default 'sluice' */
@@ -51,7 +51,7 @@ export type DividedLimiter = HybridLimiter<DividedEvents>;
  * takes up to 2 heartbeats to reach every node). When Redis is unreachable a node keeps its last share.
  *
  * @example
- * const limiter = dividedLimiter({ algorithm: fixedWindow({ limit: 10_000, windowMs: 1_000 }), redis, share: 'demand' })
+ * const limiter = dividedLimiter({ rules: fixedWindow({ limit: 10_000, windowMs: 1_000 }), redis, share: 'demand' })
  */
 export function dividedLimiter(options: DividedLimiterOptions): DividedLimiter {
   return inCall('dividedLimiter', () => {

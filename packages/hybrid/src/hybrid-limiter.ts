@@ -28,7 +28,7 @@ export interface HybridStore extends Store {
  * A Limiter over a hybrid store it owns, with the store's events. Decisions, waiting, validation and
  * errors are createLimiter's, so every mode behaves the same to callers.
  * @example
- * const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis }) // a HybridLimiter
+ * const limiter = leasedLimiter({ rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }), redis }) // a HybridLimiter
  * limiter.on('store-error', (e) => log.warn(e))
  */
 export class HybridLimiter<Events extends EventEmitter.ValidEventTypes>
@@ -53,7 +53,7 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes>
     const { prefix, maxKeyLength, shadow } = limiterOptions;
     try {
       this.#limiter = createLimiter({
-        algorithm: rule,
+        rules: rule,
         store: this.#store,
         ...(prefix === undefined ? {} : { prefix }),
         ...(maxKeyLength === undefined ? {} : { maxKeyLength }),

@@ -17,7 +17,7 @@ import { supportedRule } from './supported-rule.js';
 /** Options of `leasedLimiter`: its one rule, your Redis client, and how large a batch each node leases. */
 export interface LeasedLimiterOptions {
   /** One rule: tokenBucket, gcra, fixedWindow or slidingWindowCounter. The fleet shares it through Redis. */
-  algorithm: Rules;
+  rules: Rules;
   /** Your Redis client (any that redisStore takes); never closed by the limiter. */
   redis: RedisClient;
   /** Namespace of the keys in Redis (as createLimiter's). @default 'sluice' */
@@ -68,7 +68,7 @@ export type LeasedLimiter = HybridLimiter<LeasedEvents>;
  * they are spent); a node that dies strands at most one batch.
  *
  * @example
- * const limiter = leasedLimiter({ algorithm: tokenBucket({ capacity: 10_000, refillPerSecond: 1_000 }), redis })
+ * const limiter = leasedLimiter({ rules: tokenBucket({ capacity: 10_000, refillPerSecond: 1_000 }), redis })
  * limiter.on('lease', (e) => metrics.observe(e.granted))
  * const d = await limiter.tryAcquire('api')
  */

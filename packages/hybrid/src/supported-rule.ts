@@ -7,11 +7,8 @@ import { describeValue, normalizeRules } from '@sluice/core/store-kit';
  * about another's), plans (one rule per limiter), and bans (`blockMs`: a ban must hold on every node at
  * every decision, which these modes make without Redis).
  */
-export function supportedRule(
-  mode: 'leasedLimiter' | 'dividedLimiter',
-  options: { readonly algorithm: Rules },
-): Algorithm {
-  const given = options as { algorithm?: unknown; plans?: unknown; plan?: unknown };
+export function supportedRule(mode: 'leasedLimiter' | 'dividedLimiter', options: { readonly rules: Rules }): Algorithm {
+  const given = options as { rules?: unknown; plans?: unknown; plan?: unknown };
   if (given.plans !== undefined || given.plan !== undefined) {
     throw new SluiceRangeError(
       'plans',
@@ -20,11 +17,11 @@ export function supportedRule(
         `(@sluice/redis) with createLimiter({ plans })`,
     );
   }
-  const rules = normalizeRules(given.algorithm);
+  const rules = normalizeRules(given.rules);
   if (rules.length !== 1) {
     throw new SluiceRangeError(
-      'algorithm',
-      given.algorithm,
+      'rules',
+      given.rules,
       `${mode} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or exact mode ` +
         `(@sluice/redis) for policies`,
     );
@@ -33,14 +30,14 @@ export function supportedRule(
   // Hybrid modes run the rules whose grants can be split across nodes (the algorithm says so: its lease model).
   if (rule.lease === undefined) {
     throw new SluiceRangeError(
-      'algorithm',
+      'rules',
       rule.kind,
       `${mode} supports tokenBucket, gcra, fixedWindow and slidingWindowCounter, got ${describeValue(rule.kind)}`,
     );
   }
   if (rule.key !== undefined) {
     throw new SluiceRangeError(
-      'algorithm',
+      'rules',
       rule.key,
       `${mode} counts each request against its own key; a rule with its own key option is not supported`,
     );

@@ -24,8 +24,7 @@ export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDe
     checkRouteOptions('RateLimit options', options, true);
     // Every other option is checked by the one parser all sluice adapters share, against a throwaway limiter.
     const limiter =
-      options.limiter ??
-      (options.algorithm === undefined ? undefined : createLimiter({ algorithm: options.algorithm }));
+      options.limiter ?? (options.algorithm === undefined ? undefined : createLimiter({ rules: options.algorithm }));
     createEvaluator({ ...options, limiter }, '@RateLimit');
     return SetMetadata(RATE_LIMIT, options);
   });

@@ -142,7 +142,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
       const owned =
         options.limiter === undefined && options.algorithm !== undefined
           ? createLimiter({
-              algorithm: options.algorithm as never,
+              rules: options.algorithm as never,
               prefix: route === undefined ? 'sluice-nestjs' : prefix,
               ...(store === undefined ? {} : { store }),
             })

@@ -67,7 +67,7 @@ function checkedOptions(options: SluiceModuleOptions, caller: string): SluiceMod
   checkRouteOptions(`${caller} options`, options, false);
   if (options.limiter !== undefined || options.algorithm !== undefined) {
     createEvaluator(
-      { ...options, limiter: options.limiter ?? createLimiter({ algorithm: options.algorithm as never }) },
+      { ...options, limiter: options.limiter ?? createLimiter({ rules: options.algorithm as never }) },
       caller,
     );
   }

@@ -15,7 +15,7 @@ import { RedisStore, type RedisStoreOptions } from './redis-store.js';
  *
  * @example
  * import { Redis } from 'ioredis'
- * const limiter = createLimiter({ algorithm: fixedWindow({ limit: 100, windowMs: 60_000 }), store: redisStore({ redis: new Redis() }) })
+ * const limiter = createLimiter({ rules: fixedWindow({ limit: 100, windowMs: 60_000 }), store: redisStore({ redis: new Redis() }) })
  */
 export function redisStore(options: RedisStoreOptions): RedisStore {
   return inCall('redisStore', () => {

@@ -141,7 +141,7 @@ const DEFAULT_CLIENT_SKEW_MS = 1000;
  *
  * @example
  * const store = redisStore({ redis: new Redis(process.env.REDIS_URL) })
- * const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 100, refillPerSecond: 10 }), store })
+ * const limiter = createLimiter({ rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }), store })
  */
 export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store, ConcurrencyStore {
   readonly redis: RedisClient;
@@ -265,7 +265,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
    * again by the next call). Decisions never wait for it.
    *
    * @example
-   * const limiter = createLimiter({ algorithm, store })
+   * const limiter = createLimiter({ rules, store })
    * await store.ready() // at start-up: fail fast on a bad ACL or the wrong client
    */
   async ready(): Promise<void> {

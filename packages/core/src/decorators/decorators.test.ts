@@ -21,7 +21,7 @@ describe('@rateLimited', () => {
   it('passes allowed calls through with their arguments, this and return value; throws RateLimitedError when denied', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 2, windowMs: 1_000 }),
+      rules: fixedWindow({ limit: 2, windowMs: 1_000 }),
       store: memoryStore({ clock }),
     });
     let ran = 0;
@@ -57,7 +57,7 @@ describe('@rateLimited', () => {
 
   it('keys by a function of the arguments and charges permits from them', async () => {
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 3, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 3, windowMs: 60_000 }),
       store: memoryStore({ clock: new ManualClock(0) }),
     });
     class Mailer {
@@ -80,7 +80,7 @@ describe('@rateLimited', () => {
   it('waits up to timeoutMs and succeeds when the limit frees up (ManualClock)', async () => {
     const clock = new ManualClock(0, { autoAdvance: true });
     const limiter = createLimiter({
-      algorithm: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
+      rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
       store: memoryStore({ clock }),
     });
     class Job {
@@ -103,7 +103,7 @@ describe('@rateLimited', () => {
   });
 
   it('static methods are keyed by their class; errors of the method itself pass through untouched', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 60_000 }) });
     const boom = new Error('boom');
     // biome-ignore lint/complexity/noStaticOnlyClass: the decorator on a static method is what is tested.
     class Repo {
@@ -117,7 +117,7 @@ describe('@rateLimited', () => {
   });
 
   it('validates its options when the class is defined', () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 60_000 }) });
     expect(() => rateLimited({ limiter: {} as never })).toThrow(SluiceTypeError);
     expect(() => rateLimited({ limiter, key: 42 as never })).toThrow(
       /key must be a string or a function of the call, got 42/,
@@ -127,7 +127,7 @@ describe('@rateLimited', () => {
   });
 
   it('an invalid permits function result is a typed error and consumes nothing', async () => {
-    const limiter = createLimiter({ algorithm: fixedWindow({ limit: 5, windowMs: 60_000 }) });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 60_000 }) });
     class Svc {
       @rateLimited({ limiter, key: 'svc', permits: () => Number.NaN })
       async call(): Promise<void> {}
@@ -140,7 +140,7 @@ describe('@rateLimited', () => {
 describe('legacy decorators (experimentalDecorators, as NestJS compiles)', () => {
   it('the same decorator applied the legacy way, (prototype, name, descriptor): keyed, limited and this-preserving', async () => {
     const limiter = createLimiter({
-      algorithm: fixedWindow({ limit: 2, windowMs: 60_000 }),
+      rules: fixedWindow({ limit: 2, windowMs: 60_000 }),
       clock: new ManualClock(0),
     });
     class Mailer {

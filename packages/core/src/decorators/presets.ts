@@ -35,7 +35,7 @@ export interface SmoothRateLimitOptions extends PresetOptions {
 function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
   const { store, prefix, clock } = options;
   return createLimiter({
-    algorithm,
+    rules: algorithm,
     ...(store === undefined ? {} : { store }),
     ...(prefix === undefined ? {} : { prefix }),
     ...(clock === undefined ? {} : { clock }),

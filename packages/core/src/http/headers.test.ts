@@ -9,7 +9,7 @@ import { rateLimitHeaders } from './headers.js';
 describe('what t means per algorithm', () => {
   it('a smooth limiter: w is one permit interval, t the time until the burst is stored again, Retry-After the next free slot', async () => {
     const limiter = createLimiter({
-      algorithm: smoothBursty({ permitsPerSecond: 0.2, maxBurstSeconds: 5, name: 's' }),
+      rules: smoothBursty({ permitsPerSecond: 0.2, maxBurstSeconds: 5, name: 's' }),
       clock: new ManualClock(0),
     });
     const granted = await limiter.tryAcquire('k');
@@ -23,7 +23,7 @@ describe('what t means per algorithm', () => {
 
   it('a token bucket: w is a full refill, t the time until it is full again', async () => {
     const clock = new ManualClock(0);
-    const limiter = createLimiter({ algorithm: tokenBucket({ capacity: 10, refillPerSecond: 2, name: 'b' }), clock });
+    const limiter = createLimiter({ rules: tokenBucket({ capacity: 10, refillPerSecond: 2, name: 'b' }), clock });
     for (let i = 0; i < 4; i++) await limiter.tryAcquire('k');
     expect(rateLimitHeaders(await limiter.tryAcquire('k'), limiter.rules, 'draft-8')).toEqual([
       ['RateLimit-Policy', '"b";q=10;w=5'],

@@ -22,7 +22,7 @@ describe('onMissingKey: ip reads addresses with the same proxy settings as the k
     return (req: HttpRequestLike) => evaluate(req, nodeRequestView(req));
   };
   const limiter = () =>
-    createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) });
+    createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), clock: new ManualClock(0) });
 
   it('rateLimit({ trustProxy }) applies to the fallback of a byUser key', async () => {
     const evaluate = evaluatorOf({
