@@ -32,16 +32,19 @@ describe.each(['leasedLimiter', 'dividedLimiter'] as const)('%s', (mode) => {
           ...extra,
         });
 
+  // Constructing refuses what the mode's store declares it cannot do, naming the store (leasedStore, dividedStore).
+  const store = mode === 'leasedLimiter' ? 'leasedStore' : 'dividedStore';
+
   it('refuses plans and blockMs at construction, block and unblock at call, naming the mode and the control', async () => {
     expect(() => make(fixedWindow({ limit: 5, windowMs: 1_000, blockMs: 60_000 }))).toThrow(
-      new RegExp(`${mode} cannot honour blockMs`),
+      new RegExp(`${store} cannot honour blockMs`),
     );
     expect(() =>
       make(fixedWindow({ limit: 5, windowMs: 1_000 }), { plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) } }),
     ).toThrow(SluiceRangeError);
     expect(() =>
       make(fixedWindow({ limit: 5, windowMs: 1_000 }), { plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) } }),
-    ).toThrow(new RegExp(`${mode} cannot honour plans`));
+    ).toThrow(new RegExp(`${store} cannot honour plans`));
     const limiter = make(fixedWindow({ limit: 5, windowMs: 1_000 }));
     await expect(limiter.block('k', 1_000)).rejects.toMatchObject({
       code: 'UNSUPPORTED',

@@ -72,6 +72,6 @@ export { RateLimiter } from './rate-limiter.js';
 export { WARNINGS, silenceWarnings } from './warnings.js';
 export type { SluiceWarningCode } from './warnings.js';
 export type { RateLimiterOptions } from './rate-limiter.js';
-export type { BoundStore, GrantSource, RuleSet, Store } from './store.js';
+export type { BoundStore, GrantSource, RuleSet, Store, StoreCapabilities } from './store.js';
 /** The longest period a rule may span (about 317 years). */
 export { MAX_PERIOD_MS } from './validate.js';

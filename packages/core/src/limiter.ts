@@ -6,7 +6,7 @@ import { MemoryStore } from './memory-store.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
 import { type ParsedPlans, type PlanResolver, knownPlan, parsePlans } from './plans.js';
 import { type Rules, normalizeRules } from './policy.js';
-import type { BoundStore, RuleSet, Store } from './store.js';
+import type { BoundStore, RuleSet, Store, StoreCapabilities } from './store.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   describe,
@@ -250,6 +250,9 @@ class StoreLimiter implements Limiter {
       );
     }
     const planned = given.plans !== undefined;
+    // A store that cannot hold plans says so first: naming the store tells more than "rules or plans".
+    const can = (options.store as Partial<Store> | undefined)?.capabilities;
+    if (planned && can !== undefined && !can.plans) checkCapabilities(can, undefined, parsePlans(given.plans));
     if (planned && given.rules !== undefined) {
       throw new SluiceTypeError(
         'plans',
@@ -315,6 +318,8 @@ class StoreLimiter implements Limiter {
           'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))',
         );
       }
+      if (store.capabilities !== undefined)
+        checkCapabilities(store.capabilities, parsedPlans === undefined ? rules : undefined, parsedPlans);
       this.#store = store;
       this.#ownsStore = false;
       bind = (ruleSet) => store.bind(ruleSet);
@@ -637,6 +642,43 @@ class StoreLimiter implements Limiter {
     const bindings = this.#bindings === undefined ? [this.#default] : [...this.#bindings.values()];
     for (const b of bindings) await b.bound.unbind?.();
     if (this.#ownsStore) await this.#store.close();
+  }
+}
+
+/**
+ * Refuses, naming the store and the control, what a store declares it cannot do: a policy, plans, a ban.
+ * `rules` is the limiter's rules (undefined with plans).
+ */
+function checkCapabilities(
+  can: StoreCapabilities,
+  rules: readonly Algorithm[] | undefined,
+  plans: ParsedPlans | undefined,
+): void {
+  if (plans !== undefined && !can.plans) {
+    throw new SluiceRangeError(
+      'plans',
+      plans.names,
+      `${can.name} cannot honour plans: it enforces one set of rules per limiter; make one limiter per plan, ` +
+        `or use a store with plans (memoryStore, redisStore)`,
+    );
+  }
+  const all = rules ?? plans?.catalog ?? [];
+  if (rules !== undefined && rules.length > 1 && !can.policies) {
+    throw new SluiceRangeError(
+      'rules',
+      rules.map((rule) => rule.name),
+      `${can.name} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or a store ` +
+        `with policies (memoryStore, redisStore)`,
+    );
+  }
+  const banning = all.find((rule) => rule.blockMs > 0);
+  if (banning !== undefined && !can.bans) {
+    throw new SluiceRangeError(
+      'blockMs',
+      banning.blockMs,
+      `${can.name} cannot honour blockMs (rule ${JSON.stringify(banning.name)}): it keeps no bans; use a store ` +
+        `with bans (memoryStore, redisStore)`,
+    );
   }
 }
 

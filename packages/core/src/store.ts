@@ -19,6 +19,22 @@ export interface RuleSet {
 }
 
 /**
+ * What a store can do beyond one rule per limiter, declared so that `createLimiter` refuses the rest at
+ * construction with a typed error naming the store and the control, rather than the store ignoring it.
+ * A store that declares nothing can do everything.
+ */
+export interface StoreCapabilities {
+  /** The store's name in errors (its factory's: `leasedStore`, `dividedStore`). */
+  readonly name: string;
+  /** Several rules per limiter, all of which must allow (a policy). */
+  readonly policies: boolean;
+  /** Plans: the rules of a key chosen by its plan. */
+  readonly plans: boolean;
+  /** Bans: a rule's `blockMs`, and `limiter.block` / `unblock`. */
+  readonly bans: boolean;
+}
+
+/**
  * Where limiter state lives. A store decides with the algorithms' pure functions (memory) or their Redis
  * scripts; either way a decision for one key is atomic: concurrent decisions for a key never both take
  * the last permit.
@@ -46,6 +62,8 @@ export interface Store {
    * A limiter over a store that has this property is listed for metrics (`sluice.store.degraded`).
    */
   readonly degraded?: boolean | undefined;
+  /** What it cannot do (see StoreCapabilities); undefined: everything. */
+  readonly capabilities?: StoreCapabilities | undefined;
   /** Binds a limiter's rules and prefix; called once per limiter (per plan). */
   bind(ruleSet: RuleSet): BoundStore;
   /** Releases what the store holds (timers, connections of its own; never a client you passed in). */

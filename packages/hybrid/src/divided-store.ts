@@ -5,15 +5,17 @@ import {
   type Decision,
   type RuleSet,
   type Store,
+  type StoreCapabilities,
   systemClock,
 } from '@sluice/core';
 import { emitSafely, keyCache, registerStatus, ruleDecision, scaledRule } from '@sluice/core/store-kit';
 import { type RedisConnection, StartupChecks, stateKey } from '@sluice/redis/store-kit';
-import type { EventEmitter } from 'eventemitter3';
+import { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import { Membership } from './membership.js';
 import { heartbeatScript } from './scripts.js';
+import { hybridRule } from './supported-rule.js';
 import { type NodeDemand, type ShareMode, divideShares } from './shares.js';
 
 /** A change in the live nodes or in this node's share, as the `membership` event reports it. */
@@ -34,7 +36,8 @@ export interface DividedEvents {
   'callback-error': [error: unknown, callback: string];
 }
 
-export interface DividedStoreOptions {
+/** dividedStore's options, checked and with their defaults; `events` is where the store's events go (itself by default). */
+export interface DivideSettings {
   redis: RedisConnection;
   heartbeatMs: number;
   share: ShareMode;
@@ -42,8 +45,14 @@ export interface DividedStoreOptions {
   clock: Clock | undefined;
   maxKeys: number;
   nodeId: string;
-  events: EventEmitter<DividedEvents>;
+  events?: EventEmitter<DividedEvents>;
 }
+
+/** The settings a store's bindings read: `events` resolved. */
+type Settings = DivideSettings & { readonly events: EventEmitter<DividedEvents> };
+
+/** What a divided store cannot do: a share of one rule says nothing of another's; a ban must hold fleet-wide. */
+const DIVIDED_CAPABILITIES: StoreCapabilities = { name: 'dividedStore', policies: false, plans: false, bans: false };
 
 /** A key's state under the share it was last decided with. */
 interface Entry {
@@ -52,23 +61,30 @@ interface Entry {
 }
 
 /**
- * The store behind dividedLimiter: each node enforces its share of the limit locally with the core
- * algorithm; Redis only sees heartbeats. No Redis call on the decision path.
+ * Divided mode's store (dividedStore; dividedLimiter makes one of its own): each node enforces its share of the
+ * limit locally with the core algorithm; Redis only sees heartbeats. No Redis call on the decision path.
+ * @example
+ * const store = dividedStore({ redis, share: 'demand' }) // a DividedStore
+ * const limiter = createLimiter({ rules: fixedWindow({ limit: 1_000, windowMs: 1_000 }), store })
  */
-export class DividedStore implements Store {
+export class DividedStore extends EventEmitter<DividedEvents> implements Store {
   readonly clock: Clock;
-  readonly #o: DividedStoreOptions;
-  #binding: DividedBinding | undefined;
+  /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */
+  readonly capabilities = DIVIDED_CAPABILITIES;
+  readonly #o: Settings;
+  readonly #bindings: DividedBinding[] = [];
   /** The heartbeat reports failures itself; listening only keeps a client from printing each one. */
   readonly #unwatch: () => void;
   readonly #checks: StartupChecks;
 
-  constructor(options: DividedStoreOptions) {
-    this.#o = options;
+  constructor(options: DivideSettings) {
+    super();
+    const events = options.events ?? this;
+    this.#o = { ...options, events };
     this.clock = options.clock ?? systemClock;
     // A heartbeat's own deadline is its interval; a start-up check may take longer (StartupChecks' minimum).
     this.#checks = new StartupChecks(options.redis, options.heartbeatMs, (error) =>
-      emitSafely(options.events, 'store-error', error),
+      emitSafely(events, 'store-error', error),
     );
     this.#unwatch = options.redis.watch(
       () => {},
@@ -82,20 +98,22 @@ export class DividedStore implements Store {
   }
 
   bind(ruleSet: RuleSet): BoundStore {
+    const rule = hybridRule('dividedStore', ruleSet.rules[0] as Algorithm);
     this.#checks.add(ruleSet.prefix, [heartbeatScript()]);
-    this.#binding = new DividedBinding(this.#o, this.clock, ruleSet.rules[0] as Algorithm, ruleSet.prefix);
-    return this.#binding;
+    const binding = new DividedBinding(this.#o, this.clock, rule, ruleSet.prefix);
+    this.#bindings.push(binding);
+    return binding;
   }
 
-  /** Leaves the membership (one last call, so the others take up this share at their next heartbeat). */
+  /** Leaves every membership (one last call each, so the others take up this share at their next heartbeat). */
   async close(): Promise<void> {
-    await this.#binding?.close();
+    await Promise.all(this.#bindings.splice(0).map((binding) => binding.close()));
     this.#unwatch();
   }
 }
 
 class DividedBinding implements BoundStore {
-  readonly #o: DividedStoreOptions;
+  readonly #o: Settings;
   readonly #clock: Clock;
   readonly #rule: Algorithm;
   readonly #entries: LRUCache<string, Entry>;
@@ -109,7 +127,7 @@ class DividedBinding implements BoundStore {
   /** Takes this binding off the list metrics read (its share and whether heartbeats fail). */
   readonly #unlist: () => void;
 
-  constructor(o: DividedStoreOptions, clock: Clock, rule: Algorithm, prefix: string) {
+  constructor(o: Settings, clock: Clock, rule: Algorithm, prefix: string) {
     this.#o = o;
     this.#clock = clock;
     this.#rule = rule;

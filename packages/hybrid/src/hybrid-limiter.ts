@@ -8,6 +8,7 @@ import {
   type PeekOptions,
   type PenalizeOptions,
   type RefundOptions,
+  type Rules,
   SluiceError,
   type Store,
   type TryAcquireOptions,
@@ -44,16 +45,18 @@ export class HybridLimiter<Events extends EventEmitter.ValidEventTypes>
   constructor(
     mode: HybridMode,
     buildStore: (events: EventEmitter<Events>) => HybridStore,
-    rule: Algorithm,
-    limiterOptions: Pick<CommonLimiterOptions, 'prefix' | 'maxKeyLength' | 'shadow'>,
+    rules: Rules,
+    limiterOptions: Pick<CommonLimiterOptions, 'prefix' | 'maxKeyLength' | 'shadow'> & { readonly plans?: unknown },
   ) {
     super();
     this.#mode = mode;
     this.#store = buildStore(this);
-    const { prefix, maxKeyLength, shadow } = limiterOptions;
+    const { prefix, maxKeyLength, shadow, plans } = limiterOptions;
     try {
       this.#limiter = createLimiter({
-        rules: rule,
+        rules,
+        // Passed on, for the store to refuse by name (these modes hold no plans).
+        ...(plans === undefined ? {} : { plans: plans as never }),
         store: this.#store,
         ...(prefix === undefined ? {} : { prefix }),
         ...(maxKeyLength === undefined ? {} : { maxKeyLength }),

@@ -8,6 +8,7 @@ import {
   type RuleSet,
   SluiceError,
   type Store,
+  type StoreCapabilities,
   systemClock,
 } from '@sluice/core';
 import { type DecisionNote, emitSafely, keyCache, reportLease, scaledRule } from '@sluice/core/store-kit';
@@ -27,11 +28,12 @@ import {
   stateKey,
   withDeadline,
 } from '@sluice/redis/store-kit';
-import type { EventEmitter } from 'eventemitter3';
+import { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
 import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, returnLease } from './lease-client.js';
+import { hybridRule } from './supported-rule.js';
 import { leaseScript } from './scripts.js';
 
 /** One lease taken from Redis, as the `lease` event reports it. */
@@ -58,7 +60,8 @@ export interface LeasedEvents {
   'callback-error': [error: unknown, callback: string];
 }
 
-export interface LeasedStoreOptions {
+/** leasedStore's options, checked and with their defaults; `events` is where the store's events go (itself by default). */
+export interface LeaseSettings {
   redis: RedisConnection;
   targetMs: number;
   maxBatch: number | undefined;
@@ -69,8 +72,11 @@ export interface LeasedStoreOptions {
   clock: Clock | undefined;
   maxKeys: number;
   nodeId: string;
-  events: EventEmitter<LeasedEvents>;
+  events?: EventEmitter<LeasedEvents>;
 }
+
+/** The settings a store's bindings read: `events` resolved. */
+type Settings = LeaseSettings & { readonly events: EventEmitter<LeasedEvents> };
 
 /** This node's lease on one key. */
 interface KeyLease {
@@ -106,17 +112,25 @@ const EXACT_MAX_BATCH = 64;
  */
 export const LEASE_PAYS_AT = 8;
 
+/** What a leased store cannot do: a lease of one rule says nothing about another's; a ban must hold fleet-wide. */
+const LEASED_CAPABILITIES: StoreCapabilities = { name: 'leasedStore', policies: false, plans: false, bans: false };
+
 /** The name leased mode keeps a rule's central state under ('~' never appears in a rule name). */
 const leaseStateName = (rule: Algorithm): string => `lease~${rule.name}`;
 
 /**
- * The store behind leasedLimiter: the bucket lives in Redis, this node spends leased batches locally.
- * Every permit it grants was debited centrally first, so the fleet admits at most the central limit plus
- * what nodes hold (at most one batch each); a node that dies strands at most its batch.
+ * Leased mode's store (leasedStore; leasedLimiter makes one of its own): the bucket lives in Redis, this node
+ * spends leased batches locally. Every permit it grants was debited centrally first, so the fleet admits at most
+ * the central limit plus what nodes hold (at most one batch each); a node that dies strands at most its batch.
+ * @example
+ * const store = leasedStore({ redis }) // a LeasedStore
+ * const limiter = createLimiter({ rules: tokenBucket({ capacity: 1_000, refillPerSecond: 100 }), store })
  */
-export class LeasedStore implements Store {
+export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
   readonly clock: Clock | undefined;
-  readonly #o: LeasedStoreOptions;
+  /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */
+  readonly capabilities = LEASED_CAPABILITIES;
+  readonly #o: Settings;
   readonly #local: Clock;
   readonly #health: RedisHealth;
   readonly #bindings: LeasedBinding[] = [];
@@ -124,11 +138,12 @@ export class LeasedStore implements Store {
   /** A key where the last failure happened: the probe asks there (on a Cluster, that slot's master). */
   #probeKey = 'sluice-probe';
 
-  constructor(options: LeasedStoreOptions) {
-    this.#o = options;
+  constructor(options: LeaseSettings) {
+    super();
+    const events = options.events ?? this;
+    this.#o = { ...options, events };
     this.clock = options.clock;
     this.#local = options.clock ?? systemClock;
-    const events = options.events;
     this.#health = new RedisHealth({
       connection: options.redis,
       timeoutMs: options.timeoutMs,
@@ -161,7 +176,7 @@ export class LeasedStore implements Store {
         this.#health.reportFailure(error);
       },
     };
-    const rule = ruleSet.rules[0] as Algorithm;
+    const rule = hybridRule('leasedStore', ruleSet.rules[0] as Algorithm);
     this.#checks.add(ruleSet.prefix, [
       leaseScript(rule.kind),
       adjustScript([rule.kind]),
@@ -202,7 +217,7 @@ interface LeaseHealth {
 }
 
 class LeasedBinding implements BoundStore {
-  readonly #o: LeasedStoreOptions;
+  readonly #o: Settings;
   readonly #clock: Clock;
   readonly #rule: Algorithm;
   readonly #prefix: string;
@@ -220,14 +235,7 @@ class LeasedBinding implements BoundStore {
   /** A decision spends a lease unless the fail mode makes it (the note says so). */
   readonly source = 'lease';
 
-  constructor(
-    o: LeasedStoreOptions,
-    clock: Clock,
-    rule: Algorithm,
-    prefix: string,
-    health: LeaseHealth,
-    exact: BindingContext,
-  ) {
+  constructor(o: Settings, clock: Clock, rule: Algorithm, prefix: string, health: LeaseHealth, exact: BindingContext) {
     this.#o = o;
     this.#clock = clock;
     this.#rule = rule;

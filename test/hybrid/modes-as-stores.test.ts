@@ -1,0 +1,88 @@
+/**
+ * Modes are stores: `createLimiter({ rules, store })` is the one way to build a limiter, and switching mode is a
+ * one-line change of `store`. The same limiter code runs here on memoryStore, redisStore, leasedStore and
+ * dividedStore (one node, so every mode's count is the fleet's); what a hybrid store cannot do (a policy,
+ * plans, a ban) is refused at construction, naming the store and the control.
+ */
+import { type Store, createLimiter, fixedWindow, memoryStore } from '@sluice/core';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
+import { redisStore } from '@sluice/redis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useTestRedis } from '../harness/use-redis.js';
+
+const testRedis = useTestRedis();
+let n = 0;
+const prefix = () => `modes-${process.pid}-${++n}`;
+const opened: Store[] = [];
+afterEach(async () => {
+  for (const store of opened.splice(0)) await store.close();
+});
+
+/** Each mode's store, made the way a user makes it. */
+const stores = {
+  memory: () => memoryStore(),
+  exact: () => redisStore({ redis: testRedis().redis }),
+  leased: () => leasedStore({ redis: testRedis().redis }),
+  divided: () => dividedStore({ redis: testRedis().redis, assumedNodes: 1 }),
+} satisfies Record<string, () => Store>;
+
+describe.each(Object.keys(stores) as (keyof typeof stores)[])('the same limiter code on the %s store', (mode) => {
+  it('5 per minute: 5 granted, then denied; a refund of a grant gives one back; close unbinds', async () => {
+    const store = stores[mode]();
+    opened.push(store);
+    // The one line that changes between modes is the store above.
+    const limiter = createLimiter({
+      rules: fixedWindow({ limit: 5, windowMs: 60_000, name: 'api' }),
+      store,
+      prefix: prefix(),
+    });
+    const decisions = [];
+    for (let i = 0; i < 7; i++) decisions.push(await limiter.tryAcquire('user:1'));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, true, true, false, false]);
+    expect(decisions.every((d) => d.rule === 'api' && d.limit === 5)).toBe(true);
+    await limiter.refund('user:1', 1, { decision: decisions[4] });
+    expect((await limiter.tryAcquire('user:1')).allowed).toBe(true);
+    expect((await limiter.tryAcquire('user:1')).allowed).toBe(false);
+    await limiter.close();
+  });
+});
+
+describe.each(['leased', 'divided'] as const)('what the %s store cannot do', (mode) => {
+  const name = `${mode}Store`;
+  const make = () => {
+    const store = stores[mode]();
+    opened.push(store);
+    return store;
+  };
+
+  it('a policy, plans and blockMs are refused at construction, naming the store and the control', () => {
+    const store = make();
+    const rule = (limit: number, extra = {}) => fixedWindow({ limit, windowMs: 1_000, ...extra });
+    expect(() => createLimiter({ rules: [rule(5, { name: 'a' }), rule(50, { name: 'b' })], store })).toThrow(
+      expect.objectContaining({ argument: 'rules', message: expect.stringContaining(`${name} enforces one rule`) }),
+    );
+    expect(() => createLimiter({ plans: { free: rule(5), pro: rule(50) }, store })).toThrow(
+      expect.objectContaining({ argument: 'plans', message: expect.stringContaining(`${name} cannot honour plans`) }),
+    );
+    expect(() => createLimiter({ rules: rule(5, { blockMs: 60_000 }), store })).toThrow(
+      expect.objectContaining({
+        argument: 'blockMs',
+        message: expect.stringContaining(`${name} cannot honour blockMs`),
+      }),
+    );
+  });
+
+  it('its start-up check passes through ready(), and its events are on the store', async () => {
+    const store = make() as Store & { ready(): Promise<void>; on(event: string, listener: () => void): unknown };
+    createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: prefix() });
+    await store.ready();
+    expect(typeof store.on).toBe('function');
+  });
+});
+
+it('leasedStore: options are checked when the store is made, with typed errors naming them', () => {
+  const redis = testRedis().redis;
+  expect(() => leasedStore({ redis, lowWater: 2 })).toThrow(expect.objectContaining({ argument: 'lowWater' }));
+  expect(() => dividedStore({ redis, share: 'fair' as never })).toThrow(expect.objectContaining({ argument: 'share' }));
+  expect(() => leasedStore({ redis: {} as never })).toThrow(expect.objectContaining({ argument: 'redis' }));
+});
