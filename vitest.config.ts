@@ -1,7 +1,9 @@
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { transform } from 'esbuild';
 import ts from 'typescript';
 import { type Plugin, defineConfig } from 'vitest/config';
+import { packageEntries } from './scripts/entries.mjs';
 
 /**
  * Vite 8's oxc transform strips types but leaves TC39 (TypeScript 5 standard) decorators in place, which
@@ -39,14 +41,16 @@ const standardDecorators: Plugin = {
   },
 };
 
-const packages = fileURLToPath(new URL('./packages/', import.meta.url));
 const nest11 = fileURLToPath(new URL('./test/nest11/node_modules/', import.meta.url));
 
 // Tests import packages by name; these aliases point them at the sources, so no build is needed to test.
-const alias = [
-  { find: /^@sluice\/(core|redis|hybrid|nestjs|otel)$/, replacement: `${packages}$1/src/index.ts` },
-  { find: /^@sluice\/(core|redis|hybrid|nestjs|otel)\/([a-z-]+)$/, replacement: `${packages}$1/src/$2/index.ts` },
-];
+// Each package's entry points are listed once, in its package.json (see scripts/entries.mjs).
+const alias = packageEntries().flatMap(({ name, dir, entries }) =>
+  entries.map(([subpath, source]) => ({
+    find: new RegExp(`^${(subpath === '.' ? name : `${name}/${subpath.slice(2)}`).replaceAll('/', '\\/')}$`),
+    replacement: join(dir, source),
+  })),
+);
 
 export default defineConfig({
   plugins: [standardDecorators],

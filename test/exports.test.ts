@@ -2,10 +2,12 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { distName, packageEntries } from '../scripts/entries.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const testDir = fileURLToPath(new URL('.', import.meta.url));
-const PACKAGES = ['core', 'redis', 'hybrid', 'nestjs', 'otel'] as const;
+/** Every package and its entry points, from the one list in each package.json (scripts/entries.mjs). */
+const PACKAGES = packageEntries();
 
 /** Runs plain node (no tsx, no source condition) from test/, where @sluice/* resolve to the built packages. */
 function node(args: string[]): string {
@@ -13,11 +15,18 @@ function node(args: string[]): string {
 }
 
 describe('published packages', () => {
-  for (const pkg of PACKAGES) {
-    describe(`@sluice/${pkg}`, () => {
+  it("every package's exports map, typedoc entries and the tsconfig paths are generated from its entries", () => {
+    expect(() => node(['../scripts/entries.mjs', '--check'])).not.toThrow();
+  });
+
+  for (const { name: pkg, dir, entries } of PACKAGES) {
+    describe(pkg, () => {
       it('is built (npm test builds every package first)', () => {
-        for (const file of ['index.js', 'index.cjs', 'index.d.ts', 'index.d.cts']) {
-          expect(existsSync(`${root}/packages/${pkg}/dist/${file}`), `dist/${file}`).toBe(true);
+        for (const [subpath] of entries) {
+          for (const ext of ['.js', '.cjs', '.d.ts', '.d.cts']) {
+            const file = `${distName(subpath)}${ext}`;
+            expect(existsSync(`${dir}/dist/${file}`), `dist/${file}`).toBe(true);
+          }
         }
       });
 
@@ -25,11 +34,11 @@ describe('published packages', () => {
         const esm = node([
           '--input-type=module',
           '-e',
-          `const m = await import('@sluice/${pkg}'); console.log(JSON.stringify(Object.keys(m).sort()))`,
+          `const m = await import('${pkg}'); console.log(JSON.stringify(Object.keys(m).sort()))`,
         ]);
         const cjs = node([
           '-e',
-          `console.log(JSON.stringify(Object.keys(require('@sluice/${pkg}')).filter(k => k !== 'default').sort()))`,
+          `console.log(JSON.stringify(Object.keys(require('${pkg}')).filter(k => k !== 'default').sort()))`,
         ]);
         expect(JSON.parse(cjs)).toEqual(JSON.parse(esm));
         expect(JSON.parse(esm).length).toBeGreaterThan(0);
@@ -37,28 +46,24 @@ describe('published packages', () => {
     });
   }
 
-  it.each([
-    ['http', 'rateLimit'],
-    ['decorators', 'rateLimited'],
-    ['fetch', 'fetchRateLimit'],
-    ['hono', 'honoRateLimit'],
-    ['koa', 'koaRateLimit'],
-    ['store-kit', 'mergePolicy'],
-  ])('@sluice/core/%s loads from ESM and CJS with the same exports, sharing the root classes', (sub, main) => {
+  const subpaths = PACKAGES.flatMap(({ name, entries }) =>
+    entries.filter(([subpath]) => subpath !== '.').map(([subpath]) => [name, `${name}/${subpath.slice(2)}`]),
+  );
+  it.each(subpaths)('%s: %s loads from ESM and CJS with the same exports, sharing the root classes', (pkg, sub) => {
     const esm = node([
       '--input-type=module',
       '-e',
-      `const m = await import('@sluice/core/${sub}'); const root = await import('@sluice/core');
+      `const m = await import('${sub}'); const root = await import('${pkg}');
        console.log(JSON.stringify({ keys: Object.keys(m).sort(), shared: m.RateLimitedError === undefined || m.RateLimitedError === root.RateLimitedError }))`,
     ]);
     const cjs = node([
       '-e',
-      `const m = require('@sluice/core/${sub}'); const root = require('@sluice/core');
+      `const m = require('${sub}'); const root = require('${pkg}');
        console.log(JSON.stringify({ keys: Object.keys(m).filter(k => k !== 'default').sort(), shared: m.RateLimitedError === undefined || m.RateLimitedError === root.RateLimitedError }))`,
     ]);
     expect(JSON.parse(cjs)).toEqual(JSON.parse(esm));
     expect(JSON.parse(esm).shared).toBe(true);
-    expect(JSON.parse(esm).keys).toContain(main);
+    expect(JSON.parse(esm).keys.length).toBeGreaterThan(0);
   });
 
   it('the HTTP subpaths share one request context (CJS and ESM): a context opened by one is seen by the others', () => {

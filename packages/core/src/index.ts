@@ -28,12 +28,12 @@ export { gcra } from './algorithms/gcra.js';
 export type { GcraOptions, GcraState } from './algorithms/gcra.js';
 export { smoothBursty, smoothWarmingUp } from './algorithms/smooth.js';
 export type { SmoothBurstyOptions, SmoothState, SmoothWarmingUpOptions } from './algorithms/smooth.js';
-export { ManualClock, systemClock } from './clock.js';
-export type { Clock } from './clock.js';
-export type { Decision, RuleStatus } from './decision.js';
-export { RateLimitedError, SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
-export type { SluiceErrorCode } from './errors.js';
-export { createLimiter } from './limiter.js';
+export { ManualClock, systemClock } from './foundation/clock.js';
+export type { Clock } from './foundation/clock.js';
+export type { Decision, RuleStatus } from './foundation/decision.js';
+export { RateLimitedError, SluiceError, SluiceRangeError, SluiceTypeError } from './foundation/errors.js';
+export type { SluiceErrorCode } from './foundation/errors.js';
+export { createLimiter } from './engine/limiter.js';
 export type {
   AcquireOptions,
   CommonLimiterOptions,
@@ -46,9 +46,9 @@ export type {
   RefundOptions,
   RulesLimiterOptions,
   TryAcquireOptions,
-} from './limiter.js';
-export type { PlanResolver } from './plans.js';
-export { MemoryStore, memoryStore } from './memory-store.js';
+} from './engine/limiter.js';
+export type { PlanResolver } from './engine/plans.js';
+export { MemoryStore, memoryStore } from './engine/memory-store.js';
 export { concurrencyLimiter } from './concurrency/concurrency-limiter.js';
 export type {
   ConcurrencyAcquireOptions,
@@ -56,10 +56,10 @@ export type {
   ConcurrencyLimiterOptions,
   Slot,
 } from './concurrency/concurrency-limiter.js';
-export type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec, SlotAttempt } from './concurrency/store.js';
-export type { MemoryStoreOptions } from './memory-store.js';
-export type { Rules } from './policy.js';
-export { limiterStatuses, observeSluice } from './observe.js';
+export type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec, SlotAttempt } from './engine/semaphore-store.js';
+export type { MemoryStoreOptions } from './engine/memory-store.js';
+export type { Rules } from './engine/policy.js';
+export { limiterStatuses, observeSluice } from './engine/observe.js';
 export type {
   DecisionNote,
   DecisionSource,
@@ -67,11 +67,11 @@ export type {
   ObservedDecision,
   SluiceObserver,
   StatusSource,
-} from './observe.js';
-export { RateLimiter } from './rate-limiter.js';
-export { WARNINGS, silenceWarnings } from './warnings.js';
-export type { SluiceWarningCode } from './warnings.js';
-export type { RateLimiterOptions } from './rate-limiter.js';
-export type { BoundStore, GrantSource, RuleSet, Store, StoreCapabilities } from './store.js';
+} from './engine/observe.js';
+export { RateLimiter } from './guava/rate-limiter.js';
+export { WARNINGS, silenceWarnings } from './foundation/warnings.js';
+export type { SluiceWarningCode } from './foundation/warnings.js';
+export type { RateLimiterOptions } from './guava/rate-limiter.js';
+export type { BoundStore, GrantSource, RuleSet, Store, StoreCapabilities } from './engine/store.js';
 /** The longest period a rule may span (about 317 years). */
-export { MAX_PERIOD_MS } from './validate.js';
+export { MAX_PERIOD_MS } from './foundation/validate.js';

@@ -1,4 +1,4 @@
-import { inCall } from '../errors.js';
+import { inCall } from '../foundation/errors.js';
 import { type Adjusted, type Algorithm, type Outcome, neverFits, outcome } from './algorithm.js';
 import { type WindowOptions, windowOptions, windowRule } from './window-rule.js';
 

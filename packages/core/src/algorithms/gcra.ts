@@ -1,5 +1,5 @@
-import { inCall } from '../errors.js';
-import { optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
+import { inCall } from '../foundation/errors.js';
+import { optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../foundation/validate.js';
 import {
   type Adjusted,
   type Algorithm,

@@ -1,5 +1,11 @@
-import { SluiceRangeError, inCall } from '../errors.js';
-import { describe, optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../validate.js';
+import { SluiceRangeError, inCall } from '../foundation/errors.js';
+import {
+  describe,
+  optionsObject,
+  positiveFinite,
+  positiveInteger,
+  representablePeriod,
+} from '../foundation/validate.js';
 import {
   type Adjusted,
   type Algorithm,

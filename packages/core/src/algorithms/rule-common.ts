@@ -1,5 +1,5 @@
-import { SluiceRangeError } from '../errors.js';
-import { nonNegativeFinite, representablePeriod } from '../validate.js';
+import { SluiceRangeError } from '../foundation/errors.js';
+import { nonNegativeFinite, representablePeriod } from '../foundation/validate.js';
 import type { RuleKey, RuleOptions } from './algorithm.js';
 import { ruleKey, ruleName } from './rule-name.js';
 

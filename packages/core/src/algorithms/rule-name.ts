@@ -1,5 +1,5 @@
-import { SluiceRangeError, SluiceTypeError } from '../errors.js';
-import { describe } from '../validate.js';
+import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
+import { describe } from '../foundation/validate.js';
 import type { RuleKey } from './algorithm.js';
 
 const RULE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;

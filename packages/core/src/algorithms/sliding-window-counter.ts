@@ -1,4 +1,4 @@
-import { inCall } from '../errors.js';
+import { inCall } from '../foundation/errors.js';
 import {
   type Adjusted,
   type Algorithm,

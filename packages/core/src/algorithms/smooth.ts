@@ -1,5 +1,5 @@
-import { SluiceRangeError, inCall } from '../errors.js';
-import { nonNegativeFinite, optionsObject, positiveFinite, representablePeriod } from '../validate.js';
+import { SluiceRangeError, inCall } from '../foundation/errors.js';
+import { nonNegativeFinite, optionsObject, positiveFinite, representablePeriod } from '../foundation/validate.js';
 import {
   type Adjusted,
   type Algorithm,

@@ -1,11 +1,11 @@
-import { SluiceRangeError, inCall } from '../errors.js';
+import { SluiceRangeError, inCall } from '../foundation/errors.js';
 import {
   nonNegativeInteger,
   optionsObject,
   positiveFinite,
   positiveInteger,
   representablePeriod,
-} from '../validate.js';
+} from '../foundation/validate.js';
 import {
   type Adjusted,
   type Algorithm,

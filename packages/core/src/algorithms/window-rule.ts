@@ -1,4 +1,4 @@
-import { optionsObject, positiveInteger, representablePeriod } from '../validate.js';
+import { optionsObject, positiveInteger, representablePeriod } from '../foundation/validate.js';
 import { shareOf } from './algorithm.js';
 import type { Adjusted, Algorithm, AlgorithmKind, Outcome, RuleOptions } from './algorithm.js';
 import { type CommonRule, commonRuleOptions, ownOptions } from './rule-common.js';

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../clock.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError } from '../errors.js';
-import { memoryStore } from '../memory-store.js';
+import { ManualClock } from '../foundation/clock.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
+import { memoryStore } from '../engine/memory-store.js';
 import { type Slot, concurrencyLimiter } from './concurrency-limiter.js';
 
 /** Lets queued microtasks (grants, wake-ups) run. */

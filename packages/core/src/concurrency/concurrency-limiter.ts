@@ -1,6 +1,6 @@
-import { type Clock, systemClock, timerSleep } from '../clock.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../errors.js';
-import { MemoryStore } from '../memory-store.js';
+import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
+import { MemoryStore } from '../engine/memory-store.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   describe,
@@ -12,8 +12,8 @@ import {
   positiveInteger,
   prefixOption,
   rateLimitKey,
-} from '../validate.js';
-import type { ConcurrencyStore, SemaphoreBinding, SlotAttempt } from './store.js';
+} from '../foundation/validate.js';
+import type { ConcurrencyStore, SemaphoreBinding, SlotAttempt } from '../engine/semaphore-store.js';
 
 /** Options of `concurrencyLimiter`. */
 export interface ConcurrencyLimiterOptions {

@@ -12,31 +12,31 @@
  */
 
 /** Policies: the rules of a limiter, one decision over several rules, and the one merge of their verdicts. */
-export { decidePolicy, mergePolicy, normalizeRules, ruleDecision } from '../policy.js';
-export type { PolicyOutcome, RuleVerdict } from '../policy.js';
+export { decidePolicy, mergePolicy, normalizeRules, ruleDecision } from '../engine/policy.js';
+export type { PolicyOutcome, RuleVerdict } from '../engine/policy.js';
 /** Bans: the one answer for a blocked key, and which ban a denial starts. */
-export { EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from '../ban.js';
-export type { Ban } from '../ban.js';
+export { EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from '../engine/ban.js';
+export type { Ban } from '../engine/ban.js';
 /** The identity a rule counts a request against (its `key` option). */
 export { identityOf } from '../algorithms/rule-name.js';
 /** Refuses a second limiter with other rules on a prefix of one store. */
-export { PrefixGuard } from '../prefix-guard.js';
+export { PrefixGuard } from '../engine/prefix-guard.js';
 /** A rule scaled to a node's share of a fleet's limit. */
 export { scaledRule } from '../algorithms/scaled-rule.js';
 /** An LRU of at most N keys whose memory grows with use. */
-export { keyCache } from '../key-cache.js';
+export { keyCache } from '../engine/key-cache.js';
 /** User callbacks isolated from a store's bookkeeping, and where their errors go. */
-export { callSafely, emitSafely, reportCallbackError } from '../callbacks.js';
+export { callSafely, emitSafely, reportCallbackError } from '../foundation/callbacks.js';
 /** Errors that name the public function called (`fixedWindow: limit must be ...`). */
-export { callerNamed, inCall } from '../errors.js';
+export { callerNamed, inCall } from '../foundation/errors.js';
 /** Coded configuration warnings, once per code per process. */
-export { warnOnce } from '../warnings.js';
-export type { CallbackEmitter } from '../callbacks.js';
+export { warnOnce } from '../foundation/warnings.js';
+export type { CallbackEmitter } from '../foundation/callbacks.js';
 /** What observers see: a store's standing (degraded, a divided share) and the permits a node leased. */
-export { registerStatus, reportLease } from '../observe.js';
-export type { DecisionNote, DecisionSource, StatusSource } from '../observe.js';
+export { registerStatus, reportLease } from '../engine/observe.js';
+export type { DecisionNote, DecisionSource, StatusSource } from '../engine/observe.js';
 /** Host-timer sleeps of any length, and the longest single timer. */
-export { MAX_TIMER_MS, timerSleep } from '../clock.js';
+export { MAX_TIMER_MS, timerSleep } from '../foundation/clock.js';
 /** Option validators: typed errors that name the option and the bad value. */
 export {
   describe as describeValue,
@@ -45,4 +45,4 @@ export {
   positiveFinite,
   positiveInteger,
   timerDuration,
-} from '../validate.js';
+} from '../foundation/validate.js';

@@ -1,0 +1,76 @@
+import { inCall } from '../../foundation/errors.js';
+import type { Algorithm } from '../../algorithms/algorithm.js';
+import type { Clock } from '../../foundation/clock.js';
+import { fixedWindow } from '../../algorithms/fixed-window.js';
+import { smoothBursty } from '../../algorithms/smooth.js';
+import { createLimiter, type Limiter } from '../../engine/limiter.js';
+import type { Store } from '../../engine/store.js';
+import { optionsObject } from '../../foundation/validate.js';
+import { type MethodLimitDecorator, type MethodLimitOptions, rateLimited } from './method-limit.js';
+
+/** Where a preset's own limiter keeps its state, and the call options of `rateLimited`. */
+export interface PresetOptions extends Omit<MethodLimitOptions, 'limiter'> {
+  /** @default a private memory store */
+  store?: Store;
+  /** Namespace of the preset's keys in a shared store. @default 'sluice' */
+  prefix?: string;
+  clock?: Clock;
+}
+
+export interface CountLimitOptions extends PresetOptions {
+  /** Calls allowed per period. */
+  limit: number;
+  /** The period, in ms (aligned fixed windows). */
+  periodMs: number;
+}
+
+export interface SmoothRateLimitOptions extends PresetOptions {
+  /** The steady rate calls are spaced at. */
+  permitsPerSecond: number;
+  /** Seconds of unused rate that may be saved for a burst. @default 1 */
+  maxBurstSeconds?: number;
+}
+
+/** Builds the preset's limiter; the decorator keeps it for the life of the class. */
+function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
+  const { store, prefix, clock } = options;
+  return createLimiter({
+    rules: algorithm,
+    ...(store === undefined ? {} : { store }),
+    ...(prefix === undefined ? {} : { prefix }),
+    ...(clock === undefined ? {} : { clock }),
+  });
+}
+
+/**
+ * A count limit: at most `limit` calls per `periodMs` (a fixed window), per key: "2 codes per 10 s per
+ * phone".
+ *
+ * @example
+ * @countLimit({ limit: 1, periodMs: 60_000, key: ({ args }) => `phone:${String(args[0])}` })
+ * async sendCode(phone: string) { ... }
+ */
+export function countLimit(options: CountLimitOptions): MethodLimitDecorator {
+  return inCall('countLimit', () => {
+    optionsObject('countLimit options', options, true);
+    const { limit, periodMs, store: _s, prefix: _p, clock: _c, ...call } = options;
+    return rateLimited({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs: periodMs })) });
+  });
+}
+
+/**
+ * A rate limit: calls spaced at `permitsPerSecond`, with up to `maxBurstSeconds` of unused rate saved for
+ * a burst (Guava's SmoothBursty), per key: "one call per 5 s, with up to 5 s of saved calls".
+ *
+ * @example
+ * @smoothRateLimit({ permitsPerSecond: 1 / 60, key: ({ args }) => `phone:${String(args[0])}` })
+ * async sendCode(phone: string) { ... }
+ */
+export function smoothRateLimit(options: SmoothRateLimitOptions): MethodLimitDecorator {
+  return inCall('smoothRateLimit', () => {
+    optionsObject('smoothRateLimit options', options, true);
+    const { permitsPerSecond, maxBurstSeconds, store: _s, prefix: _p, clock: _c, ...call } = options;
+    const algorithm = smoothBursty({ permitsPerSecond, ...(maxBurstSeconds === undefined ? {} : { maxBurstSeconds }) });
+    return rateLimited({ ...call, limiter: presetLimiter(options, algorithm) });
+  });
+}

@@ -1,0 +1,95 @@
+import type { Decision } from '../../foundation/decision.js';
+import { runInRequestContext } from './context.js';
+import { type Verdict, answerVerdict, createEvaluator } from './evaluate.js';
+import { limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
+import type { FastifyReplyLike, HttpRequestLike } from './request.js';
+import { settleOnNodeResponse } from './response-end.js';
+import { nodeRequestView } from './view.js';
+
+export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Req, Reply> {
+  /** Sends the response to a denied request instead of the default 429 JSON body (headers already set). */
+  onLimited?: (request: Req, reply: Reply, decision: Decision) => void;
+}
+
+/** A Fastify hook in callback style: `done()` goes on with the request, `done(error)` fails it. */
+export type FastifyHookDone = (error?: Error) => void;
+
+/**
+ * Rate-limits Fastify requests as an `onRequest` hook: allowed requests carry the RateLimit headers,
+ * denied ones are answered 429 with Retry-After, the headers and a JSON body. A fault its store's
+ * failMode did not absorb is passed to Fastify, which answers it with its error handler. Callback style,
+ * so the rest of the request (`done()`) runs in its request context, where decorators keyed by request read it.
+ *
+ * @example
+ * app.addHook('onRequest', rateLimitHook({ limiter, key: byIp() }))
+ */
+export function rateLimitHook<
+  Req extends HttpRequestLike = HttpRequestLike,
+  Reply extends FastifyReplyLike = FastifyReplyLike,
+>(options: FastifyRateLimitOptions<Req, Reply>): (request: Req, reply: Reply, done: FastifyHookDone) => void {
+  const evaluate = createEvaluator<Req, Reply>(options, 'rateLimitHook');
+  const onLimited = onLimitedOption(options.onLimited);
+  /** Answers a verdict that ends the request; true when the request goes on. */
+  const send = (reply: Reply, status: number, body: unknown): false => {
+    reply.code(status);
+    reply.send(body);
+    return false;
+  };
+  const respond = (verdict: Verdict<Reply>, request: Req, reply: Reply): boolean =>
+    answerVerdict<boolean, Reply>(verdict, {
+      proceed: (headers, settle) => {
+        for (const [name, value] of headers) reply.header(name, value);
+        if (settle !== undefined) settleOnNodeResponse(reply.raw, reply, settle);
+        return true;
+      },
+      reject: (body) => send(reply, 400, body),
+      limit: (decision, headers) => {
+        for (const [name, value] of headers) reply.header(name, value);
+        if (onLimited === undefined) return send(reply, 429, limitedBody(decision));
+        onLimited(request, reply, decision);
+        return false;
+      },
+    });
+  return (request, reply, done) => {
+    const view = nodeRequestView(request, reply.raw);
+    evaluate(request, view).then(
+      (verdict) => {
+        let proceed: boolean;
+        try {
+          proceed = respond(verdict, request, reply);
+        } catch (error) {
+          done(error instanceof Error ? error : new Error(String(error)));
+          return;
+        }
+        // A hook that answered calls no done(): Fastify then skips the rest of the request.
+        if (proceed) runInRequestContext({ request, view }, () => done());
+      },
+      (error: unknown) => done(error instanceof Error ? error : new Error(String(error))),
+    );
+  };
+}
+
+/** The part of a Fastify instance the plugin uses. */
+export interface FastifyInstanceLike {
+  // Method syntax on purpose: its parameters compare bivariantly, so Fastify's generic overloads fit.
+  /** Registers an onRequest hook (Fastify 4 and 5). */
+  addHook(
+    name: 'onRequest',
+    hook: (request: HttpRequestLike, reply: FastifyReplyLike, done: FastifyHookDone) => void,
+  ): unknown;
+}
+
+/**
+ * The same hook as a Fastify plugin, applied to the scope it is registered in and its children
+ * (`app.register(fastifyRateLimit, { limiter })`). It skips Fastify's encapsulation the way
+ * fastify-plugin does, so registering it on the root limits every route.
+ */
+export const fastifyRateLimit = Object.assign(
+  async function fastifyRateLimit(
+    instance: FastifyInstanceLike,
+    options: FastifyRateLimitOptions<HttpRequestLike, FastifyReplyLike>,
+  ): Promise<void> {
+    instance.addHook('onRequest', rateLimitHook(options));
+  },
+  { [Symbol.for('skip-override')]: true },
+);

@@ -1,0 +1,734 @@
+import type { Algorithm } from '../algorithms/algorithm.js';
+import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
+import type { Decision } from '../foundation/decision.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
+import { MemoryStore } from './memory-store.js';
+import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
+import { type ParsedPlans, type PlanResolver, knownPlan, parsePlans } from './plans.js';
+import { type Rules, normalizeRules } from './policy.js';
+import type { BoundStore, RuleSet, Store, StoreCapabilities } from './store.js';
+import {
+  DEFAULT_MAX_KEY_LENGTH,
+  describe,
+  nonNegativeFinite,
+  nonNegativeInteger,
+  nonNegativeOrInfinite,
+  optionalClock,
+  optionalSignal,
+  optionsObject,
+  positiveFinite,
+  positiveInteger,
+  prefixOption,
+  rateLimitKey,
+  representablePeriod,
+} from '../foundation/validate.js';
+
+/** Options every limiter takes, beside its rules (`rules`) or its plans (`plans`). */
+export interface CommonLimiterOptions {
+  /**
+   * Where state lives.
+   * @default a private memoryStore({ clock })
+   */
+  store?: Store | undefined;
+  /**
+   * Namespace of this limiter's keys in a shared store: letters, digits and `_ . - : /`, at most 100.
+   * @default 'sluice'
+   */
+  prefix?: string | undefined;
+  /**
+   * Time for waiting (and, with the default store, for decisions).
+   * @default the store's clock if it has one, else systemClock
+   */
+  clock?: Clock | undefined;
+  /**
+   * Longest key accepted; longer keys are refused with a SluiceRangeError.
+   * @default 512
+   */
+  maxKeyLength?: number | undefined;
+  /**
+   * Up to this many ms are added at random to each retry sleep, so waiting callers on many nodes do not
+   * all retry in the same instant. Never pushes a retry past the caller's deadline.
+   * @default 2
+   */
+  retryJitterMs?: number | undefined;
+  /**
+   * A dry run before enforcing (Envoy's shadow mode): every request is allowed; one the rules would have
+   * denied comes back with `shadowed: true` and the denial's numbers, and consumes nothing, exactly like a
+   * denial. Nothing waits in shadow mode: a request is decided at once (a `timeoutMs` is not waited out), so
+   * turning it on never adds latency. HTTP adapters send the headers they would have sent, never a 429.
+   * @default false
+   */
+  shadow?: boolean | undefined;
+}
+
+/** A limiter of one set of rules. */
+export interface RulesLimiterOptions extends CommonLimiterOptions {
+  /** One rule, or a policy: a list of rules that must all allow (a denial consumes from none). */
+  rules: Rules;
+  plans?: undefined;
+  plan?: undefined;
+}
+
+/**
+ * A limiter whose rules depend on the key's plan (free, pro, ...). Rules of one name share state across
+ * plans, so a key that changes plan keeps its usage: a window's count carries over, a bucket's tokens are
+ * capped at the new capacity. A rule given no name is named by its kind and period (`fw-1m`, `tb`; see
+ * Algorithm.planName), so one unnamed rule of a shape per plan needs no name.
+ */
+export interface PlansLimiterOptions extends CommonLimiterOptions {
+  /** Plan name to its rules (one rule or a policy). The first plan is the default. */
+  plans: Readonly<Record<string, Rules>>;
+  /**
+   * The plan of a key when a call names none.
+   * @default the first plan
+   */
+  plan?: PlanResolver;
+  rules?: undefined;
+}
+
+/** Options of `createLimiter`: `rules` or `plans`, and the common options. */
+export type LimiterOptions = RulesLimiterOptions | PlansLimiterOptions;
+
+/** Options of every call that decides a key under one of a limiter's plans. */
+export interface PlanOption {
+  /**
+   * The plan whose rules decide (a limiter with plans only).
+   * @default the limiter's `plan` resolver, else its first plan
+   */
+  plan?: string | undefined;
+}
+
+export interface TryAcquireOptions extends PlanOption {
+  /** @default 1 */
+  permits?: number | undefined;
+  /**
+   * How long the call may wait for the permits: sleeping off a reservation, or sleeping until a denied
+   * request can succeed. 0 decides at once.
+   * @default 0
+   */
+  timeoutMs?: number | undefined;
+  /** Aborting rejects a waiting call with SluiceError('ABORTED'). */
+  signal?: AbortSignal | undefined;
+}
+
+export interface AcquireOptions extends PlanOption {
+  /** @default 1 */
+  permits?: number | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** Options of `peek`. */
+export type PeekOptions = PlanOption;
+
+/** Options of `penalize`. */
+export type PenalizeOptions = PlanOption;
+
+export interface RefundOptions extends PlanOption {
+  /**
+   * How long ago the grant being refunded was asked for, on `limiter.clock` (measure from before the
+   * `tryAcquire` call: `limiter.clock.now() - askedAt`). A window rule then gives back only while the window
+   * the grant was counted in lasts, so no window passes more than its limit. Left out, window rules give
+   * back from their newest grants.
+   */
+  grantedMsAgo?: number | undefined;
+  /**
+   * The decision whose grant is given back: the refund goes where that grant was counted. A grant a fail
+   * mode made while Redis was away (`decision.source === 'fallback'`) is given back to the fail mode's own
+   * state ('local') or nowhere ('open' counted it nowhere), never to Redis, which never counted it; a grant
+   * Redis made is never given to the fail mode. A denial, or a shadowed grant, took nothing: nothing is
+   * given back. Its plan is the refund's when `plan` is not given. Left out, the refund goes wherever the
+   * store decides now (Redis, or the fail mode while Redis is away): pass it whenever you have it.
+   */
+  decision?: Decision | undefined;
+}
+
+/** A rate limiter bound to a store: the same interface for local, exact (Redis), leased and divided modes. */
+export interface Limiter {
+  /** Decides `permits` for `key`, waiting at most `timeoutMs`. Resolves to the Decision; never rejects for being limited. */
+  tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision>;
+  /** Waits until `permits` are granted; resolves to the ms waited. Rejects only on abort, close or a request that can never fit. */
+  acquire(key: string, options?: AcquireOptions): Promise<number>;
+  /** Reports the key's standing (for one permit) without consuming. */
+  peek(key: string, options?: PeekOptions): Promise<Decision>;
+  /** Forgets the key under every rule (of every plan) and lifts its ban: its next request starts from a fresh state. */
+  reset(key: string): Promise<void>;
+  /**
+   * Gives back up to `permits` to each of the key's own rules (a rule shared with other keys keeps what it
+   * took), never beyond a fresh state: a request that should not count after all (it failed, it was cheap).
+   * Atomic per key on Redis. `permits` is an integer >= 0. Rejects with SluiceError('UNSUPPORTED') for a rule
+   * that cannot refund (Guava's prepay) or a store without refunds.
+   *
+   * @example
+   * const askedAt = limiter.clock.now()
+   * const d = await limiter.tryAcquire(key)
+   * if (d.allowed && !(await handle())) await limiter.refund(key, 1, { grantedMsAgo: limiter.clock.now() - askedAt })
+   */
+  refund(key: string, permits: number, options?: RefundOptions): Promise<void>;
+  /**
+   * Takes `permits` from every rule the key is counted against, even past the limit: the key is then denied
+   * until it drains (a response's real cost, known only after it: LLM tokens, bytes). Atomic per key on Redis.
+   * `permits` is an integer >= 0.
+   *
+   * @example
+   * await tokens.penalize(`tenant:${id}`, usage.totalTokens - estimate)
+   */
+  penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void>;
+  /**
+   * Blocks `key` for `ms` from now (a deny list): every request meanwhile is denied with `blocked: true`.
+   * A ban in force that ends later is kept. `ms` is a finite number > 0.
+   *
+   * @example
+   * await login.block(`${user}|${ip}`, 24 * 3_600_000)
+   */
+  block(key: string, ms: number): Promise<void>;
+  /** Lifts the key's ban, explicit or started by a rule's `blockMs`. */
+  unblock(key: string): Promise<void>;
+  /** Stops the limiter: waiting calls reject with SluiceError('CLOSED'); a store it created is closed. */
+  close(): Promise<void>;
+  /** The rules (of the first plan, for a limiter with plans). */
+  readonly rules: readonly Algorithm[];
+  /**
+   * The clock this limiter waits on: its store's when the store decides on this process's clock (a memory
+   * store, a ManualClock in tests), else systemClock. Durations measured on it (a refund's `grantedMsAgo`)
+   * are the store's.
+   */
+  readonly clock: Clock;
+  /** For a limiter with plans: each plan's rules, under the names they keep state by. */
+  readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
+  readonly prefix: string;
+}
+
+/** What one call asks the store for: the key, the permits, and where an observer hears the decision's source. */
+interface Ask {
+  readonly key: string;
+  readonly permits: number;
+  readonly note: DecisionNote | undefined;
+}
+
+/** One set of rules bound to the store: the limiter's rules, or one plan's. */
+interface Binding {
+  /** The plan's name; undefined for a limiter without plans. */
+  readonly plan: string | undefined;
+  readonly rules: readonly Algorithm[];
+  readonly bound: BoundStore;
+  /** Only a single reserving rule can grant with a wait; a policy retries instead. */
+  readonly reserves: boolean;
+}
+
+class StoreLimiter implements Limiter {
+  readonly rules: readonly Algorithm[];
+  readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
+  readonly prefix: string;
+  readonly #clock: Clock;
+  readonly #store: Store;
+  readonly #ownsStore: boolean;
+  /** The binding used when no plan is named: the limiter's rules, or its first plan. */
+  readonly #default: Binding;
+  readonly #bindings: ReadonlyMap<string, Binding> | undefined;
+  readonly #parsedPlans: ParsedPlans | undefined;
+  readonly #resolvePlan: PlanResolver | undefined;
+  readonly #maxKeyLength: number;
+  readonly #jitterMs: number;
+  readonly #shadow: boolean;
+  /** The store binding when a decision is the store's answer as it is (no plans, no shadow mode). */
+  readonly #plain: BoundStore | undefined;
+  readonly #closing = new AbortController();
+  /** Mirrors #closing.signal.aborted, which is a slow DOM getter on the hot path. */
+  #closed = false;
+  /** Takes this limiter off the list metrics read (limiterStatuses), for a store that reports its health. */
+  readonly #unlist: (() => void) | undefined;
+
+  constructor(options: LimiterOptions) {
+    optionsObject('createLimiter options', options, true);
+    // Checked as a JavaScript caller may pass them, whatever the types allowed.
+    const given = options as { rules?: unknown; plans?: unknown; plan?: unknown; algorithm?: unknown };
+    if (given.algorithm !== undefined && given.rules === undefined) {
+      throw new SluiceTypeError(
+        'algorithm',
+        given.algorithm,
+        'createLimiter takes its rules as `rules` (one rule or a policy), not `algorithm`',
+      );
+    }
+    const planned = given.plans !== undefined;
+    // A store that cannot hold plans says so first: naming the store tells more than "rules or plans".
+    const can = (options.store as Partial<Store> | undefined)?.capabilities;
+    if (planned && can !== undefined && !can.plans) checkCapabilities(can, undefined, parsePlans(given.plans));
+    if (planned && given.rules !== undefined) {
+      throw new SluiceTypeError(
+        'plans',
+        given.plans,
+        'createLimiter takes rules or plans, not both: put the rules in a plan',
+      );
+    }
+    if (!planned && given.plan !== undefined) {
+      throw new SluiceTypeError(
+        'plan',
+        given.plan,
+        "plan picks one of the limiter's plans: it needs plans ({ free: rules, pro: rules })",
+      );
+    }
+    if (given.plan !== undefined && typeof given.plan !== 'function') {
+      throw new SluiceTypeError(
+        'plan',
+        given.plan,
+        `plan must be a function of the key returning a plan name, got ${describe(given.plan)}`,
+      );
+    }
+    const parsedPlans = planned ? parsePlans(given.plans) : undefined;
+    this.#parsedPlans = parsedPlans;
+    const rules =
+      parsedPlans === undefined
+        ? normalizeRules(given.rules)
+        : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
+    this.#resolvePlan = given.plan as PlanResolver | undefined;
+    const prefix = prefixOption(options.prefix);
+    this.prefix = prefix;
+    this.#clock = optionalClock('clock', options.clock) ?? options.store?.clock ?? systemClock;
+    this.#maxKeyLength =
+      options.maxKeyLength === undefined
+        ? DEFAULT_MAX_KEY_LENGTH
+        : positiveInteger('maxKeyLength', options.maxKeyLength);
+    this.#jitterMs =
+      options.retryJitterMs === undefined ? 2 : nonNegativeFinite('retryJitterMs', options.retryJitterMs);
+    if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+      throw new SluiceTypeError('shadow', options.shadow, `shadow must be a boolean, got ${describe(options.shadow)}`);
+    }
+    this.#shadow = options.shadow === true;
+    let bind: (ruleSet: RuleSet) => BoundStore;
+    if (options.store === undefined) {
+      const store = new MemoryStore({ clock: this.#clock });
+      this.#store = store;
+      this.#ownsStore = true;
+      // Plans bind the store once per plan; a limiter of one rule set keeps it to itself (unprefixed keys).
+      bind = (ruleSet) => store.bind(ruleSet, !planned);
+    } else {
+      const store = options.store;
+      if (typeof store !== 'object' || store === null || typeof store.bind !== 'function') {
+        throw new SluiceTypeError(
+          'store',
+          store,
+          `store must be a sluice Store such as memoryStore(), got ${describe(store)}`,
+        );
+      }
+      // Decisions follow the store's clock and waits the limiter's: two different clocks would disagree.
+      if (options.clock !== undefined && store.clock !== undefined && store.clock !== options.clock) {
+        throw new SluiceRangeError(
+          'clock',
+          options.clock,
+          'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))',
+        );
+      }
+      if (store.capabilities !== undefined)
+        checkCapabilities(store.capabilities, parsedPlans === undefined ? rules : undefined, parsedPlans);
+      this.#store = store;
+      this.#ownsStore = false;
+      bind = (ruleSet) => store.bind(ruleSet);
+    }
+    const binding = (plan: string | undefined, planRules: readonly Algorithm[]): Binding => ({
+      plan,
+      rules: planRules,
+      bound: bind(
+        parsedPlans === undefined
+          ? { rules: planRules, prefix }
+          : { rules: planRules, prefix, plans: parsedPlans.catalog },
+      ),
+      reserves: planRules.length === 1 && (planRules[0] as Algorithm).reserves,
+    });
+    this.rules = rules;
+    if (parsedPlans === undefined) {
+      this.plans = undefined;
+      this.#bindings = undefined;
+      this.#default = binding(undefined, rules);
+      this.#plain = this.#shadow ? undefined : this.#default.bound;
+    } else {
+      this.#plain = undefined;
+      const bindings = new Map<string, Binding>();
+      try {
+        for (const name of parsedPlans.names)
+          bindings.set(name, binding(name, parsedPlans.rules.get(name) as readonly Algorithm[]));
+      } catch (error) {
+        // A store that refused a plan (a Cluster-only restriction, say): nothing half-bound stays claimed.
+        for (const b of bindings.values()) void b.bound.unbind?.();
+        throw error;
+      }
+      this.#bindings = bindings;
+      this.#default = bindings.get(parsedPlans.names[0] as string) as Binding;
+      this.plans = Object.freeze(
+        Object.fromEntries(
+          parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]]),
+        ),
+      );
+    }
+    this.#unlist = 'degraded' in this.#store ? registerStatus(prefix, this.#store) : undefined;
+  }
+
+  get clock(): Clock {
+    return this.#clock;
+  }
+
+  #checkOpen(): void {
+    if (this.#closed) throw new SluiceError('CLOSED', 'the limiter is closed');
+  }
+
+  /**
+   * The binding a call for `key` decides with: the plan the call names, else the resolver's, else the first.
+   * A limiter without plans refuses a plan. Synchronous unless the resolver is async.
+   */
+  #binding(key: string, plan: unknown): Binding | Promise<Binding> {
+    const plans = this.#parsedPlans;
+    const bindings = this.#bindings;
+    if (plans === undefined || bindings === undefined) {
+      if (plan !== undefined)
+        throw new SluiceRangeError(
+          'plan',
+          plan,
+          `plan names one of a limiter's plans; this limiter has none (createLimiter({ plans }))`,
+        );
+      return this.#default;
+    }
+    if (plan !== undefined) return bindings.get(knownPlan(plans, plan)) as Binding;
+    if (this.#resolvePlan === undefined) return this.#default;
+    const resolved = this.#resolvePlan(key);
+    const pick = (name: unknown): Binding => bindings.get(knownPlan(plans, name)) as Binding;
+    return resolved instanceof Promise ? resolved.then(pick) : pick(resolved);
+  }
+
+  async tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
+    // No try/catch on the hot path (it costs a quarter of a memory decision): a bad key or a closed
+    // limiter is refused through #refuse, which names the call.
+    if (this.#closed || typeof key !== 'string' || key.length === 0 || key.length > this.#maxKeyLength) {
+      this.#refuse('tryAcquire', key);
+    }
+    // The common call, kept to one store call: no options, no plans, no shadow, no observer.
+    if (options === undefined && this.#plain !== undefined && !observed()) return this.#plain.consume(key, 1, 0);
+    if (!observed()) return inCall('tryAcquire', () => this.#tryAcquire(key, options, undefined));
+    const note: DecisionNote = { source: undefined };
+    const started = performance.now();
+    const decision = await inCall('tryAcquire', () => this.#tryAcquire(key, options, note));
+    this.#record(decision, note, started);
+    return decision;
+  }
+
+  /** Throws what the checks of `fn` say about `key` (or the limiter being closed), named for `fn`. */
+  #refuse(fn: string, key: unknown): void {
+    inCall(fn, () => {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+    });
+  }
+
+  /** Hands an answered call to the observers (only while something observes). */
+  #record(decision: Decision, note: DecisionNote, started: number): void {
+    const source = note.source ?? this.#default.bound.source;
+    recordDecision({ limiter: this.prefix, decision, source, durationMs: performance.now() - started });
+  }
+
+  #tryAcquire(
+    key: string,
+    options: TryAcquireOptions | undefined,
+    note: DecisionNote | undefined,
+  ): Decision | Promise<Decision> {
+    if (options === undefined && this.#bindings === undefined) return this.#decideNow(this.#default, key, 1, note);
+    optionsObject('tryAcquire options', options, false);
+    const permits = permitsOption(options?.permits);
+    const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const signal = optionalSignal(options?.signal);
+    if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
+    // No await here: an async function that never suspends costs less on the hot path, and a waiting call
+    // must register its sleep without delay. Only an async plan resolver is waited for.
+    const ask: Ask = { key, permits, note };
+    const found = this.#binding(key, options?.plan);
+    if (found instanceof Promise) return found.then((binding) => this.#decide(binding, ask, timeoutMs, signal));
+    return this.#decide(found, ask, timeoutMs, signal);
+  }
+
+  #decide(
+    binding: Binding,
+    ask: Ask,
+    timeoutMs: number,
+    signal: AbortSignal | undefined,
+  ): Decision | Promise<Decision> {
+    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
+    return this.#wait(binding, ask, timeoutMs, signal);
+  }
+
+  /** One decision with no wait; in shadow mode a denial comes back allowed, marked shadowed. */
+  #decideNow(
+    binding: Binding,
+    key: string,
+    permits: number,
+    note: DecisionNote | undefined,
+  ): Decision | Promise<Decision> {
+    const decision = binding.bound.consume(key, permits, 0, note);
+    if (!this.#shadow && binding.plan === undefined) return decision;
+    return decision instanceof Promise
+      ? decision.then((d) => this.#reported(binding, d))
+      : this.#reported(binding, decision);
+  }
+
+  /** A decision as the caller sees it: marked with its plan, and let through when shadow mode denies nothing. */
+  #reported(binding: Binding, decision: Decision): Decision {
+    const planned = binding.plan === undefined ? decision : { ...decision, plan: binding.plan };
+    return this.#shadow ? shadowed(planned) : planned;
+  }
+
+  async acquire(key: string, options?: AcquireOptions): Promise<number> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      optionsObject('acquire options', options, false);
+      const permits = permitsOption(options?.permits);
+      const signal = optionalSignal(options?.signal);
+      if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
+      const binding = await this.#binding(key, options?.plan);
+      const started = this.#clock.now();
+      const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
+      const observedFrom = note === undefined ? 0 : performance.now();
+      const d = this.#shadow
+        ? await this.#decideNow(binding, key, permits, note)
+        : await this.#wait(binding, { key, permits, note }, Infinity, signal);
+      if (note !== undefined) this.#record(d, note, observedFrom);
+      if (!d.allowed) {
+        if (d.blocked === true) {
+          throw new SluiceError(
+            'NEVER_ALLOWED',
+            `${JSON.stringify(key)} is blocked for ${Math.ceil(d.retryAfterMs)} ms more; acquire does not wait ` +
+              `out a ban`,
+          );
+        }
+        throw new SluiceError(
+          'NEVER_ALLOWED',
+          `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`,
+        );
+      }
+      return this.#clock.now() - started;
+    } catch (error) {
+      throw callerNamed('acquire', error);
+    }
+  }
+
+  /**
+   * Sleeps exactly what each decision says (a reservation's wait, or a denial's retryAfterMs plus jitter),
+   * never polling, and gives up as soon as the deadline cannot be met. A blocked key is not waited out: a
+   * ban is a refusal, not a queue.
+   */
+  async #wait(binding: Binding, ask: Ask, timeoutMs: number, signal: AbortSignal | undefined): Promise<Decision> {
+    const { key, permits, note } = ask;
+    const deadline = this.#clock.now() + timeoutMs;
+    const abort = signal === undefined ? this.#closing.signal : AbortSignal.any([signal, this.#closing.signal]);
+    for (;;) {
+      const now = this.#clock.now();
+      const budget = Math.max(0, deadline - now);
+      const d = this.#reported(binding, await binding.bound.consume(key, permits, binding.reserves ? budget : 0, note));
+      if (d.allowed) {
+        if (d.waitMs > 0) await this.#sleep(d.waitMs, abort);
+        return d;
+      }
+      // Infinity: never grantable (and Infinity > Infinity is false, so it needs its own check).
+      if (d.blocked === true || d.retryAfterMs === Infinity || d.retryAfterMs > budget) return d;
+      const jitter = this.#jitterMs === 0 ? 0 : Math.random() * this.#jitterMs;
+      await this.#sleep(Math.min(d.retryAfterMs + jitter, budget), abort);
+    }
+  }
+
+  async #sleep(ms: number, signal: AbortSignal): Promise<void> {
+    try {
+      await (this.#clock.sleep ? this.#clock.sleep(ms, signal) : timerSleep(ms, signal));
+    } catch (error) {
+      if (this.#closed) throw new SluiceError('CLOSED', 'the limiter was closed while waiting', { cause: error });
+      throw error;
+    }
+  }
+
+  async peek(key: string, options?: PeekOptions): Promise<Decision> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      optionsObject('peek options', options, false);
+      const found = this.#binding(key, options?.plan);
+      const binding = found instanceof Promise ? await found : found;
+      const d = await binding.bound.peek(key);
+      return binding.plan === undefined ? d : { ...d, plan: binding.plan };
+    } catch (error) {
+      throw callerNamed('peek', error);
+    }
+  }
+
+  async reset(key: string): Promise<void> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      // Every plan's rules: a key that changes plan later must not find what it used under another.
+      if (this.#bindings === undefined) await this.#default.bound.reset(key);
+      else await Promise.all([...this.#bindings.values()].map((b) => b.bound.reset(key)));
+    } catch (error) {
+      throw callerNamed('reset', error);
+    }
+  }
+
+  async refund(key: string, permits: number, options?: RefundOptions): Promise<void> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const n = nonNegativeInteger('permits', permits);
+      optionsObject('refund options', options, false);
+      const grantedMsAgo =
+        options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
+      const decision = decisionOption(options?.decision);
+      // A denial or a shadowed grant consumed nothing.
+      if (decision !== undefined && (!decision.allowed || decision.shadowed === true)) return;
+      const binding = await this.#binding(key, options?.plan ?? decision?.plan);
+      const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
+      if (unrefundable !== undefined) {
+        throw new SluiceError(
+          'UNSUPPORTED',
+          `refund: rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back: ` +
+            `with Guava's prepay the next request pays for a grant`,
+        );
+      }
+      const refund = control(binding.bound.refund, 'refund');
+      const grant = decision === undefined ? undefined : decision.source === 'fallback' ? 'fallback' : 'store';
+      if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo, grant);
+    } catch (error) {
+      throw callerNamed('refund', error);
+    }
+  }
+
+  async penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const n = nonNegativeInteger('permits', permits);
+      optionsObject('penalize options', options, false);
+      const binding = await this.#binding(key, options?.plan);
+      const penalize = control(binding.bound.penalize, 'penalize');
+      if (n > 0) await penalize.call(binding.bound, key, n);
+    } catch (error) {
+      throw callerNamed('penalize', error);
+    }
+  }
+
+  async block(key: string, ms: number): Promise<void> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const blockMs = positiveFinite('ms', ms);
+      representablePeriod('ms', blockMs, blockMs, 'a block of');
+      // A ban is the key's, whatever its plan: every plan's binding reads the same one.
+      const bound = this.#default.bound;
+      await control(bound.block, 'block').call(bound, key, blockMs);
+    } catch (error) {
+      throw callerNamed('block', error);
+    }
+  }
+
+  async unblock(key: string): Promise<void> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const bound = this.#default.bound;
+      await control(bound.unblock, 'unblock').call(bound, key);
+    } catch (error) {
+      throw callerNamed('unblock', error);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#closing.abort(new SluiceError('CLOSED', 'the limiter was closed'));
+    this.#unlist?.();
+    // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
+    const bindings = this.#bindings === undefined ? [this.#default] : [...this.#bindings.values()];
+    for (const b of bindings) await b.bound.unbind?.();
+    if (this.#ownsStore) await this.#store.close();
+  }
+}
+
+/**
+ * Refuses, naming the store and the control, what a store declares it cannot do: a policy, plans, a ban.
+ * `rules` is the limiter's rules (undefined with plans).
+ */
+function checkCapabilities(
+  can: StoreCapabilities,
+  rules: readonly Algorithm[] | undefined,
+  plans: ParsedPlans | undefined,
+): void {
+  if (plans !== undefined && !can.plans) {
+    throw new SluiceRangeError(
+      'plans',
+      plans.names,
+      `${can.name} cannot honour plans: it enforces one set of rules per limiter; make one limiter per plan, ` +
+        `or use a store with plans (memoryStore, redisStore)`,
+    );
+  }
+  const all = rules ?? plans?.catalog ?? [];
+  if (rules !== undefined && rules.length > 1 && !can.policies) {
+    throw new SluiceRangeError(
+      'rules',
+      rules.map((rule) => rule.name),
+      `${can.name} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or a store ` +
+        `with policies (memoryStore, redisStore)`,
+    );
+  }
+  const banning = all.find((rule) => rule.blockMs > 0);
+  if (banning !== undefined && !can.bans) {
+    throw new SluiceRangeError(
+      'blockMs',
+      banning.blockMs,
+      `${can.name} cannot honour blockMs (rule ${JSON.stringify(banning.name)}): it keeps no bans; use a store ` +
+        `with bans (memoryStore, redisStore)`,
+    );
+  }
+}
+
+/** A refund's `decision`: undefined, or a Decision (an object with a boolean `allowed`). */
+function decisionOption(value: unknown): Decision | undefined {
+  if (value === undefined) return undefined;
+  const d = value as Partial<Decision> | null;
+  if (typeof d !== 'object' || d === null || typeof d.allowed !== 'boolean') {
+    throw new SluiceTypeError(
+      'decision',
+      value,
+      `decision must be the Decision whose grant is refunded, got ${describe(value)}`,
+    );
+  }
+  return value as Decision;
+}
+
+/** A call's `permits`: 1 unless given, else an integer >= 1. */
+function permitsOption(value: unknown): number {
+  return value === undefined ? 1 : positiveInteger('permits', value);
+}
+
+/** A store's optional control, or SluiceError('UNSUPPORTED') naming it when the store has none. */
+function control<F extends (...args: never[]) => unknown>(fn: F | undefined, name: string): F {
+  if (typeof fn !== 'function')
+    throw new SluiceError('UNSUPPORTED', `${name}: this limiter's store does not implement ${name}()`);
+  return fn;
+}
+
+/** A denial as shadow mode reports it: allowed, marked, with the denial's numbers. */
+function shadowed(decision: Decision): Decision {
+  return decision.allowed ? decision : { ...decision, allowed: true, shadowed: true };
+}
+
+/**
+ * Creates a limiter. The same call works over every store: memory (default), Redis, leased, divided.
+ *
+ * @example
+ * const limiter = createLimiter({ rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }) })
+ * const d = await limiter.tryAcquire(`user:${id}`)
+ * if (!d.allowed) return tooManyRequests(d.retryAfterMs)
+ *
+ * @example
+ * const api = createLimiter({
+ *   plans: { free: fixedWindow({ limit: 100, windowMs: 60_000 }), pro: fixedWindow({ limit: 1_000, windowMs: 60_000 }) },
+ *   plan: async (key) => (await accounts.tier(key)) ?? 'free',
+ * })
+ */
+export function createLimiter(options: LimiterOptions): Limiter {
+  return inCall('createLimiter', () => {
+    return new StoreLimiter(options);
+  });
+}

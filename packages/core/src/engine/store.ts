@@ -1,0 +1,108 @@
+import type { Algorithm } from '../algorithms/algorithm.js';
+import type { Clock } from '../foundation/clock.js';
+import type { Decision } from '../foundation/decision.js';
+import type { DecisionNote, DecisionSource } from './observe.js';
+
+/** Where a grant being refunded was made (see BoundStore.refund). */
+export type GrantSource = 'store' | 'fallback';
+
+/** What a limiter hands its store: the rules to enforce and the namespace of its keys. */
+export interface RuleSet {
+  readonly rules: readonly Algorithm[];
+  /** Namespace of the limiter's keys; limiters with different prefixes never share state. */
+  readonly prefix: string;
+  /**
+   * Set by a limiter with plans: every rule of every plan (`rules` is one plan's). Rules of one name share
+   * state across plans, so the store keeps states by rule name and claims the prefix for all of them.
+   */
+  readonly plans?: readonly Algorithm[];
+}
+
+/**
+ * What a store can do beyond one rule per limiter, declared so that `createLimiter` refuses the rest at
+ * construction with a typed error naming the store and the control, rather than the store ignoring it.
+ * A store that declares nothing can do everything.
+ */
+export interface StoreCapabilities {
+  /** The store's name in errors (its factory's: `leasedStore`, `dividedStore`). */
+  readonly name: string;
+  /** Several rules per limiter, all of which must allow (a policy). */
+  readonly policies: boolean;
+  /** Plans: the rules of a key chosen by its plan. */
+  readonly plans: boolean;
+  /** Bans: a rule's `blockMs`, and `limiter.block` / `unblock`. */
+  readonly bans: boolean;
+}
+
+/**
+ * Where limiter state lives. A store decides with the algorithms' pure functions (memory) or their Redis
+ * scripts; either way a decision for one key is atomic: concurrent decisions for a key never both take
+ * the last permit.
+ *
+ * Contract:
+ * - `consume` grants `permits` only if every rule allows; a denial consumes nothing (it may only anchor
+ *   a key never seen).
+ * - `maxWaitMs` > 0 lets a single reserving rule grant with `waitMs <= maxWaitMs`.
+ * - `peek` reports without consuming; `reset` forgets a key under every rule, and its ban.
+ * - A key that is blocked (a rule's `blockMs` ban, or `block`) is denied with `blocked: true` until the ban
+ *   ends (see blockedDecision); a denial by a rule with `blockMs` starts one.
+ * - Results may be synchronous (memory) or promises (network); callers handle both.
+ *
+ * The controls (`refund`, `penalize`, `block`, `unblock`) are optional for stores of your own; a limiter
+ * whose store lacks one refuses it with SluiceError('UNSUPPORTED').
+ */
+export interface Store {
+  /**
+   * The clock the store decides with, when it is this process's (a memory store, a Redis store with a
+   * client clock). A limiter waits on it too; one that decides on the server's clock leaves it undefined.
+   */
+  readonly clock?: Clock | undefined;
+  /**
+   * For a store with a backend that can be away (Redis): true while a fail mode decides instead of it.
+   * A limiter over a store that has this property is listed for metrics (`sluice.store.degraded`).
+   */
+  readonly degraded?: boolean | undefined;
+  /** What it cannot do (see StoreCapabilities); undefined: everything. */
+  readonly capabilities?: StoreCapabilities | undefined;
+  /** Binds a limiter's rules and prefix; called once per limiter (per plan). */
+  bind(ruleSet: RuleSet): BoundStore;
+  /** Releases what the store holds (timers, connections of its own; never a client you passed in). */
+  close(): Promise<void>;
+}
+
+/** A store bound to one limiter's rules and prefix. */
+export interface BoundStore {
+  /** Where this binding's decisions are made, when that is always one place (`'memory'`); see `consume`'s note. */
+  readonly source?: DecisionSource | undefined;
+  /**
+   * Decides `permits` for `key`. `note` is given only while something observes decisions: a store whose
+   * decisions come from several places (Redis, its deny cache, a fail mode) sets `note.source` to the one
+   * that made this decision.
+   */
+  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision>;
+  /** The key's standing for one permit, consuming nothing. */
+  peek(key: string): Decision | Promise<Decision>;
+  /** Forgets the key under every rule, and its ban. */
+  reset(key: string): void | Promise<void>;
+  /**
+   * Gives back up to `permits` to each rule counted against `key` itself (rules shared with other keys keep
+   * theirs), never beyond a fresh state; atomic per key. `grantedAgoMs` is how long ago the grant was asked
+   * for (NaN: unknown): a window rule gives back only from the window it was counted in. `grant` says where
+   * the grant was made: `'fallback'` (a fail mode: only its own state, if it keeps one, takes it back),
+   * `'store'` (the store's backend: never the fail mode's state, even while the backend is away), or
+   * undefined when not known (wherever the store decides now).
+   */
+  refund?(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void | Promise<void>;
+  /** Takes `permits` from every rule the key is counted against, past the limit if need be; atomic per key. */
+  penalize?(key: string, permits: number): void | Promise<void>;
+  /** Blocks `key` for `ms` from now (a ban in force that ends later is kept). */
+  block?(key: string, ms: number): void | Promise<void>;
+  /** Lifts a ban on `key`, whoever set it. */
+  unblock?(key: string): void | Promise<void>;
+  /**
+   * Unbinds: the limiter is closed. The store drops what it held for this binding (its prefix claim, caches,
+   * subscriptions), so a closed limiter costs nothing and its prefix may be bound again with other rules.
+   * States already written stay where they are (they expire on their own).
+   */
+  unbind?(): void | Promise<void>;
+}
