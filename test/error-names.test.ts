@@ -23,7 +23,7 @@ import { fetchRateLimit } from '@sluice/core/fetch';
 import { honoRateLimit } from '@sluice/core/hono';
 import { byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
 import { koaRateLimit } from '@sluice/core/koa';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
 import { redisStore } from '@sluice/redis';
 import { describe, expect, it } from 'vitest';
@@ -72,8 +72,8 @@ const cases: [string, () => unknown][] = [
   ['honoRateLimit', () => honoRateLimit({ limiter, key: 42 as never })],
   ['koaRateLimit', () => koaRateLimit(null as never)],
   ['redisStore', () => redisStore({ redis: {} as never })],
-  ['leasedLimiter', () => leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), redis: {} as never })],
-  ['dividedLimiter', () => dividedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), redis: {} as never })],
+  ['leasedStore', () => leasedStore({ redis: {} as never })],
+  ['dividedStore', () => dividedStore({ redis: {} as never })],
   ['instrumentSluice', () => instrumentSluice({ meterProvider: {} as never })],
 ];
 

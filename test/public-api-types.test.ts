@@ -2,16 +2,17 @@
  * Type-level tests for the subpaths and @sluice/hybrid: checked by `tsc` in `npm test` (expectTypeOf does
  * nothing at run time; nothing here touches Redis).
  */
-import type { Decision, Limiter } from '@sluice/core';
+import type { Decision, Limiter, Store } from '@sluice/core';
 import { type RateLimitedError, countLimit, type rateLimited as limitMethod } from '@sluice/core/decorators';
 import { type KeyStrategy, byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
+import type { FleetEvent, RedisStore } from '@sluice/redis';
 import {
-  type DividedLimiter,
+  type DividedStore,
   type LeaseEvent,
-  type LeasedLimiter,
+  type LeasedStore,
   type MembershipEvent,
-  dividedLimiter,
-  leasedLimiter,
+  dividedStore,
+  leasedStore,
 } from '@sluice/hybrid';
 import type { Request, Response } from 'express';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -40,15 +41,18 @@ describe('public API types of the subpaths and hybrid', () => {
     expectTypeOf(countLimit).returns.toEqualTypeOf<ReturnType<typeof limitMethod>>();
   });
 
-  it('hybrid: both modes are Limiters with typed events', () => {
-    expectTypeOf<LeasedLimiter>().toMatchTypeOf<Limiter>();
-    expectTypeOf<DividedLimiter>().toMatchTypeOf<Limiter>();
-    expectTypeOf(leasedLimiter).returns.toEqualTypeOf<LeasedLimiter>();
-    expectTypeOf(dividedLimiter).returns.toEqualTypeOf<DividedLimiter>();
+  it('modes are stores with typed events: one Limiter type over each', () => {
+    expectTypeOf<LeasedStore>().toMatchTypeOf<Store>();
+    expectTypeOf<DividedStore>().toMatchTypeOf<Store>();
+    expectTypeOf<RedisStore>().toMatchTypeOf<Store>();
+    expectTypeOf(leasedStore).returns.toEqualTypeOf<LeasedStore>();
+    expectTypeOf(dividedStore).returns.toEqualTypeOf<DividedStore>();
     // Never called: only compiled, so the listeners' parameter types are checked.
-    const listen = (leased: LeasedLimiter, divided: DividedLimiter) => {
+    const listen = (leased: LeasedStore, divided: DividedStore, exact: RedisStore) => {
       leased.on('lease', (e) => expectTypeOf(e).toEqualTypeOf<LeaseEvent>());
       leased.on('store-error', (e) => expectTypeOf(e).toEqualTypeOf<Error>());
+      leased.on('fleet', (e) => expectTypeOf(e).toEqualTypeOf<FleetEvent>());
+      exact.on('fleet', (e) => expectTypeOf(e).toEqualTypeOf<FleetEvent>());
       divided.on('membership', (e) => expectTypeOf(e).toEqualTypeOf<MembershipEvent>());
       // @ts-expect-error leased mode has no membership
       leased.on('membership', () => {});

@@ -11,7 +11,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { createLimiter, type Limiter, tokenBucket } from '@sluice/core';
-import { leasedLimiter } from '@sluice/hybrid';
+import { leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import { runFleet } from '@sluice/example-multi-node/fleet';
 import type { Mode } from '@sluice/example-multi-node/worker-config';
@@ -134,11 +134,10 @@ interface KeyRow {
 /** The limiter, and what closes it with everything it opened (an exact store's pub/sub connection). */
 function keyedLimiter(mode: 'exact' | 'leased', prefix: string): { limiter: Limiter; close: () => Promise<void> } {
   const algorithm = tokenBucket({ capacity: 50_000_000, refillPerSecond: 50_000_000 });
-  if (mode === 'leased') {
-    const limiter = leasedLimiter({ rules: algorithm, redis, prefix, nodeId: 'bench', timeoutMs: 5_000 });
-    return { limiter, close: () => limiter.close() };
-  }
-  const store = redisStore({ redis, timeoutMs: 5_000 });
+  const store =
+    mode === 'leased'
+      ? leasedStore({ redis, nodeId: 'bench', timeoutMs: 5_000 })
+      : redisStore({ redis, nodeId: 'bench', timeoutMs: 5_000 });
   const limiter = createLimiter({ rules: algorithm, store, prefix });
   return {
     limiter,

@@ -3,7 +3,7 @@
  * (`npm test` runs tsc over this file; the calls never run).
  */
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { redisStore } from '@sluice/redis';
 import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { Cluster, Redis } from 'ioredis';
@@ -27,8 +27,8 @@ async function everyClientTypeChecks(): Promise<void> {
   redisStore({ redis: await createCluster5({ rootNodes: [] }).connect() });
   redisStore({ redis: await GlideClient.createClient({ addresses: [] }) });
   redisStore({ redis: await GlideClusterClient.createClient({ addresses: [] }) });
-  leasedLimiter({ rules: algorithm, redis: await createClient().connect() });
-  dividedLimiter({ rules: algorithm, redis: await GlideClient.createClient({ addresses: [] }) });
+  leasedLimiterOn({ rules: algorithm, redis: await createClient().connect() });
+  dividedLimiterOn({ rules: algorithm, redis: await GlideClient.createClient({ addresses: [] }) });
   createLimiter({ rules: algorithm, store: redisStore({ redis: new Iovalkey() }) });
 }
 

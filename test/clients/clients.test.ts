@@ -14,9 +14,10 @@ import {
   fixedWindow,
   tokenBucket,
 } from '@sluice/core';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { type DecisionEvent, redisStore } from '@sluice/redis';
-import { decideOneScript, stateKey } from '@sluice/redis/store-kit';
+import { stateKey } from '../../packages/redis/src/key-layout.js';
+import { decideOneScript } from '../../packages/redis/src/scripts.js';
 import fc from 'fast-check';
 import { Cluster as IoredisCluster, Redis } from 'ioredis';
 import { Cluster as IovalkeyCluster } from 'iovalkey';
@@ -152,7 +153,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
 
   it('leased and divided modes run on it', async () => {
     const c = await client();
-    const leased = leasedLimiter({
+    const leased = leasedLimiterOn({
       rules: tokenBucket({ capacity: 40, refillPerSecond: 0.001 }),
       redis: c.client,
       prefix: prefix(kind),
@@ -161,13 +162,13 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     for (let i = 0; i < 60; i++) if ((await leased.tryAcquire('k')).allowed) granted++;
     expect(granted).toBe(40);
     await leased.close();
-    const divided = dividedLimiter({
+    const divided = dividedLimiterOn({
       rules: fixedWindow({ limit: 100, windowMs: 1_000 }),
       redis: c.client,
       prefix: prefix(kind),
       heartbeatMs: 50,
     });
-    const membership = await new Promise<{ nodes: number }>((resolve) => divided.once('membership', resolve));
+    const membership = await new Promise<{ nodes: number }>((resolve) => divided.store.once('membership', resolve));
     expect(membership.nodes).toBe(1);
     await divided.close();
   });

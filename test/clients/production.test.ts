@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SluiceError, concurrencyLimiter, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { type RedisClient, redisStore } from '@sluice/redis';
 import { GlideClient } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
@@ -174,7 +174,7 @@ describe('a least-privilege ACL user', () => {
         allowed = (await a.tryAcquire(key)).allowed;
       }
       expect(allowed).toBe(true);
-      const leased = leasedLimiter({
+      const leased = leasedLimiterOn({
         rules: tokenBucket({ capacity: 5, refillPerSecond: 0.01 }),
         redis: client,
         prefix: 'sluice',
@@ -182,13 +182,13 @@ describe('a least-privilege ACL user', () => {
       let granted = 0;
       for (let i = 0; i < 8; i++) if ((await leased.tryAcquire(key)).allowed) granted++;
       expect(granted).toBe(5);
-      const divided = dividedLimiter({
+      const divided = dividedLimiterOn({
         rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
         redis: client,
         prefix: 'sluice',
         heartbeatMs: 50,
       });
-      await new Promise((resolve) => divided.once('membership', resolve));
+      await new Promise((resolve) => divided.store.once('membership', resolve));
       expect(errors).toEqual([]);
       await Promise.all([a.close(), b.close(), leased.close(), divided.close(), store.close()]);
     }
@@ -265,12 +265,12 @@ describe('a least-privilege ACL user', () => {
       store,
       prefix: 'sluice',
     });
-    const leased = leasedLimiter({
+    const leased = leasedLimiterOn({
       rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
       redis: client,
       prefix: 'sluice',
     });
-    const divided = dividedLimiter({
+    const divided = dividedLimiterOn({
       rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
       redis: client,
       prefix: 'sluice',
@@ -283,34 +283,49 @@ describe('a least-privilege ACL user', () => {
     await Promise.all([limiter.close(), slots.close(), store.close(), leased.close(), divided.close()]);
     client.disconnect();
 
-    // Without ZADD: exact mode needs none, leased mode's lease script and divided mode's heartbeat do.
+    // Without ZADD: exact mode with failMode 'open' needs none; the fleet's heartbeat of failMode 'local' (exact
+    // and leased), leased mode's lease script and divided mode's heartbeat do.
     const noZadd = new Redis({ host: server.host, port: server.port, username: 'no-zadd', password: 'secret' });
-    const exactStore = redisStore({ redis: noZadd });
+    const exactStore = redisStore({ redis: noZadd, failMode: 'open' });
+    const localStore = redisStore({ redis: noZadd });
+    localStore.on('store-error', () => {});
+    const local = createLimiter({
+      rules: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
+      store: localStore,
+      prefix: 'sluice',
+    });
     const exact = createLimiter({
       rules: tokenBucket({ capacity: 3, refillPerSecond: 1 }),
       store: exactStore,
       prefix: 'sluice',
     });
-    const leasedNoZadd = leasedLimiter({
+    const leasedNoZadd = leasedLimiterOn({
       rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
       redis: noZadd,
       prefix: 'sluice',
     });
-    const dividedNoZadd = dividedLimiter({
+    const dividedNoZadd = dividedLimiterOn({
       rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
       redis: noZadd,
       prefix: 'sluice',
     });
-    dividedNoZadd.on('store-error', () => {});
-    leasedNoZadd.on('store-error', () => {});
+    dividedNoZadd.store.on('store-error', () => {});
+    leasedNoZadd.store.on('store-error', () => {});
     await expect(exactStore.ready()).resolves.toBeUndefined();
-    for (const hybrid of [leasedNoZadd, dividedNoZadd]) {
-      await expect(hybrid.ready()).rejects.toMatchObject({
+    for (const needsZadd of [local, leasedNoZadd, dividedNoZadd]) {
+      await expect(needsZadd.ready()).rejects.toMatchObject({
         code: 'STORE_MISCONFIGURED',
         message: expect.stringMatching(/'zadd' command/),
       });
     }
-    await Promise.all([exact.close(), exactStore.close(), leasedNoZadd.close(), dividedNoZadd.close()]);
+    await Promise.all([
+      exact.close(),
+      exactStore.close(),
+      local.close(),
+      localStore.close(),
+      leasedNoZadd.close(),
+      dividedNoZadd.close(),
+    ]);
     noZadd.disconnect();
   });
 });

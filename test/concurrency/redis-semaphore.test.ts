@@ -7,12 +7,13 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { SluiceRangeError, concurrencyLimiter } from '@sluice/core';
+import { type Slot, SluiceRangeError, concurrencyLimiter } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
-import { semaphoreKeys } from '@sluice/redis/store-kit';
+import { semaphoreKeys } from '../../packages/redis/src/key-layout.js';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnRedisServer } from '../harness/redis-server.js';
+import { nextEvent } from '../harness/events.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const child = fileURLToPath(new URL('./semaphore-child.ts', import.meta.url));
@@ -250,17 +251,24 @@ describe('Redis killed and restarted, by failMode', () => {
       const server = await spawnRedisServer();
       const redis = new Redis({ port: server.port, maxRetriesPerRequest: 1, retryStrategy: () => 50 });
       redis.on('error', () => {});
-      const store = redisStore({ redis, failMode, timeoutMs: 100, expectedNodes: 2 });
+      const store = redisStore({ redis, failMode, timeoutMs: 100 });
       const p = prefix();
+      // 'local' holds this node's share of the slots: all 4, once Redis has counted a fleet of one.
+      const counted = failMode === 'local' ? nextEvent(store, 'fleet') : undefined;
       const limiter = concurrencyLimiter({ max: 4, store, prefix: p, leaseMs: 1_000 });
       const before = await limiter.acquire('k');
+      await counted;
       const port = server.port;
       await server.stop();
       const started = performance.now();
       const answers: string[] = [];
-      for (let i = 0; i < 3; i++) {
+      const held: Slot[] = [];
+      for (let i = 0; i < 5; i++) {
         await limiter.acquire('k', { timeoutMs: 300 }).then(
-          () => answers.push('slot'),
+          (slot) => {
+            held.push(slot);
+            answers.push('slot');
+          },
           (e: { code?: string }) => answers.push(String(e.code)),
         );
       }
@@ -269,14 +277,16 @@ describe('Redis killed and restarted, by failMode', () => {
       expect(tookMs).toBeLessThan(5_000);
       expect(answers).toEqual(
         failMode === 'open'
-          ? ['slot', 'slot', 'slot']
+          ? Array(5).fill('slot')
           : failMode === 'closed'
-            ? ['STORE_UNAVAILABLE', 'STORE_UNAVAILABLE', 'STORE_UNAVAILABLE']
-            : ['slot', 'slot', 'TIMEOUT'],
+            ? Array(5).fill('STORE_UNAVAILABLE')
+            : ['slot', 'slot', 'slot', 'slot', 'TIMEOUT'],
       );
       await before.release(); // the store could not be told: its lease frees it
+      for (const slot of held) await slot.release();
+      const recovered = nextEvent(store, 'store-recovered');
       const restarted = await spawnRedisServer([], { port });
-      await sleep(500);
+      await recovered;
       // Back on Redis: the slots it counts again are Redis's.
       const back = await limiter.acquire('k', { timeoutMs: 3_000 });
       expect(await redis.zcard(semaphoreKeys(p, 'k')[0])).toBeGreaterThanOrEqual(1);

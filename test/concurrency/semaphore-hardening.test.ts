@@ -7,10 +7,11 @@
  * - an abort that fired during acquire's first attempt was never seen (memory and Redis).
  */
 import { type ConcurrencyLimiter, ManualClock, SluiceError, concurrencyLimiter, memoryStore } from '@sluice/core';
-import { type RedisStore, redisStore } from '@sluice/redis';
-import { semaphoreKeys } from '@sluice/redis/store-kit';
+import { type FleetEvent, type RedisStore, redisStore } from '@sluice/redis';
+import { semaphoreKeys } from '../../packages/redis/src/key-layout.js';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
+import { nextEvent } from '../harness/events.js';
 import { startTestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
@@ -63,32 +64,39 @@ describe("failMode 'local': what the fail mode did reaches Redis when it answers
     cleanups.push(async () => other.disconnect());
     const p = prefix();
     const store: RedisStore = track(redisStore({ redis: client, failMode: 'local', timeoutMs: 50 }));
-    const a = track(concurrencyLimiter({ max: 2, prefix: p, store, leaseMs: 5_000 }));
+    // Two processes share the key's 4 slots: while Redis is away, each holds its share, 2 (once both are counted).
+    const counted = nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 2);
+    const a = track(concurrencyLimiter({ max: 4, prefix: p, store, leaseMs: 5_000 }));
     // Another process on the same key, on its own connection.
     const b = track(
-      concurrencyLimiter({ max: 2, prefix: p, store: track(redisStore({ redis: other })), leaseMs: 5_000 }),
+      concurrencyLimiter({ max: 4, prefix: p, store: track(redisStore({ redis: other })), leaseMs: 5_000 }),
     );
+    await counted;
     server.process?.kill('SIGSTOP');
     // Two slots from the fail mode: the first call was already on the wire (it lands once Redis resumes).
     const first = await a.acquire('k', { timeoutMs: 0 });
     const second = await a.acquire('k', { timeoutMs: 0 });
+    // Its share is spent: the fail mode grants no third.
+    expect(await a.tryAcquire('k')).toBeUndefined();
     const back = new Promise<void>((resolve) => store.once('store-recovered', () => resolve()));
     server.process?.kill('SIGCONT');
     await back;
-    // This process's own next call goes to Redis after the reconcile: both its slots are counted there.
-    expect(await a.tryAcquire('k')).toBeUndefined();
-    // And so another process finds the key full.
+    // This process's own next call goes to Redis after the reconcile: both its slots are counted there, so
+    // the other process finds two of the four free, and no more.
+    const c = await a.tryAcquire('k');
+    expect(c).toBeDefined();
+    const d = await b.tryAcquire('k');
+    expect(d).toBeDefined();
     expect(await b.tryAcquire('k')).toBeUndefined();
     const [holders] = semaphoreKeys(p, 'k');
-    expect(await other.zcard(holders as string)).toBe(2);
+    expect(await other.zcard(holders as string)).toBe(4);
     await first.release();
     await second.release();
-    // Released on Redis, and the late offline call left no phantom: the other process gets both slots.
-    const x = await b.tryAcquire('k');
-    const y = await b.tryAcquire('k');
-    expect([x !== undefined, y !== undefined]).toEqual([true, true]);
-    await x?.release();
-    await y?.release();
+    await c?.release();
+    // Released on Redis, and the late offline call left no phantom: the other process gets the three free.
+    const got = [await b.tryAcquire('k'), await b.tryAcquire('k'), await b.tryAcquire('k')];
+    expect(got.map((slot) => slot !== undefined)).toEqual([true, true, true]);
+    for (const slot of [d, ...got]) await slot?.release();
   });
 });
 

@@ -3,8 +3,9 @@
  * share, penalties past it), and what it cannot is refused at construction or call with a typed error
  * naming the mode and the control, never ignored.
  */
-import { ManualClock, SluiceError, SluiceRangeError, fixedWindow, tokenBucket } from '@sluice/core';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { ManualClock, SluiceError, SluiceRangeError, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
+import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
 
@@ -12,18 +13,18 @@ const redis = useTestRedis();
 let n = 0;
 const prefix = () => `hyctl${++n}`;
 
-describe.each(['leasedLimiter', 'dividedLimiter'] as const)('%s', (mode) => {
-  const make = (algorithm: Parameters<typeof leasedLimiter>[0]['rules'], extra: Record<string, unknown> = {}) =>
+describe.each(['leasedLimiter', 'dividedLimiter'] as const)('a limiter on a %s store', (mode) => {
+  const make = (algorithm: Parameters<typeof leasedLimiterOn>[0]['rules'], extra: Record<string, unknown> = {}) =>
     mode === 'leasedLimiter'
-      ? leasedLimiter({
+      ? leasedLimiterOn({
           rules: algorithm,
           redis: redis().redis,
           prefix: prefix(),
           clock: new ManualClock(1_000_000),
-          maxBatch: 4,
+          maxLease: 4,
           ...extra,
         })
-      : dividedLimiter({
+      : dividedLimiterOn({
           rules: algorithm,
           redis: redis().redis,
           prefix: prefix(),
@@ -39,16 +40,17 @@ describe.each(['leasedLimiter', 'dividedLimiter'] as const)('%s', (mode) => {
     expect(() => make(fixedWindow({ limit: 5, windowMs: 1_000, blockMs: 60_000 }))).toThrow(
       new RegExp(`${store} cannot honour blockMs`),
     );
-    expect(() =>
-      make(fixedWindow({ limit: 5, windowMs: 1_000 }), { plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) } }),
-    ).toThrow(SluiceRangeError);
-    expect(() =>
-      make(fixedWindow({ limit: 5, windowMs: 1_000 }), { plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) } }),
-    ).toThrow(new RegExp(`${store} cannot honour plans`));
+    const hybrid =
+      mode === 'leasedLimiter' ? leasedStore({ redis: redis().redis }) : dividedStore({ redis: redis().redis });
+    const plans = () =>
+      createLimiter({ plans: { free: fixedWindow({ limit: 1, windowMs: 1_000 }) }, store: hybrid, prefix: prefix() });
+    expect(plans).toThrow(SluiceRangeError);
+    expect(plans).toThrow(new RegExp(`${store} cannot honour plans`));
+    await hybrid.close();
     const limiter = make(fixedWindow({ limit: 5, windowMs: 1_000 }));
     await expect(limiter.block('k', 1_000)).rejects.toMatchObject({
       code: 'UNSUPPORTED',
-      message: expect.stringContaining(mode),
+      message: expect.stringContaining(`${store} keeps no bans`),
     });
     await expect(limiter.unblock('k')).rejects.toBeInstanceOf(SluiceError);
     expect(limiter.plans).toBeUndefined();
@@ -80,21 +82,21 @@ describe('leased mode: a penalty past the lease reaches the central bucket', () 
   it("a second node sees the first node's penalty", async () => {
     const clock = new ManualClock(5_000_000);
     const p = prefix();
-    const a = leasedLimiter({
+    const a = leasedLimiterOn({
       rules: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }),
       redis: redis().redis,
       prefix: p,
       clock,
       nodeId: 'a',
-      maxBatch: 2,
+      maxLease: 2,
     });
-    const b = leasedLimiter({
+    const b = leasedLimiterOn({
       rules: tokenBucket({ capacity: 10, refillPerSecond: 0.001 }),
       redis: redis().redis,
       prefix: p,
       clock,
       nodeId: 'b',
-      maxBatch: 10,
+      maxLease: 10,
     });
     expect((await a.tryAcquire('k')).allowed).toBe(true); // a leases 2
     await a.penalize('k', 7); // 1 from a's lease, 6 from the central bucket (8 left there): 2 remain

@@ -3,7 +3,7 @@
  * stores, whatever mode (the caller's ioredis client stays open: it is theirs).
  */
 import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -37,12 +37,12 @@ describe('close()', () => {
       store,
       prefix: `leaks${Date.now()}`,
     });
-    const leased = leasedLimiter({
+    const leased = leasedLimiterOn({
       rules: tokenBucket({ capacity: 50, refillPerSecond: 10 }),
       redis: client,
       prefix: `leaks-l${Date.now()}`,
     });
-    const divided = dividedLimiter({
+    const divided = dividedLimiterOn({
       rules: tokenBucket({ capacity: 50, refillPerSecond: 10 }),
       redis: client,
       prefix: `leaks-d${Date.now()}`,

@@ -5,6 +5,7 @@
  */
 import {
   type Limiter,
+  concurrencyLimiter,
   RateLimiter,
   SluiceError,
   SluiceRangeError,
@@ -22,9 +23,9 @@ import {
 } from '@sluice/core';
 import { rateLimited as decorate } from '@sluice/core/decorators';
 import { rateLimit as middleware } from '@sluice/core/http';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
-import { encodeIdentity } from '@sluice/redis/store-kit';
+import { encodeIdentity, fleetKey } from '../../packages/redis/src/key-layout.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -116,6 +117,13 @@ const options = fc.oneof(
       'failMode',
       'timeoutMs',
       'maxBatch',
+      'maxLease',
+      'maxKeys',
+      'nodeId',
+      'assumedNodes',
+      'liveMs',
+      'leaseMs',
+      'maxQueue',
       'denyCache',
       'headers',
       'cost',
@@ -227,20 +235,9 @@ describe('hostile input', () => {
         const withRequired = (extra: object) => (typeof o === 'object' && o !== null ? { ...o, ...extra } : o);
         onlyTypedErrors(() => made.push(redisStore(withRequired({ redis: client }) as never)));
         onlyTypedErrors(() => made.push(memoryStore(o as never)));
-        onlyTypedErrors(() =>
-          made.push(
-            leasedLimiter(
-              withRequired({ redis: client, rules: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never,
-            ),
-          ),
-        );
-        onlyTypedErrors(() =>
-          made.push(
-            dividedLimiter(
-              withRequired({ redis: client, rules: tokenBucket({ capacity: 10, refillPerSecond: 1 }) }) as never,
-            ),
-          ),
-        );
+        onlyTypedErrors(() => made.push(leasedStore(withRequired({ redis: client }) as never)));
+        onlyTypedErrors(() => made.push(dividedStore(withRequired({ redis: client }) as never)));
+        onlyTypedErrors(() => made.push(concurrencyLimiter(withRequired({ max: 2 }) as never)));
         onlyTypedErrors(() =>
           middleware(
             withRequired({
@@ -286,7 +283,10 @@ describe('hostile input', () => {
       expect((await a.tryAcquire(k)).remaining).toBe(2);
       expect((await b.tryAcquire(k, { permits: 2 })).remaining).toBe(1);
     }
-    const names = await client.keys(`${run}.*`);
+    const all = await client.keys(`${run}.*`);
+    // Each limiter's fleet (its fail mode's share) is counted under its own prefix, once.
+    expect(all.filter((name) => name.endsWith(':~nodes')).sort()).toEqual([fleetKey(`${run}.a`), fleetKey(`${run}.b`)]);
+    const names = all.filter((name) => !name.endsWith(':~nodes'));
     // One state per (prefix, key): nothing shared, nothing lost.
     expect(names).toHaveLength(2 * keys.length);
     for (const k of keys) {

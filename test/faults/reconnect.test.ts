@@ -9,7 +9,7 @@
  * `npm run test:faults` runs 60 s on every library and both modes.
  */
 import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
-import { leasedLimiter } from '@sluice/hybrid';
+import { leasedLimiterOn } from '../harness/hybrid.js';
 import { type RedisClient, redisStore } from '@sluice/redis';
 import { GlideClient } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
@@ -86,7 +86,7 @@ describe.each(CASES)(`$kind, $mode mode: Redis killed for ${OUTAGE_MS / 1000} s 
             store,
             prefix: `reconnect-${kind}-${mode}`,
           })
-        : leasedLimiter({
+        : leasedLimiterOn({
             rules: fixedWindow({ limit: 1_000_000, windowMs: 60_000 }),
             redis: user.client,
             timeoutMs,

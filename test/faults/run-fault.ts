@@ -3,7 +3,7 @@
  * prefix, all on the same failing server), and measures what callers saw.
  */
 import { type Limiter, createLimiter, tokenBucket } from '@sluice/core';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { type FailMode, redisStore } from '@sluice/redis';
 import type { Cluster, Redis } from 'ioredis';
 
@@ -104,15 +104,15 @@ function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<
     return probe;
   }
   if (c.mode === 'leased') {
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: algorithm,
       redis: client,
       prefix,
       failMode: c.failMode,
       timeoutMs: TIMEOUT_MS,
     });
-    limiter.on('lease', () => probe.servedAt.push(performance.now()));
-    limiter.on('store-error', () => probe.fallbacks.push(performance.now()));
+    limiter.store.on('lease', () => probe.servedAt.push(performance.now()));
+    limiter.store.on('store-error', () => probe.fallbacks.push(performance.now()));
     probe.limiter = limiter;
     probe.close = async () => {
       await limiter.close();
@@ -120,9 +120,9 @@ function makeProbe(c: ModeCase, client: RedisClient, closeClient: () => Promise<
     };
     return probe;
   }
-  const limiter = dividedLimiter({ rules: algorithm, redis: client, prefix, heartbeatMs: 200 });
-  limiter.on('store-error', () => probe.fallbacks.push(performance.now()));
-  limiter.on('store-recovered', () => probe.servedAt.push(performance.now()));
+  const limiter = dividedLimiterOn({ rules: algorithm, redis: client, prefix, heartbeatMs: 200 });
+  limiter.store.on('store-error', () => probe.fallbacks.push(performance.now()));
+  limiter.store.on('store-recovered', () => probe.servedAt.push(performance.now()));
   probe.limiter = limiter;
   probe.close = async () => {
     await limiter.close();

@@ -5,7 +5,7 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { type Limiter, createLimiter, tokenBucket } from '@sluice/core';
-import { leasedLimiter } from '@sluice/hybrid';
+import { leasedLimiterOn } from '../harness/hybrid.js';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -26,7 +26,7 @@ describe('soak', () => {
     const algorithm = tokenBucket({ capacity: 100, refillPerSecond: 1_000 });
     const limiters: Record<string, Limiter> = {
       exact: createLimiter({ rules: algorithm, store, prefix: 'soak-exact' }),
-      leased: leasedLimiter({ rules: algorithm, redis: leasedClient, prefix: 'soak-leased' }),
+      leased: leasedLimiterOn({ rules: algorithm, redis: leasedClient, prefix: 'soak-leased' }),
     };
     const decisions: Record<string, number> = { exact: 0, leased: 0 };
     const delay = monitorEventLoopDelay({ resolution: 10 });

@@ -3,7 +3,8 @@
  * (not refilling) on a membership change, and no Redis call on the decision path.
  */
 import { ManualClock, SluiceRangeError, fixedWindow, tokenBucket } from '@sluice/core';
-import { type DividedLimiter, type MembershipEvent, dividedLimiter } from '@sluice/hybrid';
+import type { DividedStore, MembershipEvent } from '@sluice/hybrid';
+import { dividedLimiterOn, type OwnedLimiter } from '../harness/hybrid.js';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -14,16 +15,19 @@ let n = 0;
 const prefix = () => `divided${Date.now()}-${n++}`;
 
 /** Resolves with the first membership event that satisfies `ok` (bounded: heartbeats are 50 ms here). */
-function membership(limiter: DividedLimiter, ok: (e: MembershipEvent) => boolean): Promise<MembershipEvent> {
+function membership(
+  limiter: OwnedLimiter<DividedStore>,
+  ok: (e: MembershipEvent) => boolean,
+): Promise<MembershipEvent> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('no such membership within 5 s')), 5_000);
     const on = (e: MembershipEvent) => {
       if (!ok(e)) return;
       clearTimeout(timer);
-      limiter.off('membership', on);
+      limiter.store.off('membership', on);
       resolve(e);
     };
-    limiter.on('membership', on);
+    limiter.store.on('membership', on);
   });
 }
 
@@ -35,7 +39,7 @@ async function evalCalls(r: Redis): Promise<number> {
 describe('dividedLimiter', () => {
   it('starts with a conservative share, then takes its share from the membership, scaling what it holds', async () => {
     const clock = new ManualClock(0);
-    const a = dividedLimiter({
+    const a = dividedLimiterOn({
       rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
       redis: redis().redis,
       prefix: prefix(),
@@ -58,7 +62,7 @@ describe('dividedLimiter', () => {
     const clock = new ManualClock(0);
     const p = prefix();
     const make = (id: string) =>
-      dividedLimiter({
+      dividedLimiterOn({
         rules: fixedWindow({ limit: 100, windowMs: 60_000 }),
         redis: redis().redis,
         prefix: p,
@@ -82,7 +86,7 @@ describe('dividedLimiter', () => {
   });
 
   it('makes no Redis call on the decision path', async () => {
-    const a = dividedLimiter({
+    const a = dividedLimiterOn({
       rules: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1_000_000 }),
       redis: redis().redis,
       prefix: prefix(),
@@ -98,16 +102,16 @@ describe('dividedLimiter', () => {
   it('validates its options', () => {
     const r = redis().redis;
     expect(() =>
-      dividedLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, share: 'fair' as never }),
+      dividedLimiterOn({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, share: 'fair' as never }),
     ).toThrow(SluiceRangeError);
     expect(() =>
-      dividedLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, heartbeatMs: -1 }),
+      dividedLimiterOn({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, heartbeatMs: -1 }),
     ).toThrow(/heartbeatMs must be a finite number > 0, got -1/);
     expect(() =>
-      dividedLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, assumedNodes: 0.5 }),
+      dividedLimiterOn({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, assumedNodes: 0.5 }),
     ).toThrow(/assumedNodes must be an integer >= 1/);
     expect(() =>
-      dividedLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, nodeId: 'a b' }),
+      dividedLimiterOn({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, nodeId: 'a b' }),
     ).toThrow(/nodeId must be/);
   });
 });

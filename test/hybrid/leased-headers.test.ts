@@ -4,7 +4,7 @@
  * the central state had left at its latest lease.
  */
 import { fixedWindow } from '@sluice/core';
-import { leasedLimiter } from '@sluice/hybrid';
+import { leasedLimiterOn } from '../harness/hybrid.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
 import { type TestServer, get, startServer } from '../http/servers.js';
@@ -17,7 +17,7 @@ afterEach(async () => {
 
 describe('leased mode headers', () => {
   it("tell the client the fleet's allowance, as this node knows it", async () => {
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: fixedWindow({ limit: 200, windowMs: 600_000, name: 'api' }),
       redis: testRedis().redis,
       prefix: `leased-headers-${process.pid}`,

@@ -13,7 +13,8 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
-import { type LeaseEvent, leasedLimiter } from '@sluice/hybrid';
+import type { LeaseEvent } from '@sluice/hybrid';
+import { leasedLimiterOn } from '../harness/hybrid.js';
 import { toConnection } from '@sluice/redis/store-kit';
 import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
 import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-store.js';
@@ -160,7 +161,7 @@ describe('leasedLimiter', () => {
   it('shadow mode: every request allowed, would-be denials marked; a refused option leaves nothing open', async () => {
     const client = redis().redis;
     const clock = new ManualClock(1_000_000);
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
       redis: client,
       prefix: prefix(),
@@ -176,14 +177,14 @@ describe('leasedLimiter', () => {
     const fresh = new Redis(redis().server.url);
     const listeners = fresh.listenerCount('error');
     expect(() =>
-      leasedLimiter({
+      leasedLimiterOn({
         rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
         redis: fresh,
         prefix: 'bad prefix!',
       }),
     ).toThrow(SluiceRangeError);
     expect(() =>
-      leasedLimiter({
+      leasedLimiterOn({
         rules: tokenBucket({ capacity: 5, refillPerSecond: 1 }),
         redis: fresh,
         shadow: 'yes' as never,
@@ -196,14 +197,14 @@ describe('leasedLimiter', () => {
 
   it('spends a batch locally: one Redis call per batch, never more than capacity + rate x T', async () => {
     const clock = new ManualClock(1_000_000);
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
       redis: redis().redis,
       prefix: prefix(),
       clock,
     });
     const leases: LeaseEvent[] = [];
-    limiter.on('lease', (e) => leases.push(e));
+    limiter.store.on('lease', (e) => leases.push(e));
     expect(await admitted(limiter, 'k', 200)).toBe(100);
     expect(leases.every((e) => e.granted <= 25)).toBe(true); // capacity / (4 x 1 node)
     expect(leases.length).toBeLessThan(12);
@@ -217,7 +218,7 @@ describe('leasedLimiter', () => {
 
   it('sizes batches to about targetMs of recent demand, and prefetches so a steady caller never waits on Redis', async () => {
     const clock = new ManualClock(0);
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: tokenBucket({ capacity: 100_000, refillPerSecond: 100_000 }),
       redis: redis().redis,
       prefix: prefix(),
@@ -225,7 +226,7 @@ describe('leasedLimiter', () => {
       targetMs: 100,
     });
     const leases: LeaseEvent[] = [];
-    limiter.on('lease', (e) => leases.push(e));
+    limiter.store.on('lease', (e) => leases.push(e));
     const settle = () => new Promise((r) => setTimeout(r, 5)); // let a prefetch's reply arrive
     // 20 requests per second for 3 s: 2 per targetMs, too few for a lease to pay: decided exactly.
     for (let i = 0; i < 60; i++) {
@@ -261,23 +262,23 @@ describe('leasedLimiter', () => {
   it('hands unspent permits back on close', async () => {
     const clock = new ManualClock(0);
     const p = prefix();
-    const a = leasedLimiter({
+    const a = leasedLimiterOn({
       rules: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
       redis: redis().redis,
       prefix: p,
       clock,
-      maxBatch: 40,
+      maxLease: 40,
       lowWater: 0,
     });
     // A cold key: decided exactly until its demand fills a batch worth leasing; then it leases 40, spends 1.
     for (let i = 0; i < LEASE_PAYS_AT; i++) expect((await a.tryAcquire('k')).allowed).toBe(true);
     await a.close();
-    const b = leasedLimiter({
+    const b = leasedLimiterOn({
       rules: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
       redis: redis().redis,
       prefix: p,
       clock,
-      maxBatch: 100,
+      maxLease: 100,
     });
     // The 39 unspent went back: what the exact decisions and the one leased permit took is gone.
     expect(await admitted(b, 'k', 150)).toBe(100 - LEASE_PAYS_AT);
@@ -287,14 +288,14 @@ describe('leasedLimiter', () => {
   it('a key asked once is decided exactly: batched with other keys, no lessee bookkeeping, nothing to hand back', async () => {
     const { redis: r } = redis();
     const p = prefix();
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: tokenBucket({ capacity: 10, refillPerSecond: 1, name: 'tb' }),
       redis: r,
       prefix: p,
       clock: new ManualClock(1_000),
     });
     const leases: LeaseEvent[] = [];
-    limiter.on('lease', (e) => leases.push(e));
+    limiter.store.on('lease', (e) => leases.push(e));
     const calls = async () => {
       const stats = await r.info('commandstats');
       return ['evalsha', 'eval', 'fcall'].reduce(
@@ -326,7 +327,7 @@ describe('leasedLimiter', () => {
     const clock = new ManualClock(0);
     const p = prefix();
     const nodes = [0, 1, 2, 3].map((i) =>
-      leasedLimiter({
+      leasedLimiterOn({
         rules: gcra({ rate: 100, burst: 1_600 }),
         redis: redis().redis,
         prefix: p,
@@ -335,7 +336,7 @@ describe('leasedLimiter', () => {
       }),
     );
     const leases: LeaseEvent[] = [];
-    for (const node of nodes) node.on('lease', (e) => leases.push(e));
+    for (const node of nodes) node.store.on('lease', (e) => leases.push(e));
     for (let round = 0; round < 3; round++)
       for (const node of nodes) for (let i = 0; i < 60; i++) await node.tryAcquire('k');
     expect(leases.at(-1)?.liveNodes).toBe(4);
@@ -347,12 +348,12 @@ describe('leasedLimiter', () => {
 
   it('leases of a window die with it', async () => {
     const clock = new ManualClock(10_000);
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: fixedWindow({ limit: 10, windowMs: 1_000 }),
       redis: redis().redis,
       prefix: prefix(),
       clock,
-      maxBatch: 10,
+      maxLease: 10,
     });
     expect((await limiter.tryAcquire('k')).allowed).toBe(true); // leases all 10 of window 10 s
     clock.advance(1_000);
@@ -363,7 +364,7 @@ describe('leasedLimiter', () => {
 
   it('sliding window counter: at most the limit per aligned window, previous window weighed in', async () => {
     const clock = new ManualClock(0);
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: slidingWindowCounter({ limit: 10, windowMs: 1_000 }),
       redis: redis().redis,
       prefix: prefix(),
@@ -377,25 +378,25 @@ describe('leasedLimiter', () => {
 
   it('refuses what it cannot lease: policies, other algorithms, bad options', () => {
     const r = redis().redis;
-    expect(() => leasedLimiter({ rules: slidingWindowLog({ limit: 1, windowMs: 1 }), redis: r })).toThrow(
+    expect(() => leasedLimiterOn({ rules: slidingWindowLog({ limit: 1, windowMs: 1 }), redis: r })).toThrow(
       /supports tokenBucket, gcra, fixedWindow and slidingWindowCounter, got "slidingWindowLog"/,
     );
     expect(() =>
-      leasedLimiter({
+      leasedLimiterOn({
         rules: [fixedWindow({ limit: 1, windowMs: 1, name: 'a' }), fixedWindow({ limit: 1, windowMs: 1, name: 'b' })],
         redis: r,
       }),
     ).toThrow(SluiceRangeError);
-    expect(() => leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: {} as never })).toThrow(
+    expect(() => leasedLimiterOn({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: {} as never })).toThrow(
       SluiceTypeError,
     );
-    expect(() => leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, lowWater: 2 })).toThrow(
+    expect(() => leasedLimiterOn({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, lowWater: 2 })).toThrow(
       /lowWater must be a number in 0..1, got 2/,
     );
     expect(() =>
-      leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, failMode: 'maybe' as never }),
+      leasedLimiterOn({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, failMode: 'maybe' as never }),
     ).toThrow(/failMode/);
-    expect(() => leasedLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, targetMs: 0 })).toThrow(
+    expect(() => leasedLimiterOn({ rules: fixedWindow({ limit: 1, windowMs: 1 }), redis: r, targetMs: 0 })).toThrow(
       /targetMs must be a finite number > 0, got 0/,
     );
   });
@@ -412,14 +413,14 @@ describe('leasedLimiter when Redis is unreachable', () => {
         lazyConnect: false,
       });
       dead.on('error', () => {});
-      const limiter = leasedLimiter({
+      const limiter = leasedLimiterOn({
         rules: tokenBucket({ capacity: 8, refillPerSecond: 1 }),
         redis: dead,
         timeoutMs: 50,
         failMode,
       });
       const fallbacks: Error[] = [];
-      limiter.on('store-error', (e) => fallbacks.push(e));
+      limiter.store.on('store-error', (e) => fallbacks.push(e));
       const started = performance.now();
       const decisions = [];
       for (let i = 0; i < 4; i++) decisions.push((await limiter.tryAcquire('k')).allowed);
@@ -427,7 +428,8 @@ describe('leasedLimiter when Redis is unreachable', () => {
       expect(fallbacks.length).toBe(1);
       if (failMode === 'open') expect(decisions).toEqual([true, true, true, true]);
       if (failMode === 'closed') expect(decisions).toEqual([false, false, false, false]);
-      if (failMode === 'local') expect(decisions).toEqual([true, true, true, true]); // the local share of 8: all of it, one node
+      // The share of a fleet Redis never counted: 1 / assumedNodes (10) of 8, at least 1; never all 8 on each node.
+      if (failMode === 'local') expect(decisions).toEqual([true, false, false, false]);
       await limiter.close();
       dead.disconnect();
     },

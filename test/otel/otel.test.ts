@@ -5,7 +5,7 @@
  * attribute, and no double counting when instrumented twice.
  */
 import { ManualClock, createLimiter, fixedWindow, limiterStatuses, memoryStore, tokenBucket } from '@sluice/core';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { INSTRUMENTS, instrumentSluice } from '@sluice/otel';
 import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-store.js';
 import { redisStore } from '@sluice/redis';
@@ -142,14 +142,14 @@ describe('sluice.decisions and sluice.decision.duration', () => {
   it('leased mode: a cold key decided exactly, then decisions from the lease, and every permit leased counted', async () => {
     const meter = instrumented();
     const leased: number[] = [];
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: tokenBucket({ capacity: 20, refillPerSecond: 0.001, name: 'leased' }),
       redis: redis().redis,
       prefix: prefix('leased'),
       clock: new ManualClock(1_000),
-      maxBatch: 4,
+      maxLease: 4,
     });
-    limiter.on('lease', (e) => leased.push(e.granted));
+    limiter.store.on('lease', (e) => leased.push(e.granted));
     cleanups.push(() => limiter.close());
     let allowed = 0;
     for (let i = 0; i < 25; i++) if ((await limiter.tryAcquire(SECRET)).allowed) allowed++;
@@ -174,7 +174,7 @@ describe('sluice.decisions and sluice.decision.duration', () => {
 
   it("divided mode: decisions from this node's share, and the share as a gauge", async () => {
     const meter = instrumented();
-    const limiter = dividedLimiter({
+    const limiter = dividedLimiterOn({
       rules: fixedWindow({ limit: 10, windowMs: 60_000, name: 'divided' }),
       redis: redis().redis,
       prefix: prefix('divided'),
@@ -212,21 +212,21 @@ describe('sluice.store.degraded', () => {
       store,
       prefix: prefix('exact'),
     });
-    const leased = leasedLimiter({
+    const leased = leasedLimiterOn({
       rules: tokenBucket({ capacity: 1_000, refillPerSecond: 1 }),
       redis: client,
       prefix: prefix('leased'),
-      maxBatch: 2,
+      maxLease: 2,
       timeoutMs: 100,
     });
-    const divided = dividedLimiter({
+    const divided = dividedLimiterOn({
       rules: fixedWindow({ limit: 1_000, windowMs: 60_000 }),
       redis: client,
       prefix: prefix('divided'),
       heartbeatMs: 50,
     });
-    leased.on('store-error', () => {});
-    divided.on('store-error', () => {});
+    leased.store.on('store-error', () => {});
+    divided.store.on('store-error', () => {});
     cleanups.push(
       () => exact.close(),
       () => store.close(),

@@ -13,13 +13,14 @@ import {
   systemClock,
   tokenBucket,
 } from '@sluice/core';
-import { leasedLimiter } from '@sluice/hybrid';
-import { type DecisionEvent, redisStore } from '@sluice/redis';
-import { stateKey } from '@sluice/redis/store-kit';
+import { leasedLimiterOn } from '../harness/hybrid.js';
+import { type DecisionEvent, type FleetEvent, redisStore } from '@sluice/redis';
+import { stateKey } from '../../packages/redis/src/key-layout.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
 import { spawnRedisServer } from '../harness/redis-server.js';
+import { nextEvent } from '../harness/events.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
@@ -76,7 +77,7 @@ describe('hostile keys on a Cluster (3 masters)', () => {
   });
 
   it('leased mode with hostile keys: exact per key, no fallback', async () => {
-    const limiter = leasedLimiter({
+    const limiter = leasedLimiterOn({
       rules: tokenBucket({ capacity: 5, refillPerSecond: 0.001 }),
       redis: testCluster().client,
       failMode: 'open',
@@ -84,7 +85,7 @@ describe('hostile keys on a Cluster (3 masters)', () => {
       prefix: prefix(),
     });
     const fallbacks: Error[] = [];
-    limiter.on('store-error', (e) => fallbacks.push(e));
+    limiter.store.on('store-error', (e) => fallbacks.push(e));
     for (const key of HOSTILE.filter((k) => k !== '').concat(['plain'])) {
       let granted = 0;
       for (let i = 0; i < 8; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;
@@ -220,7 +221,7 @@ describe('reset() has a deadline and typed errors', () => {
     const client = await deadClient();
     const store = redisStore({ redis: client, timeoutMs: 50 });
     const exact = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), store, prefix: prefix() });
-    const leased = leasedLimiter({
+    const leased = leasedLimiterOn({
       rules: tokenBucket({ capacity: 10, refillPerSecond: 1 }),
       redis: client,
       timeoutMs: 50,
@@ -267,28 +268,72 @@ describe('reset() has a deadline and typed errors', () => {
   });
 });
 
-describe("failMode 'local' holds this node's share", () => {
-  it('3 nodes with expectedNodes 3 and Redis down admit at most the limit together', async () => {
-    const clients = await Promise.all([deadClient(), deadClient(), deadClient()]);
+describe("failMode 'local' holds this node's share, from the fleet Redis counted", () => {
+  it('3 nodes that Redis counted, then Redis stalls: together they admit at most the limit (each holds a third)', async () => {
+    const server = await spawnRedisServer();
     const p = prefix();
-    const limiters = clients.map((redis) =>
+    const clients = [0, 1, 2].map(() => {
+      const client = new Redis({ port: server.port, maxRetriesPerRequest: 1 });
+      client.on('error', () => {});
+      return client;
+    });
+    const stores = clients.map((redis) => redisStore({ redis, timeoutMs: 50, heartbeatMs: 100 }));
+    // Each store learns the fleet from its heartbeats: wait until every one has counted all three.
+    const counted = stores.map((store) => nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3));
+    const limiters = stores.map((store) =>
+      createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
+    );
+    await Promise.all(counted);
+    server.process?.kill('SIGSTOP');
+    try {
+      let admitted = 0;
+      for (const limiter of limiters)
+        for (let i = 0; i < 10; i++) {
+          const d = await limiter.tryAcquire('k');
+          expect(d.source).toBe('fallback');
+          if (d.allowed) admitted++;
+        }
+      expect(admitted).toBe(9); // 3 per node: floor(10 / 3)
+    } finally {
+      server.process?.kill('SIGCONT');
+      await Promise.all(limiters.map((l) => l.close()));
+      await Promise.all(stores.map((s) => s.close()));
+      for (const c of clients) c.disconnect();
+      await server.stop();
+    }
+  });
+
+  it('a fleet Redis never answered for is taken to be assumedNodes nodes, never one node with the whole limit', async () => {
+    const clients = await Promise.all([deadClient(), deadClient()]);
+    const p = prefix();
+    const limiters = clients.map((redis, i) =>
       createLimiter({
         rules: fixedWindow({ limit: 10, windowMs: 60_000 }),
-        store: redisStore({ redis, expectedNodes: 3, timeoutMs: 20 }),
+        // The default assumption (10 nodes) for one, an explicit one for the other.
+        store: redisStore({ redis, timeoutMs: 20, ...(i === 1 ? { assumedNodes: 2 } : {}) }),
         prefix: p,
       }),
     );
-    let admitted = 0;
-    for (const limiter of limiters)
-      for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
-    expect(admitted).toBe(9); // 3 per node: floor(10 / 3)
+    const admitted = [];
+    for (const limiter of limiters) {
+      let n = 0;
+      for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire('k')).allowed) n++;
+      admitted.push(n);
+    }
+    expect(admitted).toEqual([1, 5]); // floor(10 / 10), floor(10 / 2)
     await Promise.all(limiters.map((l) => l.close()));
     for (const c of clients) c.disconnect();
   });
 
   it('is validated', () => {
-    expect(() => redisStore({ redis: testRedis().redis, expectedNodes: 0 })).toThrow(
-      /expectedNodes must be an integer >= 1, got 0/,
+    expect(() => redisStore({ redis: testRedis().redis, assumedNodes: 0 })).toThrow(
+      /assumedNodes must be an integer >= 1, got 0/,
+    );
+    expect(() => redisStore({ redis: testRedis().redis, heartbeatMs: -1 })).toThrow(/heartbeatMs must be/);
+    expect(() => redisStore({ redis: testRedis().redis, nodeId: 'a b' })).toThrow(/nodeId must be/);
+    // A misspelt option is named, with the options there are, never ignored.
+    expect(() => redisStore({ redis: testRedis().redis, expectedNodes: 3 } as never)).toThrow(
+      /redisStore options have no option "expectedNodes".*assumedNodes/,
     );
   });
 });

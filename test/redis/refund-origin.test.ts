@@ -6,11 +6,12 @@
  */
 import { type Decision, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
-import { leasedLimiter } from '@sluice/hybrid';
+import { leasedLimiterOn } from '../harness/hybrid.js';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 import { Answer, get, startServer } from '../http/servers.js';
+import { nextEvent } from '../harness/events.js';
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -32,8 +33,11 @@ async function stallable(failMode: 'open' | 'local') {
     await server.stop();
   });
   const recovered = () => new Promise<void>((resolve) => store.once('store-recovered', () => resolve()));
+  // 'local' holds this node's share of each limit: the whole of it here, once Redis has counted a fleet of one.
+  const counted = failMode === 'local' ? nextEvent(store, 'fleet') : Promise.resolve();
   return {
     store,
+    counted,
     client,
     stall: () => server.process?.kill('SIGSTOP'),
     resume: () => server.process?.kill('SIGCONT'),
@@ -49,6 +53,7 @@ describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode
     const redis = await stallable(failMode);
     const limiter = createLimiter({ rules: bucket(), store: redis.store, prefix: prefix() });
     for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+    await redis.counted;
     redis.stall();
     const during: Decision[] = [];
     // 'local' holds the whole bucket on one node: two of its three are granted.
@@ -87,6 +92,7 @@ describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode
     );
     cleanups.push(() => server.close());
     for (let i = 0; i < 3; i++) expect((await get(server.url)).status).toBe(200);
+    await redis.counted;
     redis.stall();
     const failing = [get(server.url), get(server.url)];
     // Both are past their decision (made by the fail mode) once the route has seen them.
@@ -110,6 +116,7 @@ it("exact mode, failMode 'local': the fail mode's own state takes its grant back
     store: redis.store,
     prefix: prefix(),
   });
+  await redis.counted;
   redis.stall();
   const first = await limiter.tryAcquire('k');
   const second = await limiter.tryAcquire('k');
@@ -128,7 +135,7 @@ it("exact mode, failMode 'local': the fail mode's own state takes its grant back
 
 it('leased mode: a fail-mode grant is never given back to the central bucket', async () => {
   const redis = await stallable('open');
-  const limiter = leasedLimiter({
+  const limiter = leasedLimiterOn({
     rules: bucket(),
     redis: redis.client,
     prefix: prefix(),

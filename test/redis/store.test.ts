@@ -12,17 +12,24 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '@sluice/core';
-import { type RedisStore, redisStore } from '@sluice/redis';
-import { bufferReply, decideScript, runScript, stateKey } from '@sluice/redis/store-kit';
-import { decideOneScript } from '../../packages/redis/src/scripts.js';
-import { adjustArgs, ruleArgs } from '../../packages/redis/src/rule-args.js';
-import { adjustScript, blockScript, semaphoreScript } from '../../packages/redis/src/scripts.js';
+import { type FleetEvent, type RedisStore, redisStore } from '@sluice/redis';
+import { stateKey } from '../../packages/redis/src/key-layout.js';
+import { bufferReply, runScript } from '../../packages/redis/src/script-runner.js';
+import { adjustArgs, ruleArgs } from '../../packages/redis/src/exact/rule-args.js';
+import {
+  adjustScript,
+  blockScript,
+  decideOneScript,
+  decideScript,
+  semaphoreScript,
+} from '../../packages/redis/src/scripts.js';
 import { heartbeatScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/protocol.js';
+import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/exact/protocol.js';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
+import { nextEvent } from '../harness/events.js';
 
 const testRedis = useTestRedis();
 let server: TestRedis;
@@ -423,12 +430,15 @@ describe('fail modes (a server that stops answering, then comes back)', () => {
         const events: string[] = [];
         store.on('store-error', () => events.push('error'));
         store.on('store-recovered', () => events.push('recovered'));
+        // 'local' holds this node's share of the limit: here, of a fleet of one, once Redis has counted it.
+        const counted = failMode === 'local' ? nextEvent<[FleetEvent]>(store, 'fleet') : undefined;
         const limiter = createLimiter({
           rules: fixedWindow({ limit: 2, windowMs: 60_000 }),
           store,
           prefix: prefix(),
         });
         expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+        expect((await counted)?.[0].nodes).toBe(failMode === 'local' ? 1 : undefined);
         down.process?.kill('SIGSTOP');
         const started = performance.now();
         const during = [];
@@ -439,7 +449,7 @@ describe('fail modes (a server that stops answering, then comes back)', () => {
         expect(worst).toBeLessThan(500);
         if (failMode === 'open') expect(during).toEqual([true, true, true, true]);
         if (failMode === 'closed') expect(during).toEqual([false, false, false, false]);
-        if (failMode === 'local') expect(during).toEqual([true, true, false, false]); // its own copy of the rules
+        if (failMode === 'local') expect(during).toEqual([true, true, false, false]); // the whole limit of 2: one node
         await new Promise((r) => setTimeout(r, 200));
         await limiter.tryAcquire('k2');
         expect(events).toEqual(['error', 'recovered']);

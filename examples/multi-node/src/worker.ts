@@ -2,8 +2,16 @@
  * One node of the multi-node example (and of the hybrid tests and bench): one limiter in the chosen mode
  * against one Redis, one hot key, saturated or at a paced rate, reporting admissions as JSON lines.
  */
-import { type Algorithm, type Limiter, createLimiter, fixedWindow, observeSluice, tokenBucket } from '@sluice/core';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import {
+  type Algorithm,
+  type Limiter,
+  type Store,
+  createLimiter,
+  fixedWindow,
+  observeSluice,
+  tokenBucket,
+} from '@sluice/core';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import type { RuleConfig, WorkerConfig, WorkerReport } from './worker-config.js';
@@ -23,54 +31,51 @@ const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 1 });
 redis.on('error', () => {});
 let leased = 0;
 let fallbacks = 0;
-let close: () => Promise<void>;
-let limiter: Limiter;
-if (config.mode === 'exact') {
-  const store = redisStore({ redis, failMode: 'closed', timeoutMs: 5_000 });
-  limiter = createLimiter({ rules: rule(config.rule), store, prefix: config.prefix });
-  close = async () => {
-    await limiter.close();
-    await store.close();
-  };
-} else if (config.mode === 'leased') {
-  const l = leasedLimiter({
-    rules: rule(config.rule),
-    redis,
-    prefix: config.prefix,
-    nodeId: config.nodeId,
-    failMode: 'closed',
-    timeoutMs: 5_000,
-  });
-  l.on('lease', (e) => {
-    leased += e.granted;
-    report({ type: 'lease', granted: e.granted });
-  });
-  // A key too cold for a lease (the hot key's first requests) is decided exactly: permits taken centrally
-  // too. Counted only when admissions are recorded (the tests): observing every decision costs throughput.
-  if (config.recordTimes)
-    observeSluice({
-      decision: (e) => {
-        if (e.source !== 'redis' || !e.decision.allowed) return;
-        leased++;
-        report({ type: 'lease', granted: 1 });
-      },
+
+const countFallback = () => fallbacks++;
+
+/** The mode is the store: the limiter below is the same in each. */
+function storeFor(c: WorkerConfig): Store {
+  if (c.mode === 'exact') {
+    const exact = redisStore({ redis, nodeId: c.nodeId, failMode: 'closed', timeoutMs: 5_000 });
+    exact.on('store-error', countFallback);
+    return exact;
+  }
+  if (c.mode === 'leased') {
+    const leasing = leasedStore({ redis, nodeId: c.nodeId, failMode: 'closed', timeoutMs: 5_000 });
+    leasing.on('store-error', countFallback);
+    leasing.on('lease', (e) => {
+      leased += e.granted;
+      report({ type: 'lease', granted: e.granted });
     });
-  l.on('store-error', () => fallbacks++);
-  limiter = l;
-  close = () => l.close();
-} else {
-  const d = dividedLimiter({
-    rules: rule(config.rule),
+    // A key too cold for a lease (the hot key's first requests) is decided exactly: permits taken centrally
+    // too. Counted only when admissions are recorded (the tests): observing every decision costs throughput.
+    if (c.recordTimes)
+      observeSluice({
+        decision: (e) => {
+          if (e.source !== 'redis' || !e.decision.allowed) return;
+          leased++;
+          report({ type: 'lease', granted: 1 });
+        },
+      });
+    return leasing;
+  }
+  const dividing = dividedStore({
     redis,
-    prefix: config.prefix,
-    nodeId: config.nodeId,
-    share: config.share ?? 'equal',
-    heartbeatMs: config.heartbeatMs ?? 1_000,
+    nodeId: c.nodeId,
+    share: c.share ?? 'equal',
+    heartbeatMs: c.heartbeatMs ?? 1_000,
   });
-  d.on('store-error', () => fallbacks++);
-  limiter = d;
-  close = () => d.close();
+  dividing.on('store-error', countFallback);
+  return dividing;
 }
+
+const store = storeFor(config);
+const limiter: Limiter = createLimiter({ rules: rule(config.rule), store, prefix: config.prefix });
+const close = async (): Promise<void> => {
+  await limiter.close();
+  await store.close();
+};
 
 let decisions = 0;
 let admitted = 0;

@@ -10,9 +10,9 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
-import { type Limiter, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { type Limiter, type Store, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { byIp, rateLimit } from '@sluice/core/http';
-import { dividedLimiter, leasedLimiter } from '@sluice/hybrid';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
@@ -31,24 +31,20 @@ redis.on('error', () => {}); // outages show as sluice.store.degraded, not as lo
 
 // 20 requests per client address per 10 s, shared by the fleet however it is enforced.
 const rule = { limit: 20, windowMs: 10_000, name: 'per-client' };
-let limiter: Limiter;
-if (mode === 'exact') {
-  limiter = createLimiter({ rules: fixedWindow(rule), store: redisStore({ redis }), prefix: 'api-exact' });
-} else if (mode === 'leased') {
-  limiter = leasedLimiter({
-    rules: tokenBucket({ capacity: 20, refillPerSecond: 2, name: 'per-client' }),
-    redis,
-    prefix: 'api-leased',
-    nodeId,
-  });
-} else if (mode === 'divided') {
+// The mode is the store: one line, the limiter is the same in each.
+function storeFor(mode: string): Store {
+  if (mode === 'exact') return redisStore({ redis, nodeId });
+  if (mode === 'leased') return leasedStore({ redis, nodeId });
   // HEARTBEAT_MS: a node silent for 3 heartbeats is taken for gone and its share handed out (a busy test
   // machine can stall a process that long, so the test gives it a second).
-  const heartbeatMs = Number(process.env.HEARTBEAT_MS ?? 200);
-  limiter = dividedLimiter({ rules: fixedWindow(rule), redis, prefix: 'api-divided', nodeId, heartbeatMs });
-} else {
+  if (mode === 'divided') return dividedStore({ redis, nodeId, heartbeatMs: Number(process.env.HEARTBEAT_MS ?? 200) });
   throw new Error(`MODE must be exact, leased or divided, got ${mode}`);
 }
+const store = storeFor(mode);
+// Leased mode leases from a bucket; the window modes count a fixed window.
+const rules =
+  mode === 'leased' ? tokenBucket({ capacity: 20, refillPerSecond: 2, name: 'per-client' }) : fixedWindow(rule);
+const limiter: Limiter = createLimiter({ rules, store, prefix: `api-${mode}` });
 
 // Behind one proxy: the client is the last X-Forwarded-For address (the demo sends a few clients this way).
 const limit = rateLimit({ limiter, key: byIp({ trustProxy: 1 }) });
@@ -67,6 +63,7 @@ server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
 const stop = async () => {
   server.close();
   await limiter.close();
+  await store.close();
   await meterProvider.shutdown();
   redis.disconnect();
   process.exit(0);

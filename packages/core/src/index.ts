@@ -36,20 +36,23 @@ export type { SluiceErrorCode } from './foundation/errors.js';
 export { createLimiter } from './engine/limiter.js';
 export type {
   AcquireOptions,
-  CommonLimiterOptions,
   Limiter,
-  LimiterOptions,
   PeekOptions,
   PenalizeOptions,
   PlanOption,
-  PlansLimiterOptions,
   RefundOptions,
-  RulesLimiterOptions,
   TryAcquireOptions,
 } from './engine/limiter.js';
+export type {
+  CommonLimiterOptions,
+  LimiterOptions,
+  PlansLimiterOptions,
+  RulesLimiterOptions,
+} from './engine/limiter-options.js';
+export { DEFAULT_RETRY_JITTER_MS } from './engine/limiter-options.js';
 export type { PlanResolver } from './engine/plans.js';
-export { MemoryStore, memoryStore } from './engine/memory-store.js';
-export { concurrencyLimiter } from './concurrency/concurrency-limiter.js';
+export { DEFAULT_MAX_KEYS, MemoryStore, memoryStore } from './engine/memory-store.js';
+export { DEFAULT_LEASE_MS, concurrencyLimiter } from './concurrency/concurrency-limiter.js';
 export type {
   ConcurrencyAcquireOptions,
   ConcurrencyLimiter,
@@ -75,3 +78,4 @@ export type { RateLimiterOptions } from './guava/rate-limiter.js';
 export type { BoundStore, GrantSource, RuleSet, Store, StoreCapabilities } from './engine/store.js';
 /** The longest period a rule may span (about 317 years). */
 export { MAX_PERIOD_MS } from './foundation/validate.js';
+export { DEFAULT_MAX_KEY_LENGTH, DEFAULT_PREFIX } from './foundation/validate.js';

@@ -1,22 +1,23 @@
+import { randomUUID } from 'node:crypto';
 import {
   type Algorithm,
   type BoundStore,
   type Clock,
   type Decision,
+  MemoryStore,
   type RuleSet,
   type Store,
   type StoreCapabilities,
-  systemClock,
 } from '@sluice/core';
-import { emitSafely, keyCache, registerStatus, ruleDecision, scaledRule } from '@sluice/core/store-kit';
-import { type RedisConnection, StartupChecks, stateKey } from '@sluice/redis/store-kit';
+import { type FleetShare, type ParsedOptions, emitSafely, registerStatus, sharedRule } from '@sluice/core/store-kit';
+import { type RedisConnection, StartupChecks, stateKey, storeClocks } from '@sluice/redis/store-kit';
 import { EventEmitter } from 'eventemitter3';
-import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
+import type { DIVIDED_STORE_OPTIONS } from './divided-options.js';
 import { Membership } from './membership.js';
 import { heartbeatScript } from './scripts.js';
 import { hybridRule } from './supported-rule.js';
-import { type NodeDemand, type ShareMode, divideShares } from './shares.js';
+import { type NodeDemand, divideShares } from './shares.js';
 
 /** A change in the live nodes or in this node's share, as the `membership` event reports it. */
 export interface MembershipEvent {
@@ -36,57 +37,64 @@ export interface DividedEvents {
   'callback-error': [error: unknown, callback: string];
 }
 
-/** dividedStore's options, checked and with their defaults; `events` is where the store's events go (itself by default). */
-export interface DivideSettings {
-  redis: RedisConnection;
-  heartbeatMs: number;
-  share: ShareMode;
-  assumedNodes: number;
-  clock: Clock | undefined;
-  maxKeys: number;
-  nodeId: string;
-  events?: EventEmitter<DividedEvents>;
-}
+/** dividedStore's options, checked and with their defaults (see DIVIDED_STORE_OPTIONS). */
+export type DivideSettings = ParsedOptions<typeof DIVIDED_STORE_OPTIONS>;
 
-/** The settings a store's bindings read: `events` resolved. */
-type Settings = DivideSettings & { readonly events: EventEmitter<DividedEvents> };
+/** What every binding of a divided store shares. */
+interface DivideContext {
+  readonly o: DivideSettings;
+  readonly redis: RedisConnection;
+  /** The client clock for heartbeats, or undefined for Redis TIME. */
+  readonly decisionClock: Clock | undefined;
+  /** What decisions run on: this process's clock (or the Clock given). */
+  readonly clock: Clock;
+  readonly nodeId: string;
+  /** The states of every limiter of the store, each in its own namespace, bounded by maxKeys. */
+  readonly memory: MemoryStore;
+  readonly events: EventEmitter<DividedEvents>;
+}
 
 /** What a divided store cannot do: a share of one rule says nothing of another's; a ban must hold fleet-wide. */
 const DIVIDED_CAPABILITIES: StoreCapabilities = { name: 'dividedStore', policies: false, plans: false, bans: false };
 
-/** A key's state under the share it was last decided with. */
-interface Entry {
-  readonly fraction: number;
-  readonly state: unknown;
-}
-
 /**
- * Divided mode's store (dividedStore; dividedLimiter makes one of its own): each node enforces its share of the
- * limit locally with the core algorithm; Redis only sees heartbeats. No Redis call on the decision path.
+ * Divided mode's store (dividedStore): each node enforces its share of the limit locally with the core
+ * algorithm; Redis only sees heartbeats. No Redis call on the decision path. A key's state is the rule held at
+ * this node's share (sharedRule, the same rule every fail mode holds a share with): carried over, never dropped
+ * or refilled, when the share changes.
  * @example
  * const store = dividedStore({ redis, share: 'demand' }) // a DividedStore
  * const limiter = createLimiter({ rules: fixedWindow({ limit: 1_000, windowMs: 1_000 }), store })
  */
 export class DividedStore extends EventEmitter<DividedEvents> implements Store {
+  /** Decisions are this process's: limiters wait on the same clock. */
   readonly clock: Clock;
   /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */
   readonly capabilities = DIVIDED_CAPABILITIES;
-  readonly #o: Settings;
-  readonly #bindings: DividedBinding[] = [];
+  /** This node's id in the membership. */
+  readonly nodeId: string;
+  readonly #ctx: DivideContext;
+  readonly #bindings = new Set<DividedBinding>();
   /** The heartbeat reports failures itself; listening only keeps a client from printing each one. */
   readonly #unwatch: () => void;
   readonly #checks: StartupChecks;
 
-  constructor(options: DivideSettings) {
+  constructor(o: DivideSettings) {
     super();
-    const events = options.events ?? this;
-    this.#o = { ...options, events };
-    this.clock = options.clock ?? systemClock;
-    // A heartbeat's own deadline is its interval; a start-up check may take longer (StartupChecks' minimum).
-    this.#checks = new StartupChecks(options.redis, options.heartbeatMs, (error) =>
-      emitSafely(events, 'store-error', error),
-    );
-    this.#unwatch = options.redis.watch(
+    const { decisionClock, localClock } = storeClocks(o.clock);
+    this.clock = localClock;
+    this.nodeId = o.nodeId ?? randomUUID();
+    this.#ctx = {
+      o,
+      redis: o.redis,
+      decisionClock,
+      clock: localClock,
+      nodeId: this.nodeId,
+      memory: new MemoryStore({ clock: localClock, maxKeys: o.maxKeys }),
+      events: this,
+    };
+    this.#checks = new StartupChecks(o.redis, o.timeoutMs, (error) => emitSafely(this, 'store-error', error));
+    this.#unwatch = o.redis.watch(
       () => {},
       () => {},
     );
@@ -100,59 +108,69 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
   bind(ruleSet: RuleSet): BoundStore {
     const rule = hybridRule('dividedStore', ruleSet.rules[0] as Algorithm);
     this.#checks.add(ruleSet.prefix, [heartbeatScript()]);
-    const binding = new DividedBinding(this.#o, this.clock, rule, ruleSet.prefix);
-    this.#bindings.push(binding);
+    const binding: DividedBinding = new DividedBinding(this.#ctx, rule, ruleSet.prefix, () =>
+      this.#bindings.delete(binding),
+    );
+    this.#bindings.add(binding);
     return binding;
   }
 
   /** Leaves every membership (one last call each, so the others take up this share at their next heartbeat). */
   async close(): Promise<void> {
-    await Promise.all(this.#bindings.splice(0).map((binding) => binding.close()));
+    const bindings = [...this.#bindings];
+    this.#bindings.clear();
+    await Promise.all(bindings.map((binding) => binding.close()));
     this.#unwatch();
   }
 }
 
-class DividedBinding implements BoundStore {
-  readonly #o: Settings;
-  readonly #clock: Clock;
+/** One limiter on a divided store: its rule held at this node's share, the share from its membership. */
+class DividedBinding implements BoundStore, FleetShare {
+  readonly #ctx: DivideContext;
   readonly #rule: Algorithm;
-  readonly #entries: LRUCache<string, Entry>;
+  readonly #bound: BoundStore;
   readonly #meter: DemandMeter;
   readonly #membership: Membership;
+  readonly #forget: () => void;
   #fraction: number;
-  #scaled: Algorithm;
   #nodes = 0;
   #failing = false;
+  #closed = false;
   readonly source = 'share';
   /** Takes this binding off the list metrics read (its share and whether heartbeats fail). */
   readonly #unlist: () => void;
 
-  constructor(o: Settings, clock: Clock, rule: Algorithm, prefix: string) {
-    this.#o = o;
-    this.#clock = clock;
+  constructor(ctx: DivideContext, rule: Algorithm, prefix: string, forget: () => void) {
+    this.#ctx = ctx;
     this.#rule = rule;
-    this.#entries = keyCache<string, Entry>(o.maxKeys);
-    this.#meter = new DemandMeter(o.heartbeatMs, clock.now());
+    this.#forget = forget;
+    const { o, clock } = ctx;
     // Until the membership is seen: a conservative share, never the whole limit.
     this.#fraction = 1 / o.assumedNodes;
-    this.#scaled = scaledRule(rule, this.#fraction);
+    this.#bound = ctx.memory.bind({ rules: [sharedRule(rule, this)], prefix });
+    this.#meter = new DemandMeter(o.heartbeatMs, clock.now());
     this.#membership = new Membership({
-      redis: o.redis,
+      redis: ctx.redis,
       // '~' never appears in a rule name: no exact-mode state key can be one of these.
       membersKey: stateKey(prefix, 'divided', `members~${rule.name}`),
       demandKey: stateKey(prefix, 'divided', `demand~${rule.name}`),
-      nodeId: o.nodeId,
+      nodeId: ctx.nodeId,
       heartbeatMs: o.heartbeatMs,
-      clock: o.clock,
-      demand: () => this.#meter.perSecond(this.#clock.now()),
+      clock: ctx.decisionClock,
+      demand: () => this.#meter.perSecond(clock.now()),
       onMembers: (members) => this.#onMembers(members),
       onError: (error) => {
         if (this.#failing) return;
         this.#failing = true;
-        emitSafely(o.events, 'store-error', error);
+        emitSafely(ctx.events, 'store-error', error);
       },
     });
     this.#unlist = registerStatus(prefix, this);
+  }
+
+  /** This node's fraction of the fleet's limit (the FleetShare its rule is held at). */
+  get fraction(): number {
+    return this.#fraction;
   }
 
   /** True while heartbeats fail: this node keeps enforcing its last share, blind to the fleet. */
@@ -168,68 +186,51 @@ class DividedBinding implements BoundStore {
   #onMembers(members: readonly NodeDemand[]): void {
     if (this.#failing) {
       this.#failing = false;
-      emitSafely(this.#o.events, 'store-recovered');
+      emitSafely(this.#ctx.events, 'store-recovered');
     }
-    const shares = divideShares(this.#o.share, members, this.#rule.ratePerSecond);
-    const fraction = shares.get(this.#o.nodeId);
+    const shares = divideShares(this.#ctx.o.share, members, this.#rule.ratePerSecond);
+    const fraction = shares.get(this.#ctx.nodeId);
     if (fraction === undefined || !(fraction > 0)) return;
     if (fraction === this.#fraction && members.length === this.#nodes) return;
     this.#nodes = members.length;
-    if (fraction !== this.#fraction) {
-      this.#fraction = fraction;
-      this.#scaled = scaledRule(this.#rule, fraction);
-    }
-    emitSafely(this.#o.events, 'membership', { nodes: members.length, share: fraction });
-  }
-
-  /** The key's state carried over to the current share: scaled, never refilled. */
-  #state(key: string, touch = true): unknown {
-    const entry = touch ? this.#entries.get(key) : this.#entries.peek(key);
-    if (entry === undefined) return undefined;
-    // Carried over to the current share: scaled by the ratio of the shares, never refilled.
-    return entry.fraction === this.#fraction
-      ? entry.state
-      : this.#rule.rescale(entry.state, this.#fraction / entry.fraction);
+    this.#fraction = fraction;
+    emitSafely(this.#ctx.events, 'membership', { nodes: members.length, share: fraction });
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
-    const now = this.#clock.now();
-    this.#meter.add(permits, now);
-    const out = this.#scaled.consume(this.#state(key), now, permits, maxWaitMs);
-    this.#keep(key, out.state);
-    // The fleet's limit, this node's remaining: the decision is local.
-    return ruleDecision(this.#rule, out);
+    this.#meter.add(permits, this.#ctx.clock.now());
+    return this.#bound.consume(key, permits, maxWaitMs) as Decision;
   }
 
   peek(key: string): Decision {
-    const probe = this.#scaled.consume(this.#state(key, false), this.#clock.now(), 1, 0);
-    return { ...ruleDecision(this.#rule, probe), remaining: probe.allowed ? probe.remaining + 1 : probe.remaining };
+    return this.#bound.peek(key) as Decision;
   }
 
   reset(key: string): void {
-    this.#entries.delete(key);
+    void this.#bound.reset(key);
   }
 
   /** Gives back to this node's share of the key (its own state, under its current share). */
   refund(key: string, permits: number, grantedAgoMs: number): void {
-    const state = this.#state(key);
-    if (state === undefined) return;
-    const now = this.#clock.now();
-    this.#keep(key, this.#scaled.refund(state, now, permits, now - grantedAgoMs).state);
+    void this.#bound.refund?.(key, permits, grantedAgoMs);
   }
 
   /** Takes from this node's share of the key, past it if need be: this node denies the key until it drains. */
   penalize(key: string, permits: number): void {
-    this.#keep(key, this.#scaled.penalize(this.#state(key), this.#clock.now(), permits).state);
+    void this.#bound.penalize?.(key, permits);
   }
 
-  #keep(key: string, state: unknown): void {
-    if (state === undefined) this.#entries.delete(key);
-    else this.#entries.set(key, { fraction: this.#fraction, state });
+  /** The limiter closed: leaves the membership (see close). */
+  unbind(): Promise<void> {
+    return this.close();
   }
 
   async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
     this.#unlist();
+    this.#forget();
+    void this.#bound.unbind?.();
     await this.#membership.stop();
   }
 }

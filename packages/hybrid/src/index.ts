@@ -1,10 +1,8 @@
-export { leasedLimiter, leasedStore } from './leased-limiter.js';
-export type { LeasedLimiter, LeasedLimiterOptions, LeasedStoreOptions } from './leased-limiter.js';
+export { DEFAULT_LIVE_MS, DEFAULT_LOW_WATER, DEFAULT_TARGET_MS, leasedStore } from './leased-options.js';
+export type { LeasedStoreOptions } from './leased-options.js';
 export type { LeaseEvent, LeasedEvents, LeasedStore } from './leased-store.js';
-export { HybridLimiter } from './hybrid-limiter.js';
-export type { HybridMode, HybridStore } from './hybrid-limiter.js';
 export { divideShares } from './shares.js';
 export type { NodeDemand, ShareMode } from './shares.js';
-export { dividedLimiter, dividedStore } from './divided-limiter.js';
-export type { DividedLimiter, DividedLimiterOptions, DividedStoreOptions } from './divided-limiter.js';
+export { dividedStore } from './divided-options.js';
+export type { DividedStoreOptions } from './divided-options.js';
 export type { DividedEvents, DividedStore, MembershipEvent } from './divided-store.js';

@@ -1,38 +1,39 @@
+import { randomUUID } from 'node:crypto';
 import {
   type Algorithm,
   type BoundStore,
   type Clock,
   type Decision,
   type GrantSource,
-  MemoryStore,
   type RuleSet,
   SluiceError,
   type Store,
   type StoreCapabilities,
-  systemClock,
 } from '@sluice/core';
-import { type DecisionNote, emitSafely, keyCache, reportLease, scaledRule } from '@sluice/core/store-kit';
-import type { FailMode } from '@sluice/redis';
-import type { RedisConnection } from '@sluice/redis/store-kit';
+import { type DecisionNote, type ParsedOptions, emitSafely, keyCache, reportLease } from '@sluice/core/store-kit';
 import {
-  type BindingContext,
   DeadlineError,
-  RedisBinding,
+  ExactBinding,
+  Fallback,
+  type FallbackBinding,
+  FleetPresence,
+  type RedisConnection,
   RedisHealth,
   StartupChecks,
   adjustScript,
-  decideOneScript,
-  decideScript,
-  failModeDecision,
-  isKeyScopedError,
+  exactScripts,
+  presenceScript,
   stateKey,
+  storeClocks,
   withDeadline,
 } from '@sluice/redis/store-kit';
+import { DEFAULT_MAX_BATCH, type FleetEvent } from '@sluice/redis';
 import { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
 import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, returnLease } from './lease-client.js';
+import type { LEASED_STORE_OPTIONS } from './leased-options.js';
 import { hybridRule } from './supported-rule.js';
 import { leaseScript } from './scripts.js';
 
@@ -56,27 +57,27 @@ export interface LeasedEvents {
   'store-error': [Error];
   /** Redis answered again after a fallback. */
   'store-recovered': [];
+  /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
+  fleet: [FleetEvent];
   /** A callback of yours (a listener of these events) threw; the limiter went on. */
   'callback-error': [error: unknown, callback: string];
 }
 
-/** leasedStore's options, checked and with their defaults; `events` is where the store's events go (itself by default). */
-export interface LeaseSettings {
-  redis: RedisConnection;
-  targetMs: number;
-  maxBatch: number | undefined;
-  lowWater: number;
-  liveMs: number;
-  timeoutMs: number;
-  failMode: FailMode;
-  clock: Clock | undefined;
-  maxKeys: number;
-  nodeId: string;
-  events?: EventEmitter<LeasedEvents>;
-}
+/** leasedStore's options, checked and with their defaults (see LEASED_STORE_OPTIONS). */
+export type LeaseSettings = ParsedOptions<typeof LEASED_STORE_OPTIONS>;
 
-/** The settings a store's bindings read: `events` resolved. */
-type Settings = LeaseSettings & { readonly events: EventEmitter<LeasedEvents> };
+/** What every binding of a leased store shares: its settings, clocks, health, fail mode and identity. */
+interface LeaseContext {
+  readonly o: LeaseSettings;
+  readonly redis: RedisConnection;
+  /** The client clock, or undefined for Redis TIME. */
+  readonly decisionClock: Clock | undefined;
+  /** This process's clock: lease expiry, demand, the fail mode. */
+  readonly clock: Clock;
+  readonly nodeId: string;
+  readonly health: RedisHealth;
+  readonly events: EventEmitter<LeasedEvents>;
+}
 
 /** This node's lease on one key. */
 interface KeyLease {
@@ -101,7 +102,7 @@ interface KeyLease {
 const HOARDING_DIVISOR = 4;
 
 /** Exact mode's batch size for the keys decided exactly (redisStore's default maxBatch). */
-const EXACT_MAX_BATCH = 64;
+const EXACT_MAX_BATCH = DEFAULT_MAX_BATCH;
 
 /**
  * A lease pays once a key's demand fills a batch of this many permits within targetMs. Below it, a lease
@@ -119,41 +120,54 @@ const LEASED_CAPABILITIES: StoreCapabilities = { name: 'leasedStore', policies: 
 const leaseStateName = (rule: Algorithm): string => `lease~${rule.name}`;
 
 /**
- * Leased mode's store (leasedStore; leasedLimiter makes one of its own): the bucket lives in Redis, this node
- * spends leased batches locally. Every permit it grants was debited centrally first, so the fleet admits at most
- * the central limit plus what nodes hold (at most one batch each); a node that dies strands at most its batch.
+ * Leased mode's store (leasedStore): the bucket lives in Redis, this node spends leased batches locally. Every
+ * permit it grants was debited centrally first, so the fleet admits at most the central limit plus what nodes
+ * hold (at most one batch each); a node that dies strands at most its batch. Built from the parts every
+ * Redis-backed store shares: one health machine, one fail mode holding this node's share of the fleet's limit,
+ * one presence in the fleet, one start-up check, and exact mode's binding for keys too cold for a lease.
  * @example
  * const store = leasedStore({ redis }) // a LeasedStore
  * const limiter = createLimiter({ rules: tokenBucket({ capacity: 1_000, refillPerSecond: 100 }), store })
  */
 export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
+  /** The clock decisions are made with when it is this process's ('client' or a Clock); undefined for Redis TIME. */
   readonly clock: Clock | undefined;
   /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */
   readonly capabilities = LEASED_CAPABILITIES;
-  readonly #o: Settings;
-  readonly #local: Clock;
-  readonly #health: RedisHealth;
-  readonly #bindings: LeasedBinding[] = [];
+  /** This node's name among the lessees and in the fleet. */
+  readonly nodeId: string;
+  readonly #ctx: LeaseContext;
+  readonly #bindings = new Set<LeasedBinding>();
   readonly #checks: StartupChecks;
-  /** A key where the last failure happened: the probe asks there (on a Cluster, that slot's master). */
-  #probeKey = 'sluice-probe';
+  readonly #fallback: Fallback;
+  /** failMode 'local': how many nodes share each limiter's limit (its fail mode's share). */
+  readonly #presence: FleetPresence | undefined;
 
-  constructor(options: LeaseSettings) {
+  constructor(o: LeaseSettings) {
     super();
-    const events = options.events ?? this;
-    this.#o = { ...options, events };
-    this.clock = options.clock;
-    this.#local = options.clock ?? systemClock;
-    this.#health = new RedisHealth({
-      connection: options.redis,
-      timeoutMs: options.timeoutMs,
-      probe: () => options.redis.exists(this.#probeKey),
+    const { decisionClock, localClock } = storeClocks(o.clock);
+    this.clock = decisionClock;
+    this.nodeId = o.nodeId ?? randomUUID();
+    const health = new RedisHealth({
+      connection: o.redis,
+      timeoutMs: o.timeoutMs,
       onChange: (healthy, error) =>
-        healthy ? emitSafely(events, 'store-recovered') : emitSafely(events, 'store-error', error),
+        healthy ? emitSafely(this, 'store-recovered') : emitSafely(this, 'store-error', error),
     });
-    this.#checks = new StartupChecks(options.redis, options.timeoutMs, (error) =>
-      emitSafely(events, 'store-error', error),
-    );
+    this.#ctx = { o, redis: o.redis, decisionClock, clock: localClock, nodeId: this.nodeId, health, events: this };
+    this.#checks = new StartupChecks(o.redis, o.timeoutMs, (error) => emitSafely(this, 'store-error', error));
+    this.#fallback = new Fallback({ mode: o.failMode, clock: localClock, maxKeys: o.maxKeys, timeoutMs: o.timeoutMs });
+    this.#presence =
+      o.failMode === 'local'
+        ? new FleetPresence({
+            connection: o.redis,
+            nodeId: this.nodeId,
+            heartbeatMs: o.heartbeatMs,
+            assumedNodes: o.assumedNodes,
+            decisionClock,
+            onCount: (prefix, nodes) => emitSafely(this, 'fleet', { prefix, nodes }),
+          })
+        : undefined;
   }
 
   /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */
@@ -163,61 +177,55 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
 
   /** True while decisions past this node's leases follow failMode because Redis is away. */
   get degraded(): boolean {
-    return !this.#health.healthy;
+    return !this.#ctx.health.healthy;
   }
 
   bind(ruleSet: RuleSet): BoundStore {
-    const health: LeaseHealth = {
-      healthy: () => this.#health.healthy,
-      success: () => this.#health.reportSuccess(),
-      failure: (error, key) => {
-        if (isKeyScopedError(error)) return;
-        this.#probeKey = key;
-        this.#health.reportFailure(error);
-      },
-    };
     const rule = hybridRule('leasedStore', ruleSet.rules[0] as Algorithm);
-    this.#checks.add(ruleSet.prefix, [
-      leaseScript(rule.kind),
-      adjustScript([rule.kind]),
-      decideScript([rule.kind]),
-      decideOneScript(rule.kind),
-    ]);
-    const exact: BindingContext = {
-      connection: this.#o.redis,
-      decisionClock: this.#o.clock,
-      localClock: this.#local,
-      timeoutMs: this.#o.timeoutMs,
-      failMode: this.#o.failMode,
-      maxBatch: EXACT_MAX_BATCH,
-      maxClockSkewMs: undefined,
+    const { prefix } = ruleSet;
+    const scripts = [leaseScript(rule.kind), adjustScript([rule.kind]), ...exactScripts([rule.kind])];
+    this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
+    const fleet = this.#presence?.track(prefix);
+    const fallback = this.#fallback.bind(ruleSet, fleet?.share ?? { fraction: 1 });
+    const exact = new ExactBinding({
+      transport: {
+        connection: this.#ctx.redis,
+        rules: [rule],
+        prefix,
+        stateName: leaseStateName,
+        maxBatch: EXACT_MAX_BATCH,
+        timeoutMs: this.#ctx.o.timeoutMs,
+        localClock: this.#ctx.clock,
+        maxClockSkewMs: undefined,
+      },
+      decisionClock: this.#ctx.decisionClock,
+      health: this.#ctx.health,
+      // One fail mode for the key, whether it was decided by lease or exactly.
+      fallback,
+      denials: undefined,
       onDecision: undefined,
-      mayCallRedis: health.healthy,
-      reportSuccess: health.success,
-      reportFailure: (error, key) => health.failure(error, key ?? this.#probeKey),
-    };
-    const binding = new LeasedBinding(this.#o, this.#local, rule, ruleSet.prefix, health, exact);
-    this.#bindings.push(binding);
+      unbind: () => {},
+    });
+    const binding: LeasedBinding = new LeasedBinding(this.#ctx, rule, prefix, exact, fallback, () => {
+      fleet?.release();
+      fallback.unbind();
+      this.#bindings.delete(binding);
+    });
+    this.#bindings.add(binding);
     return binding;
   }
 
-  /** Hands every unspent permit back to Redis (bounded by timeoutMs per key batch), then stops probing. */
+  /** Hands every unspent permit back to Redis (bounded by timeoutMs per key batch), leaves the fleets, stops probing. */
   async close(): Promise<void> {
-    await Promise.all(this.#bindings.map((b) => b.close()));
-    this.#health.close();
+    await Promise.all([...this.#bindings].map((b) => b.close()));
+    await this.#presence?.close(this.#ctx.o.timeoutMs);
+    this.#ctx.health.close();
   }
 }
 
-/** How a binding reads and reports the store's health (one machine per store, for every key). */
-interface LeaseHealth {
-  healthy(): boolean;
-  success(): void;
-  /** A call for state key `key` failed; errors about that key alone leave the store healthy. */
-  failure(error: unknown, key: string): void;
-}
-
 class LeasedBinding implements BoundStore {
-  readonly #o: Settings;
+  readonly #ctx: LeaseContext;
+  readonly #o: LeaseSettings;
   readonly #clock: Clock;
   readonly #rule: Algorithm;
   readonly #prefix: string;
@@ -226,43 +234,37 @@ class LeasedBinding implements BoundStore {
   readonly #leases: LRUCache<string, KeyLease>;
   /** Demand of the keys that hold no lease record (they are decided exactly until a lease pays). */
   readonly #cold: ColdDemand;
-  readonly #health: LeaseHealth;
+  readonly #health: RedisHealth;
   /** Exact mode on the lease's central state, for keys too cold for a lease (see LEASE_PAYS_AT). */
-  readonly #exact: RedisBinding;
-  #liveNodes = 1;
-  #fallback: { fraction: number; bound: BoundStore } | undefined;
+  readonly #exact: ExactBinding;
+  /** What decides past this node's lease while Redis is away (the same one decides the exact keys). */
+  readonly #fallback: FallbackBinding;
+  readonly #unbind: () => void;
   #closed = false;
   /** A decision spends a lease unless the fail mode makes it (the note says so). */
   readonly source = 'lease';
 
-  constructor(o: Settings, clock: Clock, rule: Algorithm, prefix: string, health: LeaseHealth, exact: BindingContext) {
-    this.#o = o;
-    this.#clock = clock;
+  constructor(
+    ctx: LeaseContext,
+    rule: Algorithm,
+    prefix: string,
+    exact: ExactBinding,
+    fallback: FallbackBinding,
+    unbind: () => void,
+  ) {
+    this.#ctx = ctx;
+    this.#o = ctx.o;
+    this.#clock = ctx.clock;
     this.#rule = rule;
     this.#prefix = prefix;
-    this.#health = health;
-    // While Redis fails, an exact decision follows failMode as a leased one does: 'local' holds this node's share.
-    const fallback = (): BoundStore => this.#localFallback();
-    this.#exact = new RedisBinding(exact, [rule], prefix, {
-      denyCache: undefined,
-      local:
-        o.failMode === 'local'
-          ? {
-              consume: (key, permits, maxWaitMs) => fallback().consume(key, permits, maxWaitMs),
-              peek: (key) => fallback().peek(key),
-              reset: (key) => fallback().reset(key),
-              refund: (key, permits, ago) => fallback().refund?.(key, permits, ago),
-              penalize: (key, permits) => fallback().penalize?.(key, permits),
-            }
-          : undefined,
-      publishReset: undefined,
-      forgetHere: () => {},
-      unbind: () => {},
-      stateName: leaseStateName,
-    });
+    this.#health = ctx.health;
+    this.#exact = exact;
+    this.#fallback = fallback;
+    this.#unbind = unbind;
+    const o = ctx.o;
     this.#shape = leaseShape(rule);
     this.#burst = rule.burst;
-    this.#cold = new ColdDemand(this.#meterIntervalMs(), o.maxKeys, clock.now());
+    this.#cold = new ColdDemand(this.#meterIntervalMs(), o.maxKeys, this.#clock.now());
     // A lease pushed out of the cache still holds debited permits: give them back.
     this.#leases = keyCache<string, KeyLease>(o.maxKeys, (lease, key, reason) => {
       if (reason === 'evict' && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
@@ -280,11 +282,11 @@ class LeasedBinding implements BoundStore {
 
   /**
    * The batch to ask for: about targetMs of this key's recent demand. The script caps it at
-   * burst / (4 x live lessees) from the membership it sees in the same call, unless maxBatch is set.
+   * burst / (4 x live lessees) from the membership it sees in the same call, unless maxLease is set.
    */
   #batch(lease: KeyLease, now: number): number {
     const wanted = Math.ceil((lease.meter.perSecond(now) * this.#o.targetMs) / 1000);
-    return Math.min(Math.max(wanted, 1), this.#o.maxBatch ?? this.#burst, this.#burst);
+    return Math.min(Math.max(wanted, 1), this.#o.maxLease ?? this.#burst, this.#burst);
   }
 
   /** The interval a key's demand is measured over. */
@@ -299,7 +301,7 @@ class LeasedBinding implements BoundStore {
       // A key with no lease record is decided exactly while its demand would not fill a batch (see
       // LEASE_PAYS_AT); what an exact decision needs of the checks below, it does itself.
       const demand = this.#cold.add(key, permits, now);
-      if (demand < LEASE_PAYS_AT && permits <= this.#burst && this.#health.healthy())
+      if (demand < LEASE_PAYS_AT && permits <= this.#burst && this.#health.healthy)
         return this.#exact.consume(key, permits, 0, note);
       this.#cold.delete(key);
       lease = {
@@ -327,7 +329,7 @@ class LeasedBinding implements BoundStore {
     }
     if (permits > this.#burst) return this.#denied(lease, Number.POSITIVE_INFINITY);
     // While Redis fails the store probes by itself: a decision never waits on it.
-    if (!this.#health.healthy()) return this.#fallbackDecision(key, permits, note);
+    if (!this.#health.healthy) return this.#fallbackDecision(key, permits, note);
     if (lease.pending === undefined && now < lease.emptyUntil) return this.#denied(lease, lease.emptyUntil - now);
     if (lease.pending === undefined && lease.meter.expected(this.#o.targetMs, now) < LEASE_PAYS_AT)
       return this.#exact.consume(key, permits, 0, note);
@@ -347,7 +349,7 @@ class LeasedBinding implements BoundStore {
       await withDeadline(lease.pending as Promise<void>, this.#o.timeoutMs, 'a lease');
     } catch (error) {
       // A failed call was reported where it failed; a missed deadline is reported here.
-      if (error instanceof DeadlineError) this.#health.failure(error, this.#stateKey(key));
+      if (error instanceof DeadlineError) this.#health.reportFailure(error, this.#stateKey(key));
       return this.#fallbackDecision(key, permits, note);
     }
     const now = this.#clock.now();
@@ -364,15 +366,15 @@ class LeasedBinding implements BoundStore {
   #startLease(key: string, lease: KeyLease, want: number, prefetch = false): void {
     const sentAt = this.#clock.now();
     const ask = Math.min(Math.max(want - lease.available, 1), this.#burst);
-    const call = requestLease(this.#o.redis, {
+    const call = requestLease(this.#ctx.redis, {
       stateKey: this.#stateKey(key),
       lesseesKey: this.#lesseesKey(key),
       shape: this.#shape,
       want: ask,
-      nodeId: this.#o.nodeId,
+      nodeId: this.#ctx.nodeId,
       liveMs: this.#o.liveMs,
-      nowMs: this.#o.clock?.now(),
-      hoardingDivisor: this.#o.maxBatch === undefined ? HOARDING_DIVISOR : undefined,
+      nowMs: this.#ctx.decisionClock?.now(),
+      hoardingDivisor: this.#o.maxLease === undefined ? HOARDING_DIVISOR : undefined,
     })
       .then((reply) => {
         const now = this.#clock.now();
@@ -390,13 +392,12 @@ class LeasedBinding implements BoundStore {
         lease.centralRemaining = reply.centralRemaining;
         // A short lease emptied the central limiter: ask again when a batch's worth is back, not per permit.
         lease.emptyUntil = reply.granted < ask && reply.retryMs > 0 ? now + reply.retryMs : Number.NEGATIVE_INFINITY;
-        this.#liveNodes = Math.max(1, reply.liveNodes);
-        this.#health.success();
-        emitSafely(this.#o.events, 'lease', {
+        this.#health.reportSuccess();
+        emitSafely(this.#ctx.events, 'lease', {
           key,
           want: ask,
           granted: reply.granted,
-          liveNodes: this.#liveNodes,
+          liveNodes: Math.max(1, reply.liveNodes),
           prefetch,
         });
         if (reply.granted > 0) reportLease(this.#prefix, reply.granted);
@@ -407,38 +408,22 @@ class LeasedBinding implements BoundStore {
         lease.pending = undefined;
       });
     // A failed lease is reported once, here; callers waiting on it decide by failMode.
-    call.catch((error: unknown) => this.#health.failure(error, this.#stateKey(key)));
+    call.catch((error: unknown) => this.#health.reportFailure(error, this.#stateKey(key)));
     lease.pending = call;
   }
 
   /** At the low-water mark, the next batch is asked for before callers run out, so they never wait on Redis. */
   #prefetch(key: string, lease: KeyLease, now: number): void {
-    if (lease.pending !== undefined || !this.#health.healthy() || this.#closed || now < lease.emptyUntil) return;
+    if (lease.pending !== undefined || !this.#health.healthy || this.#closed || now < lease.emptyUntil) return;
     const batch = this.#batch(lease, now);
     if (lease.available >= batch * this.#o.lowWater) return;
     this.#startLease(key, lease, batch, true);
   }
 
+  /** The fail mode's decision (marked `source: 'fallback'`): past this node's lease while Redis is away. */
   #fallbackDecision(key: string, permits: number, note: DecisionNote | undefined): Decision {
     if (note !== undefined) note.source = 'fallback';
-    const decided =
-      this.#o.failMode !== 'local'
-        ? failModeDecision(this.#rule, this.#o.failMode, permits, this.#o.timeoutMs)
-        : (this.#localFallback().consume(key, permits, 0) as Decision);
-    return { ...decided, source: 'fallback' };
-  }
-
-  /** failMode 'local': the core algorithm on this node, holding its share of the limit (1 / live lessees). */
-  #localFallback(): BoundStore {
-    const fraction = 1 / this.#liveNodes;
-    if (this.#fallback?.fraction !== fraction) {
-      const store = new MemoryStore({ clock: this.#clock, maxKeys: this.#o.maxKeys });
-      this.#fallback = {
-        fraction,
-        bound: store.bind({ rules: [scaledRule(this.#rule, fraction)], prefix: this.#prefix }),
-      };
-    }
-    return this.#fallback.bound;
+    return this.#fallback.decide(key, permits, 0, false);
   }
 
   /**
@@ -506,11 +491,11 @@ class LeasedBinding implements BoundStore {
   async reset(key: string): Promise<void> {
     this.#leases.delete(key);
     this.#cold.delete(key);
-    await this.#fallback?.bound.reset(key);
+    this.#fallback.reset(key);
     try {
-      await withDeadline(this.#o.redis.del([this.#stateKey(key), this.#lesseesKey(key)]), this.#o.timeoutMs, 'reset');
+      await withDeadline(this.#ctx.redis.del([this.#stateKey(key), this.#lesseesKey(key)]), this.#o.timeoutMs, 'reset');
     } catch (error) {
-      this.#health.failure(error, this.#stateKey(key));
+      this.#health.reportFailure(error, this.#stateKey(key));
       const why = error instanceof Error ? error.message : String(error);
       throw new SluiceError(
         'STORE_UNAVAILABLE',
@@ -528,8 +513,8 @@ class LeasedBinding implements BoundStore {
    * ('local'; nowhere for 'open'), and one of unknown origin to the fail mode while Redis fails.
    */
   refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void | Promise<void> {
-    if (grant === 'fallback' || (grant === undefined && !this.#health.healthy())) {
-      if (this.#o.failMode === 'local') void this.#localFallback().refund?.(key, permits, grantedAgoMs);
+    if (grant === 'fallback' || (grant === undefined && !this.#health.healthy)) {
+      this.#fallback.refund(key, permits, grantedAgoMs);
       return;
     }
     const lease = this.#leases.get(key);
@@ -561,25 +546,25 @@ class LeasedBinding implements BoundStore {
     const rest = permits - fromLease;
     if (rest === 0) return;
     try {
-      if (!this.#health.healthy()) throw new SluiceError('STORE_UNAVAILABLE', 'Redis is failing');
+      if (!this.#health.healthy) throw new SluiceError('STORE_UNAVAILABLE', 'Redis is failing');
       await withDeadline(
-        penalizeCentrally(this.#o.redis, this.#stateKey(key), this.#shape, rest, this.#o.clock?.now()),
+        penalizeCentrally(this.#ctx.redis, this.#stateKey(key), this.#shape, rest, this.#ctx.decisionClock?.now()),
         this.#o.timeoutMs,
         'a penalty',
       );
-      this.#health.success();
+      this.#health.reportSuccess();
     } catch (error) {
-      if (!(error instanceof SluiceError)) this.#health.failure(error, this.#stateKey(key));
-      if (this.#o.failMode !== 'local') {
+      if (!(error instanceof SluiceError)) this.#health.reportFailure(error, this.#stateKey(key));
+      if (!this.#fallback.keepsState) {
         const why = error instanceof Error ? error.message : String(error);
         throw new SluiceError(
           'STORE_UNAVAILABLE',
-          `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#o.failMode}' keeps no ` +
+          `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#fallback.mode}' keeps no ` +
             `state to apply it to: ${why}`,
           { cause: error },
         );
       }
-      await this.#localFallback().penalize?.(key, rest);
+      this.#fallback.penalize(key, rest);
     }
   }
 
@@ -587,7 +572,14 @@ class LeasedBinding implements BoundStore {
     const permits = Math.floor(lease.available);
     if (permits < 1 || this.#clock.now() >= lease.expiresAt) return;
     lease.available -= permits;
-    await returnLease(this.#o.redis, this.#stateKey(key), this.#shape, permits, lease.leasedAt, this.#o.clock?.now());
+    await returnLease(
+      this.#ctx.redis,
+      this.#stateKey(key),
+      this.#shape,
+      permits,
+      lease.leasedAt,
+      this.#ctx.decisionClock?.now(),
+    );
   }
 
   async close(): Promise<void> {
@@ -602,5 +594,15 @@ class LeasedBinding implements BoundStore {
       }),
     );
     this.#leases.clear();
+  }
+
+  /** The limiter closed: its unspent permits go back to Redis (see close), then the store lets it go. */
+  async unbind(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.close();
+    } finally {
+      this.#unbind();
+    }
   }
 }

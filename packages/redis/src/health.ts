@@ -1,5 +1,6 @@
 import type { RedisConnection } from './connection/connection.js';
 import { withDeadline } from './deadline.js';
+import { isKeyScopedError } from './reply-errors.js';
 
 /**
  * How soon a failing store first probes Redis (and nudges a client waiting out its reconnect backoff); each
@@ -17,11 +18,6 @@ export const MAX_PROBE_INTERVAL_MS = 500;
 /** What a RedisHealth watches and whom it tells. */
 export interface HealthOptions {
   readonly connection: RedisConnection;
-  /**
-   * The store's own probe: a cheap call to where the last failure happened. Decisions never serve as probes,
-   * so during an outage every decision is answered by the fail mode at once.
-   */
-  readonly probe: () => Promise<unknown>;
   /** How long a probe may take before it counts as failed. */
   readonly timeoutMs: number;
   /** Called on each change: false with the error that started a failure, true when Redis answers again. */
@@ -30,7 +26,9 @@ export interface HealthOptions {
 
 /**
  * Whether Redis is answering, for one store: healthy until a call fails, then failing until the store's
- * own probe (PROBE_INTERVAL_MS after the failure, then at doubling intervals up to MAX_PROBE_INTERVAL_MS, on
+ * own probe (an EXISTS of a key where the last failure happened: on a Cluster, that slot's master; decisions
+ * never serve as probes, so during an outage every decision is answered by the fail mode at once;
+ * PROBE_INTERVAL_MS after the failure, then at doubling intervals up to MAX_PROBE_INTERVAL_MS, on
  * host timers: an outage is a wall-clock event, whatever clock the decisions use) is answered. While it fails, a client waiting out its reconnect backoff is asked to
  * connect now (never a second reconnect loop; see RedisConnection.nudgeReconnect), so the store is back
  * within about one probe interval of Redis, and the number of connection attempts is the client's own
@@ -40,7 +38,7 @@ export interface HealthOptions {
  * error is a failure it acts on (and a client with an error listener does not print "Unhandled error event"
  * on every failed reconnect), and a client that just connected is probed at once.
  * @example
- * const health = new RedisHealth({ connection, probe: () => connection.exists(key), timeoutMs: 50, onChange: (ok) => log.info({ ok }) })
+ * const health = new RedisHealth({ connection, timeoutMs: 50, onChange: (ok) => log.info({ ok }) })
  * if (!health.healthy) return fallback()
  */
 export class RedisHealth {
@@ -50,6 +48,8 @@ export class RedisHealth {
   #intervalMs = PROBE_INTERVAL_MS;
   #probing = false;
   #closed = false;
+  /** A key where the last failure happened: the probe asks there. */
+  #probeKey = 'sluice-probe';
   readonly #unwatch: () => void;
 
   /** The next probe, one interval from now; the interval grows while Redis stays away. */
@@ -70,7 +70,7 @@ export class RedisHealth {
     // Until the client is connected a command would only wait in its offline queue.
     if (!connection.connected) return;
     this.#probing = true;
-    withDeadline(this.#o.probe(), this.#o.timeoutMs, 'probe')
+    withDeadline(connection.exists(this.#probeKey), this.#o.timeoutMs, 'probe')
       .then(
         () => this.reportSuccess(),
         () => undefined,
@@ -103,9 +103,15 @@ export class RedisHealth {
     this.#o.onChange(true);
   }
 
-  /** Events fire on the change from healthy to failing and back, not once per failed call. */
-  reportFailure(error: unknown): void {
-    if (!this.#healthy || this.#closed) return;
+  /**
+   * A call about `key` failed. An error Redis answered about that key alone (a wrong type, a script error on
+   * its state) says Redis is there: it leaves the store healthy. Events fire on the change from healthy to
+   * failing and back, not once per failed call.
+   */
+  reportFailure(error: unknown, key?: string): void {
+    if (this.#closed || isKeyScopedError(error)) return;
+    if (key !== undefined) this.#probeKey = key;
+    if (!this.#healthy) return;
     this.#healthy = false;
     this.#intervalMs = PROBE_INTERVAL_MS;
     this.#scheduleProbe();

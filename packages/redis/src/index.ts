@@ -1,8 +1,17 @@
 import { inCall } from '@sluice/core/store-kit';
 export { RedisStore } from './redis-store.js';
-export type { DecisionEvent, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
-export type { FailMode } from './fail-mode.js';
+export type { FleetEvent, RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
+export type { DecisionEvent } from './exact/exact-binding.js';
+export type { FailMode } from './fleet/fail-mode.js';
+export { DEFAULT_FAIL_MODE } from './fleet/fail-mode.js';
 export { DEFAULT_TIMEOUT_MS } from './deadline.js';
+export {
+  DEFAULT_ASSUMED_NODES,
+  DEFAULT_CLIENT_SKEW_MS,
+  DEFAULT_HEARTBEAT_MS,
+  DEFAULT_MAX_BATCH,
+} from './options.js';
+export type { ClockOption } from './options.js';
 export type { RedisClient } from './connection/connect.js';
 export type { IoredisLike } from './connection/ioredis.js';
 export type { NodeRedisLike } from './connection/node-redis.js';

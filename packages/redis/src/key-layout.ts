@@ -30,6 +30,17 @@ export function semaphoreKeys(prefix: string, key: string): [string, string, str
 }
 
 /**
+ * Where the nodes of a limiter's fleet are counted (see presence.lua): under the limiter's prefix, with the
+ * prefix as its hash tag, so each limiter's count lives in a slot of its own choosing and the limiters of a
+ * store spread over a Cluster; '~' keeps it apart from every rule's state.
+ * @example
+ * fleetKey('api') // 'api:{api}:~nodes'
+ */
+export function fleetKey(prefix: string): string {
+  return stateKey(prefix, prefix, '~nodes');
+}
+
+/**
  * The channel on which a concurrency limiter's slots tell waiting processes a slot may be free (the key as message).
  * @example
  * subscriber.subscribe(freedChannel(prefix))

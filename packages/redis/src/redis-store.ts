@@ -1,47 +1,37 @@
-import { DEFAULT_TIMEOUT_MS } from './deadline.js';
+import { randomUUID } from 'node:crypto';
 import {
   type BoundStore,
   type Clock,
   type ConcurrencyStore,
-  type Decision,
-  type DecisionSource,
-  MemoryStore,
   type RuleSet,
   type SemaphoreBinding,
   type SemaphoreSpec,
   SluiceError,
   SluiceRangeError,
-  SluiceTypeError,
   type Store,
-  systemClock,
 } from '@sluice/core';
-import {
-  PrefixGuard,
-  callSafely,
-  describeValue,
-  emitSafely,
-  optionsObject,
-  positiveFinite,
-  positiveInteger,
-  scaledRule,
-  timerDuration,
-} from '@sluice/core/store-kit';
+import { type FleetShare, PrefixGuard, callSafely, emitSafely, parseOptions } from '@sluice/core/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { checkClient, warnCrossSlot } from './config-checks.js';
-import { DenyCache } from './deny-cache.js';
-import { type FailMode, failModeOption } from './fail-mode.js';
-import { toConnection } from './connection/connect.js';
 import type { RedisConnection, ResetSubscriber } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
+import { DenyCache } from './exact/deny-cache.js';
+import { type DecisionEvent, ExactBinding } from './exact/exact-binding.js';
+import { Fallback, type FailMode } from './fleet/fail-mode.js';
+import { FleetPresence } from './fleet/presence.js';
 import { RedisHealth } from './health.js';
-import { StartupChecks } from './preflight.js';
-import { adjustScript, blockScript, decideOneScript, decideScript, semaphoreScript } from './scripts.js';
 import { decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
+import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS, storeClocks } from './options.js';
+import { StartupChecks } from './preflight.js';
+import { exactScripts, presenceScript, semaphoreScript } from './scripts.js';
 import { RedisSemaphore } from './semaphore.js';
-import { type BindingContext, RedisBinding } from './redis-binding.js';
 import type { RedisClient } from './connection/connect.js';
+import type { ClockOption } from './options.js';
 
-/** Options of `redisStore`. */
+/**
+ * Options of `redisStore`. Every option but `redis` has a default (see docs/options.md); the ones every
+ * Redis-backed store takes mean the same on each (REDIS_BACKED_OPTIONS).
+ */
 export interface RedisStoreOptions {
   /**
    * Your Redis client, as you have it: ioredis 5/6 (`new Redis()`, `new Cluster()`), iovalkey, node-redis 5/6
@@ -54,72 +44,68 @@ export interface RedisStoreOptions {
    * this process's monotonic clock; or pass a Clock (a ManualClock in tests) to decide on it.
    * @default 'server'
    */
-  clock?: 'server' | 'client' | Clock;
+  clock?: ClockOption | undefined;
   /**
-   * Longest a decision waits for Redis before the fail mode decides it instead.
+   * Longest a decision (or a control) waits for Redis before the fail mode decides it instead.
    * @default DEFAULT_TIMEOUT_MS (50)
    */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /**
-   * `'local'`: decide from an in-memory limiter holding this node's share of each rule (see
-   * `expectedNodes`); `'open'`: allow; `'closed'`: deny (retry after timeoutMs).
-   * @default 'local'
+   * `'local'`: decide from this process's memory, holding this node's share of each limit (1 / the live nodes
+   * of the limiter's fleet, counted in Redis by heartbeats); `'open'`: allow; `'closed'`: deny (retry after
+   * timeoutMs).
+   * @default DEFAULT_FAIL_MODE ('local')
    */
-  failMode?: FailMode;
+  failMode?: FailMode | undefined;
   /**
-   * How many nodes share this store's limits, for `failMode: 'local'`: while Redis is away each node
-   * enforces 1 / expectedNodes of every rule (counts rounded down, at least 1), so the fleet stays near the
-   * limit. Left at 1, each node enforces the whole limit on its own: N nodes may admit up to N x the limit
-   * during an outage.
-   * @default 1
+   * The most keys this store keeps in this process: its fail mode's states (over every limiter), and each
+   * limiter's deny cache.
+   * @default DEFAULT_MAX_KEYS (100_000)
    */
-  expectedNodes?: number;
+  maxKeys?: number | undefined;
+  /**
+   * This node's name in its limiters' fleets (failMode 'local' counts them).
+   * @default a random UUID
+   */
+  nodeId?: string | undefined;
+  /**
+   * With failMode 'local': how often this node tells Redis it is alive under each limiter's prefix (one call
+   * per Cluster slot for all of them, O(log N) for Redis whatever the fleet's size N). A node unseen for
+   * three heartbeats no longer counts.
+   * @default DEFAULT_HEARTBEAT_MS (1000)
+   */
+  heartbeatMs?: number | undefined;
+  /**
+   * With failMode 'local': the nodes a limit is taken to be shared by until Redis has answered a heartbeat
+   * (Redis away at start-up): each node then holds 1 / assumedNodes of each limit.
+   * @default DEFAULT_ASSUMED_NODES (10)
+   */
+  assumedNodes?: number | undefined;
   /**
    * With `clock: 'client'`: the furthest a decision time may be from Redis TIME. A node whose clock runs
    * ahead would otherwise take tokens early and push the stored time ahead, starving the others for as
    * long as its clock is ahead; its times are clamped to Redis TIME +- this. (A Clock object passed as
    * `clock` is a test or simulation clock and is never clamped unless this is set.)
-   * @default 1000 with 'client', none with a Clock
+   * @default DEFAULT_CLIENT_SKEW_MS (1000) with 'client', none with a Clock
    */
-  maxClockSkewMs?: number;
+  maxClockSkewMs?: number | undefined;
   /**
    * Answer a hot key's single-permit denials locally until they can change (see DenyCache), and drop them
    * on every node when a key is reset (Redis pub/sub, one extra connection per store).
    * @default true
    */
-  denyCache?: boolean;
-  /**
-   * Most keys the deny cache remembers per limiter.
-   * @default 10_000
-   */
-  denyCacheMaxKeys?: number;
+  denyCache?: boolean | undefined;
   /**
    * The most decisions one script call carries. Larger batches amortize the call; smaller ones let several
    * calls travel pipelined, so the client and Redis work at the same time (measured best here: 32-64).
-   * @default 64
+   * @default DEFAULT_MAX_BATCH (64)
    */
-  maxBatch?: number;
+  maxBatch?: number | undefined;
   /**
    * Called with every decision, where it came from, and the time it was made (for metrics and tests).
    * Left undefined it costs nothing.
    */
-  onDecision?: (event: DecisionEvent) => void;
-}
-
-/** One decision, as `onDecision` sees it. */
-export interface DecisionEvent {
-  readonly prefix: string;
-  readonly key: string;
-  readonly decision: Decision;
-  /** 'redis': the script decided; 'deny_cache': the deny cache; 'fallback': the fail mode (the names metrics use). */
-  readonly source: Extract<DecisionSource, 'redis' | 'deny_cache' | 'fallback'>;
-  /** The decision time: Redis TIME or the client clock for 'redis', this process's clock otherwise. */
-  readonly decidedAtMs: number;
-  /**
-   * For a policy decided slot by slot (rules in different Cluster slots): the time each rule's slot decided
-   * at, in rule order (NaN for a rule not reached). `decidedAtMs` is the latest of them.
-   */
-  readonly ruleDecidedAtMs?: readonly number[];
+  onDecision?: ((event: DecisionEvent) => void) | undefined;
 }
 
 /**
@@ -129,15 +115,33 @@ export interface DecisionEvent {
 export interface RedisStoreEvents {
   'store-error': [error: Error];
   'store-recovered': [];
+  /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
+  fleet: [FleetEvent];
   'callback-error': [error: unknown, callback: string];
 }
 
-const DEFAULT_CLIENT_SKEW_MS = 1000;
+/** A change in the nodes a limiter's limits are shared by, as a store's `fleet` event reports it. */
+export interface FleetEvent {
+  readonly prefix: string;
+  /** Live nodes of the limiter's fleet, this one included. */
+  readonly nodes: number;
+}
+
+/** A share that never moves: what 'open' and 'closed' (which keep nothing) are bound with. */
+const WHOLE: FleetShare = { fraction: 1 };
+
+/** What the store holds for one limiter prefix: its bindings, and its place in the fleet. */
+interface PrefixHold {
+  readonly bindings: Set<ExactBinding>;
+  readonly share: FleetShare;
+  readonly release: () => void;
+}
 
 /**
  * Exact central limiting on Redis: every decision is the core algorithm's function, run atomically by one
  * Lua script on the server. Plug it into createLimiter: switching a limiter from memory to Redis is the
- * `store` line.
+ * `store` line. Assembled from parts: per limiter an ExactBinding (deny cache, health gate, transport,
+ * controls), one health machine, one fail mode, one presence in the fleet, one start-up check.
  *
  * @example
  * const store = redisStore({ redis: new Redis(process.env.REDIS_URL) })
@@ -150,13 +154,14 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   readonly timeoutMs: number;
   readonly failMode: FailMode;
   readonly maxBatch: number;
-  readonly expectedNodes: number;
+  /** This node's name in its limiters' fleets. */
+  readonly nodeId: string;
   readonly #localClock: Clock;
+  readonly #maxKeys: number;
   readonly #denyCache: boolean;
-  readonly #denyCacheMaxKeys: number;
-  readonly #bindings = new Map<string, Set<RedisBinding>>();
-  /** failMode 'local': each prefix's in-memory limiter state, shared by the limiter's bindings (its plans). */
-  readonly #fallbacks = new Map<string, MemoryStore>();
+  readonly #maxClockSkewMs: number | undefined;
+  readonly #onDecision: ((event: DecisionEvent) => void) | undefined;
+  readonly #holds = new Map<string, PrefixHold>();
   /** Concurrency limiters' slots, by prefix. */
   readonly #semaphores = new Map<string, Set<RedisSemaphore>>();
   /** What the store's subscriber does with a message, by channel. */
@@ -164,72 +169,43 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   readonly #prefixes = new PrefixGuard();
   readonly #connection: RedisConnection;
   readonly #health: RedisHealth;
-  readonly #context: BindingContext;
   readonly #checks: StartupChecks;
+  readonly #fallback: Fallback;
+  /** failMode 'local': how many nodes share each limiter's limits. */
+  readonly #presence: FleetPresence | undefined;
   #subscriber: ResetSubscriber | undefined;
-  /** A state key where the last failure happened: the probe asks there (on a Cluster, that slot's master). */
-  #probeKey = 'sluice-probe';
   #closed = false;
 
   constructor(options: RedisStoreOptions) {
     super();
-    optionsObject('redisStore options', options, true);
-    const connection = toConnection(options.redis);
+    const o = parseOptions('redisStore options', REDIS_STORE_OPTIONS, options, true);
+    const connection = o.redis;
     this.redis = options.redis;
     this.#connection = connection;
     if (connection instanceof IoredisConnection) checkClient(connection.client, connection.isCluster);
-    const clock = options.clock ?? 'server';
-    if (clock === 'server') this.clock = undefined;
-    else if (clock === 'client') this.clock = systemClock;
-    else if (typeof clock === 'object' && clock !== null && typeof clock.now === 'function') this.clock = clock;
-    else
-      throw new SluiceRangeError(
-        'clock',
-        clock,
-        `clock must be 'server', 'client' or a Clock, got ${describeValue(clock)}`,
-      );
-    this.#localClock = this.clock ?? systemClock;
-    const onDecision = options.onDecision;
-    if (onDecision !== undefined && typeof onDecision !== 'function') {
-      throw new SluiceTypeError(
-        'onDecision',
-        onDecision,
-        `onDecision must be a function, got ${describeValue(onDecision)}`,
-      );
-    }
-    this.timeoutMs =
-      options.timeoutMs === undefined ? DEFAULT_TIMEOUT_MS : timerDuration('timeoutMs', options.timeoutMs);
-    this.failMode = failModeOption(options.failMode);
-    this.expectedNodes =
-      options.expectedNodes === undefined ? 1 : positiveInteger('expectedNodes', options.expectedNodes);
-    if (options.denyCache !== undefined && typeof options.denyCache !== 'boolean') {
-      throw new SluiceTypeError(
-        'denyCache',
-        options.denyCache,
-        `denyCache must be a boolean, got ${describeValue(options.denyCache)}`,
-      );
-    }
-    this.#denyCache = options.denyCache ?? true;
-    this.#denyCacheMaxKeys =
-      options.denyCacheMaxKeys === undefined ? 10_000 : positiveInteger('denyCacheMaxKeys', options.denyCacheMaxKeys);
-    this.maxBatch = options.maxBatch === undefined ? 64 : positiveInteger('maxBatch', options.maxBatch);
-    const maxClockSkewMs =
-      options.maxClockSkewMs !== undefined
-        ? positiveFinite('maxClockSkewMs', options.maxClockSkewMs)
-        : clock === 'client'
-          ? DEFAULT_CLIENT_SKEW_MS
-          : undefined;
-    if (maxClockSkewMs !== undefined && this.clock === undefined) {
+    const { decisionClock, localClock } = storeClocks(o.clock);
+    this.clock = decisionClock;
+    this.#localClock = localClock;
+    this.timeoutMs = o.timeoutMs;
+    this.failMode = o.failMode;
+    this.maxBatch = o.maxBatch;
+    this.nodeId = o.nodeId ?? randomUUID();
+    this.#maxKeys = o.maxKeys;
+    this.#denyCache = o.denyCache;
+    const onDecision = o.onDecision;
+    this.#onDecision =
+      onDecision === undefined ? undefined : (event) => callSafely(this, 'onDecision', onDecision, event);
+    if (o.maxClockSkewMs !== undefined && o.clock === 'server') {
       throw new SluiceRangeError(
         'maxClockSkewMs',
-        maxClockSkewMs,
+        o.maxClockSkewMs,
         "maxClockSkewMs bounds client clocks: it needs clock 'client' or a Clock",
       );
     }
+    this.#maxClockSkewMs = o.maxClockSkewMs ?? (o.clock === 'client' ? DEFAULT_CLIENT_SKEW_MS : undefined);
     this.#health = new RedisHealth({
       connection,
       timeoutMs: this.timeoutMs,
-      probe: () => connection.exists(this.#probeKey),
       onChange: (healthy, error) => {
         if (healthy) emitSafely(this, 'store-recovered');
         else emitSafely(this, 'store-error', error);
@@ -238,22 +214,23 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       },
     });
     this.#checks = new StartupChecks(connection, this.timeoutMs, (error) => emitSafely(this, 'store-error', error));
-    this.#context = {
-      connection,
-      decisionClock: this.clock,
-      localClock: this.#localClock,
+    this.#fallback = new Fallback({
+      mode: this.failMode,
+      clock: this.#localClock,
+      maxKeys: this.#maxKeys,
       timeoutMs: this.timeoutMs,
-      failMode: this.failMode,
-      maxBatch: this.maxBatch,
-      maxClockSkewMs,
-      onDecision: onDecision === undefined ? undefined : (event) => callSafely(this, 'onDecision', onDecision, event),
-      mayCallRedis: () => this.#health.healthy,
-      reportSuccess: () => this.#health.reportSuccess(),
-      reportFailure: (error, stateKey) => {
-        if (stateKey !== undefined) this.#probeKey = stateKey;
-        this.#health.reportFailure(error);
-      },
-    };
+    });
+    this.#presence =
+      this.failMode === 'local'
+        ? new FleetPresence({
+            connection,
+            nodeId: this.nodeId,
+            heartbeatMs: o.heartbeatMs,
+            assumedNodes: o.assumedNodes,
+            decisionClock,
+            onCount: (prefix, nodes) => emitSafely(this, 'fleet', { prefix, nodes }),
+          })
+        : undefined;
   }
 
   /**
@@ -262,7 +239,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
    * SluiceError 'STORE_MISCONFIGURED' naming what is wrong (a permission the Redis user lacks, a standalone
    * client given for a Cluster or the reverse; also reported as 'store-error' and a process warning when
    * found, whether or not anyone awaits this), or 'STORE_UNAVAILABLE' when Redis did not answer (checked
-   * again by the next call). Decisions never wait for it.
+   * again by the next call). Decisions never wait for it. `limiter.ready()` waits for it too.
    *
    * @example
    * const limiter = createLimiter({ rules, store })
@@ -283,6 +260,42 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     return !this.#health.healthy;
   }
 
+  /** failMode 'local': the live nodes of `prefix`'s fleet at the latest answered heartbeat, or undefined. */
+  fleetSize(prefix: string): number | undefined {
+    return this.#presence?.nodes(prefix);
+  }
+
+  /**
+   * What the store holds for `prefix`, made on its first bind: its start-up check, its deny-cache channel,
+   * its place in the fleet.
+   */
+  #hold(ruleSet: RuleSet): PrefixHold {
+    const { prefix } = ruleSet;
+    let hold = this.#holds.get(prefix);
+    if (hold !== undefined) return hold;
+    const kinds = (ruleSet.plans ?? ruleSet.rules).map((rule) => rule.kind);
+    const scripts = exactScripts(kinds);
+    this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
+    if (this.#denyCache) {
+      this.#listen(resetChannel(prefix), (key) => {
+        for (const b of this.#holds.get(prefix)?.bindings ?? []) b.forget(decodeIdentity(key));
+      });
+    }
+    const fleet = this.#presence?.track(prefix);
+    hold = {
+      bindings: new Set(),
+      share: fleet?.share ?? WHOLE,
+      release: () => {
+        this.#holds.delete(prefix);
+        this.#checks.remove(prefix);
+        this.#stopListening(resetChannel(prefix));
+        fleet?.release();
+      },
+    };
+    this.#holds.set(prefix, hold);
+    return hold;
+  }
+
   /** Binds a limiter's rules under its prefix (see Store.bind) and starts its start-up check. */
   bind(ruleSet: RuleSet): BoundStore {
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
@@ -292,7 +305,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     if (isCluster && keyed && unrefundable !== undefined) {
       // Such a policy may span slots, decided slot by slot with refunds; Guava's prepay cannot be refunded.
       throw new SluiceRangeError(
-        'algorithm',
+        'rules',
         unrefundable.name,
         `rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot be in a policy with rules ` +
           `counted against other keys on a Redis Cluster: its grants cannot be refunded`,
@@ -300,70 +313,55 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     }
     const { prefix } = ruleSet;
     // A limiter with plans claims its prefix for every plan's rules (they share state by name).
-    const release = this.#prefixes.claim(prefix, ruleSet.plans ?? ruleSet.rules);
+    const releaseClaim = this.#prefixes.claim(prefix, ruleSet.plans ?? ruleSet.rules);
     if (isCluster && keyed) warnCrossSlot(prefix);
-    // The fail mode's local limiter holds this node's share of each rule.
-    const share = 1 / this.expectedNodes;
-    // One per prefix: a limiter's plans (which share state by rule name) share it, as on Redis.
-    let fallback = this.#fallbacks.get(prefix);
-    if (this.failMode === 'local' && fallback === undefined)
-      this.#fallbacks.set(prefix, (fallback = new MemoryStore({ clock: this.#localClock })));
-    const local = fallback?.bind({
-      rules: ruleSet.rules.map((rule) => scaledRule(rule, share)),
-      prefix,
-      ...(ruleSet.plans === undefined ? {} : { plans: ruleSet.plans }),
-    });
-    const publishReset = this.#denyCache
-      ? (key: string) => this.#connection.publish(resetChannel(prefix), encodeIdentity(key))
-      : undefined;
-    const binding: RedisBinding = new RedisBinding(this.#context, ruleSet.rules, prefix, {
-      denyCache: this.#denyCache ? new DenyCache(this.#denyCacheMaxKeys) : undefined,
-      local,
-      publishReset,
-      forgetHere: (key) => {
-        for (const b of this.#bindings.get(prefix) ?? []) b.forget(key);
+    const hold = this.#hold(ruleSet);
+    const bindings = hold.bindings;
+    const binding: ExactBinding = new ExactBinding({
+      transport: {
+        connection: this.#connection,
+        rules: ruleSet.rules,
+        prefix,
+        stateName: (rule) => rule.name,
+        maxBatch: this.maxBatch,
+        timeoutMs: this.timeoutMs,
+        localClock: this.#localClock,
+        maxClockSkewMs: this.#maxClockSkewMs,
       },
+      decisionClock: this.clock,
+      health: this.#health,
+      fallback: this.#fallback.bind(ruleSet, hold.share),
+      denials: this.#denyCache
+        ? {
+            cache: new DenyCache(this.#maxKeys),
+            // A limiter's plans are bindings of one prefix: a control under one plan changes what the others cached.
+            forgetHere: (key) => {
+              for (const b of bindings) b.forget(key);
+            },
+            publishReset: (key) => this.#connection.publish(resetChannel(prefix), encodeIdentity(key)),
+          }
+        : undefined,
+      onDecision: this.#onDecision,
       unbind: () => {
-        release();
-        local?.unbind?.();
-        this.#unbind(prefix, binding);
+        releaseClaim();
+        // A closed limiter's binding: dropped with its caches; the prefix's hold when it was the last.
+        if (bindings.delete(binding) && bindings.size === 0) hold.release();
       },
     });
-    let set = this.#bindings.get(prefix);
-    if (set === undefined) {
-      set = new Set();
-      this.#bindings.set(prefix, set);
-      const kinds = (ruleSet.plans ?? ruleSet.rules).map((rule) => rule.kind);
-      this.#checks.add(prefix, [
-        decideScript(kinds),
-        ...kinds.map(decideOneScript),
-        adjustScript(kinds),
-        blockScript(),
-      ]);
-      if (this.#denyCache) this.#subscribe(prefix);
-    }
-    set.add(binding);
+    bindings.add(binding);
     return binding;
   }
 
-  /** A closed limiter's binding: dropped with its caches and fail-mode state; its channel when it was the last. */
-  #unbind(prefix: string, binding: RedisBinding): void {
-    const set = this.#bindings.get(prefix);
-    if (set === undefined || !set.delete(binding) || set.size > 0) return;
-    this.#bindings.delete(prefix);
-    this.#fallbacks.delete(prefix);
-    this.#checks.remove(prefix);
-    this.#stopListening(resetChannel(prefix));
-  }
-
   /**
-   * Stops probing, listening for resets and listening to your client. The Redis client passed in stays open
-   * (it is yours); limiters still bound to this store decide by its fail mode from now on.
+   * Stops probing, heartbeating (leaving the fleets, one last call within timeoutMs), listening for resets
+   * and listening to your client. The Redis client passed in stays open (it is yours); limiters still bound
+   * to this store decide by its fail mode from now on.
    */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     this.#health.close();
+    await this.#presence?.close(this.timeoutMs);
     const subscriber = this.#subscriber;
     this.#subscriber = undefined;
     await subscriber?.close().catch(() => undefined);
@@ -391,16 +389,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     });
   }
 
-  #subscribe(prefix: string): void {
-    this.#listen(resetChannel(prefix), (key) => {
-      for (const b of this.#bindings.get(prefix) ?? []) b.forget(decodeIdentity(key));
-    });
-  }
-
   /**
    * A concurrencyLimiter's slots on Redis, shared by every process with this prefix: see RedisSemaphore.
    * Waiters hear of releases on the store's subscriber. `leaseMs` must leave room for a renewal to reach
-   * Redis: at least 4 x timeoutMs.
+   * Redis: at least 4 x timeoutMs. With failMode 'local', this node's share of the slots (1 / the live nodes
+   * of the prefix's fleet) is counted here while Redis is away.
    */
   bindSemaphore(spec: SemaphoreSpec): SemaphoreBinding {
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
@@ -413,14 +406,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       );
     }
     const { prefix } = spec;
-    // failMode 'local': this node's share of the slots while Redis is away, counted in memory.
-    const local =
-      this.failMode === 'local'
-        ? new MemoryStore({ clock: this.#localClock }).bindSemaphore({
-            ...spec,
-            max: Math.max(1, Math.floor(spec.max / this.expectedNodes)),
-          })
-        : undefined;
+    const fleet = this.#presence?.track(prefix);
     let set = this.#semaphores.get(prefix);
     const channel = freedChannel(prefix);
     let hearsReleases = this.#subscriber !== undefined;
@@ -429,7 +415,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       hearsReleases = this.#listen(channel, (key) => {
         for (const s of this.#semaphores.get(prefix) ?? []) s.freed(decodeIdentity(key));
       });
-      this.#checks.add(prefix, [semaphoreScript()], `${prefix} slots`);
+      const scripts = this.#presence === undefined ? [semaphoreScript()] : [semaphoreScript(), presenceScript()];
+      this.#checks.add(prefix, scripts, `${prefix} slots`);
     }
     const semaphores = set;
     const semaphore: RedisSemaphore = new RedisSemaphore(
@@ -438,17 +425,13 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
         decisionClock: this.clock,
         timeoutMs: this.timeoutMs,
         failMode: this.failMode,
-        local,
+        local: this.#fallback.bindSemaphore(spec, fleet?.share ?? WHOLE),
         hearsReleases,
-        mayCallRedis: () => this.#health.healthy,
-        reportSuccess: () => this.#health.reportSuccess(),
-        reportFailure: (error, key) => {
-          this.#probeKey = key;
-          this.#health.reportFailure(error);
-        },
+        health: this.#health,
       },
       spec,
       () => {
+        fleet?.release();
         semaphores.delete(semaphore);
         if (semaphores.size > 0) return;
         this.#semaphores.delete(prefix);

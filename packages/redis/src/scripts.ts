@@ -207,3 +207,25 @@ export function blockScript(): LuaScript {
     { directory: redisLua(), file: 'block' },
   ]);
 }
+
+/**
+ * A node's heartbeat in its limiters' fleets (see presence.lua): how many nodes share each limit.
+ * @example
+ * const counts = await connection.runScript(presenceScript(), [fleetKey('api')], [nodeId, '3000', '', '0'])
+ */
+export function presenceScript(): LuaScript {
+  return luaScript('presence', [
+    { directory: redisLua(), file: 'prelude' },
+    { directory: redisLua(), file: 'presence' },
+  ]);
+}
+
+/**
+ * Every script exact decisions over `kinds` may run (decide, decide_one per kind, adjust, block): what a
+ * store's start-up check runs the commands of.
+ * @example
+ * checks.add(prefix, exactScripts(['fixedWindow']))
+ */
+export function exactScripts(kinds: readonly AlgorithmKind[]): LuaScript[] {
+  return [decideScript(kinds), ...[...new Set(kinds)].map(decideOneScript), adjustScript(kinds), blockScript()];
+}

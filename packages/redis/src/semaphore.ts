@@ -1,9 +1,9 @@
 import type { SemaphoreBinding, SemaphoreSpec, SlotAttempt } from '@sluice/core';
 import { withDeadline } from './deadline.js';
-import type { FailMode } from './fail-mode.js';
+import type { FailMode } from './fleet/fail-mode.js';
+import type { RedisHealth } from './health.js';
 import { encodeIdentity, freedChannel, semaphoreKeys } from './key-layout.js';
-import { isKeyScopedError } from './reply-errors.js';
-import { numArg } from './rule-args.js';
+import { numArg } from './exact/rule-args.js';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { semaphoreScript } from './scripts.js';
 
@@ -18,9 +18,8 @@ export interface SemaphoreContext {
   readonly local: SemaphoreBinding | undefined;
   /** False while no subscriber hears releases: waiters then also try again every leaseMs / 3. */
   readonly hearsReleases: boolean;
-  mayCallRedis(): boolean;
-  reportSuccess(): void;
-  reportFailure(error: unknown, key: string): void;
+  /** The store's health machine: calls skip Redis while it fails, and every call reports to it. */
+  readonly health: RedisHealth;
 }
 
 const text = (reply: ScriptReply): string => (Buffer.isBuffer(reply) ? reply.toString() : String(reply));
@@ -66,7 +65,7 @@ export class RedisSemaphore implements SemaphoreBinding {
    * with callers queued here tries again, on Redis or by the fail mode.
    */
   healthChanged(): void {
-    if (this.#ctx.mayCallRedis()) {
+    if (this.#ctx.health.healthy) {
       const keys = new Set([...this.#local.values(), ...this.#open.values(), ...this.#unanswered.values()]);
       for (const key of keys) void this.#reconciled(key);
     }
@@ -87,7 +86,7 @@ export class RedisSemaphore implements SemaphoreBinding {
     if (adopt.length === 0 && drop.length === 0) return true;
     const done = this.#call(key, 'reconcile', [String(adopt.length), ...adopt, ...drop]).then(
       () => {
-        this.#ctx.reportSuccess();
+        this.#ctx.health.reportSuccess();
         for (const ticket of drop) this.#unanswered.delete(ticket);
         for (const ticket of adopt) {
           this.#unanswered.delete(ticket);
@@ -102,7 +101,7 @@ export class RedisSemaphore implements SemaphoreBinding {
       (error: unknown) => {
         // It may still land: what it adopted is told again, or dropped if released by then, next time.
         for (const ticket of adopt) this.#unanswered.set(ticket, key);
-        if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
+        this.#ctx.health.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
         return false;
       },
     );
@@ -136,16 +135,16 @@ export class RedisSemaphore implements SemaphoreBinding {
    * unanswered so that a late landing is dropped.
    */
   async #onRedis(key: string, op: string, extra: readonly string[], ticket?: string): Promise<ScriptReply | undefined> {
-    if (!this.#ctx.mayCallRedis()) return undefined;
+    if (!this.#ctx.health.healthy) return undefined;
     const ready = this.#reconciled(key);
     if (ready !== true && !(await ready)) return undefined;
     try {
       const reply = await this.#call(key, op, extra);
-      this.#ctx.reportSuccess();
+      this.#ctx.health.reportSuccess();
       return reply;
     } catch (error) {
       if (ticket !== undefined) this.#unanswered.set(ticket, key);
-      if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
+      this.#ctx.health.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
       return undefined;
     }
   }
@@ -190,22 +189,22 @@ export class RedisSemaphore implements SemaphoreBinding {
     await this.#ctx.local?.leave(key, ticket);
     // A place Redis could not drop goes when its lease runs out (it is no longer renewed); one an unanswered
     // attempt may still leave is dropped when Redis answers again (reconcile).
-    if (!this.#ctx.mayCallRedis()) return;
+    if (!this.#ctx.health.healthy) return;
     await this.#onRedis(key, 'leave', [ticket], ticket);
   }
 
   async renew(key: string, held: readonly string[], waiting: readonly string[]): Promise<readonly string[]> {
-    if (!this.#ctx.mayCallRedis()) throw new Error('Redis is failing: leases are renewed once it answers');
+    if (!this.#ctx.health.healthy) throw new Error('Redis is failing: leases are renewed once it answers');
     const ready = this.#reconciled(key);
     if (ready !== true && !(await ready)) throw new Error('Redis could not be reconciled: renewed at the next try');
     const onRedis = held.filter((t) => !this.#local.has(t) && !this.#open.has(t));
     if (onRedis.length === 0 && waiting.length === 0) return [];
     try {
       const reply = await this.#call(key, 'renew', [String(onRedis.length), ...onRedis, ...waiting]);
-      this.#ctx.reportSuccess();
+      this.#ctx.health.reportSuccess();
       return (reply as ScriptReply[]).map(text);
     } catch (error) {
-      if (!isKeyScopedError(error)) this.#ctx.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
+      this.#ctx.health.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
       throw error;
     }
   }

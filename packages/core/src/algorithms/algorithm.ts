@@ -132,7 +132,11 @@ export type LeaseModel =
   | { readonly kind: 'bucket'; readonly capacity: number; readonly refillPerSecond: number; readonly initial: number }
   | { readonly kind: 'fixed' | 'sliding'; readonly limit: number; readonly windowMs: number };
 
-/** A count scaled to a share: rounded down (never more than the share), but at least 1. */
+/**
+ * A count scaled to a share: rounded down (never more than the share), but at least 1.
+ * @example
+ * shareOf(10, 1 / 3) // 3: a node's part of 10 slots shared by 3 nodes
+ */
 export function shareOf(count: number, fraction: number): number {
   return Math.max(1, Math.floor(count * fraction + EPSILON));
 }

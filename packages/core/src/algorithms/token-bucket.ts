@@ -182,7 +182,8 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
           ...own,
           capacity: shared,
           refillPerSecond: refillPerSecond * fraction,
-          initial: Math.min(shared, Math.floor(initial * fraction + EPSILON)),
+          // The same fill as the whole bucket (a full bucket's share starts full, whatever the rounding of the capacity).
+          initial: Math.min(shared, Math.floor((initial / capacity) * shared + EPSILON)),
           maxDebt: Math.floor(maxDebt * fraction + EPSILON),
         });
       },

@@ -1,16 +1,18 @@
 import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { MemoryStore } from '../engine/memory-store.js';
+import { option, optional, parseOptions, required } from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
+  DEFAULT_PREFIX,
+  clockValue,
   describe,
   nonNegativeOrInfinite,
-  optionalClock,
   optionalSignal,
   optionsObject,
   positiveFinite,
   positiveInteger,
-  prefixOption,
+  prefixValue,
   rateLimitKey,
 } from '../foundation/validate.js';
 import type { ConcurrencyStore, SemaphoreBinding, SlotAttempt } from '../engine/semaphore-store.js';
@@ -29,12 +31,12 @@ export interface ConcurrencyLimiterOptions {
    * How long a holder that stops renewing keeps its slot on a shared store: a process killed inside its
    * critical section frees its slots after this (plus one renewal interval). Held slots are renewed every
    * leaseMs / 3 while they are held. (In this process's memory a holder cannot die apart from the store.)
-   * @default 30_000
+   * @default DEFAULT_LEASE_MS (30_000)
    */
   leaseMs?: number;
   /**
    * Namespace of this limiter's keys in a shared store (letters, digits and `_ . - : /`, at most 100).
-   * @default 'sluice'
+   * @default DEFAULT_PREFIX ('sluice')
    */
   prefix?: string;
   /**
@@ -43,7 +45,7 @@ export interface ConcurrencyLimiterOptions {
    * @default Infinity
    */
   maxQueue?: number;
-  /** @default 512 */
+  /** Longest key accepted. @default DEFAULT_MAX_KEY_LENGTH (512) */
   maxKeyLength?: number;
   /**
    * Time for timeouts and lease renewals (a ManualClock in tests).
@@ -101,6 +103,59 @@ export interface ConcurrencyLimiter {
 
 /** Below this a lease is renewed so often that a busy event loop could miss it. */
 const MIN_LEASE_MS = 100;
+
+/** How long a holder that stops renewing keeps its slot on a shared store unless `leaseMs` says otherwise. */
+export const DEFAULT_LEASE_MS = 30_000;
+
+/** A `store` option that counts slots. */
+function concurrencyStoreValue(name: string, value: unknown): ConcurrencyStore {
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    typeof (value as Partial<ConcurrencyStore>).bindSemaphore !== 'function'
+  ) {
+    throw new SluiceTypeError(
+      name,
+      value,
+      `${name} must be a store that counts slots (memoryStore(), redisStore({ redis })), got ${describe(value)}`,
+    );
+  }
+  return value as ConcurrencyStore;
+}
+
+/** A lease long enough to be renewed in time: at least MIN_LEASE_MS. */
+function leaseValue(name: string, value: unknown): number {
+  const ms = positiveFinite(name, value);
+  if (ms < MIN_LEASE_MS) {
+    throw new SluiceRangeError(
+      name,
+      ms,
+      `${name} must be at least ${MIN_LEASE_MS} ms (it is renewed every leaseMs / 3), got ${describe(ms)}`,
+    );
+  }
+  return ms;
+}
+
+/** concurrencyLimiter's options, declared once (see parseOptions). */
+export const CONCURRENCY_LIMITER_OPTIONS = {
+  max: required('Slots per key: how many callers may be inside at once.', positiveInteger),
+  store: optional('Where slots are counted; a private memoryStore when not given.', concurrencyStoreValue),
+  leaseMs: option(
+    'How long a holder that stops renewing keeps its slot.',
+    leaseValue,
+    DEFAULT_LEASE_MS,
+    'DEFAULT_LEASE_MS',
+  ),
+  prefix: option("Namespace of the limiter's keys in a shared store.", prefixValue, DEFAULT_PREFIX, 'DEFAULT_PREFIX'),
+  maxQueue: option('The most callers that may wait for one key in this process.', countOrInfinite, Infinity),
+  maxKeyLength: option('Longest key accepted.', positiveInteger, DEFAULT_MAX_KEY_LENGTH, 'DEFAULT_MAX_KEY_LENGTH'),
+  clock: optional('Time for timeouts and lease renewals; systemClock when not given.', clockValue),
+} as const;
+
+/** maxQueue: an integer >= 1, or Infinity. */
+function countOrInfinite(name: string, value: unknown): number {
+  return value === Infinity ? Infinity : positiveInteger(name, value);
+}
 
 interface Waiter {
   readonly key: string;
@@ -186,44 +241,16 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   #closed = false;
 
   constructor(options: ConcurrencyLimiterOptions) {
-    optionsObject('concurrencyLimiter options', options, true);
-    this.max = positiveInteger('max', options.max);
-    this.leaseMs = options.leaseMs === undefined ? 30_000 : positiveFinite('leaseMs', options.leaseMs);
-    if (this.leaseMs < MIN_LEASE_MS) {
-      throw new SluiceRangeError(
-        'leaseMs',
-        this.leaseMs,
-        `leaseMs must be at least ${MIN_LEASE_MS} ms (it is renewed every leaseMs / 3), got ${describe(this.leaseMs)}`,
-      );
-    }
-    const prefix = prefixOption(options.prefix);
+    const o = parseOptions('concurrencyLimiter options', CONCURRENCY_LIMITER_OPTIONS, options, true);
+    this.max = o.max;
+    this.leaseMs = o.leaseMs;
+    const prefix = o.prefix;
     this.prefix = prefix;
-    this.#maxQueue =
-      options.maxQueue === undefined
-        ? Infinity
-        : options.maxQueue === Infinity
-          ? Infinity
-          : positiveInteger('maxQueue', options.maxQueue);
-    this.#maxKeyLength =
-      options.maxKeyLength === undefined
-        ? DEFAULT_MAX_KEY_LENGTH
-        : positiveInteger('maxKeyLength', options.maxKeyLength);
-    this.#clock = optionalClock('clock', options.clock) ?? systemClock;
-    const store = options.store;
-    if (
-      store !== undefined &&
-      (typeof store !== 'object' ||
-        store === null ||
-        typeof (store as Partial<ConcurrencyStore>).bindSemaphore !== 'function')
-    ) {
-      throw new SluiceTypeError(
-        'store',
-        store,
-        `store must be a store that counts slots (memoryStore(), redisStore({ redis })), got ${describe(store)}`,
-      );
-    }
-    this.#store = store ?? new MemoryStore({ clock: this.#clock });
-    this.#ownsStore = store === undefined;
+    this.#maxQueue = o.maxQueue;
+    this.#maxKeyLength = o.maxKeyLength;
+    this.#clock = o.clock ?? systemClock;
+    this.#store = o.store ?? new MemoryStore({ clock: this.#clock });
+    this.#ownsStore = o.store === undefined;
     this.#binding = this.#store.bindSemaphore({ prefix, max: this.max, leaseMs: this.leaseMs });
     this.#unsubscribe = this.#binding.onFreed((key) => {
       this.#freedNotices++;

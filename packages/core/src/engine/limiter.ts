@@ -4,90 +4,22 @@ import type { Decision } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { MemoryStore } from './memory-store.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
-import { type ParsedPlans, type PlanResolver, knownPlan, parsePlans } from './plans.js';
-import { type Rules, normalizeRules } from './policy.js';
+import { parseOptions } from '../foundation/options.js';
+import { LIMITER_OPTIONS, type LimiterOptions } from './limiter-options.js';
+import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
 import type { BoundStore, RuleSet, Store, StoreCapabilities } from './store.js';
 import {
-  DEFAULT_MAX_KEY_LENGTH,
   describe,
   nonNegativeFinite,
   nonNegativeInteger,
   nonNegativeOrInfinite,
-  optionalClock,
   optionalSignal,
   optionsObject,
   positiveFinite,
   positiveInteger,
-  prefixOption,
   rateLimitKey,
   representablePeriod,
 } from '../foundation/validate.js';
-
-/** Options every limiter takes, beside its rules (`rules`) or its plans (`plans`). */
-export interface CommonLimiterOptions {
-  /**
-   * Where state lives.
-   * @default a private memoryStore({ clock })
-   */
-  store?: Store | undefined;
-  /**
-   * Namespace of this limiter's keys in a shared store: letters, digits and `_ . - : /`, at most 100.
-   * @default 'sluice'
-   */
-  prefix?: string | undefined;
-  /**
-   * Time for waiting (and, with the default store, for decisions).
-   * @default the store's clock if it has one, else systemClock
-   */
-  clock?: Clock | undefined;
-  /**
-   * Longest key accepted; longer keys are refused with a SluiceRangeError.
-   * @default 512
-   */
-  maxKeyLength?: number | undefined;
-  /**
-   * Up to this many ms are added at random to each retry sleep, so waiting callers on many nodes do not
-   * all retry in the same instant. Never pushes a retry past the caller's deadline.
-   * @default 2
-   */
-  retryJitterMs?: number | undefined;
-  /**
-   * A dry run before enforcing (Envoy's shadow mode): every request is allowed; one the rules would have
-   * denied comes back with `shadowed: true` and the denial's numbers, and consumes nothing, exactly like a
-   * denial. Nothing waits in shadow mode: a request is decided at once (a `timeoutMs` is not waited out), so
-   * turning it on never adds latency. HTTP adapters send the headers they would have sent, never a 429.
-   * @default false
-   */
-  shadow?: boolean | undefined;
-}
-
-/** A limiter of one set of rules. */
-export interface RulesLimiterOptions extends CommonLimiterOptions {
-  /** One rule, or a policy: a list of rules that must all allow (a denial consumes from none). */
-  rules: Rules;
-  plans?: undefined;
-  plan?: undefined;
-}
-
-/**
- * A limiter whose rules depend on the key's plan (free, pro, ...). Rules of one name share state across
- * plans, so a key that changes plan keeps its usage: a window's count carries over, a bucket's tokens are
- * capped at the new capacity. A rule given no name is named by its kind and period (`fw-1m`, `tb`; see
- * Algorithm.planName), so one unnamed rule of a shape per plan needs no name.
- */
-export interface PlansLimiterOptions extends CommonLimiterOptions {
-  /** Plan name to its rules (one rule or a policy). The first plan is the default. */
-  plans: Readonly<Record<string, Rules>>;
-  /**
-   * The plan of a key when a call names none.
-   * @default the first plan
-   */
-  plan?: PlanResolver;
-  rules?: undefined;
-}
-
-/** Options of `createLimiter`: `rules` or `plans`, and the common options. */
-export type LimiterOptions = RulesLimiterOptions | PlansLimiterOptions;
 
 /** Options of every call that decides a key under one of a limiter's plans. */
 export interface PlanOption {
@@ -183,6 +115,17 @@ export interface Limiter {
   block(key: string, ms: number): Promise<void>;
   /** Lifts the key's ban, explicit or started by a rule's `blockMs`. */
   unblock(key: string): Promise<void>;
+  /**
+   * Resolves once the store's start-up check passed (a Redis-backed store checks, on the limiter's keys, the
+   * commands its scripts run; see RedisStore.ready); at once for a store with nothing to check (memory).
+   * Rejects with SluiceError 'STORE_MISCONFIGURED' naming what is wrong, or 'STORE_UNAVAILABLE' when the
+   * store did not answer. Decisions never wait for it.
+   *
+   * @example
+   * const limiter = createLimiter({ rules, store: redisStore({ redis }) })
+   * await limiter.ready() // at start-up: fail fast on a bad ACL or the wrong client
+   */
+  ready(): Promise<void>;
   /** Stops the limiter: waiting calls reject with SluiceError('CLOSED'); a store it created is closed. */
   close(): Promise<void>;
   /** The rules (of the first plan, for a limiter with plans). */
@@ -239,82 +182,55 @@ class StoreLimiter implements Limiter {
   readonly #unlist: (() => void) | undefined;
 
   constructor(options: LimiterOptions) {
-    optionsObject('createLimiter options', options, true);
-    // Checked as a JavaScript caller may pass them, whatever the types allowed.
-    const given = options as { rules?: unknown; plans?: unknown; plan?: unknown; algorithm?: unknown };
-    if (given.algorithm !== undefined && given.rules === undefined) {
-      throw new SluiceTypeError(
-        'algorithm',
-        given.algorithm,
-        'createLimiter takes its rules as `rules` (one rule or a policy), not `algorithm`',
-      );
-    }
-    const planned = given.plans !== undefined;
+    const o = parseOptions('createLimiter options', LIMITER_OPTIONS, options, true);
+    const planned = o.plans !== undefined;
     // A store that cannot hold plans says so first: naming the store tells more than "rules or plans".
-    const can = (options.store as Partial<Store> | undefined)?.capabilities;
-    if (planned && can !== undefined && !can.plans) checkCapabilities(can, undefined, parsePlans(given.plans));
-    if (planned && given.rules !== undefined) {
+    const can = o.store?.capabilities;
+    if (planned && can !== undefined && !can.plans) checkCapabilities(can, undefined, o.plans);
+    if (planned && o.rules !== undefined) {
       throw new SluiceTypeError(
         'plans',
-        given.plans,
+        options.plans,
         'createLimiter takes rules or plans, not both: put the rules in a plan',
       );
     }
-    if (!planned && given.plan !== undefined) {
+    if (!planned && o.rules === undefined) {
+      throw new SluiceTypeError('rules', undefined, 'createLimiter needs rules (one rule or a policy) or plans');
+    }
+    if (!planned && o.plan !== undefined) {
       throw new SluiceTypeError(
         'plan',
-        given.plan,
+        o.plan,
         "plan picks one of the limiter's plans: it needs plans ({ free: rules, pro: rules })",
       );
     }
-    if (given.plan !== undefined && typeof given.plan !== 'function') {
-      throw new SluiceTypeError(
-        'plan',
-        given.plan,
-        `plan must be a function of the key returning a plan name, got ${describe(given.plan)}`,
-      );
-    }
-    const parsedPlans = planned ? parsePlans(given.plans) : undefined;
+    const parsedPlans = o.plans;
     this.#parsedPlans = parsedPlans;
     const rules =
       parsedPlans === undefined
-        ? normalizeRules(given.rules)
+        ? (o.rules as readonly Algorithm[])
         : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
-    this.#resolvePlan = given.plan as PlanResolver | undefined;
-    const prefix = prefixOption(options.prefix);
+    this.#resolvePlan = o.plan;
+    const prefix = o.prefix;
     this.prefix = prefix;
-    this.#clock = optionalClock('clock', options.clock) ?? options.store?.clock ?? systemClock;
-    this.#maxKeyLength =
-      options.maxKeyLength === undefined
-        ? DEFAULT_MAX_KEY_LENGTH
-        : positiveInteger('maxKeyLength', options.maxKeyLength);
-    this.#jitterMs =
-      options.retryJitterMs === undefined ? 2 : nonNegativeFinite('retryJitterMs', options.retryJitterMs);
-    if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
-      throw new SluiceTypeError('shadow', options.shadow, `shadow must be a boolean, got ${describe(options.shadow)}`);
-    }
-    this.#shadow = options.shadow === true;
+    this.#clock = o.clock ?? o.store?.clock ?? systemClock;
+    this.#maxKeyLength = o.maxKeyLength;
+    this.#jitterMs = o.retryJitterMs;
+    this.#shadow = o.shadow;
     let bind: (ruleSet: RuleSet) => BoundStore;
-    if (options.store === undefined) {
+    if (o.store === undefined) {
       const store = new MemoryStore({ clock: this.#clock });
       this.#store = store;
       this.#ownsStore = true;
       // Plans bind the store once per plan; a limiter of one rule set keeps it to itself (unprefixed keys).
       bind = (ruleSet) => store.bind(ruleSet, !planned);
     } else {
-      const store = options.store;
-      if (typeof store !== 'object' || store === null || typeof store.bind !== 'function') {
-        throw new SluiceTypeError(
-          'store',
-          store,
-          `store must be a sluice Store such as memoryStore(), got ${describe(store)}`,
-        );
-      }
+      const store = o.store;
       // Decisions follow the store's clock and waits the limiter's: two different clocks would disagree.
-      if (options.clock !== undefined && store.clock !== undefined && store.clock !== options.clock) {
+      if (o.clock !== undefined && store.clock !== undefined && store.clock !== o.clock) {
         throw new SluiceRangeError(
           'clock',
-          options.clock,
+          o.clock,
           'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))',
         );
       }
@@ -586,7 +502,7 @@ class StoreLimiter implements Limiter {
             `with Guava's prepay the next request pays for a grant`,
         );
       }
-      const refund = control(binding.bound.refund, 'refund');
+      const refund = control(binding.bound.refund, 'refund', this.#store);
       const grant = decision === undefined ? undefined : decision.source === 'fallback' ? 'fallback' : 'store';
       if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo, grant);
     } catch (error) {
@@ -601,7 +517,7 @@ class StoreLimiter implements Limiter {
       const n = nonNegativeInteger('permits', permits);
       optionsObject('penalize options', options, false);
       const binding = await this.#binding(key, options?.plan);
-      const penalize = control(binding.bound.penalize, 'penalize');
+      const penalize = control(binding.bound.penalize, 'penalize', this.#store);
       if (n > 0) await penalize.call(binding.bound, key, n);
     } catch (error) {
       throw callerNamed('penalize', error);
@@ -616,7 +532,7 @@ class StoreLimiter implements Limiter {
       representablePeriod('ms', blockMs, blockMs, 'a block of');
       // A ban is the key's, whatever its plan: every plan's binding reads the same one.
       const bound = this.#default.bound;
-      await control(bound.block, 'block').call(bound, key, blockMs);
+      await control(bound.block, 'block', this.#store).call(bound, key, blockMs);
     } catch (error) {
       throw callerNamed('block', error);
     }
@@ -627,9 +543,18 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       const bound = this.#default.bound;
-      await control(bound.unblock, 'unblock').call(bound, key);
+      await control(bound.unblock, 'unblock', this.#store).call(bound, key);
     } catch (error) {
       throw callerNamed('unblock', error);
+    }
+  }
+
+  async ready(): Promise<void> {
+    try {
+      this.#checkOpen();
+      await this.#store.ready?.();
+    } catch (error) {
+      throw callerNamed('ready', error);
     }
   }
 
@@ -701,11 +626,21 @@ function permitsOption(value: unknown): number {
   return value === undefined ? 1 : positiveInteger('permits', value);
 }
 
-/** A store's optional control, or SluiceError('UNSUPPORTED') naming it when the store has none. */
-function control<F extends (...args: never[]) => unknown>(fn: F | undefined, name: string): F {
-  if (typeof fn !== 'function')
-    throw new SluiceError('UNSUPPORTED', `${name}: this limiter's store does not implement ${name}()`);
-  return fn;
+/**
+ * A store's optional control, or SluiceError('UNSUPPORTED') naming the control, and the store when it declares
+ * what it cannot do (a ban must hold fleet-wide at every decision, which a leased or divided store decides
+ * without asking Redis).
+ */
+function control<F extends (...args: never[]) => unknown>(fn: F | undefined, name: string, store: Store): F {
+  if (typeof fn === 'function') return fn;
+  const can = store.capabilities;
+  if (can !== undefined && !can.bans && (name === 'block' || name === 'unblock'))
+    throw new SluiceError(
+      'UNSUPPORTED',
+      `${name}: ${can.name} keeps no bans (a ban must hold on every node at every decision, which ${can.name} ` +
+        `decides without asking Redis); use a store with bans (memoryStore, redisStore)`,
+    );
+  throw new SluiceError('UNSUPPORTED', `${name}: this limiter's store does not implement ${name}()`);
 }
 
 /** A denial as shadow mode reports it: allowed, marked, with the denial's numbers. */

@@ -22,7 +22,8 @@ export class MemorySemaphores {
   }
 
   bind(spec: SemaphoreSpec): SemaphoreBinding {
-    const { prefix, max } = spec;
+    // `max` is read at every attempt: a fail mode's share of a fleet's slots follows the fleet (see FleetShare).
+    const { prefix } = spec;
     const keys = this.#keys;
     const id = (key: string): string => `${prefix}\u0001${key}`;
     let listeners = this.#listeners.get(prefix);
@@ -46,7 +47,7 @@ export class MemorySemaphores {
         if (slots === undefined) keys.set(id(key), (slots = { holders: new Set(), queue: [] }));
         const place = slots.queue.indexOf(ticket);
         const ahead = place === -1 ? slots.queue.length : place;
-        if (ahead < max - slots.holders.size) {
+        if (ahead < spec.max - slots.holders.size) {
           if (place !== -1) slots.queue.splice(place, 1);
           slots.holders.add(ticket);
           return { granted: true, source: 'store' };

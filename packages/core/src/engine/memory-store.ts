@@ -10,7 +10,8 @@ import { type RuleVerdict, decidePolicy, ruleDecision } from './policy.js';
 import type { BoundStore, RuleSet, Store } from './store.js';
 import { MemorySemaphores } from './memory-semaphore.js';
 import type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec } from './semaphore-store.js';
-import { optionalClock, optionsObject, positiveInteger } from '../foundation/validate.js';
+import { option, optional, parseOptions } from '../foundation/options.js';
+import { clockValue, positiveInteger } from '../foundation/validate.js';
 
 /** Options of `memoryStore`. */
 export interface MemoryStoreOptions {
@@ -18,7 +19,7 @@ export interface MemoryStoreOptions {
    * The most keys held at once; the least recently used key is dropped beyond it, so a flood of
    * attacker-chosen keys cannot grow memory without bound. A dropped key starts afresh. Bans are held apart,
    * up to as many again: a flood of new keys pushes out usage, not bans.
-   * @default 100_000
+   * @default DEFAULT_MAX_KEYS (100_000)
    */
   maxKeys?: number;
   /**
@@ -27,6 +28,23 @@ export interface MemoryStoreOptions {
    */
   clock?: Clock;
 }
+
+/**
+ * The most keys a store keeps in this process unless its `maxKeys` says otherwise: a memory store's states,
+ * and what a Redis-backed store keeps here per limiter (its fail mode's states, deny cache, leases, shares).
+ */
+export const DEFAULT_MAX_KEYS = 100_000;
+
+/** memoryStore's options, declared once (see parseOptions). */
+export const MEMORY_STORE_OPTIONS = {
+  maxKeys: option(
+    'The most keys held at once (least recently used dropped first).',
+    positiveInteger,
+    DEFAULT_MAX_KEYS,
+    'DEFAULT_MAX_KEYS',
+  ),
+  clock: optional('Time for decisions and for expiring states; systemClock when not given.', clockValue),
+} as const;
 
 /**
  * One key's state and when it stops mattering. A grant updates the cell in place, so a decision costs
@@ -65,9 +83,9 @@ export class MemoryStore implements Store, ConcurrencyStore {
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
-    optionsObject('memoryStore options', options, false);
-    this.maxKeys = options.maxKeys === undefined ? 100_000 : positiveInteger('maxKeys', options.maxKeys);
-    this.clock = optionalClock('clock', options.clock) ?? systemClock;
+    const o = parseOptions('memoryStore options', MEMORY_STORE_OPTIONS, options, false);
+    this.maxKeys = o.maxKeys;
+    this.clock = o.clock ?? systemClock;
     this.#states = new KeyGenerations(this.maxKeys);
     this.#bans = new KeyGenerations(this.maxKeys);
     this.#origin = this.clock.now();

@@ -66,6 +66,11 @@ export interface Store {
   readonly capabilities?: StoreCapabilities | undefined;
   /** Binds a limiter's rules and prefix; called once per limiter (per plan). */
   bind(ruleSet: RuleSet): BoundStore;
+  /**
+   * Resolves once the store's start-up check of every limiter bound so far passed (`limiter.ready()` waits
+   * for it); a store with nothing to check may leave it out.
+   */
+  ready?(): Promise<void>;
   /** Releases what the store holds (timers, connections of its own; never a client you passed in). */
   close(): Promise<void>;
 }

@@ -123,7 +123,7 @@ describe('option validation', () => {
     expect(() => createLimiter({ rules: {} as never })).toThrow(/rules must be a rule/);
     // The option's old name is refused with the new one, not ignored.
     expect(() => createLimiter({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) } as never)).toThrow(
-      /takes its rules as `rules`/,
+      /no option "algorithm".*the options are rules, plans/,
     );
     expect(() => createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), prefix: 'a{b}' })).toThrow(/prefix/);
     expect(() => createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }), store: {} as never })).toThrow(

@@ -142,16 +142,18 @@ export function optionsObject<T extends object>(name: string, value: T | undefin
 
 const PREFIX = /^[A-Za-z0-9_.\-:/]{1,100}$/;
 
+/** The namespace of a limiter's keys when it is given no `prefix`. */
+export const DEFAULT_PREFIX = 'sluice';
+
 /**
  * A limiter's `prefix`: its namespace in a shared store, 1-100 of `[A-Za-z0-9_.-:/]` (no '{', so a key's
- * hash tag always starts after it), 'sluice' when not given.
+ * hash tag always starts after it).
  */
-export function prefixOption(value: unknown): string {
-  if (value === undefined) return 'sluice';
+export function prefixValue(name: string, value: unknown): string {
   if (typeof value !== 'string')
-    throw new SluiceTypeError('prefix', value, `prefix must be a string, got ${describe(value)}`);
+    throw new SluiceTypeError(name, value, `${name} must be a string, got ${describe(value)}`);
   if (!PREFIX.test(value))
-    throw new SluiceRangeError('prefix', value, `prefix must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(value)}`);
+    throw new SluiceRangeError(name, value, `${name} must be 1-100 of [A-Za-z0-9_.-:/], got ${describe(value)}`);
   return value;
 }
 
@@ -179,7 +181,15 @@ export function rateLimitKey(value: unknown, maxLength: number): string {
  * const clock = optionalClock('clock', options.clock) ?? systemClock
  */
 export function optionalClock(name: string, value: unknown): Clock | undefined {
-  if (value === undefined) return undefined;
+  return value === undefined ? undefined : clockValue(name, value);
+}
+
+/**
+ * A Clock option: anything with a now() function (and, if present, a sleep() function).
+ * @example
+ * const clock = option('Time for decisions', clockValue, systemClock)
+ */
+export function clockValue(name: string, value: unknown): Clock {
   const now = (value as { now?: unknown } | null)?.now;
   if (typeof value !== 'object' || value === null || typeof now !== 'function') {
     throw new SluiceTypeError(

@@ -19,10 +19,13 @@ export { EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from '../engine/ba
 export type { Ban } from '../engine/ban.js';
 /** The identity a rule counts a request against (its `key` option). */
 export { identityOf } from '../algorithms/rule-name.js';
+/** A count scaled to a share of a fleet's limit: rounded down, but at least 1. */
+export { shareOf } from '../algorithms/algorithm.js';
 /** Refuses a second limiter with other rules on a prefix of one store. */
 export { PrefixGuard } from '../engine/prefix-guard.js';
-/** A rule scaled to a node's share of a fleet's limit. */
-export { scaledRule } from '../algorithms/scaled-rule.js';
+/** A rule held at this node's share of a fleet's limit, following the share as it changes. */
+export { sharedRule } from '../algorithms/shared-rule.js';
+export type { FleetShare } from '../algorithms/shared-rule.js';
 /** An LRU of at most N keys whose memory grows with use. */
 export { keyCache } from '../engine/key-cache.js';
 /** User callbacks isolated from a store's bookkeeping, and where their errors go. */
@@ -39,6 +42,7 @@ export type { DecisionNote, DecisionSource, StatusSource } from '../engine/obser
 export { MAX_TIMER_MS, timerSleep } from '../foundation/clock.js';
 /** Option validators: typed errors that name the option and the bad value. */
 export {
+  clockValue,
   describe as describeValue,
   optionalClock,
   optionsObject,
@@ -46,3 +50,20 @@ export {
   positiveInteger,
   timerDuration,
 } from '../foundation/validate.js';
+/** Option schemas: each option declared once (check, default, doc line) and parsed in one step. */
+export {
+  booleanValue,
+  functionValue,
+  oneOf,
+  option,
+  optional,
+  parseOptions,
+  required,
+} from '../foundation/options.js';
+export type {
+  DefaultedOption,
+  OptionSchema,
+  OptionSpec,
+  ParsedOptions,
+  RequiredOption,
+} from '../foundation/options.js';

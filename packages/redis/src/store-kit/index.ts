@@ -1,34 +1,44 @@
 /**
- * `@sluice/redis/store-kit`: what a store built on Redis needs beside the public API (`@sluice/hybrid` is
- * built on it): the connection seam every client library is adapted to, the one health machine, the
- * deadline helper, the start-up check, the Lua script registry, the key layout, and exact mode's binding
- * (leased mode decides a key too cold for a lease with it). Users call
- * `redisStore` from the main entry; nothing here is needed to use sluice.
+ * `@sluice/redis/store-kit`: the stable parts a store built on Redis is assembled from (`@sluice/hybrid` is
+ * built on them); users call `redisStore` from the main entry and need nothing here.
+ *
+ * - The connection seam every client library is adapted to (`toConnection`, `RedisConnection`).
+ * - The options every Redis-backed store shares, declared once (`REDIS_BACKED_OPTIONS`, `FAIL_MODE_OPTIONS`),
+ *   and the clocks a `clock` option means (`storeClocks`).
+ * - The one health machine (`RedisHealth`) and the deadline every call keeps (`withDeadline`).
+ * - The one fail mode (`Fallback`) and what a store knows of its fleet (`FleetPresence`).
+ * - Exact decisions on Redis for one limiter, assembled from a transport and its layers (`ExactBinding`).
+ * - The start-up check (`StartupChecks`), the Lua script registry, and the key layout.
+ *
+ * @example
+ * import { ExactBinding, Fallback, RedisHealth, toConnection } from '@sluice/redis/store-kit'
  */
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
 export { toConnection } from '../connection/connect.js';
-export { bufferReply, runScript } from '../script-runner.js';
+export { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, storeClocks } from '../options.js';
+export type { StoreClocks } from '../options.js';
 export { MAX_PROBE_INTERVAL_MS, PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
 export type { HealthOptions } from '../health.js';
 export { DeadlineError, withDeadline } from '../deadline.js';
-export { isKeyScopedError } from '../reply-errors.js';
-export { misconfiguration } from '../misconfiguration.js';
-export { StartupChecks, commandsOf, preflight } from '../preflight.js';
-export { failModeDecision, failModeOption } from '../fail-mode.js';
-export { RedisBinding } from '../redis-binding.js';
-export type { BindingContext, BindingParts } from '../redis-binding.js';
+export { Fallback, failModeDecision } from '../fleet/fail-mode.js';
+export type { FallbackBinding, FallbackOptions } from '../fleet/fail-mode.js';
+export { FleetPresence } from '../fleet/presence.js';
+export type { PresenceOptions, TrackedFleet } from '../fleet/presence.js';
+export { ExactBinding } from '../exact/exact-binding.js';
+export type { DenialSharing, ExactParts } from '../exact/exact-binding.js';
+export type { TransportOptions } from '../exact/transport.js';
+export { StartupChecks } from '../preflight.js';
 export {
   adjustScript,
   algorithmFiles,
   algorithmScriptName,
-  blockScript,
-  decideOneScript,
-  decideScript,
+  exactScripts,
   luaDirectory,
   luaScript,
-  semaphoreScript,
+  presenceScript,
 } from '../scripts.js';
 export type { LuaFile, LuaScript } from '../scripts.js';
-export { adjustArgs, numArg, ruleArgs } from '../rule-args.js';
-export type { GrantTime } from '../rule-args.js';
-export { banKey, decodeIdentity, encodeIdentity, freedChannel, semaphoreKeys, stateKey } from '../key-layout.js';
+export { bufferReply } from '../script-runner.js';
+export { adjustArgs, numArg, ruleArgs } from '../exact/rule-args.js';
+export type { GrantTime } from '../exact/rule-args.js';
+export { stateKey } from '../key-layout.js';

@@ -3,6 +3,8 @@
  * `rateLimited` puts any limiter in front of an async method; `countLimit` (at most N calls per period) and
  * `smoothRateLimit` (calls spaced at a rate, with a saved burst) build their own limiter. (The HTTP
  * middleware is `rateLimit` from `@sluice/core/http`: one name per thing.)
+ *
+ * @module decorators
  */
 export { rateLimited } from './method-limit.js';
 export type { AsyncMethod, MethodCall, MethodLimitDecorator, MethodLimitOptions } from './method-limit.js';

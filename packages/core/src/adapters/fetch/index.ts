@@ -1,6 +1,8 @@
 /**
  * @sluice/core/fetch: rate limiting for Fetch-API handlers, `(request: Request) => Response`: Next.js route
  * handlers, Bun.serve, Deno.serve, Cloudflare Workers, Node's own Request/Response. No `node:` import.
+ *
+ * @module fetch
  */
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceTypeError } from '../../foundation/errors.js';

@@ -1,6 +1,8 @@
 /**
  * @sluice/core/hono: rate limiting as Hono 4 middleware, on any runtime Hono runs on. Structural types
  * only: Hono is not a dependency, and nothing here imports a `node:` module.
+ *
+ * @module hono
  */
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceTypeError } from '../../foundation/errors.js';

@@ -1,6 +1,8 @@
 /**
  * @sluice/core/http: rate limiting for HTTP servers. `rateLimit` is a `(req, res, next)` middleware for
  * node:http, Connect and Express; `rateLimitHook` / `fastifyRateLimit` do the same for Fastify.
+ *
+ * @module http
  */
 export { rateLimit } from './middleware.js';
 export type { MiddlewareOptions, Next } from './middleware.js';

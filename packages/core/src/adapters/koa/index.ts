@@ -1,5 +1,7 @@
 /**
  * @sluice/core/koa: rate limiting as Koa 3 middleware. Structural types only: Koa is not a dependency.
+ *
+ * @module koa
  */
 import type { Decision } from '../../foundation/decision.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';

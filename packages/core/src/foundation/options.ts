@@ -1,0 +1,159 @@
+import { SluiceRangeError, SluiceTypeError } from './errors.js';
+import { describe, optionsObject } from './validate.js';
+
+/**
+ * One option of a public options type, declared once: how a given value is checked, its default, and the
+ * line that documents it (docs/options.md is rendered from these). `check` gets the option's name and a
+ * value that is not undefined, and returns it as the option's type or throws a typed error naming both
+ * (the validators of validate.ts have this shape).
+ */
+export interface OptionSpec<T> {
+  /** What the option does, in one line. */
+  readonly doc: string;
+  /** Checks a given value (never undefined unless the option is required): the value, typed, or a typed error. */
+  readonly check: (name: string, value: unknown) => T;
+  /** The value when the option is not given; absent, a missing option stays undefined. */
+  readonly default?: T;
+  /** The exported constant that holds the default, for the docs (`DEFAULT_TIMEOUT_MS`). */
+  readonly defaultName?: string;
+  /** True when the option must be given: a missing one is checked as undefined, so its check names it. */
+  readonly required?: boolean;
+}
+
+/** An option with a default: parsed, it is never undefined. */
+export interface DefaultedOption<T> extends OptionSpec<T> {
+  readonly default: T;
+}
+
+/** An option that must be given: parsed, it is never undefined. */
+export interface RequiredOption<T> extends OptionSpec<T> {
+  readonly required: true;
+}
+
+/** An options type's schema: every option it takes, by name. */
+export type OptionSchema = Readonly<Record<string, OptionSpec<unknown>>>;
+
+/** Options after parseOptions: each checked, with its default when it has one. */
+export type ParsedOptions<S extends OptionSchema> = {
+  readonly [K in keyof S]: S[K] extends DefaultedOption<infer T>
+    ? T
+    : S[K] extends RequiredOption<infer T>
+      ? T
+      : S[K] extends OptionSpec<infer T>
+        ? T | undefined
+        : never;
+};
+
+/**
+ * An option with a default.
+ * @example
+ * const timeoutMs = option('Longest a decision waits for Redis', timerDuration, DEFAULT_TIMEOUT_MS, 'DEFAULT_TIMEOUT_MS')
+ */
+export function option<T>(
+  doc: string,
+  check: (name: string, value: unknown) => T,
+  defaultValue: T,
+  defaultName?: string,
+): DefaultedOption<T> {
+  return defaultName === undefined
+    ? { doc, check, default: defaultValue }
+    : { doc, check, default: defaultValue, defaultName };
+}
+
+/**
+ * An option that must be given; `check` is called with undefined when it is missing, and throws naming it.
+ * @example
+ * const max = required('Slots per key', positiveInteger)
+ */
+export function required<T>(doc: string, check: (name: string, value: unknown) => T): RequiredOption<T> {
+  return { doc, check, required: true };
+}
+
+/**
+ * An option with no default: undefined unless given (or a default that depends on other options, which
+ * the entry point works out after parsing).
+ * @example
+ * const onDecision = optional('Called with every decision', fn)
+ */
+export function optional<T>(doc: string, check: (name: string, value: unknown) => T): OptionSpec<T> {
+  return { doc, check };
+}
+
+/**
+ * Checks an options object against its schema in one step: a plain object (or undefined when `required` is
+ * false), no option the schema does not know (a misspelt `timeoutMS` is an error naming the options there
+ * are, not a silent default), each given option checked, each missing one given its default. Cross-field
+ * checks are the entry point's, after this.
+ * @example
+ * const o = parseOptions('redisStore options', REDIS_STORE_OPTIONS, options, true)
+ */
+export function parseOptions<S extends OptionSchema>(
+  what: string,
+  schema: S,
+  given: unknown,
+  required: boolean,
+): ParsedOptions<S> {
+  const object = optionsObject(what, given as object | undefined, required) as Record<string, unknown> | undefined;
+  if (object !== undefined) {
+    for (const name of Object.keys(object)) {
+      if (!Object.hasOwn(schema, name) && object[name] !== undefined) {
+        throw new SluiceTypeError(
+          name,
+          object[name],
+          `${what} have no option ${JSON.stringify(name)} (got ${describe(object[name])}); the options are ` +
+            `${Object.keys(schema).join(', ')}`,
+        );
+      }
+    }
+  }
+  const parsed: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(schema)) {
+    const value = object?.[name];
+    parsed[name] = value === undefined && spec.required !== true ? spec.default : spec.check(name, value);
+  }
+  return parsed as ParsedOptions<S>;
+}
+
+/**
+ * A boolean option's check.
+ * @example
+ * const shadow = option('A dry run', booleanValue, false)
+ */
+export function booleanValue(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean')
+    throw new SluiceTypeError(name, value, `${name} must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
+/**
+ * A function option's check.
+ * @typeParam F the function's type, as the options type declares it
+ * @example
+ * const onDecision = optional('Called with every decision', functionValue)
+ */
+export function functionValue<F extends (...args: never[]) => unknown>(name: string, value: unknown): F {
+  if (typeof value !== 'function')
+    throw new SluiceTypeError(name, value, `${name} must be a function, got ${describe(value)}`);
+  return value as F;
+}
+
+/**
+ * A check that takes one of `choices`.
+ * @example
+ * const failMode = option("What decides while Redis is away", oneOf(['local', 'open', 'closed']), 'local')
+ */
+export function oneOf<const C extends readonly string[]>(choices: C): (name: string, value: unknown) => C[number] {
+  return (name, value) => {
+    if (!choices.includes(value as string)) {
+      throw new SluiceRangeError(
+        name,
+        value,
+        `${name} must be ${choices
+          .map((c) => `'${c}'`)
+          .join(', ')
+          .replace(/, ([^,]*)$/, ' or $1')}, got ${describe(value)}`,
+      );
+    }
+    return value as C[number];
+  };
+}

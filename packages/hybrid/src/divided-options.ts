@@ -1,0 +1,69 @@
+import { inCall, oneOf, option, parseOptions } from '@sluice/core/store-kit';
+import type { ClockOption, RedisClient } from '@sluice/redis';
+import { REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
+import { DividedStore } from './divided-store.js';
+import type { ShareMode } from './shares.js';
+
+/** dividedStore's options, declared once: the options of every Redis-backed store, and how a limit is split. */
+export const DIVIDED_STORE_OPTIONS = {
+  ...REDIS_BACKED_OPTIONS,
+  share: option<ShareMode>(
+    "How a limit is split among live nodes: 'equal' or 'demand' (max-min fair shares of recent demand).",
+    oneOf(['equal', 'demand']),
+    'equal',
+  ),
+} as const;
+
+/**
+ * Options of `dividedStore`: those of every Redis-backed store (see redisStore's for each), and how the limit
+ * is split among nodes. No fail mode: a divided store never asks Redis on the decision path, and keeps its
+ * last share while Redis is away.
+ */
+export interface DividedStoreOptions {
+  /** Your Redis client (any that redisStore takes), used for heartbeats only; never closed by the store. */
+  redis: RedisClient;
+  /**
+   * Where heartbeat time comes from (`'server'`: Redis TIME) and what decisions run on (this process's clock,
+   * or the Clock given, a ManualClock in tests).
+   * @default 'server'
+   */
+  clock?: ClockOption | undefined;
+  /**
+   * Longest the start-up check and the last call at close (leaving the membership) wait; a heartbeat may take
+   * up to heartbeatMs, its own interval.
+   * @default DEFAULT_TIMEOUT_MS (50)
+   */
+  timeoutMs?: number | undefined;
+  /** Keys this node keeps state for (least recently used dropped first). @default DEFAULT_MAX_KEYS (100_000) */
+  maxKeys?: number | undefined;
+  /** This node's id in the membership. @default a random UUID */
+  nodeId?: string | undefined;
+  /** How often this node reports itself; a node unseen for 3 heartbeats is dead. @default DEFAULT_HEARTBEAT_MS (1000) */
+  heartbeatMs?: number | undefined;
+  /** Until the first heartbeat answers, this node enforces limit / assumedNodes. @default DEFAULT_ASSUMED_NODES (10) */
+  assumedNodes?: number | undefined;
+  /**
+   * `'equal'`: limit / N per node. `'demand'`: max-min fair shares of the nodes' recent demand, so a busy
+   * node is not held to an equal split while idle ones leave theirs unused.
+   * @default 'equal'
+   */
+  share?: ShareMode | undefined;
+}
+
+/**
+ * Divided mode as a store: each node enforces its share of the limit locally with the core algorithm; the
+ * share comes from heartbeats in Redis. No Redis call on the decision path; approximate (a membership change
+ * takes up to 2 heartbeats to reach every node). When Redis is unreachable a node keeps its last share. One
+ * rule per limiter, no plans, no bans: createLimiter refuses them, naming the store. The store emits
+ * `membership`, `store-error` and `store-recovered`; `store.close()` leaves the membership.
+ *
+ * @example
+ * const store = dividedStore({ redis, share: 'demand' })
+ * const limiter = createLimiter({ rules: fixedWindow({ limit: 10_000, windowMs: 1_000 }), store })
+ */
+export function dividedStore(options: DividedStoreOptions): DividedStore {
+  return inCall(
+    'dividedStore',
+    () => new DividedStore(parseOptions('dividedStore options', DIVIDED_STORE_OPTIONS, options, true)),
+  );
+}

@@ -1,0 +1,131 @@
+import { SluiceRangeError } from '@sluice/core';
+import {
+  describeValue,
+  inCall,
+  option,
+  optional,
+  parseOptions,
+  positiveFinite,
+  positiveInteger,
+} from '@sluice/core/store-kit';
+import type { ClockOption, FailMode, RedisClient } from '@sluice/redis';
+import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
+import { LeasedStore } from './leased-store.js';
+
+/** A batch is about this many ms of a node's recent demand for a key, unless `targetMs` says otherwise. */
+export const DEFAULT_TARGET_MS = 100;
+
+/** The next batch is asked for below this fraction of one, unless `lowWater` says otherwise. */
+export const DEFAULT_LOW_WATER = 0.5;
+
+/** How long a node counts as a live lessee of a key after its last lease, unless `liveMs` says otherwise. */
+export const DEFAULT_LIVE_MS = 5_000;
+
+/** A `lowWater` option: a number in 0..1. */
+function fractionValue(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !(value >= 0 && value <= 1)) {
+    throw new SluiceRangeError(name, value, `${name} must be a number in 0..1, got ${describeValue(value)}`);
+  }
+  return value;
+}
+
+/** leasedStore's options, declared once: the options of every Redis-backed store, and how a node leases. */
+export const LEASED_STORE_OPTIONS = {
+  ...REDIS_BACKED_OPTIONS,
+  ...FAIL_MODE_OPTIONS,
+  targetMs: option(
+    "A batch is about this many ms of this node's recent demand.",
+    positiveFinite,
+    DEFAULT_TARGET_MS,
+    'DEFAULT_TARGET_MS',
+  ),
+  maxLease: optional(
+    'The most permits one node leases at once (default: burst / (4 x live lessees)).',
+    positiveInteger,
+  ),
+  lowWater: option(
+    'The next batch is asked for below this fraction of a batch.',
+    fractionValue,
+    DEFAULT_LOW_WATER,
+    'DEFAULT_LOW_WATER',
+  ),
+  liveMs: option(
+    'How long a node counts as a live lessee of a key after its last lease.',
+    positiveFinite,
+    DEFAULT_LIVE_MS,
+    'DEFAULT_LIVE_MS',
+  ),
+} as const;
+
+/**
+ * Options of `leasedStore`: those of every Redis-backed store (see redisStore's for each), and how large a
+ * batch each node leases and keeps.
+ */
+export interface LeasedStoreOptions {
+  /** Your Redis client (any that redisStore takes); never closed by the store. */
+  redis: RedisClient;
+  /**
+   * Where decision time comes from: `'server'` (Redis TIME), `'client'` (this process) or a Clock (tests).
+   * @default 'server'
+   */
+  clock?: ClockOption | undefined;
+  /**
+   * Longest a decision waits for a lease (or an exact decision, for a cold key) before failMode decides.
+   * @default DEFAULT_TIMEOUT_MS (50)
+   */
+  timeoutMs?: number | undefined;
+  /**
+   * When Redis is unreachable, past this node's lease: `'local'` decides with the core algorithm holding this
+   * node's share (1 / the live nodes of the limiter's fleet), `'open'` allows, `'closed'` denies.
+   * @default DEFAULT_FAIL_MODE ('local')
+   */
+  failMode?: FailMode | undefined;
+  /**
+   * Keys whose leases this node keeps (least recently used are handed back), and the fail mode's states.
+   * @default DEFAULT_MAX_KEYS (100_000)
+   */
+  maxKeys?: number | undefined;
+  /** This node's name among the lessees and in the fleet. @default a random UUID */
+  nodeId?: string | undefined;
+  /** With failMode 'local': how often this node tells Redis it is alive. @default DEFAULT_HEARTBEAT_MS (1000) */
+  heartbeatMs?: number | undefined;
+  /** With failMode 'local': the nodes a limit is taken to be shared by until Redis has said. @default DEFAULT_ASSUMED_NODES (10) */
+  assumedNodes?: number | undefined;
+  /**
+   * A batch is about this many ms of this node's recent demand for the key: larger batches mean fewer
+   * Redis calls, smaller ones less held by each node.
+   * @default DEFAULT_TARGET_MS (100)
+   */
+  targetMs?: number | undefined;
+  /**
+   * The most permits one node leases at once.
+   * @default the rule's burst / (4 x nodes that leased the key recently), at least 1
+   */
+  maxLease?: number | undefined;
+  /**
+   * The next batch is asked for when the lease falls below this fraction of a batch (0 never prefetches).
+   * @default DEFAULT_LOW_WATER (0.5)
+   */
+  lowWater?: number | undefined;
+  /** How long a node counts as a live lessee of a key after its last lease. @default DEFAULT_LIVE_MS (5000) */
+  liveMs?: number | undefined;
+}
+
+/**
+ * Leased mode as a store: the bucket lives in Redis, each node takes batches of permits in one atomic call
+ * and spends them locally. About one Redis call per batch; never over the central limit (tokens are debited
+ * before they are spent); a node that dies strands at most one batch. One rule per limiter (tokenBucket,
+ * gcra, fixedWindow or slidingWindowCounter), no plans, no bans: createLimiter refuses them, naming the store.
+ * The store emits `lease`, `store-error` and `store-recovered`; `store.close()` hands unspent permits back.
+ *
+ * @example
+ * const store = leasedStore({ redis })
+ * const limiter = createLimiter({ rules: tokenBucket({ capacity: 10_000, refillPerSecond: 1_000 }), store })
+ * store.on('lease', (e) => metrics.observe(e.granted))
+ */
+export function leasedStore(options: LeasedStoreOptions): LeasedStore {
+  return inCall(
+    'leasedStore',
+    () => new LeasedStore(parseOptions('leasedStore options', LEASED_STORE_OPTIONS, options, true)),
+  );
+}

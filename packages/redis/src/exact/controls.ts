@@ -1,0 +1,189 @@
+import { type Algorithm, type Clock, type GrantSource, SluiceError } from '@sluice/core';
+import { identityOf } from '@sluice/core/store-kit';
+import calculateSlot from 'cluster-key-slot';
+import type { RedisConnection } from '../connection/connection.js';
+import { withDeadline } from '../deadline.js';
+import type { FallbackBinding } from '../fleet/fail-mode.js';
+import type { RedisHealth } from '../health.js';
+import { banKey, stateKey } from '../key-layout.js';
+import { adjustScript, blockScript } from '../scripts.js';
+import { type GrantTime, adjustArgs, numArg, ruleArgs } from './rule-args.js';
+
+/** What the controls of one limiter need: where its states are, the clock, the deadline, health and fallback. */
+export interface ControlsOptions {
+  readonly connection: RedisConnection;
+  readonly rules: readonly Algorithm[];
+  readonly prefix: string;
+  /** A rule's part of its state keys' names (see TransportOptions.stateName). */
+  readonly stateName: (rule: Algorithm) => string;
+  /** The client clock, or undefined for Redis TIME. */
+  readonly decisionClock: Clock | undefined;
+  readonly timeoutMs: number;
+  readonly health: RedisHealth;
+  readonly fallback: FallbackBinding;
+  /** Tells every node to drop a key from its deny cache (pub/sub), when there is one. */
+  readonly publishReset: ((key: string) => Promise<unknown>) | undefined;
+}
+
+/**
+ * A limiter's controls on Redis: reset, refund, penalize, block, unblock. Each is one atomic script call per
+ * slot, bounded by timeoutMs like a decision; while Redis is away, or when the call fails, the fail mode takes
+ * it instead where it keeps state ('local'), and the call rejects with SluiceError('STORE_UNAVAILABLE') where it
+ * keeps none ('open', 'closed'). A refund goes where its grant was counted (see refund).
+ * @example
+ * const controls = new RedisControls(options)
+ * await controls.block('user:1', 60_000)
+ */
+export class RedisControls {
+  readonly #o: ControlsOptions;
+
+  constructor(options: ControlsOptions) {
+    this.#o = options;
+  }
+
+  #stateKey(rule: Algorithm, key: string): string {
+    return stateKey(this.#o.prefix, identityOf(rule, key), this.#o.stateName(rule));
+  }
+
+  /**
+   * Forgets the request key's own rules (rules counted against other identities are shared, and stay) and its
+   * ban, in the fail mode and on Redis, and tells every node to drop it from its deny cache. A reset Redis
+   * could not do rejects: no fail mode can stand in for it.
+   */
+  async reset(key: string): Promise<void> {
+    const { rules, prefix, connection, fallback } = this.#o;
+    fallback.reset(key);
+    const own = rules.filter((rule) => rule.key === undefined).map((rule) => this.#stateKey(rule, key));
+    await this.#onRedis(key, 'reset', own[0] ?? banKey(prefix, key), async () => {
+      await connection.del([...own, banKey(prefix, key)]);
+      await this.#o.publishReset?.(key);
+    });
+  }
+
+  /**
+   * Gives back up to `permits` to the key's own rules where the grant was counted: a fail mode's grant to the
+   * fail mode ('open' counted it nowhere), a Redis grant to Redis in one atomic call (they share the key's
+   * slot), never to the fail mode, which never counted it (a refund Redis cannot take then rejects). A grant
+   * of unknown origin goes wherever decisions go now.
+   */
+  async refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+    const own = this.#o.rules.filter((rule) => rule.key === undefined);
+    if (own.length === 0) return;
+    const { fallback, health } = this.#o;
+    if (grant === 'fallback') {
+      fallback.refund(key, permits, grantedAgoMs);
+      return;
+    }
+    const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
+    const onRedis = () => this.#adjust(own, key, 'refund', permits, granted);
+    if (grant === 'store') {
+      if (!health.healthy)
+        throw new SluiceError(
+          'STORE_UNAVAILABLE',
+          `refund(${JSON.stringify(key)}): Redis counted this grant and is away; the fail mode never counted it`,
+        );
+      await this.#onRedis(key, 'refund', this.#stateKey(own[0] as Algorithm, key), onRedis);
+      return;
+    }
+    await this.#control(key, 'refund', () => fallback.refund(key, permits, grantedAgoMs), onRedis);
+  }
+
+  /** Takes `permits` from every rule the key is counted against, one atomic call per slot. */
+  async penalize(key: string, permits: number): Promise<void> {
+    const bySlot = new Map<number, Algorithm[]>();
+    for (const rule of this.#o.rules) {
+      const slot = this.#o.connection.isCluster ? calculateSlot(this.#stateKey(rule, key)) : 0;
+      bySlot.set(slot, [...(bySlot.get(slot) ?? []), rule]);
+    }
+    await this.#control(
+      key,
+      'penalize',
+      () => this.#o.fallback.penalize(key, permits),
+      async () => {
+        await Promise.all(
+          [...bySlot.values()].map((rules) => this.#adjust(rules, key, 'penalize', permits, undefined)),
+        );
+      },
+    );
+  }
+
+  /** Bans the key (block.lua keeps a longer ban in force). */
+  async block(key: string, ms: number): Promise<void> {
+    const now = this.#o.decisionClock?.now();
+    await this.#control(
+      key,
+      'block',
+      () => this.#o.fallback.block(key, ms),
+      async () => {
+        await this.#o.connection.runScript(
+          blockScript(),
+          [banKey(this.#o.prefix, key)],
+          [numArg(ms), now === undefined ? '' : numArg(now)],
+        );
+      },
+    );
+  }
+
+  /** Lifts the key's ban, and tells every node to drop the key from its deny cache. */
+  async unblock(key: string): Promise<void> {
+    await this.#control(
+      key,
+      'unblock',
+      () => this.#o.fallback.unblock(key),
+      async () => {
+        await this.#o.connection.del([banKey(this.#o.prefix, key)]);
+        await this.#o.publishReset?.(key);
+      },
+    );
+  }
+
+  /** One atomic adjust.lua call for `rules` of `key` (all in one slot). */
+  async #adjust(
+    rules: readonly Algorithm[],
+    key: string,
+    op: 'refund' | 'penalize',
+    permits: number,
+    granted: GrantTime | undefined,
+  ): Promise<void> {
+    const keys = rules.map((rule) => this.#stateKey(rule, key));
+    const args = adjustArgs(ruleArgs(rules), op, permits, granted, this.#o.decisionClock?.now());
+    await this.#o.connection.runScript(adjustScript(rules.map((rule) => rule.kind)), keys, args);
+  }
+
+  /**
+   * A control on Redis while it answers; the fail mode's when Redis is away or the call fails ('local'), or a
+   * rejection naming the control ('open', 'closed').
+   */
+  async #control(key: string, what: string, locally: () => void, onRedis: () => Promise<void>): Promise<void> {
+    const { fallback, health } = this.#o;
+    if (health.healthy) {
+      try {
+        await this.#onRedis(key, what, this.#stateKey(this.#o.rules[0] as Algorithm, key), onRedis);
+        return;
+      } catch (error) {
+        if (!fallback.keepsState) throw error;
+      }
+    } else if (!fallback.keepsState) {
+      throw new SluiceError(
+        'STORE_UNAVAILABLE',
+        `${what}(${JSON.stringify(key)}) could not reach Redis, and failMode '${fallback.mode}' keeps no state to ` +
+          `apply it to`,
+      );
+    }
+    locally();
+  }
+
+  /** Runs `call` on Redis within timeoutMs; a failure is told to the health machine and rejects as STORE_UNAVAILABLE. */
+  async #onRedis(key: string, what: string, probeKey: string, call: () => Promise<void>): Promise<void> {
+    try {
+      await withDeadline(call(), this.#o.timeoutMs, what);
+      this.#o.health.reportSuccess();
+    } catch (error) {
+      this.#o.health.reportFailure(error, probeKey);
+      const why = error instanceof Error ? error.message : String(error);
+      throw new SluiceError('STORE_UNAVAILABLE', `${what}(${JSON.stringify(key)}) could not be done on Redis: ${why}`, {
+        cause: error,
+      });
+    }
+  }
+}

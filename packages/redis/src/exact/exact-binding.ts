@@ -1,0 +1,256 @@
+import type { BoundStore, Clock, Decision, DecisionSource, GrantSource } from '@sluice/core';
+import type { DecisionNote } from '@sluice/core/store-kit';
+import type { FallbackBinding } from '../fleet/fail-mode.js';
+import type { RedisHealth } from '../health.js';
+import { RedisControls } from './controls.js';
+import type { DenyCache } from './deny-cache.js';
+import {
+  type Answer,
+  type Asked,
+  DecisionTransport,
+  type TransportListener,
+  type TransportOptions,
+} from './transport.js';
+
+/** One decision, as a redisStore's `onDecision` sees it. */
+export interface DecisionEvent {
+  readonly prefix: string;
+  readonly key: string;
+  readonly decision: Decision;
+  /** 'redis': the script decided; 'deny_cache': the deny cache; 'fallback': the fail mode (the names metrics use). */
+  readonly source: Extract<DecisionSource, 'redis' | 'deny_cache' | 'fallback'>;
+  /** The decision time: Redis TIME or the client clock for 'redis', this process's clock otherwise. */
+  readonly decidedAtMs: number;
+  /**
+   * For a policy decided slot by slot (rules in different Cluster slots): the time each rule's slot decided
+   * at, in rule order (NaN for a rule not reached). `decidedAtMs` is the latest of them.
+   */
+  readonly ruleDecidedAtMs?: readonly number[];
+}
+
+/**
+ * The deny caches of a limiter's prefix: this binding's own (used for a single rule whose denials hold, see
+ * Algorithm.stableDenials), and how a key's cached denials are dropped here under every plan of the limiter
+ * (`forgetHere`) and, on a reset or unblock, on every node (`publishReset`).
+ */
+export interface DenialSharing {
+  /** This binding's own cache (used only where a denial holds: a single rule with stable denials). */
+  readonly cache: DenyCache;
+  /** Drops `key` from the deny cache of every binding of the limiter's prefix in this process. */
+  readonly forgetHere: (key: string) => void;
+  /** Tells every node (pub/sub) to drop `key` from its deny caches: after a reset or an unblock. */
+  readonly publishReset: (key: string) => Promise<unknown>;
+}
+
+/** The parts a store assembles into one limiter's exact decisions on Redis. */
+export interface ExactParts {
+  /** Where decisions travel (no policy: see DecisionTransport); the gate is the health machine. */
+  readonly transport: Omit<TransportOptions, 'mayCall'>;
+  /** The client clock, or undefined for Redis TIME. */
+  readonly decisionClock: Clock | undefined;
+  /** The store's health machine: decisions skip Redis while it fails, and every call reports to it. */
+  readonly health: RedisHealth;
+  /** What decides while Redis is away (one per limiter, shared with whatever else decides its keys). */
+  readonly fallback: FallbackBinding;
+  /** Undefined: no deny cache (the store's `denyCache: false`, or a mode that keeps none). */
+  readonly denials: DenialSharing | undefined;
+  /** Already isolated: a throwing callback is reported, never thrown here. */
+  readonly onDecision: ((event: DecisionEvent) => void) | undefined;
+  /** Releases what the store holds for this binding. */
+  readonly unbind: () => void;
+}
+
+/** One asked decision: what the transport sends, and the caller waiting for it. */
+class PendingDecision implements Asked {
+  constructor(
+    readonly key: string,
+    readonly permits: number,
+    readonly maxWaitMs: number,
+    readonly now: number,
+    readonly peek: boolean,
+    readonly note: DecisionNote | undefined,
+    readonly resolve: (decision: Decision) => void,
+  ) {}
+}
+
+/**
+ * Exact mode for one limiter, assembled from its parts: the deny cache answers a denial that cannot change
+ * yet; the health gate sends the rest to Redis through the transport while Redis answers, and to the fail
+ * mode while it does not (or when a call fails or misses its deadline); each decision is marked with where it
+ * was made (`note.source`, `onDecision`, and `source: 'fallback'` on the Decision), so a refund finds its way
+ * back. Controls go through RedisControls.
+ * @example
+ * const binding = new ExactBinding(parts) // parts: see ExactParts; a store builds them
+ * const decision = await binding.consume('user:1', 1, 0)
+ */
+export class ExactBinding implements BoundStore {
+  readonly #parts: ExactParts;
+  readonly #transport: DecisionTransport<PendingDecision>;
+  readonly #controls: RedisControls;
+  /** The store's deny caches of this prefix. */
+  readonly #denials: DenialSharing | undefined;
+  /** This binding's own, for a single rule whose single-permit denials hold until retryAfterMs. */
+  readonly #cache: DenyCache | undefined;
+  readonly #prefix: string;
+  #bound = true;
+
+  constructor(parts: ExactParts) {
+    this.#parts = parts;
+    const { transport, health } = parts;
+    this.#prefix = transport.prefix;
+    // The transport's answers come back to this binding's private handlers.
+    const listener: TransportListener<PendingDecision> = {
+      answered: (p, answer) => this.#answered(p, answer),
+      failed: (p, error, stateKey) => this.#failed(p, error, stateKey),
+      unsent: (p) => this.#unsent(p),
+    };
+    this.#transport = new DecisionTransport({ ...transport, mayCall: () => health.healthy }, listener);
+    const only = transport.rules.length === 1 ? transport.rules[0] : undefined;
+    this.#denials = parts.denials;
+    this.#cache = only?.stableDenials === true ? parts.denials?.cache : undefined;
+    this.#controls = new RedisControls({
+      connection: transport.connection,
+      rules: transport.rules,
+      prefix: transport.prefix,
+      stateName: transport.stateName,
+      decisionClock: parts.decisionClock,
+      timeoutMs: transport.timeoutMs,
+      health,
+      fallback: parts.fallback,
+      publishReset: parts.denials?.publishReset,
+    });
+  }
+
+  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+    if (this.#cache !== undefined && permits === 1 && maxWaitMs === 0) {
+      const now = this.#parts.transport.localClock.now();
+      const cached = this.#cache.get(key, now);
+      if (cached !== undefined) return this.#told(key, cached, note, 'deny_cache', now, undefined);
+    }
+    // A request on its way to Redis may change the key (a grant, a reservation): until its answer is back,
+    // no cached denial for the key may be trusted, here or under the limiter's other plans.
+    this.#denials?.forgetHere(key);
+    if (!this.#parts.health.healthy) return this.#byFallback(key, permits, maxWaitMs, false, note);
+    return this.#ask(key, permits, maxWaitMs, false, note);
+  }
+
+  peek(key: string): Decision | Promise<Decision> {
+    if (!this.#parts.health.healthy) return this.#byFallback(key, 1, 0, true, undefined);
+    return this.#ask(key, 1, 0, true, undefined);
+  }
+
+  #ask(
+    key: string,
+    permits: number,
+    maxWaitMs: number,
+    peek: boolean,
+    note: DecisionNote | undefined,
+  ): Promise<Decision> {
+    const clock = this.#parts.decisionClock;
+    const now = clock === undefined ? Number.NaN : clock.now();
+    return new Promise<Decision>((resolve) => {
+      this.#transport.send(new PendingDecision(key, permits, maxWaitMs, now, peek, note, resolve));
+    });
+  }
+
+  #answered(p: PendingDecision, answer: Answer): void {
+    this.#parts.health.reportSuccess();
+    const { decision, banRestMs } = answer;
+    // The fail mode learns of bans, so a key banned on Redis stays banned through an outage.
+    if (banRestMs !== undefined && !p.peek) {
+      this.#parts.fallback.learnBan(p.key, banRestMs);
+      // Another plan's binding may hold an older denial of the key that does not know of the ban.
+      this.#denials?.forgetHere(p.key);
+    }
+    const cache = this.#cache;
+    if (cache !== undefined && !p.peek) {
+      if (p.permits === 1 && p.maxWaitMs === 0) cache.record(p.key, decision, answer.sentAtMs, banRestMs);
+      else if (decision.allowed) cache.delete(p.key);
+    }
+    p.resolve(this.#told(p.key, decision, p.note, 'redis', answer.decidedAtMs, answer.ruleDecidedAtMs));
+  }
+
+  #failed(p: PendingDecision, error: unknown, stateKey: string): void {
+    // An error about this key alone leaves the store healthy (see RedisHealth.reportFailure).
+    this.#parts.health.reportFailure(error, stateKey);
+    p.resolve(this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note));
+  }
+
+  #unsent(p: PendingDecision): void {
+    p.resolve(this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note));
+  }
+
+  /** The fail mode's decision (marked `source: 'fallback'`, so the caller knows the fleet's count was not consulted). */
+  #byFallback(
+    key: string,
+    permits: number,
+    maxWaitMs: number,
+    peek: boolean,
+    note: DecisionNote | undefined,
+  ): Decision {
+    const decision = this.#parts.fallback.decide(key, permits, maxWaitMs, peek);
+    return this.#told(key, decision, note, 'fallback', this.#parts.transport.localClock.now(), undefined);
+  }
+
+  /** Tells whoever observes where `decision` came from, and returns it. */
+  #told(
+    key: string,
+    decision: Decision,
+    note: DecisionNote | undefined,
+    source: DecisionEvent['source'],
+    decidedAtMs: number,
+    ruleDecidedAtMs: readonly number[] | undefined,
+  ): Decision {
+    if (note !== undefined) note.source = source;
+    const onDecision = this.#parts.onDecision;
+    if (onDecision !== undefined) {
+      onDecision(
+        ruleDecidedAtMs === undefined
+          ? { prefix: this.#prefix, key, decision, source, decidedAtMs }
+          : { prefix: this.#prefix, key, decision, source, decidedAtMs, ruleDecidedAtMs },
+      );
+    }
+    return decision;
+  }
+
+  /** Forgets the key on Redis, in the fail mode and in every node's deny cache (see RedisControls.reset). */
+  reset(key: string): Promise<void> {
+    this.#denials?.forgetHere(key);
+    return this.#controls.reset(key);
+  }
+
+  /** Gives back where the grant was counted (see RedisControls.refund). */
+  refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+    // A denial cached here may have become a grant.
+    this.#denials?.forgetHere(key);
+    return this.#controls.refund(key, permits, grantedAgoMs, grant);
+  }
+
+  penalize(key: string, permits: number): Promise<void> {
+    // A denial cached here would now be told too short a wait.
+    this.#denials?.forgetHere(key);
+    return this.#controls.penalize(key, permits);
+  }
+
+  block(key: string, ms: number): Promise<void> {
+    this.#denials?.forgetHere(key);
+    return this.#controls.block(key, ms);
+  }
+
+  unblock(key: string): Promise<void> {
+    this.#denials?.forgetHere(key);
+    return this.#controls.unblock(key);
+  }
+
+  /** Drops the key from this binding's deny cache (a reset here or, through pub/sub, on another node). */
+  forget(key: string): void {
+    this.#cache?.delete(key);
+  }
+
+  unbind(): void {
+    if (!this.#bound) return;
+    this.#bound = false;
+    this.#parts.fallback.unbind();
+    this.#parts.unbind();
+  }
+}

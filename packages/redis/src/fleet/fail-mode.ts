@@ -1,0 +1,214 @@
+import {
+  type Algorithm,
+  type BoundStore,
+  type Clock,
+  type Decision,
+  MemoryStore,
+  type RuleSet,
+  type SemaphoreBinding,
+  type SemaphoreSpec,
+} from '@sluice/core';
+import { type FleetShare, describeValue, shareOf, sharedRule } from '@sluice/core/store-kit';
+import { SluiceRangeError } from '@sluice/core';
+
+/** What a Redis-backed store does while Redis does not answer within `timeoutMs`, or answers an error. */
+export type FailMode = 'local' | 'open' | 'closed';
+
+/** Every fail mode, in the order the docs list them. */
+export const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
+
+/** The fail mode of every Redis-backed store unless its `failMode` says otherwise. */
+export const DEFAULT_FAIL_MODE: FailMode = 'local';
+
+/**
+ * A `failMode` option's check.
+ * @example
+ * const failMode = failModeValue('failMode', options.failMode)
+ */
+export function failModeValue(name: string, value: unknown): FailMode {
+  if (!FAIL_MODES.includes(value as FailMode)) {
+    throw new SluiceRangeError(name, value, `${name} must be 'local', 'open' or 'closed', got ${describeValue(value)}`);
+  }
+  return value as FailMode;
+}
+
+/**
+ * The answer of `'open'` or `'closed'` for a request of `permits` under `rule`, the same on every mode:
+ * open allows and reports the rule's limit less the request; closed denies and asks to retry after
+ * `timeoutMs`, when Redis may answer again. Neither knows when the rule resets (resetAfterMs 0).
+ * @example
+ * return failModeDecision(rule, 'closed', permits, timeoutMs) // denied, retry after timeoutMs
+ */
+export function failModeDecision(
+  rule: Algorithm,
+  mode: 'open' | 'closed',
+  permits: number,
+  timeoutMs: number,
+): Decision {
+  const open = mode === 'open';
+  return {
+    allowed: open,
+    limit: rule.limit,
+    remaining: open ? Math.max(0, rule.limit - permits) : 0,
+    retryAfterMs: open ? 0 : timeoutMs,
+    resetAfterMs: 0,
+    waitMs: 0,
+    rule: rule.name,
+  };
+}
+
+/** What a store's fallback needs: the mode, this process's clock and memory bound, and the fleet's shares. */
+export interface FallbackOptions {
+  readonly mode: FailMode;
+  readonly clock: Clock;
+  /** The most keys 'local' keeps in this process, over every limiter of the store. */
+  readonly maxKeys: number;
+  /** 'closed' asks a caller to retry after this long. */
+  readonly timeoutMs: number;
+}
+
+/**
+ * The one fail mode of every Redis-backed store (exact, leased, the semaphore): what decides while Redis is
+ * away. `'local'` holds this node's share of each limit in this process's memory: each rule held at the share
+ * the store knows of its fleet (sharedRule: live nodes seen in Redis, never the whole limit on every node),
+ * a state carried over, never dropped, when the share changes. `'open'` allows and `'closed'` denies, keeping
+ * nothing. Decisions it makes are marked `source: 'fallback'`, so a refund of one comes back here, never to
+ * Redis, which never counted it.
+ * @example
+ * const fallback = new Fallback({ mode: 'local', clock: systemClock, maxKeys: 100_000, timeoutMs: 50 })
+ * const decision = fallback.bind(ruleSet, presence.share('api')).decide('user:1', 1, 0, false) // source: 'fallback'
+ */
+export class Fallback {
+  readonly #o: FallbackOptions;
+  /** 'local': the states, every limiter's in its own namespace of one bounded store. */
+  readonly #memory: MemoryStore | undefined;
+
+  constructor(options: FallbackOptions) {
+    this.#o = options;
+    this.#memory =
+      options.mode === 'local' ? new MemoryStore({ clock: options.clock, maxKeys: options.maxKeys }) : undefined;
+  }
+
+  get mode(): FailMode {
+    return this.#o.mode;
+  }
+
+  /**
+   * The fail mode for one limiter's rules (one plan of them: a limiter's plans share their states by name),
+   * holding `share` of each rule: this node's part of the limiter's limits, as the store knows its fleet.
+   */
+  bind(ruleSet: RuleSet, share: FleetShare): FallbackBinding {
+    const memory = this.#memory;
+    if (memory === undefined) return new StatelessFallback(this.#o, ruleSet.rules);
+    const shared = (rules: readonly Algorithm[]) => rules.map((rule) => sharedRule(rule, share));
+    const bound = memory.bind({
+      rules: shared(ruleSet.rules),
+      prefix: ruleSet.prefix,
+      ...(ruleSet.plans === undefined ? {} : { plans: shared(ruleSet.plans) }),
+    });
+    return new LocalFallback(bound);
+  }
+
+  /** 'local': this node's `share` of a concurrency limiter's slots, counted here (its max follows the fleet). */
+  bindSemaphore(spec: SemaphoreSpec, share: FleetShare): SemaphoreBinding | undefined {
+    if (this.#memory === undefined) return undefined;
+    return this.#memory.bindSemaphore({
+      prefix: spec.prefix,
+      leaseMs: spec.leaseMs,
+      get max() {
+        return shareOf(spec.max, share.fraction);
+      },
+    });
+  }
+}
+
+/** One limiter's fail mode: the decisions and controls a store turns to while Redis is away. */
+export interface FallbackBinding {
+  readonly mode: FailMode;
+  /** True for 'local': controls apply to its state; 'open' and 'closed' keep none (their controls do nothing). */
+  readonly keepsState: boolean;
+  /** The fail mode's decision, marked `source: 'fallback'`. */
+  decide(key: string, permits: number, maxWaitMs: number, peek: boolean): Decision;
+  /** Gives back what the fail mode granted (nothing for 'open', which counted nothing). */
+  refund(key: string, permits: number, grantedAgoMs: number): void;
+  /** Takes `permits` from the fail mode's state of `key` while Redis is away (see keepsState). */
+  penalize(key: string, permits: number): void;
+  /** Bans `key` in the fail mode's state while Redis is away (see keepsState). */
+  block(key: string, ms: number): void;
+  /** Lifts a ban in the fail mode's state while Redis is away (see keepsState). */
+  unblock(key: string): void;
+  /** Forgets the key here (a reset on Redis forgets it everywhere). */
+  reset(key: string): void;
+  /** A ban Redis reported: the fail mode keeps it, so a key banned on Redis stays banned through an outage. */
+  learnBan(key: string, restMs: number): void;
+  /** The limiter closed: the fail mode drops what it held for it. */
+  unbind(): void;
+}
+
+const fromFallback = (decision: Decision): Decision => ({ ...decision, source: 'fallback' });
+
+class LocalFallback implements FallbackBinding {
+  readonly mode = 'local';
+  readonly keepsState = true;
+
+  constructor(private readonly bound: BoundStore) {}
+
+  decide(key: string, permits: number, maxWaitMs: number, peek: boolean): Decision {
+    const b = this.bound;
+    return fromFallback((peek ? b.peek(key) : b.consume(key, permits, maxWaitMs)) as Decision);
+  }
+
+  refund(key: string, permits: number, grantedAgoMs: number): void {
+    void this.bound.refund?.(key, permits, grantedAgoMs);
+  }
+
+  penalize(key: string, permits: number): void {
+    void this.bound.penalize?.(key, permits);
+  }
+
+  block(key: string, ms: number): void {
+    void this.bound.block?.(key, ms);
+  }
+
+  unblock(key: string): void {
+    void this.bound.unblock?.(key);
+  }
+
+  reset(key: string): void {
+    void this.bound.reset(key);
+  }
+
+  learnBan(key: string, restMs: number): void {
+    void this.bound.block?.(key, restMs);
+  }
+
+  unbind(): void {
+    void this.bound.unbind?.();
+  }
+}
+
+class StatelessFallback implements FallbackBinding {
+  readonly keepsState = false;
+
+  constructor(
+    private readonly o: FallbackOptions,
+    private readonly rules: readonly Algorithm[],
+  ) {}
+
+  get mode(): FailMode {
+    return this.o.mode;
+  }
+
+  decide(_key: string, permits: number): Decision {
+    const mode = this.o.mode === 'open' ? 'open' : 'closed';
+    return fromFallback(failModeDecision(this.rules[0] as Algorithm, mode, permits, this.o.timeoutMs));
+  }
+
+  refund(): void {}
+  penalize(): void {}
+  block(): void {}
+  unblock(): void {}
+  reset(): void {}
+  learnBan(): void {}
+  unbind(): void {}
+}

@@ -1,0 +1,189 @@
+import type { Clock } from '@sluice/core';
+import type { FleetShare } from '@sluice/core/store-kit';
+import calculateSlot from 'cluster-key-slot';
+import type { RedisConnection } from '../connection/connection.js';
+import { withDeadline } from '../deadline.js';
+import { fleetKey } from '../key-layout.js';
+import { presenceScript } from '../scripts.js';
+
+/** What a store's presence needs: the connection, this node's name, and how often it says it is alive. */
+export interface PresenceOptions {
+  readonly connection: RedisConnection;
+  readonly nodeId: string;
+  readonly heartbeatMs: number;
+  /** How many nodes a limiter's fleet is taken to have until Redis has answered a heartbeat for it. */
+  readonly assumedNodes: number;
+  /** The client clock, or undefined for Redis TIME. */
+  readonly decisionClock: Clock | undefined;
+  /** Told when a prefix's count of live nodes changes (a store's `fleet` event). */
+  readonly onCount?: ((prefix: string, nodes: number) => void) | undefined;
+}
+
+/** A prefix's fleet as a holder of it sees it: this node's share of its limits, and how to let it go. */
+export interface TrackedFleet {
+  /** 1 / the live nodes last counted (1 / assumedNodes until Redis answered). */
+  readonly share: FleetShare;
+  /** Stops holding the prefix; the node leaves its fleet once every holder released it. */
+  release(): void;
+}
+
+/** One limiter prefix's fleet as this node knows it. */
+class PrefixFleet implements FleetShare {
+  /** Live nodes at the latest answered heartbeat; undefined until one was answered. */
+  nodes: number | undefined;
+  holders = 0;
+
+  constructor(private readonly assumedNodes: number) {}
+
+  get fraction(): number {
+    return 1 / Math.max(1, this.nodes ?? this.assumedNodes);
+  }
+}
+
+/**
+ * What a store knows of its fleet: how many nodes share each of its limiters' limits. Every `heartbeatMs` the
+ * store tells Redis it is alive under each limiter prefix it holds (presence.lua, one call per Cluster slot for
+ * all of them) and reads back how many nodes are: O(log N) per prefix for Redis whatever the fleet's size, and
+ * never the membership itself. A node unseen for 3 heartbeats no longer counts. While Redis is away the
+ * last count stands, which is when it matters: a fail mode holds `1 / nodes` of each limit (see FleetShare),
+ * so a fleet stays near its limit through an outage instead of admitting the limit on every node.
+ * @example
+ * const presence = new FleetPresence({ connection, nodeId, heartbeatMs: 1000, assumedNodes: 10, decisionClock: undefined })
+ * const { share, release } = presence.track('api') // share.fraction: this node's part of api's limits
+ */
+export class FleetPresence {
+  readonly #o: PresenceOptions;
+  readonly #fleets = new Map<string, PrefixFleet>();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  /** A heartbeat asked for at the end of this turn (prefixes tracked together leave in one call). */
+  #soon: ReturnType<typeof setImmediate> | undefined;
+  #beating = false;
+  #closed = false;
+
+  constructor(options: PresenceOptions) {
+    this.#o = options;
+  }
+
+  /** Live nodes of `prefix`'s fleet at the latest answered heartbeat, or undefined. */
+  nodes(prefix: string): number | undefined {
+    return this.#fleets.get(prefix)?.nodes;
+  }
+
+  /**
+   * Starts counting `prefix`'s fleet (this node in it) and returns this node's share of its limits;
+   * `release` leaves the fleet once every holder of the prefix released it.
+   */
+  track(prefix: string): TrackedFleet {
+    let fleet = this.#fleets.get(prefix);
+    if (fleet === undefined) {
+      fleet = new PrefixFleet(this.#o.assumedNodes);
+      this.#fleets.set(prefix, fleet);
+      this.#beatSoon();
+    }
+    fleet.holders++;
+    this.#timer ??= this.#start();
+    const held = fleet;
+    let released = false;
+    return {
+      share: held,
+      release: () => {
+        if (released) return;
+        released = true;
+        if (--held.holders > 0 || this.#fleets.get(prefix) !== held) return;
+        this.#fleets.delete(prefix);
+        void this.#call([prefix], true, this.#o.heartbeatMs).catch(() => undefined);
+        if (this.#fleets.size === 0) this.#stop();
+      },
+    };
+  }
+
+  #start(): ReturnType<typeof setInterval> {
+    const timer = setInterval(() => void this.beat(), this.#o.heartbeatMs);
+    // A heartbeat loop must not keep a process alive on its own.
+    timer.unref?.();
+    return timer;
+  }
+
+  #stop(): void {
+    if (this.#timer !== undefined) clearInterval(this.#timer);
+    this.#timer = undefined;
+    if (this.#soon !== undefined) clearImmediate(this.#soon);
+    this.#soon = undefined;
+  }
+
+  #beatSoon(): void {
+    if (this.#soon !== undefined || this.#closed) return;
+    this.#soon = setImmediate(() => {
+      this.#soon = undefined;
+      void this.beat();
+    });
+  }
+
+  /**
+   * One heartbeat for every prefix held (resolves when it was answered or failed); an overlapping one is
+   * skipped (a slow Redis must not pile them up). A failure leaves the last counts standing.
+   */
+  async beat(): Promise<void> {
+    if (this.#beating || this.#closed || this.#fleets.size === 0) return;
+    this.#beating = true;
+    try {
+      await Promise.all(
+        this.#bySlot([...this.#fleets.keys()]).map(async (prefixes) => {
+          try {
+            const counts = await this.#call(prefixes, false, this.#o.heartbeatMs);
+            prefixes.forEach((prefix, i) => {
+              const fleet = this.#fleets.get(prefix);
+              const count = Number(counts[i]);
+              if (fleet === undefined || !(count >= 1) || fleet.nodes === count) return;
+              fleet.nodes = count;
+              this.#o.onCount?.(prefix, count);
+            });
+          } catch {
+            // Redis is away or slow: the last counts stand (the store's health machine reports the outage).
+          }
+        }),
+      );
+    } finally {
+      this.#beating = false;
+    }
+  }
+
+  async #call(prefixes: readonly string[], leaving: boolean, deadlineMs: number): Promise<unknown[]> {
+    const { connection, nodeId, heartbeatMs, decisionClock } = this.#o;
+    const reply = await withDeadline(
+      connection.runScript(presenceScript(), prefixes.map(fleetKey), [
+        nodeId,
+        String(3 * heartbeatMs),
+        decisionClock === undefined ? '' : String(decisionClock.now()),
+        leaving ? '1' : '0',
+      ]),
+      deadlineMs,
+      leaving ? 'leaving a fleet' : 'a heartbeat',
+    );
+    return Array.isArray(reply) ? reply : [];
+  }
+
+  /** Stops heartbeating and leaves every fleet (one last call per slot, within `deadlineMs`). */
+  async close(deadlineMs: number): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stop();
+    const prefixes = [...this.#fleets.keys()];
+    this.#fleets.clear();
+    await Promise.all(
+      this.#bySlot(prefixes).map((group) => this.#call(group, true, deadlineMs).catch(() => undefined)),
+    );
+  }
+
+  /** Prefixes grouped by the Cluster slot of their fleet key: one script call each (one group standalone). */
+  #bySlot(prefixes: readonly string[]): string[][] {
+    const bySlot = new Map<number, string[]>();
+    for (const prefix of prefixes) {
+      const slot = this.#o.connection.isCluster ? calculateSlot(fleetKey(prefix)) : 0;
+      const group = bySlot.get(slot);
+      if (group === undefined) bySlot.set(slot, [prefix]);
+      else group.push(prefix);
+    }
+    return [...bySlot.values()];
+  }
+}

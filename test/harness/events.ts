@@ -1,0 +1,28 @@
+/** Anything with `once`/`on`/`off`: node's EventEmitter, eventemitter3's (typed or not). */
+interface Emitter {
+  on: (...args: never[]) => unknown;
+  off: (...args: never[]) => unknown;
+}
+
+type Listener<A extends unknown[]> = (...args: A) => void;
+
+/**
+ * What a test waits on: the next time `emitter` emits `event` with arguments `accept` takes (any, when not
+ * given), resolved with those arguments.
+ */
+export function nextEvent<A extends unknown[] = unknown[]>(
+  emitter: Emitter,
+  event: string,
+  accept: (...args: A) => boolean = () => true,
+): Promise<A> {
+  const on = emitter.on as (event: string, listener: Listener<A>) => unknown;
+  const off = emitter.off as (event: string, listener: Listener<A>) => unknown;
+  return new Promise((resolve) => {
+    const listener = (...args: A): void => {
+      if (!accept(...args)) return;
+      off.call(emitter, event, listener);
+      resolve(args);
+    };
+    on.call(emitter, event, listener);
+  });
+}
