@@ -279,7 +279,9 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
     });
     const stores = clients.map((redis) => redisStore({ redis, timeoutMs: 50, heartbeatMs: 100 }));
     // Each store learns the fleet from its heartbeats: wait until every one has counted all three.
-    const counted = stores.map((store) => nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3));
+    const counted = stores.map((store) =>
+      nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3),
+    );
     const limiters = stores.map((store) =>
       createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
     );
