@@ -17,7 +17,7 @@ function manifests() {
     if (!existsSync(dir)) continue;
     for (const name of readdirSync(dir)) files.push(join(group, name, 'package.json'));
   }
-  files.push('bench/package.json', 'test/package.json');
+  files.push('bench/package.json', 'test/package.json', 'test/kit/package.json');
   return files.filter((f) => existsSync(join(root, f)));
 }
 

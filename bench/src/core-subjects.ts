@@ -5,6 +5,7 @@
  */
 import {
   type Algorithm,
+  type AlgorithmKind,
   RateLimiter,
   createLimiter,
   fixedWindow,
@@ -12,11 +13,9 @@ import {
   leakyBucket,
   memoryStore,
   slidingWindowCounter,
-  slidingWindowLog,
-  smoothBursty,
-  smoothWarmingUp,
   tokenBucket,
 } from '@sluice/core';
+import { ALGORITHMS, ALGORITHM_KINDS, type RuleSize } from '@sluice/test-kit';
 import { InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { instrumentSluice } from '@sluice/otel';
 import { RateLimiter as JhRateLimiter } from 'limiter';
@@ -120,6 +119,29 @@ function sluiceAlgorithm(
   };
 }
 
+/** A rule that never limits in these scenarios: huge limits and rates, windows of a minute. */
+const NEVER_LIMITS: RuleSize = { limit: HUGE, windowMs: 60_000, perSecond: HUGE };
+
+/**
+ * Where a kind's rule that never limits is sized apart: the log keeps one entry per grant, so its cost grows
+ * with its limit (measured at 1,000 per second); a warm-up of 1 ms is warm at once.
+ */
+const NEVER_LIMITS_FOR: Partial<Record<AlgorithmKind, RuleSize>> = {
+  slidingWindowLog: { limit: 1000, windowMs: 1000, perSecond: 1000 },
+  smoothWarmingUp: { limit: HUGE, windowMs: 1, perSecond: HUGE },
+};
+
+/** A kind of the registry (every kind is measured): its rule that never limits, and one of `n` per second. */
+function registered(kind: AlgorithmKind, otel = false): Subject {
+  const { example } = ALGORITHMS[kind];
+  return sluiceAlgorithm(
+    kind,
+    () => example(NEVER_LIMITS_FOR[kind] ?? NEVER_LIMITS),
+    (n) => example({ limit: n, windowMs: 1000, perSecond: n }),
+    otel,
+  );
+}
+
 export const SUBJECTS: readonly Subject[] = [
   {
     id: 'rlf',
@@ -181,59 +203,9 @@ export const SUBJECTS: readonly Subject[] = [
       };
     },
   },
-  sluiceAlgorithm(
-    'fixedWindow',
-    () => fixedWindow({ limit: HUGE, windowMs: 60_000 }),
-    (n) => fixedWindow({ limit: n, windowMs: 1000 }),
-  ),
-  // The log keeps one entry per grant, so its cost grows with its limit: measured at 1,000 per second.
-  sluiceAlgorithm(
-    'slidingWindowLog',
-    () => slidingWindowLog({ limit: 1000, windowMs: 1000 }),
-    (n) => slidingWindowLog({ limit: n, windowMs: 1000 }),
-  ),
-  sluiceAlgorithm(
-    'slidingWindowCounter',
-    () => slidingWindowCounter({ limit: HUGE, windowMs: 60_000 }),
-    (n) => slidingWindowCounter({ limit: n, windowMs: 1000 }),
-  ),
-  sluiceAlgorithm(
-    'tokenBucket',
-    () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
-    (n) => tokenBucket({ capacity: n, refillPerSecond: n }),
-  ),
-  sluiceAlgorithm(
-    'leakyBucket',
-    () => leakyBucket({ capacity: HUGE, leakPerSecond: HUGE }),
-    (n) => leakyBucket({ capacity: n, leakPerSecond: n }),
-  ),
-  sluiceAlgorithm(
-    'gcra',
-    () => gcra({ rate: HUGE, burst: HUGE }),
-    (n) => gcra({ rate: n, burst: n }),
-  ),
-  sluiceAlgorithm(
-    'smoothBursty',
-    () => smoothBursty({ permitsPerSecond: HUGE }),
-    (n) => smoothBursty({ permitsPerSecond: n }),
-  ),
-  sluiceAlgorithm(
-    'smoothWarmingUp',
-    () => smoothWarmingUp({ permitsPerSecond: HUGE, warmupMs: 1 }),
-    (n) => smoothWarmingUp({ permitsPerSecond: n, warmupMs: 1000 }),
-  ),
-  sluiceAlgorithm(
-    'fixedWindow',
-    () => fixedWindow({ limit: HUGE, windowMs: 60_000 }),
-    (n) => fixedWindow({ limit: n, windowMs: 1000 }),
-    true,
-  ),
-  sluiceAlgorithm(
-    'tokenBucket',
-    () => tokenBucket({ capacity: HUGE, refillPerSecond: HUGE }),
-    (n) => tokenBucket({ capacity: n, refillPerSecond: n }),
-    true,
-  ),
+  ...ALGORITHM_KINDS.map((kind) => registered(kind)),
+  registered('fixedWindow', true),
+  registered('tokenBucket', true),
 ];
 
 /** Heap per key: each fills KEYS keys and keeps them alive. */

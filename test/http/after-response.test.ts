@@ -16,7 +16,7 @@ import {
 } from '@sluice/core';
 import { rateLimit } from '@sluice/core/http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Framework, type TestServer, echoRoute, frameworks, get, startServer } from './servers.js';
+import { type Framework, type TestServer, echoRoute, frameworks, get, nodeFrameworks, startServer } from './servers.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {
@@ -138,7 +138,7 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
 });
 
 describe('after-response accounting: the connection closes before the response', () => {
-  it.each(['node:http', 'express', 'koa', 'fastify'] as const)(
+  it.each(nodeFrameworks)(
     '%s: an aborted request counts as failed (skipFailedRequests gives it back)',
     async (framework) => {
       const limiter = createLimiter({

@@ -6,7 +6,7 @@
  */
 import { ManualClock, concurrencyLimiter, createLimiter, fixedWindow } from '@sluice/core';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Framework, type TestServer, frameworks, get, startServer } from './servers.js';
+import { type Framework, type TestServer, frameworks, get, nodeFrameworks, startServer } from './servers.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {
@@ -90,7 +90,7 @@ describe.each(frameworks)('concurrency on %s', (framework: Framework) => {
 });
 
 describe('concurrency: the client goes away', () => {
-  it.each(['node:http', 'express', 'fastify', 'koa'] as const)(
+  it.each(nodeFrameworks)(
     '%s: the slot comes back when the connection closes, not when the handler ends',
     async (framework) => {
       const { respond } = slowRoute(600);

@@ -22,8 +22,24 @@ export interface TestServer {
 
 // The middleware options cover the Fastify hook's too; request types differ per framework, the fields read do not.
 type Options = MiddlewareOptions<never, never>;
-export type Framework = 'node:http' | 'express' | 'fastify' | 'hono' | 'koa' | 'fetch';
-export const frameworks: readonly Framework[] = ['node:http', 'express', 'fastify', 'hono', 'koa', 'fetch'];
+/**
+ * Every framework adapter, the one list every HTTP suite iterates: how its responses end, which decides how
+ * a slot or an after-response settlement learns of the end (a Node response's events, or a Fetch Response's
+ * body). A new adapter is added here and startServer serves it; every suite then runs on it.
+ */
+export const ADAPTERS = {
+  'node:http': { response: 'node' },
+  express: { response: 'node' },
+  fastify: { response: 'node' },
+  hono: { response: 'fetch' },
+  koa: { response: 'node' },
+  fetch: { response: 'fetch' },
+} as const satisfies Record<string, { readonly response: 'node' | 'fetch' }>;
+export type Framework = keyof typeof ADAPTERS;
+export const frameworks = Object.keys(ADAPTERS) as Framework[];
+/** The adapters whose responses are Node's (the connection's close is seen), and those that answer a Fetch Response. */
+export const nodeFrameworks = frameworks.filter((f) => ADAPTERS[f].response === 'node');
+export const fetchFrameworks = frameworks.filter((f) => ADAPTERS[f].response === 'fetch');
 
 async function listen(server: ReturnType<typeof createServer>): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

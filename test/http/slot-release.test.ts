@@ -13,7 +13,7 @@ import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it } from 'vitest';
 import { collectGarbage } from '../faults/gc.js';
-import { Answer, type Framework, type TestServer, frameworks, startServer } from './servers.js';
+import { Answer, type Framework, type TestServer, fetchFrameworks, frameworks, startServer } from './servers.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {
@@ -121,34 +121,31 @@ describe('a Fetch body nobody reads', () => {
     return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   }
 
-  it.each(['fetch', 'hono'] as const)(
-    '%s: the slot comes back once the dropped Response is collected',
-    async (kind) => {
-      const limiter = concurrencyLimiter({ max: 1 });
-      const options = { concurrency: limiter, key: () => 'k', address: () => '127.0.0.1' };
-      let inner: (request: Request) => Promise<Response>;
-      if (kind === 'fetch') inner = fetchRateLimit(options)(async () => new Response('the body'));
-      else {
-        const app = new Hono();
-        app.use('*', honoRateLimit({ concurrency: limiter, key: () => 'k' }));
-        app.get('/', (c) => c.text('the body'));
-        inner = async (request) => app.fetch(request);
+  it.each(fetchFrameworks)('%s: the slot comes back once the dropped Response is collected', async (kind) => {
+    const limiter = concurrencyLimiter({ max: 1 });
+    const options = { concurrency: limiter, key: () => 'k', address: () => '127.0.0.1' };
+    let inner: (request: Request) => Promise<Response>;
+    if (kind === 'fetch') inner = fetchRateLimit(options)(async () => new Response('the body'));
+    else {
+      const app = new Hono();
+      app.use('*', honoRateLimit({ concurrency: limiter, key: () => 'k' }));
+      app.get('/', (c) => c.text('the body'));
+      inner = async (request) => app.fetch(request);
+    }
+    const url = await dropping(inner);
+    expect(await request(url, 'GET')).toBe(200);
+    // Held until the unread body is collected: then it is freed, and a request gets the slot.
+    for (let i = 0; i < 200; i++) {
+      collectGarbage();
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const slot = await limiter.tryAcquire('k');
+      if (slot !== undefined) {
+        await slot.release();
+        return;
       }
-      const url = await dropping(inner);
-      expect(await request(url, 'GET')).toBe(200);
-      // Held until the unread body is collected: then it is freed, and a request gets the slot.
-      for (let i = 0; i < 200; i++) {
-        collectGarbage();
-        await new Promise((resolve) => setTimeout(resolve, 5));
-        const slot = await limiter.tryAcquire('k');
-        if (slot !== undefined) {
-          await slot.release();
-          return;
-        }
-      }
-      throw new Error('the slot of a dropped Response never came back');
-    },
-  );
+    }
+    throw new Error('the slot of a dropped Response never came back');
+  });
 
   it('fetch: the rate limit is settled too (skipFailedRequests refunds a body that was never sent)', async () => {
     const limiter = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 60_000 }) });

@@ -1,64 +1,10 @@
-import {
-  type Algorithm,
-  type RuleKey,
-  fixedWindow,
-  gcra,
-  leakyBucket,
-  slidingWindowCounter,
-  slidingWindowLog,
-  smoothBursty,
-  smoothWarmingUp,
-  tokenBucket,
-} from '@sluice/core';
+import type { Algorithm, RuleKey } from '@sluice/core';
+import { algorithmArb as registryArb } from '@sluice/test-kit';
 import fc from 'fast-check';
 
-const limit = fc.integer({ min: 1, max: 20 });
-const windowMs = fc.integer({ min: 1, max: 5_000 });
-const rate = fc.double({ min: 0.05, max: 200, noNaN: true });
-
-/** Every algorithm, with generated parameters (a rule name is given when `name` is set). */
+/** Every algorithm of the registry, with generated parameters (a rule name is given when `name` is set). */
 export function algorithmArb(name?: string): fc.Arbitrary<Algorithm> {
-  const n = name === undefined ? {} : { name };
-  return fc.oneof(
-    fc.record({ limit, windowMs }).map((o) => fixedWindow({ ...o, ...n })),
-    fc.record({ limit, windowMs }).map((o) => slidingWindowLog({ ...o, ...n })),
-    fc.record({ limit, windowMs }).map((o) => slidingWindowCounter({ ...o, ...n })),
-    fc
-      .record({
-        capacity: limit,
-        refillPerSecond: rate,
-        fill: fc.double({ min: 0, max: 1, noNaN: true }),
-        maxDebt: fc.integer({ min: 0, max: 25 }),
-      })
-      .map(({ capacity, refillPerSecond, fill, maxDebt }) =>
-        tokenBucket({ capacity, refillPerSecond, initial: Math.floor(capacity * fill), maxDebt, ...n }),
-      ),
-    fc
-      .record({ capacity: limit, leakPerSecond: rate, mode: fc.constantFrom('police' as const, 'shape' as const) })
-      .map((o) => leakyBucket({ ...o, ...n })),
-    fc.record({ rate, burst: limit }).map((o) => gcra({ ...o, ...n })),
-    fc
-      .record({
-        permitsPerSecond: rate,
-        maxBurstSeconds: fc.double({ min: 0, max: 3, noNaN: true }),
-        fill: fc.double({ min: 0, max: 1, noNaN: true }),
-      })
-      .map(({ permitsPerSecond, maxBurstSeconds, fill }) =>
-        smoothBursty({
-          permitsPerSecond,
-          maxBurstSeconds,
-          initialPermits: permitsPerSecond * maxBurstSeconds * fill,
-          ...n,
-        }),
-      ),
-    fc
-      .record({
-        permitsPerSecond: rate,
-        warmupMs: fc.integer({ min: 1, max: 10_000 }),
-        coldFactor: fc.double({ min: 1, max: 10, noNaN: true }),
-      })
-      .map((o) => smoothWarmingUp({ ...o, ...n })),
-  );
+  return registryArb(name === undefined ? {} : { common: { name } });
 }
 
 /** A policy of 2 or 3 rules of any algorithms. */

@@ -3,21 +3,8 @@
  * and calls, run through a limiter on the memory store and one on Redis with the same ManualClock steps, so
  * every decision can be compared bit for bit (see controls-conformance.test.ts).
  */
-import {
-  type Algorithm,
-  type Decision,
-  type Limiter,
-  ManualClock,
-  createLimiter,
-  fixedWindow,
-  gcra,
-  leakyBucket,
-  memoryStore,
-  slidingWindowCounter,
-  slidingWindowLog,
-  smoothBursty,
-  tokenBucket,
-} from '@sluice/core';
+import { type Algorithm, type Decision, type Limiter, ManualClock, createLimiter, memoryStore } from '@sluice/core';
+import { shapeArb as registryShapes } from '@sluice/test-kit';
 import { type RedisClient, redisStore } from '@sluice/redis';
 import fc from 'fast-check';
 
@@ -29,51 +16,8 @@ const blockMsArb = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 1, max: 5_000 }) },
 );
 
-/** A rule shape: everything but the limit, so that plans can hold one shape with different limits. */
-type Shape = (limit: number, extra: { name?: string; blockMs: number; key?: string }) => Algorithm;
-
-const shapeArb: fc.Arbitrary<Shape> = fc.oneof(
-  fc.integer({ min: 10, max: 4_000 }).map(
-    (windowMs): Shape =>
-      (limit, extra) =>
-        fixedWindow({ limit, windowMs, ...extra }),
-  ),
-  fc.integer({ min: 10, max: 4_000 }).map(
-    (windowMs): Shape =>
-      (limit, extra) =>
-        slidingWindowCounter({ limit, windowMs, ...extra }),
-  ),
-  fc.integer({ min: 10, max: 4_000 }).map(
-    (windowMs): Shape =>
-      (limit, extra) =>
-        slidingWindowLog({ limit, windowMs, ...extra }),
-  ),
-  fc.record({ perLimit: fc.double({ min: 0.05, max: 20, noNaN: true }), maxDebt: fc.integer({ min: 0, max: 10 }) }).map(
-    ({ perLimit, maxDebt }): Shape =>
-      (limit, extra) =>
-        tokenBucket({ capacity: limit, refillPerSecond: perLimit * limit, maxDebt, ...extra }),
-  ),
-  fc.double({ min: 0.05, max: 20, noNaN: true }).map(
-    (perLimit): Shape =>
-      (limit, extra) =>
-        gcra({ rate: perLimit * limit, burst: limit, ...extra }),
-  ),
-  fc
-    .record({
-      perLimit: fc.double({ min: 0.05, max: 20, noNaN: true }),
-      mode: fc.constantFrom('police' as const, 'shape' as const),
-    })
-    .map(
-      ({ perLimit, mode }): Shape =>
-        (limit, extra) =>
-          leakyBucket({ capacity: limit, leakPerSecond: perLimit * limit, mode, ...extra }),
-    ),
-  fc.double({ min: 0.5, max: 3, noNaN: true }).map(
-    (burstSeconds): Shape =>
-      (limit, extra) =>
-        smoothBursty({ permitsPerSecond: limit, maxBurstSeconds: burstSeconds, ...extra }),
-  ),
-);
+/** A rule shape (everything but the limit, so plans can hold one shape at several limits): every registered kind. */
+const shapeArb = registryShapes();
 
 const limitArb = fc.integer({ min: 1, max: 12 });
 

@@ -29,6 +29,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/exact/protocol.js';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
+import { everyAlgorithm as everyRegistered } from '@sluice/test-kit';
 import { nextEvent } from '../harness/events.js';
 
 const testRedis = useTestRedis();
@@ -38,19 +39,9 @@ beforeAll(() => void ({ server, redis } = testRedis()));
 let n = 0;
 const prefix = () => `store${++n}`;
 
-/** One rule of every algorithm: `limit` permits (a bucket's capacity, GCRA's burst), windows of `windowMs`, rates of `perSecond`. */
-function everyAlgorithm(limit: number, windowMs: number, perSecond: number): Algorithm[] {
-  return [
-    fixedWindow({ limit, windowMs }),
-    slidingWindowLog({ limit, windowMs }),
-    slidingWindowCounter({ limit, windowMs }),
-    tokenBucket({ capacity: limit, refillPerSecond: perSecond }),
-    leakyBucket({ capacity: limit, leakPerSecond: perSecond }),
-    gcra({ rate: perSecond, burst: limit }),
-    smoothBursty({ permitsPerSecond: perSecond }),
-    smoothWarmingUp({ permitsPerSecond: perSecond, warmupMs: windowMs }),
-  ];
-}
+/** One rule of every algorithm (the registry's): `limit` permits, windows of `windowMs`, rates of `perSecond`. */
+const everyAlgorithm = (limit: number, windowMs: number, perSecond: number): Algorithm[] =>
+  everyRegistered({ limit, windowMs, perSecond });
 
 /** Script calls the test server ran, whichever way they were sent (EVALSHA, EVAL or FCALL). */
 async function scriptCalls(): Promise<number> {

@@ -8,7 +8,7 @@ import { slidingWindowCounter } from './sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log.js';
 import { smoothBursty, smoothWarmingUp } from './smooth.js';
 import { tokenBucket } from './token-bucket.js';
-import { byKey, expectBucketBound, maxInInterval, runTimeline, timelineArb } from './timeline.test-support.js';
+import { byKey, expectBucketBound, maxInInterval, runTimeline, timelineArb } from '@sluice/test-kit';
 
 const RUNS = { numRuns: 150 };
 

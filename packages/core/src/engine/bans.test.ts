@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
 import { ManualClock } from '../foundation/clock.js';
-import { controlStepsArb, ruleMakerArb } from './controls.test-support.js';
+import { controlStepsArb, ruleMakerArb } from '@sluice/test-kit';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';

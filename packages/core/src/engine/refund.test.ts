@@ -6,7 +6,7 @@ import { slidingWindowLog } from '../algorithms/sliding-window-log.js';
 import { smoothBursty } from '../algorithms/smooth.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
 import { ManualClock } from '../foundation/clock.js';
-import { controlStepsArb, ruleMakerArb } from './controls.test-support.js';
+import { controlStepsArb, ruleMakerArb } from '@sluice/test-kit';
 import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
@@ -16,7 +16,8 @@ describe('refund and penalize on the memory store', () => {
     await fc.assert(
       fc.asyncProperty(ruleMakerArb(true), controlStepsArb(), async (make, steps) => {
         const clock = new ManualClock(5_000_000);
-        const limiter = createLimiter({ rules: make({}), store: memoryStore({ clock }) });
+        const rule = make({});
+        const limiter = createLimiter({ rules: rule, store: memoryStore({ clock }) });
         for (const step of steps) {
           clock.advance(step.advanceMs);
           if (step.op === 'consume') {
@@ -31,8 +32,9 @@ describe('refund and penalize on the memory store', () => {
           }
           await limiter.refund(step.key, step.permits);
           const after = await limiter.peek(step.key);
-          // Never more than a key never seen has at this instant, never more back than asked for.
-          expect(after.remaining).toBeLessThanOrEqual((await limiter.peek('never-seen')).remaining);
+          // Never beyond a fresh state (a full bucket, an empty window: the rule's limit), never more back than
+          // asked for. (A bucket that starts part-filled holds less when never seen than it may after refilling.)
+          expect(after.remaining).toBeLessThanOrEqual(rule.limit);
           expect(after.remaining - before.remaining).toBeLessThanOrEqual(step.permits);
         }
       }),

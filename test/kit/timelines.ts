@@ -1,5 +1,6 @@
+/** Generated request timelines, and the checks every algorithm keeps on them (the algorithm property suites). */
 import fc from 'fast-check';
-import { type Algorithm, type Outcome, TOLERANCE_MS } from './algorithm.js';
+import { type Algorithm, type Outcome, TOLERANCE_MS } from '@sluice/core';
 
 /** One request of a generated timeline. `dtMs` is the time since the previous request. */
 export interface TimelineEvent {
