@@ -15,6 +15,7 @@ import { GlideClient } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nextEvent } from '../harness/events.js';
 import { freePort } from '../harness/free-port.js';
 import { type TestRedis, spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
 
@@ -166,14 +167,11 @@ describe('a least-privilege ACL user', () => {
       expect(
         (await Promise.all(Array.from({ length: 5 }, () => a.tryAcquire(key)))).filter((d) => d.allowed),
       ).toHaveLength(3);
-      await new Promise((r) => setTimeout(r, 200)); // a's subscriber is subscribed
+      await a.ready(); // a's subscriber is subscribed
+      const heard = nextEvent(store, 'reset-heard');
       await b.reset(key); // DEL, and PUBLISH on the prefix's channel, which a hears (SUBSCRIBE)
-      let allowed = false;
-      for (let i = 0; i < 50 && !allowed; i++) {
-        await new Promise((r) => setTimeout(r, 20));
-        allowed = (await a.tryAcquire(key)).allowed;
-      }
-      expect(allowed).toBe(true);
+      await heard;
+      expect((await a.tryAcquire(key)).allowed).toBe(true);
       const leased = leasedLimiterOn({
         rules: tokenBucket({ capacity: 5, refillPerSecond: 0.01 }),
         redis: client,

@@ -13,7 +13,7 @@ import { semaphoreKeys } from '../../packages/redis/src/key-layout.js';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnRedisServer } from '../harness/redis-server.js';
-import { nextEvent } from '../harness/events.js';
+import { nextEvent, until } from '../harness/events.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const child = fileURLToPath(new URL('./semaphore-child.ts', import.meta.url));
@@ -223,7 +223,8 @@ describe('on one Redis, as in memory', () => {
           await slot.release();
         }),
       );
-      await sleep(15); // arrivals a few ms apart, so their order is known
+      // The next arrives once this one holds its place in the shared queue, so their order is known.
+      await until(() => node.waiting('k') === Math.floor(i / 2) + 1, `${name} queued`);
     }
     await holder.release();
     await Promise.all(waiters);

@@ -26,3 +26,16 @@ export function nextEvent<A extends unknown[] = unknown[]>(
     on.call(emitter, event, listener);
   });
 }
+
+/**
+ * Waits until `condition()` holds, checking after each turn of the event loop: for state the code exposes
+ * (a queue's depth) rather than an event, with no fixed sleep standing for it. Fails after `limitMs`,
+ * naming `what`.
+ */
+export async function until(condition: () => boolean, what: string, limitMs = 10_000): Promise<void> {
+  const started = performance.now();
+  while (!condition()) {
+    if (performance.now() - started > limitMs) throw new Error(`${what}: not within ${limitMs} ms`);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}

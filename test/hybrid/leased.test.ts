@@ -227,7 +227,7 @@ describe('leasedLimiter', () => {
     });
     const leases: LeaseEvent[] = [];
     limiter.store.on('lease', (e) => leases.push(e));
-    const settle = () => new Promise((r) => setTimeout(r, 5)); // let a prefetch's reply arrive
+    const settle = () => limiter.store.settled(); // a prefetch's reply has been credited
     // 20 requests per second for 3 s: 2 per targetMs, too few for a lease to pay: decided exactly.
     for (let i = 0; i < 60; i++) {
       await limiter.tryAcquire('k');

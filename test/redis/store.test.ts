@@ -374,11 +374,12 @@ describe('redisStore', () => {
     const storeB = redisStore({ redis: other, clock });
     const a = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeA, prefix: p });
     const b = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }), store: storeB, prefix: p });
-    await new Promise((r) => setTimeout(r, 100)); // both subscribed
+    await Promise.all([a.ready(), b.ready()]); // both subscribed
     expect((await a.tryAcquire('k')).allowed).toBe(true);
     expect((await b.tryAcquire('k')).allowed).toBe(false); // now cached as denied on B
+    const heard = nextEvent(storeB, 'reset-heard');
     await a.reset('k');
-    await new Promise((r) => setTimeout(r, 100)); // the reset message reaches B
+    expect((await heard)[0]).toEqual({ prefix: p, key: 'k' }); // the reset message reached B
     expect((await b.tryAcquire('k')).allowed).toBe(true);
     await storeA.close();
     await storeB.close();

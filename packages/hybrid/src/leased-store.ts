@@ -180,6 +180,17 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
     return !this.#ctx.health.healthy;
   }
 
+  /**
+   * Resolves once no lease call of this store is in flight: every reply (a prefetch's included) has been
+   * credited to its lease or has failed. For a test or a measurement that must see a settled state.
+   * @example
+   * await limiter.tryAcquire('k') // may start a prefetch
+   * await store.settled()         // its permits are now this node's
+   */
+  async settled(): Promise<void> {
+    for (const binding of this.#bindings) await binding.settled();
+  }
+
   bind(ruleSet: RuleSet): BoundStore {
     const rule = hybridRule('leasedStore', ruleSet.rules[0] as Algorithm);
     const { prefix } = ruleSet;
@@ -594,6 +605,12 @@ class LeasedBinding implements BoundStore {
       }),
     );
     this.#leases.clear();
+  }
+
+  /** Resolves once no lease of this binding is in flight (see LeasedStore.settled). */
+  async settled(): Promise<void> {
+    const pending = [...this.#leases.values()].flatMap((lease) => (lease.pending === undefined ? [] : [lease.pending]));
+    await Promise.allSettled(pending);
   }
 
   /** The limiter closed: its unspent permits go back to Redis (see close), then the store lets it go. */

@@ -19,6 +19,7 @@ import { DenyCache } from './exact/deny-cache.js';
 import { type DecisionEvent, ExactBinding } from './exact/exact-binding.js';
 import { Fallback, type FailMode } from './fleet/fail-mode.js';
 import { FleetPresence } from './fleet/presence.js';
+import { withDeadline } from './deadline.js';
 import { RedisHealth } from './health.js';
 import { decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS, storeClocks } from './options.js';
@@ -117,7 +118,15 @@ export interface RedisStoreEvents {
   'store-recovered': [];
   /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
   fleet: [FleetEvent];
+  /** A reset or unblock of `key` was heard (pub/sub, from any node, this one included): the deny caches here dropped it. */
+  'reset-heard': [ResetHeardEvent];
   'callback-error': [error: unknown, callback: string];
+}
+
+/** A reset or an unblock heard on a limiter's channel, as the `reset-heard` event reports it. */
+export interface ResetHeardEvent {
+  readonly prefix: string;
+  readonly key: string;
 }
 
 /** A change in the nodes a limiter's limits are shared by, as a store's `fleet` event reports it. */
@@ -126,6 +135,9 @@ export interface FleetEvent {
   /** Live nodes of the limiter's fleet, this one included. */
   readonly nodes: number;
 }
+
+/** How long ready() waits for a channel's subscription at most (a client's first connection may take long). */
+const SUBSCRIBE_DEADLINE_MS = 5_000;
 
 /** A share that never moves: what 'open' and 'closed' (which keep nothing) are bound with. */
 const WHOLE: FleetShare = { fraction: 1 };
@@ -174,6 +186,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   /** failMode 'local': how many nodes share each limiter's limits. */
   readonly #presence: FleetPresence | undefined;
   #subscriber: ResetSubscriber | undefined;
+  /** Each channel's subscription, settled (ready() waits for them: after it, this store hears every node). */
+  readonly #subscriptions: Promise<void>[] = [];
   #closed = false;
 
   constructor(options: RedisStoreOptions) {
@@ -239,7 +253,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
    * SluiceError 'STORE_MISCONFIGURED' naming what is wrong (a permission the Redis user lacks, a standalone
    * client given for a Cluster or the reverse; also reported as 'store-error' and a process warning when
    * found, whether or not anyone awaits this), or 'STORE_UNAVAILABLE' when Redis did not answer (checked
-   * again by the next call). Decisions never wait for it. `limiter.ready()` waits for it too.
+   * again by the next call). Once it resolves, this store hears resets from every node (its channels are
+   * subscribed). Decisions never wait for it. `limiter.ready()` waits for it too.
    *
    * @example
    * const limiter = createLimiter({ rules, store })
@@ -248,6 +263,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   async ready(): Promise<void> {
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
     await this.#checks.ready();
+    // From here, a reset or unblock on any node is heard here (the deny cache's channel is subscribed).
+    await Promise.all(this.#subscriptions);
   }
 
   /** False from a failed call until Redis answers again. */
@@ -277,8 +294,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     const scripts = exactScripts(kinds);
     this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
     if (this.#denyCache) {
-      this.#listen(resetChannel(prefix), (key) => {
-        for (const b of this.#holds.get(prefix)?.bindings ?? []) b.forget(decodeIdentity(key));
+      this.#listen(resetChannel(prefix), (message) => {
+        const key = decodeIdentity(message);
+        for (const b of this.#holds.get(prefix)?.bindings ?? []) b.forget(key);
+        emitSafely(this, 'reset-heard', { prefix, key });
       });
     }
     const fleet = this.#presence?.track(prefix);
@@ -375,10 +394,15 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   #listen(channel: string, onMessage: (message: string) => void): boolean {
     this.#channels.set(channel, onMessage);
     this.#subscriber ??= this.#connection.subscriber((from, message) => this.#channels.get(from)?.(message));
-    this.#subscriber?.subscribe(channel).catch(() => {
-      // Subscribed again on reconnect by the client itself; a missed message is made up for by time
-      // (a cached denial's retryAfterMs, a waiter's next try).
-    });
+    const subscribed = this.#subscriber?.subscribe(channel);
+    if (subscribed !== undefined) {
+      this.#subscriptions.push(
+        withDeadline(subscribed, Math.max(this.timeoutMs, SUBSCRIBE_DEADLINE_MS), 'a subscription').catch(() => {
+          // Subscribed again on reconnect by the client itself; a missed message is made up for by time
+          // (a cached denial's retryAfterMs, a waiter's next try).
+        }),
+      );
+    }
     return this.#subscriber !== undefined;
   }
 
