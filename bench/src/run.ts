@@ -2,7 +2,14 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const benches = ['core.bench.ts', 'redis.bench.ts', 'hybrid.bench.ts', 'deadline.bench.ts', 'render-plots.ts'];
+const benches = [
+  'core.bench.ts',
+  'redis.bench.ts',
+  'hybrid.bench.ts',
+  'presence.bench.ts',
+  'deadline.bench.ts',
+  'render-plots.ts',
+];
 for (const file of benches) {
   const path = fileURLToPath(new URL(`./${file}`, import.meta.url));
   const r = spawnSync(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', path], { stdio: 'inherit' });
