@@ -1,5 +1,5 @@
 import { inCall, oneOf, option, parseOptions } from '@sluice/core/store-kit';
-import type { ClockOption, RedisClient } from '@sluice/redis';
+import type { RedisBackedOptions } from '@sluice/redis';
 import { REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
 import { DividedStore } from './divided-store.js';
 import type { ShareMode } from './shares.js';
@@ -15,33 +15,11 @@ export const DIVIDED_STORE_OPTIONS = {
 } as const;
 
 /**
- * Options of `dividedStore`: those of every Redis-backed store (see redisStore's for each), and how the limit
- * is split among nodes. No fail mode: a divided store never asks Redis on the decision path, and keeps its
- * last share while Redis is away.
+ * Options of `dividedStore`: those of every Redis-backed store (RedisBackedOptions; the client is used for
+ * heartbeats only), and how the limit is split among nodes. No fail mode: a divided store never asks Redis on
+ * the decision path, and keeps its last share while Redis is away.
  */
-export interface DividedStoreOptions {
-  /** Your Redis client (any that redisStore takes), used for heartbeats only; never closed by the store. */
-  redis: RedisClient;
-  /**
-   * Where heartbeat time comes from (`'server'`: Redis TIME) and what decisions run on (this process's clock,
-   * or the Clock given, a ManualClock in tests).
-   * @default 'server'
-   */
-  clock?: ClockOption | undefined;
-  /**
-   * Longest the start-up check and the last call at close (leaving the membership) wait; a heartbeat may take
-   * up to heartbeatMs, its own interval.
-   * @default DEFAULT_TIMEOUT_MS (50)
-   */
-  timeoutMs?: number | undefined;
-  /** Keys this node keeps state for (least recently used dropped first). @default DEFAULT_MAX_KEYS (100_000) */
-  maxKeys?: number | undefined;
-  /** This node's id in the membership. @default a random UUID */
-  nodeId?: string | undefined;
-  /** How often this node reports itself; a node unseen for 3 heartbeats is dead. @default DEFAULT_HEARTBEAT_MS (1000) */
-  heartbeatMs?: number | undefined;
-  /** Until the first heartbeat answers, this node enforces limit / assumedNodes. @default DEFAULT_ASSUMED_NODES (10) */
-  assumedNodes?: number | undefined;
+export interface DividedStoreOptions extends RedisBackedOptions {
   /**
    * `'equal'`: limit / N per node. `'demand'`: max-min fair shares of the nodes' recent demand, so a busy
    * node is not held to an equal split while idle ones leave theirs unused.

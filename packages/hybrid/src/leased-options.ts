@@ -8,7 +8,7 @@ import {
   positiveFinite,
   positiveInteger,
 } from '@sluice/core/store-kit';
-import type { ClockOption, FailMode, RedisClient } from '@sluice/redis';
+import type { FailModeOptions, RedisBackedOptions } from '@sluice/redis';
 import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
 import { LeasedStore } from './leased-store.js';
 
@@ -58,39 +58,10 @@ export const LEASED_STORE_OPTIONS = {
 } as const;
 
 /**
- * Options of `leasedStore`: those of every Redis-backed store (see redisStore's for each), and how large a
- * batch each node leases and keeps.
+ * Options of `leasedStore`: those of every Redis-backed store (RedisBackedOptions, FailModeOptions: while Redis
+ * is away, past this node's lease, the fail mode decides), and how large a batch each node leases and keeps.
  */
-export interface LeasedStoreOptions {
-  /** Your Redis client (any that redisStore takes); never closed by the store. */
-  redis: RedisClient;
-  /**
-   * Where decision time comes from: `'server'` (Redis TIME), `'client'` (this process) or a Clock (tests).
-   * @default 'server'
-   */
-  clock?: ClockOption | undefined;
-  /**
-   * Longest a decision waits for a lease (or an exact decision, for a cold key) before failMode decides.
-   * @default DEFAULT_TIMEOUT_MS (50)
-   */
-  timeoutMs?: number | undefined;
-  /**
-   * When Redis is unreachable, past this node's lease: `'local'` decides with the core algorithm holding this
-   * node's share (1 / the live nodes of the limiter's fleet), `'open'` allows, `'closed'` denies.
-   * @default DEFAULT_FAIL_MODE ('local')
-   */
-  failMode?: FailMode | undefined;
-  /**
-   * Keys whose leases this node keeps (least recently used are handed back), and the fail mode's states.
-   * @default DEFAULT_MAX_KEYS (100_000)
-   */
-  maxKeys?: number | undefined;
-  /** This node's name among the lessees and in the fleet. @default a random UUID */
-  nodeId?: string | undefined;
-  /** With failMode 'local': how often this node tells Redis it is alive. @default DEFAULT_HEARTBEAT_MS (1000) */
-  heartbeatMs?: number | undefined;
-  /** With failMode 'local': the nodes a limit is taken to be shared by until Redis has said. @default DEFAULT_ASSUMED_NODES (10) */
-  assumedNodes?: number | undefined;
+export interface LeasedStoreOptions extends RedisBackedOptions, FailModeOptions {
   /**
    * A batch is about this many ms of this node's recent demand for the key: larger batches mean fewer
    * Redis calls, smaller ones less held by each node.

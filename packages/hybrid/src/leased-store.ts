@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   type Algorithm,
   type BoundStore,
@@ -14,17 +13,17 @@ import { type DecisionNote, type ParsedOptions, emitSafely, keyCache, reportLeas
 import {
   DeadlineError,
   ExactBinding,
-  Fallback,
+  type Fallback,
   type FallbackBinding,
-  FleetPresence,
+  type FleetPresence,
   type RedisConnection,
-  RedisHealth,
-  StartupChecks,
+  type RedisHealth,
+  type StartupChecks,
   adjustScript,
   exactScripts,
   presenceScript,
   stateKey,
-  storeClocks,
+  storeParts,
   withDeadline,
 } from '@sluice/redis/store-kit';
 import { DEFAULT_MAX_BATCH, type FleetEvent } from '@sluice/redis';
@@ -145,29 +144,21 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
 
   constructor(o: LeaseSettings) {
     super();
-    const { decisionClock, localClock } = storeClocks(o.clock);
-    this.clock = decisionClock;
-    this.nodeId = o.nodeId ?? randomUUID();
-    const health = new RedisHealth({
-      connection: o.redis,
-      timeoutMs: o.timeoutMs,
-      onChange: (healthy, error) =>
-        healthy ? emitSafely(this, 'store-recovered') : emitSafely(this, 'store-error', error),
-    });
-    this.#ctx = { o, redis: o.redis, decisionClock, clock: localClock, nodeId: this.nodeId, health, events: this };
-    this.#checks = new StartupChecks(o.redis, o.timeoutMs, (error) => emitSafely(this, 'store-error', error));
-    this.#fallback = new Fallback({ mode: o.failMode, clock: localClock, maxKeys: o.maxKeys, timeoutMs: o.timeoutMs });
-    this.#presence =
-      o.failMode === 'local'
-        ? new FleetPresence({
-            connection: o.redis,
-            nodeId: this.nodeId,
-            heartbeatMs: o.heartbeatMs,
-            assumedNodes: o.assumedNodes,
-            decisionClock,
-            onCount: (prefix, nodes) => emitSafely(this, 'fleet', { prefix, nodes }),
-          })
-        : undefined;
+    const parts = storeParts(o, this);
+    this.clock = parts.decisionClock;
+    this.nodeId = parts.nodeId;
+    this.#ctx = {
+      o,
+      redis: parts.connection,
+      decisionClock: parts.decisionClock,
+      clock: parts.localClock,
+      nodeId: parts.nodeId,
+      health: parts.health,
+      events: this,
+    };
+    this.#checks = parts.checks;
+    this.#fallback = parts.fallback;
+    this.#presence = parts.presence;
   }
 
   /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */

@@ -11,7 +11,7 @@ export {
   DEFAULT_HEARTBEAT_MS,
   DEFAULT_MAX_BATCH,
 } from './options.js';
-export type { ClockOption } from './options.js';
+export type { ClockOption, FailModeOptions, RedisBackedOptions } from './options.js';
 export type { RedisClient } from './connection/connect.js';
 export type { IoredisLike } from './connection/ioredis.js';
 export type { NodeRedisLike } from './connection/node-redis.js';

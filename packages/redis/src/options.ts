@@ -15,7 +15,8 @@ import { toConnection } from './connection/connect.js';
 import type { RedisConnection } from './connection/connection.js';
 import { DEFAULT_TIMEOUT_MS } from './deadline.js';
 import type { DecisionEvent } from './exact/exact-binding.js';
-import { DEFAULT_FAIL_MODE, failModeValue } from './fleet/fail-mode.js';
+import { DEFAULT_FAIL_MODE, type FailMode, failModeValue } from './fleet/fail-mode.js';
+import type { RedisClient } from './connection/connect.js';
 
 /** How often a Redis-backed store tells Redis this node is alive, unless its `heartbeatMs` says otherwise. */
 export const DEFAULT_HEARTBEAT_MS = 1_000;
@@ -58,9 +59,68 @@ function clockOptionValue(name: string, value: unknown): ClockOption {
 }
 
 /**
- * The options every Redis-backed store shares (redisStore, leasedStore, dividedStore), declared once: one
- * name and one default per meaning.
+ * The options every Redis-backed store takes (redisStore, leasedStore, dividedStore): one name, one meaning
+ * and one default each, on every store (see docs/options.md).
  */
+export interface RedisBackedOptions {
+  /**
+   * Your Redis client, as you have it: ioredis 5/6 (`new Redis()`, `new Cluster()`), iovalkey, node-redis 5/6
+   * (`createClient()`, `createCluster()`, connected or connecting) or Valkey GLIDE 2 (`GlideClient`,
+   * `GlideClusterClient`). The store never closes it.
+   */
+  redis: RedisClient;
+  /**
+   * Where decision time comes from. `'server'`: Redis TIME, one clock for the whole fleet. `'client'`: this
+   * process's monotonic clock; or a Clock (a ManualClock in tests) to decide on it. (A divided store decides on
+   * this process's clock, or the Clock given, and heartbeats on this one.)
+   * @default 'server'
+   */
+  clock?: ClockOption | undefined;
+  /**
+   * Longest a decision or a control waits for Redis before the fail mode decides instead (a divided store: its
+   * start-up check and its last call at close; heartbeats wait up to heartbeatMs).
+   * @default DEFAULT_TIMEOUT_MS (50)
+   */
+  timeoutMs?: number | undefined;
+  /**
+   * The most keys the store keeps in this process: its fail mode's states (over every limiter), deny caches,
+   * leases, a divided store's shares.
+   * @default DEFAULT_MAX_KEYS (100_000)
+   */
+  maxKeys?: number | undefined;
+  /**
+   * This node's name in its limiters' fleets (and among a leased key's lessees, in a divided membership).
+   * @default a random UUID
+   */
+  nodeId?: string | undefined;
+  /**
+   * How often this node tells Redis it is alive under each limiter's prefix: the fleet a fail mode's share
+   * (failMode 'local') or a divided share is counted from. One call per Cluster slot for all of a store's
+   * limiters, O(log N) for Redis whatever the fleet's size N; a node unseen for three heartbeats no longer
+   * counts.
+   * @default DEFAULT_HEARTBEAT_MS (1000)
+   */
+  heartbeatMs?: number | undefined;
+  /**
+   * The nodes a limit is taken to be shared by until Redis has answered a heartbeat (Redis away at start-up):
+   * each node then holds 1 / assumedNodes of each limit.
+   * @default DEFAULT_ASSUMED_NODES (10)
+   */
+  assumedNodes?: number | undefined;
+}
+
+/** The fail mode of the stores that ask Redis on the decision path (redisStore, leasedStore). */
+export interface FailModeOptions {
+  /**
+   * What decides while Redis is away: `'local'`, this process's memory holding this node's share of each
+   * limit (1 / the live nodes of the limiter's fleet, counted in Redis; see heartbeatMs); `'open'` allows;
+   * `'closed'` denies (retry after timeoutMs).
+   * @default DEFAULT_FAIL_MODE ('local')
+   */
+  failMode?: FailMode | undefined;
+}
+
+/** The options every Redis-backed store shares, as a schema (see RedisBackedOptions). */
 export const REDIS_BACKED_OPTIONS = {
   redis: required<RedisConnection>(
     'Your Redis client (ioredis, iovalkey, node-redis or Valkey GLIDE); the store never closes it.',
@@ -98,7 +158,7 @@ export const REDIS_BACKED_OPTIONS = {
   ),
 } as const;
 
-/** The fail mode of the stores that ask Redis on the decision path (redisStore, leasedStore). */
+/** The fail mode option, as a schema (see FailModeOptions). */
 export const FAIL_MODE_OPTIONS = {
   failMode: option(
     "What decides while Redis is away: 'local' (this node's share, in memory), 'open' (allow) or 'closed' (deny).",

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   type BoundStore,
   type Clock,
@@ -17,71 +16,24 @@ import type { RedisConnection, ResetSubscriber } from './connection/connection.j
 import { IoredisConnection } from './connection/ioredis.js';
 import { DenyCache } from './exact/deny-cache.js';
 import { type DecisionEvent, ExactBinding } from './exact/exact-binding.js';
-import { Fallback, type FailMode } from './fleet/fail-mode.js';
-import { FleetPresence } from './fleet/presence.js';
+import type { Fallback, FailMode } from './fleet/fail-mode.js';
+import type { FleetPresence } from './fleet/presence.js';
 import { withDeadline } from './deadline.js';
-import { RedisHealth } from './health.js';
+import type { RedisHealth } from './health.js';
 import { decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
-import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS, storeClocks } from './options.js';
-import { StartupChecks } from './preflight.js';
+import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
+import type { StartupChecks } from './preflight.js';
+import { storeParts } from './store-parts.js';
 import { exactScripts, presenceScript, semaphoreScript } from './scripts.js';
 import { RedisSemaphore } from './semaphore.js';
 import type { RedisClient } from './connection/connect.js';
-import type { ClockOption } from './options.js';
+import type { FailModeOptions, RedisBackedOptions } from './options.js';
 
 /**
- * Options of `redisStore`. Every option but `redis` has a default (see docs/options.md); the ones every
- * Redis-backed store takes mean the same on each (REDIS_BACKED_OPTIONS).
+ * Options of `redisStore`: those of every Redis-backed store (RedisBackedOptions, FailModeOptions) and its own
+ * (see docs/options.md for every option and default).
  */
-export interface RedisStoreOptions {
-  /**
-   * Your Redis client, as you have it: ioredis 5/6 (`new Redis()`, `new Cluster()`), iovalkey, node-redis 5/6
-   * (`createClient()`, `createCluster()`, connected) or Valkey GLIDE 2 (`GlideClient`, `GlideClusterClient`).
-   * The store never closes it.
-   */
-  redis: RedisClient;
-  /**
-   * Where decision time comes from. `'server'`: Redis TIME, one clock for the whole fleet. `'client'`:
-   * this process's monotonic clock; or pass a Clock (a ManualClock in tests) to decide on it.
-   * @default 'server'
-   */
-  clock?: ClockOption | undefined;
-  /**
-   * Longest a decision (or a control) waits for Redis before the fail mode decides it instead.
-   * @default DEFAULT_TIMEOUT_MS (50)
-   */
-  timeoutMs?: number | undefined;
-  /**
-   * `'local'`: decide from this process's memory, holding this node's share of each limit (1 / the live nodes
-   * of the limiter's fleet, counted in Redis by heartbeats); `'open'`: allow; `'closed'`: deny (retry after
-   * timeoutMs).
-   * @default DEFAULT_FAIL_MODE ('local')
-   */
-  failMode?: FailMode | undefined;
-  /**
-   * The most keys this store keeps in this process: its fail mode's states (over every limiter), and each
-   * limiter's deny cache.
-   * @default DEFAULT_MAX_KEYS (100_000)
-   */
-  maxKeys?: number | undefined;
-  /**
-   * This node's name in its limiters' fleets (failMode 'local' counts them).
-   * @default a random UUID
-   */
-  nodeId?: string | undefined;
-  /**
-   * With failMode 'local': how often this node tells Redis it is alive under each limiter's prefix (one call
-   * per Cluster slot for all of them, O(log N) for Redis whatever the fleet's size N). A node unseen for
-   * three heartbeats no longer counts.
-   * @default DEFAULT_HEARTBEAT_MS (1000)
-   */
-  heartbeatMs?: number | undefined;
-  /**
-   * With failMode 'local': the nodes a limit is taken to be shared by until Redis has answered a heartbeat
-   * (Redis away at start-up): each node then holds 1 / assumedNodes of each limit.
-   * @default DEFAULT_ASSUMED_NODES (10)
-   */
-  assumedNodes?: number | undefined;
+export interface RedisStoreOptions extends RedisBackedOptions, FailModeOptions {
   /**
    * With `clock: 'client'`: the furthest a decision time may be from Redis TIME. A node whose clock runs
    * ahead would otherwise take tokens early and push the stored time ahead, starving the others for as
@@ -193,17 +145,23 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   constructor(options: RedisStoreOptions) {
     super();
     const o = parseOptions('redisStore options', REDIS_STORE_OPTIONS, options, true);
-    const connection = o.redis;
+    const parts = storeParts(o, this, () => {
+      // Callers waiting for a slot try again: on Redis, or by the fail mode.
+      for (const set of this.#semaphores.values()) for (const s of set) s.healthChanged();
+    });
     this.redis = options.redis;
-    this.#connection = connection;
-    if (connection instanceof IoredisConnection) checkClient(connection.client, connection.isCluster);
-    const { decisionClock, localClock } = storeClocks(o.clock);
-    this.clock = decisionClock;
-    this.#localClock = localClock;
+    this.#connection = parts.connection;
+    if (parts.connection instanceof IoredisConnection) checkClient(parts.connection.client, parts.connection.isCluster);
+    this.clock = parts.decisionClock;
+    this.#localClock = parts.localClock;
+    this.nodeId = parts.nodeId;
+    this.#health = parts.health;
+    this.#checks = parts.checks;
+    this.#fallback = parts.fallback;
+    this.#presence = parts.presence;
     this.timeoutMs = o.timeoutMs;
     this.failMode = o.failMode;
     this.maxBatch = o.maxBatch;
-    this.nodeId = o.nodeId ?? randomUUID();
     this.#maxKeys = o.maxKeys;
     this.#denyCache = o.denyCache;
     const onDecision = o.onDecision;
@@ -217,34 +175,6 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       );
     }
     this.#maxClockSkewMs = o.maxClockSkewMs ?? (o.clock === 'client' ? DEFAULT_CLIENT_SKEW_MS : undefined);
-    this.#health = new RedisHealth({
-      connection,
-      timeoutMs: this.timeoutMs,
-      onChange: (healthy, error) => {
-        if (healthy) emitSafely(this, 'store-recovered');
-        else emitSafely(this, 'store-error', error);
-        // Callers waiting for a slot try again: on Redis, or by the fail mode.
-        for (const set of this.#semaphores.values()) for (const s of set) s.healthChanged();
-      },
-    });
-    this.#checks = new StartupChecks(connection, this.timeoutMs, (error) => emitSafely(this, 'store-error', error));
-    this.#fallback = new Fallback({
-      mode: this.failMode,
-      clock: this.#localClock,
-      maxKeys: this.#maxKeys,
-      timeoutMs: this.timeoutMs,
-    });
-    this.#presence =
-      this.failMode === 'local'
-        ? new FleetPresence({
-            connection,
-            nodeId: this.nodeId,
-            heartbeatMs: o.heartbeatMs,
-            assumedNodes: o.assumedNodes,
-            decisionClock,
-            onCount: (prefix, nodes) => emitSafely(this, 'fleet', { prefix, nodes }),
-          })
-        : undefined;
   }
 
   /**

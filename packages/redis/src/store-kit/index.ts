@@ -17,6 +17,8 @@ export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connectio
 export { toConnection } from '../connection/connect.js';
 export { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, storeClocks } from '../options.js';
 export type { StoreClocks } from '../options.js';
+export { storeParts } from '../store-parts.js';
+export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
 export { MAX_PROBE_INTERVAL_MS, PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
 export type { HealthOptions } from '../health.js';
 export { DeadlineError, withDeadline } from '../deadline.js';
