@@ -1,7 +1,6 @@
-import { inCall, oneOf, option, parseOptions } from '@sluice/core/store-kit';
+import { oneOf, option } from '@sluice/core/store-kit';
 import type { RedisBackedOptions } from '@sluice/redis';
 import { REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
-import { DividedStore } from './divided-store.js';
 import type { ShareMode } from './shares.js';
 
 /** dividedStore's options, declared once: the options of every Redis-backed store, and how a limit is split. */
@@ -26,22 +25,4 @@ export interface DividedStoreOptions extends RedisBackedOptions {
    * @default 'equal'
    */
   share?: ShareMode | undefined;
-}
-
-/**
- * Divided mode as a store: each node enforces its share of the limit locally with the core algorithm; the
- * share comes from heartbeats in Redis. No Redis call on the decision path; approximate (a membership change
- * takes up to 2 heartbeats to reach every node). When Redis is unreachable a node keeps its last share. One
- * rule per limiter, no plans, no bans: createLimiter refuses them, naming the store. The store emits
- * `membership`, `store-error` and `store-recovered`; `store.close()` leaves the membership.
- *
- * @example
- * const store = dividedStore({ redis, share: 'demand' })
- * const limiter = createLimiter({ rules: fixedWindow({ limit: 10_000, windowMs: 1_000 }), store })
- */
-export function dividedStore(options: DividedStoreOptions): DividedStore {
-  return inCall(
-    'dividedStore',
-    () => new DividedStore(parseOptions('dividedStore options', DIVIDED_STORE_OPTIONS, options, true)),
-  );
 }

@@ -9,11 +9,19 @@ import {
   type Store,
   type StoreCapabilities,
 } from '@sluice/core';
-import { type FleetShare, type ParsedOptions, emitSafely, registerStatus, sharedRule } from '@sluice/core/store-kit';
+import {
+  type FleetShare,
+  type ParsedOptions,
+  emitSafely,
+  inCall,
+  parseOptions,
+  registerStatus,
+  sharedRule,
+} from '@sluice/core/store-kit';
 import { type RedisConnection, StartupChecks, stateKey, storeClocks } from '@sluice/redis/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { DemandMeter } from './demand-meter.js';
-import type { DIVIDED_STORE_OPTIONS } from './divided-options.js';
+import { DIVIDED_STORE_OPTIONS, type DividedStoreOptions } from './divided-options.js';
 import { Membership } from './membership.js';
 import { heartbeatScript } from './scripts.js';
 import { hybridRule } from './supported-rule.js';
@@ -233,4 +241,22 @@ class DividedBinding implements BoundStore, FleetShare {
     void this.#bound.unbind?.();
     await this.#membership.stop();
   }
+}
+
+/**
+ * Divided mode as a store: each node enforces its share of the limit locally with the core algorithm; the
+ * share comes from heartbeats in Redis. No Redis call on the decision path; approximate (a membership change
+ * takes up to 2 heartbeats to reach every node). When Redis is unreachable a node keeps its last share. One
+ * rule per limiter, no plans, no bans: createLimiter refuses them, naming the store. The store emits
+ * `membership`, `store-error` and `store-recovered`; `store.close()` leaves the membership.
+ *
+ * @example
+ * const store = dividedStore({ redis, share: 'demand' })
+ * const limiter = createLimiter({ rules: fixedWindow({ limit: 10_000, windowMs: 1_000 }), store })
+ */
+export function dividedStore(options: DividedStoreOptions): DividedStore {
+  return inCall(
+    'dividedStore',
+    () => new DividedStore(parseOptions('dividedStore options', DIVIDED_STORE_OPTIONS, options, true)),
+  );
 }

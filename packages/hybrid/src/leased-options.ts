@@ -1,16 +1,7 @@
 import { SluiceRangeError } from '@sluice/core';
-import {
-  describeValue,
-  inCall,
-  option,
-  optional,
-  parseOptions,
-  positiveFinite,
-  positiveInteger,
-} from '@sluice/core/store-kit';
+import { describeValue, option, optional, positiveFinite, positiveInteger } from '@sluice/core/store-kit';
 import type { FailModeOptions, RedisBackedOptions } from '@sluice/redis';
 import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
-import { LeasedStore } from './leased-store.js';
 
 /** A batch is about this many ms of a node's recent demand for a key, unless `targetMs` says otherwise. */
 export const DEFAULT_TARGET_MS = 100;
@@ -80,23 +71,4 @@ export interface LeasedStoreOptions extends RedisBackedOptions, FailModeOptions 
   lowWater?: number | undefined;
   /** How long a node counts as a live lessee of a key after its last lease. @default DEFAULT_LIVE_MS (5000) */
   liveMs?: number | undefined;
-}
-
-/**
- * Leased mode as a store: the bucket lives in Redis, each node takes batches of permits in one atomic call
- * and spends them locally. About one Redis call per batch; never over the central limit (tokens are debited
- * before they are spent); a node that dies strands at most one batch. One rule per limiter (tokenBucket,
- * gcra, fixedWindow or slidingWindowCounter), no plans, no bans: createLimiter refuses them, naming the store.
- * The store emits `lease`, `store-error` and `store-recovered`; `store.close()` hands unspent permits back.
- *
- * @example
- * const store = leasedStore({ redis })
- * const limiter = createLimiter({ rules: tokenBucket({ capacity: 10_000, refillPerSecond: 1_000 }), store })
- * store.on('lease', (e) => metrics.observe(e.granted))
- */
-export function leasedStore(options: LeasedStoreOptions): LeasedStore {
-  return inCall(
-    'leasedStore',
-    () => new LeasedStore(parseOptions('leasedStore options', LEASED_STORE_OPTIONS, options, true)),
-  );
 }

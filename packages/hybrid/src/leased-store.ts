@@ -9,7 +9,15 @@ import {
   type Store,
   type StoreCapabilities,
 } from '@sluice/core';
-import { type DecisionNote, type ParsedOptions, emitSafely, keyCache, reportLease } from '@sluice/core/store-kit';
+import {
+  type DecisionNote,
+  type ParsedOptions,
+  emitSafely,
+  inCall,
+  keyCache,
+  parseOptions,
+  reportLease,
+} from '@sluice/core/store-kit';
 import {
   DeadlineError,
   ExactBinding,
@@ -32,7 +40,7 @@ import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
 import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, returnLease } from './lease-client.js';
-import type { LEASED_STORE_OPTIONS } from './leased-options.js';
+import { LEASED_STORE_OPTIONS, type LeasedStoreOptions } from './leased-options.js';
 import { hybridRule } from './supported-rule.js';
 import { leaseScript } from './scripts.js';
 
@@ -613,4 +621,23 @@ class LeasedBinding implements BoundStore {
       this.#unbind();
     }
   }
+}
+
+/**
+ * Leased mode as a store: the bucket lives in Redis, each node takes batches of permits in one atomic call
+ * and spends them locally. About one Redis call per batch; never over the central limit (tokens are debited
+ * before they are spent); a node that dies strands at most one batch. One rule per limiter (tokenBucket,
+ * gcra, fixedWindow or slidingWindowCounter), no plans, no bans: createLimiter refuses them, naming the store.
+ * The store emits `lease`, `store-error` and `store-recovered`; `store.close()` hands unspent permits back.
+ *
+ * @example
+ * const store = leasedStore({ redis })
+ * const limiter = createLimiter({ rules: tokenBucket({ capacity: 10_000, refillPerSecond: 1_000 }), store })
+ * store.on('lease', (e) => metrics.observe(e.granted))
+ */
+export function leasedStore(options: LeasedStoreOptions): LeasedStore {
+  return inCall(
+    'leasedStore',
+    () => new LeasedStore(parseOptions('leasedStore options', LEASED_STORE_OPTIONS, options, true)),
+  );
 }
