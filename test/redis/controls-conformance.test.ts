@@ -5,14 +5,21 @@
  * decision. With the properties of the memory store's tests (a ban never ends early, refunds never pass a
  * fresh state, plan switches never pass the new plan's limit), this carries each property to Redis.
  */
-import { type Algorithm, type Decision, TOLERANCE_MS } from '@sluice/core';
+import { type Algorithm, type Decision, TOLERANCE_MS, tokenBucket } from '@sluice/core';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 import { startArb } from './arbitraries.js';
-import { type LimiterSpec, type Outcome, controlTimelineArb, controlsBoth, limiterSpecArb } from './controls.js';
+import {
+  type ControlStep,
+  type LimiterSpec,
+  type Outcome,
+  controlTimelineArb,
+  controlsBoth,
+  limiterSpecArb,
+} from './controls.js';
 
 const testRedis = useTestRedis();
 let redis: Redis;
@@ -68,3 +75,63 @@ for (const denyCache of [false, true]) {
     });
   });
 }
+
+/**
+ * Counterexamples the generator found once its buckets could start part-filled (`initial` below capacity), kept
+ * as fixed cases: each differed between memory and Redis before its fix.
+ */
+const FOUND: ReadonlyArray<{ name: string; spec: LimiterSpec; start: number; steps: ControlStep[] }> = [
+  {
+    // Redis deleted the state a refusing rule of a smaller plan took as forgotten (4 tokens read at capacity 1):
+    // a denial deletes nothing now, and tokens above a plan's capacity are capped, not forgotten.
+    name: "a smaller plan's denial leaves a larger plan's bucket as it was",
+    spec: {
+      plans: {
+        p0: [
+          tokenBucket({ name: 'a', capacity: 11, refillPerSecond: 0.55, initial: 0, maxDebt: 22 }),
+          tokenBucket({ name: 'b', capacity: 1, refillPerSecond: 0.05, initial: 0, maxDebt: 2 }),
+        ],
+        p1: [tokenBucket({ name: 'b', capacity: 4, refillPerSecond: 0.2, initial: 0, maxDebt: 2 })],
+      },
+    },
+    start: 0,
+    steps: [
+      { dtMs: 36, calls: [call('consume', 'b', 1, 1), call('refund', 'b', 1, 2)] },
+      { dtMs: 0, calls: [call('refund', 'c{1}', 1, 1), call('refund', 'b', 10, 5)] },
+      { dtMs: 6, calls: [call('consume', 'b', 4, 4), call('penalize', 'b', 1, 5), call('consume', 'a', 1, 4)] },
+    ],
+  },
+  {
+    // The deny cache answered "1 ms" for a banned key whose part-filled bucket was forgotten when the ban ended
+    // (its tokens dropped back to initial): such a bucket's denials are not cached now.
+    name: 'a part-filled bucket forgotten as its ban ends: no cached denial stands for it',
+    spec: {
+      rules: [tokenBucket({ capacity: 1, refillPerSecond: 0.5277044854881267, initial: 0, maxDebt: 0, blockMs: 3421 })],
+    },
+    start: 1_700_000_000_000,
+    steps: [
+      { dtMs: 0, calls: [call('penalize', 'a', 4)] },
+      { dtMs: 1839, calls: [{ ...call('block', 'a', 1), ms: 1 }] },
+      { dtMs: 3901, calls: [call('peek', 'a', 1)] },
+      { dtMs: 2210, calls: [call('consume', 'a', 1)] },
+      { dtMs: 3402, calls: [call('peek', 'a', 1)] },
+      { dtMs: 18, calls: [call('consume', 'a', 1)] },
+      { dtMs: 0, calls: [call('consume', 'a', 1)] },
+    ],
+  },
+];
+
+/** One call of a fixed timeline. */
+function call(op: ControlStep['calls'][number]['op'], key: string, permits: number, plan = 0) {
+  return { op, key, permits, plan, grant: undefined, ms: 1 };
+}
+
+describe('controls: counterexamples found before, decided identically', () => {
+  for (const denyCache of [false, true]) {
+    it.each(FOUND)(`deny cache ${denyCache ? 'on' : 'off'}: $name`, async ({ spec, start, steps }) => {
+      const { memory, redis: onRedis } = await controlsBoth(redis, spec, start, steps, denyCache);
+      const at = memory.findIndex((m, i) => !same(m, onRedis[i], denyCache ? TOLERANCE_MS : 0));
+      expect({ at, redis: onRedis[at] }).toEqual({ at: -1, redis: undefined });
+    });
+  }
+});

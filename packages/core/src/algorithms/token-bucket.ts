@@ -93,11 +93,13 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
       if (state !== undefined) {
         // max(): a clock that steps back must not refill the same time twice.
         const now = Math.max(state.updatedAt, nowMs);
-        const refilled = state.tokens + ((now - state.updatedAt) * refillPerSecond) / 1000;
+        const gained = ((now - state.updatedAt) * refillPerSecond) / 1000;
+        const refilled = state.tokens + gained;
         // With initial below capacity, a key that stayed full for a whole refill period is forgotten and starts
         // again from initial. Not at the instant it fills up: a request for the full capacity is told to retry
         // exactly then. Deciding it here (not by a store's expiry) makes every store forget at the same instant.
-        if (!(initial < capacity && refilled >= 2 * capacity)) {
+        // Full at this capacity: tokens kept above it (a plan of a larger capacity) are capped, never forgotten.
+        if (!(initial < capacity && Math.min(state.tokens, capacity) + gained >= 2 * capacity)) {
           level.tokens = Math.min(capacity, refilled);
           level.now = now;
           level.fresh = false;
@@ -166,7 +168,9 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
       limit: capacity,
       windowMs: Math.max(1, Math.ceil((capacity * 1000) / refillPerSecond)),
       reserves: maxDebt > 0,
-      stableDenials: true,
+      // A bucket that starts part-filled forgets a key that stayed full for a refill period, and the key's tokens
+      // then drop back to initial: time can make a denial's answer worse, so its denials are not cached.
+      stableDenials: initial === capacity,
       params: { capacity, refillPerSecond, initial, maxDebt },
       wireParams: [capacity, refillPerSecond, initial, maxDebt],
       planName: common.planName,

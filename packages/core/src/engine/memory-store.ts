@@ -348,8 +348,9 @@ class SingleRuleBinding extends KeyCellBinding {
     const before = cell?.state;
     if (ban !== undefined) return this.#blocked(ban, before, now, permits);
     const o = this.#rule.consume(before, now, permits, maxWaitMs);
-    // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-    if (o.state !== before) this.time.store(this.cells, key, cell, o.state, now, o.ttlMs);
+    // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched, and
+    // never deletes it (undefined: one the rule takes as forgotten).
+    if (o.state !== before && o.state !== undefined) this.time.store(this.cells, key, cell, o.state, now, o.ttlMs);
     if (!o.allowed && this.#rule.blockMs > 0) {
       const started = this.bans.start(key, { until: now + this.#rule.blockMs, rule: 0 }, now);
       return blockedDecision(this.#rules, [o], started.rule, started.until - now, permits);
@@ -465,7 +466,8 @@ class IdentityBinding extends MemoryBinding {
     if (rules.length === 1) {
       const rule = rules[0] as Algorithm;
       const o = rule.consume(states[0], now, permits, maxWaitMs);
-      if (write && o.state !== states[0])
+      // A denial never deletes a state (another plan may read it): an undefined one is not written.
+      if (write && o.state !== states[0] && o.state !== undefined)
         this.time.store(this.cells, keys[0] as string, cells[0], o.state, now, o.ttlMs);
       decision = ruleDecision(rule, o);
       verdicts = [o];

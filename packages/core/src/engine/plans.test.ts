@@ -98,6 +98,20 @@ describe('plans on the memory store', () => {
     );
   });
 
+  it("a part-filled bucket: tokens kept above a smaller plan's capacity are capped there, never forgotten, and its denial leaves them for the larger plan", async () => {
+    const clock = new ManualClock(0);
+    const bucket = (capacity: number) =>
+      tokenBucket({ name: 'b', capacity, refillPerSecond: capacity / 20, initial: 0, maxDebt: 0 });
+    const limiter = createLimiter({ plans: { small: bucket(1), large: bucket(4) }, clock });
+    await limiter.penalize('k', 1, { plan: 'large' }); // -1 tokens
+    await limiter.refund('k', 5, { plan: 'large' }); // 4 tokens: full at the larger capacity
+    // At capacity 1 the 4 tokens read as a full bucket (1), not as a forgotten one (initial 0).
+    expect((await limiter.peek('k', { plan: 'small' })).remaining).toBe(1);
+    // A request that can never fit the small plan is refused there, and changes nothing.
+    expect((await limiter.tryAcquire('k', { plan: 'small', permits: 4 })).retryAfterMs).toBe(Infinity);
+    expect((await limiter.peek('k', { plan: 'large' })).remaining).toBe(4);
+  });
+
   it('the plan resolver picks the plan; a call may name one; the first plan is the default', async () => {
     const clock = new ManualClock(0);
     const tiers = new Map([['acme', 'pro']]);

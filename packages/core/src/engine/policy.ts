@@ -158,7 +158,9 @@ export function decidePolicy(
   const allowed = decision.allowed;
   const ttlMs = Math.max(...outcomes.map((o) => o.ttlMs));
   if (allowed) return { decision, states: outcomes.map((o) => o.state), ttlMs, verdicts: outcomes };
-  const kept = outcomes.map((o, i) => (o.allowed ? states?.[i] : o.state));
+  // A rule that allowed keeps its state; one that refused may have anchored a never-seen key. A denial deletes
+  // nothing, even a state a refusing rule takes as forgotten (another plan may read it).
+  const kept = outcomes.map((o, i) => (o.allowed || o.state === undefined ? states?.[i] : o.state));
   const anchored = kept.some((state, i) => state !== states?.[i]);
   return { decision, states: anchored ? kept : undefined, ttlMs, verdicts: outcomes };
 }

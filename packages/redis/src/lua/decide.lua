@@ -179,13 +179,16 @@ else
         for r = 1, R do store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
       else
         -- A rule that allowed keeps its state as it was; one that refused may have anchored a never-seen key.
+        -- A denial deletes nothing, even a state a refusing rule takes as forgotten (another plan may read it).
         local anchored = false
         for r = 1, R do
-          if ok[r] then kept[r] = before[r] end
+          if ok[r] or kept[r] == nil then kept[r] = before[r] end
           if kept[r] ~= before[r] then anchored = true end
         end
         if anchored then
-          for r = 1, R do store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
+          for r = 1, R do
+            if kept[r] ~= nil then store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
+          end
         end
       end
       local banned = nil

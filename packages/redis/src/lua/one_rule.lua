@@ -43,8 +43,9 @@ local function decide_one_rule(rules, before, ban, now, permits, max_wait, peek,
   end
   local allowed, state, remaining, retry_after, reset_after, wait, ttl =
     rule.consume(rule.params, before, now, permits, max_wait)
-  -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched.
-  if peek then state = before end
+  -- A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched. A denial
+  -- never deletes a state, even one this rule takes as forgotten: a limiter's other plans may still read it.
+  if peek or state == nil then state = before end
   if not allowed and not peek and may_ban then
     ONE_OK[1] = false
     local banned = ban_after(rules, ONE_OK, now)

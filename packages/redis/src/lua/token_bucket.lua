@@ -8,8 +8,10 @@ local function token_bucket_refill(p, state, now_ms)
   if state ~= nil then
     -- max(): a clock that steps back must not refill the same time twice.
     local now = math.max(state[2], now_ms)
-    local refilled = state[1] + ((now - state[2]) * refill) / 1000
-    if not (initial < capacity and refilled >= 2 * capacity) then
+    local gained = ((now - state[2]) * refill) / 1000
+    local refilled = state[1] + gained
+    -- Full at this capacity: tokens kept above it (a plan of a larger capacity) are capped, never forgotten.
+    if not (initial < capacity and math.min(state[1], capacity) + gained >= 2 * capacity) then
       return math.min(capacity, refilled), now, false
     end
   end
