@@ -8,6 +8,7 @@ export class FaultProxy {
   readonly #server: Server;
   readonly #sockets = new Set<Socket>();
   #latencyMs = 0;
+  #hold: { pattern: RegExp; held: () => void } | undefined;
 
   private constructor(server: Server) {
     this.#server = server;
@@ -30,6 +31,21 @@ export class FaultProxy {
   /** Every chunk from now on arrives this much later (in order: equal delays keep timer order). */
   setLatency(ms: number): void {
     this.#latencyMs = ms;
+  }
+
+  /**
+   * From now on Redis's replies whose bytes match `pattern` never reach the client (the command stays
+   * unanswered); resolves when the first one is held back.
+   */
+  holdReplies(pattern: RegExp): Promise<void> {
+    return new Promise((held) => {
+      this.#hold = { pattern, held };
+    });
+  }
+
+  /** Redis's replies reach the client again (those held back are lost). */
+  passReplies(): void {
+    this.#hold = undefined;
   }
 
   /** Cuts every connection now (clients see ECONNRESET or close and reconnect). */
@@ -57,7 +73,11 @@ export class FaultProxy {
     const forward = (from: Socket, to: Socket) => {
       // Never before an earlier chunk: when the latency drops, later bytes wait for the ones still delayed.
       let lastAt = 0;
-      from.on('data', (chunk) => {
+      from.on('data', (chunk: Buffer) => {
+        if (from === upstream && this.#hold?.pattern.test(chunk.toString('latin1'))) {
+          this.#hold.held();
+          return;
+        }
         const now = performance.now();
         const at = Math.max(now + this.#latencyMs, lastAt);
         lastAt = at;

@@ -39,3 +39,14 @@ export async function until(condition: () => boolean, what: string, limitMs = 10
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
+
+/**
+ * Waits until `check()` resolves true, asking again after each answer: for state only a server can tell
+ * (who is subscribed to a channel). Fails after `limitMs`, naming `what`.
+ */
+export async function untilAsync(check: () => Promise<boolean>, what: string, limitMs = 10_000): Promise<void> {
+  const started = performance.now();
+  while (!(await check())) {
+    if (performance.now() - started > limitMs) throw new Error(`${what}: not within ${limitMs} ms`);
+  }
+}

@@ -17,8 +17,11 @@ export interface IoredisLike {
   exists(key: string): Promise<number>;
   /** The client's own `publish` (the part of ioredis's API sluice calls). */
   publish(channel: string, message: string): Promise<number>;
-  /** The client's own `duplicate` (the part of ioredis's API sluice calls). */
-  duplicate(): IoredisLike;
+  /**
+   * The client's own `duplicate` (the part of ioredis's API sluice calls): a standalone client's takes option
+   * overrides, a Cluster's is called bare.
+   */
+  duplicate(...override: unknown[]): IoredisLike;
   /** The client's own `subscribe` (the part of ioredis's API sluice calls). */
   subscribe(channel: string): Promise<unknown>;
   /** The client's own `unsubscribe` (the part of ioredis's API sluice calls). */
@@ -116,12 +119,38 @@ export class IoredisConnection extends EmittingConnection<IoredisLike> implement
     return String(await node.callBuffer('INFO', section));
   }
 
+  /**
+   * A standalone client re-subscribes after a reconnect by the store's hand, not by ioredis's: ioredis does
+   * not handle the promise of its own re-subscription, so a store closed before Redis answered it left an
+   * unhandled rejection ("Connection is closed"), which ends a Node process by default. (A Cluster client's
+   * subscriber handles its own.)
+   */
   subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber {
-    const connection = this.subscriberConnection(this.client.duplicate());
+    const cluster = this.isCluster;
+    const connection = this.subscriberConnection(
+      cluster ? this.client.duplicate() : this.client.duplicate({ autoResubscribe: false }),
+    );
     connection.on('message', onMessage as (...args: unknown[]) => void);
+    const channels = new Set<string>();
+    let connectedBefore = false;
+    if (!cluster)
+      connection.on('ready', () => {
+        if (connectedBefore)
+          for (const channel of channels)
+            connection.subscribe(channel).catch(() => {
+              // Lost again before the answer: tried at the next reconnect; closed: nothing to keep.
+            });
+        connectedBefore = true;
+      });
     return {
-      subscribe: async (channel) => void (await connection.subscribe(channel)),
-      unsubscribe: async (channel) => void (await connection.unsubscribe(channel)),
+      subscribe: async (channel) => {
+        channels.add(channel);
+        await connection.subscribe(channel);
+      },
+      unsubscribe: async (channel) => {
+        channels.delete(channel);
+        await connection.unsubscribe(channel);
+      },
       close: async () => connection.disconnect(),
     };
   }
