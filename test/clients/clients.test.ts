@@ -14,7 +14,10 @@ import {
   fixedWindow,
   tokenBucket,
 } from '@sluice/core';
+import { dividedStore } from '@sluice/hybrid';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
+import { membershipKeys } from '../../packages/hybrid/src/membership.js';
+import calculateSlot from 'cluster-key-slot';
 import { type DecisionEvent, redisStore } from '@sluice/redis';
 import { stateKey } from '../../packages/redis/src/key-layout.js';
 import { decideOneScript } from '../../packages/redis/src/scripts.js';
@@ -251,6 +254,35 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
     expect(sources.filter((s) => s !== 'redis')).toEqual([]);
     await limiter.close();
     await store.close();
+  });
+
+  it("a divided store's limiters each heartbeat their own fleet in a slot of its own, spread over the primaries", async () => {
+    // Keys live 2 x 3 heartbeats: long enough to be counted on a loaded machine.
+    const store = dividedStore({ redis: c.client, heartbeatMs: 2_000 });
+    const prefixes = Array.from({ length: 12 }, () => prefix(kind));
+    const heard = new Set<string>();
+    const everyFleetHeard = new Promise<void>((resolve) =>
+      store.on('membership', (e) => {
+        if (e.nodes === 1 && e.share === 1) heard.add(e.prefix);
+        if (heard.size === prefixes.length) resolve();
+      }),
+    );
+    const limiters = prefixes.map((p) =>
+      createLimiter({ rules: fixedWindow({ limit: 100, windowMs: 1_000 }), store, prefix: p }),
+    );
+    await everyFleetHeard;
+    const admins = cluster.nodes.map((node) => new Redis(node.url));
+    const owners = new Set<number>();
+    for (const p of prefixes) {
+      const slot = calculateSlot(membershipKeys(p, 'fw-100-per-1s')[0]);
+      const counts = await Promise.all(admins.map((a) => a.cluster('COUNTKEYSINSLOT', slot)));
+      owners.add(counts.findIndex((count) => Number(count) > 0));
+    }
+    expect(owners.has(-1)).toBe(false);
+    expect(owners.size).toBeGreaterThan(1);
+    await Promise.all(limiters.map((l) => l.close()));
+    await store.close();
+    for (const admin of admins) admin.disconnect();
   });
 
   it('a policy with a global rule in another slot: never over either limit', async () => {

@@ -50,7 +50,7 @@ describe('dividedLimiter', () => {
     const seen = membership(a, (e) => e.nodes === 1);
     // Before any heartbeat has answered: 100 / assumedNodes (10).
     expect(await admitted(a, 'k', 20)).toBe(10);
-    expect(await seen).toEqual({ nodes: 1, share: 1 });
+    expect(await seen).toMatchObject({ nodes: 1, share: 1 });
     // The share grew tenfold, but the 0 tokens it held scale to 0: nothing is refilled by the change.
     expect(await admitted(a, 'k', 5)).toBe(0);
     clock.advance(1_000);
@@ -77,7 +77,7 @@ describe('dividedLimiter', () => {
     expect(await admitted(b, 'k', 80)).toBe(50);
     const alone = membership(a, (e) => e.nodes === 1);
     await b.close(); // leaves the membership at once
-    expect(await alone).toEqual({ nodes: 1, share: 1 });
+    expect(await alone).toEqual({ prefix: p, rule: 'fw-100-per-1m', nodes: 1, share: 1 });
     // Its 50 of 50 used scale to 100 of 100 used: the window stays spent.
     expect(await admitted(a, 'k', 10)).toBe(0);
     clock.advance(60_000);

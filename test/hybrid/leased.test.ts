@@ -18,7 +18,7 @@ import { leasedLimiterOn } from '../harness/hybrid.js';
 import { toConnection } from '@sluice/redis/store-kit';
 import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
 import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-store.js';
-import { heartbeatScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
+import { membershipScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
@@ -151,7 +151,7 @@ describe('lease.lua on its own', () => {
 
   it('each hybrid script is loaded under the sha1 its registry computes', async () => {
     const { redis: r } = redis();
-    for (const script of [leaseScript('tokenBucket'), leaseScript('fixedWindow'), heartbeatScript()]) {
+    for (const script of [leaseScript('tokenBucket'), leaseScript('fixedWindow'), membershipScript()]) {
       expect(await r.script('LOAD', script.source)).toBe(script.sha1);
     }
   });

@@ -23,7 +23,7 @@ import {
   decideScript,
   semaphoreScript,
 } from '../../packages/redis/src/scripts.js';
-import { heartbeatScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
+import { membershipScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/exact/protocol.js';
@@ -220,7 +220,7 @@ describe('redisStore', () => {
       semaphoreScript(),
       ...kinds.map((kind) => decideOneScript(kind)),
       ...kinds.map((kind) => leaseScript(kind)),
-      heartbeatScript(),
+      membershipScript(),
     ];
     for (const script of scripts) {
       expect(await redis.call('FUNCTION', 'LOAD', 'REPLACE', script.library), script.name).toBe(script.functionName);

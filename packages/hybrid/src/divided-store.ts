@@ -18,17 +18,20 @@ import {
   registerStatus,
   sharedRule,
 } from '@sluice/core/store-kit';
-import { type RedisConnection, StartupChecks, stateKey, storeClocks } from '@sluice/redis/store-kit';
+import { type RedisConnection, StartupChecks, storeClocks } from '@sluice/redis/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { DemandMeter } from './demand-meter.js';
 import { DIVIDED_STORE_OPTIONS, type DividedStoreOptions } from './divided-options.js';
-import { Membership } from './membership.js';
-import { heartbeatScript } from './scripts.js';
+import { type FleetSummary, Membership } from './membership.js';
+import { membershipScript } from './scripts.js';
 import { hybridRule } from './supported-rule.js';
-import { type NodeDemand, divideShares } from './shares.js';
+import { shareFromSummary } from './shares.js';
 
-/** A change in the live nodes or in this node's share, as the `membership` event reports it. */
+/** A change in a limiter's live nodes or in this node's share of its limit, as the `membership` event reports it. */
 export interface MembershipEvent {
+  /** The limiter's prefix and rule: a store's limiters each have a fleet of their own. */
+  readonly prefix: string;
+  readonly rule: string;
   readonly nodes: number;
   /** This node's fraction of the limit. */
   readonly share: number;
@@ -59,6 +62,8 @@ interface DivideContext {
   readonly nodeId: string;
   /** The states of every limiter of the store, each in its own namespace, bounded by maxKeys. */
   readonly memory: MemoryStore;
+  /** One heartbeat for every limiter of the store (one call per slot). */
+  readonly membership: Membership;
   readonly events: EventEmitter<DividedEvents>;
 }
 
@@ -99,6 +104,12 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
       clock: localClock,
       nodeId: this.nodeId,
       memory: new MemoryStore({ clock: localClock, maxKeys: o.maxKeys }),
+      membership: new Membership({
+        redis: o.redis,
+        nodeId: this.nodeId,
+        heartbeatMs: o.heartbeatMs,
+        clock: decisionClock,
+      }),
       events: this,
     };
     this.#checks = new StartupChecks(o.redis, o.timeoutMs, (error) => emitSafely(this, 'store-error', error));
@@ -115,7 +126,7 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
 
   bind(ruleSet: RuleSet): BoundStore {
     const rule = hybridRule('dividedStore', ruleSet.rules[0] as Algorithm);
-    this.#checks.add(ruleSet.prefix, [heartbeatScript()]);
+    this.#checks.add(ruleSet.prefix, [membershipScript()]);
     const binding: DividedBinding = new DividedBinding(this.#ctx, rule, ruleSet.prefix, () =>
       this.#bindings.delete(binding),
     );
@@ -123,11 +134,12 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
     return binding;
   }
 
-  /** Leaves every membership (one last call each, so the others take up this share at their next heartbeat). */
+  /** Leaves every membership (one last call per slot, so the others take up these shares at their next heartbeat). */
   async close(): Promise<void> {
     const bindings = [...this.#bindings];
     this.#bindings.clear();
-    await Promise.all(bindings.map((binding) => binding.close()));
+    for (const binding of bindings) binding.release();
+    await this.#ctx.membership.close();
     this.#unwatch();
   }
 }
@@ -136,9 +148,10 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
 class DividedBinding implements BoundStore, FleetShare {
   readonly #ctx: DivideContext;
   readonly #rule: Algorithm;
+  readonly #prefix: string;
   readonly #bound: BoundStore;
   readonly #meter: DemandMeter;
-  readonly #membership: Membership;
+  readonly #leave: () => Promise<void>;
   readonly #forget: () => void;
   #fraction: number;
   #nodes = 0;
@@ -151,23 +164,21 @@ class DividedBinding implements BoundStore, FleetShare {
   constructor(ctx: DivideContext, rule: Algorithm, prefix: string, forget: () => void) {
     this.#ctx = ctx;
     this.#rule = rule;
+    this.#prefix = prefix;
     this.#forget = forget;
     const { o, clock } = ctx;
     // Until the membership is seen: a conservative share, never the whole limit.
     this.#fraction = 1 / o.assumedNodes;
     this.#bound = ctx.memory.bind({ rules: [sharedRule(rule, this)], prefix });
     this.#meter = new DemandMeter(o.heartbeatMs, clock.now());
-    this.#membership = new Membership({
-      redis: ctx.redis,
-      // '~' never appears in a rule name: no exact-mode state key can be one of these.
-      membersKey: stateKey(prefix, 'divided', `members~${rule.name}`),
-      demandKey: stateKey(prefix, 'divided', `demand~${rule.name}`),
-      nodeId: ctx.nodeId,
-      heartbeatMs: o.heartbeatMs,
-      clock: ctx.decisionClock,
-      demand: () => this.#meter.perSecond(clock.now()),
-      onMembers: (members) => this.#onMembers(members),
-      onError: (error) => {
+    let reported = 0;
+    this.#leave = ctx.membership.join({
+      prefix,
+      rule: rule.name,
+      limitPerSecond: rule.ratePerSecond,
+      demand: () => (reported = this.#meter.perSecond(clock.now())),
+      answered: (summary) => this.#onSummary(summary, reported),
+      failed: (error) => {
         if (this.#failing) return;
         this.#failing = true;
         emitSafely(ctx.events, 'store-error', error);
@@ -191,18 +202,22 @@ class DividedBinding implements BoundStore, FleetShare {
     return this.#fraction;
   }
 
-  #onMembers(members: readonly NodeDemand[]): void {
+  /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division. */
+  #onSummary(summary: FleetSummary, demand: number): void {
     if (this.#failing) {
       this.#failing = false;
       emitSafely(this.#ctx.events, 'store-recovered');
     }
-    const shares = divideShares(this.#ctx.o.share, members, this.#rule.ratePerSecond);
-    const fraction = shares.get(this.#ctx.nodeId);
-    if (fraction === undefined || !(fraction > 0)) return;
-    if (fraction === this.#fraction && members.length === this.#nodes) return;
-    this.#nodes = members.length;
+    const fraction = shareFromSummary(this.#ctx.o.share, summary, demand, this.#rule.ratePerSecond);
+    if (fraction === this.#fraction && summary.nodes === this.#nodes) return;
+    this.#nodes = summary.nodes;
     this.#fraction = fraction;
-    emitSafely(this.#ctx.events, 'membership', { nodes: members.length, share: fraction });
+    emitSafely(this.#ctx.events, 'membership', {
+      prefix: this.#prefix,
+      rule: this.#rule.name,
+      nodes: summary.nodes,
+      share: fraction,
+    });
   }
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
@@ -228,18 +243,20 @@ class DividedBinding implements BoundStore, FleetShare {
     void this.#bound.penalize?.(key, permits);
   }
 
-  /** The limiter closed: leaves the membership (see close). */
-  unbind(): Promise<void> {
-    return this.close();
+  /** The limiter closed: it leaves its membership (one last call), so the others take up its share. */
+  async unbind(): Promise<void> {
+    if (this.#closed) return;
+    this.release();
+    await this.#leave();
   }
 
-  async close(): Promise<void> {
+  /** Lets go of what the store holds for this limiter (the store's close leaves every membership at once). */
+  release(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#unlist();
     this.#forget();
     void this.#bound.unbind?.();
-    await this.#membership.stop();
   }
 }
 

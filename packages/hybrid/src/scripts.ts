@@ -15,7 +15,7 @@ export function leaseScript(kind: AlgorithmKind): LuaScript {
   ]);
 }
 
-/** Divided mode's heartbeat script (see heartbeat.lua), after the prelude for its clock helper. */
-export function heartbeatScript(): LuaScript {
-  return luaScript('hybrid:heartbeat', [...algorithmFiles([]), { directory: hybridLua(), file: 'heartbeat' }]);
+/** Divided mode's heartbeat script (see membership.lua), after the prelude for its clock helper. */
+export function membershipScript(): LuaScript {
+  return luaScript('hybrid:membership', [...algorithmFiles([]), { directory: hybridLua(), file: 'membership' }]);
 }

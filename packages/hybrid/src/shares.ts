@@ -1,5 +1,6 @@
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
 import { describeValue, positiveFinite } from '@sluice/core/store-kit';
+import type { FleetSummary } from './membership.js';
 
 /** How a divided limit is split among live nodes. */
 export type ShareMode = 'equal' | 'demand';
@@ -51,4 +52,24 @@ export function divideShares(
   const spare = left / n;
   for (const node of nodes) shares.set(node.id, ((given.get(node.id) as number) + spare) / limitPerSecond);
   return shares;
+}
+
+/**
+ * This node's fraction of the limit from its fleet's summary (see membership.lua), the same division as
+ * divideShares without the membership: `'equal'`, 1 / nodes; `'demand'`, what it asks (its demand, at least a
+ * tenth of an equal split) up to the fleet's water level, plus its part of what nobody asked for.
+ * @example
+ * shareFromSummary('demand', { nodes: 2, level: 550, spare: 0 }, 900, 1000) // 0.55
+ */
+export function shareFromSummary(
+  mode: ShareMode,
+  summary: FleetSummary,
+  demand: number,
+  limitPerSecond: number,
+): number {
+  const nodes = Math.max(1, summary.nodes);
+  if (mode === 'equal') return 1 / nodes;
+  const asked = Math.max(Number.isFinite(demand) ? demand : 0, (0.1 * limitPerSecond) / nodes);
+  const fraction = (Math.min(asked, summary.level) + summary.spare) / limitPerSecond;
+  return Math.min(1, Math.max(fraction, Number.MIN_VALUE));
 }

@@ -1,10 +1,10 @@
 import type { Clock } from '@sluice/core';
 import type { FleetShare } from '@sluice/core/store-kit';
-import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection } from '../connection/connection.js';
 import { withDeadline } from '../deadline.js';
 import { fleetKey } from '../key-layout.js';
 import { presenceScript } from '../scripts.js';
+import { bySlot } from '../slots.js';
 
 /** What a store's presence needs: the connection, this node's name, and how often it says it is alive. */
 export interface PresenceOptions {
@@ -128,7 +128,7 @@ export class FleetPresence {
     this.#beating = true;
     try {
       await Promise.all(
-        this.#bySlot([...this.#fleets.keys()]).map(async (prefixes) => {
+        bySlot(this.#o.connection, this.#fleets.keys(), fleetKey).map(async (prefixes) => {
           try {
             const counts = await this.#call(prefixes, false, this.#o.heartbeatMs);
             prefixes.forEach((prefix, i) => {
@@ -171,19 +171,9 @@ export class FleetPresence {
     const prefixes = [...this.#fleets.keys()];
     this.#fleets.clear();
     await Promise.all(
-      this.#bySlot(prefixes).map((group) => this.#call(group, true, deadlineMs).catch(() => undefined)),
+      bySlot(this.#o.connection, prefixes, fleetKey).map((group) =>
+        this.#call(group, true, deadlineMs).catch(() => undefined),
+      ),
     );
-  }
-
-  /** Prefixes grouped by the Cluster slot of their fleet key: one script call each (one group standalone). */
-  #bySlot(prefixes: readonly string[]): string[][] {
-    const bySlot = new Map<number, string[]>();
-    for (const prefix of prefixes) {
-      const slot = this.#o.connection.isCluster ? calculateSlot(fleetKey(prefix)) : 0;
-      const group = bySlot.get(slot);
-      if (group === undefined) bySlot.set(slot, [prefix]);
-      else group.push(prefix);
-    }
-    return [...bySlot.values()];
   }
 }

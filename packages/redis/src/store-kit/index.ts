@@ -44,3 +44,4 @@ export { bufferReply } from '../script-runner.js';
 export { adjustArgs, numArg, ruleArgs } from '../exact/rule-args.js';
 export type { GrantTime } from '../exact/rule-args.js';
 export { stateKey } from '../key-layout.js';
+export { bySlot } from '../slots.js';
