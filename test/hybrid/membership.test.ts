@@ -200,6 +200,21 @@ describe('membership.lua', () => {
     }
   });
 
+  it('one of the sets lost (an evicting Redis): the summary stays an equal split at most until the nodes refill it', async () => {
+    const p = prefix();
+    const t = 4_000_000;
+    for (const node of ['a', 'b', 'c', 'd']) await beat(p, node, t, 5, 100);
+    await redis().redis.del(membershipKeys(p, 'fw')[0]);
+    const summary = await beat(p, 'a', t + INTERVAL_MS, 5, 100);
+    expect(summary.nodes).toBe(1);
+    expect(summary.level).toBeGreaterThan(0);
+    expect(shareFromSummary('demand', summary, 5, 100)).toBeLessThanOrEqual(1);
+    for (const node of ['b', 'c', 'd']) await beat(p, node, t + INTERVAL_MS, 5, 100);
+    const healed = await beat(p, 'a', t + 2 * INTERVAL_MS, 5, 100);
+    expect(healed.nodes).toBe(4);
+    expect(shareFromSummary('demand', healed, 5, 100)).toBeCloseTo(0.25, 9);
+  });
+
   it('one call answers several limiters of one slot, each its own fleet', async () => {
     const p = prefix();
     const t = 3_000_000;

@@ -52,6 +52,9 @@ local function divide(demands, n, limit)
     local chunk = redis.call('ZRANGE', demands, start, start + CHUNK - 1, 'WITHSCORES')
     if #chunk == 0 then break end
     for j = 2, #chunk, 2 do
+      -- More demands than live nodes only if Redis evicted one set and not the other (refilled within an
+      -- interval): an equal split at most until then.
+      if k >= n then return limit / n, 0 end
       local asked = math.max(tonumber(chunk[j]), floor)
       local fair = left / (n - k)
       if asked >= fair then return fair, 0 end
