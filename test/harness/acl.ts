@@ -39,3 +39,8 @@ export const SLUICE_ACL = [
   '+info',
   '+hello',
 ];
+
+/** The README's ACL line less `permissions`: a user missing exactly those, for the tests of what it is told. */
+export function aclWithout(...permissions: string[]): string[] {
+  return SLUICE_ACL.filter((p) => !permissions.includes(p));
+}

@@ -35,7 +35,7 @@ import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import nestCore from '@nestjs/core/package.json' with { type: 'json' };
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { SLUICE_ACL } from '../harness/acl.js';
+import { aclWithout } from '../harness/acl.js';
 import { freePort } from '../harness/free-port.js';
 import { startTestRedis } from '../harness/redis-server.js';
 import { get } from '../http/servers.js';
@@ -304,13 +304,7 @@ export function nestSuite(major: number): void {
     it('a Redis user who may not run scripts fails the application start, naming the permission', async () => {
       const server = await startTestRedis();
       const admin = new Redis(server.url);
-      await admin.call(
-        'ACL',
-        'SETUSER',
-        'no-scripts',
-        '>secret',
-        ...SLUICE_ACL.filter((p) => p !== '+evalsha' && p !== '+eval'),
-      );
+      await admin.call('ACL', 'SETUSER', 'no-scripts', '>secret', ...aclWithout('+evalsha', '+eval'));
       const redis = new Redis(server.url, { username: 'no-scripts', password: 'secret' });
       try {
         // The limiters of @RateLimit({ algorithm }) bind at start-up, so the store's check runs before any request.

@@ -10,7 +10,7 @@ import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { evicts } from '../../packages/redis/src/config-checks.js';
-import { SLUICE_ACL } from '../harness/acl.js';
+import { aclWithout } from '../harness/acl.js';
 import { type TestRedis, spawnRedisServer } from '../harness/redis-server.js';
 
 const warnings: { code?: string; message: string }[] = [];
@@ -57,7 +57,7 @@ describe('the eviction check at start-up', () => {
   });
 
   it('is skipped quietly for a user the ACL denies INFO', async () => {
-    const acl = SLUICE_ACL.filter((p) => p !== '+info');
+    const acl = aclWithout('+info');
     await readyOn(['--maxmemory', '8mb', '--maxmemory-policy', 'allkeys-lru'], { name: 'no-info', acl });
     expect(evicting()).toHaveLength(0);
   });
