@@ -7,7 +7,7 @@
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { describe, expect, it } from 'vitest';
-import { DeadlineError, withDeadline } from '../../packages/redis/src/deadline.js';
+import { DeadlineError, deadlineCounts, withDeadline } from '../../packages/redis/src/deadline.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
@@ -45,6 +45,35 @@ describe('the deadline of a Redis call', () => {
     expect(errors).toEqual([]);
     await limiter.close();
     await store.close();
+  });
+
+  it('a call answered just after a stall of this process (its answer queued behind the stall) is not counted late', async () => {
+    // The answer needs one more turn of the loop after the stall, as a reply Redis could only send once this
+    // busy machine let it run: the deadline's timer, late by the stall, gives the call another deadline.
+    const answer = new Promise<string>((resolve) => setImmediate(() => setTimeout(() => resolve('answered'), 5)));
+    const before = deadlineCounts();
+    const waited = withDeadline(answer, 20, 'a call');
+    stall(100);
+    await expect(waited).resolves.toBe('answered');
+    expect(deadlineCounts().extended).toBeGreaterThan(before.extended);
+    expect(deadlineCounts().missed).toBe(before.missed);
+  });
+
+  it('however late this process runs, a call that never answers fails after at most 3 extensions', async () => {
+    const before = deadlineCounts();
+    const waited = withDeadline(new Promise(() => {}), 20, 'a call');
+    let failed = false;
+    waited.catch(() => {
+      failed = true;
+    });
+    // The loop is late at every deadline (busy 30 ms at a time): each is extended, three times at most.
+    while (!failed) {
+      stall(30);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await expect(waited).rejects.toThrow(DeadlineError);
+    expect(deadlineCounts().extended - before.extended).toBeLessThanOrEqual(3);
+    expect(deadlineCounts().missed - before.missed).toBe(1);
   });
 
   it('a call that does not answer rejects with a DeadlineError naming it', async () => {

@@ -16,26 +16,68 @@ export class DeadlineError extends Error {
   override readonly name = 'DeadlineError';
 }
 
+/** A deadline's timer that fires later than this past its time (at least LATE_FLOOR_MS) found this process late. */
+const LATE_FRACTION = 0.25;
+const LATE_FLOOR_MS = 5;
+
+/** However late this process runs, a call fails once its deadline has been extended this many times. */
+const MAX_EXTENSIONS = 3;
+
+let extended = 0;
+let missed = 0;
+
+/**
+ * Deadlines this process has extended because its own event loop was late (a busy or stalled process, not a
+ * slow Redis), and deadlines missed (counted as Redis failures), since it started: what a fleet simulator or an
+ * operator reads to tell client overload from Redis trouble.
+ */
+export function deadlineCounts(): { readonly extended: number; readonly missed: number } {
+  return { extended, missed };
+}
+
 /**
  * Waits for `promise` at most `ms`, then rejects with a DeadlineError naming `what`. The call itself goes
  * on (a Redis client cannot take a command back); its late answer is ignored here.
  *
- * When the deadline's timer fires, the answer is given one more turn of the event loop's I/O: after a stall
- * of this process (a long GC pause, synchronous work), timers run before the socket that holds Redis's answer
- * is read, so a healthy Redis would otherwise be counted late for this process's own pause.
+ * The deadline measures Redis, not this process. When its timer fires late (by more than a quarter of the
+ * deadline), this process's event loop was busy or stalled (synchronous work, a GC pause, a CPU-starved
+ * container) and Redis's answer may sit unread in the socket: the wait goes on for another deadline (at most
+ * MAX_EXTENSIONS times), so an overloaded node neither reports Redis failing nor falls into its fail mode. And
+ * when it fires, the answer is given one more turn of the event loop's I/O (timers run before sockets are read).
  * @example
  * const reply = await withDeadline(connection.runScript(script, keys, args), 50, 'a decision')
  */
 export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return new Promise((resolve, reject) => {
-    const late = (): void => reject(new DeadlineError(`${what}: Redis did not answer within ${ms} ms`));
-    const timer = setTimeout(() => setImmediate(late), ms);
+    const slack = Math.max(LATE_FLOOR_MS, ms * LATE_FRACTION);
+    let due = performance.now() + ms;
+    let extensions = 0;
+    let settled = false;
+    const late = (): void => {
+      if (settled) return;
+      missed++;
+      reject(new DeadlineError(`${what}: Redis did not answer within ${ms} ms`));
+    };
+    const check = (): void => {
+      const now = performance.now();
+      if (now - due > slack && extensions < MAX_EXTENSIONS) {
+        extensions++;
+        extended++;
+        due = now + ms;
+        timer = setTimeout(check, ms);
+        return;
+      }
+      setImmediate(late);
+    };
+    let timer = setTimeout(check, ms);
     promise.then(
       (value) => {
+        settled = true;
         clearTimeout(timer);
         resolve(value);
       },
       (error: unknown) => {
+        settled = true;
         clearTimeout(timer);
         reject(error);
       },

@@ -21,7 +21,7 @@ export { storeParts } from '../store-parts.js';
 export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
 export { MAX_PROBE_INTERVAL_MS, PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
 export type { HealthOptions } from '../health.js';
-export { DeadlineError, withDeadline } from '../deadline.js';
+export { DeadlineError, deadlineCounts, withDeadline } from '../deadline.js';
 export { Fallback, failModeDecision } from '../fleet/fail-mode.js';
 export type { FallbackBinding, FallbackOptions } from '../fleet/fail-mode.js';
 export { FleetPresence } from '../fleet/presence.js';
