@@ -54,8 +54,8 @@ ${table(CONCURRENCY_LIMITER_OPTIONS)}
 ## Every Redis-backed store: redisStore, leasedStore, dividedStore
 
 One vocabulary: each of these means the same, with the same default, on every Redis-backed store. \`failMode\`
-is taken by the stores that ask Redis on the decision path (redisStore, leasedStore); a divided store never does,
-and keeps its last share while Redis is away.
+is taken by the stores that decide on Redis (redisStore, leasedStore); a divided store decides within its share,
+keeps its last share while Redis is away and denies what its share cannot cover (its reserve is in Redis).
 
 ${table({ ...REDIS_BACKED_OPTIONS, ...FAIL_MODE_OPTIONS })}
 

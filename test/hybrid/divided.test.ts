@@ -1,8 +1,9 @@
 /**
  * Divided mode in one process against a real Redis: conservative start, shares from heartbeats, scaling
- * (not refilling) on a membership change, and no Redis call on the decision path.
+ * (not refilling) on a membership change, the reserve (what a node past its share draws, never more than the
+ * limit in all, refunds and hand-backs), and no Redis call on the decision path within a node's share.
  */
-import { ManualClock, SluiceRangeError, fixedWindow, tokenBucket } from '@sluice/core';
+import { ManualClock, SluiceRangeError, tokenBucket } from '@sluice/core';
 import type { DividedStore, MembershipEvent } from '@sluice/hybrid';
 import { dividedLimiterOn, type OwnedLimiter } from '../harness/hybrid.js';
 import type { Redis } from 'ioredis';
@@ -37,7 +38,7 @@ async function evalCalls(r: Redis): Promise<number> {
 }
 
 describe('dividedLimiter', () => {
-  it('starts with a conservative share, then takes its share from the membership, scaling what it holds', async () => {
+  it('reserve 0: starts with a conservative share, then takes its share from the membership, scaling what it holds', async () => {
     const clock = new ManualClock(0);
     const a = dividedLimiterOn({
       rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
@@ -46,6 +47,7 @@ describe('dividedLimiter', () => {
       clock,
       heartbeatMs: 50,
       nodeId: 'a',
+      reserve: 0,
     });
     const seen = membership(a, (e) => e.nodes === 1);
     // Before any heartbeat has answered: 100 / assumedNodes (10).
@@ -59,40 +61,101 @@ describe('dividedLimiter', () => {
   });
 
   it("'equal': two nodes each enforce half; when one leaves, the other takes the whole limit", async () => {
-    const clock = new ManualClock(0);
     const p = prefix();
+    // A bucket that refills a permit in about 3 hours: what each node admits is what its share holds.
     const make = (id: string) =>
       dividedLimiterOn({
-        rules: fixedWindow({ limit: 100, windowMs: 60_000 }),
+        rules: tokenBucket({ capacity: 100, refillPerSecond: 0.0001 }),
         redis: redis().redis,
         prefix: p,
-        clock,
         heartbeatMs: 50,
         nodeId: id,
+        reserve: 0,
       });
     const a = make('a');
     const b = make('b');
-    await Promise.all([membership(a, (e) => e.nodes === 2), membership(b, (e) => e.nodes === 2)]);
+    const half = (l: OwnedLimiter<DividedStore>) => membership(l, (e) => e.nodes === 2 && e.share === 0.5);
+    await Promise.all([half(a), half(b)]);
     expect(await admitted(a, 'k', 80)).toBe(50);
-    expect(await admitted(b, 'k', 80)).toBe(50);
-    const alone = membership(a, (e) => e.nodes === 1);
+    // b joined a fleet a founded: a key it meets starts spent (a may have spent it), refilling at b's share.
+    expect(await admitted(b, 'k', 80)).toBe(0);
+    const alone = membership(a, (e) => e.nodes === 1 && e.share === 1);
     await b.close(); // leaves the membership at once
-    expect(await alone).toEqual({ prefix: p, rule: 'fw-100-per-1m', nodes: 1, share: 1 });
-    // Its 50 of 50 used scale to 100 of 100 used: the window stays spent.
+    expect(await alone).toEqual({ prefix: p, rule: 'tb-100-0.0001ps', nodes: 1, share: 1 });
+    // Its 0 of 50 left scale to 0 of 100: the bucket stays spent.
     expect(await admitted(a, 'k', 10)).toBe(0);
-    clock.advance(60_000);
-    expect(await admitted(a, 'k', 150)).toBe(100);
     await a.close();
   });
 
-  it('makes no Redis call on the decision path', async () => {
+  it('with a reserve: a new fleet holds its shares at once; a node joining it holds none until two divisions allocate it', async () => {
+    const p = prefix();
+    const make = (id: string) =>
+      dividedLimiterOn({
+        rules: tokenBucket({ capacity: 100, refillPerSecond: 0.0001 }),
+        redis: redis().redis,
+        prefix: p,
+        heartbeatMs: 50,
+        nodeId: id,
+        reserve: 0.2,
+      });
+    const a = make('a');
+    // Its first decision waits for its first heartbeat: alone in a new fleet, it holds 80 at once, and the
+    // reserve has 20 more.
+    expect(await admitted(a, 'k', 150)).toBe(100);
+    // A second node joins: it holds nothing until two divisions allocate it, and the reserve is spent.
+    const b = make('b');
+    expect(await admitted(b, 'k', 50)).toBe(0);
+    await Promise.all([
+      membership(a, (e) => e.nodes === 2 && e.share === 0.4),
+      membership(b, (e) => e.nodes === 2 && e.share === 0.4),
+    ]);
+    // a's spent bucket scales down spent; b meets the key for the first time, and starts it spent: it joined
+    // a fleet whose other node may have spent it (a full bucket here would admit 40 more than the limit).
+    expect(await admitted(a, 'k', 50)).toBe(0);
+    expect(await admitted(b, 'k', 50)).toBe(0);
+    await Promise.all([a.close(), b.close()]);
+  });
+
+  it('with a reserve: a refund goes back where the grant came from; a closing node hands its unspent draws back', async () => {
+    const p = prefix();
+    const make = (id: string) =>
+      dividedLimiterOn({
+        rules: tokenBucket({ capacity: 100, refillPerSecond: 0.0001 }),
+        redis: redis().redis,
+        prefix: p,
+        heartbeatMs: 60_000,
+        nodeId: id,
+        reserve: 0.5,
+      });
+    const a = make('a');
+    // Its share (50) first, then the reserve (50): a refund of a reserve grant goes back to the draw.
+    expect(await admitted(a, 'k', 50)).toBe(50);
+    const drawn = await a.tryAcquire('k');
+    expect(drawn.allowed).toBe(true);
+    await a.refund('k', 1, { decision: drawn });
+    expect(await admitted(a, 'k', 60)).toBe(50);
+    // b joins within the interval: no share yet, and the key's reserve is spent.
+    const b = make('b');
+    expect(await admitted(b, 'k', 10)).toBe(0);
+    // b draws 30 of another key's reserve and is refunded 10 (held again); closing, it hands those 10 back.
+    const grants = [];
+    for (let i = 0; i < 30; i++) grants.push(await b.tryAcquire('k2'));
+    expect(grants.every((g) => g.allowed)).toBe(true);
+    for (const grant of grants.slice(0, 10)) await b.refund('k2', 1, { decision: grant });
+    await b.close();
+    const c = make('c');
+    expect(await admitted(c, 'k2', 60)).toBe(30);
+    await Promise.all([a.close(), c.close()]);
+  });
+
+  it('makes no Redis call on the decision path within its share', async () => {
     const a = dividedLimiterOn({
       rules: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1_000_000 }),
       redis: redis().redis,
       prefix: prefix(),
-      heartbeatMs: 60_000,
+      heartbeatMs: 50,
     });
-    await membership(a, (e) => e.nodes === 1);
+    await membership(a, (e) => e.nodes === 1 && e.share === 0.7);
     const before = await evalCalls(redis().redis);
     for (let i = 0; i < 20_000; i++) await a.tryAcquire(`k${i % 100}`);
     expect(await evalCalls(redis().redis)).toBe(before);
@@ -113,5 +176,13 @@ describe('dividedLimiter', () => {
     expect(() =>
       dividedLimiterOn({ rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }), redis: r, nodeId: 'a b' }),
     ).toThrow(/nodeId must be/);
+    for (const reserve of [-0.1, 0.95, Number.NaN, '0.2'])
+      expect(() =>
+        dividedLimiterOn({
+          rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
+          redis: r,
+          reserve: reserve as number,
+        }),
+      ).toThrow(/reserve must be a number in 0\.\.0\.9/);
   });
 });

@@ -1,8 +1,9 @@
 /**
- * membership.lua on its own, against a real Redis: the fleet summary divides the limit as divideShares does
- * (a differential property), a heartbeat's cost and reply do not grow with the fleet (counted in Redis
- * commands, not timed), a 100,000-node fleet is summarised without unpacking it, joins and leaves are seen at
- * once, and every limiter's fleet lives in a Cluster slot of its own.
+ * membership.lua on its own, against a real Redis: each node's allocation is what divideShares gives it (a
+ * differential property), the shares nodes hold never sum past the limit while divisions spread through a fleet
+ * whose demands, joins and leaves change at every interval (a property), a heartbeat's cost and reply do not
+ * grow with the fleet (counted in Redis commands, not timed), a 100,000-node fleet is divided without unpacking
+ * it, joins and leaves are seen at the next division, and every limiter's fleet lives in a Cluster slot of its own.
  */
 import { toConnection } from '@sluice/redis/store-kit';
 import calculateSlot from 'cluster-key-slot';
@@ -10,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type FleetSummary, heartbeat, membershipKeys } from '../../packages/hybrid/src/membership.js';
 import { membershipScript } from '../../packages/hybrid/src/scripts.js';
-import { type ShareMode, divideShares, shareFromSummary } from '../../packages/hybrid/src/shares.js';
+import { type ShareMode, allocatedFraction, divideShares, localFraction } from '../../packages/hybrid/src/shares.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const redis = useTestRedis();
@@ -27,6 +28,8 @@ async function beat(
   demand: number,
   limitPerSecond: number,
   leaving = false,
+  mode: ShareMode = 'demand',
+  shape: { burst?: number; divided?: number; windowed?: boolean } = {},
 ): Promise<FleetSummary> {
   const [summary] = await heartbeat(toConnection(redis().redis), {
     nodeId,
@@ -34,7 +37,18 @@ async function beat(
     intervalMs: INTERVAL_MS,
     nowMs,
     leaving,
-    limiters: [{ prefix: p, rule: 'fw', limitPerSecond, demand }],
+    limiters: [
+      {
+        prefix: p,
+        rule: 'fw',
+        limitPerSecond,
+        demand,
+        mode,
+        burst: shape.burst ?? limitPerSecond,
+        windowed: shape.windowed ?? true,
+        divided: shape.divided ?? 1,
+      },
+    ],
   });
   return summary as FleetSummary;
 }
@@ -44,14 +58,14 @@ async function commandCalls(): Promise<Map<string, number>> {
   const info = await redis().redis.info('commandstats');
   const calls = new Map<string, number>();
   for (const m of info.matchAll(/cmdstat_([a-z|]+):calls=(\d+)/g)) calls.set(m[1] as string, Number(m[2]));
-  for (const admin of ['info', 'config|resetstat', 'evalsha', 'eval', 'script|load']) calls.delete(admin);
+  for (const admin of ['info', 'config|resetstat', 'evalsha', 'eval', 'fcall', 'script|load']) calls.delete(admin);
   return calls;
 }
 
 const total = (calls: Map<string, number>) => [...calls.values()].reduce((a, b) => a + b, 0);
 
 describe('membership.lua', () => {
-  it('its summary gives every node the share divideShares gives it (any fleet, demands and limit; both modes)', async () => {
+  it('each node is allocated what divideShares gives it (any fleet, demands and limit; both modes)', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.array(
@@ -67,24 +81,94 @@ describe('membership.lua', () => {
         async (demands, limit, mode) => {
           const p = prefix();
           const t = 1_000_000;
-          for (const [i, d] of demands.entries()) await beat(p, `n${i}`, t, d, limit);
-          // The first heartbeat of the next interval divides again, over every node's demand.
-          const summaries: FleetSummary[] = [];
-          for (const [i, d] of demands.entries()) summaries.push(await beat(p, `n${i}`, t + INTERVAL_MS, d, limit));
+          const round = async (now: number) => {
+            const summaries: FleetSummary[] = [];
+            for (const [i, d] of demands.entries()) summaries.push(await beat(p, `n${i}`, now, d, limit, false, mode));
+            return summaries;
+          };
+          await round(t);
+          // The first heartbeat of each next interval divides, over every node's demand: after two, every
+          // node holds an allocation in both.
+          await round(t + INTERVAL_MS);
+          const summaries = await round(t + 2 * INTERVAL_MS);
           const expected = divideShares(
             mode,
             demands.map((demand, i) => ({ id: `n${i}`, demand })),
             limit,
           );
-          for (const [i, d] of demands.entries()) {
-            expect(summaries[i]).toEqual(summaries[0]);
-            expect(summaries[i]?.nodes).toBe(demands.length);
-            const share = shareFromSummary(mode, summaries[i] as FleetSummary, d, limit);
-            expect(share).toBeCloseTo(expected.get(`n${i}`) as number, 9);
+          for (const [i, summary] of summaries.entries()) {
+            expect(summary.nodes).toBe(demands.length);
+            expect((summary.current as number) / limit).toBeCloseTo(expected.get(`n${i}`) as number, 9);
+            expect(allocatedFraction(summary, limit, false)).toBeCloseTo(expected.get(`n${i}`) as number, 9);
           }
         },
       ),
       { numRuns: 40 },
+    );
+  });
+
+  it('what nodes hold and the reserve they draw never sum past the limit while divisions spread: demands, joins and leaves change every interval', async () => {
+    const LIMIT = 1_000;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(
+          fc.record({
+            // Each node heartbeats once per interval at its own phase, as a timer does.
+            phase: fc.integer({ min: 0, max: INTERVAL_MS - 1 }),
+            joins: fc.integer({ min: 0, max: 3 }),
+            leaves: fc.option(fc.integer({ min: 2, max: 7 }), { nil: undefined }),
+            demands: fc.array(fc.integer({ min: 0, max: 2_000 }), { minLength: 8, maxLength: 8 }),
+          }),
+          { minLength: 1, maxLength: 12 },
+        ),
+        fc.constantFrom<ShareMode>('equal', 'demand'),
+        // No reserve, or one: a window whose burst is small enough that shares round (or fall under a permit).
+        fc.constantFrom({ divided: 1, burst: LIMIT }, { divided: 0.7, burst: 37 }, { divided: 0.9, burst: 8 }),
+        async (nodes, mode, { divided, burst }) => {
+          const p = prefix();
+          const t = 7_000_000;
+          // What each node holds: the fraction of the limit, and its whole permits of the burst (a window).
+          const held = new Map<number, { fraction: number; permits: number; reserve: number }>();
+          const beats = nodes.flatMap((node, i) =>
+            node.demands.map((demand, k) => ({ i, k, at: t + k * INTERVAL_MS + node.phase, demand })),
+          );
+          beats.sort((a, b) => a.at - b.at || a.i - b.i);
+          let worstFraction = 0;
+          let worstPermits = 0;
+          for (const { i, k, at, demand } of beats) {
+            const node = nodes[i] as (typeof nodes)[0];
+            if (k < node.joins || (node.leaves !== undefined && k > node.leaves)) continue;
+            if (node.leaves === k) {
+              await beat(p, `n${i}`, at, 0, LIMIT, true, mode, { divided, burst });
+              held.delete(i);
+            } else {
+              const summary = await beat(p, `n${i}`, at, demand, LIMIT, false, mode, { divided, burst });
+              // No allocation yet: a newcomer holds nothing of the divided part (the reserve serves it).
+              const allocated = allocatedFraction(summary, LIMIT, false) ?? 0;
+              const fraction = divided < 1 ? localFraction(allocated, burst, divided) : allocated;
+              held.set(i, {
+                fraction,
+                permits: Math.floor(burst * fraction + 1e-9),
+                reserve: summary.reserve ?? 0,
+              });
+            }
+            const all = [...held.values()];
+            // Nodes may draw with the reserve of either of the last two divisions: the larger counts.
+            const reserve = Math.max(0, ...all.map((h) => h.reserve));
+            worstFraction = Math.max(
+              worstFraction,
+              all.reduce((a, h) => a + h.fraction, 0),
+            );
+            worstPermits = Math.max(
+              worstPermits,
+              all.reduce((a, h) => a + h.permits, 0) + Math.floor(burst * reserve + 1e-9),
+            );
+          }
+          expect(worstFraction).toBeLessThanOrEqual(divided * (1 + 1e-9));
+          if (divided < 1) expect(worstPermits).toBeLessThanOrEqual(burst);
+        },
+      ),
+      { numRuns: 30 },
     );
   });
 
@@ -117,7 +201,7 @@ describe('membership.lua', () => {
       const usPerBeat = usec / calls;
       const raw = (await r.evalsha(
         membershipScript().sha1,
-        3,
+        4,
         ...keys,
         'n1',
         String(LIVE_MS),
@@ -126,8 +210,12 @@ describe('membership.lua', () => {
         String(INTERVAL_MS),
         '10000',
         '1',
+        'demand',
+        '10000',
+        '0.7',
+        '1',
       )) as string[];
-      expect(raw).toHaveLength(3);
+      expect(raw).toHaveLength(5);
       measured.push({ commands, divide, usPerBeat, bytes: raw.join('').length });
     }
     const [small, large] = measured as [(typeof measured)[0], (typeof measured)[0]];
@@ -139,10 +227,13 @@ describe('membership.lua', () => {
       })),
     );
     expect(large.commands).toEqual(small.commands);
-    expect(total(small.commands)).toBeLessThanOrEqual(8);
-    // The division reads the fleet's demands a chunk of 1,000 at a time: one read for either fleet here.
-    expect(large.divide.get('zrange')).toBe(1);
-    expect(small.divide.get('zrange')).toBe(1);
+    // Two ZADDs (seen, demand), the summary's and this node's allocation read: the keys' expiry is renewed by
+    // the division, once per interval.
+    expect(total(small.commands)).toBeLessThanOrEqual(4);
+    // The division reads the fleet's demands a chunk of 1,000 at a time: one read for the water level and
+    // one for the allocations, for either fleet here.
+    expect(large.divide.get('zrange')).toBe(2);
+    expect(small.divide.get('zrange')).toBe(2);
     // 8 times the fleet: the whole membership read back would cost about 8 times as much (see the bench).
     expect(large.usPerBeat / small.usPerBeat).toBeLessThan(2);
     expect(large.bytes / small.bytes).toBeLessThan(1.5);
@@ -151,7 +242,7 @@ describe('membership.lua', () => {
   it('a 100,000-node fleet: the dead are dropped and the live divided in chunks, never unpacked whole', async () => {
     const r = redis().redis;
     const p = prefix();
-    const [members, demandsKey] = membershipKeys(p, 'fw');
+    const [members, demandsKey, , allocations] = membershipKeys(p, 'fw');
     const t = 9_000_000;
     const live = 60_000;
     const dead = 40_000;
@@ -170,28 +261,40 @@ describe('membership.lua', () => {
     const summary = await beat(p, 'newcomer', t, 300, limit);
     expect(summary.nodes).toBe(live + 1);
     expect(await r.zcard(demandsKey as string)).toBe(live + 1);
+    expect(await r.hlen(allocations as string)).toBe(live + 1);
     const fleet = Array.from({ length: live }, (_, i) => ({ id: `n${i}`, demand: demandOf(i) }));
     fleet.push({ id: 'newcomer', demand: 300 });
     const expected = divideShares('demand', fleet, limit);
-    for (const [id, demand] of [
-      ['newcomer', 300],
-      ['n1', demandOf(1)],
-      ['n7', demandOf(7)],
-    ] as const)
-      expect(shareFromSummary('demand', summary, demand, limit)).toBeCloseTo(expected.get(id) as number, 9);
+    expect((summary.current as number) / limit).toBeCloseTo(expected.get('newcomer') as number, 9);
+    for (const id of ['n1', 'n7', `n${live - 1}`]) {
+      const [current] = String(await r.hget(allocations as string, id)).split(' ');
+      expect(Number(current) / limit).toBeCloseTo(expected.get(id) as number, 9);
+    }
   });
 
-  it('a node joining is counted at once; a node leaving is taken out at the next heartbeat of any node, even at the same instant', async () => {
+  it('a node joining is divided for at the next division; a node leaving at once takes itself out of it', async () => {
     const p = prefix();
     const t = 2_000_000;
-    expect((await beat(p, 'a', t, 10, 100)).nodes).toBe(1);
-    expect((await beat(p, 'b', t, 10, 100)).nodes).toBe(2);
-    expect((await beat(p, 'a', t + 1, 10, 100)).nodes).toBe(2);
-    await beat(p, 'b', t + 1, 0, 100, true);
-    expect((await beat(p, 'a', t + 2, 10, 100)).nodes).toBe(1);
-    // A node unseen for longer than liveMs is dropped by the next interval's division.
-    expect((await beat(p, 'c', t + 3, 10, 100)).nodes).toBe(2);
-    expect((await beat(p, 'a', t + 3 + LIVE_MS + 1, 10, 100)).nodes).toBe(1);
+    const a0 = await beat(p, 'a', t, 10, 100);
+    expect(a0.nodes).toBe(1);
+    // b joins within the interval: the division stands (a join costs what a heartbeat does), b holds nothing yet.
+    const b0 = await beat(p, 'b', t, 10, 100);
+    expect(b0).toMatchObject({ nodes: 1, current: undefined, previous: undefined });
+    expect(allocatedFraction(b0, 100, false)).toBeUndefined();
+    const a1 = await beat(p, 'a', t + INTERVAL_MS, 10, 100);
+    expect(a1.nodes).toBe(2);
+    // a's allocation shrinks at once, its held share is the smaller of the two divisions.
+    expect(allocatedFraction(a1, 100, false)).toBeCloseTo(0.5, 9);
+    const b1 = await beat(p, 'b', t + INTERVAL_MS, 10, 100);
+    expect(b1).toMatchObject({ nodes: 2, current: 50, previous: undefined });
+    expect((await beat(p, 'b', t + 2 * INTERVAL_MS, 10, 100)).previous).toBe(50);
+    await beat(p, 'b', t + 2 * INTERVAL_MS + 1, 0, 100, true);
+    const a2 = await beat(p, 'a', t + 3 * INTERVAL_MS, 10, 100);
+    expect(a2).toMatchObject({ nodes: 1, current: 100, previous: 50 });
+    // A node unseen for longer than liveMs is dropped by a later division.
+    await beat(p, 'c', t + 3 * INTERVAL_MS + 1, 10, 100);
+    expect((await beat(p, 'a', t + 4 * INTERVAL_MS, 10, 100)).nodes).toBe(2);
+    expect((await beat(p, 'a', t + 4 * INTERVAL_MS + LIVE_MS + 2, 10, 100)).nodes).toBe(1);
     // The keys expire after the last node goes quiet.
     for (const key of membershipKeys(p, 'fw')) {
       const ttl = await redis().redis.pttl(key);
@@ -200,37 +303,51 @@ describe('membership.lua', () => {
     }
   });
 
-  it('one of the sets lost (an evicting Redis): the summary stays an equal split at most until the nodes refill it', async () => {
+  it('one of the sets lost (an evicting Redis): never more than the limit allocated, whole again once the nodes refill it', async () => {
     const p = prefix();
     const t = 4_000_000;
-    for (const node of ['a', 'b', 'c', 'd']) await beat(p, node, t, 5, 100);
-    await redis().redis.del(membershipKeys(p, 'fw')[0]);
-    const summary = await beat(p, 'a', t + INTERVAL_MS, 5, 100);
+    const [members, , , allocations] = membershipKeys(p, 'fw');
+    for (const k of [0, 1]) for (const node of ['a', 'b', 'c', 'd']) await beat(p, node, t + k * INTERVAL_MS, 5, 100);
+    await redis().redis.del(members as string);
+    const summary = await beat(p, 'a', t + 2 * INTERVAL_MS, 5, 100);
     expect(summary.nodes).toBe(1);
-    expect(summary.level).toBeGreaterThan(0);
-    expect(shareFromSummary('demand', summary, 5, 100)).toBeLessThanOrEqual(1);
-    for (const node of ['b', 'c', 'd']) await beat(p, node, t + INTERVAL_MS, 5, 100);
-    const healed = await beat(p, 'a', t + 2 * INTERVAL_MS, 5, 100);
+    const allocated = Object.values(await redis().redis.hgetall(allocations as string)).map((v) =>
+      Number(v.split(' ')[0]),
+    );
+    expect(allocated.reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(100);
+    for (const k of [2, 3])
+      for (const node of ['b', 'c', 'd', 'a']) await beat(p, node, t + k * INTERVAL_MS + 1, 5, 100);
+    const healed = await beat(p, 'a', t + 4 * INTERVAL_MS + 1, 5, 100);
     expect(healed.nodes).toBe(4);
-    expect(shareFromSummary('demand', healed, 5, 100)).toBeCloseTo(0.25, 9);
+    expect(allocatedFraction(healed, 100, false)).toBeCloseTo(0.25, 9);
   });
 
   it('one call answers several limiters of one slot, each its own fleet', async () => {
     const p = prefix();
     const t = 3_000_000;
     const conn = toConnection(redis().redis);
-    const call = (nodeId: string, rules: string[]) =>
+    const call = (nodeId: string, rules: string[], nowMs: number) =>
       heartbeat(conn, {
         nodeId,
         liveMs: LIVE_MS,
         intervalMs: INTERVAL_MS,
-        nowMs: t,
+        nowMs,
         leaving: false,
-        limiters: rules.map((rule) => ({ prefix: p, rule, limitPerSecond: 1_000, demand: 100 })),
+        limiters: rules.map((rule) => ({
+          prefix: p,
+          rule,
+          limitPerSecond: 1_000,
+          demand: 100,
+          mode: 'demand' as const,
+          burst: 1_000,
+          windowed: true,
+          divided: 1,
+        })),
       });
-    await call('a', ['x', 'y']);
-    const [x, y] = await call('b', ['x', 'y']);
-    const [z] = await call('b', ['z']);
+    await call('a', ['x', 'y'], t);
+    await call('b', ['x', 'y'], t);
+    const [x, y] = await call('b', ['x', 'y'], t + INTERVAL_MS);
+    const [z] = await call('b', ['z'], t + INTERVAL_MS);
     expect([x?.nodes, y?.nodes, z?.nodes]).toEqual([2, 2, 1]);
   });
 

@@ -184,12 +184,16 @@ describe('sluice.decisions and sluice.decision.duration', () => {
     cleanups.push(() => limiter.close());
     const share = async () =>
       (await meter.points(INSTRUMENTS.share)).find((p) => p.attributes['sluice.limiter'] === limiter.prefix)?.value;
-    // Alone in the membership once a heartbeat answers: the whole limit.
-    await waitFor('the share to reach 1', async () => (await share()) === 1);
+    // Alone in the membership once a heartbeat answers: the whole limit less the reserve (30%).
+    await waitFor('the share to reach 0.7', async () => (await share()) === 0.7);
     for (let i = 0; i < 12; i++) await limiter.tryAcquire(SECRET);
-    const on = { 'sluice.limiter': limiter.prefix, 'sluice.rule': 'divided', 'sluice.source': 'share' };
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'allowed' })).toBe(10);
-    expect(await meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': 'denied' })).toBe(2);
+    const on = { 'sluice.limiter': limiter.prefix, 'sluice.rule': 'divided' };
+    const count = (outcome: string, source: string) =>
+      meter.total(INSTRUMENTS.decisions, { ...on, 'sluice.outcome': outcome, 'sluice.source': source });
+    // 7 from the share, 3 drawn from the reserve in Redis (reported as leased), then denied.
+    expect(await count('allowed', 'share')).toBe(7);
+    expect(await count('allowed', 'lease')).toBe(3);
+    expect(await count('denied', 'share')).toBe(2);
     await limiter.close();
     // Closed, it is no longer observed (the SDK may keep reporting a cumulative gauge's last value).
     expect(limiterStatuses().some((s) => s.limiter === limiter.prefix)).toBe(false);

@@ -1,6 +1,6 @@
 /**
  * A small fleet on one Redis: --nodes nodes in each mode (exact, leased, divided), each mode one fleet-wide
- * limit of 20 requests per client per 10 s, each node serving its sluice metrics in the Prometheus text
+ * limit of 20 requests per client per minute, each node serving its sluice metrics in the Prometheus text
  * format on /metrics. The demo sends a few clients' requests through every node, prints the sluice series
  * each node exposes, and keeps running for you to scrape (Ctrl-C stops it; --once stops after printing).
  *

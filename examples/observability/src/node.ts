@@ -29,8 +29,8 @@ instrumentSluice({ meterProvider });
 const redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
 redis.on('error', () => {}); // outages show as sluice.store.degraded, not as log spam
 
-// 20 requests per client address per 10 s, shared by the fleet however it is enforced.
-const rule = { limit: 20, windowMs: 10_000, name: 'per-client' };
+// 20 requests per client address per minute, shared by the fleet however it is enforced.
+const rule = { limit: 20, windowMs: 60_000, name: 'per-client' };
 // The mode is the store: one line, the limiter is the same in each.
 function storeFor(mode: string): Store {
   if (mode === 'exact') return redisStore({ redis, nodeId });

@@ -1,7 +1,26 @@
-import { oneOf, option } from '@sluice/core/store-kit';
+import { SluiceRangeError } from '@sluice/core';
+import { describeValue, oneOf, option } from '@sluice/core/store-kit';
 import type { RedisBackedOptions } from '@sluice/redis';
 import { REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
 import type { ShareMode } from './shares.js';
+
+/** The part of a divided limit kept in Redis for nodes past their share, unless `reserve` says otherwise. */
+export const DEFAULT_RESERVE = 0.3;
+
+/** The most of a divided limit the reserve may hold: past it, leased mode is the better fit. */
+const MAX_RESERVE = 0.9;
+
+/** A `reserve` option: a number in 0..MAX_RESERVE. */
+function reserveValue(name: string, value: unknown): number {
+  if (typeof value !== 'number' || !(value >= 0 && value <= MAX_RESERVE)) {
+    throw new SluiceRangeError(
+      name,
+      value,
+      `${name} must be a number in 0..${MAX_RESERVE} (the part of the limit kept in Redis), got ${describeValue(value)}`,
+    );
+  }
+  return value;
+}
 
 /** dividedStore's options, declared once: the options of every Redis-backed store, and how a limit is split. */
 export const DIVIDED_STORE_OPTIONS = {
@@ -10,6 +29,12 @@ export const DIVIDED_STORE_OPTIONS = {
     "How a limit is split among live nodes: 'equal' or 'demand' (max-min fair shares of recent demand).",
     oneOf(['equal', 'demand']),
     'equal',
+  ),
+  reserve: option(
+    'The part of the limit kept in Redis, drawn in batches by nodes past their share (0: shares only).',
+    reserveValue,
+    DEFAULT_RESERVE,
+    'DEFAULT_RESERVE',
   ),
 } as const;
 
@@ -25,4 +50,14 @@ export interface DividedStoreOptions extends RedisBackedOptions {
    * @default 'equal'
    */
   share?: ShareMode | undefined;
+  /**
+   * The part of the limit kept in Redis instead of divided: the nodes' shares split the rest, and a node whose
+   * share of a key is spent draws from the reserve in batches (one Redis call per batch, awaited within
+   * timeoutMs). Per-node shares alone strand what random arrivals leave unused on a quiet node while a busy one
+   * is refused; the reserve gives it to whoever needs it. Every permit drawn is debited in Redis first, so the
+   * bound is unchanged: the fleet admits at most the limit (plus a share change's lag of up to 2 heartbeats).
+   * 0 keeps every decision off Redis. A number in 0..0.9.
+   * @default DEFAULT_RESERVE (0.3)
+   */
+  reserve?: number | undefined;
 }

@@ -4,12 +4,14 @@ import {
   type BoundStore,
   type Clock,
   type Decision,
+  type GrantSource,
   MemoryStore,
   type RuleSet,
   type Store,
   type StoreCapabilities,
 } from '@sluice/core';
 import {
+  type DecisionNote,
   type FleetShare,
   type ParsedOptions,
   emitSafely,
@@ -18,14 +20,15 @@ import {
   registerStatus,
   sharedRule,
 } from '@sluice/core/store-kit';
-import { type RedisConnection, StartupChecks, storeClocks } from '@sluice/redis/store-kit';
+import { type RedisConnection, StartupChecks, adjustScript, storeClocks, withDeadline } from '@sluice/redis/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { DemandMeter } from './demand-meter.js';
 import { DIVIDED_STORE_OPTIONS, type DividedStoreOptions } from './divided-options.js';
 import { type FleetSummary, Membership } from './membership.js';
-import { membershipScript } from './scripts.js';
+import { Reserve } from './reserve.js';
+import { leaseScript, membershipScript } from './scripts.js';
 import { hybridRule } from './supported-rule.js';
-import { shareFromSummary } from './shares.js';
+import { allocatedFraction, localFraction } from './shares.js';
 
 /** A change in a limiter's live nodes or in this node's share of its limit, as the `membership` event reports it. */
 export interface MembershipEvent {
@@ -126,7 +129,8 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
 
   bind(ruleSet: RuleSet): BoundStore {
     const rule = hybridRule('dividedStore', ruleSet.rules[0] as Algorithm);
-    this.#checks.add(ruleSet.prefix, [membershipScript()]);
+    const reserveScripts = this.#ctx.o.reserve > 0 ? [leaseScript(rule.kind), adjustScript([rule.kind])] : [];
+    this.#checks.add(ruleSet.prefix, [membershipScript(), ...reserveScripts]);
     const binding: DividedBinding = new DividedBinding(this.#ctx, rule, ruleSet.prefix, () =>
       this.#bindings.delete(binding),
     );
@@ -139,7 +143,7 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
     const bindings = [...this.#bindings];
     this.#bindings.clear();
     for (const binding of bindings) binding.release();
-    await this.#ctx.membership.close();
+    await Promise.all([this.#ctx.membership.close(), ...bindings.map((b) => b.closeReserve())]);
     this.#unwatch();
   }
 }
@@ -151,12 +155,24 @@ class DividedBinding implements BoundStore, FleetShare {
   readonly #prefix: string;
   readonly #bound: BoundStore;
   readonly #meter: DemandMeter;
+  /** The part of the limit kept in Redis for requests past this node's share (undefined: reserve 0). */
+  readonly #reserve: Reserve | undefined;
+  /** What the shares split: the limit less the reserve. */
+  readonly #divided: number;
   readonly #leave: () => Promise<void>;
   readonly #forget: () => void;
   #fraction: number;
   #nodes = 0;
   #failing = false;
   #closed = false;
+  /**
+   * Whether a key this node meets for the first time starts spent (FleetShare.freshKeysSpent): decided at its
+   * first heartbeat's answer, true unless that heartbeat founded the fleet (others may have spent a key).
+   */
+  #freshSpent: boolean | undefined;
+  /** Settles at the first heartbeat's answer (or failure): a new node's first decisions wait for it. */
+  #heard: Promise<void> | undefined;
+  #hear: () => void = () => {};
   readonly source = 'share';
   /** Takes this binding off the list metrics read (its share and whether heartbeats fail). */
   readonly #unlist: () => void;
@@ -167,22 +183,44 @@ class DividedBinding implements BoundStore, FleetShare {
     this.#prefix = prefix;
     this.#forget = forget;
     const { o, clock } = ctx;
-    // Until the membership is seen: a conservative share, never the whole limit.
-    this.#fraction = 1 / o.assumedNodes;
+    this.#divided = 1 - o.reserve;
+    // Until the fleet's divisions are seen: with a reserve, none of the divided part (the reserve serves this
+    // node, exactly); without one, a conservative share, never the whole limit.
+    this.#fraction = o.reserve > 0 ? 0 : 1 / o.assumedNodes;
+    if (o.reserve > 0) this.#heard = new Promise((resolve) => (this.#hear = resolve));
+    this.#reserve =
+      o.reserve > 0
+        ? new Reserve(
+            {
+              redis: ctx.redis,
+              nodeId: ctx.nodeId,
+              decisionClock: ctx.decisionClock,
+              clock,
+              timeoutMs: o.timeoutMs,
+              liveMs: 3 * o.heartbeatMs,
+              pauseMs: o.heartbeatMs,
+              maxKeys: o.maxKeys,
+              failed: (error) => this.#failed(error),
+              answered: () => this.#recovered(),
+            },
+            rule,
+            o.reserve,
+            prefix,
+          )
+        : undefined;
     this.#bound = ctx.memory.bind({ rules: [sharedRule(rule, this)], prefix });
     this.#meter = new DemandMeter(o.heartbeatMs, clock.now());
-    let reported = 0;
     this.#leave = ctx.membership.join({
       prefix,
       rule: rule.name,
       limitPerSecond: rule.ratePerSecond,
-      demand: () => (reported = this.#meter.perSecond(clock.now())),
-      answered: (summary) => this.#onSummary(summary, reported),
-      failed: (error) => {
-        if (this.#failing) return;
-        this.#failing = true;
-        emitSafely(ctx.events, 'store-error', error);
-      },
+      mode: o.share,
+      burst: rule.burst,
+      windowed: rule.lease?.kind !== 'bucket',
+      divided: this.#divided,
+      demand: () => this.#meter.perSecond(clock.now()),
+      answered: (summary) => this.#onSummary(summary),
+      failed: (error) => this.#failed(error),
     });
     this.#unlist = registerStatus(prefix, this);
   }
@@ -190,6 +228,11 @@ class DividedBinding implements BoundStore, FleetShare {
   /** This node's fraction of the fleet's limit (the FleetShare its rule is held at). */
   get fraction(): number {
     return this.#fraction;
+  }
+
+  /** A key met for the first time starts spent unless this node founded its fleet (see #onSummary). */
+  get freshKeysSpent(): boolean {
+    return this.#freshSpent === true;
   }
 
   /** True while heartbeats fail: this node keeps enforcing its last share, blind to the fleet. */
@@ -202,13 +245,41 @@ class DividedBinding implements BoundStore, FleetShare {
     return this.#fraction;
   }
 
-  /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division. */
-  #onSummary(summary: FleetSummary, demand: number): void {
-    if (this.#failing) {
-      this.#failing = false;
-      emitSafely(this.#ctx.events, 'store-recovered');
-    }
-    const fraction = shareFromSummary(this.#ctx.o.share, summary, demand, this.#rule.ratePerSecond);
+  /** A heartbeat or a draw failed: reported once until one is answered again. */
+  #failed(error: Error): void {
+    this.#heardFirst();
+    if (this.#failing) return;
+    this.#failing = true;
+    emitSafely(this.#ctx.events, 'store-error', error);
+  }
+
+  #heardFirst(): void {
+    this.#heard = undefined;
+    this.#hear();
+  }
+
+  #recovered(): void {
+    if (!this.#failing) return;
+    this.#failing = false;
+    emitSafely(this.#ctx.events, 'store-recovered');
+  }
+
+  /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division (less the reserve). */
+  #onSummary(summary: FleetSummary): void {
+    this.#recovered();
+    this.#heardFirst();
+    this.#freshSpent ??= !summary.founded;
+    const reserve = this.#reserve;
+    if (reserve !== undefined && summary.reserve !== undefined) reserve.fraction = summary.reserve;
+    const allocated = allocatedFraction(summary, this.#rule.ratePerSecond, reserve === undefined);
+    // Without a reserve a share under one permit is held anyway (rounded up to one by the rule): nothing else
+    // would serve the node.
+    const fraction =
+      allocated === undefined
+        ? this.#fraction
+        : reserve === undefined
+          ? allocated
+          : localFraction(allocated, this.#rule.burst, this.#divided);
     if (fraction === this.#fraction && summary.nodes === this.#nodes) return;
     this.#nodes = summary.nodes;
     this.#fraction = fraction;
@@ -220,34 +291,98 @@ class DividedBinding implements BoundStore, FleetShare {
     });
   }
 
-  consume(key: string, permits: number, maxWaitMs: number): Decision {
+  /**
+   * This node's share decides; a request it refuses draws on the reserve (a Redis call per batch, awaited),
+   * and only then waits for its share, if the caller lets it wait.
+   */
+  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+    // A new node's first decisions wait (within timeoutMs) for its first heartbeat's answer, which in a new
+    // fleet is the whole share at once, rather than draw on the reserve.
+    if (this.#heard !== undefined)
+      return withDeadline(this.#heard, this.#ctx.o.timeoutMs, 'the first heartbeat').then(
+        () => this.#decide(key, permits, maxWaitMs, note),
+        () => this.#decide(key, permits, maxWaitMs, note),
+      );
+    return this.#decide(key, permits, maxWaitMs, note);
+  }
+
+  #decide(
+    key: string,
+    permits: number,
+    maxWaitMs: number,
+    note: DecisionNote | undefined,
+  ): Decision | Promise<Decision> {
     this.#meter.add(permits, this.#ctx.clock.now());
-    return this.#bound.consume(key, permits, maxWaitMs) as Decision;
+    const reserve = this.#reserve;
+    if (reserve === undefined) return this.#bound.consume(key, permits, maxWaitMs) as Decision;
+    const local = this.#fraction > 0 ? (this.#bound.consume(key, permits, 0) as Decision) : this.#holdsNone();
+    if (local.allowed) return local;
+    const drawn = reserve.draw(key, permits);
+    if (drawn === true) return this.#fromReserve(local, note);
+    if (drawn === false) return this.#pastReserve(key, permits, maxWaitMs, local);
+    return drawn.then((granted) =>
+      granted ? this.#fromReserve(local, note) : this.#pastReserve(key, permits, maxWaitMs, local),
+    );
+  }
+
+  /** A grant drawn from the reserve: the local denial's figures, allowed (its `remaining` is this node's share's). */
+  #fromReserve(local: Decision, note: DecisionNote | undefined): Decision {
+    if (note !== undefined) note.source = 'lease';
+    return { ...local, allowed: true, retryAfterMs: 0, waitMs: 0 };
+  }
+
+  /** Neither the share nor the reserve had it: the share decides whether the caller may wait. */
+  #pastReserve(key: string, permits: number, maxWaitMs: number, local: Decision): Decision {
+    return maxWaitMs > 0 && this.#fraction > 0 ? (this.#bound.consume(key, permits, maxWaitMs) as Decision) : local;
+  }
+
+  /**
+   * The local answer while this node holds none of the divided part (a newcomer, until two divisions have
+   * allocated it): a denial until its next heartbeat, which the reserve may overturn. No rule is held at
+   * nothing; the key's state is left untouched.
+   */
+  #holdsNone(): Decision {
+    const rule = this.#rule;
+    const wait = this.#ctx.o.heartbeatMs;
+    return {
+      allowed: false,
+      limit: rule.limit,
+      remaining: 0,
+      retryAfterMs: wait,
+      resetAfterMs: wait,
+      waitMs: 0,
+      rule: rule.name,
+    };
   }
 
   peek(key: string): Decision {
-    return this.#bound.peek(key) as Decision;
+    return this.#fraction > 0 ? (this.#bound.peek(key) as Decision) : this.#holdsNone();
   }
 
   reset(key: string): void {
+    this.#reserve?.forget(key);
     void this.#bound.reset(key);
   }
 
-  /** Gives back to this node's share of the key (its own state, under its current share). */
-  refund(key: string, permits: number, grantedAgoMs: number): void {
-    void this.#bound.refund?.(key, permits, grantedAgoMs);
+  /**
+   * Gives back what this node granted on the key: to what it drew from the reserve first (at most what it
+   * spent of it), the rest to its share of the key (its own state, under its current share).
+   */
+  refund(key: string, permits: number, grantedAgoMs: number, _grant?: GrantSource): void {
+    const rest = permits - (this.#reserve?.refund(key, permits, grantedAgoMs) ?? 0);
+    if (rest > 0 && this.#fraction > 0) void this.#bound.refund?.(key, rest, grantedAgoMs);
   }
 
   /** Takes from this node's share of the key, past it if need be: this node denies the key until it drains. */
   penalize(key: string, permits: number): void {
-    void this.#bound.penalize?.(key, permits);
+    if (this.#fraction > 0) void this.#bound.penalize?.(key, permits);
   }
 
   /** The limiter closed: it leaves its membership (one last call), so the others take up its share. */
   async unbind(): Promise<void> {
     if (this.#closed) return;
     this.release();
-    await this.#leave();
+    await Promise.all([this.#leave(), this.#reserve?.close()]);
   }
 
   /** Lets go of what the store holds for this limiter (the store's close leaves every membership at once). */
@@ -257,6 +392,11 @@ class DividedBinding implements BoundStore, FleetShare {
     this.#unlist();
     this.#forget();
     void this.#bound.unbind?.();
+  }
+
+  /** Hands back what this node holds of the reserve (the store's close waits for it). */
+  closeReserve(): Promise<void> {
+    return this.#reserve?.close() ?? Promise.resolve();
   }
 }
 

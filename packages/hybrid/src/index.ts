@@ -4,6 +4,7 @@ export { leasedStore } from './leased-store.js';
 export type { LeaseEvent, LeasedEvents, LeasedStore } from './leased-store.js';
 export { divideShares } from './shares.js';
 export type { NodeDemand, ShareMode } from './shares.js';
+export { DEFAULT_RESERVE } from './divided-options.js';
 export type { DividedStoreOptions } from './divided-options.js';
 export { dividedStore } from './divided-store.js';
 export type { DividedEvents, DividedStore, MembershipEvent } from './divided-store.js';

@@ -39,6 +39,7 @@ import { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
+import { type HeldLease, creditLease, emptyLease, refundToLease, spendFromLease } from './key-lease.js';
 import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, returnLease } from './lease-client.js';
 import { LEASED_STORE_OPTIONS, type LeasedStoreOptions } from './leased-options.js';
 import { hybridRule } from './supported-rule.js';
@@ -86,22 +87,8 @@ interface LeaseContext {
   readonly events: EventEmitter<LeasedEvents>;
 }
 
-/** This node's lease on one key. */
-interface KeyLease {
-  /** Permits debited centrally and not yet spent here. */
-  available: number;
-  /** Permits spent here from the lease (in its window, for a windowed rule), less refunds: what a refund may give back. */
-  spent: number;
-  /** When the lease dies (its window ends), on this node's clock. */
-  expiresAt: number;
-  windowStart: number;
-  /** When Redis decided the latest lease: a hand-back names it (a window refunds only the one it was counted in). */
-  leasedAt: number;
-  /** Until then Redis said it had nothing for us: deny locally instead of asking. */
-  emptyUntil: number;
-  /** What the central state had left after this node's latest lease (see #remaining). */
-  centralRemaining: number;
-  pending: Promise<void> | undefined;
+/** This node's lease on one key, and the key's recent demand here (the batch follows it). */
+interface KeyLease extends HeldLease {
   readonly meter: DemandMeter;
 }
 
@@ -314,26 +301,13 @@ class LeasedBinding implements BoundStore {
       if (demand < LEASE_PAYS_AT && permits <= this.#burst && this.#health.healthy)
         return this.#exact.consume(key, permits, 0, note);
       this.#cold.delete(key);
-      lease = {
-        available: 0,
-        centralRemaining: 0,
-        spent: 0,
-        expiresAt: Number.POSITIVE_INFINITY,
-        windowStart: 0,
-        leasedAt: 0,
-        emptyUntil: Number.NEGATIVE_INFINITY,
-        pending: undefined,
-        meter: new DemandMeter(this.#meterIntervalMs(), now),
-      };
+      lease = { ...emptyLease(), meter: new DemandMeter(this.#meterIntervalMs(), now) };
       // The record starts from the demand seen so far (this request's included).
       lease.meter.add(demand - permits, now);
       this.#leases.set(key, lease);
     }
     lease.meter.add(permits, now);
-    if (now >= lease.expiresAt) lease.available = 0;
-    if (lease.available >= permits) {
-      lease.available -= permits;
-      lease.spent += permits;
+    if (spendFromLease(lease, permits, now)) {
       this.#prefetch(key, lease, now);
       return this.#granted(lease, now);
     }
@@ -363,12 +337,7 @@ class LeasedBinding implements BoundStore {
       return this.#fallbackDecision(key, permits, note);
     }
     const now = this.#clock.now();
-    if (now >= lease.expiresAt) lease.available = 0;
-    if (lease.available >= permits) {
-      lease.available -= permits;
-      lease.spent += permits;
-      return this.#granted(lease, now);
-    }
+    if (spendFromLease(lease, permits, now)) return this.#granted(lease, now);
     // Concurrent callers took what came, or Redis had too little: retry when it said more would be there.
     return this.#denied(lease, Math.max(lease.emptyUntil - now, 1));
   }
@@ -387,21 +356,7 @@ class LeasedBinding implements BoundStore {
       hoardingDivisor: this.#o.maxLease === undefined ? HOARDING_DIVISOR : undefined,
     })
       .then((reply) => {
-        const now = this.#clock.now();
-        lease.leasedAt = reply.decidedAtMs;
-        if (this.#shape.windowMs !== undefined) {
-          // Measured from the send: the window ends no later than that on this node's clock.
-          if (reply.windowStart !== lease.windowStart || now >= lease.expiresAt) {
-            lease.available = 0;
-            lease.spent = 0;
-          }
-          lease.windowStart = reply.windowStart;
-          lease.expiresAt = sentAt + reply.expiresInMs;
-        }
-        lease.available += reply.granted;
-        lease.centralRemaining = reply.centralRemaining;
-        // A short lease emptied the central limiter: ask again when a batch's worth is back, not per permit.
-        lease.emptyUntil = reply.granted < ask && reply.retryMs > 0 ? now + reply.retryMs : Number.NEGATIVE_INFINITY;
+        creditLease(lease, reply, ask, this.#shape.windowMs !== undefined, sentAt, this.#clock.now());
         this.#health.reportSuccess();
         emitSafely(this.#ctx.events, 'lease', {
           key,
@@ -535,12 +490,7 @@ class LeasedBinding implements BoundStore {
       if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
       return this.#exact.refund(key, permits, grantedAgoMs, grant);
     }
-    if (now >= lease.expiresAt) return;
-    const window = this.#shape.windowMs;
-    if (window !== undefined && !Number.isNaN(grantedAgoMs) && now - grantedAgoMs < lease.expiresAt - window) return;
-    const given = Math.min(permits, lease.spent);
-    lease.spent -= given;
-    lease.available += given;
+    refundToLease(lease, permits, grantedAgoMs, this.#shape.windowMs, now);
   }
 
   /**

@@ -2,15 +2,23 @@ import type { Clock } from '@sluice/core';
 import { describeValue } from '@sluice/core/store-kit';
 import { type RedisConnection, bySlot, stateKey, withDeadline } from '@sluice/redis/store-kit';
 import { membershipScript } from './scripts.js';
+import type { ShareMode } from './shares.js';
 
 /** One divided limiter's fleet, as its heartbeat answers it. */
 export interface FleetSummary {
   /** Live nodes of the limiter's fleet (this one included). */
   readonly nodes: number;
-  /** The water level of the max-min fair division, in permits per second (Infinity: every node gets its ask). */
-  readonly level: number;
-  /** What nobody asked for, per node, in permits per second (split equally). */
-  readonly spare: number;
+  /** This node's allocation in the fleet's current division, in permits per second (undefined: none yet). */
+  readonly current: number | undefined;
+  /** Its allocation in the division before, an interval or more older (undefined: none). */
+  readonly previous: number | undefined;
+  /**
+   * True when this heartbeat founded the fleet (its first division: no node held any of the limit before), so
+   * the keys this node meets need not start spent.
+   */
+  readonly founded: boolean;
+  /** The reserve's fraction of the limit in the current division: what no node holds (undefined: none). */
+  readonly reserve: number | undefined;
 }
 
 /** A divided limiter in its store's heartbeat: where its fleet lives, its limit, and what it reports and hears. */
@@ -18,8 +26,15 @@ export interface MemberOf {
   readonly prefix: string;
   /** The rule's name: a limiter's fleet is its prefix and rule. */
   readonly rule: string;
-  /** The rule's limit per second. */
+  /** The rule's limit per second (what the shares divide). */
   readonly limitPerSecond: number;
+  /** How the limit is divided. */
+  readonly mode: ShareMode;
+  /** The rule's burst (a window's limit, a bucket's capacity), and whether it is a window. */
+  readonly burst: number;
+  readonly windowed: boolean;
+  /** The part of the limit the shares divide: 1 - the reserve. */
+  readonly divided: number;
   /** This node's recent demand, in permits per second. */
   demand(): number;
   answered(summary: FleetSummary): void;
@@ -36,18 +51,21 @@ export interface MembershipOptions {
 }
 
 /**
- * The keys of a divided limiter's fleet: its live nodes, their demands and the fleet's summary, under the
- * limiter's prefix with the prefix and rule as hash tag, so each limiter's fleet lives in a slot of its own and
- * the limiters of all services spread over a Cluster; '~' keeps them apart from every rule's state.
+ * The keys of a divided limiter's fleet: its live nodes, their demands, the fleet's summary and each node's
+ * allocation, under the limiter's prefix with the prefix and rule as hash tag, so each limiter's fleet lives in
+ * a slot of its own and the limiters of all services spread over a Cluster; '~' keeps them apart from every
+ * rule's state.
  * @example
- * membershipKeys('api', 'fw') // ['api:{api~fw}:~members', 'api:{api~fw}:~demands', 'api:{api~fw}:~summary']
+ * membershipKeys('api', 'fw') // ['api:{api~fw}:~members', 'api:{api~fw}:~demands', 'api:{api~fw}:~summary',
+ *                             //  'api:{api~fw}:~allocations']
  */
-export function membershipKeys(prefix: string, rule: string): [string, string, string] {
+export function membershipKeys(prefix: string, rule: string): [string, string, string, string] {
   const identity = `${prefix}~${rule}`;
   return [
     stateKey(prefix, identity, '~members'),
     stateKey(prefix, identity, '~demands'),
     stateKey(prefix, identity, '~summary'),
+    stateKey(prefix, identity, '~allocations'),
   ];
 }
 
@@ -62,7 +80,16 @@ export interface HeartbeatRequest {
   readonly nowMs: number | undefined;
   /** The node leaves these limiters' fleets instead of reporting to them. */
   readonly leaving: boolean;
-  readonly limiters: readonly { prefix: string; rule: string; limitPerSecond: number; demand: number }[];
+  readonly limiters: readonly {
+    prefix: string;
+    rule: string;
+    limitPerSecond: number;
+    demand: number;
+    mode: ShareMode;
+    burst: number;
+    windowed: boolean;
+    divided: number;
+  }[];
 }
 
 /**
@@ -70,26 +97,39 @@ export interface HeartbeatRequest {
  * fleet's summary, in the order of `request.limiters`, which must share one Cluster slot.
  * @example
  * const [fleet] = await heartbeat(connection, { nodeId: 'a', liveMs: 3000, intervalMs: 1000, nowMs: undefined,
- *   leaving: false, limiters: [{ prefix: 'api', rule: 'fw', limitPerSecond: 1000, demand: 120 }] })
+ *   leaving: false, limiters: [{ prefix: 'api', rule: 'fw', limitPerSecond: 1000, demand: 120, mode: 'demand',
+ *   burst: 1000, windowed: true, divided: 0.7 }] })
  */
 export async function heartbeat(redis: RedisConnection, request: HeartbeatRequest): Promise<FleetSummary[]> {
   const { nodeId, liveMs, intervalMs, nowMs, leaving, limiters } = request;
   const args = [nodeId, String(liveMs), nowMs === undefined ? '' : String(nowMs), leaving ? '1' : '0'];
   args.push(String(intervalMs));
-  for (const l of limiters) args.push(String(l.limitPerSecond), String(leaving ? 0 : l.demand));
+  for (const l of limiters)
+    args.push(
+      String(l.limitPerSecond),
+      String(leaving ? 0 : l.demand),
+      l.mode,
+      String(l.burst),
+      String(l.divided),
+      l.windowed ? '1' : '0',
+    );
   const keys = limiters.flatMap((l) => membershipKeys(l.prefix, l.rule));
   const reply = await redis.runScript(membershipScript(), keys, args);
-  if (!Array.isArray(reply) || reply.length !== 3 * limiters.length)
+  if (!Array.isArray(reply) || reply.length !== 5 * limiters.length)
     throw new TypeError(
-      `the ${membershipScript().name} script answered ${describeValue(reply)}, not 3 numbers per limiter`,
+      `the ${membershipScript().name} script answered ${describeValue(reply)}, not 5 strings per limiter`,
     );
   const values = reply.map((v) => String(v));
+  const allocation = (value: string | undefined): number | undefined =>
+    value === undefined || value === '-' || !Number.isFinite(Number(value)) ? undefined : Number(value);
   return limiters.map((_, i) => {
-    const [nodes, level, spare] = values.slice(3 * i, 3 * i + 3);
+    const [nodes, current, previous, founded, reserve] = values.slice(5 * i, 5 * i + 5);
     return {
       nodes: Math.max(1, Number(nodes) || 0),
-      level: level === undefined || level === 'inf' ? Number.POSITIVE_INFINITY : Number(level),
-      spare: Number(spare) || 0,
+      current: allocation(current),
+      previous: allocation(previous),
+      founded: founded === '1',
+      reserve: allocation(reserve),
     };
   });
 }
@@ -98,8 +138,8 @@ const summaryKey = (member: MemberOf): string => membershipKeys(member.prefix, m
 
 /**
  * A divided store's heartbeat: every `heartbeatMs`, one call per Cluster slot for all of the store's divided
- * limiters (membership.lua), each reporting this node's demand and hearing a summary of its fleet in three
- * numbers: O(log N) for Redis and a constant reply whatever the fleet's size. A node is live while seen within 3
+ * limiters (membership.lua), each reporting this node's demand and hearing its own allocation in the fleet's
+ * last two divisions: O(log N) for Redis and a constant reply whatever the fleet's size. A node is live while seen within 3
  * heartbeats. A heartbeat never waits on another (a slow Redis must not pile them up).
  * @example
  * const membership = new Membership({ redis, nodeId, heartbeatMs: 1000, clock: undefined })
@@ -174,6 +214,10 @@ export class Membership {
         rule: m.rule,
         limitPerSecond: m.limitPerSecond,
         demand: leaving ? 0 : m.demand(),
+        mode: m.mode,
+        burst: m.burst,
+        windowed: m.windowed,
+        divided: m.divided,
       })),
     };
     const what = leaving ? 'leaving a membership' : 'a heartbeat';

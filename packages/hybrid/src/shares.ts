@@ -55,21 +55,30 @@ export function divideShares(
 }
 
 /**
- * This node's fraction of the limit from its fleet's summary (see membership.lua), the same division as
- * divideShares without the membership: `'equal'`, 1 / nodes; `'demand'`, what it asks (its demand, at least a
- * tenth of an equal split) up to the fleet's water level, plus its part of what nobody asked for.
+ * This node's allocated fraction of the limit from its heartbeat's answer: the smaller of its allocations in the
+ * fleet's last two divisions (membership.lua), so a node's share grows only once the others have had an
+ * interval to shrink theirs. A node allocated in one division only (it just joined a fleet) holds none while a
+ * reserve serves it (`overlap: false`); without a reserve (`overlap: true`) it holds that allocation at once,
+ * and the fleet may admit up to that much over the limit until every node has seen the division. Undefined
+ * when the node has no allocation yet (it keeps what it holds).
  * @example
- * shareFromSummary('demand', { nodes: 2, level: 550, spare: 0 }, 900, 1000) // 0.55
+ * allocatedFraction({ nodes: 2, current: 550, previous: 500, founded: false, reserve: 0.3 }, 1000, false) // 0.5
  */
-export function shareFromSummary(
-  mode: ShareMode,
-  summary: FleetSummary,
-  demand: number,
-  limitPerSecond: number,
-): number {
-  const nodes = Math.max(1, summary.nodes);
-  if (mode === 'equal') return 1 / nodes;
-  const asked = Math.max(Number.isFinite(demand) ? demand : 0, (0.1 * limitPerSecond) / nodes);
-  const fraction = (Math.min(asked, summary.level) + summary.spare) / limitPerSecond;
-  return Math.min(1, Math.max(fraction, Number.MIN_VALUE));
+export function allocatedFraction(summary: FleetSummary, limitPerSecond: number, overlap: boolean): number | undefined {
+  const { current, previous } = summary;
+  if (current === undefined) return undefined;
+  const allocation = previous !== undefined ? Math.min(current, previous) : overlap ? current : 0;
+  return Math.min(1, allocation / limitPerSecond);
+}
+
+/**
+ * The fraction of a divided limit a node holds locally: `divided` (1 - the reserve) of its allocated fraction,
+ * when that is at least one whole permit of the rule's burst; else none (0), and the reserve serves the node
+ * (membership.lua counts what nodes hold with the same steps, so its reserve takes exactly what they do not).
+ * @example
+ * localFraction(0.001, 100, 0.7) // 0: 0.07 of a permit, the reserve serves it
+ */
+export function localFraction(allocated: number, burst: number, divided: number): number {
+  const fraction = divided * allocated;
+  return Math.floor(burst * fraction + 1e-9) >= 1 ? fraction : 0;
 }

@@ -30,6 +30,8 @@ let missed = 0;
  * Deadlines this process has extended because its own event loop was late (a busy or stalled process, not a
  * slow Redis), and deadlines missed (counted as Redis failures), since it started: what a fleet simulator or an
  * operator reads to tell client overload from Redis trouble.
+ * @example
+ * const { extended, missed } = deadlineCounts() // extended grew: this process ran late, Redis did not
  */
 export function deadlineCounts(): { readonly extended: number; readonly missed: number } {
   return { extended, missed };

@@ -8,6 +8,11 @@ import type { Adjusted, Algorithm, Outcome } from './algorithm.js';
 export interface FleetShare {
   /** 0 < fraction <= 1. */
   readonly fraction: number;
+  /**
+   * True when a key this share meets for the first time must start spent rather than full: the node joined a
+   * fleet whose other nodes may have spent the key already (a fresh full state would admit it again).
+   */
+  readonly freshKeysSpent?: boolean;
 }
 
 /** A state kept at a share, with the fraction it was last decided under. */
@@ -37,10 +42,11 @@ export function sharedRule(rule: Algorithm, share: FleetShare): Algorithm {
     }
     return scaled;
   };
-  /** A stored state carried over to the share now. */
-  const carried = (stored: unknown): unknown => {
+  /** A stored state carried over to the share now; a key met for the first time, fresh or spent (freshKeysSpent). */
+  const carried = (stored: unknown, nowMs: number): unknown => {
     const s = stored as SharedState | undefined;
-    if (s === undefined) return undefined;
+    if (s === undefined)
+      return share.freshKeysSpent === true ? scaled.penalize(undefined, nowMs, scaled.burst).state : undefined;
     return s.fraction === fraction ? s.state : rule.rescale(s.state, fraction / s.fraction);
   };
   /** A new inner state as stored: the same object when nothing changed, so a denial writes nothing. */
@@ -53,18 +59,18 @@ export function sharedRule(rule: Algorithm, share: FleetShare): Algorithm {
     ...rule,
     consume(stored, nowMs, permits, maxWaitMs): Outcome<unknown> {
       const at = current();
-      const inner = carried(stored);
+      const inner = carried(stored, nowMs);
       const o = at.consume(inner, nowMs, permits, maxWaitMs);
       return { ...o, state: kept(stored, o.state) };
     },
     refund(stored, nowMs, permits, grantedAtMs): Adjusted<unknown> {
       const at = current();
-      const a = at.refund(carried(stored), nowMs, permits, grantedAtMs);
+      const a = at.refund(carried(stored, nowMs), nowMs, permits, grantedAtMs);
       return { ...a, state: kept(stored, a.state) };
     },
     penalize(stored, nowMs, permits): Adjusted<unknown> {
       const at = current();
-      const a = at.penalize(carried(stored), nowMs, permits);
+      const a = at.penalize(carried(stored, nowMs), nowMs, permits);
       return { ...a, state: kept(stored, a.state) };
     },
     share: (f) => sharedRule(rule.share(f), share),

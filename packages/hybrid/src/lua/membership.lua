@@ -1,25 +1,48 @@
 -- membership.lua: one node's heartbeat in the fleets of one or more divided limiters whose keys share one Cluster
--- slot. Records the node and its recent demand, and answers a summary of the fleet in a few numbers, never the
--- membership: a heartbeat costs Redis O(log N) and a constant reply whatever the fleet's size N. What must look
--- at every node (dropping the dead, dividing the limit) runs once per interval for the whole fleet, in the first
--- heartbeat after the interval ends (or after a node joined or left), and its result is the summary every node
--- reads. Composed after the prelude (for time_arg).
+-- slot. Records the node and its recent demand, and answers the node's own allocation, never the membership: a
+-- heartbeat costs Redis O(log N) and a constant reply whatever the fleet's size N, a join or a leave included.
+-- What must look at every node (dropping the dead, dividing the limit) runs once per interval for the whole
+-- fleet, in the first heartbeat after the interval ends, and writes each node's allocation. Composed after the
+-- prelude (for time_arg).
 --
--- The division is max-min fair (water-filling, as divideShares in shares.ts): every node asks max(demand, a tenth
--- of an equal split); nodes asking less than the water level get what they ask, the others the level; what is
--- left over (nobody asked for it) is split equally. A node's share is then min(asked, level) + spare.
+-- The division is 'equal' (limit / N) or 'demand': max-min fair (water-filling, as divideShares in shares.ts):
+-- every node asks max(demand, a tenth of an equal split); nodes asking less than the water level get what they
+-- ask, the others the level; what nobody asked for is split equally.
 --
--- KEYS[3i-2]  limiter i's live nodes: a sorted set of node id -> when it was last seen, in ms
--- KEYS[3i-1]  limiter i's demands: a sorted set of node id -> its recent demand, in permits per second
--- KEYS[3i]    limiter i's summary: a hash of at (when it was computed), nodes, level, spare
+-- Allocations come in generations, one per interval, each division moving the current one to the previous. A
+-- node is answered both, and holds the smaller (shares.ts): a node's share grows only once every node has had
+-- an interval to see the division that shrinks another's, so the fleet's shares never sum past the limit while
+-- a division spreads. A newcomer is divided for at the next division, and holds at once what no node held
+-- before (see allocate), the rest from the division after (a reserve covers it until then); a leaver's share
+-- is divided among the others at the next division.
+--
+-- KEYS[4i-3]  limiter i's live nodes: a sorted set of node id -> when it was last seen, in ms
+-- KEYS[4i-2]  limiter i's demands: a sorted set of node id -> its recent demand, in permits per second
+-- KEYS[4i-1]  limiter i's summary: a hash of at (when the current division was made), nodes (live nodes then),
+--             reserve (the reserve's fraction in it)
+-- KEYS[4i]    limiter i's allocations: a hash of node id -> 'current previous' in permits per second ('-' none)
 -- ARGV[1]  node id
 -- ARGV[2]  how long a node counts as live after its last heartbeat, in ms (3 heartbeats)
 -- ARGV[3]  now in ms, or '' to read Redis TIME
 -- ARGV[4]  '1' when the node is leaving (its limiter closed): remove it instead of recording it
--- ARGV[5]  the interval at which the summary is computed again, in ms (the heartbeat interval)
--- ARGV[4+2i]  limiter i's limit, in permits per second
--- ARGV[5+2i]  this node's demand for limiter i, in permits per second
--- Reply: an array of 3 numbers per limiter, as strings: live nodes, water level ('inf': none), spare per node
+-- ARGV[5]  the interval at which the division is made again, in ms (the heartbeat interval)
+-- ARGV[6i]    limiter i's limit, in permits per second
+-- ARGV[6i+1]  this node's demand for limiter i, in permits per second
+-- ARGV[6i+2]  limiter i's division: 'equal' or 'demand'
+-- ARGV[6i+3]  limiter i's burst (a window's limit, a bucket's capacity), in permits
+-- ARGV[6i+4]  the part of the limit the shares divide (1 - the reserve); 1: no reserve
+-- ARGV[6i+5]  '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
+-- Reply: an array of 5 strings per limiter: live nodes, this node's current and previous allocation ('-': none),
+--        '1' when this call founded the fleet (its first division: no node held any of the limit before), and
+--        the reserve's fraction of the limit in the current division ('-' without a reserve)
+--
+-- The reserve: a node holds its share locally as the rule scaled to divided x allocation / limit (shares.ts),
+-- only when that is at least one whole permit of the burst (else the reserve serves it); the reserve is what no
+-- node holds: for a window, the burst less the whole permits held (what rounding down leaves goes to it); for
+-- a bucket, 1 less the fractions held (a bucket's rate is not rounded). The same floating-point steps as
+-- localFraction in shares.ts, so both sides round alike. A node holds the smaller of its last two allocations
+-- and the reserve leaves out the larger: while a division spreads, what nodes hold and either reserve a node
+-- may draw with stay within the limit.
 
 local node = ARGV[1]
 local live_ms = tonumber(ARGV[2])
@@ -28,22 +51,26 @@ local leaving = ARGV[4] == '1'
 local interval = tonumber(ARGV[5])
 local CHUNK = 1000
 
--- Drops the nodes unseen since `before` from both sets, a chunk at a time (no unpack of the whole fleet).
-local function drop_dead(members, demands, before)
-  local bound = '(' .. string.format('%.17g', before)
+local function num(x)
+  return string.format('%.17g', x)
+end
+
+-- Drops the nodes unseen since `before` from the fleet, a chunk at a time (no unpack of the whole fleet).
+local function drop_dead(members, demands, allocations, before)
+  local bound = '(' .. num(before)
   while true do
     local dead = redis.call('ZRANGEBYSCORE', members, '-inf', bound, 'LIMIT', 0, CHUNK)
     if #dead == 0 then return end
     redis.call('ZREM', demands, unpack(dead))
     redis.call('ZREM', members, unpack(dead))
+    redis.call('HDEL', allocations, unpack(dead))
     if #dead < CHUNK then return end
   end
 end
 
--- Water-fills `limit` over the live demands, read in ascending order a chunk at a time: the level (inf when
+-- Water-fills `limit` over the live demands, read in ascending order a chunk at a time: the level (huge when
 -- every node gets what it asks) and what is left per node.
-local function divide(demands, n, limit)
-  if n == 0 then return math.huge, 0 end
+local function water_level(demands, n, limit)
   local floor = (0.1 * limit) / n
   local left = limit
   local k = 0
@@ -67,35 +94,99 @@ local function divide(demands, n, limit)
   return math.huge, left / n
 end
 
+-- The fraction of the burst a node allocated `share` permits per second holds locally, and the whole permits it
+-- holds (0: none, the reserve serves it). As localFraction in shares.ts, step for step.
+local function held(share, limit, burst, divided)
+  local fraction = divided * math.min(1, share / limit)
+  local permits = math.floor(burst * fraction + 1e-9)
+  if permits < 1 then return 0, 0 end
+  return fraction, permits
+end
+
+-- Writes every live node's allocation as the current generation, each node's current one becoming its previous,
+-- a chunk at a time. A newcomer (no allocation before) has no previous: its previous is what it may hold at
+-- once, its part of the headroom, the part of the limit no node was allocated before (the whole limit in a new
+-- fleet), so a fleet starting up holds its shares from its first division and the sum held stays within the
+-- limit (the others hold at most their previous allocations).
+local function allocate(demands, allocations, n, limit, mode, burst, divided, windowed)
+  local level, spare = math.huge, 0
+  if mode == 'demand' and n > 0 then level, spare = water_level(demands, n, limit) end
+  local floor = n > 0 and (0.1 * limit) / n or 0
+  local ids, shares, previous = {}, {}, {}
+  local allocated, asked = 0, 0
+  local start = 0
+  while n > 0 do
+    local chunk = redis.call('ZRANGE', demands, start, start + CHUNK - 1, 'WITHSCORES')
+    if #chunk == 0 then break end
+    local page = {}
+    for j = 1, #chunk, 2 do page[#page + 1] = chunk[j] end
+    local before = redis.call('HMGET', allocations, unpack(page))
+    for j = 1, #page do
+      local share = limit / n
+      if mode == 'demand' then share = math.min(math.max(tonumber(chunk[2 * j]), floor), level) + spare end
+      local current = before[j] and string.match(before[j], '^(%S+) ')
+      ids[#ids + 1], shares[#shares + 1], previous[#previous + 1] = page[j], share, current or false
+      if current then allocated = allocated + tonumber(current) else asked = asked + share end
+    end
+    if #chunk < 2 * CHUNK then break end
+    start = start + CHUNK
+  end
+  local headroom = math.max(0, limit - allocated)
+  local part = asked > 0 and math.min(1, headroom / asked) or 0
+  -- A node may still hold what the previous division gave it until it hears this one: the reserve is what no
+  -- node holds in either (the larger of a node's two allocations counts).
+  local fractions, permits = 0, 0
+  for j = 1, #ids do
+    local f, p = held(math.max(shares[j], tonumber(previous[j]) or 0), limit, burst, divided)
+    fractions, permits = fractions + f, permits + p
+  end
+  local reserve = windowed and (burst - permits) / burst or 1 - fractions
+  for from = 1, #ids, CHUNK do
+    local fields = {}
+    for j = from, math.min(from + CHUNK - 1, #ids) do
+      local before = previous[j] or (part > 0 and num(shares[j] * part)) or '-'
+      fields[#fields + 1] = ids[j]
+      fields[#fields + 1] = num(shares[j]) .. ' ' .. before
+    end
+    redis.call('HSET', allocations, unpack(fields))
+  end
+  return math.max(0, reserve)
+end
+
 local reply = {}
-for i = 1, #KEYS / 3 do
-  local members, demands, summary = KEYS[3 * i - 2], KEYS[3 * i - 1], KEYS[3 * i]
-  local limit = tonumber(ARGV[4 + 2 * i])
-  -- A node joining or leaving makes the summary stale: a leaver's share is taken up at the next heartbeat of
-  -- any node (a wave of nodes leaving costs one division, not one each), a newcomer counts itself at once.
+for i = 1, #KEYS / 4 do
+  local members, demands, summary, allocations = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
+  local a = 6 * i
+  local limit, mode = tonumber(ARGV[a]), ARGV[a + 2]
+  local burst, divided, windowed = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5] == '1'
   if leaving then
     redis.call('ZREM', members, node)
     redis.call('ZREM', demands, node)
-    redis.call('HDEL', summary, 'at')
+    redis.call('HDEL', allocations, node)
   else
-    if redis.call('ZADD', members, now, node) == 1 then redis.call('HDEL', summary, 'at') end
-    redis.call('ZADD', demands, tonumber(ARGV[5 + 2 * i]), node)
+    redis.call('ZADD', members, now, node)
+    redis.call('ZADD', demands, tonumber(ARGV[a + 1]), node)
   end
-  local at, nodes, level, spare = unpack(redis.call('HMGET', summary, 'at', 'nodes', 'level', 'spare'))
+  local at, nodes, reserve = unpack(redis.call('HMGET', summary, 'at', 'nodes', 'reserve'))
+  local founded = not leaving and at == false
+  -- A clock that went back past the last division also makes one (else the fleet would wait for it).
   if not leaving and (at == false or now - tonumber(at) >= interval or now < tonumber(at)) then
-    drop_dead(members, demands, now - live_ms)
+    drop_dead(members, demands, allocations, now - live_ms)
     nodes = redis.call('ZCARD', members)
-    level, spare = divide(demands, nodes, limit)
-    level = level == math.huge and 'inf' or string.format('%.17g', level)
-    spare = string.format('%.17g', spare)
-    redis.call('HSET', summary, 'at', string.format('%.17g', now), 'nodes', nodes, 'level', level, 'spare', spare)
+    reserve = num(allocate(demands, allocations, nodes, limit, mode, burst, divided, windowed))
+    redis.call('HSET', summary, 'at', num(now), 'nodes', nodes, 'reserve', reserve)
+    -- Renewed once per interval by the division any live node makes: the fleet's keys outlive its last node
+    -- by 2 x liveMs.
+    local ttl = math.ceil(live_ms * 2)
+    for _, key in ipairs({ members, demands, summary, allocations }) do redis.call('PEXPIRE', key, ttl) end
   end
-  local ttl = math.ceil(live_ms * 2)
-  redis.call('PEXPIRE', members, ttl)
-  redis.call('PEXPIRE', demands, ttl)
-  redis.call('PEXPIRE', summary, ttl)
-  reply[3 * i - 2] = tostring(nodes or 0)
-  reply[3 * i - 1] = level or 'inf'
-  reply[3 * i] = spare or '0'
+  local mine = (not leaving) and redis.call('HGET', allocations, node) or false
+  local current, previous = '-', '-'
+  if mine then current, previous = string.match(mine, '^(%S+) (%S+)$') end
+  reply[5 * i - 4] = tostring(nodes or 0)
+  reply[5 * i - 3] = current
+  reply[5 * i - 2] = previous
+  reply[5 * i - 1] = founded and '1' or '0'
+  reply[5 * i] = (divided < 1 and reserve) or '-'
 end
 return reply

@@ -28,6 +28,7 @@ local TRY = {
   publish = function() return redis.pcall('PUBLISH', K, '') end,
   hset = function() return redis.pcall('HSET', H, 'preflight', '0') end,
   hmget = function() return redis.pcall('HMGET', H, 'preflight') end,
+  hget = function() return redis.pcall('HGET', H, 'preflight') end,
   hdel = function() return redis.pcall('HDEL', H, 'preflight') end,
   del = function() return redis.pcall('DEL', K, Z, H) end,
 }

@@ -1,0 +1,115 @@
+import type { LeaseReply } from './lease-client.js';
+
+/** What a node holds of one key's central state: permits leased and not yet spent, and when it may ask again. */
+export interface HeldLease {
+  /** Permits debited centrally and not yet spent here. */
+  available: number;
+  /** Permits spent here from the lease (in its window, for a windowed rule), less refunds: what a refund may give back. */
+  spent: number;
+  /** When the lease dies (its window ends), on this node's clock. */
+  expiresAt: number;
+  windowStart: number;
+  /** When Redis decided the latest lease: a hand-back names it (a window refunds only the one it was counted in). */
+  leasedAt: number;
+  /** Until then Redis said it had nothing for us: deny locally instead of asking. */
+  emptyUntil: number;
+  /** What the central state had left after this node's latest lease. */
+  centralRemaining: number;
+  pending: Promise<void> | undefined;
+}
+
+/** A lease record holding nothing, free to ask at once. */
+export function emptyLease(): HeldLease {
+  return {
+    available: 0,
+    spent: 0,
+    expiresAt: Number.POSITIVE_INFINITY,
+    windowStart: 0,
+    leasedAt: 0,
+    emptyUntil: Number.NEGATIVE_INFINITY,
+    centralRemaining: 0,
+    pending: undefined,
+  };
+}
+
+/** Permits the lease holds now: none once its window has ended (what it held then is dropped). */
+export function heldNow(lease: HeldLease, now: number): number {
+  if (now >= lease.expiresAt) lease.available = 0;
+  return lease.available;
+}
+
+/**
+ * Credits a lease call's reply to the record: a windowed lease taken in a new window replaces what the old
+ * one held; the lease dies when its window ends, measured from the send (never later than that on this node's
+ * clock). A short lease that emptied the central state sets when to ask again (see nextAskAfterEmpty).
+ */
+export function creditLease(
+  lease: HeldLease,
+  reply: LeaseReply,
+  asked: number,
+  windowed: boolean,
+  sentAt: number,
+  now: number,
+): void {
+  lease.leasedAt = reply.decidedAtMs;
+  if (windowed) {
+    if (reply.windowStart !== lease.windowStart || now >= lease.expiresAt) {
+      lease.available = 0;
+      lease.spent = 0;
+    }
+    lease.windowStart = reply.windowStart;
+    lease.expiresAt = sentAt + reply.expiresInMs;
+  }
+  lease.available += reply.granted;
+  lease.centralRemaining = reply.centralRemaining;
+  lease.emptyUntil =
+    reply.granted < asked && reply.retryMs > 0
+      ? now + nextAskAfterEmpty(reply.retryMs, reply.liveNodes, windowed)
+      : Number.NEGATIVE_INFINITY;
+}
+
+/**
+ * How long a node waits to ask again after the central state ran short. A window's permits all come back when
+ * it ends: ask then. A bucket refills continuously: were every lessee to ask as soon as one batch is back, a
+ * fleet of N nodes would call N times per batch refilled (a herd splitting each batch N ways); each waits its
+ * turn instead, about N batches' refill, spread at random so the fleet's asks are even, about one per batch.
+ * A lone lessee asks as soon as its batch is back.
+ */
+export function nextAskAfterEmpty(
+  retryMs: number,
+  liveNodes: number,
+  windowed: boolean,
+  random: () => number = Math.random,
+): number {
+  if (windowed || liveNodes <= 1) return retryMs;
+  return retryMs * liveNodes * (0.5 + random());
+}
+
+/** Spends `permits` from the lease if it holds them now; false (nothing spent) if not. */
+export function spendFromLease(lease: HeldLease, permits: number, now: number): boolean {
+  if (heldNow(lease, now) < permits) return false;
+  lease.available -= permits;
+  lease.spent += permits;
+  return true;
+}
+
+/**
+ * Gives back to the lease what was spent from it, up to `permits` (never more than it took from Redis, so the
+ * fleet stays within the central limit); for a windowed rule only while the grant's window lasts. Returns the
+ * permits given back.
+ */
+export function refundToLease(
+  lease: HeldLease,
+  permits: number,
+  grantedAgoMs: number,
+  windowMs: number | undefined,
+  now: number,
+): number {
+  if (now >= lease.expiresAt) return 0;
+  if (windowMs !== undefined && !Number.isNaN(grantedAgoMs) && now - grantedAgoMs < lease.expiresAt - windowMs)
+    return 0;
+  const given = Math.min(permits, lease.spent);
+  lease.spent -= given;
+  lease.available += given;
+  return given;
+}

@@ -1,0 +1,217 @@
+import type { Algorithm, Clock } from '@sluice/core';
+import { keyCache } from '@sluice/core/store-kit';
+import { type RedisConnection, stateKey, withDeadline } from '@sluice/redis/store-kit';
+import type { LRUCache } from 'lru-cache';
+import { DemandMeter } from './demand-meter.js';
+import { type HeldLease, creditLease, emptyLease, refundToLease, spendFromLease } from './key-lease.js';
+import { type LeaseShape, leaseShape, requestLease, returnLease } from './lease-client.js';
+
+/** A draw is about this many ms of a key's recent overflow past this node's share. */
+const DRAW_TARGET_MS = 100;
+
+/**
+ * One draw is at most the reserve's burst / (this x nodes drawing on the key), at least 1: a node takes its
+ * part of what is left, not all of it.
+ */
+const DRAW_HOARDING_DIVISOR = 2;
+
+/** What a divided limiter's reserve needs of its store. */
+export interface ReserveContext {
+  readonly redis: RedisConnection;
+  readonly nodeId: string;
+  /** The client clock for draws, or undefined for Redis TIME. */
+  readonly decisionClock: Clock | undefined;
+  /** This process's clock: lease expiry and demand. */
+  readonly clock: Clock;
+  readonly timeoutMs: number;
+  /** How long a node counts as drawing on a key after its last draw (3 heartbeats). */
+  readonly liveMs: number;
+  /** After a draw failed, the reserve is not asked again for this long (a heartbeat). */
+  readonly pauseMs: number;
+  readonly maxKeys: number;
+  /** A draw failed (the store reports it once) or was answered. */
+  failed(error: Error): void;
+  answered(): void;
+}
+
+interface KeyDraw extends HeldLease {
+  /** This key's recent overflow past the node's share: a draw is about DRAW_TARGET_MS of it. */
+  readonly meter: DemandMeter;
+}
+
+/**
+ * The part of a divided limit kept centrally: a node whose share of a key is spent draws permits from it in
+ * batches (lease.lua on the rule scaled to the reserve), so capacity one node's quiet moment would strand is
+ * used by a busy one. Every permit is debited in Redis before it is spent, so the reserve adds nothing to the
+ * fleet's bound; a node that dies strands at most one draw.
+ * @example
+ * const reserve = new Reserve(ctx, rule, 0.2, 'api') // 20% of the limit held in Redis
+ * const granted = await reserve.draw('user:1', 1)   // past this node's share
+ */
+export class Reserve {
+  readonly #ctx: ReserveContext;
+  readonly #prefix: string;
+  readonly #rule: Algorithm;
+  #fraction: number;
+  #shape: LeaseShape;
+  readonly #draws: LRUCache<string, KeyDraw>;
+  /** Until then a draw is refused without asking: the last one failed. */
+  #pausedUntil = Number.NEGATIVE_INFINITY;
+  #closed = false;
+
+  /**
+   * @param rule - the whole rule (its name names the reserve's keys)
+   * @param fraction - the part of the limit the reserve holds, in (0, 1], until the fleet's division says
+   */
+  constructor(ctx: ReserveContext, rule: Algorithm, fraction: number, prefix: string) {
+    this.#ctx = ctx;
+    this.#prefix = prefix;
+    this.#rule = rule;
+    this.#fraction = fraction;
+    this.#shape = leaseShape(rule.share(Math.max(fraction, 1 / rule.burst)));
+    // A draw pushed out of the cache still holds debited permits: give them back.
+    this.#draws = keyCache<string, KeyDraw>(ctx.maxKeys, (draw, key, reason) => {
+      if (reason === 'evict') void this.#giveBack(key, draw).catch(() => {});
+    });
+  }
+
+  /**
+   * The reserve's part of the limit in the fleet's current division: what no node holds (at least the
+   * configured reserve; more where shares round down or are too small to hold). Draws take the rule at it.
+   */
+  set fraction(fraction: number) {
+    if (fraction === this.#fraction || !(fraction >= 0 && fraction <= 1)) return;
+    this.#fraction = fraction;
+    if (this.#holds()) this.#shape = leaseShape(this.#rule.share(fraction));
+  }
+
+  /** Whether the reserve holds a whole permit of the burst (membership.lua counts it so; else it holds none). */
+  #holds(): boolean {
+    return Math.floor(this.#rule.burst * this.#fraction + 1e-9) >= 1;
+  }
+
+  /** The reserve's own burst: the most one request can draw. */
+  get burst(): number {
+    return this.#shape.rule.burst;
+  }
+
+  #stateKey(key: string): string {
+    return stateKey(this.#prefix, key, `reserve~${this.#rule.name}`);
+  }
+
+  #lesseesKey(key: string): string {
+    return stateKey(this.#prefix, key, `reserve-lessees~${this.#rule.name}`);
+  }
+
+  /**
+   * Permits for a request this node's share refused: from what it holds of the reserve, else from one draw
+   * (awaited within timeoutMs). False when the reserve is spent, failing or the request larger than it.
+   */
+  draw(key: string, permits: number): boolean | Promise<boolean> {
+    const { clock } = this.#ctx;
+    const now = clock.now();
+    let draw = this.#draws.get(key);
+    if (draw === undefined) {
+      draw = { ...emptyLease(), meter: new DemandMeter(DRAW_TARGET_MS, now) };
+      this.#draws.set(key, draw);
+    }
+    draw.meter.add(permits, now);
+    if (spendFromLease(draw, permits, now)) return true;
+    if (this.#closed || !this.#holds() || permits > this.burst || now < this.#pausedUntil) return false;
+    if (draw.pending === undefined && now < draw.emptyUntil) return false;
+    return this.#drawThenSpend(key, draw, permits);
+  }
+
+  async #drawThenSpend(key: string, draw: KeyDraw, permits: number): Promise<boolean> {
+    if (draw.pending === undefined) {
+      const batch = Math.ceil(draw.meter.expected(DRAW_TARGET_MS, this.#ctx.clock.now()));
+      this.#startDraw(key, draw, Math.min(Math.max(batch, permits), this.burst));
+    }
+    try {
+      await withDeadline(draw.pending as Promise<void>, this.#ctx.timeoutMs, 'a draw on the reserve');
+    } catch (error) {
+      this.#pause(error);
+      return false;
+    }
+    return spendFromLease(draw, permits, this.#ctx.clock.now());
+  }
+
+  #startDraw(key: string, draw: KeyDraw, want: number): void {
+    const { clock } = this.#ctx;
+    const sentAt = clock.now();
+    const ask = Math.max(want - draw.available, 1);
+    draw.pending = requestLease(this.#ctx.redis, {
+      stateKey: this.#stateKey(key),
+      lesseesKey: this.#lesseesKey(key),
+      shape: this.#shape,
+      want: ask,
+      nodeId: this.#ctx.nodeId,
+      liveMs: this.#ctx.liveMs,
+      nowMs: this.#ctx.decisionClock?.now(),
+      hoardingDivisor: DRAW_HOARDING_DIVISOR,
+    })
+      .then(
+        (reply) => {
+          creditLease(draw, reply, ask, this.#shape.windowMs !== undefined, sentAt, clock.now());
+          this.#ctx.answered();
+          if (this.#closed) return this.#giveBack(key, draw);
+          return undefined;
+        },
+        (error: unknown) => {
+          this.#pause(error);
+          throw error;
+        },
+      )
+      .finally(() => {
+        draw.pending = undefined;
+      });
+    // Waiters see the failure through their own await; this keeps an unawaited one from being unhandled.
+    draw.pending.catch(() => {});
+  }
+
+  #pause(error: unknown): void {
+    this.#pausedUntil = this.#ctx.clock.now() + this.#ctx.pauseMs;
+    this.#ctx.failed(error instanceof Error ? error : new Error(String(error)));
+  }
+
+  /** Gives back to this node's draw on the key what it spent there, up to `permits`; returns what it took back. */
+  refund(key: string, permits: number, grantedAgoMs: number): number {
+    const draw = this.#draws.get(key);
+    if (draw === undefined) return 0;
+    return refundToLease(draw, permits, grantedAgoMs, this.#shape.windowMs, this.#ctx.clock.now());
+  }
+
+  /** Forgets this node's draw on the key (a reset: what it held is dropped, as the key's local state is). */
+  forget(key: string): void {
+    this.#draws.delete(key);
+  }
+
+  async #giveBack(key: string, draw: HeldLease): Promise<void> {
+    const permits = Math.floor(draw.available);
+    if (permits < 1 || this.#ctx.clock.now() >= draw.expiresAt) return;
+    draw.available -= permits;
+    await returnLease(
+      this.#ctx.redis,
+      this.#stateKey(key),
+      this.#shape,
+      permits,
+      draw.leasedAt,
+      this.#ctx.decisionClock?.now(),
+    );
+  }
+
+  /** Hands every unspent permit back to the reserve (each within timeoutMs), so the fleet can use it. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const draws = [...this.#draws.entries()];
+    this.#draws.clear();
+    await Promise.all(
+      draws.map(async ([key, draw]) => {
+        if (draw.pending !== undefined)
+          await withDeadline(draw.pending, this.#ctx.timeoutMs, 'a draw').catch(() => undefined);
+        await withDeadline(this.#giveBack(key, draw), this.#ctx.timeoutMs, 'a hand-back').catch(() => undefined);
+      }),
+    );
+  }
+}
