@@ -94,8 +94,12 @@ describe('leased mode', () => {
 
 describe('divided mode', () => {
   const HEARTBEAT = 500;
+  // Each process records a grant when it hears it, a Redis round trip after a reserve draw was decided: the
+  // fleet's start-up spends the whole bucket at once (the founder's share and the reserve), so 10 ms of the rate
+  // is allowed for that skew in the recorded times.
+  const RECORDING_SLACK = RATE / 100;
 
-  it('even load on 4 nodes: every second after the first 2 heartbeats is within 5% of the limit', async () => {
+  it('even load on 4 nodes: never over C + R*T; every second after start-up (3 divisions) within 5% of the limit', async () => {
     const seconds = 6;
     const result = await runFleet({
       nodes: 4,
@@ -115,8 +119,11 @@ describe('divided mode', () => {
         'off by %': s === 0 ? '' : (((admitted - RATE) / RATE) * 100).toFixed(1),
       })),
     );
-    // Second 1 holds the start-up (a conservative share, then the burst); from second 2 on, the rate.
-    for (const admitted of counts.slice(1)) expect(Math.abs(admitted - RATE)).toBeLessThanOrEqual(0.05 * RATE);
+    // Seconds 1-2 hold the start-up: the founder holds the whole share and spends the burst, the others hold
+    // theirs from the third division (the second takes the founder's back: little is admitted for a
+    // heartbeat); from second 3 on, the rate, give or take the reserve's batches (30% of it is drawn from Redis).
+    for (const admitted of counts.slice(2)) expect(Math.abs(admitted - RATE)).toBeLessThanOrEqual(0.05 * RATE);
+    expect(bucketIntervalsOver(allTimes(result), CAPACITY + RECORDING_SLACK, RATE / 1_000).over).toBe(0);
   });
 
   it("80/10/5/5 skew: never over the limit; 'demand' uses more of it than 'equal' (the figures are printed)", async () => {
@@ -185,7 +192,7 @@ describe('divided mode', () => {
     });
     const { over } = bucketIntervalsOver(
       times.map((t) => t + result.startAt),
-      CAPACITY,
+      CAPACITY + RECORDING_SLACK,
       RATE / 1_000,
     );
 

@@ -123,7 +123,12 @@ describe('membership.lua', () => {
         ),
         fc.constantFrom<ShareMode>('equal', 'demand'),
         // No reserve, or one: a window whose burst is small enough that shares round (or fall under a permit).
-        fc.constantFrom({ divided: 1, burst: LIMIT }, { divided: 0.7, burst: 37 }, { divided: 0.9, burst: 8 }),
+        fc.constantFrom(
+          { divided: 1, burst: LIMIT },
+          { divided: 0.7, burst: 37 },
+          { divided: 0.9, burst: 8 },
+          { divided: 0.7, burst: 150 },
+        ),
         async (nodes, mode, { divided, burst }) => {
           const p = prefix();
           const t = 7_000_000;
@@ -214,6 +219,7 @@ describe('membership.lua', () => {
         '10000',
         '0.7',
         '1',
+        '4',
       )) as string[];
       expect(raw).toHaveLength(5);
       measured.push({ commands, divide, usPerBeat, bytes: raw.join('').length });

@@ -4,14 +4,17 @@
  */
 export class DemandMeter {
   readonly #intervalMs: number;
+  /** The weight of the interval just ended in the average (1/2 unless given: lower follows traffic slower). */
+  readonly #weight: number;
   #intervalStart: number;
   #count = 0;
   #perSecond = 0;
   #primed = false;
 
-  constructor(intervalMs: number, nowMs: number) {
+  constructor(intervalMs: number, nowMs: number, weight = 0.5) {
     this.#intervalMs = intervalMs;
     this.#intervalStart = nowMs;
+    this.#weight = weight;
   }
 
   add(permits: number, nowMs: number): void {
@@ -43,9 +46,10 @@ export class DemandMeter {
     if (elapsed < this.#intervalMs) return;
     const intervals = Math.floor(elapsed / this.#intervalMs);
     const rate = (this.#count * 1000) / this.#intervalMs;
-    // Weight 1/2 per interval: the last interval counts half, idle intervals after it decay the average.
-    this.#perSecond = this.#primed ? (this.#perSecond + rate) / 2 : rate;
-    if (intervals > 1) this.#perSecond /= 2 ** (intervals - 1);
+    const w = this.#weight;
+    this.#perSecond = this.#primed ? this.#perSecond * (1 - w) + rate * w : rate;
+    // Idle intervals after it decay the average.
+    if (intervals > 1) this.#perSecond *= (1 - w) ** (intervals - 1);
     this.#primed = true;
     this.#count = 0;
     this.#intervalStart += intervals * this.#intervalMs;

@@ -70,6 +70,9 @@ interface DivideContext {
   readonly events: EventEmitter<DividedEvents>;
 }
 
+/** The weight of the latest interval in a divided node's reported demand (see DemandMeter). */
+const DEMAND_WEIGHT = 0.125;
+
 /** What a divided store cannot do: a share of one rule says nothing of another's; a ban must hold fleet-wide. */
 const DIVIDED_CAPABILITIES: StoreCapabilities = { name: 'dividedStore', policies: false, plans: false, bans: false };
 
@@ -170,6 +173,9 @@ class DividedBinding implements BoundStore, FleetShare {
    * first heartbeat's answer, true unless that heartbeat founded the fleet (others may have spent a key).
    */
   #freshSpent: boolean | undefined;
+  /** The allocation (permits per second) this node last heard as its current one, and the fraction it then held. */
+  #seenCurrent: number | undefined;
+  #allocated: number | undefined;
   /** Settles at the first heartbeat's answer (or failure): a new node's first decisions wait for it. */
   #heard: Promise<void> | undefined;
   #hear: () => void = () => {};
@@ -209,7 +215,10 @@ class DividedBinding implements BoundStore, FleetShare {
           )
         : undefined;
     this.#bound = ctx.memory.bind({ rules: [sharedRule(rule, this)], prefix });
-    this.#meter = new DemandMeter(o.heartbeatMs, clock.now());
+    // A share follows the node's demand over several intervals (an eighth per interval): a division that moved
+    // with each interval's noise would leave the gap between two divisions' allocations to nobody (see
+    // membership.lua's reserve); the reserve absorbs what the noise asks for meanwhile.
+    this.#meter = new DemandMeter(o.heartbeatMs, clock.now(), DEMAND_WEIGHT);
     this.#leave = ctx.membership.join({
       prefix,
       rule: rule.name,
@@ -271,7 +280,22 @@ class DividedBinding implements BoundStore, FleetShare {
     this.#freshSpent ??= !summary.founded;
     const reserve = this.#reserve;
     if (reserve !== undefined && summary.reserve !== undefined) reserve.fraction = summary.reserve;
-    const allocated = allocatedFraction(summary, this.#rule.ratePerSecond, reserve === undefined);
+    let allocated = allocatedFraction(summary, this.#rule.ratePerSecond, reserve === undefined);
+    // This node's history in the fleet broke (Redis lost the fleet's keys, or this node missed a division or
+    // was taken for dead): its previous allocation there is not the one it heard, so it holds no more than it
+    // did until a whole division cycle has passed (a founder after a restart must not take the whole limit
+    // while the others still hold theirs).
+    const seen = this.#seenCurrent;
+    if (
+      allocated !== undefined &&
+      seen !== undefined &&
+      summary.current !== seen &&
+      summary.previous !== seen &&
+      this.#allocated !== undefined
+    )
+      allocated = Math.min(allocated, this.#allocated);
+    if (summary.current !== undefined) this.#seenCurrent = summary.current;
+    if (allocated !== undefined) this.#allocated = allocated;
     // Without a reserve a share under one permit is held anyway (rounded up to one by the rule): nothing else
     // would serve the node.
     const fraction =

@@ -71,9 +71,10 @@ export function creditLease(
 /**
  * How long a node waits to ask again after the central state ran short. A window's permits all come back when
  * it ends: ask then. A bucket refills continuously: were every lessee to ask as soon as one batch is back, a
- * fleet of N nodes would call N times per batch refilled (a herd splitting each batch N ways); each waits its
- * turn instead, about N batches' refill, spread at random so the fleet's asks are even, about one per batch.
- * A lone lessee asks as soon as its batch is back.
+ * fleet of N nodes would call N times per batch refilled (a herd splitting each batch N ways); each waits
+ * about N / 2 batches' refill instead, spread at random, so the fleet asks about twice per batch refilled: few
+ * calls, and never so late that the bucket fills up unasked (a burst, then a dip). A lone lessee asks as soon
+ * as its batch is back.
  */
 export function nextAskAfterEmpty(
   retryMs: number,
@@ -82,7 +83,7 @@ export function nextAskAfterEmpty(
   random: () => number = Math.random,
 ): number {
   if (windowed || liveNodes <= 1) return retryMs;
-  return retryMs * liveNodes * (0.5 + random());
+  return retryMs * liveNodes * (0.25 + 0.5 * random());
 }
 
 /** Spends `permits` from the lease if it holds them now; false (nothing spent) if not. */

@@ -2,7 +2,7 @@ import type { Clock } from '@sluice/core';
 import { describeValue } from '@sluice/core/store-kit';
 import { type RedisConnection, bySlot, stateKey, withDeadline } from '@sluice/redis/store-kit';
 import { membershipScript } from './scripts.js';
-import type { ShareMode } from './shares.js';
+import { LEAST_HELD, type ShareMode } from './shares.js';
 
 /** One divided limiter's fleet, as its heartbeat answers it. */
 export interface FleetSummary {
@@ -112,6 +112,7 @@ export async function heartbeat(redis: RedisConnection, request: HeartbeatReques
       String(l.burst),
       String(l.divided),
       l.windowed ? '1' : '0',
+      String(LEAST_HELD),
     );
   const keys = limiters.flatMap((l) => membershipKeys(l.prefix, l.rule));
   const reply = await redis.runScript(membershipScript(), keys, args);

@@ -72,13 +72,22 @@ export function allocatedFraction(summary: FleetSummary, limitPerSecond: number,
 }
 
 /**
+ * The fewest whole permits of a rule's burst a node holds locally: a share smaller than this strands more
+ * than it saves (a bucket of 1 or 2 tokens is full, its refill wasted, whenever the node's few requests pause:
+ * 1,000 nodes at 2.5 requests per second each used 83% of the limit holding theirs, 97-99% drawing on the
+ * reserve instead), so the reserve serves such a node.
+ */
+export const LEAST_HELD = 4;
+
+/**
  * The fraction of a divided limit a node holds locally: `divided` (1 - the reserve) of its allocated fraction,
- * when that is at least one whole permit of the rule's burst; else none (0), and the reserve serves the node
- * (membership.lua counts what nodes hold with the same steps, so its reserve takes exactly what they do not).
+ * when that is at least LEAST_HELD whole permits of the rule's burst; else none (0), and the reserve serves the
+ * node (membership.lua counts what nodes hold with the same steps, so its reserve takes exactly what they do
+ * not).
  * @example
  * localFraction(0.001, 100, 0.7) // 0: 0.07 of a permit, the reserve serves it
  */
 export function localFraction(allocated: number, burst: number, divided: number): number {
   const fraction = divided * allocated;
-  return Math.floor(burst * fraction + 1e-9) >= 1 ? fraction : 0;
+  return Math.floor(burst * fraction + 1e-9) >= LEAST_HELD ? fraction : 0;
 }

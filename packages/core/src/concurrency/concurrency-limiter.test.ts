@@ -151,7 +151,8 @@ describe('concurrencyLimiter in one process', () => {
     for (const slot of held) await slot.release();
     expect(store.slotKeys).toBe(0);
     await limiter.close();
-  });
+    // 400,000 awaited calls: about 5 s on a loaded 2-core machine, past vitest's default timeout.
+  }, 30_000);
 
   it('bad input: max, leaseMs, maxQueue, keys, timeouts, fn: typed errors, nothing taken', async () => {
     for (const max of [0, -1, 1.5, Number.NaN, Infinity])

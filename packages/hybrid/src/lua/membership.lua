@@ -26,12 +26,13 @@
 -- ARGV[3]  now in ms, or '' to read Redis TIME
 -- ARGV[4]  '1' when the node is leaving (its limiter closed): remove it instead of recording it
 -- ARGV[5]  the interval at which the division is made again, in ms (the heartbeat interval)
--- ARGV[6i]    limiter i's limit, in permits per second
--- ARGV[6i+1]  this node's demand for limiter i, in permits per second
--- ARGV[6i+2]  limiter i's division: 'equal' or 'demand'
--- ARGV[6i+3]  limiter i's burst (a window's limit, a bucket's capacity), in permits
--- ARGV[6i+4]  the part of the limit the shares divide (1 - the reserve); 1: no reserve
--- ARGV[6i+5]  '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
+-- ARGV[7i-1]  limiter i's limit, in permits per second
+-- ARGV[7i]    this node's demand for limiter i, in permits per second
+-- ARGV[7i+1]  limiter i's division: 'equal' or 'demand'
+-- ARGV[7i+2]  limiter i's burst (a window's limit, a bucket's capacity), in permits
+-- ARGV[7i+3]  the part of the limit the shares divide (1 - the reserve); 1: no reserve
+-- ARGV[7i+4]  '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
+-- ARGV[7i+5]  the fewest whole permits of the burst a node holds locally (a smaller share: the reserve's)
 -- Reply: an array of 5 strings per limiter: live nodes, this node's current and previous allocation ('-': none),
 --        '1' when this call founded the fleet (its first division: no node held any of the limit before), and
 --        the reserve's fraction of the limit in the current division ('-' without a reserve)
@@ -40,9 +41,9 @@
 -- only when that is at least one whole permit of the burst (else the reserve serves it); the reserve is what no
 -- node holds: for a window, the burst less the whole permits held (what rounding down leaves goes to it); for
 -- a bucket, 1 less the fractions held (a bucket's rate is not rounded). The same floating-point steps as
--- localFraction in shares.ts, so both sides round alike. A node holds the smaller of its last two allocations
--- and the reserve leaves out the larger: while a division spreads, what nodes hold and either reserve a node
--- may draw with stay within the limit.
+-- localFraction in shares.ts, so both sides round alike. A node holds the smaller of its last two allocations,
+-- and the reserve leaves out what it holds before and after hearing a division: while a division spreads, what
+-- nodes hold and either reserve a node may draw with stay within the limit.
 
 local node = ARGV[1]
 local live_ms = tonumber(ARGV[2])
@@ -96,10 +97,10 @@ end
 
 -- The fraction of the burst a node allocated `share` permits per second holds locally, and the whole permits it
 -- holds (0: none, the reserve serves it). As localFraction in shares.ts, step for step.
-local function held(share, limit, burst, divided)
+local function held(share, limit, burst, divided, least)
   local fraction = divided * math.min(1, share / limit)
   local permits = math.floor(burst * fraction + 1e-9)
-  if permits < 1 then return 0, 0 end
+  if permits < least then return 0, 0 end
   return fraction, permits
 end
 
@@ -108,11 +109,12 @@ end
 -- once, its part of the headroom, the part of the limit no node was allocated before (the whole limit in a new
 -- fleet), so a fleet starting up holds its shares from its first division and the sum held stays within the
 -- limit (the others hold at most their previous allocations).
-local function allocate(demands, allocations, n, limit, mode, burst, divided, windowed)
+local function allocate(demands, allocations, n, limit, mode, burst, divided, windowed, least)
   local level, spare = math.huge, 0
   if mode == 'demand' and n > 0 then level, spare = water_level(demands, n, limit) end
   local floor = n > 0 and (0.1 * limit) / n or 0
-  local ids, shares, previous = {}, {}, {}
+  -- Per node: its new allocation, and its current and previous ones before this division (false: none).
+  local ids, shares, currents, previouses = {}, {}, {}, {}
   local allocated, asked = 0, 0
   local start = 0
   while n > 0 do
@@ -124,29 +126,34 @@ local function allocate(demands, allocations, n, limit, mode, burst, divided, wi
     for j = 1, #page do
       local share = limit / n
       if mode == 'demand' then share = math.min(math.max(tonumber(chunk[2 * j]), floor), level) + spare end
-      local current = before[j] and string.match(before[j], '^(%S+) ')
-      ids[#ids + 1], shares[#shares + 1], previous[#previous + 1] = page[j], share, current or false
-      if current then allocated = allocated + tonumber(current) else asked = asked + share end
+      local current, previous = false, false
+      if before[j] then current, previous = string.match(before[j], '^(%S+) (%S+)') end
+      current, previous = tonumber(current) or false, tonumber(previous) or false
+      local k = #ids + 1
+      ids[k], shares[k], currents[k], previouses[k] = page[j], share, current, previous
+      if current then allocated = allocated + current else asked = asked + share end
     end
     if #chunk < 2 * CHUNK then break end
     start = start + CHUNK
   end
   local headroom = math.max(0, limit - allocated)
   local part = asked > 0 and math.min(1, headroom / asked) or 0
-  -- A node may still hold what the previous division gave it until it hears this one: the reserve is what no
-  -- node holds in either (the larger of a node's two allocations counts).
+  -- Until it hears this division a node holds what the last one let it hold (the smaller of its two
+  -- allocations then); after, at most its new allocation, now or at the next division, while a node that has
+  -- not heard that one yet may still draw with this reserve. The reserve is what no node holds in any of these.
   local fractions, permits = 0, 0
   for j = 1, #ids do
-    local f, p = held(math.max(shares[j], tonumber(previous[j]) or 0), limit, burst, divided)
+    local last_held = (currents[j] and previouses[j]) and math.min(currents[j], previouses[j]) or 0
+    local f, p = held(math.max(shares[j], last_held), limit, burst, divided, least)
     fractions, permits = fractions + f, permits + p
   end
   local reserve = windowed and (burst - permits) / burst or 1 - fractions
   for from = 1, #ids, CHUNK do
     local fields = {}
     for j = from, math.min(from + CHUNK - 1, #ids) do
-      local before = previous[j] or (part > 0 and num(shares[j] * part)) or '-'
+      local previous = currents[j] and num(currents[j]) or (part > 0 and num(shares[j] * part)) or '-'
       fields[#fields + 1] = ids[j]
-      fields[#fields + 1] = num(shares[j]) .. ' ' .. before
+      fields[#fields + 1] = num(shares[j]) .. ' ' .. previous
     end
     redis.call('HSET', allocations, unpack(fields))
   end
@@ -156,9 +163,10 @@ end
 local reply = {}
 for i = 1, #KEYS / 4 do
   local members, demands, summary, allocations = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
-  local a = 6 * i
+  local a = 7 * i - 1
   local limit, mode = tonumber(ARGV[a]), ARGV[a + 2]
   local burst, divided, windowed = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5] == '1'
+  local least = tonumber(ARGV[a + 6])
   if leaving then
     redis.call('ZREM', members, node)
     redis.call('ZREM', demands, node)
@@ -173,7 +181,7 @@ for i = 1, #KEYS / 4 do
   if not leaving and (at == false or now - tonumber(at) >= interval or now < tonumber(at)) then
     drop_dead(members, demands, allocations, now - live_ms)
     nodes = redis.call('ZCARD', members)
-    reserve = num(allocate(demands, allocations, nodes, limit, mode, burst, divided, windowed))
+    reserve = num(allocate(demands, allocations, nodes, limit, mode, burst, divided, windowed, least))
     redis.call('HSET', summary, 'at', num(now), 'nodes', nodes, 'reserve', reserve)
     -- Renewed once per interval by the division any live node makes: the fleet's keys outlive its last node
     -- by 2 x liveMs.
