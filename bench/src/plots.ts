@@ -206,3 +206,87 @@ export function redisPeersPlot(rows: readonly RedisRow[]): string {
     groups,
   );
 }
+
+/** bench/results/fleet.json's rows, as far as the fleet-scale plot reads them (fleet.bench.ts writes them). */
+export interface FleetScaleRow {
+  readonly scenario: string;
+  readonly mode: string;
+  readonly nodes: number;
+  readonly redisUsPerDecision: number;
+  readonly utilisationMean: number;
+}
+
+/**
+ * Two panels against the fleet's size (a log scale of nodes), one line per mode, for one scenario: Redis CPU
+ * per decision, and the share of the ideal admitted in the steady seconds.
+ */
+export function fleetScalePlot(rows: readonly FleetScaleRow[], scenario: string): string {
+  const chosen = rows.filter((r) => r.scenario === scenario);
+  const modes = [...new Set(chosen.map((r) => r.mode))];
+  const sizes = [...new Set(chosen.map((r) => r.nodes))].sort((a, b) => a - b);
+  const width = 1_000;
+  const panelWidth = 400;
+  const panelHeight = 260;
+  const top = 90;
+  const lefts = [80, 80 + panelWidth + 110];
+  const body: string[] = [];
+  body.push(
+    text(
+      20,
+      26,
+      `At fleet scale (${scenario} load): Redis cost and use of the limit`,
+      'font-size="16" font-weight="600"',
+    ),
+  );
+  body.push(
+    text(
+      20,
+      46,
+      'N nodes in one process sharing 4 clients, one token bucket of 4,000/s offered 4,800/s (bench/src/fleet.bench.ts).',
+      'fill="#555"',
+    ),
+  );
+  body.push(
+    `<text x="20" y="66" fill="#555">${modes
+      .map((m) => `<tspan fill="${COLORS[m] ?? '#333'}">&#9632; ${m}</tspan>`)
+      .join('  ')}</text>`,
+  );
+  const logX = (n: number, left: number) => {
+    const lo = Math.log(sizes[0] ?? 1);
+    const hi = Math.log(sizes[sizes.length - 1] ?? 2);
+    return left + ((Math.log(n) - lo) / Math.max(hi - lo, 1e-9)) * panelWidth;
+  };
+  const panels = [
+    { title: 'Redis CPU per decision (us)', value: (r: FleetScaleRow) => r.redisUsPerDecision, percent: false },
+    {
+      title: 'Admitted of the ideal, steady seconds (%)',
+      value: (r: FleetScaleRow) => 100 * r.utilisationMean,
+      percent: true,
+    },
+  ];
+  panels.forEach((panel, p) => {
+    const left = lefts[p] as number;
+    const values = chosen.map(panel.value);
+    const yMax = panel.percent ? 105 : Math.max(...values, 1) * 1.1;
+    const yMin = panel.percent ? Math.min(80, ...values) : 0;
+    const y = (v: number) => top + panelHeight - ((v - yMin) / (yMax - yMin)) * panelHeight;
+    body.push(text(left, top - 12, panel.title, 'font-weight="600"'));
+    const step = niceStep(yMax - yMin, 5);
+    for (let v = Math.ceil(yMin / step) * step; v <= yMax; v += step) {
+      body.push(`<line x1="${left}" y1="${px(y(v))}" x2="${left + panelWidth}" y2="${px(y(v))}" stroke="#eee"/>`);
+      body.push(text(left - 6, y(v) + 4, shortNumber(v), 'text-anchor="end" fill="#777" font-size="11"'));
+    }
+    for (const n of sizes)
+      body.push(text(logX(n, left), top + panelHeight + 18, `${n}`, 'text-anchor="middle" fill="#555"'));
+    body.push(text(left + panelWidth / 2, top + panelHeight + 36, 'nodes', 'text-anchor="middle" fill="#555"'));
+    for (const mode of modes) {
+      const line = chosen.filter((r) => r.mode === mode).sort((a, b) => a.nodes - b.nodes);
+      const color = COLORS[mode] ?? '#333';
+      const points = line.map((r) => `${px(logX(r.nodes, left))},${px(y(panel.value(r)))}`);
+      body.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points.join(' ')}"/>`);
+      for (const r of line)
+        body.push(`<circle cx="${px(logX(r.nodes, left))}" cy="${px(y(panel.value(r)))}" r="3" fill="${color}"/>`);
+    }
+  });
+  return svgDocument(`At fleet scale (${scenario})`, width, top + panelHeight + 50, body);
+}

@@ -8,8 +8,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   type CoreRow,
+  type FleetScaleRow,
   type FleetTimelines,
   type RedisRow,
+  fleetScalePlot,
   fleetTimelinePlot,
   localPeersPlot,
   redisPeersPlot,
@@ -27,6 +29,10 @@ export function pictures(): { file: string; svg: string }[] {
     },
     { file: results('local-peers.svg'), svg: localPeersPlot(readJson<{ rows: CoreRow[] }>('core.json').rows) },
     { file: results('redis-peers.svg'), svg: redisPeersPlot(readJson<{ rows: RedisRow[] }>('redis.json').rows) },
+    ...(['even', 'skewed'] as const).map((scenario) => ({
+      file: results(`fleet-scale-${scenario}.svg`),
+      svg: fleetScalePlot(readJson<{ rows: FleetScaleRow[] }>('fleet.json').rows, scenario),
+    })),
   ];
 }
 

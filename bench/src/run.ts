@@ -8,6 +8,7 @@ const benches = [
   'hybrid.bench.ts',
   'presence.bench.ts',
   'deadline.bench.ts',
+  'fleet.bench.ts',
   'render-plots.ts',
 ];
 for (const file of benches) {

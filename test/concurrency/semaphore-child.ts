@@ -12,8 +12,17 @@ const env = process.env;
 const redis = new Redis(env.REDIS_URL as string);
 const counter = new Redis(env.REDIS_URL as string);
 const leaseMs = Number(env.LEASE_MS ?? 30_000);
-// A lease must leave room for a renewal to reach Redis (at least 4 x the store's timeoutMs).
-const store = redisStore({ redis, timeoutMs: Math.min(1_000, leaseMs / 4), failMode: 'closed' });
+// A lease must leave room for a renewal to reach Redis (at least 4 x the store's timeoutMs). FAIL_MODE=default
+// and TIMEOUT_MS=default leave the store's defaults ('local', 50 ms), as a new user's would be.
+const failMode = (env.FAIL_MODE ?? 'closed') as 'local' | 'open' | 'closed' | 'default';
+const timeoutMs = env.TIMEOUT_MS === 'default' ? undefined : Number(env.TIMEOUT_MS ?? Math.min(1_000, leaseMs / 4));
+const store = redisStore({
+  redis,
+  ...(timeoutMs === undefined ? {} : { timeoutMs }),
+  ...(failMode === 'default' ? {} : { failMode }),
+});
+let storeErrors = 0;
+store.on('store-error', () => storeErrors++);
 const limiter = concurrencyLimiter({ max: Number(env.MAX), store, prefix: env.PREFIX as string, leaseMs });
 const key = env.KEY ?? 'job';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -71,4 +80,6 @@ await limiter.close();
 await store.close();
 redis.disconnect();
 counter.disconnect();
-process.stdout.write(`\nSLUICE-RESULT ${JSON.stringify({ entries, over, worst, elapsedMs })}\n`, () => process.exit(0));
+process.stdout.write(`\nSLUICE-RESULT ${JSON.stringify({ entries, over, worst, elapsedMs, storeErrors })}\n`, () =>
+  process.exit(0),
+);

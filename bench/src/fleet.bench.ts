@@ -1,0 +1,156 @@
+/**
+ * The fleet simulator: N nodes (8, 64, 256, 1,000), each a store of its own sharing 4 Redis clients in this
+ * process (test/harness/fleet-sim.ts), against a throwaway redis-server, in exact, leased and divided mode, one
+ * token bucket of 4,000 per second (capacity 4,000) offered 1.2 x that as Poisson arrivals: evenly, skewed
+ * (Zipf over the nodes), and in a rolling deploy (at 256 nodes: every node replaced in waves of a quarter, each
+ * new one starting half a second after the one it replaces stopped). Each run has a server of its own; Redis's
+ * own accounting (INFO cpu, commandstats, stats) gives its cost. Reports per run: Redis CPU per second and per
+ * decision, script calls and bytes per decision, utilisation of the ideal (the limit, or what was offered if
+ * less) in each steady second, the worst second over the limit, when it converged, this process's CPU per
+ * decision, store-error events and deadlines. The per-node traffic is scaled down with N to what one process on
+ * this machine can offer (4,800 per second in all): at 1,000 nodes a node sees about 5 requests per second,
+ * the regime where divided mode's shares are too small to hold and its reserve serves most requests.
+ *
+ *   node --conditions=sluice-source --import tsx bench/src/fleet.bench.ts   (npm run bench:fleet)
+ *   FLEET_NODES=64,256 FLEET_SECONDS=8 ...                                   (a smaller sweep)
+ */
+import { fileURLToPath } from 'node:url';
+import { tokenBucket } from '@sluice/core';
+import { Redis } from 'ioredis';
+import { type FleetMode, type NodePlan, simulateFleet } from '../../test/harness/fleet-sim.js';
+import { spawnRedisServer } from '../../test/harness/redis-server.js';
+import { redisCpuUs, scriptCalls, writeJson } from './harness.js';
+
+const SIZES = (process.env.FLEET_NODES ?? '8,64,256,1000').split(',').map(Number);
+const MODES: readonly FleetMode[] = ['exact', 'leased', 'divided'];
+const SECONDS = Number(process.env.FLEET_SECONDS ?? 10);
+/** Seconds before this are start-up (divided: a founder, then three divisions at 1 s). */
+const STEADY_FROM = 5;
+const LIMIT = 4_000;
+const OFFERED = 1.2 * LIMIT;
+
+export type Scenario = 'even' | 'skewed' | 'rolling deploy';
+
+export interface FleetRow {
+  readonly scenario: Scenario;
+  readonly mode: FleetMode;
+  readonly nodes: number;
+  /** redis-server CPU over the run, as a share of one core. */
+  readonly redisCpuShare: number;
+  readonly redisUsPerDecision: number;
+  readonly scriptCallsPerDecision: number;
+  /** Bytes in and out of Redis per decision. */
+  readonly bytesPerDecision: number;
+  /** Admitted against the ideal (the limit, or what was offered if less), in the steady seconds. */
+  readonly utilisationMean: number;
+  readonly utilisationMin: number;
+  /** The most any steady second admitted past the limit, as a share of it (0: never over). */
+  readonly worstOver: number;
+  /** The first second from which every steady second used at least 95% of the ideal (undefined: never). */
+  readonly convergedAtSecond: number | undefined;
+  readonly clientUsPerDecision: number;
+  readonly storeErrors: number;
+  readonly deadlinesMissed: number;
+  /** Admitted per second, the whole run. */
+  readonly admittedPerSecond: readonly number[];
+}
+
+/** Zipf weights (s = 1) over n nodes, summing to 1. */
+function zipf(n: number): number[] {
+  const raw = Array.from({ length: n }, (_, i) => 1 / (i + 1));
+  const total = raw.reduce((a, b) => a + b, 0);
+  return raw.map((w) => w / total);
+}
+
+function plans(scenario: Scenario, nodes: number): NodePlan[] {
+  if (scenario === 'skewed') return zipf(nodes).map((w) => ({ rate: () => OFFERED * w }));
+  const even = { rate: () => OFFERED / nodes };
+  if (scenario === 'even') return Array.from({ length: nodes }, () => even);
+  // Four waves from 3 s: each node stops, its replacement starts 500 ms later (a new id, as a new pod).
+  const wave = (i: number) => 3_000 + (i % 4) * 1_500;
+  return [
+    ...Array.from({ length: nodes }, (_, i) => ({ ...even, stopMs: wave(i) })),
+    ...Array.from({ length: nodes }, (_, i) => ({ ...even, startMs: wave(i) + 500 })),
+  ];
+}
+
+async function netBytes(redis: Redis): Promise<number> {
+  const info = await redis.info('stats');
+  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, 'm').exec(info)?.[1] ?? 0);
+  return field('total_net_input_bytes') + field('total_net_output_bytes');
+}
+
+async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<FleetRow> {
+  const server = await spawnRedisServer();
+  const clients = Array.from({ length: 4 }, () => new Redis(server.url));
+  const admin = new Redis(server.url);
+  try {
+    const [cpu0, calls0, bytes0] = [await redisCpuUs(admin), await scriptCalls(admin), await netBytes(admin)];
+    const r = await simulateFleet({
+      mode,
+      plans: plans(scenario, nodes),
+      rule: tokenBucket({ capacity: LIMIT, refillPerSecond: LIMIT }),
+      durationMs: SECONDS * 1_000,
+      clients,
+      seed: nodes,
+    });
+    const cpu = (await redisCpuUs(admin)) - cpu0;
+    const calls = (await scriptCalls(admin)) - calls0;
+    const bytes = (await netBytes(admin)) - bytes0;
+    const steady = r.admittedPerSecond.slice(STEADY_FROM, SECONDS - 1).map((admitted, s) => {
+      const ideal = Math.min(LIMIT, r.offeredPerSecond[STEADY_FROM + s] ?? LIMIT);
+      return { admitted, ideal };
+    });
+    const utilisation = steady.map((s) => s.admitted / s.ideal);
+    const converged = r.admittedPerSecond.findIndex((_, from) =>
+      r.admittedPerSecond
+        .slice(from, SECONDS - 1)
+        .every((a, k) => a >= 0.95 * Math.min(LIMIT, r.offeredPerSecond[from + k] ?? LIMIT)),
+    );
+    const round = (x: number, digits = 2) => Number(x.toFixed(digits));
+    return {
+      scenario,
+      mode,
+      nodes,
+      redisCpuShare: round(cpu / (SECONDS * 1e6), 4),
+      redisUsPerDecision: round(cpu / r.decisions),
+      scriptCallsPerDecision: round(calls / r.decisions, 3),
+      bytesPerDecision: round(bytes / r.decisions, 1),
+      utilisationMean: round(utilisation.reduce((a, b) => a + b, 0) / utilisation.length, 4),
+      utilisationMin: round(Math.min(...utilisation), 4),
+      worstOver: round(Math.max(0, ...steady.map((s) => s.admitted / LIMIT - 1)), 4),
+      convergedAtSecond: converged < 0 || converged >= SECONDS - 1 ? undefined : converged + 1,
+      clientUsPerDecision: round(r.clientUsPerDecision, 1),
+      storeErrors: r.storeErrors,
+      deadlinesMissed: r.deadlinesMissed,
+      admittedPerSecond: r.admittedPerSecond,
+    };
+  } finally {
+    for (const client of [...clients, admin]) client.disconnect();
+    await server.stop();
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const rows: FleetRow[] = [];
+  const jobs: [Scenario, number][] = [
+    ...SIZES.flatMap((n) => [['even', n] as [Scenario, number], ['skewed', n] as [Scenario, number]]),
+    ...(SIZES.includes(256) ? [['rolling deploy', 256] as [Scenario, number]] : []),
+  ];
+  for (const [scenario, nodes] of jobs) {
+    for (const mode of MODES) {
+      const row = await run(scenario, mode, nodes);
+      rows.push(row);
+      const { admittedPerSecond: _, ...shown } = row;
+      console.log(JSON.stringify(shown));
+    }
+  }
+  console.table(rows.map(({ admittedPerSecond: _, ...shown }) => shown));
+  writeJson(fileURLToPath(new URL('../results/fleet.json', import.meta.url)), {
+    limitPerSecond: LIMIT,
+    offeredPerSecond: OFFERED,
+    seconds: SECONDS,
+    steadyFrom: STEADY_FROM,
+    rows,
+  });
+}
