@@ -24,6 +24,7 @@ export const SLUICE_ACL = [
   '+set',
   '+pexpire',
   '+time',
+  '+hget',
   '+hmget',
   '+hset',
   '+hdel',
