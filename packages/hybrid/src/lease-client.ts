@@ -100,6 +100,33 @@ export async function returnLease(
   );
 }
 
+/** What a node holds of a central state, as giveBack reads and empties it (see key-lease.ts's HeldLease). */
+interface Returnable {
+  available: number;
+  readonly expiresAt: number;
+  readonly leasedAt: number;
+}
+
+/**
+ * Hands back the whole permits `held` has left (returnLease), unless its window has ended; they leave `held`
+ * before the call, so a decision meanwhile cannot spend them too.
+ * @example
+ * await giveBack(redis, stateKey, shape, lease, clock.now(), undefined) // at close, or an evicted lease
+ */
+export async function giveBack(
+  redis: RedisConnection,
+  stateKey: string,
+  shape: LeaseShape,
+  held: Returnable,
+  nowMs: number,
+  decisionNowMs: number | undefined,
+): Promise<void> {
+  const permits = Math.floor(held.available);
+  if (permits < 1 || nowMs >= held.expiresAt) return;
+  held.available -= permits;
+  await returnLease(redis, stateKey, shape, permits, held.leasedAt, decisionNowMs);
+}
+
 /** Takes `permits` from the rule's central state past its limit (adjust.lua): a penalty this node's lease could not cover. */
 export async function penalizeCentrally(
   redis: RedisConnection,

@@ -40,7 +40,7 @@ import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
 import { type HeldLease, creditLease, emptyLease, refundToLease, spendFromLease } from './key-lease.js';
-import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, returnLease } from './lease-client.js';
+import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, giveBack } from './lease-client.js';
 import { LEASED_STORE_OPTIONS, type LeasedStoreOptions } from './leased-options.js';
 import { hybridRule } from './supported-rule.js';
 import { leaseScript } from './scripts.js';
@@ -528,16 +528,13 @@ class LeasedBinding implements BoundStore {
     }
   }
 
-  async #giveBack(key: string, lease: KeyLease): Promise<void> {
-    const permits = Math.floor(lease.available);
-    if (permits < 1 || this.#clock.now() >= lease.expiresAt) return;
-    lease.available -= permits;
-    await returnLease(
+  #giveBack(key: string, lease: KeyLease): Promise<void> {
+    return giveBack(
       this.#ctx.redis,
       this.#stateKey(key),
       this.#shape,
-      permits,
-      lease.leasedAt,
+      lease,
+      this.#clock.now(),
       this.#ctx.decisionClock?.now(),
     );
   }

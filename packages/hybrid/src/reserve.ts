@@ -4,7 +4,7 @@ import { type RedisConnection, stateKey, withDeadline } from '@sluice/redis/stor
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import { type HeldLease, creditLease, emptyLease, refundToLease, spendFromLease } from './key-lease.js';
-import { type LeaseShape, leaseShape, requestLease, returnLease } from './lease-client.js';
+import { type LeaseShape, leaseShape, requestLease, giveBack } from './lease-client.js';
 
 /** A draw is about this many ms of a key's recent overflow past this node's share. */
 const DRAW_TARGET_MS = 100;
@@ -186,16 +186,13 @@ export class Reserve {
     this.#draws.delete(key);
   }
 
-  async #giveBack(key: string, draw: HeldLease): Promise<void> {
-    const permits = Math.floor(draw.available);
-    if (permits < 1 || this.#ctx.clock.now() >= draw.expiresAt) return;
-    draw.available -= permits;
-    await returnLease(
+  #giveBack(key: string, draw: HeldLease): Promise<void> {
+    return giveBack(
       this.#ctx.redis,
       this.#stateKey(key),
       this.#shape,
-      permits,
-      draw.leasedAt,
+      draw,
+      this.#ctx.clock.now(),
       this.#ctx.decisionClock?.now(),
     );
   }
