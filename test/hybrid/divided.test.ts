@@ -5,6 +5,7 @@
  */
 import { ManualClock, SluiceRangeError, tokenBucket } from '@sluice/core';
 import type { DividedStore, MembershipEvent } from '@sluice/hybrid';
+import { membershipKeys } from '../../packages/hybrid/src/membership.js';
 import { dividedLimiterOn, type OwnedLimiter } from '../harness/hybrid.js';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -159,6 +160,35 @@ describe('dividedLimiter', () => {
     const before = await evalCalls(redis().redis);
     for (let i = 0; i < 20_000; i++) await a.tryAcquire(`k${i % 100}`);
     expect(await evalCalls(redis().redis)).toBe(before);
+    await a.close();
+  });
+
+  it('a fleet heartbeating faster than Redis should be asked is warned, naming heartbeatMs and what it needs', async () => {
+    const p = prefix();
+    const [members, demands] = membershipKeys(p, 'tb-100-10ps');
+    // 600 other live nodes, as Redis would hold them: with this node, 601 x 1000 / 100 ms = 6,010 a second.
+    const now = Date.now();
+    const seen: (string | number)[] = [];
+    for (let i = 0; i < 600; i++) seen.push(now, `other-${i}`);
+    await redis().redis.zadd(members, ...seen);
+    await redis().redis.zadd(demands, ...seen.map((v, i) => (i % 2 === 0 ? 1 : v)));
+    const warned = new Promise<Error & { code?: string }>((resolve) => {
+      const on = (w: Error & { code?: string }) => {
+        if (w.code !== 'SLUICE_FLEET_HEARTBEATS') return;
+        process.off('warning', on);
+        resolve(w);
+      };
+      process.on('warning', on);
+    });
+    const a = dividedLimiterOn({
+      rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
+      redis: redis().redis,
+      prefix: p,
+      heartbeatMs: 100,
+    });
+    const warning = await warned;
+    expect(warning.message).toMatch(/601 nodes heartbeating every 100 ms \(heartbeatMs\)/);
+    expect(warning.message).toMatch(/heartbeatMs >= 121/);
     await a.close();
   });
 

@@ -19,6 +19,7 @@ import {
   parseOptions,
   registerStatus,
   sharedRule,
+  warnOnce,
 } from '@sluice/core/store-kit';
 import { type RedisConnection, StartupChecks, adjustScript, storeClocks, withDeadline } from '@sluice/redis/store-kit';
 import { EventEmitter } from 'eventemitter3';
@@ -69,6 +70,12 @@ interface DivideContext {
   readonly membership: Membership;
   readonly events: EventEmitter<DividedEvents>;
 }
+
+/**
+ * The most heartbeats per second a divided fleet may send its Redis before it is warned (SLUICE_FLEET_HEARTBEATS):
+ * at about 20 us each (bench/results/presence.json) a tenth of a Redis core, for one limiter.
+ */
+const MAX_FLEET_HEARTBEATS_PER_SECOND = 5_000;
 
 /** The weight of the latest interval in a divided node's reported demand (see DemandMeter). */
 const DEMAND_WEIGHT = 0.125;
@@ -277,6 +284,14 @@ class DividedBinding implements BoundStore, FleetShare {
   #onSummary(summary: FleetSummary): void {
     this.#recovered();
     this.#heardFirst();
+    const { heartbeatMs } = this.#ctx.o;
+    if ((summary.nodes * 1_000) / heartbeatMs > MAX_FLEET_HEARTBEATS_PER_SECOND)
+      warnOnce(
+        'SLUICE_FLEET_HEARTBEATS',
+        `divided limiter ${JSON.stringify(this.#prefix)}: ${summary.nodes} nodes heartbeating every ${heartbeatMs} ms ` +
+          `(heartbeatMs) ask Redis ${Math.round((summary.nodes * 1_000) / heartbeatMs)} times a second; a fleet this ` +
+          `size needs heartbeatMs >= ${Math.ceil((summary.nodes * 1_000) / MAX_FLEET_HEARTBEATS_PER_SECOND)}.`,
+      );
     this.#freshSpent ??= !summary.founded;
     const reserve = this.#reserve;
     if (reserve !== undefined && summary.reserve !== undefined) reserve.fraction = summary.reserve;

@@ -23,6 +23,10 @@ export const WARNINGS = {
   SLUICE_EVICTING_REDIS:
     'Run limiters on a Redis with maxmemory-policy noeviction (writes then fail, and failMode decides), or one ' +
     "with no maxmemory; see the README's production section.",
+  /** A divided fleet heartbeats faster than its Redis can be asked to sustain (its size x 1000 / heartbeatMs). */
+  SLUICE_FLEET_HEARTBEATS:
+    'Raise heartbeatMs for a fleet this size (the warning names the least that keeps it under 5,000 heartbeats ' +
+    'per second).',
   /** instrumentSluice() found no MeterProvider registered globally: its instruments record nothing. */
   SLUICE_OTEL_NO_PROVIDER:
     'Register the OpenTelemetry SDK before calling instrumentSluice(), or pass it a meterProvider.',
