@@ -412,9 +412,15 @@ class DividedBinding implements BoundStore, FleetShare {
     if (rest > 0 && this.#fraction > 0) void this.#bound.refund?.(key, rest, grantedAgoMs);
   }
 
-  /** Takes from this node's share of the key, past it if need be: this node denies the key until it drains. */
-  penalize(key: string, permits: number): void {
-    if (this.#fraction > 0) void this.#bound.penalize?.(key, permits);
+  /**
+   * Takes from this node's draw on the key's reserve, then from its share of the key, past it if need be: this
+   * node denies the key until it drains. A node that holds none of the divided part takes the rest from the
+   * reserve in Redis (past its limit, so every node pays).
+   */
+  async penalize(key: string, permits: number): Promise<void> {
+    const holds = this.#fraction > 0;
+    const rest = this.#reserve === undefined ? permits : await this.#reserve.penalize(key, permits, !holds);
+    if (rest > 0 && holds) await this.#bound.penalize?.(key, rest);
   }
 
   /** The limiter closed: it leaves its membership (one last call), so the others take up its share. */

@@ -1,10 +1,10 @@
-import type { Algorithm, Clock } from '@sluice/core';
+import { type Algorithm, type Clock, SluiceError } from '@sluice/core';
 import { keyCache } from '@sluice/core/store-kit';
 import { type RedisConnection, stateKey, withDeadline } from '@sluice/redis/store-kit';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
-import { type HeldLease, creditLease, emptyLease, refundToLease, spendFromLease } from './key-lease.js';
-import { type LeaseShape, leaseShape, requestLease, giveBack } from './lease-client.js';
+import { type HeldLease, creditLease, emptyLease, heldNow, refundToLease, spendFromLease } from './key-lease.js';
+import { type LeaseShape, giveBack, leaseShape, penalizeCentrally, requestLease } from './lease-client.js';
 
 /** A draw is about this many ms of a key's recent overflow past this node's share. */
 const DRAW_TARGET_MS = 100;
@@ -179,6 +179,33 @@ export class Reserve {
     const draw = this.#draws.get(key);
     if (draw === undefined) return 0;
     return refundToLease(draw, permits, grantedAgoMs, this.#shape.windowMs, this.#ctx.clock.now());
+  }
+
+  /**
+   * A penalty on the key: taken from what this node holds of its draw first; what that cannot cover is the
+   * caller's (its share's), or, with `central`, taken from the reserve in Redis past its limit (adjust.lua).
+   */
+  async penalize(key: string, permits: number, central: boolean): Promise<number> {
+    const draw = this.#draws.get(key);
+    const held = draw === undefined ? 0 : Math.min(heldNow(draw, this.#ctx.clock.now()), permits);
+    if (draw !== undefined) draw.available -= held;
+    const rest = permits - held;
+    if (rest === 0 || !central) return rest;
+    try {
+      await withDeadline(
+        penalizeCentrally(this.#ctx.redis, this.#stateKey(key), this.#shape, rest, this.#ctx.decisionClock?.now()),
+        this.#ctx.timeoutMs,
+        'a penalty on the reserve',
+      );
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new SluiceError(
+        'STORE_UNAVAILABLE',
+        `penalize(${JSON.stringify(key)}) could not take ${rest} permits from the reserve on Redis: ${why}`,
+        { cause: error },
+      );
+    }
+    return 0;
   }
 
   /** Forgets this node's draw on the key (a reset: what it held is dropped, as the key's local state is). */
