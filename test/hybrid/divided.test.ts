@@ -38,6 +38,20 @@ async function evalCalls(r: Redis): Promise<number> {
   return [...stats.matchAll(/cmdstat_(?:evalsha|eval|fcall):calls=(\d+)/g)].reduce((sum, m) => sum + Number(m[1]), 0);
 }
 
+/**
+ * One node of a divided fleet on `p`: a bucket of 100 that refills a permit in about 3 hours, so what a node
+ * admits is what its share (and the reserve) holds.
+ */
+function fleetNode(p: string, id: string, o: { heartbeatMs: number; reserve: number }): OwnedLimiter<DividedStore> {
+  return dividedLimiterOn({
+    rules: tokenBucket({ capacity: 100, refillPerSecond: 0.0001 }),
+    redis: redis().redis,
+    prefix: p,
+    nodeId: id,
+    ...o,
+  });
+}
+
 describe('dividedLimiter', () => {
   it('reserve 0: starts with a conservative share, then takes its share from the membership, scaling what it holds', async () => {
     const clock = new ManualClock(0);
@@ -63,16 +77,7 @@ describe('dividedLimiter', () => {
 
   it("'equal': two nodes each enforce half; when one leaves, the other takes the whole limit", async () => {
     const p = prefix();
-    // A bucket that refills a permit in about 3 hours: what each node admits is what its share holds.
-    const make = (id: string) =>
-      dividedLimiterOn({
-        rules: tokenBucket({ capacity: 100, refillPerSecond: 0.0001 }),
-        redis: redis().redis,
-        prefix: p,
-        heartbeatMs: 50,
-        nodeId: id,
-        reserve: 0,
-      });
+    const make = (id: string) => fleetNode(p, id, { heartbeatMs: 50, reserve: 0 });
     const a = make('a');
     const b = make('b');
     const half = (l: OwnedLimiter<DividedStore>) => membership(l, (e) => e.nodes === 2 && e.share === 0.5);
@@ -90,15 +95,7 @@ describe('dividedLimiter', () => {
 
   it('with a reserve: a new fleet holds its shares at once; a node joining it holds none until two divisions allocate it', async () => {
     const p = prefix();
-    const make = (id: string) =>
-      dividedLimiterOn({
-        rules: tokenBucket({ capacity: 100, refillPerSecond: 0.0001 }),
-        redis: redis().redis,
-        prefix: p,
-        heartbeatMs: 50,
-        nodeId: id,
-        reserve: 0.2,
-      });
+    const make = (id: string) => fleetNode(p, id, { heartbeatMs: 50, reserve: 0.2 });
     const a = make('a');
     // Its first decision waits for its first heartbeat: alone in a new fleet, it holds 80 at once, and the
     // reserve has 20 more.
@@ -119,15 +116,7 @@ describe('dividedLimiter', () => {
 
   it('with a reserve: a refund goes back where the grant came from; a closing node hands its unspent draws back', async () => {
     const p = prefix();
-    const make = (id: string) =>
-      dividedLimiterOn({
-        rules: tokenBucket({ capacity: 100, refillPerSecond: 0.0001 }),
-        redis: redis().redis,
-        prefix: p,
-        heartbeatMs: 60_000,
-        nodeId: id,
-        reserve: 0.5,
-      });
+    const make = (id: string) => fleetNode(p, id, { heartbeatMs: 60_000, reserve: 0.5 });
     const a = make('a');
     // Its share (50) first, then the reserve (50): a refund of a reserve grant goes back to the draw.
     expect(await admitted(a, 'k', 50)).toBe(50);
