@@ -13,6 +13,9 @@
  *
  *   node --conditions=sluice-source --import tsx bench/src/fleet.bench.ts   (npm run bench:fleet)
  *   FLEET_NODES=64,256 FLEET_SECONDS=8 ...                                   (a smaller sweep)
+ *   FLEET_NODES=1000 FLEET_SCENARIOS=even FLEET_MODES=exact,leased FLEET_ROUNDS=3 ...
+ *     (one comparison in interleaved rounds: each row is the round of median Redis CPU per decision, with
+ *     every round's figure beside it; the JSON goes to fleet-rounds.json, leaving the full sweep's alone)
  */
 import { fileURLToPath } from 'node:url';
 import { tokenBucket } from '@sluice/core';
@@ -22,7 +25,9 @@ import { spawnRedisServer } from '../../test/harness/redis-server.js';
 import { redisCpuUs, scriptCalls, writeJson } from './harness.js';
 
 const SIZES = (process.env.FLEET_NODES ?? '8,64,256,1000').split(',').map(Number);
-const MODES: readonly FleetMode[] = ['exact', 'leased', 'divided'];
+const MODES = (process.env.FLEET_MODES ?? 'exact,leased,divided').split(',') as FleetMode[];
+const SCENARIOS = (process.env.FLEET_SCENARIOS ?? 'even,skewed,rolling deploy').split(',') as Scenario[];
+const ROUNDS = Number(process.env.FLEET_ROUNDS ?? 1);
 const SECONDS = Number(process.env.FLEET_SECONDS ?? 10);
 /** Seconds before this are start-up (divided: a founder, then three divisions at 1 s). */
 const STEADY_FROM = 5;
@@ -53,6 +58,8 @@ export interface FleetRow {
   readonly deadlinesMissed: number;
   /** Admitted per second, the whole run. */
   readonly admittedPerSecond: readonly number[];
+  /** With FLEET_ROUNDS > 1: every round's Redis CPU per decision (this row is the median one's round). */
+  readonly redisUsPerDecisionRounds?: readonly number[];
 }
 
 /** Zipf weights (s = 1) over n nodes, summing to 1. */
@@ -131,26 +138,44 @@ async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<
   }
 }
 
+/** The round of median Redis CPU per decision, with every round's figure. */
+function medianRound(rounds: readonly FleetRow[]): FleetRow {
+  const sorted = [...rounds].sort((a, b) => a.redisUsPerDecision - b.redisUsPerDecision);
+  const median = sorted[Math.floor((sorted.length - 1) / 2)] as FleetRow;
+  return rounds.length === 1
+    ? median
+    : { ...median, redisUsPerDecisionRounds: rounds.map((r) => r.redisUsPerDecision) };
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const rows: FleetRow[] = [];
   const jobs: [Scenario, number][] = [
-    ...SIZES.flatMap((n) => [['even', n] as [Scenario, number], ['skewed', n] as [Scenario, number]]),
-    ...(SIZES.includes(256) ? [['rolling deploy', 256] as [Scenario, number]] : []),
+    ...SIZES.flatMap((n) => SCENARIOS.filter((s) => s !== 'rolling deploy').map((s) => [s, n] as [Scenario, number])),
+    ...(SIZES.includes(256) && SCENARIOS.includes('rolling deploy')
+      ? [['rolling deploy', 256] as [Scenario, number]]
+      : []),
   ];
   for (const [scenario, nodes] of jobs) {
-    for (const mode of MODES) {
-      const row = await run(scenario, mode, nodes);
-      rows.push(row);
-      const { admittedPerSecond: _, ...shown } = row;
-      console.log(JSON.stringify(shown));
+    // Modes interleaved round by round, so a drift of the machine falls on every mode alike.
+    const rounds = new Map<FleetMode, FleetRow[]>(MODES.map((mode) => [mode, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const mode of MODES) {
+        const row = await run(scenario, mode, nodes);
+        rounds.get(mode)?.push(row);
+        const { admittedPerSecond: _, ...shown } = row;
+        console.log(JSON.stringify(shown));
+      }
     }
+    for (const mode of MODES) rows.push(medianRound(rounds.get(mode) ?? []));
   }
   console.table(rows.map(({ admittedPerSecond: _, ...shown }) => shown));
-  writeJson(fileURLToPath(new URL('../results/fleet.json', import.meta.url)), {
+  const file = ROUNDS > 1 ? 'fleet-rounds.json' : 'fleet.json';
+  writeJson(fileURLToPath(new URL(`../results/${file}`, import.meta.url)), {
     limitPerSecond: LIMIT,
     offeredPerSecond: OFFERED,
     seconds: SECONDS,
     steadyFrom: STEADY_FROM,
+    rounds: ROUNDS,
     rows,
   });
 }

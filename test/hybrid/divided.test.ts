@@ -10,6 +10,7 @@ import { dividedLimiterOn, type OwnedLimiter } from '../harness/hybrid.js';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
+import { nextEvent } from '../harness/events.js';
 import { admitted } from './admitted.js';
 
 const redis = useTestRedis();
@@ -179,6 +180,31 @@ describe('dividedLimiter', () => {
     expect(warning.message).toMatch(/601 nodes heartbeating every 100 ms \(heartbeatMs\)/);
     expect(warning.message).toMatch(/heartbeatMs >= 121/);
     await a.close();
+  });
+
+  it('one nodeId given to two live processes: the second to notice goes on under its own id (NODE_ID_REUSED); two shares, never one held twice', async () => {
+    const p = prefix();
+    const [a, b] = [
+      fleetNode(p, 'pod-7', { heartbeatMs: 50, reserve: 0 }),
+      fleetNode(p, 'pod-7', { heartbeatMs: 50, reserve: 0 }),
+    ];
+    const reused = Promise.race(
+      [a, b].map((l) =>
+        nextEvent(l.store, 'store-error', (e: Error & { code?: string }) => e.code === 'NODE_ID_REUSED'),
+      ),
+    );
+    const halves = [a, b].map((l) => membership(l, (e) => e.nodes === 2 && e.share === 0.5));
+    // Each asks for its share (a heartbeat registers the limiter's fleet at its first decision).
+    await Promise.all([a.tryAcquire('k'), b.tryAcquire('k')]);
+    const [error] = (await reused) as [Error];
+    await Promise.all(halves);
+    const ids = [a.store.nodeId, b.store.nodeId].sort();
+    expect(ids[0]).toBe('pod-7');
+    expect(ids[1]).toMatch(/^pod-7\.[0-9a-f]{12}$/);
+    expect(error.message).toContain(JSON.stringify(ids[1]));
+    // Each holds half: under one shared id both would have been counted as one node holding the whole limit.
+    await a.close();
+    await b.close();
   });
 
   it('validates its options', () => {

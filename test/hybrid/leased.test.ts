@@ -149,6 +149,48 @@ describe('lease.lua on its own', () => {
     expect((await lease(r, fw, [fwKey, `${fwKey}x`], 10, 'a', 900)).granted).toBe(3);
   });
 
+  it('the lessee set at 1,000 and at 10,000 lessees: the same commands per lease, Redis CPU within 2x, leases capped at burst / (4 x live)', async () => {
+    const { redis: r } = redis();
+    const tb = tokenBucket({ capacity: 100_000, refillPerSecond: 100_000 });
+    const measured: { lessees: number; commands: string; usPerLease: number; granted: number[]; size: number }[] = [];
+    for (const lessees of [1_000, 10_000]) {
+      const key = `${prefix()}:{hot}:lease.tb`;
+      const lesseesKey = `${key}:lessees`;
+      const now = 1_000_000;
+      // The fleet's lessees, all live (their last lease within liveMs), and 2,000 dead ones to sweep.
+      for (let i = 0; i < lessees + 2_000; i += 1_000)
+        await r.zadd(
+          lesseesKey,
+          ...Array.from({ length: 1_000 }, (_, j) => [i < lessees ? now : 1, `n${i + j}`]).flat(),
+        );
+      await lease(r, tb, [key, lesseesKey], 1, 'n0', now, 4); // sweeps the dead
+      await r.config('RESETSTAT');
+      const granted: number[] = [];
+      for (let i = 0; i < 200; i++)
+        granted.push((await lease(r, tb, [key, lesseesKey], 1_000, `n${(i * 37) % lessees}`, now + i, 4)).granted);
+      const stats = await r.info('commandstats');
+      const count = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+      const [calls, usec] = [...stats.matchAll(/cmdstat_(?:evalsha|fcall):calls=(\d+),usec=(\d+)/g)].reduce(
+        ([c, u], m) => [c + Number(m[1]), u + Number(m[2])],
+        [0, 0],
+      );
+      const commands = ['zadd', 'zremrangebyscore', 'zcard', 'pexpire', 'get', 'set']
+        .map((c) => `${c}=${count(c)}`)
+        .join(' ');
+      measured.push({ lessees, commands, usPerLease: usec / calls, granted, size: await r.zcard(lesseesKey) });
+    }
+    console.table(measured.map(({ granted: _, ...m }) => m));
+    const [small, large] = measured as [(typeof measured)[0], (typeof measured)[0]];
+    // Every lease is the same few commands whatever the set's size (each O(log N) on the sorted set).
+    expect(large.commands).toBe(small.commands);
+    expect(large.usPerLease / small.usPerLease).toBeLessThan(2);
+    // The dead were swept; the set holds the live lessees only.
+    expect([small.size, large.size]).toEqual([1_000, 10_000]);
+    // A lease is at most burst / (4 x live): 25 permits with 1,000 lessees, 2 with 10,000.
+    expect(Math.max(...small.granted)).toBe(25);
+    expect(Math.max(...large.granted)).toBe(2);
+  });
+
   it('each hybrid script is loaded under the sha1 its registry computes', async () => {
     const { redis: r } = redis();
     for (const script of [leaseScript('tokenBucket'), leaseScript('fixedWindow'), membershipScript()]) {

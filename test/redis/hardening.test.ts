@@ -15,12 +15,13 @@ import {
 } from '@sluice/core';
 import { leasedLimiterOn } from '../harness/hybrid.js';
 import { type DecisionEvent, type FleetEvent, redisStore } from '@sluice/redis';
-import { stateKey } from '../../packages/redis/src/key-layout.js';
+import { fleetKey, stateKey } from '../../packages/redis/src/key-layout.js';
+import { FleetPresence, NodeIdentity, checkClockSkew, toConnection } from '@sluice/redis/store-kit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
 import { spawnRedisServer } from '../harness/redis-server.js';
-import { nextEvent } from '../harness/events.js';
+import { nextEvent, untilAsync } from '../harness/events.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
@@ -303,6 +304,73 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
       for (const c of clients) c.disconnect();
       await server.stop();
     }
+  });
+
+  it('one nodeId given to two live processes: the second to notice goes on under its own id (NODE_ID_REUSED), and the fleet counts two', async () => {
+    const p = prefix();
+    // Two workers of one pod, both given the pod's name: each would count the other as itself (one node, the
+    // whole limit each in the fail mode).
+    const stores = [0, 1].map(() => redisStore({ redis: testRedis().redis, heartbeatMs: 50, nodeId: 'pod-7' }));
+    const reused = Promise.race(
+      stores.map((store) =>
+        nextEvent(store, 'store-error', (e: Error & { code?: string }) => e.code === 'NODE_ID_REUSED'),
+      ),
+    );
+    const counted = stores.map((store) =>
+      nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 2),
+    );
+    const limiters = stores.map((store) =>
+      createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
+    );
+    const [error] = (await reused) as [SluiceError];
+    await Promise.all(counted);
+    const ids = stores.map((store) => store.nodeId).sort();
+    expect(ids[0]).toBe('pod-7');
+    expect(ids[1]).toMatch(/^pod-7\.[0-9a-f]{12}$/);
+    expect(error.message).toContain(`nodeId "pod-7" is used by another live process`);
+    expect(error.message).toContain(JSON.stringify(ids[1]));
+    // Once apart they stay apart: both ids go on being seen, three heartbeats each, with no other error.
+    const errors: Error[] = [];
+    for (const store of stores) store.on('store-error', (e) => errors.push(e));
+    const fleet = fleetKey(p);
+    const seen = async () => Promise.all(ids.map(async (id) => Number(await testRedis().redis.zscore(fleet, id))));
+    const [first] = [await seen()];
+    const beats = (now: number[]) => Math.min(...now.map((at, i) => (at - (first[i] as number)) / 50));
+    await untilAsync(async () => beats(await seen()) >= 3, 'three heartbeats of each node');
+    expect(await testRedis().redis.zcard(fleet)).toBe(2);
+    expect(errors).toEqual([]);
+    await Promise.all(limiters.map((l) => l.close()));
+    await Promise.all(stores.map((s) => s.close()));
+  });
+
+  it("a process clock a minute from Redis's TIME is said at its first heartbeat (SLUICE_CLOCK_SKEW), naming the offset; a synced one is not", async () => {
+    const warned = new Promise<Error>((resolve) => {
+      const on = (w: Error & { code?: string }) => {
+        if (w.code !== 'SLUICE_CLOCK_SKEW') return;
+        process.off('warning', on);
+        resolve(w);
+      };
+      process.on('warning', on);
+    });
+    const presence = (skewClock: { now(): number }) =>
+      new FleetPresence({
+        connection: toConnection(testRedis().redis),
+        identity: new NodeIdentity(`skew-${prefix()}`, () => {}),
+        heartbeatMs: 50,
+        assumedNodes: 1,
+        decisionClock: undefined,
+        skewClock,
+      });
+    // In sync: the offset measured is this machine's (under a second, round trip included), and nothing is said.
+    const sentAt = Date.now();
+    const [seconds, micros] = (await testRedis().redis.time()).map(Number) as [number, number];
+    const offset = checkClockSkew(systemClock, sentAt, Date.now(), seconds * 1000 + micros / 1000, 'this test');
+    expect(Math.abs(offset ?? Number.NaN)).toBeLessThan(1_000);
+    const ahead = presence({ now: () => Date.now() + 60_000 });
+    ahead.track(prefix());
+    const warning = await warned;
+    expect(warning.message).toMatch(/clock is (59,9\d\d|60,0\d\d) ms ahead of its Redis's \(TIME\)/);
+    await ahead.close(100);
   });
 
   it('a fleet Redis never answered for is taken to be assumedNodes nodes, never one node with the whole limit', async () => {

@@ -9,6 +9,7 @@ import {
   type RuleSet,
   type Store,
   type StoreCapabilities,
+  systemClock,
 } from '@sluice/core';
 import {
   type DecisionNote,
@@ -21,7 +22,14 @@ import {
   sharedRule,
   warnOnce,
 } from '@sluice/core/store-kit';
-import { type RedisConnection, StartupChecks, adjustScript, storeClocks, withDeadline } from '@sluice/redis/store-kit';
+import {
+  NodeIdentity,
+  type RedisConnection,
+  StartupChecks,
+  adjustScript,
+  storeClocks,
+  withDeadline,
+} from '@sluice/redis/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { DemandMeter } from './demand-meter.js';
 import { DIVIDED_STORE_OPTIONS, type DividedStoreOptions } from './divided-options.js';
@@ -63,7 +71,8 @@ interface DivideContext {
   readonly decisionClock: Clock | undefined;
   /** What decisions run on: this process's clock (or the Clock given). */
   readonly clock: Clock;
-  readonly nodeId: string;
+  /** This node's id in its fleets (a new one if another live process was given the same). */
+  readonly identity: NodeIdentity;
   /** The states of every limiter of the store, each in its own namespace, bounded by maxKeys. */
   readonly memory: MemoryStore;
   /** One heartbeat for every limiter of the store (one call per slot). */
@@ -97,8 +106,6 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
   readonly clock: Clock;
   /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */
   readonly capabilities = DIVIDED_CAPABILITIES;
-  /** This node's id in the membership. */
-  readonly nodeId: string;
   readonly #ctx: DivideContext;
   readonly #bindings = new Set<DividedBinding>();
   /** The heartbeat reports failures itself; listening only keeps a client from printing each one. */
@@ -109,19 +116,21 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
     super();
     const { decisionClock, localClock } = storeClocks(o.clock);
     this.clock = localClock;
-    this.nodeId = o.nodeId ?? randomUUID();
+    const identity = new NodeIdentity(o.nodeId ?? randomUUID(), (error) => emitSafely(this, 'store-error', error));
     this.#ctx = {
       o,
       redis: o.redis,
       decisionClock,
       clock: localClock,
-      nodeId: this.nodeId,
+      identity,
       memory: new MemoryStore({ clock: localClock, maxKeys: o.maxKeys }),
       membership: new Membership({
         redis: o.redis,
-        nodeId: this.nodeId,
+        identity,
         heartbeatMs: o.heartbeatMs,
         clock: decisionClock,
+        // Decisions here run on the process's clock unless a Clock of the user's own was given.
+        skewClock: localClock === systemClock ? systemClock : undefined,
       }),
       events: this,
     };
@@ -130,6 +139,11 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
       () => {},
       () => {},
     );
+  }
+
+  /** This node's id in the membership: the nodeId given, or a new one if another live process had it. */
+  get nodeId(): string {
+    return this.#ctx.identity.id;
   }
 
   /** The start-up check of the heartbeat script's commands on this limiter's keys (see RedisStore.ready). */
@@ -206,7 +220,7 @@ class DividedBinding implements BoundStore, FleetShare {
         ? new Reserve(
             {
               redis: ctx.redis,
-              nodeId: ctx.nodeId,
+              identity: ctx.identity,
               decisionClock: ctx.decisionClock,
               clock,
               timeoutMs: o.timeoutMs,

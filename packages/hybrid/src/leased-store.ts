@@ -24,6 +24,7 @@ import {
   type Fallback,
   type FallbackBinding,
   type FleetPresence,
+  type NodeIdentity,
   type RedisConnection,
   type RedisHealth,
   type StartupChecks,
@@ -82,7 +83,8 @@ interface LeaseContext {
   readonly decisionClock: Clock | undefined;
   /** This process's clock: lease expiry, demand, the fail mode. */
   readonly clock: Clock;
-  readonly nodeId: string;
+  /** This node's name among the lessees and in the fleet. */
+  readonly identity: NodeIdentity;
   readonly health: RedisHealth;
   readonly events: EventEmitter<LeasedEvents>;
 }
@@ -128,8 +130,6 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
   readonly clock: Clock | undefined;
   /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */
   readonly capabilities = LEASED_CAPABILITIES;
-  /** This node's name among the lessees and in the fleet. */
-  readonly nodeId: string;
   readonly #ctx: LeaseContext;
   readonly #bindings = new Set<LeasedBinding>();
   readonly #checks: StartupChecks;
@@ -141,19 +141,23 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
     super();
     const parts = storeParts(o, this);
     this.clock = parts.decisionClock;
-    this.nodeId = parts.nodeId;
     this.#ctx = {
       o,
       redis: parts.connection,
       decisionClock: parts.decisionClock,
       clock: parts.localClock,
-      nodeId: parts.nodeId,
+      identity: parts.identity,
       health: parts.health,
       events: this,
     };
     this.#checks = parts.checks;
     this.#fallback = parts.fallback;
     this.#presence = parts.presence;
+  }
+
+  /** This node's name among the lessees and in the fleet: the nodeId given, or a new one if another live process had it. */
+  get nodeId(): string {
+    return this.#ctx.identity.id;
   }
 
   /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */
@@ -350,7 +354,7 @@ class LeasedBinding implements BoundStore {
       lesseesKey: this.#lesseesKey(key),
       shape: this.#shape,
       want: ask,
-      nodeId: this.#ctx.nodeId,
+      nodeId: this.#ctx.identity.id,
       liveMs: this.#o.liveMs,
       nowMs: this.#ctx.decisionClock?.now(),
       hoardingDivisor: this.#o.maxLease === undefined ? HOARDING_DIVISOR : undefined,

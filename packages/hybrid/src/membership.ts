@@ -1,6 +1,13 @@
 import type { Clock } from '@sluice/core';
 import { describeValue } from '@sluice/core/store-kit';
-import { type RedisConnection, bySlot, stateKey, withDeadline } from '@sluice/redis/store-kit';
+import {
+  type NodeIdentity,
+  type RedisConnection,
+  bySlot,
+  checkClockSkew,
+  stateKey,
+  withDeadline,
+} from '@sluice/redis/store-kit';
 import { membershipScript } from './scripts.js';
 import { LEAST_HELD, type ShareMode } from './shares.js';
 
@@ -19,6 +26,15 @@ export interface FleetSummary {
   readonly founded: boolean;
   /** The reserve's fraction of the limit in the current division: what no node holds (undefined: none). */
   readonly reserve: number | undefined;
+  /** When this heartbeat recorded the node, as the script wrote it (what the next one passes as lastSeen). */
+  readonly seenAt: string;
+  /** Redis's TIME at this heartbeat, in ms (a node compares its clock with it). */
+  readonly redisTimeMs: number;
+  /**
+   * True when the node id is another live process's: nothing was recorded and no allocation answered (see
+   * NodeIdentity); the node joins again under an id of its own.
+   */
+  readonly reused: boolean;
 }
 
 /** A divided limiter in its store's heartbeat: where its fleet lives, its limit, and what it reports and hears. */
@@ -44,10 +60,13 @@ export interface MemberOf {
 /** What a store's membership heartbeat needs. */
 export interface MembershipOptions {
   readonly redis: RedisConnection;
-  readonly nodeId: string;
+  /** This node's id (it changes if another live process was given the same one). */
+  readonly identity: NodeIdentity;
   readonly heartbeatMs: number;
   /** Decide membership on this clock instead of Redis TIME (tests). */
   readonly clock: Clock | undefined;
+  /** This process's clock, compared with Redis's TIME at each heartbeat (SLUICE_CLOCK_SKEW); undefined: not compared. */
+  readonly skewClock?: Clock | undefined;
 }
 
 /**
@@ -89,6 +108,8 @@ export interface HeartbeatRequest {
     burst: number;
     windowed: boolean;
     divided: number;
+    /** The score this node's last answered heartbeat wrote to this fleet ('' unknown; see NodeIdentity). */
+    lastSeen?: string;
   }[];
 }
 
@@ -113,24 +134,28 @@ export async function heartbeat(redis: RedisConnection, request: HeartbeatReques
       String(l.divided),
       l.windowed ? '1' : '0',
       String(LEAST_HELD),
+      l.lastSeen ?? '',
     );
   const keys = limiters.flatMap((l) => membershipKeys(l.prefix, l.rule));
   const reply = await redis.runScript(membershipScript(), keys, args);
-  if (!Array.isArray(reply) || reply.length !== 5 * limiters.length)
+  if (!Array.isArray(reply) || reply.length !== 2 + 6 * limiters.length)
     throw new TypeError(
-      `the ${membershipScript().name} script answered ${describeValue(reply)}, not 5 strings per limiter`,
+      `the ${membershipScript().name} script answered ${describeValue(reply)}, not two times and 6 strings per limiter`,
     );
-  const values = reply.map((v) => String(v));
+  const [seenAt, redisTime, ...values] = reply.map((v) => String(v)) as [string, string, ...string[]];
   const allocation = (value: string | undefined): number | undefined =>
     value === undefined || value === '-' || !Number.isFinite(Number(value)) ? undefined : Number(value);
   return limiters.map((_, i) => {
-    const [nodes, current, previous, founded, reserve] = values.slice(5 * i, 5 * i + 5);
+    const [nodes, current, previous, founded, reserve, reused] = values.slice(6 * i, 6 * i + 6);
     return {
       nodes: Math.max(1, Number(nodes) || 0),
       current: allocation(current),
       previous: allocation(previous),
       founded: founded === '1',
       reserve: allocation(reserve),
+      seenAt,
+      redisTimeMs: Number(redisTime),
+      reused: reused === '1',
     };
   });
 }
@@ -143,7 +168,7 @@ const summaryKey = (member: MemberOf): string => membershipKeys(member.prefix, m
  * last two divisions: O(log N) for Redis and a constant reply whatever the fleet's size. A node is live while seen within 3
  * heartbeats. A heartbeat never waits on another (a slow Redis must not pile them up).
  * @example
- * const membership = new Membership({ redis, nodeId, heartbeatMs: 1000, clock: undefined })
+ * const membership = new Membership({ redis, identity, heartbeatMs: 1000, clock: undefined })
  * const leave = membership.join(member) // member.answered(summary) every heartbeat
  */
 export class Membership {
@@ -168,13 +193,11 @@ export class Membership {
       // A heartbeat loop must not keep a process alive on its own.
       this.#timer.unref?.();
     }
-    this.#soon ??= setImmediate(() => {
-      this.#soon = undefined;
-      void this.beat();
-    });
+    this.beatSoon();
     return async () => {
       if (!this.#members.delete(member)) return;
       if (this.#members.size === 0) this.#stop();
+      this.#o.identity.forget(summaryKey(member));
       await this.#call([member], true).catch(() => undefined);
     };
   }
@@ -184,6 +207,9 @@ export class Membership {
     if (this.#inFlight || this.#closed || this.#members.size === 0) return;
     this.#inFlight = true;
     if (this.#failing) this.#o.redis.nudgeReconnect();
+    const { identity } = this.#o;
+    const id = identity.id;
+    let renamed = false;
     try {
       const groups = bySlot(this.#o.redis, this.#members, summaryKey);
       const results = await Promise.allSettled(groups.map((group) => this.#call(group, false)));
@@ -192,20 +218,38 @@ export class Membership {
         const group = groups[g] as MemberOf[];
         if (result.status === 'rejected') {
           const error = result.reason instanceof Error ? result.reason : new Error(String(result.reason));
-          for (const member of group) member.failed(error);
+          for (const member of group) {
+            identity.forget(summaryKey(member));
+            member.failed(error);
+          }
           return;
         }
-        for (const [i, member] of group.entries()) member.answered(result.value[i] as FleetSummary);
+        for (const [i, member] of group.entries()) {
+          const summary = result.value[i] as FleetSummary;
+          if (identity.heard(summaryKey(member), id, summary.seenAt, summary.reused)) renamed = true;
+          // A reused id's answer is another process's: this node hears its own under its new id, at once.
+          if (!summary.reused) member.answered(summary);
+        }
       });
     } finally {
       this.#inFlight = false;
     }
+    if (renamed) this.beatSoon();
+  }
+
+  /** A heartbeat at the end of this turn (once, however often asked). */
+  beatSoon(): void {
+    if (this.#closed) return;
+    this.#soon ??= setImmediate(() => {
+      this.#soon = undefined;
+      void this.beat();
+    });
   }
 
   #call(group: readonly MemberOf[], leaving: boolean): Promise<FleetSummary[]> {
-    const { redis, nodeId, heartbeatMs, clock } = this.#o;
+    const { redis, identity, heartbeatMs, clock } = this.#o;
     const request: HeartbeatRequest = {
-      nodeId,
+      nodeId: identity.id,
       liveMs: 3 * heartbeatMs,
       intervalMs: heartbeatMs,
       nowMs: clock?.now(),
@@ -219,10 +263,26 @@ export class Membership {
         burst: m.burst,
         windowed: m.windowed,
         divided: m.divided,
+        lastSeen: identity.lastSeen(summaryKey(m)),
       })),
     };
     const what = leaving ? 'leaving a membership' : 'a heartbeat';
-    return withDeadline(heartbeat(redis, request), heartbeatMs, what);
+    const { skewClock } = this.#o;
+    const sentAt = skewClock?.now() ?? 0;
+    const call = withDeadline(heartbeat(redis, request), heartbeatMs, what);
+    if (skewClock === undefined || leaving) return call;
+    return call.then((summaries) => {
+      const [first] = summaries;
+      if (first !== undefined)
+        checkClockSkew(
+          skewClock,
+          sentAt,
+          skewClock.now(),
+          first.redisTimeMs,
+          `limiter ${JSON.stringify(group[0]?.prefix)}`,
+        );
+      return summaries;
+    });
   }
 
   #stop(): void {

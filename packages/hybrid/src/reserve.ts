@@ -1,6 +1,6 @@
 import { type Algorithm, type Clock, SluiceError } from '@sluice/core';
 import { keyCache } from '@sluice/core/store-kit';
-import { type RedisConnection, stateKey, withDeadline } from '@sluice/redis/store-kit';
+import { type NodeIdentity, type RedisConnection, stateKey, withDeadline } from '@sluice/redis/store-kit';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import { type HeldLease, creditLease, emptyLease, heldNow, refundToLease, spendFromLease } from './key-lease.js';
@@ -18,7 +18,8 @@ const DRAW_HOARDING_DIVISOR = 2;
 /** What a divided limiter's reserve needs of its store. */
 export interface ReserveContext {
   readonly redis: RedisConnection;
-  readonly nodeId: string;
+  /** This node's id among the reserve's lessees. */
+  readonly identity: NodeIdentity;
   /** The client clock for draws, or undefined for Redis TIME. */
   readonly decisionClock: Clock | undefined;
   /** This process's clock: lease expiry and demand. */
@@ -145,7 +146,7 @@ export class Reserve {
       lesseesKey: this.#lesseesKey(key),
       shape: this.#shape,
       want: ask,
-      nodeId: this.#ctx.nodeId,
+      nodeId: this.#ctx.identity.id,
       liveMs: this.#ctx.liveMs,
       nowMs: this.#ctx.decisionClock?.now(),
       hoardingDivisor: DRAW_HOARDING_DIVISOR,

@@ -1,5 +1,12 @@
 import type { AlgorithmKind } from '@sluice/core';
-import { type LuaScript, algorithmFiles, algorithmScriptName, luaDirectory, luaScript } from '@sluice/redis/store-kit';
+import {
+  type LuaScript,
+  algorithmFiles,
+  algorithmScriptName,
+  luaDirectory,
+  luaScript,
+  nodeSeenFile,
+} from '@sluice/redis/store-kit';
 
 let directory: string | undefined;
 const hybridLua = (): string => (directory ??= luaDirectory(import.meta.url, 'lease.lua'));
@@ -15,7 +22,14 @@ export function leaseScript(kind: AlgorithmKind): LuaScript {
   ]);
 }
 
-/** Divided mode's heartbeat script (see membership.lua), after the prelude for its clock helper. */
+/**
+ * Divided mode's heartbeat script (see membership.lua), after the prelude for its clock helper and node_seen.lua
+ * for a node id two live processes were given.
+ */
 export function membershipScript(): LuaScript {
-  return luaScript('hybrid:membership', [...algorithmFiles([]), { directory: hybridLua(), file: 'membership' }]);
+  return luaScript('hybrid:membership', [
+    ...algorithmFiles([]),
+    nodeSeenFile(),
+    { directory: hybridLua(), file: 'membership' },
+  ]);
 }

@@ -143,7 +143,10 @@ export const REDIS_BACKED_OPTIONS = {
     DEFAULT_MAX_KEYS,
     'DEFAULT_MAX_KEYS',
   ),
-  nodeId: optional("This node's name in its limiters' fleets; a random UUID when not given.", nodeIdValue),
+  nodeId: optional(
+    "This node's name in its limiters' fleets; a random UUID when not given. Give each process its own: one taken by another live process is found at a heartbeat and this one goes on as nodeId.<random> (SLUICE_NODE_ID_REUSED).",
+    nodeIdValue,
+  ),
   heartbeatMs: option(
     'How often this node tells Redis it is alive (the fleet a fail mode or a divided share is counted from).',
     timerDuration,

@@ -17,6 +17,7 @@ import { IoredisConnection } from './connection/ioredis.js';
 import { DenyCache } from './exact/deny-cache.js';
 import { type DecisionEvent, ExactBinding } from './exact/exact-binding.js';
 import type { Fallback, FailMode } from './fleet/fail-mode.js';
+import type { NodeIdentity } from './fleet/node-identity.js';
 import type { FleetPresence } from './fleet/presence.js';
 import { withDeadline } from './deadline.js';
 import type { RedisHealth } from './health.js';
@@ -118,8 +119,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   readonly timeoutMs: number;
   readonly failMode: FailMode;
   readonly maxBatch: number;
-  /** This node's name in its limiters' fleets. */
-  readonly nodeId: string;
+  readonly #identity: NodeIdentity;
   readonly #localClock: Clock;
   readonly #maxKeys: number;
   readonly #denyCache: boolean;
@@ -154,7 +154,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     if (parts.connection instanceof IoredisConnection) checkClient(parts.connection.client, parts.connection.isCluster);
     this.clock = parts.decisionClock;
     this.#localClock = parts.localClock;
-    this.nodeId = parts.nodeId;
+    this.#identity = parts.identity;
     this.#health = parts.health;
     this.#checks = parts.checks;
     this.#fallback = parts.fallback;
@@ -175,6 +175,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       );
     }
     this.#maxClockSkewMs = o.maxClockSkewMs ?? (o.clock === 'client' ? DEFAULT_CLIENT_SKEW_MS : undefined);
+  }
+
+  /** This node's name in its limiters' fleets: the nodeId given, or a new one if another live process had it. */
+  get nodeId(): string {
+    return this.#identity.id;
   }
 
   /**

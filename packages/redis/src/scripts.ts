@@ -208,14 +208,20 @@ export function blockScript(): LuaScript {
   ]);
 }
 
+/** The fleet heartbeats' helper that tells a node id two live processes were given (node_seen.lua). */
+export function nodeSeenFile(): LuaFile {
+  return { directory: redisLua(), file: 'node_seen' };
+}
+
 /**
  * A node's heartbeat in its limiters' fleets (see presence.lua): how many nodes share each limit.
  * @example
- * const counts = await connection.runScript(presenceScript(), [fleetKey('api')], [nodeId, '3000', '', '0'])
+ * const counts = await connection.runScript(presenceScript(), [fleetKey('api')], [nodeId, '3000', '', '0', ''])
  */
 export function presenceScript(): LuaScript {
   return luaScript('presence', [
     { directory: redisLua(), file: 'prelude' },
+    nodeSeenFile(),
     { directory: redisLua(), file: 'presence' },
   ]);
 }

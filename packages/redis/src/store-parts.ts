@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Clock } from '@sluice/core';
+import { type Clock, systemClock } from '@sluice/core';
 import { type CallbackEmitter, type ParsedOptions, emitSafely } from '@sluice/core/store-kit';
 import type { RedisConnection } from './connection/connection.js';
 import { Fallback } from './fleet/fail-mode.js';
+import { NodeIdentity } from './fleet/node-identity.js';
 import { FleetPresence } from './fleet/presence.js';
 import { RedisHealth } from './health.js';
 import { type FAIL_MODE_OPTIONS, type REDIS_BACKED_OPTIONS, storeClocks } from './options.js';
@@ -18,8 +19,8 @@ export interface StoreParts {
   readonly decisionClock: Clock | undefined;
   /** This process's clock: deadlines, caches, the fail mode. */
   readonly localClock: Clock;
-  /** This node's name in its limiters' fleets. */
-  readonly nodeId: string;
+  /** This node's name in its limiters' fleets (a new one if another live process was given the same). */
+  readonly identity: NodeIdentity;
   /** The one health machine: `store-error` and `store-recovered` go to the store's events. */
   readonly health: RedisHealth;
   /** The start-up check of every limiter bound; a misconfiguration is a `store-error`. */
@@ -43,7 +44,7 @@ export function storeParts(
 ): StoreParts {
   const connection = o.redis;
   const { decisionClock, localClock } = storeClocks(o.clock);
-  const nodeId = o.nodeId ?? randomUUID();
+  const identity = new NodeIdentity(o.nodeId ?? randomUUID(), (error) => emitSafely(events, 'store-error', error));
   const health = new RedisHealth({
     connection,
     timeoutMs: o.timeoutMs,
@@ -57,7 +58,7 @@ export function storeParts(
     connection,
     decisionClock,
     localClock,
-    nodeId,
+    identity,
     health,
     checks: new StartupChecks(connection, o.timeoutMs, (error) => emitSafely(events, 'store-error', error)),
     fallback: new Fallback({ mode: o.failMode, clock: localClock, maxKeys: o.maxKeys, timeoutMs: o.timeoutMs }),
@@ -65,10 +66,12 @@ export function storeParts(
       o.failMode === 'local'
         ? new FleetPresence({
             connection,
-            nodeId,
+            identity,
             heartbeatMs: o.heartbeatMs,
             assumedNodes: o.assumedNodes,
             decisionClock,
+            // A clock of the user's own (a test's) is theirs to set; the process's is compared with Redis's.
+            skewClock: decisionClock === undefined || decisionClock === systemClock ? systemClock : undefined,
             onCount: (prefix, nodes) => emitSafely(events, 'fleet', { prefix, nodes }),
           })
         : undefined,

@@ -31,6 +31,12 @@ export type SluiceErrorCode =
    */
   | 'NO_REQUEST'
   /**
+   * Two live processes were given one `nodeId` (reported on a store's 'store-error'): each would have been
+   * counted as the other in its limiters' fleets. The one that noticed went on under an id of its own; the
+   * message names both ids. Nothing was over-admitted; give each process its own nodeId.
+   */
+  | 'NODE_ID_REUSED'
+  /**
    * The limiter cannot honour this control: its store has no such operation (a store of your own), its mode
    * cannot keep it (bans in leased or divided mode), or a rule cannot (Guava's prepay cannot refund). The
    * message names what and why; nothing was changed.

@@ -27,6 +27,13 @@ export const WARNINGS = {
   SLUICE_FLEET_HEARTBEATS:
     'Raise heartbeatMs for a fleet this size (the warning names the least that keeps it under 5,000 heartbeats ' +
     'per second).',
+  /** This process's clock is more than a second from its Redis's TIME (seen at a fleet heartbeat). */
+  SLUICE_CLOCK_SKEW:
+    "Synchronise the host's clock (NTP, chrony); sluice decides on Redis TIME by default (clock: 'server').",
+  /** Two live processes were given one nodeId: the second to notice went on under an id of its own. */
+  SLUICE_NODE_ID_REUSED:
+    'Give each process a nodeId of its own (a pod name with the worker number, say), or leave nodeId out for a ' +
+    'random one.',
   /** instrumentSluice() found no MeterProvider registered globally: its instruments record nothing. */
   SLUICE_OTEL_NO_PROVIDER:
     'Register the OpenTelemetry SDK before calling instrumentSluice(), or pass it a meterProvider.',

@@ -3,7 +3,7 @@
 -- heartbeat costs Redis O(log N) and a constant reply whatever the fleet's size N, a join or a leave included.
 -- What must look at every node (dropping the dead, dividing the limit) runs once per interval for the whole
 -- fleet, in the first heartbeat after the interval ends, and writes each node's allocation. Composed after the
--- prelude (for time_arg).
+-- prelude (for time_arg) and node_seen.lua (mark_seen: a node id two live processes were given).
 --
 -- The division is 'equal' (limit / N) or 'demand': max-min fair (water-filling, as divideShares in shares.ts):
 -- every node asks max(demand, a tenth of an equal split); nodes asking less than the water level get what they
@@ -26,16 +26,20 @@
 -- ARGV[3]  now in ms, or '' to read Redis TIME
 -- ARGV[4]  '1' when the node is leaving (its limiter closed): remove it instead of recording it
 -- ARGV[5]  the interval at which the division is made again, in ms (the heartbeat interval)
--- ARGV[7i-1]  limiter i's limit, in permits per second
--- ARGV[7i]    this node's demand for limiter i, in permits per second
--- ARGV[7i+1]  limiter i's division: 'equal' or 'demand'
--- ARGV[7i+2]  limiter i's burst (a window's limit, a bucket's capacity), in permits
--- ARGV[7i+3]  the part of the limit the shares divide (1 - the reserve); 1: no reserve
--- ARGV[7i+4]  '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
--- ARGV[7i+5]  the fewest whole permits of the burst a node holds locally (a smaller share: the reserve's)
--- Reply: an array of 5 strings per limiter: live nodes, this node's current and previous allocation ('-': none),
---        '1' when this call founded the fleet (its first division: no node held any of the limit before), and
---        the reserve's fraction of the limit in the current division ('-' without a reserve)
+-- ARGV[8i-2]  limiter i's limit, in permits per second
+-- ARGV[8i-1]  this node's demand for limiter i, in permits per second
+-- ARGV[8i]    limiter i's division: 'equal' or 'demand'
+-- ARGV[8i+1]  limiter i's burst (a window's limit, a bucket's capacity), in permits
+-- ARGV[8i+2]  the part of the limit the shares divide (1 - the reserve); 1: no reserve
+-- ARGV[8i+3]  '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
+-- ARGV[8i+4]  the fewest whole permits of the burst a node holds locally (a smaller share: the reserve's)
+-- ARGV[8i+5]  the score this node's last answered heartbeat wrote to limiter i's live nodes ('' unknown)
+-- Reply: the time written (now, as a string that reads back exactly), Redis's TIME in ms (for the client to
+--        compare its clock with), then 6 strings per limiter: live nodes,
+--        this node's current and previous allocation ('-': none), '1' when this call founded the fleet (its
+--        first division: no node held any of the limit before), the reserve's fraction of the limit in the
+--        current division ('-' without a reserve), and '1' when the node id is another live process's (nothing
+--        recorded, no allocation answered: the node joins again under an id of its own)
 --
 -- The reserve: a node holds its share locally as the rule scaled to divided x allocation / limit (shares.ts),
 -- only when that is at least one whole permit of the burst (else the reserve serves it); the reserve is what no
@@ -160,20 +164,21 @@ local function allocate(demands, allocations, n, limit, mode, burst, divided, wi
   return math.max(0, reserve)
 end
 
-local reply = {}
+local reply = { num(now), num(ARGV[3] == '' and now or redis_time_ms()) }
 for i = 1, #KEYS / 4 do
   local members, demands, summary, allocations = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
-  local a = 7 * i - 1
+  local a = 8 * i - 2
   local limit, mode = tonumber(ARGV[a]), ARGV[a + 2]
   local burst, divided, windowed = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5] == '1'
   local least = tonumber(ARGV[a + 6])
+  local reused = false
   if leaving then
     redis.call('ZREM', members, node)
     redis.call('ZREM', demands, node)
     redis.call('HDEL', allocations, node)
   else
-    redis.call('ZADD', members, now, node)
-    redis.call('ZADD', demands, tonumber(ARGV[a + 1]), node)
+    reused = mark_seen(members, node, now, ARGV[a + 7])
+    if not reused then redis.call('ZADD', demands, tonumber(ARGV[a + 1]), node) end
   end
   local at, nodes, reserve = unpack(redis.call('HMGET', summary, 'at', 'nodes', 'reserve'))
   local founded = not leaving and at == false
@@ -188,13 +193,15 @@ for i = 1, #KEYS / 4 do
     local ttl = math.ceil(live_ms * 2)
     for _, key in ipairs({ members, demands, summary, allocations }) do redis.call('PEXPIRE', key, ttl) end
   end
-  local mine = (not leaving) and redis.call('HGET', allocations, node) or false
+  local mine = (not leaving and not reused) and redis.call('HGET', allocations, node) or false
   local current, previous = '-', '-'
   if mine then current, previous = string.match(mine, '^(%S+) (%S+)$') end
-  reply[5 * i - 4] = tostring(nodes or 0)
-  reply[5 * i - 3] = current
-  reply[5 * i - 2] = previous
-  reply[5 * i - 1] = founded and '1' or '0'
-  reply[5 * i] = (divided < 1 and reserve) or '-'
+  local r = 6 * i - 3
+  reply[r] = tostring(nodes or 0)
+  reply[r + 1] = current
+  reply[r + 2] = previous
+  reply[r + 3] = (founded and not reused) and '1' or '0'
+  reply[r + 4] = (divided < 1 and reserve) or '-'
+  reply[r + 5] = reused and '1' or '0'
 end
 return reply

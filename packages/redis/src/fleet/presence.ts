@@ -5,16 +5,21 @@ import { withDeadline } from '../deadline.js';
 import { fleetKey } from '../key-layout.js';
 import { presenceScript } from '../scripts.js';
 import { bySlot } from '../slots.js';
+import { checkClockSkew } from './clock-skew.js';
+import type { NodeIdentity } from './node-identity.js';
 
 /** What a store's presence needs: the connection, this node's name, and how often it says it is alive. */
 export interface PresenceOptions {
   readonly connection: RedisConnection;
-  readonly nodeId: string;
+  /** This node's id (it changes if another live process was given the same one). */
+  readonly identity: NodeIdentity;
   readonly heartbeatMs: number;
   /** How many nodes a limiter's fleet is taken to have until Redis has answered a heartbeat for it. */
   readonly assumedNodes: number;
   /** The client clock, or undefined for Redis TIME. */
   readonly decisionClock: Clock | undefined;
+  /** This process's clock, compared with Redis's TIME at each heartbeat (SLUICE_CLOCK_SKEW); undefined: not compared. */
+  readonly skewClock?: Clock | undefined;
   /** Told when a prefix's count of live nodes changes (a store's `fleet` event). */
   readonly onCount?: ((prefix: string, nodes: number) => void) | undefined;
 }
@@ -48,7 +53,7 @@ class PrefixFleet implements FleetShare {
  * last count stands, which is when it matters: a fail mode holds `1 / nodes` of each limit (see FleetShare),
  * so a fleet stays near its limit through an outage instead of admitting the limit on every node.
  * @example
- * const presence = new FleetPresence({ connection, nodeId, heartbeatMs: 1000, assumedNodes: 10, decisionClock: undefined })
+ * const presence = new FleetPresence({ connection, identity, heartbeatMs: 1000, assumedNodes: 10, decisionClock: undefined })
  * const { share, release } = presence.track('api') // share.fraction: this node's part of api's limits
  */
 export class FleetPresence {
@@ -91,6 +96,7 @@ export class FleetPresence {
         released = true;
         if (--held.holders > 0 || this.#fleets.get(prefix) !== held) return;
         this.#fleets.delete(prefix);
+        this.#o.identity.forget(fleetKey(prefix));
         void this.#call([prefix], true, this.#o.heartbeatMs).catch(() => undefined);
         if (this.#fleets.size === 0) this.#stop();
       },
@@ -126,41 +132,60 @@ export class FleetPresence {
   async beat(): Promise<void> {
     if (this.#beating || this.#closed || this.#fleets.size === 0) return;
     this.#beating = true;
+    let renamed = false;
     try {
       await Promise.all(
         bySlot(this.#o.connection, this.#fleets.keys(), fleetKey).map(async (prefixes) => {
+          const id = this.#o.identity.id;
           try {
-            const counts = await this.#call(prefixes, false, this.#o.heartbeatMs);
+            const { seenAt, fleets } = await this.#call(prefixes, false, this.#o.heartbeatMs);
             prefixes.forEach((prefix, i) => {
+              const { count, reused } = fleets[i] ?? { count: 0, reused: false };
+              if (this.#o.identity.heard(fleetKey(prefix), id, seenAt, reused)) renamed = true;
               const fleet = this.#fleets.get(prefix);
-              const count = Number(counts[i]);
-              if (fleet === undefined || !(count >= 1) || fleet.nodes === count) return;
+              if (reused || fleet === undefined || !(count >= 1) || fleet.nodes === count) return;
               fleet.nodes = count;
               this.#o.onCount?.(prefix, count);
             });
           } catch {
             // Redis is away or slow: the last counts stand (the store's health machine reports the outage).
+            for (const prefix of prefixes) this.#o.identity.forget(fleetKey(prefix));
           }
         }),
       );
     } finally {
       this.#beating = false;
     }
+    // Under its new id the node is counted at once, not a heartbeat later.
+    if (renamed) this.#beatSoon();
   }
 
-  async #call(prefixes: readonly string[], leaving: boolean, deadlineMs: number): Promise<unknown[]> {
-    const { connection, nodeId, heartbeatMs, decisionClock } = this.#o;
+  async #call(
+    prefixes: readonly string[],
+    leaving: boolean,
+    deadlineMs: number,
+  ): Promise<{ seenAt: string; fleets: { count: number; reused: boolean }[] }> {
+    const { connection, identity, heartbeatMs, decisionClock, skewClock } = this.#o;
+    const keys = prefixes.map(fleetKey);
+    const sentAt = skewClock?.now() ?? 0;
     const reply = await withDeadline(
-      connection.runScript(presenceScript(), prefixes.map(fleetKey), [
-        nodeId,
+      connection.runScript(presenceScript(), keys, [
+        identity.id,
         String(3 * heartbeatMs),
         decisionClock === undefined ? '' : String(decisionClock.now()),
         leaving ? '1' : '0',
+        ...keys.map((key) => identity.lastSeen(key)),
       ]),
       deadlineMs,
       leaving ? 'leaving a fleet' : 'a heartbeat',
     );
-    return Array.isArray(reply) ? reply : [];
+    const values = Array.isArray(reply) ? reply : [];
+    if (skewClock !== undefined && !leaving)
+      checkClockSkew(skewClock, sentAt, skewClock.now(), Number(values[1]), `limiter ${JSON.stringify(prefixes[0])}`);
+    return {
+      seenAt: String(values[0] ?? ''),
+      fleets: keys.map((_, i) => ({ count: Number(values[2 * i + 2]), reused: Number(values[2 * i + 3]) === 1 })),
+    };
   }
 
   /** Stops heartbeating and leaves every fleet (one last call per slot, within `deadlineMs`). */

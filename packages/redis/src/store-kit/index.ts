@@ -6,7 +6,8 @@
  * - The options every Redis-backed store shares, declared once (`REDIS_BACKED_OPTIONS`, `FAIL_MODE_OPTIONS`),
  *   and the clocks a `clock` option means (`storeClocks`).
  * - The one health machine (`RedisHealth`) and the deadline every call keeps (`withDeadline`).
- * - The one fail mode (`Fallback`) and what a store knows of its fleet (`FleetPresence`).
+ * - The one fail mode (`Fallback`), what a store knows of its fleet (`FleetPresence`), and a node's id in its
+ *   fleets (`NodeIdentity`: a second live process given the same id is found and goes on under its own).
  * - Exact decisions on Redis for one limiter, assembled from a transport and its layers (`ExactBinding`).
  * - The start-up check (`StartupChecks`), the Lua script registry, and the key layout.
  *
@@ -25,6 +26,8 @@ export { DeadlineError, deadlineCounts, withDeadline } from '../deadline.js';
 export { Fallback, failModeDecision } from '../fleet/fail-mode.js';
 export type { FallbackBinding, FallbackOptions } from '../fleet/fail-mode.js';
 export { FleetPresence } from '../fleet/presence.js';
+export { NodeIdentity } from '../fleet/node-identity.js';
+export { CLOCK_SKEW_WARN_MS, checkClockSkew, clockOffset } from '../fleet/clock-skew.js';
 export type { PresenceOptions, TrackedFleet } from '../fleet/presence.js';
 export { ExactBinding } from '../exact/exact-binding.js';
 export type { DenialSharing, ExactParts } from '../exact/exact-binding.js';
@@ -37,6 +40,7 @@ export {
   exactScripts,
   luaDirectory,
   luaScript,
+  nodeSeenFile,
   presenceScript,
 } from '../scripts.js';
 export type { LuaFile, LuaScript } from '../scripts.js';
