@@ -274,13 +274,7 @@ export class Membership {
     return call.then((summaries) => {
       const [first] = summaries;
       if (first !== undefined)
-        checkClockSkew(
-          skewClock,
-          sentAt,
-          skewClock.now(),
-          first.redisTimeMs,
-          `limiter ${JSON.stringify(group[0]?.prefix)}`,
-        );
+        checkClockSkew(sentAt, skewClock.now(), first.redisTimeMs, `limiter ${JSON.stringify(group[0]?.prefix)}`);
       return summaries;
     });
   }

@@ -1,4 +1,3 @@
-import type { Clock } from '@sluice/core';
 import { warnOnce } from '@sluice/core/store-kit';
 
 /**
@@ -24,14 +23,13 @@ export function clockOffset(
 }
 
 /**
- * Compares `clock` with Redis's TIME as one heartbeat saw it, and says once (SLUICE_CLOCK_SKEW) when they are
+ * Compares this process's clock (`sentAt` and `answeredAt` are on it) with Redis's TIME as one heartbeat saw it, and says once (SLUICE_CLOCK_SKEW) when they are
  * more than CLOCK_SKEW_WARN_MS apart beyond what the round trip leaves uncertain, naming the offset. Returns
  * the offset, or undefined when Redis's time was not in the reply.
  * @example
- * checkClockSkew(systemClock, sentAt, systemClock.now(), Number(reply[1]), 'limiter "api"')
+ * checkClockSkew(sentAt, systemClock.now(), Number(reply[1]), 'limiter "api"')
  */
 export function checkClockSkew(
-  clock: Clock,
   sentAt: number,
   answeredAt: number,
   redisTimeMs: number,

@@ -181,7 +181,7 @@ export class FleetPresence {
     );
     const values = Array.isArray(reply) ? reply : [];
     if (skewClock !== undefined && !leaving)
-      checkClockSkew(skewClock, sentAt, skewClock.now(), Number(values[1]), `limiter ${JSON.stringify(prefixes[0])}`);
+      checkClockSkew(sentAt, skewClock.now(), Number(values[1]), `limiter ${JSON.stringify(prefixes[0])}`);
     return {
       seenAt: String(values[0] ?? ''),
       fleets: keys.map((_, i) => ({ count: Number(values[2 * i + 2]), reused: Number(values[2 * i + 3]) === 1 })),
