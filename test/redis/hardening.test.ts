@@ -270,7 +270,7 @@ describe('reset() has a deadline and typed errors', () => {
 });
 
 describe("failMode 'local' holds this node's share, from the fleet Redis counted", () => {
-  it('3 nodes that Redis counted, then Redis stalls: together they admit at most the limit (each holds a third)', async () => {
+  it('3 nodes that Redis counted, then Redis stalls: together they admit at most the limit (each holds a third), charged to Redis on its return', async () => {
     const server = await spawnRedisServer();
     const p = prefix();
     const clients = [0, 1, 2].map(() => {
@@ -297,6 +297,29 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
           if (d.allowed) admitted++;
         }
       expect(admitted).toBe(9); // 3 per node: floor(10 / 3)
+      // Redis returns: what the fail mode granted is charged there (9 of 10), so the window has 1 left for the
+      // fleet, not a fresh 10 (19 in one window).
+      const recovered = stores.map((store) => nextEvent(store, 'store-recovered'));
+      server.process?.kill('SIGCONT');
+      await Promise.all(recovered);
+      const limiter = limiters[0] as (typeof limiters)[0];
+      await untilAsync(
+        async () => {
+          const r = (await limiter.peek('k')).remaining;
+          console.log('remaining', r);
+          return r === 1;
+        },
+        'the outage charged to Redis',
+        300,
+      );
+      let after = 0;
+      for (const l of limiters)
+        for (let i = 0; i < 5; i++) {
+          const d = await l.tryAcquire('k');
+          expect(d.source).not.toBe('fallback');
+          if (d.allowed) after++;
+        }
+      expect(admitted + after).toBe(10);
     } finally {
       server.process?.kill('SIGCONT');
       await Promise.all(limiters.map((l) => l.close()));

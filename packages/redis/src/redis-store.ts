@@ -145,9 +145,11 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   constructor(options: RedisStoreOptions) {
     super();
     const o = parseOptions('redisStore options', REDIS_STORE_OPTIONS, options, true);
-    const parts = storeParts(o, this, () => {
+    const parts = storeParts(o, this, (healthy) => {
       // Callers waiting for a slot try again: on Redis, or by the fail mode.
       for (const set of this.#semaphores.values()) for (const s of set) s.healthChanged();
+      // What the fail mode granted meanwhile counts on Redis from now on.
+      if (healthy) for (const hold of this.#holds.values()) for (const b of hold.bindings) void b.settleFallback();
     });
     this.redis = options.redis;
     this.#connection = parts.connection;

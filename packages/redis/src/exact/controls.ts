@@ -9,6 +9,9 @@ import { banKey, stateKey } from '../key-layout.js';
 import { adjustScript, blockScript } from '../scripts.js';
 import { type GrantTime, adjustArgs, numArg, ruleArgs } from './rule-args.js';
 
+/** How many keys' fail-mode charges go to Redis at once after an outage (see settleFallback). */
+const SETTLE_CHUNK = 32;
+
 /** What the controls of one limiter need: where its states are, the clock, the deadline, health and fallback. */
 export interface ControlsOptions {
   readonly connection: RedisConnection;
@@ -70,11 +73,16 @@ export class RedisControls {
     const own = this.#o.rules.filter((rule) => rule.key === undefined);
     if (own.length === 0) return;
     const { fallback, health } = this.#o;
+    const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
     if (grant === 'fallback') {
-      fallback.refund(key, permits, grantedAgoMs);
+      // What Redis was charged with since (see settleFallback) goes back there too, while it answers.
+      const charged = permits - fallback.refund(key, permits, grantedAgoMs);
+      if (charged > 0 && health.healthy)
+        await this.#onRedis(key, 'refund', this.#stateKey(own[0] as Algorithm, key), () =>
+          this.#adjust(own, key, 'refund', charged, granted),
+        ).catch(() => undefined);
       return;
     }
-    const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
     const onRedis = () => this.#adjust(own, key, 'refund', permits, granted);
     if (grant === 'store') {
       if (!health.healthy)
@@ -90,21 +98,53 @@ export class RedisControls {
 
   /** Takes `permits` from every rule the key is counted against, one atomic call per slot. */
   async penalize(key: string, permits: number): Promise<void> {
+    await this.#control(
+      key,
+      'penalize',
+      () => this.#o.fallback.penalize(key, permits),
+      () => this.#penalizeAll(key, permits),
+    );
+  }
+
+  async #penalizeAll(key: string, permits: number): Promise<void> {
     const bySlot = new Map<number, Algorithm[]>();
     for (const rule of this.#o.rules) {
       const slot = this.#o.connection.isCluster ? calculateSlot(this.#stateKey(rule, key)) : 0;
       bySlot.set(slot, [...(bySlot.get(slot) ?? []), rule]);
     }
-    await this.#control(
-      key,
-      'penalize',
-      () => this.#o.fallback.penalize(key, permits),
-      async () => {
-        await Promise.all(
-          [...bySlot.values()].map((rules) => this.#adjust(rules, key, 'penalize', permits, undefined)),
-        );
-      },
+    await Promise.all([...bySlot.values()].map((rules) => this.#adjust(rules, key, 'penalize', permits, undefined)));
+  }
+
+  #penalizeOnRedis(key: string, permits: number): Promise<void> {
+    return this.#onRedis(key, 'settling the fail mode', this.#stateKey(this.#o.rules[0] as Algorithm, key), () =>
+      this.#penalizeAll(key, permits),
     );
+  }
+
+  /**
+   * Charges Redis with what the fail mode granted while it was away (FallbackBinding.takeCharges): each key's
+   * permits taken from every rule the key is counted against, as a penalty (past the limit if need be), so the
+   * outage's grants count against the limit after it. SETTLE_CHUNK keys at a time; a charge Redis cannot take
+   * now is kept for the next recovery.
+   */
+  async settleFallback(): Promise<void> {
+    const { fallback } = this.#o;
+    const charges = fallback.takeCharges();
+    for (let i = 0; i < charges.length; i += SETTLE_CHUNK) {
+      const chunk = charges.slice(i, i + SETTLE_CHUNK);
+      const failed = await Promise.all(
+        chunk.map(([key, permits]) =>
+          this.#penalizeOnRedis(key, permits).then(
+            () => false,
+            () => true,
+          ),
+        ),
+      );
+      if (failed.some((f) => f)) {
+        for (const [key, permits] of charges.slice(i)) fallback.keepCharge(key, permits);
+        return;
+      }
+    }
   }
 
   /** Bans the key (block.lua keeps a longer ban in force). */

@@ -61,6 +61,12 @@ export interface ExactParts {
 }
 
 /** One asked decision: what the transport sends, and the caller waiting for it. */
+/**
+ * How long, in decision deadlines, a recovered store waits for calls still out past their deadline before it
+ * charges Redis with the fail mode's grants (what a late answer granted on Redis is not charged again).
+ */
+const LATE_CALLS_WAIT = 20;
+
 class PendingDecision implements Asked {
   constructor(
     readonly key: string,
@@ -71,6 +77,9 @@ class PendingDecision implements Asked {
     readonly note: DecisionNote | undefined,
     readonly resolve: (decision: Decision) => void,
   ) {}
+
+  /** The fail mode granted it (Redis missed the deadline); a late grant on Redis makes it counted twice. */
+  grantedByFallback = false;
 }
 
 /**
@@ -103,6 +112,11 @@ export class ExactBinding implements BoundStore {
       answered: (p, answer) => this.#answered(p, answer),
       failed: (p, error, stateKey) => this.#failed(p, error, stateKey),
       unsent: (p) => this.#unsent(p),
+      late: (p, answer) => {
+        // Redis counted the grant the fail mode made meanwhile: charging it again on recovery would count it twice.
+        if (p.grantedByFallback && answer.decision.allowed && !p.peek)
+          this.#parts.fallback.dropCharge(p.key, p.permits);
+      },
     };
     this.#transport = new DecisionTransport({ ...transport, mayCall: () => health.healthy }, listener);
     const only = transport.rules.length === 1 ? transport.rules[0] : undefined;
@@ -173,7 +187,9 @@ export class ExactBinding implements BoundStore {
   #failed(p: PendingDecision, error: unknown, stateKey: string): void {
     // An error about this key alone leaves the store healthy (see RedisHealth.reportFailure).
     this.#parts.health.reportFailure(error, stateKey);
-    p.resolve(this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note));
+    const decision = this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note);
+    p.grantedByFallback = decision.allowed;
+    p.resolve(decision);
   }
 
   #unsent(p: PendingDecision): void {
@@ -240,6 +256,13 @@ export class ExactBinding implements BoundStore {
   unblock(key: string): Promise<void> {
     this.#denials?.forgetHere(key);
     return this.#controls.unblock(key);
+  }
+
+  /** Charges Redis, now answering again, with what the fail mode granted while it was away (see RedisControls.settleFallback). */
+  async settleFallback(): Promise<void> {
+    // Calls still out past their deadline may yet be answered: a grant they carry is Redis's, not a charge.
+    await this.#transport.lateCallsSettled(this.#parts.transport.timeoutMs * LATE_CALLS_WAIT);
+    return this.#controls.settleFallback();
   }
 
   /** Drops the key from this binding's deny cache (a reset here or, through pub/sub, on another node). */

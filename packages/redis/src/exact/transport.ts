@@ -1,8 +1,8 @@
 import type { Algorithm, Clock, Decision } from '@sluice/core';
 import { identityOf } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
-import type { RedisConnection } from '../connection/connection.js';
-import { withDeadline } from '../deadline.js';
+import type { RedisConnection, ScriptReply } from '../connection/connection.js';
+import { DeadlineError, withDeadline } from '../deadline.js';
 import { banKey, stateKey } from '../key-layout.js';
 import { isKeyScopedError } from '../reply-errors.js';
 import { bufferReply } from '../script-runner.js';
@@ -41,6 +41,11 @@ export interface TransportListener<A extends Asked> {
   failed(asked: A, error: unknown, stateKey: string): void;
   /** Not sent: the gate was closed when its batch left (Redis is known to be failing). */
   unsent(asked: A): void;
+  /**
+   * Redis answered after the deadline (the caller was answered by the fail mode meanwhile): what Redis decided
+   * stands there, and the fail mode need not count it again.
+   */
+  late?(asked: A, answer: Answer): void;
 }
 
 /** What a transport needs: the connection, the rules and their key layout, and how it batches and waits. */
@@ -89,6 +94,8 @@ export class DecisionTransport<A extends Asked> {
   readonly #listener: TransportListener<A>;
   readonly #ruleArgs: string[];
   readonly #script: LuaScript;
+  /** Calls that missed their deadline and may still be answered (see lateCallsSettled). */
+  readonly #lateCalls = new Set<Promise<ScriptReply>>();
   /** decide_one.lua, for a batch of one when a request's keys are one call's (one rule, one slot). */
   readonly #oneScript: LuaScript | undefined;
   /** On a Cluster, rules counted against other keys may live in other slots than the request key's (and its ban). */
@@ -273,12 +280,11 @@ export class DecisionTransport<A extends Asked> {
     const sentAtMs = this.#o.localClock.now();
     let reply: Buffer;
     this.#inFlight++;
+    const running = this.#o.connection.runScript(script, keys, args);
     try {
-      reply = bufferReply(
-        await withDeadline(this.#o.connection.runScript(script, keys, args), this.#o.timeoutMs, 'a decision'),
-        script.name,
-      );
+      reply = bufferReply(await withDeadline(running, this.#o.timeoutMs, 'a decision'), script.name);
     } catch (error) {
+      if (error instanceof DeadlineError) this.#whenLate(running, script.name, group, sentAtMs);
       // Redis answered about one of these keys: the others must not pay for it. Each is tried alone.
       if (isKeyScopedError(error) && group.length > 1) for (const asked of group) void this.#send([asked]);
       else for (const asked of group) this.#listener.failed(asked, error, keys[0] as string);
@@ -300,6 +306,52 @@ export class DecisionTransport<A extends Asked> {
         sentAtMs,
       });
     }
+  }
+
+  /**
+   * Resolves once every call that missed its deadline was answered or failed, or after `maxMs` (a call on a
+   * dropped connection may never settle).
+   */
+  async lateCallsSettled(maxMs: number): Promise<void> {
+    if (this.#lateCalls.size === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, maxMs);
+      timer.unref?.();
+    });
+    await Promise.race([Promise.allSettled([...this.#lateCalls]), bound]);
+    clearTimeout(timer);
+  }
+
+  /** A call past its deadline may still be answered: its answers go to the listener's `late`. */
+  #whenLate(running: Promise<ScriptReply>, scriptName: string, group: A[], sentAtMs: number): void {
+    const late = this.#listener.late;
+    if (late === undefined) return;
+    this.#lateCalls.add(running);
+    void running.then(
+      () => this.#lateCalls.delete(running),
+      () => this.#lateCalls.delete(running),
+    );
+    running.then(
+      (answer) => {
+        let decoded: ReturnType<typeof unpackReplies>;
+        try {
+          decoded = unpackReplies(bufferReply(answer, scriptName), group.length, this.#o.rules, (q) => group[q] as A);
+        } catch {
+          return; // a reply it cannot read says nothing of what Redis counted
+        }
+        decoded.forEach(({ decision, decidedAtMs, ban }, q) =>
+          late.call(this.#listener, group[q] as A, {
+            decision,
+            decidedAtMs,
+            ruleDecidedAtMs: undefined,
+            banRestMs: ban?.restMs,
+            sentAtMs,
+          }),
+        );
+      },
+      () => undefined,
+    );
   }
 
   async #decideAcross(

@@ -57,6 +57,12 @@ export function failModeDecision(
   };
 }
 
+/**
+ * The most keys whose 'local' grants one limiter remembers, to charge to Redis when it answers again (see
+ * FallbackBinding.takeCharges): grants to keys past it are never charged (an outage over that many keys).
+ */
+export const MAX_CHARGED_KEYS = 10_000;
+
 /** What a store's fallback needs: the mode, this process's clock and memory bound, and the fleet's shares. */
 export interface FallbackOptions {
   readonly mode: FailMode;
@@ -71,9 +77,10 @@ export interface FallbackOptions {
  * The one fail mode of every Redis-backed store (exact, leased, the semaphore): what decides while Redis is
  * away. `'local'` holds this node's share of each limit in this process's memory: each rule held at the share
  * the store knows of its fleet (sharedRule: live nodes seen in Redis, never the whole limit on every node),
- * a state carried over, never dropped, when the share changes. `'open'` allows and `'closed'` denies, keeping
- * nothing. Decisions it makes are marked `source: 'fallback'`, so a refund of one comes back here, never to
- * Redis, which never counted it.
+ * a state carried over, never dropped, when the share changes; what it grants is charged to Redis once Redis
+ * answers again (takeCharges), so a fleet's grants through an outage count against the limit after it too.
+ * `'open'` allows and `'closed'` denies, keeping nothing. Decisions it makes are marked `source: 'fallback'`,
+ * so a refund of one comes back here (and to Redis only for what was charged there).
  * @example
  * const fallback = new Fallback({ mode: 'local', clock: systemClock, maxKeys: 100_000, timeoutMs: 50 })
  * const decision = fallback.bind(ruleSet, presence.share('api')).decide('user:1', 1, 0, false) // source: 'fallback'
@@ -129,8 +136,20 @@ export interface FallbackBinding {
   readonly keepsState: boolean;
   /** The fail mode's decision, marked `source: 'fallback'`. */
   decide(key: string, permits: number, maxWaitMs: number, peek: boolean): Decision;
-  /** Gives back what the fail mode granted (nothing for 'open', which counted nothing). */
-  refund(key: string, permits: number, grantedAgoMs: number): void;
+  /**
+   * Gives back what the fail mode granted (nothing for 'open', which counted nothing). Returns how many of the
+   * permits Redis was never charged with; the rest went to Redis when it answered again (takeCharges).
+   */
+  refund(key: string, permits: number, grantedAgoMs: number): number;
+  /**
+   * 'local': the permits granted per key while Redis was away (refunds taken off), forgotten here: the store
+   * charges them to Redis once it answers again. Empty for 'open' and 'closed'.
+   */
+  takeCharges(): [key: string, permits: number][];
+  /** Charges Redis could not take after all: kept for the next time it answers. */
+  keepCharge(key: string, permits: number): void;
+  /** Redis counted this grant after all (its answer came past the deadline): it is not charged again. */
+  dropCharge(key: string, permits: number): void;
   /** Takes `permits` from the fail mode's state of `key` while Redis is away (see keepsState). */
   penalize(key: string, permits: number): void;
   /** Bans `key` in the fail mode's state while Redis is away (see keepsState). */
@@ -150,16 +169,43 @@ const fromFallback = (decision: Decision): Decision => ({ ...decision, source: '
 class LocalFallback implements FallbackBinding {
   readonly mode = 'local';
   readonly keepsState = true;
+  /** Permits granted per key since Redis last took the charges (bounded by MAX_CHARGED_KEYS). */
+  readonly #charges = new Map<string, number>();
 
   constructor(private readonly bound: BoundStore) {}
 
   decide(key: string, permits: number, maxWaitMs: number, peek: boolean): Decision {
     const b = this.bound;
-    return fromFallback((peek ? b.peek(key) : b.consume(key, permits, maxWaitMs)) as Decision);
+    const decision = (peek ? b.peek(key) : b.consume(key, permits, maxWaitMs)) as Decision;
+    if (!peek && decision.allowed) this.keepCharge(key, permits);
+    return fromFallback(decision);
   }
 
-  refund(key: string, permits: number, grantedAgoMs: number): void {
+  refund(key: string, permits: number, grantedAgoMs: number): number {
     void this.bound.refund?.(key, permits, grantedAgoMs);
+    const charged = this.#charges.get(key) ?? 0;
+    const uncharged = Math.min(charged, permits);
+    if (charged - uncharged > 0) this.#charges.set(key, charged - uncharged);
+    else this.#charges.delete(key);
+    return uncharged;
+  }
+
+  takeCharges(): [string, number][] {
+    const charges = [...this.#charges];
+    this.#charges.clear();
+    return charges;
+  }
+
+  dropCharge(key: string, permits: number): void {
+    const charged = this.#charges.get(key) ?? 0;
+    if (charged > permits) this.#charges.set(key, charged - permits);
+    else this.#charges.delete(key);
+  }
+
+  keepCharge(key: string, permits: number): void {
+    const charged = this.#charges.get(key);
+    if (charged === undefined && this.#charges.size >= MAX_CHARGED_KEYS) return;
+    this.#charges.set(key, (charged ?? 0) + permits);
   }
 
   penalize(key: string, permits: number): void {
@@ -204,7 +250,15 @@ class StatelessFallback implements FallbackBinding {
     return fromFallback(failModeDecision(this.rules[0] as Algorithm, mode, permits, this.o.timeoutMs));
   }
 
-  refund(): void {}
+  /** 'open' counted its grants nowhere, 'closed' granted none: Redis was never charged with any. */
+  refund(_key: string, permits: number): number {
+    return permits;
+  }
+  takeCharges(): [string, number][] {
+    return [];
+  }
+  keepCharge(): void {}
+  dropCharge(): void {}
   penalize(): void {}
   block(): void {}
   unblock(): void {}
