@@ -3,7 +3,7 @@ export { RedisStore } from './redis-store.js';
 export type { FleetEvent, RedisStoreEvents, RedisStoreOptions, ResetHeardEvent } from './redis-store.js';
 export type { DecisionEvent } from './exact/exact-binding.js';
 export type { FailMode } from './fleet/fail-mode.js';
-export { DEFAULT_FAIL_MODE } from './fleet/fail-mode.js';
+export { DEFAULT_FAIL_MODE, MAX_CHARGED_KEYS } from './fleet/fail-mode.js';
 export { DEFAULT_TIMEOUT_MS } from './deadline.js';
 export {
   DEFAULT_ASSUMED_NODES,
