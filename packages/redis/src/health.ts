@@ -52,13 +52,19 @@ export class RedisHealth {
   #probeKey = 'sluice-probe';
   readonly #unwatch: () => void;
 
-  /** The next probe, one interval from now; the interval grows while Redis stays away. */
+  /**
+   * The next probe, between half an interval and an interval from now (a fleet that failed at once must not
+   * probe and reconnect in step); the interval grows while Redis stays away.
+   */
   #scheduleProbe(): void {
-    this.#timer = setTimeout(() => {
-      this.#intervalMs = Math.min(this.#intervalMs * 2, MAX_PROBE_INTERVAL_MS);
-      this.#scheduleProbe();
-      this.#probe();
-    }, this.#intervalMs);
+    this.#timer = setTimeout(
+      () => {
+        this.#intervalMs = Math.min(this.#intervalMs * 2, MAX_PROBE_INTERVAL_MS);
+        this.#scheduleProbe();
+        this.#probe();
+      },
+      this.#intervalMs * (0.5 + 0.5 * Math.random()),
+    );
     // A probe loop must not keep a process alive on its own.
     this.#timer.unref?.();
   }

@@ -340,15 +340,14 @@ export class DecisionTransport<A extends Asked> {
         } catch {
           return; // a reply it cannot read says nothing of what Redis counted
         }
-        decoded.forEach(({ decision, decidedAtMs, ban }, q) =>
+        for (const [q, { decision, decidedAtMs, ban }] of decoded.entries())
           late.call(this.#listener, group[q] as A, {
             decision,
             decidedAtMs,
             ruleDecidedAtMs: undefined,
             banRestMs: ban?.restMs,
             sentAtMs,
-          }),
-        );
+          });
       },
       () => undefined,
     );
