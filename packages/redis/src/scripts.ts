@@ -208,7 +208,12 @@ export function blockScript(): LuaScript {
   ]);
 }
 
-/** The fleet heartbeats' helper that tells a node id two live processes were given (node_seen.lua). */
+/**
+ * The fleet heartbeats' helper that tells a node id two live processes were given (node_seen.lua), for a
+ * heartbeat script to compose after the prelude.
+ * @example
+ * luaScript('my:heartbeat', [{ directory: luaDirectory(import.meta.url, 'prelude.lua'), file: 'prelude' }, nodeSeenFile(), myEntry])
+ */
 export function nodeSeenFile(): LuaFile {
   return { directory: redisLua(), file: 'node_seen' };
 }
