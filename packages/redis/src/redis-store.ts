@@ -73,6 +73,11 @@ export interface RedisStoreEvents {
   fleet: [FleetEvent];
   /** A reset or unblock of `key` was heard (pub/sub, from any node, this one included): the deny caches here dropped it. */
   'reset-heard': [ResetHeardEvent];
+  /**
+   * failMode 'local', after an outage: what a limiter's fail mode granted and its state still held spent was
+   * charged to Redis (see FallbackChargedEvent); emitted once per limiter per recovery, zeros included.
+   */
+  'fallback-charged': [FallbackChargedEvent];
   'callback-error': [error: unknown, callback: string];
 }
 
@@ -80,6 +85,17 @@ export interface RedisStoreEvents {
 export interface ResetHeardEvent {
   readonly prefix: string;
   readonly key: string;
+}
+
+/** What one limiter's fail mode charged to Redis when Redis answered again, as `fallback-charged` reports it. */
+export interface FallbackChargedEvent {
+  readonly prefix: string;
+  /** Keys charged. */
+  readonly keys: number;
+  /** Permits charged over them. */
+  readonly permits: number;
+  /** Permits Redis could not take now (kept for the next recovery). */
+  readonly kept: number;
 }
 
 /** A change in the nodes a limiter's limits are shared by, as a store's `fleet` event reports it. */
@@ -149,7 +165,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       // Callers waiting for a slot try again: on Redis, or by the fail mode.
       for (const set of this.#semaphores.values()) for (const s of set) s.healthChanged();
       // What the fail mode granted meanwhile counts on Redis from now on.
-      if (healthy) for (const hold of this.#holds.values()) for (const b of hold.bindings) void b.settleFallback();
+      if (!healthy || o.failMode !== 'local') return;
+      for (const [prefix, hold] of this.#holds)
+        for (const b of hold.bindings)
+          void b.settleFallback().then((charged) => emitSafely(this, 'fallback-charged', { prefix, ...charged }));
     });
     this.redis = options.redis;
     this.#connection = parts.connection;

@@ -127,9 +127,10 @@ export class RedisControls {
    * outage's grants count against the limit after it. SETTLE_CHUNK keys at a time; a charge Redis cannot take
    * now is kept for the next recovery.
    */
-  async settleFallback(): Promise<void> {
+  async settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
     const { fallback } = this.#o;
     const charges = fallback.takeCharges();
+    const sum = (list: [string, number][]) => list.reduce((total, [, permits]) => total + permits, 0);
     for (let i = 0; i < charges.length; i += SETTLE_CHUNK) {
       const chunk = charges.slice(i, i + SETTLE_CHUNK);
       const failed = await Promise.all(
@@ -142,9 +143,10 @@ export class RedisControls {
       );
       if (failed.some((f) => f)) {
         for (const [key, permits] of charges.slice(i)) fallback.keepCharge(key, permits);
-        return;
+        return { keys: i, permits: sum(charges.slice(0, i)), kept: sum(charges.slice(i)) };
       }
     }
+    return { keys: charges.length, permits: sum(charges), kept: 0 };
   }
 
   /** Bans the key (block.lua keeps a longer ban in force). */

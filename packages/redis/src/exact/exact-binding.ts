@@ -259,7 +259,7 @@ export class ExactBinding implements BoundStore {
   }
 
   /** Charges Redis, now answering again, with what the fail mode granted while it was away (see RedisControls.settleFallback). */
-  async settleFallback(): Promise<void> {
+  async settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
     // Calls still out past their deadline may yet be answered: a grant they carry is Redis's, not a charge.
     await this.#transport.lateCallsSettled(this.#parts.transport.timeoutMs * LATE_CALLS_WAIT);
     return this.#controls.settleFallback();

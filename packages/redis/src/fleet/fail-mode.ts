@@ -142,8 +142,10 @@ export interface FallbackBinding {
    */
   refund(key: string, permits: number, grantedAgoMs: number): number;
   /**
-   * 'local': the permits granted per key while Redis was away (refunds taken off), forgotten here: the store
-   * charges them to Redis once it answers again. Empty for 'open' and 'closed'.
+   * 'local': per key, what the fail mode's grants while Redis was away still weigh on its state (the permits
+   * granted, refunds taken off, but no more than the local state shows spent now: grants a bucket refilled or
+   * a window that rolled over since count no longer), forgotten here: the store charges them to Redis once it
+   * answers again. Empty for 'open' and 'closed'.
    */
   takeCharges(): [key: string, permits: number][];
   /** Charges Redis could not take after all: kept for the next time it answers. */
@@ -191,7 +193,14 @@ class LocalFallback implements FallbackBinding {
   }
 
   takeCharges(): [string, number][] {
-    const charges = [...this.#charges];
+    const charges: [string, number][] = [];
+    for (const [key, granted] of this.#charges) {
+      // What the local state still holds spent: an hour-long outage's grants are not all owed to a bucket that
+      // refilled meanwhile, nor a past window's to the current one.
+      const now = this.bound.peek(key) as Decision;
+      const spent = Math.max(0, now.limit - now.remaining);
+      if (Math.min(granted, spent) > 0) charges.push([key, Math.min(granted, spent)]);
+    }
     this.#charges.clear();
     return charges;
   }
