@@ -13,7 +13,8 @@
 -- node is answered both, and holds the smaller (shares.ts): a node's share grows only once every node has had
 -- an interval to see the division that shrinks another's, so the fleet's shares never sum past the limit while
 -- a division spreads. A newcomer is divided for at the next division, and holds at once what no node held
--- before (see allocate), the rest from the division after (a reserve covers it until then); a leaver's share
+-- before (without a reserve, or in the fleet's first division; see allocate), the rest from the division after
+-- (the reserve serves it until then); a leaver's share
 -- is divided among the others at the next division.
 --
 -- KEYS[4i-3]  limiter i's live nodes: a sorted set of node id -> when it was last seen, in ms
@@ -112,8 +113,11 @@ end
 -- a chunk at a time. A newcomer (no allocation before) has no previous: its previous is what it may hold at
 -- once, its part of the headroom, the part of the limit no node was allocated before (the whole limit in a new
 -- fleet), so a fleet starting up holds its shares from its first division and the sum held stays within the
--- limit (the others hold at most their previous allocations).
-local function allocate(demands, allocations, n, limit, mode, burst, divided, windowed, least)
+-- limit (the others hold at most their previous allocations). With a reserve, only in the fleet's first division:
+-- after it, what no node was allocated is the last division's reserve, which nodes that have not heard this
+-- division yet may still draw; a newcomer holding it too would count it twice (the reserve serves the newcomer
+-- until the division after).
+local function allocate(demands, allocations, n, limit, mode, burst, divided, windowed, least, first)
   local level, spare = math.huge, 0
   if mode == 'demand' and n > 0 then level, spare = water_level(demands, n, limit) end
   local floor = n > 0 and (0.1 * limit) / n or 0
@@ -141,7 +145,7 @@ local function allocate(demands, allocations, n, limit, mode, burst, divided, wi
     start = start + CHUNK
   end
   local headroom = math.max(0, limit - allocated)
-  local part = asked > 0 and math.min(1, headroom / asked) or 0
+  local part = (asked > 0 and (divided >= 1 or first)) and math.min(1, headroom / asked) or 0
   -- Until it hears this division a node holds what the last one let it hold (the smaller of its two
   -- allocations then); after, at most its new allocation, now or at the next division, while a node that has
   -- not heard that one yet may still draw with this reserve. The reserve is what no node holds in any of these.
@@ -186,7 +190,7 @@ for i = 1, #KEYS / 4 do
   if not leaving and (at == false or now - tonumber(at) >= interval or now < tonumber(at)) then
     drop_dead(members, demands, allocations, now - live_ms)
     nodes = redis.call('ZCARD', members)
-    reserve = num(allocate(demands, allocations, nodes, limit, mode, burst, divided, windowed, least))
+    reserve = num(allocate(demands, allocations, nodes, limit, mode, burst, divided, windowed, least, at == false))
     redis.call('HSET', summary, 'at', num(now), 'nodes', nodes, 'reserve', reserve)
     -- Renewed once per interval by the division any live node makes: the fleet's keys outlive its last node
     -- by 2 x liveMs.
