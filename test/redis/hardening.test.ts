@@ -390,6 +390,45 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
     await ahead.close(100);
   });
 
+  it('the fail mode starts each key from what Redis last told this node, not from a full share: a stall in mid-window admits the limit, no more', async () => {
+    const server = await spawnRedisServer();
+    const p = prefix();
+    const clients = [0, 1, 2].map(() => {
+      const client = new Redis({ port: server.port, maxRetriesPerRequest: 1 });
+      client.on('error', () => {});
+      return client;
+    });
+    const stores = clients.map((redis) => redisStore({ redis, timeoutMs: 50, heartbeatMs: 100 }));
+    const counted = stores.map((store) =>
+      nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3),
+    );
+    const limiters = stores.map((store) =>
+      createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
+    );
+    await Promise.all(counted);
+    try {
+      // 6 of 10 used on Redis, 2 by each node: the last answers said 8, 6 and 4 left.
+      for (const limiter of limiters)
+        for (let i = 0; i < 2; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+      server.process?.kill('SIGSTOP');
+      let admitted = 0;
+      for (const limiter of limiters)
+        for (let i = 0; i < 5; i++) {
+          const d = await limiter.tryAcquire('k');
+          expect(d.source).toBe('fallback');
+          if (d.allowed) admitted++;
+        }
+      // Each node's third of what it last heard was left, rounded down: 2, 1 and 1 (a full third each: 9).
+      expect(admitted).toBe(4);
+    } finally {
+      server.process?.kill('SIGCONT');
+      await Promise.all(limiters.map((l) => l.close()));
+      await Promise.all(stores.map((s) => s.close()));
+      for (const c of clients) c.disconnect();
+      await server.stop();
+    }
+  });
+
   it('a long outage charges Redis only what the fail mode still holds spent: a bucket refilled meanwhile owes nothing', async () => {
     const server = await spawnRedisServer();
     const p = prefix();
@@ -404,7 +443,7 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
     try {
       let admitted = 0;
       for (let i = 0; i < 12; i++) if ((await limiter.tryAcquire('k')).allowed) admitted++;
-      expect(admitted).toBe(10); // the fail mode's own bucket (one node: the whole of it)
+      expect(admitted).toBe(8); // the fail mode's bucket starts where Redis's was (one node: the whole of it)
       // An hour passes: the local bucket is full again, as Redis's is.
       clock.advance(3_600_000);
       const charged = nextEvent(store, 'fallback-charged');

@@ -122,14 +122,13 @@ export class RedisControls {
   }
 
   /**
-   * Charges Redis with what the fail mode granted while it was away (FallbackBinding.takeCharges): each key's
+   * Charges Redis with what the fail mode granted while it was away (`charges`, from FallbackBinding.takeCharges): each key's
    * permits taken from every rule the key is counted against, as a penalty (past the limit if need be), so the
    * outage's grants count against the limit after it. SETTLE_CHUNK keys at a time; a charge Redis cannot take
    * now is kept for the next recovery.
    */
-  async settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
+  async settleFallback(charges: [string, number][]): Promise<{ keys: number; permits: number; kept: number }> {
     const { fallback } = this.#o;
-    const charges = fallback.takeCharges();
     const sum = (list: [string, number][]) => list.reduce((total, [, permits]) => total + permits, 0);
     for (let i = 0; i < charges.length; i += SETTLE_CHUNK) {
       const chunk = charges.slice(i, i + SETTLE_CHUNK);

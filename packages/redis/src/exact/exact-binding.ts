@@ -96,6 +96,8 @@ export class ExactBinding implements BoundStore {
   readonly #parts: ExactParts;
   readonly #transport: DecisionTransport<PendingDecision>;
   readonly #controls: RedisControls;
+  /** The fail mode's charges being settled (see settleFallback): a late grant comes off them. */
+  #settling: Map<string, number> | undefined;
   /** The store's deny caches of this prefix. */
   readonly #denials: DenialSharing | undefined;
   /** This binding's own, for a single rule whose single-permit denials hold until retryAfterMs. */
@@ -114,8 +116,10 @@ export class ExactBinding implements BoundStore {
       unsent: (p) => this.#unsent(p),
       late: (p, answer) => {
         // Redis counted the grant the fail mode made meanwhile: charging it again on recovery would count it twice.
-        if (p.grantedByFallback && answer.decision.allowed && !p.peek)
-          this.#parts.fallback.dropCharge(p.key, p.permits);
+        if (!p.grantedByFallback || !answer.decision.allowed || p.peek) return;
+        const settling = this.#settling?.get(p.key);
+        if (settling === undefined) this.#parts.fallback.dropCharge(p.key, p.permits);
+        else this.#settling?.set(p.key, Math.max(0, settling - p.permits));
       },
     };
     this.#transport = new DecisionTransport({ ...transport, mayCall: () => health.healthy }, listener);
@@ -176,6 +180,7 @@ export class ExactBinding implements BoundStore {
       // Another plan's binding may hold an older denial of the key that does not know of the ban.
       this.#denials?.forgetHere(p.key);
     }
+    if (!p.peek) this.#parts.fallback.remember(p.key, decision);
     const cache = this.#cache;
     if (cache !== undefined && !p.peek) {
       if (p.permits === 1 && p.maxWaitMs === 0) cache.record(p.key, decision, answer.sentAtMs, banRestMs);
@@ -260,9 +265,16 @@ export class ExactBinding implements BoundStore {
 
   /** Charges Redis, now answering again, with what the fail mode granted while it was away (see RedisControls.settleFallback). */
   async settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
-    // Calls still out past their deadline may yet be answered: a grant they carry is Redis's, not a charge.
-    await this.#transport.lateCallsSettled(this.#parts.transport.timeoutMs * LATE_CALLS_WAIT);
-    return this.#controls.settleFallback();
+    // Taken as the fail mode's state stands when Redis came back, before the fleet's count moves its share.
+    const charges = new Map(this.#parts.fallback.takeCharges());
+    this.#settling = charges;
+    try {
+      // Calls still out past their deadline may yet be answered: a grant they carry is Redis's, not a charge.
+      await this.#transport.lateCallsSettled(this.#parts.transport.timeoutMs * LATE_CALLS_WAIT);
+    } finally {
+      if (this.#settling === charges) this.#settling = undefined;
+    }
+    return this.#controls.settleFallback([...charges].filter(([, permits]) => permits > 0));
   }
 
   /** Drops the key from this binding's deny cache (a reset here or, through pub/sub, on another node). */

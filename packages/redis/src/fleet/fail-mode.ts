@@ -8,7 +8,7 @@ import {
   type SemaphoreBinding,
   type SemaphoreSpec,
 } from '@sluice/core';
-import { type FleetShare, describeValue, shareOf, sharedRule } from '@sluice/core/store-kit';
+import { type FleetShare, describeValue, keyCache, shareOf, sharedRule } from '@sluice/core/store-kit';
 import { SluiceRangeError } from '@sluice/core';
 
 /** What a Redis-backed store does while Redis does not answer within `timeoutMs`, or answers an error. */
@@ -113,7 +113,7 @@ export class Fallback {
       prefix: ruleSet.prefix,
       ...(ruleSet.plans === undefined ? {} : { plans: shared(ruleSet.plans) }),
     });
-    return new LocalFallback(bound);
+    return new LocalFallback(bound, share);
   }
 
   /** 'local': this node's `share` of a concurrency limiter's slots, counted here (its max follows the fleet). */
@@ -152,6 +152,11 @@ export interface FallbackBinding {
   keepCharge(key: string, permits: number): void;
   /** Redis counted this grant after all (its answer came past the deadline): it is not charged again. */
   dropCharge(key: string, permits: number): void;
+  /**
+   * What Redis last answered for `key`: 'local' starts the key's state from it when Redis next fails (this
+   * node's share of what the fleet had left), instead of a full share on every node.
+   */
+  remember(key: string, decision: Decision): void;
   /** Takes `permits` from the fail mode's state of `key` while Redis is away (see keepsState). */
   penalize(key: string, permits: number): void;
   /** Bans `key` in the fail mode's state while Redis is away (see keepsState). */
@@ -173,10 +178,33 @@ class LocalFallback implements FallbackBinding {
   readonly keepsState = true;
   /** Permits granted per key since Redis last took the charges (bounded by MAX_CHARGED_KEYS). */
   readonly #charges = new Map<string, number>();
+  /** Per key, the part of the limit Redis last said was used, until the fail mode first decides the key. */
+  readonly #lastOnRedis = keyCache<string, number>(MAX_CHARGED_KEYS);
 
-  constructor(private readonly bound: BoundStore) {}
+  constructor(
+    private readonly bound: BoundStore,
+    private readonly share: FleetShare,
+  ) {}
+
+  remember(key: string, decision: Decision): void {
+    if (decision.limit > 0)
+      this.#lastOnRedis.set(key, 1 - Math.min(decision.remaining, decision.limit) / decision.limit);
+  }
+
+  /** The key's local state made at least as spent as Redis last said the fleet's was (this node's share of it). */
+  #startFromRedis(key: string): void {
+    const used = this.#lastOnRedis.get(key);
+    if (used === undefined) return;
+    this.#lastOnRedis.delete(key);
+    const now = this.bound.peek(key) as Decision;
+    const held = shareOf(now.limit, this.share.fraction);
+    // Rounded up: a share of what was left, never more.
+    const missing = Math.ceil(held * used - 1e-9) - Math.max(0, held - now.remaining);
+    if (missing > 0) void this.bound.penalize?.(key, missing);
+  }
 
   decide(key: string, permits: number, maxWaitMs: number, peek: boolean): Decision {
+    this.#startFromRedis(key);
     const b = this.bound;
     const decision = (peek ? b.peek(key) : b.consume(key, permits, maxWaitMs)) as Decision;
     if (!peek && decision.allowed) this.keepCharge(key, permits);
@@ -197,8 +225,9 @@ class LocalFallback implements FallbackBinding {
     for (const [key, granted] of this.#charges) {
       // What the local state still holds spent: an hour-long outage's grants are not all owed to a bucket that
       // refilled meanwhile, nor a past window's to the current one.
+      // A decision names the whole rule's limit; this node's state holds its share of it.
       const now = this.bound.peek(key) as Decision;
-      const spent = Math.max(0, now.limit - now.remaining);
+      const spent = Math.max(0, shareOf(now.limit, this.share.fraction) - now.remaining);
       if (Math.min(granted, spent) > 0) charges.push([key, Math.min(granted, spent)]);
     }
     this.#charges.clear();
@@ -268,6 +297,7 @@ class StatelessFallback implements FallbackBinding {
   }
   keepCharge(): void {}
   dropCharge(): void {}
+  remember(): void {}
   penalize(): void {}
   block(): void {}
   unblock(): void {}

@@ -32,16 +32,35 @@ export interface TrackedFleet {
   release(): void;
 }
 
-/** One limiter prefix's fleet as this node knows it. */
+/** How many answered heartbeats a fleet's count is the most of: as long as a dead node counts (3 heartbeats). */
+const COUNTS_KEPT = 3;
+
+/**
+ * One limiter prefix's fleet as this node knows it: the most nodes any of its last COUNTS_KEPT answered
+ * heartbeats counted. A fleet shrinks as slowly as its dead are dropped, and a Redis that came back empty (a
+ * restart, a failover that lost the set) does not read as a small fleet while its nodes' heartbeats return one
+ * by one: a fail mode that starts again then would hold the share of a fleet of 5 on each of 64 nodes.
+ */
 class PrefixFleet implements FleetShare {
-  /** Live nodes at the latest answered heartbeat; undefined until one was answered. */
+  /** Live nodes counted; undefined until a heartbeat was answered. */
   nodes: number | undefined;
   holders = 0;
+  readonly #counts: number[] = [];
 
   constructor(private readonly assumedNodes: number) {}
 
   get fraction(): number {
     return 1 / Math.max(1, this.nodes ?? this.assumedNodes);
+  }
+
+  /** A heartbeat's count; returns true when the count this node goes by changed. */
+  counted(count: number): boolean {
+    this.#counts.push(count);
+    if (this.#counts.length > COUNTS_KEPT) this.#counts.shift();
+    const nodes = Math.max(...this.#counts);
+    if (nodes === this.nodes) return false;
+    this.nodes = nodes;
+    return true;
   }
 }
 
@@ -143,9 +162,8 @@ export class FleetPresence {
               const { count, reused } = fleets[i] ?? { count: 0, reused: false };
               if (this.#o.identity.heard(fleetKey(prefix), id, seenAt, reused)) renamed = true;
               const fleet = this.#fleets.get(prefix);
-              if (reused || fleet === undefined || !(count >= 1) || fleet.nodes === count) return;
-              fleet.nodes = count;
-              this.#o.onCount?.(prefix, count);
+              if (reused || fleet === undefined || !(count >= 1) || !fleet.counted(count)) return;
+              this.#o.onCount?.(prefix, fleet.nodes as number);
             });
           } catch {
             // Redis is away or slow: the last counts stand (the store's health machine reports the outage).
