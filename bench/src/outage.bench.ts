@@ -1,0 +1,212 @@
+/**
+ * A fleet through a Redis outage: N nodes (1,000 by default), each a store with an ioredis client of its own (as
+ * real nodes have), in exact mode (failMode 'local') and divided mode, one token bucket of 4,000 per second
+ * (capacity 4,000) offered 1.2 x that as Poisson arrivals (test/harness/fleet-sim.ts). At 5 s the redis-server is
+ * killed (SIGKILL: every connection drops and new ones are refused); OUTAGE_MS later (30 s) a new, empty one is
+ * started on the same port. Reports per mode:
+ * - connection attempts per second the clients made while Redis was away (ioredis 'connecting' events: the
+ *   client's own backoff plus the store's nudges, at most one per probe interval);
+ * - after the return: connections Redis accepted in its first second and in its busiest 100 ms (sampled from
+ *   INFO stats), and when every store was healthy again and every node counted the whole fleet again, in
+ *   heartbeats (1 s) after the return;
+ * - admitted per second against the limit (over: the most a second admitted past it), the fail mode's grants,
+ *   and what the fail modes charged to Redis on its return.
+ *
+ *   node --conditions=sluice-source --import tsx bench/src/outage.bench.ts   (npm run bench:outage)
+ *   OUTAGE_NODES=256 OUTAGE_MS=10000 ...                                      (smaller, shorter)
+ */
+import { fileURLToPath } from 'node:url';
+import { tokenBucket } from '@sluice/core';
+import type { FallbackChargedEvent } from '@sluice/redis';
+import { membershipKeys } from '../../packages/hybrid/src/membership.js';
+import { fleetKey } from '../../packages/redis/src/key-layout.js';
+import { Redis } from 'ioredis';
+import { type FleetMode, type FleetStore, simulateFleet } from '../../test/harness/fleet-sim.js';
+import { type TestRedis, spawnRedisServer } from '../../test/harness/redis-server.js';
+import { writeJson } from './harness.js';
+
+const NODES = Number(process.env.OUTAGE_NODES ?? 1_000);
+const OUTAGE_MS = Number(process.env.OUTAGE_MS ?? 30_000);
+const MODES = (process.env.OUTAGE_MODES ?? 'exact,divided').split(',') as FleetMode[];
+const DOWN_AT_MS = 5_000;
+const AFTER_MS = 10_000;
+const LIMIT = 4_000;
+const OFFERED = 1.2 * LIMIT;
+const HEARTBEAT_MS = 1_000;
+const RULE = tokenBucket({ capacity: LIMIT, refillPerSecond: LIMIT });
+
+export interface OutageRow {
+  readonly mode: FleetMode;
+  readonly nodes: number;
+  readonly outageMs: number;
+  /** Client connection attempts per second while Redis was away (median and most of its seconds). */
+  readonly attemptsPerSecondMedian: number;
+  readonly attemptsPerSecondMost: number;
+  /**
+   * Connections the new Redis had accepted by its first sample (its first ~100 ms up, at `firstSampleMs`), by
+   * 1 s, and in its busiest 100 ms after the first sample.
+   */
+  readonly connectionsByFirstSample: number;
+  readonly firstSampleMs: number;
+  readonly connectionsFirstSecond: number;
+  readonly connectionsBusiest100Ms: number;
+  /** From Redis's return until every store was healthy again (exact) / heard a heartbeat answered (divided), in s. */
+  readonly allHealthyAfterS: number | undefined;
+  /** From Redis's return until its fleet set (presence, or divided mode's members) held every node again, in heartbeats. */
+  readonly fleetWholeAfterHeartbeats: number | undefined;
+  /** Admitted in each second, the whole run; and the most a second admitted past the limit, as a share of it. */
+  readonly admittedPerSecond: readonly number[];
+  readonly worstOver: number;
+  /**
+   * The most any run of whole seconds admitted past the bucket's bound, capacity + rate x its length (0: never
+   * over); the fleet's start-up (second 0, nodes connecting) left out.
+   */
+  readonly overBound: number;
+  readonly fallbackGrants: number;
+  /** What the fail modes charged to Redis on its return, over every node. */
+  readonly chargedPermits: number;
+  readonly storeErrors: number;
+  /** Grants in each second by where they were decided (redis, fallback, share, lease...). */
+  readonly grantsBySource: Record<string, readonly number[]>;
+}
+
+const median = (xs: readonly number[]): number => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.floor((sorted.length - 1) / 2)] ?? 0;
+};
+
+/** The most admitted past capacity + rate x seconds over any run of whole seconds. */
+function overBound(perSecond: readonly number[]): number {
+  let worst = 0;
+  for (let from = 0; from < perSecond.length; from++) {
+    let sum = 0;
+    for (let to = from; to < perSecond.length; to++) {
+      sum += perSecond[to] as number;
+      worst = Math.max(worst, sum - (LIMIT + LIMIT * (to - from + 1)));
+    }
+  }
+  return worst;
+}
+
+async function stats(admin: Redis): Promise<number> {
+  const info = await admin.info('stats');
+  return Number(/^total_connections_received:(\d+)/m.exec(info)?.[1] ?? 0);
+}
+
+async function run(mode: FleetMode): Promise<OutageRow> {
+  let server: TestRedis = await spawnRedisServer();
+  const port = server.port;
+  const attempts = new Map<number, number>();
+  let t0 = 0;
+  const clients = Array.from({ length: NODES }, () => {
+    const client = new Redis({ port, maxRetriesPerRequest: 1 });
+    client.on('error', () => {});
+    client.on('connecting', () => {
+      const second = Math.floor((performance.now() - t0) / 1_000);
+      attempts.set(second, (attempts.get(second) ?? 0) + 1);
+    });
+    return client;
+  });
+  let returnedAt: number | undefined;
+  const unhealthy = new Set<number>();
+  let allHealthyAt: number | undefined;
+  let charged = 0;
+  let began = (): void => {};
+  const started = new Promise<void>((resolve) => (began = resolve));
+  const onStart = (i: number, store: FleetStore) => {
+    // The fleet's clock starts once every node is made (making 1,000 stores takes a while).
+    if (i === NODES - 1) began();
+    const s = store as FleetStore & { on(event: string, listener: (...args: unknown[]) => void): unknown };
+    s.on('store-error', () => unhealthy.add(i));
+    const healthy = () => {
+      if (!unhealthy.delete(i) || returnedAt === undefined || unhealthy.size > 0) return;
+      allHealthyAt ??= performance.now();
+    };
+    s.on('store-recovered', healthy);
+    s.on('fallback-charged', (e) => {
+      charged += (e as FallbackChargedEvent).permits;
+    });
+    // Divided mode's heartbeat answered: its store is back.
+    s.on('membership', healthy);
+  };
+  const samples: { at: number; connections: number; members: number }[] = [];
+  const fleetSet = mode === 'divided' ? membershipKeys('fleet', RULE.name)[0] : fleetKey('fleet');
+  let admin: Redis | undefined;
+  const outage = (async () => {
+    await started;
+    t0 = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, DOWN_AT_MS));
+    server.process?.kill('SIGKILL');
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+    server = await spawnRedisServer([], { port });
+    returnedAt = performance.now();
+    admin = new Redis({ port });
+    const until = returnedAt + AFTER_MS - 500;
+    while (performance.now() < until) {
+      samples.push({
+        at: performance.now() - returnedAt,
+        connections: await stats(admin),
+        members: await admin.zcard(fleetSet),
+      });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  })();
+  const fleet = simulateFleet({
+    mode,
+    plans: Array.from({ length: NODES }, () => ({ rate: () => OFFERED / NODES })),
+    rule: RULE,
+    durationMs: DOWN_AT_MS + OUTAGE_MS + AFTER_MS,
+    clients,
+    heartbeatMs: HEARTBEAT_MS,
+    seed: NODES,
+    onStart,
+  });
+  const [r] = await Promise.all([fleet, outage]);
+  const downSeconds = [...attempts.entries()]
+    .filter(([s]) => s * 1_000 >= DOWN_AT_MS + 1_000 && s * 1_000 < DOWN_AT_MS + OUTAGE_MS)
+    .map(([, n]) => n);
+  const perWindow = samples.slice(1).map((s, k) => s.connections - (samples[k] as { connections: number }).connections);
+  const firstSecond = samples.find((s) => s.at >= 1_000)?.connections ?? 0;
+  const back = returnedAt as number;
+  const whole = samples.find((s) => s.members >= NODES)?.at;
+  for (const client of clients) client.disconnect();
+  admin?.disconnect();
+  await server.stop();
+  const round = (x: number, digits = 2) => Number(x.toFixed(digits));
+  return {
+    mode,
+    nodes: NODES,
+    outageMs: OUTAGE_MS,
+    attemptsPerSecondMedian: median(downSeconds),
+    attemptsPerSecondMost: Math.max(0, ...downSeconds),
+    connectionsByFirstSample: samples[0]?.connections ?? 0,
+    firstSampleMs: round(samples[0]?.at ?? 0, 0),
+    connectionsFirstSecond: firstSecond,
+    connectionsBusiest100Ms: Math.max(0, ...perWindow),
+    allHealthyAfterS: allHealthyAt === undefined ? undefined : round((allHealthyAt - back) / 1_000),
+    fleetWholeAfterHeartbeats: whole === undefined ? undefined : round(whole / HEARTBEAT_MS),
+    admittedPerSecond: r.admittedPerSecond,
+    worstOver: round(Math.max(0, ...r.admittedPerSecond.map((a) => a / LIMIT - 1)), 4),
+    overBound: overBound(r.admittedPerSecond.slice(1)),
+    fallbackGrants: r.fallbackGrants,
+    chargedPermits: charged,
+    storeErrors: r.storeErrors,
+    grantsBySource: r.grantsBySource,
+  };
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const rows: OutageRow[] = [];
+  for (const mode of MODES) {
+    const row = await run(mode);
+    rows.push(row);
+    console.log(JSON.stringify(row));
+  }
+  console.table(rows.map(({ admittedPerSecond: _, ...shown }) => shown));
+  writeJson(fileURLToPath(new URL('../results/outage.json', import.meta.url)), {
+    limitPerSecond: LIMIT,
+    offeredPerSecond: OFFERED,
+    downAtMs: DOWN_AT_MS,
+    rows,
+  });
+}
