@@ -1,8 +1,9 @@
 /**
- * A refund goes only where its grant was counted. A grant the fail mode made while Redis stalled was never
+ * A refund goes only where its grant was counted. A grant failMode 'open' made while Redis stalled is never
  * counted on Redis: refunding it there (after-response accounting, limiter.refund) once handed out up to a
  * bucket's capacity extra per key after every outage (token bucket of 3, no refill: 3 granted, a stall with
- * 2 fail-open grants that failed, then 2 more granted). And a request never gives back more than it took.
+ * 2 fail-open grants that failed, then 2 more granted). failMode 'local' charges its grants to Redis on the
+ * return, so their refunds go there, and never twice. And a request never gives back more than it took.
  */
 import { type Decision, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
@@ -32,7 +33,11 @@ async function stallable(failMode: 'open' | 'local') {
     client.disconnect();
     await server.stop();
   });
-  const recovered = () => new Promise<void>((resolve) => store.once('store-recovered', () => resolve()));
+  // 'local' also charges its grants to Redis on the return (fallback-charged); 'open' counted them nowhere.
+  const recovered = () =>
+    failMode === 'local'
+      ? nextEvent(store, 'fallback-charged').then(() => undefined)
+      : new Promise<void>((resolve) => store.once('store-recovered', () => resolve()));
   // 'local' holds this node's share of each limit: the whole of it here, once Redis has counted a fleet of one.
   const counted = failMode === 'local' ? nextEvent(store, 'fleet') : Promise.resolve();
   return {
@@ -49,14 +54,15 @@ async function stallable(failMode: 'open' | 'local') {
 const bucket = () => tokenBucket({ capacity: 3, refillPerSecond: 0.000_001, name: 'tb' });
 
 describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode) => {
+  // 'open' grants past an empty bucket; 'local' starts from what Redis last said was left, so it is left 2.
+  const onRedis = failMode === 'open' ? 3 : 1;
   it('limiter.refund({ decision }) of a fail-mode grant never gives permits back on Redis', async () => {
     const redis = await stallable(failMode);
     const limiter = createLimiter({ rules: bucket(), store: redis.store, prefix: prefix() });
-    for (let i = 0; i < 3; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+    for (let i = 0; i < onRedis; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
     await redis.counted;
     redis.stall();
     const during: Decision[] = [];
-    // 'local' holds the whole bucket on one node: two of its three are granted.
     for (let i = 0; i < 2; i++) during.push(await limiter.tryAcquire('k'));
     expect(during.map((d) => [d.allowed, d.source])).toEqual([
       [true, 'fallback'],
@@ -65,11 +71,13 @@ describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode
     const back = redis.recovered();
     redis.resume();
     await back;
-    // The requests failed: their grants are given back, after Redis answered again.
+    // The requests failed: their grants are given back, after Redis answered again: 'open' never counted them
+    // anywhere (nothing goes to Redis); 'local' charged them to Redis on its return, so they go back there.
     for (const decision of during) await limiter.refund('k', 1, { decision });
     const after = await limiter.tryAcquire('k');
-    expect(after.allowed).toBe(false);
+    expect(after.allowed).toBe(failMode === 'local');
     expect(after.source).toBeUndefined();
+    expect(after.remaining).toBe(failMode === 'local' ? 1 : 0);
   });
 
   it('after-response accounting (skipFailedRequests) sends a fail-mode grant back to the fail mode only', async () => {
@@ -86,17 +94,17 @@ describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode
       async () => {
         answered++;
         // The stalled requests answer 500 once Redis is back: their refunds run against a healthy Redis.
-        if (answered > 3) await recoveredThenFail;
-        return new Answer(answered > 3 ? 500 : 200, { answered });
+        if (answered > onRedis) await recoveredThenFail;
+        return new Answer(answered > onRedis ? 500 : 200, { answered });
       },
     );
     cleanups.push(() => server.close());
-    for (let i = 0; i < 3; i++) expect((await get(server.url)).status).toBe(200);
+    for (let i = 0; i < onRedis; i++) expect((await get(server.url)).status).toBe(200);
     await redis.counted;
     redis.stall();
     const failing = [get(server.url), get(server.url)];
     // Both are past their decision (made by the fail mode) once the route has seen them.
-    while (answered < 5) await new Promise((resolve) => setImmediate(resolve));
+    while (answered < onRedis + 2) await new Promise((resolve) => setImmediate(resolve));
     const back = redis.recovered();
     redis.resume();
     await back;
@@ -104,6 +112,11 @@ describe.each(['open', 'local'] as const)("exact mode, failMode '%s'", (failMode
     expect((await Promise.all(failing)).map((r) => r.status)).toEqual([500, 500]);
     // Wait for both settlements to have reached the store: a peek goes through Redis after them.
     await new Promise((resolve) => setTimeout(resolve, 50));
+    // 'local': charged to Redis on the return and given back there: 1 used of 3.
+    if (failMode === 'local') {
+      expect((await limiter.peek('k')).remaining).toBe(2);
+      return;
+    }
     expect((await get(server.url)).status).toBe(429);
     expect((await limiter.peek('k')).remaining).toBe(0);
   });
@@ -128,9 +141,10 @@ it("exact mode, failMode 'local': the fail mode's own state takes its grant back
   const back = redis.recovered();
   redis.resume();
   await back;
-  // The first stalled call was on the wire: Redis ran it once it resumed (counting one, never more). The
-  // refund stayed local: a refund sent to Redis would have left 2.
-  expect((await limiter.peek('k')).remaining).toBe(1);
+  // The first stalled call was on the wire: Redis ran it once it resumed (counting one, never more); the fail
+  // mode's other net grant (the fourth: the second was refunded locally) was charged on the return. Two of
+  // two used: a refund sent to Redis, or a charge of the refunded grant, would have left 1 or -1.
+  expect((await limiter.peek('k')).remaining).toBe(0);
 });
 
 it('leased mode: a fail-mode grant is never given back to the central bucket', async () => {
