@@ -14,20 +14,24 @@
  *
  *   node --conditions=sluice-source --import tsx bench/src/outage.bench.ts   (npm run bench:outage)
  *   OUTAGE_NODES=256 OUTAGE_MS=10000 ...                                      (smaller, shorter)
+ *   OUTAGE_KIND=failover ...   (a 3-master Cluster with replicas: the master of the hot key's slot killed, its
+ *                               replica promoted; results in failover.json)
  */
 import { fileURLToPath } from 'node:url';
 import { tokenBucket } from '@sluice/core';
 import type { FallbackChargedEvent } from '@sluice/redis';
 import { membershipKeys } from '../../packages/hybrid/src/membership.js';
 import { fleetKey } from '../../packages/redis/src/key-layout.js';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { type FleetMode, type FleetStore, simulateFleet } from '../../test/harness/fleet-sim.js';
+import { failOverMasterOf, startTestCluster } from '../../test/harness/redis-cluster.js';
 import { type TestRedis, spawnRedisServer } from '../../test/harness/redis-server.js';
 import { writeJson } from './harness.js';
 
 const NODES = Number(process.env.OUTAGE_NODES ?? 1_000);
 const OUTAGE_MS = Number(process.env.OUTAGE_MS ?? 30_000);
 const MODES = (process.env.OUTAGE_MODES ?? 'exact,divided').split(',') as FleetMode[];
+const KIND = (process.env.OUTAGE_KIND ?? 'restart') as 'restart' | 'failover';
 const DOWN_AT_MS = 5_000;
 const AFTER_MS = 10_000;
 const LIMIT = 4_000;
@@ -36,10 +40,13 @@ const HEARTBEAT_MS = 1_000;
 const RULE = tokenBucket({ capacity: LIMIT, refillPerSecond: LIMIT });
 
 export interface OutageRow {
+  /** 'restart': the server killed and started again empty; 'failover': a Cluster master killed, its replica promoted. */
+  readonly kind: 'restart' | 'failover';
   readonly mode: FleetMode;
   readonly nodes: number;
+  /** From the kill until Redis served again (a failover: until the replica serves the slot as master). */
   readonly outageMs: number;
-  /** Client connection attempts per second while Redis was away (median and most of its seconds). */
+  /** Client connection attempts per second while Redis was away (median and most of its seconds; restart only). */
   readonly attemptsPerSecondMedian: number;
   readonly attemptsPerSecondMost: number;
   /**
@@ -93,20 +100,88 @@ async function stats(admin: Redis): Promise<number> {
   return Number(/^total_connections_received:(\d+)/m.exec(info)?.[1] ?? 0);
 }
 
-async function run(mode: FleetMode): Promise<OutageRow> {
+/** The Redis a run breaks: its clients, the fault (resolving when Redis serves again), what reads it after. */
+interface Target {
+  readonly clients: readonly (Redis | Cluster)[];
+  /** Breaks Redis; resolves with performance.now() once it serves again. */
+  fault(): Promise<number>;
+  /** A client to the Redis that serves after the fault, and (standalone) its connections accepted so far. */
+  after(): { admin: Redis | Cluster; connections: (() => Promise<number>) | undefined };
+  stop(): Promise<void>;
+}
+
+/** One redis-server, killed and started again empty on its port `OUTAGE_MS` later; a client per node. */
+async function restartedServer(onAttempt: () => void): Promise<Target> {
   let server: TestRedis = await spawnRedisServer();
   const port = server.port;
-  const attempts = new Map<number, number>();
-  let t0 = 0;
   const clients = Array.from({ length: NODES }, () => {
     const client = new Redis({ port, maxRetriesPerRequest: 1 });
     client.on('error', () => {});
-    client.on('connecting', () => {
-      const second = Math.floor((performance.now() - t0) / 1_000);
-      attempts.set(second, (attempts.get(second) ?? 0) + 1);
-    });
+    client.on('connecting', onAttempt);
     return client;
   });
+  let admin: Redis | undefined;
+  return {
+    clients,
+    async fault() {
+      server.process?.kill('SIGKILL');
+      await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
+      server = await spawnRedisServer([], { port });
+      return performance.now();
+    },
+    after() {
+      const client = new Redis({ port });
+      admin = client;
+      return { admin: client, connections: () => stats(client) };
+    },
+    async stop() {
+      for (const client of clients) client.disconnect();
+      admin?.disconnect();
+      await server.stop();
+    },
+  };
+}
+
+/**
+ * A 3-master Cluster with a replica each; the master serving the hot key's slot (its state; the fleet's sets
+ * live in other slots) is killed and its replica takes over. Nodes share OUTAGE_CLIENTS Cluster clients (a
+ * Cluster client holds a connection to every node: 1,000 of them in one process would be 6,000 sockets).
+ */
+async function failedOverCluster(): Promise<Target> {
+  const cluster = await startTestCluster();
+  const clients = Array.from({ length: Math.min(NODES, Number(process.env.OUTAGE_CLIENTS ?? 50)) }, () => {
+    const client = cluster.client();
+    client.on('error', () => {});
+    return client;
+  });
+  let admin: Cluster | undefined;
+  return {
+    clients,
+    fault: () => failOverMasterOf(cluster, 'hot'),
+    after() {
+      admin = cluster.client();
+      admin.on('error', () => {});
+      return { admin, connections: undefined };
+    },
+    async stop() {
+      for (const client of clients) client.disconnect();
+      admin?.disconnect();
+      await cluster.stop();
+    },
+  };
+}
+
+async function run(mode: FleetMode): Promise<OutageRow> {
+  const attempts = new Map<number, number>();
+  let t0 = 0;
+  const target =
+    KIND === 'failover'
+      ? await failedOverCluster()
+      : await restartedServer(() => {
+          const second = Math.floor((performance.now() - t0) / 1_000);
+          attempts.set(second, (attempts.get(second) ?? 0) + 1);
+        });
+  let downAt = 0;
   let returnedAt: number | undefined;
   const unhealthy = new Set<number>();
   let allHealthyAt: number | undefined;
@@ -131,21 +206,19 @@ async function run(mode: FleetMode): Promise<OutageRow> {
   };
   const samples: { at: number; connections: number; members: number }[] = [];
   const fleetSet = mode === 'divided' ? membershipKeys('fleet', RULE.name)[0] : fleetKey('fleet');
-  let admin: Redis | undefined;
   const outage = (async () => {
     await started;
     t0 = performance.now();
     await new Promise((resolve) => setTimeout(resolve, DOWN_AT_MS));
-    server.process?.kill('SIGKILL');
-    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS));
-    server = await spawnRedisServer([], { port });
-    returnedAt = performance.now();
-    admin = new Redis({ port });
-    const until = returnedAt + AFTER_MS - 500;
+    downAt = performance.now();
+    const back = await target.fault();
+    returnedAt = back;
+    const { admin, connections } = target.after();
+    const until = back + AFTER_MS - 500;
     while (performance.now() < until) {
       samples.push({
-        at: performance.now() - returnedAt,
-        connections: await stats(admin),
+        at: performance.now() - back,
+        connections: connections === undefined ? 0 : await connections(),
         members: await admin.zcard(fleetSet),
       });
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -155,8 +228,9 @@ async function run(mode: FleetMode): Promise<OutageRow> {
     mode,
     plans: Array.from({ length: NODES }, () => ({ rate: () => OFFERED / NODES })),
     rule: RULE,
-    durationMs: DOWN_AT_MS + OUTAGE_MS + AFTER_MS,
-    clients,
+    // A failover takes what the Cluster takes (about 2 s here): the run ends AFTER_MS past a 30 s budget.
+    durationMs: DOWN_AT_MS + (KIND === 'failover' ? 5_000 : OUTAGE_MS) + AFTER_MS,
+    clients: target.clients as Redis[],
     heartbeatMs: HEARTBEAT_MS,
     seed: NODES,
     onStart,
@@ -169,14 +243,13 @@ async function run(mode: FleetMode): Promise<OutageRow> {
   const firstSecond = samples.find((s) => s.at >= 1_000)?.connections ?? 0;
   const back = returnedAt as number;
   const whole = samples.find((s) => s.members >= NODES)?.at;
-  for (const client of clients) client.disconnect();
-  admin?.disconnect();
-  await server.stop();
+  await target.stop();
   const round = (x: number, digits = 2) => Number(x.toFixed(digits));
   return {
+    kind: KIND,
     mode,
     nodes: NODES,
-    outageMs: OUTAGE_MS,
+    outageMs: round(back - downAt, 0),
     attemptsPerSecondMedian: median(downSeconds),
     attemptsPerSecondMost: Math.max(0, ...downSeconds),
     connectionsByFirstSample: samples[0]?.connections ?? 0,
@@ -203,7 +276,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     console.log(JSON.stringify(row));
   }
   console.table(rows.map(({ admittedPerSecond: _, ...shown }) => shown));
-  writeJson(fileURLToPath(new URL('../results/outage.json', import.meta.url)), {
+  writeJson(fileURLToPath(new URL(`../results/${KIND === 'failover' ? 'failover' : 'outage'}.json`, import.meta.url)), {
     limitPerSecond: LIMIT,
     offeredPerSecond: OFFERED,
     downAtMs: DOWN_AT_MS,

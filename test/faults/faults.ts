@@ -2,10 +2,9 @@
  * The faults the suite injects, each for real on its own throwaway redis-server: where clients connect,
  * and a timeline that breaks Redis and heals it, resolving with the moment it was healthy again.
  */
-import calculateSlot from 'cluster-key-slot';
 import { type Cluster, Redis } from 'ioredis';
 import { freePort } from '../harness/free-port.js';
-import { startTestCluster } from '../harness/redis-cluster.js';
+import { failOverMasterOf, startTestCluster } from '../harness/redis-cluster.js';
 import { type TestRedis, spawnRedisServer, waitForPing } from '../harness/redis-server.js';
 
 type RedisClient = Redis | Cluster;
@@ -169,34 +168,9 @@ export const FULL_SWEEP_FAULTS: readonly Fault[] = [
         },
         async inject() {
           await sleep(WARM_MS);
-          // The master serving hash tag {a} (every mode's state for key 'a' lives there).
-          const admin = cluster.client();
-          const slot = calculateSlot('a');
-          const masterPort = async (client: Redis) =>
-            (await client.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1];
-          const owner = await masterPort(admin as unknown as Redis);
-          admin.disconnect();
-          const victim = cluster.nodes.find((n) => n.port === owner);
-          if (victim === undefined) throw new Error('no master for slot of {a}');
-          victim.process?.kill('SIGKILL');
-          // Healthy again once a node other than the victim serves the slot as master.
-          for (;;) {
-            await sleep(100);
-            const probe = new Redis({
-              host: '127.0.0.1',
-              port: cluster.nodes.find((n) => n !== victim)?.port as number,
-              lazyConnect: true,
-            });
-            probe.on('error', () => {});
-            try {
-              const served = await masterPort(probe);
-              if (served !== undefined && served !== victim.port) return performance.now();
-            } catch {
-              // a node may be busy electing: ask again
-            } finally {
-              probe.disconnect();
-            }
-          }
+          // The master serving hash tag {a} (every mode's state for key 'a' lives there), killed; healthy again
+          // once another node serves the slot as master.
+          return failOverMasterOf(cluster, 'a');
         },
         teardown: () => cluster.stop(),
       };

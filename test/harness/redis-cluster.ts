@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis } from 'ioredis';
 import { type TestRedis, spawnRedisServer } from './redis-server.js';
 
@@ -84,4 +85,37 @@ export async function startTestCluster(options: { replicas?: 0 | 1 } = {}): Prom
     client: () => new Cluster(startupNodes, { redisOptions: { maxRetriesPerRequest: 3 } }),
     stop,
   };
+}
+
+/**
+ * Kills (SIGKILL) the master serving `hashTag`'s slot and resolves, with the time (performance.now()), once a node
+ * other than the victim serves that slot as master (its replica promoted, after cluster-node-timeout).
+ */
+export async function failOverMasterOf(cluster: TestCluster, hashTag: string): Promise<number> {
+  const slot = calculateSlot(hashTag);
+  const masterPort = async (client: Redis) =>
+    (await client.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to)?.[2]?.[1];
+  const asker = (port: number) => {
+    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true });
+    client.on('error', () => {});
+    return client;
+  };
+  const first = asker(cluster.startupNodes[0]?.port as number);
+  const owner = await masterPort(first).finally(() => first.disconnect());
+  const victim = cluster.nodes.find((n) => n.port === owner);
+  if (victim === undefined) throw new Error(`no master serves the slot of {${hashTag}}`);
+  victim.process?.kill('SIGKILL');
+  const other = cluster.nodes.find((n) => n !== victim)?.port as number;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 100));
+    const probe = asker(other);
+    try {
+      const served = await masterPort(probe);
+      if (served !== undefined && served !== victim.port) return performance.now();
+    } catch {
+      // a node may be busy electing: ask again
+    } finally {
+      probe.disconnect();
+    }
+  }
 }
