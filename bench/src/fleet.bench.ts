@@ -13,14 +13,16 @@
  *
  *   node --conditions=sluice-source --import tsx bench/src/fleet.bench.ts   (npm run bench:fleet)
  *   FLEET_NODES=64,256 FLEET_SECONDS=8 ...                                   (a smaller sweep)
+ *   FLEET_TARGET=cluster ...   (on a 3-master Cluster: Redis's cost summed over its masters; fleet-cluster.json)
  *   FLEET_NODES=1000 FLEET_SCENARIOS=even FLEET_MODES=exact,leased FLEET_ROUNDS=3 ...
  *     (one comparison in interleaved rounds: each row is the round of median Redis CPU per decision, with
  *     every round's figure beside it; the JSON goes to fleet-rounds.json, leaving the full sweep's alone)
  */
 import { fileURLToPath } from 'node:url';
 import { tokenBucket } from '@sluice/core';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { type FleetMode, type NodePlan, simulateFleet } from '../../test/harness/fleet-sim.js';
+import { startTestCluster } from '../../test/harness/redis-cluster.js';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
 import { redisCpuUs, scriptCalls, writeJson } from './harness.js';
 
@@ -28,6 +30,8 @@ const SIZES = (process.env.FLEET_NODES ?? '8,64,256,1000').split(',').map(Number
 const MODES = (process.env.FLEET_MODES ?? 'exact,leased,divided').split(',') as FleetMode[];
 const SCENARIOS = (process.env.FLEET_SCENARIOS ?? 'even,skewed,rolling deploy').split(',') as Scenario[];
 const ROUNDS = Number(process.env.FLEET_ROUNDS ?? 1);
+/** 'server': one redis-server; 'cluster': a 3-master Cluster (the limiter's keys in their slots, the sets in theirs). */
+const TARGET = (process.env.FLEET_TARGET ?? 'server') as 'server' | 'cluster';
 const SECONDS = Number(process.env.FLEET_SECONDS ?? 10);
 /** Seconds before this are start-up (divided: a founder, then three divisions at 1 s). */
 const STEADY_FROM = 5;
@@ -87,23 +91,62 @@ async function netBytes(redis: Redis): Promise<number> {
   return field('total_net_input_bytes') + field('total_net_output_bytes');
 }
 
-async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<FleetRow> {
+/** The Redis a run decides on: a server of its own, or (FLEET_TARGET=cluster) a 3-master Cluster of its own. */
+interface Target {
+  readonly clients: readonly (Redis | Cluster)[];
+  /** Every server's own connection: Redis's cost is the sum of theirs. */
+  readonly admins: readonly Redis[];
+  stop(): Promise<void>;
+}
+
+async function target(): Promise<Target> {
+  if (TARGET === 'cluster') {
+    const cluster = await startTestCluster({ replicas: 0 });
+    const clients = Array.from({ length: 4 }, () => cluster.client());
+    const admins = cluster.nodes.map((node) => new Redis(node.url));
+    return {
+      clients,
+      admins,
+      async stop() {
+        for (const client of [...clients, ...admins]) client.disconnect();
+        await cluster.stop();
+      },
+    };
+  }
   const server = await spawnRedisServer();
   const clients = Array.from({ length: 4 }, () => new Redis(server.url));
-  const admin = new Redis(server.url);
+  const admins = [new Redis(server.url)];
+  return {
+    clients,
+    admins,
+    async stop() {
+      for (const client of [...clients, ...admins]) client.disconnect();
+      await server.stop();
+    },
+  };
+}
+
+/** The sum of `read` over every server. */
+async function summed(admins: readonly Redis[], read: (admin: Redis) => Promise<number>): Promise<number> {
+  return (await Promise.all(admins.map(read))).reduce((a, b) => a + b, 0);
+}
+
+async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<FleetRow> {
+  const { clients, admins, stop } = await target();
+  const cost = async () =>
+    [await summed(admins, redisCpuUs), await summed(admins, scriptCalls), await summed(admins, netBytes)] as const;
   try {
-    const [cpu0, calls0, bytes0] = [await redisCpuUs(admin), await scriptCalls(admin), await netBytes(admin)];
+    const [cpu0, calls0, bytes0] = await cost();
     const r = await simulateFleet({
       mode,
       plans: plans(scenario, nodes),
       rule: tokenBucket({ capacity: LIMIT, refillPerSecond: LIMIT }),
       durationMs: SECONDS * 1_000,
-      clients,
+      clients: clients as Redis[],
       seed: nodes,
     });
-    const cpu = (await redisCpuUs(admin)) - cpu0;
-    const calls = (await scriptCalls(admin)) - calls0;
-    const bytes = (await netBytes(admin)) - bytes0;
+    const [cpu1, calls1, bytes1] = await cost();
+    const [cpu, calls, bytes] = [cpu1 - cpu0, calls1 - calls0, bytes1 - bytes0];
     const steady = r.admittedPerSecond.slice(STEADY_FROM, SECONDS - 1).map((admitted, s) => {
       const ideal = Math.min(LIMIT, r.offeredPerSecond[STEADY_FROM + s] ?? LIMIT);
       return { admitted, ideal };
@@ -133,8 +176,7 @@ async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<
       admittedPerSecond: r.admittedPerSecond,
     };
   } finally {
-    for (const client of [...clients, admin]) client.disconnect();
-    await server.stop();
+    await stop();
   }
 }
 
@@ -169,7 +211,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     for (const mode of MODES) rows.push(medianRound(rounds.get(mode) ?? []));
   }
   console.table(rows.map(({ admittedPerSecond: _, ...shown }) => shown));
-  const file = ROUNDS > 1 ? 'fleet-rounds.json' : 'fleet.json';
+  const file = TARGET === 'cluster' ? 'fleet-cluster.json' : ROUNDS > 1 ? 'fleet-rounds.json' : 'fleet.json';
   writeJson(fileURLToPath(new URL(`../results/${file}`, import.meta.url)), {
     limitPerSecond: LIMIT,
     offeredPerSecond: OFFERED,
