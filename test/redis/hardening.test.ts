@@ -270,24 +270,37 @@ describe('reset() has a deadline and typed errors', () => {
   });
 });
 
+/**
+ * Three stores (failMode 'local') on a Redis of their own, each limiter a fixed window of 10 per minute, once
+ * every store has counted all three from its heartbeats; `close` resumes a stalled Redis and stops it all.
+ */
+async function countedFleet() {
+  const server = await spawnRedisServer();
+  const p = prefix();
+  const clients = [0, 1, 2].map(() => {
+    const client = new Redis({ port: server.port, maxRetriesPerRequest: 1 });
+    client.on('error', () => {});
+    return client;
+  });
+  const stores = clients.map((redis) => redisStore({ redis, timeoutMs: 50, heartbeatMs: 100 }));
+  const counted = stores.map((store) => nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3));
+  const limiters = stores.map((store) =>
+    createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
+  );
+  await Promise.all(counted);
+  const close = async () => {
+    server.process?.kill('SIGCONT');
+    await Promise.all(limiters.map((l) => l.close()));
+    await Promise.all(stores.map((s) => s.close()));
+    for (const c of clients) c.disconnect();
+    await server.stop();
+  };
+  return { server, stores, limiters, close };
+}
+
 describe("failMode 'local' holds this node's share, from the fleet Redis counted", () => {
   it('3 nodes that Redis counted, then Redis stalls: together they admit at most the limit (each holds a third), charged to Redis on its return', async () => {
-    const server = await spawnRedisServer();
-    const p = prefix();
-    const clients = [0, 1, 2].map(() => {
-      const client = new Redis({ port: server.port, maxRetriesPerRequest: 1 });
-      client.on('error', () => {});
-      return client;
-    });
-    const stores = clients.map((redis) => redisStore({ redis, timeoutMs: 50, heartbeatMs: 100 }));
-    // Each store learns the fleet from its heartbeats: wait until every one has counted all three.
-    const counted = stores.map((store) =>
-      nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3),
-    );
-    const limiters = stores.map((store) =>
-      createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
-    );
-    await Promise.all(counted);
+    const { server, stores, limiters, close } = await countedFleet();
     server.process?.kill('SIGSTOP');
     try {
       let admitted = 0;
@@ -315,11 +328,7 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
         }
       expect(admitted + after).toBe(10);
     } finally {
-      server.process?.kill('SIGCONT');
-      await Promise.all(limiters.map((l) => l.close()));
-      await Promise.all(stores.map((s) => s.close()));
-      for (const c of clients) c.disconnect();
-      await server.stop();
+      await close();
     }
   });
 
@@ -391,21 +400,7 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
   });
 
   it('the fail mode starts each key from what Redis last told this node, not from a full share: a stall in mid-window admits the limit, no more', async () => {
-    const server = await spawnRedisServer();
-    const p = prefix();
-    const clients = [0, 1, 2].map(() => {
-      const client = new Redis({ port: server.port, maxRetriesPerRequest: 1 });
-      client.on('error', () => {});
-      return client;
-    });
-    const stores = clients.map((redis) => redisStore({ redis, timeoutMs: 50, heartbeatMs: 100 }));
-    const counted = stores.map((store) =>
-      nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3),
-    );
-    const limiters = stores.map((store) =>
-      createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
-    );
-    await Promise.all(counted);
+    const { server, limiters, close } = await countedFleet();
     try {
       // 6 of 10 used on Redis, 2 by each node: the last answers said 8, 6 and 4 left.
       for (const limiter of limiters)
@@ -421,11 +416,7 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
       // Each node's third of what it last heard was left, rounded down: 2, 1 and 1 (a full third each: 9).
       expect(admitted).toBe(4);
     } finally {
-      server.process?.kill('SIGCONT');
-      await Promise.all(limiters.map((l) => l.close()));
-      await Promise.all(stores.map((s) => s.close()));
-      for (const c of clients) c.disconnect();
-      await server.stop();
+      await close();
     }
   });
 
