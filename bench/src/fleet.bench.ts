@@ -100,28 +100,26 @@ interface Target {
 }
 
 async function target(): Promise<Target> {
-  if (TARGET === 'cluster') {
-    const cluster = await startTestCluster({ replicas: 0 });
-    const clients = Array.from({ length: 4 }, () => cluster.client());
-    const admins = cluster.nodes.map((node) => new Redis(node.url));
-    return {
-      clients,
-      admins,
-      async stop() {
-        for (const client of [...clients, ...admins]) client.disconnect();
-        await cluster.stop();
-      },
-    };
-  }
-  const server = await spawnRedisServer();
-  const clients = Array.from({ length: 4 }, () => new Redis(server.url));
-  const admins = [new Redis(server.url)];
+  const { client, servers, stopServers } =
+    TARGET === 'cluster'
+      ? await startTestCluster({ replicas: 0 }).then((cluster) => ({
+          client: (): Redis | Cluster => cluster.client(),
+          servers: cluster.nodes,
+          stopServers: () => cluster.stop(),
+        }))
+      : await spawnRedisServer().then((server) => ({
+          client: (): Redis | Cluster => new Redis(server.url),
+          servers: [server],
+          stopServers: () => server.stop(),
+        }));
+  const clients = Array.from({ length: 4 }, () => client());
+  const admins = servers.map((server) => new Redis(server.url));
   return {
     clients,
     admins,
     async stop() {
-      for (const client of [...clients, ...admins]) client.disconnect();
-      await server.stop();
+      for (const c of [...clients, ...admins]) c.disconnect();
+      await stopServers();
     },
   };
 }

@@ -295,21 +295,26 @@ async function countedFleet() {
     for (const c of clients) c.disconnect();
     await server.stop();
   };
-  return { server, stores, limiters, close };
+  /** Each node asks `perNode` times for 'k' while Redis is away: every answer the fail mode's; the grants counted. */
+  const admittedByFallback = async (perNode: number) => {
+    let admitted = 0;
+    for (const limiter of limiters)
+      for (let i = 0; i < perNode; i++) {
+        const d = await limiter.tryAcquire('k');
+        expect(d.source).toBe('fallback');
+        if (d.allowed) admitted++;
+      }
+    return admitted;
+  };
+  return { server, stores, limiters, admittedByFallback, close };
 }
 
 describe("failMode 'local' holds this node's share, from the fleet Redis counted", () => {
   it('3 nodes that Redis counted, then Redis stalls: together they admit at most the limit (each holds a third), charged to Redis on its return', async () => {
-    const { server, stores, limiters, close } = await countedFleet();
+    const { server, stores, limiters, admittedByFallback, close } = await countedFleet();
     server.process?.kill('SIGSTOP');
     try {
-      let admitted = 0;
-      for (const limiter of limiters)
-        for (let i = 0; i < 10; i++) {
-          const d = await limiter.tryAcquire('k');
-          expect(d.source).toBe('fallback');
-          if (d.allowed) admitted++;
-        }
+      const admitted = await admittedByFallback(10);
       expect(admitted).toBe(9); // 3 per node: floor(10 / 3)
       // Redis returns: what the fail mode granted is charged there (9 of 10), so the window has 1 left for the
       // fleet, not a fresh 10 (19 in one window).
@@ -400,19 +405,13 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
   });
 
   it('the fail mode starts each key from what Redis last told this node, not from a full share: a stall in mid-window admits the limit, no more', async () => {
-    const { server, limiters, close } = await countedFleet();
+    const { server, limiters, admittedByFallback, close } = await countedFleet();
     try {
       // 6 of 10 used on Redis, 2 by each node: the last answers said 8, 6 and 4 left.
       for (const limiter of limiters)
         for (let i = 0; i < 2; i++) expect((await limiter.tryAcquire('k')).allowed).toBe(true);
       server.process?.kill('SIGSTOP');
-      let admitted = 0;
-      for (const limiter of limiters)
-        for (let i = 0; i < 5; i++) {
-          const d = await limiter.tryAcquire('k');
-          expect(d.source).toBe('fallback');
-          if (d.allowed) admitted++;
-        }
+      const admitted = await admittedByFallback(5);
       // Each node's third of what it last heard was left, rounded down: 2, 1 and 1 (a full third each: 9).
       expect(admitted).toBe(4);
     } finally {
