@@ -99,7 +99,7 @@ describe('divided mode', () => {
   // is allowed for that skew in the recorded times.
   const RECORDING_SLACK = RATE / 100;
 
-  it('even load on 4 nodes: never over C + R*T; every second after start-up (3 divisions) within 5% of the limit', async () => {
+  it('even load on 4 nodes: never over C + R*T; after start-up (3 divisions) every two seconds within 5% of the limit', async () => {
     const seconds = 6;
     const result = await runFleet({
       nodes: 4,
@@ -122,7 +122,14 @@ describe('divided mode', () => {
     // Seconds 1-2 hold the start-up: the founder holds the whole share and spends the burst, the others hold
     // theirs from the third division (the second takes the founder's back: little is admitted for a
     // heartbeat); from second 3 on, the rate, give or take the reserve's batches (30% of it is drawn from Redis).
-    for (const admitted of counts.slice(2)) expect(Math.abs(admitted - RATE)).toBeLessThanOrEqual(0.05 * RATE);
+    // Counted over each two adjacent seconds: a node process late by tens of ms on a loaded machine moves grants
+    // from one second into the next, and the bucket carries what one second left unspent (a CI run saw 948 then
+    // 1,050).
+    const steady = counts.slice(2);
+    for (let s = 1; s < steady.length; s++) {
+      const pair = (steady[s - 1] as number) + (steady[s] as number);
+      expect(Math.abs(pair - 2 * RATE)).toBeLessThanOrEqual(0.05 * 2 * RATE);
+    }
     expect(bucketIntervalsOver(allTimes(result), CAPACITY + RECORDING_SLACK, RATE / 1_000).over).toBe(0);
   });
 
