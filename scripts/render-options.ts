@@ -55,7 +55,8 @@ ${table(CONCURRENCY_LIMITER_OPTIONS)}
 
 One vocabulary: each of these means the same, with the same default, on every Redis-backed store. \`failMode\`
 is taken by the stores that decide on Redis (redisStore, leasedStore); a divided store decides within its share,
-keeps its last share while Redis is away and denies what its share cannot cover (its reserve is in Redis).
+keeps its last share while Redis is away and holds its part of the reserve locally (charged to the reserve on
+Redis's return), denying what neither covers.
 
 ${table({ ...REDIS_BACKED_OPTIONS, ...FAIL_MODE_OPTIONS })}
 

@@ -41,7 +41,7 @@ export const DIVIDED_STORE_OPTIONS = {
 /**
  * Options of `dividedStore`: those of every Redis-backed store (RedisBackedOptions; the client is used for
  * heartbeats only), and how the limit is split among nodes. No fail mode: a divided store never asks Redis on
- * the decision path, and keeps its last share while Redis is away.
+ * the decision path; while Redis is away it keeps its last share and holds its part of the reserve locally.
  */
 export interface DividedStoreOptions extends RedisBackedOptions {
   /**

@@ -22,7 +22,10 @@ import {
   sharedRule,
   warnOnce,
 } from '@sluice/core/store-kit';
+import type { FallbackChargedEvent } from '@sluice/redis';
 import {
+  Fallback,
+  type FallbackBinding,
   NodeIdentity,
   type RedisConnection,
   StartupChecks,
@@ -37,7 +40,7 @@ import { type FleetSummary, Membership } from './membership.js';
 import { Reserve } from './reserve.js';
 import { leaseScript, membershipScript } from './scripts.js';
 import { hybridRule } from './supported-rule.js';
-import { allocatedFraction, localFraction } from './shares.js';
+import { allocatedFraction, awayFraction, localFraction } from './shares.js';
 
 /** A change in a limiter's live nodes or in this node's share of its limit, as the `membership` event reports it. */
 export interface MembershipEvent {
@@ -52,10 +55,18 @@ export interface MembershipEvent {
 /** Events of a divided limiter (it is an EventEmitter): membership changes and heartbeat failures. */
 export interface DividedEvents {
   membership: [MembershipEvent];
-  /** A heartbeat failed: this node keeps its last share until one succeeds (the same event on every mode). */
+  /**
+   * A heartbeat or a draw failed, or the client lost its connection: until Redis answers again this node keeps
+   * its last share and holds its part of the reserve locally (the same event on every mode).
+   */
   'store-error': [Error];
   /** A heartbeat was answered again after a failure. */
   'store-recovered': [];
+  /**
+   * With a reserve, after an outage: what this node granted of its part of the reserve while Redis was away
+   * (and its state still held spent) was charged to the reserve in Redis; once per limiter per recovery.
+   */
+  'fallback-charged': [FallbackChargedEvent];
   /** A callback of yours (a listener of these events) threw; the limiter went on. */
   'callback-error': [error: unknown, callback: string];
 }
@@ -75,6 +86,8 @@ interface DivideContext {
   readonly identity: NodeIdentity;
   /** The states of every limiter of the store, each in its own namespace, bounded by maxKeys. */
   readonly memory: MemoryStore;
+  /** With a reserve: each node's part of it, held here while Redis is away (failMode 'local' of the other modes). */
+  readonly away: Fallback;
   /** One heartbeat for every limiter of the store (one call per slot). */
   readonly membership: Membership;
   readonly events: EventEmitter<DividedEvents>;
@@ -108,8 +121,6 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
   readonly capabilities = DIVIDED_CAPABILITIES;
   readonly #ctx: DivideContext;
   readonly #bindings = new Set<DividedBinding>();
-  /** The heartbeat reports failures itself; listening only keeps a client from printing each one. */
-  readonly #unwatch: () => void;
   readonly #checks: StartupChecks;
 
   constructor(o: DivideSettings) {
@@ -124,6 +135,7 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
       clock: localClock,
       identity,
       memory: new MemoryStore({ clock: localClock, maxKeys: o.maxKeys }),
+      away: new Fallback({ mode: 'local', clock: localClock, maxKeys: o.maxKeys, timeoutMs: o.timeoutMs }),
       membership: new Membership({
         redis: o.redis,
         identity,
@@ -135,10 +147,6 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
       events: this,
     };
     this.#checks = new StartupChecks(o.redis, o.timeoutMs, (error) => emitSafely(this, 'store-error', error));
-    this.#unwatch = o.redis.watch(
-      () => {},
-      () => {},
-    );
   }
 
   /** This node's id in the membership: the nodeId given, or a new one if another live process had it. */
@@ -168,7 +176,6 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
     this.#bindings.clear();
     for (const binding of bindings) binding.release();
     await Promise.all([this.#ctx.membership.close(), ...bindings.map((b) => b.closeReserve())]);
-    this.#unwatch();
   }
 }
 
@@ -181,6 +188,14 @@ class DividedBinding implements BoundStore, FleetShare {
   readonly #meter: DemandMeter;
   /** The part of the limit kept in Redis for requests past this node's share (undefined: reserve 0). */
   readonly #reserve: Reserve | undefined;
+  /**
+   * With a reserve, while Redis is away: this node's part of the reserve held here (awayFraction), its keys
+   * starting spent; what it grants is charged to the reserve when Redis answers again.
+   */
+  readonly #away: FallbackBinding | undefined;
+  /** The fraction #away holds (its last positive one: a FleetShare is never 0), and whether it holds any now. */
+  #awayShare = 1;
+  #awayHolds = false;
   /** What the shares split: the limit less the reserve. */
   readonly #divided: number;
   readonly #leave: () => Promise<void>;
@@ -236,6 +251,20 @@ class DividedBinding implements BoundStore, FleetShare {
           )
         : undefined;
     this.#bound = ctx.memory.bind({ rules: [sharedRule(rule, this)], prefix });
+    const binding = this;
+    this.#away =
+      o.reserve > 0
+        ? ctx.away.bind(
+            { rules: [rule], prefix },
+            {
+              get fraction() {
+                return binding.#awayShare;
+              },
+              // The reserve's state in Redis is unknown here: its part starts spent, refilling at its rate.
+              freshKeysSpent: true,
+            },
+          )
+        : undefined;
     // A share follows the node's demand over several intervals (an eighth per interval): a division that moved
     // with each interval's noise would leave the gap between two divisions' allocations to nobody (see
     // membership.lua's reserve); the reserve absorbs what the noise asks for meanwhile.
@@ -265,7 +294,7 @@ class DividedBinding implements BoundStore, FleetShare {
     return this.#freshSpent === true;
   }
 
-  /** True while heartbeats fail: this node keeps enforcing its last share, blind to the fleet. */
+  /** True while Redis is unreachable: this node keeps its last share (and its part of the reserve), blind to the fleet. */
   get degraded(): boolean {
     return this.#failing;
   }
@@ -280,6 +309,9 @@ class DividedBinding implements BoundStore, FleetShare {
     this.#heardFirst();
     if (this.#failing) return;
     this.#failing = true;
+    const away = this.#allocated === undefined ? 0 : awayFraction(this.#allocated, this.#fraction, this.#rule.burst);
+    this.#awayHolds = away > 0;
+    if (away > 0) this.#awayShare = away;
     emitSafely(this.#ctx.events, 'store-error', error);
   }
 
@@ -291,7 +323,37 @@ class DividedBinding implements BoundStore, FleetShare {
   #recovered(): void {
     if (!this.#failing) return;
     this.#failing = false;
+    this.#awayHolds = false;
+    this.#reserve?.resume();
     emitSafely(this.#ctx.events, 'store-recovered');
+    void this.#chargeAway();
+  }
+
+  /**
+   * What this node granted of its part of the reserve while Redis was away, charged to the reserve in Redis
+   * (past its limit: the fleet pays it back), so an outage's grants count against the limit after it too; what
+   * Redis cannot take now is kept for the next recovery.
+   */
+  async #chargeAway(): Promise<void> {
+    const away = this.#away;
+    const reserve = this.#reserve;
+    if (away === undefined || reserve === undefined) return;
+    const charges = away.takeCharges();
+    let permits = 0;
+    let kept = 0;
+    await Promise.all(
+      charges.map(async ([key, owed]) => {
+        try {
+          await reserve.penalize(key, owed, true);
+          permits += owed;
+        } catch {
+          kept += owed;
+          away.keepCharge(key, owed);
+        }
+      }),
+    );
+    const event: FallbackChargedEvent = { prefix: this.#prefix, keys: charges.length, permits, kept };
+    emitSafely(this.#ctx.events, 'fallback-charged', event);
   }
 
   /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division (less the reserve). */
@@ -370,18 +432,27 @@ class DividedBinding implements BoundStore, FleetShare {
     if (reserve === undefined) return this.#bound.consume(key, permits, maxWaitMs) as Decision;
     const local = this.#fraction > 0 ? (this.#bound.consume(key, permits, 0) as Decision) : this.#holdsNone();
     if (local.allowed) return local;
+    if (this.#awayHolds && this.#away !== undefined && this.#failing) {
+      const away = this.#away.decide(key, permits, 0, false);
+      if (away.allowed) return this.#pastShare(local, note, 'fallback');
+    }
     const drawn = reserve.draw(key, permits);
-    if (drawn === true) return this.#fromReserve(local, note);
+    if (drawn === true) return this.#pastShare(local, note, 'lease');
     if (drawn === false) return this.#pastReserve(key, permits, maxWaitMs, local);
     return drawn.then((granted) =>
-      granted ? this.#fromReserve(local, note) : this.#pastReserve(key, permits, maxWaitMs, local),
+      granted ? this.#pastShare(local, note, 'lease') : this.#pastReserve(key, permits, maxWaitMs, local),
     );
   }
 
-  /** A grant drawn from the reserve: the local denial's figures, allowed (its `remaining` is this node's share's). */
-  #fromReserve(local: Decision, note: DecisionNote | undefined): Decision {
-    if (note !== undefined) note.source = 'lease';
-    return { ...local, allowed: true, retryAfterMs: 0, waitMs: 0 };
+  /**
+   * A grant past this node's share: drawn from the reserve ('lease'), or from its part of the reserve held
+   * here while Redis is away ('fallback'): the local denial's figures, allowed (its `remaining` is the share's).
+   */
+  #pastShare(local: Decision, note: DecisionNote | undefined, source: 'lease' | 'fallback'): Decision {
+    if (note !== undefined) note.source = source;
+    const granted: Decision = { ...local, allowed: true, retryAfterMs: 0, waitMs: 0 };
+    // The limiter hands a refund of a fail mode's grant back with grant 'fallback'.
+    return source === 'fallback' ? { ...granted, source } : granted;
   }
 
   /** Neither the share nor the reserve had it: the share decides whether the caller may wait. */
@@ -414,6 +485,7 @@ class DividedBinding implements BoundStore, FleetShare {
 
   reset(key: string): void {
     this.#reserve?.forget(key);
+    this.#away?.reset(key);
     void this.#bound.reset(key);
   }
 
@@ -421,7 +493,13 @@ class DividedBinding implements BoundStore, FleetShare {
    * Gives back what this node granted on the key: to what it drew from the reserve first (at most what it
    * spent of it), the rest to its share of the key (its own state, under its current share).
    */
-  refund(key: string, permits: number, grantedAgoMs: number, _grant?: GrantSource): void {
+  refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void {
+    // A grant of the reserve's part held here while Redis was away: back to it, never to the share. What was
+    // charged to the reserve already stays charged (a refund never gives the fleet more than it had).
+    if (grant === 'fallback' && this.#away !== undefined) {
+      this.#away.refund(key, permits, grantedAgoMs);
+      return;
+    }
     const rest = permits - (this.#reserve?.refund(key, permits, grantedAgoMs) ?? 0);
     if (rest > 0 && this.#fraction > 0) void this.#bound.refund?.(key, rest, grantedAgoMs);
   }
@@ -451,6 +529,7 @@ class DividedBinding implements BoundStore, FleetShare {
     this.#unlist();
     this.#forget();
     void this.#bound.unbind?.();
+    this.#away?.unbind();
   }
 
   /** Hands back what this node holds of the reserve (the store's close waits for it). */
@@ -462,7 +541,8 @@ class DividedBinding implements BoundStore, FleetShare {
 /**
  * Divided mode as a store: each node enforces its share of the limit locally with the core algorithm; the
  * share comes from heartbeats in Redis. No Redis call on the decision path; approximate (a membership change
- * takes up to 2 heartbeats to reach every node). When Redis is unreachable a node keeps its last share. One
+ * takes up to 2 heartbeats to reach every node). When Redis is unreachable a node keeps its last share and
+ * holds its part of the reserve, charged to the reserve when Redis answers again. One
  * rule per limiter, no plans, no bans: createLimiter refuses them, naming the store. The store emits
  * `membership`, `store-error` and `store-recovered`; `store.close()` leaves the membership.
  *

@@ -180,9 +180,22 @@ export class Membership {
   /** A failing heartbeat asks a client in its reconnect backoff to connect now. */
   #failing = false;
   #closed = false;
+  readonly #unwatch: () => void;
 
   constructor(options: MembershipOptions) {
     this.#o = options;
+    // A lost connection fails every limiter at once, not at its next heartbeat (a node whose share is too
+    // small to hold then holds its part of the reserve; listening also keeps a client from printing each
+    // error); a client that connects again is heard at once, not up to an interval later.
+    this.#unwatch = options.redis.watch(
+      (error) => {
+        this.#failing = true;
+        for (const member of this.#members) member.failed(error);
+      },
+      () => {
+        if (this.#failing) this.beatSoon();
+      },
+    );
   }
 
   /** Adds a limiter to the heartbeat (its first one at the end of this turn); returns how it leaves. */
@@ -205,8 +218,13 @@ export class Membership {
   /** One heartbeat for every limiter joined; skipped while the previous one is still out. */
   async beat(): Promise<void> {
     if (this.#inFlight || this.#closed || this.#members.size === 0) return;
+    if (this.#failing) {
+      this.#o.redis.nudgeReconnect();
+      // A call now would wait in the client's queue and could outlive the interval, skipping the next beat
+      // (after a long outage: a heartbeat every two intervals); the client's 'ready' beats instead.
+      if (!this.#o.redis.connected) return;
+    }
     this.#inFlight = true;
-    if (this.#failing) this.#o.redis.nudgeReconnect();
     const { identity } = this.#o;
     const id = identity.id;
     let renamed = false;
@@ -291,6 +309,7 @@ export class Membership {
     if (this.#closed) return;
     this.#closed = true;
     this.#stop();
+    this.#unwatch();
     const members = [...this.#members];
     this.#members.clear();
     await Promise.all(

@@ -170,6 +170,11 @@ export class Reserve {
     draw.pending.catch(() => {});
   }
 
+  /** Redis answered again (a heartbeat did): draws need not wait out the pause a failed one began. */
+  resume(): void {
+    this.#pausedUntil = Number.NEGATIVE_INFINITY;
+  }
+
   #pause(error: unknown): void {
     this.#pausedUntil = this.#ctx.clock.now() + this.#ctx.pauseMs;
     this.#ctx.failed(error instanceof Error ? error : new Error(String(error)));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { divideShares } from './shares.js';
+import { awayFraction, divideShares, localFraction } from './shares.js';
 
 const nodes = (...demands: number[]) => demands.map((demand, i) => ({ id: `n${i}`, demand }));
 const rounded = (m: Map<string, number>) => [...m.values()].map((v) => Math.round(v * 1000) / 1000);
@@ -40,5 +40,18 @@ describe('divideShares input', () => {
     expect(() => divideShares('fair' as never, [], 10)).toThrow(/mode must be 'equal' or 'demand', got "fair"/);
     expect(() => divideShares('equal', {} as never, 10)).toThrow(/nodes must be an array/);
     expect(() => divideShares('demand', [], 0)).toThrow(/limitPerSecond must be a finite number > 0, got 0/);
+  });
+});
+
+describe('what a node holds while Redis is away', () => {
+  it('its allocation beyond its share, when that is a whole permit; with its share, never past its allocation', () => {
+    // 1,000 nodes on 4,000/s: a share of 2.8 permits is under LEAST_HELD (none held); away, all 4 are.
+    expect(localFraction(0.001, 4_000, 0.7)).toBe(0);
+    expect(awayFraction(0.001, 0, 4_000)).toBe(0.001);
+    // 10 nodes on 100: holds 7, and 3 more while away.
+    const held = localFraction(0.1, 100, 0.7);
+    expect(held + awayFraction(0.1, held, 100)).toBeCloseTo(0.1, 12);
+    // Under one permit of the burst: none (the fleet's rounding must not add up past the limit).
+    expect(awayFraction(0.001, 0, 500)).toBe(0);
   });
 });

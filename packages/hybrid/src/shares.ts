@@ -91,3 +91,18 @@ export function localFraction(allocated: number, burst: number, divided: number)
   const fraction = divided * allocated;
   return Math.floor(burst * fraction + 1e-9) >= LEAST_HELD ? fraction : 0;
 }
+
+/**
+ * The fraction of a divided limit a node holds in place of its part of the reserve while Redis is unreachable
+ * (its heartbeats or draws fail, so no node can draw on the reserve): what its allocation holds beyond its
+ * share (`held`: the divided part, or none when that is under LEAST_HELD), when that is at least one whole
+ * permit of the burst; else none. The fleet's allocations sum to at most the limit, so through an outage of
+ * the whole fleet this adds nothing past it; a node cut off alone while the others still draw on the reserve
+ * admits up to this much more until Redis answers again, and is then charged for it (the reserve pays back).
+ * @example
+ * awayFraction(0.001, 0, 4_000) // 0.001: a node holding none of its 4 permits a second holds them all while away
+ */
+export function awayFraction(allocated: number, held: number, burst: number): number {
+  const away = allocated - held;
+  return Math.floor(burst * away + 1e-9) >= 1 ? away : 0;
+}
