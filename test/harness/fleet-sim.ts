@@ -47,6 +47,14 @@ export interface FleetSpec {
   readonly recordTimes?: boolean;
   /** Called as each node starts, with its store (to listen to its events). */
   readonly onStart?: (node: number, store: FleetStore) => void;
+  /**
+   * The clock starts once every first node's store is ready (`store.ready()`, as a readiness probe waits):
+   * 1,000 clients connecting in one process otherwise miss deadlines, and their fail modes decide before
+   * Redis ever counted the fleet (each holding 1 / assumedNodes).
+   */
+  readonly readyFirst?: boolean;
+  /** Called when the run's clock starts (every first node made, and ready with readyFirst). */
+  readonly onClockStart?: () => void;
 }
 
 export interface FleetRun {
@@ -162,7 +170,9 @@ export async function simulateFleet(spec: FleetSpec): Promise<FleetRun> {
   spec.plans.forEach((plan, i) => {
     if ((plan.startMs ?? 0) <= 0) nodes[i] = start(i);
   });
+  if (spec.readyFirst === true) await Promise.all(nodes.map((node) => node?.store.ready()));
   t0 = performance.now();
+  spec.onClockStart?.();
   await new Promise<void>((resolve) => {
     let next = t0;
     const tick = () => {

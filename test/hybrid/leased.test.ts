@@ -38,6 +38,7 @@ function lease(
   node: string,
   now: number,
   divisor = 0,
+  register = true,
 ) {
   return requestLease(toConnection(r), {
     stateKey: keys[0],
@@ -48,6 +49,7 @@ function lease(
     liveMs: 5_000,
     nowMs: now,
     hoardingDivisor: divisor === 0 ? undefined : divisor,
+    register,
   });
 }
 const handBack = (r: Redis, rule: Algorithm, key: string, permits: number, leasedAt: number, now: number) =>
@@ -78,6 +80,26 @@ describe('lease.lua on its own', () => {
     expect(await r.zrange(lessees, '0', '-1')).toEqual(['node-a', 'node-b']);
     // With the hoarding cap (divisor 4): at most 100 / (4 x 2 live) = 12 per lease.
     expect((await lease(r, tb, [`${key}2`, lessees], 50, 'node-a', 1_600, 4)).granted).toBe(12);
+  });
+
+  it('a node registered lately only counts the lessee set (3 commands fewer); a set that is gone is registered again', async () => {
+    const { redis: r } = redis();
+    const key = `${prefix()}:{k}:lease.tb`;
+    const lessees = `${key}:lessees`;
+    const tb = tokenBucket({ capacity: 100, refillPerSecond: 10 });
+    await lease(r, tb, [key, lessees], 1, 'node-a', 1_000);
+    await r.config('RESETSTAT');
+    const counted = await lease(r, tb, [key, lessees], 1, 'node-b', 1_100, 0, false);
+    const stats = await r.info('commandstats');
+    const calls = (command: string) => Number(new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats)?.[1] ?? 0);
+    expect(['zadd', 'zremrangebyscore', 'pexpire', 'zcard'].map(calls)).toEqual([0, 0, 0, 1]);
+    // node-b said it registered lately: it is counted as the set has it (node-a alone), and not added.
+    expect([counted.granted, counted.liveNodes, counted.registered]).toEqual([1, 1, false]);
+    expect(await r.zrange(lessees, '0', '-1')).toEqual(['node-a']);
+    // The set is gone (a Redis that came back empty): the node registers after all.
+    await r.del(lessees);
+    expect((await lease(r, tb, [key, lessees], 1, 'node-b', 1_200, 0, false)).liveNodes).toBe(1);
+    expect(await r.zrange(lessees, '0', '-1')).toEqual(['node-b']);
   });
 
   it("a lease is the rule's own consume: the state it leaves is the state exact mode would keep", async () => {

@@ -15,6 +15,8 @@ export interface HeldLease {
   emptyUntil: number;
   /** What the central state had left after this node's latest lease. */
   centralRemaining: number;
+  /** When this node last registered as the key's lessee (its clock), so a lease call need not every time. */
+  registeredAt: number;
   pending: Promise<void> | undefined;
 }
 
@@ -28,8 +30,20 @@ export function emptyLease(): HeldLease {
     leasedAt: 0,
     emptyUntil: Number.NEGATIVE_INFINITY,
     centralRemaining: 0,
+    registeredAt: Number.NEGATIVE_INFINITY,
     pending: undefined,
   };
+}
+
+/**
+ * Whether a lease call on this record must register the node as a lessee again: a third of `liveMs` since it
+ * last did (a lessee counts as live for liveMs after it registered, so it stays counted with two chances to
+ * spare); in between, lease.lua only counts the set.
+ * @example
+ * requestLease(redis, { ...request, register: mustRegister(lease, clock.now(), liveMs) })
+ */
+export function mustRegister(lease: HeldLease, now: number, liveMs: number): boolean {
+  return now - lease.registeredAt >= liveMs / 3;
 }
 
 /** Permits the lease holds now: none once its window has ended (what it held then is dropped). */
@@ -52,6 +66,7 @@ export function creditLease(
   now: number,
 ): void {
   lease.leasedAt = reply.decidedAtMs;
+  if (reply.registered) lease.registeredAt = sentAt;
   if (windowed) {
     if (reply.windowStart !== lease.windowStart || now >= lease.expiresAt) {
       lease.available = 0;

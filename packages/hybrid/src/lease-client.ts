@@ -30,6 +30,8 @@ export interface LeaseReply {
   readonly windowStart: number;
   /** Whole permits the central state had left after this lease. */
   readonly centralRemaining: number;
+  /** The node asked to register as a lessee (LeaseRequest.register); one that did not may still have (a set found gone). */
+  readonly registered: boolean;
 }
 
 /** What one lease asks for, and of whom. */
@@ -46,9 +48,14 @@ export interface LeaseRequest {
   readonly nowMs: number | undefined;
   /** A lease is at most burst / (hoardingDivisor x live lessees); undefined: no such cap (maxBatch was set). */
   readonly hoardingDivisor: number | undefined;
+  /**
+   * Register the node as a lessee (and sweep dead ones); false when it registered within the last third of
+   * liveMs, so the set is only counted (see mustRegister). Default true.
+   */
+  readonly register?: boolean;
 }
 
-/** One atomic lease call: debits up to `want` permits centrally and registers this node as a lessee. */
+/** One atomic lease call: debits up to `want` permits centrally and (unless told not to) registers this node as a lessee. */
 export async function requestLease(redis: RedisConnection, request: LeaseRequest): Promise<LeaseReply> {
   const { shape } = request;
   const script = leaseScript(shape.rule.kind);
@@ -64,6 +71,7 @@ export async function requestLease(redis: RedisConnection, request: LeaseRequest
       String(shape.rule.burst),
       // lease.lua reads 0 as "no cap".
       String(request.hoardingDivisor ?? 0),
+      request.register === false ? '0' : '1',
     ],
   );
   const reply = bufferReply(answer, script.name);
@@ -78,6 +86,7 @@ export async function requestLease(redis: RedisConnection, request: LeaseRequest
     liveNodes: reply.readDoubleLE(24),
     windowStart,
     centralRemaining: reply.readDoubleLE(32),
+    registered: request.register !== false,
   };
 }
 

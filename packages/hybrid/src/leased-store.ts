@@ -40,7 +40,7 @@ import { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
-import { type HeldLease, creditLease, emptyLease, refundToLease, spendFromLease } from './key-lease.js';
+import { type HeldLease, creditLease, emptyLease, mustRegister, refundToLease, spendFromLease } from './key-lease.js';
 import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, giveBack } from './lease-client.js';
 import { LEASED_STORE_OPTIONS, type LeasedStoreOptions } from './leased-options.js';
 import { hybridRule } from './supported-rule.js';
@@ -358,6 +358,7 @@ class LeasedBinding implements BoundStore {
       liveMs: this.#o.liveMs,
       nowMs: this.#ctx.decisionClock?.now(),
       hoardingDivisor: this.#o.maxLease === undefined ? HOARDING_DIVISOR : undefined,
+      register: mustRegister(lease, sentAt, this.#o.liveMs),
     })
       .then((reply) => {
         creditLease(lease, reply, ask, this.#shape.windowMs !== undefined, sentAt, this.#clock.now());

@@ -3,7 +3,15 @@ import { keyCache } from '@sluice/core/store-kit';
 import { type NodeIdentity, type RedisConnection, stateKey, withDeadline } from '@sluice/redis/store-kit';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
-import { type HeldLease, creditLease, emptyLease, heldNow, refundToLease, spendFromLease } from './key-lease.js';
+import {
+  type HeldLease,
+  creditLease,
+  emptyLease,
+  heldNow,
+  mustRegister,
+  refundToLease,
+  spendFromLease,
+} from './key-lease.js';
 import { type LeaseShape, giveBack, leaseShape, penalizeCentrally, requestLease } from './lease-client.js';
 
 /** A draw is about this many ms of a key's recent overflow past this node's share. */
@@ -150,6 +158,7 @@ export class Reserve {
       liveMs: this.#ctx.liveMs,
       nowMs: this.#ctx.decisionClock?.now(),
       hoardingDivisor: DRAW_HOARDING_DIVISOR,
+      register: mustRegister(draw, sentAt, this.#ctx.liveMs),
     })
       .then(
         (reply) => {
