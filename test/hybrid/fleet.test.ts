@@ -29,7 +29,7 @@ describe('leased mode', () => {
       durationMs: SECONDS * 1_000,
       recordTimes: true,
       onReport: (node, report) => {
-        if (report.type === 'lease') biggest[node] = Math.max(biggest[node] as number, report.granted);
+        if (report.type === 'lease') biggest[node] = Math.max(biggest[node] as number, report.held);
       },
     });
     const times = allTimes(result);
@@ -67,7 +67,7 @@ describe('leased mode', () => {
       recordTimes: true,
       kill: { node: 0, afterMs: 4_000 },
       onReport: (node, report) => {
-        if (report.type === 'lease') biggest[node] = Math.max(biggest[node] as number, report.granted);
+        if (report.type === 'lease') biggest[node] = Math.max(biggest[node] as number, report.held);
       },
     });
     const dead = result.nodes[0];
@@ -82,7 +82,7 @@ describe('leased mode', () => {
         'dead node leased': dead?.leased,
         'dead node admitted': dead?.admitted,
         stranded,
-        'its largest batch': biggest[0],
+        'the most it held': biggest[0],
         'intervals over bound': over,
       },
     ]);

@@ -29,7 +29,7 @@ async function beat(
   limitPerSecond: number,
   leaving = false,
   mode: ShareMode = 'demand',
-  shape: { burst?: number; divided?: number; windowed?: boolean } = {},
+  shape: { burst?: number; divided?: number; windowed?: boolean; knownNodes?: number } = {},
 ): Promise<FleetSummary> {
   const [summary] = await heartbeat(toConnection(redis().redis), {
     nodeId,
@@ -47,6 +47,7 @@ async function beat(
         burst: shape.burst ?? limitPerSecond,
         windowed: shape.windowed ?? true,
         divided: shape.divided ?? 1,
+        knownNodes: shape.knownNodes ?? 0,
       },
     ],
   });
@@ -328,6 +329,27 @@ describe('membership.lua', () => {
       expect(ttl).toBeGreaterThan(0);
       expect(ttl).toBeLessThanOrEqual(2 * LIVE_MS);
     }
+  });
+
+  it('a fleet Redis lost is founded again as the fleet its first node knew: no share at once, the reserve serves while it gathers', async () => {
+    const t = 5_000_000;
+    const shape = { burst: 1_000, divided: 0.7, windowed: false };
+    // A node that knew no fleet founds a new one: it holds its allocation at once; the reserve is the rest.
+    const founder = await beat(prefix(), 'a', t, 10, 1_000, false, 'equal', shape);
+    expect(founder).toMatchObject({ founded: true, current: 1_000, previous: 1_000 });
+    expect(founder.reserve).toBeCloseTo(0.3, 9);
+    // A node of a 100-node fleet whose keys Redis lost (a restart): the division is made for 100 nodes, the
+    // node holds nothing until the next one, and the reserve is all the limit but what 100 shares could hold.
+    const p = prefix();
+    const back = await beat(p, 'a', t, 10, 1_000, false, 'equal', { ...shape, knownNodes: 100 });
+    expect(back).toMatchObject({ founded: false, nodes: 1, current: 10, previous: undefined });
+    expect(back.reserve).toBeCloseTo(1 - 0.007, 9);
+    expect(allocatedFraction(back, 1_000, false)).toBe(0);
+    // The others come back within the interval; the next division is the fleet's as it is.
+    for (let i = 1; i < 100; i++)
+      await beat(p, `n${i}`, t + i, 10, 1_000, false, 'equal', { ...shape, knownNodes: 100 });
+    const next = await beat(p, 'a', t + INTERVAL_MS, 10, 1_000, false, 'equal', { ...shape, knownNodes: 1 });
+    expect(next).toMatchObject({ nodes: 100, current: 10, previous: 10 });
   });
 
   it('one of the sets lost (an evicting Redis): never more than the limit allocated, whole again once the nodes refill it', async () => {

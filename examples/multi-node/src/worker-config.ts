@@ -29,7 +29,8 @@ export type WorkerReport =
   | { readonly type: 'ready' }
   /** Decisions and admissions since the last report (and the admissions' times when recorded). */
   | { readonly type: 'tick'; readonly decisions: number; readonly admitted: number; readonly times?: readonly number[] }
-  | { readonly type: 'lease'; readonly granted: number }
+  /** A lease: what it took, and what the node held after it. */
+  | { readonly type: 'lease'; readonly granted: number; readonly held: number }
   | {
       readonly type: 'done';
       readonly decisions: number;

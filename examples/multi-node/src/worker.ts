@@ -46,7 +46,7 @@ function storeFor(c: WorkerConfig): Store {
     leasing.on('store-error', countFallback);
     leasing.on('lease', (e) => {
       leased += e.granted;
-      report({ type: 'lease', granted: e.granted });
+      report({ type: 'lease', granted: e.granted, held: e.held });
     });
     // A key too cold for a lease (the hot key's first requests) is decided exactly: permits taken centrally
     // too. Counted only when admissions are recorded (the tests): observing every decision costs throughput.
@@ -55,7 +55,7 @@ function storeFor(c: WorkerConfig): Store {
         decision: (e) => {
           if (e.source !== 'redis' || !e.decision.allowed) return;
           leased++;
-          report({ type: 'lease', granted: 1 });
+          report({ type: 'lease', granted: 1, held: 0 });
         },
       });
     return leasing;

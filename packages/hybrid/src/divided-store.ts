@@ -278,6 +278,7 @@ class DividedBinding implements BoundStore, FleetShare {
       windowed: rule.lease?.kind !== 'bucket',
       divided: this.#divided,
       demand: () => this.#meter.perSecond(clock.now()),
+      knownNodes: () => this.#nodes,
       answered: (summary) => this.#onSummary(summary),
       failed: (error) => this.#failed(error),
     });

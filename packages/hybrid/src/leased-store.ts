@@ -52,6 +52,8 @@ export interface LeaseEvent {
   /** Permits asked for: the adaptive batch, or what the request needed. */
   readonly want: number;
   readonly granted: number;
+  /** Whole permits this node holds of the key after this lease (what it would strand if it died now). */
+  readonly held: number;
   /** Nodes that leased this key recently (they share the hoarding cap). */
   readonly liveNodes: number;
   /** True when asked for ahead of need (the low-water mark), false when a caller was waiting for it. */
@@ -367,6 +369,7 @@ class LeasedBinding implements BoundStore {
           key,
           want: ask,
           granted: reply.granted,
+          held: Math.floor(lease.available),
           liveNodes: Math.max(1, reply.liveNodes),
           prefetch,
         });

@@ -53,6 +53,8 @@ export interface MemberOf {
   readonly divided: number;
   /** This node's recent demand, in permits per second. */
   demand(): number;
+  /** The live nodes this node last heard its fleet had (0: none yet). */
+  knownNodes(): number;
   answered(summary: FleetSummary): void;
   failed(error: Error): void;
 }
@@ -110,6 +112,8 @@ export interface HeartbeatRequest {
     divided: number;
     /** The score this node's last answered heartbeat wrote to this fleet ('' unknown; see NodeIdentity). */
     lastSeen?: string;
+    /** The live nodes this node last heard the fleet had (0: none yet); a fleet Redis lost is founded again as it. */
+    knownNodes?: number;
   }[];
 }
 
@@ -135,6 +139,7 @@ export async function heartbeat(redis: RedisConnection, request: HeartbeatReques
       l.windowed ? '1' : '0',
       String(LEAST_HELD),
       l.lastSeen ?? '',
+      String(l.knownNodes ?? 0),
     );
   const keys = limiters.flatMap((l) => membershipKeys(l.prefix, l.rule));
   const reply = await redis.runScript(membershipScript(), keys, args);
@@ -282,6 +287,7 @@ export class Membership {
         windowed: m.windowed,
         divided: m.divided,
         lastSeen: identity.lastSeen(summaryKey(m)),
+        knownNodes: m.knownNodes(),
       })),
     };
     const what = leaving ? 'leaving a membership' : 'a heartbeat';
