@@ -2,8 +2,10 @@
  * The fleet simulator: N nodes (8, 64, 256, 1,000), each a store of its own sharing 4 Redis clients in this
  * process (test/harness/fleet-sim.ts), against a throwaway redis-server, in exact, leased and divided mode, one
  * token bucket of 4,000 per second (capacity 4,000) offered 1.2 x that as Poisson arrivals: evenly, skewed
- * (Zipf over the nodes), and in a rolling deploy (at 256 nodes: every node replaced in waves of a quarter, each
- * new one starting half a second after the one it replaces stopped). Each run has a server of its own; Redis's
+ * (Zipf over the nodes), in bursts (every node 2.5 x its rate one second in three, a quarter of it the other
+ * two: the same mean), with a quarter of the nodes killed without closing at 4 s (their heartbeats and leases
+ * just stop; the others take up their traffic), and in a rolling deploy (at 256 nodes: every node replaced in
+ * waves of a quarter, each new one starting half a second after the one it replaces stopped). Each run has a server of its own; Redis's
  * own accounting (INFO cpu, commandstats, stats) gives its cost. Reports per run: Redis CPU per second and per
  * decision, script calls and bytes per decision, utilisation of the ideal (the limit, or what was offered if
  * less) in each steady second, the worst second over the limit, when it converged, this process's CPU per
@@ -28,7 +30,7 @@ import { redisCpuUs, scriptCalls, writeJson } from './harness.js';
 
 const SIZES = (process.env.FLEET_NODES ?? '8,64,256,1000').split(',').map(Number);
 const MODES = (process.env.FLEET_MODES ?? 'exact,leased,divided').split(',') as FleetMode[];
-const SCENARIOS = (process.env.FLEET_SCENARIOS ?? 'even,skewed,rolling deploy').split(',') as Scenario[];
+const SCENARIOS = (process.env.FLEET_SCENARIOS ?? 'even,skewed,bursts,killed,rolling deploy').split(',') as Scenario[];
 const ROUNDS = Number(process.env.FLEET_ROUNDS ?? 1);
 /** 'server': one redis-server; 'cluster': a 3-master Cluster (the limiter's keys in their slots, the sets in theirs). */
 const TARGET = (process.env.FLEET_TARGET ?? 'server') as 'server' | 'cluster';
@@ -38,7 +40,10 @@ const STEADY_FROM = 5;
 const LIMIT = 4_000;
 const OFFERED = 1.2 * LIMIT;
 
-export type Scenario = 'even' | 'skewed' | 'rolling deploy';
+export type Scenario = 'even' | 'skewed' | 'bursts' | 'killed' | 'rolling deploy';
+
+/** When the 'killed' scenario kills its quarter of the nodes, in ms. */
+const KILLED_AT_MS = 4_000;
 
 export interface FleetRow {
   readonly scenario: Scenario;
@@ -77,6 +82,18 @@ function plans(scenario: Scenario, nodes: number): NodePlan[] {
   if (scenario === 'skewed') return zipf(nodes).map((w) => ({ rate: () => OFFERED * w }));
   const even = { rate: () => OFFERED / nodes };
   if (scenario === 'even') return Array.from({ length: nodes }, () => even);
+  if (scenario === 'bursts') {
+    const bursting = { rate: (ms: number) => (OFFERED / nodes) * (Math.floor(ms / 1_000) % 3 === 0 ? 2.5 : 0.25) };
+    return Array.from({ length: nodes }, () => bursting);
+  }
+  if (scenario === 'killed') {
+    // The survivors take up the killed nodes' traffic: the fleet is offered the same.
+    const killed = Math.floor(nodes / 4);
+    const surviving = { rate: (ms: number) => OFFERED / (ms < KILLED_AT_MS ? nodes : nodes - killed) };
+    return Array.from({ length: nodes }, (_, i) =>
+      i < killed ? { ...even, stopMs: KILLED_AT_MS, killed: true } : surviving,
+    );
+  }
   // Four waves from 3 s: each node stops, its replacement starts 500 ms later (a new id, as a new pod).
   const wave = (i: number) => 3_000 + (i % 4) * 1_500;
   return [
@@ -94,6 +111,8 @@ async function netBytes(redis: Redis): Promise<number> {
 /** The Redis a run decides on: a server of its own, or (FLEET_TARGET=cluster) a 3-master Cluster of its own. */
 interface Target {
   readonly clients: readonly (Redis | Cluster)[];
+  /** A client of its own, for a node that will be killed (its connection dropped as a dead process's). */
+  ownClient(): Redis | Cluster;
   /** Every server's own connection: Redis's cost is the sum of theirs. */
   readonly admins: readonly Redis[];
   stop(): Promise<void>;
@@ -113,12 +132,18 @@ async function target(): Promise<Target> {
           stopServers: () => server.stop(),
         }));
   const clients = Array.from({ length: 4 }, () => client());
+  const own: (Redis | Cluster)[] = [];
   const admins = servers.map((server) => new Redis(server.url));
   return {
     clients,
+    ownClient() {
+      const c = client();
+      own.push(c);
+      return c;
+    },
     admins,
     async stop() {
-      for (const c of [...clients, ...admins]) c.disconnect();
+      for (const c of [...clients, ...own, ...admins]) c.disconnect();
       await stopServers();
     },
   };
@@ -130,7 +155,7 @@ async function summed(admins: readonly Redis[], read: (admin: Redis) => Promise<
 }
 
 async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<FleetRow> {
-  const { clients, admins, stop } = await target();
+  const { clients, ownClient, admins, stop } = await target();
   const cost = async () =>
     [await summed(admins, redisCpuUs), await summed(admins, scriptCalls), await summed(admins, netBytes)] as const;
   try {
@@ -141,6 +166,7 @@ async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<
       rule: tokenBucket({ capacity: LIMIT, refillPerSecond: LIMIT }),
       durationMs: SECONDS * 1_000,
       clients: clients as Redis[],
+      ownClient: ownClient as () => Redis,
       seed: nodes,
     });
     const [cpu1, calls1, bytes1] = await cost();

@@ -28,6 +28,7 @@ import {
   type FallbackBinding,
   NodeIdentity,
   type RedisConnection,
+  RedisHealth,
   StartupChecks,
   adjustScript,
   storeClocks,
@@ -193,6 +194,8 @@ class DividedBinding implements BoundStore, FleetShare {
    * starting spent; what it grants is charged to the reserve when Redis answers again.
    */
   readonly #away: FallbackBinding | undefined;
+  /** The failure that began this node's time away from Redis (undefined: it reaches Redis). */
+  #awayFrom: Error | undefined;
   /** The fraction #away holds (its last positive one: a FleetShare is never 0), and whether it holds any now. */
   #awayShare = 1;
   #awayHolds = false;
@@ -202,7 +205,13 @@ class DividedBinding implements BoundStore, FleetShare {
   readonly #forget: () => void;
   #fraction: number;
   #nodes = 0;
-  #failing = false;
+  /** Heartbeats fail (the fleet's slot, or the connection); cleared by one answered. */
+  #beatFailing = false;
+  /**
+   * With a reserve: whether the reserve's Redis answers (its slot may be down while the fleet's is not, in a
+   * failover): failed by a draw, healthy again when its probe is answered (RedisHealth, as exact mode's).
+   */
+  readonly #reserveHealth: RedisHealth | undefined;
   #closed = false;
   /**
    * Whether a key this node meets for the first time starts spent (FleetShare.freshKeysSpent): decided at its
@@ -230,6 +239,18 @@ class DividedBinding implements BoundStore, FleetShare {
     // node, exactly); without one, a conservative share, never the whole limit.
     this.#fraction = o.reserve > 0 ? 0 : 1 / o.assumedNodes;
     if (o.reserve > 0) this.#heard = new Promise((resolve) => (this.#hear = resolve));
+    this.#reserveHealth =
+      o.reserve > 0
+        ? new RedisHealth({
+            connection: ctx.redis,
+            timeoutMs: o.timeoutMs,
+            onChange: (healthy, error) => {
+              if (!healthy) return this.#failed(error ?? new Error('the reserve did not answer'));
+              this.#reserve?.resume();
+              this.#recovered();
+            },
+          })
+        : undefined;
     this.#reserve =
       o.reserve > 0
         ? new Reserve(
@@ -242,8 +263,8 @@ class DividedBinding implements BoundStore, FleetShare {
               liveMs: 3 * o.heartbeatMs,
               pauseMs: o.heartbeatMs,
               maxKeys: o.maxKeys,
-              failed: (error) => this.#failed(error),
-              answered: () => this.#recovered(),
+              failed: (error, stateKey) => this.#reserveHealth?.reportFailure(error, stateKey),
+              answered: () => this.#reserveHealth?.reportSuccess(),
             },
             rule,
             o.reserve,
@@ -280,7 +301,10 @@ class DividedBinding implements BoundStore, FleetShare {
       demand: () => this.#meter.perSecond(clock.now()),
       knownNodes: () => this.#nodes,
       answered: (summary) => this.#onSummary(summary),
-      failed: (error) => this.#failed(error),
+      failed: (error) => {
+        this.#beatFailing = true;
+        this.#failed(error);
+      },
     });
     this.#unlist = registerStatus(prefix, this);
   }
@@ -300,16 +324,24 @@ class DividedBinding implements BoundStore, FleetShare {
     return this.#failing;
   }
 
+  /** Heartbeats fail, or the reserve's Redis does not answer. */
+  get #failing(): boolean {
+    return this.#beatFailing || this.#reserveHealth?.healthy === false;
+  }
+
   /** This node's fraction of the fleet's limit (`sluice.divided.share`). */
   get share(): number {
     return this.#fraction;
   }
 
-  /** A heartbeat or a draw failed: reported once until one is answered again. */
+  /**
+   * A heartbeat or a draw failed (its flag already set): reported once, when this node goes from reaching
+   * Redis to not, until both answer again.
+   */
   #failed(error: Error): void {
     this.#heardFirst();
-    if (this.#failing) return;
-    this.#failing = true;
+    if (this.#awayFrom !== undefined) return;
+    this.#awayFrom = error;
     const away = this.#allocated === undefined ? 0 : awayFraction(this.#allocated, this.#fraction, this.#rule.burst);
     this.#awayHolds = away > 0;
     if (away > 0) this.#awayShare = away;
@@ -321,11 +353,11 @@ class DividedBinding implements BoundStore, FleetShare {
     this.#hear();
   }
 
+  /** A heartbeat or the reserve's probe answered (its flag already cleared): recovered once both do. */
   #recovered(): void {
-    if (!this.#failing) return;
-    this.#failing = false;
+    if (this.#awayFrom === undefined || this.#failing) return;
+    this.#awayFrom = undefined;
     this.#awayHolds = false;
-    this.#reserve?.resume();
     emitSafely(this.#ctx.events, 'store-recovered');
     void this.#chargeAway();
   }
@@ -359,6 +391,7 @@ class DividedBinding implements BoundStore, FleetShare {
 
   /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division (less the reserve). */
   #onSummary(summary: FleetSummary): void {
+    this.#beatFailing = false;
     this.#recovered();
     this.#heardFirst();
     const { heartbeatMs } = this.#ctx.o;
@@ -529,6 +562,7 @@ class DividedBinding implements BoundStore, FleetShare {
     this.#closed = true;
     this.#unlist();
     this.#forget();
+    this.#reserveHealth?.close();
     void this.#bound.unbind?.();
     this.#away?.unbind();
   }

@@ -38,8 +38,8 @@ export interface ReserveContext {
   /** After a draw failed, the reserve is not asked again for this long (a heartbeat). */
   readonly pauseMs: number;
   readonly maxKeys: number;
-  /** A draw failed (the store reports it once) or was answered. */
-  failed(error: Error): void;
+  /** A draw on the reserve at `stateKey` failed (the store reports it once), or one was answered. */
+  failed(error: Error, stateKey: string): void;
   answered(): void;
 }
 
@@ -139,7 +139,7 @@ export class Reserve {
     try {
       await withDeadline(draw.pending as Promise<void>, this.#ctx.timeoutMs, 'a draw on the reserve');
     } catch (error) {
-      this.#pause(error);
+      this.#pause(error, key);
       return false;
     }
     return spendFromLease(draw, permits, this.#ctx.clock.now());
@@ -168,7 +168,7 @@ export class Reserve {
           return undefined;
         },
         (error: unknown) => {
-          this.#pause(error);
+          this.#pause(error, key);
           throw error;
         },
       )
@@ -179,14 +179,14 @@ export class Reserve {
     draw.pending.catch(() => {});
   }
 
-  /** Redis answered again (a heartbeat did): draws need not wait out the pause a failed one began. */
+  /** Redis answers there again (the store's probe said): draws need not wait out the pause a failed one began. */
   resume(): void {
     this.#pausedUntil = Number.NEGATIVE_INFINITY;
   }
 
-  #pause(error: unknown): void {
+  #pause(error: unknown, key: string): void {
     this.#pausedUntil = this.#ctx.clock.now() + this.#ctx.pauseMs;
-    this.#ctx.failed(error instanceof Error ? error : new Error(String(error)));
+    this.#ctx.failed(error instanceof Error ? error : new Error(String(error)), this.#stateKey(key));
   }
 
   /** Gives back to this node's draw on the key what it spent there, up to `permits`; returns what it took back. */
