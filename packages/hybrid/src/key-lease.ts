@@ -1,4 +1,4 @@
-import type { LeaseReply } from './lease-client.js';
+import type { LeaseReply, LeaseShape } from './lease-client.js';
 
 /** What a node holds of one key's central state: permits leased and not yet spent, and when it may ask again. */
 export interface HeldLease {
@@ -61,10 +61,11 @@ export function creditLease(
   lease: HeldLease,
   reply: LeaseReply,
   asked: number,
-  windowed: boolean,
+  shape: LeaseShape,
   sentAt: number,
   now: number,
 ): void {
+  const windowed = shape.windowMs !== undefined;
   lease.leasedAt = reply.decidedAtMs;
   if (reply.registered) lease.registeredAt = sentAt;
   if (windowed) {
@@ -79,26 +80,33 @@ export function creditLease(
   lease.centralRemaining = reply.centralRemaining;
   lease.emptyUntil =
     reply.granted < asked && reply.retryMs > 0
-      ? now + nextAskAfterEmpty(reply.retryMs, reply.liveNodes, windowed)
+      ? now + nextAskAfterEmpty(reply.retryMs, reply.liveNodes, windowed, (1_000 * asked) / shape.rule.ratePerSecond)
       : Number.NEGATIVE_INFINITY;
 }
 
 /**
- * How long a node waits to ask again after the central state ran short. A window's permits all come back when
- * it ends: ask then. A bucket refills continuously: were every lessee to ask as soon as one batch is back, a
- * fleet of N nodes would call N times per batch refilled (a herd splitting each batch N ways); each waits
- * about N / 2 batches' refill instead, spread at random, so the fleet asks about twice per batch refilled: few
- * calls, and never so late that the bucket fills up unasked (a burst, then a dip). A lone lessee asks as soon
- * as its batch is back.
+ * How long a node waits to ask again after the central state ran short (`retryMs`: until its batch is back).
+ * A window's permits all come back when it ends: ask then. A bucket refills continuously: were every lessee to
+ * ask as soon as one batch is back, a fleet of N nodes would call N times per batch refilled (a herd splitting
+ * each batch N ways); each waits about N / 2 batches' refill (`batchMs` each) past the first instead, spread at
+ * random, so the fleet asks about twice per batch refilled: few calls, and never so late that the bucket fills
+ * up unasked (a burst, then a dip). What the bucket owes (a penalty, an outage's charge) is waited out once,
+ * not N / 2 times: `retryMs` beyond one batch's refill is the debt's. A lone lessee asks as soon as its batch
+ * is back.
+ * @example
+ * nextAskAfterEmpty(0.5, 1_000, false, 0.5) // 125-375 ms: 1,000 lessees each asking in turn
+ * nextAskAfterEmpty(200.5, 1_000, false, 0.5) // 325-575 ms: a debt of 200 ms waited out once, not 1,000 times
  */
 export function nextAskAfterEmpty(
   retryMs: number,
   liveNodes: number,
   windowed: boolean,
+  batchMs: number,
   random: () => number = Math.random,
 ): number {
   if (windowed || liveNodes <= 1) return retryMs;
-  return retryMs * liveNodes * (0.25 + 0.5 * random());
+  const batch = Math.min(batchMs, retryMs);
+  return retryMs - batch + batch * liveNodes * (0.25 + 0.5 * random());
 }
 
 /** Spends `permits` from the lease if it holds them now; false (nothing spent) if not. */

@@ -363,7 +363,7 @@ class LeasedBinding implements BoundStore {
       register: mustRegister(lease, sentAt, this.#o.liveMs),
     })
       .then((reply) => {
-        creditLease(lease, reply, ask, this.#shape.windowMs !== undefined, sentAt, this.#clock.now());
+        creditLease(lease, reply, ask, this.#shape, sentAt, this.#clock.now());
         this.#health.reportSuccess();
         emitSafely(this.#ctx.events, 'lease', {
           key,

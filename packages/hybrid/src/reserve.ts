@@ -162,7 +162,7 @@ export class Reserve {
     })
       .then(
         (reply) => {
-          creditLease(draw, reply, ask, this.#shape.windowMs !== undefined, sentAt, clock.now());
+          creditLease(draw, reply, ask, this.#shape, sentAt, clock.now());
           this.#ctx.answered();
           if (this.#closed) return this.#giveBack(key, draw);
           return undefined;
