@@ -61,7 +61,7 @@ export interface DividedEvents {
    * its last share and holds its part of the reserve locally (the same event on every mode).
    */
   'store-error': [Error];
-  /** A heartbeat was answered again after a failure. */
+  /** Redis answers again after a failure (heartbeats, and with a reserve the reserve's probe too). */
   'store-recovered': [];
   /**
    * With a reserve, after an outage: what this node granted of its part of the reserve while Redis was away
