@@ -48,6 +48,8 @@ async function loneNode(o: { reserve: number; clock?: ManualClock }) {
     nodeId: 'a',
     // No heartbeat falls due during a test: every one it sees is its first, or one its client's 'ready' asked for.
     heartbeatMs: 60_000,
+    // A fleet of one, as its founder expects: its whole allocation from the first division.
+    assumedNodes: 1,
     reserve: o.reserve,
     ...(o.clock === undefined ? {} : { clock: o.clock }),
   });

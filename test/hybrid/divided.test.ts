@@ -41,7 +41,8 @@ async function evalCalls(r: Redis): Promise<number> {
 
 /**
  * One node of a divided fleet on `p`: a bucket of 100 that refills a permit in about 3 hours, so what a node
- * admits is what its share (and the reserve) holds.
+ * admits is what its share (and the reserve) holds. The fleet's founder expects no other node (assumedNodes 1),
+ * so it holds a fleet of one's share from the first division.
  */
 function fleetNode(p: string, id: string, o: { heartbeatMs: number; reserve: number }): OwnedLimiter<DividedStore> {
   return dividedLimiterOn({
@@ -49,12 +50,13 @@ function fleetNode(p: string, id: string, o: { heartbeatMs: number; reserve: num
     redis: redis().redis,
     prefix: p,
     nodeId: id,
+    assumedNodes: 1,
     ...o,
   });
 }
 
 describe('dividedLimiter', () => {
-  it('reserve 0: starts with a conservative share, then takes its share from the membership, scaling what it holds', async () => {
+  it('reserve 0: starts with a conservative share, then takes its share from the membership', async () => {
     const clock = new ManualClock(0);
     const a = dividedLimiterOn({
       rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }),
@@ -68,11 +70,13 @@ describe('dividedLimiter', () => {
     const seen = membership(a, (e) => e.nodes === 1);
     // Before any heartbeat has answered: 100 / assumedNodes (10).
     expect(await admitted(a, 'k', 20)).toBe(10);
-    expect(await seen).toMatchObject({ nodes: 1, share: 1 });
-    // The share grew tenfold, but the 0 tokens it held scale to 0: nothing is refilled by the change.
+    // The fleet's first division is made for the fleet its founder expects (assumedNodes): a tenth, not the
+    // whole limit while nine more nodes may be on their way (a later division gives it the rest).
+    expect(await seen).toMatchObject({ nodes: 1, share: 0.1 });
     expect(await admitted(a, 'k', 5)).toBe(0);
+    // A second refills a permit at a tenth of 10 per second.
     clock.advance(1_000);
-    expect(await admitted(a, 'k', 20)).toBe(10);
+    expect(await admitted(a, 'k', 20)).toBe(1);
     await a.close();
   });
 

@@ -29,7 +29,7 @@ async function beat(
   limitPerSecond: number,
   leaving = false,
   mode: ShareMode = 'demand',
-  shape: { burst?: number; divided?: number; windowed?: boolean; knownNodes?: number } = {},
+  shape: { burst?: number; divided?: number; windowed?: boolean; knownNodes?: number; assumedNodes?: number } = {},
 ): Promise<FleetSummary> {
   const [summary] = await heartbeat(toConnection(redis().redis), {
     nodeId,
@@ -48,6 +48,7 @@ async function beat(
         windowed: shape.windowed ?? true,
         divided: shape.divided ?? 1,
         knownNodes: shape.knownNodes ?? 0,
+        assumedNodes: shape.assumedNodes ?? 1,
       },
     ],
   });
@@ -331,13 +332,18 @@ describe('membership.lua', () => {
     }
   });
 
-  it('a fleet Redis lost is founded again as the fleet its first node knew: no share at once, the reserve serves while it gathers', async () => {
+  it('a fleet is founded for the fleet its first node expects, or knew (Redis lost it): the reserve serves while it gathers', async () => {
     const t = 5_000_000;
     const shape = { burst: 1_000, divided: 0.7, windowed: false };
     // A node that knew no fleet founds a new one: it holds its allocation at once; the reserve is the rest.
     const founder = await beat(prefix(), 'a', t, 10, 1_000, false, 'equal', shape);
     expect(founder).toMatchObject({ founded: true, current: 1_000, previous: 1_000 });
     expect(founder.reserve).toBeCloseTo(0.3, 9);
+    // A fleet expected to be 10 nodes (assumedNodes): its founder holds a tenth at once, not the whole limit
+    // while the other nine are on their way.
+    const expecting = await beat(prefix(), 'a', t, 10, 1_000, false, 'equal', { ...shape, assumedNodes: 10 });
+    expect(expecting).toMatchObject({ founded: true, nodes: 1, current: 100, previous: 100 });
+    expect(expecting.reserve).toBeCloseTo(1 - 0.07, 9);
     // A node of a 100-node fleet whose keys Redis lost (a restart): the division is made for 100 nodes, the
     // node holds nothing until the next one, and the reserve is all the limit but what 100 shares could hold.
     const p = prefix();

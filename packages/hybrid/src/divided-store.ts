@@ -300,6 +300,7 @@ class DividedBinding implements BoundStore, FleetShare {
       divided: this.#divided,
       demand: () => this.#meter.perSecond(clock.now()),
       knownNodes: () => this.#nodes,
+      assumedNodes: o.assumedNodes,
       answered: (summary) => this.#onSummary(summary),
       failed: (error) => {
         this.#beatFailing = true;

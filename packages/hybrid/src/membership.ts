@@ -55,6 +55,8 @@ export interface MemberOf {
   demand(): number;
   /** The live nodes this node last heard its fleet had (0: none yet). */
   knownNodes(): number;
+  /** The fleet size this node expects before it heard one (the store's assumedNodes). */
+  readonly assumedNodes: number;
   answered(summary: FleetSummary): void;
   failed(error: Error): void;
 }
@@ -114,6 +116,8 @@ export interface HeartbeatRequest {
     lastSeen?: string;
     /** The live nodes this node last heard the fleet had (0: none yet); a fleet Redis lost is founded again as it. */
     knownNodes?: number;
+    /** The fleet size expected before one is heard: a new fleet's first division is made for at least this many. */
+    assumedNodes?: number;
   }[];
 }
 
@@ -140,6 +144,7 @@ export async function heartbeat(redis: RedisConnection, request: HeartbeatReques
       String(LEAST_HELD),
       l.lastSeen ?? '',
       String(l.knownNodes ?? 0),
+      String(l.assumedNodes ?? 1),
     );
   const keys = limiters.flatMap((l) => membershipKeys(l.prefix, l.rule));
   const reply = await redis.runScript(membershipScript(), keys, args);
@@ -288,6 +293,7 @@ export class Membership {
         divided: m.divided,
         lastSeen: identity.lastSeen(summaryKey(m)),
         knownNodes: m.knownNodes(),
+        assumedNodes: m.assumedNodes,
       })),
     };
     const what = leaving ? 'leaving a membership' : 'a heartbeat';

@@ -103,7 +103,8 @@ export interface RedisBackedOptions {
   heartbeatMs?: number | undefined;
   /**
    * The nodes a limit is taken to be shared by until Redis has answered a heartbeat (Redis away at start-up):
-   * each node then holds 1 / assumedNodes of each limit.
+   * each node then holds 1 / assumedNodes of each limit. A divided fleet's first division is made for at least
+   * this many nodes (its founder holds no more than that share while the others are on their way).
    * @default DEFAULT_ASSUMED_NODES (10)
    */
   assumedNodes?: number | undefined;
@@ -154,7 +155,7 @@ export const REDIS_BACKED_OPTIONS = {
     'DEFAULT_HEARTBEAT_MS',
   ),
   assumedNodes: option(
-    'How many nodes share a limit until Redis has said (the share before the first heartbeat is answered).',
+    "How many nodes share a limit until Redis has said (the share before the first heartbeat is answered; a divided fleet's first division is made for at least this many).",
     positiveInteger,
     DEFAULT_ASSUMED_NODES,
     'DEFAULT_ASSUMED_NODES',

@@ -27,19 +27,22 @@
 -- ARGV[3]  now in ms, or '' to read Redis TIME
 -- ARGV[4]  '1' when the node is leaving (its limiter closed): remove it instead of recording it
 -- ARGV[5]  the interval at which the division is made again, in ms (the heartbeat interval)
--- ARGV[9i-3]  limiter i's limit, in permits per second
--- ARGV[9i-2]  this node's demand for limiter i, in permits per second
--- ARGV[9i-1]  limiter i's division: 'equal' or 'demand'
--- ARGV[9i]    limiter i's burst (a window's limit, a bucket's capacity), in permits
--- ARGV[9i+1]  the part of the limit the shares divide (1 - the reserve); 1: no reserve
--- ARGV[9i+2]  '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
--- ARGV[9i+3]  the fewest whole permits of the burst a node holds locally (a smaller share: the reserve's)
--- ARGV[9i+4]  the score this node's last answered heartbeat wrote to limiter i's live nodes ('' unknown)
--- ARGV[9i+5]  the live nodes this node last heard limiter i's fleet had (0: none, it never heard one). A node
---             that knew a fleet and finds none (Redis lost its keys: a restart, a failover) founds it again as
---             the fleet it knew: its first division splits among at least that many (the others' heartbeats
---             are on their way) and gives no newcomer a share at once, so the reserve serves the fleet while
---             it gathers instead of the first node back holding a fleet of one's share.
+-- ARGV[10i-4] limiter i's limit, in permits per second
+-- ARGV[10i-3] this node's demand for limiter i, in permits per second
+-- ARGV[10i-2] limiter i's division: 'equal' or 'demand'
+-- ARGV[10i-1] limiter i's burst (a window's limit, a bucket's capacity), in permits
+-- ARGV[10i]   the part of the limit the shares divide (1 - the reserve); 1: no reserve
+-- ARGV[10i+1] '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
+-- ARGV[10i+2] the fewest whole permits of the burst a node holds locally (a smaller share: the reserve's)
+-- ARGV[10i+3] the score this node's last answered heartbeat wrote to limiter i's live nodes ('' unknown)
+-- ARGV[10i+4] the live nodes this node last heard limiter i's fleet had (0: none, it never heard one)
+-- ARGV[10i+5] the fleet size the node assumes before it heard one (assumedNodes)
+--
+-- The first division of a fleet is made for at least the fleet its founder expects: its founder never holds
+-- a fleet of one's share while the rest of a fleet starting together is on its way (1,000 nodes started at
+-- once: the first node's 70% of the limit held the reserve to 30% for two divisions). A node that knew a fleet
+-- and finds none (Redis lost its keys: a restart, a failover) founds it again as the fleet it knew, and gives
+-- no newcomer a share at once, so the reserve serves the fleet while it gathers.
 -- Reply: the time written (now, as a string that reads back exactly), Redis's TIME in ms (for the client to
 --        compare its clock with), then 6 strings per limiter: live nodes,
 --        this node's current and previous allocation ('-': none), '1' when this call founded a new fleet (its
@@ -176,11 +179,12 @@ end
 local reply = { num(now), num(ARGV[3] == '' and now or redis_time_ms()) }
 for i = 1, #KEYS / 4 do
   local members, demands, summary, allocations = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
-  local a = 9 * i - 3
+  local a = 10 * i - 4
   local limit, mode = tonumber(ARGV[a]), ARGV[a + 2]
   local burst, divided, windowed = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5] == '1'
   local least = tonumber(ARGV[a + 6])
   local known = tonumber(ARGV[a + 8]) or 0
+  local assumed = tonumber(ARGV[a + 9]) or 1
   local reused = false
   if leaving then
     redis.call('ZREM', members, node)
@@ -196,8 +200,8 @@ for i = 1, #KEYS / 4 do
   if not leaving and (at == false or now - tonumber(at) >= interval or now < tonumber(at)) then
     drop_dead(members, demands, allocations, now - live_ms)
     nodes = redis.call('ZCARD', members)
-    -- A fleet founded again divides as the fleet its founder knew (see ARGV[9i+5]).
-    local divide_among = at == false and math.max(nodes, known) or nodes
+    -- A fleet's first division is made for the fleet its founder knew or expects (see ARGV[10i+4]).
+    local divide_among = at == false and math.max(nodes, known > 0 and known or assumed) or nodes
     reserve = num(allocate(demands, allocations, divide_among, limit, mode, burst, divided, windowed, least, founded))
     redis.call('HSET', summary, 'at', num(now), 'nodes', nodes, 'reserve', reserve)
     -- Renewed once per interval by the division any live node makes: the fleet's keys outlive its last node
