@@ -26,7 +26,7 @@ import { type Cluster, Redis } from 'ioredis';
 import { type FleetMode, type NodePlan, simulateFleet } from '../../test/harness/fleet-sim.js';
 import { startTestCluster } from '../../test/harness/redis-cluster.js';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
-import { redisCpuUs, scriptCalls, writeJson } from './harness.js';
+import { overBound, redisCpuUs, scriptCalls, writeJson } from './harness.js';
 
 const SIZES = (process.env.FLEET_NODES ?? '8,64,256,1000').split(',').map(Number);
 const MODES = (process.env.FLEET_MODES ?? 'exact,leased,divided').split(',') as FleetMode[];
@@ -60,6 +60,11 @@ export interface FleetRow {
   readonly utilisationMin: number;
   /** The most any steady second admitted past the limit, as a share of it (0: never over). */
   readonly worstOver: number;
+  /**
+   * The most any run of whole seconds admitted past the bucket's bound, capacity + rate x its length (0: never
+   * over); second 0 (the fleet's nodes starting) left out.
+   */
+  readonly overBound: number;
   /** The first second from which every steady second used at least 95% of the ideal (undefined: never). */
   readonly convergedAtSecond: number | undefined;
   readonly clientUsPerDecision: number;
@@ -193,6 +198,7 @@ async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<
       utilisationMean: round(utilisation.reduce((a, b) => a + b, 0) / utilisation.length, 4),
       utilisationMin: round(Math.min(...utilisation), 4),
       worstOver: round(Math.max(0, ...steady.map((s) => s.admitted / LIMIT - 1)), 4),
+      overBound: overBound(r.admittedPerSecond.slice(1), LIMIT, LIMIT),
       convergedAtSecond: converged < 0 || converged >= SECONDS - 1 ? undefined : converged + 1,
       clientUsPerDecision: round(r.clientUsPerDecision, 1),
       storeErrors: r.storeErrors,

@@ -51,3 +51,22 @@ export async function scriptCalls(redis: { info(section: string): Promise<string
   for (const m of info.matchAll(/cmdstat_(evalsha|eval|fcall):calls=(\d+)/g)) total += Number(m[2]);
   return total;
 }
+
+/**
+ * The most a token bucket's admissions, counted per whole second, went past its bound over any run of whole
+ * seconds: capacity + rate x the run's length (0: never over). A second may admit more than the rate after a
+ * slower one; no run of seconds may admit more than this.
+ * @example
+ * overBound([4_000, 8_000, 4_000], 4_000, 4_000) // 0: the bucket's capacity spent in the second second
+ */
+export function overBound(perSecond: readonly number[], capacity: number, ratePerSecond: number): number {
+  let worst = 0;
+  for (let from = 0; from < perSecond.length; from++) {
+    let sum = 0;
+    for (let to = from; to < perSecond.length; to++) {
+      sum += perSecond[to] as number;
+      worst = Math.max(worst, sum - (capacity + ratePerSecond * (to - from + 1)));
+    }
+  }
+  return worst;
+}

@@ -26,7 +26,7 @@ import { type Cluster, Redis } from 'ioredis';
 import { type FleetMode, type FleetStore, simulateFleet } from '../../test/harness/fleet-sim.js';
 import { failOverMasterOf, startTestCluster } from '../../test/harness/redis-cluster.js';
 import { type TestRedis, spawnRedisServer } from '../../test/harness/redis-server.js';
-import { writeJson } from './harness.js';
+import { median, overBound, writeJson } from './harness.js';
 
 const NODES = Number(process.env.OUTAGE_NODES ?? 1_000);
 const OUTAGE_MS = Number(process.env.OUTAGE_MS ?? 30_000);
@@ -75,24 +75,6 @@ export interface OutageRow {
   readonly storeErrors: number;
   /** Grants in each second by where they were decided (redis, fallback, share, lease...). */
   readonly grantsBySource: Record<string, readonly number[]>;
-}
-
-const median = (xs: readonly number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  return sorted[Math.floor((sorted.length - 1) / 2)] ?? 0;
-};
-
-/** The most admitted past capacity + rate x seconds over any run of whole seconds. */
-function overBound(perSecond: readonly number[]): number {
-  let worst = 0;
-  for (let from = 0; from < perSecond.length; from++) {
-    let sum = 0;
-    for (let to = from; to < perSecond.length; to++) {
-      sum += perSecond[to] as number;
-      worst = Math.max(worst, sum - (LIMIT + LIMIT * (to - from + 1)));
-    }
-  }
-  return worst;
 }
 
 async function stats(admin: Redis): Promise<number> {
@@ -264,7 +246,7 @@ async function run(mode: FleetMode): Promise<OutageRow> {
     fleetWholeAfterHeartbeats: whole === undefined ? undefined : round(whole / HEARTBEAT_MS),
     admittedPerSecond: r.admittedPerSecond,
     worstOver: round(Math.max(0, ...r.admittedPerSecond.map((a) => a / LIMIT - 1)), 4),
-    overBound: overBound(r.admittedPerSecond.slice(1)),
+    overBound: overBound(r.admittedPerSecond.slice(1), LIMIT, LIMIT),
     fallbackGrants: r.fallbackGrants,
     chargedPermits: charged,
     storeErrors: r.storeErrors,
