@@ -2,7 +2,8 @@
  * The fleet simulator: N nodes (8, 64, 256, 1,000), each a store of its own sharing 4 Redis clients in this
  * process (test/harness/fleet-sim.ts), against a throwaway redis-server, in exact, leased and divided mode, one
  * token bucket of 4,000 per second (capacity 4,000) offered 1.2 x that as Poisson arrivals: evenly, skewed
- * (Zipf over the nodes), in bursts (every node 2.5 x its rate one second in three, a quarter of it the other
+ * (Zipf over the nodes), over Zipf-skewed keys (1,000 keys, each with the rule of its own: the hot key near
+ * 640 per second, most keys a few; the cost of many keys, every mode admitting what is offered), in bursts (every node 2.5 x its rate one second in three, a quarter of it the other
  * two: the same mean), with a quarter of the nodes killed without closing at 4 s (their heartbeats and leases
  * just stop; the others take up their traffic), and in a rolling deploy (at 256 nodes: every node replaced in
  * waves of a quarter, each new one starting half a second after the one it replaces stopped). Each run has a server of its own; Redis's
@@ -30,7 +31,9 @@ import { overBound, redisCpuUs, scriptCalls, writeJson } from './harness.js';
 
 const SIZES = (process.env.FLEET_NODES ?? '8,64,256,1000').split(',').map(Number);
 const MODES = (process.env.FLEET_MODES ?? 'exact,leased,divided').split(',') as FleetMode[];
-const SCENARIOS = (process.env.FLEET_SCENARIOS ?? 'even,skewed,bursts,killed,rolling deploy').split(',') as Scenario[];
+const SCENARIOS = (process.env.FLEET_SCENARIOS ?? 'even,skewed,zipf keys,bursts,killed,rolling deploy').split(
+  ',',
+) as Scenario[];
 const ROUNDS = Number(process.env.FLEET_ROUNDS ?? 1);
 /** 'server': one redis-server; 'cluster': a 3-master Cluster (the limiter's keys in their slots, the sets in theirs). */
 const TARGET = (process.env.FLEET_TARGET ?? 'server') as 'server' | 'cluster';
@@ -40,7 +43,10 @@ const STEADY_FROM = 5;
 const LIMIT = 4_000;
 const OFFERED = 1.2 * LIMIT;
 
-export type Scenario = 'even' | 'skewed' | 'bursts' | 'killed' | 'rolling deploy';
+export type Scenario = 'even' | 'skewed' | 'zipf keys' | 'bursts' | 'killed' | 'rolling deploy';
+
+/** The keys of the 'zipf keys' scenario. */
+const KEYS = 1_000;
 
 /** When the 'killed' scenario kills its quarter of the nodes, in ms. */
 const KILLED_AT_MS = 4_000;
@@ -58,13 +64,13 @@ export interface FleetRow {
   /** Admitted against the ideal (the limit, or what was offered if less), in the steady seconds. */
   readonly utilisationMean: number;
   readonly utilisationMin: number;
-  /** The most any steady second admitted past the limit, as a share of it (0: never over). */
-  readonly worstOver: number;
+  /** The most any steady second admitted past the limit, as a share of it (0: never over; undefined: many keys). */
+  readonly worstOver: number | undefined;
   /**
    * The most any run of whole seconds admitted past the bucket's bound, capacity + rate x its length (0: never
-   * over); second 0 (the fleet's nodes starting) left out.
+   * over); second 0 (the fleet's nodes starting) left out. Undefined with many keys (each has its own bound).
    */
-  readonly overBound: number;
+  readonly overBound: number | undefined;
   /** The first second from which every steady second used at least 95% of the ideal (undefined: never). */
   readonly convergedAtSecond: number | undefined;
   readonly clientUsPerDecision: number;
@@ -76,17 +82,35 @@ export interface FleetRow {
   readonly redisUsPerDecisionRounds?: readonly number[];
 }
 
-/** Zipf weights (s = 1) over n nodes, summing to 1. */
+/** Zipf weights (s = 1) over n items, summing to 1. */
 function zipf(n: number): number[] {
   const raw = Array.from({ length: n }, (_, i) => 1 / (i + 1));
   const total = raw.reduce((a, b) => a + b, 0);
   return raw.map((w) => w / total);
 }
 
+/** A key drawn from KEYS keys by Zipf popularity (the fleet's seeded random). */
+function zipfKey(): (node: number, random: () => number) => string {
+  const cumulative: number[] = [];
+  let sum = 0;
+  for (const w of zipf(KEYS)) cumulative.push((sum += w));
+  return (_, random) => {
+    const u = random();
+    let lo = 0;
+    let hi = KEYS - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((cumulative[mid] as number) < u) lo = mid + 1;
+      else hi = mid;
+    }
+    return `k${lo}`;
+  };
+}
+
 function plans(scenario: Scenario, nodes: number): NodePlan[] {
   if (scenario === 'skewed') return zipf(nodes).map((w) => ({ rate: () => OFFERED * w }));
   const even = { rate: () => OFFERED / nodes };
-  if (scenario === 'even') return Array.from({ length: nodes }, () => even);
+  if (scenario === 'even' || scenario === 'zipf keys') return Array.from({ length: nodes }, () => even);
   if (scenario === 'bursts') {
     const bursting = { rate: (ms: number) => (OFFERED / nodes) * (Math.floor(ms / 1_000) % 3 === 0 ? 2.5 : 0.25) };
     return Array.from({ length: nodes }, () => bursting);
@@ -168,6 +192,7 @@ async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<
     const r = await simulateFleet({
       mode,
       plans: plans(scenario, nodes),
+      ...(scenario === 'zipf keys' ? { key: zipfKey() } : {}),
       rule: tokenBucket({ capacity: LIMIT, refillPerSecond: LIMIT }),
       durationMs: SECONDS * 1_000,
       clients: clients as Redis[],
@@ -176,15 +201,17 @@ async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<
     });
     const [cpu1, calls1, bytes1] = await cost();
     const [cpu, calls, bytes] = [cpu1 - cpu0, calls1 - calls0, bytes1 - bytes0];
-    const steady = r.admittedPerSecond.slice(STEADY_FROM, SECONDS - 1).map((admitted, s) => {
-      const ideal = Math.min(LIMIT, r.offeredPerSecond[STEADY_FROM + s] ?? LIMIT);
-      return { admitted, ideal };
-    });
+    // What one exact bucket per key would admit of what was offered: the limit on one hot key; with many keys,
+    // none of which reaches its limit, everything.
+    const oneKey = scenario !== 'zipf keys';
+    const ideal = (offered: number | undefined) => (oneKey ? Math.min(LIMIT, offered ?? LIMIT) : (offered ?? 0));
+    const steady = r.admittedPerSecond.slice(STEADY_FROM, SECONDS - 1).map((admitted, s) => ({
+      admitted,
+      ideal: ideal(r.offeredPerSecond[STEADY_FROM + s]),
+    }));
     const utilisation = steady.map((s) => s.admitted / s.ideal);
     const converged = r.admittedPerSecond.findIndex((_, from) =>
-      r.admittedPerSecond
-        .slice(from, SECONDS - 1)
-        .every((a, k) => a >= 0.95 * Math.min(LIMIT, r.offeredPerSecond[from + k] ?? LIMIT)),
+      r.admittedPerSecond.slice(from, SECONDS - 1).every((a, k) => a >= 0.95 * ideal(r.offeredPerSecond[from + k])),
     );
     const round = (x: number, digits = 2) => Number(x.toFixed(digits));
     return {
@@ -197,8 +224,8 @@ async function run(scenario: Scenario, mode: FleetMode, nodes: number): Promise<
       bytesPerDecision: round(bytes / r.decisions, 1),
       utilisationMean: round(utilisation.reduce((a, b) => a + b, 0) / utilisation.length, 4),
       utilisationMin: round(Math.min(...utilisation), 4),
-      worstOver: round(Math.max(0, ...steady.map((s) => s.admitted / LIMIT - 1)), 4),
-      overBound: overBound(r.admittedPerSecond.slice(1), LIMIT, LIMIT),
+      worstOver: oneKey ? round(Math.max(0, ...steady.map((s) => s.admitted / LIMIT - 1)), 4) : undefined,
+      overBound: oneKey ? overBound(r.admittedPerSecond.slice(1), LIMIT, LIMIT) : undefined,
       convergedAtSecond: converged < 0 || converged >= SECONDS - 1 ? undefined : converged + 1,
       clientUsPerDecision: round(r.clientUsPerDecision, 1),
       storeErrors: r.storeErrors,
