@@ -15,6 +15,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { leasedLimiterOn } from '../harness/hybrid.js';
+import { leasedStore } from '@sluice/hybrid';
 import { type DecisionEvent, type FallbackChargedEvent, type FleetEvent, redisStore } from '@sluice/redis';
 import { fleetKey, stateKey } from '../../packages/redis/src/key-layout.js';
 import { FleetPresence, NodeIdentity, checkClockSkew, toConnection } from '@sluice/redis/store-kit';
@@ -274,7 +275,8 @@ describe('reset() has a deadline and typed errors', () => {
  * Three stores (failMode 'local') on a Redis of their own, each limiter a fixed window of 10 per minute, once
  * every store has counted all three from its heartbeats; `close` resumes a stalled Redis and stops it all.
  */
-async function countedFleet() {
+/** Three nodes on one limiter of 10 per minute, each a store of `kind` (a leased store decides this cold key exactly). */
+async function countedFleet(kind: 'exact' | 'leased' = 'exact') {
   const server = await spawnRedisServer();
   const p = prefix();
   const clients = [0, 1, 2].map(() => {
@@ -282,7 +284,11 @@ async function countedFleet() {
     client.on('error', () => {});
     return client;
   });
-  const stores = clients.map((redis) => redisStore({ redis, timeoutMs: 50, heartbeatMs: 100 }));
+  const stores = clients.map((redis) =>
+    kind === 'exact'
+      ? redisStore({ redis, timeoutMs: 50, heartbeatMs: 100 })
+      : leasedStore({ redis, timeoutMs: 50, heartbeatMs: 100 }),
+  );
   const counted = stores.map((store) => nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3));
   const limiters = stores.map((store) =>
     createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
@@ -310,32 +316,36 @@ async function countedFleet() {
 }
 
 describe("failMode 'local' holds this node's share, from the fleet Redis counted", () => {
-  it('3 nodes that Redis counted, then Redis stalls: together they admit at most the limit (each holds a third), charged to Redis on its return', async () => {
-    const { server, stores, limiters, admittedByFallback, close } = await countedFleet();
-    server.process?.kill('SIGSTOP');
-    try {
-      const admitted = await admittedByFallback(10);
-      expect(admitted).toBe(9); // 3 per node: floor(10 / 3)
-      // Redis returns: what the fail mode granted is charged there (9 of 10), so the window has 1 left for the
-      // fleet, not a fresh 10 (19 in one window).
-      const charged = stores.map((store) => nextEvent(store, 'fallback-charged'));
-      server.process?.kill('SIGCONT');
-      const events = (await Promise.all(charged)).map(([e]) => e as FallbackChargedEvent);
-      // Each node's 3 grants, less the first one's, which Redis ran late (the stall) and counted itself.
-      expect(events.reduce((sum, e) => sum + e.permits, 0)).toBe(6);
-      expect((await (limiters[0] as (typeof limiters)[0]).peek('k')).remaining).toBe(1);
-      let after = 0;
-      for (const l of limiters)
-        for (let i = 0; i < 5; i++) {
-          const d = await l.tryAcquire('k');
-          expect(d.source).not.toBe('fallback');
-          if (d.allowed) after++;
-        }
-      expect(admitted + after).toBe(10);
-    } finally {
-      await close();
-    }
-  });
+  it.each(['exact', 'leased'] as const)(
+    '%s: 3 nodes that Redis counted, then Redis stalls: together they admit at most the limit (each holds a third), charged to Redis on its return',
+    async (kind) => {
+      const { server, stores, limiters, admittedByFallback, close } = await countedFleet(kind);
+      server.process?.kill('SIGSTOP');
+      try {
+        const admitted = await admittedByFallback(10);
+        expect(admitted).toBe(9); // 3 per node: floor(10 / 3)
+        // Redis returns: what the fail mode granted is charged there (9 of 10), so the window has 1 left for the
+        // fleet, not a fresh 10 (19 in one window).
+        const charged = stores.map((store) => nextEvent(store, 'fallback-charged'));
+        server.process?.kill('SIGCONT');
+        const events = (await Promise.all(charged)).map(([e]) => e as FallbackChargedEvent);
+        // Each node's 3 grants, less the first one's, which Redis ran late (the stall) and counted itself.
+        expect(events.reduce((sum, e) => sum + e.permits, 0)).toBe(6);
+        // An exact peek reads Redis (a leased one only what this node holds): 1 left for the fleet.
+        if (kind === 'exact') expect((await (limiters[0] as (typeof limiters)[0]).peek('k')).remaining).toBe(1);
+        let after = 0;
+        for (const l of limiters)
+          for (let i = 0; i < 5; i++) {
+            const d = await l.tryAcquire('k');
+            expect(d.source).not.toBe('fallback');
+            if (d.allowed) after++;
+          }
+        expect(admitted + after).toBe(10);
+      } finally {
+        await close();
+      }
+    },
+  );
 
   it('one nodeId given to two live processes: the second to notice goes on under its own id (NODE_ID_REUSED), and the fleet counts two', async () => {
     const p = prefix();

@@ -35,7 +35,7 @@ import {
   storeParts,
   withDeadline,
 } from '@sluice/redis/store-kit';
-import { DEFAULT_MAX_BATCH, type FleetEvent } from '@sluice/redis';
+import { DEFAULT_MAX_BATCH, type FallbackChargedEvent, type FleetEvent } from '@sluice/redis';
 import { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
@@ -70,6 +70,11 @@ export interface LeasedEvents {
   'store-recovered': [];
   /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
   fleet: [FleetEvent];
+  /**
+   * failMode 'local', after an outage: what a limiter's fail mode granted past this node's leases (and its state
+   * still held spent) was charged to the key's central state in Redis; once per limiter per recovery.
+   */
+  'fallback-charged': [FallbackChargedEvent];
   /** A callback of yours (a listener of these events) threw; the limiter went on. */
   'callback-error': [error: unknown, callback: string];
 }
@@ -141,7 +146,14 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
 
   constructor(o: LeaseSettings) {
     super();
-    const parts = storeParts(o, this);
+    const parts = storeParts(o, this, (healthy) => {
+      // What the fail mode granted meanwhile counts on Redis from now on, as in exact mode.
+      if (!healthy || o.failMode !== 'local') return;
+      for (const b of this.#bindings)
+        void b
+          .settleFallback()
+          .then((charged) => emitSafely(this, 'fallback-charged', { prefix: b.prefix, ...charged }));
+    });
     this.clock = parts.decisionClock;
     this.#ctx = {
       o,
@@ -559,6 +571,19 @@ class LeasedBinding implements BoundStore {
       }),
     );
     this.#leases.clear();
+  }
+
+  /** The limiter's prefix (its name in events). */
+  get prefix(): string {
+    return this.#prefix;
+  }
+
+  /**
+   * Charges Redis, answering again, with what the fail mode granted past this node's leases while it was away:
+   * on the key's central state, by the exact binding that shares it (see ExactBinding.settleFallback).
+   */
+  settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
+    return this.#exact.settleFallback();
   }
 
   /** Resolves once no lease of this binding is in flight (see LeasedStore.settled). */
