@@ -133,7 +133,7 @@ describe('a least-privilege ACL user', () => {
       'SETUSER',
       'other-keys',
       '>secret',
-      ...SLUICE_ACL.map((p) => (p === '~sluice:*' ? '~other:*' : p)),
+      ...SLUICE_ACL.map((p) => (p === '~sluice{*' ? '~other{*' : p)),
     );
   });
   afterAll(async () => {

@@ -4,6 +4,7 @@
 import { readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
+import { stateKey } from '../../packages/redis/src/key-layout.js';
 import { type RunningExample, runExample, runToEnd } from './run-example.js';
 
 const running: RunningExample[] = [];
@@ -78,8 +79,8 @@ describe('examples/http-api', () => {
     expect(example.output()).toContain(`(Redis at ${server.url})`);
     await exercise(url);
     const keys = await client.keys('demo.*');
-    expect(keys.some((k) => k.startsWith('demo.count:{key:t}'))).toBe(true);
-    expect(keys.some((k) => k.startsWith('demo.api:{all}:global'))).toBe(true);
+    expect(keys.some((k) => k.startsWith('demo.count{key:t}'))).toBe(true);
+    expect(keys.some((k) => k.startsWith(stateKey('demo.api', 'all', 'global')))).toBe(true);
   });
 });
 

@@ -8,6 +8,7 @@ import { ManualClock, memoryStore } from '@sluice/core';
 import { loginApp } from '@sluice/example-login-protection/app';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
+import { banKey } from '../../packages/redis/src/key-layout.js';
 import { type RunningExample, runExample } from './run-example.js';
 
 const running: RunningExample[] = [];
@@ -62,7 +63,7 @@ describe('examples/login-protection', () => {
     const { example, url } = await start({ REDIS_URL: server.url });
     expect(example.output()).toContain(`(Redis at ${server.url})`);
     await bruteForce(url);
-    const ban = await client.pttl('login:{alice|ip:198.51.100.7}:~ban');
+    const ban = await client.pttl(banKey('login', 'alice|ip:198.51.100.7'));
     expect(ban).toBeGreaterThan(3_590_000);
   });
 

@@ -9,7 +9,7 @@ export const SLUICE_FUNCTIONS_ACL = ['+fcall', '+function|load'];
  */
 export const SLUICE_ACL = [
   'on',
-  '~sluice:*',
+  '~sluice{*',
   '&sluice:*',
   '-@all',
   '+evalsha',

@@ -150,3 +150,21 @@ export async function penalizeCentrally(
     adjustArgs(shape.args, 'penalize', permits, undefined, nowMs),
   );
 }
+
+/**
+ * Forgets the rule's central state of a key (adjust.lua 'reset': a window algorithm's count is a key per
+ * window, found from the time) and `extraKeys` of the same slot (the key's lessees).
+ */
+export async function resetCentrally(
+  redis: RedisConnection,
+  stateKey: string,
+  shape: LeaseShape,
+  extraKeys: readonly string[],
+  nowMs: number | undefined,
+): Promise<void> {
+  await redis.runScript(
+    adjustScript([shape.rule.kind]),
+    [stateKey, ...extraKeys],
+    adjustArgs(shape.args, 'reset', 0, undefined, nowMs),
+  );
+}

@@ -41,7 +41,14 @@ import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
 import { type HeldLease, creditLease, emptyLease, mustRegister, refundToLease, spendFromLease } from './key-lease.js';
-import { type LeaseShape, leaseShape, penalizeCentrally, requestLease, giveBack } from './lease-client.js';
+import {
+  type LeaseShape,
+  giveBack,
+  leaseShape,
+  penalizeCentrally,
+  requestLease,
+  resetCentrally,
+} from './lease-client.js';
 import { LEASED_STORE_OPTIONS, type LeasedStoreOptions } from './leased-options.js';
 import { hybridRule } from './supported-rule.js';
 import { leaseScript } from './scripts.js';
@@ -478,7 +485,17 @@ class LeasedBinding implements BoundStore {
     this.#cold.delete(key);
     this.#fallback.reset(key);
     try {
-      await withDeadline(this.#ctx.redis.del([this.#stateKey(key), this.#lesseesKey(key)]), this.#o.timeoutMs, 'reset');
+      await withDeadline(
+        resetCentrally(
+          this.#ctx.redis,
+          this.#stateKey(key),
+          this.#shape,
+          [this.#lesseesKey(key)],
+          this.#ctx.decisionClock?.now(),
+        ),
+        this.#o.timeoutMs,
+        'reset',
+      );
     } catch (error) {
       this.#health.reportFailure(error, this.#stateKey(key));
       const why = error instanceof Error ? error.message : String(error);

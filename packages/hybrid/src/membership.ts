@@ -79,16 +79,15 @@ export interface MembershipOptions {
  * a slot of its own and the limiters of all services spread over a Cluster; '~' keeps them apart from every
  * rule's state.
  * @example
- * membershipKeys('api', 'fw') // ['api:{api~fw}:~members', 'api:{api~fw}:~demands', 'api:{api~fw}:~summary',
- *                             //  'api:{api~fw}:~allocations']
+ * membershipKeys('api', 'fw') // ['api{api~fw}~m', 'api{api~fw}~d', 'api{api~fw}~s', 'api{api~fw}~l']
  */
 export function membershipKeys(prefix: string, rule: string): [string, string, string, string] {
   const identity = `${prefix}~${rule}`;
   return [
-    stateKey(prefix, identity, '~members'),
-    stateKey(prefix, identity, '~demands'),
-    stateKey(prefix, identity, '~summary'),
-    stateKey(prefix, identity, '~allocations'),
+    stateKey(prefix, identity, '~m'),
+    stateKey(prefix, identity, '~d'),
+    stateKey(prefix, identity, '~s'),
+    stateKey(prefix, identity, '~l'),
   ];
 }
 

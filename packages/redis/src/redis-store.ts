@@ -21,7 +21,7 @@ import type { NodeIdentity } from './fleet/node-identity.js';
 import type { FleetPresence } from './fleet/presence.js';
 import { withDeadline } from './deadline.js';
 import type { RedisHealth } from './health.js';
-import { decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
+import { checkStateIds, decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
 import type { StartupChecks } from './preflight.js';
 import { storeParts } from './store-parts.js';
@@ -288,6 +288,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     }
     const { prefix } = ruleSet;
     // A limiter with plans claims its prefix for every plan's rules (they share state by name).
+    checkStateIds(
+      prefix,
+      (ruleSet.plans ?? ruleSet.rules).map((rule) => rule.name),
+    );
     const releaseClaim = this.#prefixes.claim(prefix, ruleSet.plans ?? ruleSet.rules);
     if (isCluster && keyed) warnCrossSlot(prefix);
     const hold = this.#hold(ruleSet);

@@ -4,7 +4,7 @@
 -- the algorithm's own consume (ALGORITHMS[kind]) of as many permits as it grants now, on the state exact mode
 -- would keep, so there is no second copy of any algorithm's maths here. Hand-back is refund.lua.
 --
--- KEYS[1]  the rule's central state (the algorithm's packed state, as decide.lua keeps it)
+-- KEYS[1]  the rule's central state, as decide.lua keeps it (see read_state in prelude.lua)
 -- KEYS[2]  the key's lessees: a sorted set of node id -> time of its last lease (same hash tag)
 -- ARGV     the rule as decide.lua reads rules (one text, R = 1: see parse_rules in prelude.lua); then
 --          want: permits asked for (>= 1); node id; how long a node counts as a live lessee after its last
@@ -41,9 +41,7 @@ if register then
 end
 if divisor > 0 then want = math.min(want, math.max(1, math.floor(burst / (divisor * live)))) end
 
-local raw = redis.call('GET', KEYS[1])
-local state = nil
-if raw then state = unpack_doubles(raw) end
+local state = read_state(rule, KEYS[1], now)
 
 -- The most the rule grants now: `want` if it can; else what its denial says is left, trying fewer until
 -- one is granted (a denial's remaining is whole permits, so this settles in a step or two).
@@ -55,14 +53,14 @@ while try >= 1 do
   left = remaining
   if allowed then
     granted = try
+    write_state(KEYS[1], rule, state, kept, ttl, now)
     state = kept
-    redis.call('SET', KEYS[1], pack_doubles(kept), 'PX', reclaim_px(ttl))
     break
   end
   if kept ~= state then
     -- A never-seen key is anchored even when refused, so it starts refilling from now.
+    write_state(KEYS[1], rule, state, kept, ttl, now)
     state = kept
-    redis.call('SET', KEYS[1], pack_doubles(kept), 'PX', reclaim_px(ttl))
   end
   try = math.min(try - 1, remaining)
 end

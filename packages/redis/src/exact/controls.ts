@@ -56,9 +56,12 @@ export class RedisControls {
   async reset(key: string): Promise<void> {
     const { rules, prefix, connection, fallback } = this.#o;
     fallback.reset(key);
-    const own = rules.filter((rule) => rule.key === undefined).map((rule) => this.#stateKey(rule, key));
-    await this.#onRedis(key, 'reset', own[0] ?? banKey(prefix, key), async () => {
-      await connection.del([...own, banKey(prefix, key)]);
+    const own = rules.filter((rule) => rule.key === undefined);
+    const ban = banKey(prefix, key);
+    await this.#onRedis(key, 'reset', own[0] === undefined ? ban : this.#stateKey(own[0], key), async () => {
+      // A window algorithm's state is a key per window, found from the time: adjust.lua deletes them.
+      if (own.length === 0) await connection.del([ban]);
+      else await this.#adjust(own, key, 'reset', 0, undefined, [ban]);
       await this.#o.publishReset?.(key);
     });
   }
@@ -178,15 +181,16 @@ export class RedisControls {
     );
   }
 
-  /** One atomic adjust.lua call for `rules` of `key` (all in one slot). */
+  /** One atomic adjust.lua call for `rules` of `key` (all in one slot); `extraKeys` follow (reset: the ban). */
   async #adjust(
     rules: readonly Algorithm[],
     key: string,
-    op: 'refund' | 'penalize',
+    op: 'refund' | 'penalize' | 'reset',
     permits: number,
     granted: GrantTime | undefined,
+    extraKeys: readonly string[] = [],
   ): Promise<void> {
-    const keys = rules.map((rule) => this.#stateKey(rule, key));
+    const keys = [...rules.map((rule) => this.#stateKey(rule, key)), ...extraKeys];
     const args = adjustArgs(ruleArgs(rules), op, permits, granted, this.#o.decisionClock?.now());
     await this.#o.connection.runScript(adjustScript(rules.map((rule) => rule.kind)), keys, args);
   }

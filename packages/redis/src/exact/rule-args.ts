@@ -37,14 +37,14 @@ export type GrantTime = { readonly atMs: number } | { readonly agoMs: number };
 const timeArg = (ms: number | undefined): string => (ms === undefined || Number.isNaN(ms) ? '' : numArg(ms));
 
 /**
- * The ARGV of adjust.lua after the rules (`ruleArgs`): the operation, its permits, when a refunded grant was
+ * The ARGV of adjust.lua after the rules (`ruleArgs`): the operation ('reset' takes no permits: 0), its permits, when a refunded grant was
  * made (see GrantTime; undefined: unknown), and now (undefined or NaN: the server's TIME).
  * @example
  * const args = adjustArgs(ruleArgs(rules), 'refund', 1, { agoMs: 30 }, undefined)
  */
 export function adjustArgs(
   rules: readonly string[],
-  op: 'refund' | 'penalize',
+  op: 'refund' | 'penalize' | 'reset',
   permits: number,
   granted: GrantTime | undefined,
   nowMs: number | undefined,

@@ -3,9 +3,10 @@
 -- leased node handing back what it did not spend). Each rule's REFUNDS or PENALTIES function is its
 -- algorithm's refund or penalize in core.
 --
--- KEYS: the state key of each rule to adjust, in rule order.
+-- KEYS: the state key of each rule to adjust, in rule order (a window algorithm's: the name of its windows'
+--       keys); for 'reset', then the key's ban.
 -- ARGV: the rules (one text, as decide.lua reads them: see parse_rules in prelude.lua); then
---       'refund' or 'penalize'; permits; when the grant was decided ('' = unknown, or: see the next);
+--       'refund', 'penalize' or 'reset' (limiter.reset: forget the states and the ban); permits; when the grant was decided ('' = unknown, or: see the next);
 --       how long before now it was asked for ('' = unknown; used when the time before is ''); now ('' =
 --       this server's TIME).
 -- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL: giving permits back never makes
@@ -23,28 +24,28 @@ elseif ARGV[a + 3] ~= '' then granted_at = now - parse_num(ARGV[a + 3]) end
 
 for r = 1, R do
   local fn = rules[r].refund
-  if op == 'penalize' then fn = rules[r].penalize end
+  if op == 'penalize' then fn = rules[r].penalize elseif op == 'reset' then fn = delete_state end
   if fn == nil then return redis.error_reply('ERR sluice: no ' .. op .. ' for algorithm ' .. rules[r].kind) end
 end
 
 local changed = 0
 for r = 1, R do
   local rule = rules[r]
-  local raw = redis.call('GET', KEYS[r])
-  local state = nil
-  if raw then state = unpack_doubles(raw) end
-  if op == 'penalize' then
-    local penalized, ttl = rule.penalize(rule.params, state, now, permits)
-    redis.call('SET', KEYS[r], pack_doubles(penalized), 'PX', reclaim_px(ttl))
-    changed = changed + 1
-  elseif state ~= nil then
-    local refunded = rule.refund(rule.params, state, now, permits, granted_at)
-    if refunded == nil then
-      redis.call('DEL', KEYS[r])
-    else
-      redis.call('SET', KEYS[r], pack_doubles(refunded), 'KEEPTTL')
+  if op == 'reset' then
+    delete_state(rule, KEYS[r], now)
+  else
+    local state = read_state(rule, KEYS[r], now)
+    if op == 'penalize' then
+      local penalized, ttl = rule.penalize(rule.params, state, now, permits)
+      write_state(KEYS[r], rule, nil, penalized, ttl, now)
+      changed = changed + 1
+    elseif state ~= nil then
+      -- A refund never makes a state matter longer: the key's TTL stays (a window's count, or KEEPTTL).
+      write_state(KEYS[r], rule, state, rule.refund(rule.params, state, now, permits, granted_at), nil, now)
+      changed = changed + 1
     end
-    changed = changed + 1
   end
 end
+-- reset: the key's ban, after its rules' states.
+if op == 'reset' and KEYS[R + 1] ~= nil then redis.call('DEL', KEYS[R + 1]) end
 return changed

@@ -1,7 +1,7 @@
 -- block.lua: limiter.block(key, ms): bans a key until now + ms, keeping a ban in force that ends later (as
 -- longerBan in core). A ban is the state { until, rule } decide.lua reads; rule -1 marks an explicit block.
 --
--- KEYS[1]  the key's ban (stateKey(prefix, key, '~ban'))
+-- KEYS[1]  the key's ban (banKey in key-layout.ts)
 -- ARGV     ms; now ('' = this server's TIME)
 -- Reply: 1 when the ban was set, 0 when a longer one was kept.
 

@@ -19,9 +19,10 @@
 --        `wait`; the client builds the decision with core's blockedDecision.
 -- Bans: a ban is the state { until, rule } at the key's ban key. A denial by rules with blockMs starts one
 -- (banAfter in core: the denying rule with the longest blockMs); while one lasts the key is only looked at.
--- Values: the algorithm's fields as packed doubles. When a state stops mattering is the algorithm's own
--- decision (a state past its time decides as a fresh one), so PEXPIRE only reclaims memory: the state's
--- remaining life plus a second.
+-- Values: a window algorithm's counts as Redis integers, one key per window (its KEYS entry names the rule's
+-- states, see WINDOWS in prelude.lua); any other state as its fields in packed doubles. When a state stops
+-- mattering is the algorithm's own decision (a state past its time decides as a fresh one), so PEXPIRE only
+-- reclaims memory: the state's remaining life plus a second.
 
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
@@ -35,46 +36,6 @@ local function server_time()
   return server_now
 end
 
--- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit).
-local raw_values = {}
-local k = 1
-while k <= #KEYS do
-  local last = math.min(#KEYS, k + 499)
-  local chunk = redis.call('MGET', unpack(KEYS, k, last))
-  for j = 1, #chunk do raw_values[k + j - 1] = chunk[j] end
-  k = last + 1
-end
-
--- States by key index, decoded on first use. Parallel arrays rather than a table per key: a batch touches
--- up to hundreds of keys, and every table is an allocation the script pays for per decision.
-local state_of, loaded, read_of, rule_of = {}, {}, {}, {}
-local expires_at, written_at = {}, {}
-local dirty, dirty_keys = {}, {}
-
-local function live(k)
-  if loaded[k] then return state_of[k] end
-  loaded[k] = true
-  local raw = raw_values[k]
-  local state = nil
-  if raw then state = unpack_doubles(raw) end
-  state_of[k] = state
-  read_of[k] = state
-  return state
-end
-
--- Keeps a state (nil: nothing to keep) of `rule` (nil: a ban) to be written when the batch is done.
-local function store(k, state, now, ttl, rule)
-  state_of[k] = state
-  rule_of[k] = rule
-  loaded[k] = true
-  expires_at[k] = now + ttl
-  written_at[k] = now
-  if not dirty[k] then
-    dirty[k] = true
-    dirty_keys[#dirty_keys + 1] = k
-  end
-end
-
 -- Each group's R + 1 key indices, flat: rule r of group g is group_keys[(g - 1) * (R + 1) + r], its ban
 -- group_keys[g * (R + 1)].
 local group_keys = {}
@@ -85,12 +46,92 @@ do
   for j = 1, count do group_keys[j], p = struct.unpack('<I4', packed, p) end
   a = a + 1
 end
+local W = R + 1
 
-local replies = {}
+-- Each request's fields and its decision time, in arrays reused by index.
 local requests = ARGV[a]
 local max_skew = tonumber(ARGV[a + 1])
 local Q = #requests / 29
-local pos = 1
+local q_group, q_now, q_permits, q_wait, q_peek = {}, {}, {}, {}, {}
+do
+  local pos = 1
+  for q = 1, Q do
+    local i, t
+    i, t, q_permits[q], q_wait[q], q_peek[q], pos = struct.unpack('<I4dddB', requests, pos)
+    q_group[q] = i
+    q_now[q] = decision_time(t, max_skew, server_time)
+  end
+end
+
+-- The Redis keys every state of the batch is read from, each state at the time of the first request that
+-- reads it (a window algorithm's keys are its windows at that time): read with MGET in chunks (Lua's unpack
+-- has a limit). States by key index: parallel arrays rather than a table per key (a batch touches up to
+-- hundreds of keys, and every table is an allocation the script pays for per decision).
+local rule_of, read_at, first_name = {}, {}, {}
+local names = {}
+for q = 1, Q do
+  local base = (q_group[q] - 1) * W
+  for r = 1, W do
+    local k = group_keys[base + r]
+    if k ~= 0 and first_name[k] == nil then
+      first_name[k] = #names + 1
+      if r == W then
+        names[#names + 1] = KEYS[k]
+      else
+        local rule = rules[r]
+        rule_of[k] = rule
+        read_at[k] = q_now[q]
+        local n1, n2 = state_keys(rule, KEYS[k], q_now[q])
+        names[#names + 1] = n1
+        if n2 ~= nil then names[#names + 1] = n2 end
+      end
+    end
+  end
+end
+local raw_values = {}
+do
+  local k = 1
+  while k <= #names do
+    local last = math.min(#names, k + 499)
+    local chunk = redis.call('MGET', unpack(names, k, last))
+    for j = 1, #chunk do raw_values[k + j - 1] = chunk[j] end
+    k = last + 1
+  end
+end
+
+local state_of, loaded, read_of = {}, {}, {}
+local expires_at, written_at = {}, {}
+local dirty, dirty_keys = {}, {}
+
+-- The state at key index k (a ban's when it is one), decoded on first use.
+local function live(k)
+  if loaded[k] then return state_of[k] end
+  loaded[k] = true
+  local n = first_name[k]
+  local rule = rule_of[k]
+  local state
+  if rule == nil then
+    local raw = raw_values[n]
+    if raw then state = unpack_doubles(raw) end
+  else
+    state = state_of_values(rule, read_at[k], raw_values[n], raw_values[n + 1])
+  end
+  state_of[k] = state
+  read_of[k] = state
+  return state
+end
+
+-- Keeps a state (nil: nothing to keep) to be written when the batch is done.
+local function store(k, state, now, ttl)
+  state_of[k] = state
+  loaded[k] = true
+  expires_at[k] = now + ttl
+  written_at[k] = now
+  if not dirty[k] then
+    dirty[k] = true
+    dirty_keys[#dirty_keys + 1] = k
+  end
+end
 
 -- The ban in force on ban key bk at now, or nil (bk 0: the ban lives in another slot).
 local function ban_in_force(bk, now)
@@ -100,14 +141,13 @@ local function ban_in_force(bk, now)
   return nil
 end
 
-local W = R + 1
+local replies = {}
+
 if R == 0 then
   -- No rule in this slot: a policy's ban, checked in the request key's own Cluster slot. Looked at only.
   for q = 1, Q do
-    local i, t, _permits, _max_wait, _peek
-    i, t, _permits, _max_wait, _peek, pos = struct.unpack('<I4dddB', requests, pos)
-    local now = decision_time(t, max_skew, server_time)
-    local ban = ban_in_force(group_keys[i], now)
+    local now = q_now[q]
+    local ban = ban_in_force(group_keys[q_group[q]], now)
     if ban ~= nil then
       replies[q] = struct.pack('<BdddddB', 0, ban[2], 0, 0, ban[1] - now, now, 1)
     else
@@ -118,10 +158,7 @@ elseif R == 1 then
   -- The path every request of a one-rule limiter takes, many times per call on a hot key: what live,
   -- ban_in_force and store do for a key seen before in this batch is done inline.
   for q = 1, Q do
-    local i, t, permits, max_wait, peek_flag
-    i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
-    local now
-    if t ~= t then now = server_now or server_time() else now = decision_time(t, max_skew, server_time) end
+    local i, now = q_group[q], q_now[q]
     local k, bk = group_keys[(i - 1) * W + 1], group_keys[i * W]
     local before
     if loaded[k] then before = state_of[k] else before = live(k) end
@@ -131,12 +168,12 @@ elseif R == 1 then
       if ban ~= nil and not (ban[1] > now) then ban = nil end
     end
     local reply, state, ttl, banned =
-      decide_one_rule(rules, before, ban, now, permits, max_wait, peek_flag == 1, bk ~= 0)
+      decide_one_rule(rules, before, ban, now, q_permits[q], q_wait[q], q_peek[q] == 1, bk ~= 0)
     if state ~= before then
       if dirty[k] then
         state_of[k], expires_at[k], written_at[k] = state, now + ttl, now
       else
-        store(k, state, now, ttl, rules[1])
+        store(k, state, now, ttl)
       end
     end
     if banned ~= nil then store(bk, banned, now, banned[1] - now) end
@@ -148,10 +185,8 @@ else
   -- reused from request to request.
   local before, ok, kept, left, retry, reset, life = {}, {}, {}, {}, {}, {}, {}
   for q = 1, Q do
-    local i, t, permits, max_wait, peek_flag
-    i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
-    local now = decision_time(t, max_skew, server_time)
-    local base = (i - 1) * W
+    local now, permits, peek_flag = q_now[q], q_permits[q], q_peek[q]
+    local base = (q_group[q] - 1) * W
     local bk = group_keys[base + W]
     local ban = ban_in_force(bk, now)
     local allowed = true
@@ -176,7 +211,7 @@ else
       if peek_flag == 1 then
         -- nothing is written
       elseif allowed then
-        for r = 1, R do store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
+        for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
       else
         -- A rule that allowed keeps its state as it was; one that refused may have anchored a never-seen key.
         -- A denial deletes nothing, even a state a refusing rule takes as forgotten (another plan may read it).
@@ -187,7 +222,7 @@ else
         end
         if anchored then
           for r = 1, R do
-            if kept[r] ~= nil then store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
+            if kept[r] ~= nil then store(group_keys[base + r], kept[r], now, ttl) end
           end
         end
       end
@@ -210,11 +245,6 @@ end
 
 for d = 1, #dirty_keys do
   local k = dirty_keys[d]
-  local state = state_of[k]
-  if state == nil then
-    redis.call('DEL', KEYS[k])
-  else
-    write_state(KEYS[k], rule_of[k], read_of[k], state, expires_at[k] - written_at[k])
-  end
+  write_state(KEYS[k], rule_of[k], read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k])
 end
 return table.concat(replies)

@@ -2,7 +2,8 @@
 -- (no packed groups or requests to decode, no state table to fold updates into). A lone decision pays for
 -- every step of a script, so this is the path most requests at low load take.
 --
--- KEYS[1]: the rule's state key; KEYS[2]: the request key's ban.
+-- KEYS[1]: the rule's state key (a window algorithm's: the name of its windows' keys); KEYS[2]: the request
+--         key's ban.
 -- ARGV: the rule (one text, as decide.lua reads rules: see parse_rules in prelude.lua); then now ('' = this
 --       server's TIME), permits, maxWaitMs ('inf' allowed), 1 to peek or 0 to consume; then, optionally, the
 --       client clock's skew bound (see decision_time in one_rule.lua).
@@ -14,24 +15,28 @@ if redis.replicate_commands then pcall(redis.replicate_commands) end
 local rules, a = parse_rules(1)
 if rules == nil then return a end
 
-local raw = redis.call('MGET', KEYS[1], KEYS[2])
+local rule = rules[1]
 local given = ARGV[a]
 local now = decision_time(given == '' and (0 / 0) or tonumber(given), tonumber(ARGV[a + 4]), redis_time_ms)
-local before, ban = nil, nil
-if raw[1] then before = unpack_doubles(raw[1]) end
-if raw[2] then
-  ban = unpack_doubles(raw[2])
+local raw, before
+if rule.windows == 2 then
+  local n1, n2 = state_keys(rule, KEYS[1], now)
+  raw = redis.call('MGET', n1, n2, KEYS[2])
+  before = state_of_values(rule, now, raw[1], raw[2])
+  raw = raw[3]
+else
+  raw = redis.call('MGET', state_keys(rule, KEYS[1], now), KEYS[2])
+  before = state_of_values(rule, now, raw[1])
+  raw = raw[2]
+end
+local ban = nil
+if raw then
+  ban = unpack_doubles(raw)
   if not (ban[1] > now) then ban = nil end
 end
 
 local permits, max_wait, peek = tonumber(ARGV[a + 1]), parse_num(ARGV[a + 2]), ARGV[a + 3] == '1'
 local reply, state, ttl, banned = decide_one_rule(rules, before, ban, now, permits, max_wait, peek, true)
-if state ~= before then
-  if state == nil then
-    redis.call('DEL', KEYS[1])
-  else
-    write_state(KEYS[1], rules[1], before, state, ttl)
-  end
-end
+if state ~= before then write_state(KEYS[1], rule, before, state, ttl, now) end
 if banned ~= nil then redis.call('SET', KEYS[2], pack_doubles(banned), 'PX', reclaim_px(banned[1] - now)) end
 return reply

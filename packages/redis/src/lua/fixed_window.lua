@@ -2,6 +2,9 @@
 -- p = { limit, windowMs }; state = { windowStart, count } or nil.
 
 -- The window now_ms counts in, and its count so far.
+-- One count per window, each in a key of its own (see WINDOWS in prelude.lua).
+WINDOWS.fixedWindow = 1
+
 local function fixed_window_current(window_ms, state, now_ms)
   local start = math.floor(now_ms / window_ms) * window_ms
   -- A clock that stepped back stays in the stored window rather than opening an older one.
@@ -35,11 +38,6 @@ REFUNDS.fixedWindow = function(p, state, now_ms, permits, granted_at)
   local in_window = granted_at ~= granted_at or (granted_at >= window_start and granted_at < window_start + window_ms)
   if window_start ~= state[1] or not in_window then return state end
   return { window_start, math.max(0, count - permits) }
-end
-
--- Every write (a grant, a denial that anchors a key, a penalty) lives until its window ends; a refund keeps the TTL.
-DEADLINES.fixedWindow = function(p, state)
-  return state[1] + p[2]
 end
 
 PENALTIES.fixedWindow = function(p, state, now_ms, permits)

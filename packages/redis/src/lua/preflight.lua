@@ -24,8 +24,8 @@ local TRY = {
   zrem = function() return redis.pcall('ZREM', Z, 'preflight') end,
   zrank = function() return redis.pcall('ZRANK', Z, 'preflight') end,
   zscore = function() return redis.pcall('ZSCORE', Z, 'preflight') end,
-  -- A channel named like the check's key: under the limiter's prefix, as sluice's own channels are.
-  publish = function() return redis.pcall('PUBLISH', K, '') end,
+  -- A channel under the limiter's prefix (what precedes the key's hash tag), as sluice's own channels are.
+  publish = function() return redis.pcall('PUBLISH', string.match(K, '^[^{]*') .. ':sluice-preflight', '') end,
   hset = function() return redis.pcall('HSET', H, 'preflight', '0') end,
   hmget = function() return redis.pcall('HMGET', H, 'preflight') end,
   hget = function() return redis.pcall('HGET', H, 'preflight') end,

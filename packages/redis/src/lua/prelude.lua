@@ -108,6 +108,12 @@ local PENALTIES = {}
 -- when the state stops mattering (ms). A write whose new state's deadline is no later than the stored one's
 -- keeps the key's TTL (KEEPTTL), which costs Redis about 0.6 us less per key than setting PX again.
 local DEADLINES = {}
+-- WINDOWS[kind], for a window algorithm: how many windows a decision reads. Its state { windowStart, the
+-- counts of those windows, oldest first } is kept as one Redis integer per window, in a key of the window's
+-- own (see window_key) that lives until the window stops mattering: no state to decode or encode, and an
+-- integer Redis keeps inside the key's entry. Its second parameter is windowMs. Every other kind keeps its
+-- state as one string of packed doubles at the rule's key.
+local WINDOWS = {}
 
 -- Rules parsed before, by their ARGV text. Run as a function library, the definitions outlive a call, so a
 -- limiter's rules are parsed once per server instead of on every call (under EVAL this starts empty each
@@ -145,7 +151,8 @@ local function parse_rules(a)
     local block_ms = tonumber(fields[f + 2 + count])
     if block_ms == nil then return nil, redis.error_reply('ERR sluice: rule ' .. r .. ' at ARGV ' .. a .. ' is cut short') end
     rules[r] = { kind = kind, params = params, consume = ALGORITHMS[kind], refund = REFUNDS[kind],
-                 penalize = PENALTIES[kind], deadline = DEADLINES[kind], block_ms = block_ms }
+                 penalize = PENALTIES[kind], deadline = DEADLINES[kind], windows = WINDOWS[kind],
+                 block_ms = block_ms }
     f = f + count + 3
   end
   if fields[f] ~= nil then return nil, redis.error_reply('ERR sluice: more than ' .. R .. ' rules at ARGV ' .. a) end
@@ -157,12 +164,96 @@ local function parse_rules(a)
   return rules, a + 1
 end
 
--- Writes `state` of `rule` at `key`, replacing `before` (the state as read; nil: none), with PX for `ttl` ms, or
--- KEEPTTL when the key's expiry already covers the new state (see DEADLINES). `rule` nil: not a rule's state.
-local function write_state(key, rule, before, state, ttl)
-  local deadline = rule and rule.deadline
-  if before ~= nil and deadline ~= nil and deadline(rule.params, state) <= deadline(rule.params, before) then
-    return redis.call('SET', key, pack_doubles(state), 'KEEPTTL')
+-- The key of window number `index` of a rule whose states are named `base`: the number in hex after the name.
+local function window_key(base, index)
+  return base .. string.format('%x', index)
+end
+
+-- A count as Redis keeps it: an integer's decimal text (stored as an integer, not a string).
+local function count_text(n)
+  if n == math.floor(n) and n < MAX_PX and n > -MAX_PX then return string.format('%d', n) end
+  return string.format('%.17g', n)
+end
+
+-- The keys that hold the state of `rule` named `base` as a decision at `now` reads it: `base` itself, or its
+-- windows' keys, oldest first (one or two values).
+local function state_keys(rule, base, now)
+  local windows = rule.windows
+  if windows == nil then return base end
+  local index = math.floor(now / rule.params[2])
+  if windows == 1 then return window_key(base, index) end
+  return window_key(base, index - 1), window_key(base, index)
+end
+
+-- The state of `rule` at `now` from the values of its state_keys (as GET or MGET answer: false for none).
+local function state_of_values(rule, now, v1, v2)
+  local windows = rule.windows
+  if windows == nil then
+    if v1 then return unpack_doubles(v1) end
+    return nil
   end
-  return redis.call('SET', key, pack_doubles(state), 'PX', reclaim_px(ttl))
+  local window_ms = rule.params[2]
+  local start = math.floor(now / window_ms) * window_ms
+  if windows == 1 then
+    if v1 then return { start, tonumber(v1) } end
+    return nil
+  end
+  if v1 or v2 then return { start, tonumber(v1) or 0, tonumber(v2) or 0 } end
+  return nil
+end
+
+-- The state of `rule` named `base` as a decision at `now` reads it (nil: none).
+local function read_state(rule, base, now)
+  if rule.windows == 2 then
+    local values = redis.call('MGET', state_keys(rule, base, now))
+    return state_of_values(rule, now, values[1], values[2])
+  end
+  return state_of_values(rule, now, redis.call('GET', state_keys(rule, base, now)))
+end
+
+-- Writes `state` of `rule` named `base` (`rule` nil: a ban, packed at `base`) decided at `now`, replacing
+-- `before` (the state as read; nil: none), for `ttl` ms: PX, or KEEPTTL when the key's expiry already covers
+-- the new state (see DEADLINES) or `ttl` is nil (a refund: giving permits back never makes a state matter longer). `state` nil deletes a packed state. A window algorithm writes the counts
+-- that changed: the newest window's, PX when its key is new; and the window before it (a refund lowered it,
+-- or the state moved a window on since it was read). A fixed window's count of a window the state moved on
+-- from is not written back: no decision after it reads that window (a clock that steps back stays in the
+-- stored window in memory; on Redis it would read that window's count as it was when the call began).
+local function write_state(base, rule, before, state, ttl, now)
+  local windows = rule and rule.windows
+  if windows == nil then
+    if state == nil then return redis.call('DEL', base) end
+    local deadline = rule and rule.deadline
+    if ttl == nil or (before ~= nil and deadline ~= nil and deadline(rule.params, state) <= deadline(rule.params, before)) then
+      return redis.call('SET', base, pack_doubles(state), 'KEEPTTL')
+    end
+    return redis.call('SET', base, pack_doubles(state), 'PX', reclaim_px(ttl))
+  end
+  if state == nil then return end
+  local window_ms = rule.params[2]
+  local index = math.floor(state[1] / window_ms + 0.5)
+  local count = state[windows + 1]
+  local same = before ~= nil and before[1] == state[1]
+  if same and before[windows + 1] > 0 then
+    -- The window's key holds a count, so it exists and its expiry covers the window.
+    if count ~= before[windows + 1] then redis.call('SET', window_key(base, index), count_text(count), 'KEEPTTL') end
+  elseif not same or count ~= before[windows + 1] then
+    redis.call('SET', window_key(base, index), count_text(count), 'PX', reclaim_px(ttl or 0))
+  end
+  if windows == 2 then
+    local stored = 0
+    if same then stored = before[2]
+    elseif before ~= nil and before[1] + window_ms == state[1] then stored = before[3] end
+    if state[2] ~= stored then
+      redis.call('SET', window_key(base, index - 1), count_text(state[2]), 'PX', reclaim_px(state[1] + window_ms - now))
+    end
+  end
+end
+
+-- Forgets the state of `rule` named `base` (limiter.reset): the packed state, or every window a decision
+-- near `now` could read (one each side, for a clock a little off).
+local function delete_state(rule, base, now)
+  if rule.windows == nil then return redis.call('DEL', base) end
+  local index = math.floor(now / rule.params[2])
+  return redis.call('DEL', window_key(base, index - 2), window_key(base, index - 1), window_key(base, index),
+    window_key(base, index + 1))
 end

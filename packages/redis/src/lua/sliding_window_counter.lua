@@ -1,6 +1,9 @@
 -- sliding_window_counter.lua: slidingWindowCounter(limit, windowMs). Mirrors algorithms/sliding-window-counter.ts.
 -- p = { limit, windowMs }; state = { windowStart, previous, current } or nil.
 
+-- The previous window's count and the current one's, each in a key of its own (see WINDOWS in prelude.lua).
+WINDOWS.slidingWindowCounter = 2
+
 -- The state moved on to the window now_ms falls in (as it is while that window lasts; a clock that stepped
 -- back stays in the stored window): windowStart, previous, current.
 local function swc_roll(window_ms, state, now_ms)
@@ -53,15 +56,6 @@ REFUNDS.slidingWindowCounter = function(p, state, now_ms, permits, granted_at)
     elseif granted_window + window_ms == window_start then from_previous = math.min(previous, permits) end
   end
   return { window_start, previous - from_previous, current - from_current }
-end
-
--- A state's counts matter until its current count has slid out of the next window; a previous count alone, until
--- the window ends. Grants and penalties live that long; a refund (which keeps the TTL) only ever lowers it: one
--- that rolls the state a window on moves its current count to previous, whose deadline is the same instant.
-DEADLINES.slidingWindowCounter = function(p, state)
-  if state[3] > 0 then return state[1] + 2 * p[2] end
-  if state[2] > 0 then return state[1] + p[2] end
-  return -INF
 end
 
 PENALTIES.slidingWindowCounter = function(p, state, now_ms, permits)

@@ -1,0 +1,157 @@
+/**
+ * The Redis state format's version: two versions of sluice sharing one Redis during a rolling deploy never
+ * read each other's states as their own. Format 1 (the layout before this one) is written here exactly as it
+ * wrote its keys, `${prefix}:{${identity}}:${rule name}` holding the algorithm's fields as packed doubles,
+ * since its code is gone; format 2 is the store itself.
+ */
+import { type Algorithm, SluiceRangeError, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { redisStore } from '@sluice/redis';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
+import {
+  banKey,
+  encodeIdentity,
+  fleetKey,
+  ruleId,
+  semaphoreKeys,
+  stateKey,
+  stateKeysAt,
+} from '../../packages/redis/src/key-layout.js';
+import { useTestRedis } from '../harness/use-redis.js';
+
+const testRedis = useTestRedis();
+let redis: Redis;
+beforeAll(() => void ({ redis } = testRedis()));
+
+/** Every name format 1 gave a (prefix, identity, part): a rule's state, or one of its own parts. */
+const FORMAT_1_PARTS = [
+  '~ban',
+  '~holders',
+  '~queue',
+  '~queue-alive',
+  '~nodes',
+  '~members',
+  '~demands',
+  '~summary',
+  '~allocations',
+];
+const format1Key = (prefix: string, key: string, part: string) => `${prefix}:{${encodeIdentity(key)}}:${part}`;
+
+/** A format-1 node that used `used` permits of `rule` on `key` at `nowMs`: its key, as it wrote it. */
+async function writeFormat1(
+  prefix: string,
+  key: string,
+  rule: Algorithm,
+  used: number,
+  nowMs: number,
+): Promise<string> {
+  let state: unknown;
+  for (let i = 0; i < used; i++) state = rule.consume(state as never, nowMs, 1, 0).state;
+  const fields = Object.values(state as object) as number[];
+  const value = Buffer.alloc(8 * fields.length);
+  for (const [i, field] of fields.entries()) value.writeDoubleLE(field, i * 8);
+  const name = format1Key(prefix, key, rule.name);
+  await redis.set(name, value, 'PX', 600_000);
+  return name;
+}
+
+describe('the state format version', () => {
+  const prefixArb = fc.stringMatching(/^[A-Za-z0-9_.\-:/]{1,20}$/);
+  const ruleNameArb = fc.stringMatching(/^[A-Za-z0-9_.-]{1,64}$/);
+
+  it('no format-2 key is ever a format-1 key (states, windows, bans, semaphores, fleets)', () => {
+    fc.assert(
+      fc.property(
+        prefixArb,
+        fc.string({ maxLength: 12 }),
+        ruleNameArb,
+        fc.integer({ min: 0, max: 2 ** 45 }),
+        (prefix, key, name, now) => {
+          const rules = [
+            fixedWindow({ limit: 3, windowMs: 1_000, name }),
+            tokenBucket({ capacity: 3, refillPerSecond: 1, name }),
+          ];
+          const format2 = [
+            ...rules.flatMap((rule) => [stateKey(prefix, key, rule.name), ...stateKeysAt(prefix, key, rule, now)]),
+            banKey(prefix, key),
+            ...semaphoreKeys(prefix, key),
+            fleetKey(prefix),
+          ];
+          const format1 = [...FORMAT_1_PARTS, name].flatMap((part) => [
+            format1Key(prefix, key, part),
+            format1Key(prefix, prefix, part),
+          ]);
+          for (const name2 of format2) expect(format1).not.toContain(name2);
+          // Format 2 never has ':' right after the hash tag, where format 1 always has it.
+          for (const name2 of format2) expect(name2.slice(name2.indexOf('}') + 1).startsWith(':')).toBe(false);
+        },
+      ),
+      { numRuns: 2_000 },
+    );
+  });
+
+  it('a rule id is the format version and the rule name hashed: the same on every node, another in another format', () => {
+    expect(ruleId('per-minute')).toMatch(/^[A-Za-z0-9_-]{3}$/);
+    expect(ruleId('per-minute')).toBe(ruleId('per-minute'));
+    // Parameters are not part of it: a rule keeps its state when its limit changes (live limits rely on it).
+    expect(stateKey('api', 'k', fixedWindow({ limit: 5, windowMs: 60_000, name: 'n' }).name)).toBe(
+      stateKey('api', 'k', fixedWindow({ limit: 50, windowMs: 60_000, name: 'n' }).name),
+    );
+  });
+
+  for (const rule of [
+    fixedWindow({ limit: 3, windowMs: 600_000, name: 'per-10m' }),
+    tokenBucket({ capacity: 3, refillPerSecond: 0.001, name: 'bucket' }),
+  ]) {
+    it(`${rule.kind}: a format-2 node beside a format-1 node on one Redis: neither reads the other's state, neither writes it`, async () => {
+      const prefix = `rolling-${rule.kind}`;
+      const now = Date.now();
+      // The format-1 node used the whole limit of key 'k'.
+      const old = await writeFormat1(prefix, 'k', rule, 3, now);
+      const oldValue = await redis.getBuffer(old);
+      const store = redisStore({ redis, denyCache: false, failMode: 'closed' });
+      const limiter = createLimiter({ rules: rule, store, prefix });
+      // The format-2 node starts from a full limit: it never took the format-1 state as its own.
+      for (const remaining of [2, 1, 0]) expect((await limiter.tryAcquire('k')).remaining).toBe(remaining);
+      expect((await limiter.tryAcquire('k')).allowed).toBe(false);
+      // And it left the format-1 key as it was: the old node goes on reading its own count.
+      expect(await redis.getBuffer(old)).toEqual(oldValue);
+      expect(await redis.pttl(old)).toBeGreaterThan(500_000);
+      // Its own keys are format 2's, none of them format 1's names.
+      const keys = (await redis.keys(`${prefix}*`)).filter((name) => name !== old);
+      expect(keys.length).toBeGreaterThan(0);
+      for (const name of keys) expect(name.startsWith(`${prefix}:{`)).toBe(false);
+      await limiter.reset('k');
+      // A reset of format 2 forgets format 2's state only.
+      expect(await redis.getBuffer(old)).toEqual(oldValue);
+      await store.close();
+    });
+  }
+
+  it('two rules of one limiter whose ids would meet are refused at creation, naming both', async () => {
+    // 18 bits: a pair of names with one id turns up within a few thousand names.
+    const byId = new Map<string, string>();
+    let pair: [string, string] | undefined;
+    for (let i = 0; pair === undefined; i++) {
+      const name = `rule-${i}`;
+      const other = byId.get(ruleId(name));
+      if (other !== undefined) pair = [other, name];
+      else byId.set(ruleId(name), name);
+    }
+    const [a, b] = pair;
+    const store = redisStore({ redis, failMode: 'closed' });
+    const make = () =>
+      createLimiter({
+        rules: [
+          fixedWindow({ limit: 1, windowMs: 1_000, name: a }),
+          fixedWindow({ limit: 5, windowMs: 60_000, name: b }),
+        ],
+        store,
+        prefix: 'colliding',
+      });
+    expect(make).toThrow(SluiceRangeError);
+    expect(make).toThrow(new RegExp(`'${a}' and '${b}'.*share the state id '${ruleId(a)}'.*rename one`));
+    await store.close();
+  });
+});
