@@ -48,42 +48,56 @@ do
 end
 local W = R + 1
 
--- Each request's fields and its decision time, in arrays reused by index.
 local requests = ARGV[a]
 local max_skew = tonumber(ARGV[a + 1])
 local Q = #requests / 29
-local q_group, q_now, q_permits, q_wait, q_peek = {}, {}, {}, {}, {}
-do
-  local pos = 1
-  for q = 1, Q do
-    local i, t
-    i, t, q_permits[q], q_wait[q], q_peek[q], pos = struct.unpack('<I4dddB', requests, pos)
-    q_group[q] = i
-    q_now[q] = decision_time(t, max_skew, server_time)
-  end
-end
 
--- The Redis keys every state of the batch is read from, each state at the time of the first request that
--- reads it (a window algorithm's keys are its windows at that time): read with MGET in chunks (Lua's unpack
--- has a limit). States by key index: parallel arrays rather than a table per key (a batch touches up to
--- hundreds of keys, and every table is an allocation the script pays for per decision).
-local rule_of, read_at, first_name = {}, {}, {}
-local names = {}
-for q = 1, Q do
-  local base = (q_group[q] - 1) * W
-  for r = 1, W do
-    local k = group_keys[base + r]
-    if k ~= 0 and first_name[k] == nil then
-      first_name[k] = #names + 1
-      if r == W then
-        names[#names + 1] = KEYS[k]
-      else
+-- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit). A window
+-- algorithm's state is its windows' keys at the time of the first request that reads it, so with one in the
+-- batch the requests' times are read first; otherwise the KEYS themselves are the keys read. States by key
+-- index: parallel arrays rather than a table per key (a batch touches up to hundreds of keys, and every
+-- table is an allocation the script pays for per decision).
+local windowed = false
+for r = 1, R do
+  if rules[r].windows ~= nil then windowed = true end
+end
+local names, name_at, read_at, window_name = KEYS, nil, nil, nil
+if windowed then
+  names, name_at, read_at, window_name = {}, {}, {}, {}
+  local index_of, hex_of = {}, {}
+  local n, pos = 0, 1
+  for q = 1, Q do
+    local i, t = struct.unpack('<I4d', requests, pos)
+    pos = pos + 29
+    local base = (i - 1) * W
+    for r = 1, W do
+      local k = group_keys[base + r]
+      if k ~= 0 and name_at[k] == nil then
+        n = n + 1
+        name_at[k] = n
         local rule = rules[r]
-        rule_of[k] = rule
-        read_at[k] = q_now[q]
-        local n1, n2 = state_keys(rule, KEYS[k], q_now[q])
-        names[#names + 1] = n1
-        if n2 ~= nil then names[#names + 1] = n2 end
+        local windows = r < W and rule.windows
+        if not windows then
+          names[n] = KEYS[k]
+        else
+          local now
+          if t ~= t then now = server_now or server_time() else now = decision_time(t, max_skew, server_time) end
+          read_at[k] = now
+          local index = math.floor(now / rule.params[2])
+          -- The window's number in hex, formatted once per rule while the batch stays in one window.
+          local hex = hex_of[r]
+          if index ~= index_of[r] then
+            hex = string.format('%x', index)
+            index_of[r], hex_of[r] = index, hex
+          end
+          local current = KEYS[k] .. hex
+          if windows == 2 then
+            names[n] = KEYS[k] .. string.format('%x', index - 1)
+            n = n + 1
+          end
+          names[n] = current
+          window_name[k] = current
+        end
       end
     end
   end
@@ -99,31 +113,38 @@ do
   end
 end
 
-local state_of, loaded, read_of = {}, {}, {}
+local state_of, loaded, read_of, rule_of = {}, {}, {}, {}
 local expires_at, written_at = {}, {}
 local dirty, dirty_keys = {}, {}
 
--- The state at key index k (a ban's when it is one), decoded on first use.
-local function live(k)
+-- The state at key index k, of `rule` (nil: a ban), decoded on first use.
+local function live(k, rule)
   if loaded[k] then return state_of[k] end
   loaded[k] = true
-  local n = first_name[k]
-  local rule = rule_of[k]
   local state
-  if rule == nil then
-    local raw = raw_values[n]
-    if raw then state = unpack_doubles(raw) end
-  else
+  local windows = rule and rule.windows
+  if windows == 1 then
+    local raw = raw_values[name_at[k]]
+    if raw then
+      local window_ms = rule.params[2]
+      state = { math.floor(read_at[k] / window_ms) * window_ms, tonumber(raw) }
+    end
+  elseif windows then
+    local n = name_at[k]
     state = state_of_values(rule, read_at[k], raw_values[n], raw_values[n + 1])
+  else
+    local raw = raw_values[name_at and name_at[k] or k]
+    if raw then state = unpack_doubles(raw) end
   end
   state_of[k] = state
   read_of[k] = state
   return state
 end
 
--- Keeps a state (nil: nothing to keep) to be written when the batch is done.
-local function store(k, state, now, ttl)
+-- Keeps a state (nil: nothing to keep) of `rule` (nil: a ban) to be written when the batch is done.
+local function store(k, state, now, ttl, rule)
   state_of[k] = state
+  rule_of[k] = rule
   loaded[k] = true
   expires_at[k] = now + ttl
   written_at[k] = now
@@ -145,9 +166,13 @@ local replies = {}
 
 if R == 0 then
   -- No rule in this slot: a policy's ban, checked in the request key's own Cluster slot. Looked at only.
+  local pos = 1
   for q = 1, Q do
-    local now = q_now[q]
-    local ban = ban_in_force(group_keys[q_group[q]], now)
+    local i, t
+    i, t, pos = struct.unpack('<I4d', requests, pos)
+    pos = pos + 17
+    local now = decision_time(t, max_skew, server_time)
+    local ban = ban_in_force(group_keys[i], now)
     if ban ~= nil then
       replies[q] = struct.pack('<BdddddB', 0, ban[2], 0, 0, ban[1] - now, now, 1)
     else
@@ -157,23 +182,28 @@ if R == 0 then
 elseif R == 1 then
   -- The path every request of a one-rule limiter takes, many times per call on a hot key: what live,
   -- ban_in_force and store do for a key seen before in this batch is done inline.
+  local rule = rules[1]
+  local pos = 1
   for q = 1, Q do
-    local i, now = q_group[q], q_now[q]
+    local i, t, permits, max_wait, peek_flag
+    i, t, permits, max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
+    local now
+    if t ~= t then now = server_now or server_time() else now = decision_time(t, max_skew, server_time) end
     local k, bk = group_keys[(i - 1) * W + 1], group_keys[i * W]
     local before
-    if loaded[k] then before = state_of[k] else before = live(k) end
+    if loaded[k] then before = state_of[k] else before = live(k, rule) end
     local ban = nil
     if bk ~= 0 then
       if loaded[bk] then ban = state_of[bk] else ban = live(bk) end
       if ban ~= nil and not (ban[1] > now) then ban = nil end
     end
     local reply, state, ttl, banned =
-      decide_one_rule(rules, before, ban, now, q_permits[q], q_wait[q], q_peek[q] == 1, bk ~= 0)
+      decide_one_rule(rules, before, ban, now, permits, max_wait, peek_flag == 1, bk ~= 0)
     if state ~= before then
       if dirty[k] then
         state_of[k], expires_at[k], written_at[k] = state, now + ttl, now
       else
-        store(k, state, now, ttl)
+        store(k, state, now, ttl, rule)
       end
     end
     if banned ~= nil then store(bk, banned, now, banned[1] - now) end
@@ -184,15 +214,18 @@ else
   -- policy.ts; the numbers the caller sees are merged by the client (mergePolicy). The per-rule arrays are
   -- reused from request to request.
   local before, ok, kept, left, retry, reset, life = {}, {}, {}, {}, {}, {}, {}
+  local pos = 1
   for q = 1, Q do
-    local now, permits, peek_flag = q_now[q], q_permits[q], q_peek[q]
-    local base = (q_group[q] - 1) * W
+    local i, t, permits, _max_wait, peek_flag
+    i, t, permits, _max_wait, peek_flag, pos = struct.unpack('<I4dddB', requests, pos)
+    local now = decision_time(t, max_skew, server_time)
+    local base = (i - 1) * W
     local bk = group_keys[base + W]
     local ban = ban_in_force(bk, now)
     local allowed = true
     for r = 1, R do
       local rule = rules[r]
-      before[r] = live(group_keys[base + r])
+      before[r] = live(group_keys[base + r], rule)
       local wait_r
       ok[r], kept[r], left[r], retry[r], reset[r], wait_r, life[r] = rule.consume(rule.params, before[r], now, permits, 0)
       if not ok[r] then allowed = false end
@@ -211,7 +244,7 @@ else
       if peek_flag == 1 then
         -- nothing is written
       elseif allowed then
-        for r = 1, R do store(group_keys[base + r], kept[r], now, ttl) end
+        for r = 1, R do store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
       else
         -- A rule that allowed keeps its state as it was; one that refused may have anchored a never-seen key.
         -- A denial deletes nothing, even a state a refusing rule takes as forgotten (another plan may read it).
@@ -222,7 +255,7 @@ else
         end
         if anchored then
           for r = 1, R do
-            if kept[r] ~= nil then store(group_keys[base + r], kept[r], now, ttl) end
+            if kept[r] ~= nil then store(group_keys[base + r], kept[r], now, ttl, rules[r]) end
           end
         end
       end
@@ -245,6 +278,7 @@ end
 
 for d = 1, #dirty_keys do
   local k = dirty_keys[d]
-  write_state(KEYS[k], rule_of[k], read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k])
+  write_state(KEYS[k], rule_of[k], read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k],
+    window_name and window_name[k], read_at and read_at[k])
 end
 return table.concat(replies)

@@ -18,14 +18,16 @@ if rules == nil then return a end
 local rule = rules[1]
 local given = ARGV[a]
 local now = decision_time(given == '' and (0 / 0) or tonumber(given), tonumber(ARGV[a + 4]), redis_time_ms)
-local raw, before
+local raw, before, current
 if rule.windows == 2 then
-  local n1, n2 = state_keys(rule, KEYS[1], now)
-  raw = redis.call('MGET', n1, n2, KEYS[2])
+  local previous
+  previous, current = state_keys(rule, KEYS[1], now)
+  raw = redis.call('MGET', previous, current, KEYS[2])
   before = state_of_values(rule, now, raw[1], raw[2])
   raw = raw[3]
 else
-  raw = redis.call('MGET', state_keys(rule, KEYS[1], now), KEYS[2])
+  current = state_keys(rule, KEYS[1], now)
+  raw = redis.call('MGET', current, KEYS[2])
   before = state_of_values(rule, now, raw[1])
   raw = raw[2]
 end
@@ -37,6 +39,6 @@ end
 
 local permits, max_wait, peek = tonumber(ARGV[a + 1]), parse_num(ARGV[a + 2]), ARGV[a + 3] == '1'
 local reply, state, ttl, banned = decide_one_rule(rules, before, ban, now, permits, max_wait, peek, true)
-if state ~= before then write_state(KEYS[1], rule, before, state, ttl, now) end
+if state ~= before then write_state(KEYS[1], rule, before, state, ttl, now, rule.windows and current, now) end
 if banned ~= nil then redis.call('SET', KEYS[2], pack_doubles(banned), 'PX', reclaim_px(banned[1] - now)) end
 return reply

@@ -218,7 +218,8 @@ end
 -- or the state moved a window on since it was read). A fixed window's count of a window the state moved on
 -- from is not written back: no decision after it reads that window (a clock that steps back stays in the
 -- stored window in memory; on Redis it would read that window's count as it was when the call began).
-local function write_state(base, rule, before, state, ttl, now)
+-- `read_name`, when given, is the key of the window a read at `read_now` found current (saves naming it again).
+local function write_state(base, rule, before, state, ttl, now, read_name, read_now)
   local windows = rule and rule.windows
   if windows == nil then
     if state == nil then return redis.call('DEL', base) end
@@ -231,13 +232,15 @@ local function write_state(base, rule, before, state, ttl, now)
   if state == nil then return end
   local window_ms = rule.params[2]
   local index = math.floor(state[1] / window_ms + 0.5)
+  local name = read_name
+  if name == nil or index ~= math.floor(read_now / window_ms) then name = window_key(base, index) end
   local count = state[windows + 1]
   local same = before ~= nil and before[1] == state[1]
   if same and before[windows + 1] > 0 then
     -- The window's key holds a count, so it exists and its expiry covers the window.
-    if count ~= before[windows + 1] then redis.call('SET', window_key(base, index), count_text(count), 'KEEPTTL') end
+    if count ~= before[windows + 1] then redis.call('SET', name, count_text(count), 'KEEPTTL') end
   elseif not same or count ~= before[windows + 1] then
-    redis.call('SET', window_key(base, index), count_text(count), 'PX', reclaim_px(ttl or 0))
+    redis.call('SET', name, count_text(count), 'PX', reclaim_px(ttl or 0))
   end
   if windows == 2 then
     local stored = 0
