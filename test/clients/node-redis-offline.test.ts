@@ -5,8 +5,8 @@
  * when it came back, and the queue would grow for as long as Redis was away. The connection refuses a call
  * while the client reconnects; this checks that no decision asked during an outage lands on Redis after it.
  */
-import { type DecisionEvent, createLimiter, fixedWindow } from '@sluice/core';
-import { redisStore } from '@sluice/redis';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { type DecisionEvent, redisStore } from '@sluice/redis';
 import { createClient } from 'redis';
 import { describe, expect, it } from 'vitest';
 import { spawnRedisServer } from '../harness/redis-server.js';

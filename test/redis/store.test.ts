@@ -13,7 +13,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { type FleetEvent, type RedisStore, redisStore } from '@sluice/redis';
-import { stateKey, stateKeysAt } from '../../packages/redis/src/key-layout.js';
+import { banKey, banMarkerKey, stateKey, stateKeysAt } from '../../packages/redis/src/key-layout.js';
 import { bufferReply, runScript } from '../../packages/redis/src/script-runner.js';
 import { adjustArgs, ruleArgs } from '../../packages/redis/src/exact/rule-args.js';
 import {
@@ -235,10 +235,10 @@ describe('redisStore', () => {
       const args = [...ruleArgsOf(algorithm), '1000', '2', '0', '0'];
       const keys = () => {
         const p = prefix();
-        return [stateKey(p, 'k', algorithm.name), stateKey(p, 'k', '~ban')];
+        return [stateKey(p, 'k', algorithm.name), banKey(p, 'k'), banMarkerKey(p, undefined)];
       };
-      const viaEval = await redis.callBuffer('EVAL', script.source, 2, ...keys(), ...args);
-      const viaFunction = await redis.callBuffer('FCALL', script.functionName, 2, ...keys(), ...args);
+      const viaEval = await redis.callBuffer('EVAL', script.source, 3, ...keys(), ...args);
+      const viaFunction = await redis.callBuffer('FCALL', script.functionName, 3, ...keys(), ...args);
       expect(viaFunction, algorithm.kind).toEqual(viaEval);
     }
   });
@@ -301,6 +301,36 @@ describe('redisStore', () => {
     }
     expect((await commandCalls('fcall')) - fcalls).toBe(2 * limiters.length);
     expect(store.healthy).toBe(true);
+    await store.close();
+  });
+
+  it('reads ban keys only while a ban can be in force: none for a limiter that bans nothing, at once after a block', async () => {
+    const p = prefix();
+    const store = redisStore({ redis, denyCache: false, failMode: 'closed' });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 100, windowMs: 60_000 }), store, prefix: p });
+    await limiter.tryAcquire('warm');
+    // Every command Redis runs, those inside scripts too (MONITOR shows them).
+    const monitor = await redis.monitor();
+    const commands: string[] = [];
+    monitor.on('monitor', (_time: string, args: string[]) => commands.push(args.join(' ')));
+    const decide = async () => {
+      await limiter.tryAcquire('k'); // alone: decide_one.lua
+      await Promise.all(['k', 'a', 'b'].map((key) => limiter.tryAcquire(key))); // a batch: decide.lua
+    };
+    // A command a script ran on a ban key (the calls themselves name it among their KEYS).
+    const banTouched = () =>
+      commands.some((c) => !/^(fcall|evalsha|eval|function)\b/i.test(c) && / \S*~b( |$)/.test(c));
+    await decide();
+    expect(commands.some((c) => c.includes('~B'))).toBe(true); // the marker is read
+    expect(banTouched()).toBe(false);
+    // A block, and the next decisions (on any node) read the bans of their slot, and obey.
+    await limiter.block('k', 60_000);
+    commands.length = 0;
+    expect((await limiter.tryAcquire('k')).blocked).toBe(true);
+    const batch = await Promise.all(['k', 'a', 'b'].map((key) => limiter.tryAcquire(key)));
+    expect(batch.map((d) => d.blocked ?? false)).toEqual([true, false, false]);
+    expect(banTouched()).toBe(true);
+    monitor.disconnect();
     await store.close();
   });
 

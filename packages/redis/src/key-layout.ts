@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import calculateSlot from 'cluster-key-slot';
 import { type Algorithm, type AlgorithmKind, SluiceRangeError } from '@sluice/core';
 
 /**
@@ -73,6 +74,43 @@ const WINDOWED: Partial<Record<AlgorithmKind, number>> = { fixedWindow: 1, slidi
  */
 export function banKey(prefix: string, key: string): string {
   return stateKey(prefix, key, '~b');
+}
+
+/**
+ * Where a limiter announces its bans for the keys of one Cluster slot (`slot`), or of the whole limiter on a
+ * standalone server (`slot` undefined): the latest end of any ban written there, so that a decision reads
+ * ban keys only while one can be in force (a limiter that bans nothing pays for nothing). In its slot through
+ * a hash tag found for that slot (see slotTag), so a decide script of that slot can read it.
+ * @example
+ * banMarkerKey('api', undefined) // 'api{api}~B'
+ */
+export function banMarkerKey(prefix: string, slot: number | undefined): string {
+  return `${prefix}{${slot === undefined ? encodeIdentity(prefix) : slotTag(slot)}}~B`;
+}
+
+let slotTags: string[] | undefined;
+
+/**
+ * A short text whose Cluster slot is `slot`: the first of '0', '1', '2', ... that hashes there. The table of
+ * all 16,384 is built once, on first use (about 160,000 CRC16s, some milliseconds).
+ * @example
+ * calculateSlot(slotTag(42)) // 42
+ */
+export function slotTag(slot: number): string {
+  if (slotTags === undefined) {
+    const tags = new Array<string>(16_384);
+    let found = 0;
+    for (let i = 0; found < 16_384; i++) {
+      const tag = String(i);
+      const s = calculateSlot(tag);
+      if (tags[s] === undefined) {
+        tags[s] = tag;
+        found++;
+      }
+    }
+    slotTags = tags;
+  }
+  return slotTags[slot] as string;
 }
 
 /**

@@ -199,7 +199,7 @@ export function semaphoreScript(): LuaScript {
 /**
  * The script behind limiter.block (see block.lua): the prelude's helpers and its entry.
  * @example
- * await connection.runScript(blockScript(), [banKey(prefix, key)], [numArg(ms), ''])
+ * await connection.runScript(blockScript(), [banKey(prefix, key), banMarkerKey(prefix, undefined)], [numArg(ms), ''])
  */
 export function blockScript(): LuaScript {
   return luaScript('block', [

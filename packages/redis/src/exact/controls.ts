@@ -5,7 +5,7 @@ import type { RedisConnection } from '../connection/connection.js';
 import { withDeadline } from '../deadline.js';
 import type { FallbackBinding } from '../fleet/fail-mode.js';
 import type { RedisHealth } from '../health.js';
-import { banKey, stateKey } from '../key-layout.js';
+import { banKey, banMarkerKey, stateKey } from '../key-layout.js';
 import { adjustScript, blockScript } from '../scripts.js';
 import { type GrantTime, adjustArgs, numArg, ruleArgs } from './rule-args.js';
 
@@ -159,9 +159,11 @@ export class RedisControls {
       'block',
       () => this.#o.fallback.block(key, ms),
       async () => {
+        const ban = banKey(this.#o.prefix, key);
+        const slot = this.#o.connection.isCluster ? calculateSlot(ban) : undefined;
         await this.#o.connection.runScript(
           blockScript(),
-          [banKey(this.#o.prefix, key)],
+          [ban, banMarkerKey(this.#o.prefix, slot)],
           [numArg(ms), now === undefined ? '' : numArg(now)],
         );
       },

@@ -1,7 +1,7 @@
 import type { Algorithm, Decision } from '@sluice/core';
 import { EXPLICIT_BAN, type RuleVerdict, blockedDecision, identityOf, mergePolicy } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
-import { banKey, stateKey } from '../key-layout.js';
+import { banKey, banMarkerKey, stateKey } from '../key-layout.js';
 import { type WireDecision, packGroups, packRequests, unpackBanReplies, unpackReplies } from './protocol.js';
 import { adjustArgs, ruleArgs } from './rule-args.js';
 import type { RedisConnection } from '../connection/connection.js';
@@ -97,8 +97,9 @@ export class CrossSlotPolicy {
   ): Promise<
     Pick<WireDecision, 'decision' | 'verdicts' | 'ban' | 'decidedAtMs'> | Pick<WireDecision, 'ban' | 'decidedAtMs'>
   > {
-    const keys = slot.ban === undefined ? slot.keys : [...slot.keys, slot.ban];
-    const group = [...slot.keys.map((_, i) => i + 1), slot.ban === undefined ? 0 : keys.length];
+    // The ban, where this slot holds it, follows the states, and the slot's ban marker follows it.
+    const keys = slot.ban === undefined ? slot.keys : [...slot.keys, slot.ban, banMarkerKey(this.prefix, slot.slot)];
+    const group = [...slot.keys.map((_, i) => i + 1), slot.ban === undefined ? 0 : slot.keys.length + 1];
     const reply = bufferReply(
       await this.timeout(
         this.connection.runScript(part.decide, keys, [

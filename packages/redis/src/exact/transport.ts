@@ -3,7 +3,7 @@ import { identityOf } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { DeadlineError, withDeadline } from '../deadline.js';
-import { banKey, stateKey } from '../key-layout.js';
+import { banKey, banMarkerKey, stateKey } from '../key-layout.js';
 import { isKeyScopedError } from '../reply-errors.js';
 import { bufferReply } from '../script-runner.js';
 import { type LuaScript, decideOneScript, decideScript } from '../scripts.js';
@@ -221,9 +221,10 @@ export class DecisionTransport<A extends Asked> {
     const first = group[0] as A;
     if (group.length === 1 && this.#oneScript !== undefined) {
       const rule = rules[0] as Algorithm;
+      const state = stateKey(prefix, identityOf(rule, first.key), stateName(rule));
       return {
         script: this.#oneScript,
-        keys: [stateKey(prefix, identityOf(rule, first.key), stateName(rule)), banKey(prefix, first.key)],
+        keys: [state, banKey(prefix, first.key), this.#marker(state)],
         args: [
           ...this.#ruleArgs,
           Number.isNaN(first.now) ? '' : numArg(first.now),
@@ -235,36 +236,46 @@ export class DecisionTransport<A extends Asked> {
       };
     }
     // Every distinct state key once (a global rule's key is shared by every request), and per request key
-    // a group: the indices of its rules' state keys.
-    const keyIndex = new Map<string, number>();
-    const keys: string[] = [];
+    // a group: the indices of its rules' state keys and of its ban. KEYS holds the states, then the bans, then
+    // the slot's ban marker (decide.lua reads the bans only while the marker says one can be in force).
+    const stateIndex = new Map<string, number>();
+    const states: string[] = [];
+    const bans: string[] = [];
     const groupIndex = new Map<string, number>();
     const groups: number[][] = [];
-    const indexOf = (name: string): number => {
-      let k = keyIndex.get(name);
-      if (k === undefined) {
-        keys.push(name);
-        k = keys.length;
-        keyIndex.set(name, k);
-      }
-      return k;
-    };
     const wire = group.map((asked) => {
       let g = groupIndex.get(asked.key);
       if (g === undefined) {
-        const indices = rules.map((rule) => indexOf(stateKey(prefix, identityOf(rule, asked.key), stateName(rule))));
-        indices.push(indexOf(banKey(prefix, asked.key)));
+        const indices = rules.map((rule) => {
+          const name = stateKey(prefix, identityOf(rule, asked.key), stateName(rule));
+          let k = stateIndex.get(name);
+          if (k === undefined) {
+            states.push(name);
+            k = states.length;
+            stateIndex.set(name, k);
+          }
+          return k;
+        });
+        bans.push(banKey(prefix, asked.key));
+        indices.push(-bans.length);
         groups.push(indices);
         g = groups.length;
         groupIndex.set(asked.key, g);
       }
       return { group: g, now: asked.now, permits: asked.permits, maxWaitMs: asked.maxWaitMs, peek: asked.peek };
     });
+    // A ban's index is known once every state is: it follows them.
+    for (const indices of groups) indices[indices.length - 1] = states.length - (indices.at(-1) as number);
     return {
       script: this.#script,
-      keys,
+      keys: [...states, ...bans, this.#marker(states[0] as string)],
       args: [...this.#ruleArgs, packGroups(groups), packRequests(wire), ...this.#tailArgs],
     };
+  }
+
+  /** The ban marker of the slot `aKey` lives in (see banMarkerKey). */
+  #marker(aKey: string): string {
+    return banMarkerKey(this.#o.prefix, this.#o.connection.isCluster ? calculateSlot(aKey) : undefined);
   }
 
   async #send(group: A[]): Promise<void> {

@@ -1,7 +1,7 @@
 -- block.lua: limiter.block(key, ms): bans a key until now + ms, keeping a ban in force that ends later (as
 -- longerBan in core). A ban is the state { until, rule } decide.lua reads; rule -1 marks an explicit block.
 --
--- KEYS[1]  the key's ban (banKey in key-layout.ts)
+-- KEYS[1]  the key's ban (banKey in key-layout.ts); KEYS[2] the ban marker of its slot (banMarkerKey)
 -- ARGV     ms; now ('' = this server's TIME)
 -- Reply: 1 when the ban was set, 0 when a longer one was kept.
 
@@ -13,4 +13,5 @@ if raw then
   if ban[1] >= ban_until then return 0 end
 end
 redis.call('SET', KEYS[1], pack_doubles({ ban_until, -1 }), 'PX', reclaim_px(ban_until - now))
+raise_marker(KEYS[2], marker_until(redis.call('GET', KEYS[2])), ban_until, now)
 return 1

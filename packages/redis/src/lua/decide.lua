@@ -2,7 +2,9 @@
 -- Requests that touch the same state (one hot key, or a global rule every key shares) fold into one
 -- update of that state, written once at the end.
 --
--- KEYS: every distinct state key of the batch, each once, and the bans of the request keys.
+-- KEYS: every distinct state key of the batch, each once; then the bans of the request keys; then, when a
+--       group has a ban, the ban marker of the slot (banMarkerKey in key-layout.ts): bans are read only while
+--       it says one can be in force, and a ban written here raises it.
 -- ARGV: the rules (one text: see parse_rules in prelude.lua); then a binary string of groups, each R + 1
 --       packed '<I4' indices into KEYS: the state key of rule r for that group's request key, then the
 --       key's ban (0: none in this slot); then a binary string of requests, each '<I4dddB': group index,
@@ -52,16 +54,25 @@ local requests = ARGV[a]
 local max_skew = tonumber(ARGV[a + 1])
 local Q = #requests / 29
 
+-- KEYS holds the states (1..S), then the bans, then the slot's ban marker (when a group has a ban).
+local S = #KEYS
+for g = W, #group_keys, W do
+  local bk = group_keys[g]
+  if bk ~= 0 and bk <= S then S = bk - 1 end
+end
+local marker = nil
+if S < #KEYS then marker = KEYS[#KEYS] end
+
 -- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit). A window
 -- algorithm's state is its windows' keys at the time of the first request that reads it, so with one in the
--- batch the requests' times are read first; otherwise the KEYS themselves are the keys read. States by key
--- index: parallel arrays rather than a table per key (a batch touches up to hundreds of keys, and every
+-- batch the requests' times are read first; otherwise the state KEYS themselves are the keys read. States by
+-- key index: parallel arrays rather than a table per key (a batch touches up to hundreds of keys, and every
 -- table is an allocation the script pays for per decision).
 local windowed = false
 for r = 1, R do
   if rules[r].windows ~= nil then windowed = true end
 end
-local names, name_at, read_at, window_name = KEYS, nil, nil, nil
+local names, count, name_at, read_at, window_name = KEYS, S, nil, nil, nil
 if windowed then
   names, name_at, read_at, window_name = {}, {}, {}, {}
   local index_of, hex_of = {}, {}
@@ -70,13 +81,13 @@ if windowed then
     local i, t = struct.unpack('<I4d', requests, pos)
     pos = pos + 29
     local base = (i - 1) * W
-    for r = 1, W do
+    for r = 1, R do
       local k = group_keys[base + r]
-      if k ~= 0 and name_at[k] == nil then
+      if name_at[k] == nil then
         n = n + 1
         name_at[k] = n
         local rule = rules[r]
-        local windows = r < W and rule.windows
+        local windows = rule.windows
         if not windows then
           names[n] = KEYS[k]
         else
@@ -101,16 +112,29 @@ if windowed then
       end
     end
   end
+  count = n
 end
 local raw_values = {}
-do
-  local k = 1
-  while k <= #names do
-    local last = math.min(#names, k + 499)
-    local chunk = redis.call('MGET', unpack(names, k, last))
-    for j = 1, #chunk do raw_values[k + j - 1] = chunk[j] end
+local function mget(list, from, to, into, offset)
+  local k = from
+  while k <= to do
+    local last = math.min(to, k + 499)
+    local chunk = redis.call('MGET', unpack(list, k, last))
+    for j = 1, #chunk do into[k - offset + j - 1] = chunk[j] end
     k = last + 1
   end
+end
+mget(names, 1, count, raw_values, 0)
+
+-- The bans: read only while the marker says one can be in force (marked > now), all of the batch's at once
+-- when the first request needs its own.
+local marked = -INF
+if marker ~= nil then marked = marker_until(redis.call('GET', marker)) end
+local marker_read, marked_at = marked, nil
+local bans_read, ban_values = false, {}
+local function read_bans()
+  bans_read = true
+  if S + 1 <= #KEYS - 1 then mget(KEYS, S + 1, #KEYS - 1, ban_values, S) end
 end
 
 local state_of, loaded, read_of, rule_of = {}, {}, {}, {}
@@ -132,6 +156,10 @@ local function live(k, rule)
   elseif windows then
     local n = name_at[k]
     state = state_of_values(rule, read_at[k], raw_values[n], raw_values[n + 1])
+  elseif rule == nil then
+    if not bans_read then read_bans() end
+    local raw = ban_values[k - S]
+    if raw then state = unpack_doubles(raw) end
   else
     local raw = raw_values[name_at and name_at[k] or k]
     if raw then state = unpack_doubles(raw) end
@@ -154,9 +182,15 @@ local function store(k, state, now, ttl, rule)
   end
 end
 
+-- Keeps a ban started at `now` to be written when the batch is done, and marks it for the rest of the batch.
+local function store_ban(bk, banned, now)
+  store(bk, banned, now, banned[1] - now)
+  if banned[1] > marked then marked, marked_at = banned[1], now end
+end
+
 -- The ban in force on ban key bk at now, or nil (bk 0: the ban lives in another slot).
 local function ban_in_force(bk, now)
-  if bk == 0 then return nil end
+  if bk == 0 or not (marked > now) then return nil end
   local ban = live(bk)
   if ban ~= nil and ban[1] > now then return ban end
   return nil
@@ -193,7 +227,7 @@ elseif R == 1 then
     local before
     if loaded[k] then before = state_of[k] else before = live(k, rule) end
     local ban = nil
-    if bk ~= 0 then
+    if bk ~= 0 and marked > now then
       if loaded[bk] then ban = state_of[bk] else ban = live(bk) end
       if ban ~= nil and not (ban[1] > now) then ban = nil end
     end
@@ -206,7 +240,7 @@ elseif R == 1 then
         store(k, state, now, ttl, rule)
       end
     end
-    if banned ~= nil then store(bk, banned, now, banned[1] - now) end
+    if banned ~= nil then store_ban(bk, banned, now) end
     replies[q] = reply
   end
 else
@@ -262,7 +296,7 @@ else
       local banned = nil
       if not allowed and peek_flag ~= 1 and bk ~= 0 then banned = ban_after(rules, ok, now) end
       if banned ~= nil then
-        store(bk, banned, now, banned[1] - now)
+        store_ban(bk, banned, now)
         header = struct.pack('<BdddddB', 0, banned[2], 0, 0, banned[1] - now, now, 1)
       else
         header = struct.pack('<BdddddB', allowed and 1 or 0, 0, retry_after, reset_after, 0, now, 0)
@@ -281,4 +315,5 @@ for d = 1, #dirty_keys do
   write_state(KEYS[k], rule_of[k], read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k],
     window_name and window_name[k], read_at and read_at[k])
 end
+if marked_at ~= nil then raise_marker(marker, marker_read, marked, marked_at) end
 return table.concat(replies)

@@ -3,7 +3,8 @@
 -- every step of a script, so this is the path most requests at low load take.
 --
 -- KEYS[1]: the rule's state key (a window algorithm's: the name of its windows' keys); KEYS[2]: the request
---         key's ban.
+--         key's ban; KEYS[3]: the ban marker of their slot (read first: the ban only while it says one can be
+--         in force).
 -- ARGV: the rule (one text, as decide.lua reads rules: see parse_rules in prelude.lua); then now ('' = this
 --       server's TIME), permits, maxWaitMs ('inf' allowed), 1 to peek or 0 to consume; then, optionally, the
 --       client clock's skew bound (see decision_time in one_rule.lua).
@@ -22,23 +23,31 @@ local raw, before, current
 if rule.windows == 2 then
   local previous
   previous, current = state_keys(rule, KEYS[1], now)
-  raw = redis.call('MGET', previous, current, KEYS[2])
+  raw = redis.call('MGET', previous, current, KEYS[3])
   before = state_of_values(rule, now, raw[1], raw[2])
   raw = raw[3]
 else
   current = state_keys(rule, KEYS[1], now)
-  raw = redis.call('MGET', current, KEYS[2])
+  raw = redis.call('MGET', current, KEYS[3])
   before = state_of_values(rule, now, raw[1])
   raw = raw[2]
 end
+-- The key's ban is read only while the marker says a ban can be in force.
+local marked = marker_until(raw)
 local ban = nil
-if raw then
-  ban = unpack_doubles(raw)
-  if not (ban[1] > now) then ban = nil end
+if marked > now then
+  raw = redis.call('GET', KEYS[2])
+  if raw then
+    ban = unpack_doubles(raw)
+    if not (ban[1] > now) then ban = nil end
+  end
 end
 
 local permits, max_wait, peek = tonumber(ARGV[a + 1]), parse_num(ARGV[a + 2]), ARGV[a + 3] == '1'
 local reply, state, ttl, banned = decide_one_rule(rules, before, ban, now, permits, max_wait, peek, true)
 if state ~= before then write_state(KEYS[1], rule, before, state, ttl, now, rule.windows and current, now) end
-if banned ~= nil then redis.call('SET', KEYS[2], pack_doubles(banned), 'PX', reclaim_px(banned[1] - now)) end
+if banned ~= nil then
+  redis.call('SET', KEYS[2], pack_doubles(banned), 'PX', reclaim_px(banned[1] - now))
+  raise_marker(KEYS[3], marked, banned[1], now)
+end
 return reply

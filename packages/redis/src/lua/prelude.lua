@@ -260,3 +260,21 @@ local function delete_state(rule, base, now)
   return redis.call('DEL', window_key(base, index - 2), window_key(base, index - 1), window_key(base, index),
     window_key(base, index + 1))
 end
+
+-- A limiter's ban marker (banMarkerKey in key-layout.ts): the latest end of any ban written in its slot, so a
+-- decision reads ban keys only while one can be in force. It outlives every ban it covers: its expiry is
+-- that end plus a minute (a ban key's is its end plus a second), so nodes whose decision clocks disagree by
+-- less than that never see a ban without its marker.
+local MARKER_SLACK_MS = 60000
+
+-- The end the marker's value says (-INF: no marker, no ban in force).
+local function marker_until(raw)
+  if raw then return tonumber(raw) end
+  return -INF
+end
+
+-- Raises the marker at `key` to `until_ms` (decided at `now`) when it says less.
+local function raise_marker(key, said, until_ms, now)
+  if until_ms <= said then return end
+  redis.call('SET', key, string.format('%.17g', until_ms), 'PX', reclaim_px(until_ms - now + MARKER_SLACK_MS))
+end
