@@ -12,6 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { HEAP_SUBJECTS, SCENARIOS, SUBJECTS, type Scenario } from './core-subjects.js';
+import { IN_FLIGHT, IN_FLIGHT_SUBJECTS } from './core-inflight.js';
 import { BATCH, fmt, median, writeJson } from './harness.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -76,6 +77,32 @@ for (const scenario of SCENARIOS) {
   }
 }
 
+// As a server drives the store: IN_FLIGHT awaited decisions at once over 10,000 keys (core-inflight.ts),
+// each subject in its own process, ROUNDS interleaved rounds, medians.
+const inFlightSamples = new Map<string, Record<string, number>[]>();
+for (let round = 1; round <= ROUNDS; round++) {
+  for (const id of Object.keys(IN_FLIGHT_SUBJECTS)) {
+    const m = runWorker(['inflight', id]);
+    inFlightSamples.set(id, [...(inFlightSamples.get(id) ?? []), m]);
+    process.stdout.write(
+      `  round ${round} ${IN_FLIGHT} in flight ${id.padEnd(12)} ${fmt(m.decisionsPerSecond as number).padStart(7)}/s ` +
+        `p99.9 ${(m.p999Us as number).toFixed(0)} us\n`,
+    );
+  }
+}
+const inFlight = Object.entries(IN_FLIGHT_SUBJECTS).map(([id, { label }]) => {
+  const rounds = inFlightSamples.get(id) ?? [];
+  const of = (field: string) => median(rounds.map((r) => r[field] as number));
+  return {
+    subject: id,
+    label,
+    decisionsPerSecond: of('decisionsPerSecond'),
+    p50Us: of('p50Us'),
+    p99Us: of('p99Us'),
+    p999Us: of('p999Us'),
+  };
+});
+
 const heap: Array<{ subject: string; label: string; bytesPerKey: number }> = [];
 for (const [id, h] of Object.entries(HEAP_SUBJECTS)) {
   heap.push({ subject: id, label: h.label, bytesPerKey: runWorker(['heap', id]).bytesPerKey as number });
@@ -115,6 +142,13 @@ console.log(
 );
 for (const o of observability)
   console.log(`| ${o.scenario} | ${o.subject} | ${fmt(o.off)} | ${fmt(o.on)} | ${o.onVsOff.toFixed(2)}x |`);
+console.log(
+  `\n| ${IN_FLIGHT} awaited decisions in flight, 10,000 keys | decisions/s | p50 us | p99 us | p99.9 us |\n| --- | ---: | ---: | ---: | ---: |`,
+);
+for (const r of inFlight)
+  console.log(
+    `| ${r.label} | ${fmt(r.decisionsPerSecond)} | ${r.p50Us.toFixed(0)} | ${r.p99Us.toFixed(0)} | ${r.p999Us.toFixed(0)} |`,
+  );
 console.log('\n| heap per key (100,000 keys) | bytes |\n| --- | ---: |');
 for (const h of heap) console.log(`| ${h.label} | ${h.bytesPerKey.toFixed(0)} |`);
 console.log('\ntargets');
@@ -132,6 +166,7 @@ writeJson(fileURLToPath(new URL('../results/core.json', import.meta.url)), {
   cores: cpus().length,
   method: `${BATCH} sequential awaited decisions per sample, p50, ${ROUNDS} interleaved rounds in fresh processes, median`,
   rows,
+  inFlight,
   observability,
   heapPerKey: heap,
   targets,
