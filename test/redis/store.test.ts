@@ -26,7 +26,13 @@ import {
 import { membershipScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/exact/protocol.js';
+import {
+  type WireDecision,
+  packGroups,
+  packRequests,
+  packWindows,
+  unpackReplies,
+} from '../../packages/redis/src/exact/protocol.js';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 import { everyAlgorithm as everyRegistered } from '@sluice/test-kit';
@@ -109,6 +115,68 @@ describe('the decide script', () => {
       expect(pttl).toBeLessThanOrEqual(20_000 + 1000 + 100);
     });
   }
+
+  it("a window key the client named for another window (its clock off, near a boundary) is read and written as the decision's window", async () => {
+    for (const rule of [
+      fixedWindow({ limit: 3, windowMs: 1_000 }),
+      slidingWindowCounter({ limit: 3, windowMs: 1_000 }),
+    ]) {
+      const p = prefix();
+      const base = stateKey(p, 'k', rule.name);
+      // The decision is at 10,500 (window 10, 'a' in hex), where 2 permits were counted already.
+      await redis.set(`${base}a`, '2', 'PX', 60_000);
+      for (const named of [9, 11]) {
+        const reply = await runScript(
+          redis,
+          decideScript([rule.kind]),
+          [`${base}${named.toString(16)}`, banKey(p, 'k'), banMarkerKey(p, undefined)],
+          [
+            ...ruleArgsOf(rule),
+            packGroups([[1, 2]]),
+            packRequests([{ group: 1, now: 10_500, permits: 1, maxWaitMs: 0, peek: false }]),
+            packWindows([named]),
+          ],
+        );
+        const [{ decision }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({
+          permits: 1,
+          peek: false,
+        })) as [WireDecision];
+        if (named === 9) expect(decision, rule.kind).toMatchObject({ allowed: true, remaining: 0 });
+        else expect(decision, rule.kind).toMatchObject({ allowed: false, remaining: 0 });
+      }
+      expect(await redis.get(`${base}a`)).toBe('3');
+      expect(await redis.exists(`${base}9`, `${base}b`)).toBe(0);
+    }
+  });
+
+  it('on Redis TIME, window keys the client named for that window are read as they are, and for another one are named again', async () => {
+    const rule = fixedWindow({ limit: 3, windowMs: 3_600_000 });
+    const p = prefix();
+    const base = stateKey(p, 'k', rule.name);
+    const hour = Math.floor((Number((await redis.time())[0]) * 1000) / 3_600_000);
+    await redis.set(`${base}${hour.toString(16)}`, '1', 'PX', 60_000);
+    const decide = async (named: number) => {
+      const reply = await runScript(
+        redis,
+        decideScript([rule.kind]),
+        [`${base}${named.toString(16)}`, banKey(p, 'k'), banMarkerKey(p, undefined)],
+        [
+          ...ruleArgsOf(rule),
+          packGroups([[1, 2]]),
+          packRequests([{ group: 1, now: Number.NaN, permits: 1, maxWaitMs: 0, peek: false }]),
+          packWindows([named], true),
+        ],
+      );
+      return (
+        unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({ permits: 1, peek: false }))[0] as WireDecision
+      ).decision;
+    };
+    expect(await decide(hour)).toMatchObject({ allowed: true, remaining: 1 });
+    expect(await decide(hour - 1)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await decide(hour + 1)).toMatchObject({ allowed: false, remaining: 0 });
+    expect(await redis.get(`${base}${hour.toString(16)}`)).toBe('3');
+    expect(await redis.exists(`${base}${(hour - 1).toString(16)}`, `${base}${(hour + 1).toString(16)}`)).toBe(0);
+  });
 
   it('refuses an unknown algorithm with a clear error', async () => {
     const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);

@@ -58,9 +58,20 @@ export function stateKey(prefix: string, key: string, name: string): string {
 export function stateKeysAt(prefix: string, key: string, rule: Algorithm, nowMs: number): string[] {
   const name = stateKey(prefix, key, rule.name);
   const windows = WINDOWED[rule.kind];
+  const index = windowIndex(rule, nowMs);
   if (windows === undefined) return [name];
-  const index = Math.floor(nowMs / (rule.params as { windowMs: number }).windowMs);
   return Array.from({ length: windows }, (_, i) => `${name}${(index - windows + 1 + i).toString(16)}`);
+}
+
+/**
+ * The number of the window `nowMs` falls in for a window algorithm (its keys end in it, in hex), as the
+ * scripts compute it; NaN for any other algorithm.
+ * @example
+ * windowIndex(fixedWindow({ limit: 10, windowMs: 1000 }), 2500) // 2
+ */
+export function windowIndex(rule: Algorithm, nowMs: number): number {
+  if (WINDOWED[rule.kind] === undefined) return Number.NaN;
+  return Math.floor(nowMs / (rule.params as { windowMs: number }).windowMs);
 }
 
 /** The window algorithms and how many windows a decision reads (WINDOWS in prelude.lua). */

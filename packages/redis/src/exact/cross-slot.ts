@@ -106,6 +106,7 @@ export class CrossSlotPolicy {
           ...part.args,
           packGroups([group]),
           packRequests([{ group: 1, now: request.now, permits: request.permits, maxWaitMs: 0, peek }]),
+          '', // the state keys name no window: the script names them
           ...this.tailArgs,
         ]),
       ),

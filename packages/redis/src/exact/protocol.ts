@@ -34,6 +34,18 @@ export function packGroups(groups: readonly (readonly number[])[]): Buffer {
   return buf;
 }
 
+/**
+ * The window each rule's state keys name (windowIndex; NaN: a rule whose keys name none), '<d' per rule,
+ * then a byte 1 when every request of the call is decided on Redis TIME: the ARGV after the requests. An
+ * empty string says no key names a window.
+ */
+export function packWindows(windows: readonly number[], onServerTime = false): Buffer {
+  const buf = Buffer.allocUnsafe(windows.length * 8 + 1);
+  for (const [r, index] of windows.entries()) buf.writeDoubleLE(index, r * 8);
+  buf.writeUInt8(onServerTime ? 1 : 0, windows.length * 8);
+  return buf;
+}
+
 export function packRequests(requests: readonly WireRequest[]): Buffer {
   const buf = Buffer.allocUnsafe(requests.length * REQUEST_BYTES);
   let o = 0;

@@ -9,7 +9,9 @@
 --       packed '<I4' indices into KEYS: the state key of rule r for that group's request key, then the
 --       key's ban (0: none in this slot); then a binary string of requests, each '<I4dddB': group index,
 --       now (NaN = this server's TIME), permits, maxWaitMs (Infinity allowed), and 1 to peek (decide, write
---       nothing) or 0 to consume; then, optionally, the most a client-given time may be from this server's
+--       nothing) or 0 to consume; then the window each rule's state keys name ('<d' per rule, NaN for a rule
+--       whose keys name none; '' when no key names a window: a window algorithm's key is then its states'
+--       name, and the script adds the window); then, optionally, the most a client-given time may be from this server's
 --       TIME (a client clock's skew bound): a time further off is clamped to TIME +- it, so one node whose
 --       clock runs ahead cannot take permits early and starve the others for as long as it is ahead.
 -- Reply: one binary string, per request '<BdddddB': allowed, remaining, retryAfter, resetAfter, wait, the
@@ -51,8 +53,23 @@ end
 local W = R + 1
 
 local requests = ARGV[a]
-local max_skew = tonumber(ARGV[a + 1])
+local max_skew = tonumber(ARGV[a + 2])
 local Q = #requests / 29
+
+-- The window each rule's state KEYS name, as the client placed the batch ('<d' per rule, NaN: none; an empty
+-- or missing ARGV: no KEYS name a window), and the length of that number in hex.
+-- A byte 1 after them says every request is decided on this server's TIME.
+local named_index, named_len, on_server_time = {}, {}, false
+do
+  local packed = ARGV[a + 1]
+  if packed ~= nil and #packed >= 8 * R then
+    for r = 1, R do
+      local index = struct.unpack('<d', packed, 8 * r - 7)
+      if index == index then named_index[r], named_len[r] = index, #string.format('%x', index) end
+    end
+    on_server_time = string.byte(packed, 8 * R + 1) == 1
+  end
+end
 
 -- KEYS holds the states (1..S), then the bans, then the slot's ban marker (when a group has a ban).
 local S = #KEYS
@@ -72,9 +89,23 @@ local windowed = false
 for r = 1, R do
   if rules[r].windows ~= nil then windowed = true end
 end
-local names, count, name_at, read_at, window_name = KEYS, S, nil, nil, nil
-if windowed then
-  names, name_at, read_at, window_name = {}, {}, {}, {}
+local names, count, name_at, read_at, window_name, named = KEYS, S, nil, nil, nil, nil
+-- The common case needs no names at all: every request on this server's TIME, and every window rule's keys
+-- named by the client for the window that TIME falls in (one window each: a fixed window's).
+local as_named = windowed and on_server_time
+local named_len_of = {}
+if as_named then
+  local now = server_time()
+  for r = 1, R do
+    named_len_of[rules[r]] = named_len[r]
+    local windows = rules[r].windows
+    if windows ~= nil and (windows ~= 1 or named_index[r] ~= math.floor(now / rules[r].params[2])) then
+      as_named = false
+    end
+  end
+end
+if windowed and not as_named then
+  names, name_at, read_at, window_name, named = {}, {}, {}, {}, {}
   local index_of, hex_of = {}, {}
   local n, pos = 0, 1
   for q = 1, Q do
@@ -95,16 +126,29 @@ if windowed then
           if t ~= t then now = server_now or server_time() else now = decision_time(t, max_skew, server_time) end
           read_at[k] = now
           local index = math.floor(now / rule.params[2])
-          -- The window's number in hex, formatted once per rule while the batch stays in one window.
-          local hex = hex_of[r]
-          if index ~= index_of[r] then
-            hex = string.format('%x', index)
-            index_of[r], hex_of[r] = index, hex
+          local key, base, current = KEYS[k], nil, nil
+          if named_len[r] ~= nil then
+            -- The client named the key's window: the same one as this decision's, nearly always.
+            named[k] = named_len[r]
+            if index == named_index[r] then current = key end
+          else
+            base = key
           end
-          local current = KEYS[k] .. hex
-          if windows == 2 then
-            names[n] = KEYS[k] .. string.format('%x', index - 1)
-            n = n + 1
+          if current == nil or windows == 2 then
+            base = base or string.sub(key, 1, #key - named_len[r])
+            if current == nil then
+              -- The window's number in hex, formatted once per rule while the batch stays in one window.
+              local hex = hex_of[r]
+              if index ~= index_of[r] then
+                hex = string.format('%x', index)
+                index_of[r], hex_of[r] = index, hex
+              end
+              current = base .. hex
+            end
+            if windows == 2 then
+              names[n] = base .. string.format('%x', index - 1)
+              n = n + 1
+            end
           end
           names[n] = current
           window_name[k] = current
@@ -148,10 +192,11 @@ local function live(k, rule)
   local state
   local windows = rule and rule.windows
   if windows == 1 then
-    local raw = raw_values[name_at[k]]
+    local raw, at
+    if as_named then raw, at = raw_values[k], server_now else raw, at = raw_values[name_at[k]], read_at[k] end
     if raw then
       local window_ms = rule.params[2]
-      state = { math.floor(read_at[k] / window_ms) * window_ms, tonumber(raw) }
+      state = { math.floor(at / window_ms) * window_ms, tonumber(raw) }
     end
   elseif windows then
     local n = name_at[k]
@@ -312,8 +357,15 @@ end
 
 for d = 1, #dirty_keys do
   local k = dirty_keys[d]
-  write_state(KEYS[k], rule_of[k], read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k],
-    window_name and window_name[k], read_at and read_at[k])
+  if as_named then
+    local rule = rule_of[k]
+    local windowed_rule = rule ~= nil and rule.windows ~= nil
+    write_state(KEYS[k], rule, read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k],
+      windowed_rule and KEYS[k] or nil, server_now, rule and named_len_of[rule])
+  else
+    write_state(KEYS[k], rule_of[k], read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k],
+      window_name and window_name[k], read_at and read_at[k], named and named[k])
+  end
 end
 if marked_at ~= nil then raise_marker(marker, marker_read, marked, marked_at) end
 return table.concat(replies)

@@ -218,8 +218,9 @@ end
 -- or the state moved a window on since it was read). A fixed window's count of a window the state moved on
 -- from is not written back: no decision after it reads that window (a clock that steps back stays in the
 -- stored window in memory; on Redis it would read that window's count as it was when the call began).
--- `read_name`, when given, is the key of the window a read at `read_now` found current (saves naming it again).
-local function write_state(base, rule, before, state, ttl, now, read_name, read_now)
+-- `read_name`, when given, is the key of the window a read at `read_now` found current (saves naming it again);
+-- `named_len`, when given, says `base` ends in a window's number that long (the client named the key).
+local function write_state(base, rule, before, state, ttl, now, read_name, read_now, named_len)
   local windows = rule and rule.windows
   if windows == nil then
     if state == nil then return redis.call('DEL', base) end
@@ -233,7 +234,11 @@ local function write_state(base, rule, before, state, ttl, now, read_name, read_
   local window_ms = rule.params[2]
   local index = math.floor(state[1] / window_ms + 0.5)
   local name = read_name
-  if name == nil or index ~= math.floor(read_now / window_ms) then name = window_key(base, index) end
+  if name == nil or index ~= math.floor(read_now / window_ms) then
+    -- A key the client named with its window: the states' name is what precedes the number.
+    if named_len ~= nil then base, named_len = string.sub(base, 1, #base - named_len), nil end
+    name = window_key(base, index)
+  end
   local count = state[windows + 1]
   local same = before ~= nil and before[1] == state[1]
   if same and before[windows + 1] > 0 then
@@ -247,6 +252,7 @@ local function write_state(base, rule, before, state, ttl, now, read_name, read_
     if same then stored = before[2]
     elseif before ~= nil and before[1] + window_ms == state[1] then stored = before[3] end
     if state[2] ~= stored then
+      if named_len ~= nil then base = string.sub(base, 1, #base - named_len) end
       redis.call('SET', window_key(base, index - 1), count_text(state[2]), 'PX', reclaim_px(state[1] + window_ms - now))
     end
   end
