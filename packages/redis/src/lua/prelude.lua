@@ -213,9 +213,10 @@ end
 
 -- Writes `state` of `rule` named `base` (`rule` nil: a ban, packed at `base`) decided at `now`, replacing
 -- `before` (the state as read; nil: none), for `ttl` ms: PX, or KEEPTTL when the key's expiry already covers
--- the new state (see DEADLINES) or `ttl` is nil (a refund: giving permits back never makes a state matter longer). `state` nil deletes a packed state. A window algorithm writes the counts
--- that changed: the newest window's, PX when its key is new; and the window before it (a refund lowered it,
--- or the state moved a window on since it was read). A fixed window's count of a window the state moved on
+-- the new state (see DEADLINES) or `ttl` is nil (a refund: giving permits back never makes a state matter
+-- longer). `state` nil deletes a packed state. A window algorithm writes the counts that changed: the newest
+-- window's, PX when its key is new; and the window before it (a refund lowered it, or the state moved a window
+-- on since it was read). A fixed window's count of a window the state moved on
 -- from is not written back: no decision after it reads that window (a clock that steps back stays in the
 -- stored window in memory; on Redis it would read that window's count as it was when the call began).
 -- `read_name`, when given, is the key of the window a read at `read_now` found current (saves naming it again);
@@ -259,7 +260,8 @@ local function write_state(base, rule, before, state, ttl, now, read_name, read_
 end
 
 -- Forgets the state of `rule` named `base` (limiter.reset): the packed state, or every window a decision
--- near `now` could read (one each side, for a clock a little off).
+-- near `now` could read (the current one and the one before it, and one more each side for a clock a
+-- little off).
 local function delete_state(rule, base, now)
   if rule.windows == nil then return redis.call('DEL', base) end
   local index = math.floor(now / rule.params[2])
