@@ -6,15 +6,18 @@
  */
 import { type Algorithm, SluiceRangeError, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
+import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   banKey,
+  banMarkerKey,
   encodeIdentity,
   fleetKey,
   ruleId,
   semaphoreKeys,
+  slotTag,
   stateKey,
   stateKeysAt,
 } from '../../packages/redis/src/key-layout.js';
@@ -128,6 +131,14 @@ describe('the state format version', () => {
       await store.close();
     });
   }
+
+  it("a slot's ban marker lives in that slot: every slot's tag hashes to it", () => {
+    for (let slot = 0; slot < 16_384; slot++) expect(calculateSlot(slotTag(slot))).toBe(slot);
+    expect(calculateSlot(banMarkerKey('api', 4_242))).toBe(4_242);
+    // Beside a key's ban in its slot, as block.lua and the decide scripts need it.
+    const ban = banKey('api', 'user:1');
+    expect(calculateSlot(banMarkerKey('api', calculateSlot(ban)))).toBe(calculateSlot(ban));
+  });
 
   it('two rules of one limiter whose ids would meet are refused at creation, naming both', async () => {
     // 18 bits: a pair of names with one id turns up within a few thousand names.
