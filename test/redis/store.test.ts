@@ -116,6 +116,34 @@ describe('the decide script', () => {
     });
   }
 
+  /**
+   * One request of one permit through decide.lua, its state key named by the client for window `named` (as
+   * the transport names it), at `now` (NaN: Redis TIME, said in the windows argument too).
+   */
+  async function decideNamed(
+    rule: Algorithm,
+    p: string,
+    named: number,
+    now: number,
+  ): Promise<WireDecision['decision']> {
+    const reply = await runScript(
+      redis,
+      decideScript([rule.kind]),
+      [`${stateKey(p, 'k', rule.name)}${named.toString(16)}`, banKey(p, 'k'), banMarkerKey(p, undefined)],
+      [
+        ...ruleArgsOf(rule),
+        packGroups([[1, 2]]),
+        packRequests([{ group: 1, now, permits: 1, maxWaitMs: 0, peek: false }]),
+        packWindows([named], Number.isNaN(now)),
+      ],
+    );
+    const [{ decision }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({
+      permits: 1,
+      peek: false,
+    })) as [WireDecision];
+    return decision;
+  }
+
   it("a window key the client named for another window (its clock off, near a boundary) is read and written as the decision's window", async () => {
     for (const rule of [
       fixedWindow({ limit: 3, windowMs: 1_000 }),
@@ -125,25 +153,8 @@ describe('the decide script', () => {
       const base = stateKey(p, 'k', rule.name);
       // The decision is at 10,500 (window 10, 'a' in hex), where 2 permits were counted already.
       await redis.set(`${base}a`, '2', 'PX', 60_000);
-      for (const named of [9, 11]) {
-        const reply = await runScript(
-          redis,
-          decideScript([rule.kind]),
-          [`${base}${named.toString(16)}`, banKey(p, 'k'), banMarkerKey(p, undefined)],
-          [
-            ...ruleArgsOf(rule),
-            packGroups([[1, 2]]),
-            packRequests([{ group: 1, now: 10_500, permits: 1, maxWaitMs: 0, peek: false }]),
-            packWindows([named]),
-          ],
-        );
-        const [{ decision }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({
-          permits: 1,
-          peek: false,
-        })) as [WireDecision];
-        if (named === 9) expect(decision, rule.kind).toMatchObject({ allowed: true, remaining: 0 });
-        else expect(decision, rule.kind).toMatchObject({ allowed: false, remaining: 0 });
-      }
+      expect(await decideNamed(rule, p, 9, 10_500), rule.kind).toMatchObject({ allowed: true, remaining: 0 });
+      expect(await decideNamed(rule, p, 11, 10_500), rule.kind).toMatchObject({ allowed: false, remaining: 0 });
       expect(await redis.get(`${base}a`)).toBe('3');
       expect(await redis.exists(`${base}9`, `${base}b`)).toBe(0);
     }
@@ -155,22 +166,7 @@ describe('the decide script', () => {
     const base = stateKey(p, 'k', rule.name);
     const hour = Math.floor((Number((await redis.time())[0]) * 1000) / 3_600_000);
     await redis.set(`${base}${hour.toString(16)}`, '1', 'PX', 60_000);
-    const decide = async (named: number) => {
-      const reply = await runScript(
-        redis,
-        decideScript([rule.kind]),
-        [`${base}${named.toString(16)}`, banKey(p, 'k'), banMarkerKey(p, undefined)],
-        [
-          ...ruleArgsOf(rule),
-          packGroups([[1, 2]]),
-          packRequests([{ group: 1, now: Number.NaN, permits: 1, maxWaitMs: 0, peek: false }]),
-          packWindows([named], true),
-        ],
-      );
-      return (
-        unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({ permits: 1, peek: false }))[0] as WireDecision
-      ).decision;
-    };
+    const decide = (named: number) => decideNamed(rule, p, named, Number.NaN);
     expect(await decide(hour)).toMatchObject({ allowed: true, remaining: 1 });
     expect(await decide(hour - 1)).toMatchObject({ allowed: true, remaining: 0 });
     expect(await decide(hour + 1)).toMatchObject({ allowed: false, remaining: 0 });
