@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 const benches = [
   'core.bench.ts',
   'redis.bench.ts',
+  'lone-script.bench.ts',
   'hybrid.bench.ts',
   'presence.bench.ts',
   'deadline.bench.ts',

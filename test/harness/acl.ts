@@ -22,6 +22,7 @@ export const SLUICE_ACL = [
   '+get',
   '+mget',
   '+set',
+  '+incrby',
   '+pexpire',
   '+time',
   '+hget',

@@ -14,6 +14,12 @@ local TRY = {
   get = function() return redis.pcall('GET', K) end,
   mget = function() return redis.pcall('MGET', K) end,
   set = function() return redis.pcall('SET', K, '', 'PX', 1000) end,
+  -- K may hold set's '' by now: Redis then refuses the value, which says the user may run the command.
+  incrby = function()
+    local reply = redis.pcall('INCRBY', K, 0)
+    if type(reply) == 'table' and reply.err and string.find(reply.err, 'not an integer', 1, true) then return 1 end
+    return reply
+  end,
   pexpire = function() return redis.pcall('PEXPIRE', K, 1000) end,
   time = function() return redis.pcall('TIME') end,
   zadd = function() return redis.pcall('ZADD', Z, 0, 'preflight') end,

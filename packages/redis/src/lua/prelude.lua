@@ -242,10 +242,19 @@ local function write_state(base, rule, before, state, ttl, now, read_name, read_
   end
   local count = state[windows + 1]
   local same = before ~= nil and before[1] == state[1]
-  if same and before[windows + 1] > 0 then
-    -- The window's key holds a count, so it exists and its expiry covers the window.
-    if count ~= before[windows + 1] then redis.call('SET', name, count_text(count), 'KEEPTTL') end
-  elseif not same or count ~= before[windows + 1] then
+  local held = before ~= nil and before[windows + 1]
+  if same and held > 0 then
+    -- The window's key holds a count, so it exists and its expiry covers the window. INCRBY changes the
+    -- integer where it lies; SET KEEPTTL would parse and allocate a new value.
+    local delta = count - held
+    if delta ~= 0 then
+      if delta == math.floor(delta) and held == math.floor(held) and count < MAX_PX then
+        redis.call('INCRBY', name, string.format('%d', delta))
+      else
+        redis.call('SET', name, count_text(count), 'KEEPTTL')
+      end
+    end
+  elseif not same or count ~= held then
     redis.call('SET', name, count_text(count), 'PX', reclaim_px(ttl or 0))
   end
   if windows == 2 then
