@@ -9,6 +9,8 @@ export type {
 } from './algorithms/algorithm.js';
 export type { WindowOptions } from './algorithms/window-rule.js';
 export { EPSILON, TOLERANCE_MS } from './algorithms/algorithm.js';
+export { CARRY_MODES, carryState } from './algorithms/carry.js';
+export type { CarryMode } from './algorithms/carry.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';
 export { slidingWindowLog } from './algorithms/sliding-window-log.js';

@@ -97,6 +97,13 @@ export interface Algorithm<S = unknown> {
    */
   rescale(state: S, ratio: number): S;
   /**
+   * The permits `state` counts against its key at `nowMs`: a window's count, a bucket's capacity less its
+   * tokens, GCRA's time ahead in permits (past the limit after a penalty; fractional where the rule refills
+   * continuously; 0 for a state that decides as a fresh one would). What carries over when the rule's
+   * parameters change (see carryState). For Guava's smooth rules: the burst less the permits stored.
+   */
+  usedAt(state: S | undefined, nowMs: number): number;
+  /**
    * Decides `permits` at `nowMs`. `maxWaitMs` is how long the caller is willing to wait for a reservation
    * (0: grant only what is available now); rules that do not reserve ignore it.
    */

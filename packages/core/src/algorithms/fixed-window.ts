@@ -89,6 +89,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
       make: fixedWindow,
       // Whole permits, rounded against the caller.
       rescale: (state, ratio) => ({ ...state, count: Math.ceil(state.count * ratio - 1e-9) }),
+      usedAt: (state, nowMs) => current(state, nowMs).count,
     });
   });
 }

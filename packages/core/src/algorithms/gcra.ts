@@ -109,6 +109,7 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
       share: (fraction) => gcra({ ...ownOptions(common), rate: rate * fraction, burst: shareOf(burst, fraction) }),
       // The state is time ahead, which the share's interval already scales.
       rescale: (state) => state,
+      usedAt: (state, nowMs) => aheadOf(state, nowMs) / intervalMs,
       consume,
       refund: (state, nowMs, permits) => (state === undefined ? { state, ttlMs: 0 } : adjust(state, nowMs, -permits)),
       penalize: adjust,

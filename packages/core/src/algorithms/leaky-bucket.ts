@@ -195,6 +195,11 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
         }),
       // Police mode's water scales with the share; shape mode's queue is time ahead, which the share's rate scales.
       rescale: (state, ratio) => ('level' in state ? { ...state, level: state.level * ratio } : state),
+      // The water in the bucket, or the permits queued ahead.
+      usedAt: (state, nowMs) =>
+        mode === 'police'
+          ? drained(state as LeakyPoliceState | undefined, nowMs).level
+          : (queueAhead(state as LeakyShapeState | undefined, nowMs) * leakPerSecond) / 1000,
       consume: (mode === 'police' ? police : shape) as Algorithm<LeakyBucketState>['consume'],
       refund: (state, nowMs, permits) => (state === undefined ? { state, ttlMs: 0 } : adjust(state, nowMs, -permits)),
       penalize: (state, nowMs, permits) => adjust(state, nowMs, permits),

@@ -74,6 +74,7 @@ export function sharedRule(rule: Algorithm, share: FleetShare): Algorithm {
       return { ...a, state: kept(stored, a.state) };
     },
     share: (f) => sharedRule(rule.share(f), share),
+    usedAt: (stored, nowMs) => current().usedAt(carried(stored, nowMs), nowMs),
     rescale: (stored, ratio) => {
       const s = stored as SharedState;
       return { fraction: s.fraction, state: rule.rescale(s.state, ratio) };

@@ -121,6 +121,11 @@ export function slidingWindowCounter(options: SlidingWindowCounterOptions): Algo
       lease: 'sliding',
       make: slidingWindowCounter,
       rescale: (state, ratio) => ({ ...state, previous: state.previous * ratio, current: state.current * ratio }),
+      // The weighted estimate a decision compares with the limit.
+      usedAt(state, nowMs) {
+        const { windowStart, previous, current } = roll(state, nowMs);
+        return previous * (1 - (Math.max(nowMs, windowStart) - windowStart) / windowMs) + current;
+      },
     });
   });
 }

@@ -136,6 +136,13 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       make: slidingWindowLog,
       // Entries are grants that happened; a smaller share sees them all (never refilled), a larger one too.
       rescale: (state) => state,
+      usedAt(state, nowMs) {
+        const entries = state?.entries ?? [];
+        let used = 0;
+        for (let i = firstLive(entries, decisionTime(entries, nowMs)); i < entries.length; i += 2)
+          used += entries[i + 1] as number;
+        return used;
+      },
     });
   });
 }

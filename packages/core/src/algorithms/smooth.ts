@@ -165,6 +165,10 @@ function smoothAlgorithm(
     lease: undefined,
     share,
     rescale: (state, ratio) => ({ ...state, storedPermits: state.storedPermits * ratio }),
+    usedAt(state, nowMs) {
+      const { storedPermits, ahead, fresh } = standingAt(state, nowMs);
+      return fresh ? 0 : Math.max(1, shape.maxPermits) - resyncedPermits(storedPermits, ahead, 0, shape);
+    },
     consume,
     refund() {
       throw new SluiceRangeError(

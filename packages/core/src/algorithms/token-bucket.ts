@@ -192,6 +192,10 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
         });
       },
       rescale: (state, ratio) => ({ ...state, tokens: state.tokens * ratio }),
+      usedAt(state, nowMs) {
+        const { tokens, fresh } = refill(state, nowMs);
+        return fresh ? 0 : capacity - tokens;
+      },
       consume,
       refund,
       penalize,

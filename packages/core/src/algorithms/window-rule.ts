@@ -40,6 +40,7 @@ export interface WindowTraits<S> {
   /** The same kind of rule with these options (for a share of the limit). */
   readonly make: (options: WindowOptions) => Algorithm<S>;
   readonly rescale: (state: S, ratio: number) => S;
+  readonly usedAt: (state: S | undefined, nowMs: number) => number;
 }
 
 /** A windowed rule: its limit applies per window, it never reserves, and a grant can be refunded. */
@@ -64,6 +65,7 @@ export function windowRule<S>(kind: AlgorithmKind, parsed: ParsedWindowOptions, 
     lease: traits.lease === undefined ? undefined : { kind: traits.lease, limit, windowMs },
     share: (fraction) => traits.make({ ...ownOptions(parsed), limit: shareOf(limit, fraction), windowMs }),
     rescale: traits.rescale,
+    usedAt: traits.usedAt,
     consume: traits.consume,
     refund: traits.refund,
     penalize: traits.penalize,

@@ -1,0 +1,141 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Algorithm, AlgorithmKind } from './algorithm.js';
+import { CARRY_MODES, type CarryMode, carryState } from './carry.js';
+import { fixedWindow } from './fixed-window.js';
+import { gcra } from './gcra.js';
+import { leakyBucket } from './leaky-bucket.js';
+import { slidingWindowCounter } from './sliding-window-counter.js';
+import { slidingWindowLog } from './sliding-window-log.js';
+import { smoothBursty, smoothWarmingUp } from './smooth.js';
+import { tokenBucket } from './token-bucket.js';
+
+/** One rule of `kind` shaped by a limit-like size and a period or rate. */
+function rule(kind: AlgorithmKind, size: number, periodMs: number, mode: 'police' | 'shape'): Algorithm {
+  const rate = (size * 1000) / periodMs;
+  switch (kind) {
+    case 'fixedWindow':
+      return fixedWindow({ limit: size, windowMs: periodMs }) as Algorithm;
+    case 'slidingWindowCounter':
+      return slidingWindowCounter({ limit: size, windowMs: periodMs }) as Algorithm;
+    case 'slidingWindowLog':
+      return slidingWindowLog({ limit: size, windowMs: periodMs }) as Algorithm;
+    case 'tokenBucket':
+      return tokenBucket({ capacity: size, refillPerSecond: rate }) as Algorithm;
+    case 'gcra':
+      return gcra({ rate, burst: size }) as Algorithm;
+    case 'leakyBucket':
+      return leakyBucket({ capacity: size, leakPerSecond: rate, mode }) as Algorithm;
+    case 'smoothBursty':
+      return smoothBursty({ permitsPerSecond: rate, maxBurstSeconds: periodMs / 1000 }) as Algorithm;
+    case 'smoothWarmingUp':
+      return smoothWarmingUp({ permitsPerSecond: rate, warmupMs: periodMs }) as Algorithm;
+  }
+}
+
+const KINDS: AlgorithmKind[] = [
+  'fixedWindow',
+  'slidingWindowCounter',
+  'slidingWindowLog',
+  'tokenBucket',
+  'gcra',
+  'leakyBucket',
+  'smoothBursty',
+  'smoothWarmingUp',
+];
+const WHOLE = new Set<AlgorithmKind>(['fixedWindow', 'slidingWindowCounter', 'slidingWindowLog']);
+const close = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b));
+
+/** A key's state after `steps` (ms since the last step, permits, a penalty or a decision) under `r` from `start`. */
+function history(r: Algorithm, start: number, steps: ReadonlyArray<[number, number, boolean]>): [unknown, number] {
+  let state: unknown;
+  let now = start;
+  for (const [dt, permits, penalty] of steps) {
+    now += dt;
+    if (penalty) state = r.penalize(state, now, permits).state;
+    else {
+      const o = r.consume(state, now, permits, 0);
+      if (o.state !== undefined) state = o.state;
+    }
+  }
+  return [state, now];
+}
+
+const scenario = fc.record({
+  kind: fc.constantFrom(...KINDS),
+  mode: fc.constantFrom(...CARRY_MODES),
+  leaky: fc.constantFrom<'police' | 'shape'>('police', 'shape'),
+  oldSize: fc.integer({ min: 1, max: 200 }),
+  newSize: fc.integer({ min: 1, max: 200 }),
+  oldPeriod: fc.integer({ min: 10, max: 60_000 }),
+  samePeriod: fc.boolean(),
+  newPeriod: fc.integer({ min: 10, max: 60_000 }),
+  start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
+  steps: fc.array(fc.tuple(fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 1, max: 60 }), fc.boolean()), {
+    maxLength: 30,
+  }),
+  later: fc.integer({ min: 0, max: 10_000 }),
+});
+
+describe('carryState: what a key spent when its rule changes', () => {
+  it('carries what was used at the change, scaled in proportional mode, forgotten in fresh mode; never more', () => {
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const from = rule(s.kind, s.oldSize, s.oldPeriod, s.leaky);
+        const to = rule(s.kind, s.newSize, s.samePeriod ? s.oldPeriod : s.newPeriod, s.leaky);
+        const [state, last] = history(from, s.start, s.steps);
+        const now = last + s.later;
+        const carried = carryState(from, to, state, now, s.mode);
+        if (s.mode === 'fresh' || state === undefined) {
+          expect(carried).toBeUndefined();
+          return;
+        }
+        const used = from.usedAt(state, now);
+        if (s.kind === 'smoothBursty' || s.kind === 'smoothWarmingUp') {
+          // Guava's setRate: the permits stored scaled by the new burst over the old.
+          const stored = ((from.burst - used) * to.burst) / from.burst;
+          expect(close(to.burst - to.usedAt(carried, now), stored)).toBe(true);
+          return;
+        }
+        let expected = s.mode === 'proportional' ? (used * to.limit) / from.limit : used;
+        // A window's counts under the same window length are kept as they are; otherwise whole grants, rounded up.
+        const asIs = s.mode === 'used' && from.stateFormat === to.stateFormat && WHOLE.has(s.kind);
+        if (WHOLE.has(s.kind) && !asIs) expected = Math.ceil(expected - 1e-9);
+        const carriedUse = to.usedAt(carried, now);
+        expect(close(carriedUse, Math.max(0, expected)), `${carriedUse} carried, ${expected} expected`).toBe(true);
+        // The new rule grants from it no more than its limit less what was carried.
+        for (let permits = 1; permits <= to.limit; permits++) {
+          if (to.consume(carried, now, permits, 0).allowed)
+            expect(expected + permits).toBeLessThanOrEqual(to.limit + 1e-6);
+        }
+      }),
+      { numRuns: 3_000 },
+    );
+  });
+
+  it('60 used of an old 100: 0 of a new 50 and 140 of a new 200 kept; 30 of 50 and 120 of 200 proportionally', () => {
+    for (const kind of ['fixedWindow', 'tokenBucket', 'gcra', 'slidingWindowLog'] as const) {
+      const from = rule(kind, 100, 60_000, 'police');
+      const [state, now] = history(from, 1_000_000, [[0, 60, false]]);
+      const remaining = (to: Algorithm, mode: CarryMode) => {
+        const d = to.consume(carryState(from, to, state, now, mode), now, 1, 0);
+        return d.allowed ? d.remaining + 1 : d.remaining;
+      };
+      const half = rule(kind, 50, 60_000, 'police');
+      const twice = rule(kind, 200, 60_000, 'police');
+      expect([remaining(half, 'used'), remaining(twice, 'used')], kind).toEqual([0, 140]);
+      expect([remaining(half, 'proportional'), remaining(twice, 'proportional')], kind).toEqual([20, 80]);
+      expect([remaining(half, 'fresh'), remaining(twice, 'fresh')], kind).toEqual([50, 200]);
+    }
+  });
+
+  it('a window that changed length carries its count into the new window that holds the change', () => {
+    const from = fixedWindow({ limit: 100, windowMs: 60_000 });
+    const to = fixedWindow({ limit: 100, windowMs: 3_600_000 });
+    const at = 7_200_000 + 30_000;
+    const state = from.consume(undefined, at, 70, 0).state;
+    expect(carryState(from, to, state, at + 1_000, 'used')).toEqual({ windowStart: 7_200_000, count: 70 });
+    // Past the old window, nothing it counted is still used.
+    expect(carryState(from, to, state, at + 60_000, 'used')).toBeUndefined();
+  });
+});
