@@ -64,3 +64,14 @@ function guavaSetRate<S>(from: Algorithm<S>, to: Algorithm<S>, state: S, nowMs: 
     at: nowMs,
   } satisfies SmoothState as unknown as S;
 }
+
+/**
+ * How long after a change the states of `rules` are carried over (ms): as long as any of them can matter
+ * after a decision, with room for a debt of twice the rule's burst (a reservation or a penalty). A state
+ * penalized deeper than that starts fresh under the new rules once this has passed.
+ * @example
+ * carryWindowMs([fixedWindow({ limit: 10, windowMs: 60_000 })]) // 180_000
+ */
+export function carryWindowMs(rules: readonly Algorithm[]): number {
+  return Math.max(...rules.map((rule) => 2 * rule.windowMs + rule.penalize(undefined, 0, 2 * rule.burst).ttlMs));
+}

@@ -2,7 +2,10 @@ import type { Algorithm } from '../algorithms/algorithm.js';
 import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
 import type { Decision } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
+import { CARRY_MODES, type CarryMode, carryWindowMs } from '../algorithms/carry.js';
+import { CarriedBinding, hasStateAccess } from './carried-binding.js';
 import { MemoryStore } from './memory-store.js';
+import { type Rules, normalizeRules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
 import { parseOptions } from '../foundation/options.js';
 import { LIMITER_OPTIONS, type LimiterOptions } from './limiter-options.js';
@@ -74,6 +77,22 @@ export interface RefundOptions extends PlanOption {
   decision?: Decision | undefined;
 }
 
+/** Options of `reconfigure`. */
+export interface ReconfigureOptions {
+  /**
+   * What happens to what keys already spent under the rules being changed (see CarryMode): keep what was
+   * used, keep the fraction used, or start fresh. Rules with new names always start fresh.
+   * @default 'used'
+   */
+  carry?: CarryMode | undefined;
+}
+
+/** A limiter's rules as in force, and the version of its configuration (1 until the first reconfigure). */
+export interface LimiterConfiguration {
+  readonly version: number;
+  readonly rules: readonly Algorithm[];
+}
+
 /** A rate limiter bound to a store: the same interface for local, exact (Redis), leased and divided modes. */
 export interface Limiter {
   /** Decides `permits` for `key`, waiting at most `timeoutMs`. Resolves to the Decision; never rejects for being limited. */
@@ -128,8 +147,23 @@ export interface Limiter {
   ready(): Promise<void>;
   /** Stops the limiter: waiting calls reject with SluiceError('CLOSED'); a store it created is closed. */
   close(): Promise<void>;
-  /** The rules (of the first plan, for a limiter with plans). */
+  /**
+   * Changes the limiter's rules while it runs: a rule keeps its identity (and what keys used under it) by
+   * name, a rule with a new name starts fresh, a rule left out is dropped; `options.carry` says what happens
+   * to what was used (default 'used': 60 used of an old limit of 100 leaves 0 of a new 50 and 140 of a new
+   * 200). A key's states are carried over the first time the key is met under the new rules; decisions then
+   * report `configVersion`. A rule may not change its kind under the same name (give it a new name).
+   * Resolves to the configuration now in force. On a memory store the change is this limiter's; stores that
+   * cannot carry states over refuse with SluiceError('UNSUPPORTED'), as do limiters with plans.
+   *
+   * @example
+   * await api.reconfigure(tokenBucket({ name: 'api', capacity: 200, refillPerSecond: 20 }))
+   */
+  reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration>;
+  /** The rules in force (of the first plan, for a limiter with plans). */
   readonly rules: readonly Algorithm[];
+  /** The version of the limiter's configuration: 1, and one more after each `reconfigure`. */
+  readonly configVersion: number;
   /**
    * The clock this limiter waits on: its store's when the store decides on this process's clock (a memory
    * store, a ManualClock in tests), else systemClock. Durations measured on it (a refund's `grantedMsAgo`)
@@ -159,22 +193,24 @@ interface Binding {
 }
 
 class StoreLimiter implements Limiter {
-  readonly rules: readonly Algorithm[];
   readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
   readonly prefix: string;
   readonly #clock: Clock;
   readonly #store: Store;
   readonly #ownsStore: boolean;
   /** The binding used when no plan is named: the limiter's rules, or its first plan. */
-  readonly #default: Binding;
+  #default: Binding;
+  /** Binds a set of rules to the store (see RuleSet). */
+  readonly #bind: (ruleSet: RuleSet) => BoundStore;
+  #version = 1;
   readonly #bindings: ReadonlyMap<string, Binding> | undefined;
   readonly #parsedPlans: ParsedPlans | undefined;
   readonly #resolvePlan: PlanResolver | undefined;
   readonly #maxKeyLength: number;
   readonly #jitterMs: number;
   readonly #shadow: boolean;
-  /** The store binding when a decision is the store's answer as it is (no plans, no shadow mode). */
-  readonly #plain: BoundStore | undefined;
+  /** The store binding when a decision is the store's answer as it is (no plans, no shadow mode, version 1). */
+  #plain: BoundStore | undefined;
   readonly #closing = new AbortController();
   /** Mirrors #closing.signal.aborted, which is a slow DOM getter on the hot path. */
   #closed = false;
@@ -250,7 +286,7 @@ class StoreLimiter implements Limiter {
       ),
       reserves: planRules.length === 1 && (planRules[0] as Algorithm).reserves,
     });
-    this.rules = rules;
+    this.#bind = bind;
     if (parsedPlans === undefined) {
       this.plans = undefined;
       this.#bindings = undefined;
@@ -280,6 +316,14 @@ class StoreLimiter implements Limiter {
 
   get clock(): Clock {
     return this.#clock;
+  }
+
+  get rules(): readonly Algorithm[] {
+    return this.#default.rules;
+  }
+
+  get configVersion(): number {
+    return this.#version;
   }
 
   #checkOpen(): void {
@@ -376,7 +420,7 @@ class StoreLimiter implements Limiter {
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
     const decision = binding.bound.consume(key, permits, 0, note);
-    if (!this.#shadow && binding.plan === undefined) return decision;
+    if (!this.#shadow && binding.plan === undefined && this.#version === 1) return decision;
     return decision instanceof Promise
       ? decision.then((d) => this.#reported(binding, d))
       : this.#reported(binding, decision);
@@ -385,7 +429,8 @@ class StoreLimiter implements Limiter {
   /** A decision as the caller sees it: marked with its plan, and let through when shadow mode denies nothing. */
   #reported(binding: Binding, decision: Decision): Decision {
     const planned = binding.plan === undefined ? decision : { ...decision, plan: binding.plan };
-    return this.#shadow ? shadowed(planned) : planned;
+    const versioned = this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
+    return this.#shadow ? shadowed(versioned) : versioned;
   }
 
   async acquire(key: string, options?: AcquireOptions): Promise<number> {
@@ -464,7 +509,8 @@ class StoreLimiter implements Limiter {
       const found = this.#binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
       const d = await binding.bound.peek(key);
-      return binding.plan === undefined ? d : { ...d, plan: binding.plan };
+      const planned = binding.plan === undefined ? d : { ...d, plan: binding.plan };
+      return this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
     } catch (error) {
       throw callerNamed('peek', error);
     }
@@ -549,6 +595,58 @@ class StoreLimiter implements Limiter {
     }
   }
 
+  async reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
+    try {
+      this.#checkOpen();
+      const next = normalizeRules(rules, 'rules');
+      optionsObject('reconfigure options', options, false);
+      const carry = carryOption(options?.carry);
+      if (this.#bindings !== undefined) {
+        throw new SluiceError(
+          'UNSUPPORTED',
+          'reconfigure: a limiter with plans cannot change its rules yet; make a limiter of each plan, or give ' +
+            'one key its own rules with a plan',
+        );
+      }
+      keepsKinds(this.#default.rules, next);
+      if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
+      const current = this.#default;
+      const old = current.bound;
+      const storeName = this.#store.capabilities?.name ?? 'this store';
+      if (!hasStateAccess(old)) {
+        throw new SluiceError(
+          'UNSUPPORTED',
+          `reconfigure: ${storeName} cannot carry keys' states over to new rules yet; close the limiter and ` +
+            'create it with the new rules',
+        );
+      }
+      const version = this.#version + 1;
+      const bound = this.#bind({ rules: next, prefix: this.prefix, generation: version });
+      if (!hasStateAccess(bound)) {
+        await bound.unbind?.();
+        throw new SluiceError('UNSUPPORTED', `reconfigure: ${storeName} cannot carry keys' states over to new rules`);
+      }
+      const source = {
+        bound: old,
+        rules: current.rules,
+        until: this.#clock.now() + carryWindowMs(current.rules),
+        release: () => void old.unbind?.(),
+      };
+      this.#default = {
+        plan: undefined,
+        rules: next,
+        bound: new CarriedBinding(bound, next, source, carry, this.#clock),
+        reserves: next.length === 1 && (next[0] as Algorithm).reserves,
+      };
+      // Decisions now say their configuration's version: none is the store's answer as it is.
+      this.#plain = undefined;
+      this.#version = version;
+      return { version, rules: next };
+    } catch (error) {
+      throw callerNamed('reconfigure', error);
+    }
+  }
+
   async ready(): Promise<void> {
     try {
       this.#checkOpen();
@@ -604,6 +702,34 @@ function checkCapabilities(
       `${can.name} cannot honour blockMs (rule ${JSON.stringify(banning.name)}): it keeps no bans; use a store ` +
         `with bans (memoryStore, redisStore)`,
     );
+  }
+}
+
+/** reconfigure's `carry`: 'used' unless given, else one of CARRY_MODES. */
+function carryOption(value: unknown): CarryMode {
+  if (value === undefined) return 'used';
+  if (typeof value === 'string' && (CARRY_MODES as readonly string[]).includes(value)) return value as CarryMode;
+  const modes = CARRY_MODES.map((mode) => JSON.stringify(mode)).join(', ');
+  if (typeof value !== 'string')
+    throw new SluiceTypeError('carry', value, `carry must be one of ${modes}, got ${describe(value)}`);
+  throw new SluiceRangeError('carry', value, `carry must be one of ${modes}, got ${describe(value)}`);
+}
+
+/**
+ * Refuses new rules that change a rule's kind under its name: a rule keeps its identity, and what keys used
+ * under it, by name, and one kind's state means nothing to another.
+ */
+function keepsKinds(current: readonly Algorithm[], next: readonly Algorithm[]): void {
+  for (const rule of next) {
+    const old = current.find((r) => r.name === rule.name);
+    if (old !== undefined && old.kind !== rule.kind) {
+      throw new SluiceRangeError(
+        'rules',
+        rule.name,
+        `rule ${JSON.stringify(rule.name)} is a ${old.kind}; it cannot become a ${rule.kind} under the same name ` +
+          '(a rule keeps what keys used under it by name): give the new rule another name, and it starts fresh',
+      );
+    }
   }
 }
 

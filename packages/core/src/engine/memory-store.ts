@@ -7,7 +7,7 @@ import { type Clock, systemClock } from '../foundation/clock.js';
 import type { Decision } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, inCall } from '../foundation/errors.js';
 import { type RuleVerdict, decidePolicy, ruleDecision } from './policy.js';
-import type { BoundStore, RuleSet, Store } from './store.js';
+import type { BoundStore, RuleSet, StateAccess, Store } from './store.js';
 import { MemorySemaphores } from './memory-semaphore.js';
 import type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec } from './semaphore-store.js';
 import { option, optional, parseOptions } from '../foundation/options.js';
@@ -146,7 +146,9 @@ export class MemoryStore implements Store, ConcurrencyStore {
    */
   bind(ruleSet: RuleSet, exclusive = false): BoundStore {
     if (this.#closed) throw new SluiceError('CLOSED', 'memoryStore is closed');
-    if (this.#exclusive || (exclusive && this.#bindings > 0)) {
+    // The limiter that owns the store binds it again for each new configuration generation.
+    const successor = exclusive && this.#exclusive && (ruleSet.generation ?? 1) > 1;
+    if (!successor && (this.#exclusive || (exclusive && this.#bindings > 0))) {
       throw new SluiceRangeError(
         'store',
         'memoryStore',
@@ -154,7 +156,11 @@ export class MemoryStore implements Store, ConcurrencyStore {
       );
     }
     const { rules } = ruleSet;
-    const release = exclusive ? undefined : this.#prefixes.claim(ruleSet.prefix, ruleSet.plans ?? rules);
+    // A generation after the first keeps its states apart (see RuleSet.generation), and claims its prefix apart
+    // too: its rules differ from the generation before it, which may still be bound while keys carry over.
+    const generation = ruleSet.generation ?? 1;
+    const apart = generation > 1 ? `\u0002${generation}` : '';
+    const release = exclusive ? undefined : this.#prefixes.claim(`${ruleSet.prefix}${apart}`, ruleSet.plans ?? rules);
     this.#exclusive = exclusive;
     this.#bindings++;
     // Plans share states by rule name, as rules counted against other keys do: one cell per (identity, rule).
@@ -162,7 +168,7 @@ export class MemoryStore implements Store, ConcurrencyStore {
     // Bindings of one prefix (a limiter's plans) share its namespace; a prefix holds no control character,
     // so the two kinds of binding never share one.
     const name = byIdentity ? `\u0001${ruleSet.prefix}` : ruleSet.prefix;
-    const cells = this.#states.namespace<Cell>(name);
+    const cells = this.#states.namespace<Cell>(`${name}${apart}`);
     const bans = this.#bans.namespace<Ban>(name);
     const letGo = [cells.hold(), bans.hold()];
     let bound = true;
@@ -254,7 +260,7 @@ const grantedAt = (now: number, grantedAgoMs: number): number => now - grantedAg
  * What every binding of the memory store shares: the store's cache, bans and time, and explicit bans, kept
  * where each kind of binding keeps a key's ban.
  */
-abstract class MemoryBinding implements BoundStore {
+abstract class MemoryBinding implements BoundStore, StateAccess {
   protected readonly cells: Namespace<Cell>;
   protected readonly bans: Bans;
   protected readonly time: StoreTime;
@@ -276,6 +282,8 @@ abstract class MemoryBinding implements BoundStore {
   abstract reset(key: string): void;
   abstract refund(key: string, permits: number, grantedAgoMs: number): void;
   abstract penalize(key: string, permits: number): void;
+  abstract take(key: string): readonly unknown[] | undefined;
+  abstract seed(key: string, states: readonly unknown[], nowMs: number): void;
 
   block(key: string, ms: number): void {
     const now = this.time.clock.now();
@@ -369,6 +377,21 @@ class SingleRuleBinding extends KeyCellBinding {
     );
   }
 
+  take(key: string): readonly unknown[] | undefined {
+    const cell = this.cells.get(key);
+    if (cell === undefined) return undefined;
+    this.cells.delete(key);
+    return [cell.state];
+  }
+
+  seed(key: string, states: readonly unknown[], nowMs: number): void {
+    const state = states[0];
+    if (state === undefined || this.cells.get(key) !== undefined) return;
+    // A penalty of nothing: the state as the rule keeps it, and how long it matters.
+    const kept = this.#rule.penalize(state, nowMs, 0);
+    this.time.store(this.cells, key, undefined, kept.state, nowMs, kept.ttlMs);
+  }
+
   peek(key: string): Decision {
     const now = this.time.clock.now();
     const state = this.cells.peek(key)?.state;
@@ -411,6 +434,28 @@ class PolicyBinding extends KeyCellBinding {
     if (banned === undefined) return p.decision;
     const started = this.bans.start(key, banned, now);
     return blockedDecision(this.#rules, p.verdicts, started.rule, started.until - now, permits);
+  }
+
+  take(key: string): readonly unknown[] | undefined {
+    const cell = this.cells.get(key);
+    if (cell === undefined) return undefined;
+    this.cells.delete(key);
+    return cell.state as unknown[];
+  }
+
+  seed(key: string, states: readonly unknown[], nowMs: number): void {
+    if (states.every((state) => state === undefined) || this.cells.get(key) !== undefined) return;
+    const kept = this.#rules.map((rule, r) =>
+      states[r] === undefined ? { state: undefined, ttlMs: 0 } : rule.penalize(states[r], nowMs, 0),
+    );
+    this.time.store(
+      this.cells,
+      key,
+      undefined,
+      kept.map((k) => k.state),
+      nowMs,
+      longestLife(kept),
+    );
   }
 
   peek(key: string): Decision {
@@ -490,6 +535,28 @@ class IdentityBinding extends MemoryBinding {
 
   consume(key: string, permits: number, maxWaitMs: number): Decision {
     return this.#decide(key, permits, maxWaitMs, true);
+  }
+
+  take(key: string): readonly unknown[] | undefined {
+    let any = false;
+    const states = this.#cellKeys(key).map((k) => {
+      const cell = this.cells.get(k);
+      if (cell === undefined) return undefined;
+      any = true;
+      this.cells.delete(k);
+      return cell.state;
+    });
+    return any ? states : undefined;
+  }
+
+  seed(key: string, states: readonly unknown[], nowMs: number): void {
+    const keys = this.#cellKeys(key);
+    this.#rules.forEach((rule, r) => {
+      const k = keys[r] as string;
+      if (states[r] === undefined || this.cells.get(k) !== undefined) return;
+      const kept = rule.penalize(states[r], nowMs, 0);
+      this.time.store(this.cells, k, undefined, kept.state, nowMs, kept.ttlMs);
+    });
   }
 
   peek(key: string): Decision {

@@ -16,6 +16,24 @@ export interface RuleSet {
    * state across plans, so the store keeps states by rule name and claims the prefix for all of them.
    */
   readonly plans?: readonly Algorithm[];
+  /**
+   * The limiter's configuration generation (1, or undefined, until `limiter.reconfigure`): each generation
+   * keeps its states apart from the others', so rules that changed never read a state kept under their old
+   * parameters as their own; a key's state is carried over from the generation before (see StateAccess).
+   * Bans are the key's in every generation.
+   */
+  readonly generation?: number;
+}
+
+/**
+ * A binding's states read and written whole, for carrying a key's states from one configuration generation
+ * to the next (limiter.reconfigure). States are in the binding's rule order.
+ */
+export interface StateAccess {
+  /** Removes and returns `key`'s states (undefined for a rule with none), or undefined when it holds none. */
+  take(key: string): readonly unknown[] | undefined;
+  /** Keeps `states` for `key`, decided at `nowMs`, for each rule that holds none (undefined: nothing to keep). */
+  seed(key: string, states: readonly unknown[], nowMs: number): void;
 }
 
 /**

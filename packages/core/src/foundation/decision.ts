@@ -45,6 +45,11 @@ export interface Decision {
   /** With plans (`createLimiter({ plans })`): the plan whose rules decided. */
   readonly plan?: string;
   /**
+   * Once `limiter.reconfigure` changed the rules: the version of the configuration that decided (see
+   * Limiter.configVersion). Left out while the limiter runs its first configuration.
+   */
+  readonly configVersion?: number;
+  /**
    * `'fallback'` when a fail mode decided because the store's Redis was away or late (`failMode` 'local',
    * 'open' or 'closed'): the numbers are this node's, not the fleet's. Undefined when the store's own backend
    * decided (memory, Redis, a lease, a divided share). `limiter.refund(key, n, { decision })` gives a grant
