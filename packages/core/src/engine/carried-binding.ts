@@ -15,6 +15,35 @@ export interface CarrySource {
   readonly release: () => void;
 }
 
+/**
+ * Moves `key`'s states from one binding to another (an override set or removed): taken from `from`, carried
+ * by rule name (what was used is kept), kept in `to`. Rules counted against other keys are never moved
+ * (their state is every key's): overrides refuse them.
+ */
+export function moveStates(
+  key: string,
+  from: { readonly bound: StateAccess; readonly rules: readonly Algorithm[] },
+  to: { readonly bound: StateAccess; readonly rules: readonly Algorithm[] },
+  nowMs: number,
+): void {
+  const states = from.bound.take(key);
+  if (states !== undefined) to.bound.seed(key, carriedStates(from.rules, to.rules, states, nowMs, 'used'), nowMs);
+}
+
+/** `states` of `from` (rule order) as `to`'s (rule order), by rule name; a rule with a new name starts fresh. */
+function carriedStates(
+  from: readonly Algorithm[],
+  to: readonly Algorithm[],
+  states: readonly unknown[],
+  nowMs: number,
+  mode: CarryMode,
+): unknown[] {
+  return to.map((rule) => {
+    const i = from.findIndex((old) => old.name === rule.name);
+    return i === -1 ? undefined : carryState(from[i] as Algorithm, rule, states[i], nowMs, mode);
+  });
+}
+
 /** True when `bound` can hand its states over and take them (see StateAccess). */
 export function hasStateAccess(bound: BoundStore): bound is BoundStore & StateAccess {
   const b = bound as Partial<StateAccess>;
@@ -31,8 +60,6 @@ export function hasStateAccess(bound: BoundStore): bound is BoundStore & StateAc
 export class CarriedBinding implements BoundStore, StateAccess {
   readonly #inner: BoundStore & StateAccess;
   readonly #rules: readonly Algorithm[];
-  /** Per rule, the index of the rule of the same name in the source's rules (-1: a new rule). */
-  readonly #from: readonly number[];
   readonly #mode: CarryMode;
   readonly #clock: Clock;
   #source: CarrySource | undefined;
@@ -54,7 +81,6 @@ export class CarriedBinding implements BoundStore, StateAccess {
     this.#source = source;
     this.#mode = mode;
     this.#clock = clock;
-    this.#from = rules.map((rule) => source.rules.findIndex((old) => old.name === rule.name));
     const { refund, penalize, block, unblock } = inner;
     if (refund !== undefined)
       this.refund = (key, permits, grantedAgoMs, grant) => {
@@ -86,12 +112,7 @@ export class CarriedBinding implements BoundStore, StateAccess {
       return;
     }
     const old = source.bound.take(key);
-    if (old === undefined) return;
-    const states = this.#rules.map((rule, r) => {
-      const i = this.#from[r] as number;
-      return i === -1 ? undefined : carryState(source.rules[i] as Algorithm, rule, old[i], now, this.#mode);
-    });
-    this.#inner.seed(key, states, now);
+    if (old !== undefined) this.#inner.seed(key, carriedStates(source.rules, this.#rules, old, now, this.#mode), now);
   }
 
   consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {

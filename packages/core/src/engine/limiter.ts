@@ -3,7 +3,7 @@ import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
 import type { Decision } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { CARRY_MODES, type CarryMode, carryWindowMs } from '../algorithms/carry.js';
-import { CarriedBinding, hasStateAccess } from './carried-binding.js';
+import { CarriedBinding, hasStateAccess, moveStates } from './carried-binding.js';
 import { MemoryStore } from './memory-store.js';
 import { type Rules, normalizeRules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
@@ -87,6 +87,30 @@ export interface ReconfigureOptions {
   carry?: CarryMode | undefined;
 }
 
+/** One key's own rules (limiter.override). */
+export interface Override {
+  readonly key: string;
+  readonly rules: readonly Algorithm[];
+}
+
+/** Options of `overrides`: a page of the list, in key order. */
+export interface OverridesOptions {
+  /** Where the page starts: the `cursor` of the page before (undefined: the first page). */
+  cursor?: string | undefined;
+  /**
+   * The most overrides on the page, 1 to 1,000.
+   * @default 100
+   */
+  count?: number | undefined;
+}
+
+/** A page of `overrides`. */
+export interface OverridesPage {
+  readonly overrides: readonly Override[];
+  /** The next page's cursor; undefined on the last page. */
+  readonly cursor: string | undefined;
+}
+
 /** A limiter's rules as in force, and the version of its configuration (1 until the first reconfigure). */
 export interface LimiterConfiguration {
   readonly version: number;
@@ -160,6 +184,21 @@ export interface Limiter {
    * await api.reconfigure(tokenBucket({ name: 'api', capacity: 200, refillPerSecond: 20 }))
    */
   reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration>;
+  /**
+   * Gives one key its own rules (a contract, a partner, an abuser) in place of the limiter's (or its plan's:
+   * an override wins over plans): what the key used is kept by rule name, as `reconfigure` keeps it. Setting
+   * it again replaces it; decisions it makes say `override: true`. The rules are the key's own: a rule
+   * counted against another key (`key` option) is refused, as are overrides on a limiter with such rules.
+   * Stores that cannot carry states over refuse with SluiceError('UNSUPPORTED').
+   *
+   * @example
+   * await api.override('tenant:acme', tokenBucket({ name: 'api', capacity: 5_000, refillPerSecond: 50 }))
+   */
+  override(key: string, rules: Rules): Promise<void>;
+  /** Takes a key's override away: it returns to the limiter's rules, keeping what it used. No override: nothing. */
+  removeOverride(key: string): Promise<void>;
+  /** The overrides in force, a page at a time in key order. */
+  overrides(options?: OverridesOptions): Promise<OverridesPage>;
   /** The rules in force (of the first plan, for a limiter with plans). */
   readonly rules: readonly Algorithm[];
   /** The version of the limiter's configuration: 1, and one more after each `reconfigure`. */
@@ -190,7 +229,13 @@ interface Binding {
   readonly bound: BoundStore;
   /** Only a single reserving rule can grant with a wait; a policy retries instead. */
   readonly reserves: boolean;
+  /** True for a key's override (decisions say so). */
+  readonly override?: true;
 }
+
+/** The most overrides one page of `overrides()` lists unless it asks for fewer. */
+const OVERRIDES_PAGE = 100;
+const OVERRIDES_PAGE_MAX = 1000;
 
 class StoreLimiter implements Limiter {
   readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
@@ -203,6 +248,9 @@ class StoreLimiter implements Limiter {
   /** Binds a set of rules to the store (see RuleSet). */
   readonly #bind: (ruleSet: RuleSet) => BoundStore;
   #version = 1;
+  /** Keys with rules of their own (override), and how many overrides were ever bound (their names apart). */
+  readonly #overrides = new Map<string, Binding>();
+  #overridesBound = 0;
   readonly #bindings: ReadonlyMap<string, Binding> | undefined;
   readonly #parsedPlans: ParsedPlans | undefined;
   readonly #resolvePlan: PlanResolver | undefined;
@@ -335,6 +383,8 @@ class StoreLimiter implements Limiter {
    * A limiter without plans refuses a plan. Synchronous unless the resolver is async.
    */
   #binding(key: string, plan: unknown): Binding | Promise<Binding> {
+    const own = this.#overrides.size === 0 ? undefined : this.#overrides.get(key);
+    if (own !== undefined) return own;
     const plans = this.#parsedPlans;
     const bindings = this.#bindings;
     if (plans === undefined || bindings === undefined) {
@@ -420,7 +470,8 @@ class StoreLimiter implements Limiter {
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
     const decision = binding.bound.consume(key, permits, 0, note);
-    if (!this.#shadow && binding.plan === undefined && this.#version === 1) return decision;
+    if (!this.#shadow && binding.plan === undefined && this.#version === 1 && binding.override === undefined)
+      return decision;
     return decision instanceof Promise
       ? decision.then((d) => this.#reported(binding, d))
       : this.#reported(binding, decision);
@@ -430,7 +481,8 @@ class StoreLimiter implements Limiter {
   #reported(binding: Binding, decision: Decision): Decision {
     const planned = binding.plan === undefined ? decision : { ...decision, plan: binding.plan };
     const versioned = this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
-    return this.#shadow ? shadowed(versioned) : versioned;
+    const overridden = binding.override === undefined ? versioned : { ...versioned, override: true as const };
+    return this.#shadow ? shadowed(overridden) : overridden;
   }
 
   async acquire(key: string, options?: AcquireOptions): Promise<number> {
@@ -510,7 +562,8 @@ class StoreLimiter implements Limiter {
       const binding = found instanceof Promise ? await found : found;
       const d = await binding.bound.peek(key);
       const planned = binding.plan === undefined ? d : { ...d, plan: binding.plan };
-      return this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
+      const versioned = this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
+      return binding.override === undefined ? versioned : { ...versioned, override: true };
     } catch (error) {
       throw callerNamed('peek', error);
     }
@@ -521,6 +574,8 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       // Every plan's rules: a key that changes plan later must not find what it used under another.
+      const own = this.#overrides.get(key);
+      if (own !== undefined) await own.bound.reset(key);
       if (this.#bindings === undefined) await this.#default.bound.reset(key);
       else await Promise.all([...this.#bindings.values()].map((b) => b.bound.reset(key)));
     } catch (error) {
@@ -621,7 +676,7 @@ class StoreLimiter implements Limiter {
         );
       }
       const version = this.#version + 1;
-      const bound = this.#bind({ rules: next, prefix: this.prefix, generation: version });
+      const bound = this.#bind({ rules: next, prefix: this.prefix, apart: `g${version}` });
       if (!hasStateAccess(bound)) {
         await bound.unbind?.();
         throw new SluiceError('UNSUPPORTED', `reconfigure: ${storeName} cannot carry keys' states over to new rules`);
@@ -638,12 +693,107 @@ class StoreLimiter implements Limiter {
         bound: new CarriedBinding(bound, next, source, carry, this.#clock),
         reserves: next.length === 1 && (next[0] as Algorithm).reserves,
       };
-      // Decisions now say their configuration's version: none is the store's answer as it is.
-      this.#plain = undefined;
       this.#version = version;
+      this.#refreshPlain();
       return { version, rules: next };
     } catch (error) {
       throw callerNamed('reconfigure', error);
+    }
+  }
+
+  /** The binding a decision is the store's answer of as it is, while there is one (see #plain). */
+  #refreshPlain(): void {
+    const plain = !this.#shadow && this.#bindings === undefined && this.#version === 1 && this.#overrides.size === 0;
+    this.#plain = plain ? this.#default.bound : undefined;
+  }
+
+  /** Every rule a key of this limiter can be decided by (every plan's): what an override's rules must agree with. */
+  #allRules(): readonly Algorithm[] {
+    return this.#parsedPlans?.catalog ?? this.#default.rules;
+  }
+
+  async override(key: string, rules: Rules): Promise<void> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const next = normalizeRules(rules, 'rules');
+      const shared = [...this.#allRules(), ...next].find((rule) => rule.key !== undefined);
+      if (shared !== undefined) {
+        throw new SluiceRangeError(
+          'rules',
+          shared.name,
+          `rule ${JSON.stringify(shared.name)} counts against another key than the request's: an override holds ` +
+            "one key's own rules, and a limiter with shared rules takes none",
+        );
+      }
+      keepsKinds(this.#allRules(), next);
+      if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
+      const from = await this.#binding(key, undefined);
+      const storeName = this.#store.capabilities?.name ?? 'this store';
+      const bound = hasStateAccess(from.bound)
+        ? this.#bind({ rules: next, prefix: this.prefix, apart: `o${++this.#overridesBound}` })
+        : undefined;
+      if (bound === undefined || !hasStateAccess(bound) || !hasStateAccess(from.bound)) {
+        await bound?.unbind?.();
+        throw new SluiceError(
+          'UNSUPPORTED',
+          `override: ${storeName} cannot hold an override (it cannot carry a key's states between rules)`,
+        );
+      }
+      moveStates(key, { bound: from.bound, rules: from.rules }, { bound, rules: next }, this.#clock.now());
+      if (from.override !== undefined) await from.bound.unbind?.();
+      const reserves = next.length === 1 && (next[0] as Algorithm).reserves;
+      this.#overrides.set(key, { plan: undefined, rules: next, bound, reserves, override: true });
+      this.#refreshPlain();
+    } catch (error) {
+      throw callerNamed('override', error);
+    }
+  }
+
+  async removeOverride(key: string): Promise<void> {
+    try {
+      this.#checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
+      const own = this.#overrides.get(key);
+      if (own === undefined) return;
+      this.#overrides.delete(key);
+      const back = await this.#binding(key, undefined);
+      if (hasStateAccess(own.bound) && hasStateAccess(back.bound))
+        moveStates(
+          key,
+          { bound: own.bound, rules: own.rules },
+          { bound: back.bound, rules: back.rules },
+          this.#clock.now(),
+        );
+      await own.bound.unbind?.();
+      this.#refreshPlain();
+    } catch (error) {
+      throw callerNamed('removeOverride', error);
+    }
+  }
+
+  async overrides(options?: OverridesOptions): Promise<OverridesPage> {
+    try {
+      this.#checkOpen();
+      optionsObject('overrides options', options, false);
+      const cursor = options?.cursor;
+      if (cursor !== undefined && typeof cursor !== 'string')
+        throw new SluiceTypeError(
+          'cursor',
+          cursor,
+          `cursor must be a page's cursor (a string), got ${describe(cursor)}`,
+        );
+      const count = options?.count === undefined ? OVERRIDES_PAGE : positiveInteger('count', options.count);
+      if (count > OVERRIDES_PAGE_MAX)
+        throw new SluiceRangeError('count', count, `count must be at most ${OVERRIDES_PAGE_MAX}, got ${count}`);
+      const keys = [...this.#overrides.keys()].filter((key) => cursor === undefined || key > cursor).sort();
+      const page = keys.slice(0, count);
+      return {
+        overrides: page.map((key) => ({ key, rules: (this.#overrides.get(key) as Binding).rules })),
+        cursor: keys.length > count ? page.at(-1) : undefined,
+      };
+    } catch (error) {
+      throw callerNamed('overrides', error);
     }
   }
 
@@ -663,7 +813,8 @@ class StoreLimiter implements Limiter {
     this.#unlist?.();
     // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
     const bindings = this.#bindings === undefined ? [this.#default] : [...this.#bindings.values()];
-    for (const b of bindings) await b.bound.unbind?.();
+    for (const b of [...bindings, ...this.#overrides.values()]) await b.bound.unbind?.();
+    this.#overrides.clear();
     if (this.#ownsStore) await this.#store.close();
   }
 }

@@ -146,8 +146,8 @@ export class MemoryStore implements Store, ConcurrencyStore {
    */
   bind(ruleSet: RuleSet, exclusive = false): BoundStore {
     if (this.#closed) throw new SluiceError('CLOSED', 'memoryStore is closed');
-    // The limiter that owns the store binds it again for each new configuration generation.
-    const successor = exclusive && this.#exclusive && (ruleSet.generation ?? 1) > 1;
+    // The limiter that owns the store binds it again apart (a new configuration, an override).
+    const successor = exclusive && this.#exclusive && ruleSet.apart !== undefined;
     if (!successor && (this.#exclusive || (exclusive && this.#bindings > 0))) {
       throw new SluiceRangeError(
         'store',
@@ -156,10 +156,9 @@ export class MemoryStore implements Store, ConcurrencyStore {
       );
     }
     const { rules } = ruleSet;
-    // A generation after the first keeps its states apart (see RuleSet.generation), and claims its prefix apart
-    // too: its rules differ from the generation before it, which may still be bound while keys carry over.
-    const generation = ruleSet.generation ?? 1;
-    const apart = generation > 1 ? `\u0002${generation}` : '';
+    // A binding apart (see RuleSet.apart) keeps its states apart, and claims its prefix apart too: its rules
+    // differ from the limiter's other bindings', which stay bound beside it.
+    const apart = ruleSet.apart === undefined ? '' : `\u0002${ruleSet.apart}`;
     const release = exclusive ? undefined : this.#prefixes.claim(`${ruleSet.prefix}${apart}`, ruleSet.plans ?? rules);
     this.#exclusive = exclusive;
     this.#bindings++;

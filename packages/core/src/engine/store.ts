@@ -17,12 +17,12 @@ export interface RuleSet {
    */
   readonly plans?: readonly Algorithm[];
   /**
-   * The limiter's configuration generation (1, or undefined, until `limiter.reconfigure`): each generation
-   * keeps its states apart from the others', so rules that changed never read a state kept under their old
-   * parameters as their own; a key's state is carried over from the generation before (see StateAccess).
-   * Bans are the key's in every generation.
+   * Keeps this binding's states apart from the limiter's other bindings' (undefined: the limiter's first
+   * configuration): a later configuration generation (`limiter.reconfigure`: `g2`, `g3`, ...) or one key's
+   * override (`o1`, ...). Rules bound apart never read a state kept under other parameters as their own; a
+   * key's states are carried from one binding to another (see StateAccess). Bans are the key's in every one.
    */
-  readonly generation?: number;
+  readonly apart?: string;
 }
 
 /**

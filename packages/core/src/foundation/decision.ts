@@ -49,6 +49,8 @@ export interface Decision {
    * Limiter.configVersion). Left out while the limiter runs its first configuration.
    */
   readonly configVersion?: number;
+  /** True when the key's own rules decided (`limiter.override`), in place of the limiter's or its plan's. */
+  readonly override?: true;
   /**
    * `'fallback'` when a fail mode decided because the store's Redis was away or late (`failMode` 'local',
    * 'open' or 'closed'): the numbers are this node's, not the fleet's. Undefined when the store's own backend
