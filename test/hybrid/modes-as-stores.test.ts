@@ -47,6 +47,27 @@ describe.each(Object.keys(stores) as (keyof typeof stores)[])('the same limiter 
   });
 });
 
+describe.each(['exact', 'leased', 'divided'] as const)('live limits on the %s store (not there yet)', (mode) => {
+  it('reconfigure and override are refused with UNSUPPORTED naming the store; nothing changes', async () => {
+    const store = stores[mode]();
+    opened.push(store);
+    const rule = (limit: number) => fixedWindow({ limit, windowMs: 60_000, name: 'api' });
+    const limiter = createLimiter({ rules: rule(5), store, prefix: prefix() });
+    await limiter.tryAcquire('user:1');
+    const named = {
+      code: 'UNSUPPORTED',
+      message: expect.stringMatching(/(RedisStore|leasedStore|dividedStore) cannot/),
+    };
+    await expect(limiter.reconfigure(rule(10))).rejects.toMatchObject(named);
+    await expect(limiter.override('user:1', rule(10))).rejects.toMatchObject(named);
+    expect(limiter.configVersion).toBe(1);
+    expect(limiter.rules[0]?.limit).toBe(5);
+    expect((await limiter.overrides()).overrides).toEqual([]);
+    expect(await limiter.tryAcquire('user:1')).toMatchObject({ allowed: true, limit: 5 });
+    await limiter.close();
+  });
+});
+
 describe.each(['leased', 'divided'] as const)('what the %s store cannot do', (mode) => {
   const name = `${mode}Store`;
   const make = () => {

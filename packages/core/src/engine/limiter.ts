@@ -667,7 +667,7 @@ class StoreLimiter implements Limiter {
       if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
       const current = this.#default;
       const old = current.bound;
-      const storeName = this.#store.capabilities?.name ?? 'this store';
+      const storeName = storeNameOf(this.#store);
       if (!hasStateAccess(old)) {
         throw new SluiceError(
           'UNSUPPORTED',
@@ -729,7 +729,7 @@ class StoreLimiter implements Limiter {
       keepsKinds(this.#allRules(), next);
       if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
       const from = await this.#binding(key, undefined);
-      const storeName = this.#store.capabilities?.name ?? 'this store';
+      const storeName = storeNameOf(this.#store);
       const bound = hasStateAccess(from.bound)
         ? this.#bind({ rules: next, prefix: this.prefix, apart: `o${++this.#overridesBound}` })
         : undefined;
@@ -854,6 +854,11 @@ function checkCapabilities(
         `with bans (memoryStore, redisStore)`,
     );
   }
+}
+
+/** A store's name in errors: its factory's, as its capabilities declare it, else its class's. */
+function storeNameOf(store: Store): string {
+  return store.capabilities?.name ?? store.constructor?.name ?? 'this store';
 }
 
 /** reconfigure's `carry`: 'used' unless given, else one of CARRY_MODES. */
