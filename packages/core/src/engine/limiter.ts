@@ -479,10 +479,15 @@ class StoreLimiter implements Limiter {
 
   /** A decision as the caller sees it: marked with its plan, and let through when shadow mode denies nothing. */
   #reported(binding: Binding, decision: Decision): Decision {
+    const marked = this.#marked(binding, decision);
+    return this.#shadow ? shadowed(marked) : marked;
+  }
+
+  /** A decision marked with what decided it: its plan, a changed configuration's version, a key's override. */
+  #marked(binding: Binding, decision: Decision): Decision {
     const planned = binding.plan === undefined ? decision : { ...decision, plan: binding.plan };
     const versioned = this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
-    const overridden = binding.override === undefined ? versioned : { ...versioned, override: true as const };
-    return this.#shadow ? shadowed(overridden) : overridden;
+    return binding.override === undefined ? versioned : { ...versioned, override: true };
   }
 
   async acquire(key: string, options?: AcquireOptions): Promise<number> {
@@ -560,10 +565,7 @@ class StoreLimiter implements Limiter {
       optionsObject('peek options', options, false);
       const found = this.#binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
-      const d = await binding.bound.peek(key);
-      const planned = binding.plan === undefined ? d : { ...d, plan: binding.plan };
-      const versioned = this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
-      return binding.override === undefined ? versioned : { ...versioned, override: true };
+      return this.#marked(binding, await binding.bound.peek(key));
     } catch (error) {
       throw callerNamed('peek', error);
     }
