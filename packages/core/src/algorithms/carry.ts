@@ -15,11 +15,11 @@ export type CarryMode = 'used' | 'proportional' | 'fresh';
 /** Every CarryMode, in the order the docs give them (the first is the default). */
 export const CARRY_MODES: readonly CarryMode[] = ['used', 'proportional', 'fresh'];
 
-/** The kinds whose state is what was used, kept as it is when the state means the same under both rules. */
+/**
+ * The kinds whose state is what was used, kept as it is when it means the same under both rules; their
+ * counts are whole grants, rounded up (never down) when carried otherwise. (carry.lua holds the same set.)
+ */
 const COUNTS_USED = new Set(['fixedWindow', 'slidingWindowCounter', 'slidingWindowLog']);
-
-/** Kinds whose counts are whole grants: a carried count is rounded up, never down. */
-const WHOLE_COUNTS = new Set(['fixedWindow', 'slidingWindowCounter', 'slidingWindowLog']);
 
 /**
  * The state of `to` for a key whose state `state` was kept under `from` (the same kind of rule, with the
@@ -45,7 +45,7 @@ export function carryState<S>(
   if (mode === 'used' && from.stateFormat === to.stateFormat && COUNTS_USED.has(to.kind)) return state;
   let used = from.usedAt(state, nowMs);
   if (mode === 'proportional') used = (used * to.limit) / from.limit;
-  if (WHOLE_COUNTS.has(to.kind)) used = Math.ceil(used - EPSILON);
+  if (COUNTS_USED.has(to.kind)) used = Math.ceil(used - EPSILON);
   if (!(used > EPSILON)) return undefined;
   return to.penalize(undefined, nowMs, used).state;
 }

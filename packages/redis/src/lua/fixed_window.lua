@@ -40,6 +40,11 @@ REFUNDS.fixedWindow = function(p, state, now_ms, permits, granted_at)
   return { window_start, math.max(0, count - permits) }
 end
 
+USED.fixedWindow = function(p, state, now_ms)
+  local _, count = fixed_window_current(p[2], state, now_ms)
+  return count
+end
+
 PENALTIES.fixedWindow = function(p, state, now_ms, permits)
   local window_ms = p[2]
   local window_start, count = fixed_window_current(window_ms, state, now_ms)

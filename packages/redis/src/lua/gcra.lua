@@ -36,3 +36,7 @@ REFUNDS.gcra = function(p, state, now_ms, permits)
 end
 
 PENALTIES.gcra = gcra_adjust
+
+USED.gcra = function(p, state, now_ms)
+  return gcra_ahead(state, now_ms) / (1000 / p[1])
+end

@@ -64,3 +64,9 @@ REFUNDS.leakyBucket = function(p, state, now_ms, permits)
 end
 
 PENALTIES.leakyBucket = leaky_adjust
+
+-- The water in the bucket, or the permits queued ahead.
+USED.leakyBucket = function(p, state, now_ms)
+  if p[3] == 'police' then return (leaky_drained(p[2], state, now_ms)) end
+  return (leaky_queue_ahead(state, now_ms) * p[2]) / 1000
+end

@@ -104,6 +104,9 @@ local REFUNDS = {}
 -- PENALTIES[kind](p, state, now, permits) takes `permits` whatever the limit (the algorithm's penalize in
 -- core): the state and how long it matters.
 local PENALTIES = {}
+-- USED[kind](p, state, now) is what the state counts against its key at now (the algorithm's usedAt in core):
+-- what a change of the rule's parameters carries over (carry.lua).
+local USED = {}
 -- DEADLINES[kind](p, state), for an algorithm whose every write of a state sets its expiry from the state alone:
 -- when the state stops mattering (ms). A write whose new state's deadline is no later than the stored one's
 -- keeps the key's TTL (KEEPTTL), which costs Redis about 0.6 us less per key than setting PX again.

@@ -63,3 +63,10 @@ PENALTIES.slidingWindowCounter = function(p, state, now_ms, permits)
   local window_start, previous, current = swc_roll(window_ms, state, now_ms)
   return { window_start, previous, current + permits }, window_start + 2 * window_ms - now_ms
 end
+
+-- The weighted estimate a decision compares with the limit.
+USED.slidingWindowCounter = function(p, state, now_ms)
+  local window_ms = p[2]
+  local window_start, previous, current = swc_roll(window_ms, state, now_ms)
+  return previous * (1 - (math.max(now_ms, window_start) - window_start) / window_ms) + current
+end

@@ -102,3 +102,12 @@ PENALTIES.slidingWindowLog = function(p, state, now_ms, permits)
   local now = swl_decision_time(entries, now_ms)
   return swl_with_grant(entries, swl_first_live(entries, window_ms, now), now, permits), now + window_ms - now_ms
 end
+
+USED.slidingWindowLog = function(p, state, now_ms)
+  local entries = state or {}
+  local used = 0
+  for i = swl_first_live(entries, p[2], swl_decision_time(entries, now_ms)), #entries, 2 do
+    used = used + entries[i + 1]
+  end
+  return used
+end

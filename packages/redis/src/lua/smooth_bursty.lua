@@ -19,3 +19,8 @@ PENALTIES.smoothBursty = function(p, state, now_ms, permits)
   local shape, fresh = bursty_shape(p)
   return smooth_penalize(shape, fresh, state, now_ms, permits)
 end
+
+USED.smoothBursty = function(p, state, now_ms)
+  local shape, fresh = bursty_shape(p)
+  return smooth_used(shape, fresh, state, now_ms)
+end

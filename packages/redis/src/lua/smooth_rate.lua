@@ -93,3 +93,10 @@ local function smooth_penalize(shape, fresh_permits, state, now_ms, permits)
   local stored, free = reserve_earliest_available(shape, stored_permits, ahead, permits, 0)
   return { stored, free, now_ms }, math.max(0, smooth_full_at(shape, stored, free) + smooth_grace(shape, fresh_permits))
 end
+
+-- What a state counts at now_ms: the burst (at least 1, as the rule's) less the permits stored.
+local function smooth_used(shape, fresh_permits, state, now_ms)
+  local stored, ahead, fresh = smooth_standing(shape, fresh_permits, state, now_ms)
+  if fresh then return 0 end
+  return math.max(1, shape.max_permits) - resynced_permits(stored, ahead, 0, shape)
+end

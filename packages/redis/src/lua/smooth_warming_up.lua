@@ -20,3 +20,8 @@ PENALTIES.smoothWarmingUp = function(p, state, now_ms, permits)
   local shape = warming_up_shape(p)
   return smooth_penalize(shape, shape.max_permits, state, now_ms, permits)
 end
+
+USED.smoothWarmingUp = function(p, state, now_ms)
+  local shape = warming_up_shape(p)
+  return smooth_used(shape, shape.max_permits, state, now_ms)
+end

@@ -66,3 +66,9 @@ PENALTIES.tokenBucket = function(p, state, now_ms, permits)
   local left = tokens - permits
   return { left, now }, ((token_bucket_forget_at(p) - left) * 1000) / p[2] + (now - now_ms)
 end
+
+USED.tokenBucket = function(p, state, now_ms)
+  local tokens, _, fresh = token_bucket_refill(p, state, now_ms)
+  if fresh then return 0 end
+  return p[1] - tokens
+end
