@@ -47,6 +47,29 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
 }
 
 describe('sluice.decisions and sluice.decision.duration', () => {
+  it('memory: after a reconfigure decisions count under the rules in force; an override under its own', async () => {
+    const meter = instrumented();
+    const limiter = createLimiter({
+      rules: fixedWindow({ limit: 2, windowMs: 60_000, name: 'per-minute' }),
+      prefix: prefix('live'),
+    });
+    for (let i = 0; i < 3; i++) await limiter.tryAcquire('k');
+    await limiter.reconfigure([
+      fixedWindow({ limit: 4, windowMs: 60_000, name: 'per-minute' }),
+      fixedWindow({ limit: 100, windowMs: 3_600_000, name: 'per-hour' }),
+    ]);
+    // 2 used of the new 4: two granted (the tightest rule is per-minute), then denied by it.
+    for (let i = 0; i < 3; i++) await limiter.tryAcquire('k');
+    await limiter.override('vip', fixedWindow({ limit: 50, windowMs: 60_000, name: 'vip' }));
+    await limiter.tryAcquire('vip');
+    const count = (rule: string, outcome: string) =>
+      meter.total('sluice.decisions', { 'sluice.rule': rule, 'sluice.outcome': outcome });
+    expect(await count('per-minute', 'allowed')).toBe(4);
+    expect(await count('per-minute', 'denied')).toBe(2);
+    expect(await count('vip', 'allowed')).toBe(1);
+    await limiter.close();
+  });
+
   it('memory: counts per outcome, rule and source; shadowed denials marked; one duration per decision', async () => {
     const meter = instrumented();
     const limiter = createLimiter({

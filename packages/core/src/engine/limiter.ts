@@ -438,7 +438,8 @@ class StoreLimiter implements Limiter {
     options: TryAcquireOptions | undefined,
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
-    if (options === undefined && this.#bindings === undefined) return this.#decideNow(this.#default, key, 1, note);
+    if (options === undefined && this.#bindings === undefined && this.#overrides.size === 0)
+      return this.#decideNow(this.#default, key, 1, note);
     optionsObject('tryAcquire options', options, false);
     const permits = permitsOption(options?.permits);
     const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);

@@ -25,8 +25,10 @@ describe('limiter.override on the memory store', () => {
     const d = await limiter.tryAcquire('acme', { permits: 2 });
     expect(d).toMatchObject({ allowed: true, override: true, limit: 10, remaining: 5 });
     expect((await limiter.tryAcquire('other')).override).toBeUndefined();
+    // A call with no options decides by the override too (the limiter's shortest path skips nothing).
+    expect(await limiter.tryAcquire('acme')).toMatchObject({ override: true, remaining: 4 });
     await limiter.removeOverride('acme');
-    // 5 used of the limiter's 5.
+    // 6 used of the limiter's 5.
     expect(await left('acme')).toBe(0);
     expect((await limiter.tryAcquire('acme')).allowed).toBe(false);
     // Removing what is not there does nothing.
