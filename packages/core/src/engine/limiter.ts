@@ -251,6 +251,8 @@ class StoreLimiter implements Limiter {
   /** Keys with rules of their own (override), and how many overrides were ever bound (their names apart). */
   readonly #overrides = new Map<string, Binding>();
   #overridesBound = 0;
+  /** The change being made (reconfigure, override, removeOverride): changes are made one at a time. */
+  #changing: Promise<unknown> = Promise.resolve();
   readonly #bindings: ReadonlyMap<string, Binding> | undefined;
   readonly #parsedPlans: ParsedPlans | undefined;
   readonly #resolvePlan: PlanResolver | undefined;
@@ -653,7 +655,29 @@ class StoreLimiter implements Limiter {
     }
   }
 
-  async reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
+  reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
+    return this.#oneAtATime(() => this.#reconfigure(rules, options));
+  }
+
+  override(key: string, rules: Rules): Promise<void> {
+    return this.#oneAtATime(() => this.#override(key, rules));
+  }
+
+  removeOverride(key: string): Promise<void> {
+    return this.#oneAtATime(() => this.#removeOverride(key));
+  }
+
+  /**
+   * Makes `change` once the changes asked before it are made: two calls (an override set twice for one key,
+   * a reconfigure beside it) never both read the binding the other is replacing.
+   */
+  #oneAtATime<T>(change: () => Promise<T>): Promise<T> {
+    const made = this.#changing.then(change);
+    this.#changing = made.catch(() => undefined);
+    return made;
+  }
+
+  async #reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
     try {
       this.#checkOpen();
       const next = normalizeRules(rules, 'rules');
@@ -662,8 +686,8 @@ class StoreLimiter implements Limiter {
       if (this.#bindings !== undefined) {
         throw new SluiceError(
           'UNSUPPORTED',
-          'reconfigure: a limiter with plans cannot change its rules yet; make a limiter of each plan, or give ' +
-            'one key its own rules with a plan',
+          'reconfigure: a limiter with plans cannot change its rules yet; give keys their own rules with ' +
+            'override(), or close the limiter and create it with the new plans',
         );
       }
       keepsKinds(this.#default.rules, next);
@@ -715,7 +739,7 @@ class StoreLimiter implements Limiter {
     return this.#parsedPlans?.catalog ?? this.#default.rules;
   }
 
-  async override(key: string, rules: Rules): Promise<void> {
+  async #override(key: string, rules: Rules): Promise<void> {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
@@ -753,7 +777,7 @@ class StoreLimiter implements Limiter {
     }
   }
 
-  async removeOverride(key: string): Promise<void> {
+  async #removeOverride(key: string): Promise<void> {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);

@@ -54,6 +54,21 @@ describe('limiter.override on the memory store', () => {
     expect((await limiter.peek('pro:x')).remaining).toBe(15);
   });
 
+  it('changes asked at once are made one at a time: nothing the key used is lost, the last override stands', async () => {
+    const { limiter, left } = setup();
+    await limiter.tryAcquire('acme', { permits: 3 });
+    await Promise.all([
+      limiter.override('acme', minute(10)),
+      limiter.override('acme', minute(20)),
+      limiter.reconfigure(minute(6)),
+    ]);
+    expect(await left('acme')).toBe(17);
+    expect((await limiter.overrides()).overrides.map((o) => o.rules[0]?.limit)).toEqual([20]);
+    await limiter.removeOverride('acme');
+    // 3 used of the limiter's new 6.
+    expect(await left('acme')).toBe(3);
+  });
+
   it('lists overrides a page at a time, in key order', async () => {
     const { limiter } = setup();
     for (let i = 0; i < 250; i++) await limiter.override(`k${String(i).padStart(3, '0')}`, minute(i + 1));
