@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Algorithm, AlgorithmKind } from './algorithm.js';
+import { type Algorithm, type AlgorithmKind, TOLERANCE_MS } from './algorithm.js';
 import { CARRY_MODES, type CarryMode, carryState } from './carry.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
@@ -103,13 +103,15 @@ describe('carryState: what a key spent when its rule changes', () => {
         if (WHOLE.has(s.kind) && !asIs) expected = Math.ceil(expected - 1e-9);
         const carriedUse = to.usedAt(carried, now);
         expect(close(carriedUse, Math.max(0, expected)), `${carriedUse} carried, ${expected} expected`).toBe(true);
-        // The new rule grants from it no more than its limit less what was carried.
+        // The new rule grants from it no more than its limit less what was carried, give or take what the rule
+        // admits early by design (a grant may come TOLERANCE_MS early: that much of its rate).
+        const slack = 1e-6 + (TOLERANCE_MS * to.ratePerSecond) / 1000;
         for (let permits = 1; permits <= to.limit; permits++) {
           if (to.consume(carried, now, permits, 0).allowed)
-            expect(expected + permits).toBeLessThanOrEqual(to.limit + 1e-6);
+            expect(expected + permits).toBeLessThanOrEqual(to.limit + slack);
         }
       }),
-      { numRuns: 3_000 },
+      { numRuns: 3_000, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED) } : {}) },
     );
   });
 
