@@ -18,8 +18,10 @@ export {
   bucketSlack,
   byKey,
   expectBucketBound,
+  historyArb,
   maxInInterval,
   runTimeline,
+  stateAfter,
   timelineArb,
 } from './timelines.js';
-export type { Admission, TimelineEvent, TimelineRun } from './timelines.js';
+export type { Admission, HistoryStep, TimelineEvent, TimelineRun } from './timelines.js';

@@ -190,3 +190,38 @@ export function expectBucketBound<S>(
   }
   return run;
 }
+
+/** One step of a key's history: ms since the step before, permits, and whether they are a penalty (else a decision). */
+export type HistoryStep = readonly [dtMs: number, permits: number, penalty: boolean];
+
+/** A history's steps: up to `maxLength` of them, each up to `maxDtMs` after the one before and of 1..`maxPermits`. */
+export function historyArb(maxLength: number, maxDtMs: number, maxPermits: number): fc.Arbitrary<HistoryStep[]> {
+  return fc.array(
+    fc.tuple(fc.integer({ min: 0, max: maxDtMs }), fc.integer({ min: 1, max: maxPermits }), fc.boolean()),
+    { maxLength },
+  );
+}
+
+/**
+ * A key's state under `rule` after `steps` from `startMs` (decisions that are denied keep what the rule
+ * keeps), and the time of the last step.
+ * @example
+ * const [state, at] = stateAfter(tokenBucket({ capacity: 10, refillPerSecond: 1 }), 0, [[0, 3, false]])
+ */
+export function stateAfter<S>(
+  rule: Algorithm<S>,
+  startMs: number,
+  steps: readonly HistoryStep[],
+): [S | undefined, number] {
+  let state: S | undefined;
+  let now = startMs;
+  for (const [dt, permits, penalty] of steps) {
+    now += dt;
+    if (penalty) state = rule.penalize(state, now, permits).state;
+    else {
+      const o = rule.consume(state, now, permits, 0);
+      if (o.state !== undefined) state = o.state;
+    }
+  }
+  return [state, now];
+}

@@ -9,7 +9,7 @@ import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ruleArgs } from '../../packages/redis/src/exact/rule-args.js';
 import { algorithmFiles, luaDirectory, luaScript, redisLuaFile } from '../../packages/redis/src/scripts.js';
-import { ALGORITHMS } from '../kit/algorithms.js';
+import { ALGORITHMS, historyArb, stateAfter } from '@sluice/test-kit';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
@@ -58,23 +58,12 @@ describe('carry.lua is carryState, USED is usedAt: bit for bit', () => {
         size,
         size,
         fc.integer({ min: 0, max: 2_000_000_000_000 }),
-        fc.array(fc.tuple(fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 1, max: 40 }), fc.boolean()), {
-          maxLength: 20,
-        }),
+        historyArb(20, 5_000, 40),
         fc.integer({ min: 0, max: 20_000 }),
         async (kind, mode, before, after, start, steps, later) => {
           const from = ALGORITHMS[kind].example(before);
           const to = ALGORITHMS[kind].example(after);
-          let state: unknown;
-          let now = start;
-          for (const [dt, permits, penalty] of steps) {
-            now += dt;
-            if (penalty) state = from.penalize(state, now, permits).state;
-            else {
-              const o = from.consume(state, now, permits, 0);
-              if (o.state !== undefined) state = o.state;
-            }
-          }
+          let [state, now] = stateAfter(from, start, steps);
           now += later;
           const carried = carryState(from, to, state, now, mode);
           const reply = (await redis.callBuffer(

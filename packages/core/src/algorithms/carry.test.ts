@@ -9,6 +9,7 @@ import { slidingWindowCounter } from './sliding-window-counter.js';
 import { slidingWindowLog } from './sliding-window-log.js';
 import { smoothBursty, smoothWarmingUp } from './smooth.js';
 import { tokenBucket } from './token-bucket.js';
+import { historyArb, stateAfter } from '@sluice/test-kit';
 
 /** One rule of `kind` shaped by a limit-like size and a period or rate. */
 function rule(kind: AlgorithmKind, size: number, periodMs: number, mode: 'police' | 'shape'): Algorithm {
@@ -46,21 +47,6 @@ const KINDS: AlgorithmKind[] = [
 const WHOLE = new Set<AlgorithmKind>(['fixedWindow', 'slidingWindowCounter', 'slidingWindowLog']);
 const close = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b));
 
-/** A key's state after `steps` (ms since the last step, permits, a penalty or a decision) under `r` from `start`. */
-function history(r: Algorithm, start: number, steps: ReadonlyArray<[number, number, boolean]>): [unknown, number] {
-  let state: unknown;
-  let now = start;
-  for (const [dt, permits, penalty] of steps) {
-    now += dt;
-    if (penalty) state = r.penalize(state, now, permits).state;
-    else {
-      const o = r.consume(state, now, permits, 0);
-      if (o.state !== undefined) state = o.state;
-    }
-  }
-  return [state, now];
-}
-
 const scenario = fc.record({
   kind: fc.constantFrom(...KINDS),
   mode: fc.constantFrom(...CARRY_MODES),
@@ -71,9 +57,7 @@ const scenario = fc.record({
   samePeriod: fc.boolean(),
   newPeriod: fc.integer({ min: 10, max: 60_000 }),
   start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
-  steps: fc.array(fc.tuple(fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 1, max: 60 }), fc.boolean()), {
-    maxLength: 30,
-  }),
+  steps: historyArb(30, 5_000, 60),
   later: fc.integer({ min: 0, max: 10_000 }),
 });
 
@@ -83,7 +67,7 @@ describe('carryState: what a key spent when its rule changes', () => {
       fc.property(scenario, (s) => {
         const from = rule(s.kind, s.oldSize, s.oldPeriod, s.leaky);
         const to = rule(s.kind, s.newSize, s.samePeriod ? s.oldPeriod : s.newPeriod, s.leaky);
-        const [state, last] = history(from, s.start, s.steps);
+        const [state, last] = stateAfter(from, s.start, s.steps);
         const now = last + s.later;
         const carried = carryState(from, to, state, now, s.mode);
         if (s.mode === 'fresh' || state === undefined) {
@@ -118,7 +102,7 @@ describe('carryState: what a key spent when its rule changes', () => {
   it('60 used of an old 100: 0 of a new 50 and 140 of a new 200 kept; 30 of 50 and 120 of 200 proportionally', () => {
     for (const kind of ['fixedWindow', 'tokenBucket', 'gcra', 'slidingWindowLog'] as const) {
       const from = rule(kind, 100, 60_000, 'police');
-      const [state, now] = history(from, 1_000_000, [[0, 60, false]]);
+      const [state, now] = stateAfter(from, 1_000_000, [[0, 60, false]]);
       const remaining = (to: Algorithm, mode: CarryMode) => {
         const d = to.consume(carryState(from, to, state, now, mode), now, 1, 0);
         return d.allowed ? d.remaining + 1 : d.remaining;
