@@ -348,7 +348,10 @@ describe('redisStore', () => {
     // A generous deadline: 1,100 limiters' start-up checks leave at once. failMode 'closed' keeps the fleet
     // presence away (failMode 'local' only): its periodic heartbeat is an FCALL too, and one that fell inside
     // the rounds on a slow machine counted 2,201 calls for 2,200 decisions.
-    const store = redisStore({ redis, denyCache: false, timeoutMs: 10_000, failMode: 'closed' });
+    // A client ManualClock: the two rounds take seconds on a loaded machine, and on Redis TIME a minute
+    // boundary between them opened a new window (limiter 913's second decision counted as its first).
+    const clock = new ManualClock(30_000);
+    const store = redisStore({ redis, denyCache: false, timeoutMs: 10_000, failMode: 'closed', clock });
     const p = prefix();
     const limiters = Array.from({ length: 1_100 }, (_, i) =>
       createLimiter({ rules: fixedWindow({ limit: i + 2, windowMs: 60_000 }), store, prefix: `${p}-${i}` }),
