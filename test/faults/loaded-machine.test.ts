@@ -110,9 +110,10 @@ describe('a machine busy with a CPU hog', () => {
           recordTimes: true,
           seed: 3,
         });
-        // A grant's time is when its answer arrived here, up to some 50 ms after Redis decided it on a machine
-        // this loaded: 50 ms of the rate is allowed for that.
-        const slack = limit * 0.05;
+        // A grant's time is when its answer arrived here, after Redis decided it: 50 ms of the rate, plus the
+        // longest this process's event loop was seen blocked (answers that waited through it arrive together, a
+        // CI machine running other test files beside the hog has blocked it for hundreds of ms).
+        const slack = (limit / 1_000) * (50 + r.worstTickLagMs);
         const held = mode === 'leased' ? limit * 0.25 : 0; // a lease is at most burst / (4 x live lessees)
         const bound = bucketIntervalsOver(r.grantTimes, limit + held + slack, limit / 1_000);
         console.table([
