@@ -39,9 +39,13 @@ export { createLimiter } from './engine/limiter.js';
 export type {
   AcquireOptions,
   Limiter,
+  Override,
+  OverridesOptions,
+  OverridesPage,
   PeekOptions,
   PenalizeOptions,
   PlanOption,
+  ReconfigureOptions,
   RefundOptions,
   TryAcquireOptions,
 } from './engine/limiter.js';
@@ -77,7 +81,15 @@ export { RateLimiter } from './guava/rate-limiter.js';
 export { WARNINGS, silenceWarnings } from './foundation/warnings.js';
 export type { SluiceWarningCode } from './foundation/warnings.js';
 export type { RateLimiterOptions } from './guava/rate-limiter.js';
-export type { BoundStore, GrantSource, RuleSet, Store, StoreCapabilities } from './engine/store.js';
+export type {
+  BoundStore,
+  GrantSource,
+  LimiterConfiguration,
+  RuleSet,
+  SharedRules,
+  Store,
+  StoreCapabilities,
+} from './engine/store.js';
 /** The longest period a rule may span (about 317 years). */
 export { MAX_PERIOD_MS } from './foundation/validate.js';
 export { DEFAULT_MAX_KEY_LENGTH, DEFAULT_PREFIX } from './foundation/validate.js';

@@ -3,6 +3,7 @@ export { RedisStore } from './redis-store.js';
 export type {
   FallbackChargedEvent,
   FleetEvent,
+  ReconfiguredEvent,
   RedisStoreEvents,
   RedisStoreOptions,
   ResetHeardEvent,

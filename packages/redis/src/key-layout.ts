@@ -99,6 +99,38 @@ export function banMarkerKey(prefix: string, slot: number | undefined): string {
   return `${prefix}{${slot === undefined ? encodeIdentity(prefix) : slotTag(slot)}}~B`;
 }
 
+/**
+ * Where a limiter's configuration version lives for the keys of one Cluster slot (`slot`), or of the whole
+ * limiter on a standalone server (`slot` undefined), read by every decision beside the ban marker (see
+ * stale_version in prelude.lua). Absent: version 1, the rules each node was created with.
+ * @example
+ * versionKey('api', undefined) // 'api{api}~V'
+ */
+export function versionKey(prefix: string, slot: number | undefined): string {
+  return `${prefix}{${slot === undefined ? encodeIdentity(prefix) : slotTag(slot)}}~V`;
+}
+
+/**
+ * Where a limiter's configuration is stored once it has been changed (limiter.reconfigure): its version and
+ * its rules (see LiveBinding). In the prefix's own slot.
+ * @example
+ * configKey('api') // 'api{api}~C'
+ */
+export function configKey(prefix: string): string {
+  return stateKey(prefix, prefix, '~C');
+}
+
+/**
+ * The name a rule's states are kept under in configuration generation `generation`: its name in the first
+ * (a rule never changed keeps its keys), otherwise the name with the generation after a character no rule
+ * name holds, so that states kept under other parameters are never read as this generation's.
+ * @example
+ * generationName('per-minute', 3) // 'per-minute\u0002g3'
+ */
+export function generationName(name: string, generation: number): string {
+  return generation === 1 ? name : `${name}\u0002g${generation}`;
+}
+
 let slotTags: string[] | undefined;
 
 /**

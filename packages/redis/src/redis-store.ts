@@ -1,4 +1,5 @@
 import {
+  type Algorithm,
   type BoundStore,
   type Clock,
   type ConcurrencyStore,
@@ -15,13 +16,22 @@ import { checkClient, warnCrossSlot } from './config-checks.js';
 import type { RedisConnection, ResetSubscriber } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
 import { DenyCache } from './exact/deny-cache.js';
-import { type DecisionEvent, ExactBinding } from './exact/exact-binding.js';
+import { type DecisionEvent, ExactBinding, type ExactParts } from './exact/exact-binding.js';
+import type { TransportOptions } from './exact/transport.js';
 import type { Fallback, FailMode } from './fleet/fail-mode.js';
 import type { NodeIdentity } from './fleet/node-identity.js';
 import type { FleetPresence } from './fleet/presence.js';
 import { withDeadline } from './deadline.js';
 import type { RedisHealth } from './health.js';
-import { checkStateIds, decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
+import {
+  checkStateIds,
+  decodeIdentity,
+  encodeIdentity,
+  freedChannel,
+  generationName,
+  resetChannel,
+} from './key-layout.js';
+import { LiveBinding, type VersionBinding } from './live/live-binding.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
 import type { StartupChecks } from './preflight.js';
 import { storeParts } from './store-parts.js';
@@ -74,6 +84,11 @@ export interface RedisStoreEvents {
   /** A reset or unblock of `key` was heard (pub/sub, from any node, this one included): the deny caches here dropped it. */
   'reset-heard': [ResetHeardEvent];
   /**
+   * A limiter now decides under a configuration version it learned (limiter.reconfigure here or on another
+   * node: read after a slot said so, a message on its channel, or ready()).
+   */
+  reconfigured: [ReconfiguredEvent];
+  /**
    * failMode 'local', after an outage: what a limiter's fail mode granted and its state still held spent was
    * charged to Redis (see FallbackChargedEvent); emitted once per limiter per recovery, zeros included.
    */
@@ -85,6 +100,13 @@ export interface RedisStoreEvents {
 export interface ResetHeardEvent {
   readonly prefix: string;
   readonly key: string;
+}
+
+/** A limiter's new configuration in force on this node, as the `reconfigured` event reports it. */
+export interface ReconfiguredEvent {
+  readonly prefix: string;
+  readonly version: number;
+  readonly rules: readonly Algorithm[];
 }
 
 /** What one limiter's fail mode charged to Redis when Redis answered again, as `fallback-charged` reports it. */
@@ -113,7 +135,7 @@ const WHOLE: FleetShare = { fraction: 1 };
 
 /** What the store holds for one limiter prefix: its bindings, and its place in the fleet. */
 interface PrefixHold {
-  readonly bindings: Set<ExactBinding>;
+  readonly bindings: Set<VersionBinding>;
   readonly share: FleetShare;
   readonly release: () => void;
 }
@@ -221,6 +243,9 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     await this.#checks.ready();
     // From here, a reset or unblock on any node is heard here (the deny cache's channel is subscribed).
     await Promise.all(this.#subscriptions);
+    // Each limiter decides under its configuration as stored (limiter.reconfigure on another node).
+    const live = [...this.#holds.values()].flatMap((hold) => [...hold.bindings]);
+    await Promise.all(live.map((b) => (b instanceof LiveBinding ? b.refresh() : undefined)));
   }
 
   /** False from a failed call until Redis answers again. */
@@ -251,6 +276,12 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
     if (this.#denyCache) {
       this.#listen(resetChannel(prefix), (message) => {
+        if (message === '') {
+          // No key encodes to '': another node changed the limiter's configuration (LiveBinding.reconfigure),
+          // and denials cached under the rules before it may not hold.
+          for (const b of this.#holds.get(prefix)?.bindings ?? []) if (b instanceof LiveBinding) b.heard();
+          return;
+        }
         const key = decodeIdentity(message);
         for (const b of this.#holds.get(prefix)?.bindings ?? []) b.forget(key);
         emitSafely(this, 'reset-heard', { prefix, key });
@@ -296,16 +327,69 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     if (isCluster && keyed) warnCrossSlot(prefix);
     const hold = this.#hold(ruleSet);
     const bindings = hold.bindings;
-    const binding: ExactBinding = new ExactBinding({
+    // A closed limiter's binding: dropped with its caches; the prefix's hold when it was the last.
+    const release = (binding: VersionBinding) => {
+      releaseClaim();
+      if (bindings.delete(binding) && bindings.size === 0) hold.release();
+    };
+    if (ruleSet.plans !== undefined) {
+      // A limiter with plans keeps the rules it was created with (its rules cannot change at run time).
+      const binding: ExactBinding = this.#exactBinding(ruleSet, hold, {
+        stateName: (rule) => rule.name,
+        version: undefined,
+        onStale: undefined,
+        unbind: () => release(binding),
+      });
+      bindings.add(binding);
+      return binding;
+    }
+    const live: LiveBinding = new LiveBinding({
+      connection: this.#connection,
+      prefix,
+      rules: ruleSet.rules,
+      timeoutMs: this.timeoutMs,
+      maxKeys: this.#maxKeys,
+      decisionClock: this.clock,
+      localClock: this.#localClock,
+      bindVersion: (config, onStale) => {
+        const generations = new Map(config.rules.map((entry) => [entry.rule, entry.generation]));
+        // The fail mode's states of a later version are apart from the earlier ones' (it starts them afresh).
+        const rules = config.rules.map((entry) => entry.rule);
+        const ruleSet = config.version === 1 ? { rules, prefix } : { rules, prefix, apart: `g${config.version}` };
+        return this.#exactBinding(ruleSet, hold, {
+          stateName: (rule) => generationName(rule.name, generations.get(rule) ?? 1),
+          version: config.version,
+          onStale,
+          unbind: () => undefined,
+        });
+      },
+      report: (error) => emitSafely(this, 'store-error', error),
+      adopted: ({ version, rules }) => emitSafely(this, 'reconfigured', { prefix, version, rules }),
+      unbind: () => release(live),
+    });
+    bindings.add(live);
+    return live;
+  }
+
+  /** One limiter's exact decisions under one set of rules (see ExactBinding). */
+  #exactBinding(
+    ruleSet: RuleSet,
+    hold: PrefixHold,
+    own: Pick<ExactParts, 'onStale' | 'unbind'> & Pick<TransportOptions, 'stateName' | 'version'>,
+  ): ExactBinding {
+    const { prefix } = ruleSet;
+    const bindings = hold.bindings;
+    return new ExactBinding({
       transport: {
         connection: this.#connection,
         rules: ruleSet.rules,
         prefix,
-        stateName: (rule) => rule.name,
+        stateName: own.stateName,
         maxBatch: this.maxBatch,
         timeoutMs: this.timeoutMs,
         localClock: this.#localClock,
         maxClockSkewMs: this.#maxClockSkewMs,
+        version: own.version,
       },
       decisionClock: this.clock,
       health: this.#health,
@@ -321,14 +405,9 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
           }
         : undefined,
       onDecision: this.#onDecision,
-      unbind: () => {
-        releaseClaim();
-        // A closed limiter's binding: dropped with its caches; the prefix's hold when it was the last.
-        if (bindings.delete(binding) && bindings.size === 0) hold.release();
-      },
+      onStale: own.onStale,
+      unbind: own.unbind,
     });
-    bindings.add(binding);
-    return binding;
   }
 
   /**

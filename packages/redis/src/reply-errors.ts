@@ -12,3 +12,18 @@ export function isKeyScopedError(error: unknown): boolean {
     /^(CROSSSLOT|WRONGTYPE)\b/.test(message) || /^ERR\b.*(user_script|user_function|Error running script)/.test(message)
   );
 }
+
+/**
+ * The configuration version a script's SLUICE_STALE (or SLUICE_CONFLICT) error names: the slot's
+ * configuration is newer than the caller's (another node changed it first), nothing was decided or written.
+ * Undefined for any other error. Every client hands the error's text on as its message, some after a prefix.
+ * @example
+ * const newer = versionError(error, 'SLUICE_STALE') // a number: read the new configuration and ask again
+ */
+export function versionError(error: unknown, code: 'SLUICE_STALE' | 'SLUICE_CONFLICT'): number | undefined {
+  if (!(error instanceof Error)) return undefined;
+  const at = error.message.indexOf(code);
+  if (at === -1) return undefined;
+  const version = Number.parseInt(error.message.slice(at + code.length + 1), 10);
+  return Number.isSafeInteger(version) ? version : undefined;
+}

@@ -240,3 +240,44 @@ export function presenceScript(): LuaScript {
 export function exactScripts(kinds: readonly AlgorithmKind[]): LuaScript[] {
   return [decideScript(kinds), ...[...new Set(kinds)].map(decideOneScript), adjustScript(kinds), blockScript()];
 }
+
+/**
+ * Moves one key's states from a limiter's earlier rules to the rules in force (see carry_key.lua): the
+ * algorithms of `kinds` and carry.lua.
+ * @example
+ * await connection.runScript(carryKeyScript(['tokenBucket']), keys, args) // keys, args: see LiveBinding
+ */
+export function carryKeyScript(kinds: readonly AlgorithmKind[]): LuaScript {
+  return luaScript(algorithmScriptName('carry_key', kinds), [
+    ...algorithmFiles(kinds),
+    redisLuaFile('carry'),
+    redisLuaFile('carry_key'),
+  ]);
+}
+
+/**
+ * Raises one slot's configuration version (see raise_version.lua).
+ * @example
+ * await connection.runScript(raiseVersionScript(), [versionKey('api', undefined)], ['2'])
+ */
+export function raiseVersionScript(): LuaScript {
+  return luaScript('raise_version', [redisLuaFile('raise_version')]);
+}
+
+/**
+ * Stores a limiter's new configuration if its version is still the one changed (see config_write.lua).
+ * @example
+ * await connection.runScript(configWriteScript(), [configKey('api')], ['1', record])
+ */
+export function configWriteScript(): LuaScript {
+  return luaScript('config_write', [redisLuaFile('config_write')]);
+}
+
+/**
+ * Reads a limiter's stored configuration (see config_read.lua).
+ * @example
+ * const record = await connection.runScript(configReadScript(), [configKey('api')], [])
+ */
+export function configReadScript(): LuaScript {
+  return luaScript('config_read', [redisLuaFile('config_read')]);
+}

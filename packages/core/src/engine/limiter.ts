@@ -10,7 +10,14 @@ import { type DecisionNote, observed, recordDecision, registerStatus } from './o
 import { parseOptions } from '../foundation/options.js';
 import { LIMITER_OPTIONS, type LimiterOptions } from './limiter-options.js';
 import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
-import type { BoundStore, RuleSet, Store, StoreCapabilities } from './store.js';
+import {
+  type BoundStore,
+  type LimiterConfiguration,
+  type RuleSet,
+  type Store,
+  type StoreCapabilities,
+  hasSharedRules,
+} from './store.js';
 import {
   describe,
   nonNegativeFinite,
@@ -109,12 +116,6 @@ export interface OverridesPage {
   readonly overrides: readonly Override[];
   /** The next page's cursor; undefined on the last page. */
   readonly cursor: string | undefined;
-}
-
-/** A limiter's rules as in force, and the version of its configuration (1 until the first reconfigure). */
-export interface LimiterConfiguration {
-  readonly version: number;
-  readonly rules: readonly Algorithm[];
 }
 
 /** A rate limiter bound to a store: the same interface for local, exact (Redis), leased and divided modes. */
@@ -369,11 +370,13 @@ class StoreLimiter implements Limiter {
   }
 
   get rules(): readonly Algorithm[] {
-    return this.#default.rules;
+    const bound = this.#default.bound;
+    return hasSharedRules(bound) ? bound.configuration.rules : this.#default.rules;
   }
 
   get configVersion(): number {
-    return this.#version;
+    const bound = this.#default.bound;
+    return hasSharedRules(bound) ? bound.configuration.version : this.#version;
   }
 
   #checkOpen(): void {
@@ -690,10 +693,16 @@ class StoreLimiter implements Limiter {
             'override(), or close the limiter and create it with the new plans',
         );
       }
-      keepsKinds(this.#default.rules, next);
-      if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
       const current = this.#default;
       const old = current.bound;
+      if (hasSharedRules(old)) {
+        // The store keeps the rules for every node: it checks them against the ones in force there.
+        keepsKinds(old.configuration.rules, next);
+        if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
+        return await old.reconfigure(next, carry);
+      }
+      keepsKinds(this.#default.rules, next);
+      if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
       const storeName = storeNameOf(this.#store);
       if (!hasStateAccess(old)) {
         throw new SluiceError(

@@ -1,4 +1,5 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
+import type { CarryMode } from '../algorithms/carry.js';
 import type { Clock } from '../foundation/clock.js';
 import type { Decision } from '../foundation/decision.js';
 import type { DecisionNote, DecisionSource } from './observe.js';
@@ -34,6 +35,34 @@ export interface StateAccess {
   take(key: string): readonly unknown[] | undefined;
   /** Keeps `states` for `key`, decided at `nowMs`, for each rule that holds none (undefined: nothing to keep). */
   seed(key: string, states: readonly unknown[], nowMs: number): void;
+}
+
+/** A limiter's rules as in force, and the version of its configuration (1 until the first reconfigure). */
+export interface LimiterConfiguration {
+  readonly version: number;
+  readonly rules: readonly Algorithm[];
+}
+
+/**
+ * A binding whose rules the store keeps for every node of its prefix (a Redis store): `limiter.reconfigure`
+ * changes them there, and the binding follows the changes other nodes make (it decides under the version
+ * in force, marks its decisions with it, and says what it is in `configuration`).
+ */
+export interface SharedRules {
+  /** The configuration in force, as this node last learned it. */
+  readonly configuration: LimiterConfiguration;
+  /**
+   * Stores `rules` for every node, carrying each key's states by `carry` on its first touch; resolves with
+   * the configuration in force once every node's next decision obeys it. Rejects with SluiceError
+   * 'CONFLICT' when another node changed the configuration first (nothing changed).
+   */
+  reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration>;
+}
+
+/** True for a binding whose rules its store keeps for every node (see SharedRules). */
+export function hasSharedRules(bound: BoundStore): bound is BoundStore & SharedRules {
+  const b = bound as Partial<SharedRules>;
+  return typeof b.reconfigure === 'function' && b.configuration !== undefined;
 }
 
 /**

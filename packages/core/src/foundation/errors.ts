@@ -37,6 +37,11 @@ export type SluiceErrorCode =
    */
   | 'NODE_ID_REUSED'
   /**
+   * Another node changed the limiter's configuration first (`reconfigure` on a shared store): the message
+   * names the version now in force. Nothing was changed; read `limiter.rules` and decide again.
+   */
+  | 'CONFLICT'
+  /**
    * The limiter cannot honour this control: its store has no such operation (a store of your own), its mode
    * cannot keep it (bans in leased or divided mode), or a rule cannot (Guava's prepay cannot refund). The
    * message names what and why; nothing was changed.

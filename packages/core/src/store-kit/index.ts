@@ -19,6 +19,13 @@ export { EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from '../engine/ba
 export type { Ban } from '../engine/ban.js';
 /** The identity a rule counts a request against (its `key` option). */
 export { identityOf } from '../algorithms/rule-name.js';
+/** A rule as data and back: what a store keeping a limiter's rules for every node writes (limiter.reconfigure). */
+export { ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
+export type { RuleSpec } from '../algorithms/rule-spec.js';
+/** How long a changed rule's states are carried to the new rules on first touch (limiter.reconfigure). */
+export { carryWindowMs } from '../algorithms/carry.js';
+/** A binding whose rules the store keeps for every node (limiter.reconfigure delegates to it). */
+export { hasSharedRules } from '../engine/store.js';
 /** A count scaled to a share of a fleet's limit: rounded down, but at least 1. */
 export { shareOf } from '../algorithms/algorithm.js';
 /** Refuses a second limiter with other rules on a prefix of one store. */

@@ -58,6 +58,12 @@ export interface ExactParts {
   readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /** Releases what the store holds for this binding. */
   readonly unbind: () => void;
+  /**
+   * Live limits: a slot answered that the limiter's configuration is newer (`version`) than this binding's.
+   * Resolves to the binding that decides under it, or undefined when it cannot be read (the fail mode
+   * decides). Undefined: versions are not checked.
+   */
+  readonly onStale?: ((version: number) => Promise<BoundStore | undefined>) | undefined;
 }
 
 /** One asked decision: what the transport sends, and the caller waiting for it. */
@@ -121,6 +127,7 @@ export class ExactBinding implements BoundStore {
         if (settling === undefined) this.#parts.fallback.dropCharge(p.key, p.permits);
         else this.#settling?.set(p.key, Math.max(0, settling - p.permits));
       },
+      stale: (p, version) => this.#stale(p, version),
     };
     this.#transport = new DecisionTransport({ ...transport, mayCall: () => health.healthy }, listener);
     const only = transport.rules.length === 1 ? transport.rules[0] : undefined;
@@ -197,6 +204,21 @@ export class ExactBinding implements BoundStore {
     p.resolve(decision);
   }
 
+  /** Asks again under the configuration in force (see ExactParts.onStale), or of the fail mode when it cannot be read. */
+  #stale(p: PendingDecision, version: number): void {
+    const byFallback = () => p.resolve(this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note));
+    const next = this.#parts.onStale;
+    if (next === undefined) {
+      byFallback();
+      return;
+    }
+    next(version).then((binding) => {
+      if (binding === undefined) return byFallback();
+      const decided = p.peek ? binding.peek(p.key) : binding.consume(p.key, p.permits, p.maxWaitMs, p.note);
+      return Promise.resolve(decided).then(p.resolve, byFallback);
+    }, byFallback);
+  }
+
   #unsent(p: PendingDecision): void {
     p.resolve(this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note));
   }
@@ -223,6 +245,8 @@ export class ExactBinding implements BoundStore {
     ruleDecidedAtMs: readonly number[] | undefined,
   ): Decision {
     if (note !== undefined) note.source = source;
+    const version = this.#parts.transport.version;
+    if (version !== undefined && version > 1) decision = { ...decision, configVersion: version };
     const onDecision = this.#parts.onDecision;
     if (onDecision !== undefined) {
       onDecision(

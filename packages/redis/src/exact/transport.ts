@@ -3,8 +3,8 @@ import { identityOf } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { DeadlineError, withDeadline } from '../deadline.js';
-import { banKey, banMarkerKey, stateKey, windowIndex } from '../key-layout.js';
-import { isKeyScopedError } from '../reply-errors.js';
+import { banKey, banMarkerKey, stateKey, versionKey, windowIndex } from '../key-layout.js';
+import { isKeyScopedError, versionError } from '../reply-errors.js';
 import { bufferReply } from '../script-runner.js';
 import { type LuaScript, decideOneScript, decideScript } from '../scripts.js';
 import { CrossSlotPolicy } from './cross-slot.js';
@@ -46,6 +46,8 @@ export interface TransportListener<A extends Asked> {
    * stands there, and the fail mode need not count it again.
    */
   late?(asked: A, answer: Answer): void;
+  /** The slot's configuration is newer (`version`) than the one this transport decides under: nothing was decided. */
+  stale?(asked: A, version: number): void;
 }
 
 /** What a transport needs: the connection, the rules and their key layout, and how it batches and waits. */
@@ -67,6 +69,11 @@ export interface TransportOptions {
    * was known are handed back at once (`unsent`) instead of each waiting out its deadline.
    */
   readonly mayCall: () => boolean;
+  /**
+   * The configuration version the rules are (limiter.reconfigure): every call sends it with its slot's
+   * version key, and a slot whose configuration is newer answers `stale`. Undefined: not checked.
+   */
+  readonly version?: number | undefined;
 }
 
 /** One script call: the script, its KEYS and its ARGV. */
@@ -102,6 +109,8 @@ export class DecisionTransport<A extends Asked> {
   readonly #crossSlot: CrossSlotPolicy | undefined;
   /** ARGV after the rules, groups and requests: the client clock's skew bound, when there is one. */
   readonly #tailArgs: readonly string[];
+  /** ARGV after the requests of this transport's own calls: the skew bound ('' none), then the version. */
+  readonly #versionArgs: readonly string[];
   #queue: A[] = [];
   #scheduled = false;
   /**
@@ -165,6 +174,10 @@ export class DecisionTransport<A extends Asked> {
     this.#oneScript =
       only !== undefined && (!connection.isCluster || only.key === undefined) ? decideOneScript(only.kind) : undefined;
     this.#tailArgs = options.maxClockSkewMs === undefined ? [] : [numArg(options.maxClockSkewMs)];
+    this.#versionArgs =
+      options.version === undefined
+        ? this.#tailArgs
+        : [options.maxClockSkewMs === undefined ? '' : numArg(options.maxClockSkewMs), String(options.version)];
     this.#crossSlot =
       connection.isCluster && rules.some((rule) => rule.key !== undefined)
         ? new CrossSlotPolicy(
@@ -224,14 +237,14 @@ export class DecisionTransport<A extends Asked> {
       const state = stateKey(prefix, identityOf(rule, first.key), stateName(rule));
       return {
         script: this.#oneScript,
-        keys: [state, banKey(prefix, first.key), this.#marker(state)],
+        keys: this.#withVersion([state, banKey(prefix, first.key), this.#marker(state)], state),
         args: [
           ...this.#ruleArgs,
           Number.isNaN(first.now) ? '' : numArg(first.now),
           numArg(first.permits),
           numArg(first.maxWaitMs),
           first.peek ? '1' : '0',
-          ...this.#tailArgs,
+          ...this.#versionArgs,
         ],
       };
     }
@@ -274,7 +287,7 @@ export class DecisionTransport<A extends Asked> {
     for (const indices of groups) indices[indices.length - 1] = states.length - (indices.at(-1) as number);
     return {
       script: this.#script,
-      keys: [...states, ...bans, this.#marker(states[0] as string)],
+      keys: this.#withVersion([...states, ...bans, this.#marker(states[0] as string)], states[0] as string),
       args: [
         ...this.#ruleArgs,
         packGroups(groups),
@@ -283,9 +296,16 @@ export class DecisionTransport<A extends Asked> {
           windows,
           group.every((asked) => Number.isNaN(asked.now)),
         ),
-        ...this.#tailArgs,
+        ...this.#versionArgs,
       ],
     };
+  }
+
+  /** `keys` with the configuration version key of the slot `aKey` lives in last, when versions are checked. */
+  #withVersion(keys: string[], aKey: string): string[] {
+    if (this.#o.version === undefined) return keys;
+    keys.push(versionKey(this.#o.prefix, this.#o.connection.isCluster ? calculateSlot(aKey) : undefined));
+    return keys;
   }
 
   /** The ban marker of the slot `aKey` lives in (see banMarkerKey). */
@@ -310,6 +330,12 @@ export class DecisionTransport<A extends Asked> {
     try {
       reply = bufferReply(await withDeadline(running, this.#o.timeoutMs, 'a decision'), script.name);
     } catch (error) {
+      const newer = this.#listener.stale === undefined ? undefined : versionError(error, 'SLUICE_STALE');
+      if (newer !== undefined) {
+        // Another node changed the configuration: nothing was decided, and Redis is fine.
+        for (const asked of group) this.#listener.stale?.(asked, newer);
+        return;
+      }
       if (error instanceof DeadlineError) this.#whenLate(running, script.name, group, sentAtMs);
       // Redis answered about one of these keys: the others must not pay for it. Each is tried alone.
       if (isKeyScopedError(error) && group.length > 1) for (const asked of group) void this.#send([asked]);

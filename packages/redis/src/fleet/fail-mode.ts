@@ -112,6 +112,7 @@ export class Fallback {
       rules: shared(ruleSet.rules),
       prefix: ruleSet.prefix,
       ...(ruleSet.plans === undefined ? {} : { plans: shared(ruleSet.plans) }),
+      ...(ruleSet.apart === undefined ? {} : { apart: ruleSet.apart }),
     });
     return new LocalFallback(bound, share);
   }

@@ -13,7 +13,10 @@
 --       whose keys name none; '' when no key names a window: a window algorithm's key is then its states'
 --       name, and the script adds the window); then, optionally, the most a client-given time may be from this server's
 --       TIME (a client clock's skew bound): a time further off is clamped to TIME +- it, so one node whose
---       clock runs ahead cannot take permits early and starve the others for as long as it is ahead.
+--       clock runs ahead cannot take permits early and starve the others for as long as it is ahead ('' =
+--       no bound); then, optionally, the configuration version the client decides under, with the slot's
+--       configuration version key last in KEYS (see stale_version in prelude.lua).
+-- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing decided).
 -- Reply: one binary string, per request '<BdddddB': allowed, remaining, retryAfter, resetAfter, wait, the
 --        decision time used, and a flag (1: the key is blocked); then when R > 1, per rule '<Bddd': the
 --        rule's own verdict (allowed, remaining had it granted, retryAfter, resetAfter), which the client
@@ -71,14 +74,18 @@ do
   end
 end
 
--- KEYS holds the states (1..S), then the bans, then the slot's ban marker (when a group has a ban).
-local S = #KEYS
+-- KEYS holds the states (1..S), then the bans, then the slot's ban marker (when a group has a ban), then the
+-- slot's configuration version (when the client sent its version): NK keys before that.
+local client_version = tonumber(ARGV[a + 3])
+local NK = #KEYS
+if client_version then NK = NK - 1 end
+local S = NK
 for g = W, #group_keys, W do
   local bk = group_keys[g]
   if bk ~= 0 and bk <= S then S = bk - 1 end
 end
 local marker = nil
-if S < #KEYS then marker = KEYS[#KEYS] end
+if S < NK then marker = KEYS[NK] end
 
 -- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit). A window
 -- algorithm's state is its windows' keys at the time of the first request that reads it, so with one in the
@@ -173,12 +180,25 @@ mget(names, 1, count, raw_values, 0)
 -- The bans: read only while the marker says one can be in force (marked > now), all of the batch's at once
 -- when the first request needs its own.
 local marked = -INF
-if marker ~= nil then marked = marker_until(redis.call('GET', marker)) end
+if client_version then
+  -- The configuration version in the marker's read: read before anything is written.
+  local raw
+  if marker ~= nil then
+    raw = redis.call('MGET', marker, KEYS[#KEYS])
+    marked, raw = marker_until(raw[1]), raw[2]
+  else
+    raw = redis.call('GET', KEYS[#KEYS])
+  end
+  local stale = stale_version(KEYS[#KEYS], raw, client_version)
+  if stale then return stale end
+elseif marker ~= nil then
+  marked = marker_until(redis.call('GET', marker))
+end
 local marker_read, marked_at = marked, nil
 local bans_read, ban_values = false, {}
 local function read_bans()
   bans_read = true
-  if S + 1 <= #KEYS - 1 then mget(KEYS, S + 1, #KEYS - 1, ban_values, S) end
+  if S + 1 <= NK - 1 then mget(KEYS, S + 1, NK - 1, ban_values, S) end
 end
 
 local state_of, loaded, read_of, rule_of = {}, {}, {}, {}

@@ -5,9 +5,12 @@
 -- KEYS[1]: the rule's state key (a window algorithm's: the name of its windows' keys); KEYS[2]: the request
 --         key's ban; KEYS[3]: the ban marker of their slot (read first: the ban only while it says one can be
 --         in force).
+--         KEYS[4], optional: the configuration version of their slot (see stale_version in prelude.lua).
 -- ARGV: the rule (one text, as decide.lua reads rules: see parse_rules in prelude.lua); then now ('' = this
 --       server's TIME), permits, maxWaitMs ('inf' allowed), 1 to peek or 0 to consume; then, optionally, the
---       client clock's skew bound (see decision_time in one_rule.lua).
+--       client clock's skew bound ('' = none; see decision_time in one_rule.lua) and, with KEYS[4], the
+--       configuration version the client decides under.
+-- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing decided).
 -- Reply: decide.lua's reply for one request: '<BdddddB' (allowed, remaining, retryAfter, resetAfter, wait, the
 --        decision time used, 1 when the key is blocked).
 
@@ -20,17 +23,24 @@ local rule = rules[1]
 local given = ARGV[a]
 local now = decision_time(given == '' and (0 / 0) or tonumber(given), tonumber(ARGV[a + 4]), redis_time_ms)
 local raw, before, current
+local version_key = KEYS[4]
 if rule.windows == 2 then
   local previous
   previous, current = state_keys(rule, KEYS[1], now)
-  raw = redis.call('MGET', previous, current, KEYS[3])
+  if version_key then raw = redis.call('MGET', previous, current, KEYS[3], version_key)
+  else raw = redis.call('MGET', previous, current, KEYS[3]) end
   before = state_of_values(rule, now, raw[1], raw[2])
-  raw = raw[3]
+  raw, version_key = raw[3], version_key and { version_key, raw[4] }
 else
   current = state_keys(rule, KEYS[1], now)
-  raw = redis.call('MGET', current, KEYS[3])
+  if version_key then raw = redis.call('MGET', current, KEYS[3], version_key)
+  else raw = redis.call('MGET', current, KEYS[3]) end
   before = state_of_values(rule, now, raw[1])
-  raw = raw[2]
+  raw, version_key = raw[2], version_key and { version_key, raw[3] }
+end
+if version_key then
+  local stale = stale_version(version_key[1], version_key[2], tonumber(ARGV[a + 5]))
+  if stale then return stale end
 end
 -- The key's ban is read only while the marker says a ban can be in force.
 local marked = marker_until(raw)

@@ -298,3 +298,16 @@ local function raise_marker(key, said, until_ms, now)
   if until_ms <= said then return end
   redis.call('SET', key, string.format('%.17g', until_ms), 'PX', reclaim_px(until_ms - now + MARKER_SLACK_MS))
 end
+
+-- Live limits (limiter.reconfigure): the configuration version of a limiter's slot (versionKey in
+-- key-layout.ts), read beside a decision's other keys. `raw` is its value (false: none, version 1), `client`
+-- the version the caller decides under. A caller behind it gets the error SLUICE_STALE and the version in
+-- force: it reads the new configuration and asks again. A caller ahead of it raises it, so that once a node
+-- has decided a slot's keys under a version, no node behind that version decides them. Returns the error
+-- reply, or nil to go on.
+local function stale_version(key, raw, client)
+  local stored = tonumber(raw) or 1
+  if stored > client then return redis.error_reply('SLUICE_STALE ' .. string.format('%d', stored)) end
+  if stored < client then redis.call('SET', key, string.format('%d', client)) end
+  return nil
+end

@@ -1,0 +1,331 @@
+/**
+ * Live limits on Redis (limiter.reconfigure in exact mode): the configuration is stored in Redis with a
+ * version every decision checks, so a node's next decision after another node's change obeys it, with what
+ * each key used carried to the new rules; two changes at once end in one of them; the carry is the memory
+ * store's, decision for decision, on random rules and histories; bad records and an unreachable Redis are
+ * typed errors and the fail mode, never a mix.
+ */
+import {
+  type Algorithm,
+  CARRY_MODES,
+  type CarryMode,
+  type Limiter,
+  ManualClock,
+  createLimiter,
+  fixedWindow,
+  memoryStore,
+  tokenBucket,
+} from '@sluice/core';
+import { type RedisStore, redisStore } from '@sluice/redis';
+import { ALGORITHMS, ALGORITHM_KINDS, type HistoryStep, historyArb } from '@sluice/test-kit';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { type Cluster, Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { configKey, versionKey } from '../../packages/redis/src/key-layout.js';
+import { nextEvent } from '../harness/events.js';
+import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
+
+const childScript = fileURLToPath(new URL('./live-child.ts', import.meta.url));
+const testRedis = useTestRedis();
+const testCluster = useTestCluster();
+
+let prefixes = 0;
+const freshPrefix = () => `live-${process.pid}-${++prefixes}`;
+
+/** A bucket that refills one token in 1,000 s: counts stay whole for the length of a test on any clock. */
+const bucket = (capacity: number) => tokenBucket({ name: 'api', capacity, refillPerSecond: 0.001 });
+
+/** Grants of `count` single-permit decisions for `key`, one at a time. */
+async function grants(limiter: Limiter, key: string, count: number): Promise<number> {
+  let granted = 0;
+  for (let i = 0; i < count; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;
+  return granted;
+}
+
+type Client = Redis | Cluster;
+
+/** Two nodes of one limiter, each with a store and a client of its own. */
+function twoNodes(open: () => Client, rules: Algorithm, denyCache: boolean) {
+  const prefix = freshPrefix();
+  const clients = [open(), open()];
+  const stores = clients.map((redis) => redisStore({ redis, denyCache }));
+  const [a, b] = stores.map((store) => createLimiter({ rules, store, prefix })) as [Limiter, Limiter];
+  return {
+    a,
+    b,
+    stores: stores as [RedisStore, RedisStore],
+    close: async () => {
+      await Promise.all([a.close(), b.close()]);
+      for (const c of clients) c.disconnect();
+    },
+  };
+}
+
+const deployments = [
+  { name: 'standalone', open: () => new Redis(testRedis().server.url) },
+  { name: 'Cluster', open: () => testCluster().cluster.client() },
+] as const;
+
+describe.each(deployments)('exact mode on a $name server', ({ open }) => {
+  it.each([false, true])(
+    "one node reconfigures, the other's next decision obeys it with what was used (deny cache %s)",
+    async (denyCache) => {
+      const nodes = twoNodes(open, bucket(100), denyCache);
+      const { a, b } = nodes;
+      try {
+        expect(await grants(a, 'k', 60)).toBe(60);
+        expect(await grants(b, 'k', 1)).toBe(1); // b's deny cache may hold a denial only under the rules it knew
+        // 61 used of an old 100 leaves nothing of a new 50 ...
+        const heard = denyCache ? nextEvent(nodes.stores[1], 'reconfigured') : undefined;
+        expect(await a.reconfigure(bucket(50))).toMatchObject({ version: 2 });
+        await heard;
+        const denied = await b.tryAcquire('k');
+        expect(denied).toMatchObject({ allowed: false, limit: 50, configVersion: 2 });
+        expect(b.configVersion).toBe(2);
+        expect(b.rules[0]?.limit).toBe(50);
+        // ... and 139 of a new 200.
+        const heardAgain = denyCache ? nextEvent(nodes.stores[1], 'reconfigured') : undefined;
+        await a.reconfigure(bucket(200));
+        await heardAgain;
+        expect(await grants(b, 'k', 300)).toBe(139);
+        expect(await grants(a, 'k', 5)).toBe(0);
+        expect(a.configVersion).toBe(3);
+        expect(b.rules[0]?.limit).toBe(200);
+      } finally {
+        await nodes.close();
+      }
+    },
+  );
+
+  it('two nodes reconfiguring at once end in one of the two configurations, on both nodes', async () => {
+    const nodes = twoNodes(open, bucket(100), false);
+    const { a, b } = nodes;
+    try {
+      expect(await grants(a, 'k', 10)).toBe(10);
+      const results = await Promise.allSettled([a.reconfigure(bucket(30)), b.reconfigure(bucket(70))]);
+      const won = results.filter((r) => r.status === 'fulfilled');
+      const lost = results.filter((r) => r.status === 'rejected');
+      expect(won).toHaveLength(1);
+      expect(lost).toHaveLength(1);
+      expect((lost[0] as PromiseRejectedResult).reason).toMatchObject({ code: 'CONFLICT' });
+      expect((lost[0] as PromiseRejectedResult).reason.message).toMatch(/version 2 is in force/);
+      const limit = (won[0] as PromiseFulfilledResult<{ rules: readonly Algorithm[] }>).value.rules[0]?.limit as number;
+      // Both decide under the winner's rules: exactly its limit less the 10 used, over both nodes.
+      expect((await grants(a, 'k', 1)) + (await grants(b, 'k', 200)) + (await grants(a, 'k', 200))).toBe(limit - 10);
+      expect([a.configVersion, b.configVersion]).toEqual([2, 2]);
+      expect([a.rules[0]?.limit, b.rules[0]?.limit]).toEqual([limit, limit]);
+    } finally {
+      await nodes.close();
+    }
+  });
+
+  it('a reset after a change forgets the key under every generation (nothing is carried back)', async () => {
+    const nodes = twoNodes(open, bucket(10), false);
+    const { a, b } = nodes;
+    try {
+      expect(await grants(a, 'k', 10)).toBe(10);
+      await a.reconfigure(bucket(20));
+      await b.reset('k');
+      expect(await grants(a, 'k', 30)).toBe(20);
+    } finally {
+      await nodes.close();
+    }
+  });
+});
+
+/** The other process (live-child.ts): `decide(n, key)` makes n decisions there and says what they were. */
+function otherProcess(env: Record<string, string>) {
+  const child = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', childScript], {
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const lines: string[] = [];
+  const waiting: Array<(line: string) => void> = [];
+  child.stderr.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    output += `${line}\n`;
+    const waiter = waiting.shift();
+    if (waiter !== undefined) waiter(line);
+    else lines.push(line);
+  });
+  const exited = new Promise<never>((_, reject) =>
+    child.once('exit', (code) => reject(new Error(`the other process ended (${code}):\n${output}`))),
+  );
+  exited.catch(() => undefined);
+  const nextLine = () =>
+    Promise.race([
+      lines.length > 0 ? Promise.resolve(lines.shift() as string) : new Promise<string>((r) => waiting.push(r)),
+      exited,
+    ]);
+  return {
+    ready: async () => expect(await nextLine()).toBe('READY'),
+    decide: async (count: number, key: string) => {
+      child.stdin.write(`decide ${count} ${key}\n`);
+      const line = await nextLine();
+      expect(line).toMatch(/^RESULT /);
+      return JSON.parse(line.slice('RESULT '.length)) as { granted: number; version: number; limit: number };
+    },
+    stop: () => {
+      child.stdin.end();
+      child.kill();
+    },
+  };
+}
+
+describe.each(deployments)('two processes on a $name server', ({ name, open }) => {
+  it("one reconfigures; the other's next decision obeys it, counts exact", async () => {
+    const prefix = freshPrefix();
+    const env: Record<string, string> =
+      name === 'Cluster'
+        ? { CLUSTER_NODES: JSON.stringify(testCluster().cluster.startupNodes) }
+        : { REDIS_URL: testRedis().server.url };
+    // No deny cache there: its next decision asks Redis (a denial it cached before a change would hold until
+    // the change's message arrives; the deny-cache case is above, waiting for that message).
+    const other = otherProcess({ ...env, PREFIX: prefix, CAPACITY: '100', DENY_CACHE: '0' });
+    const client = open();
+    const here = createLimiter({ rules: bucket(100), store: redisStore({ redis: client }), prefix });
+    try {
+      await other.ready();
+      expect(await grants(here, 'k', 60)).toBe(60);
+      expect(await other.decide(10, 'k')).toEqual({ granted: 10, version: 1, limit: 100 });
+      await here.reconfigure(bucket(200));
+      // 70 used of 200: the other process grants exactly 130 more, under version 2.
+      expect(await other.decide(200, 'k')).toEqual({ granted: 130, version: 2, limit: 200 });
+      await here.reconfigure(bucket(50), { carry: 'fresh' });
+      // Fresh: the key starts full under the new rules, shared by both processes.
+      expect(await other.decide(30, 'k')).toEqual({ granted: 30, version: 3, limit: 50 });
+      expect(await grants(here, 'k', 30)).toBe(20);
+    } finally {
+      other.stop();
+      await here.close();
+      client.disconnect();
+    }
+  });
+});
+
+describe('the configuration record', () => {
+  it('a record of a later format is refused with a typed error naming it; a node told of it decides by its fail mode and says so', async () => {
+    const { server, redis } = testRedis();
+    const prefix = freshPrefix();
+    await redis.set(configKey(prefix), `5\n${JSON.stringify({ format: 99, rules: [] })}`);
+    const client = new Redis(server.url);
+    const store = redisStore({ redis: client, failMode: 'closed' });
+    const limiter = createLimiter({ rules: bucket(10), store, prefix });
+    try {
+      await expect(limiter.ready()).rejects.toMatchObject({
+        code: 'UNSUPPORTED',
+        message: expect.stringMatching(/format 99/),
+      });
+      // A slot that says version 5: the node cannot read it, keeps what it knew, and decides by its fail mode.
+      await redis.set(versionKey(prefix, undefined), '5');
+      const failed = nextEvent(store, 'store-error');
+      const decision = await limiter.tryAcquire('k');
+      expect(decision).toMatchObject({ allowed: false, source: 'fallback' });
+      expect((await failed)[0]).toMatchObject({ code: 'UNSUPPORTED' });
+      expect(limiter.configVersion).toBe(1);
+    } finally {
+      await limiter.close();
+      client.disconnect();
+    }
+  });
+
+  it('bad rules change nothing: a new kind under a rule name, then Redis away (STORE_UNAVAILABLE)', async () => {
+    const { server } = testRedis();
+    const client = new Redis(server.url, { maxRetriesPerRequest: 0 });
+    const store = redisStore({ redis: client, timeoutMs: 200 });
+    const limiter = createLimiter({ rules: bucket(10), store, prefix: freshPrefix() });
+    try {
+      expect(await grants(limiter, 'k', 4)).toBe(4);
+      await expect(limiter.reconfigure(fixedWindow({ name: 'api', limit: 5, windowMs: 1000 }))).rejects.toMatchObject({
+        name: 'SluiceRangeError',
+        message: expect.stringMatching(/"api".*tokenBucket.*fixedWindow/),
+      });
+      expect(limiter.configVersion).toBe(1);
+      client.disconnect();
+      await expect(limiter.reconfigure(bucket(20))).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      expect(limiter.configVersion).toBe(1);
+      expect(limiter.rules[0]?.limit).toBe(10);
+    } finally {
+      await limiter.close();
+    }
+  });
+});
+
+/** Sizes and times small enough for a decision a step, large enough to cross windows and refills. */
+const liveCase = fc.constantFrom(...ALGORITHM_KINDS).chain((kind) =>
+  fc.record({
+    kind: fc.constant(kind),
+    before: ALGORITHMS[kind].shapes,
+    after: ALGORITHMS[kind].shapes,
+    oldLimit: fc.integer({ min: 1, max: 30 }),
+    newLimit: fc.integer({ min: 1, max: 30 }),
+    mode: fc.constantFrom<CarryMode>(...CARRY_MODES),
+    start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
+    history: historyArb(15, 2_000, 4),
+    later: historyArb(15, 2_000, 4),
+    firstTouchMs: fc.integer({ min: 0, max: 500 }),
+  }),
+);
+
+/** Runs `steps` on a limiter, a decision (or a penalty) each, and what each said. */
+async function run(limiter: Limiter, clock: ManualClock, steps: readonly HistoryStep[]): Promise<unknown[]> {
+  const seen: unknown[] = [];
+  for (const [dt, permits, penalty] of steps) {
+    clock.advance(dt);
+    if (penalty) {
+      await limiter.penalize('k', permits);
+      seen.push('penalized');
+    } else {
+      const d = await limiter.tryAcquire('k', { permits });
+      seen.push([d.allowed, d.remaining]);
+    }
+  }
+  return seen;
+}
+
+describe('the carry on Redis is the memory store’s', () => {
+  it('random rules, histories and carry modes: every decision after the change is the same on both', async () => {
+    const { server } = testRedis();
+    const client = new Redis(server.url);
+    try {
+      await fc.assert(
+        fc.asyncProperty(liveCase, async (c) => {
+          const rules = (shape: (typeof c)['before'], limit: number) => shape(limit, { name: 'r' });
+          const clocks = [new ManualClock(c.start), new ManualClock(c.start)] as const;
+          const prefix = freshPrefix();
+          const memory = createLimiter({
+            rules: rules(c.before, c.oldLimit),
+            store: memoryStore({ clock: clocks[0] }),
+            prefix,
+          });
+          const onRedis = createLimiter({
+            rules: rules(c.before, c.oldLimit),
+            store: redisStore({ redis: client, clock: clocks[1], denyCache: false }),
+            prefix,
+          });
+          try {
+            const before = await Promise.all([run(memory, clocks[0], c.history), run(onRedis, clocks[1], c.history)]);
+            expect(before[1]).toEqual(before[0]);
+            const next = rules(c.after, c.newLimit);
+            await memory.reconfigure(next, { carry: c.mode });
+            await onRedis.reconfigure(next, { carry: c.mode });
+            const later: HistoryStep[] = [[c.firstTouchMs, 1, false], ...c.later];
+            const after = await Promise.all([run(memory, clocks[0], later), run(onRedis, clocks[1], later)]);
+            expect(after[1]).toEqual(after[0]);
+          } finally {
+            await Promise.all([memory.close(), onRedis.close()]);
+          }
+        }),
+        { numRuns: 40, ...(process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED) }) },
+      );
+    } finally {
+      client.disconnect();
+    }
+  });
+});
