@@ -122,6 +122,31 @@ describe.each(deployments)('exact mode on a $name server', ({ open }) => {
     }
   });
 
+  it("an override on one node: the other's next decision for that key obeys it, other keys keep the limiter's rules; removed, the key returns with what it used", async () => {
+    const nodes = twoNodes(open, bucket(100), true);
+    const { a, b } = nodes;
+    try {
+      expect(await grants(a, 'acme', 60)).toBe(60);
+      expect(await grants(b, 'other', 1)).toBe(1);
+      await a.override('acme', bucket(300));
+      // 60 used of an override of 300: exactly 240 more, on either node, marked as the override's.
+      expect(await b.tryAcquire('acme')).toMatchObject({ allowed: true, limit: 300, override: true });
+      expect((await grants(b, 'acme', 100)) + (await grants(a, 'acme', 200))).toBe(239);
+      expect(await b.tryAcquire('other')).toMatchObject({ allowed: true, limit: 100 });
+      expect((await b.overrides()).overrides.map((o) => [o.key, o.rules[0]?.limit])).toEqual([['acme', 300]]);
+      await a.removeOverride('acme');
+      // Back to the limiter's 100 with 300 used: nothing left; the limiter's rules change again: 50 of 350.
+      const denied = await b.tryAcquire('acme');
+      expect(denied).toMatchObject({ allowed: false, limit: 100 });
+      expect(denied.override).toBeUndefined();
+      await b.reconfigure(bucket(350));
+      expect(await grants(a, 'acme', 100)).toBe(50);
+      expect((await a.overrides()).overrides).toEqual([]);
+    } finally {
+      await nodes.close();
+    }
+  });
+
   it('a reset after a change forgets the key under every generation (nothing is carried back)', async () => {
     const nodes = twoNodes(open, bucket(10), false);
     const { a, b } = nodes;
@@ -282,15 +307,17 @@ async function run(limiter: Limiter, clock: ManualClock, steps: readonly History
       await limiter.penalize('k', permits);
       seen.push('penalized');
     } else {
-      const d = await limiter.tryAcquire('k', { permits });
-      seen.push([d.allowed, d.remaining]);
+      seen.push(said(await limiter.tryAcquire('k', { permits })));
     }
   }
   return seen;
 }
 
-describe('the carry on Redis is the memory store’s', () => {
-  it('random rules, histories and carry modes: every decision after the change is the same on both', async () => {
+/** What a decision says, for comparing two stores. */
+const said = (d: { allowed: boolean; remaining: number; override?: true }) => [d.allowed, d.remaining, d.override];
+
+describe('live limits on Redis decide as on the memory store', () => {
+  it('random rules, histories and carry modes: every decision after a change, an override and its removal is the same on both', async () => {
     const { server } = testRedis();
     const client = new Redis(server.url);
     try {
@@ -318,6 +345,16 @@ describe('the carry on Redis is the memory store’s', () => {
             const later: HistoryStep[] = [[c.firstTouchMs, 1, false], ...c.later];
             const after = await Promise.all([run(memory, clocks[0], later), run(onRedis, clocks[1], later)]);
             expect(after[1]).toEqual(after[0]);
+            // The key's own rules (the ones before, at their old limit), then back to the limiter's.
+            const own = rules(c.before, c.oldLimit);
+            await memory.override('k', own);
+            await onRedis.override('k', own);
+            const owned = await Promise.all([run(memory, clocks[0], later), run(onRedis, clocks[1], later)]);
+            expect(owned[1]).toEqual(owned[0]);
+            await memory.removeOverride('k');
+            await onRedis.removeOverride('k');
+            const back = await Promise.all([run(memory, clocks[0], later), run(onRedis, clocks[1], later)]);
+            expect(back[1]).toEqual(back[0]);
           } finally {
             await Promise.all([memory.close(), onRedis.close()]);
           }

@@ -121,14 +121,15 @@ export function configKey(prefix: string): string {
 }
 
 /**
- * The name a rule's states are kept under in configuration generation `generation`: its name in the first
- * (a rule never changed keeps its keys), otherwise the name with the generation after a character no rule
- * name holds, so that states kept under other parameters are never read as this generation's.
+ * The name a rule's states are kept under in a configuration generation (`generation`: `g3` for the rules of
+ * version 3, `o7` for an override set at version 7; undefined for the rules a limiter was created with, whose
+ * states keep their first keys): the name with the generation after a character no rule name holds, so that
+ * states kept under other parameters are never read as this generation's.
  * @example
- * generationName('per-minute', 3) // 'per-minute\u0002g3'
+ * generationName('per-minute', 'g3') // 'per-minute\u0002g3'
  */
-export function generationName(name: string, generation: number): string {
-  return generation === 1 ? name : `${name}\u0002g${generation}`;
+export function generationName(name: string, generation: string | undefined): string {
+  return generation === undefined ? name : `${name}\u0002${generation}`;
 }
 
 let slotTags: string[] | undefined;

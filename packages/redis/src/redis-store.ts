@@ -23,14 +23,7 @@ import type { NodeIdentity } from './fleet/node-identity.js';
 import type { FleetPresence } from './fleet/presence.js';
 import { withDeadline } from './deadline.js';
 import type { RedisHealth } from './health.js';
-import {
-  checkStateIds,
-  decodeIdentity,
-  encodeIdentity,
-  freedChannel,
-  generationName,
-  resetChannel,
-} from './key-layout.js';
+import { checkStateIds, decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
 import { LiveBinding, type VersionBinding } from './live/live-binding.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
 import type { StartupChecks } from './preflight.js';
@@ -351,15 +344,15 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       maxKeys: this.#maxKeys,
       decisionClock: this.clock,
       localClock: this.#localClock,
-      bindVersion: (config, onStale) => {
-        const generations = new Map(config.rules.map((entry) => [entry.rule, entry.generation]));
-        // The fail mode's states of a later version are apart from the earlier ones' (it starts them afresh).
-        const rules = config.rules.map((entry) => entry.rule);
-        const ruleSet = config.version === 1 ? { rules, prefix } : { rules, prefix, apart: `g${config.version}` };
-        return this.#exactBinding(ruleSet, hold, {
-          stateName: (rule) => generationName(rule.name, generations.get(rule) ?? 1),
-          version: config.version,
+      bindVersion: ({ rules: entries, override, version, apart }, onStale) => {
+        const states = new Map(entries.map((entry) => [entry.rule, entry.state]));
+        // The fail mode's states of other rules are apart from the limiter's first ones (it starts them afresh).
+        const rules = entries.map((entry) => entry.rule);
+        return this.#exactBinding(apart === undefined ? { rules, prefix } : { rules, prefix, apart }, hold, {
+          stateName: (rule) => states.get(rule) ?? rule.name,
+          version,
           onStale,
+          override,
           unbind: () => undefined,
         });
       },
@@ -375,7 +368,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   #exactBinding(
     ruleSet: RuleSet,
     hold: PrefixHold,
-    own: Pick<ExactParts, 'onStale' | 'unbind'> & Pick<TransportOptions, 'stateName' | 'version'>,
+    own: Pick<ExactParts, 'onStale' | 'unbind' | 'override'> & Pick<TransportOptions, 'stateName' | 'version'>,
   ): ExactBinding {
     const { prefix } = ruleSet;
     const bindings = hold.bindings;
@@ -406,6 +399,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
         : undefined,
       onDecision: this.#onDecision,
       onStale: own.onStale,
+      override: own.override,
       unbind: own.unbind,
     });
   }

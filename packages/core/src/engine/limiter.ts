@@ -764,6 +764,12 @@ class StoreLimiter implements Limiter {
       }
       keepsKinds(this.#allRules(), next);
       if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
+      const kept = this.#default.bound;
+      if (hasSharedRules(kept)) {
+        // The store keeps overrides for every node, beside the limiter's rules.
+        await kept.override(key, next);
+        return;
+      }
       const from = await this.#binding(key, undefined);
       const storeName = storeNameOf(this.#store);
       const bound = hasStateAccess(from.bound)
@@ -790,6 +796,11 @@ class StoreLimiter implements Limiter {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
+      const shared = this.#default.bound;
+      if (hasSharedRules(shared)) {
+        await shared.removeOverride(key);
+        return;
+      }
       const own = this.#overrides.get(key);
       if (own === undefined) return;
       this.#overrides.delete(key);
@@ -822,12 +833,15 @@ class StoreLimiter implements Limiter {
       const count = options?.count === undefined ? OVERRIDES_PAGE : positiveInteger('count', options.count);
       if (count > OVERRIDES_PAGE_MAX)
         throw new SluiceRangeError('count', count, `count must be at most ${OVERRIDES_PAGE_MAX}, got ${count}`);
-      const keys = [...this.#overrides.keys()].filter((key) => cursor === undefined || key > cursor).sort();
-      const page = keys.slice(0, count);
-      return {
-        overrides: page.map((key) => ({ key, rules: (this.#overrides.get(key) as Binding).rules })),
-        cursor: keys.length > count ? page.at(-1) : undefined,
-      };
+      const shared = this.#default.bound;
+      const all = hasSharedRules(shared)
+        ? await shared.overrides()
+        : [...this.#overrides].map(([key, binding]) => ({ key, rules: binding.rules }));
+      const after = all
+        .filter(({ key }) => cursor === undefined || key > cursor)
+        .sort((a, b) => compareKeys(a.key, b.key));
+      const page = after.slice(0, count);
+      return { overrides: page, cursor: after.length > count ? page.at(-1)?.key : undefined };
     } catch (error) {
       throw callerNamed('overrides', error);
     }
@@ -984,4 +998,9 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return inCall('createLimiter', () => {
     return new StoreLimiter(options);
   });
+}
+
+/** Key order for pages of overrides (code unit order, as `sort()` and the stores' listings). */
+function compareKeys(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -57,6 +57,12 @@ export interface SharedRules {
    * 'CONFLICT' when another node changed the configuration first (nothing changed).
    */
   reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration>;
+  /** Gives `key` rules of its own for every node, carrying what it used (see limiter.override). */
+  override(key: string, rules: readonly Algorithm[]): Promise<void>;
+  /** Takes `key`'s override away for every node, carrying what it used back; no override: nothing. */
+  removeOverride(key: string): Promise<void>;
+  /** Every override in force, as the store holds it, in key order. */
+  overrides(): Promise<ReadonlyArray<{ readonly key: string; readonly rules: readonly Algorithm[] }>>;
 }
 
 /** True for a binding whose rules its store keeps for every node (see SharedRules). */

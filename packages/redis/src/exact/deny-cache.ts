@@ -54,6 +54,11 @@ export class DenyCache {
     this.#entries.set(key, { until, retryAt, resetAt: now + decision.resetAfterMs, decision });
   }
 
+  /** Drops every cached denial (the rules they were decided under changed). */
+  clear(): void {
+    this.#entries.clear();
+  }
+
   delete(key: string): void {
     this.#entries.delete(key);
   }

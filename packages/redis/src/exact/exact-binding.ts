@@ -64,6 +64,8 @@ export interface ExactParts {
    * decides). Undefined: versions are not checked.
    */
   readonly onStale?: ((version: number) => Promise<BoundStore | undefined>) | undefined;
+  /** True for the binding of one key's own rules (limiter.override): its decisions say so. */
+  readonly override?: boolean | undefined;
 }
 
 /** One asked decision: what the transport sends, and the caller waiting for it. */
@@ -245,8 +247,9 @@ export class ExactBinding implements BoundStore {
     ruleDecidedAtMs: readonly number[] | undefined,
   ): Decision {
     if (note !== undefined) note.source = source;
-    const version = this.#parts.transport.version;
-    if (version !== undefined && version > 1) decision = { ...decision, configVersion: version };
+    const version = this.#parts.transport.version?.() ?? 1;
+    if (version > 1) decision = { ...decision, configVersion: version };
+    if (this.#parts.override === true) decision = { ...decision, override: true };
     const onDecision = this.#parts.onDecision;
     if (onDecision !== undefined) {
       onDecision(
@@ -299,6 +302,11 @@ export class ExactBinding implements BoundStore {
       if (this.#settling === charges) this.#settling = undefined;
     }
     return this.#controls.settleFallback([...charges].filter(([, permits]) => permits > 0));
+  }
+
+  /** Drops every denial this binding cached (the limiter's configuration changed). */
+  forgetAll(): void {
+    this.#cache?.clear();
   }
 
   /** Drops the key from this binding's deny cache (a reset here or, through pub/sub, on another node). */

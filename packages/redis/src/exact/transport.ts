@@ -73,7 +73,7 @@ export interface TransportOptions {
    * The configuration version the rules are (limiter.reconfigure): every call sends it with its slot's
    * version key, and a slot whose configuration is newer answers `stale`. Undefined: not checked.
    */
-  readonly version?: number | undefined;
+  readonly version?: (() => number) | undefined;
 }
 
 /** One script call: the script, its KEYS and its ARGV. */
@@ -109,8 +109,8 @@ export class DecisionTransport<A extends Asked> {
   readonly #crossSlot: CrossSlotPolicy | undefined;
   /** ARGV after the rules, groups and requests: the client clock's skew bound, when there is one. */
   readonly #tailArgs: readonly string[];
-  /** ARGV after the requests of this transport's own calls: the skew bound ('' none), then the version. */
-  readonly #versionArgs: readonly string[];
+  /** ARGV after the requests of this transport's own calls: the skew bound ('' none) when versions are checked. */
+  readonly #skewArg: string;
   #queue: A[] = [];
   #scheduled = false;
   /**
@@ -174,10 +174,7 @@ export class DecisionTransport<A extends Asked> {
     this.#oneScript =
       only !== undefined && (!connection.isCluster || only.key === undefined) ? decideOneScript(only.kind) : undefined;
     this.#tailArgs = options.maxClockSkewMs === undefined ? [] : [numArg(options.maxClockSkewMs)];
-    this.#versionArgs =
-      options.version === undefined
-        ? this.#tailArgs
-        : [options.maxClockSkewMs === undefined ? '' : numArg(options.maxClockSkewMs), String(options.version)];
+    this.#skewArg = options.maxClockSkewMs === undefined ? '' : numArg(options.maxClockSkewMs);
     this.#crossSlot =
       connection.isCluster && rules.some((rule) => rule.key !== undefined)
         ? new CrossSlotPolicy(
@@ -244,7 +241,7 @@ export class DecisionTransport<A extends Asked> {
           numArg(first.permits),
           numArg(first.maxWaitMs),
           first.peek ? '1' : '0',
-          ...this.#versionArgs,
+          ...this.#tailOf(),
         ],
       };
     }
@@ -296,9 +293,15 @@ export class DecisionTransport<A extends Asked> {
           windows,
           group.every((asked) => Number.isNaN(asked.now)),
         ),
-        ...this.#versionArgs,
+        ...this.#tailOf(),
       ],
     };
+  }
+
+  /** ARGV after a call's requests: the skew bound, and the configuration version when versions are checked. */
+  #tailOf(): readonly string[] {
+    const version = this.#o.version;
+    return version === undefined ? this.#tailArgs : [this.#skewArg, String(version())];
   }
 
   /** `keys` with the configuration version key of the slot `aKey` lives in last, when versions are checked. */

@@ -1,5 +1,6 @@
-import { type Algorithm, type CarryMode, CARRY_MODES, SluiceError } from '@sluice/core';
+import { type Algorithm, CARRY_MODES, type CarryMode, SluiceError, SluiceRangeError } from '@sluice/core';
 import { carryWindowMs, ruleFromSpec, ruleSpec } from '@sluice/core/store-kit';
+import { generationName } from '../key-layout.js';
 
 /**
  * The format of a stored configuration (configKey): a later sluice that changes what the record holds
@@ -8,11 +9,17 @@ import { carryWindowMs, ruleFromSpec, ruleSpec } from '@sluice/core/store-kit';
 export const CONFIG_FORMAT = 1;
 
 /**
- * The most earlier generations a changed rule carries states from: a rule changed again while an earlier
- * change's carry window is open carries from both, up to this many; a key untouched through more changes
- * within one window starts fresh.
+ * The most earlier generations a rule carries states from: a rule changed again while an earlier change's
+ * carry window is open carries from both, up to this many; a key untouched through more changes within one
+ * window starts fresh.
  */
 const MAX_LINKS = 4;
+
+/**
+ * The most overrides one limiter holds on Redis: every node reads them all with the configuration, after
+ * each change (about 200 bytes each).
+ */
+export const MAX_OVERRIDES = 10_000;
 
 /**
  * How long past its carry window an earlier generation is still read: nodes' clocks differ, and reading one
@@ -20,21 +27,21 @@ const MAX_LINKS = 4;
  */
 const CARRY_SLACK_MS = 60_000;
 
-/** An earlier generation of a rule that a key's states are still carried from, and how. */
+/** Earlier states of a rule that a key's first touch still carries to the rule's current states, and how. */
 export interface CarryLink {
   readonly rule: Algorithm;
-  readonly generation: number;
-  /** The carry mode of the change from this generation to the next. */
+  /** The state name they live under (see generationName). */
+  readonly state: string;
+  /** The carry mode of the change from them. */
   readonly mode: CarryMode;
-  /** Until when (ms, the writer's clock plus slack) its states are carried on first touch. */
+  /** Until when (ms, the writer's clock plus slack) they are carried on first touch. */
   readonly until: number;
 }
 
-/** One rule of a configuration: the generation its states live under, and the earlier ones carried from. */
+/** One rule of a configuration: the name its states live under, and the earlier states carried from. */
 export interface LiveRule {
   readonly rule: Algorithm;
-  /** The configuration version its parameters last changed at (1: never changed, its first keys). */
-  readonly generation: number;
+  readonly state: string;
   /** Newest first. */
   readonly from: readonly CarryLink[];
 }
@@ -42,12 +49,25 @@ export interface LiveRule {
 /** A limiter's configuration as every node of its prefix decides under it. */
 export interface LiveConfig {
   readonly version: number;
+  /** The limiter's rules. */
   readonly rules: readonly LiveRule[];
+  /** Keys with rules of their own (limiter.override). */
+  readonly overrides: ReadonlyMap<string, readonly LiveRule[]>;
+  /**
+   * Keys whose override was removed, by rule name: the override's states, carried back to the limiter's
+   * rules on the key's first touch (newest first).
+   */
+  readonly returning: ReadonlyMap<string, Readonly<Record<string, readonly CarryLink[]>>>;
 }
 
 /** The configuration a limiter is created with, before any change: version 1, every rule in its first keys. */
 export function firstConfig(rules: readonly Algorithm[]): LiveConfig {
-  return { version: 1, rules: rules.map((rule) => ({ rule, generation: 1, from: [] })) };
+  return {
+    version: 1,
+    rules: rules.map((rule) => ({ rule, state: rule.name, from: [] })),
+    overrides: new Map(),
+    returning: new Map(),
+  };
 }
 
 /** Whether two rules keep their states alike: the same algorithm with the same parameters. */
@@ -59,51 +79,150 @@ function sameState(a: Algorithm, b: Algorithm): boolean {
   );
 }
 
+const open = (links: readonly CarryLink[], nowMs: number) => links.filter((link) => link.until > nowMs);
+
+/** A link from `entry`'s states, carried by `mode` from `nowMs` while they can matter. */
+function linkFrom(entry: LiveRule, mode: CarryMode, nowMs: number): CarryLink {
+  return { rule: entry.rule, state: entry.state, mode, until: nowMs + carryWindowMs([entry.rule]) + CARRY_SLACK_MS };
+}
+
 /**
- * The configuration after `current` changes to `rules` at `nowMs` as version `version`: a rule whose state
- * parameters are unchanged keeps its generation; a changed one starts the new generation and carries from
- * the one before (by `carry`) and from those still carried from; a new name starts fresh.
+ * `rules` as the rules of generation `generation` following `before` (the rules a key was decided by): a rule
+ * whose state parameters are unchanged keeps its states; a changed one takes the generation's name and carries
+ * from the states before (by `carry`) and from those they still carry from; a new name starts fresh.
  */
-export function nextConfig(
+function follow(
+  before: readonly LiveRule[],
+  rules: readonly Algorithm[],
+  generation: string,
+  carry: CarryMode,
+  nowMs: number,
+  keepUnchanged: boolean,
+): LiveRule[] {
+  const byName = new Map(before.map((entry) => [entry.rule.name, entry]));
+  return rules.map((rule) => {
+    const state = generationName(rule.name, generation);
+    const was = byName.get(rule.name);
+    if (was === undefined) return { rule, state, from: [] };
+    if (keepUnchanged && sameState(was.rule, rule)) return { rule, state: was.state, from: open(was.from, nowMs) };
+    return { rule, state, from: [linkFrom(was, carry, nowMs), ...open(was.from, nowMs)].slice(0, MAX_LINKS) };
+  });
+}
+
+/** `config` with its carry links past their windows dropped (they carry nothing any more). */
+function pruned(
+  config: LiveConfig,
+  nowMs: number,
+): {
+  overrides: Map<string, readonly LiveRule[]>;
+  returning: Map<string, Readonly<Record<string, readonly CarryLink[]>>>;
+} {
+  const overrides = new Map(
+    [...config.overrides].map(([key, rules]) => [key, rules.map((e) => ({ ...e, from: open(e.from, nowMs) }))]),
+  );
+  const returning = new Map<string, Readonly<Record<string, readonly CarryLink[]>>>();
+  for (const [key, byName] of config.returning) {
+    const kept = Object.fromEntries(
+      Object.entries(byName)
+        .map(([name, links]) => [name, open(links, nowMs)] as const)
+        .filter(([, links]) => links.length > 0),
+    );
+    if (Object.keys(kept).length > 0) returning.set(key, kept);
+  }
+  return { overrides, returning };
+}
+
+/** The configuration after `current` changes its rules to `rules` at `nowMs` as version `version`. */
+export function reconfigured(
   current: LiveConfig,
   rules: readonly Algorithm[],
   carry: CarryMode,
   version: number,
   nowMs: number,
 ): LiveConfig {
-  const byName = new Map(current.rules.map((entry) => [entry.rule.name, entry]));
-  const open = (links: readonly CarryLink[]) => links.filter((link) => link.until > nowMs);
-  return {
-    version,
-    rules: rules.map((rule) => {
-      const before = byName.get(rule.name);
-      if (before === undefined) return { rule, generation: version, from: [] };
-      if (sameState(before.rule, rule)) return { rule, generation: before.generation, from: open(before.from) };
-      const link: CarryLink = {
-        rule: before.rule,
-        generation: before.generation,
-        mode: carry,
-        until: nowMs + carryWindowMs([before.rule]) + CARRY_SLACK_MS,
-      };
-      return { rule, generation: version, from: [link, ...open(before.from)].slice(0, MAX_LINKS) };
-    }),
-  };
+  return { version, rules: follow(current.rules, rules, `g${version}`, carry, nowMs, true), ...pruned(current, nowMs) };
 }
+
+/**
+ * The rules `key` is decided by under `config`, each with every earlier state its first touch carries from:
+ * its override's, or the limiter's with what a removed override left.
+ */
+export function rulesOf(config: LiveConfig, key: string): readonly LiveRule[] {
+  const own = config.overrides.get(key);
+  if (own !== undefined) return own;
+  const back = config.returning.get(key);
+  if (back === undefined) return config.rules;
+  return config.rules.map((e) => ({ ...e, from: [...(back[e.rule.name] ?? []), ...e.from].slice(0, MAX_LINKS) }));
+}
+
+/** The configuration after `key` is given `rules` of its own at `nowMs` as version `version`. */
+export function overridden(
+  current: LiveConfig,
+  key: string,
+  rules: readonly Algorithm[],
+  version: number,
+  nowMs: number,
+): LiveConfig {
+  if (!current.overrides.has(key) && current.overrides.size >= MAX_OVERRIDES) {
+    throw new SluiceRangeError(
+      'key',
+      key,
+      `a limiter on Redis holds at most ${MAX_OVERRIDES} overrides (every node reads them all); remove one first, ` +
+        'or give such keys a plan',
+    );
+  }
+  const { overrides, returning } = pruned(current, nowMs);
+  overrides.set(key, follow(rulesOf(current, key), rules, `o${version}`, 'used', nowMs, false));
+  returning.delete(key);
+  return { version, rules: current.rules, overrides, returning };
+}
+
+/** The configuration after `key`'s override is removed (what it used carried back) as version `version`. */
+export function withoutOverride(current: LiveConfig, key: string, version: number, nowMs: number): LiveConfig {
+  const own = current.overrides.get(key);
+  const { overrides, returning } = pruned(current, nowMs);
+  if (own === undefined) return { version, rules: current.rules, overrides, returning };
+  overrides.delete(key);
+  returning.set(
+    key,
+    Object.fromEntries(own.map((e) => [e.rule.name, [linkFrom(e, 'used', nowMs), ...open(e.from, nowMs)]])),
+  );
+  return { version, rules: current.rules, overrides, returning };
+}
+
+interface StoredLink {
+  readonly spec: unknown;
+  readonly state: string;
+  readonly mode: unknown;
+  readonly until: number;
+}
+interface StoredRule {
+  readonly spec: unknown;
+  readonly state: string;
+  readonly from: readonly StoredLink[];
+}
+
+const storeLink = (link: CarryLink): StoredLink => ({
+  spec: ruleSpec(link.rule),
+  state: link.state,
+  mode: link.mode,
+  until: link.until,
+});
+const storeRules = (rules: readonly LiveRule[]): StoredRule[] =>
+  rules.map((e) => ({ spec: ruleSpec(e.rule), state: e.state, from: e.from.map(storeLink) }));
 
 /** The record stored at configKey: '<version>\n<JSON>' (config_write.lua compares the version). */
 export function encodeConfig(config: LiveConfig): string {
   const body = {
     format: CONFIG_FORMAT,
-    rules: config.rules.map((entry) => ({
-      spec: ruleSpec(entry.rule),
-      generation: entry.generation,
-      from: entry.from.map((link) => ({
-        spec: ruleSpec(link.rule),
-        generation: link.generation,
-        mode: link.mode,
-        until: link.until,
-      })),
-    })),
+    rules: storeRules(config.rules),
+    overrides: Object.fromEntries([...config.overrides].map(([key, rules]) => [key, storeRules(rules)])),
+    returning: Object.fromEntries(
+      [...config.returning].map(([key, byName]) => [
+        key,
+        Object.fromEntries(Object.entries(byName).map(([name, links]) => [name, links.map(storeLink)])),
+      ]),
+    ),
   };
   return `${config.version}\n${JSON.stringify(body)}`;
 }
@@ -118,7 +237,7 @@ export function decodeConfig(record: string, where: string): LiveConfig {
   const newline = record.indexOf('\n');
   const version = Number(record.slice(0, newline));
   if (newline === -1 || !Number.isSafeInteger(version) || version < 1) throw unreadable('no version');
-  let body: { format?: unknown; rules?: unknown };
+  let body: { format?: unknown; rules?: unknown; overrides?: unknown; returning?: unknown };
   try {
     body = JSON.parse(record.slice(newline + 1)) as typeof body;
   } catch (error) {
@@ -131,31 +250,51 @@ export function decodeConfig(record: string, where: string): LiveConfig {
         `later sluice; this one reads format ${CONFIG_FORMAT}: upgrade this node`,
     );
   }
-  if (!Array.isArray(body.rules) || body.rules.length === 0) throw unreadable('no rules');
   try {
-    return {
-      version,
-      rules: body.rules.map(
-        (entry: { spec: unknown; generation: number; from: readonly Record<string, unknown>[] }) => ({
-          rule: ruleFromSpec(entry.spec),
-          generation: generationOf(entry.generation),
-          from: entry.from.map((link) => ({
-            rule: ruleFromSpec(link.spec),
-            generation: generationOf(link.generation),
-            mode: modeOf(link.mode),
-            until: Number(link.until),
-          })),
-        }),
+    const rules = readRules(body.rules);
+    if (rules.length === 0) throw new Error('no rules');
+    const overrides = new Map(Object.entries(objectOf(body.overrides)).map(([key, r]) => [key, readRules(r)] as const));
+    const returning = new Map(
+      Object.entries(objectOf(body.returning)).map(
+        ([key, byName]) =>
+          [
+            key,
+            Object.fromEntries(Object.entries(objectOf(byName)).map(([name, links]) => [name, readLinks(links)])),
+          ] as const,
       ),
-    };
+    );
+    return { version, rules, overrides, returning };
   } catch (error) {
     throw unreadable(error instanceof Error ? error.message : String(error));
   }
 }
 
-function generationOf(value: unknown): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)
-    throw new Error(`generation ${String(value)}`);
+function objectOf(value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not an object');
+  return value as Record<string, unknown>;
+}
+
+function readRules(value: unknown): LiveRule[] {
+  if (!Array.isArray(value)) throw new Error('rules are not a list');
+  return value.map((entry: StoredRule) => ({
+    rule: ruleFromSpec(entry.spec),
+    state: stateNameOf(entry.state),
+    from: readLinks(entry.from),
+  }));
+}
+
+function readLinks(value: unknown): CarryLink[] {
+  if (!Array.isArray(value)) throw new Error('links are not a list');
+  return value.map((link: StoredLink) => ({
+    rule: ruleFromSpec(link.spec),
+    state: stateNameOf(link.state),
+    mode: modeOf(link.mode),
+    until: Number(link.until),
+  }));
+}
+
+function stateNameOf(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0) throw new Error(`state name ${String(value)}`);
   return value;
 }
 

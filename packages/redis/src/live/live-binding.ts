@@ -13,7 +13,7 @@ import { type DecisionNote, identityOf, keyCache } from '@sluice/core/store-kit'
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection } from '../connection/connection.js';
 import { withDeadline } from '../deadline.js';
-import { configKey, generationName, resetChannel, stateKey, versionKey } from '../key-layout.js';
+import { configKey, resetChannel, stateKey, versionKey } from '../key-layout.js';
 import { versionError } from '../reply-errors.js';
 import { carryKeyScript, configReadScript, configWriteScript, raiseVersionScript } from '../scripts.js';
 import { numArg, ruleArgs } from '../exact/rule-args.js';
@@ -23,18 +23,34 @@ import {
   decodeConfig,
   encodeConfig,
   firstConfig,
-  nextConfig,
+  overridden,
+  reconfigured,
+  rulesOf,
+  withoutOverride,
 } from './config-record.js';
 
-/** What an exact binding of one configuration can do, as LiveBinding uses it. */
+/** What an exact binding of one set of rules can do, as LiveBinding uses it. */
 export interface VersionBinding extends BoundStore {
   /** Drops the key from the binding's deny cache. */
   forget(key: string): void;
+  /** Drops every denial the binding cached. */
+  forgetAll(): void;
   settleFallback(): Promise<{ keys: number; permits: number; kept: number }>;
   unbind(): void;
 }
 
-/** What a LiveBinding is made of: where the configuration lives, and how a binding of one version is made. */
+/** What a binding of one set of rules decides under: the rules and their state names, a key's own or not. */
+export interface VersionRules {
+  readonly rules: readonly LiveRule[];
+  /** The binding of one key's override (its decisions say so). */
+  readonly override: boolean;
+  /** The configuration version it sends with each call (read per call: it moves on while its rules stay). */
+  readonly version: () => number;
+  /** Keeps its fail mode's states apart from other bindings' (undefined: the limiter's first rules). */
+  readonly apart: string | undefined;
+}
+
+/** What a LiveBinding is made of: where the configuration lives, and how a binding of one set of rules is made. */
 export interface LiveParts {
   readonly connection: RedisConnection;
   readonly prefix: string;
@@ -46,12 +62,9 @@ export interface LiveParts {
   /** The decision clock (undefined: Redis TIME) and this process's clock (carry windows). */
   readonly decisionClock: Clock | undefined;
   readonly localClock: Clock;
-  /**
-   * Makes the exact binding that decides under `config` (its rules; each rule's states under its
-   * generation's name), whose stale answers go to `onStale`.
-   */
+  /** Makes the exact binding that decides under `rules`, whose stale answers go to `onStale`. */
   readonly bindVersion: (
-    config: LiveConfig,
+    rules: VersionRules,
     onStale: (version: number) => Promise<BoundStore | undefined>,
   ) => VersionBinding;
   /** A configuration that could not be read or used: the store's 'store-error'. */
@@ -62,6 +75,17 @@ export interface LiveParts {
   readonly unbind: () => void;
 }
 
+/** A binding of one set of rules, the text that says which (state names and rules), and its version. */
+interface Held {
+  readonly binding: VersionBinding;
+  readonly signature: string;
+  readonly holder: { version: number };
+}
+
+/** What identifies a set of rules' decisions: each rule's state name and wire text. */
+const signatureOf = (rules: readonly LiveRule[]): string =>
+  rules.map((e) => `${e.state}\n${ruleArgs([e.rule])[0]}`).join('\n\n');
+
 /** How many slots' versions one reconfigure raises at once on a Cluster. */
 const RAISE_CONCURRENCY = 512;
 /**
@@ -71,12 +95,14 @@ const RAISE_CONCURRENCY = 512;
 const RAISE_DEADLINE_MS = 5_000;
 
 /**
- * Exact mode with live limits: the limiter's configuration kept in Redis for every node of its prefix
- * (SharedRules). Decisions go to the exact binding of the version this node knows; a slot whose version is
- * newer answers stale, and the decision is asked again under the configuration read from Redis (a node that
- * cannot read it decides by the fail mode and says so through 'store-error'). A rule changed by a version
- * keeps its states under a name of that generation; while the change's carry window is open, a key's first
- * touch on this node carries its states from the earlier generations (carry_key.lua, atomic per key).
+ * Exact mode with live limits: the limiter's configuration (its rules and its keys' overrides) kept in Redis
+ * for every node of its prefix (SharedRules). Decisions go to the exact binding of the rules this node knows
+ * for the key, which sends the configuration version with each call; a slot whose version is newer answers
+ * stale, and the decision is asked again under the configuration read from Redis (a node that cannot read
+ * it decides by the fail mode and says so through 'store-error'). A changed rule, and each override, keeps
+ * its states under a name of its generation; while a change's carry window is open, a key's first touch on
+ * this node carries its states from the earlier ones (carry_key.lua, atomic per key). A change of the
+ * limiter's rules raises every slot's version; an override's, only its key's slot.
  * @example
  * const binding = new LiveBinding(parts) // parts: see LiveParts; redisStore builds them
  * await binding.reconfigure([tokenBucket({ name: 'api', capacity: 50, refillPerSecond: 5 })], 'used')
@@ -85,12 +111,15 @@ export class LiveBinding implements BoundStore, SharedRules {
   readonly #parts: LiveParts;
   #config: LiveConfig;
   #configuration: LimiterConfiguration;
-  #inner: VersionBinding;
+  /** The binding of the limiter's rules, and those of overridden keys met so far. */
+  #inner: Held;
+  readonly #own = new Map<string, Held>();
+  #ownBound = 0;
   /** The read of the stored configuration under way (concurrent stale answers share it). */
   #reading: Promise<BoundStore | undefined> | undefined;
   /** Carries under way, by key (the keys this node carried under the current version: #remembered). */
   #carrying = new Map<string, Promise<void>>();
-  /** Until when a rule of the current version carries (0: none does). */
+  /** Until when a link of the current version carries (0: none does). */
   #carryUntil = 0;
   readonly #remembered: ReturnType<typeof keyCache<string, true>>;
   #bound = true;
@@ -100,7 +129,7 @@ export class LiveBinding implements BoundStore, SharedRules {
     this.#config = firstConfig(parts.rules);
     this.#configuration = { version: 1, rules: parts.rules };
     this.#remembered = keyCache<string, true>(parts.maxKeys);
-    this.#inner = parts.bindVersion(this.#config, this.#onStale);
+    this.#inner = this.#hold(this.#config.rules, false, undefined);
   }
 
   get configuration(): LimiterConfiguration {
@@ -118,70 +147,85 @@ export class LiveBinding implements BoundStore, SharedRules {
 
   /**
    * Another node changed the configuration (its message on the limiter's reset channel): decide under the
-   * stored one from now on, with a deny cache of its own (denials cached before may not hold under it).
+   * stored one from now on (denials cached before it may not hold under it).
    */
   heard(): void {
     this.refresh().catch((error: unknown) => this.#parts.report(asError(error)));
   }
 
+  /** The binding `key` is decided by. */
+  #for(key: string): VersionBinding {
+    const own = this.#config.overrides.size === 0 ? undefined : this.#config.overrides.get(key);
+    if (own === undefined) return this.#inner.binding;
+    let held = this.#own.get(key);
+    if (held === undefined) {
+      held = this.#hold(own, true, `o${++this.#ownBound}`);
+      this.#own.set(key, held);
+    }
+    return held.binding;
+  }
+
   consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     const carry = this.#carryFirst(key);
-    if (carry === undefined) return this.#inner.consume(key, permits, maxWaitMs, note);
-    return carry.then(() => this.#inner.consume(key, permits, maxWaitMs, note));
+    if (carry === undefined) return this.#for(key).consume(key, permits, maxWaitMs, note);
+    return carry.then(() => this.#for(key).consume(key, permits, maxWaitMs, note));
   }
 
   peek(key: string): Decision | Promise<Decision> {
     const carry = this.#carryFirst(key);
-    if (carry === undefined) return this.#inner.peek(key);
-    return carry.then(() => this.#inner.peek(key));
+    if (carry === undefined) return this.#for(key).peek(key);
+    return carry.then(() => this.#for(key).peek(key));
   }
 
   async reset(key: string): Promise<void> {
     // Carried first: a reset must not leave an earlier generation's states to be carried back.
     await this.#carryFirst(key);
-    await this.#inner.reset(key);
+    await this.#for(key).reset(key);
   }
 
   async refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
     await this.#carryFirst(key);
-    await this.#inner.refund?.(key, permits, grantedAgoMs, grant);
+    await this.#for(key).refund?.(key, permits, grantedAgoMs, grant);
   }
 
   async penalize(key: string, permits: number): Promise<void> {
     await this.#carryFirst(key);
-    await this.#inner.penalize?.(key, permits);
+    await this.#for(key).penalize?.(key, permits);
   }
 
   block(key: string, ms: number): void | Promise<void> {
-    return this.#inner.block?.(key, ms);
+    return this.#for(key).block?.(key, ms);
   }
 
   unblock(key: string): void | Promise<void> {
-    return this.#inner.unblock?.(key);
+    return this.#for(key).unblock?.(key);
+  }
+
+  forgetAll(): void {
+    for (const held of [this.#inner, ...this.#own.values()]) held.binding.forgetAll();
   }
 
   forget(key: string): void {
-    this.#inner.forget(key);
+    this.#inner.binding.forget(key);
+    this.#own.get(key)?.binding.forget(key);
   }
 
-  settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
-    return this.#inner.settleFallback();
+  async settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
+    const settled = await Promise.all([this.#inner, ...this.#own.values()].map((h) => h.binding.settleFallback()));
+    return settled.reduce((a, b) => ({ keys: a.keys + b.keys, permits: a.permits + b.permits, kept: a.kept + b.kept }));
   }
 
   unbind(): void {
     if (!this.#bound) return;
     this.#bound = false;
-    this.#inner.unbind();
+    for (const held of [this.#inner, ...this.#own.values()]) held.binding.unbind();
+    this.#own.clear();
     this.#parts.unbind();
   }
 
-  /**
-   * Stores `rules` as the next version for every node (compare-and-set on the version read), raises the
-   * version of every slot (so every node's next decision learns of it), and decides under it from now on.
-   */
+  /** Stores `rules` as the limiter's next version for every node (see #change); every slot learns of it. */
   async reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration> {
-    const { connection, prefix, timeoutMs } = this.#parts;
-    if (connection.isCluster && rules.some((rule) => rule.key !== undefined)) {
+    if (this.#parts.connection.isCluster && rules.some((rule) => rule.key !== undefined)) {
       throw new SluiceError(
         'UNSUPPORTED',
         'a policy with rules counted against other keys is decided slot by slot on a Redis Cluster, where a ' +
@@ -189,13 +233,54 @@ export class LiveBinding implements BoundStore, SharedRules {
           'the new rules',
       );
     }
+    await this.#change((current, version, now) => reconfigured(current, rules, carry, version, now), undefined);
+    return this.#configuration;
+  }
+
+  /** Gives `key` rules of its own for every node (see #change); the key's slot learns of it. */
+  async override(key: string, rules: readonly Algorithm[]): Promise<void> {
+    await this.#change((current, version, now) => overridden(current, key, rules, version, now), key);
+    // One key: its states move now, at the change, as the memory store moves them (not at its next touch).
+    await this.#carryFirst(key);
+  }
+
+  /** Takes `key`'s override away for every node, carrying what it used back; no override: nothing. */
+  async removeOverride(key: string): Promise<void> {
+    await this.#change(
+      (current, version, now) => (current.overrides.has(key) ? withoutOverride(current, key, version, now) : undefined),
+      key,
+    );
+    await this.#carryFirst(key);
+  }
+
+  /** Every override in force, as stored, in key order. */
+  async overrides(): Promise<Array<{ key: string; rules: readonly Algorithm[] }>> {
+    const config = await this.#read();
+    if (config !== undefined) this.#adopt(config);
+    return [...this.#config.overrides]
+      .map(([key, rules]) => ({ key, rules: rules.map((e) => e.rule) }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  /**
+   * Makes a change for every node: `make` turns the stored configuration (or this node's, when none is
+   * stored) into the next version (undefined: nothing to change), which is stored if the version is still
+   * the one read (a compare-and-set: another node's change first is a CONFLICT), then the configuration
+   * version is raised where decisions must learn of it (every slot, or only `key`'s), and this node decides
+   * under it from then on. Nodes with a deny cache hear of it at once on the limiter's reset channel.
+   */
+  async #change(
+    make: (current: LiveConfig, version: number, nowMs: number) => LiveConfig | undefined,
+    key: string | undefined,
+  ): Promise<void> {
+    const { connection, prefix, timeoutMs } = this.#parts;
     const current = (await this.#read()) ?? this.#config;
-    const version = current.version + 1;
-    const next = nextConfig(current, rules, carry, version, this.#parts.localClock.now());
-    const record = encodeConfig(next);
+    if (current.version > this.#config.version) this.#adopt(current);
+    const next = make(current, current.version + 1, this.#parts.localClock.now());
+    if (next === undefined) return;
     try {
       await withDeadline(
-        connection.runScript(configWriteScript(), [configKey(prefix)], [String(current.version), record]),
+        connection.runScript(configWriteScript(), [configKey(prefix)], [String(current.version), encodeConfig(next)]),
         timeoutMs,
         'a configuration write',
       );
@@ -208,24 +293,29 @@ export class LiveBinding implements BoundStore, SharedRules {
           `version ${current.version}); nothing was changed`,
       );
     }
-    await this.#raiseEverySlot(version);
+    await this.#raise(next.version, key);
     this.#adopt(next);
-    // Nodes with a deny cache hear of it at once ('' is no key's message on the reset channel); the rest
-    // learn of it from their next decision's slot.
+    // '' is no key's message on the reset channel.
     await withDeadline(connection.publish(resetChannel(prefix), ''), timeoutMs, 'a configuration message').catch(
       (error: unknown) => this.#parts.report(asError(error)),
     );
-    return this.#configuration;
   }
 
-  /** Raises the configuration version of the limiter's slot (standalone) or of every slot (Cluster). */
-  async #raiseEverySlot(version: number): Promise<void> {
+  /**
+   * Raises the configuration version where decisions must learn of it: the limiter's one version key on a
+   * standalone server; on a Cluster, `key`'s slot (an override) or every slot (the limiter's rules).
+   */
+  async #raise(version: number, key: string | undefined): Promise<void> {
     const { connection, prefix, timeoutMs } = this.#parts;
     const raise = (slot: number | undefined) =>
       connection.runScript(raiseVersionScript(), [versionKey(prefix, slot)], [String(version)]);
     try {
       if (!connection.isCluster) {
         await withDeadline(raise(undefined), timeoutMs, 'a configuration version');
+        return;
+      }
+      if (key !== undefined) {
+        await withDeadline(raise(calculateSlot(stateKey(prefix, key, '~o'))), timeoutMs, 'a configuration version');
         return;
       }
       for (let first = 0; first < 16_384; first += RAISE_CONCURRENCY) {
@@ -239,8 +329,8 @@ export class LiveBinding implements BoundStore, SharedRules {
     } catch (error) {
       // Stored, and raised in the slots a node already decided under it: the rest learn of it there.
       throw storeUnavailable(
-        `version ${version} was stored, but not every slot could be told of it yet (nodes that decide there learn ` +
-          'of it when a node of this version decides there, or when this call is made again)',
+        `version ${version} was stored, but not every slot could be told of it yet (a node learns of it where a ` +
+          'node of this version decides, or from the next change)',
         error,
       );
     }
@@ -271,7 +361,7 @@ export class LiveBinding implements BoundStore, SharedRules {
     if (this.#config.version >= version) return Promise.resolve(this);
     this.#reading ??= this.#read()
       .then((config) => {
-        if (config !== undefined && config.version > this.#config.version) this.#adopt(config);
+        if (config !== undefined) this.#adopt(config);
         if (this.#config.version < version) {
           throw new SluiceError(
             'STORE_UNAVAILABLE',
@@ -291,24 +381,57 @@ export class LiveBinding implements BoundStore, SharedRules {
     return this.#reading;
   };
 
-  /** Decides under `config` from now on. */
-  #adopt(config: LiveConfig): void {
-    if (config.version <= this.#config.version) return;
-    const old = this.#inner;
-    this.#config = config;
-    this.#configuration = { version: config.version, rules: config.rules.map((entry) => entry.rule) };
-    this.#inner = this.#parts.bindVersion(config, this.#onStale);
-    this.#remembered.clear();
-    this.#carrying = new Map();
-    const links = config.rules.flatMap((entry) => entry.from.map((link) => link.until));
-    this.#carryUntil = links.length === 0 ? 0 : Math.max(...links);
-    old.unbind();
-    this.#parts.adopted(this.#configuration);
+  /** A binding of `rules` at the current version (which it follows while its rules stay in force). */
+  #hold(rules: readonly LiveRule[], override: boolean, apart: string | undefined): Held {
+    const holder = { version: this.#config.version };
+    const binding = this.#parts.bindVersion({ rules, override, version: () => holder.version, apart }, this.#onStale);
+    return { binding, signature: signatureOf(rules), holder };
   }
 
   /**
-   * While a change's carry window is open: the carry of `key`'s states to the rules in force when this node
-   * has not made it yet (undefined: nothing to wait for).
+   * Decides under `config` from now on: a binding whose rules are unchanged follows the new version (its
+   * cached denials dropped); one whose rules changed is replaced, and calls it still has queued are sent
+   * under its own version, so a slot answers them stale and they are asked again here.
+   */
+  #adopt(config: LiveConfig): void {
+    if (config.version <= this.#config.version) return;
+    this.#config = config;
+    this.#configuration = { version: config.version, rules: config.rules.map((entry) => entry.rule) };
+    this.#inner = this.#follow(this.#inner, config.rules, false, undefined);
+    for (const [key, held] of this.#own) {
+      const own = config.overrides.get(key);
+      if (own !== undefined && signatureOf(own) === held.signature) {
+        this.#follow(held, own, true, undefined);
+      } else {
+        held.binding.unbind();
+        this.#own.delete(key);
+      }
+    }
+    this.#remembered.clear();
+    this.#carrying = new Map();
+    const links = [...config.rules, ...[...config.overrides.values()].flat()].flatMap((entry) =>
+      entry.from.map((link) => link.until),
+    );
+    for (const byName of config.returning.values())
+      for (const list of Object.values(byName)) for (const link of list) links.push(link.until);
+    this.#carryUntil = links.length === 0 ? 0 : Math.max(...links);
+    this.#parts.adopted(this.#configuration);
+  }
+
+  /** `held` at the current version when its rules are `rules`, else a new binding of them (and `held` let go). */
+  #follow(held: Held, rules: readonly LiveRule[], override: boolean, apart: string | undefined): Held {
+    if (signatureOf(rules) === held.signature) {
+      held.holder.version = this.#config.version;
+      held.binding.forgetAll();
+      return held;
+    }
+    held.binding.unbind();
+    return this.#hold(rules, override, apart ?? `g${this.#config.version}`);
+  }
+
+  /**
+   * While a change's carry window is open: the carry of `key`'s states to the rules it is decided by, when
+   * this node has not made it yet (undefined: nothing to wait for).
    */
   #carryFirst(key: string): Promise<void> | undefined {
     if (this.#carryUntil === 0) return undefined;
@@ -328,7 +451,7 @@ export class LiveBinding implements BoundStore, SharedRules {
   /** Runs carry_key.lua for `key`: a failure is left to the decision that follows (its fail mode). */
   async #carry(key: string, nowMs: number): Promise<void> {
     const config = this.#config;
-    const carried = config.rules
+    const carried = rulesOf(config, key)
       .map((entry) => ({ ...entry, from: entry.from.filter((link) => link.until >= nowMs) }))
       .filter((entry) => entry.from.length > 0);
     if (carried.length === 0) {
@@ -337,7 +460,7 @@ export class LiveBinding implements BoundStore, SharedRules {
     }
     const { connection, prefix, timeoutMs, decisionClock } = this.#parts;
     const first = carried[0] as LiveRule;
-    const own = stateKey(prefix, identityOf(first.rule, key), generationName(first.rule.name, first.generation));
+    const own = stateKey(prefix, identityOf(first.rule, key), first.state);
     const keys = [versionKey(prefix, connection.isCluster ? calculateSlot(own) : undefined)];
     const args = [
       String(config.version),
@@ -346,10 +469,10 @@ export class LiveBinding implements BoundStore, SharedRules {
     ];
     for (const entry of carried) {
       const identity = identityOf(entry.rule, key);
-      keys.push(stateKey(prefix, identity, generationName(entry.rule.name, entry.generation)));
+      keys.push(stateKey(prefix, identity, entry.state));
       args.push(String(entry.from.length), ...ruleArgs([entry.rule]), meta(entry.rule, '-'));
       for (const link of entry.from) {
-        keys.push(stateKey(prefix, identity, generationName(link.rule.name, link.generation)));
+        keys.push(stateKey(prefix, identity, link.state));
         args.push(...ruleArgs([link.rule]), meta(link.rule, link.mode));
       }
     }
