@@ -65,7 +65,11 @@ export interface SharedRules {
   overrides(): Promise<ReadonlyArray<{ readonly key: string; readonly rules: readonly Algorithm[] }>>;
 }
 
-/** True for a binding whose rules its store keeps for every node (see SharedRules). */
+/**
+ * True for a binding whose rules its store keeps for every node (see SharedRules).
+ * @example
+ * if (hasSharedRules(bound)) await bound.reconfigure(rules, 'used') // the store changes them for every node
+ */
 export function hasSharedRules(bound: BoundStore): bound is BoundStore & SharedRules {
   const b = bound as Partial<SharedRules>;
   return typeof b.reconfigure === 'function' && b.configuration !== undefined;
