@@ -53,6 +53,8 @@ export interface LeaseRequest {
    * liveMs, so the set is only counted (see mustRegister). Default true.
    */
   readonly register?: boolean;
+  /** Live limits: the slot's configuration version key and the version the node leases under (undefined: none). */
+  readonly version?: { readonly key: string; readonly version: number } | undefined;
 }
 
 /** One atomic lease call: debits up to `want` permits centrally and (unless told not to) registers this node as a lessee. */
@@ -61,7 +63,9 @@ export async function requestLease(redis: RedisConnection, request: LeaseRequest
   const script = leaseScript(shape.rule.kind);
   const answer = await redis.runScript(
     script,
-    [request.stateKey, request.lesseesKey],
+    request.version === undefined
+      ? [request.stateKey, request.lesseesKey]
+      : [request.stateKey, request.lesseesKey, request.version.key],
     [
       ...shape.args,
       String(request.want),
@@ -72,6 +76,7 @@ export async function requestLease(redis: RedisConnection, request: LeaseRequest
       // lease.lua reads 0 as "no cap".
       String(request.hoardingDivisor ?? 0),
       request.register === false ? '0' : '1',
+      ...(request.version === undefined ? [] : [String(request.version.version)]),
     ],
   );
   const reply = bufferReply(answer, script.name);

@@ -11,6 +11,7 @@ import {
 } from '@sluice/core';
 import {
   type DecisionNote,
+  type FleetShare,
   type ParsedOptions,
   emitSafely,
   inCall,
@@ -27,15 +28,20 @@ import {
   type NodeIdentity,
   type RedisConnection,
   type RedisHealth,
+  LiveBinding,
   type StartupChecks,
+  type VersionBinding,
+  type VersionRules,
   adjustScript,
   exactScripts,
   presenceScript,
   stateKey,
   storeParts,
+  versionError,
+  versionKeyBeside,
   withDeadline,
 } from '@sluice/redis/store-kit';
-import { DEFAULT_MAX_BATCH, type FallbackChargedEvent, type FleetEvent } from '@sluice/redis';
+import { DEFAULT_MAX_BATCH, type FallbackChargedEvent, type FleetEvent, type ReconfiguredEvent } from '@sluice/redis';
 import { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
@@ -82,6 +88,11 @@ export interface LeasedEvents {
    * still held spent) was charged to the key's central state in Redis; once per limiter per recovery.
    */
   'fallback-charged': [FallbackChargedEvent];
+  /**
+   * A limiter now decides under a configuration version it learned (limiter.reconfigure or override here or
+   * on another node: read at a lease that found its slot newer, or at ready()).
+   */
+  reconfigured: [ReconfiguredEvent];
   /** A callback of yours (a listener of these events) threw; the limiter went on. */
   'callback-error': [error: unknown, callback: string];
 }
@@ -126,8 +137,23 @@ export const LEASE_PAYS_AT = 8;
 /** What a leased store cannot do: a lease of one rule says nothing about another's; a ban must hold fleet-wide. */
 const LEASED_CAPABILITIES: StoreCapabilities = { name: 'leasedStore', policies: false, plans: false, bans: false };
 
-/** The name leased mode keeps a rule's central state under ('~' never appears in a rule name). */
-const leaseStateName = (rule: Algorithm): string => `lease~${rule.name}`;
+/**
+ * The name leased mode keeps a rule's central state under, from the rule's state name (its name, or its
+ * configuration generation's: see LiveBinding); '~' never appears in a rule name.
+ */
+const leaseStateName = (state: string): string => `lease~${state}`;
+
+/** What a leased binding decides under besides its rule: live limits (see LiveBinding). */
+interface LeaseLive {
+  /** The name of the rule's central state (leaseStateName of its state name). */
+  readonly centralName: string;
+  /** The configuration version it leases under (read per call). */
+  readonly version: () => number;
+  /** A lease found its slot's configuration newer: the binding that decides under it, or undefined. */
+  readonly onStale: (version: number) => Promise<BoundStore | undefined>;
+  /** The binding of one key's override: its decisions say so. */
+  readonly override: boolean;
+}
 
 /**
  * Leased mode's store (leasedStore): the bucket lives in Redis, this node spends leased batches locally. Every
@@ -146,6 +172,8 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
   readonly capabilities = LEASED_CAPABILITIES;
   readonly #ctx: LeaseContext;
   readonly #bindings = new Set<LeasedBinding>();
+  /** Each limiter's configuration (live limits), read again at ready(). */
+  readonly #live = new Set<LiveBinding>();
   readonly #checks: StartupChecks;
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limit (its fail mode's share). */
@@ -182,8 +210,10 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
   }
 
   /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */
-  ready(): Promise<void> {
-    return this.#checks.ready();
+  async ready(): Promise<void> {
+    await this.#checks.ready();
+    // Each limiter decides under its configuration as stored (limiter.reconfigure on another node).
+    await Promise.all([...this.#live].map((live) => live.refresh()));
   }
 
   /** True while decisions past this node's leases follow failMode because Redis is away. */
@@ -203,22 +233,58 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
   }
 
   bind(ruleSet: RuleSet): BoundStore {
-    const rule = hybridRule('leasedStore', ruleSet.rules[0] as Algorithm);
+    const first = hybridRule('leasedStore', ruleSet.rules[0] as Algorithm);
     const { prefix } = ruleSet;
-    const scripts = [leaseScript(rule.kind), adjustScript([rule.kind]), ...exactScripts([rule.kind])];
+    const scripts = [leaseScript(first.kind), adjustScript([first.kind]), ...exactScripts([first.kind])];
     this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
     const fleet = this.#presence?.track(prefix);
-    const fallback = this.#fallback.bind(ruleSet, fleet?.share ?? { fraction: 1 });
+    const live: LiveBinding = new LiveBinding({
+      connection: this.#ctx.redis,
+      prefix,
+      rules: [first],
+      timeoutMs: this.#ctx.o.timeoutMs,
+      maxKeys: this.#ctx.o.maxKeys,
+      decisionClock: this.#ctx.decisionClock,
+      localClock: this.#ctx.clock,
+      centralName: leaseStateName,
+      checkRules: (rules) => {
+        for (const rule of rules) hybridRule('leasedStore', rule);
+      },
+      bindVersion: (rules, onStale) => this.#bindRules(prefix, rules, onStale, fleet?.share ?? { fraction: 1 }),
+      report: (error) => emitSafely(this, 'store-error', error),
+      adopted: ({ version, rules }) => emitSafely(this, 'reconfigured', { prefix, version, rules }),
+      unbind: () => {
+        fleet?.release();
+        this.#live.delete(live);
+      },
+    });
+    this.#live.add(live);
+    return live;
+  }
+
+  /** A leased binding of one set of rules of a limiter (its rules, or one key's override): see LiveBinding. */
+  #bindRules(
+    prefix: string,
+    { rules, override, version, apart }: VersionRules,
+    onStale: (version: number) => Promise<BoundStore | undefined>,
+    share: FleetShare,
+  ): VersionBinding {
+    const entry = rules[0] as (typeof rules)[number];
+    const rule = hybridRule('leasedStore', entry.rule);
+    const centralName = leaseStateName(entry.state);
+    const ruleSet = apart === undefined ? { rules: [rule], prefix } : { rules: [rule], prefix, apart };
+    const fallback = this.#fallback.bind(ruleSet, share);
     const exact = new ExactBinding({
       transport: {
         connection: this.#ctx.redis,
         rules: [rule],
         prefix,
-        stateName: leaseStateName,
+        stateName: () => centralName,
         maxBatch: EXACT_MAX_BATCH,
         timeoutMs: this.#ctx.o.timeoutMs,
         localClock: this.#ctx.clock,
         maxClockSkewMs: undefined,
+        version,
       },
       decisionClock: this.#ctx.decisionClock,
       health: this.#ctx.health,
@@ -226,10 +292,12 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
       fallback,
       denials: undefined,
       onDecision: undefined,
+      onStale,
+      override,
       unbind: () => {},
     });
-    const binding: LeasedBinding = new LeasedBinding(this.#ctx, rule, prefix, exact, fallback, () => {
-      fleet?.release();
+    const live: LeaseLive = { centralName, version, onStale, override };
+    const binding: LeasedBinding = new LeasedBinding(this.#ctx, rule, prefix, exact, fallback, live, () => {
       fallback.unbind();
       this.#bindings.delete(binding);
     });
@@ -262,6 +330,7 @@ class LeasedBinding implements BoundStore {
   /** What decides past this node's lease while Redis is away (the same one decides the exact keys). */
   readonly #fallback: FallbackBinding;
   readonly #unbind: () => void;
+  readonly #live: LeaseLive;
   #closed = false;
   /** A decision spends a lease unless the fail mode makes it (the note says so). */
   readonly source = 'lease';
@@ -272,8 +341,10 @@ class LeasedBinding implements BoundStore {
     prefix: string,
     exact: ExactBinding,
     fallback: FallbackBinding,
+    live: LeaseLive,
     unbind: () => void,
   ) {
+    this.#live = live;
     this.#ctx = ctx;
     this.#o = ctx.o;
     this.#clock = ctx.clock;
@@ -295,7 +366,7 @@ class LeasedBinding implements BoundStore {
 
   // '~' never appears in a rule name, so these never collide with an exact-mode limiter's state keys.
   #stateKey(key: string): string {
-    return stateKey(this.#prefix, key, leaseStateName(this.#rule));
+    return stateKey(this.#prefix, key, this.#live.centralName);
   }
 
   #lesseesKey(key: string): string {
@@ -357,6 +428,13 @@ class LeasedBinding implements BoundStore {
       // The lease goes on past the deadline: a late answer is still credited by #startLease.
       await withDeadline(lease.pending as Promise<void>, this.#o.timeoutMs, 'a lease');
     } catch (error) {
+      const newer = versionError(error, 'SLUICE_STALE');
+      if (newer !== undefined) {
+        // The limiter's configuration changed: decided again under it (this binding's leases go back).
+        const next = await this.#live.onStale(newer);
+        if (next !== undefined && next !== this) return next.consume(key, permits, 0, note);
+        return this.#fallbackDecision(key, permits, note);
+      }
       // A failed call was reported where it failed; a missed deadline is reported here.
       if (error instanceof DeadlineError) this.#health.reportFailure(error, this.#stateKey(key));
       return this.#fallbackDecision(key, permits, note);
@@ -380,6 +458,10 @@ class LeasedBinding implements BoundStore {
       nowMs: this.#ctx.decisionClock?.now(),
       hoardingDivisor: this.#o.maxLease === undefined ? HOARDING_DIVISOR : undefined,
       register: mustRegister(lease, sentAt, this.#o.liveMs),
+      version: {
+        key: versionKeyBeside(this.#prefix, this.#stateKey(key), this.#ctx.redis.isCluster),
+        version: this.#live.version(),
+      },
     })
       .then((reply) => {
         creditLease(lease, reply, ask, this.#shape, sentAt, this.#clock.now());
@@ -399,8 +481,13 @@ class LeasedBinding implements BoundStore {
       .finally(() => {
         lease.pending = undefined;
       });
-    // A failed lease is reported once, here; callers waiting on it decide by failMode.
-    call.catch((error: unknown) => this.#health.reportFailure(error, this.#stateKey(key)));
+    // A failed lease is reported once, here; callers waiting on it decide by failMode. A stale one is no
+    // failure: the configuration changed, and this node learns it now (a prefetch has no caller to do it).
+    call.catch((error: unknown) => {
+      const newer = versionError(error, 'SLUICE_STALE');
+      if (newer === undefined) this.#health.reportFailure(error, this.#stateKey(key));
+      else if (prefetch) void this.#live.onStale(newer);
+    });
     lease.pending = call;
   }
 
@@ -432,7 +519,7 @@ class LeasedBinding implements BoundStore {
   #granted(lease: KeyLease, now: number): Decision {
     const rule = this.#rule;
     const resetAfterMs = this.#shape.windowMs !== undefined ? Math.max(0, lease.expiresAt - now) : 0;
-    return {
+    return this.#marked({
       allowed: true,
       limit: rule.limit,
       remaining: this.#remaining(lease, now),
@@ -440,12 +527,12 @@ class LeasedBinding implements BoundStore {
       resetAfterMs,
       waitMs: 0,
       rule: rule.name,
-    };
+    });
   }
 
   #denied(lease: KeyLease, retryAfterMs: number): Decision {
     const rule = this.#rule;
-    return {
+    return this.#marked({
       allowed: false,
       limit: rule.limit,
       // Not now: what this node holds is too little, and Redis said the rest is spent.
@@ -454,7 +541,14 @@ class LeasedBinding implements BoundStore {
       resetAfterMs: retryAfterMs,
       waitMs: 0,
       rule: rule.name,
-    };
+    });
+  }
+
+  /** `decision` marked with the configuration it was made under (a changed one's version, an override). */
+  #marked(decision: Decision): Decision {
+    const version = this.#live.version();
+    const versioned = version > 1 ? { ...decision, configVersion: version } : decision;
+    return this.#live.override ? { ...versioned, override: true } : versioned;
   }
 
   /** This node's view: the allowance as it knows it, and whether a request would be tried now. Consumes nothing. */
@@ -462,7 +556,7 @@ class LeasedBinding implements BoundStore {
     const now = this.#clock.now();
     const lease = this.#leases.peek(key);
     if (lease === undefined)
-      return {
+      return this.#marked({
         allowed: true,
         limit: this.#rule.limit,
         remaining: 0,
@@ -470,7 +564,7 @@ class LeasedBinding implements BoundStore {
         resetAfterMs: 0,
         waitMs: 0,
         rule: this.#rule.name,
-      };
+      });
     const live = now < lease.expiresAt ? lease.available : 0;
     if (live >= 1 || now >= lease.emptyUntil) return this.#granted(lease, now);
     return this.#denied(lease, lease.emptyUntil - now);
@@ -589,6 +683,20 @@ class LeasedBinding implements BoundStore {
     );
     this.#leases.clear();
   }
+
+  /**
+   * `key` is decided by other rules from now on (an override set or removed, see LiveBinding): what this node
+   * holds of its lease goes back to Redis, before the key's states are carried to its new rules.
+   */
+  forget(key: string): void {
+    const lease = this.#leases.get(key);
+    this.#leases.delete(key);
+    this.#cold.delete(key);
+    if (lease !== undefined && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
+  }
+
+  /** No deny cache here (see VersionBinding). */
+  forgetAll(): void {}
 
   /** The limiter's prefix (its name in events). */
   get prefix(): string {

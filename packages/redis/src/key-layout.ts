@@ -111,6 +111,16 @@ export function versionKey(prefix: string, slot: number | undefined): string {
 }
 
 /**
+ * The configuration version key decisions about `aKey` (any key of theirs: all share its slot) read: the
+ * limiter's one key on a standalone server, its slot's on a Cluster (see versionKey).
+ * @example
+ * versionKeyBeside('api', stateKey('api', 'user:1', 'per-minute'), true) // the version key of that key's slot
+ */
+export function versionKeyBeside(prefix: string, aKey: string, isCluster: boolean): string {
+  return versionKey(prefix, isCluster ? calculateSlot(aKey) : undefined);
+}
+
+/**
  * Where a limiter's configuration is stored once it has been changed (limiter.reconfigure): its version and
  * its rules (see LiveBinding). In the prefix's own slot.
  * @example

@@ -6,15 +6,18 @@
 --
 -- KEYS[1]  the rule's central state, as decide.lua keeps it (see read_state in prelude.lua)
 -- KEYS[2]  the key's lessees: a sorted set of node id -> time of its last lease (same hash tag)
+-- KEYS[3]  optional: the configuration version of their slot (stale_version in the prelude: live limits)
 -- ARGV     the rule as decide.lua reads rules (one text, R = 1: see parse_rules in prelude.lua); then
 --          want: permits asked for (>= 1); node id; how long a node counts as a live lessee after its last
 --          lease, in ms; now in ms ('' = Redis TIME); the rule's burst; the hoarding cap divisor d: one lease
 --          is at most burst / (d x live lessees), at least 1 (0: no cap); '1' to register the node as a lessee
 --          (and sweep the dead), '0' when it registered within the last third of live_ms (the set is only
---          counted: three commands fewer per lease, most leases of a node that leases often)
+--          counted: three commands fewer per lease, most leases of a node that leases often); then, with
+--          KEYS[3], the configuration version the node leases under
 -- Reply: struct '<ddddd': granted, retry_ms (until `want` permits could be leased; 0: now), the decision
 --        time used (a windowed lease lives until its window ends), live lessees, whole permits the central
 --        state has left after this lease (what the fleet can still lease; nodes report it with what they hold)
+-- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the node's (nothing leased).
 
 local rules, a = parse_rules(1)
 if rules == nil then return a end
@@ -25,6 +28,11 @@ local live_ms = tonumber(ARGV[a + 2])
 local now = time_arg(ARGV[a + 3])
 local burst = tonumber(ARGV[a + 4])
 local divisor = tonumber(ARGV[a + 5])
+
+if KEYS[3] then
+  local stale = stale_version(KEYS[3], redis.call('GET', KEYS[3]), tonumber(ARGV[a + 7]))
+  if stale then return stale end
+end
 
 local register = ARGV[a + 6] == '1'
 local live = 0

@@ -3,7 +3,7 @@ import { identityOf } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { DeadlineError, withDeadline } from '../deadline.js';
-import { banKey, banMarkerKey, stateKey, versionKey, windowIndex } from '../key-layout.js';
+import { banKey, banMarkerKey, stateKey, versionKeyBeside, windowIndex } from '../key-layout.js';
 import { isKeyScopedError, versionError } from '../reply-errors.js';
 import { bufferReply } from '../script-runner.js';
 import { type LuaScript, decideOneScript, decideScript } from '../scripts.js';
@@ -99,7 +99,11 @@ interface ScriptCall {
 export class DecisionTransport<A extends Asked> {
   readonly #o: TransportOptions;
   readonly #listener: TransportListener<A>;
-  readonly #ruleArgs: string[];
+  /**
+   * The rules as the scripts read them. (Not `#ruleArgs`: the CommonJS build rewrote an assignment to a
+   * private field named like an exported function as an assignment to that export, breaking `ruleArgs`.)
+   */
+  readonly #rulesArg: string[];
   readonly #script: LuaScript;
   /** Calls that missed their deadline and may still be answered (see lateCallsSettled). */
   readonly #lateCalls = new Set<Promise<ScriptReply>>();
@@ -167,7 +171,7 @@ export class DecisionTransport<A extends Asked> {
     this.#o = options;
     this.#listener = listener;
     const { rules, connection } = options;
-    this.#ruleArgs = ruleArgs(rules);
+    this.#rulesArg = ruleArgs(rules);
     this.#script = decideScript(rules.map((rule) => rule.kind));
     const only = rules.length === 1 ? (rules[0] as Algorithm) : undefined;
     // On a Cluster a rule counted against another key lives in another slot than the key's ban.
@@ -236,7 +240,7 @@ export class DecisionTransport<A extends Asked> {
         script: this.#oneScript,
         keys: this.#withVersion([state, banKey(prefix, first.key), this.#marker(state)], state),
         args: [
-          ...this.#ruleArgs,
+          ...this.#rulesArg,
           Number.isNaN(first.now) ? '' : numArg(first.now),
           numArg(first.permits),
           numArg(first.maxWaitMs),
@@ -286,7 +290,7 @@ export class DecisionTransport<A extends Asked> {
       script: this.#script,
       keys: this.#withVersion([...states, ...bans, this.#marker(states[0] as string)], states[0] as string),
       args: [
-        ...this.#ruleArgs,
+        ...this.#rulesArg,
         packGroups(groups),
         packRequests(wire),
         packWindows(
@@ -307,7 +311,7 @@ export class DecisionTransport<A extends Asked> {
   /** `keys` with the configuration version key of the slot `aKey` lives in last, when versions are checked. */
   #withVersion(keys: string[], aKey: string): string[] {
     if (this.#o.version === undefined) return keys;
-    keys.push(versionKey(this.#o.prefix, this.#o.connection.isCluster ? calculateSlot(aKey) : undefined));
+    keys.push(versionKeyBeside(this.#o.prefix, aKey, this.#o.connection.isCluster));
     return keys;
   }
 

@@ -10,10 +10,9 @@ import {
   SluiceError,
 } from '@sluice/core';
 import { type DecisionNote, identityOf, keyCache } from '@sluice/core/store-kit';
-import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection } from '../connection/connection.js';
 import { withDeadline } from '../deadline.js';
-import { configKey, resetChannel, stateKey, versionKey } from '../key-layout.js';
+import { configKey, resetChannel, stateKey, versionKey, versionKeyBeside } from '../key-layout.js';
 import { versionError } from '../reply-errors.js';
 import { carryKeyScript, configReadScript, configWriteScript, raiseVersionScript } from '../scripts.js';
 import { numArg, ruleArgs } from '../exact/rule-args.js';
@@ -73,6 +72,13 @@ export interface LiveParts {
   readonly adopted: (configuration: LimiterConfiguration) => void;
   /** Releases what the store holds for the limiter. */
   readonly unbind: () => void;
+  /**
+   * The name of the states a rule's state name stands for in this mode (leased mode's central state is
+   * `lease~${state}`); undefined: the state name itself.
+   */
+  readonly centralName?: ((state: string) => string) | undefined;
+  /** Throws for rules this mode cannot decide (leased mode's supported kinds), before anything is stored. */
+  readonly checkRules?: ((rules: readonly Algorithm[]) => void) | undefined;
 }
 
 /** A binding of one set of rules, the text that says which (state names and rules), and its version. */
@@ -225,6 +231,7 @@ export class LiveBinding implements BoundStore, SharedRules {
 
   /** Stores `rules` as the limiter's next version for every node (see #change); every slot learns of it. */
   async reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration> {
+    this.#parts.checkRules?.(rules);
     if (this.#parts.connection.isCluster && rules.some((rule) => rule.key !== undefined)) {
       throw new SluiceError(
         'UNSUPPORTED',
@@ -239,6 +246,7 @@ export class LiveBinding implements BoundStore, SharedRules {
 
   /** Gives `key` rules of its own for every node (see #change); the key's slot learns of it. */
   async override(key: string, rules: readonly Algorithm[]): Promise<void> {
+    this.#parts.checkRules?.(rules);
     await this.#change((current, version, now) => overridden(current, key, rules, version, now), key);
     // One key: its states move now, at the change, as the memory store moves them (not at its next touch).
     await this.#carryFirst(key);
@@ -315,7 +323,15 @@ export class LiveBinding implements BoundStore, SharedRules {
         return;
       }
       if (key !== undefined) {
-        await withDeadline(raise(calculateSlot(stateKey(prefix, key, '~o'))), timeoutMs, 'a configuration version');
+        await withDeadline(
+          connection.runScript(
+            raiseVersionScript(),
+            [versionKeyBeside(prefix, stateKey(prefix, key, '~o'), true)],
+            [String(version)],
+          ),
+          timeoutMs,
+          'a configuration version',
+        );
         return;
       }
       for (let first = 0; first < 16_384; first += RAISE_CONCURRENCY) {
@@ -395,9 +411,15 @@ export class LiveBinding implements BoundStore, SharedRules {
    */
   #adopt(config: LiveConfig): void {
     if (config.version <= this.#config.version) return;
+    const before = this.#config;
     this.#config = config;
     this.#configuration = { version: config.version, rules: config.rules.map((entry) => entry.rule) };
     this.#inner = this.#follow(this.#inner, config.rules, false, undefined);
+    // A key whose override was set or removed lets go of what the limiter's binding held for it (a leased
+    // node's lease goes back before the key's states are carried to its new rules).
+    for (const key of new Set([...before.overrides.keys(), ...config.overrides.keys()])) {
+      if (before.overrides.has(key) !== config.overrides.has(key)) this.#inner.binding.forget(key);
+    }
     for (const [key, held] of this.#own) {
       const own = config.overrides.get(key);
       if (own !== undefined && signatureOf(own) === held.signature) {
@@ -459,9 +481,10 @@ export class LiveBinding implements BoundStore, SharedRules {
       return;
     }
     const { connection, prefix, timeoutMs, decisionClock } = this.#parts;
+    const central = this.#parts.centralName ?? ((state: string) => state);
     const first = carried[0] as LiveRule;
-    const own = stateKey(prefix, identityOf(first.rule, key), first.state);
-    const keys = [versionKey(prefix, connection.isCluster ? calculateSlot(own) : undefined)];
+    const own = stateKey(prefix, identityOf(first.rule, key), central(first.state));
+    const keys = [versionKeyBeside(prefix, own, connection.isCluster)];
     const args = [
       String(config.version),
       decisionClock === undefined ? '' : numArg(decisionClock.now()),
@@ -469,10 +492,10 @@ export class LiveBinding implements BoundStore, SharedRules {
     ];
     for (const entry of carried) {
       const identity = identityOf(entry.rule, key);
-      keys.push(stateKey(prefix, identity, entry.state));
+      keys.push(stateKey(prefix, identity, central(entry.state)));
       args.push(String(entry.from.length), ...ruleArgs([entry.rule]), meta(entry.rule, '-'));
       for (const link of entry.from) {
-        keys.push(stateKey(prefix, identity, link.state));
+        keys.push(stateKey(prefix, identity, central(link.state)));
         args.push(...ruleArgs([link.rule]), meta(link.rule, link.mode));
       }
     }

@@ -1,0 +1,102 @@
+/**
+ * Live limits in leased mode: the configuration is the one exact mode keeps in Redis (see
+ * test/redis/live-limits.test.ts); a lease reads its slot's version, so a node switches at its next lease
+ * after another node's change, handing back what it held under the old rules and never topping it up. Two
+ * nodes on one Redis, standalone and Cluster: after a change to a lower limit the fleet admits at most what
+ * the new limit leaves plus what the other node held when it changed; an override and its removal alike.
+ */
+import { type Decision, type Limiter, createLimiter, tokenBucket } from '@sluice/core';
+import { leasedStore } from '@sluice/hybrid';
+import { type Cluster, Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
+
+const testRedis = useTestRedis();
+const testCluster = useTestCluster();
+
+let prefixes = 0;
+const freshPrefix = () => `live-leased-${process.pid}-${++prefixes}`;
+
+/** A bucket that refills one token in 1,000 s: counts stay whole for the length of a test on any clock. */
+const bucket = (capacity: number) => tokenBucket({ name: 'api', capacity, refillPerSecond: 0.001 });
+
+/** `count` single-permit decisions for `key`, 8 at a time (demand enough for leases), and what they said. */
+async function decide(limiter: Limiter, key: string, count: number): Promise<Decision[]> {
+  const decisions: Decision[] = [];
+  for (let i = 0; i < count; i += 8) {
+    const batch = Array.from({ length: Math.min(8, count - i) }, () => limiter.tryAcquire(key));
+    decisions.push(...(await Promise.all(batch)));
+  }
+  return decisions;
+}
+
+const granted = (decisions: readonly Decision[]) => decisions.filter((d) => d.allowed).length;
+
+/** Two leased nodes of one limiter, each with a store and a client of its own. */
+function twoNodes(open: () => Redis | Cluster, capacity: number) {
+  const prefix = freshPrefix();
+  const clients = [open(), open()];
+  const stores = clients.map((redis) => leasedStore({ redis }));
+  const [a, b] = stores.map((store) => createLimiter({ rules: bucket(capacity), store, prefix })) as [Limiter, Limiter];
+  return {
+    a,
+    b,
+    close: async () => {
+      await Promise.all([a.close(), b.close()]);
+      await Promise.all(stores.map((store) => store.close()));
+      for (const c of clients) c.disconnect();
+    },
+  };
+}
+
+const deployments = [
+  { name: 'standalone', open: () => new Redis(testRedis().server.url) },
+  { name: 'Cluster', open: () => testCluster().cluster.client() },
+] as const;
+
+describe.each(deployments)('leased mode on a $name server', ({ open }) => {
+  it('a change to a lower limit: the other node switches at its next lease, and the fleet admits at most what the new limit leaves plus what it held', async () => {
+    const { a, b, close } = twoNodes(open, 1_000);
+    try {
+      const before = granted(await decide(a, 'k', 100)) + granted(await decide(b, 'k', 100));
+      expect(before).toBe(200);
+      await a.reconfigure(bucket(300));
+      const after = [...(await decide(b, 'k', 400)), ...(await decide(a, 'k', 400))];
+      const switched = after.filter((d) => d.configVersion === 2);
+      // b learned of the change at a lease (or an exact decision) that found its slot newer: from then on it
+      // decides under 300, and it never held more than one lease of the old rules (at most 1,000 / 4 / 2).
+      expect(switched.length).toBeGreaterThan(0);
+      expect(switched.every((d) => d.limit === 300)).toBe(true);
+      expect(granted(after)).toBeLessThanOrEqual(300 - before + 125);
+      expect(granted(after)).toBeGreaterThan(0);
+      expect([a.configVersion, b.configVersion]).toEqual([2, 2]);
+    } finally {
+      await close();
+    }
+  });
+
+  it('an override on one node holds on the other from its next lease; removed, the key returns to the limiter with what it used', async () => {
+    const { a, b, close } = twoNodes(open, 100);
+    try {
+      expect(granted(await decide(a, 'acme', 60))).toBe(60);
+      await a.override('acme', bucket(300));
+      const owned = await decide(b, 'acme', 400);
+      // Under the override from b's next lease: more than the 40 the limiter's 100 left, never over 300 in all.
+      const byOverride = owned.filter((d) => d.override === true);
+      expect(byOverride.length).toBeGreaterThan(0);
+      expect(byOverride.every((d) => d.limit === 300)).toBe(true);
+      expect(granted(owned)).toBeGreaterThan(40);
+      expect(60 + granted(owned)).toBeLessThanOrEqual(300);
+      expect((await b.overrides()).overrides.map((o) => o.key)).toEqual(['acme']);
+      await b.removeOverride('acme');
+      // Back to the limiter's 100 with more than 100 used: nothing more, on either node.
+      const back = [...(await decide(a, 'acme', 50)), ...(await decide(b, 'acme', 50))];
+      expect(granted(back)).toBe(0);
+      expect(back.some((d) => d.override === true)).toBe(false);
+      // Other keys never changed.
+      expect(granted(await decide(b, 'other', 100))).toBe(100);
+    } finally {
+      await close();
+    }
+  });
+});
