@@ -147,6 +147,24 @@ describe.each(deployments)('exact mode on a $name server', ({ open }) => {
     }
   });
 
+  it('controls on a node that has not decided since another changed the rules act under the new ones', async () => {
+    const nodes = twoNodes(open, bucket(10), false);
+    const { a, b } = nodes;
+    try {
+      expect(await grants(a, 'k', 10)).toBe(10);
+      expect(await grants(a, 'j', 10)).toBe(10);
+      await a.reconfigure(bucket(20));
+      // b still knows version 1: its reset and penalty must reach the states version 2 keeps.
+      await b.reset('k');
+      await b.penalize('j', 5);
+      expect(b.configVersion).toBe(2);
+      expect(await grants(a, 'k', 30)).toBe(20);
+      expect(await grants(a, 'j', 30)).toBe(5);
+    } finally {
+      await nodes.close();
+    }
+  });
+
   it('a reset after a change forgets the key under every generation (nothing is carried back)', async () => {
     const nodes = twoNodes(open, bucket(10), false);
     const { a, b } = nodes;

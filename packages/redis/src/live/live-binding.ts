@@ -185,18 +185,42 @@ export class LiveBinding implements BoundStore, SharedRules {
 
   async reset(key: string): Promise<void> {
     // Carried first: a reset must not leave an earlier generation's states to be carried back.
-    await this.#carryFirst(key);
+    await this.#controlled(key);
     await this.#for(key).reset(key);
   }
 
   async refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
-    await this.#carryFirst(key);
+    await this.#controlled(key);
     await this.#for(key).refund?.(key, permits, grantedAgoMs, grant);
   }
 
   async penalize(key: string, permits: number): Promise<void> {
-    await this.#carryFirst(key);
+    await this.#controlled(key);
     await this.#for(key).penalize?.(key, permits);
+  }
+
+  /**
+   * Before a control of `key`'s states (reset, refund, penalize): this node under the configuration in force
+   * in the key's slot (a control names states, and a stale node would name the old generation's), and the
+   * key's states carried to it. A control's scripts read no version: one call first, asking the slot's
+   * (raise_version.lua answers it, raising it only where this node is ahead). Unreachable: the control
+   * itself fails as it would.
+   */
+  async #controlled(key: string): Promise<void> {
+    const { connection, prefix, timeoutMs } = this.#parts;
+    const version = this.#config.version;
+    const slot = versionKeyBeside(prefix, stateKey(prefix, key, '~o'), connection.isCluster);
+    try {
+      const inForce = await withDeadline(
+        connection.runScript(raiseVersionScript(), [slot], [String(version)]),
+        timeoutMs,
+        'a configuration version',
+      );
+      if (typeof inForce === 'number' && inForce > version) await this.#onStale(inForce);
+    } catch {
+      // The control meets the same failure and reports it.
+    }
+    await this.#carryFirst(key);
   }
 
   block(key: string, ms: number): void | Promise<void> {
