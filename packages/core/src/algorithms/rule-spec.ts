@@ -25,8 +25,8 @@ export interface RuleSpec {
   readonly params: Readonly<Record<string, number | string>>;
 }
 
-// Each factory takes its algorithm's params as its options.
-const FACTORIES: Record<AlgorithmKind, (options: never) => Algorithm> = {
+/** Each algorithm's factory, by kind (each takes its algorithm's params as its options). */
+export const RULE_FACTORIES: Readonly<Record<AlgorithmKind, (options: never) => Algorithm>> = {
   fixedWindow,
   slidingWindowLog,
   slidingWindowCounter,
@@ -71,7 +71,8 @@ export function ruleFromSpec(spec: unknown): Algorithm {
   if (typeof spec !== 'object' || spec === null)
     throw new SluiceTypeError('rule', spec, `a rule spec must be an object, got ${describe(spec)}`);
   const s = spec as Partial<RuleSpec>;
-  const factory = typeof s.kind === 'string' && Object.hasOwn(FACTORIES, s.kind) ? FACTORIES[s.kind] : undefined;
+  const factory =
+    typeof s.kind === 'string' && Object.hasOwn(RULE_FACTORIES, s.kind) ? RULE_FACTORIES[s.kind] : undefined;
   if (factory === undefined)
     throw new SluiceTypeError('kind', s.kind, `a rule spec's kind must be an algorithm, got ${describe(s.kind)}`);
   if (typeof s.params !== 'object' || s.params === null) {

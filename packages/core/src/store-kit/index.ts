@@ -20,7 +20,7 @@ export type { Ban } from '../engine/ban.js';
 /** The identity a rule counts a request against (its `key` option). */
 export { identityOf } from '../algorithms/rule-name.js';
 /** A rule as data and back: what a store keeping a limiter's rules for every node writes (limiter.reconfigure). */
-export { ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
+export { RULE_FACTORIES, ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
 export type { RuleSpec } from '../algorithms/rule-spec.js';
 /** How long a changed rule's states are carried to the new rules on first touch (limiter.reconfigure). */
 export { carryWindowMs } from '../algorithms/carry.js';
