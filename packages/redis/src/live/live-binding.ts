@@ -34,6 +34,7 @@ export interface VersionBinding extends BoundStore {
   forget(key: string): void;
   /** Drops every denial the binding cached. */
   forgetAll(): void;
+  /** Charges Redis, answering again, with what the fail mode granted meanwhile. */
   settleFallback(): Promise<{ keys: number; permits: number; kept: number }>;
   unbind(): void;
 }
@@ -231,15 +232,18 @@ export class LiveBinding implements BoundStore, SharedRules {
     return this.#for(key).unblock?.(key);
   }
 
+  /** Drops every denial the limiter's bindings cached. */
   forgetAll(): void {
     for (const held of [this.#inner, ...this.#own.values()]) held.binding.forgetAll();
   }
 
+  /** Drops `key` from the deny caches (a reset heard from another node). */
   forget(key: string): void {
     this.#inner.binding.forget(key);
     this.#own.get(key)?.binding.forget(key);
   }
 
+  /** Charges Redis, answering again, with what the fail mode granted meanwhile (see ExactBinding.settleFallback). */
   async settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
     const settled = await Promise.all([this.#inner, ...this.#own.values()].map((h) => h.binding.settleFallback()));
     return settled.reduce((a, b) => ({ keys: a.keys + b.keys, permits: a.permits + b.permits, kept: a.kept + b.kept }));
