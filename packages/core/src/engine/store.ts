@@ -157,10 +157,13 @@ export interface BoundStore {
   refund?(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void | Promise<void>;
   /** Takes `permits` from every rule the key is counted against, past the limit if need be; atomic per key. */
   penalize?(key: string, permits: number): void | Promise<void>;
-  /** Blocks `key` for `ms` from now (a ban in force that ends later is kept). */
-  block?(key: string, ms: number): void | Promise<void>;
-  /** Lifts a ban on `key`, whoever set it. */
-  unblock?(key: string): void | Promise<void>;
+  /**
+   * Blocks `key` for `ms` from now (a ban in force that ends later is kept). Undefined for a store that keeps
+   * no bans (the limiter refuses `block`, naming the store).
+   */
+  block?: ((key: string, ms: number) => void | Promise<void>) | undefined;
+  /** Lifts a ban on `key`, whoever set it (undefined where `block` is). */
+  unblock?: ((key: string) => void | Promise<void>) | undefined;
   /**
    * Unbinds: the limiter is closed. The store drops what it held for this binding (its prefix claim, caches,
    * subscriptions), so a closed limiter costs nothing and its prefix may be bound again with other rules.

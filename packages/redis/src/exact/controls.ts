@@ -5,7 +5,8 @@ import type { RedisConnection } from '../connection/connection.js';
 import { withDeadline } from '../deadline.js';
 import type { FallbackBinding } from '../fleet/fail-mode.js';
 import type { RedisHealth } from '../health.js';
-import { banKey, banMarkerKey, stateKey } from '../key-layout.js';
+import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';
+import { versionError } from '../reply-errors.js';
 import { adjustScript, blockScript } from '../scripts.js';
 import { type GrantTime, adjustArgs, numArg, ruleArgs } from './rule-args.js';
 
@@ -26,6 +27,12 @@ export interface ControlsOptions {
   readonly fallback: FallbackBinding;
   /** Tells every node to drop a key from its deny cache (pub/sub), when there is one. */
   readonly publishReset: ((key: string) => Promise<unknown>) | undefined;
+  /**
+   * The configuration version the rules are (live limits): each adjustment sends it with its slot's version
+   * key, and a slot whose configuration is newer rejects with its SLUICE_STALE error, untouched, unreported
+   * and never handed to the fail mode (the caller re-reads the configuration). Undefined: not checked.
+   */
+  readonly version?: (() => number) | undefined;
 }
 
 /**
@@ -194,6 +201,11 @@ export class RedisControls {
   ): Promise<void> {
     const keys = [...rules.map((rule) => this.#stateKey(rule, key)), ...extraKeys];
     const args = adjustArgs(ruleArgs(rules), op, permits, granted, this.#o.decisionClock?.now());
+    const version = this.#o.version;
+    if (version !== undefined) {
+      keys.push(versionKeyBeside(this.#o.prefix, keys[0] as string, this.#o.connection.isCluster));
+      args.push(String(version()));
+    }
     await this.#o.connection.runScript(adjustScript(rules.map((rule) => rule.kind)), keys, args);
   }
 
@@ -208,7 +220,7 @@ export class RedisControls {
         await this.#onRedis(key, what, this.#stateKey(this.#o.rules[0] as Algorithm, key), onRedis);
         return;
       } catch (error) {
-        if (!fallback.keepsState) throw error;
+        if (!fallback.keepsState || versionError(error, 'SLUICE_STALE') !== undefined) throw error;
       }
     } else if (!fallback.keepsState) {
       throw new SluiceError(
@@ -226,6 +238,8 @@ export class RedisControls {
       await withDeadline(call(), this.#o.timeoutMs, what);
       this.#o.health.reportSuccess();
     } catch (error) {
+      // A newer configuration is no failure of Redis: the caller re-reads it and adjusts again.
+      if (versionError(error, 'SLUICE_STALE') !== undefined) throw error;
       this.#o.health.reportFailure(error, probeKey);
       const why = error instanceof Error ? error.message : String(error);
       throw new SluiceError('STORE_UNAVAILABLE', `${what}(${JSON.stringify(key)}) could not be done on Redis: ${why}`, {

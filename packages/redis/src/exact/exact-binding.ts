@@ -145,6 +145,7 @@ export class ExactBinding implements BoundStore {
       health,
       fallback: parts.fallback,
       publishReset: parts.denials?.publishReset,
+      version: transport.version,
     });
   }
 

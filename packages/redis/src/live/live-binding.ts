@@ -9,7 +9,7 @@ import {
   type SharedRules,
   SluiceError,
 } from '@sluice/core';
-import { type DecisionNote, identityOf, keyCache } from '@sluice/core/store-kit';
+import { type DecisionNote, type DecisionSource, identityOf, keyCache } from '@sluice/core/store-kit';
 import type { RedisConnection } from '../connection/connection.js';
 import { withDeadline } from '../deadline.js';
 import { configKey, resetChannel, stateKey, versionKey, versionKeyBeside } from '../key-layout.js';
@@ -137,6 +137,9 @@ export class LiveBinding implements BoundStore, SharedRules {
     this.#configuration = { version: 1, rules: parts.rules };
     this.#remembered = keyCache<string, true>(parts.maxKeys);
     this.#inner = this.#hold(this.#config.rules, false, undefined);
+    const bans = typeof this.#inner.binding.block === 'function';
+    this.block = bans ? (key, ms) => this.#for(key).block?.(key, ms) : undefined;
+    this.unblock = bans ? (key) => this.#for(key).unblock?.(key) : undefined;
   }
 
   get configuration(): LimiterConfiguration {
@@ -186,50 +189,42 @@ export class LiveBinding implements BoundStore, SharedRules {
 
   async reset(key: string): Promise<void> {
     // Carried first: a reset must not leave an earlier generation's states to be carried back.
-    await this.#controlled(key);
-    await this.#for(key).reset(key);
+    await this.#controlled(key, (binding) => binding.reset(key));
   }
 
   async refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
-    await this.#controlled(key);
-    await this.#for(key).refund?.(key, permits, grantedAgoMs, grant);
+    await this.#controlled(key, (binding) => binding.refund?.(key, permits, grantedAgoMs, grant));
   }
 
   async penalize(key: string, permits: number): Promise<void> {
-    await this.#controlled(key);
-    await this.#for(key).penalize?.(key, permits);
+    await this.#controlled(key, (binding) => binding.penalize?.(key, permits));
   }
 
   /**
-   * Before a control of `key`'s states (reset, refund, penalize): this node under the configuration in force
-   * in the key's slot (a control names states, and a stale node would name the old generation's), and the
-   * key's states carried to it. A control's scripts read no version: one call first, asking the slot's
-   * (raise_version.lua answers it, raising it only where this node is ahead). Unreachable: the control
-   * itself fails as it would.
+   * A control of `key`'s states (reset, refund, penalize), after the key's states are carried to the rules it
+   * is decided by. Its script checks the configuration version as a decision does: a slot at a newer one
+   * answers stale, and the control is made again under the configuration read from Redis (it names states,
+   * and a stale node would name the old generation's).
    */
-  async #controlled(key: string): Promise<void> {
-    const { connection, prefix, timeoutMs } = this.#parts;
-    const version = this.#config.version;
-    const slot = versionKeyBeside(prefix, stateKey(prefix, key, '~o'), connection.isCluster);
-    try {
-      const inForce = await withDeadline(
-        connection.runScript(raiseVersionScript(), [slot], [String(version)]),
-        timeoutMs,
-        'a configuration version',
-      );
-      if (typeof inForce === 'number' && inForce > version) await this.#onStale(inForce);
-    } catch {
-      // The control meets the same failure and reports it.
-    }
+  async #controlled(key: string, control: (binding: VersionBinding) => void | Promise<void>): Promise<void> {
     await this.#carryFirst(key);
+    try {
+      await control(this.#for(key));
+    } catch (error) {
+      const newer = versionError(error, 'SLUICE_STALE');
+      if (newer === undefined || (await this.#onStale(newer)) === undefined) throw error;
+      await this.#carryFirst(key);
+      await control(this.#for(key));
+    }
   }
 
-  block(key: string, ms: number): void | Promise<void> {
-    return this.#for(key).block?.(key, ms);
-  }
+  /** Bans, where this mode keeps them (undefined where it does not: the limiter then refuses, naming the store). */
+  readonly block: ((key: string, ms: number) => void | Promise<void>) | undefined;
+  readonly unblock: ((key: string) => void | Promise<void>) | undefined;
 
-  unblock(key: string): void | Promise<void> {
-    return this.#for(key).unblock?.(key);
+  /** Where this binding's decisions are made, as its bindings say (see BoundStore.source). */
+  get source(): DecisionSource | undefined {
+    return this.#inner.binding.source;
   }
 
   /** Drops every denial the limiter's bindings cached. */

@@ -8,7 +8,9 @@
 -- ARGV: the rules (one text, as decide.lua reads them: see parse_rules in prelude.lua); then
 --       'refund', 'penalize' or 'reset' (limiter.reset: forget the states and the ban); permits; when the grant was decided ('' = unknown, or: see the next);
 --       how long before now it was asked for ('' = unknown; used when the time before is ''); now ('' =
---       this server's TIME).
+--       this server's TIME); then, optionally, the configuration version the client adjusts under, with its
+--       slot's configuration version key last in KEYS (see stale_version in prelude.lua).
+-- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing changed).
 -- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL: giving permits back never makes
 --        a state matter longer) and deletes a state left as good as fresh; a penalty sets the state's new life.
 
@@ -21,6 +23,11 @@ local now = time_arg(ARGV[a + 4])
 local granted_at = 0 / 0
 if ARGV[a + 2] ~= '' then granted_at = parse_num(ARGV[a + 2])
 elseif ARGV[a + 3] ~= '' then granted_at = now - parse_num(ARGV[a + 3]) end
+local client_version = tonumber(ARGV[a + 5])
+if client_version then
+  local stale = stale_version(KEYS[#KEYS], redis.call('GET', KEYS[#KEYS]), client_version)
+  if stale then return stale end
+end
 
 for r = 1, R do
   local fn = rules[r].refund
@@ -47,5 +54,7 @@ for r = 1, R do
   end
 end
 -- reset: the key's ban, after its rules' states.
-if op == 'reset' and KEYS[R + 1] ~= nil then redis.call('DEL', KEYS[R + 1]) end
+if op == 'reset' and KEYS[R + 1] ~= nil and (client_version == nil or R + 1 < #KEYS) then
+  redis.call('DEL', KEYS[R + 1])
+end
 return changed
