@@ -75,6 +75,19 @@ describe.each(deployments)('leased mode on a $name server', ({ open }) => {
     }
   });
 
+  it("a node that has not leased since another's change resets the key under the new rules", async () => {
+    const { a, b, close } = twoNodes(open, 100);
+    try {
+      expect(granted(await decide(a, 'k', 100))).toBe(100);
+      await a.reconfigure(bucket(200));
+      await b.reset('k');
+      expect(b.configVersion).toBe(2);
+      expect(granted(await decide(a, 'k', 300))).toBe(200);
+    } finally {
+      await close();
+    }
+  });
+
   it('an override on one node holds on the other from its next lease; removed, the key returns to the limiter with what it used', async () => {
     const { a, b, close } = twoNodes(open, 100);
     try {

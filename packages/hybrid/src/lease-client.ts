@@ -148,12 +148,19 @@ export async function penalizeCentrally(
   shape: LeaseShape,
   permits: number,
   nowMs: number | undefined,
+  version?: LeaseRequest['version'],
 ): Promise<void> {
   await redis.runScript(
     adjustScript([shape.rule.kind]),
-    [stateKey],
-    adjustArgs(shape.args, 'penalize', permits, undefined, nowMs),
+    withVersion([stateKey], version),
+    withVersion(adjustArgs(shape.args, 'penalize', permits, undefined, nowMs), version, true),
   );
+}
+
+/** `list` with the configuration version check adjust.lua reads: the version key last in KEYS, the version last in ARGV. */
+function withVersion(list: string[], version: LeaseRequest['version'], args = false): string[] {
+  if (version === undefined) return list;
+  return [...list, args ? String(version.version) : version.key];
 }
 
 /**
@@ -166,10 +173,11 @@ export async function resetCentrally(
   shape: LeaseShape,
   extraKeys: readonly string[],
   nowMs: number | undefined,
+  version?: LeaseRequest['version'],
 ): Promise<void> {
   await redis.runScript(
     adjustScript([shape.rule.kind]),
-    [stateKey, ...extraKeys],
-    adjustArgs(shape.args, 'reset', 0, undefined, nowMs),
+    withVersion([stateKey, ...extraKeys], version),
+    withVersion(adjustArgs(shape.args, 'reset', 0, undefined, nowMs), version, true),
   );
 }

@@ -458,10 +458,7 @@ class LeasedBinding implements BoundStore {
       nowMs: this.#ctx.decisionClock?.now(),
       hoardingDivisor: this.#o.maxLease === undefined ? HOARDING_DIVISOR : undefined,
       register: mustRegister(lease, sentAt, this.#o.liveMs),
-      version: {
-        key: versionKeyBeside(this.#prefix, this.#stateKey(key), this.#ctx.redis.isCluster),
-        version: this.#live.version(),
-      },
+      version: this.#versionOf(key),
     })
       .then((reply) => {
         creditLease(lease, reply, ask, this.#shape, sentAt, this.#clock.now());
@@ -489,6 +486,14 @@ class LeasedBinding implements BoundStore {
       else if (prefetch) void this.#live.onStale(newer);
     });
     lease.pending = call;
+  }
+
+  /** The configuration version check of `key`'s slot (see LiveBinding): its version key and this binding's version. */
+  #versionOf(key: string): { key: string; version: number } {
+    return {
+      key: versionKeyBeside(this.#prefix, this.#stateKey(key), this.#ctx.redis.isCluster),
+      version: this.#live.version(),
+    };
   }
 
   /** At the low-water mark, the next batch is asked for before callers run out, so they never wait on Redis. */
@@ -586,11 +591,14 @@ class LeasedBinding implements BoundStore {
           this.#shape,
           [this.#lesseesKey(key)],
           this.#ctx.decisionClock?.now(),
+          this.#versionOf(key),
         ),
         this.#o.timeoutMs,
         'reset',
       );
     } catch (error) {
+      // A newer configuration is no failure of Redis: the caller re-reads it and resets again.
+      if (versionError(error, 'SLUICE_STALE') !== undefined) throw error;
       this.#health.reportFailure(error, this.#stateKey(key));
       const why = error instanceof Error ? error.message : String(error);
       throw new SluiceError(
@@ -639,12 +647,24 @@ class LeasedBinding implements BoundStore {
     try {
       if (!this.#health.healthy) throw new SluiceError('STORE_UNAVAILABLE', 'Redis is failing');
       await withDeadline(
-        penalizeCentrally(this.#ctx.redis, this.#stateKey(key), this.#shape, rest, this.#ctx.decisionClock?.now()),
+        penalizeCentrally(
+          this.#ctx.redis,
+          this.#stateKey(key),
+          this.#shape,
+          rest,
+          this.#ctx.decisionClock?.now(),
+          this.#versionOf(key),
+        ),
         this.#o.timeoutMs,
         'a penalty',
       );
       this.#health.reportSuccess();
     } catch (error) {
+      if (versionError(error, 'SLUICE_STALE') !== undefined) {
+        // Not taken: the caller re-reads the configuration and penalizes again (what the lease gave stays given).
+        if (lease !== undefined) lease.available += fromLease;
+        throw error;
+      }
       if (!(error instanceof SluiceError)) this.#health.reportFailure(error, this.#stateKey(key));
       if (!this.#fallback.keepsState) {
         const why = error instanceof Error ? error.message : String(error);
