@@ -5,20 +5,14 @@
  * nodes on one Redis, standalone and Cluster: after a change to a lower limit the fleet admits at most what
  * the new limit leaves plus what the other node held when it changed; an override and its removal alike.
  */
-import { type Decision, type Limiter, createLimiter, tokenBucket } from '@sluice/core';
-import { leasedStore } from '@sluice/hybrid';
-import { type Cluster, Redis } from 'ioredis';
+import type { Decision, Limiter } from '@sluice/core';
+import { type LeasedStore, leasedStore } from '@sluice/hybrid';
 import { describe, expect, it } from 'vitest';
+import { type TwoNodes, liveBucket, liveDeployments, withTwoNodes } from '../harness/live-nodes.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
 const testCluster = useTestCluster();
-
-let prefixes = 0;
-const freshPrefix = () => `live-leased-${process.pid}-${++prefixes}`;
-
-/** A bucket that refills one token in 1,000 s: counts stay whole for the length of a test on any clock. */
-const bucket = (capacity: number) => tokenBucket({ name: 'api', capacity, refillPerSecond: 0.001 });
 
 /** `count` single-permit decisions for `key`, 8 at a time (demand enough for leases), and what they said. */
 async function decide(limiter: Limiter, key: string, count: number): Promise<Decision[]> {
@@ -32,35 +26,18 @@ async function decide(limiter: Limiter, key: string, count: number): Promise<Dec
 
 const granted = (decisions: readonly Decision[]) => decisions.filter((d) => d.allowed).length;
 
-/** Two leased nodes of one limiter, each with a store and a client of its own. */
-function twoNodes(open: () => Redis | Cluster, capacity: number) {
-  const prefix = freshPrefix();
-  const clients = [open(), open()];
-  const stores = clients.map((redis) => leasedStore({ redis }));
-  const [a, b] = stores.map((store) => createLimiter({ rules: bucket(capacity), store, prefix })) as [Limiter, Limiter];
-  return {
-    a,
-    b,
-    close: async () => {
-      await Promise.all([a.close(), b.close()]);
-      await Promise.all(stores.map((store) => store.close()));
-      for (const c of clients) c.disconnect();
-    },
-  };
-}
-
-const deployments = [
-  { name: 'standalone', open: () => new Redis(testRedis().server.url) },
-  { name: 'Cluster', open: () => testCluster().cluster.client() },
-] as const;
+const deployments = liveDeployments(testRedis, testCluster);
 
 describe.each(deployments)('leased mode on a $name server', ({ open }) => {
+  /** Two leased nodes of a limiter of liveBucket(capacity). */
+  const onTwoNodes = (capacity: number, body: (nodes: TwoNodes<LeasedStore>) => Promise<void>) =>
+    withTwoNodes(open, (redis) => leasedStore({ redis }), liveBucket(capacity), body);
+
   it('a change to a lower limit: the other node switches at its next lease, and the fleet admits at most what the new limit leaves plus what it held', async () => {
-    const { a, b, close } = twoNodes(open, 1_000);
-    try {
+    await onTwoNodes(1_000, async ({ a, b }) => {
       const before = granted(await decide(a, 'k', 100)) + granted(await decide(b, 'k', 100));
       expect(before).toBe(200);
-      await a.reconfigure(bucket(300));
+      await a.reconfigure(liveBucket(300));
       const after = [...(await decide(b, 'k', 400)), ...(await decide(a, 'k', 400))];
       const switched = after.filter((d) => d.configVersion === 2);
       // b learned of the change at a lease (or an exact decision) that found its slot newer: from then on it
@@ -70,29 +47,23 @@ describe.each(deployments)('leased mode on a $name server', ({ open }) => {
       expect(granted(after)).toBeLessThanOrEqual(300 - before + 125);
       expect(granted(after)).toBeGreaterThan(0);
       expect([a.configVersion, b.configVersion]).toEqual([2, 2]);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it("a node that has not leased since another's change resets the key under the new rules", async () => {
-    const { a, b, close } = twoNodes(open, 100);
-    try {
+    await onTwoNodes(100, async ({ a, b }) => {
       expect(granted(await decide(a, 'k', 100))).toBe(100);
-      await a.reconfigure(bucket(200));
+      await a.reconfigure(liveBucket(200));
       await b.reset('k');
       expect(b.configVersion).toBe(2);
       expect(granted(await decide(a, 'k', 300))).toBe(200);
-    } finally {
-      await close();
-    }
+    });
   });
 
   it('an override on one node holds on the other from its next lease; removed, the key returns to the limiter with what it used', async () => {
-    const { a, b, close } = twoNodes(open, 100);
-    try {
+    await onTwoNodes(100, async ({ a, b }) => {
       expect(granted(await decide(a, 'acme', 60))).toBe(60);
-      await a.override('acme', bucket(300));
+      await a.override('acme', liveBucket(300));
       const owned = await decide(b, 'acme', 400);
       // Under the override from b's next lease: more than the 40 the limiter's 100 left, never over 300 in all.
       const byOverride = owned.filter((d) => d.override === true);
@@ -108,8 +79,6 @@ describe.each(deployments)('leased mode on a $name server', ({ open }) => {
       expect(back.some((d) => d.override === true)).toBe(false);
       // Other keys never changed.
       expect(granted(await decide(b, 'other', 100))).toBe(100);
-    } finally {
-      await close();
-    }
+    });
   });
 });

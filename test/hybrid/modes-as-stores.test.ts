@@ -47,21 +47,27 @@ describe.each(Object.keys(stores) as (keyof typeof stores)[])('the same limiter 
   });
 });
 
+/** A 5-per-minute limiter ('api') on `mode`'s store, one request of user:1 already decided. */
+async function usedLimiterOn(mode: keyof typeof stores) {
+  const store = stores[mode]();
+  opened.push(store);
+  const limiter = createLimiter({ rules: apiRule(5), store, prefix: prefix() });
+  await limiter.tryAcquire('user:1');
+  return limiter;
+}
+const apiRule = (limit: number) => fixedWindow({ limit, windowMs: 60_000, name: 'api' });
+
 describe.each(['exact', 'leased'] as const)('live limits on the %s store', (mode) => {
   it('reconfigure and override change the rules (test/redis and test/hybrid live-limits tests have the fleet)', async () => {
-    const store = stores[mode]();
-    opened.push(store);
-    const rule = (limit: number) => fixedWindow({ limit, windowMs: 60_000, name: 'api' });
-    const limiter = createLimiter({ rules: rule(5), store, prefix: prefix() });
-    await limiter.tryAcquire('user:1');
-    expect(await limiter.reconfigure(rule(10))).toMatchObject({ version: 2 });
+    const limiter = await usedLimiterOn(mode);
+    expect(await limiter.reconfigure(apiRule(10))).toMatchObject({ version: 2 });
     expect(await limiter.tryAcquire('user:1')).toMatchObject({
       allowed: true,
       limit: 10,
       remaining: 8,
       configVersion: 2,
     });
-    await limiter.override('user:1', rule(3));
+    await limiter.override('user:1', apiRule(3));
     expect(await limiter.tryAcquire('user:1')).toMatchObject({ allowed: true, limit: 3, remaining: 0, override: true });
     await limiter.close();
   });
@@ -69,17 +75,13 @@ describe.each(['exact', 'leased'] as const)('live limits on the %s store', (mode
 
 describe.each(['divided'] as const)('live limits on the %s store (not there yet)', (mode) => {
   it('reconfigure and override are refused with UNSUPPORTED naming the store; nothing changes', async () => {
-    const store = stores[mode]();
-    opened.push(store);
-    const rule = (limit: number) => fixedWindow({ limit, windowMs: 60_000, name: 'api' });
-    const limiter = createLimiter({ rules: rule(5), store, prefix: prefix() });
-    await limiter.tryAcquire('user:1');
+    const limiter = await usedLimiterOn(mode);
     const named = {
       code: 'UNSUPPORTED',
       message: expect.stringMatching(/dividedStore cannot/),
     };
-    await expect(limiter.reconfigure(rule(10))).rejects.toMatchObject(named);
-    await expect(limiter.override('user:1', rule(10))).rejects.toMatchObject(named);
+    await expect(limiter.reconfigure(apiRule(10))).rejects.toMatchObject(named);
+    await expect(limiter.override('user:1', apiRule(10))).rejects.toMatchObject(named);
     expect(limiter.configVersion).toBe(1);
     expect(limiter.rules[0]?.limit).toBe(5);
     expect((await limiter.overrides()).overrides).toEqual([]);

@@ -14,7 +14,6 @@ import {
   createLimiter,
   fixedWindow,
   memoryStore,
-  tokenBucket,
 } from '@sluice/core';
 import { type RedisStore, redisStore } from '@sluice/redis';
 import { ALGORITHMS, ALGORITHM_KINDS, type HistoryStep, historyArb } from '@sluice/test-kit';
@@ -22,21 +21,16 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
-import { type Cluster, Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { configKey, versionKey } from '../../packages/redis/src/key-layout.js';
 import { nextEvent } from '../harness/events.js';
+import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const childScript = fileURLToPath(new URL('./live-child.ts', import.meta.url));
 const testRedis = useTestRedis();
 const testCluster = useTestCluster();
-
-let prefixes = 0;
-const freshPrefix = () => `live-${process.pid}-${++prefixes}`;
-
-/** A bucket that refills one token in 1,000 s: counts stay whole for the length of a test on any clock. */
-const bucket = (capacity: number) => tokenBucket({ name: 'api', capacity, refillPerSecond: 0.001 });
 
 /** Grants of `count` single-permit decisions for `key`, one at a time. */
 async function grants(limiter: Limiter, key: string, count: number): Promise<number> {
@@ -45,67 +39,43 @@ async function grants(limiter: Limiter, key: string, count: number): Promise<num
   return granted;
 }
 
-type Client = Redis | Cluster;
-
-/** Two nodes of one limiter, each with a store and a client of its own. */
-function twoNodes(open: () => Client, rules: Algorithm, denyCache: boolean) {
-  const prefix = freshPrefix();
-  const clients = [open(), open()];
-  const stores = clients.map((redis) => redisStore({ redis, denyCache }));
-  const [a, b] = stores.map((store) => createLimiter({ rules, store, prefix })) as [Limiter, Limiter];
-  return {
-    a,
-    b,
-    stores: stores as [RedisStore, RedisStore],
-    close: async () => {
-      await Promise.all([a.close(), b.close()]);
-      for (const c of clients) c.disconnect();
-    },
-  };
-}
-
-const deployments = [
-  { name: 'standalone', open: () => new Redis(testRedis().server.url) },
-  { name: 'Cluster', open: () => testCluster().cluster.client() },
-] as const;
+const deployments = liveDeployments(testRedis, testCluster);
 
 describe.each(deployments)('exact mode on a $name server', ({ open }) => {
+  /** Two exact-mode nodes of a limiter of liveBucket(capacity), their deny caches on or off. */
+  const onTwoNodes = (capacity: number, denyCache: boolean, body: (nodes: TwoNodes<RedisStore>) => Promise<void>) =>
+    withTwoNodes(open, (redis) => redisStore({ redis, denyCache }), liveBucket(capacity), body);
+
   it.each([false, true])(
     "one node reconfigures, the other's next decision obeys it with what was used (deny cache %s)",
     async (denyCache) => {
-      const nodes = twoNodes(open, bucket(100), denyCache);
-      const { a, b } = nodes;
-      try {
+      await onTwoNodes(100, denyCache, async ({ a, b, stores }) => {
         expect(await grants(a, 'k', 60)).toBe(60);
         expect(await grants(b, 'k', 1)).toBe(1); // b's deny cache may hold a denial only under the rules it knew
         // 61 used of an old 100 leaves nothing of a new 50 ...
-        const heard = denyCache ? nextEvent(nodes.stores[1], 'reconfigured') : undefined;
-        expect(await a.reconfigure(bucket(50))).toMatchObject({ version: 2 });
+        const heard = denyCache ? nextEvent(stores[1], 'reconfigured') : undefined;
+        expect(await a.reconfigure(liveBucket(50))).toMatchObject({ version: 2 });
         await heard;
         const denied = await b.tryAcquire('k');
         expect(denied).toMatchObject({ allowed: false, limit: 50, configVersion: 2 });
         expect(b.configVersion).toBe(2);
         expect(b.rules[0]?.limit).toBe(50);
         // ... and 139 of a new 200.
-        const heardAgain = denyCache ? nextEvent(nodes.stores[1], 'reconfigured') : undefined;
-        await a.reconfigure(bucket(200));
+        const heardAgain = denyCache ? nextEvent(stores[1], 'reconfigured') : undefined;
+        await a.reconfigure(liveBucket(200));
         await heardAgain;
         expect(await grants(b, 'k', 300)).toBe(139);
         expect(await grants(a, 'k', 5)).toBe(0);
         expect(a.configVersion).toBe(3);
         expect(b.rules[0]?.limit).toBe(200);
-      } finally {
-        await nodes.close();
-      }
+      });
     },
   );
 
   it('two nodes reconfiguring at once end in one of the two configurations, on both nodes', async () => {
-    const nodes = twoNodes(open, bucket(100), false);
-    const { a, b } = nodes;
-    try {
+    await onTwoNodes(100, false, async ({ a, b }) => {
       expect(await grants(a, 'k', 10)).toBe(10);
-      const results = await Promise.allSettled([a.reconfigure(bucket(30)), b.reconfigure(bucket(70))]);
+      const results = await Promise.allSettled([a.reconfigure(liveBucket(30)), b.reconfigure(liveBucket(70))]);
       const won = results.filter((r) => r.status === 'fulfilled');
       const lost = results.filter((r) => r.status === 'rejected');
       expect(won).toHaveLength(1);
@@ -117,18 +87,14 @@ describe.each(deployments)('exact mode on a $name server', ({ open }) => {
       expect((await grants(a, 'k', 1)) + (await grants(b, 'k', 200)) + (await grants(a, 'k', 200))).toBe(limit - 10);
       expect([a.configVersion, b.configVersion]).toEqual([2, 2]);
       expect([a.rules[0]?.limit, b.rules[0]?.limit]).toEqual([limit, limit]);
-    } finally {
-      await nodes.close();
-    }
+    });
   });
 
   it("an override on one node: the other's next decision for that key obeys it, other keys keep the limiter's rules; removed, the key returns with what it used", async () => {
-    const nodes = twoNodes(open, bucket(100), true);
-    const { a, b } = nodes;
-    try {
+    await onTwoNodes(100, true, async ({ a, b }) => {
       expect(await grants(a, 'acme', 60)).toBe(60);
       expect(await grants(b, 'other', 1)).toBe(1);
-      await a.override('acme', bucket(300));
+      await a.override('acme', liveBucket(300));
       // 60 used of an override of 300: exactly 240 more, on either node, marked as the override's.
       expect(await b.tryAcquire('acme')).toMatchObject({ allowed: true, limit: 300, override: true });
       expect((await grants(b, 'acme', 100)) + (await grants(a, 'acme', 200))).toBe(239);
@@ -139,43 +105,33 @@ describe.each(deployments)('exact mode on a $name server', ({ open }) => {
       const denied = await b.tryAcquire('acme');
       expect(denied).toMatchObject({ allowed: false, limit: 100 });
       expect(denied.override).toBeUndefined();
-      await b.reconfigure(bucket(350));
+      await b.reconfigure(liveBucket(350));
       expect(await grants(a, 'acme', 100)).toBe(50);
       expect((await a.overrides()).overrides).toEqual([]);
-    } finally {
-      await nodes.close();
-    }
+    });
   });
 
   it('controls on a node that has not decided since another changed the rules act under the new ones', async () => {
-    const nodes = twoNodes(open, bucket(10), false);
-    const { a, b } = nodes;
-    try {
+    await onTwoNodes(10, false, async ({ a, b }) => {
       expect(await grants(a, 'k', 10)).toBe(10);
       expect(await grants(a, 'j', 10)).toBe(10);
-      await a.reconfigure(bucket(20));
+      await a.reconfigure(liveBucket(20));
       // b still knows version 1: its reset and penalty must reach the states version 2 keeps.
       await b.reset('k');
       await b.penalize('j', 5);
       expect(b.configVersion).toBe(2);
       expect(await grants(a, 'k', 30)).toBe(20);
       expect(await grants(a, 'j', 30)).toBe(5);
-    } finally {
-      await nodes.close();
-    }
+    });
   });
 
   it('a reset after a change forgets the key under every generation (nothing is carried back)', async () => {
-    const nodes = twoNodes(open, bucket(10), false);
-    const { a, b } = nodes;
-    try {
+    await onTwoNodes(10, false, async ({ a, b }) => {
       expect(await grants(a, 'k', 10)).toBe(10);
-      await a.reconfigure(bucket(20));
+      await a.reconfigure(liveBucket(20));
       await b.reset('k');
       expect(await grants(a, 'k', 30)).toBe(20);
-    } finally {
-      await nodes.close();
-    }
+    });
   });
 });
 
@@ -223,7 +179,7 @@ function otherProcess(env: Record<string, string>) {
 
 describe.each(deployments)('two processes on a $name server', ({ name, open }) => {
   it("one reconfigures; the other's next decision obeys it, counts exact", async () => {
-    const prefix = freshPrefix();
+    const prefix = livePrefix();
     const env: Record<string, string> =
       name === 'Cluster'
         ? { CLUSTER_NODES: JSON.stringify(testCluster().cluster.startupNodes) }
@@ -232,15 +188,15 @@ describe.each(deployments)('two processes on a $name server', ({ name, open }) =
     // the change's message arrives; the deny-cache case is above, waiting for that message).
     const other = otherProcess({ ...env, PREFIX: prefix, CAPACITY: '100', DENY_CACHE: '0' });
     const client = open();
-    const here = createLimiter({ rules: bucket(100), store: redisStore({ redis: client }), prefix });
+    const here = createLimiter({ rules: liveBucket(100), store: redisStore({ redis: client }), prefix });
     try {
       await other.ready();
       expect(await grants(here, 'k', 60)).toBe(60);
       expect(await other.decide(10, 'k')).toEqual({ granted: 10, version: 1, limit: 100 });
-      await here.reconfigure(bucket(200));
+      await here.reconfigure(liveBucket(200));
       // 70 used of 200: the other process grants exactly 130 more, under version 2.
       expect(await other.decide(200, 'k')).toEqual({ granted: 130, version: 2, limit: 200 });
-      await here.reconfigure(bucket(50), { carry: 'fresh' });
+      await here.reconfigure(liveBucket(50), { carry: 'fresh' });
       // Fresh: the key starts full under the new rules, shared by both processes.
       expect(await other.decide(30, 'k')).toEqual({ granted: 30, version: 3, limit: 50 });
       expect(await grants(here, 'k', 30)).toBe(20);
@@ -255,11 +211,11 @@ describe.each(deployments)('two processes on a $name server', ({ name, open }) =
 describe('the configuration record', () => {
   it('a record of a later format is refused with a typed error naming it; a node told of it decides by its fail mode and says so', async () => {
     const { server, redis } = testRedis();
-    const prefix = freshPrefix();
+    const prefix = livePrefix();
     await redis.set(configKey(prefix), `5\n${JSON.stringify({ format: 99, rules: [] })}`);
     const client = new Redis(server.url);
     const store = redisStore({ redis: client, failMode: 'closed' });
-    const limiter = createLimiter({ rules: bucket(10), store, prefix });
+    const limiter = createLimiter({ rules: liveBucket(10), store, prefix });
     try {
       await expect(limiter.ready()).rejects.toMatchObject({
         code: 'UNSUPPORTED',
@@ -282,7 +238,7 @@ describe('the configuration record', () => {
     const { server } = testRedis();
     const client = new Redis(server.url, { maxRetriesPerRequest: 0 });
     const store = redisStore({ redis: client, timeoutMs: 200 });
-    const limiter = createLimiter({ rules: bucket(10), store, prefix: freshPrefix() });
+    const limiter = createLimiter({ rules: liveBucket(10), store, prefix: livePrefix() });
     try {
       expect(await grants(limiter, 'k', 4)).toBe(4);
       await expect(limiter.reconfigure(fixedWindow({ name: 'api', limit: 5, windowMs: 1000 }))).rejects.toMatchObject({
@@ -291,7 +247,7 @@ describe('the configuration record', () => {
       });
       expect(limiter.configVersion).toBe(1);
       client.disconnect();
-      await expect(limiter.reconfigure(bucket(20))).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+      await expect(limiter.reconfigure(liveBucket(20))).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
       expect(limiter.configVersion).toBe(1);
       expect(limiter.rules[0]?.limit).toBe(10);
     } finally {
@@ -343,7 +299,7 @@ describe('live limits on Redis decide as on the memory store', () => {
         fc.asyncProperty(liveCase, async (c) => {
           const rules = (shape: (typeof c)['before'], limit: number) => shape(limit, { name: 'r' });
           const clocks = [new ManualClock(c.start), new ManualClock(c.start)] as const;
-          const prefix = freshPrefix();
+          const prefix = livePrefix();
           const memory = createLimiter({
             rules: rules(c.before, c.oldLimit),
             store: memoryStore({ clock: clocks[0] }),

@@ -274,22 +274,26 @@ function objectOf(value: unknown): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** Each item of the list `value` read by `read` (a stored rule or link: its rule and state name first). */
+function listOf<T>(value: unknown, what: string, read: (item: StoredLink & StoredRule) => T): T[] {
+  if (!Array.isArray(value)) throw new Error(`${what} are not a list`);
+  return value.map(read);
+}
+
 function readRules(value: unknown): LiveRule[] {
-  if (!Array.isArray(value)) throw new Error('rules are not a list');
-  return value.map((entry: StoredRule) => ({
-    rule: ruleFromSpec(entry.spec),
-    state: stateNameOf(entry.state),
-    from: readLinks(entry.from),
+  return listOf(value, 'rules', (e) => ({
+    rule: ruleFromSpec(e.spec),
+    state: stateNameOf(e.state),
+    from: readLinks(e.from),
   }));
 }
 
 function readLinks(value: unknown): CarryLink[] {
-  if (!Array.isArray(value)) throw new Error('links are not a list');
-  return value.map((link: StoredLink) => ({
-    rule: ruleFromSpec(link.spec),
-    state: stateNameOf(link.state),
-    mode: modeOf(link.mode),
-    until: Number(link.until),
+  return listOf(value, 'links', (e) => ({
+    rule: ruleFromSpec(e.spec),
+    state: stateNameOf(e.state),
+    mode: modeOf(e.mode),
+    until: Number(e.until),
   }));
 }
 
