@@ -38,8 +38,8 @@ export interface TwoNodes<S extends Store> {
 }
 
 /**
- * Runs `body` with two nodes of a limiter of `rules` (each a store made by `makeStore` on a client of its
- * own from `open`), then closes the limiters, the stores and the clients.
+ * Runs `body` with two ready nodes of a limiter of `rules` (each a store made by `makeStore` on a client of
+ * its own from `open`), then closes the limiters, the stores and the clients.
  * @example
  * await withTwoNodes(open, (redis) => redisStore({ redis }), liveBucket(100), async ({ a, b }) => { ... })
  */
@@ -54,6 +54,8 @@ export async function withTwoNodes<S extends Store>(
   const stores = clients.map(makeStore) as [S, S];
   const [a, b] = stores.map((store) => createLimiter({ rules, store, prefix })) as [Limiter, Limiter];
   try {
+    // As a service starts: connected, its scripts checked, its channels subscribed, the stored rules read.
+    await Promise.all([a.ready(), b.ready()]);
     await body({ a, b, stores });
   } finally {
     await Promise.all([a.close(), b.close()]);

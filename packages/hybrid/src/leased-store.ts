@@ -20,6 +20,7 @@ import {
   reportLease,
 } from '@sluice/core/store-kit';
 import {
+  ChannelListener,
   DeadlineError,
   ExactBinding,
   type Fallback,
@@ -35,6 +36,7 @@ import {
   adjustScript,
   exactScripts,
   presenceScript,
+  resetChannel,
   stateKey,
   storeParts,
   versionError,
@@ -178,6 +180,11 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limit (its fail mode's share). */
   readonly #presence: FleetPresence | undefined;
+  /**
+   * Each limiter's channel, where another node's change of its configuration is announced: heard, a node
+   * lets go of its leases under the old rules at once instead of spending them first.
+   */
+  readonly #channels: ChannelListener;
 
   constructor(o: LeaseSettings) {
     super();
@@ -202,6 +209,7 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
     this.#checks = parts.checks;
     this.#fallback = parts.fallback;
     this.#presence = parts.presence;
+    this.#channels = new ChannelListener(parts.connection, o.timeoutMs);
   }
 
   /** This node's name among the lessees and in the fleet: the nodeId given, or a new one if another live process had it. */
@@ -212,6 +220,8 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
   /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */
   async ready(): Promise<void> {
     await this.#checks.ready();
+    // From here another node's change is heard at once; until then, at this node's next lease.
+    await this.#channels.subscribed();
     // Each limiter decides under its configuration as stored (limiter.reconfigure on another node).
     await Promise.all([...this.#live].map((live) => live.refresh()));
   }
@@ -256,9 +266,14 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
       unbind: () => {
         fleet?.release();
         this.#live.delete(live);
+        if (![...this.#live].some((other) => other.prefix === prefix)) this.#channels.stop(resetChannel(prefix));
       },
     });
     this.#live.add(live);
+    // '' is a change of the configuration (LiveBinding); a key's reset concerns exact mode's deny caches only.
+    this.#channels.listen(resetChannel(prefix), (message) => {
+      if (message === '') for (const other of this.#live) if (other.prefix === prefix) other.heard();
+    });
     return live;
   }
 
@@ -310,6 +325,7 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
     await Promise.all([...this.#bindings].map((b) => b.close()));
     await this.#presence?.close(this.#ctx.o.timeoutMs);
     this.#ctx.health.close();
+    await this.#channels.close();
   }
 }
 

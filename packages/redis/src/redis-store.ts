@@ -13,7 +13,8 @@ import {
 import { type FleetShare, PrefixGuard, callSafely, emitSafely, parseOptions } from '@sluice/core/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { checkClient, warnCrossSlot } from './config-checks.js';
-import type { RedisConnection, ResetSubscriber } from './connection/connection.js';
+import { ChannelListener } from './connection/channel-listener.js';
+import type { RedisConnection } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
 import { DenyCache } from './exact/deny-cache.js';
 import { type DecisionEvent, ExactBinding, type ExactParts } from './exact/exact-binding.js';
@@ -21,7 +22,6 @@ import type { TransportOptions } from './exact/transport.js';
 import type { Fallback, FailMode } from './fleet/fail-mode.js';
 import type { NodeIdentity } from './fleet/node-identity.js';
 import type { FleetPresence } from './fleet/presence.js';
-import { withDeadline } from './deadline.js';
 import type { RedisHealth } from './health.js';
 import { checkStateIds, decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
 import { LiveBinding, type VersionBinding } from './live/live-binding.js';
@@ -120,9 +120,6 @@ export interface FleetEvent {
   readonly nodes: number;
 }
 
-/** How long ready() waits for a channel's subscription at most (a client's first connection may take long). */
-const SUBSCRIBE_DEADLINE_MS = 5_000;
-
 /** A share that never moves: what 'open' and 'closed' (which keep nothing) are bound with. */
 const WHOLE: FleetShare = { fraction: 1 };
 
@@ -159,8 +156,8 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   readonly #holds = new Map<string, PrefixHold>();
   /** Concurrency limiters' slots, by prefix. */
   readonly #semaphores = new Map<string, Set<RedisSemaphore>>();
-  /** What the store's subscriber does with a message, by channel. */
-  readonly #channels = new Map<string, (message: string) => void>();
+  /** Messages from other nodes (resets, freed slots, configuration changes), on a connection of the store's own. */
+  readonly #channels: ChannelListener;
   readonly #prefixes = new PrefixGuard();
   readonly #connection: RedisConnection;
   readonly #health: RedisHealth;
@@ -168,9 +165,6 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limits. */
   readonly #presence: FleetPresence | undefined;
-  #subscriber: ResetSubscriber | undefined;
-  /** Each channel's subscription, settled (ready() waits for them: after it, this store hears every node). */
-  readonly #subscriptions: Promise<void>[] = [];
   #closed = false;
 
   constructor(options: RedisStoreOptions) {
@@ -187,6 +181,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     });
     this.redis = options.redis;
     this.#connection = parts.connection;
+    this.#channels = new ChannelListener(parts.connection, o.timeoutMs);
     if (parts.connection instanceof IoredisConnection) checkClient(parts.connection.client, parts.connection.isCluster);
     this.clock = parts.decisionClock;
     this.#localClock = parts.localClock;
@@ -235,7 +230,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
     await this.#checks.ready();
     // From here, a reset or unblock on any node is heard here (the deny cache's channel is subscribed).
-    await Promise.all(this.#subscriptions);
+    await this.#channels.subscribed();
     // Each limiter decides under its configuration as stored (limiter.reconfigure on another node).
     const live = [...this.#holds.values()].flatMap((hold) => [...hold.bindings]);
     await Promise.all(live.map((b) => (b instanceof LiveBinding ? b.refresh() : undefined)));
@@ -268,7 +263,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     const scripts = exactScripts(kinds);
     this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
     if (this.#denyCache) {
-      this.#listen(resetChannel(prefix), (message) => {
+      this.#channels.listen(resetChannel(prefix), (message) => {
         if (message === '') {
           // No key encodes to '': another node changed the limiter's configuration (LiveBinding.reconfigure),
           // and denials cached under the rules before it may not hold.
@@ -287,7 +282,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       release: () => {
         this.#holds.delete(prefix);
         this.#checks.remove(prefix);
-        this.#stopListening(resetChannel(prefix));
+        this.#channels.stop(resetChannel(prefix));
         fleet?.release();
       },
     };
@@ -414,36 +409,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     this.#closed = true;
     this.#health.close();
     await this.#presence?.close(this.timeoutMs);
-    const subscriber = this.#subscriber;
-    this.#subscriber = undefined;
-    await subscriber?.close().catch(() => undefined);
-  }
-
-  /**
-   * Messages from other nodes (resets, freed slots) are heard on a connection of the store's own (a
-   * subscribed one can do nothing else); `onMessage` handles `channel`'s. False when the client library
-   * cannot make one.
-   */
-  #listen(channel: string, onMessage: (message: string) => void): boolean {
-    this.#channels.set(channel, onMessage);
-    this.#subscriber ??= this.#connection.subscriber((from, message) => this.#channels.get(from)?.(message));
-    const subscribed = this.#subscriber?.subscribe(channel);
-    if (subscribed !== undefined) {
-      this.#subscriptions.push(
-        withDeadline(subscribed, Math.max(this.timeoutMs, SUBSCRIBE_DEADLINE_MS), 'a subscription').catch(() => {
-          // Subscribed again on reconnect by the client itself; a missed message is made up for by time
-          // (a cached denial's retryAfterMs, a waiter's next try).
-        }),
-      );
-    }
-    return this.#subscriber !== undefined;
-  }
-
-  #stopListening(channel: string): void {
-    this.#channels.delete(channel);
-    this.#subscriber?.unsubscribe(channel).catch(() => {
-      // A subscriber that lost its connection has no subscription left to drop.
-    });
+    await this.#channels.close();
   }
 
   /**
@@ -466,10 +432,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     const fleet = this.#presence?.track(prefix);
     let set = this.#semaphores.get(prefix);
     const channel = freedChannel(prefix);
-    let hearsReleases = this.#subscriber !== undefined;
+    let hearsReleases = this.#channels.hears;
     if (set === undefined) {
       this.#semaphores.set(prefix, (set = new Set()));
-      hearsReleases = this.#listen(channel, (key) => {
+      hearsReleases = this.#channels.listen(channel, (key) => {
         for (const s of this.#semaphores.get(prefix) ?? []) s.freed(decodeIdentity(key));
       });
       const scripts = this.#presence === undefined ? [semaphoreScript()] : [semaphoreScript(), presenceScript()];
@@ -493,7 +459,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
         if (semaphores.size > 0) return;
         this.#semaphores.delete(prefix);
         this.#checks.remove(`${prefix} slots`);
-        this.#stopListening(channel);
+        this.#channels.stop(channel);
       },
     );
     semaphores.add(semaphore);

@@ -146,6 +146,11 @@ export class LiveBinding implements BoundStore, SharedRules {
     return this.#configuration;
   }
 
+  /** The limiter's prefix (whose channel announces its changes). */
+  get prefix(): string {
+    return this.#parts.prefix;
+  }
+
   /**
    * Reads the stored configuration now and decides under it (the store's ready(): `limiter.rules` then
    * says what is in force). Rejects when it cannot be read or is of a later format.

@@ -16,6 +16,7 @@
  */
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
 export { toConnection } from '../connection/connect.js';
+export { ChannelListener } from '../connection/channel-listener.js';
 export { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, storeClocks } from '../options.js';
 export type { StoreClocks } from '../options.js';
 export { storeParts } from '../store-parts.js';
@@ -47,7 +48,7 @@ export type { LuaFile, LuaScript } from '../scripts.js';
 export { bufferReply } from '../script-runner.js';
 export { adjustArgs, numArg, ruleArgs } from '../exact/rule-args.js';
 export type { GrantTime } from '../exact/rule-args.js';
-export { stateKey, versionKeyBeside } from '../key-layout.js';
+export { resetChannel, stateKey, versionKeyBeside } from '../key-layout.js';
 /** Live limits: a limiter's configuration kept in Redis for every node (limiter.reconfigure, limiter.override). */
 export { LiveBinding } from '../live/live-binding.js';
 export type { LiveParts, VersionBinding, VersionRules } from '../live/live-binding.js';
