@@ -9,24 +9,20 @@ import {
   type SharedRules,
   SluiceError,
 } from '@sluice/core';
-import { type DecisionNote, type DecisionSource, identityOf, keyCache } from '@sluice/core/store-kit';
+import type { DecisionNote, DecisionSource } from '@sluice/core/store-kit';
 import type { RedisConnection } from '../connection/connection.js';
-import { withDeadline } from '../deadline.js';
-import { configKey, resetChannel, stateKey, versionKey, versionKeyBeside } from '../key-layout.js';
+import { ruleArgs } from '../exact/rule-args.js';
 import { versionError } from '../reply-errors.js';
-import { carryKeyScript, configReadScript, configWriteScript, raiseVersionScript } from '../scripts.js';
-import { numArg, ruleArgs } from '../exact/rule-args.js';
 import {
   type LiveConfig,
   type LiveRule,
-  decodeConfig,
-  encodeConfig,
   firstConfig,
   overridden,
   reconfigured,
-  rulesOf,
   withoutOverride,
 } from './config-record.js';
+import { KeyCarrier } from './key-carrier.js';
+import { StoredConfiguration } from './stored-config.js';
 
 /** What an exact binding of one set of rules can do, as LiveBinding uses it. */
 export interface VersionBinding extends BoundStore {
@@ -93,14 +89,6 @@ interface Held {
 const signatureOf = (rules: readonly LiveRule[]): string =>
   rules.map((e) => `${e.state}\n${ruleArgs([e.rule])[0]}`).join('\n\n');
 
-/** How many slots' versions one reconfigure raises at once on a Cluster. */
-const RAISE_CONCURRENCY = 512;
-/**
- * The deadline of one round of raises on a Cluster: a change is rare and a round is 512 calls, the first of
- * which may load the script on each primary; a decision's deadline is far too short for it.
- */
-const RAISE_DEADLINE_MS = 5_000;
-
 /**
  * Exact mode with live limits: the limiter's configuration (its rules and its keys' overrides) kept in Redis
  * for every node of its prefix (SharedRules). Decisions go to the exact binding of the rules this node knows
@@ -124,18 +112,19 @@ export class LiveBinding implements BoundStore, SharedRules {
   #ownBound = 0;
   /** The read of the stored configuration under way (concurrent stale answers share it). */
   #reading: Promise<BoundStore | undefined> | undefined;
-  /** Carries under way, by key (the keys this node carried under the current version: #remembered). */
-  #carrying = new Map<string, Promise<void>>();
-  /** Until when a link of the current version carries (0: none does). */
-  #carryUntil = 0;
-  readonly #remembered: ReturnType<typeof keyCache<string, true>>;
+  readonly #stored: StoredConfiguration;
+  readonly #carrier: KeyCarrier;
   #bound = true;
 
   constructor(parts: LiveParts) {
     this.#parts = parts;
     this.#config = firstConfig(parts.rules);
     this.#configuration = { version: 1, rules: parts.rules };
-    this.#remembered = keyCache<string, true>(parts.maxKeys);
+    this.#stored = new StoredConfiguration(parts);
+    this.#carrier = new KeyCarrier({
+      ...parts,
+      onStale: async (version) => (await this.#onStale(version)) !== undefined,
+    });
     this.#inner = this.#hold(this.#config.rules, false, undefined);
     const bans = typeof this.#inner.binding.block === 'function';
     this.block = bans ? (key, ms) => this.#for(key).block?.(key, ms) : undefined;
@@ -156,7 +145,7 @@ export class LiveBinding implements BoundStore, SharedRules {
    * says what is in force). Rejects when it cannot be read or is of a later format.
    */
   async refresh(): Promise<void> {
-    const config = await this.#read();
+    const config = await this.#stored.read();
     if (config !== undefined) this.#adopt(config);
   }
 
@@ -291,7 +280,7 @@ export class LiveBinding implements BoundStore, SharedRules {
 
   /** Every override in force, as stored, in key order. */
   async overrides(): Promise<Array<{ key: string; rules: readonly Algorithm[] }>> {
-    const config = await this.#read();
+    const config = await this.#stored.read();
     if (config !== undefined) this.#adopt(config);
     return [...this.#config.overrides]
       .map(([key, rules]) => ({ key, rules: rules.map((e) => e.rule) }))
@@ -309,92 +298,14 @@ export class LiveBinding implements BoundStore, SharedRules {
     make: (current: LiveConfig, version: number, nowMs: number) => LiveConfig | undefined,
     key: string | undefined,
   ): Promise<void> {
-    const { connection, prefix, timeoutMs } = this.#parts;
-    const current = (await this.#read()) ?? this.#config;
+    const current = (await this.#stored.read()) ?? this.#config;
     if (current.version > this.#config.version) this.#adopt(current);
     const next = make(current, current.version + 1, this.#parts.localClock.now());
     if (next === undefined) return;
-    try {
-      await withDeadline(
-        connection.runScript(configWriteScript(), [configKey(prefix)], [String(current.version), encodeConfig(next)]),
-        timeoutMs,
-        'a configuration write',
-      );
-    } catch (error) {
-      const won = versionError(error, 'SLUICE_CONFLICT');
-      if (won === undefined) throw storeUnavailable('the configuration could not be stored', error);
-      throw new SluiceError(
-        'CONFLICT',
-        `another node changed the configuration first: version ${won} is in force (this change was made from ` +
-          `version ${current.version}); nothing was changed`,
-      );
-    }
-    await this.#raise(next.version, key);
+    await this.#stored.write(current.version, next);
+    await this.#stored.raise(next.version, key);
     this.#adopt(next);
-    // '' is no key's message on the reset channel.
-    await withDeadline(connection.publish(resetChannel(prefix), ''), timeoutMs, 'a configuration message').catch(
-      (error: unknown) => this.#parts.report(asError(error)),
-    );
-  }
-
-  /**
-   * Raises the configuration version where decisions must learn of it: the limiter's one version key on a
-   * standalone server; on a Cluster, `key`'s slot (an override) or every slot (the limiter's rules).
-   */
-  async #raise(version: number, key: string | undefined): Promise<void> {
-    const { connection, prefix, timeoutMs } = this.#parts;
-    const raise = (slot: number | undefined) =>
-      connection.runScript(raiseVersionScript(), [versionKey(prefix, slot)], [String(version)]);
-    try {
-      if (!connection.isCluster) {
-        await withDeadline(raise(undefined), timeoutMs, 'a configuration version');
-        return;
-      }
-      if (key !== undefined) {
-        await withDeadline(
-          connection.runScript(
-            raiseVersionScript(),
-            [versionKeyBeside(prefix, stateKey(prefix, key, '~o'), true)],
-            [String(version)],
-          ),
-          timeoutMs,
-          'a configuration version',
-        );
-        return;
-      }
-      for (let first = 0; first < 16_384; first += RAISE_CONCURRENCY) {
-        const slots = Array.from({ length: RAISE_CONCURRENCY }, (_, i) => first + i);
-        await withDeadline(
-          Promise.all(slots.map(raise)),
-          Math.max(RAISE_DEADLINE_MS, timeoutMs * 4),
-          'configuration versions',
-        );
-      }
-    } catch (error) {
-      // Stored, and raised in the slots a node already decided under it: the rest learn of it there.
-      throw storeUnavailable(
-        `version ${version} was stored, but not every slot could be told of it yet (a node learns of it where a ` +
-          'node of this version decides, or from the next change)',
-        error,
-      );
-    }
-  }
-
-  /** The stored configuration, or undefined when none is stored. Rejects when it cannot be read or used. */
-  async #read(): Promise<LiveConfig | undefined> {
-    const { connection, prefix, timeoutMs } = this.#parts;
-    let reply: unknown;
-    try {
-      reply = await withDeadline(
-        connection.runScript(configReadScript(), [configKey(prefix)], []),
-        timeoutMs,
-        'a configuration read',
-      );
-    } catch (error) {
-      throw storeUnavailable('the configuration could not be read', error);
-    }
-    if (reply === null || reply === undefined) return undefined;
-    return decodeConfig(Buffer.isBuffer(reply) ? reply.toString('utf8') : String(reply), configKey(prefix));
+    await this.#stored.announce().catch((error: unknown) => this.#parts.report(asError(error)));
   }
 
   /**
@@ -403,7 +314,8 @@ export class LiveBinding implements BoundStore, SharedRules {
    */
   readonly #onStale = (version: number): Promise<BoundStore | undefined> => {
     if (this.#config.version >= version) return Promise.resolve(this);
-    this.#reading ??= this.#read()
+    this.#reading ??= this.#stored
+      .read()
       .then((config) => {
         if (config !== undefined) this.#adopt(config);
         if (this.#config.version < version) {
@@ -457,14 +369,7 @@ export class LiveBinding implements BoundStore, SharedRules {
         this.#own.delete(key);
       }
     }
-    this.#remembered.clear();
-    this.#carrying = new Map();
-    const links = [...config.rules, ...[...config.overrides.values()].flat()].flatMap((entry) =>
-      entry.from.map((link) => link.until),
-    );
-    for (const byName of config.returning.values())
-      for (const list of Object.values(byName)) for (const link of list) links.push(link.until);
-    this.#carryUntil = links.length === 0 ? 0 : Math.max(...links);
+    this.#carrier.adopt(config);
     this.#parts.adopted(this.#configuration);
   }
 
@@ -479,80 +384,10 @@ export class LiveBinding implements BoundStore, SharedRules {
     return this.#hold(rules, override, apart ?? `g${this.#config.version}`);
   }
 
-  /**
-   * While a change's carry window is open: the carry of `key`'s states to the rules it is decided by, when
-   * this node has not made it yet (undefined: nothing to wait for).
-   */
+  /** The carry of `key`'s states to the rules it is decided by, while a change's carry window is open. */
   #carryFirst(key: string): Promise<void> | undefined {
-    if (this.#carryUntil === 0) return undefined;
-    const now = this.#parts.localClock.now();
-    if (now > this.#carryUntil) {
-      this.#carryUntil = 0;
-      return undefined;
-    }
-    if (this.#remembered.has(key)) return undefined;
-    const under = this.#carrying.get(key);
-    if (under !== undefined) return under;
-    const carry = this.#carry(key, now).finally(() => this.#carrying.delete(key));
-    this.#carrying.set(key, carry);
-    return carry;
+    return this.#carrier.carryFirst(key);
   }
-
-  /** Runs carry_key.lua for `key`: a failure is left to the decision that follows (its fail mode). */
-  async #carry(key: string, nowMs: number): Promise<void> {
-    const config = this.#config;
-    const carried = rulesOf(config, key)
-      .map((entry) => ({ ...entry, from: entry.from.filter((link) => link.until >= nowMs) }))
-      .filter((entry) => entry.from.length > 0);
-    if (carried.length === 0) {
-      this.#remembered.set(key, true);
-      return;
-    }
-    const { connection, prefix, timeoutMs, decisionClock } = this.#parts;
-    const central = this.#parts.centralName ?? ((state: string) => state);
-    const first = carried[0] as LiveRule;
-    const own = stateKey(prefix, identityOf(first.rule, key), central(first.state));
-    const keys = [versionKeyBeside(prefix, own, connection.isCluster)];
-    const args = [
-      String(config.version),
-      decisionClock === undefined ? '' : numArg(decisionClock.now()),
-      String(carried.length),
-    ];
-    for (const entry of carried) {
-      const identity = identityOf(entry.rule, key);
-      keys.push(stateKey(prefix, identity, central(entry.state)));
-      args.push(String(entry.from.length), ...ruleArgs([entry.rule]), meta(entry.rule, '-'));
-      for (const link of entry.from) {
-        keys.push(stateKey(prefix, identity, central(link.state)));
-        args.push(...ruleArgs([link.rule]), meta(link.rule, link.mode));
-      }
-    }
-    const kinds = [
-      ...new Set(carried.flatMap((entry) => [entry.rule.kind, ...entry.from.map((link) => link.rule.kind)])),
-    ];
-    try {
-      await withDeadline(connection.runScript(carryKeyScript(kinds), keys, args), timeoutMs, 'a carry');
-      if (this.#config === config) this.#remembered.set(key, true);
-    } catch (error) {
-      const newer = versionError(error, 'SLUICE_STALE');
-      if (newer !== undefined && (await this.#onStale(newer)) !== undefined && this.#config !== config) {
-        const again = this.#carryFirst(key);
-        if (again !== undefined) await again;
-      }
-      // Otherwise the decision that follows meets the same failure and answers by the fail mode.
-    }
-  }
-}
-
-/** The meta carry_key.lua reads beside a rule: limit, burst, state format, carry mode. */
-function meta(rule: Algorithm, mode: string): string {
-  return `${numArg(rule.limit)}\n${numArg(rule.burst)}\n${rule.stateFormat}\n${mode}`;
-}
-
-function storeUnavailable(what: string, cause: unknown): SluiceError {
-  return new SluiceError('STORE_UNAVAILABLE', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, {
-    cause,
-  });
 }
 
 const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));

@@ -1,0 +1,135 @@
+import type { Algorithm, Clock } from '@sluice/core';
+import { identityOf, keyCache } from '@sluice/core/store-kit';
+import type { RedisConnection } from '../connection/connection.js';
+import { withDeadline } from '../deadline.js';
+import { numArg, ruleArgs } from '../exact/rule-args.js';
+import { stateKey, versionKeyBeside } from '../key-layout.js';
+import { versionError } from '../reply-errors.js';
+import { carryKeyScript } from '../scripts.js';
+import { type LiveConfig, type LiveRule, rulesOf } from './config-record.js';
+
+/** What a KeyCarrier needs: where the states live, and what a stale answer does. */
+export interface KeyCarrierParts {
+  readonly connection: RedisConnection;
+  readonly prefix: string;
+  readonly timeoutMs: number;
+  /** The most keys whose carry this node remembers having made. */
+  readonly maxKeys: number;
+  /** The decision clock (undefined: Redis TIME) and this process's clock (carry windows). */
+  readonly decisionClock: Clock | undefined;
+  readonly localClock: Clock;
+  /** The name of the states a rule's state name stands for in this mode (undefined: the state name itself). */
+  readonly centralName?: ((state: string) => string) | undefined;
+  /**
+   * A carry found its slot at a newer version: resolves once the configuration read from Redis is adopted
+   * (true) or could not be read (false).
+   */
+  readonly onStale: (version: number) => Promise<boolean>;
+}
+
+/**
+ * While a change's carry window is open, the first touch of a key on this node carries its states from the
+ * earlier generations to the rules in force (carry_key.lua, atomic per key; the first node to touch it does
+ * the work, the others find its states carried). Remembers the keys it carried under the current version.
+ * @example
+ * const carrier = new KeyCarrier(parts)
+ * carrier.adopt(config)                 // a new configuration: its carry window opens
+ * await carrier.carryFirst('user:1')    // before the key's first decision under it
+ */
+export class KeyCarrier {
+  readonly #parts: KeyCarrierParts;
+  #config: LiveConfig | undefined;
+  /** Carries under way, by key (the keys this node carried under the current version: #remembered). */
+  #carrying = new Map<string, Promise<void>>();
+  /** Until when a link of the current version carries (0: none does). */
+  #carryUntil = 0;
+  readonly #remembered: ReturnType<typeof keyCache<string, true>>;
+
+  constructor(parts: KeyCarrierParts) {
+    this.#parts = parts;
+    this.#remembered = keyCache<string, true>(parts.maxKeys);
+  }
+
+  /** Carries to `config`'s rules from now on: its carry window opens (the keys carried before are forgotten). */
+  adopt(config: LiveConfig): void {
+    this.#config = config;
+    this.#remembered.clear();
+    this.#carrying = new Map();
+    const links = [...config.rules, ...[...config.overrides.values()].flat()].flatMap((entry) =>
+      entry.from.map((link) => link.until),
+    );
+    for (const byName of config.returning.values())
+      for (const list of Object.values(byName)) for (const link of list) links.push(link.until);
+    this.#carryUntil = links.length === 0 ? 0 : Math.max(...links);
+  }
+
+  /**
+   * While the carry window is open: the carry of `key`'s states to the rules it is decided by, when this
+   * node has not made it yet (undefined: nothing to wait for).
+   */
+  carryFirst(key: string): Promise<void> | undefined {
+    if (this.#carryUntil === 0) return undefined;
+    const now = this.#parts.localClock.now();
+    if (now > this.#carryUntil) {
+      this.#carryUntil = 0;
+      return undefined;
+    }
+    if (this.#remembered.has(key)) return undefined;
+    const under = this.#carrying.get(key);
+    if (under !== undefined) return under;
+    const carry = this.#carry(key, now).finally(() => this.#carrying.delete(key));
+    this.#carrying.set(key, carry);
+    return carry;
+  }
+
+  /** Runs carry_key.lua for `key`: a failure is left to the decision that follows (its fail mode). */
+  async #carry(key: string, nowMs: number): Promise<void> {
+    const config = this.#config;
+    if (config === undefined) return;
+    const carried = rulesOf(config, key)
+      .map((entry) => ({ ...entry, from: entry.from.filter((link) => link.until >= nowMs) }))
+      .filter((entry) => entry.from.length > 0);
+    if (carried.length === 0) {
+      this.#remembered.set(key, true);
+      return;
+    }
+    const { connection, prefix, timeoutMs, decisionClock } = this.#parts;
+    const central = this.#parts.centralName ?? ((state: string) => state);
+    const first = carried[0] as LiveRule;
+    const own = stateKey(prefix, identityOf(first.rule, key), central(first.state));
+    const keys = [versionKeyBeside(prefix, own, connection.isCluster)];
+    const args = [
+      String(config.version),
+      decisionClock === undefined ? '' : numArg(decisionClock.now()),
+      String(carried.length),
+    ];
+    for (const entry of carried) {
+      const identity = identityOf(entry.rule, key);
+      keys.push(stateKey(prefix, identity, central(entry.state)));
+      args.push(String(entry.from.length), ...ruleArgs([entry.rule]), meta(entry.rule, '-'));
+      for (const link of entry.from) {
+        keys.push(stateKey(prefix, identity, central(link.state)));
+        args.push(...ruleArgs([link.rule]), meta(link.rule, link.mode));
+      }
+    }
+    const kinds = [
+      ...new Set(carried.flatMap((entry) => [entry.rule.kind, ...entry.from.map((link) => link.rule.kind)])),
+    ];
+    try {
+      await withDeadline(connection.runScript(carryKeyScript(kinds), keys, args), timeoutMs, 'a carry');
+      if (this.#config === config) this.#remembered.set(key, true);
+    } catch (error) {
+      const newer = versionError(error, 'SLUICE_STALE');
+      if (newer !== undefined && (await this.#parts.onStale(newer)) && this.#config !== config) {
+        const again = this.carryFirst(key);
+        if (again !== undefined) await again;
+      }
+      // Otherwise the decision that follows meets the same failure and answers by the fail mode.
+    }
+  }
+}
+
+/** The meta carry_key.lua reads beside a rule: limit, burst, state format, carry mode. */
+function meta(rule: Algorithm, mode: string): string {
+  return `${numArg(rule.limit)}\n${numArg(rule.burst)}\n${rule.stateFormat}\n${mode}`;
+}
