@@ -6,10 +6,11 @@
  * Cluster: after a change to a lower limit the window never holds more than the new limit; an override and
  * its removal alike.
  */
-import type { Decision, Limiter } from '@sluice/core';
-import { type LeasedStore, leasedStore } from '@sluice/hybrid';
+import { type Decision, type Limiter, fixedWindow } from '@sluice/core';
+import { type DividedStore, type LeasedStore, type MembershipEvent, dividedStore, leasedStore } from '@sluice/hybrid';
 import { describe, expect, it } from 'vitest';
-import { type TwoNodes, liveBucket, liveDeployments, withTwoNodes } from '../harness/live-nodes.js';
+import { nextEvent } from '../harness/events.js';
+import { type LiveClient, type TwoNodes, liveBucket, liveDeployments, withTwoNodes } from '../harness/live-nodes.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
@@ -80,6 +81,80 @@ describe.each(deployments)('leased mode on a $name server', ({ open }) => {
       expect(back.some((d) => d.override === true)).toBe(false);
       // Other keys never changed.
       expect(granted(await decide(b, 'other', 100))).toBe(100);
+    });
+  });
+});
+
+/** A day's fixed window named 'api': counts stay whole for the length of a test. */
+const daily = (limit: number) => fixedWindow({ name: 'api', limit, windowMs: 86_400_000 });
+
+describe.each(deployments)('divided mode on a $name server', ({ open }) => {
+  /**
+   * Two divided nodes of a limiter of daily(limit), once each holds its half of the divided part: `a` the
+   * one that founded the fleet, `b` the one that joined it.
+   */
+  const onTwoNodes = (limit: number, reserve: number, body: (nodes: TwoNodes<DividedStore>) => Promise<void>) => {
+    const halves: Promise<unknown>[] = [];
+    const half = (e: MembershipEvent) => e.nodes === 2 && e.share === (1 - reserve) / 2;
+    const makeStore = (redis: LiveClient) => {
+      const store = dividedStore({ redis, heartbeatMs: 250, reserve });
+      halves.push(nextEvent<[MembershipEvent]>(store, 'membership', half));
+      return store;
+    };
+    return withTwoNodes(open, makeStore, daily(limit), async ({ a, b, stores }) => {
+      await Promise.all(halves);
+      // The node whose heartbeat founded the fleet is `a`: a key the other meets starts spent (a may have
+      // spent it), as its first decision on a key of its own says (its share has nothing left of it).
+      // (A founding heartbeat answered past its deadline, heartbeatMs, leaves both spent: 250 ms leaves room.)
+      const probes = [await a.tryAcquire('probe'), await b.tryAcquire('probe')];
+      expect(probes.filter((d) => d.remaining > 0)).toHaveLength(1);
+      const founded = (probes[0] as Decision).remaining > 0;
+      await body(founded ? { a, b, stores } : { a: b, b: a, stores: [stores[1], stores[0]] });
+    });
+  };
+
+  it('a change heard by the other node within a heartbeat: each node carries what it used to its share of the new limit, never past the lower one', async () => {
+    await onTwoNodes(100, 0, async ({ a, b, stores }) => {
+      expect(granted(await decide(a, 'k', 20))).toBe(20);
+      // b joined a fleet a founded: a key it meets starts spent (a may have spent it), its 50 counted as used.
+      expect(granted(await decide(b, 'k', 10))).toBe(0);
+      let heard = nextEvent(stores[1], 'reconfigured');
+      await a.reconfigure(daily(60));
+      await heard;
+      // 60 split in two: a keeps its 20 used of 30, b its 50 of 30; the window's 20 + 10 stay under 60.
+      const lower = [...(await decide(a, 'k', 100)), ...(await decide(b, 'k', 100))];
+      expect(granted(lower)).toBe(10);
+      expect(lower.every((d) => d.configVersion === 2 && d.limit === 60)).toBe(true);
+      heard = nextEvent(stores[0], 'reconfigured');
+      await b.reconfigure(daily(200));
+      await heard;
+      // 200 split in two: a has 70 of its 100 left, b 50 of its 100; a key new to b still starts spent.
+      expect(granted(await decide(a, 'k', 100))).toBe(70);
+      expect(granted(await decide(b, 'k', 100))).toBe(50);
+      expect(granted(await decide(b, 'new', 10))).toBe(0);
+      expect([a.configVersion, b.configVersion]).toEqual([3, 3]);
+      expect(a.rules[0]?.limit).toBe(200);
+    });
+  });
+
+  it('with a reserve: what a key drew of the reserve is carried to the new generation, never drawn twice', async () => {
+    await onTwoNodes(100, 0.2, async ({ a, b, stores }) => {
+      // a holds 40 of the divided 80; past it, the reserve (20) serves it.
+      expect(granted(await decide(a, 'k', 50))).toBe(50);
+      const heard = nextEvent(stores[1], 'reconfigured');
+      await a.reconfigure(daily(50));
+      await heard;
+      // Under 50: a's share is 20 (40 used), the reserve 10 (10 drawn): nothing more on either node.
+      const lower = [...(await decide(a, 'k', 50)), ...(await decide(b, 'k', 50))];
+      expect(granted(lower)).toBe(0);
+      expect(lower.every((d) => d.configVersion === 2 && d.limit === 50)).toBe(true);
+    });
+  });
+
+  it('an override is refused, naming the store; nothing changes', async () => {
+    await onTwoNodes(100, 0, async ({ a }) => {
+      await expect(a.override('acme', daily(300))).rejects.toMatchObject({ code: 'UNSUPPORTED' });
+      expect(a.configVersion).toBe(1);
     });
   });
 });

@@ -5,7 +5,7 @@
  * grow with the fleet (counted in Redis commands, not timed), a 100,000-node fleet is divided without unpacking
  * it, joins and leaves are seen at the next division, and every limiter's fleet lives in a Cluster slot of its own.
  */
-import { toConnection } from '@sluice/redis/store-kit';
+import { toConnection, versionKeyBeside } from '@sluice/redis/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -29,7 +29,14 @@ async function beat(
   limitPerSecond: number,
   leaving = false,
   mode: ShareMode = 'demand',
-  shape: { burst?: number; divided?: number; windowed?: boolean; knownNodes?: number; assumedNodes?: number } = {},
+  shape: {
+    burst?: number;
+    divided?: number;
+    windowed?: boolean;
+    knownNodes?: number;
+    assumedNodes?: number;
+    version?: number;
+  } = {},
 ): Promise<FleetSummary> {
   const [summary] = await heartbeat(toConnection(redis().redis), {
     nodeId,
@@ -49,6 +56,7 @@ async function beat(
         divided: shape.divided ?? 1,
         knownNodes: shape.knownNodes ?? 0,
         assumedNodes: shape.assumedNodes ?? 1,
+        version: shape.version ?? 1,
       },
     ],
   });
@@ -100,8 +108,8 @@ describe('membership.lua', () => {
           );
           for (const [i, summary] of summaries.entries()) {
             expect(summary.nodes).toBe(demands.length);
-            expect((summary.current as number) / limit).toBeCloseTo(expected.get(`n${i}`) as number, 9);
-            expect(allocatedFraction(summary, limit, false)).toBeCloseTo(expected.get(`n${i}`) as number, 9);
+            expect(summary.current).toBeCloseTo(expected.get(`n${i}`) as number, 9);
+            expect(allocatedFraction(summary, false)).toBeCloseTo(expected.get(`n${i}`) as number, 9);
           }
         },
       ),
@@ -151,7 +159,7 @@ describe('membership.lua', () => {
             } else {
               const summary = await beat(p, `n${i}`, at, demand, LIMIT, false, mode, { divided, burst });
               // No allocation yet: a newcomer holds nothing of the divided part (the reserve serves it).
-              const allocated = allocatedFraction(summary, LIMIT, false) ?? 0;
+              const allocated = allocatedFraction(summary, false) ?? 0;
               const fraction = divided < 1 ? localFraction(allocated, burst, divided) : allocated;
               held.set(i, {
                 fraction,
@@ -227,8 +235,9 @@ describe('membership.lua', () => {
       const usPerBeat = usec / calls;
       const raw = (await r.evalsha(
         membershipScript().sha1,
-        4,
+        5,
         ...keys,
+        versionKeyBeside(p, keys[0], false),
         'n1',
         String(LIVE_MS),
         String(t + 2 * INTERVAL_MS + 21),
@@ -242,8 +251,11 @@ describe('membership.lua', () => {
         '1',
         '4',
         '',
+        '0',
+        '1',
+        '1',
       )) as string[];
-      expect(raw).toHaveLength(8);
+      expect(raw).toHaveLength(9);
       measured.push({ commands, divide, usPerBeat, bytes: raw.join('').length });
     }
     const [small, large] = measured as [(typeof measured)[0], (typeof measured)[0]];
@@ -294,10 +306,10 @@ describe('membership.lua', () => {
     const fleet = Array.from({ length: live }, (_, i) => ({ id: `n${i}`, demand: demandOf(i) }));
     fleet.push({ id: 'newcomer', demand: 300 });
     const expected = divideShares('demand', fleet, limit);
-    expect((summary.current as number) / limit).toBeCloseTo(expected.get('newcomer') as number, 9);
+    expect(summary.current).toBeCloseTo(expected.get('newcomer') as number, 9);
     for (const id of ['n1', 'n7', `n${live - 1}`]) {
       const [current] = String(await r.hget(allocations as string, id)).split(' ');
-      expect(Number(current) / limit).toBeCloseTo(expected.get(id) as number, 9);
+      expect(Number(current)).toBeCloseTo(expected.get(id) as number, 9);
     }
   });
 
@@ -309,17 +321,17 @@ describe('membership.lua', () => {
     // b joins within the interval: the division stands (a join costs what a heartbeat does), b holds nothing yet.
     const b0 = await beat(p, 'b', t, 10, 100);
     expect(b0).toMatchObject({ nodes: 1, current: undefined, previous: undefined });
-    expect(allocatedFraction(b0, 100, false)).toBeUndefined();
+    expect(allocatedFraction(b0, false)).toBeUndefined();
     const a1 = await beat(p, 'a', t + INTERVAL_MS, 10, 100);
     expect(a1.nodes).toBe(2);
     // a's allocation shrinks at once, its held share is the smaller of the two divisions.
-    expect(allocatedFraction(a1, 100, false)).toBeCloseTo(0.5, 9);
+    expect(allocatedFraction(a1, false)).toBeCloseTo(0.5, 9);
     const b1 = await beat(p, 'b', t + INTERVAL_MS, 10, 100);
-    expect(b1).toMatchObject({ nodes: 2, current: 50, previous: undefined });
-    expect((await beat(p, 'b', t + 2 * INTERVAL_MS, 10, 100)).previous).toBe(50);
+    expect(b1).toMatchObject({ nodes: 2, current: 0.5, previous: undefined });
+    expect((await beat(p, 'b', t + 2 * INTERVAL_MS, 10, 100)).previous).toBe(0.5);
     await beat(p, 'b', t + 2 * INTERVAL_MS + 1, 0, 100, true);
     const a2 = await beat(p, 'a', t + 3 * INTERVAL_MS, 10, 100);
-    expect(a2).toMatchObject({ nodes: 1, current: 100, previous: 50 });
+    expect(a2).toMatchObject({ nodes: 1, current: 1, previous: 0.5 });
     // A node unseen for longer than liveMs is dropped by a later division.
     await beat(p, 'c', t + 3 * INTERVAL_MS + 1, 10, 100);
     expect((await beat(p, 'a', t + 4 * INTERVAL_MS, 10, 100)).nodes).toBe(2);
@@ -337,25 +349,25 @@ describe('membership.lua', () => {
     const shape = { burst: 1_000, divided: 0.7, windowed: false };
     // A node that knew no fleet founds a new one: it holds its allocation at once; the reserve is the rest.
     const founder = await beat(prefix(), 'a', t, 10, 1_000, false, 'equal', shape);
-    expect(founder).toMatchObject({ founded: true, current: 1_000, previous: 1_000 });
+    expect(founder).toMatchObject({ founded: true, current: 1, previous: 1 });
     expect(founder.reserve).toBeCloseTo(0.3, 9);
     // A fleet expected to be 10 nodes (assumedNodes): its founder holds a tenth at once, not the whole limit
     // while the other nine are on their way.
     const expecting = await beat(prefix(), 'a', t, 10, 1_000, false, 'equal', { ...shape, assumedNodes: 10 });
-    expect(expecting).toMatchObject({ founded: true, nodes: 1, current: 100, previous: 100 });
+    expect(expecting).toMatchObject({ founded: true, nodes: 1, current: 0.1, previous: 0.1 });
     expect(expecting.reserve).toBeCloseTo(1 - 0.07, 9);
     // A node of a 100-node fleet whose keys Redis lost (a restart): the division is made for 100 nodes, the
     // node holds nothing until the next one, and the reserve is all the limit but what 100 shares could hold.
     const p = prefix();
     const back = await beat(p, 'a', t, 10, 1_000, false, 'equal', { ...shape, knownNodes: 100 });
-    expect(back).toMatchObject({ founded: false, nodes: 1, current: 10, previous: undefined });
+    expect(back).toMatchObject({ founded: false, nodes: 1, current: 0.01, previous: undefined });
     expect(back.reserve).toBeCloseTo(1 - 0.007, 9);
-    expect(allocatedFraction(back, 1_000, false)).toBe(0);
+    expect(allocatedFraction(back, false)).toBe(0);
     // The others come back within the interval; the next division is the fleet's as it is.
     for (let i = 1; i < 100; i++)
       await beat(p, `n${i}`, t + i, 10, 1_000, false, 'equal', { ...shape, knownNodes: 100 });
     const next = await beat(p, 'a', t + INTERVAL_MS, 10, 1_000, false, 'equal', { ...shape, knownNodes: 1 });
-    expect(next).toMatchObject({ nodes: 100, current: 10, previous: 10 });
+    expect(next).toMatchObject({ nodes: 100, current: 0.01, previous: 0.01 });
   });
 
   it('one of the sets lost (an evicting Redis): never more than the limit allocated, whole again once the nodes refill it', async () => {
@@ -369,12 +381,39 @@ describe('membership.lua', () => {
     const allocated = Object.values(await redis().redis.hgetall(allocations as string)).map((v) =>
       Number(v.split(' ')[0]),
     );
-    expect(allocated.reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(100);
+    expect(allocated.reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(1);
     for (const k of [2, 3])
       for (const node of ['b', 'c', 'd', 'a']) await beat(p, node, t + k * INTERVAL_MS + 1, 5, 100);
     const healed = await beat(p, 'a', t + 4 * INTERVAL_MS + 1, 5, 100);
     expect(healed.nodes).toBe(4);
-    expect(allocatedFraction(healed, 100, false)).toBeCloseTo(0.25, 9);
+    expect(allocatedFraction(healed, false)).toBeCloseTo(0.25, 9);
+  });
+
+  it("a heartbeat answers its slot's configuration version, and raises it for a node ahead (live limits)", async () => {
+    const p = prefix();
+    const t = 6_000_000;
+    const versionAt = versionKeyBeside(p, membershipKeys(p, 'fw')[0], false);
+    expect((await beat(p, 'a', t, 10, 100)).version).toBe(1);
+    // Another node stored version 3 (limiter.reconfigure raised the slot): a node at 1 hears it.
+    await redis().redis.set(versionAt, '3');
+    expect((await beat(p, 'a', t + 1, 10, 100)).version).toBe(3);
+    // A node that decides under 5 raises the slot; a node at 3 then hears 5; leaving raises nothing.
+    expect((await beat(p, 'b', t + 2, 10, 100, false, 'demand', { version: 5 })).version).toBe(5);
+    expect((await beat(p, 'a', t + 3, 10, 100, false, 'demand', { version: 3 })).version).toBe(5);
+    await beat(p, 'a', t + 4, 10, 100, true, 'demand', { version: 9 });
+    expect(await redis().redis.get(versionAt)).toBe('5');
+  });
+
+  it('an allocation is a fraction of the limit, so a division under one limit holds under another', async () => {
+    const p = prefix();
+    const t = 7_000_000;
+    for (const node of ['a', 'b']) await beat(p, node, t, 10, 100, false, 'equal');
+    for (const node of ['a', 'b']) await beat(p, node, t + INTERVAL_MS, 10, 100, false, 'equal');
+    // b switched to a limit of 40 (limiter.reconfigure) and makes the next division: a, still at 100, holds
+    // the same half of its limit; neither holds more than half of either limit.
+    const b = await beat(p, 'b', t + 2 * INTERVAL_MS, 10, 40, false, 'equal');
+    const a = await beat(p, 'a', t + 2 * INTERVAL_MS + 1, 10, 100, false, 'equal');
+    for (const summary of [a, b]) expect(allocatedFraction(summary, false)).toBeCloseTo(0.5, 9);
   });
 
   it('one call answers several limiters of one slot, each its own fleet', async () => {

@@ -73,19 +73,16 @@ describe.each(['exact', 'leased'] as const)('live limits on the %s store', (mode
   });
 });
 
-describe.each(['divided'] as const)('live limits on the %s store (not there yet)', (mode) => {
-  it('reconfigure and override are refused with UNSUPPORTED naming the store; nothing changes', async () => {
+describe.each(['divided'] as const)('live limits on the %s store', (mode) => {
+  it('reconfigure changes the rule in place; an override is refused with UNSUPPORTED naming the store, nothing changed', async () => {
     const limiter = await usedLimiterOn(mode);
-    const named = {
-      code: 'UNSUPPORTED',
-      message: expect.stringMatching(/dividedStore cannot/),
-    };
-    await expect(limiter.reconfigure(apiRule(10))).rejects.toMatchObject(named);
-    await expect(limiter.override('user:1', apiRule(10))).rejects.toMatchObject(named);
-    expect(limiter.configVersion).toBe(1);
-    expect(limiter.rules[0]?.limit).toBe(5);
+    expect(await limiter.reconfigure(apiRule(10))).toMatchObject({ version: 2 });
+    expect(await limiter.tryAcquire('user:1')).toMatchObject({ allowed: true, limit: 10, configVersion: 2 });
+    const named = { code: 'UNSUPPORTED', message: expect.stringMatching(/dividedStore keeps no overrides/) };
+    await expect(limiter.override('user:1', apiRule(3))).rejects.toMatchObject(named);
+    expect(limiter.configVersion).toBe(2);
+    expect(limiter.rules[0]?.limit).toBe(10);
     expect((await limiter.overrides()).overrides).toEqual([]);
-    expect(await limiter.tryAcquire('user:1')).toMatchObject({ allowed: true, limit: 5 });
     await limiter.close();
   });
 });

@@ -2,35 +2,48 @@ import { randomUUID } from 'node:crypto';
 import {
   type Algorithm,
   type BoundStore,
+  type CarryMode,
   type Clock,
   type Decision,
   type GrantSource,
+  type LimiterConfiguration,
   MemoryStore,
   type RuleSet,
+  type SharedRules,
+  SluiceError,
   type Store,
   type StoreCapabilities,
   systemClock,
 } from '@sluice/core';
 import {
+  CarriedBinding,
   type DecisionNote,
   type FleetShare,
   type ParsedOptions,
+  carryWindowMs,
   emitSafely,
+  hasStateAccess,
   inCall,
   parseOptions,
   registerStatus,
   sharedRule,
   warnOnce,
 } from '@sluice/core/store-kit';
-import type { FallbackChargedEvent } from '@sluice/redis';
+import type { FallbackChargedEvent, ReconfiguredEvent } from '@sluice/redis';
 import {
   Fallback,
   type FallbackBinding,
+  KeyCarrier,
+  type LiveConfig,
+  type LiveRule,
   NodeIdentity,
   type RedisConnection,
   RedisHealth,
   StartupChecks,
+  StoredConfiguration,
   adjustScript,
+  firstConfig,
+  reconfigured,
   storeClocks,
   withDeadline,
 } from '@sluice/redis/store-kit';
@@ -38,7 +51,7 @@ import { EventEmitter } from 'eventemitter3';
 import { DemandMeter } from './demand-meter.js';
 import { DIVIDED_STORE_OPTIONS, type DividedStoreOptions } from './divided-options.js';
 import { type FleetSummary, Membership } from './membership.js';
-import { Reserve } from './reserve.js';
+import { Reserve, reserveStateName } from './reserve.js';
 import { leaseScript, membershipScript } from './scripts.js';
 import { hybridRule } from './supported-rule.js';
 import { allocatedFraction, awayFraction, localFraction } from './shares.js';
@@ -70,6 +83,11 @@ export interface DividedEvents {
   'fallback-charged': [FallbackChargedEvent];
   /** A callback of yours (a listener of these events) threw; the limiter went on. */
   'callback-error': [error: unknown, callback: string];
+  /**
+   * A limiter's configuration changed (limiter.reconfigure on this node or another): this node decides
+   * under it from now on, its local states carried by the change's carry mode.
+   */
+  reconfigured: [ReconfiguredEvent];
 }
 
 /** dividedStore's options, checked and with their defaults (see DIVIDED_STORE_OPTIONS). */
@@ -155,9 +173,13 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
     return this.#ctx.identity.id;
   }
 
-  /** The start-up check of the heartbeat script's commands on this limiter's keys (see RedisStore.ready). */
-  ready(): Promise<void> {
-    return this.#checks.ready();
+  /**
+   * The start-up check of the heartbeat script's commands on this limiter's keys (see RedisStore.ready);
+   * then each limiter decides under its configuration as stored (limiter.reconfigure on another node).
+   */
+  async ready(): Promise<void> {
+    await this.#checks.ready();
+    await Promise.all([...this.#bindings].map((binding) => binding.refresh()));
   }
 
   bind(ruleSet: RuleSet): BoundStore {
@@ -180,20 +202,30 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
   }
 }
 
-/** One limiter on a divided store: its rule held at this node's share, the share from its membership. */
-class DividedBinding implements BoundStore, FleetShare {
+/**
+ * One limiter on a divided store: its rule held at this node's share, the share from its membership. Its
+ * rule is the limiter's configuration's (live limits, kept in Redis for every node of its prefix): each
+ * heartbeat reads its slot's configuration version, so a change made on another node reaches this one within
+ * a heartbeat (no subscriber connection per node: a fleet of hundreds would hold one each), and switches the rule in place (the local
+ * states carried by the change's carry mode, the membership reporting the new limit, the reserve drawn under
+ * the new generation), with no leave and rejoin of the fleet unless the rule's name changed.
+ */
+class DividedBinding implements BoundStore, FleetShare, SharedRules {
   readonly #ctx: DivideContext;
-  readonly #rule: Algorithm;
+  /** The rule in force, the name its states live under, and the rule held at this node's share of it. */
+  #rule: Algorithm;
+  #state: string;
+  #shared: Algorithm;
   readonly #prefix: string;
-  readonly #bound: BoundStore;
+  #bound: BoundStore;
   readonly #meter: DemandMeter;
   /** The part of the limit kept in Redis for requests past this node's share (undefined: reserve 0). */
-  readonly #reserve: Reserve | undefined;
+  #reserve: Reserve | undefined;
   /**
    * With a reserve, while Redis is away: this node's part of the reserve held here (awayFraction), its keys
    * starting spent; what it grants is charged to the reserve when Redis answers again.
    */
-  readonly #away: FallbackBinding | undefined;
+  #away: FallbackBinding | undefined;
   /** The failure that began this node's time away from Redis (undefined: it reaches Redis). */
   #awayFrom: Error | undefined;
   /** The fraction #away holds (its last positive one: a FleetShare is never 0), and whether it holds any now. */
@@ -201,7 +233,7 @@ class DividedBinding implements BoundStore, FleetShare {
   #awayHolds = false;
   /** What the shares split: the limit less the reserve. */
   readonly #divided: number;
-  readonly #leave: () => Promise<void>;
+  #leave: () => Promise<void>;
   readonly #forget: () => void;
   #fraction: number;
   #nodes = 0;
@@ -218,7 +250,7 @@ class DividedBinding implements BoundStore, FleetShare {
    * first heartbeat's answer, true unless that heartbeat founded the fleet (others may have spent a key).
    */
   #freshSpent: boolean | undefined;
-  /** The allocation (permits per second) this node last heard as its current one, and the fraction it then held. */
+  /** The allocation (a fraction of the limit) this node last heard as its current one, and the fraction it then held. */
   #seenCurrent: number | undefined;
   #allocated: number | undefined;
   /** Settles at the first heartbeat's answer (or failure): a new node's first decisions wait for it. */
@@ -227,13 +259,23 @@ class DividedBinding implements BoundStore, FleetShare {
   readonly source = 'share';
   /** Takes this binding off the list metrics read (its share and whether heartbeats fail). */
   readonly #unlist: () => void;
+  /** The limiter's configuration as kept in Redis, and as this node decides under it. */
+  readonly #stored: StoredConfiguration;
+  #config: LiveConfig;
+  #configuration: LimiterConfiguration;
+  /** The read of the stored configuration under way (a message and a heartbeat arriving together share it). */
+  #reading: Promise<void> | undefined;
 
   constructor(ctx: DivideContext, rule: Algorithm, prefix: string, forget: () => void) {
     this.#ctx = ctx;
     this.#rule = rule;
+    this.#state = rule.name;
     this.#prefix = prefix;
     this.#forget = forget;
+    this.#config = firstConfig([rule]);
+    this.#configuration = { version: 1, rules: [rule] };
     const { o, clock } = ctx;
+    this.#stored = new StoredConfiguration({ connection: ctx.redis, prefix, timeoutMs: o.timeoutMs });
     this.#divided = 1 - o.reserve;
     // Until the fleet's divisions are seen: with a reserve, none of the divided part (the reserve serves this
     // node, exactly); without one, a conservative share, never the whole limit.
@@ -251,63 +293,238 @@ class DividedBinding implements BoundStore, FleetShare {
             },
           })
         : undefined;
-    this.#reserve =
-      o.reserve > 0
-        ? new Reserve(
-            {
-              redis: ctx.redis,
-              identity: ctx.identity,
-              decisionClock: ctx.decisionClock,
-              clock,
-              timeoutMs: o.timeoutMs,
-              liveMs: 3 * o.heartbeatMs,
-              pauseMs: o.heartbeatMs,
-              maxKeys: o.maxKeys,
-              failed: (error, stateKey) => this.#reserveHealth?.reportFailure(error, stateKey),
-              answered: () => this.#reserveHealth?.reportSuccess(),
-            },
-            rule,
-            o.reserve,
-            prefix,
-          )
-        : undefined;
-    this.#bound = ctx.memory.bind({ rules: [sharedRule(rule, this)], prefix });
-    const binding = this;
-    this.#away =
-      o.reserve > 0
-        ? ctx.away.bind(
-            { rules: [rule], prefix },
-            {
-              get fraction() {
-                return binding.#awayShare;
-              },
-              // The reserve's state in Redis is unknown here: its part starts spent, refilling at its rate.
-              freshKeysSpent: true,
-            },
-          )
-        : undefined;
+    this.#reserve = o.reserve > 0 ? this.#makeReserve(this.#config.rules[0] as LiveRule, o.reserve) : undefined;
+    this.#shared = sharedRule(rule, this);
+    this.#bound = ctx.memory.bind({ rules: [this.#shared], prefix });
+    this.#away = this.#bindAway(rule, undefined);
     // A share follows the node's demand over several intervals (an eighth per interval): a division that moved
     // with each interval's noise would leave the gap between two divisions' allocations to nobody (see
     // membership.lua's reserve); the reserve absorbs what the noise asks for meanwhile.
     this.#meter = new DemandMeter(o.heartbeatMs, clock.now(), DEMAND_WEIGHT);
-    this.#leave = ctx.membership.join({
-      prefix,
-      rule: rule.name,
-      limitPerSecond: rule.ratePerSecond,
+    this.#leave = this.#join(rule.name);
+    this.#unlist = registerStatus(prefix, this);
+  }
+
+  /** This node in the fleet of the rule named `name`: it reports the rule in force (its limit follows a change). */
+  #join(name: string): () => Promise<void> {
+    const { o, clock, membership } = this.#ctx;
+    const binding = this;
+    return membership.join({
+      prefix: this.#prefix,
+      rule: name,
+      get limitPerSecond() {
+        return binding.#rule.ratePerSecond;
+      },
       mode: o.share,
-      burst: rule.burst,
-      windowed: rule.lease?.kind !== 'bucket',
+      get burst() {
+        return binding.#rule.burst;
+      },
+      get windowed() {
+        return binding.#rule.lease?.kind !== 'bucket';
+      },
       divided: this.#divided,
       demand: () => this.#meter.perSecond(clock.now()),
       knownNodes: () => this.#nodes,
       assumedNodes: o.assumedNodes,
+      version: () => this.#config.version,
       answered: (summary) => this.#onSummary(summary),
       failed: (error) => {
         this.#beatFailing = true;
         this.#failed(error);
       },
     });
-    this.#unlist = registerStatus(prefix, this);
+  }
+
+  /** The part of the reserve this node holds while Redis is away, bound to `rule` (undefined: no reserve). */
+  #bindAway(rule: Algorithm, apart: string | undefined): FallbackBinding | undefined {
+    if (this.#ctx.o.reserve === 0) return undefined;
+    const binding = this;
+    const ruleSet =
+      apart === undefined ? { rules: [rule], prefix: this.#prefix } : { rules: [rule], prefix: this.#prefix, apart };
+    return this.#ctx.away.bind(ruleSet, {
+      get fraction() {
+        return binding.#awayShare;
+      },
+      // The reserve's state in Redis is unknown here: its part starts spent, refilling at its rate.
+      freshKeysSpent: true,
+    });
+  }
+
+  /**
+   * The reserve of `entry`'s generation, at `fraction` of the limit: while its change's carry window is
+   * open, a key's first draw carries the key's reserve from the generations before (its states are the rule
+   * scaled to the reserve's fraction, as they were written).
+   */
+  #makeReserve(entry: LiveRule, fraction: number): Reserve {
+    const ctx = this.#ctx;
+    const { o, clock } = ctx;
+    const rule = entry.rule;
+    let carrier: KeyCarrier | undefined;
+    if (entry.from.length > 0) {
+      const scaled = (r: Algorithm) => r.share(Math.max(fraction, 1 / r.burst));
+      carrier = new KeyCarrier({
+        connection: ctx.redis,
+        prefix: this.#prefix,
+        timeoutMs: o.timeoutMs,
+        maxKeys: o.maxKeys,
+        decisionClock: ctx.decisionClock,
+        localClock: clock,
+        onStale: async () => {
+          await this.refresh();
+          return true;
+        },
+      });
+      carrier.adopt({
+        version: this.#config.version,
+        rules: [
+          {
+            rule: scaled(rule),
+            state: reserveStateName(entry.state),
+            from: entry.from.map((link) => ({ ...link, rule: scaled(link.rule), state: reserveStateName(link.state) })),
+          },
+        ],
+        overrides: new Map(),
+        returning: new Map(),
+      });
+    }
+    return new Reserve(
+      {
+        redis: ctx.redis,
+        identity: ctx.identity,
+        decisionClock: ctx.decisionClock,
+        clock,
+        timeoutMs: o.timeoutMs,
+        liveMs: 3 * o.heartbeatMs,
+        pauseMs: o.heartbeatMs,
+        maxKeys: o.maxKeys,
+        failed: (error, stateKey) => this.#reserveHealth?.reportFailure(error, stateKey),
+        answered: () => this.#reserveHealth?.reportSuccess(),
+        stale: () => this.heard(),
+      },
+      rule,
+      fraction,
+      this.#prefix,
+      { state: entry.state, version: () => this.#config.version, carrier },
+    );
+  }
+
+  get configuration(): LimiterConfiguration {
+    return this.#configuration;
+  }
+
+  /**
+   * Reads the stored configuration and decides under it (the store's ready(), a heartbeat that found its
+   * slot at a newer version, a draw on the reserve that did). Rejects when it cannot be read or is of a
+   * later format.
+   */
+  refresh(): Promise<void> {
+    this.#reading ??= this.#stored
+      .read()
+      .then((config) => {
+        if (config !== undefined) this.#adopt(config);
+      })
+      .finally(() => {
+        this.#reading = undefined;
+      });
+    return this.#reading;
+  }
+
+  /** The fleet's slot is at a newer configuration: read it (a failure keeps the last one known, and says so). */
+  heard(): void {
+    this.refresh().catch((error: unknown) =>
+      emitSafely(this.#ctx.events, 'store-error', error instanceof Error ? error : new Error(String(error))),
+    );
+  }
+
+  /** Stores `rules` for every node (see StoredConfiguration.change); each switches within a heartbeat, this one at once. */
+  async reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration> {
+    for (const rule of rules) hybridRule('dividedStore', rule);
+    const { clock, events } = this.#ctx;
+    await this.#stored.change(
+      this.#config,
+      (current, version) => reconfigured(current, rules, carry, version, clock.now()),
+      undefined,
+      (config) => this.#adopt(config),
+      (error) => emitSafely(events, 'store-error', error),
+    );
+    return this.#configuration;
+  }
+
+  /**
+   * Refused: an override is read with its key's state on Redis, and divided mode decides with no Redis call
+   * (give such keys a limiter of their own, or use leasedStore or redisStore).
+   */
+  override(): Promise<void> {
+    return Promise.reject(noOverrides());
+  }
+
+  removeOverride(): Promise<void> {
+    return Promise.reject(noOverrides());
+  }
+
+  /** None: divided mode holds no override. */
+  overrides(): Promise<ReadonlyArray<{ readonly key: string; readonly rules: readonly Algorithm[] }>> {
+    return Promise.resolve([]);
+  }
+
+  /** Decides under `config` from now on (a later version than this node's); a changed rule is switched in place. */
+  #adopt(config: LiveConfig): void {
+    if (config.version <= this.#config.version || this.#closed) return;
+    this.#config = config;
+    this.#configuration = { version: config.version, rules: config.rules.map((entry) => entry.rule) };
+    const entry = config.rules[0] as LiveRule;
+    if (entry.state !== this.#state) this.#switch(entry, config.version);
+    emitSafely(this.#ctx.events, 'reconfigured', {
+      prefix: this.#prefix,
+      version: config.version,
+      rules: this.#configuration.rules,
+    });
+  }
+
+  /**
+   * Decides under `entry`'s rule from now on: each key's local state is carried from the rule before on its
+   * first touch (CarriedBinding, by the change's carry mode; a new name starts fresh), the membership reports
+   * the new limit from its next heartbeat (divisions are fractions of the limit, so the fleet's shares hold
+   * while its nodes switch), the reserve is drawn under the new generation (what this node held of the old
+   * one goes back to it).
+   */
+  #switch(entry: LiveRule, version: number): void {
+    const { clock, memory } = this.#ctx;
+    const before = { rule: this.#rule, shared: this.#shared, bound: this.#bound };
+    const rule = hybridRule('dividedStore', entry.rule);
+    const apart = `g${version}`;
+    this.#rule = rule;
+    this.#state = entry.state;
+    this.#shared = sharedRule(rule, this);
+    const next = memory.bind({ rules: [this.#shared], prefix: this.#prefix, apart });
+    if (hasStateAccess(next) && hasStateAccess(before.bound)) {
+      const source = {
+        bound: before.bound,
+        rules: [before.shared],
+        until: clock.now() + carryWindowMs([before.rule]),
+        release: () => void before.bound.unbind?.(),
+      };
+      this.#bound = new CarriedBinding(next, [this.#shared], source, entry.from[0]?.mode ?? 'fresh', clock);
+    } else {
+      void before.bound.unbind?.();
+      this.#bound = next;
+    }
+    if (before.rule.name !== rule.name) {
+      // Another rule, another fleet: this node leaves the old one (its share goes back to its nodes) and joins
+      // the new one as the fleet it knew.
+      void this.#leave();
+      this.#seenCurrent = undefined;
+      this.#leave = this.#join(rule.name);
+    } else {
+      this.#ctx.membership.beatSoon();
+    }
+    const reserve = this.#reserve;
+    if (reserve !== undefined) {
+      void reserve.close();
+      this.#reserve = this.#makeReserve(entry, reserve.fraction);
+    }
+    this.#away?.unbind();
+    this.#away = this.#bindAway(rule, apart);
   }
 
   /** This node's fraction of the fleet's limit (the FleetShare its rule is held at). */
@@ -392,6 +609,8 @@ class DividedBinding implements BoundStore, FleetShare {
 
   /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division (less the reserve). */
   #onSummary(summary: FleetSummary): void {
+    // The fleet's slot is at a newer configuration (a missed message): read it.
+    if (summary.version > this.#config.version) this.heard();
     this.#beatFailing = false;
     this.#recovered();
     this.#heardFirst();
@@ -406,7 +625,7 @@ class DividedBinding implements BoundStore, FleetShare {
     this.#freshSpent ??= !summary.founded;
     const reserve = this.#reserve;
     if (reserve !== undefined && summary.reserve !== undefined) reserve.fraction = summary.reserve;
-    let allocated = allocatedFraction(summary, this.#rule.ratePerSecond, reserve === undefined);
+    let allocated = allocatedFraction(summary, reserve === undefined);
     // This node's history in the fleet broke (Redis lost the fleet's keys, or this node missed a division or
     // was taken for dead): its previous allocation there is not the one it heard, so it holds no more than it
     // did until a whole division cycle has passed (a founder after a restart must not take the whole limit
@@ -450,10 +669,19 @@ class DividedBinding implements BoundStore, FleetShare {
     // fleet is the whole share at once, rather than draw on the reserve.
     if (this.#heard !== undefined)
       return withDeadline(this.#heard, this.#ctx.o.timeoutMs, 'the first heartbeat').then(
-        () => this.#decide(key, permits, maxWaitMs, note),
-        () => this.#decide(key, permits, maxWaitMs, note),
+        () => this.#versioned(this.#decide(key, permits, maxWaitMs, note)),
+        () => this.#versioned(this.#decide(key, permits, maxWaitMs, note)),
       );
-    return this.#decide(key, permits, maxWaitMs, note);
+    return this.#versioned(this.#decide(key, permits, maxWaitMs, note));
+  }
+
+  /** A decision marked with the configuration version it was made under, once the limiter's rules changed. */
+  #versioned(decision: Decision | Promise<Decision>): Decision | Promise<Decision> {
+    const version = this.#config.version;
+    if (version === 1) return decision;
+    return decision instanceof Promise
+      ? decision.then((d) => ({ ...d, configVersion: version }))
+      : { ...decision, configVersion: version };
   }
 
   #decide(
@@ -514,8 +742,8 @@ class DividedBinding implements BoundStore, FleetShare {
     };
   }
 
-  peek(key: string): Decision {
-    return this.#fraction > 0 ? (this.#bound.peek(key) as Decision) : this.#holdsNone();
+  peek(key: string): Decision | Promise<Decision> {
+    return this.#versioned(this.#fraction > 0 ? (this.#bound.peek(key) as Decision) : this.#holdsNone());
   }
 
   reset(key: string): void {
@@ -590,5 +818,14 @@ export function dividedStore(options: DividedStoreOptions): DividedStore {
   return inCall(
     'dividedStore',
     () => new DividedStore(parseOptions('dividedStore options', DIVIDED_STORE_OPTIONS, options, true)),
+  );
+}
+
+/** Why a divided limiter refuses overrides. */
+function noOverrides(): SluiceError {
+  return new SluiceError(
+    'UNSUPPORTED',
+    'dividedStore keeps no overrides: an override is read with its key on Redis, and divided mode decides with ' +
+      'no Redis call; give such keys a limiter of their own, or use leasedStore or redisStore',
   );
 }

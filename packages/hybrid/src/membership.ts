@@ -6,6 +6,7 @@ import {
   bySlot,
   checkClockSkew,
   stateKey,
+  versionKeyBeside,
   withDeadline,
 } from '@sluice/redis/store-kit';
 import { membershipScript } from './scripts.js';
@@ -15,7 +16,7 @@ import { LEAST_HELD, type ShareMode } from './shares.js';
 export interface FleetSummary {
   /** Live nodes of the limiter's fleet (this one included). */
   readonly nodes: number;
-  /** This node's allocation in the fleet's current division, in permits per second (undefined: none yet). */
+  /** This node's allocation in the fleet's current division, a fraction of the limit (undefined: none yet). */
   readonly current: number | undefined;
   /** Its allocation in the division before, an interval or more older (undefined: none). */
   readonly previous: number | undefined;
@@ -35,6 +36,11 @@ export interface FleetSummary {
    * NodeIdentity); the node joins again under an id of its own.
    */
   readonly reused: boolean;
+  /**
+   * The configuration version of the fleet's slot (live limits: 1 until limiter.reconfigure): a node that
+   * decides under an older one reads the configuration.
+   */
+  readonly version: number;
 }
 
 /** A divided limiter in its store's heartbeat: where its fleet lives, its limit, and what it reports and hears. */
@@ -42,7 +48,7 @@ export interface MemberOf {
   readonly prefix: string;
   /** The rule's name: a limiter's fleet is its prefix and rule. */
   readonly rule: string;
-  /** The rule's limit per second (what the shares divide). */
+  /** The rule's limit per second (what the shares divide; it follows limiter.reconfigure). */
   readonly limitPerSecond: number;
   /** How the limit is divided. */
   readonly mode: ShareMode;
@@ -57,6 +63,8 @@ export interface MemberOf {
   knownNodes(): number;
   /** The fleet size this node expects before it heard one (the store's assumedNodes). */
   readonly assumedNodes: number;
+  /** The configuration version this node decides the limiter under (live limits). */
+  version(): number;
   answered(summary: FleetSummary): void;
   failed(error: Error): void;
 }
@@ -117,6 +125,8 @@ export interface HeartbeatRequest {
     knownNodes?: number;
     /** The fleet size expected before one is heard: a new fleet's first division is made for at least this many. */
     assumedNodes?: number;
+    /** The configuration version the node decides this limiter under (1 unless given). */
+    version?: number;
   }[];
 }
 
@@ -144,18 +154,22 @@ export async function heartbeat(redis: RedisConnection, request: HeartbeatReques
       l.lastSeen ?? '',
       String(l.knownNodes ?? 0),
       String(l.assumedNodes ?? 1),
+      String(l.version ?? 1),
     );
-  const keys = limiters.flatMap((l) => membershipKeys(l.prefix, l.rule));
+  const keys = limiters.flatMap((l) => {
+    const fleet = membershipKeys(l.prefix, l.rule);
+    return [...fleet, versionKeyBeside(l.prefix, fleet[0], redis.isCluster)];
+  });
   const reply = await redis.runScript(membershipScript(), keys, args);
-  if (!Array.isArray(reply) || reply.length !== 2 + 6 * limiters.length)
+  if (!Array.isArray(reply) || reply.length !== 2 + 7 * limiters.length)
     throw new TypeError(
-      `the ${membershipScript().name} script answered ${describeValue(reply)}, not two times and 6 strings per limiter`,
+      `the ${membershipScript().name} script answered ${describeValue(reply)}, not two times and 7 strings per limiter`,
     );
   const [seenAt, redisTime, ...values] = reply.map((v) => String(v)) as [string, string, ...string[]];
   const allocation = (value: string | undefined): number | undefined =>
     value === undefined || value === '-' || !Number.isFinite(Number(value)) ? undefined : Number(value);
   return limiters.map((_, i) => {
-    const [nodes, current, previous, founded, reserve, reused] = values.slice(6 * i, 6 * i + 6);
+    const [nodes, current, previous, founded, reserve, reused, version] = values.slice(7 * i, 7 * i + 7);
     return {
       nodes: Math.max(1, Number(nodes) || 0),
       current: allocation(current),
@@ -165,6 +179,7 @@ export async function heartbeat(redis: RedisConnection, request: HeartbeatReques
       seenAt,
       redisTimeMs: Number(redisTime),
       reused: reused === '1',
+      version: Number(version) || 1,
     };
   });
 }
@@ -293,6 +308,7 @@ export class Membership {
         lastSeen: identity.lastSeen(summaryKey(m)),
         knownNodes: m.knownNodes(),
         assumedNodes: m.assumedNodes,
+        version: m.version(),
       })),
     };
     const what = leaving ? 'leaving a membership' : 'a heartbeat';

@@ -1,6 +1,14 @@
 import { type Algorithm, type Clock, SluiceError } from '@sluice/core';
 import { keyCache } from '@sluice/core/store-kit';
-import { type NodeIdentity, type RedisConnection, stateKey, withDeadline } from '@sluice/redis/store-kit';
+import {
+  type KeyCarrier,
+  type NodeIdentity,
+  type RedisConnection,
+  stateKey,
+  versionError,
+  versionKeyBeside,
+  withDeadline,
+} from '@sluice/redis/store-kit';
 import type { LRUCache } from 'lru-cache';
 import { DemandMeter } from './demand-meter.js';
 import {
@@ -13,6 +21,9 @@ import {
   spendFromLease,
 } from './key-lease.js';
 import { type LeaseShape, giveBack, leaseShape, penalizeCentrally, requestLease } from './lease-client.js';
+
+/** The name a reserve's states live under, from its rule's state name ('~' is in no rule name). */
+export const reserveStateName = (state: string): string => `reserve~${state}`;
 
 /** A draw is about this many ms of a key's recent overflow past this node's share. */
 const DRAW_TARGET_MS = 100;
@@ -41,6 +52,18 @@ export interface ReserveContext {
   /** A draw on the reserve at `stateKey` failed (the store reports it once), or one was answered. */
   failed(error: Error, stateKey: string): void;
   answered(): void;
+  /** A draw found its slot's configuration at `version`, newer than this node's: nothing was drawn. */
+  stale(version: number): void;
+}
+
+/** The configuration generation a reserve draws under (live limits). */
+export interface ReserveGeneration {
+  /** The name its states live under (the rule's state name: its name, or its generation's). */
+  readonly state: string;
+  /** The configuration version its draws are made under, read per draw (a slot at a newer one refuses them). */
+  readonly version: () => number;
+  /** Carries a key's reserve from the generations before, on its first draw after a change. */
+  readonly carrier: KeyCarrier | undefined;
 }
 
 interface KeyDraw extends HeldLease {
@@ -61,6 +84,7 @@ export class Reserve {
   readonly #ctx: ReserveContext;
   readonly #prefix: string;
   readonly #rule: Algorithm;
+  readonly #generation: ReserveGeneration;
   #fraction: number;
   #shape: LeaseShape;
   readonly #draws: LRUCache<string, KeyDraw>;
@@ -69,13 +93,15 @@ export class Reserve {
   #closed = false;
 
   /**
-   * @param rule - the whole rule (its name names the reserve's keys)
+   * @param rule - the whole rule
    * @param fraction - the part of the limit the reserve holds, in (0, 1], until the fleet's division says
+   * @param generation - the configuration it draws under (its state name names the reserve's keys)
    */
-  constructor(ctx: ReserveContext, rule: Algorithm, fraction: number, prefix: string) {
+  constructor(ctx: ReserveContext, rule: Algorithm, fraction: number, prefix: string, generation: ReserveGeneration) {
     this.#ctx = ctx;
     this.#prefix = prefix;
     this.#rule = rule;
+    this.#generation = generation;
     this.#fraction = fraction;
     this.#shape = leaseShape(rule.share(Math.max(fraction, 1 / rule.burst)));
     // A draw pushed out of the cache still holds debited permits: give them back.
@@ -104,12 +130,17 @@ export class Reserve {
     return this.#shape.rule.burst;
   }
 
+  /** The reserve's fraction now (a new generation's reserve starts at it). */
+  get fraction(): number {
+    return this.#fraction;
+  }
+
   #stateKey(key: string): string {
-    return stateKey(this.#prefix, key, `reserve~${this.#rule.name}`);
+    return stateKey(this.#prefix, key, reserveStateName(this.#generation.state));
   }
 
   #lesseesKey(key: string): string {
-    return stateKey(this.#prefix, key, `reserve-lessees~${this.#rule.name}`);
+    return stateKey(this.#prefix, key, `reserve-lessees~${this.#generation.state}`);
   }
 
   /**
@@ -132,6 +163,7 @@ export class Reserve {
   }
 
   async #drawThenSpend(key: string, draw: KeyDraw, permits: number): Promise<boolean> {
+    await this.#generation.carrier?.carryFirst(key);
     if (draw.pending === undefined) {
       const batch = Math.ceil(draw.meter.expected(DRAW_TARGET_MS, this.#ctx.clock.now()));
       this.#startDraw(key, draw, Math.min(Math.max(batch, permits), this.burst));
@@ -139,7 +171,8 @@ export class Reserve {
     try {
       await withDeadline(draw.pending as Promise<void>, this.#ctx.timeoutMs, 'a draw on the reserve');
     } catch (error) {
-      this.#pause(error, key);
+      // A stale draw is no failure: this node reads the configuration and draws under it from then on.
+      if (versionError(error, 'SLUICE_STALE') === undefined) this.#pause(error, key);
       return false;
     }
     return spendFromLease(draw, permits, this.#ctx.clock.now());
@@ -149,8 +182,10 @@ export class Reserve {
     const { clock } = this.#ctx;
     const sentAt = clock.now();
     const ask = Math.max(want - draw.available, 1);
+    const state = this.#stateKey(key);
+    const version = this.#generation.version();
     draw.pending = requestLease(this.#ctx.redis, {
-      stateKey: this.#stateKey(key),
+      stateKey: state,
       lesseesKey: this.#lesseesKey(key),
       shape: this.#shape,
       want: ask,
@@ -159,6 +194,7 @@ export class Reserve {
       nowMs: this.#ctx.decisionClock?.now(),
       hoardingDivisor: DRAW_HOARDING_DIVISOR,
       register: mustRegister(draw, sentAt, this.#ctx.liveMs),
+      version: { key: versionKeyBeside(this.#prefix, state, this.#ctx.redis.isCluster), version },
     })
       .then(
         (reply) => {
@@ -168,7 +204,9 @@ export class Reserve {
           return undefined;
         },
         (error: unknown) => {
-          this.#pause(error, key);
+          const newer = versionError(error, 'SLUICE_STALE');
+          if (newer === undefined) this.#pause(error, key);
+          else this.#ctx.stale(newer);
           throw error;
         },
       )
@@ -206,6 +244,7 @@ export class Reserve {
     if (draw !== undefined) draw.available -= held;
     const rest = permits - held;
     if (rest === 0 || !central) return rest;
+    await this.#generation.carrier?.carryFirst(key);
     try {
       await withDeadline(
         penalizeCentrally(this.#ctx.redis, this.#stateKey(key), this.#shape, rest, this.#ctx.decisionClock?.now()),

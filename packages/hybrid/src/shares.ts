@@ -55,20 +55,24 @@ export function divideShares(
 }
 
 /**
- * This node's allocated fraction of the limit from its heartbeat's answer: the smaller of its allocations in the
+ * This node's allocated fraction of the limit from its heartbeat's answer: the smaller of its allocations (each a
+ * fraction of the limit: membership.lua keeps them so, whatever limit each division was made under) in the
  * fleet's last two divisions (membership.lua), so a node's share grows only once the others have had an
  * interval to shrink theirs. A node allocated in one division only (it just joined a fleet) holds none while a
  * reserve serves it (`overlap: false`); without a reserve (`overlap: true`) it holds that allocation at once,
  * and the fleet may admit up to that much over the limit until every node has seen the division. Undefined
  * when the node has no allocation yet (it keeps what it holds).
  * @example
- * allocatedFraction({ nodes: 2, current: 550, previous: 500, founded: false, reserve: 0.3 }, 1000, false) // 0.5
+ * allocatedFraction({ current: 0.55, previous: 0.5 }, false) // 0.5
  */
-export function allocatedFraction(summary: FleetSummary, limitPerSecond: number, overlap: boolean): number | undefined {
+export function allocatedFraction(
+  summary: Pick<FleetSummary, 'current' | 'previous'>,
+  overlap: boolean,
+): number | undefined {
   const { current, previous } = summary;
   if (current === undefined) return undefined;
   const allocation = previous !== undefined ? Math.min(current, previous) : overlap ? current : 0;
-  return Math.min(1, allocation / limitPerSecond);
+  return Math.min(1, allocation);
 }
 
 /**

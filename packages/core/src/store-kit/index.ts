@@ -26,6 +26,9 @@ export type { RuleSpec } from '../algorithms/rule-spec.js';
 export { carryWindowMs } from '../algorithms/carry.js';
 /** A binding whose rules the store keeps for every node (limiter.reconfigure delegates to it). */
 export { hasSharedRules } from '../engine/store.js';
+/** A new generation of a binding that carries each key's states from the one before on first touch. */
+export { CarriedBinding, hasStateAccess } from '../engine/carried-binding.js';
+export type { CarrySource } from '../engine/carried-binding.js';
 /** A count scaled to a share of a fleet's limit: rounded down, but at least 1. */
 export { shareOf } from '../algorithms/algorithm.js';
 /** Refuses a second limiter with other rules on a prefix of one store. */

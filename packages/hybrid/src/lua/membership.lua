@@ -17,26 +17,32 @@
 -- (the reserve serves it until then); a leaver's share
 -- is divided among the others at the next division.
 --
--- KEYS[4i-3]  limiter i's live nodes: a sorted set of node id -> when it was last seen, in ms
--- KEYS[4i-2]  limiter i's demands: a sorted set of node id -> its recent demand, in permits per second
--- KEYS[4i-1]  limiter i's summary: a hash of at (when the current division was made), nodes (live nodes then),
+-- KEYS[5i-4]  limiter i's live nodes: a sorted set of node id -> when it was last seen, in ms
+-- KEYS[5i-3]  limiter i's demands: a sorted set of node id -> its recent demand, in permits per second
+-- KEYS[5i-2]  limiter i's summary: a hash of at (when the current division was made), nodes (live nodes then),
 --             reserve (the reserve's fraction in it)
--- KEYS[4i]    limiter i's allocations: a hash of node id -> 'current previous' in permits per second ('-' none)
+-- KEYS[5i-1]  limiter i's allocations: a hash of node id -> 'current previous', each a fraction of the limit
+--             ('-' none): fractions, so that a division made under one limit holds under another (a node
+--             that has not yet heard of limiter.reconfigure divides under the old limit, one that has under
+--             the new: what they hold sums to at most the limit either way)
+-- KEYS[5i]    the configuration version of limiter i's slot (live limits: see stale_version in the prelude);
+--             absent: version 1
 -- ARGV[1]  node id
 -- ARGV[2]  how long a node counts as live after its last heartbeat, in ms (3 heartbeats)
 -- ARGV[3]  now in ms, or '' to read Redis TIME
 -- ARGV[4]  '1' when the node is leaving (its limiter closed): remove it instead of recording it
 -- ARGV[5]  the interval at which the division is made again, in ms (the heartbeat interval)
--- ARGV[10i-4] limiter i's limit, in permits per second
--- ARGV[10i-3] this node's demand for limiter i, in permits per second
--- ARGV[10i-2] limiter i's division: 'equal' or 'demand'
--- ARGV[10i-1] limiter i's burst (a window's limit, a bucket's capacity), in permits
--- ARGV[10i]   the part of the limit the shares divide (1 - the reserve); 1: no reserve
--- ARGV[10i+1] '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
--- ARGV[10i+2] the fewest whole permits of the burst a node holds locally (a smaller share: the reserve's)
--- ARGV[10i+3] the score this node's last answered heartbeat wrote to limiter i's live nodes ('' unknown)
--- ARGV[10i+4] the live nodes this node last heard limiter i's fleet had (0: none, it never heard one)
--- ARGV[10i+5] the fleet size the node assumes before it heard one (assumedNodes)
+-- ARGV[11i-5] limiter i's limit, in permits per second
+-- ARGV[11i-4] this node's demand for limiter i, in permits per second
+-- ARGV[11i-3] limiter i's division: 'equal' or 'demand'
+-- ARGV[11i-2] limiter i's burst (a window's limit, a bucket's capacity), in permits
+-- ARGV[11i-1] the part of the limit the shares divide (1 - the reserve); 1: no reserve
+-- ARGV[11i]   '1' for a window rule (its reserve takes what rounding to whole permits leaves), '0' for a bucket
+-- ARGV[11i+1] the fewest whole permits of the burst a node holds locally (a smaller share: the reserve's)
+-- ARGV[11i+2] the score this node's last answered heartbeat wrote to limiter i's live nodes ('' unknown)
+-- ARGV[11i+3] the live nodes this node last heard limiter i's fleet had (0: none, it never heard one)
+-- ARGV[11i+4] the fleet size the node assumes before it heard one (assumedNodes)
+-- ARGV[11i+5] the configuration version this node decides limiter i under (a slot behind it is raised)
 --
 -- The first division of a fleet is made for at least the fleet its founder expects: its founder never holds
 -- a fleet of one's share while the rest of a fleet starting together is on its way (1,000 nodes started at
@@ -44,13 +50,14 @@
 -- and finds none (Redis lost its keys: a restart, a failover) founds it again as the fleet it knew, and gives
 -- no newcomer a share at once, so the reserve serves the fleet while it gathers.
 -- Reply: the time written (now, as a string that reads back exactly), Redis's TIME in ms (for the client to
---        compare its clock with), then 6 strings per limiter: live nodes,
---        this node's current and previous allocation ('-': none), '1' when this call founded a new fleet (its
---        first division, by a node that knew no fleet: no node held any of the limit before), the reserve's fraction of the limit in the
---        current division ('-' without a reserve), and '1' when the node id is another live process's (nothing
---        recorded, no allocation answered: the node joins again under an id of its own)
+--        compare its clock with), then 7 strings per limiter: live nodes, this node's current and previous
+--        allocation as fractions of the limit ('-': none), '1' when this call founded a new fleet (its first
+--        division, by a node that knew no fleet: no node held any of the limit before), the reserve's fraction
+--        of the limit in the current division ('-' without a reserve), '1' when the node id is another live
+--        process's (nothing recorded, no allocation answered: the node joins again under an id of its own),
+--        and the configuration version of the limiter's slot (a node behind it reads the configuration)
 --
--- The reserve: a node holds its share locally as the rule scaled to divided x allocation / limit (shares.ts),
+-- The reserve: a node holds its share locally as the rule scaled to divided x its allocated fraction (shares.ts),
 -- only when that is at least one whole permit of the burst (else the reserve serves it); the reserve is what no
 -- node holds: for a window, the burst less the whole permits held (what rounding down leaves goes to it); for
 -- a bucket, 1 less the fractions held (a bucket's rate is not rounded). The same floating-point steps as
@@ -108,10 +115,10 @@ local function water_level(demands, n, limit)
   return math.huge, left / n
 end
 
--- The fraction of the burst a node allocated `share` permits per second holds locally, and the whole permits it
--- holds (0: none, the reserve serves it). As localFraction in shares.ts, step for step.
-local function held(share, limit, burst, divided, least)
-  local fraction = divided * math.min(1, share / limit)
+-- The fraction of the burst a node allocated `share` (a fraction of the limit) holds locally, and the whole
+-- permits it holds (0: none, the reserve serves it). As localFraction in shares.ts, step for step.
+local function held(share, burst, divided, least)
+  local fraction = divided * math.min(1, share)
   local permits = math.floor(burst * fraction + 1e-9)
   if permits < least then return 0, 0 end
   return fraction, permits
@@ -146,13 +153,13 @@ local function allocate(demands, allocations, n, limit, mode, burst, divided, wi
       if before[j] then current, previous = string.match(before[j], '^(%S+) (%S+)') end
       current, previous = tonumber(current) or false, tonumber(previous) or false
       local k = #ids + 1
-      ids[k], shares[k], currents[k], previouses[k] = page[j], share, current, previous
-      if current then allocated = allocated + current else asked = asked + share end
+      ids[k], shares[k], currents[k], previouses[k] = page[j], share / limit, current, previous
+      if current then allocated = allocated + current else asked = asked + shares[k] end
     end
     if #chunk < 2 * CHUNK then break end
     start = start + CHUNK
   end
-  local headroom = math.max(0, limit - allocated)
+  local headroom = math.max(0, 1 - allocated)
   local part = (asked > 0 and (divided >= 1 or first)) and math.min(1, headroom / asked) or 0
   -- Until it hears this division a node holds what the last one let it hold (the smaller of its two
   -- allocations then); after, at most its new allocation, now or at the next division, while a node that has
@@ -160,7 +167,7 @@ local function allocate(demands, allocations, n, limit, mode, burst, divided, wi
   local fractions, permits = 0, 0
   for j = 1, #ids do
     local last_held = (currents[j] and previouses[j]) and math.min(currents[j], previouses[j]) or 0
-    local f, p = held(math.max(shares[j], last_held), limit, burst, divided, least)
+    local f, p = held(math.max(shares[j], last_held), burst, divided, least)
     fractions, permits = fractions + f, permits + p
   end
   local reserve = windowed and (burst - permits) / burst or 1 - fractions
@@ -177,14 +184,20 @@ local function allocate(demands, allocations, n, limit, mode, burst, divided, wi
 end
 
 local reply = { num(now), num(ARGV[3] == '' and now or redis_time_ms()) }
-for i = 1, #KEYS / 4 do
-  local members, demands, summary, allocations = KEYS[4 * i - 3], KEYS[4 * i - 2], KEYS[4 * i - 1], KEYS[4 * i]
-  local a = 10 * i - 4
+for i = 1, #KEYS / 5 do
+  local members, demands, summary, allocations = KEYS[5 * i - 4], KEYS[5 * i - 3], KEYS[5 * i - 2], KEYS[5 * i - 1]
+  local a = 11 * i - 5
   local limit, mode = tonumber(ARGV[a]), ARGV[a + 2]
   local burst, divided, windowed = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), ARGV[a + 5] == '1'
   local least = tonumber(ARGV[a + 6])
   local known = tonumber(ARGV[a + 8]) or 0
   local assumed = tonumber(ARGV[a + 9]) or 1
+  local version = tonumber(redis.call('GET', KEYS[5 * i])) or 1
+  local decides_under = tonumber(ARGV[a + 10]) or 1
+  if not leaving and version < decides_under then
+    redis.call('SET', KEYS[5 * i], string.format('%d', decides_under))
+    version = decides_under
+  end
   local reused = false
   if leaving then
     redis.call('ZREM', members, node)
@@ -200,7 +213,7 @@ for i = 1, #KEYS / 4 do
   if not leaving and (at == false or now - tonumber(at) >= interval or now < tonumber(at)) then
     drop_dead(members, demands, allocations, now - live_ms)
     nodes = redis.call('ZCARD', members)
-    -- A fleet's first division is made for the fleet its founder knew or expects (see ARGV[10i+4]).
+    -- A fleet's first division is made for the fleet its founder knew or expects (see ARGV[11i+3]).
     local divide_among = at == false and math.max(nodes, known > 0 and known or assumed) or nodes
     reserve = num(allocate(demands, allocations, divide_among, limit, mode, burst, divided, windowed, least, founded))
     redis.call('HSET', summary, 'at', num(now), 'nodes', nodes, 'reserve', reserve)
@@ -212,12 +225,13 @@ for i = 1, #KEYS / 4 do
   local mine = (not leaving and not reused) and redis.call('HGET', allocations, node) or false
   local current, previous = '-', '-'
   if mine then current, previous = string.match(mine, '^(%S+) (%S+)$') end
-  local r = 6 * i - 3
+  local r = 7 * i - 4
   reply[r] = tostring(nodes or 0)
   reply[r + 1] = current
   reply[r + 2] = previous
   reply[r + 3] = (founded and not reused) and '1' or '0'
   reply[r + 4] = (divided < 1 and reserve) or '-'
   reply[r + 5] = reused and '1' or '0'
+  reply[r + 6] = string.format('%d', version)
 end
 return reply

@@ -287,25 +287,19 @@ export class LiveBinding implements BoundStore, SharedRules {
       .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
-  /**
-   * Makes a change for every node: `make` turns the stored configuration (or this node's, when none is
-   * stored) into the next version (undefined: nothing to change), which is stored if the version is still
-   * the one read (a compare-and-set: another node's change first is a CONFLICT), then the configuration
-   * version is raised where decisions must learn of it (every slot, or only `key`'s), and this node decides
-   * under it from then on. Nodes with a deny cache hear of it at once on the limiter's reset channel.
-   */
+  /** Makes a change for every node (see StoredConfiguration.change): another node's change first is a CONFLICT. */
   async #change(
     make: (current: LiveConfig, version: number, nowMs: number) => LiveConfig | undefined,
     key: string | undefined,
   ): Promise<void> {
-    const current = (await this.#stored.read()) ?? this.#config;
-    if (current.version > this.#config.version) this.#adopt(current);
-    const next = make(current, current.version + 1, this.#parts.localClock.now());
-    if (next === undefined) return;
-    await this.#stored.write(current.version, next);
-    await this.#stored.raise(next.version, key);
-    this.#adopt(next);
-    await this.#stored.announce().catch((error: unknown) => this.#parts.report(asError(error)));
+    const { localClock, report } = this.#parts;
+    await this.#stored.change(
+      this.#config,
+      (current, version) => make(current, version, localClock.now()),
+      key,
+      (config) => this.#adopt(config),
+      report,
+    );
   }
 
   /**

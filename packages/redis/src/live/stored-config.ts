@@ -112,6 +112,31 @@ export class StoredConfiguration {
     }
   }
 
+  /**
+   * Makes a change for every node: `make` turns the stored configuration (or `known`, this node's, when none
+   * is stored) into the next version (undefined: nothing to change), which is stored if the version is still
+   * the one read (write: a compare-and-set), then raised where decisions must learn of it (every slot, or only
+   * `key`'s), adopted by this node, and announced to the others. A stored configuration newer than `known` is
+   * adopted first. Resolves with the configuration made (undefined: none).
+   */
+  async change(
+    known: LiveConfig,
+    make: (current: LiveConfig, version: number) => LiveConfig | undefined,
+    key: string | undefined,
+    adopt: (config: LiveConfig) => void,
+    report: (error: Error) => void,
+  ): Promise<LiveConfig | undefined> {
+    const current = (await this.read()) ?? known;
+    if (current.version > known.version) adopt(current);
+    const next = make(current, current.version + 1);
+    if (next === undefined) return undefined;
+    await this.write(current.version, next);
+    await this.raise(next.version, key);
+    adopt(next);
+    await this.announce().catch((error: unknown) => report(error instanceof Error ? error : new Error(String(error))));
+    return next;
+  }
+
   /** Tells the limiter's other nodes of a change at once: '' on its channel (no key encodes to ''). */
   async announce(): Promise<void> {
     const { connection, prefix, timeoutMs } = this.#parts;
