@@ -1,16 +1,25 @@
 /**
- * Live limits in leased mode: the configuration is the one exact mode keeps in Redis (see
- * test/redis/live-limits.test.ts); a lease reads its slot's version, so a node switches at its next lease
- * after another node's change (or at once, hearing the change announced on the limiter's channel), letting go
- * of what it held under the old rules and never topping it up. Two nodes on one Redis, standalone and
- * Cluster: after a change to a lower limit the window never holds more than the new limit; an override and
- * its removal alike.
+ * Live limits in leased and divided mode: the configuration is the one exact mode keeps in Redis (see
+ * test/redis/live-limits.test.ts). A lease reads its slot's version, so a leased node switches at its next
+ * lease after another node's change, or at once hearing it announced on the limiter's channel, letting go of
+ * what it held under the old rules and never topping it up. A divided node's heartbeat reads its fleet slot's
+ * version and switches the rule in place: each node carries what it used to its share of the new limit.
+ * Two nodes (in one process, and in two) on one Redis, standalone and Cluster: after a change to a lower
+ * limit the window never holds more than the new limit; an override and its removal alike (leased mode).
  */
-import { type Decision, type Limiter, fixedWindow } from '@sluice/core';
+import { type Algorithm, type Decision, type Limiter, createLimiter, fixedWindow } from '@sluice/core';
 import { type DividedStore, type LeasedStore, type MembershipEvent, dividedStore, leasedStore } from '@sluice/hybrid';
 import { describe, expect, it } from 'vitest';
 import { nextEvent } from '../harness/events.js';
-import { type LiveClient, type TwoNodes, liveBucket, liveDeployments, withTwoNodes } from '../harness/live-nodes.js';
+import {
+  type LiveClient,
+  type TwoNodes,
+  liveBucket,
+  liveDeployments,
+  livePrefix,
+  withTwoNodes,
+} from '../harness/live-nodes.js';
+import { otherProcess, serverEnv } from '../harness/live-process.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
@@ -155,6 +164,83 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
     await onTwoNodes(100, 0, async ({ a }) => {
       await expect(a.override('acme', daily(300))).rejects.toMatchObject({ code: 'UNSUPPORTED' });
       expect(a.configVersion).toBe(1);
+    });
+  });
+});
+
+describe.each(deployments)('two processes on a $name server', ({ name, open }) => {
+  /** This process's limiter of `rule` on `makeStore`'s store, the other process's node beside it, then closed. */
+  async function withOtherProcess<S extends LeasedStore | DividedStore>(
+    env: Record<string, string>,
+    makeStore: (redis: LiveClient) => S,
+    rule: Algorithm,
+    body: (here: Limiter, store: S, other: ReturnType<typeof otherProcess>) => Promise<void>,
+  ): Promise<void> {
+    const prefix = livePrefix();
+    const other = otherProcess({ ...serverEnv(name, testRedis, testCluster), ...env, PREFIX: prefix });
+    const client = open();
+    const store = makeStore(client);
+    const here = createLimiter({ rules: rule, store, prefix });
+    try {
+      await Promise.all([other.ready(), here.ready()]);
+      await body(here, store, other);
+    } finally {
+      other.stop();
+      await here.close();
+      await store.close();
+      client.disconnect();
+    }
+  }
+
+  it('leased: one reconfigures to a lower limit; the other lets go of its lease and the window never holds more than the new limit', async () => {
+    const env = { MODE: 'leased', CAPACITY: '1000' };
+    await withOtherProcess(
+      env,
+      (redis) => leasedStore({ redis }),
+      liveBucket(1_000),
+      async (here, _, other) => {
+        expect(granted(await decide(here, 'k', 100))).toBe(100);
+        expect(await other.decide(100, 'k')).toMatchObject({ granted: 100, version: 1 });
+        await here.reconfigure(liveBucket(300));
+        await other.version(2);
+        const there = await other.decide(400, 'k');
+        expect(there).toMatchObject({ version: 2, limit: 300 });
+        const after = there.granted + granted(await decide(here, 'k', 400));
+        expect(200 + after).toBeLessThanOrEqual(300);
+        expect(after).toBeGreaterThan(0);
+      },
+    );
+  });
+
+  it('divided: one reconfigures; the other switches within a heartbeat, each node at its share of the new limit, counts exact', async () => {
+    const env = { MODE: 'divided', RULE: 'daily', LIMIT: '100', HEARTBEAT_MS: '250' };
+    const makeStore = (redis: LiveClient) => dividedStore({ redis, heartbeatMs: 250, reserve: 0 });
+    await withOtherProcess(env, makeStore, daily(100), async (here, store, other) => {
+      const halfHere = nextEvent<[MembershipEvent]>(store, 'membership', (e) => e.nodes === 2 && e.share === 0.5);
+      await Promise.all([halfHere, other.share(0.5)]);
+      // Which node founded the fleet: a key the other meets starts spent (its first decision has nothing left).
+      const hereFounded = (await here.tryAcquire('probe')).remaining > 0;
+      const thereFounded = (await other.decide(1, 'probe')).remaining > 0;
+      expect([hereFounded, thereFounded].filter(Boolean)).toHaveLength(1);
+      const founder = hereFounded
+        ? (count: number) => decide(here, 'k', count).then(granted)
+        : (count: number) => other.decide(count, 'k').then((r) => r.granted);
+      const joiner = hereFounded
+        ? (count: number) => other.decide(count, 'k').then((r) => r.granted)
+        : (count: number) => decide(here, 'k', count).then(granted);
+      expect(await founder(20)).toBe(20);
+      expect(await joiner(10)).toBe(0);
+      await here.reconfigure(daily(60));
+      await other.version(2);
+      // 60 split in two: the founder has 10 of its 30 left, the joiner (50 counted as used) none.
+      expect(await founder(100)).toBe(10);
+      expect(await joiner(100)).toBe(0);
+      expect(await other.decide(1, 'k')).toMatchObject({ version: 2, limit: 60 });
+      await here.reconfigure(daily(200));
+      await other.version(3);
+      // 200 split in two: 70 of the founder's 100 left (30 used), 50 of the joiner's.
+      expect(await founder(100)).toBe(70);
+      expect(await joiner(100)).toBe(50);
     });
   });
 });

@@ -17,18 +17,15 @@ import {
 } from '@sluice/core';
 import { type RedisStore, redisStore } from '@sluice/redis';
 import { ALGORITHMS, ALGORITHM_KINDS, type HistoryStep, historyArb } from '@sluice/test-kit';
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { configKey, versionKey } from '../../packages/redis/src/key-layout.js';
 import { nextEvent } from '../harness/events.js';
 import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';
+import { otherProcess, serverEnv } from '../harness/live-process.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
-const childScript = fileURLToPath(new URL('./live-child.ts', import.meta.url));
 const testRedis = useTestRedis();
 const testCluster = useTestCluster();
 
@@ -135,70 +132,25 @@ describe.each(deployments)('exact mode on a $name server', ({ open }) => {
   });
 });
 
-/** The other process (live-child.ts): `decide(n, key)` makes n decisions there and says what they were. */
-function otherProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', childScript], {
-    env: { ...process.env, ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const lines: string[] = [];
-  const waiting: Array<(line: string) => void> = [];
-  child.stderr.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    output += `${line}\n`;
-    const waiter = waiting.shift();
-    if (waiter !== undefined) waiter(line);
-    else lines.push(line);
-  });
-  const exited = new Promise<never>((_, reject) =>
-    child.once('exit', (code) => reject(new Error(`the other process ended (${code}):\n${output}`))),
-  );
-  exited.catch(() => undefined);
-  const nextLine = () =>
-    Promise.race([
-      lines.length > 0 ? Promise.resolve(lines.shift() as string) : new Promise<string>((r) => waiting.push(r)),
-      exited,
-    ]);
-  return {
-    ready: async () => expect(await nextLine()).toBe('READY'),
-    decide: async (count: number, key: string) => {
-      child.stdin.write(`decide ${count} ${key}\n`);
-      const line = await nextLine();
-      expect(line).toMatch(/^RESULT /);
-      return JSON.parse(line.slice('RESULT '.length)) as { granted: number; version: number; limit: number };
-    },
-    stop: () => {
-      child.stdin.end();
-      child.kill();
-    },
-  };
-}
-
 describe.each(deployments)('two processes on a $name server', ({ name, open }) => {
   it("one reconfigures; the other's next decision obeys it, counts exact", async () => {
     const prefix = livePrefix();
-    const env: Record<string, string> =
-      name === 'Cluster'
-        ? { CLUSTER_NODES: JSON.stringify(testCluster().cluster.startupNodes) }
-        : { REDIS_URL: testRedis().server.url };
+    const env = serverEnv(name, testRedis, testCluster);
     // No deny cache there: its next decision asks Redis (a denial it cached before a change would hold until
     // the change's message arrives; the deny-cache case is above, waiting for that message).
-    const other = otherProcess({ ...env, PREFIX: prefix, CAPACITY: '100', DENY_CACHE: '0' });
+    const other = otherProcess({ ...env, PREFIX: prefix, MODE: 'exact', CAPACITY: '100', DENY_CACHE: '0' });
     const client = open();
     const here = createLimiter({ rules: liveBucket(100), store: redisStore({ redis: client }), prefix });
     try {
       await other.ready();
       expect(await grants(here, 'k', 60)).toBe(60);
-      expect(await other.decide(10, 'k')).toEqual({ granted: 10, version: 1, limit: 100 });
+      expect(await other.decide(10, 'k')).toMatchObject({ granted: 10, version: 1, limit: 100 });
       await here.reconfigure(liveBucket(200));
       // 70 used of 200: the other process grants exactly 130 more, under version 2.
-      expect(await other.decide(200, 'k')).toEqual({ granted: 130, version: 2, limit: 200 });
+      expect(await other.decide(200, 'k')).toMatchObject({ granted: 130, version: 2, limit: 200 });
       await here.reconfigure(liveBucket(50), { carry: 'fresh' });
       // Fresh: the key starts full under the new rules, shared by both processes.
-      expect(await other.decide(30, 'k')).toEqual({ granted: 30, version: 3, limit: 50 });
+      expect(await other.decide(30, 'k')).toMatchObject({ granted: 30, version: 3, limit: 50 });
       expect(await grants(here, 'k', 30)).toBe(20);
     } finally {
       other.stop();
