@@ -37,6 +37,13 @@ async function decide(limiter: Limiter, key: string, count: number): Promise<Dec
 
 const granted = (decisions: readonly Decision[]) => decisions.filter((d) => d.allowed).length;
 
+/** `from` reconfigures to `rules`; resolves once the other node's store says it decides under them. */
+async function changeHeard(from: Limiter, rules: Algorithm, other: LeasedStore | DividedStore): Promise<void> {
+  const heard = nextEvent(other, 'reconfigured');
+  await from.reconfigure(rules);
+  await heard;
+}
+
 const deployments = liveDeployments(testRedis, testCluster);
 
 describe.each(deployments)('leased mode on a $name server', ({ open }) => {
@@ -48,9 +55,7 @@ describe.each(deployments)('leased mode on a $name server', ({ open }) => {
     await onTwoNodes(1_000, async ({ a, b, stores }) => {
       const before = granted(await decide(a, 'k', 100)) + granted(await decide(b, 'k', 100));
       expect(before).toBe(200);
-      const heard = new Promise((resolve) => stores[1].once('reconfigured', resolve));
-      await a.reconfigure(liveBucket(300));
-      await heard;
+      await changeHeard(a, liveBucket(300), stores[1]);
       const after = [...(await decide(b, 'k', 400)), ...(await decide(a, 'k', 400))];
       // Both held leases under the old rules (debited in Redis, so counted as used by the carry); b let go of
       // its own when it heard the change: the window holds no more than the lower limit, 300.
@@ -127,16 +132,12 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
       expect(granted(await decide(a, 'k', 20))).toBe(20);
       // b joined a fleet a founded: a key it meets starts spent (a may have spent it), its 50 counted as used.
       expect(granted(await decide(b, 'k', 10))).toBe(0);
-      let heard = nextEvent(stores[1], 'reconfigured');
-      await a.reconfigure(daily(60));
-      await heard;
+      await changeHeard(a, daily(60), stores[1]);
       // 60 split in two: a keeps its 20 used of 30, b its 50 of 30; the window's 20 + 10 stay under 60.
       const lower = [...(await decide(a, 'k', 100)), ...(await decide(b, 'k', 100))];
       expect(granted(lower)).toBe(10);
       expect(lower.every((d) => d.configVersion === 2 && d.limit === 60)).toBe(true);
-      heard = nextEvent(stores[0], 'reconfigured');
-      await b.reconfigure(daily(200));
-      await heard;
+      await changeHeard(b, daily(200), stores[0]);
       // 200 split in two: a has 70 of its 100 left, b 50 of its 100; a key new to b still starts spent.
       expect(granted(await decide(a, 'k', 100))).toBe(70);
       expect(granted(await decide(b, 'k', 100))).toBe(50);
@@ -150,9 +151,7 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
     await onTwoNodes(100, 0.2, async ({ a, b, stores }) => {
       // a holds 40 of the divided 80; past it, the reserve (20) serves it.
       expect(granted(await decide(a, 'k', 50))).toBe(50);
-      const heard = nextEvent(stores[1], 'reconfigured');
-      await a.reconfigure(daily(50));
-      await heard;
+      await changeHeard(a, daily(50), stores[1]);
       // Under 50: a's share is 20 (40 used), the reserve 10 (10 drawn): nothing more on either node.
       const lower = [...(await decide(a, 'k', 50)), ...(await decide(b, 'k', 50))];
       expect(granted(lower)).toBe(0);

@@ -470,9 +470,19 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
   /** Decides under `config` from now on (a later version than this node's); a changed rule is switched in place. */
   #adopt(config: LiveConfig): void {
     if (config.version <= this.#config.version || this.#closed) return;
+    const [entry, ...more] = config.rules;
+    // A record this mode cannot decide (stored by a limiter of another mode on this prefix): refused before
+    // anything changes, so this node keeps deciding under the last configuration it could.
+    if (entry === undefined || more.length > 0) {
+      throw new SluiceError(
+        'UNSUPPORTED',
+        `dividedStore holds one rule per limiter; the configuration stored for ${JSON.stringify(this.#prefix)} ` +
+          `(version ${config.version}) has ${config.rules.length}`,
+      );
+    }
+    if (entry.state !== this.#state) hybridRule('dividedStore', entry.rule);
     this.#config = config;
-    this.#configuration = { version: config.version, rules: config.rules.map((entry) => entry.rule) };
-    const entry = config.rules[0] as LiveRule;
+    this.#configuration = { version: config.version, rules: config.rules.map((e) => e.rule) };
     if (entry.state !== this.#state) this.#switch(entry, config.version);
     emitSafely(this.#ctx.events, 'reconfigured', {
       prefix: this.#prefix,

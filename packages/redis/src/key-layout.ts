@@ -220,7 +220,12 @@ export function freedChannel(prefix: string): string {
   return `${prefix}:sluice-freed`;
 }
 
-/** The channel on which `reset(key)` and `unblock(key)` tell every node to drop the key from its deny cache. */
+/**
+ * The channel on which `reset(key)` and `unblock(key)` tell every node to drop the key from its deny cache,
+ * and a change of the limiter's configuration tells every node to read it (an empty message).
+ * @example
+ * await connection.publish(resetChannel('api'), '') // every node of 'api' reads its configuration again
+ */
 export function resetChannel(prefix: string): string {
   return `${prefix}:sluice-reset`;
 }

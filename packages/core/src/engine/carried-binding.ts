@@ -44,7 +44,11 @@ function carriedStates(
   });
 }
 
-/** True when `bound` can hand its states over and take them (see StateAccess). */
+/**
+ * True when `bound` can hand its states over and take them (see StateAccess).
+ * @example
+ * if (hasStateAccess(bound)) bound.seed('user:1', states, now) // a store whose states can be carried
+ */
 export function hasStateAccess(bound: BoundStore): bound is BoundStore & StateAccess {
   const b = bound as Partial<StateAccess>;
   return typeof b.take === 'function' && typeof b.seed === 'function';
@@ -56,6 +60,9 @@ export function hasStateAccess(bound: BoundStore): bound is BoundStore & StateAc
  * name and CarryMode, until the old states cannot matter any more; then it lets the old generation go. A
  * generation that carries from another carries from that one's own predecessor too (take() is carried), so
  * changes in quick succession lose nothing. What is not carried: a rule whose name is new starts fresh.
+ * @example
+ * const source = { bound: old, rules: oldRules, until: now + carryWindowMs(oldRules), release: () => old.unbind?.() }
+ * const bound = new CarriedBinding(next, newRules, source, 'used', clock) // decides under newRules from now on
  */
 export class CarriedBinding implements BoundStore, StateAccess {
   readonly #inner: BoundStore & StateAccess;

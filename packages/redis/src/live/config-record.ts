@@ -60,7 +60,11 @@ export interface LiveConfig {
   readonly returning: ReadonlyMap<string, Readonly<Record<string, readonly CarryLink[]>>>;
 }
 
-/** The configuration a limiter is created with, before any change: version 1, every rule in its first keys. */
+/**
+ * The configuration a limiter is created with, before any change: version 1, every rule in its first keys.
+ * @example
+ * firstConfig([tokenBucket({ name: 'api', capacity: 100, refillPerSecond: 10 })]).version // 1
+ */
 export function firstConfig(rules: readonly Algorithm[]): LiveConfig {
   return {
     version: 1,
@@ -132,7 +136,12 @@ function pruned(
   return { overrides, returning };
 }
 
-/** The configuration after `current` changes its rules to `rules` at `nowMs` as version `version`. */
+/**
+ * The configuration after `current` changes its rules to `rules` at `nowMs` as version `version`: a changed
+ * rule's states move to a name of the new generation, carried from the old by `carry` on first touch.
+ * @example
+ * const next = reconfigured(firstConfig(rules), newRules, 'used', 2, Date.now()) // next.version === 2
+ */
 export function reconfigured(
   current: LiveConfig,
   rules: readonly Algorithm[],
