@@ -148,7 +148,11 @@ describe('dividedLimiter', () => {
       rules: tokenBucket({ capacity: 1_000_000, refillPerSecond: 1_000_000 }),
       redis: redis().redis,
       prefix: prefix(),
-      heartbeatMs: 50,
+      // The first heartbeat answers at once (a fleet of one: its share at once); the next is 10 s away, so the
+      // count below is the decisions' alone (at 50 ms a loaded machine's 20,000 decisions took long enough for
+      // a heartbeat to land among them).
+      heartbeatMs: 10_000,
+      assumedNodes: 1,
     });
     await membership(a, (e) => e.nodes === 1 && e.share === 0.7);
     const before = await evalCalls(redis().redis);
