@@ -85,6 +85,8 @@ export type {
   BoundStore,
   GrantSource,
   LimiterConfiguration,
+  Permits,
+  RuleCosts,
   RuleSet,
   SharedRules,
   Store,

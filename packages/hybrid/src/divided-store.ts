@@ -6,6 +6,7 @@ import {
   type Clock,
   type Decision,
   type GrantSource,
+  type Permits,
   type LimiterConfiguration,
   MemoryStore,
   type RuleSet,
@@ -24,6 +25,7 @@ import {
   emitSafely,
   hasStateAccess,
   inCall,
+  permitsOfRule,
   parseOptions,
   registerStatus,
   sharedRule,
@@ -674,7 +676,9 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * This node's share decides; a request it refuses draws on the reserve (a Redis call per batch, awaited),
    * and only then waits for its share, if the caller lets it wait.
    */
-  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+  consume(key: string, asked: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+    // One rule: a call's per-rule costs name it or count 0.
+    const permits = permitsOfRule(asked, this.#rule);
     // A new node's first decisions wait (within timeoutMs) for its first heartbeat's answer, which in a new
     // fleet is the whole share at once, rather than draw on the reserve.
     if (this.#heard !== undefined)
@@ -766,7 +770,8 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * Gives back what this node granted on the key: to what it drew from the reserve first (at most what it
    * spent of it), the rest to its share of the key (its own state, under its current share).
    */
-  refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void {
+  refund(key: string, asked: Permits, grantedAgoMs: number, grant?: GrantSource): void {
+    const permits = permitsOfRule(asked, this.#rule);
     // A grant of the reserve's part held here while Redis was away: back to it, never to the share. What was
     // charged to the reserve already stays charged (a refund never gives the fleet more than it had).
     if (grant === 'fallback' && this.#away !== undefined) {
@@ -782,7 +787,8 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * node denies the key until it drains. A node that holds none of the divided part takes the rest from the
    * reserve in Redis (past its limit, so every node pays).
    */
-  async penalize(key: string, permits: number): Promise<void> {
+  async penalize(key: string, asked: Permits): Promise<void> {
+    const permits = permitsOfRule(asked, this.#rule);
     const holds = this.#fraction > 0;
     const rest = this.#reserve === undefined ? permits : await this.#reserve.penalize(key, permits, !holds);
     if (rest > 0 && holds) await this.#bound.penalize?.(key, rest);

@@ -4,6 +4,7 @@ import {
   type Clock,
   type Decision,
   type GrantSource,
+  type Permits,
   type RuleSet,
   SluiceError,
   type Store,
@@ -15,6 +16,7 @@ import {
   type ParsedOptions,
   emitSafely,
   inCall,
+  permitsOfRule,
   keyCache,
   parseOptions,
   reportLease,
@@ -403,7 +405,9 @@ class LeasedBinding implements BoundStore {
     return Math.max(this.#o.targetMs, 10);
   }
 
-  consume(key: string, permits: number, _maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+  consume(key: string, asked: Permits, _maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+    // One rule: a call's per-rule costs name it or count 0.
+    const permits = permitsOfRule(asked, this.#rule);
     const now = this.#clock.now();
     let lease = this.#leases.get(key);
     if (lease === undefined) {
@@ -632,7 +636,8 @@ class LeasedBinding implements BoundStore {
    * it back (one adjust.lua call). A grant the fail mode made goes back to the fail mode's limiter only
    * ('local'; nowhere for 'open'), and one of unknown origin to the fail mode while Redis fails.
    */
-  refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void | Promise<void> {
+  refund(key: string, asked: Permits, grantedAgoMs: number, grant?: GrantSource): void | Promise<void> {
+    const permits = permitsOfRule(asked, this.#rule);
     if (grant === 'fallback' || (grant === undefined && !this.#health.healthy)) {
       this.#fallback.refund(key, permits, grantedAgoMs);
       return;
@@ -653,7 +658,8 @@ class LeasedBinding implements BoundStore {
    * (one adjust.lua call), so the whole fleet pays. While Redis fails, or when the call does, the fail
    * mode's limiter takes the rest (failMode 'local'); 'open' and 'closed' reject with STORE_UNAVAILABLE.
    */
-  async penalize(key: string, permits: number): Promise<void> {
+  async penalize(key: string, asked: Permits): Promise<void> {
+    const permits = permitsOfRule(asked, this.#rule);
     const lease = this.#leases.get(key);
     const now = this.#clock.now();
     const fromLease = lease === undefined || now >= lease.expiresAt ? 0 : Math.min(lease.available, permits);

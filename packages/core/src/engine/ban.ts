@@ -1,6 +1,7 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Decision } from '../foundation/decision.js';
 import { type RuleVerdict, mergePolicy } from './policy.js';
+import type { Permits } from './store.js';
 
 /**
  * A key's ban: until when (on the store's decision clock), and the index of the rule whose `blockMs` set it,
@@ -60,7 +61,7 @@ export function blockedDecision(
   verdicts: readonly RuleVerdict[],
   ban: number,
   restMs: number,
-  permits: number,
+  permits: Permits,
 ): Decision {
   // A rule index these rules do not have (a ban set under another plan's rules) floors them all, as an explicit block.
   const everyRule = !(ban >= 0 && ban < rules.length);

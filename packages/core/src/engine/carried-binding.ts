@@ -3,7 +3,7 @@ import { type CarryMode, carryState } from '../algorithms/carry.js';
 import type { Clock } from '../foundation/clock.js';
 import type { Decision } from '../foundation/decision.js';
 import type { DecisionNote } from './observe.js';
-import type { BoundStore, StateAccess } from './store.js';
+import type { BoundStore, Permits, StateAccess } from './store.js';
 
 /** The configuration generation a newer one carries keys' states from. */
 export interface CarrySource {
@@ -122,7 +122,7 @@ export class CarriedBinding implements BoundStore, StateAccess {
     if (old !== undefined) this.#inner.seed(key, carriedStates(source.rules, this.#rules, old, now, this.#mode), now);
   }
 
-  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+  consume(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     this.#carry(key);
     return this.#inner.consume(key, permits, maxWaitMs, note);
   }

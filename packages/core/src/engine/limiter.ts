@@ -13,15 +13,17 @@ import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
 import {
   type BoundStore,
   type LimiterConfiguration,
+  type Permits,
+  type RuleCosts,
   type RuleSet,
   type Store,
   type StoreCapabilities,
   hasSharedRules,
 } from './store.js';
+import { adjustPermits, checkCostNames, countsNothing, describePermits, permitsOption } from './rule-costs.js';
 import {
   describe,
   nonNegativeFinite,
-  nonNegativeInteger,
   nonNegativeOrInfinite,
   optionalSignal,
   optionsObject,
@@ -41,8 +43,12 @@ export interface PlanOption {
 }
 
 export interface TryAcquireOptions extends PlanOption {
-  /** @default 1 */
-  permits?: number | undefined;
+  /**
+   * What the call counts: the same number of permits against every rule, or each rule's own count by rule
+   * name (`{ rpm: 1, tpm: 1_200 }`: one request and 1,200 tokens, decided at once; a rule not named counts 0).
+   * @default 1
+   */
+  permits?: number | RuleCosts | undefined;
   /**
    * How long the call may wait for the permits: sleeping off a reservation, or sleeping until a denied
    * request can succeed. 0 decides at once.
@@ -54,8 +60,8 @@ export interface TryAcquireOptions extends PlanOption {
 }
 
 export interface AcquireOptions extends PlanOption {
-  /** @default 1 */
-  permits?: number | undefined;
+  /** What the call counts (see TryAcquireOptions.permits). @default 1 */
+  permits?: number | RuleCosts | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -139,7 +145,7 @@ export interface Limiter {
    * const d = await limiter.tryAcquire(key)
    * if (d.allowed && !(await handle())) await limiter.refund(key, 1, { grantedMsAgo: limiter.clock.now() - askedAt })
    */
-  refund(key: string, permits: number, options?: RefundOptions): Promise<void>;
+  refund(key: string, permits: number | RuleCosts, options?: RefundOptions): Promise<void>;
   /**
    * Takes `permits` from every rule the key is counted against, even past the limit: the key is then denied
    * until it drains (a response's real cost, known only after it: LLM tokens, bytes). Atomic per key on Redis.
@@ -148,7 +154,7 @@ export interface Limiter {
    * @example
    * await tokens.penalize(`tenant:${id}`, usage.totalTokens - estimate)
    */
-  penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void>;
+  penalize(key: string, permits: number | RuleCosts, options?: PenalizeOptions): Promise<void>;
   /**
    * Blocks `key` for `ms` from now (a deny list): every request meanwhile is denied with `blocked: true`.
    * A ban in force that ends later is kept. `ms` is a finite number > 0.
@@ -218,7 +224,7 @@ export interface Limiter {
 /** What one call asks the store for: the key, the permits, and where an observer hears the decision's source. */
 interface Ask {
   readonly key: string;
-  readonly permits: number;
+  readonly permits: Permits;
   readonly note: DecisionNote | undefined;
 }
 
@@ -374,6 +380,16 @@ class StoreLimiter implements Limiter {
     return hasSharedRules(bound) ? bound.configuration.rules : this.#default.rules;
   }
 
+  /**
+   * The rules a binding decides by, as far as this limiter knows them: its own (a plan's, an override's), or
+   * on a store that keeps the rules for every node, those of the configuration in force (a key's override
+   * there is the store's: a rule of it that a call's costs do not name is asked for 0).
+   */
+  #rulesOf(binding: Binding): readonly Algorithm[] {
+    const bound = binding.bound;
+    return hasSharedRules(bound) ? bound.configuration.rules : binding.rules;
+  }
+
   get configVersion(): number {
     const bound = this.#default.bound;
     return hasSharedRules(bound) ? bound.configuration.version : this.#version;
@@ -464,6 +480,7 @@ class StoreLimiter implements Limiter {
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Decision | Promise<Decision> {
+    checkCostNames(ask.permits, this.#rulesOf(binding));
     if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
     return this.#wait(binding, ask, timeoutMs, signal);
   }
@@ -472,7 +489,7 @@ class StoreLimiter implements Limiter {
   #decideNow(
     binding: Binding,
     key: string,
-    permits: number,
+    permits: Permits,
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
     const decision = binding.bound.consume(key, permits, 0, note);
@@ -505,6 +522,7 @@ class StoreLimiter implements Limiter {
       const signal = optionalSignal(options?.signal);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
       const binding = await this.#binding(key, options?.plan);
+      checkCostNames(permits, this.#rulesOf(binding));
       const started = this.#clock.now();
       const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
       const observedFrom = note === undefined ? 0 : performance.now();
@@ -522,7 +540,7 @@ class StoreLimiter implements Limiter {
         }
         throw new SluiceError(
           'NEVER_ALLOWED',
-          `${permits} permits can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`,
+          `${describePermits(permits)} can never be granted by rule ${JSON.stringify(d.rule)} (limit ${d.limit})`,
         );
       }
       return this.#clock.now() - started;
@@ -591,11 +609,11 @@ class StoreLimiter implements Limiter {
     }
   }
 
-  async refund(key: string, permits: number, options?: RefundOptions): Promise<void> {
+  async refund(key: string, permits: number | RuleCosts, options?: RefundOptions): Promise<void> {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
-      const n = nonNegativeInteger('permits', permits);
+      const n = adjustPermits(permits);
       optionsObject('refund options', options, false);
       const grantedMsAgo =
         options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
@@ -603,6 +621,7 @@ class StoreLimiter implements Limiter {
       // A denial or a shadowed grant consumed nothing.
       if (decision !== undefined && (!decision.allowed || decision.shadowed === true)) return;
       const binding = await this.#binding(key, options?.plan ?? decision?.plan);
+      checkCostNames(n, this.#rulesOf(binding));
       const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
       if (unrefundable !== undefined) {
         throw new SluiceError(
@@ -613,21 +632,22 @@ class StoreLimiter implements Limiter {
       }
       const refund = control(binding.bound.refund, 'refund', this.#store);
       const grant = decision === undefined ? undefined : decision.source === 'fallback' ? 'fallback' : 'store';
-      if (n > 0) await refund.call(binding.bound, key, n, grantedMsAgo, grant);
+      if (!countsNothing(n)) await refund.call(binding.bound, key, n, grantedMsAgo, grant);
     } catch (error) {
       throw callerNamed('refund', error);
     }
   }
 
-  async penalize(key: string, permits: number, options?: PenalizeOptions): Promise<void> {
+  async penalize(key: string, permits: number | RuleCosts, options?: PenalizeOptions): Promise<void> {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
-      const n = nonNegativeInteger('permits', permits);
+      const n = adjustPermits(permits);
       optionsObject('penalize options', options, false);
       const binding = await this.#binding(key, options?.plan);
+      checkCostNames(n, this.#rulesOf(binding));
       const penalize = control(binding.bound.penalize, 'penalize', this.#store);
-      if (n > 0) await penalize.call(binding.bound, key, n);
+      if (!countsNothing(n)) await penalize.call(binding.bound, key, n);
     } catch (error) {
       throw callerNamed('penalize', error);
     }
@@ -951,11 +971,6 @@ function decisionOption(value: unknown): Decision | undefined {
     );
   }
   return value as Decision;
-}
-
-/** A call's `permits`: 1 unless given, else an integer >= 1. */
-function permitsOption(value: unknown): number {
-  return value === undefined ? 1 : positiveInteger('permits', value);
 }
 
 /**

@@ -7,7 +7,7 @@ import { type Clock, systemClock } from '../foundation/clock.js';
 import type { Decision } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, inCall } from '../foundation/errors.js';
 import { type RuleVerdict, decidePolicy, ruleDecision } from './policy.js';
-import type { BoundStore, RuleSet, StateAccess, Store } from './store.js';
+import { type BoundStore, type Permits, type RuleSet, type StateAccess, type Store, permitsOfRule } from './store.js';
 import { MemorySemaphores } from './memory-semaphore.js';
 import type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec } from './semaphore-store.js';
 import { option, optional, parseOptions } from '../foundation/options.js';
@@ -276,11 +276,11 @@ abstract class MemoryBinding implements BoundStore, StateAccess {
   /** Where this binding keeps `key`'s ban. */
   protected abstract banKey(key: string): string;
 
-  abstract consume(key: string, permits: number, maxWaitMs: number): Decision;
+  abstract consume(key: string, permits: Permits, maxWaitMs: number): Decision;
   abstract peek(key: string): Decision;
   abstract reset(key: string): void;
-  abstract refund(key: string, permits: number, grantedAgoMs: number): void;
-  abstract penalize(key: string, permits: number): void;
+  abstract refund(key: string, permits: Permits, grantedAgoMs: number): void;
+  abstract penalize(key: string, permits: Permits): void;
   abstract take(key: string): readonly unknown[] | undefined;
   abstract seed(key: string, states: readonly unknown[], nowMs: number): void;
 
@@ -304,24 +304,24 @@ abstract class KeyCellBinding extends MemoryBinding {
   }
 
   /** A cell's state after a refund at `now` of grants made at `at` (NaN: unknown). */
-  protected abstract refunded(state: unknown, now: number, permits: number, at: number): unknown;
+  protected abstract refunded(state: unknown, now: number, permits: Permits, at: number): unknown;
 
   /** A cell's state after a penalty at `now`, and how long it matters. */
-  protected abstract penalized(state: unknown, now: number, permits: number): Adjusted<unknown>;
+  protected abstract penalized(state: unknown, now: number, permits: Permits): Adjusted<unknown>;
 
   reset(key: string): void {
     this.cells.delete(key);
     this.bans.delete(key);
   }
 
-  refund(key: string, permits: number, grantedAgoMs: number): void {
+  refund(key: string, permits: Permits, grantedAgoMs: number): void {
     const cell = this.cells.get(key);
     if (cell === undefined) return;
     const now = this.time.clock.now();
     this.time.refunded(this.cells, key, cell, this.refunded(cell.state, now, permits, grantedAt(now, grantedAgoMs)));
   }
 
-  penalize(key: string, permits: number): void {
+  penalize(key: string, permits: Permits): void {
     const cell = this.cells.get(key);
     const now = this.time.clock.now();
     const adjusted = this.penalized(cell?.state, now, permits);
@@ -340,15 +340,16 @@ class SingleRuleBinding extends KeyCellBinding {
     this.#rules = [rule];
   }
 
-  protected refunded(state: unknown, now: number, permits: number, at: number): unknown {
-    return this.#rule.refund(state, now, permits, at).state;
+  protected refunded(state: unknown, now: number, permits: Permits, at: number): unknown {
+    return this.#rule.refund(state, now, permitsOfRule(permits, this.#rule), at).state;
   }
 
-  protected penalized(state: unknown, now: number, permits: number): Adjusted<unknown> {
-    return this.#rule.penalize(state, now, permits);
+  protected penalized(state: unknown, now: number, permits: Permits): Adjusted<unknown> {
+    return this.#rule.penalize(state, now, permitsOfRule(permits, this.#rule));
   }
 
-  consume(key: string, permits: number, maxWaitMs: number): Decision {
+  consume(key: string, asked: Permits, maxWaitMs: number): Decision {
+    const permits = permitsOfRule(asked, this.#rule);
     const now = this.time.clock.now();
     const ban = this.bans.active(key, now);
     const cell = this.cells.get(key);
@@ -410,18 +411,18 @@ class PolicyBinding extends KeyCellBinding {
     this.#rules = rules;
   }
 
-  protected refunded(state: unknown, now: number, permits: number, at: number): unknown {
+  protected refunded(state: unknown, now: number, permits: Permits, at: number): unknown {
     const states = state as unknown[];
-    return this.#rules.map((rule, r) => rule.refund(states[r], now, permits, at).state);
+    return this.#rules.map((rule, r) => rule.refund(states[r], now, permitsOfRule(permits, rule), at).state);
   }
 
-  protected penalized(state: unknown, now: number, permits: number): Adjusted<unknown> {
+  protected penalized(state: unknown, now: number, permits: Permits): Adjusted<unknown> {
     const states = state as unknown[] | undefined;
-    const adjusted = this.#rules.map((rule, r) => rule.penalize(states?.[r], now, permits));
+    const adjusted = this.#rules.map((rule, r) => rule.penalize(states?.[r], now, permitsOfRule(permits, rule)));
     return { state: adjusted.map((a) => a.state), ttlMs: longestLife(adjusted) };
   }
 
-  consume(key: string, permits: number): Decision {
+  consume(key: string, permits: Permits): Decision {
     const now = this.time.clock.now();
     const cell = this.cells.get(key);
     const states = cell?.state as unknown[] | undefined;
@@ -493,7 +494,7 @@ class IdentityBinding extends MemoryBinding {
     return this.#rules.map((rule) => `${this.#identityKey(identityOf(rule, key))}:${rule.name}`);
   }
 
-  #decide(key: string, permits: number, maxWaitMs: number, write: boolean): Decision {
+  #decide(key: string, permits: Permits, maxWaitMs: number, write: boolean): Decision {
     const keys = this.#cellKeys(key);
     const now = this.time.clock.now();
     const cells = keys.map((k) => (write ? this.cells.get(k) : this.cells.peek(k)));
@@ -502,14 +503,14 @@ class IdentityBinding extends MemoryBinding {
     const ban = this.bans.active(banKey, now);
     const rules = this.#rules;
     if (ban !== undefined) {
-      const verdicts = rules.map((rule, r) => rule.consume(states[r], now, permits, 0));
+      const verdicts = rules.map((rule, r) => rule.consume(states[r], now, permitsOfRule(permits, rule), 0));
       return blockedDecision(rules, verdicts, ban.rule, ban.until - now, permits);
     }
     let decision: Decision;
     let verdicts: readonly RuleVerdict[];
     if (rules.length === 1) {
       const rule = rules[0] as Algorithm;
-      const o = rule.consume(states[0], now, permits, maxWaitMs);
+      const o = rule.consume(states[0], now, permitsOfRule(permits, rule), maxWaitMs);
       // A denial never deletes a state (another plan may read it): an undefined one is not written.
       if (write && o.state !== states[0] && o.state !== undefined)
         this.time.store(this.cells, keys[0] as string, cells[0], o.state, now, o.ttlMs);
@@ -532,7 +533,7 @@ class IdentityBinding extends MemoryBinding {
     return blockedDecision(rules, verdicts, started.rule, started.until - now, permits);
   }
 
-  consume(key: string, permits: number, maxWaitMs: number): Decision {
+  consume(key: string, permits: Permits, maxWaitMs: number): Decision {
     return this.#decide(key, permits, maxWaitMs, true);
   }
 
@@ -572,7 +573,7 @@ class IdentityBinding extends MemoryBinding {
   }
 
   /** The key's own rules only: a shared rule's permits are every key's. */
-  refund(key: string, permits: number, grantedAgoMs: number): void {
+  refund(key: string, permits: Permits, grantedAgoMs: number): void {
     const keys = this.#cellKeys(key);
     const now = this.time.clock.now();
     const at = grantedAt(now, grantedAgoMs);
@@ -580,18 +581,18 @@ class IdentityBinding extends MemoryBinding {
       const k = keys[r] as string;
       const cell = this.cells.get(k);
       if (rule.key === undefined && cell !== undefined)
-        this.time.refunded(this.cells, k, cell, rule.refund(cell.state, now, permits, at).state);
+        this.time.refunded(this.cells, k, cell, rule.refund(cell.state, now, permitsOfRule(permits, rule), at).state);
     });
   }
 
   /** Every rule the key is counted against: what a response really cost was spent from shared budgets too. */
-  penalize(key: string, permits: number): void {
+  penalize(key: string, permits: Permits): void {
     const keys = this.#cellKeys(key);
     const now = this.time.clock.now();
     this.#rules.forEach((rule, r) => {
       const k = keys[r] as string;
       const cell = this.cells.get(k);
-      const adjusted = rule.penalize(cell?.state, now, permits);
+      const adjusted = rule.penalize(cell?.state, now, permitsOfRule(permits, rule));
       this.time.store(this.cells, k, cell, adjusted.state, now, adjusted.ttlMs);
     });
   }

@@ -2,6 +2,7 @@ import type { Algorithm, Outcome } from '../algorithms/algorithm.js';
 import type { Decision, RuleStatus } from '../foundation/decision.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { describe } from '../foundation/validate.js';
+import { type Permits, permitsOfRule } from './store.js';
 
 /** A limiter's rules: one algorithm, or a policy of several that must all allow. */
 export type Rules = Algorithm | readonly Algorithm[];
@@ -99,7 +100,7 @@ export interface RuleVerdict {
 export function mergePolicy(
   rules: readonly Algorithm[],
   verdicts: readonly RuleVerdict[],
-  permits: number,
+  permits: Permits,
   peek = false,
 ): Decision {
   const allowed = verdicts.every((v) => v.allowed);
@@ -109,7 +110,7 @@ export function mergePolicy(
   let resetAfterMs = 0;
   const statuses: RuleStatus[] = verdicts.map((v, i) => {
     const rule = rules[i] as Algorithm;
-    const remaining = tookNothing && v.allowed ? v.remaining + permits : v.remaining;
+    const remaining = tookNothing && v.allowed ? v.remaining + permitsOfRule(permits, rule) : v.remaining;
     if (!allowed) retryAfterMs = Math.max(retryAfterMs, v.retryAfterMs);
     resetAfterMs = Math.max(resetAfterMs, v.resetAfterMs);
     return {
@@ -141,8 +142,8 @@ export function mergePolicy(
 }
 
 /**
- * Decides a request against every rule at once: allowed only if every rule allows, and a denial consumes
- * from no rule. Policies do not reserve (a wait granted by one rule would let another's later grants bunch
+ * Decides a request against every rule at once (the same permits of each, or each rule's own: see
+ * Permits): allowed only if every rule allows, and a denial consumes from no rule. Policies do not reserve (a wait granted by one rule would let another's later grants bunch
  * up), so waiting callers retry instead. The reported numbers come from the tightest rule (mergePolicy).
  * @example
  * const { decision, states } = decidePolicy(rules, states, now, permits, maxWaitMs)
@@ -151,9 +152,9 @@ export function decidePolicy(
   rules: readonly Algorithm[],
   states: readonly unknown[] | undefined,
   nowMs: number,
-  permits: number,
+  permits: Permits,
 ): PolicyOutcome {
-  const outcomes = rules.map((rule, i) => rule.consume(states?.[i], nowMs, permits, 0));
+  const outcomes = rules.map((rule, i) => rule.consume(states?.[i], nowMs, permitsOfRule(permits, rule), 0));
   const decision = mergePolicy(rules, outcomes, permits);
   const allowed = decision.allowed;
   const ttlMs = Math.max(...outcomes.map((o) => o.ttlMs));

@@ -132,31 +132,68 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/**
+ * A call's own count of each rule, by rule name: `{ rpm: 1, tpm: 1_200 }` counts 1 against the rule named
+ * `rpm` and 1,200 against `tpm`, in one decision (an LLM provider's requests and tokens per minute). A rule
+ * the costs do not name is asked for 0: it lets the call through unless it is already past its limit.
+ */
+export type RuleCosts = Readonly<Record<string, number>>;
+
+/** What one call asks of a key's rules: the same count of every rule, or each rule's own (RuleCosts). */
+export type Permits = number | RuleCosts;
+
+/**
+ * The count `permits` asks of `rule`.
+ * @example
+ * permitsOfRule({ rpm: 1, tpm: 1_200 }, tpmRule) // 1200
+ * permitsOfRule(3, tpmRule)                       // 3
+ */
+export function permitsOfRule(permits: Permits, rule: Algorithm): number {
+  if (typeof permits === 'number') return permits;
+  return Object.hasOwn(permits, rule.name) ? (permits[rule.name] as number) : 0;
+}
+
+/**
+ * The one count `permits` asks of every rule of `rules`, or undefined when it asks different counts of
+ * different rules (a store that decides one count per call then refuses it).
+ * @example
+ * uniformPermits({ api: 5 }, [apiRule])               // 5
+ * uniformPermits({ rpm: 1, tpm: 1_200 }, [rpm, tpm]) // undefined
+ */
+export function uniformPermits(permits: Permits, rules: readonly Algorithm[]): number | undefined {
+  if (typeof permits === 'number') return permits;
+  const [first, ...rest] = rules.map((rule) => permitsOfRule(permits, rule));
+  return first !== undefined && rest.every((count) => count === first) ? first : undefined;
+}
+
 /** A store bound to one limiter's rules and prefix. */
 export interface BoundStore {
   /** Where this binding's decisions are made, when that is always one place (`'memory'`); see `consume`'s note. */
   readonly source?: DecisionSource | undefined;
   /**
-   * Decides `permits` for `key`. `note` is given only while something observes decisions: a store whose
-   * decisions come from several places (Redis, its deny cache, a fail mode) sets `note.source` to the one
-   * that made this decision.
+   * Decides `permits` for `key` (see Permits: one count of every rule, or each rule's own). `note` is given
+   * only while something observes decisions: a store whose decisions come from several places (Redis, its
+   * deny cache, a fail mode) sets `note.source` to the one that made this decision.
    */
-  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision>;
+  consume(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision>;
   /** The key's standing for one permit, consuming nothing. */
   peek(key: string): Decision | Promise<Decision>;
   /** Forgets the key under every rule, and its ban. */
   reset(key: string): void | Promise<void>;
   /**
-   * Gives back up to `permits` to each rule counted against `key` itself (rules shared with other keys keep
+   * Gives back up to `permits` (each rule's own count, when given so) to each rule counted against `key` itself (rules shared with other keys keep
    * theirs), never beyond a fresh state; atomic per key. `grantedAgoMs` is how long ago the grant was asked
    * for (NaN: unknown): a window rule gives back only from the window it was counted in. `grant` says where
    * the grant was made: `'fallback'` (a fail mode: only its own state, if it keeps one, takes it back),
    * `'store'` (the store's backend: never the fail mode's state, even while the backend is away), or
    * undefined when not known (wherever the store decides now).
    */
-  refund?(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): void | Promise<void>;
-  /** Takes `permits` from every rule the key is counted against, past the limit if need be; atomic per key. */
-  penalize?(key: string, permits: number): void | Promise<void>;
+  refund?(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): void | Promise<void>;
+  /**
+   * Takes `permits` from every rule the key is counted against (each rule's own count, when given so), past
+   * the limit if need be; atomic per key.
+   */
+  penalize?(key: string, permits: Permits): void | Promise<void>;
   /**
    * Blocks `key` for `ms` from now (a ban in force that ends later is kept). Undefined for a store that keeps
    * no bans (the limiter refuses `block`, naming the store).

@@ -26,6 +26,8 @@ export type { RuleSpec } from '../algorithms/rule-spec.js';
 export { carryWindowMs } from '../algorithms/carry.js';
 /** A binding whose rules the store keeps for every node (limiter.reconfigure delegates to it). */
 export { hasSharedRules } from '../engine/store.js';
+/** The count a call asks of one rule (one count for every rule, or each rule's own by name). */
+export { permitsOfRule, uniformPermits } from '../engine/store.js';
 /** A new generation of a binding that carries each key's states from the one before on first touch. */
 export { CarriedBinding, hasStateAccess } from '../engine/carried-binding.js';
 export type { CarrySource } from '../engine/carried-binding.js';

@@ -1,5 +1,13 @@
-import type { BoundStore, Clock, Decision, DecisionSource, GrantSource } from '@sluice/core';
-import type { DecisionNote } from '@sluice/core/store-kit';
+import {
+  type BoundStore,
+  type Clock,
+  type Decision,
+  type DecisionSource,
+  type GrantSource,
+  type Permits,
+  SluiceError,
+} from '@sluice/core';
+import { type DecisionNote, uniformPermits } from '@sluice/core/store-kit';
 import type { FallbackBinding } from '../fleet/fail-mode.js';
 import type { RedisHealth } from '../health.js';
 import { RedisControls } from './controls.js';
@@ -149,7 +157,8 @@ export class ExactBinding implements BoundStore {
     });
   }
 
-  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+  consume(key: string, asked: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+    const permits = this.#oneCount(asked);
     if (this.#cache !== undefined && permits === 1 && maxWaitMs === 0) {
       const now = this.#parts.transport.localClock.now();
       const cached = this.#cache.get(key, now);
@@ -269,16 +278,34 @@ export class ExactBinding implements BoundStore {
   }
 
   /** Gives back where the grant was counted (see RedisControls.refund). */
-  refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+  async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+    const count = this.#oneCount(permits);
     // A denial cached here may have become a grant.
     this.#denials?.forgetHere(key);
-    return this.#controls.refund(key, permits, grantedAgoMs, grant);
+    return this.#controls.refund(key, count, grantedAgoMs, grant);
   }
 
-  penalize(key: string, permits: number): Promise<void> {
+  async penalize(key: string, permits: Permits): Promise<void> {
+    const count = this.#oneCount(permits);
     // A denial cached here would now be told too short a wait.
     this.#denials?.forgetHere(key);
-    return this.#controls.penalize(key, permits);
+    return this.#controls.penalize(key, count);
+  }
+
+  /**
+   * The one count a call asks of every rule. Each rule's own count (RuleCosts) is decided by the memory
+   * store; on Redis the scripts take one count per request for now, so different counts are refused
+   * before anything is asked.
+   */
+  #oneCount(permits: Permits): number {
+    const count = uniformPermits(permits, this.#parts.transport.rules);
+    if (count !== undefined) return count;
+    throw new SluiceError(
+      'UNSUPPORTED',
+      `redisStore counts one number of permits against every rule of a call, got each rule's own ` +
+        `(${JSON.stringify(permits)}): the memory store decides per-rule counts; on Redis, give each rule a ` +
+        'limiter of its own for now',
+    );
   }
 
   block(key: string, ms: number): Promise<void> {

@@ -6,6 +6,7 @@ import {
   type Decision,
   type GrantSource,
   type LimiterConfiguration,
+  type Permits,
   type SharedRules,
   SluiceError,
 } from '@sluice/core';
@@ -169,7 +170,7 @@ export class LiveBinding implements BoundStore, SharedRules {
     return held.binding;
   }
 
-  consume(key: string, permits: number, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+  consume(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     const carry = this.#carryFirst(key);
     if (carry === undefined) return this.#for(key).consume(key, permits, maxWaitMs, note);
     return carry.then(() => this.#for(key).consume(key, permits, maxWaitMs, note));
@@ -186,11 +187,11 @@ export class LiveBinding implements BoundStore, SharedRules {
     await this.#controlled(key, (binding) => binding.reset(key));
   }
 
-  async refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+  async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
     await this.#controlled(key, (binding) => binding.refund?.(key, permits, grantedAgoMs, grant));
   }
 
-  async penalize(key: string, permits: number): Promise<void> {
+  async penalize(key: string, permits: Permits): Promise<void> {
     await this.#controlled(key, (binding) => binding.penalize?.(key, permits));
   }
 
