@@ -480,7 +480,7 @@ class StoreLimiter implements Limiter {
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Decision | Promise<Decision> {
-    checkCostNames(ask.permits, this.#rulesOf(binding));
+    if (typeof ask.permits !== 'number') checkCostNames(ask.permits, this.#rulesOf(binding));
     if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
     return this.#wait(binding, ask, timeoutMs, signal);
   }
