@@ -206,7 +206,7 @@ describe('membership.lua', () => {
     );
   });
 
-  it('a heartbeat costs Redis the same, in commands, CPU and reply bytes, whether the fleet has 64 nodes or 512', async () => {
+  it('a heartbeat costs Redis the same commands and reply bytes whether the fleet has 64 nodes or 512 (its Redis time printed)', async () => {
     const r = redis().redis;
     const measured: { commands: Map<string, number>; divide: Map<string, number>; usPerBeat: number; bytes: number }[] =
       [];
@@ -276,8 +276,9 @@ describe('membership.lua', () => {
     // one for the allocations, for either fleet here.
     expect(large.divide.get('zrange')).toBe(2);
     expect(small.divide.get('zrange')).toBe(2);
-    // 8 times the fleet: the whole membership read back would cost about 8 times as much (see the bench).
-    expect(large.usPerBeat / small.usPerBeat).toBeLessThan(2);
+    // 8 times the fleet: the whole membership read back would cost about 8 times as much. The commands above
+    // are the proof; Redis's time per heartbeat is printed, not asserted (a loaded CI box measured 2.2x
+    // between two runs of the same commands), and measured at 64, 256 and 1,000 nodes by the presence bench.
     expect(large.bytes / small.bytes).toBeLessThan(1.5);
   });
 
