@@ -213,9 +213,14 @@ describe.each(deployments)('two processes on a $name server', ({ name, open }) =
 
   it('divided: one reconfigures; the other switches within a heartbeat, each node at its share of the new limit, counts exact', async () => {
     const env = { MODE: 'divided', RULE: 'daily', LIMIT: '100', HEARTBEAT_MS: '250' };
-    const makeStore = (redis: LiveClient) => dividedStore({ redis, heartbeatMs: 250, reserve: 0 });
-    await withOtherProcess(env, makeStore, daily(100), async (here, store, other) => {
-      const halfHere = nextEvent<[MembershipEvent]>(store, 'membership', (e) => e.nodes === 2 && e.share === 0.5);
+    // Listened for from the store's making: its share may reach a half while both processes start.
+    let halfHere: Promise<unknown> = Promise.resolve();
+    const makeStore = (redis: LiveClient) => {
+      const store = dividedStore({ redis, heartbeatMs: 250, reserve: 0 });
+      halfHere = nextEvent<[MembershipEvent]>(store, 'membership', (e) => e.nodes === 2 && e.share === 0.5);
+      return store;
+    };
+    await withOtherProcess(env, makeStore, daily(100), async (here, _store, other) => {
       await Promise.all([halfHere, other.share(0.5)]);
       // Which node founded the fleet: a key the other meets starts spent (its first decision has nothing left).
       const hereFounded = (await here.tryAcquire('probe')).remaining > 0;
