@@ -85,7 +85,8 @@ describe('published packages', () => {
       dependencies: Record<string, string>;
       peerDependenciesMeta: Record<string, { optional: boolean }>;
     };
-    expect(Object.keys(manifest.dependencies)).toEqual(['lru-cache']);
+    // ipaddr.js: the access lists' addresses and CIDR ranges (pure JS, no node: import).
+    expect(Object.keys(manifest.dependencies)).toEqual(['ipaddr.js', 'lru-cache']);
     expect(Object.values(manifest.peerDependenciesMeta).every((p) => p.optional)).toBe(true);
   });
 

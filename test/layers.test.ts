@@ -15,9 +15,11 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   algorithms: ['foundation'],
   engine: ['foundation', 'algorithms'],
   concurrency: ['foundation', 'engine'],
+  throttle: ['foundation', 'algorithms', 'engine', 'concurrency'],
   guava: ['foundation', 'algorithms'],
   adapters: ['foundation', 'algorithms', 'engine', 'concurrency'],
   'store-kit': ['foundation', 'algorithms', 'engine', 'concurrency'],
+  admin: ['foundation', 'algorithms', 'engine'],
 };
 
 function sources(dir: string): string[] {

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestRedis } from './harness/use-redis.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['core', 'hybrid', 'nestjs', 'otel', 'redis'];
+const PACKAGES = ['cli', 'core', 'grpc', 'hybrid', 'nestjs', 'otel', 'redis'];
 const redis = useTestRedis();
 let work: string;
 let app: string;
@@ -58,6 +58,7 @@ beforeAll(() => {
     '@nestjs/core': installedVersion('packages/nestjs', '@nestjs/core'),
     'reflect-metadata': installedVersion('packages/nestjs', 'reflect-metadata'),
     rxjs: installedVersion('packages/nestjs', 'rxjs'),
+    '@grpc/grpc-js': installedVersion('packages/grpc', '@grpc/grpc-js'),
     '@types/node': installedVersion('.', '@types/node'),
   };
   // The tarballs depend on each other by version (0.1.0, not published): overrides point those at the files.
@@ -90,7 +91,7 @@ afterAll(() => {
 
 /** What both programs do: a memory decision, an exact decision on Redis, a leased one, metrics, Nest loading. */
 const program = (load: (name: string) => string) => `
-${load('core')} ${load('redis')} ${load('hybrid')} ${load('otel')}
+${load('core')} ${load('redis')} ${load('hybrid')} ${load('otel')} ${load('grpc')}
 const { Redis } = ioredis;
 const client = new Redis(process.env.REDIS_URL);
 const local = core.createLimiter({ rules: core.fixedWindow({ limit: 1, windowMs: 60000 }) });
@@ -104,7 +105,8 @@ for (const l of [local, exact, leased]) out.push((await l.tryAcquire('k')).allow
 await Promise.all([local.close(), exact.close(), leased.close()]);
 await Promise.all([store.close(), leasing.close()]);
 client.disconnect();
-console.log(JSON.stringify({ out, nest: typeof nest.SluiceModule.forRoot, http: typeof http.rateLimit }));
+const serverInterceptor = typeof grpc.grpcRateLimit({ limiter: local });
+console.log(JSON.stringify({ out, nest: typeof nest.SluiceModule.forRoot, http: typeof http.rateLimit, grpc: serverInterceptor }));
 `;
 
 describe('installed from the tarballs', () => {
@@ -115,7 +117,9 @@ describe('installed from the tarballs', () => {
       expect(files, tarball).toContain('package/LICENSE');
       expect(
         files.filter(
-          (f) => f !== '' && !/^package\/(dist\/|src\/lua\/[\w]+\.lua$|package\.json$|README\.md$|LICENSE$)/.test(f),
+          (f) =>
+            f !== '' &&
+            !/^package\/(dist\/|src\/lua\/[\w]+\.lua$|bin\/[\w]+\.mjs$|package\.json$|README\.md$|LICENSE$)/.test(f),
         ),
         tarball,
       ).toEqual([]);
@@ -135,6 +139,18 @@ describe('installed from the tarballs', () => {
     expect(report.match(/No problems found/g)).toHaveLength(tarballs.length);
   });
 
+  it('the sluice command runs from its tarball: its help, and a lists read against Redis', () => {
+    const bin = join(app, 'node_modules', '.bin', 'sluice');
+    expect(run(bin, ['--help'], app)).toMatch(/^usage: sluice <command>/);
+    const r = spawnSync(bin, ['lists', '--prefix', 'never-ran-here', '--url', redis().server.url], {
+      encoding: 'utf8',
+    });
+    expect([r.status, r.stderr.trim()]).toEqual([
+      3,
+      'sluice: no limiter with prefix "never-ran-here" has run on this Redis in the last week; check --prefix',
+    ]);
+  });
+
   it('runs from CommonJS', () => {
     const load = (name: string) => `const ${name} = require('@sluice/${name}');`;
     writeFileSync(
@@ -146,6 +162,7 @@ describe('installed from the tarballs', () => {
     expect(JSON.parse(run(process.execPath, ['program.cjs', 'cjs'], app))).toEqual({
       out: [true, false, true, false, true, false],
       nest: 'function',
+      grpc: 'function',
       http: 'function',
     });
   });
@@ -161,6 +178,7 @@ describe('installed from the tarballs', () => {
     expect(JSON.parse(run(process.execPath, ['program.mjs', 'esm'], app))).toEqual({
       out: [true, false, true, false, true, false],
       nest: 'function',
+      grpc: 'function',
       http: 'function',
     });
   });

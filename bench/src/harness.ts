@@ -44,6 +44,20 @@ export async function redisCpuUs(redis: { info(section: string): Promise<string>
   return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
 }
 
+/** Script calls since the last CONFIG RESETSTAT, and Redis's microseconds in them (INFO commandstats). */
+export async function scriptStats(redis: {
+  info(section: string): Promise<string>;
+}): Promise<{ calls: number; usec: number }> {
+  const info = await redis.info('commandstats');
+  let calls = 0;
+  let usec = 0;
+  for (const m of info.matchAll(/cmdstat_(evalsha|eval|fcall):calls=(\d+),usec=(\d+)/g)) {
+    calls += Number(m[2]);
+    usec += Number(m[3]);
+  }
+  return { calls, usec };
+}
+
 /** Script calls clients sent (EVALSHA, EVAL, FCALL): a client's round trips, not the commands scripts ran. */
 export async function scriptCalls(redis: { info(section: string): Promise<string> }): Promise<number> {
   const info = await redis.info('commandstats');

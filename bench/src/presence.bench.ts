@@ -16,7 +16,7 @@ import { dividedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
-import { median, redisCpuUs, writeJson } from './harness.js';
+import { median, redisCpuUs, scriptStats, writeJson } from './harness.js';
 
 const SIZES = (process.env.PRESENCE_NODES ?? '64,256,1000').split(',').map(Number);
 const HEARTBEAT_MS = 1_000;
@@ -33,17 +33,6 @@ interface Row {
   redisCpuShare: number;
   /** Script calls per second the fleet sent. */
   callsPerSecond: number;
-}
-
-async function scriptStats(redis: Redis): Promise<{ calls: number; usec: number }> {
-  const info = await redis.info('commandstats');
-  let calls = 0;
-  let usec = 0;
-  for (const m of info.matchAll(/cmdstat_(evalsha|eval|fcall):calls=(\d+),usec=(\d+)/g)) {
-    calls += Number(m[2]);
-    usec += Number(m[3]);
-  }
-  return { calls, usec };
 }
 
 async function run(mode: Row['mode'], nodes: number): Promise<Row> {

@@ -3,8 +3,42 @@
  * node-redis 6 and 5, Valkey GLIDE 2), standalone and on a 3-master Cluster: the differential conformance
  * suite (a slice: the full runs are on ioredis in test/redis/conformance.test.ts), exact counts under
  * concurrency, resets heard by every node, hostile keys and cross-slot policies on a Cluster, Redis killed
- * and restarted under traffic, and bad clients refused at construction.
+ * and restarted under traffic, a throttle's queue, costs and pauses across two connections, and bad clients
+ * refused at construction.
  */
+
+/**
+ * Two nodes (a store each, on clients `a` and `b`) throttle calls under one limiter of 2 requests and 100
+ * tokens a minute: per-rule costs are decided as one, a call past the limit waits in the queue, a pause set
+ * on one node holds the other, and close() sends the waiter away with CLOSED.
+ */
+async function throttleOnTwoNodes(a: Parameters<typeof redisStore>[0]['redis'], b: typeof a, p: string) {
+  const rules = [
+    fixedWindow({ name: 'rpm', limit: 2, windowMs: 60_000 }),
+    fixedWindow({ name: 'tpm', limit: 100, windowMs: 60_000 }),
+  ];
+  const stores = [redisStore({ redis: a }), redisStore({ redis: b })];
+  const [onA, onB] = stores.map((store) => throttle({ limiter: createLimiter({ rules, store, prefix: p }) })) as [
+    ReturnType<typeof throttle>,
+    ReturnType<typeof throttle>,
+  ];
+  try {
+    const first = await onA.run((ticket) => ticket.decision.rules?.map((r) => r.remaining), {
+      permits: { rpm: 1, tpm: 60 },
+    });
+    expect(first).toEqual([1, 40]);
+    await onB.run((ticket) => ticket.settle({ tpm: 40 }), { permits: { rpm: 1, tpm: 40 } });
+    // Both requests of the minute are used: a third call waits, and leaves with CLOSED.
+    const third = onB.run(() => 'never').catch((e: SluiceError) => e.code);
+    await onA.pause(60_000);
+    expect(await onB.pausedFor()).toBeGreaterThan(59_000);
+    await onB.close();
+    expect(await third).toBe('CLOSED');
+  } finally {
+    await Promise.all([onA.close(), onB.close()]);
+    await Promise.all(stores.map((store) => store.close()));
+  }
+}
 import {
   type Decision,
   SluiceError,
@@ -12,6 +46,7 @@ import {
   TOLERANCE_MS,
   createLimiter,
   fixedWindow,
+  throttle,
   tokenBucket,
 } from '@sluice/core';
 import { dividedStore } from '@sluice/hybrid';
@@ -154,6 +189,10 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     await Promise.all([onA.close(), onB.close(), storeA.close(), storeB.close()]);
   });
 
+  it("a throttle's costs, queue and pauses across two connections", async () => {
+    await throttleOnTwoNodes((await client()).client, (await client()).client, prefix(kind));
+  });
+
   it('leased and divided modes run on it', async () => {
     const c = await client();
     const leased = leasedLimiterOn({
@@ -227,6 +266,10 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
   afterAll(async () => {
     await c?.close();
     await cluster?.stop();
+  });
+
+  it("a throttle's costs, queue and pauses across two stores", async () => {
+    await throttleOnTwoNodes(c.client, c.client, prefix(kind));
   });
 
   it('hostile keys beside normal keys: exact counts, nothing by the fail mode', async () => {
@@ -321,6 +364,9 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
       rules: fixedWindow({ limit: 1_000, windowMs: 600_000 }),
       store,
       prefix: prefix(kind),
+      // The calls counted are decisions: no background flush of limited keys, no list check among them.
+      limitedKeys: false,
+      accessList: false,
     });
     const keys = Array.from({ length: 30 }, (_, i) => `user:${i}`);
     const lone = decideOneScript('fixedWindow').functionName;

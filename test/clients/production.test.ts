@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SluiceError, concurrencyLimiter, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { SluiceError, concurrencyLimiter, createLimiter, fixedWindow, throttle, tokenBucket } from '@sluice/core';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { type RedisClient, redisStore } from '@sluice/redis';
 import { GlideClient } from '@valkey/valkey-glide';
@@ -272,6 +272,11 @@ describe('a least-privilege ACL user', () => {
     await expect(Promise.all([store.ready(), leased.ready(), divided.ready()])).resolves.toBeDefined();
     const slot = await slots.acquire('k');
     await slot.release();
+    // A throttle's queue and pauses under the same line.
+    const calls = throttle({ limiter });
+    await calls.pause(5);
+    expect(await calls.run(() => 'ran')).toBe('ran');
+    await calls.close();
     await Promise.all([limiter.close(), slots.close(), store.close(), leased.close(), divided.close()]);
     client.disconnect();
 

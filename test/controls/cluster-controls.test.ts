@@ -94,4 +94,50 @@ describe('controls on a Cluster', () => {
     expect(afterPenalty.rules?.find((r) => r.name === 'all')?.remaining).toBe(100 - 4 * KEYS.length - 20);
     expect(await limiter.tryAcquire('user:1')).toMatchObject({ allowed: false, rule: 'user' });
   });
+
+  it('per-rule costs (rpm + tpm): one slot and across slots, all or nothing; a refused slot gives back what others took', async () => {
+    const sources: DecisionEvent['source'][] = [];
+    const sameSlot = createLimiter({
+      rules: [
+        fixedWindow({ limit: 5, windowMs: 600_000, name: 'rpm' }),
+        fixedWindow({ limit: 1_000, windowMs: 600_000, name: 'tpm' }),
+      ],
+      store: clusterStore(sources),
+      prefix: prefix(),
+    });
+    for (const key of KEYS) {
+      const d = await sameSlot.tryAcquire(key, { permits: { rpm: 1, tpm: 600 } });
+      expect(
+        d.rules?.map((r) => r.remaining),
+        key,
+      ).toEqual([4, 400]);
+      // 400 tokens left: 600 more is refused, taking no request either.
+      expect((await sameSlot.tryAcquire(key, { permits: { rpm: 1, tpm: 600 } })).allowed).toBe(false);
+      await sameSlot.refund(key, { tpm: 500 });
+      await sameSlot.penalize(key, { rpm: 2 });
+      expect(
+        (await sameSlot.peek(key)).rules?.map((r) => r.remaining),
+        key,
+      ).toEqual([2, 900]);
+    }
+    // Tokens shared by the whole fleet (another slot than most keys'), requests per key.
+    const across = createLimiter({
+      rules: [
+        fixedWindow({ limit: 3, windowMs: 600_000, name: 'rpm' }),
+        fixedWindow({ limit: 1_000, windowMs: 600_000, name: 'tpm', key: 'all' }),
+      ],
+      store: clusterStore(sources),
+      prefix: prefix(),
+    });
+    const granted = [];
+    for (const key of KEYS) granted.push((await across.tryAcquire(key, { permits: { rpm: 1, tpm: 90 } })).allowed);
+    expect(granted.every(Boolean)).toBe(true);
+    // 100 tokens left of the shared 1,000: a call asking 200 is refused and its request given back.
+    expect((await across.tryAcquire('user:1', { permits: { rpm: 1, tpm: 200 } })).allowed).toBe(false);
+    const peeked = await across.peek('user:1');
+    expect(peeked.rules?.map((r) => r.remaining)).toEqual([2, 100]);
+    await across.penalize('user:1', { rpm: 0, tpm: 100 });
+    expect((await across.peek('user:2')).rules?.map((r) => r.remaining)).toEqual([2, 0]);
+    expect(sources.filter((s) => s === 'fallback')).toEqual([]);
+  });
 });

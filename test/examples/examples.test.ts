@@ -151,3 +151,67 @@ describe('examples/guava-style', () => {
     expect(output).toContain('4,320,000 requests -> 20,000 allowed');
   });
 });
+
+describe('examples/beyond-http', () => {
+  const redis = useTestRedis();
+  /** Resolves once `done()` holds (checked every 10 ms, bounded at 10 s). */
+  const until = async (done: () => boolean) => {
+    const deadline = Date.now() + 10_000;
+    while (!done()) {
+      if (Date.now() > deadline) throw new Error('not within 10 s');
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+  };
+  it('grpc: a tenant past its 3 calls waits out the pushback through the client interceptor; without it, the refusal', async () => {
+    const { code, output } = await runToEnd('examples/beyond-http/src/grpc.ts', 30_000);
+    expect(code).toBe(0);
+    for (const item of ['apple', 'pear', 'fig', 'plum', 'kiwi'])
+      expect(output).toMatch(new RegExp(`acme ${item}: \\d+`));
+    // The last two of acme's five waited for the next 5 s window.
+    const waited = [...output.matchAll(/([\d.]+) s {2}acme (plum|kiwi): \d+/g)].map((m) => Number(m[1]));
+    expect(Math.min(...waited)).toBeGreaterThan(0.5);
+    expect(output).toMatch(
+      /solo date: 8 Too Many Requests: rule quotes \(limit 3\).*<- refused: no interceptor to wait/,
+    );
+  });
+
+  it('nest: the GraphQL resolver and the WebSocket gateway each answer 3, then refuse in their own way', async () => {
+    const { url } = await start('examples/beyond-http/src/nest.ts', {
+      TSX_TSCONFIG_PATH: 'examples/beyond-http/tsconfig.json',
+    });
+    const quotes = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await fetch(`${url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ quote }' }),
+      });
+      const body = (await res.json()) as { data?: { quote: number }; errors?: { extensions: { code: string } }[] };
+      quotes.push(body.data?.quote ?? body.errors?.[0]?.extensions.code);
+    }
+    expect(quotes).toEqual([30, 30, 30, 'RATE_LIMITED']);
+    const { default: WebSocket } = await import('ws');
+    const socket = new WebSocket(`${url.replace('http', 'ws')}/ws`);
+    const heard: { event: string }[] = [];
+    socket.on('message', (raw) => heard.push(JSON.parse(String(raw)) as { event: string }));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    for (let i = 0; i < 4; i++) socket.send(JSON.stringify({ event: 'chat', data: String(i) }));
+    await until(() => heard.length === 4);
+    expect(heard.map((m) => m.event).sort()).toEqual(['chat', 'chat', 'chat', 'exception']);
+    socket.close();
+  });
+
+  it('bullmq: 12 jobs at 4 a second, none failed, none reordered', async () => {
+    const example = runExample('examples/beyond-http/src/bullmq.ts', { REDIS_URL: redis().server.url });
+    running.push(example);
+    await example.waitFor(/12 jobs, 0 failed, \d+ held back and run later, in the order added: true/, 30_000);
+    // It ends by itself, having closed its worker, queue and connection.
+    await new Promise((resolve) =>
+      example.child.exitCode !== null ? resolve(undefined) : example.child.once('exit', resolve),
+    );
+    expect(example.child.exitCode).toBe(0);
+    const perSecond = [...example.output().matchAll(/second \d+: (\d+) jobs/g)].map((m) => Number(m[1]));
+    expect(Math.max(...perSecond)).toBeLessThanOrEqual(4);
+    expect(perSecond.reduce((a, b) => a + b, 0)).toBe(12);
+  });
+});

@@ -16,8 +16,12 @@ export interface RunningExample {
   stop(): Promise<number | null>;
 }
 
-export function runExample(script: string, env: Record<string, string> = {}): RunningExample {
-  const child = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', script], {
+export function runExample(
+  script: string,
+  env: Record<string, string> = {},
+  args: readonly string[] = [],
+): RunningExample {
+  const child = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', script, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,7 +5,7 @@
 import { SluiceRangeError, createLimiter, fixedWindow, memoryStore, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { Cluster, Redis } from 'ioredis';
-import { fleetKey } from '../../packages/redis/src/key-layout.js';
+import { descriptorKey, fleetKey } from '../../packages/redis/src/key-layout.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -101,8 +101,10 @@ describe('expiry never rounds to zero', () => {
     const store = redisStore({ redis: client, clock: 'client' });
     const limiter = createLimiter({ rules: algorithm, store, prefix });
     expect((await limiter.tryAcquire('k')).allowed).toBe(true);
-    // The limiter's state key (beside it, its fleet's count, which lives three heartbeats).
-    const [key] = (await client.keys(`${prefix}{*`)).filter((name) => name !== fleetKey(prefix));
+    // The limiter's state key (beside it, its fleet's count, which lives three heartbeats, and its descriptor).
+    const [key] = (await client.keys(`${prefix}{*`)).filter(
+      (name) => name !== fleetKey(prefix) && name !== descriptorKey(prefix),
+    );
     expect(key).toBeDefined();
     const pttl = await client.pttl(key as string);
     expect(pttl).toBeGreaterThan(900);

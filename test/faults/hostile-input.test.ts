@@ -20,7 +20,7 @@ import { RULE_FACTORIES } from '@sluice/core/store-kit';
 import { rateLimit as middleware } from '@sluice/core/http';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
-import { encodeIdentity, fleetKey, ruleId } from '../../packages/redis/src/key-layout.js';
+import { descriptorKey, encodeIdentity, fleetKey, ruleId } from '../../packages/redis/src/key-layout.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -271,8 +271,8 @@ describe('hostile input', () => {
       expect((await b.tryAcquire(k, { permits: 2 })).remaining).toBe(1);
     }
     const all = await client.keys(`${run}.*`);
-    // Each limiter's fleet (its fail mode's share) is counted under its own prefix, once.
-    const fleets = [fleetKey(`${run}.a`), fleetKey(`${run}.b`)];
+    // Each limiter's fleet (its fail mode's share) is counted under its own prefix, once, beside its descriptor.
+    const fleets = [`${run}.a`, `${run}.b`].flatMap((p) => [fleetKey(p), descriptorKey(p)]).sort();
     expect(all.filter((name) => fleets.includes(name)).sort()).toEqual(fleets);
     const names = all.filter((name) => !fleets.includes(name));
     // One state per (prefix, key): nothing shared, nothing lost (a fixed window's count is in its window's key:

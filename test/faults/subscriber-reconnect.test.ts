@@ -13,6 +13,7 @@ import { describe, expect, it } from 'vitest';
 import { nextEvent, untilAsync } from '../harness/events.js';
 import { useTestRedis } from '../harness/use-redis.js';
 import { FaultProxy } from './fault-proxy.js';
+import { unhandledDuring } from '../harness/unhandled.js';
 
 const redis = useTestRedis();
 
@@ -22,24 +23,19 @@ describe.each([
 ] as const)('%s', (_, connect) => {
   it('a store closed while its subscriber re-subscribes: no unhandled rejection', async () => {
     const proxy = await FaultProxy.start(redis().server.port);
-    const unhandled: unknown[] = [];
-    const onUnhandled = (reason: unknown) => unhandled.push(reason);
-    process.on('unhandledRejection', onUnhandled);
-    const client = connect(proxy.port);
-    client.on('error', () => {});
-    const store = redisStore({ redis: client });
-    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: 'resub' });
-    await limiter.ready(); // subscribed to the reset channel
-    const resubscribing = proxy.holdReplies(/subscribe/);
-    proxy.dropConnections();
-    await resubscribing;
-    await limiter.close();
-    await store.close();
-    client.disconnect();
-    // A rejection nobody handles is reported after the microtasks of the turn it happened in.
-    await new Promise((resolve) => setImmediate(resolve));
-    await new Promise((resolve) => setImmediate(resolve));
-    process.off('unhandledRejection', onUnhandled);
+    const unhandled = await unhandledDuring(async () => {
+      const client = connect(proxy.port);
+      client.on('error', () => {});
+      const store = redisStore({ redis: client });
+      const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000 }), store, prefix: 'resub' });
+      await limiter.ready(); // subscribed to the reset channel
+      const resubscribing = proxy.holdReplies(/subscribe/);
+      proxy.dropConnections();
+      await resubscribing;
+      await limiter.close();
+      await store.close();
+      client.disconnect();
+    });
     await proxy.close();
     expect(unhandled).toEqual([]);
   });

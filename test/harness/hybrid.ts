@@ -35,8 +35,8 @@ function owned<S extends Store>(store: S, part: LimiterPart): OwnedLimiter<S> {
     throw error;
   }
   const closeLimiter = limiter.close.bind(limiter);
-  return Object.assign(limiter, {
-    store,
+  // limiter.store is `store` already: only its type is narrowed here.
+  return Object.assign(limiter as Limiter & { readonly store: S }, {
     close: async () => {
       await closeLimiter();
       await store.close();

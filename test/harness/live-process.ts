@@ -2,9 +2,8 @@
  * The other process of the live-limits tests: live-child.ts run with `env` (its mode, rule and server), driven
  * line by line. Each call waits for the child's answer, or rejects with everything it printed if it ends.
  */
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { lineChild } from './line-child.js';
 import { expect } from 'vitest';
 import type { TestCluster } from './redis-cluster.js';
 import type { TestRedis } from './redis-server.js';
@@ -38,34 +37,11 @@ export function serverEnv(
  * await other.decide(10, 'k') // { granted, version, limit, remaining }
  */
 export function otherProcess(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', childScript], {
-    env: { ...process.env, ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let output = '';
-  const lines: string[] = [];
-  const waiting: Array<(line: string) => void> = [];
-  child.stderr.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    output += `${line}\n`;
-    const waiter = waiting.shift();
-    if (waiter !== undefined) waiter(line);
-    else lines.push(line);
-  });
-  const exited = new Promise<never>((_, reject) =>
-    child.once('exit', (code) => reject(new Error(`the other process ended (${code}):\n${output}`))),
-  );
-  exited.catch(() => undefined);
-  const nextLine = () =>
-    Promise.race([
-      lines.length > 0 ? Promise.resolve(lines.shift() as string) : new Promise<string>((r) => waiting.push(r)),
-      exited,
-    ]);
+  const child = lineChild(childScript, env, 'the other process');
+  const { nextLine } = child;
   /** Sends `command` and waits for its answer line. */
   const ask = async (command: string): Promise<string> => {
-    child.stdin.write(`${command}\n`);
+    child.send(command);
     return nextLine();
   };
   return {
@@ -79,9 +55,6 @@ export function otherProcess(env: Record<string, string>) {
     version: async (version: number) => expect(await ask(`version ${version}`)).toBe(`VERSION ${version}`),
     /** Divided mode: once the other process holds `share` of the limit. */
     share: async (share: number) => expect(await ask(`share ${share}`)).toBe(`SHARE ${share}`),
-    stop: () => {
-      child.stdin.end();
-      child.kill();
-    },
+    stop: child.stop,
   };
 }

@@ -49,11 +49,17 @@ describe('leased mode', () => {
     });
     console.table(rows);
     expect(over).toBe(0);
-    // The bound is exact and asserted as such. Utilisation depends on how fast this machine lets 8 processes
-    // ask (8 processes on this 2-core box measured 78.9-86% of C + R*T in one afternoon, 2 and 4 over 99%):
-    // the printed table and the hybrid bench hold the real figure; here it only has to show leasing works (a
-    // stranding or hoarding fault admits far less).
-    expect(times.length).toBeGreaterThanOrEqual(0.7 * allowed);
+    // Leasing strands nothing: what each node took from Redis it admitted, but for the one batch it may hold
+    // unspent when the run stops (the exact check for a stranding or hoarding fault).
+    for (const [i, node] of result.nodes.entries()) {
+      expect(node.leased - node.admitted, `node ${i}`).toBeGreaterThanOrEqual(0);
+      expect(node.leased - node.admitted, `node ${i}`).toBeLessThanOrEqual(biggest[i] as number);
+    }
+    // Utilisation depends on how fast this machine lets N processes come back for leases (a bucket idle at C
+    // loses its refill): 8 processes on this 2-core box measured 78.9-86% of C + R*T in one afternoon, 61% under
+    // a loaded CI run, 2 and 4 over 99%. The printed table and the hybrid bench hold the real figure; here it
+    // only has to show leasing keeps the fleet fed.
+    expect(times.length).toBeGreaterThanOrEqual(0.5 * allowed);
   });
 
   it('a lessee killed with SIGKILL mid-run: the fleet stays within its bound and loses at most that node’s batch', async () => {
@@ -88,7 +94,10 @@ describe('leased mode', () => {
     ]);
     expect(over).toBe(0);
     expect(stranded).toBeGreaterThanOrEqual(0);
-    expect(stranded).toBeLessThanOrEqual(biggest[0] as number);
+    // At most one batch, plus what it admitted after its last report (it reports every 20 ms; a loaded CI box
+    // stretched that to tens of ms, 12 admissions over the batch): 100 ms of its own rate.
+    const unreported = Math.ceil(((dead?.admitted ?? 0) / 4_000) * 100);
+    expect(stranded).toBeLessThanOrEqual((biggest[0] as number) + unreported);
   });
 });
 

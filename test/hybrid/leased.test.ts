@@ -455,7 +455,7 @@ describe('leasedLimiter', () => {
   it('refuses what it cannot lease: policies, other algorithms, bad options', () => {
     const r = redis().redis;
     expect(() => leasedLimiterOn({ rules: slidingWindowLog({ limit: 1, windowMs: 1 }), redis: r })).toThrow(
-      /supports tokenBucket, gcra, fixedWindow and slidingWindowCounter, got "slidingWindowLog"/,
+      /supports tokenBucket, gcra, fixedWindow, calendarWindow and slidingWindowCounter, got "slidingWindowLog"/,
     );
     expect(() =>
       leasedLimiterOn({

@@ -58,7 +58,7 @@ async function usedLimiterOn(mode: keyof typeof stores) {
 const apiRule = (limit: number) => fixedWindow({ limit, windowMs: 60_000, name: 'api' });
 
 describe.each(Object.keys(stores) as (keyof typeof stores)[])('per-rule costs on the %s store', (mode) => {
-  it("a call's costs by rule name: a one-rule limiter counts its rule's; a policy on Redis is refused for now, taking nothing", async () => {
+  it("a call's costs by rule name: a one-rule limiter counts its rule's; a policy (memory, exact) counts each rule its own", async () => {
     const limiter = await usedLimiterOn(mode);
     expect((await limiter.tryAcquire('user:1', { permits: { api: 2 } })).allowed).toBe(true);
     // 3 of 5 used: two more.
@@ -75,12 +75,8 @@ describe.each(Object.keys(stores) as (keyof typeof stores)[])('per-rule costs on
     const rules = [apiRule(5), fixedWindow({ name: 'tokens', limit: 1_000, windowMs: 60_000 })];
     const policy = createLimiter({ rules, store, prefix: prefix() });
     const costs = { permits: { api: 1, tokens: 400 } };
-    if (mode === 'memory') {
-      expect((await policy.tryAcquire('user:1', costs)).rules?.map((r) => r.remaining)).toEqual([4, 600]);
-    } else {
-      await expect(policy.tryAcquire('user:1', costs)).rejects.toMatchObject({ code: 'UNSUPPORTED' });
-      expect((await policy.peek('user:1')).rules?.map((r) => r.remaining)).toEqual([5, 1_000]);
-    }
+    expect((await policy.tryAcquire('user:1', costs)).rules?.map((r) => r.remaining)).toEqual([4, 600]);
+    expect((await policy.peek('user:1')).rules?.map((r) => r.remaining)).toEqual([4, 600]);
     await policy.close();
   });
 });

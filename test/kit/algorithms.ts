@@ -9,6 +9,7 @@ import {
   type Algorithm,
   type AlgorithmKind,
   type RuleOptions,
+  calendarWindow,
   fixedWindow,
   gcra,
   leakyBucket,
@@ -47,6 +48,28 @@ export const ALGORITHMS: { readonly [K in AlgorithmKind]: AlgorithmCase } = {
   fixedWindow: {
     example: ({ limit, windowMs }, common) => fixedWindow({ limit, windowMs, ...common }),
     shapes: windowMs.map((w) => (limit, common) => fixedWindow({ limit, windowMs: w, ...common })),
+  },
+  calendarWindow: {
+    // A calendar day: a rule of this size whose window is the calendar's, not windowMs.
+    example: ({ limit }, common) => calendarWindow({ limit, period: 'day', ...common }),
+    shapes: fc
+      .record({
+        period: fc.constantFrom('day' as const, 'week' as const, 'month' as const, 'year' as const),
+        timeZone: fc.constantFrom('UTC', 'Europe/Berlin', 'America/Sao_Paulo', 'Australia/Lord_Howe', 'Asia/Kolkata'),
+        anchor: fc.option(fc.integer({ min: 0, max: 365 * 4 * 24 - 1 }), { nil: undefined }),
+      })
+      .map(
+        ({ period, timeZone, anchor }) =>
+          (limit, common) =>
+            calendarWindow({
+              limit,
+              period,
+              timeZone,
+              // An anchor at a whole hour of the years 2024-2027 (a leap day among them).
+              ...(anchor === undefined ? {} : { anchor: new Date(Date.UTC(2024, 0, 1) + anchor * 3_600_000) }),
+              ...common,
+            }),
+      ),
   },
   slidingWindowLog: {
     example: ({ limit, windowMs }, common) => slidingWindowLog({ limit, windowMs, ...common }),

@@ -4,7 +4,15 @@
  * Redis is stopped and back to 0 when it answers, leased permits and divided shares, no key in any
  * attribute, and no double counting when instrumented twice.
  */
-import { ManualClock, createLimiter, fixedWindow, limiterStatuses, memoryStore, tokenBucket } from '@sluice/core';
+import {
+  ManualClock,
+  createLimiter,
+  fixedWindow,
+  limiterStatuses,
+  memoryStore,
+  throttle,
+  tokenBucket,
+} from '@sluice/core';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { INSTRUMENTS, instrumentSluice } from '@sluice/otel';
 import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-store.js';
@@ -45,6 +53,40 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 
   }
   return performance.now() - started;
 }
+
+describe('sluice.throttle.queued, sluice.throttle.wait and sluice.throttle.pauses', () => {
+  it('calls waiting now, each wait by outcome, pauses by origin; no key in any attribute', async () => {
+    const meter = instrumented();
+    const clock = new ManualClock(0);
+    const limiter = createLimiter({
+      rules: fixedWindow({ limit: 1, windowMs: 1_000 }),
+      store: memoryStore({ clock }),
+      prefix: prefix('throttle'),
+    });
+    const calls = throttle({ limiter, key: SECRET });
+    cleanups.push(() => calls.close());
+    const on = { 'sluice.throttle': limiter.prefix };
+    await calls.run(() => undefined);
+    const waiting = [calls.run(() => undefined), calls.run(() => undefined)];
+    const controller = new AbortController();
+    const aborted = calls.run(() => undefined, { signal: controller.signal }).catch(() => undefined);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(await meter.total(INSTRUMENTS.throttleQueued, on)).toBe(3);
+    controller.abort();
+    await aborted;
+    expect(await meter.total(INSTRUMENTS.throttleQueued, on)).toBe(2);
+    await calls.pause(500);
+    clock.advance(1_000);
+    await waiting[0];
+    clock.advance(1_000);
+    await waiting[1];
+    expect(await meter.total(INSTRUMENTS.throttleQueued, on)).toBe(0);
+    expect(await meter.total(INSTRUMENTS.throttleWait, { ...on, 'sluice.throttle.outcome': 'started' })).toBe(3);
+    expect(await meter.total(INSTRUMENTS.throttleWait, { ...on, 'sluice.throttle.outcome': 'aborted' })).toBe(1);
+    expect(await meter.total(INSTRUMENTS.throttlePauses, { ...on, 'sluice.pause.origin': 'here' })).toBe(1);
+    expect(await meter.dump()).not.toContain('4242');
+  });
+});
 
 describe('sluice.decisions and sluice.decision.duration', () => {
   it('memory: after a reconfigure decisions count under the rules in force; an override under its own', async () => {
@@ -101,6 +143,8 @@ describe('sluice.decisions and sluice.decision.duration', () => {
       }),
     ).toBe(2);
     expect(await meter.total(INSTRUMENTS.duration, on)).toBe(5);
+    // 3 per minute: the third grant leaves 0, under 20% of the limit.
+    expect(await meter.total(INSTRUMENTS.nearLimit, { ...on, 'sluice.rule': 'per-minute' })).toBe(1);
     const trial = { 'sluice.limiter': shadow.prefix, 'sluice.rule': 'trial' };
     expect(await meter.total(INSTRUMENTS.decisions, { ...trial, 'sluice.outcome': 'allowed' })).toBe(1);
     expect(
@@ -113,6 +157,24 @@ describe('sluice.decisions and sluice.decision.duration', () => {
         .every((p) => p.attributes['sluice.limiter'] === shadow.prefix),
     ).toBe(true);
     expect(await meter.dump()).not.toContain('4242');
+  });
+
+  it('allow and deny list decisions are counted by outcome with source access_list, never by key', async () => {
+    const meter = instrumented();
+    const limiter = createLimiter({
+      rules: fixedWindow({ limit: 1, windowMs: 60_000, name: 'per-minute' }),
+      prefix: prefix('lists'),
+    });
+    await limiter.allow(SECRET);
+    await limiter.deny('203.0.113.0/24', { reason: 'scan' });
+    for (let i = 0; i < 3; i++) await limiter.tryAcquire(SECRET);
+    for (let i = 0; i < 2; i++) await limiter.tryAcquire('ip:203.0.113.9');
+    const listed = { 'sluice.limiter': limiter.prefix, 'sluice.source': 'access_list' };
+    expect(await meter.total(INSTRUMENTS.decisions, { ...listed, 'sluice.outcome': 'allowed' })).toBe(3);
+    expect(await meter.total(INSTRUMENTS.decisions, { ...listed, 'sluice.outcome': 'denied' })).toBe(2);
+    expect(await meter.dump()).not.toContain('4242');
+    expect(await meter.dump()).not.toContain('203.0.113');
+    await limiter.close();
   });
 
   it('a policy reports its tightest rule; plans keep their rule names', async () => {
@@ -137,9 +199,10 @@ describe('sluice.decisions and sluice.decision.duration', () => {
 
   it('exact mode on Redis: sources redis and deny_cache, counted apart; no key in any attribute', async () => {
     const meter = instrumented();
-    const store = redisStore({ redis: redis().redis });
+    // Sources are the point here: a loaded machine's 50 ms timeout would make them the fail mode's.
+    const store = redisStore({ redis: redis().redis, timeoutMs: 5_000 });
     const limiter = createLimiter({
-      rules: fixedWindow({ limit: 2, windowMs: 60_000, name: 'exact' }),
+      rules: fixedWindow({ limit: 2, windowMs: 86_400_000, name: 'exact' }),
       store,
       prefix: prefix('exact'),
     });

@@ -34,6 +34,7 @@ function compile(files: string[], legacyDecorators: boolean): string[] {
       '@sluice/hybrid': pkg('hybrid'),
       '@sluice/nestjs': pkg('nestjs'),
       '@sluice/otel': pkg('otel'),
+      '@sluice/cli': pkg('cli'),
     },
   };
   const program = ts.createProgram([join(root, 'test', 'readme', 'env.d.ts'), ...files], options);

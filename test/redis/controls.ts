@@ -3,7 +3,15 @@
  * and calls, run through a limiter on the memory store and one on Redis with the same ManualClock steps, so
  * every decision can be compared bit for bit (see controls-conformance.test.ts).
  */
-import { type Algorithm, type Decision, type Limiter, ManualClock, createLimiter, memoryStore } from '@sluice/core';
+import {
+  type Algorithm,
+  type Decision,
+  type Limiter,
+  ManualClock,
+  type Permits,
+  createLimiter,
+  memoryStore,
+} from '@sluice/core';
 import { shapeArb as registryShapes } from '@sluice/test-kit';
 import { type RedisClient, redisStore } from '@sluice/redis';
 import fc from 'fast-check';
@@ -56,6 +64,8 @@ export interface ControlCall {
   readonly op: 'consume' | 'peek' | 'refund' | 'penalize' | 'block' | 'unblock' | 'reset';
   readonly key: string;
   readonly permits: number;
+  /** Per-rule costs instead of `permits`: the first count for the first rule of the call's plan, and so on. */
+  readonly costs: readonly number[] | undefined;
   /** A plan index (taken modulo the limiter's plans); ignored without plans. */
   readonly plan: number;
   /** For a refund: which earlier consume of this timeline it refers to (from the newest), or none. */
@@ -82,6 +92,10 @@ const callArb: fc.Arbitrary<ControlCall> = fc.record({
     { weight: 4, arbitrary: fc.constant(1) },
     { weight: 2, arbitrary: fc.integer({ min: 0, max: 15 }) },
   ),
+  costs: fc.option(fc.array(fc.integer({ min: 0, max: 12 }), { minLength: 2, maxLength: 2 }), {
+    nil: undefined,
+    freq: 3,
+  }),
   plan: fc.nat({ max: 5 }),
   grant: fc.option(fc.nat({ max: 4 }), { nil: undefined }),
   ms: fc.integer({ min: 1, max: 8_000 }),
@@ -133,6 +147,13 @@ export async function controlsBoth(
     { clock: redisClock, limiter: build(spec, store, prefix), out: [] as Outcome[], batches: true },
   ];
   const plans = 'plans' in spec ? Object.keys(spec.plans) : undefined;
+  const ruleNames = (plan: string | undefined) =>
+    ('plans' in spec ? (spec.plans[plan as string] as Algorithm[]) : spec.rules).map((rule) => rule.name);
+  /** What a call asks: its count, or its costs by the names of its plan's rules. */
+  const permitsOf = (call: ControlCall, plan: string | undefined, least: number): Permits =>
+    call.costs === undefined
+      ? Math.max(least, call.permits)
+      : Object.fromEntries(ruleNames(plan).map((name, r) => [name, call.costs?.[r] ?? 0]));
   const grants: number[] = [];
   const settle = async (p: Promise<Decision>): Promise<Outcome> =>
     p.catch((e: { code?: string }) => ({ error: String(e.code) }));
@@ -157,7 +178,7 @@ export async function controlsBoth(
             batchPlan = plan;
             const decided = settle(
               call.op === 'consume'
-                ? l.tryAcquire(call.key, { ...options, permits: Math.max(1, call.permits) })
+                ? l.tryAcquire(call.key, { ...options, permits: permitsOf(call, plan, 1) })
                 : l.peek(call.key, options),
             );
             // The memory store takes each call to its end before the next.
@@ -169,12 +190,12 @@ export async function controlsBoth(
             const control = async (): Promise<unknown> => {
               switch (call.op) {
                 case 'refund':
-                  return l.refund(call.key, call.permits, {
+                  return l.refund(call.key, permitsOf(call, plan, 0), {
                     ...options,
                     ...(grantedAt === undefined ? {} : { grantedMsAgo: now - grantedAt }),
                   });
                 case 'penalize':
-                  return l.penalize(call.key, call.permits, options);
+                  return l.penalize(call.key, permitsOf(call, plan, 0), options);
                 case 'block':
                   return l.block(call.key, call.ms);
                 case 'unblock':

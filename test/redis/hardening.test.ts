@@ -272,10 +272,11 @@ describe('reset() has a deadline and typed errors', () => {
 });
 
 /**
- * Three stores (failMode 'local') on a Redis of their own, each limiter a fixed window of 10 per minute, once
- * every store has counted all three from its heartbeats; `close` resumes a stalled Redis and stops it all.
+ * Three stores (failMode 'local') of `kind` on a Redis of their own (a leased store decides this cold key
+ * exactly), one limiter of 10 per day, once every store has counted all three from its heartbeats; `close`
+ * resumes a stalled Redis and stops it all. A day: the tests count one window's grants across a stall, and a
+ * minute's boundary fell inside one test in about one run of fifty.
  */
-/** Three nodes on one limiter of 10 per minute, each a store of `kind` (a leased store decides this cold key exactly). */
 async function countedFleet(kind: 'exact' | 'leased' = 'exact') {
   const server = await spawnRedisServer();
   const p = prefix();
@@ -291,7 +292,7 @@ async function countedFleet(kind: 'exact' | 'leased' = 'exact') {
   );
   const counted = stores.map((store) => nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 3));
   const limiters = stores.map((store) =>
-    createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }), store, prefix: p }),
+    createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 86_400_000 }), store, prefix: p }),
   );
   await Promise.all(counted);
   const close = async () => {
@@ -329,8 +330,11 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
         const charged = stores.map((store) => nextEvent(store, 'fallback-charged'));
         server.process?.kill('SIGCONT');
         const events = (await Promise.all(charged)).map(([e]) => e as FallbackChargedEvent);
-        // Each node's 3 grants, less the first one's, which Redis ran late (the stall) and counted itself.
-        expect(events.reduce((sum, e) => sum + e.permits, 0)).toBe(6);
+        // Each node's 3 grants, less what Redis ran late (the stall) and counted itself: the first call's, and on
+        // a loaded machine a second one sent before the node knew Redis was away. Exactly 9 in all is what the
+        // fleet's total below asserts (a charge short of it admits more than the limit, one past it less).
+        for (const e of events) expect(e.permits).toBeLessThanOrEqual(2);
+        expect(events.reduce((sum, e) => sum + e.permits, 0)).toBeGreaterThanOrEqual(3);
         // An exact peek reads Redis (a leased one only what this node holds): 1 left for the fleet.
         if (kind === 'exact') expect((await (limiters[0] as (typeof limiters)[0]).peek('k')).remaining).toBe(1);
         let after = 0;

@@ -147,6 +147,38 @@ it("exact mode, failMode 'local': the fail mode's own state takes its grant back
   expect((await limiter.peek('k')).remaining).toBe(0);
 });
 
+it("exact mode, failMode 'local', per-rule costs: each rule is charged its own count on the return, a refund its own", async () => {
+  const redis = await stallable('local');
+  const limiter = createLimiter({
+    rules: [
+      fixedWindow({ limit: 10, windowMs: 600_000, name: 'rpm' }),
+      fixedWindow({ limit: 1_000, windowMs: 600_000, name: 'tpm' }),
+    ],
+    store: redis.store,
+    prefix: prefix(),
+  });
+  await redis.counted;
+  // Counted on Redis first, so the fail mode starts from a key it has seen.
+  expect(await limiter.tryAcquire('k', { permits: { rpm: 1, tpm: 100 } })).toMatchObject({ allowed: true });
+  redis.stall();
+  const granted = [];
+  for (let i = 0; i < 3; i++) granted.push(await limiter.tryAcquire('k', { permits: { rpm: 1, tpm: 200 } }));
+  expect(granted.map((d) => [d.source, d.allowed])).toEqual([
+    ['fallback', true],
+    ['fallback', true],
+    ['fallback', true],
+  ]);
+  // The real count of the last call was 50 tokens: 150 back to the fail mode's own state, never to Redis.
+  await limiter.refund('k', { tpm: 150 }, { decision: granted[2] as Decision });
+  const back = redis.recovered();
+  redis.resume();
+  await back;
+  // On Redis: the first call (1, 100); the first stalled call was on the wire and ran once Redis resumed
+  // (1, 200); the fail mode's two other net grants charged on the return (2, 200 + 50).
+  const peeked = await limiter.peek('k');
+  expect(peeked.rules?.map((r) => 'remaining' in r && r.remaining)).toEqual([10 - 4, 1_000 - 550]);
+});
+
 it('leased mode: a fail-mode grant is never given back to the central bucket', async () => {
   const redis = await stallable('open');
   const limiter = leasedLimiterOn({

@@ -35,7 +35,7 @@ import {
 } from '../../packages/redis/src/exact/protocol.js';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
-import { everyAlgorithm as everyRegistered } from '@sluice/test-kit';
+import { ALGORITHM_KINDS, everyAlgorithm as everyRegistered } from '@sluice/test-kit';
 import { nextEvent } from '../harness/events.js';
 
 const testRedis = useTestRedis();
@@ -87,7 +87,7 @@ describe('the decide script', () => {
     it(`${rule.kind}${rule.name === 'lbs' ? ' (shape)' : ''}: reply, stored value and PTTL, on Redis TIME`, async () => {
       const p = prefix();
       const key = stateKey(p, 'k', rule.name);
-      const requests = packRequests([{ group: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]);
+      const requests = packRequests([{ group: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]).requests;
       const reply = await runScript(
         redis,
         decideScript(),
@@ -133,7 +133,7 @@ describe('the decide script', () => {
       [
         ...ruleArgsOf(rule),
         packGroups([[1, 2]]),
-        packRequests([{ group: 1, now, permits: 1, maxWaitMs: 0, peek: false }]),
+        packRequests([{ group: 1, now, permits: 1, maxWaitMs: 0, peek: false }]).requests,
         packWindows([named], Number.isNaN(now)),
       ],
     );
@@ -175,14 +175,14 @@ describe('the decide script', () => {
   });
 
   it('refuses an unknown algorithm with a clear error', async () => {
-    const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
+    const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]).requests;
     await expect(
       runScript(redis, decideScript(), ['x'], ['1\nnope\n0\n0', packGroups([[1, 0]]), requests]),
     ).rejects.toThrow(/unknown algorithm nope/);
   });
 
   it('refuses a rule text cut short or holding more rules than it counts, naming the ARGV', async () => {
-    const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]);
+    const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]).requests;
     const [text] = ruleArgsOf(fixedWindow({ limit: 5, windowMs: 1000 }));
     const decide = (rules: string) => runScript(redis, decideScript(), ['x'], [rules, packGroups([[1, 0]]), requests]);
     await expect(decide(text.split('\n').slice(0, -1).join('\n'))).rejects.toThrow(/rule 1 at ARGV 1 is cut short/);
@@ -271,16 +271,7 @@ describe('redisStore', () => {
   }
 
   it('every script loads as a function library and answers as its EVAL does', async () => {
-    const kinds: AlgorithmKind[] = [
-      'fixedWindow',
-      'slidingWindowLog',
-      'slidingWindowCounter',
-      'tokenBucket',
-      'leakyBucket',
-      'gcra',
-      'smoothBursty',
-      'smoothWarmingUp',
-    ];
+    const kinds: AlgorithmKind[] = ALGORITHM_KINDS;
     const scripts = [
       decideScript(),
       adjustScript(kinds),

@@ -3,6 +3,7 @@ export type {
   Algorithm,
   AlgorithmKind,
   LeaseModel,
+  LeaseWindow,
   Outcome,
   RuleKey,
   RuleOptions,
@@ -13,6 +14,9 @@ export { CARRY_MODES, carryState } from './algorithms/carry.js';
 export type { CarryMode } from './algorithms/carry.js';
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { FixedWindowOptions, FixedWindowState } from './algorithms/fixed-window.js';
+export { calendarWindow } from './algorithms/calendar-window.js';
+export type { CalendarWindowOptions, CalendarWindowState } from './algorithms/calendar-window.js';
+export type { CalendarPeriod } from './algorithms/calendar/calendar-bounds.js';
 export { slidingWindowLog } from './algorithms/sliding-window-log.js';
 export type { SlidingWindowLogOptions, SlidingWindowLogState } from './algorithms/sliding-window-log.js';
 export { slidingWindowCounter } from './algorithms/sliding-window-counter.js';
@@ -32,7 +36,7 @@ export { smoothBursty, smoothWarmingUp } from './algorithms/smooth.js';
 export type { SmoothBurstyOptions, SmoothState, SmoothWarmingUpOptions } from './algorithms/smooth.js';
 export { ManualClock, systemClock } from './foundation/clock.js';
 export type { Clock } from './foundation/clock.js';
-export type { Decision, RuleStatus } from './foundation/decision.js';
+export type { AccessMatch, Decision, RuleStatus } from './foundation/decision.js';
 export { RateLimitedError, SluiceError, SluiceRangeError, SluiceTypeError } from './foundation/errors.js';
 export type { SluiceErrorCode } from './foundation/errors.js';
 export { createLimiter } from './engine/limiter.js';
@@ -76,7 +80,44 @@ export type {
   ObservedDecision,
   SluiceObserver,
   StatusSource,
+  ThrottleEvent,
+  ThrottleLeaveReason,
 } from './engine/observe.js';
+export { throttle } from './throttle/throttle.js';
+export {
+  DEFAULT_FLUSH_MS,
+  DEFAULT_LIMITED_KEYS,
+  DEFAULT_NEAR_LIMIT,
+  DEFAULT_TOP_MINUTES,
+} from './engine/limited-keys.js';
+export type { LimitedKey, LimitedKeysOptions, TopLimitedOptions } from './engine/limited-keys.js';
+export { MAX_BOARD_MINUTES, byMostLimited, sumRows } from './engine/limited-keys-board.js';
+export type { BoardRow, LimitedKeysBinding, LimitedKeysStore } from './engine/limited-keys-board.js';
+export { DEFAULT_ACCESS_REFRESH_MS, MAX_ENTRIES_PER_CALL, addressOfKey } from './engine/access-list.js';
+export type { AccessListOptions, ListEntryOptions } from './engine/access-list.js';
+export { MAX_ACCESS_ENTRIES } from './engine/access-list-store.js';
+export type {
+  AccessEntry,
+  AccessListBinding,
+  AccessListName,
+  AccessListStore,
+  StoredAccessList,
+} from './engine/access-list-store.js';
+export type { Throttle, ThrottleRunOptions } from './throttle/throttle.js';
+export type { ThrottleTicket } from './throttle/ticket.js';
+export { MAX_SETTLE_FACTOR } from './throttle/ticket.js';
+export type { ThrottleFetchInit, ThrottleFetchOptions } from './throttle/throttle-fetch.js';
+export {
+  DEFAULT_FETCH_RETRIES,
+  DEFAULT_MAX_PAUSE_MS,
+  DEFAULT_MAX_QUEUE,
+  DEFAULT_PAUSE_MS,
+  DEFAULT_THROTTLE_KEY,
+  DEFAULT_TURN_LEASE_MS,
+} from './throttle/throttle-options.js';
+export type { FetchFunction, ThrottleOptions, ThrottleOrder } from './throttle/throttle-options.js';
+export { retryDelayMs } from './throttle/retry-after.js';
+export type { PauseBinding, PauseStore } from './engine/pause-store.js';
 export { RateLimiter } from './guava/rate-limiter.js';
 export { WARNINGS, silenceWarnings } from './foundation/warnings.js';
 export type { SluiceWarningCode } from './foundation/warnings.js';

@@ -6,6 +6,10 @@ import {
   type Clock,
   type Decision,
   type GrantSource,
+  type AccessListBinding,
+  type AccessListStore,
+  type LimitedKeysBinding,
+  type LimitedKeysStore,
   type Permits,
   type LimiterConfiguration,
   MemoryStore,
@@ -30,6 +34,7 @@ import {
   registerStatus,
   sharedRule,
   warnOnce,
+  mostPermits,
 } from '@sluice/core/store-kit';
 import type { FallbackChargedEvent, ReconfiguredEvent } from '@sluice/redis';
 import {
@@ -40,6 +45,8 @@ import {
   type LiveRule,
   NodeIdentity,
   type RedisConnection,
+  RedisAccessLists,
+  RedisBoards,
   RedisHealth,
   StartupChecks,
   StoredConfiguration,
@@ -135,7 +142,7 @@ const DIVIDED_CAPABILITIES: StoreCapabilities = { name: 'dividedStore', policies
  * const store = dividedStore({ redis, share: 'demand' }) // a DividedStore
  * const limiter = createLimiter({ rules: fixedWindow({ limit: 1_000, windowMs: 1_000 }), store })
  */
-export class DividedStore extends EventEmitter<DividedEvents> implements Store {
+export class DividedStore extends EventEmitter<DividedEvents> implements Store, LimitedKeysStore, AccessListStore {
   /** Decisions are this process's: limiters wait on the same clock. */
   readonly clock: Clock;
   /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */
@@ -143,6 +150,8 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
   readonly #ctx: DivideContext;
   readonly #bindings = new Set<DividedBinding>();
   readonly #checks: StartupChecks;
+  readonly #boards: RedisBoards;
+  readonly #lists: RedisAccessLists;
 
   constructor(o: DivideSettings) {
     super();
@@ -168,6 +177,14 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
       events: this,
     };
     this.#checks = new StartupChecks(o.redis, o.timeoutMs, (error) => emitSafely(this, 'store-error', error));
+    this.#boards = new RedisBoards({ connection: o.redis, timeoutMs: o.timeoutMs }, this.#checks);
+    // No channel: this mode keeps no subscriber per node (see DividedBinding); lists are read every refreshMs.
+    this.#lists = new RedisAccessLists({
+      connection: o.redis,
+      timeoutMs: o.timeoutMs,
+      checks: this.#checks,
+      channels: undefined,
+    });
   }
 
   /** This node's id in the membership: the nodeId given, or a new one if another live process had it. */
@@ -193,6 +210,16 @@ export class DividedStore extends EventEmitter<DividedEvents> implements Store {
     );
     this.#bindings.add(binding);
     return binding;
+  }
+
+  /** A limiter's allow and deny lists on Redis, held by every process with its prefix (see RedisAccessLists). */
+  bindAccessList(prefix: string): AccessListBinding {
+    return this.#lists.bind(prefix);
+  }
+
+  /** A limiter's limited-keys board on Redis, shared by every process with its prefix (see RedisBoards). */
+  bindLimitedKeys(prefix: string): LimitedKeysBinding {
+    return this.#boards.bind(prefix);
   }
 
   /** Leaves every membership (one last call per slot, so the others take up these shares at their next heartbeat). */
@@ -607,10 +634,11 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
     await Promise.all(
       charges.map(async ([key, owed]) => {
         try {
-          await reserve.penalize(key, owed, true);
-          permits += owed;
+          // One rule: its count is the charge's.
+          await reserve.penalize(key, mostPermits(owed), true);
+          permits += mostPermits(owed);
         } catch {
-          kept += owed;
+          kept += mostPermits(owed);
           away.keepCharge(key, owed);
         }
       }),

@@ -9,6 +9,8 @@ export interface HeldLease {
   /** When the lease dies (its window ends), on this node's clock. */
   expiresAt: number;
   windowStart: number;
+  /** When its window started, on this node's clock (a refund gives back only grants made since). */
+  startedAt: number;
   /** When Redis decided the latest lease: a hand-back names it (a window refunds only the one it was counted in). */
   leasedAt: number;
   /** Until then Redis said it had nothing for us: deny locally instead of asking. */
@@ -27,6 +29,7 @@ export function emptyLease(): HeldLease {
     spent: 0,
     expiresAt: Number.POSITIVE_INFINITY,
     windowStart: 0,
+    startedAt: Number.NEGATIVE_INFINITY,
     leasedAt: 0,
     emptyUntil: Number.NEGATIVE_INFINITY,
     centralRemaining: 0,
@@ -65,7 +68,7 @@ export function creditLease(
   sentAt: number,
   now: number,
 ): void {
-  const windowed = shape.windowMs !== undefined;
+  const windowed = shape.windowAt !== undefined;
   lease.leasedAt = reply.decidedAtMs;
   if (reply.registered) lease.registeredAt = sentAt;
   if (windowed) {
@@ -75,6 +78,7 @@ export function creditLease(
     }
     lease.windowStart = reply.windowStart;
     lease.expiresAt = sentAt + reply.expiresInMs;
+    lease.startedAt = sentAt + reply.startedInMs;
   }
   lease.available += reply.granted;
   lease.centralRemaining = reply.centralRemaining;
@@ -126,12 +130,11 @@ export function refundToLease(
   lease: HeldLease,
   permits: number,
   grantedAgoMs: number,
-  windowMs: number | undefined,
+  windowed: boolean,
   now: number,
 ): number {
   if (now >= lease.expiresAt) return 0;
-  if (windowMs !== undefined && !Number.isNaN(grantedAgoMs) && now - grantedAgoMs < lease.expiresAt - windowMs)
-    return 0;
+  if (windowed && !Number.isNaN(grantedAgoMs) && now - grantedAgoMs < lease.startedAt) return 0;
   const given = Math.min(permits, lease.spent);
   lease.spent -= given;
   lease.available += given;

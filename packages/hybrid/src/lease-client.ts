@@ -1,4 +1,4 @@
-import type { Algorithm } from '@sluice/core';
+import type { Algorithm, LeaseWindow } from '@sluice/core';
 import { type RedisConnection, adjustArgs, adjustScript, bufferReply, ruleArgs } from '@sluice/redis/store-kit';
 import { leaseScript } from './scripts.js';
 
@@ -6,15 +6,18 @@ import { leaseScript } from './scripts.js';
 export interface LeaseShape {
   readonly rule: Algorithm;
   readonly args: readonly string[];
-  /** A windowed rule's leases die with the window they were taken in; undefined for a bucket's. */
-  readonly windowMs: number | undefined;
+  /**
+   * The window an instant falls in: a windowed rule's leases die with the window they were taken in (an
+   * aligned windowMs, or a calendar period); undefined for a bucket's.
+   */
+  readonly windowAt: ((nowMs: number) => LeaseWindow) | undefined;
 }
 
 /** The lease shape of a rule, from the rule's own lease model (see Algorithm.lease). */
 export function leaseShape(rule: Algorithm): LeaseShape {
   const model = rule.lease;
   if (model === undefined) throw new TypeError(`${rule.kind} cannot be leased`);
-  return { rule, args: ruleArgs([rule]), windowMs: model.kind === 'bucket' ? undefined : model.windowMs };
+  return { rule, args: ruleArgs([rule]), windowAt: model.kind === 'bucket' ? undefined : model.windowAt };
 }
 
 export interface LeaseReply {
@@ -28,6 +31,8 @@ export interface LeaseReply {
   readonly liveNodes: number;
   /** The start of the window the lease was counted in (0 for a bucket). */
   readonly windowStart: number;
+  /** When that window started, from the decision (<= 0; 0 for a bucket). */
+  readonly startedInMs: number;
   /** Whole permits the central state had left after this lease. */
   readonly centralRemaining: number;
   /** The node asked to register as a lessee (LeaseRequest.register); one that did not may still have (a set found gone). */
@@ -81,15 +86,15 @@ export async function requestLease(redis: RedisConnection, request: LeaseRequest
   );
   const reply = bufferReply(answer, script.name);
   const decidedAtMs = reply.readDoubleLE(16);
-  const window = shape.windowMs;
-  const windowStart = window === undefined ? 0 : Math.floor(decidedAtMs / window) * window;
+  const window = shape.windowAt?.(decidedAtMs);
   return {
     granted: reply.readDoubleLE(0),
     retryMs: reply.readDoubleLE(8),
     decidedAtMs,
-    expiresInMs: window === undefined ? Number.POSITIVE_INFINITY : windowStart + window - decidedAtMs,
+    expiresInMs: window === undefined ? Number.POSITIVE_INFINITY : window.end - decidedAtMs,
     liveNodes: reply.readDoubleLE(24),
-    windowStart,
+    windowStart: window?.start ?? 0,
+    startedInMs: window === undefined ? 0 : window.start - decidedAtMs,
     centralRemaining: reply.readDoubleLE(32),
     registered: request.register !== false,
   };

@@ -4,6 +4,10 @@ import {
   type Clock,
   type Decision,
   type GrantSource,
+  type AccessListBinding,
+  type AccessListStore,
+  type LimitedKeysBinding,
+  type LimitedKeysStore,
   type Permits,
   type RuleSet,
   SluiceError,
@@ -31,6 +35,8 @@ import {
   type NodeIdentity,
   type RedisConnection,
   type RedisHealth,
+  RedisAccessLists,
+  RedisBoards,
   LiveBinding,
   type StartupChecks,
   type VersionBinding,
@@ -169,7 +175,7 @@ interface LeaseLive {
  * const store = leasedStore({ redis }) // a LeasedStore
  * const limiter = createLimiter({ rules: tokenBucket({ capacity: 1_000, refillPerSecond: 100 }), store })
  */
-export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
+export class LeasedStore extends EventEmitter<LeasedEvents> implements Store, LimitedKeysStore, AccessListStore {
   /** The clock decisions are made with when it is this process's ('client' or a Clock); undefined for Redis TIME. */
   readonly clock: Clock | undefined;
   /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */
@@ -179,6 +185,8 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
   /** Each limiter's configuration (live limits), read again at ready(). */
   readonly #live = new Set<LiveBinding>();
   readonly #checks: StartupChecks;
+  readonly #boards: RedisBoards;
+  readonly #lists: RedisAccessLists;
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limit (its fail mode's share). */
   readonly #presence: FleetPresence | undefined;
@@ -209,9 +217,16 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
       events: this,
     };
     this.#checks = parts.checks;
+    this.#boards = new RedisBoards({ connection: parts.connection, timeoutMs: o.timeoutMs }, parts.checks);
     this.#fallback = parts.fallback;
     this.#presence = parts.presence;
     this.#channels = new ChannelListener(parts.connection, o.timeoutMs);
+    this.#lists = new RedisAccessLists({
+      connection: parts.connection,
+      timeoutMs: o.timeoutMs,
+      checks: parts.checks,
+      channels: this.#channels,
+    });
   }
 
   /** This node's name among the lessees and in the fleet: the nodeId given, or a new one if another live process had it. */
@@ -320,6 +335,16 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store {
     });
     this.#bindings.add(binding);
     return binding;
+  }
+
+  /** A limiter's allow and deny lists on Redis, held by every process with its prefix (see RedisAccessLists). */
+  bindAccessList(prefix: string): AccessListBinding {
+    return this.#lists.bind(prefix);
+  }
+
+  /** A limiter's limited-keys board on Redis, shared by every process with its prefix (see RedisBoards). */
+  bindLimitedKeys(prefix: string): LimitedKeysBinding {
+    return this.#boards.bind(prefix);
   }
 
   /** Hands every unspent permit back to Redis (bounded by timeoutMs per key batch), leaves the fleets, stops probing. */
@@ -543,7 +568,7 @@ class LeasedBinding implements BoundStore {
 
   #granted(lease: KeyLease, now: number): Decision {
     const rule = this.#rule;
-    const resetAfterMs = this.#shape.windowMs !== undefined ? Math.max(0, lease.expiresAt - now) : 0;
+    const resetAfterMs = this.#shape.windowAt !== undefined ? Math.max(0, lease.expiresAt - now) : 0;
     return this.#marked({
       allowed: true,
       limit: rule.limit,
@@ -650,7 +675,7 @@ class LeasedBinding implements BoundStore {
       if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
       return this.#exact.refund(key, permits, grantedAgoMs, grant);
     }
-    refundToLease(lease, permits, grantedAgoMs, this.#shape.windowMs, now);
+    refundToLease(lease, permits, grantedAgoMs, this.#shape.windowAt !== undefined, now);
   }
 
   /**

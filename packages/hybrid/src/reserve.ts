@@ -231,7 +231,7 @@ export class Reserve {
   refund(key: string, permits: number, grantedAgoMs: number): number {
     const draw = this.#draws.get(key);
     if (draw === undefined) return 0;
-    return refundToLease(draw, permits, grantedAgoMs, this.#shape.windowMs, this.#ctx.clock.now());
+    return refundToLease(draw, permits, grantedAgoMs, this.#shape.windowAt !== undefined, this.#ctx.clock.now());
   }
 
   /**

@@ -11,7 +11,7 @@ export function hybridRule(store: 'leasedStore' | 'dividedStore', rule: Algorith
     throw new SluiceRangeError(
       'rules',
       rule.kind,
-      `${store} supports tokenBucket, gcra, fixedWindow and slidingWindowCounter, got ${describeValue(rule.kind)}`,
+      `${store} supports tokenBucket, gcra, fixedWindow, calendarWindow and slidingWindowCounter, got ${describeValue(rule.kind)}`,
     );
   }
   if (rule.key !== undefined) {

@@ -1,13 +1,13 @@
 import { type Decision, type Limiter, SluiceError, type Store, createLimiter } from '@sluice/core';
 import {
+  type RejectedBody,
   type Verdict,
   answerVerdict,
   createEvaluator,
   limitedBody,
-  nodeRequestView,
   settleOnNodeResponse,
 } from '@sluice/core/http';
-import type { HttpRequestLike, RequestView } from '@sluice/core/http';
+import type { RequestView } from '@sluice/core/http';
 import {
   type CanActivate,
   type ExecutionContext,
@@ -19,6 +19,16 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import {
+  type ContextPolicy,
+  contextPolicies,
+  graphqlHttp,
+  handlerType,
+  refusal,
+  typeOf,
+  viewOf,
+  wsDefaultKey,
+} from './contexts.js';
 import type { RouteLimitOptions, SluiceModuleOptions } from './options.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT, SLUICE_OPTIONS } from './tokens.js';
 
@@ -32,7 +42,8 @@ interface HeaderTarget {
   readonly raw?: unknown;
 }
 
-function setHeaders(response: HeaderTarget, headers: readonly [string, string][]): void {
+function setHeaders(response: HeaderTarget | undefined, headers: readonly [string, string][]): void {
+  if (typeof response !== 'object' || response === null) return;
   for (const [name, value] of headers) {
     if (typeof response.setHeader === 'function') response.setHeader(name, value);
     else response.header?.(name, value);
@@ -40,11 +51,12 @@ function setHeaders(response: HeaderTarget, headers: readonly [string, string][]
 }
 
 /**
- * The global guard SluiceModule registers: for each HTTP request, the limit of its handler (@RateLimit on
- * the handler, else on its controller, else the module's), decided by the one evaluator every sluice adapter
- * uses. Allowed: the RateLimit headers are set and the handler runs. Limited: the headers are set and an
- * HttpException(429) carries the JSON body every adapter sends, through Nest's exception layer (your
- * filters see it). A key or cost the request cannot give is an HttpException(400).
+ * The global guard SluiceModule registers: for each call of a handler, the limit of that handler (@RateLimit
+ * on the handler, else on its class, else the module's), decided by the one evaluator every sluice adapter
+ * uses. An HTTP request allowed gets the RateLimit headers and runs; limited, the headers and an
+ * HttpException(429) carrying the JSON body every adapter sends, through Nest's exception layer (your filters
+ * see it); a key or cost the request cannot give is an HttpException(400). GraphQL, WebSocket and
+ * microservice calls are refused in their framework's own way (see SluiceModuleOptions.contexts).
  * @example
  * ```ts
  * // installed globally by SluiceModule.forRoot; on one controller instead:
@@ -58,8 +70,14 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
   readonly #options: SluiceModuleOptions;
   readonly #discovery: DiscoveryService;
   readonly #scanner: MetadataScanner;
-  /** One evaluator per `@RateLimit` options object (and the module's), with the limiter made for it. */
-  readonly #evaluators = new Map<object, { evaluate: Evaluate; owned: Limiter | undefined }>();
+  /**
+   * Per `@RateLimit` options object (and the module's): the limiter made for it, and one evaluator per kind of
+   * call (a WebSocket message's default key is its connection and pattern, not an address).
+   */
+  readonly #evaluators = new Map<object, { owned: Limiter | undefined; byType: Map<string, Evaluate> }>();
+  /** With graphqlPer 'operation': each operation's verdict, by its GraphQL context object. */
+  readonly #operations = new WeakMap<Evaluate, WeakMap<object, Promise<Verdict<unknown>>>>();
+  readonly #contexts: Readonly<Record<string, ContextPolicy | undefined>>;
 
   constructor(
     @Inject(Reflector) reflector: Reflector,
@@ -71,16 +89,24 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
     this.#options = options;
     this.#discovery = discovery;
     this.#scanner = scanner;
+    this.#contexts = contextPolicies(options.contexts);
   }
 
   /**
-   * Binds every route's limiter before the first request, so the module's store checks its Redis at start-up:
-   * a misconfigured one (a permission the Redis user lacks, a client of the wrong mode) fails the application's
-   * start with the error naming it, rather than its first requests being answered by the fail mode. A Redis
-   * that is away at start-up is logged, and the fail mode answers until it is back.
+   * Binds every handler's limiter before the first request, so the module's store checks its Redis at
+   * start-up: a misconfigured one (a permission the Redis user lacks, a client of the wrong mode) fails the
+   * application's start with the error naming it, rather than its first requests being answered by the fail
+   * mode. A Redis that is away at start-up is logged, and the fail mode answers until it is back. Handlers of
+   * every kind are found (HTTP routes, GraphQL resolvers, gateway messages, microservice patterns): one that
+   * would be limited in a context the module does not limit fails the start, naming it (see `contexts`).
    */
   async onApplicationBootstrap(): Promise<void> {
-    for (const wrapper of this.#discovery.getControllers()) {
+    const unhandled: string[] = [];
+    const wrappers = [
+      ...this.#discovery.getControllers().map((wrapper) => [wrapper, true] as const),
+      ...this.#discovery.getProviders().map((wrapper) => [wrapper, false] as const),
+    ];
+    for (const [wrapper, isController] of wrappers) {
       const type = wrapper.metatype as (new (...args: never[]) => unknown) | null | undefined;
       const instance = wrapper.instance as object | undefined;
       if (typeof type !== 'function' || instance === undefined || instance === null) continue;
@@ -89,31 +115,72 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
       for (const name of this.#scanner.getAllMethodNames(prototype)) {
         const handler = prototype[name];
         if (typeof handler !== 'function') continue;
+        const kind = handlerType(type, handler, isController, (key, target) =>
+          this.#reflector.get(key, target as never),
+        );
+        if (kind === undefined) continue;
         if (this.#reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT, [handler, type]) === true) continue;
         const onHandler = this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, handler);
-        this.#evaluatorFor(onHandler ?? onClass, onHandler !== undefined ? `${type.name}.${name}` : type.name);
+        const route = onHandler ?? onClass;
+        const where = `${type.name}.${name}`;
+        const policy = this.#contexts[kind];
+        if (policy === 'skip' || !limits(route ?? this.#options)) continue;
+        if (policy === undefined) unhandled.push(`${where} (${kind})`);
+        else if (kind === 'rpc' && (route ?? this.#options).key === undefined && this.#options.key === undefined)
+          unhandled.push(`${where} (rpc, no key: a message has no client address to key by)`);
+        else this.#evaluatorFor(route, onHandler !== undefined ? where : type.name, kind);
       }
+    }
+    if (unhandled.length > 0) {
+      throw new SluiceError(
+        'UNSUPPORTED',
+        `SluiceModule: these handlers would run unlimited: ${unhandled.join(', ')}. Limit them with contexts: ` +
+          "{ rpc: 'limit' } and a key that reads the message, or let them through with contexts: { rpc: 'skip' } " +
+          '(or @SkipRateLimit on the handler)',
+      );
     }
     await checkAtStartup(this.#options.store);
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    if (context.getType() !== 'http') return true;
+    const type = typeOf(context);
+    const policy = this.#contexts[type];
+    if (policy === 'skip') return true;
     const targets = [context.getHandler(), context.getClass()];
     if (this.#reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT, targets) === true) return true;
     const onHandler = this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, context.getHandler());
     const route = onHandler ?? this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, context.getClass());
-    const evaluate = this.#evaluatorFor(
-      route,
-      onHandler !== undefined ? `${context.getClass().name}.${context.getHandler().name}` : context.getClass().name,
-    );
+    if (!limits(route ?? this.#options)) return true;
+    const where = `${context.getClass().name}.${context.getHandler().name}`;
+    if (policy === undefined) {
+      // A kind of call the module was not told about (a custom transport's): refused, never let through.
+      throw new SluiceError(
+        'UNSUPPORTED',
+        `SluiceModule: ${where} runs in a '${type}' context, which the module does not limit: declare ` +
+          `contexts: { ${type}: 'limit' } (with a key that reads the call) or { ${type}: 'skip' }`,
+      );
+    }
+    const evaluate = this.#evaluatorFor(route, onHandler !== undefined ? where : context.getClass().name, type);
     if (evaluate === undefined) return true;
+    if (type === 'http') return this.#http(context, evaluate);
+    const verdict = await this.#once(type, context, evaluate);
+    if (type === 'graphql') {
+      const { res } = graphqlHttp(context);
+      if (verdict.kind === 'allowed' || verdict.kind === 'limited') setHeaders(res as HeaderTarget, verdict.headers);
+      if (verdict.kind === 'allowed' && verdict.settle !== undefined && isNodeResponse(res))
+        settleOnNodeResponse(res, res, verdict.settle);
+    }
+    if (verdict.kind === 'limited') throw await refusal(type, limitedBody(verdict.decision), 'RATE_LIMITED');
+    if (verdict.kind === 'rejected' || verdict.kind === 'abandoned')
+      throw await refusal(type, verdict.kind === 'rejected' ? verdict.body : ABANDONED, 'BAD_REQUEST');
+    return true;
+  }
+
+  /** An HTTP route's verdict, answered on its response (headers, a 429 through Nest's exception layer). */
+  async #http(context: ExecutionContext, evaluate: Evaluate): Promise<boolean> {
     const http = context.switchToHttp();
     const response = http.getResponse<HeaderTarget>();
-    const verdict = await evaluate(
-      context,
-      nodeRequestView(http.getRequest<HttpRequestLike>(), response.raw ?? response),
-    );
+    const verdict = await evaluate(context, viewOf('http', context));
     return answerVerdict<boolean>(verdict, {
       proceed: (headers, settle) => {
         setHeaders(response, headers);
@@ -131,14 +198,34 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
     });
   }
 
-  /** The evaluator of a route's options (the module's when the route has none), made on first use. */
-  #evaluatorFor(route: RouteLimitOptions | undefined, prefix: string): Evaluate | undefined {
+  /**
+   * The verdict of a non-HTTP call. With `graphqlPer: 'operation'`, a GraphQL operation's resolvers share the
+   * verdict of its first (one decision per operation, not per field).
+   */
+  #once(type: string, context: ExecutionContext, evaluate: Evaluate): Promise<Verdict<unknown>> {
+    if (type !== 'graphql' || this.#options.graphqlPer !== 'operation') return evaluate(context, viewOf(type, context));
+    const operation = context.getArgByIndex<object | undefined>(2);
+    if (typeof operation !== 'object' || operation === null) return evaluate(context, viewOf(type, context));
+    let decided = this.#operations.get(evaluate)?.get(operation);
+    if (decided === undefined) {
+      decided = evaluate(context, viewOf(type, context));
+      let byOperation = this.#operations.get(evaluate);
+      if (byOperation === undefined) {
+        byOperation = new WeakMap();
+        this.#operations.set(evaluate, byOperation);
+      }
+      byOperation.set(operation, decided);
+    }
+    return decided;
+  }
+
+  /** The evaluator of a handler's options (the module's when it has none) for calls of `type`, made on first use. */
+  #evaluatorFor(route: RouteLimitOptions | undefined, prefix: string, type: string): Evaluate | undefined {
     const options = route ?? this.#options;
-    if (options.limiter === undefined && options.algorithm === undefined && options.concurrency === undefined)
-      return undefined;
+    if (!limits(options)) return undefined;
     let entry = this.#evaluators.get(options);
     if (entry === undefined) {
-      const { store, limiter: _moduleLimiter, algorithm: _moduleRules, ...defaults } = this.#options;
+      const { store } = this.#options;
       const owned =
         options.limiter === undefined && options.algorithm !== undefined
           ? createLimiter({
@@ -147,11 +234,30 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
               ...(store === undefined ? {} : { store }),
             })
           : undefined;
-      const limiter = options.limiter ?? owned;
-      entry = { evaluate: createEvaluator<ExecutionContext>({ ...defaults, ...options, limiter }), owned };
+      entry = { owned, byType: new Map() };
       this.#evaluators.set(options, entry);
     }
-    return entry.evaluate;
+    let evaluate = entry.byType.get(type);
+    if (evaluate === undefined) {
+      const {
+        store: _store,
+        limiter: _moduleLimiter,
+        algorithm: _moduleRules,
+        contexts: _contexts,
+        graphqlPer: _per,
+        ...defaults
+      } = this.#options;
+      const limiter = options.limiter ?? entry.owned;
+      const key = options.key ?? defaults.key ?? (type === 'ws' ? wsDefaultKey : undefined);
+      evaluate = createEvaluator<ExecutionContext>({
+        ...defaults,
+        ...options,
+        limiter,
+        ...(key === undefined ? {} : { key }),
+      });
+      entry.byType.set(type, evaluate);
+    }
+    return evaluate;
   }
 
   /** Closes the limiters the module made (yours stay yours). */
@@ -161,6 +267,22 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
     await Promise.all(owned.map((limiter) => limiter.close()));
   }
 }
+
+/** Whether options limit anything: a limiter, rules, or a concurrency limit. */
+function limits(options: RouteLimitOptions): boolean {
+  return options.limiter !== undefined || options.algorithm !== undefined || options.concurrency !== undefined;
+}
+
+/** A node response (Express's): what after-response accounting listens to. */
+function isNodeResponse(value: unknown): value is Parameters<typeof settleOnNodeResponse>[0] {
+  return typeof (value as { once?: unknown } | undefined)?.once === 'function';
+}
+
+/** What a call that went away while it waited is told (it is not there to hear it). */
+const ABANDONED: RejectedBody = {
+  error: 'Bad Request',
+  message: 'the client went away while the call waited for its rate limit',
+};
 
 /** Waits for a store's start-up checks (a store that has them: a Redis-backed one). */
 async function checkAtStartup(store: Store | undefined): Promise<void> {

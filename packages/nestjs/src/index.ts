@@ -8,5 +8,7 @@ export { RateLimit, SkipRateLimit } from './decorators.js';
 export { RateLimitException, SluiceGuard } from './guard.js';
 export { SluiceContextInterceptor } from './context-interceptor.js';
 export type { RouteLimitOptions, SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
+export { GraphQLRefusal } from './contexts.js';
+export type { ContextPolicy, SluiceContextType, SluiceContexts } from './contexts.js';
 export { SLUICE_OPTIONS } from './tokens.js';
 export { byIp, byRoute, byUser } from '@sluice/core/http';

@@ -5,7 +5,9 @@ import { SluiceGuard } from './guard.js';
 import type { SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
 import { checkRouteOptions } from './route-options.js';
 import { SLUICE_OPTIONS } from './tokens.js';
-import { SluiceTypeError, createLimiter } from '@sluice/core';
+import { SluiceRangeError, SluiceTypeError, createLimiter } from '@sluice/core';
+import { describeValue } from '@sluice/core/store-kit';
+import { contextPolicies } from './contexts.js';
 import { createEvaluator } from '@sluice/core/http';
 
 /**
@@ -65,9 +67,18 @@ export class SluiceModule {
 /** The module's options, checked once: by the one parser every sluice adapter shares. */
 function checkedOptions(options: SluiceModuleOptions, caller: string): SluiceModuleOptions {
   checkRouteOptions(`${caller} options`, options, false);
+  contextPolicies(options.contexts);
+  if (options.graphqlPer !== undefined && options.graphqlPer !== 'resolver' && options.graphqlPer !== 'operation') {
+    throw new SluiceRangeError(
+      'graphqlPer',
+      options.graphqlPer,
+      `graphqlPer must be 'resolver' or 'operation', got ${describeValue(options.graphqlPer)}`,
+    );
+  }
   if (options.limiter !== undefined || options.algorithm !== undefined) {
+    const { contexts: _contexts, graphqlPer: _per, ...http } = options;
     createEvaluator(
-      { ...options, limiter: options.limiter ?? createLimiter({ rules: options.algorithm as never }) },
+      { ...http, limiter: options.limiter ?? createLimiter({ rules: options.algorithm as never }) },
       caller,
     );
   }

@@ -1,6 +1,7 @@
 import type { Limiter, Rules, Store } from '@sluice/core';
 import type { RateLimitOptions } from '@sluice/core/http';
 import type { DynamicModule, ExecutionContext, FactoryProvider } from '@nestjs/common';
+import type { SluiceContexts } from './contexts.js';
 
 /**
  * How a route is limited: a limiter of yours (any mode), or rules the module turns into a limiter of its own
@@ -23,6 +24,20 @@ export interface SluiceModuleOptions extends RouteLimitOptions {
    * @default an in-memory store per limiter
    */
   store?: Store;
+  /**
+   * Which kinds of handler the guard limits: HTTP routes, GraphQL resolvers and WebSocket gateway messages
+   * unless set to `'skip'`; microservice handlers only when set to `'limit'` (their `key` reads the message).
+   * A handler that would be limited in a kind of call the module does not limit fails the application's
+   * start, naming it: nothing runs unlimited without your saying so.
+   * @default { http: 'limit', graphql: 'limit', ws: 'limit' }
+   */
+  contexts?: SluiceContexts;
+  /**
+   * What one GraphQL decision counts: each resolver the guard runs for (top-level fields, and field resolvers
+   * when enhancers run on them), or the operation once, at its first resolver.
+   * @default 'resolver'
+   */
+  graphqlPer?: 'resolver' | 'operation';
 }
 
 /** SluiceModule.forRootAsync's options: Nest's factory-provider convention. */

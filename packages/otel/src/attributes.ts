@@ -1,4 +1,4 @@
-import type { Attributes } from '@opentelemetry/api';
+import type { Attributes, ObservableResult } from '@opentelemetry/api';
 import type { ObservedDecision } from '@sluice/core';
 import { LIMITER, OUTCOME, RULE, SHADOWED, SOURCE } from './names.js';
 
@@ -37,4 +37,26 @@ export class DecisionSeriesTable {
     }
     return series;
   }
+}
+
+/**
+ * Counts by attribute set, for an asynchronous counter: each set is built once, on its first count (by
+ * `attributes()`), and only counted after, so counting allocates nothing once a set exists.
+ * @example
+ * const leased = new CountTable()
+ * leased.add(prefix, () => ({ 'sluice.limiter': prefix }), permits)
+ * counter.addCallback(leased.observe)
+ */
+export class CountTable {
+  readonly #counts = new Map<string, { readonly attributes: Attributes; count: number }>();
+
+  add(id: string, attributes: () => Attributes, n = 1): void {
+    let entry = this.#counts.get(id);
+    if (entry === undefined) this.#counts.set(id, (entry = { attributes: attributes(), count: 0 }));
+    entry.count += n;
+  }
+
+  readonly observe = (result: ObservableResult): void => {
+    for (const entry of this.#counts.values()) result.observe(entry.count, entry.attributes);
+  };
 }

@@ -1,14 +1,15 @@
+import { type MeterProvider, type ObservableResult, createNoopMeter, metrics } from '@opentelemetry/api';
 import {
-  type Attributes,
-  type MeterProvider,
-  type ObservableResult,
-  createNoopMeter,
-  metrics,
-} from '@opentelemetry/api';
-import { type ObservedDecision, SluiceTypeError, limiterStatuses, observeSluice } from '@sluice/core';
+  type ObservedDecision,
+  SluiceTypeError,
+  type ThrottleEvent,
+  limiterStatuses,
+  observeSluice,
+} from '@sluice/core';
 import { describeValue, inCall, warnOnce } from '@sluice/core/store-kit';
-import { DecisionSeriesTable } from './attributes.js';
-import { INSTRUMENTS, LIMITER, METER_NAME } from './names.js';
+import { CountTable, DecisionSeriesTable } from './attributes.js';
+import { INSTRUMENTS, LIMITER, METER_NAME, RULE } from './names.js';
+import { ThrottleTable } from './throttles.js';
 
 /** Options of `instrumentSluice`. */
 export interface InstrumentSluiceOptions {
@@ -37,10 +38,14 @@ const DURATION_BUCKETS = [
   0.000_005, 0.000_025, 0.000_1, 0.000_25, 0.000_5, 0.001, 0.002_5, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5,
 ];
 
+/** Throttle wait buckets, in seconds: a call starts at once, after a window's rest, or after a provider's pause. */
+const WAIT_BUCKETS = [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
 /**
  * Records OpenTelemetry metrics for every sluice limiter in the process (created before or after this
- * call): `sluice.decisions`, `sluice.decision.duration`, `sluice.store.degraded`, `sluice.lease.permits` and
- * `sluice.divided.share` (see the package README for attributes). No attribute ever holds a rate-limited key.
+ * call): `sluice.decisions`, `sluice.decision.duration`, `sluice.store.degraded`, `sluice.lease.permits`,
+ * `sluice.divided.share`, and for throttles `sluice.throttle.queued`, `sluice.throttle.wait` and
+ * `sluice.throttle.pauses` (see the package README for attributes). No attribute ever holds a rate-limited key.
  * Calling it again with the same provider returns the same instrumentation.
  *
  * @example
@@ -99,13 +104,30 @@ export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceI
       description: "This process's fraction of a divided limiter's fleet-wide limit",
       unit: '1',
     });
+    const throttleQueued = meter.createObservableGauge(INSTRUMENTS.throttleQueued, {
+      description: 'Outgoing calls waiting to start in this process, by throttle (their turn, the rate, a pause)',
+      unit: '{call}',
+    });
+    const throttleWait = meter.createHistogram(INSTRUMENTS.throttleWait, {
+      description: "Time from a throttle's run to the call's start, or to its leaving (timeout, abort, close)",
+      unit: 's',
+      advice: { explicitBucketBoundaries: WAIT_BUCKETS },
+    });
+    const throttlePauses = meter.createObservableCounter(INSTRUMENTS.throttlePauses, {
+      description: 'Pauses of a throttle, set here or heard from another node (a provider answered 429)',
+      unit: '{pause}',
+    });
+    const throttles = new ThrottleTable();
+    const nearLimit = meter.createObservableCounter(INSTRUMENTS.nearLimit, {
+      description:
+        'Grants that left less than the limiter nearLimit (20% unless set) of the limit, by limiter and rule',
+      unit: '{decision}',
+    });
+    const nearByRule = new CountTable();
     const series = new DecisionSeriesTable();
-    const leasedByLimiter = new Map<string, { attributes: Attributes; count: number }>();
+    const leasedByLimiter = new CountTable();
     const observeDecisions = (result: ObservableResult): void => {
       for (const s of series.all()) result.observe(s.count, s.attributes);
-    };
-    const observeLeased = (result: ObservableResult): void => {
-      for (const s of leasedByLimiter.values()) result.observe(s.count, s.attributes);
     };
     const observeDegraded = (result: ObservableResult): void => {
       for (const [limiter, value] of byLimiter(
@@ -125,9 +147,12 @@ export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceI
     };
     const callbacks = [
       [decisions, observeDecisions],
-      [leased, observeLeased],
+      [nearLimit, nearByRule.observe],
+      [leased, leasedByLimiter.observe],
       [degraded, observeDegraded],
       [share, observeShare],
+      [throttleQueued, throttles.observeQueued],
+      [throttlePauses, throttles.observePauses],
     ] as const;
     for (const [instrument, callback] of callbacks) instrument.addCallback(callback);
 
@@ -136,11 +161,19 @@ export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceI
         const s = series.of(event);
         s.count++;
         duration.record(event.durationMs / 1000, s.attributes);
+        if (event.nearLimit) {
+          nearByRule.add(`${event.limiter}\u0000${event.decision.rule}`, () => ({
+            [LIMITER]: event.limiter,
+            [RULE]: event.decision.rule,
+          }));
+        }
       },
       leased(limiter: string, permits: number) {
-        let s = leasedByLimiter.get(limiter);
-        if (s === undefined) leasedByLimiter.set(limiter, (s = { attributes: { [LIMITER]: limiter }, count: 0 }));
-        s.count += permits;
+        leasedByLimiter.add(limiter, () => ({ [LIMITER]: limiter }), permits);
+      },
+      throttle(event: ThrottleEvent) {
+        const wait = throttles.record(event);
+        if (wait !== undefined) throttleWait.record(wait.seconds, wait.attributes);
       },
     });
 

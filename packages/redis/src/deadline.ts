@@ -8,6 +8,13 @@
 export const DEFAULT_TIMEOUT_MS = 50;
 
 /**
+ * The least deadline of a call that is never on a decision's path (an access-list change or read, a
+ * limited-keys flush or read): a change of 10,000 entries or a read of 100,000 takes Redis far longer than
+ * a decision's timeoutMs.
+ */
+export const OPERATIONS_DEADLINE_MS = 5_000;
+
+/**
  * A Redis call that missed its deadline: the store treats it as a failed call.
  * @example
  * try { await withDeadline(call, 50, 'a decision') } catch (e) { if (e instanceof DeadlineError) health.reportFailure(e) }

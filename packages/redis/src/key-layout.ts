@@ -168,12 +168,77 @@ export function slotTag(slot: number): string {
 }
 
 /**
- * A concurrency limiter's sets for `key`: its holders, its queue and its queue's liveness, in the key's slot.
+ * A concurrency limiter's sets for `key`: its holders, its queue, its queue's liveness and the counter that
+ * numbers arrivals (the queue's order), in the key's slot.
  * @example
- * const [holders, queue, freed] = semaphoreKeys('jobs', 'tenant:1')
+ * const [holders, queue, liveness, arrivals] = semaphoreKeys('jobs', 'tenant:1')
  */
-export function semaphoreKeys(prefix: string, key: string): [string, string, string] {
-  return [stateKey(prefix, key, '~h'), stateKey(prefix, key, '~q'), stateKey(prefix, key, '~a')];
+export function semaphoreKeys(prefix: string, key: string): [string, string, string, string] {
+  return [
+    stateKey(prefix, key, '~h'),
+    stateKey(prefix, key, '~q'),
+    stateKey(prefix, key, '~a'),
+    stateKey(prefix, key, '~r'),
+  ];
+}
+
+/**
+ * A throttle's pauses: the throttle-wide one, and `key`'s (or the throttle-wide one again when `key` is
+ * undefined), both under the prefix's hash tag so one call reads both.
+ * @example
+ * pauseKeys('llm', 'openai') // ['llm{llm}~p', 'llm{llm}~p:openai']
+ */
+export function pauseKeys(prefix: string, key: string | undefined): [string, string] {
+  const all = stateKey(prefix, prefix, '~p');
+  return [all, key === undefined ? all : `${all}:${encodeIdentity(key)}`];
+}
+
+/**
+ * What a limiter says it runs (its mode and rules), for tools that read its state (see descriptor.lua).
+ * @example
+ * descriptorKey('api') // 'api{api}~D'
+ */
+export function descriptorKey(prefix: string): string {
+  return stateKey(prefix, prefix, '~D');
+}
+
+/**
+ * A limiter's allow and deny lists: the entries (a hash) and their version, under the prefix's hash tag.
+ * @example
+ * accessListKeys('api') // ['api{api}~L', 'api{api}~Lv']
+ */
+export function accessListKeys(prefix: string): [string, string] {
+  const entries = stateKey(prefix, prefix, '~L');
+  return [entries, `${entries}v`];
+}
+
+/**
+ * The channel on which a limiter's nodes hear that its lists changed (the message is the new version).
+ * @example
+ * accessListChannel('api') // 'api:sluice-list'
+ */
+export function accessListChannel(prefix: string): string {
+  return `${prefix}:sluice-list`;
+}
+
+/**
+ * One minute's limited-keys board of a limiter (limiter.topLimited): its denials, near-limit grants and
+ * overcounts, each a sorted set by key, under the prefix's hash tag so one call reads many minutes.
+ * @example
+ * limitedKeysKeys('api', 29_000_000) // ['api{api}~t:29000000:d', 'api{api}~t:29000000:n', 'api{api}~t:29000000:e']
+ */
+export function limitedKeysKeys(prefix: string, minute: number): [string, string, string] {
+  const base = `${stateKey(prefix, prefix, '~t')}:${minute}`;
+  return [`${base}:d`, `${base}:n`, `${base}:e`];
+}
+
+/**
+ * The channel on which a throttle's nodes hear each other's pauses.
+ * @example
+ * pauseChannel('llm') // 'llm:sluice-pause'
+ */
+export function pauseChannel(prefix: string): string {
+  return `${prefix}:sluice-pause`;
 }
 
 /**

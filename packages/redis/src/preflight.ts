@@ -2,13 +2,13 @@ import { SluiceError } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection } from './connection/connection.js';
 import { evictionSettings, evicts, warnEvicting, warnMisconfigured } from './config-checks.js';
-import { withDeadline } from './deadline.js';
+import { OPERATIONS_DEADLINE_MS, withDeadline } from './deadline.js';
 import { stateKey } from './key-layout.js';
 import { misconfiguration } from './misconfiguration.js';
 import { type LuaScript, luaScript, redisLuaFile } from './scripts.js';
 
 /** A start-up check may wait out a client's first connection: far longer than a decision's deadline. */
-const PREFLIGHT_MIN_DEADLINE_MS = 5_000;
+const PREFLIGHT_MIN_DEADLINE_MS = OPERATIONS_DEADLINE_MS;
 const IDENTITY = 'sluice-preflight';
 
 /**
@@ -96,6 +96,8 @@ export class StartupChecks {
   readonly #timeoutMs: number;
   readonly #onMisconfigured: (error: SluiceError) => void;
   readonly #checks = new Map<string, Check>();
+  /** What was said already: a permission several checks of one prefix lack is said once. */
+  readonly #said = new Set<string>();
   /** The server's eviction policy, read once per store at its first check; it never fails. */
   #eviction: Promise<void> | undefined;
 
@@ -136,6 +138,8 @@ export class StartupChecks {
     const result = preflight(this.#connection, check.prefix, check.scripts, this.#timeoutMs);
     result.catch((error: unknown) => {
       if (!(error instanceof SluiceError) || error.code !== 'STORE_MISCONFIGURED') return;
+      if (this.#said.has(error.message)) return;
+      this.#said.add(error.message);
       warnMisconfigured(error.message);
       this.#onMisconfigured(error);
     });

@@ -3,6 +3,12 @@ import {
   type BoundStore,
   type Clock,
   type ConcurrencyStore,
+  type AccessListBinding,
+  type AccessListStore,
+  type LimitedKeysBinding,
+  type LimitedKeysStore,
+  type PauseBinding,
+  type PauseStore,
   type RuleSet,
   type SemaphoreBinding,
   type SemaphoreSpec,
@@ -23,12 +29,23 @@ import type { Fallback, FailMode } from './fleet/fail-mode.js';
 import type { NodeIdentity } from './fleet/node-identity.js';
 import type { FleetPresence } from './fleet/presence.js';
 import type { RedisHealth } from './health.js';
-import { checkStateIds, decodeIdentity, encodeIdentity, freedChannel, resetChannel } from './key-layout.js';
+import {
+  checkStateIds,
+  decodeIdentity,
+  encodeIdentity,
+  freedChannel,
+  pauseChannel,
+  resetChannel,
+} from './key-layout.js';
 import { LiveBinding, type VersionBinding } from './live/live-binding.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
 import type { StartupChecks } from './preflight.js';
 import { storeParts } from './store-parts.js';
-import { exactScripts, presenceScript, semaphoreScript } from './scripts.js';
+import { RedisAccessLists } from './access-lists.js';
+import { writeDescriptor } from './descriptor.js';
+import { RedisBoards } from './limited-keys-board.js';
+import { RedisPauses } from './pauses.js';
+import { exactScripts, pauseScript, presenceScript, semaphoreScript } from './scripts.js';
 import { RedisSemaphore } from './semaphore.js';
 import type { RedisClient } from './connection/connect.js';
 import type { FailModeOptions, RedisBackedOptions } from './options.js';
@@ -140,7 +157,10 @@ interface PrefixHold {
  * const store = redisStore({ redis: new Redis(process.env.REDIS_URL) })
  * const limiter = createLimiter({ rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }), store })
  */
-export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store, ConcurrencyStore {
+export class RedisStore
+  extends EventEmitter<RedisStoreEvents>
+  implements Store, ConcurrencyStore, PauseStore, LimitedKeysStore, AccessListStore
+{
   readonly redis: RedisClient;
   /** Defined in client-clock mode: limiters wait on the clock decisions are made with. */
   readonly clock: Clock | undefined;
@@ -156,6 +176,10 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
   readonly #holds = new Map<string, PrefixHold>();
   /** Concurrency limiters' slots, by prefix. */
   readonly #semaphores = new Map<string, Set<RedisSemaphore>>();
+  /** The throttles' pauses bound here, by prefix: each hears the prefix's channel. */
+  readonly #pauses = new Map<string, Set<RedisPauses>>();
+  readonly #boards: RedisBoards;
+  readonly #lists: RedisAccessLists;
   /** Messages from other nodes (resets, freed slots, configuration changes), on a connection of the store's own. */
   readonly #channels: ChannelListener;
   readonly #prefixes = new PrefixGuard();
@@ -188,6 +212,13 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     this.#identity = parts.identity;
     this.#health = parts.health;
     this.#checks = parts.checks;
+    this.#boards = new RedisBoards({ connection: parts.connection, timeoutMs: o.timeoutMs }, parts.checks);
+    this.#lists = new RedisAccessLists({
+      connection: parts.connection,
+      timeoutMs: o.timeoutMs,
+      checks: parts.checks,
+      channels: this.#channels,
+    });
     this.#fallback = parts.fallback;
     this.#presence = parts.presence;
     this.timeoutMs = o.timeoutMs;
@@ -331,6 +362,7 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
       bindings.add(binding);
       return binding;
     }
+    void writeDescriptor(this.#connection, prefix, 'exact', ruleSet.rules);
     const live: LiveBinding = new LiveBinding({
       connection: this.#connection,
       prefix,
@@ -464,5 +496,48 @@ export class RedisStore extends EventEmitter<RedisStoreEvents> implements Store,
     );
     semaphores.add(semaphore);
     return semaphore;
+  }
+
+  /**
+   * A throttle's pauses on Redis, shared by every process with this prefix: see RedisPauses. The nodes hear
+   * each other's pauses on the store's subscriber; while Redis is away, the pauses this node knows hold.
+   */
+  /** A limiter's allow and deny lists on Redis, held by every process with this prefix: see RedisAccessLists. */
+  bindAccessList(prefix: string): AccessListBinding {
+    if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
+    return this.#lists.bind(prefix);
+  }
+
+  /** A limiter's limited-keys board on Redis, shared by every process with this prefix: see RedisBoards. */
+  bindLimitedKeys(prefix: string): LimitedKeysBinding {
+    if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
+    return this.#boards.bind(prefix);
+  }
+
+  bindPause(prefix: string): PauseBinding {
+    if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
+    let set = this.#pauses.get(prefix);
+    const channel = pauseChannel(prefix);
+    if (set === undefined) {
+      this.#pauses.set(prefix, (set = new Set()));
+      this.#channels.listen(channel, (message) => {
+        for (const p of this.#pauses.get(prefix) ?? []) p.heard(message);
+      });
+      this.#checks.add(prefix, [pauseScript()], `${prefix} pauses`);
+    }
+    const bound = set;
+    const pauses: RedisPauses = new RedisPauses(
+      { connection: this.#connection, timeoutMs: this.timeoutMs, health: this.#health, localClock: this.#localClock },
+      prefix,
+      () => {
+        bound.delete(pauses);
+        if (bound.size > 0) return;
+        this.#pauses.delete(prefix);
+        this.#checks.remove(`${prefix} pauses`);
+        this.#channels.stop(channel);
+      },
+    );
+    bound.add(pauses);
+    return pauses;
   }
 }

@@ -22,6 +22,7 @@ export interface LuaScript {
 /** Each algorithm's file, and the files it needs before it. One file per algorithm: one copy of each. */
 const ALGORITHM_FILES: Record<AlgorithmKind, readonly string[]> = {
   fixedWindow: ['fixed_window'],
+  calendarWindow: ['calendar_window'],
   slidingWindowLog: ['sliding_window_log'],
   slidingWindowCounter: ['sliding_window_counter'],
   tokenBucket: ['token_bucket'],
@@ -194,6 +195,42 @@ export function semaphoreScript(): LuaScript {
     { directory: redisLua(), file: 'prelude' },
     { directory: redisLua(), file: 'semaphore' },
   ]);
+}
+
+/**
+ * A throttle's pauses on Redis (see pause.lua).
+ * @example
+ * await connection.runScript(pauseScript(), pauseKeys(prefix, key), ['read'])
+ */
+export function pauseScript(): LuaScript {
+  return luaScript('pause', [{ directory: redisLua(), file: 'pause' }]);
+}
+
+/**
+ * What a limiter says it runs, for the CLI (see descriptor.lua).
+ * @example
+ * await connection.runScript(descriptorScript(), [descriptorKey(prefix)], ['read'])
+ */
+export function descriptorScript(): LuaScript {
+  return luaScript('descriptor', [{ directory: redisLua(), file: 'descriptor' }]);
+}
+
+/**
+ * A limiter's allow and deny lists on Redis (see access_list.lua).
+ * @example
+ * await connection.runScript(accessListScript(), accessListKeys(prefix), ['read', ''])
+ */
+export function accessListScript(): LuaScript {
+  return luaScript('access_list', [{ directory: redisLua(), file: 'access_list' }]);
+}
+
+/**
+ * A limiter's limited-keys board on Redis (see limited_keys.lua).
+ * @example
+ * await connection.runScript(limitedKeysScript(), limitedKeysKeys(prefix, minute), ['read'])
+ */
+export function limitedKeysScript(): LuaScript {
+  return luaScript('limited_keys', [{ directory: redisLua(), file: 'limited_keys' }]);
 }
 
 /**

@@ -149,9 +149,9 @@ export class RedisSemaphore implements SemaphoreBinding {
     }
   }
 
-  async attempt(key: string, ticket: string, queue: boolean): Promise<SlotAttempt> {
-    const reply = await this.#onRedis(key, 'acquire', [ticket, queue ? '1' : '0'], ticket);
-    if (reply === undefined) return this.#fallbackAttempt(key, ticket, queue);
+  async attempt(key: string, ticket: string, queue: boolean, priority = 0): Promise<SlotAttempt> {
+    const reply = await this.#onRedis(key, 'acquire', [ticket, queue ? '1' : '0', String(priority)], ticket);
+    if (reply === undefined) return this.#fallbackAttempt(key, ticket, queue, priority);
     const [granted, hint] = reply as number[];
     if (granted === 1) {
       this.#queuedKeys.delete(key);
@@ -164,14 +164,14 @@ export class RedisSemaphore implements SemaphoreBinding {
     return { granted: false, retryInMs: hint === undefined || hint < 0 ? every : Math.min(hint, every) };
   }
 
-  async #fallbackAttempt(key: string, ticket: string, queue: boolean): Promise<SlotAttempt> {
+  async #fallbackAttempt(key: string, ticket: string, queue: boolean, priority: number): Promise<SlotAttempt> {
     if (this.#ctx.failMode === 'open') {
       this.#open.set(ticket, key);
       return { granted: true, source: 'fallback' };
     }
     const local = this.#ctx.local;
     if (local === undefined) return { granted: false, retryInMs: undefined, refused: true };
-    const attempt = await local.attempt(key, ticket, queue);
+    const attempt = await local.attempt(key, ticket, queue, priority);
     if (attempt.granted) this.#local.set(ticket, key);
     return attempt.granted ? { granted: true, source: 'fallback' } : attempt;
   }

@@ -1,6 +1,7 @@
 /** The algorithms sluice implements; a Redis script exists for each under the same name. */
 export type AlgorithmKind =
   | 'fixedWindow'
+  | 'calendarWindow'
   | 'slidingWindowLog'
   | 'slidingWindowCounter'
   | 'tokenBucket'
@@ -137,7 +138,20 @@ export interface Adjusted<S> {
  */
 export type LeaseModel =
   | { readonly kind: 'bucket'; readonly capacity: number; readonly refillPerSecond: number; readonly initial: number }
-  | { readonly kind: 'fixed' | 'sliding'; readonly limit: number; readonly windowMs: number };
+  | {
+      readonly kind: 'fixed' | 'sliding';
+      readonly limit: number;
+      /** The longest a window lasts. */
+      readonly windowMs: number;
+      /** The window instant `nowMs` falls in: a lease taken in it dies at its end. */
+      readonly windowAt: (nowMs: number) => LeaseWindow;
+    };
+
+/** One window of a windowed rule, as two instants (ms): [start, end). */
+export interface LeaseWindow {
+  readonly start: number;
+  readonly end: number;
+}
 
 /**
  * A count scaled to a share: rounded down (never more than the share), but at least 1.

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { type Algorithm, type AlgorithmKind, TOLERANCE_MS } from './algorithm.js';
+import { calendarWindow } from './calendar-window.js';
 import { CARRY_MODES, type CarryMode, carryState } from './carry.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
@@ -17,6 +18,13 @@ function rule(kind: AlgorithmKind, size: number, periodMs: number, mode: 'police
   switch (kind) {
     case 'fixedWindow':
       return fixedWindow({ limit: size, windowMs: periodMs }) as Algorithm;
+    case 'calendarWindow':
+      // A period drawn from the period's length: the same period or not, as the scenario says.
+      return calendarWindow({
+        limit: size,
+        period: periodMs < 30_000 ? 'day' : 'month',
+        timeZone: periodMs % 2 === 0 ? 'Europe/Berlin' : 'UTC',
+      }) as Algorithm;
     case 'slidingWindowCounter':
       return slidingWindowCounter({ limit: size, windowMs: periodMs }) as Algorithm;
     case 'slidingWindowLog':
@@ -36,6 +44,7 @@ function rule(kind: AlgorithmKind, size: number, periodMs: number, mode: 'police
 
 const KINDS: AlgorithmKind[] = [
   'fixedWindow',
+  'calendarWindow',
   'slidingWindowCounter',
   'slidingWindowLog',
   'tokenBucket',
@@ -44,7 +53,7 @@ const KINDS: AlgorithmKind[] = [
   'smoothBursty',
   'smoothWarmingUp',
 ];
-const WHOLE = new Set<AlgorithmKind>(['fixedWindow', 'slidingWindowCounter', 'slidingWindowLog']);
+const WHOLE = new Set<AlgorithmKind>(['fixedWindow', 'calendarWindow', 'slidingWindowCounter', 'slidingWindowLog']);
 const close = (a: number, b: number) => Math.abs(a - b) <= 1e-6 * Math.max(1, Math.abs(b));
 
 const scenario = fc.record({

@@ -19,7 +19,7 @@ export const CARRY_MODES: readonly CarryMode[] = ['used', 'proportional', 'fresh
  * The kinds whose state is what was used, kept as it is when it means the same under both rules; their
  * counts are whole grants, rounded up (never down) when carried otherwise. (carry.lua holds the same set.)
  */
-const COUNTS_USED = new Set(['fixedWindow', 'slidingWindowCounter', 'slidingWindowLog']);
+const COUNTS_USED = new Set(['fixedWindow', 'calendarWindow', 'slidingWindowCounter', 'slidingWindowLog']);
 
 /**
  * The state of `to` for a key whose state `state` was kept under `from` (the same kind of rule, with the

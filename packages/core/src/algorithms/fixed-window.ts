@@ -13,6 +13,28 @@ export interface FixedWindowState {
 }
 
 /**
+ * A fixed window's decision once the window is known (its start, its count, the time to its end): `permits`
+ * granted while the count stays within `limit`. The one rule of fixedWindow and calendarWindow.
+ */
+export function countInWindow<S extends FixedWindowState>(
+  state: S | undefined,
+  limit: number,
+  windowStart: number,
+  count: number,
+  resetAfterMs: number,
+  permits: number,
+): Outcome<FixedWindowState> {
+  // A penalty may have taken the count past the limit: nothing is left, never less.
+  const left = Math.max(0, limit - count);
+  if (permits > limit) return neverFits(state, left, count > 0 ? resetAfterMs : 0, resetAfterMs);
+  if (count + permits <= limit) {
+    const next = { windowStart, count: count + permits };
+    return outcome(true, next, limit - next.count, 0, resetAfterMs, 0, resetAfterMs);
+  }
+  return outcome(false, state, left, resetAfterMs, resetAfterMs, 0, resetAfterMs);
+}
+
+/**
  * At most `limit` permits per aligned window. Cheapest state of all, but a burst straddling a boundary can
  * pass 2 x limit within one window-long interval.
  *
@@ -48,15 +70,7 @@ export function fixedWindow(options: FixedWindowOptions): Algorithm<FixedWindowS
         windowStart = state.windowStart;
         count = state.count;
       }
-      const resetAfterMs = windowStart + windowMs - nowMs;
-      // A penalty may have taken the count past the limit: nothing is left, never less.
-      const left = Math.max(0, limit - count);
-      if (permits > limit) return neverFits(state, left, count > 0 ? resetAfterMs : 0, resetAfterMs);
-      if (count + permits <= limit) {
-        const next = { windowStart, count: count + permits };
-        return outcome(true, next, limit - next.count, 0, resetAfterMs, 0, resetAfterMs);
-      }
-      return outcome(false, state, left, resetAfterMs, resetAfterMs, 0, resetAfterMs);
+      return countInWindow(state, limit, windowStart, count, windowStart + windowMs - nowMs, permits);
     }
 
     // Only from the window the grant was counted in, while it is the stored one: once a new window opened,

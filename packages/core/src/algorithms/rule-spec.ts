@@ -1,6 +1,7 @@
 import { SluiceError, SluiceTypeError } from '../foundation/errors.js';
 import { describe } from '../foundation/validate.js';
 import type { Algorithm, AlgorithmKind } from './algorithm.js';
+import { calendarWindow } from './calendar-window.js';
 import { fixedWindow } from './fixed-window.js';
 import { gcra } from './gcra.js';
 import { leakyBucket } from './leaky-bucket.js';
@@ -28,6 +29,7 @@ export interface RuleSpec {
 /** Each algorithm's factory, by kind (each takes its algorithm's params as its options). */
 export const RULE_FACTORIES: Readonly<Record<AlgorithmKind, (options: never) => Algorithm>> = {
   fixedWindow,
+  calendarWindow,
   slidingWindowLog,
   slidingWindowCounter,
   tokenBucket,

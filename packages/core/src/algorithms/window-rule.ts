@@ -1,3 +1,4 @@
+import { SluiceRangeError } from '../foundation/errors.js';
 import { optionsObject, positiveInteger, representablePeriod } from '../foundation/validate.js';
 import { shareOf } from './algorithm.js';
 import type { Adjusted, Algorithm, AlgorithmKind, Outcome, RuleOptions } from './algorithm.js';
@@ -20,6 +21,17 @@ export interface ParsedWindowOptions extends CommonRule {
 
 export function windowOptions(kind: AlgorithmKind, options: WindowOptions, short: string): ParsedWindowOptions {
   optionsObject(`${kind} options`, options, true);
+  for (const option of ['calendar', 'period', 'timeZone', 'anchor']) {
+    if (Object.hasOwn(options, option)) {
+      // One way to say a calendar period: a window of windowMs is aligned to the epoch, never to a calendar.
+      throw new SluiceRangeError(
+        option,
+        (options as unknown as Record<string, unknown>)[option],
+        `${kind} counts windows of windowMs aligned to the epoch; for days, weeks, months or years in a time ` +
+          `zone use calendarWindow({ limit, period, timeZone })`,
+      );
+    }
+  }
   const limit = positiveInteger('limit', options.limit);
   const windowMs = positiveInteger('windowMs', options.windowMs);
   representablePeriod('windowMs', windowMs, windowMs, 'a window of');
@@ -62,7 +74,18 @@ export function windowRule<S>(kind: AlgorithmKind, parsed: ParsedWindowOptions, 
     blockMs,
     burst: limit,
     ratePerSecond: (limit * 1000) / windowMs,
-    lease: traits.lease === undefined ? undefined : { kind: traits.lease, limit, windowMs },
+    lease:
+      traits.lease === undefined
+        ? undefined
+        : {
+            kind: traits.lease,
+            limit,
+            windowMs,
+            windowAt: (nowMs) => {
+              const start = Math.floor(nowMs / windowMs) * windowMs;
+              return { start, end: start + windowMs };
+            },
+          },
     share: (fraction) => traits.make({ ...ownOptions(parsed), limit: shareOf(limit, fraction), windowMs }),
     rescale: traits.rescale,
     usedAt: traits.usedAt,

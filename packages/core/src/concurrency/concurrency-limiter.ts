@@ -11,6 +11,7 @@ import {
   optionalSignal,
   optionsObject,
   positiveFinite,
+  priorityValue,
   positiveInteger,
   prefixValue,
   rateLimitKey,
@@ -64,6 +65,12 @@ export interface ConcurrencyAcquireOptions {
   timeoutMs?: number;
   /** Aborting rejects a waiting call with SluiceError('ABORTED'). */
   signal?: AbortSignal;
+  /**
+   * Higher goes first: a caller waits behind every waiter of its priority or higher, here and (on Redis)
+   * in every process; an integer from -1000 to 1000.
+   * @default 0
+   */
+  priority?: number;
 }
 
 /** A held slot. */
@@ -86,7 +93,7 @@ export interface Slot {
 
 /** Caps how many callers are inside at once, per key: a bulkhead in one process, a semaphore across many. */
 export interface ConcurrencyLimiter {
-  /** Waits for a slot (FIFO per key). Rejects with SluiceError 'TIMEOUT', 'ABORTED', 'QUEUE_FULL', 'CLOSED' or 'STORE_UNAVAILABLE'. */
+  /** Waits for a slot (by priority, then FIFO per key). Rejects with SluiceError 'TIMEOUT', 'ABORTED', 'QUEUE_FULL', 'CLOSED' or 'STORE_UNAVAILABLE'. */
   acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<Slot>;
   /** A slot if one is free now (never ahead of callers already waiting), else undefined. */
   tryAcquire(key: string): Promise<Slot | undefined>;
@@ -160,6 +167,7 @@ function countOrInfinite(name: string, value: unknown): number {
 interface Waiter {
   readonly key: string;
   readonly ticket: string;
+  readonly priority: number;
   resolve(slot: Slot): void;
   reject(error: Error): void;
   /** Ends the waiter's own timers and listeners (a timeout, an abort). */
@@ -228,6 +236,8 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   readonly #pending = new Map<string, number>();
   /** Slots held here, by ticket. */
   readonly #held = new Map<string, HeldSlot>();
+  /** Releases still on their way to the store: close waits for them before it unbinds. */
+  readonly #releasing = new Set<Promise<void>>();
   /** Keys whose waiters are being tried now, and keys to try again when that ends. */
   readonly #waking = new Set<string>();
   readonly #wakeAgain = new Set<string>();
@@ -274,6 +284,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       const timeoutMs =
         options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
       const signal = optionalSignal(options?.signal);
+      const priority = priorityValue('priority', options?.priority);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
       const pending = this.#pending.get(key) ?? 0;
       // A call that will not wait (timeoutMs 0) is no waiter.
@@ -285,7 +296,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       }
       this.#pending.set(key, pending + 1);
       try {
-        return await this.#take(key, timeoutMs, signal);
+        return await this.#take(key, timeoutMs, signal, priority);
       } finally {
         const left = (this.#pending.get(key) ?? 1) - 1;
         if (left === 0) this.#pending.delete(key);
@@ -296,11 +307,11 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     }
   }
 
-  async #take(key: string, timeoutMs: number, signal: AbortSignal | undefined): Promise<Slot> {
+  async #take(key: string, timeoutMs: number, signal: AbortSignal | undefined, priority: number): Promise<Slot> {
     const ticket = newTicket();
     const notices = this.#freedNotices;
     const startedAt = this.#clock.now();
-    const attempt = await this.#binding.attempt(key, ticket, timeoutMs > 0);
+    const attempt = await this.#binding.attempt(key, ticket, timeoutMs > 0, priority);
     // Aborted while the first attempt was out (no listener was attached yet): the slot or the place it got
     // goes back at once, and the caller is told, never queued ahead of live waiters.
     if (signal?.aborted === true) {
@@ -321,7 +332,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     }
     // The timeout counts from the call, the first attempt included.
     const left = Math.max(1, timeoutMs - (this.#clock.now() - startedAt));
-    const slot = this.#wait(key, ticket, left, signal, attempt.retryInMs);
+    const slot = this.#wait(key, ticket, priority, left, signal, attempt.retryInMs);
     // A slot freed while this caller was being queued was told to nobody: try again now.
     if (this.#freedNotices !== notices) void this.#wake(key);
     return slot;
@@ -360,15 +371,18 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
   #wait(
     key: string,
     ticket: string,
+    priority: number,
     timeoutMs: number,
     signal: AbortSignal | undefined,
     retryInMs: number | undefined,
   ): Promise<Slot> {
     return new Promise<Slot>((resolve, reject) => {
-      const waiter: Waiter = { key, ticket, resolve, reject, done: new AbortController(), settled: false };
+      const waiter: Waiter = { key, ticket, priority, resolve, reject, done: new AbortController(), settled: false };
       let queue = this.#waiting.get(key);
       if (queue === undefined) this.#waiting.set(key, (queue = []));
-      queue.push(waiter);
+      // In the store's order: behind every waiter of its priority or higher.
+      const behind = queue.findIndex((w) => w.priority < priority);
+      queue.splice(behind === -1 ? queue.length : behind, 0, waiter);
       const giveUp = (error: SluiceError): void => this.#giveUp(waiter, error);
       if (timeoutMs !== Infinity) {
         this.#sleep(timeoutMs, waiter.done.signal).then(
@@ -424,7 +438,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
         if (waiter === undefined) break;
         let attempt: SlotAttempt;
         try {
-          attempt = await this.#binding.attempt(key, waiter.ticket, true);
+          attempt = await this.#binding.attempt(key, waiter.ticket, true, waiter.priority);
         } catch {
           break;
         }
@@ -483,7 +497,13 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
 
   async #release(slot: HeldSlot): Promise<void> {
     this.#held.delete(slot.ticket);
-    await this.#releaseTicket(slot.key, slot.ticket);
+    const released = this.#releaseTicket(slot.key, slot.ticket);
+    this.#releasing.add(released);
+    try {
+      await released;
+    } finally {
+      this.#releasing.delete(released);
+    }
   }
 
   async #releaseTicket(key: string, ticket: string): Promise<void> {
@@ -554,6 +574,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
         this.#giveUp(waiter, new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting'));
     }
     await Promise.all([...this.#held.values()].map((slot) => slot.release()));
+    await Promise.all(this.#releasing);
     await this.#binding.unbind();
     if (this.#ownsStore) await this.#store.close();
   }

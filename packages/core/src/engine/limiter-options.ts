@@ -11,6 +11,8 @@ import {
   positiveInteger,
   prefixValue,
 } from '../foundation/validate.js';
+import { type LimitedKeysOptions, limitedKeysValue } from './limited-keys.js';
+import { type AccessListOptions, accessListValue } from './access-list.js';
 import { type ParsedPlans, type PlanResolver, parsePlans } from './plans.js';
 import { type Rules, normalizeRules } from './policy.js';
 import type { Store } from './store.js';
@@ -51,6 +53,19 @@ export interface CommonLimiterOptions {
    * @default false
    */
   shadow?: boolean | undefined;
+  /**
+   * What the limiter remembers of the keys it limits, for `topLimited`: a fixed-memory sketch of the keys it
+   * denies and of those it grants near their limit (see LimitedKeysOptions). false keeps none.
+   * @default { capacity: DEFAULT_LIMITED_KEYS (64), nearLimit: DEFAULT_NEAR_LIMIT (0.2), clearKeys: false }
+   */
+  limitedKeys?: LimitedKeysOptions | false | undefined;
+  /**
+   * The limiter's allow and deny lists (`limiter.allow`, `limiter.deny`, the admin router, the CLI): how a
+   * key maps to an IP address for ranges, and how often a shared store's list is read again. false keeps
+   * none (and makes allow and deny fail with UNSUPPORTED).
+   * @default { refreshMs: DEFAULT_ACCESS_REFRESH_MS (10000), addressOf: addressOfKey (the address in `ip:...` keys) }
+   */
+  accessList?: AccessListOptions | false | undefined;
 }
 
 /** A limiter of one set of rules. */
@@ -116,4 +131,14 @@ export const LIMITER_OPTIONS = {
     'DEFAULT_RETRY_JITTER_MS',
   ),
   shadow: option('A dry run: every request allowed, would-be denials marked shadowed.', booleanValue, false),
+  limitedKeys: option(
+    'A fixed-memory sketch of the keys denied and near their limit (topLimited); false keeps none.',
+    limitedKeysValue,
+    limitedKeysValue('limitedKeys', {}),
+  ),
+  accessList: option(
+    'Allow and deny lists checked before the rules (keys, IP addresses, CIDR ranges); false keeps none.',
+    accessListValue,
+    accessListValue('accessList', {}),
+  ),
 } as const;

@@ -1,6 +1,6 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
-import type { Decision } from '../foundation/decision.js';
+import type { AccessMatch, Decision } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { CARRY_MODES, type CarryMode, carryWindowMs } from '../algorithms/carry.js';
 import { CarriedBinding, hasStateAccess, moveStates } from './carried-binding.js';
@@ -9,6 +9,19 @@ import { type Rules, normalizeRules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
 import { parseOptions } from '../foundation/options.js';
 import { LIMITER_OPTIONS, type LimiterOptions } from './limiter-options.js';
+import {
+  DEFAULT_NEAR_LIMIT,
+  DEFAULT_TOP_MINUTES,
+  type LimitedKey,
+  LimitedKeys,
+  type TopLimitedOptions,
+  keyHash,
+} from './limited-keys.js';
+import { MAX_BOARD_MINUTES, hasLimitedKeysBoard } from './limited-keys-board.js';
+import { MemoryBoards } from './memory-boards.js';
+import { AccessList, type ListEntryOptions, entryTexts, listEntries } from './access-list.js';
+import { type AccessEntry, hasAccessLists } from './access-list-store.js';
+import { MemoryAccessLists } from './memory-access-lists.js';
 import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
 import {
   type BoundStore,
@@ -219,6 +232,43 @@ export interface Limiter {
   /** For a limiter with plans: each plan's rules, under the names they keep state by. */
   readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
   readonly prefix: string;
+  /**
+   * The `n` keys denied most (then granted most near their limit) over the last `minutes` minutes (5 unless
+   * given, at most 15; this one included), most first: on a shared store the fleet's, every node's counts
+   * summed on the store's board (each node adds its own every `limitedKeys.flushMs`), with this process's
+   * not yet added. In clear with `limitedKeys.clearKeys`, else as keyed hashes (`keyHash`). Counts as
+   * Space-Saving sketches count them (each within `error`).
+   */
+  topLimited(n?: number, options?: TopLimitedOptions): Promise<LimitedKey[]>;
+  /**
+   * Adds this process's limited-keys counts to the store's board now (they go every `limitedKeys.flushMs` by
+   * themselves, and at close): for a test, or before asking another node. Rejects with the store's error.
+   */
+  flushLimitedKeys(): Promise<void>;
+  /**
+   * Puts `entries` on the allow list, for every node of the limiter's store: a key, an IP address or an
+   * IPv4/IPv6 CIDR range (matched against `accessList.addressOf(key)`) whose requests skip the rules (allowed,
+   * nothing consumed, `decision.access` says which entry). An entry already on a list moves here. At most
+   * 10,000 per call, 100,000 in all (SluiceRangeError past them, nothing added); a range that does not parse
+   * is refused (SluiceRangeError naming it). On a Redis store every node holds it within a second.
+   */
+  allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void>;
+  /**
+   * Puts `entries` on the deny list (see allow): their requests are denied before the rules (`retryAfterMs`
+   * until the entry expires, Infinity when it does not; `decision.access.reason` says why).
+   */
+  deny(entries: string | readonly string[], options?: ListEntryOptions): Promise<void>;
+  /** Takes `entries` off the lists, for every node; how many were there. */
+  unlist(entries: string | readonly string[]): Promise<number>;
+  /** Every entry of the allow and deny lists in force (expired ones left out), as the store holds them. */
+  accessList(): Promise<AccessEntry[]>;
+  /** The keyed hash `topLimited` shows for `key` (to find a key you know among the hashes). */
+  keyHash(key: string): Promise<string>;
+  /**
+   * Where the limiter's state lives (the store it was given, or the memory store it made for itself): what
+   * builds on a limiter (a throttle's queue and pauses) meets the other processes there.
+   */
+  readonly store: Store;
 }
 
 /** What one call asks the store for: the key, the permits, and where an observer hears the decision's source. */
@@ -266,6 +316,12 @@ class StoreLimiter implements Limiter {
   readonly #maxKeyLength: number;
   readonly #jitterMs: number;
   readonly #shadow: boolean;
+  /** What it remembers of the keys it limits (undefined: limitedKeys false). */
+  readonly #limited: LimitedKeys | undefined;
+  /** Its allow and deny lists, as this process holds them (undefined: accessList false). */
+  readonly #access: AccessList | undefined;
+  /** The lists while they hold an entry: a decision asks them only then (one field read otherwise). */
+  #listed: AccessList | undefined;
   /** The store binding when a decision is the store's answer as it is (no plans, no shadow mode, version 1). */
   #plain: BoundStore | undefined;
   readonly #closing = new AbortController();
@@ -333,6 +389,30 @@ class StoreLimiter implements Limiter {
       this.#ownsStore = false;
       bind = (ruleSet) => store.bind(ruleSet);
     }
+    const store = this.#store;
+    // A store without lists of its own (a custom store) keeps them in this process.
+    this.#access =
+      o.accessList === false
+        ? undefined
+        : new AccessList(
+            hasAccessLists(store) ? store.bindAccessList(prefix) : new MemoryAccessLists(this.#clock).bind(prefix),
+            o.accessList,
+            this.#clock,
+            // A shared store reports its own failures ('store-error'); the list this process has holds meanwhile.
+            () => {},
+            (holds) => {
+              this.#listed = holds ? this.#access : undefined;
+            },
+          );
+    // A store without a board of its own (a custom store) keeps this process's counts only.
+    this.#limited =
+      o.limitedKeys === false
+        ? undefined
+        : new LimitedKeys(
+            o.limitedKeys,
+            hasLimitedKeysBoard(store) ? store.bindLimitedKeys(prefix) : new MemoryBoards().bind(prefix),
+            this.#clock,
+          );
     const binding = (plan: string | undefined, planRules: readonly Algorithm[]): Binding => ({
       plan,
       rules: planRules,
@@ -369,6 +449,10 @@ class StoreLimiter implements Limiter {
       );
     }
     this.#unlist = 'degraded' in this.#store ? registerStatus(prefix, this.#store) : undefined;
+  }
+
+  get store(): Store {
+    return this.#store;
   }
 
   get clock(): Clock {
@@ -431,13 +515,113 @@ class StoreLimiter implements Limiter {
       this.#refuse('tryAcquire', key);
     }
     // The common call, kept to one store call: no options, no plans, no shadow, no observer.
-    if (options === undefined && this.#plain !== undefined && !observed()) return this.#plain.consume(key, 1, 0);
-    if (!observed()) return inCall('tryAcquire', () => this.#tryAcquire(key, options, undefined));
+    if (options === undefined && this.#plain !== undefined && !observed()) {
+      const listed = this.#listed?.match(key);
+      if (listed !== undefined) return this.#listedDecision(listed);
+      const limited = this.#limited;
+      if (limited === undefined) return this.#plain.consume(key, 1, 0);
+      const decided = this.#plain.consume(key, 1, 0);
+      // A memory decision is seen without a wait; a store's promise once it settles.
+      const decision = decided instanceof Promise ? await decided : decided;
+      limited.see(key, decision);
+      return decision;
+    }
+    if (!observed()) {
+      const decision = await inCall('tryAcquire', () => this.#tryAcquire(key, options, undefined));
+      this.#limited?.see(key, decision);
+      return decision;
+    }
     const note: DecisionNote = { source: undefined };
     const started = performance.now();
     const decision = await inCall('tryAcquire', () => this.#tryAcquire(key, options, note));
+    this.#limited?.see(key, decision);
     this.#record(decision, note, started);
     return decision;
+  }
+
+  async topLimited(n = 10, options?: TopLimitedOptions): Promise<LimitedKey[]> {
+    try {
+      const count = positiveInteger('n', n);
+      optionsObject('topLimited options', options, false);
+      const minutes = options?.minutes ?? DEFAULT_TOP_MINUTES;
+      if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_BOARD_MINUTES)
+        throw new SluiceRangeError(
+          'minutes',
+          minutes,
+          `minutes must be a whole number from 1 to ${MAX_BOARD_MINUTES}, got ${describe(minutes)}`,
+        );
+      const limited = this.#limited;
+      if (limited === undefined) return [];
+      const top = await limited.fleetTop(count, minutes);
+      if (limited.options.clearKeys) return top.map((row) => ({ ...row, hashed: false }));
+      return Promise.all(top.map(async (row) => ({ ...row, key: await this.keyHash(row.key), hashed: true })));
+    } catch (error) {
+      throw callerNamed('topLimited', error);
+    }
+  }
+
+  async allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
+    await this.#listChange('allow', () =>
+      listEntries('allow', entries, options, this.#maxKeyLength, this.#clock.now()),
+    );
+  }
+
+  async deny(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
+    await this.#listChange('deny', () => listEntries('deny', entries, options, this.#maxKeyLength, this.#clock.now()));
+  }
+
+  async #listChange(method: 'allow' | 'deny', make: () => AccessEntry[]): Promise<void> {
+    try {
+      this.#checkOpen();
+      const entries = make();
+      await this.#lists(method).put(entries);
+    } catch (error) {
+      throw callerNamed(method, error);
+    }
+  }
+
+  async unlist(entries: string | readonly string[]): Promise<number> {
+    try {
+      this.#checkOpen();
+      const texts = entryTexts(entries, this.#maxKeyLength);
+      return await this.#lists('unlist').remove(texts);
+    } catch (error) {
+      throw callerNamed('unlist', error);
+    }
+  }
+
+  async accessList(): Promise<AccessEntry[]> {
+    try {
+      this.#checkOpen();
+      return await this.#lists('accessList').entries();
+    } catch (error) {
+      throw callerNamed('accessList', error);
+    }
+  }
+
+  /** The lists, or a typed error for a limiter made with `accessList: false`. */
+  #lists(method: string): AccessList {
+    if (this.#access === undefined)
+      throw new SluiceError('UNSUPPORTED', `${method}: this limiter was made with accessList: false`);
+    return this.#access;
+  }
+
+  async flushLimitedKeys(): Promise<void> {
+    try {
+      await this.#limited?.flush();
+    } catch (error) {
+      throw callerNamed('flushLimitedKeys', error);
+    }
+  }
+
+  async keyHash(key: string): Promise<string> {
+    try {
+      rateLimitKey(key, this.#maxKeyLength);
+      const secret = this.#limited?.options.keySecret || this.prefix;
+      return await keyHash(key, secret);
+    } catch (error) {
+      throw callerNamed('keyHash', error);
+    }
   }
 
   /** Throws what the checks of `fn` say about `key` (or the limiter being closed), named for `fn`. */
@@ -451,7 +635,10 @@ class StoreLimiter implements Limiter {
   /** Hands an answered call to the observers (only while something observes). */
   #record(decision: Decision, note: DecisionNote, started: number): void {
     const source = note.source ?? this.#default.bound.source;
-    recordDecision({ limiter: this.prefix, decision, source, durationMs: performance.now() - started });
+    const nearLimit =
+      this.#limited?.isNear(decision) ??
+      (decision.allowed && decision.shadowed !== true && decision.remaining < decision.limit * DEFAULT_NEAR_LIMIT);
+    recordDecision({ limiter: this.prefix, decision, source, durationMs: performance.now() - started, nearLimit });
   }
 
   #tryAcquire(
@@ -460,18 +647,65 @@ class StoreLimiter implements Limiter {
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
     if (options === undefined && this.#bindings === undefined && this.#overrides.size === 0)
-      return this.#decideNow(this.#default, key, 1, note);
+      return this.#listedOr(key, note) ?? this.#decideNow(this.#default, key, 1, note);
     optionsObject('tryAcquire options', options, false);
     const permits = permitsOption(options?.permits);
     const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
     const signal = optionalSignal(options?.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
+    const listed = this.#listedOr(key, note);
+    if (listed !== undefined) return listed;
     // No await here: an async function that never suspends costs less on the hot path, and a waiting call
     // must register its sleep without delay. Only an async plan resolver is waited for.
     const ask: Ask = { key, permits, note };
     const found = this.#binding(key, options?.plan);
     if (found instanceof Promise) return found.then((binding) => this.#decide(binding, ask, timeoutMs, signal));
     return this.#decide(found, ask, timeoutMs, signal);
+  }
+
+  /** The decision of `key`'s access-list entry, when one holds (the rules are not asked). */
+  #listedOr(key: string, note: DecisionNote | undefined): Decision | undefined {
+    const listed = this.#listed?.match(key);
+    if (listed === undefined) return undefined;
+    if (note !== undefined) note.source = 'access_list';
+    return this.#listedDecision(listed);
+  }
+
+  /**
+   * An allowed key's decision (its limit whole, nothing consumed) or a denied one's (until the entry
+   * expires, Infinity when it does not), in the numbers of the limiter's first rule, marked with the entry.
+   */
+  #listedDecision(entry: AccessEntry): Decision {
+    // With plans: the first plan's (the key's plan is not resolved for a listed key).
+    const rule = this.#default.rules[0];
+    const limit = rule?.limit ?? 0;
+    const access: AccessMatch =
+      entry.reason === undefined
+        ? { list: entry.list, entry: entry.entry }
+        : { list: entry.list, entry: entry.entry, reason: entry.reason };
+    const name = rule?.name ?? entry.list;
+    if (entry.list === 'allow')
+      return {
+        allowed: true,
+        limit,
+        remaining: limit,
+        retryAfterMs: 0,
+        resetAfterMs: 0,
+        waitMs: 0,
+        rule: name,
+        access,
+      };
+    const rest = entry.expiresAt === undefined ? Infinity : Math.max(0, entry.expiresAt - this.#clock.now());
+    return {
+      allowed: false,
+      limit,
+      remaining: 0,
+      retryAfterMs: rest,
+      resetAfterMs: rest,
+      waitMs: 0,
+      rule: name,
+      access,
+    };
   }
 
   #decide(
@@ -526,11 +760,22 @@ class StoreLimiter implements Limiter {
       const started = this.#clock.now();
       const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
       const observedFrom = note === undefined ? 0 : performance.now();
-      const d = this.#shadow
-        ? await this.#decideNow(binding, key, permits, note)
-        : await this.#wait(binding, { key, permits, note }, Infinity, signal);
+      const d =
+        this.#listedOr(key, note) ??
+        (this.#shadow
+          ? await this.#decideNow(binding, key, permits, note)
+          : await this.#wait(binding, { key, permits, note }, Infinity, signal));
+      this.#limited?.see(key, d);
       if (note !== undefined) this.#record(d, note, observedFrom);
       if (!d.allowed) {
+        if (d.access !== undefined) {
+          const why = d.access.reason === undefined ? '' : ` (${d.access.reason})`;
+          throw new SluiceError(
+            'NEVER_ALLOWED',
+            `${JSON.stringify(key)} is on the deny list by entry ${JSON.stringify(d.access.entry)}${why}; acquire ` +
+              'does not wait it out',
+          );
+        }
         if (d.blocked === true) {
           throw new SluiceError(
             'NEVER_ALLOWED',
@@ -589,7 +834,7 @@ class StoreLimiter implements Limiter {
       optionsObject('peek options', options, false);
       const found = this.#binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
-      return this.#marked(binding, await binding.bound.peek(key));
+      return this.#listedOr(key, undefined) ?? this.#marked(binding, await binding.bound.peek(key));
     } catch (error) {
       throw callerNamed('peek', error);
     }
@@ -871,6 +1116,7 @@ class StoreLimiter implements Limiter {
     try {
       this.#checkOpen();
       await this.#store.ready?.();
+      await this.#access?.loaded;
     } catch (error) {
       throw callerNamed('ready', error);
     }
@@ -883,6 +1129,8 @@ class StoreLimiter implements Limiter {
     this.#unlist?.();
     // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
     const bindings = this.#bindings === undefined ? [this.#default] : [...this.#bindings.values()];
+    await this.#limited?.close();
+    this.#access?.close();
     for (const b of [...bindings, ...this.#overrides.values()]) await b.bound.unbind?.();
     this.#overrides.clear();
     if (this.#ownsStore) await this.#store.close();

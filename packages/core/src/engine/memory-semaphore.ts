@@ -3,7 +3,8 @@ import type { SemaphoreBinding, SemaphoreSpec, SlotAttempt } from './semaphore-s
 /** One key's slots: who holds one, and who waits for one, in order. */
 interface SlotsOfKey {
   readonly holders: Set<string>;
-  readonly queue: string[];
+  /** Higher priorities first, then first come. */
+  readonly queue: Array<{ readonly ticket: string; readonly priority: number }>;
 }
 
 /**
@@ -42,17 +43,19 @@ export class MemorySemaphores {
     };
 
     return {
-      attempt(key, ticket, queue): SlotAttempt {
+      attempt(key, ticket, queue, priority = 0): SlotAttempt {
         let slots = keys.get(id(key));
         if (slots === undefined) keys.set(id(key), (slots = { holders: new Set(), queue: [] }));
-        const place = slots.queue.indexOf(ticket);
-        const ahead = place === -1 ? slots.queue.length : place;
+        const place = slots.queue.findIndex((w) => w.ticket === ticket);
+        // A newcomer goes behind every waiter of its priority or higher.
+        const behind = slots.queue.findIndex((w) => w.priority < priority);
+        const ahead = place !== -1 ? place : behind === -1 ? slots.queue.length : behind;
         if (ahead < spec.max - slots.holders.size) {
           if (place !== -1) slots.queue.splice(place, 1);
           slots.holders.add(ticket);
           return { granted: true, source: 'store' };
         }
-        if (queue && place === -1) slots.queue.push(ticket);
+        if (queue && place === -1) slots.queue.splice(ahead, 0, { ticket, priority });
         drop(key, slots);
         return { granted: false, retryInMs: undefined };
       },
@@ -66,7 +69,7 @@ export class MemorySemaphores {
       leave(key, ticket) {
         const slots = keys.get(id(key));
         if (slots === undefined) return;
-        const place = slots.queue.indexOf(ticket);
+        const place = slots.queue.findIndex((w) => w.ticket === ticket);
         if (place === -1) return;
         slots.queue.splice(place, 1);
         drop(key, slots);

@@ -8,7 +8,13 @@ import type { Decision } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, inCall } from '../foundation/errors.js';
 import { type RuleVerdict, decidePolicy, ruleDecision } from './policy.js';
 import { type BoundStore, type Permits, type RuleSet, type StateAccess, type Store, permitsOfRule } from './store.js';
+import type { LimitedKeysBinding, LimitedKeysStore } from './limited-keys-board.js';
+import { MemoryBoards } from './memory-boards.js';
+import type { AccessListBinding, AccessListStore } from './access-list-store.js';
+import { MemoryAccessLists } from './memory-access-lists.js';
+import { MemoryPauses } from './memory-pauses.js';
 import { MemorySemaphores } from './memory-semaphore.js';
+import type { PauseBinding, PauseStore } from './pause-store.js';
 import type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec } from './semaphore-store.js';
 import { option, optional, parseOptions } from '../foundation/options.js';
 import { clockValue, positiveInteger } from '../foundation/validate.js';
@@ -70,7 +76,7 @@ interface Cell {
  * const store = memoryStore({ maxKeys: 50_000 })
  * const perIp = createLimiter({ rules: fixedWindow({ limit: 60, windowMs: 60_000 }), store, prefix: 'ip' })
  */
-export class MemoryStore implements Store, ConcurrencyStore {
+export class MemoryStore implements Store, ConcurrencyStore, PauseStore, LimitedKeysStore, AccessListStore {
   readonly clock: Clock;
   readonly maxKeys: number;
   readonly #states: KeyGenerations;
@@ -80,6 +86,10 @@ export class MemoryStore implements Store, ConcurrencyStore {
   #bindings = 0;
   readonly #prefixes = new PrefixGuard();
   readonly #semaphores = new MemorySemaphores();
+  /** Made at the first throttle: most stores never pause. */
+  #pauses: MemoryPauses | undefined;
+  #boards: MemoryBoards | undefined;
+  #lists: MemoryAccessLists | undefined;
   #closed = false;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -136,6 +146,27 @@ export class MemoryStore implements Store, ConcurrencyStore {
   bindSemaphore(spec: SemaphoreSpec): SemaphoreBinding {
     if (this.#closed) throw new SluiceError('CLOSED', 'memoryStore is closed');
     return this.#semaphores.bind(spec);
+  }
+
+  /** The pauses of a throttle (outgoing calls): kept here, in this process, on this store's clock. */
+  bindPause(prefix: string): PauseBinding {
+    if (this.#closed) throw new SluiceError('CLOSED', 'memoryStore is closed');
+    this.#pauses ??= new MemoryPauses(this.clock);
+    return this.#pauses.bind(prefix);
+  }
+
+  /** A limiter's allow and deny lists: kept here, shared by the limiters of one prefix on this store. */
+  bindAccessList(prefix: string): AccessListBinding {
+    if (this.#closed) throw new SluiceError('CLOSED', 'memoryStore is closed');
+    this.#lists ??= new MemoryAccessLists(this.clock);
+    return this.#lists.bind(prefix);
+  }
+
+  /** A limiter's limited-keys board: kept here, shared by the limiters of one prefix on this store. */
+  bindLimitedKeys(prefix: string): LimitedKeysBinding {
+    if (this.#closed) throw new SluiceError('CLOSED', 'memoryStore is closed');
+    this.#boards ??= new MemoryBoards();
+    return this.#boards.bind(prefix);
   }
 
   /**

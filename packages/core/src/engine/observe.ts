@@ -5,9 +5,10 @@ import { describe } from '../foundation/validate.js';
 
 /**
  * Where a decision was made: the memory store, a Redis script, exact mode's deny cache, a fail mode while
- * the store's backend is away, a leased batch, or this node's share of a divided limit.
+ * the store's backend is away, a leased batch, this node's share of a divided limit, or the limiter's
+ * allow or deny list (before any of them).
  */
-export type DecisionSource = 'memory' | 'redis' | 'deny_cache' | 'fallback' | 'lease' | 'share';
+export type DecisionSource = 'memory' | 'redis' | 'deny_cache' | 'fallback' | 'lease' | 'share' | 'access_list';
 
 /**
  * Filled in by a store whose decisions come from more than one place (see BoundStore.consume): a limiter
@@ -27,7 +28,45 @@ export interface ObservedDecision {
   readonly source: DecisionSource | undefined;
   /** From the call to its answer, waits included, in ms. */
   readonly durationMs: number;
+  /** A grant that left less than the limiter's `limitedKeys.nearLimit` (20% unless set) of the limit. */
+  readonly nearLimit: boolean;
 }
+
+/** Why a throttled call stopped waiting without starting. */
+export type ThrottleLeaveReason = 'timeout' | 'aborted' | 'closed' | 'queue_full' | 'never_allowed' | 'failed';
+
+/**
+ * What a throttle (outgoing calls) did, as an observer sees it. `queued` is how many calls of the key wait
+ * in this process after the event. `throttle` is the throttle's name (its limiter's prefix); the key is
+ * here for logs and tests, never made a metric attribute.
+ */
+export type ThrottleEvent =
+  | { readonly type: 'queued'; readonly throttle: string; readonly key: string; readonly queued: number }
+  | {
+      readonly type: 'started';
+      readonly throttle: string;
+      readonly key: string;
+      /** From the call to `run` to its start, in ms: the queue, the rate and any pause. */
+      readonly waitedMs: number;
+      readonly queued: number;
+    }
+  | {
+      readonly type: 'left';
+      readonly throttle: string;
+      readonly key: string;
+      readonly reason: ThrottleLeaveReason;
+      readonly waitedMs: number;
+      readonly queued: number;
+    }
+  | {
+      readonly type: 'paused';
+      readonly throttle: string;
+      /** Undefined: every key of the throttle. */
+      readonly key: string | undefined;
+      readonly ms: number;
+      /** 'here': this process paused; 'fleet': another node did, and this one heard it. */
+      readonly origin: 'here' | 'fleet';
+    };
 
 /**
  * What observes every limiter in the process (the hook `@sluice/otel` is built on). Every method is
@@ -38,6 +77,8 @@ export interface SluiceObserver {
   decision?(event: ObservedDecision): void;
   /** A leased limiter took `permits` from Redis for this node. */
   leased?(limiter: string, permits: number): void;
+  /** A throttle queued, started, dropped or paused a call. */
+  throttle?(event: ThrottleEvent): void;
 }
 
 /** A limiter's standing now, as `limiterStatuses()` reads it. */
@@ -92,10 +133,10 @@ export function observeSluice(observer: SluiceObserver): () => void {
     throw new SluiceTypeError(
       'observer',
       observer,
-      `observeSluice takes an object with decision() and/or leased(), got ${describe(observer)}`,
+      `observeSluice takes an object with decision(), leased() and/or throttle(), got ${describe(observer)}`,
     );
   }
-  for (const name of ['decision', 'leased'] as const) {
+  for (const name of ['decision', 'leased', 'throttle'] as const) {
     const fn = (observer as Record<string, unknown>)[name];
     if (fn !== undefined && typeof fn !== 'function') {
       throw new SluiceTypeError(
@@ -113,16 +154,25 @@ export function observeSluice(observer: SluiceObserver): () => void {
   };
 }
 
-/** Hands a decision to every observer (called by limiters, only while `observed()`). */
-export function recordDecision(event: ObservedDecision): void {
+/**
+ * Calls `method` of every observer that has it with `a` (and `b`), each isolated: one that throws is reported
+ * (SLUICE_CALLBACK_ERROR) and the others are still told. No closure or array per call: decisions pass here.
+ */
+function notify(method: keyof SluiceObserver, a: unknown, b?: unknown): void {
   for (const observer of hub.observers) {
-    if (observer.decision === undefined) continue;
+    const handler = observer[method] as ((this: SluiceObserver, a: unknown, b?: unknown) => void) | undefined;
+    if (handler === undefined) continue;
     try {
-      observer.decision(event);
+      handler.call(observer, a, b);
     } catch (error) {
-      reportCallbackError(undefined, 'observer decision()', error);
+      reportCallbackError(undefined, `observer ${method}()`, error);
     }
   }
+}
+
+/** Hands a decision to every observer (called by limiters, only while `observed()`). */
+export function recordDecision(event: ObservedDecision): void {
+  notify('decision', event);
 }
 
 /**
@@ -131,14 +181,16 @@ export function recordDecision(event: ObservedDecision): void {
  * reportLease(prefix, reply.granted) // counted by sluice.lease.permits
  */
 export function reportLease(limiter: string, permits: number): void {
-  for (const observer of hub.observers) {
-    if (observer.leased === undefined) continue;
-    try {
-      observer.leased(limiter, permits);
-    } catch (error) {
-      reportCallbackError(undefined, 'observer leased()', error);
-    }
-  }
+  notify('leased', limiter, permits);
+}
+
+/**
+ * Tells observers what a throttle did (called by throttles, only while `observed()`).
+ * @example
+ * if (observed()) reportThrottle({ type: 'queued', throttle: prefix, key, queued: 3 })
+ */
+export function reportThrottle(event: ThrottleEvent): void {
+  notify('throttle', event);
 }
 
 /**

@@ -22,31 +22,27 @@ export function permitsOption(value: unknown): Permits {
  * @example
  * adjustPermits({ tpm: 300 }) // { tpm: 300 }: the other rules are left as they are
  */
-export function adjustPermits(value: unknown): Permits {
-  if (typeof value === 'number' || typeof value !== 'object') return nonNegativeInteger('permits', value);
-  return costsValue(value, false);
+export function adjustPermits(value: unknown, name = 'permits'): Permits {
+  if (typeof value === 'number' || typeof value !== 'object') return nonNegativeInteger(name, value);
+  return costsValue(value, false, name);
 }
 
 /** A RuleCosts object, checked and copied (frozen): the caller's object may change after the call. */
-function costsValue(value: unknown, needsOne: boolean): RuleCosts {
+function costsValue(value: unknown, needsOne: boolean, name = 'permits'): RuleCosts {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new SluiceTypeError(
-      'permits',
+      name,
       value,
-      `permits must be an integer or each rule's count by rule name ({ rpm: 1, tpm: 1200 }), got ${describe(value)}`,
+      `${name} must be an integer or each rule's count by rule name ({ rpm: 1, tpm: 1200 }), got ${describe(value)}`,
     );
   }
   const entries = Object.entries(value);
   if (entries.length === 0 || (needsOne && entries.every(([, count]) => count === 0))) {
-    throw new SluiceRangeError(
-      'permits',
-      value,
-      `permits must count at least one permit of a rule, got ${describe(value)}`,
-    );
+    throw new SluiceRangeError(name, value, `${name} must count at least one permit of a rule, got ${describe(value)}`);
   }
   // No prototype: a rule may be named "constructor" or "toString".
   const costs: Record<string, number> = Object.create(null);
-  for (const [name, count] of entries) costs[name] = nonNegativeInteger(`permits.${name}`, count);
+  for (const [rule, count] of entries) costs[rule] = nonNegativeInteger(`${name}.${rule}`, count);
   return Object.freeze(costs);
 }
 
@@ -54,14 +50,14 @@ function costsValue(value: unknown, needsOne: boolean): RuleCosts {
  * Throws unless every rule `permits` names is one of `rules` (a misspelt name would otherwise count nothing
  * against the rule it meant).
  */
-export function checkCostNames(permits: Permits, rules: readonly Algorithm[]): void {
+export function checkCostNames(permits: Permits, rules: readonly Algorithm[], argument = 'permits'): void {
   if (typeof permits === 'number') return;
   for (const name of Object.keys(permits)) {
     if (!rules.some((rule) => rule.name === name)) {
       throw new SluiceRangeError(
-        `permits.${name}`,
+        `${argument}.${name}`,
         name,
-        `permits names rule ${JSON.stringify(name)}, which is not one of the key's rules ` +
+        `${argument} names rule ${JSON.stringify(name)}, which is not one of the key's rules ` +
           `(${rules.map((rule) => JSON.stringify(rule.name)).join(', ')})`,
       );
     }

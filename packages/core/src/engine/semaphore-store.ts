@@ -39,10 +39,11 @@ export type SlotAttempt =
 export interface SemaphoreBinding {
   /**
    * Tries to take a slot for `ticket`. With `queue`, a ticket that does not get one keeps its place in the
-   * store's queue for the key (first come, first served across processes) until it gets one or leaves; a
-   * try without `queue` never passes a queued ticket.
+   * store's queue for the key (higher `priority` first, then first come, first served across processes)
+   * until it gets one or leaves; a try without `queue` never passes a queued ticket of its priority or
+   * higher. `priority` is an integer from -1000 to 1000 (0 when not given).
    */
-  attempt(key: string, ticket: string, queue: boolean): SlotAttempt | Promise<SlotAttempt>;
+  attempt(key: string, ticket: string, queue: boolean, priority?: number): SlotAttempt | Promise<SlotAttempt>;
   /** Gives a slot back; waiters of the key anywhere are told. Resolves false when the ticket held none (its lease had run out). */
   release(key: string, ticket: string): boolean | Promise<boolean>;
   /** A queued ticket gives up its place (a timeout, an abort). */

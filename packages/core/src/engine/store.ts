@@ -166,6 +166,31 @@ export function uniformPermits(permits: Permits, rules: readonly Algorithm[]): n
   return first !== undefined && rest.every((count) => count === first) ? first : undefined;
 }
 
+/**
+ * The most `permits` asks of any one rule: a call's size where one number tells it (an event's count).
+ * @example
+ * mostPermits({ rpm: 1, tpm: 1_200 }) // 1200
+ * mostPermits(3)                      // 3
+ */
+export function mostPermits(permits: Permits): number {
+  if (typeof permits === 'number') return permits;
+  return Math.max(0, ...Object.values(permits));
+}
+
+/**
+ * `from` less `taken`, rule by rule, never below 0: one number when every rule of `rules` is left the same.
+ * @example
+ * lessPermits({ rpm: 1, tpm: 1_200 }, { tpm: 200 }, [rpm, tpm]) // { rpm: 1, tpm: 1000 }
+ * lessPermits(5, 2, [rpm, tpm])                              // 3
+ */
+export function lessPermits(from: Permits, taken: Permits, rules: readonly Algorithm[]): Permits {
+  if (typeof from === 'number' && typeof taken === 'number') return Math.max(0, from - taken);
+  const rest: RuleCosts = Object.fromEntries(
+    rules.map((rule) => [rule.name, Math.max(0, permitsOfRule(from, rule) - permitsOfRule(taken, rule))]),
+  );
+  return uniformPermits(rest, rules) ?? rest;
+}
+
 /** A store bound to one limiter's rules and prefix. */
 export interface BoundStore {
   /** Where this binding's decisions are made, when that is always one place (`'memory'`); see `consume`'s note. */

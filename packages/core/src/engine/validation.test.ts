@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { calendarWindow } from '../algorithms/calendar-window.js';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { gcra } from '../algorithms/gcra.js';
 import { leakyBucket } from '../algorithms/leaky-bucket.js';
@@ -32,6 +33,12 @@ const FACTORIES: Array<{
     make: (o) => fixedWindow(o as never),
     valid: { limit: 10, windowMs: 1000 },
     integers: ['limit', 'windowMs'],
+  },
+  {
+    name: 'calendarWindow',
+    make: (o) => calendarWindow({ period: 'day', ...o } as never),
+    valid: { limit: 10 },
+    integers: ['limit'],
   },
   {
     name: 'slidingWindowLog',

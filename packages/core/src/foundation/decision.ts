@@ -9,6 +9,15 @@ export interface RuleStatus {
   readonly allowed: boolean;
 }
 
+/** The access-list entry that decided a request, in place of the rules (`limiter.allow`, `limiter.deny`). */
+export interface AccessMatch {
+  readonly list: 'allow' | 'deny';
+  /** The entry that matched: the key, an address, or a CIDR range. */
+  readonly entry: string;
+  /** Why the entry is there, when it was given one. */
+  readonly reason?: string;
+}
+
 /**
  * The answer to one request. Being limited is a normal result, never an exception.
  *
@@ -58,4 +67,10 @@ export interface Decision {
    * back where it was counted, and nowhere for a grant nothing counted (failMode 'open').
    */
   readonly source?: 'fallback';
+  /**
+   * Set when the limiter's allow or deny list decided, before the rules: an allowed key's decision shows its
+   * limit whole (nothing consumed); a denied one's `retryAfterMs` lasts until the entry expires (Infinity when
+   * it does not). The HTTP adapters send a denied one's reason in the 429's body.
+   */
+  readonly access?: AccessMatch;
 }

@@ -46,7 +46,9 @@ export type SluiceErrorCode =
    * cannot keep it (bans in leased or divided mode), or a rule cannot (Guava's prepay cannot refund). The
    * message names what and why; nothing was changed.
    */
-  | 'UNSUPPORTED';
+  | 'UNSUPPORTED'
+  /** A throttle's ticket was settled already: its charge was corrected once, and is not corrected again. */
+  | 'ALREADY_SETTLED';
 
 /**
  * The one error class sluice throws for real faults. `code` tells what happened; `cause` keeps the

@@ -104,6 +104,21 @@ export function nonNegativeOrInfinite(name: string, value: unknown): number {
 }
 
 /**
+ * A whole number of ms in [min, max] (an interval of background work), or a SluiceRangeError naming it.
+ * @example
+ * intervalMs('limitedKeys.flushMs', 5_000, 100, 60_000) // 5000
+ */
+export function intervalMs(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max)
+    throw new SluiceRangeError(
+      name,
+      value,
+      `${name} must be a whole number of ms from ${min} to ${max}, got ${describe(value)}`,
+    );
+  return value;
+}
+
+/**
  * A safe integer >= 1 (limits, capacities, permits).
  * @example
  * const maxKeys = positiveInteger('maxKeys', options.maxKeys ?? 10_000)
@@ -122,6 +137,24 @@ export function nonNegativeInteger(name: string, value: unknown): number {
   const expected = 'an integer >= 0';
   const n = requireNumber(name, value, expected);
   if (!Number.isSafeInteger(n) || n < 0) {
+    throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
+  }
+  return n;
+}
+
+/** The most a waiter's priority may be above or below the default 0. */
+export const MAX_PRIORITY = 1_000;
+
+/**
+ * A waiter's priority: an integer from -MAX_PRIORITY to MAX_PRIORITY, 0 when not given (higher goes first).
+ * @example
+ * const priority = priorityValue('priority', options?.priority)
+ */
+export function priorityValue(name: string, value: unknown): number {
+  if (value === undefined) return 0;
+  const expected = `an integer from -${MAX_PRIORITY} to ${MAX_PRIORITY}`;
+  const n = requireNumber(name, value, expected);
+  if (!Number.isSafeInteger(n) || Math.abs(n) > MAX_PRIORITY) {
     throw new SluiceRangeError(name, value, `${name} must be ${expected}, got ${describe(value)}`);
   }
   return n;

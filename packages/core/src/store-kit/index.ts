@@ -27,7 +27,7 @@ export { carryWindowMs } from '../algorithms/carry.js';
 /** A binding whose rules the store keeps for every node (limiter.reconfigure delegates to it). */
 export { hasSharedRules } from '../engine/store.js';
 /** The count a call asks of one rule (one count for every rule, or each rule's own by name). */
-export { permitsOfRule, uniformPermits } from '../engine/store.js';
+export { lessPermits, mostPermits, permitsOfRule, uniformPermits } from '../engine/store.js';
 /** A new generation of a binding that carries each key's states from the one before on first touch. */
 export { CarriedBinding, hasStateAccess } from '../engine/carried-binding.js';
 export type { CarrySource } from '../engine/carried-binding.js';
@@ -79,3 +79,6 @@ export type {
   ParsedOptions,
   RequiredOption,
 } from '../foundation/options.js';
+/** Operations: the limited-keys hash and the access lists' entry checks, as tools outside a limiter need them (the CLI). */
+export { keyHash } from '../engine/limited-keys.js';
+export { entryTexts, listEntries } from '../engine/access-list.js';

@@ -1,5 +1,5 @@
-import { type Algorithm, type Clock, type GrantSource, SluiceError } from '@sluice/core';
-import { identityOf } from '@sluice/core/store-kit';
+import { type Algorithm, type Clock, type GrantSource, type Permits, SluiceError } from '@sluice/core';
+import { identityOf, mostPermits, permitsOfRule } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection } from '../connection/connection.js';
 import { withDeadline } from '../deadline.js';
@@ -8,6 +8,7 @@ import type { RedisHealth } from '../health.js';
 import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';
 import { versionError } from '../reply-errors.js';
 import { adjustScript, blockScript } from '../scripts.js';
+import { wirePermits } from './protocol.js';
 import { type GrantTime, adjustArgs, numArg, ruleArgs } from './rule-args.js';
 
 /** How many keys' fail-mode charges go to Redis at once after an outage (see settleFallback). */
@@ -79,15 +80,18 @@ export class RedisControls {
    * slot), never to the fail mode, which never counted it (a refund Redis cannot take then rejects). A grant
    * of unknown origin goes wherever decisions go now.
    */
-  async refund(key: string, permits: number, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+  async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
     const own = this.#o.rules.filter((rule) => rule.key === undefined);
     if (own.length === 0) return;
     const { fallback, health } = this.#o;
     const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
     if (grant === 'fallback') {
       // What Redis was charged with since (see settleFallback) goes back there too, while it answers.
-      const charged = permits - fallback.refund(key, permits, grantedAgoMs);
-      if (charged > 0 && health.healthy)
+      const uncharged = fallback.refund(key, permits, grantedAgoMs);
+      const charged: Permits = Object.fromEntries(
+        own.map((rule) => [rule.name, permitsOfRule(permits, rule) - permitsOfRule(uncharged, rule)]),
+      );
+      if (mostPermits(charged) > 0 && health.healthy)
         await this.#onRedis(key, 'refund', this.#stateKey(own[0] as Algorithm, key), () =>
           this.#adjust(own, key, 'refund', charged, granted),
         ).catch(() => undefined);
@@ -107,7 +111,7 @@ export class RedisControls {
   }
 
   /** Takes `permits` from every rule the key is counted against, one atomic call per slot. */
-  async penalize(key: string, permits: number): Promise<void> {
+  async penalize(key: string, permits: Permits): Promise<void> {
     await this.#control(
       key,
       'penalize',
@@ -116,7 +120,7 @@ export class RedisControls {
     );
   }
 
-  async #penalizeAll(key: string, permits: number): Promise<void> {
+  async #penalizeAll(key: string, permits: Permits): Promise<void> {
     const bySlot = new Map<number, Algorithm[]>();
     for (const rule of this.#o.rules) {
       const slot = this.#o.connection.isCluster ? calculateSlot(this.#stateKey(rule, key)) : 0;
@@ -125,7 +129,7 @@ export class RedisControls {
     await Promise.all([...bySlot.values()].map((rules) => this.#adjust(rules, key, 'penalize', permits, undefined)));
   }
 
-  #penalizeOnRedis(key: string, permits: number): Promise<void> {
+  #penalizeOnRedis(key: string, permits: Permits): Promise<void> {
     return this.#onRedis(key, 'settling the fail mode', this.#stateKey(this.#o.rules[0] as Algorithm, key), () =>
       this.#penalizeAll(key, permits),
     );
@@ -135,11 +139,11 @@ export class RedisControls {
    * Charges Redis with what the fail mode granted while it was away (`charges`, from FallbackBinding.takeCharges): each key's
    * permits taken from every rule the key is counted against, as a penalty (past the limit if need be), so the
    * outage's grants count against the limit after it. SETTLE_CHUNK keys at a time; a charge Redis cannot take
-   * now is kept for the next recovery.
+   * now is kept for the next recovery. The counts reported are each charge's largest count of one rule.
    */
-  async settleFallback(charges: [string, number][]): Promise<{ keys: number; permits: number; kept: number }> {
+  async settleFallback(charges: [string, Permits][]): Promise<{ keys: number; permits: number; kept: number }> {
     const { fallback } = this.#o;
-    const sum = (list: [string, number][]) => list.reduce((total, [, permits]) => total + permits, 0);
+    const sum = (list: [string, Permits][]) => list.reduce((total, [, permits]) => total + mostPermits(permits), 0);
     for (let i = 0; i < charges.length; i += SETTLE_CHUNK) {
       const chunk = charges.slice(i, i + SETTLE_CHUNK);
       const failed = await Promise.all(
@@ -195,12 +199,12 @@ export class RedisControls {
     rules: readonly Algorithm[],
     key: string,
     op: 'refund' | 'penalize' | 'reset',
-    permits: number,
+    permits: Permits,
     granted: GrantTime | undefined,
     extraKeys: readonly string[] = [],
   ): Promise<void> {
     const keys = [...rules.map((rule) => this.#stateKey(rule, key)), ...extraKeys];
-    const args = adjustArgs(ruleArgs(rules), op, permits, granted, this.#o.decisionClock?.now());
+    const args = adjustArgs(ruleArgs(rules), op, wirePermits(permits, rules), granted, this.#o.decisionClock?.now());
     const version = this.#o.version;
     if (version !== undefined) {
       keys.push(versionKeyBeside(this.#o.prefix, keys[0] as string, this.#o.connection.isCluster));

@@ -1,8 +1,16 @@
-import type { Algorithm, Decision } from '@sluice/core';
+import type { Algorithm, Decision, Permits } from '@sluice/core';
 import { EXPLICIT_BAN, type RuleVerdict, blockedDecision, identityOf, mergePolicy } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import { banKey, banMarkerKey, stateKey } from '../key-layout.js';
-import { type WireDecision, packGroups, packRequests, unpackBanReplies, unpackReplies } from './protocol.js';
+import {
+  type WireDecision,
+  packGroups,
+  packRequests,
+  unpackBanReplies,
+  unpackReplies,
+  wirePermits,
+  withCosts,
+} from './protocol.js';
 import { adjustArgs, ruleArgs } from './rule-args.js';
 import type { RedisConnection } from '../connection/connection.js';
 import { bufferReply } from '../script-runner.js';
@@ -28,7 +36,7 @@ export interface SlotPart {
 
 export interface CrossSlotRequest {
   readonly key: string;
-  readonly permits: number;
+  readonly permits: Permits;
   /** Client-clock now, or NaN for Redis TIME. */
   readonly now: number;
   readonly peek: boolean;
@@ -100,14 +108,16 @@ export class CrossSlotPolicy {
     // The ban, where this slot holds it, follows the states, and the slot's ban marker follows it.
     const keys = slot.ban === undefined ? slot.keys : [...slot.keys, slot.ban, banMarkerKey(this.prefix, slot.slot)];
     const group = [...slot.keys.map((_, i) => i + 1), slot.ban === undefined ? 0 : slot.keys.length + 1];
+    const permits = wirePermits(request.permits, part.rules);
+    const packed = packRequests([{ group: 1, now: request.now, permits, maxWaitMs: 0, peek }]);
     const reply = bufferReply(
       await this.timeout(
         this.connection.runScript(part.decide, keys, [
           ...part.args,
           packGroups([group]),
-          packRequests([{ group: 1, now: request.now, permits: request.permits, maxWaitMs: 0, peek }]),
+          packed.requests,
           '', // the state keys name no window: the script names them
-          ...this.tailArgs,
+          ...withCosts(this.tailArgs, packed.costs),
         ]),
       ),
       part.decide.name,
@@ -116,12 +126,18 @@ export class CrossSlotPolicy {
     return unpackReplies(reply, 1, part.rules, () => ({ permits: request.permits, peek }))[0] as WireDecision;
   }
 
-  async #refund(part: Part, keys: readonly string[], permits: number, decidedAtMs: number, now: number): Promise<void> {
+  async #refund(
+    part: Part,
+    keys: readonly string[],
+    permits: Permits,
+    decidedAtMs: number,
+    now: number,
+  ): Promise<void> {
     await this.timeout(
       this.connection.runScript(
         part.adjust,
         keys,
-        adjustArgs(part.args, 'refund', permits, { atMs: decidedAtMs }, now),
+        adjustArgs(part.args, 'refund', wirePermits(permits, part.rules), { atMs: decidedAtMs }, now),
       ),
     );
   }

@@ -1,13 +1,5 @@
-import {
-  type BoundStore,
-  type Clock,
-  type Decision,
-  type DecisionSource,
-  type GrantSource,
-  type Permits,
-  SluiceError,
-} from '@sluice/core';
-import { type DecisionNote, uniformPermits } from '@sluice/core/store-kit';
+import type { BoundStore, Clock, Decision, DecisionSource, GrantSource, Permits } from '@sluice/core';
+import { type DecisionNote, lessPermits, mostPermits } from '@sluice/core/store-kit';
 import type { FallbackBinding } from '../fleet/fail-mode.js';
 import type { RedisHealth } from '../health.js';
 import { RedisControls } from './controls.js';
@@ -86,7 +78,7 @@ const LATE_CALLS_WAIT = 20;
 class PendingDecision implements Asked {
   constructor(
     readonly key: string,
-    readonly permits: number,
+    readonly permits: Permits,
     readonly maxWaitMs: number,
     readonly now: number,
     readonly peek: boolean,
@@ -113,7 +105,7 @@ export class ExactBinding implements BoundStore {
   readonly #transport: DecisionTransport<PendingDecision>;
   readonly #controls: RedisControls;
   /** The fail mode's charges being settled (see settleFallback): a late grant comes off them. */
-  #settling: Map<string, number> | undefined;
+  #settling: Map<string, Permits> | undefined;
   /** The store's deny caches of this prefix. */
   readonly #denials: DenialSharing | undefined;
   /** This binding's own, for a single rule whose single-permit denials hold until retryAfterMs. */
@@ -135,7 +127,7 @@ export class ExactBinding implements BoundStore {
         if (!p.grantedByFallback || !answer.decision.allowed || p.peek) return;
         const settling = this.#settling?.get(p.key);
         if (settling === undefined) this.#parts.fallback.dropCharge(p.key, p.permits);
-        else this.#settling?.set(p.key, Math.max(0, settling - p.permits));
+        else this.#settling?.set(p.key, lessPermits(settling, p.permits, this.#parts.transport.rules));
       },
       stale: (p, version) => this.#stale(p, version),
     };
@@ -157,8 +149,7 @@ export class ExactBinding implements BoundStore {
     });
   }
 
-  consume(key: string, asked: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
-    const permits = this.#oneCount(asked);
+  consume(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     if (this.#cache !== undefined && permits === 1 && maxWaitMs === 0) {
       const now = this.#parts.transport.localClock.now();
       const cached = this.#cache.get(key, now);
@@ -178,7 +169,7 @@ export class ExactBinding implements BoundStore {
 
   #ask(
     key: string,
-    permits: number,
+    permits: Permits,
     maxWaitMs: number,
     peek: boolean,
     note: DecisionNote | undefined,
@@ -238,7 +229,7 @@ export class ExactBinding implements BoundStore {
   /** The fail mode's decision (marked `source: 'fallback'`, so the caller knows the fleet's count was not consulted). */
   #byFallback(
     key: string,
-    permits: number,
+    permits: Permits,
     maxWaitMs: number,
     peek: boolean,
     note: DecisionNote | undefined,
@@ -279,33 +270,15 @@ export class ExactBinding implements BoundStore {
 
   /** Gives back where the grant was counted (see RedisControls.refund). */
   async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
-    const count = this.#oneCount(permits);
     // A denial cached here may have become a grant.
     this.#denials?.forgetHere(key);
-    return this.#controls.refund(key, count, grantedAgoMs, grant);
+    return this.#controls.refund(key, permits, grantedAgoMs, grant);
   }
 
   async penalize(key: string, permits: Permits): Promise<void> {
-    const count = this.#oneCount(permits);
     // A denial cached here would now be told too short a wait.
     this.#denials?.forgetHere(key);
-    return this.#controls.penalize(key, count);
-  }
-
-  /**
-   * The one count a call asks of every rule. Each rule's own count (RuleCosts) is decided by the memory
-   * store; on Redis the scripts take one count per request for now, so different counts are refused
-   * before anything is asked.
-   */
-  #oneCount(permits: Permits): number {
-    const count = uniformPermits(permits, this.#parts.transport.rules);
-    if (count !== undefined) return count;
-    throw new SluiceError(
-      'UNSUPPORTED',
-      `redisStore counts one number of permits against every rule of a call, got each rule's own ` +
-        `(${JSON.stringify(permits)}): the memory store decides per-rule counts; on Redis, give each rule a ` +
-        'limiter of its own for now',
-    );
+    return this.#controls.penalize(key, permits);
   }
 
   block(key: string, ms: number): Promise<void> {
@@ -329,7 +302,7 @@ export class ExactBinding implements BoundStore {
     } finally {
       if (this.#settling === charges) this.#settling = undefined;
     }
-    return this.#controls.settleFallback([...charges].filter(([, permits]) => permits > 0));
+    return this.#controls.settleFallback([...charges].filter(([, permits]) => mostPermits(permits) > 0));
   }
 
   /** Drops every denial this binding cached (the limiter's configuration changed). */

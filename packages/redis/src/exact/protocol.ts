@@ -1,10 +1,12 @@
-import type { Algorithm, Decision } from '@sluice/core';
-import { type RuleVerdict, blockedDecision, mergePolicy } from '@sluice/core/store-kit';
+import type { Algorithm, Decision, Permits } from '@sluice/core';
+import { type RuleVerdict, blockedDecision, mergePolicy, permitsOfRule, uniformPermits } from '@sluice/core/store-kit';
 
 /**
  * The binary half of decide.lua's protocol (see its header): requests packed '<I4dddB', replies '<BdddddB'
  * plus '<Bddd' per rule for a policy; a blocked request's reply is turned into core's blockedDecision, as
- * the memory store's is. Little-endian IEEE doubles are exact both ways.
+ * the memory store's is. A request whose rules count different permits (per-rule costs) carries -row in its
+ * permits field and its counts, '<d' per rule, as that row of the cost rows. Little-endian IEEE doubles are
+ * exact both ways.
  */
 export const REQUEST_BYTES = 29;
 const REPLY_BYTES = 42;
@@ -15,9 +17,21 @@ export interface WireRequest {
   readonly group: number;
   /** NaN asks the script to use Redis TIME. */
   readonly now: number;
-  readonly permits: number;
+  /** One count for every rule, or each rule's own in the order of the call's rules (see wirePermits). */
+  readonly permits: number | readonly number[];
   readonly maxWaitMs: number;
   readonly peek: boolean;
+}
+
+/**
+ * What a request asks of `rules` on the wire: the one count when every rule counts the same (the common
+ * case, packed as before), else each rule's own count in rule order.
+ * @example
+ * wirePermits({ rpm: 1, tpm: 1_200 }, [rpm, tpm]) // [1, 1200]
+ * wirePermits(2, [rpm, tpm])                      // 2
+ */
+export function wirePermits(permits: Permits, rules: readonly Algorithm[]): number | readonly number[] {
+  return uniformPermits(permits, rules) ?? rules.map((rule) => permitsOfRule(permits, rule));
 }
 
 /** Each group's R + 1 key indices (from 1, into KEYS; its rules' states, then its ban or 0), packed '<I4' each. */
@@ -46,18 +60,44 @@ export function packWindows(windows: readonly number[], onServerTime = false): B
   return buf;
 }
 
-export function packRequests(requests: readonly WireRequest[]): Buffer {
+/**
+ * The requests ('<I4dddB' each) and, when a request counts differently per rule, the cost rows ('<d' per
+ * rule and row; its permits field is then -row, from 1): the ARGV decide.lua reads last (see its header).
+ */
+export function packRequests(requests: readonly WireRequest[]): { requests: Buffer; costs: Buffer | undefined } {
   const buf = Buffer.allocUnsafe(requests.length * REQUEST_BYTES);
+  const rows: (readonly number[])[] = [];
   let o = 0;
   for (const r of requests) {
+    let permits: number;
+    if (typeof r.permits === 'number') permits = r.permits;
+    else {
+      rows.push(r.permits);
+      permits = -rows.length;
+    }
     buf.writeUInt32LE(r.group, o);
     buf.writeDoubleLE(r.now, o + 4);
-    buf.writeDoubleLE(r.permits, o + 12);
+    buf.writeDoubleLE(permits, o + 12);
     buf.writeDoubleLE(r.maxWaitMs, o + 20);
     buf.writeUInt8(r.peek ? 1 : 0, o + 28);
     o += REQUEST_BYTES;
   }
-  return buf;
+  if (rows.length === 0) return { requests: buf, costs: undefined };
+  const width = (rows[0] as readonly number[]).length;
+  const costs = Buffer.allocUnsafe(rows.length * width * 8);
+  rows.forEach((row, k) => {
+    for (const [r, count] of row.entries()) costs.writeDoubleLE(count, (k * width + r) * 8);
+  });
+  return { requests: buf, costs };
+}
+
+/**
+ * decide.lua's ARGV after the windows: `tail` (the skew bound, then the configuration version, each
+ * optional) and, when a request carries per-rule costs, the cost rows after both (padded with '').
+ */
+export function withCosts(tail: readonly string[], costs: Buffer | undefined): Array<string | Buffer> {
+  if (costs === undefined) return [...tail];
+  return [tail[0] ?? '', tail[1] ?? '', costs];
 }
 
 /** One decoded reply: the Decision, the time the script decided it at, and each rule's own verdict. */
@@ -97,7 +137,7 @@ export function unpackReplies(
   buf: Buffer,
   count: number,
   rules: readonly Algorithm[],
-  request: (q: number) => { readonly permits: number; readonly peek: boolean },
+  request: (q: number) => { readonly permits: Permits; readonly peek: boolean },
 ): WireDecision[] {
   const out: WireDecision[] = [];
   const perRequest = REPLY_BYTES + (rules.length > 1 ? rules.length * RULE_BYTES : 0);
@@ -150,7 +190,7 @@ export function unpackReplies(
       allowed: verdict.allowed,
       limit: rule.limit,
       // A peek took nothing: its probe's permits remain.
-      remaining: verdict.remaining + (verdict.allowed && peek ? permits : 0),
+      remaining: verdict.remaining + (verdict.allowed && peek ? permitsOfRule(permits, rule) : 0),
       retryAfterMs: verdict.retryAfterMs,
       resetAfterMs: verdict.resetAfterMs,
       waitMs: buf.readDoubleLE(o + 25),

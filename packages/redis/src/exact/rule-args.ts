@@ -37,19 +37,22 @@ export type GrantTime = { readonly atMs: number } | { readonly agoMs: number };
 const timeArg = (ms: number | undefined): string => (ms === undefined || Number.isNaN(ms) ? '' : numArg(ms));
 
 /**
- * The ARGV of adjust.lua after the rules (`ruleArgs`): the operation ('reset' takes no permits: 0), its permits, when a refunded grant was
+ * The ARGV of adjust.lua after the rules (`ruleArgs`): the operation ('reset' takes no permits: 0), its permits
+ * (one count of every rule, or each rule's own in rule order: see wirePermits), when a refunded grant was
  * made (see GrantTime; undefined: unknown), and now (undefined or NaN: the server's TIME).
  * @example
  * const args = adjustArgs(ruleArgs(rules), 'refund', 1, { agoMs: 30 }, undefined)
+ * const perRule = adjustArgs(ruleArgs([rpm, tpm]), 'penalize', [0, 300], undefined, undefined)
  */
 export function adjustArgs(
   rules: readonly string[],
   op: 'refund' | 'penalize' | 'reset',
-  permits: number,
+  permits: number | readonly number[],
   granted: GrantTime | undefined,
   nowMs: number | undefined,
 ): string[] {
   const at = granted !== undefined && 'atMs' in granted ? granted.atMs : undefined;
   const ago = granted !== undefined && 'agoMs' in granted ? granted.agoMs : undefined;
-  return [...rules, op, String(permits), timeArg(at), timeArg(ago), timeArg(nowMs)];
+  const counts = typeof permits === 'number' ? String(permits) : permits.join(',');
+  return [...rules, op, counts, timeArg(at), timeArg(ago), timeArg(nowMs)];
 }

@@ -1,5 +1,5 @@
-import type { Algorithm, Clock, Decision } from '@sluice/core';
-import { identityOf } from '@sluice/core/store-kit';
+import type { Algorithm, Clock, Decision, Permits } from '@sluice/core';
+import { identityOf, permitsOfRule } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { DeadlineError, withDeadline } from '../deadline.js';
@@ -8,13 +8,14 @@ import { isKeyScopedError, versionError } from '../reply-errors.js';
 import { bufferReply } from '../script-runner.js';
 import { type LuaScript, decideOneScript, decideScript } from '../scripts.js';
 import { CrossSlotPolicy } from './cross-slot.js';
-import { packGroups, packRequests, packWindows, unpackReplies } from './protocol.js';
+import { packGroups, packRequests, packWindows, unpackReplies, wirePermits, withCosts } from './protocol.js';
 import { numArg, ruleArgs } from './rule-args.js';
 
 /** One decision asked of Redis. A caller's own object (it carries where the answer goes), read, never kept. */
 export interface Asked {
   readonly key: string;
-  readonly permits: number;
+  /** One count of every rule, or each rule's own (per-rule costs). */
+  readonly permits: Permits;
   readonly maxWaitMs: number;
   /** The decision time in client-clock mode; NaN lets the script read Redis TIME. */
   readonly now: number;
@@ -116,6 +117,13 @@ export class DecisionTransport<A extends Asked> {
   /** ARGV after the requests of this transport's own calls: the skew bound ('' none) when versions are checked. */
   readonly #skewArg: string;
   #queue: A[] = [];
+  /**
+   * The configuration version the queued requests were asked under (versions checked): they are sent under
+   * it, not under the version in force when they leave. A request asked before this node learned of an
+   * override of its key was routed to the limiter's rules; sent under the new version, the slot would take
+   * it as decided under the override's.
+   */
+  #queueVersion: number | undefined;
   #scheduled = false;
   /**
    * Script calls sent and not yet answered (a batch's until the end of the turn it was answered in): with
@@ -130,13 +138,15 @@ export class DecisionTransport<A extends Asked> {
   readonly #flush = (): void => {
     this.#scheduled = false;
     const batch = this.#queue;
+    const version = this.#queueVersion;
     this.#queue = [];
+    if (batch.length === 0) return;
     if (!this.#o.mayCall()) {
       for (const asked of batch) this.#listener.unsent(asked);
       return;
     }
     if (!this.#o.connection.isCluster) {
-      this.#sendInChunks(batch);
+      this.#sendInChunks(batch, version);
       return;
     }
     // In a Cluster one script call can only touch one slot: group by slot; a request whose rules span slots
@@ -164,7 +174,7 @@ export class DecisionTransport<A extends Asked> {
       if (group === undefined) bySlot.set(slot, [asked]);
       else group.push(asked);
     }
-    for (const group of bySlot.values()) this.#sendInChunks(group);
+    for (const group of bySlot.values()) this.#sendInChunks(group, version);
   };
 
   constructor(options: TransportOptions, listener: TransportListener<A>) {
@@ -199,6 +209,10 @@ export class DecisionTransport<A extends Asked> {
 
   /** Sends `asked` now, or with the turn's batch while a call is in flight; its answer goes to the listener. */
   send(asked: A): void {
+    const version = this.#o.version?.();
+    // Asked under a newer configuration than the queue: the queue leaves now, under its own.
+    if (this.#queue.length > 0 && version !== this.#queueVersion) this.#flush();
+    if (this.#queue.length === 0) this.#queueVersion = version;
     this.#queue.push(asked);
     if (this.#scheduled) return;
     if (this.#inFlight === 0) {
@@ -218,19 +232,19 @@ export class DecisionTransport<A extends Asked> {
    * call, 118k in two; node-redis, whose calls cost the client more, 80k and 75k; at 128 in flight batches
    * of 64 already travel several at a time). One hot key's requests fold into one update: kept together.
    */
-  #sendInChunks(group: A[]): void {
+  #sendInChunks(group: A[], version: number | undefined): void {
     const several = group.length > 1 && (group[0] as A).key !== (group[group.length - 1] as A).key;
     const { maxBatch } = this.#o;
     const max = this.#inFlight === 0 && several ? Math.min(maxBatch, Math.ceil(group.length / 2)) : maxBatch;
     if (group.length <= max) {
-      void this.#send(group);
+      void this.#send(group, version);
       return;
     }
-    for (let i = 0; i < group.length; i += max) void this.#send(group.slice(i, i + max));
+    for (let i = 0; i < group.length; i += max) void this.#send(group.slice(i, i + max), version);
   }
 
   /** The script call that decides `group` (one slot's requests): decide_one.lua for one request when it can. */
-  #call(group: A[]): ScriptCall {
+  #call(group: A[], version: number | undefined): ScriptCall {
     const { rules, prefix, stateName } = this.#o;
     const first = group[0] as A;
     if (group.length === 1 && this.#oneScript !== undefined) {
@@ -242,10 +256,10 @@ export class DecisionTransport<A extends Asked> {
         args: [
           ...this.#rulesArg,
           Number.isNaN(first.now) ? '' : numArg(first.now),
-          numArg(first.permits),
+          numArg(permitsOfRule(first.permits, rule)),
           numArg(first.maxWaitMs),
           first.peek ? '1' : '0',
-          ...this.#tailOf(),
+          ...this.#tailOf(version),
         ],
       };
     }
@@ -282,30 +296,31 @@ export class DecisionTransport<A extends Asked> {
         g = groups.length;
         groupIndex.set(asked.key, g);
       }
-      return { group: g, now: asked.now, permits: asked.permits, maxWaitMs: asked.maxWaitMs, peek: asked.peek };
+      const permits = wirePermits(asked.permits, rules);
+      return { group: g, now: asked.now, permits, maxWaitMs: asked.maxWaitMs, peek: asked.peek };
     });
     // A ban's index is known once every state is: it follows them.
     for (const indices of groups) indices[indices.length - 1] = states.length - (indices.at(-1) as number);
+    const packed = packRequests(wire);
     return {
       script: this.#script,
       keys: this.#withVersion([...states, ...bans, this.#marker(states[0] as string)], states[0] as string),
       args: [
         ...this.#rulesArg,
         packGroups(groups),
-        packRequests(wire),
+        packed.requests,
         packWindows(
           windows,
           group.every((asked) => Number.isNaN(asked.now)),
         ),
-        ...this.#tailOf(),
+        ...withCosts(this.#tailOf(version), packed.costs),
       ],
     };
   }
 
-  /** ARGV after a call's requests: the skew bound, and the configuration version when versions are checked. */
-  #tailOf(): readonly string[] {
-    const version = this.#o.version;
-    return version === undefined ? this.#tailArgs : [this.#skewArg, String(version())];
+  /** ARGV after a call's requests: the skew bound, and the configuration version they were asked under when checked. */
+  #tailOf(version: number | undefined): readonly string[] {
+    return version === undefined ? this.#tailArgs : [this.#skewArg, String(version)];
   }
 
   /** `keys` with the configuration version key of the slot `aKey` lives in last, when versions are checked. */
@@ -320,10 +335,10 @@ export class DecisionTransport<A extends Asked> {
     return banMarkerKey(this.#o.prefix, this.#o.connection.isCluster ? calculateSlot(aKey) : undefined);
   }
 
-  async #send(group: A[]): Promise<void> {
+  async #send(group: A[], version: number | undefined): Promise<void> {
     let call: ScriptCall;
     try {
-      call = this.#call(group);
+      call = this.#call(group, version);
     } catch (error) {
       // A rule's key function failed: a developer error, reported to every caller of this batch.
       for (const asked of group) this.#listener.failed(asked, error, this.stateKey(asked.key));
@@ -345,7 +360,7 @@ export class DecisionTransport<A extends Asked> {
       }
       if (error instanceof DeadlineError) this.#whenLate(running, script.name, group, sentAtMs);
       // Redis answered about one of these keys: the others must not pay for it. Each is tried alone.
-      if (isKeyScopedError(error) && group.length > 1) for (const asked of group) void this.#send([asked]);
+      if (isKeyScopedError(error) && group.length > 1) for (const asked of group) void this.#send([asked], version);
       else for (const asked of group) this.#listener.failed(asked, error, keys[0] as string);
       return;
     } finally {

@@ -4,11 +4,20 @@ import {
   type Clock,
   type Decision,
   MemoryStore,
+  type Permits,
   type RuleSet,
   type SemaphoreBinding,
   type SemaphoreSpec,
 } from '@sluice/core';
-import { type FleetShare, describeValue, keyCache, shareOf, sharedRule } from '@sluice/core/store-kit';
+import {
+  type FleetShare,
+  describeValue,
+  keyCache,
+  permitsOfRule,
+  shareOf,
+  sharedRule,
+  uniformPermits,
+} from '@sluice/core/store-kit';
 import { SluiceRangeError } from '@sluice/core';
 
 /** What a Redis-backed store does while Redis does not answer within `timeoutMs`, or answers an error. */
@@ -114,7 +123,7 @@ export class Fallback {
       ...(ruleSet.plans === undefined ? {} : { plans: shared(ruleSet.plans) }),
       ...(ruleSet.apart === undefined ? {} : { apart: ruleSet.apart }),
     });
-    return new LocalFallback(bound, share);
+    return new LocalFallback(bound, share, ruleSet.rules);
   }
 
   /** 'local': this node's `share` of a concurrency limiter's slots, counted here (its max follows the fleet). */
@@ -136,30 +145,31 @@ export interface FallbackBinding {
   /** True for 'local': controls apply to its state; 'open' and 'closed' keep none (their controls do nothing). */
   readonly keepsState: boolean;
   /** The fail mode's decision, marked `source: 'fallback'`. */
-  decide(key: string, permits: number, maxWaitMs: number, peek: boolean): Decision;
+  decide(key: string, permits: Permits, maxWaitMs: number, peek: boolean): Decision;
   /**
    * Gives back what the fail mode granted (nothing for 'open', which counted nothing). Returns how many of the
-   * permits Redis was never charged with; the rest went to Redis when it answered again (takeCharges).
+   * permits Redis was never charged with (per rule when they were per-rule costs); the rest went to Redis when
+   * it answered again (takeCharges).
    */
-  refund(key: string, permits: number, grantedAgoMs: number): number;
+  refund(key: string, permits: Permits, grantedAgoMs: number): Permits;
   /**
    * 'local': per key, what the fail mode's grants while Redis was away still weigh on its state (the permits
    * granted, refunds taken off, but no more than the local state shows spent now: grants a bucket refilled or
    * a window that rolled over since count no longer), forgotten here: the store charges them to Redis once it
    * answers again. Empty for 'open' and 'closed'.
    */
-  takeCharges(): [key: string, permits: number][];
+  takeCharges(): [key: string, permits: Permits][];
   /** Charges Redis could not take after all: kept for the next time it answers. */
-  keepCharge(key: string, permits: number): void;
+  keepCharge(key: string, permits: Permits): void;
   /** Redis counted this grant after all (its answer came past the deadline): it is not charged again. */
-  dropCharge(key: string, permits: number): void;
+  dropCharge(key: string, permits: Permits): void;
   /**
    * What Redis last answered for `key`: 'local' starts the key's state from it when Redis next fails (this
    * node's share of what the fleet had left), instead of a full share on every node.
    */
   remember(key: string, decision: Decision): void;
   /** Takes `permits` from the fail mode's state of `key` while Redis is away (see keepsState). */
-  penalize(key: string, permits: number): void;
+  penalize(key: string, permits: Permits): void;
   /** Bans `key` in the fail mode's state while Redis is away (see keepsState). */
   block(key: string, ms: number): void;
   /** Lifts a ban in the fail mode's state while Redis is away (see keepsState). */
@@ -177,15 +187,30 @@ const fromFallback = (decision: Decision): Decision => ({ ...decision, source: '
 class LocalFallback implements FallbackBinding {
   readonly mode = 'local';
   readonly keepsState = true;
-  /** Permits granted per key since Redis last took the charges (bounded by MAX_CHARGED_KEYS). */
-  readonly #charges = new Map<string, number>();
+  /**
+   * Permits granted per key since Redis last took the charges, each rule's count in rule order (bounded by
+   * MAX_CHARGED_KEYS): per-rule costs charge each rule its own.
+   */
+  readonly #charges = new Map<string, number[]>();
   /** Per key, the part of the limit Redis last said was used, until the fail mode first decides the key. */
   readonly #lastOnRedis = keyCache<string, number>(MAX_CHARGED_KEYS);
 
   constructor(
     private readonly bound: BoundStore,
     private readonly share: FleetShare,
+    private readonly rules: readonly Algorithm[],
   ) {}
+
+  /** Each rule's count of `permits`, in rule order. */
+  #counts(permits: Permits): number[] {
+    return this.rules.map((rule) => permitsOfRule(permits, rule));
+  }
+
+  /** Counts in rule order as Permits: one number when every rule counts the same. */
+  #permits(counts: readonly number[]): Permits {
+    const asCosts = Object.fromEntries(this.rules.map((rule, r) => [rule.name, counts[r] as number]));
+    return uniformPermits(asCosts, this.rules) ?? asCosts;
+  }
 
   remember(key: string, decision: Decision): void {
     if (decision.limit > 0)
@@ -204,7 +229,7 @@ class LocalFallback implements FallbackBinding {
     if (missing > 0) void this.bound.penalize?.(key, missing);
   }
 
-  decide(key: string, permits: number, maxWaitMs: number, peek: boolean): Decision {
+  decide(key: string, permits: Permits, maxWaitMs: number, peek: boolean): Decision {
     this.#startFromRedis(key);
     const b = this.bound;
     const decision = (peek ? b.peek(key) : b.consume(key, permits, maxWaitMs)) as Decision;
@@ -212,42 +237,56 @@ class LocalFallback implements FallbackBinding {
     return fromFallback(decision);
   }
 
-  refund(key: string, permits: number, grantedAgoMs: number): number {
+  refund(key: string, permits: Permits, grantedAgoMs: number): Permits {
     void this.bound.refund?.(key, permits, grantedAgoMs);
-    const charged = this.#charges.get(key) ?? 0;
-    const uncharged = Math.min(charged, permits);
-    if (charged - uncharged > 0) this.#charges.set(key, charged - uncharged);
-    else this.#charges.delete(key);
-    return uncharged;
+    const charged = this.#charges.get(key);
+    const asked = this.#counts(permits);
+    const uncharged = asked.map((count, r) => Math.min(charged?.[r] ?? 0, count));
+    if (charged !== undefined) this.#set(key, charged, uncharged, -1);
+    return this.#permits(uncharged);
   }
 
-  takeCharges(): [string, number][] {
-    const charges: [string, number][] = [];
+  takeCharges(): [string, Permits][] {
+    const charges: [string, Permits][] = [];
     for (const [key, granted] of this.#charges) {
       // What the local state still holds spent: an hour-long outage's grants are not all owed to a bucket that
-      // refilled meanwhile, nor a past window's to the current one.
-      // A decision names the whole rule's limit; this node's state holds its share of it.
+      // refilled meanwhile, nor a past window's to the current one. A decision names the binding rule and the
+      // whole rule's limit (this node's state holds its share of it): the part of that rule's grants still
+      // spent is the part owed of every rule's.
       const now = this.bound.peek(key) as Decision;
       const spent = Math.max(0, shareOf(now.limit, this.share.fraction) - now.remaining);
-      if (Math.min(granted, spent) > 0) charges.push([key, Math.min(granted, spent)]);
+      const binding = Math.max(
+        0,
+        this.rules.findIndex((rule) => rule.name === now.rule),
+      );
+      const grantedThere = granted[binding] ?? 0;
+      const owed = grantedThere === 0 ? 0 : Math.min(1, spent / grantedThere);
+      const counts = granted.map((count) => Math.floor(count * owed + 1e-9));
+      if (counts.some((count) => count > 0)) charges.push([key, this.#permits(counts)]);
     }
     this.#charges.clear();
     return charges;
   }
 
-  dropCharge(key: string, permits: number): void {
-    const charged = this.#charges.get(key) ?? 0;
-    if (charged > permits) this.#charges.set(key, charged - permits);
+  dropCharge(key: string, permits: Permits): void {
+    const charged = this.#charges.get(key);
+    if (charged !== undefined) this.#set(key, charged, this.#counts(permits), -1);
+  }
+
+  keepCharge(key: string, permits: Permits): void {
+    const charged = this.#charges.get(key);
+    if (charged === undefined && this.#charges.size >= MAX_CHARGED_KEYS) return;
+    this.#set(key, charged ?? this.rules.map(() => 0), this.#counts(permits), 1);
+  }
+
+  /** The key's charges plus (`sign` 1) or minus (-1, never below 0) `counts`; none left forgets the key. */
+  #set(key: string, charged: readonly number[], counts: readonly number[], sign: 1 | -1): void {
+    const next = charged.map((count, r) => Math.max(0, count + sign * (counts[r] ?? 0)));
+    if (next.some((count) => count > 0)) this.#charges.set(key, next);
     else this.#charges.delete(key);
   }
 
-  keepCharge(key: string, permits: number): void {
-    const charged = this.#charges.get(key);
-    if (charged === undefined && this.#charges.size >= MAX_CHARGED_KEYS) return;
-    this.#charges.set(key, (charged ?? 0) + permits);
-  }
-
-  penalize(key: string, permits: number): void {
+  penalize(key: string, permits: Permits): void {
     void this.bound.penalize?.(key, permits);
   }
 
@@ -284,16 +323,17 @@ class StatelessFallback implements FallbackBinding {
     return this.o.mode;
   }
 
-  decide(_key: string, permits: number): Decision {
+  decide(_key: string, permits: Permits): Decision {
     const mode = this.o.mode === 'open' ? 'open' : 'closed';
-    return fromFallback(failModeDecision(this.rules[0] as Algorithm, mode, permits, this.o.timeoutMs));
+    const rule = this.rules[0] as Algorithm;
+    return fromFallback(failModeDecision(rule, mode, permitsOfRule(permits, rule), this.o.timeoutMs));
   }
 
   /** 'open' counted its grants nowhere, 'closed' granted none: Redis was never charged with any. */
-  refund(_key: string, permits: number): number {
+  refund(_key: string, permits: Permits): Permits {
     return permits;
   }
-  takeCharges(): [string, number][] {
+  takeCharges(): [string, Permits][] {
     return [];
   }
   keepCharge(): void {}

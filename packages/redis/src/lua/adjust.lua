@@ -6,7 +6,9 @@
 -- KEYS: the state key of each rule to adjust, in rule order (a window algorithm's: the name of its windows'
 --       keys); for 'reset', then the key's ban.
 -- ARGV: the rules (one text, as decide.lua reads them: see parse_rules in prelude.lua); then
---       'refund', 'penalize' or 'reset' (limiter.reset: forget the states and the ban); permits; when the grant was decided ('' = unknown, or: see the next);
+--       'refund', 'penalize' or 'reset' (limiter.reset: forget the states and the ban); permits (one count of
+--       every rule, or each rule's own in rule order, comma-separated: per-rule costs; a rule given 0 is
+--       adjusted by 0, as core does); when the grant was decided ('' = unknown, or: see the next);
 --       how long before now it was asked for ('' = unknown; used when the time before is ''); now ('' =
 --       this server's TIME); then, optionally, the configuration version the client adjusts under, with its
 --       slot's configuration version key last in KEYS (see stale_version in prelude.lua).
@@ -18,7 +20,19 @@ local rules, a = parse_rules(1)
 if rules == nil then return a end
 local R = #rules
 local op = ARGV[a]
-local permits = tonumber(ARGV[a + 1])
+-- Each rule's count: one for all, or one per rule.
+local counts = {}
+do
+  local r = 0
+  for count in string.gmatch(ARGV[a + 1], '[^,]+') do
+    r = r + 1
+    counts[r] = tonumber(count)
+  end
+  if r == 1 then for q = 2, R do counts[q] = counts[1] end
+  elseif r ~= R and op ~= 'reset' then
+    return redis.error_reply('ERR sluice: ' .. r .. ' permit counts for ' .. R .. ' rules')
+  end
+end
 local now = time_arg(ARGV[a + 4])
 local granted_at = 0 / 0
 if ARGV[a + 2] ~= '' then granted_at = parse_num(ARGV[a + 2])
@@ -38,6 +52,7 @@ end
 local changed = 0
 for r = 1, R do
   local rule = rules[r]
+  local permits = counts[r]
   if op == 'reset' then
     delete_state(rule, KEYS[r], now)
   else

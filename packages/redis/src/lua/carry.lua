@@ -6,7 +6,7 @@
 
 -- The kinds whose state is what was used, kept as it is when it means the same under both rules; their counts
 -- are whole grants, rounded up when carried otherwise.
-local COUNTS_USED = { fixedWindow = true, slidingWindowCounter = true, slidingWindowLog = true }
+local COUNTS_USED = { fixedWindow = true, calendarWindow = true, slidingWindowCounter = true, slidingWindowLog = true }
 
 -- The state of `to` for a key whose state `state` (nil: none) was kept under `from`, at now_ms, by mode
 -- ('used', 'proportional' or 'fresh'); nil: a fresh state.

@@ -15,19 +15,7 @@ end
 ALGORITHMS.fixedWindow = function(p, state, now_ms, permits)
   local limit, window_ms = p[1], p[2]
   local window_start, count = fixed_window_current(window_ms, state, now_ms)
-  local reset_after = window_start + window_ms - now_ms
-  -- A penalty may have taken the count past the limit: nothing is left, never less.
-  local left = math.max(0, limit - count)
-  if permits > limit then
-    local reset = 0
-    if count > 0 then reset = reset_after end
-    return never_fits(state, left, reset, reset_after)
-  end
-  if count + permits <= limit then
-    local next_count = count + permits
-    return outcome(true, { window_start, next_count }, limit - next_count, 0, reset_after, 0, reset_after)
-  end
-  return outcome(false, state, left, reset_after, reset_after, 0, reset_after)
+  return count_in_window(state, limit, window_start, count, window_start + window_ms - now_ms, permits)
 end
 
 -- Only from the window the grant was counted in, while it is the stored one (see fixed-window.ts).

@@ -22,6 +22,23 @@ local function never_fits(state, remaining, reset_after, ttl)
   return outcome(false, state, remaining, INF, reset_after, 0, ttl)
 end
 
+-- A fixed window's decision once the window is known (its start, its count, the time to its end): the one rule
+-- of fixedWindow and calendarWindow (countInWindow in fixed-window.ts).
+local function count_in_window(state, limit, window_start, count, reset_after, permits)
+  -- A penalty may have taken the count past the limit: nothing is left, never less.
+  local left = math.max(0, limit - count)
+  if permits > limit then
+    local reset = 0
+    if count > 0 then reset = reset_after end
+    return never_fits(state, left, reset, reset_after)
+  end
+  if count + permits <= limit then
+    local next_count = count + permits
+    return outcome(true, { window_start, next_count }, limit - next_count, 0, reset_after, 0, reset_after)
+  end
+  return outcome(false, state, left, reset_after, reset_after, 0, reset_after)
+end
+
 -- Rule parameters travel as text ('inf' for Infinity); everything per request, per state and per reply
 -- travels as little-endian IEEE doubles packed with the struct library: exact, and nothing to format or parse.
 local function parse_num(s)

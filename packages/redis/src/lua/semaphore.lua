@@ -5,12 +5,14 @@
 -- prelude (time_arg, reclaim_px).
 --
 -- KEYS[1]  holders: ticket -> lease end (ms)
--- KEYS[2]  queue: ticket -> arrival (ms)
--- KEYS[3]  queue liveness: ticket -> place's lease end (ms)          (all three under the key's hash tag)
+-- KEYS[2]  queue: ticket -> place: -priority * 2^40 + arrival number (higher priorities first, then first come)
+-- KEYS[3]  queue liveness: ticket -> place's lease end (ms)
+-- KEYS[4]  the arrival counter (INCR)                                    (all four under the key's hash tag)
 -- ARGV     op ('acquire' | 'release' | 'leave' | 'renew' | 'reconcile'); now ('' = this server's TIME); max;
 --          leaseMs; the channel that tells waiting processes a slot may be free; the key as published on it;
 --          then
---          acquire: ticket, '1' to queue when no slot is free ('0': a try);
+--          acquire: ticket, '1' to queue when no slot is free ('0': a try), the caller's priority (an integer
+--          from -1000 to 1000; '' = 0): it is placed behind every waiter of its priority or higher;
 --          release, leave: ticket;
 --          renew: the number of held tickets, the held tickets, then the queued tickets;
 --          reconcile (a process whose Redis came back): the number of tickets to adopt (slots its fail mode
@@ -21,7 +23,7 @@
 --          renew: the held tickets whose lease had run out (lost: another caller may have the slot);
 --          reconcile: how many dropped tickets held a slot.
 
-local H, Q, A = KEYS[1], KEYS[2], KEYS[3]
+local H, Q, A, S = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local op = ARGV[1]
 local now = time_arg(ARGV[2])
 local max = tonumber(ARGV[3])
@@ -51,6 +53,7 @@ local function keep()
   redis.call('PEXPIRE', H, px)
   redis.call('PEXPIRE', Q, px)
   redis.call('PEXPIRE', A, px)
+  redis.call('PEXPIRE', S, px)
 end
 
 -- Waiting processes are told only when someone waits.
@@ -75,9 +78,14 @@ end
 if op == 'acquire' then
   expire()
   local ticket = ARGV[7]
+  local priority = tonumber(ARGV[9]) or 0
   local rank = redis.call('ZRANK', Q, ticket)
   local ahead = rank
-  if not ahead then ahead = redis.call('ZCARD', Q) end
+  -- A newcomer counts the waiters of its priority or higher: they came first, or matter more.
+  -- (Scores as '%.0f': Lua would write a number this large in 14 digits.)
+  if not ahead then
+    ahead = redis.call('ZCOUNT', Q, '-inf', string.format('(%.0f', (-priority + 1) * 1099511627776))
+  end
   if ahead < max - redis.call('ZCARD', H) then
     if rank then
       redis.call('ZREM', Q, ticket)
@@ -88,7 +96,10 @@ if op == 'acquire' then
     return { 1 }
   end
   if ARGV[8] == '1' then
-    if not rank then redis.call('ZADD', Q, now, ticket) end
+    if not rank then
+      local place = -priority * 1099511627776 + redis.call('INCRBY', S, 1)
+      redis.call('ZADD', Q, string.format('%.0f', place), ticket)
+    end
     redis.call('ZADD', A, now + lease, ticket)
     keep()
   end

@@ -59,4 +59,13 @@ export type { KeyCarrierParts } from '../live/key-carrier.js';
 export { firstConfig, reconfigured } from '../live/config-record.js';
 export type { CarryLink, LiveConfig, LiveRule } from '../live/config-record.js';
 export { versionError } from '../reply-errors.js';
+/** Limited-keys boards (limiter.topLimited) on Redis: a fleet's counts of the keys its limiters limit. */
+export { RedisBoard, RedisBoards } from '../limited-keys-board.js';
+/** What a limiter says it runs, for tools that read its state (the CLI). */
+export { readDescriptor, writeDescriptor } from '../descriptor.js';
+export type { LimiterDescriptor } from '../descriptor.js';
+/** Allow and deny lists on Redis: a limiter's entries every node holds. */
+export { RedisAccessLists, decodeEntry, encodeEntry } from '../access-lists.js';
+export type { AccessListContext } from '../access-lists.js';
+export type { BoardContext } from '../limited-keys-board.js';
 export { bySlot } from '../slots.js';

@@ -101,6 +101,11 @@ export interface LimitedBody {
   readonly rule: string;
   readonly limit: number;
   readonly retryAfterSeconds: number | null;
+  /**
+   * When the limiter's deny list refused the request (not its rules): the entry's reason, or 'denied by the
+   * access list' when it has none. The entry itself (a range, a key) is not sent.
+   */
+  readonly reason?: string;
 }
 
 /** The JSON body of a 400 for a request the limiter cannot take (no key, an invalid cost). */
@@ -121,6 +126,7 @@ export function limitedBody(decision: Decision): LimitedBody {
     rule: decision.rule,
     limit: decision.limit,
     retryAfterSeconds: Number.isFinite(decision.retryAfterMs) ? Math.max(1, seconds(decision.retryAfterMs)) : null,
+    ...(decision.access?.list === 'deny' ? { reason: decision.access.reason ?? 'denied by the access list' } : {}),
   };
 }
 

@@ -1,0 +1,146 @@
+import { parseArgs } from 'node:util';
+import { toConnection } from '@sluice/redis/store-kit';
+import { UsageError, connect } from './connect.js';
+import { type CommandContext, UnknownPrefixError, inspect, keyAction, listChange, lists, top } from './commands.js';
+import { printable } from './printable.js';
+
+/** Where the CLI prints, and the environment it reads (REDIS_URL, SLUICE_PREFIX, SLUICE_KEY_SECRET). */
+export interface CliIo {
+  /** Prints one line of the command's output (stdout). */
+  readonly out: (line: string) => void;
+  /** Prints one line of a failure or of usage (stderr). */
+  readonly err: (line: string) => void;
+  readonly env: Readonly<Record<string, string | undefined>>;
+}
+
+/** The exit codes: done, the operation failed (Redis unreachable or refusing), a usage error, an unknown prefix. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, unknownPrefix: 3 } as const;
+
+/** What `sluice --help` prints. */
+export const USAGE = `usage: sluice <command> [arguments] --prefix <prefix> [--url redis://host:6379 | --cluster host:port,...] [--json]
+
+commands (they read and write the Redis state the limiters of the prefix keep; no service needs to run):
+  inspect <key>                 what the key has left under each rule, its ban, override and list entry
+  reset <key>                   forget what the key used
+  block <key> --ms <ms>         deny the key on every node for ms
+  unblock <key>                 lift a ban
+  top [--n 10] [--minutes 5]    the keys denied most (then near their limit), every node's counts
+      [--clear-keys | --key-secret <secret>]   keys in clear, or hashed as the limiters hash them
+  allow <entry>...              keys, IP addresses or CIDR ranges that skip limiting
+  deny <entry>...               ... that are denied before the rules
+      [--ttl-ms <ms>] [--reason <text>] [--force: the prefix need not have run here yet]
+  unlist <entry>...             take entries off the lists
+  lists                         the allow and deny lists
+
+--url defaults to REDIS_URL, then redis://127.0.0.1:6379; --prefix to SLUICE_PREFIX. Exit codes: 0 done,
+1 the operation failed, 2 a usage error, 3 no limiter of that prefix has run on this Redis.`;
+
+const COMMANDS = ['inspect', 'reset', 'block', 'unblock', 'top', 'allow', 'deny', 'unlist', 'lists'] as const;
+type Command = (typeof COMMANDS)[number];
+
+/**
+ * Runs the sluice command line `argv` (without node and the script): prints through `io`, resolves to the
+ * exit code. Every failure is one line on `err`, naming what was wrong; nothing it prints from Redis can
+ * drive the terminal (see printable).
+ * @example
+ * process.exitCode = await runCli(process.argv.slice(2), { out: console.log, err: console.error, env: process.env })
+ */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(argv);
+  } catch (error) {
+    io.err(`sluice: ${printable(error instanceof Error ? error.message : String(error))}`);
+    io.err('run sluice --help for usage');
+    return EXIT.usage;
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true || positionals.length === 0) {
+    (values.help === true ? io.out : io.err)(USAGE);
+    return values.help === true ? EXIT.ok : EXIT.usage;
+  }
+  const [name, ...rest] = positionals;
+  if (!(COMMANDS as readonly string[]).includes(name as string)) {
+    io.err(`sluice: unknown command ${JSON.stringify(printable(name as string))}; commands: ${COMMANDS.join(', ')}`);
+    return EXIT.usage;
+  }
+  const prefix = (values.prefix as string | undefined) ?? io.env.SLUICE_PREFIX;
+  if (prefix === undefined || prefix === '') {
+    io.err('sluice: --prefix is required (the prefix the limiters were created with), or set SLUICE_PREFIX');
+    return EXIT.usage;
+  }
+  let client: Awaited<ReturnType<typeof connect>> | undefined;
+  try {
+    const cluster = values.cluster as string | undefined;
+    client = await connect({
+      url: (values.url as string | undefined) ?? io.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      clusterNodes: cluster === undefined ? undefined : cluster.split(','),
+    });
+    const ctx: CommandContext = {
+      client,
+      connection: toConnection(client),
+      prefix,
+      json: values.json === true,
+      out: io.out,
+      values,
+      positionals: rest,
+      env: io.env,
+    };
+    await dispatch(name as Command, ctx);
+    return EXIT.ok;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    io.err(`sluice: ${printable(message.split('\n')[0] as string)}`);
+    if (error instanceof UsageError || isInputError(error)) return EXIT.usage;
+    if (error instanceof UnknownPrefixError) return EXIT.unknownPrefix;
+    return EXIT.failed;
+  } finally {
+    client?.disconnect();
+  }
+}
+
+/** sluice's own typed input errors (a bad CIDR range, too many entries): the command line's fault. */
+const isInputError = (error: unknown): boolean =>
+  error instanceof Error && (error.name === 'SluiceTypeError' || error.name === 'SluiceRangeError');
+
+function parse(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    strict: true,
+    options: {
+      url: { type: 'string' },
+      cluster: { type: 'string' },
+      prefix: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      ms: { type: 'string' },
+      'ttl-ms': { type: 'string' },
+      reason: { type: 'string' },
+      n: { type: 'string' },
+      minutes: { type: 'string' },
+      'clear-keys': { type: 'boolean' },
+      'key-secret': { type: 'string' },
+      force: { type: 'boolean' },
+    },
+  });
+}
+
+function dispatch(command: Command, ctx: CommandContext): Promise<void> {
+  switch (command) {
+    case 'inspect':
+      return inspect(ctx);
+    case 'reset':
+    case 'block':
+    case 'unblock':
+      return keyAction(ctx, command);
+    case 'top':
+      return top(ctx);
+    case 'allow':
+    case 'deny':
+    case 'unlist':
+      return listChange(ctx, command);
+    case 'lists':
+      return lists(ctx);
+  }
+}

@@ -1,0 +1,403 @@
+import type { Algorithm } from '../algorithms/algorithm.js';
+import { ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
+import { reportCallbackError } from '../foundation/callbacks.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
+import { describe } from '../foundation/validate.js';
+import type { Limiter } from '../engine/limiter.js';
+import { jsonBody } from './admin-body.js';
+import { STATUS_PAGE_HTML, STATUS_PAGE_SCRIPT } from './status-page.js';
+
+/** What the admin router did, or refused, as its `onAction` hears it: one event per request that changes something. */
+export interface AdminAction {
+  /** What was asked. */
+  readonly action:
+    | 'reset'
+    | 'block'
+    | 'unblock'
+    | 'override'
+    | 'remove-override'
+    | 'allow'
+    | 'deny'
+    | 'unlist'
+    /** A change of the lists refused before its body (which names the list) was read. */
+    | 'list';
+  /** The limiter (its prefix), when the request named one the router serves. */
+  readonly limiter: string | undefined;
+  /** The key acted on, or the list entries. */
+  readonly target: string | readonly string[] | undefined;
+  /** 'done'; 'refused' (authorize said no: nothing changed); 'failed' (bad input or the store's error: nothing changed). */
+  readonly outcome: 'done' | 'refused' | 'failed';
+  /** The response's status. */
+  readonly status: number;
+  /** When, ms since the epoch. */
+  readonly at: number;
+  /** The request's method and path, for the audit log. */
+  readonly request: string;
+}
+
+/** Options of `adminRouter`. */
+export interface AdminRouterOptions {
+  /** The limiters it serves, each by its prefix (two with one prefix are refused). */
+  limiters: readonly Limiter[];
+  /**
+   * Says whether a request may use the router: required, there is no default that lets everyone in. false
+   * answers 401 to a request with no credentials (no Authorization header, no cookie) and 403 to others.
+   */
+  authorize: (request: Request) => boolean | Promise<boolean>;
+  /** Where it is mounted ('/admin/limits'): its paths are read below this. @default '' (the root) */
+  basePath?: string;
+  /** Called with every action asked, done, refused or failed: the audit log. A listener that throws is reported, never answered. */
+  onAction?: (action: AdminAction) => void;
+}
+
+/** The admin router: a Fetch handler. */
+export interface AdminRouter {
+  /** Answers one request: the page, its script, or an API call (JSON); never rejects. */
+  fetch(request: Request): Promise<Response>;
+}
+
+/** Typed input errors are the client's (400); a store's failure is 503; anything else 500. */
+function errorStatus(error: unknown): number {
+  if (error instanceof SluiceTypeError || error instanceof SluiceRangeError) return 400;
+  if (error instanceof SluiceError) {
+    if (error.code === 'STORE_UNAVAILABLE') return 503;
+    if (error.code === 'UNSUPPORTED' || error.code === 'NEVER_ALLOWED') return 400;
+    if (error.code === 'CONFLICT') return 409;
+  }
+  return 500;
+}
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}): Response =>
+  new Response(JSON.stringify(body), {
+    status,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
+  });
+
+const PAGE_HEADERS = {
+  'cache-control': 'no-store',
+  // The page and its script are the router's own: nothing else loads, nothing frames it.
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+  'x-content-type-options': 'nosniff',
+};
+
+/** One limiter as the router lists it: its name (prefix), its rules as data, its configuration version. */
+function limiterView(limiter: Limiter) {
+  return {
+    name: limiter.prefix,
+    configVersion: limiter.configVersion,
+    rules: limiter.rules.map((rule: Algorithm) => {
+      try {
+        const spec = ruleSpec(rule);
+        return { kind: spec.kind, name: spec.name, limit: rule.limit, params: spec.params };
+      } catch {
+        return { kind: rule.kind, name: rule.name, limit: rule.limit };
+      }
+    }),
+  };
+}
+
+/** A whole number from the query, within bounds, or its default. */
+function queryInt(url: URL, name: string, fallback: number, min: number, max: number): number {
+  const raw = url.searchParams.get(name);
+  if (raw === null) return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new SluiceRangeError(
+      name,
+      raw,
+      `${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`,
+    );
+  return n;
+}
+
+/** The rules of an override as the request gives them: [{ kind, params, name? }] (see ruleFromSpec). */
+function rulesOf(body: Record<string, unknown>): Algorithm[] {
+  const rules = body.rules;
+  if (!Array.isArray(rules) || rules.length === 0)
+    throw new SluiceTypeError(
+      'rules',
+      rules,
+      `rules must be a non-empty array of { kind, params, name? }, got ${describe(rules)}`,
+    );
+  return rules.map((rule: unknown) => {
+    const r = (typeof rule === 'object' && rule !== null ? rule : {}) as Record<string, unknown>;
+    return ruleFromSpec({ kind: r.kind, params: r.params, named: r.name !== undefined, name: r.name, blockMs: 0 });
+  });
+}
+
+/**
+ * A Fetch handler to see and act on limiters: JSON endpoints under `api/` (list the limiters and their rules,
+ * inspect a key, reset, block and unblock it, set and remove its override, read and edit the allow and deny
+ * lists, read the most limited keys) and, at its root, a status page (plain HTML and a little script, no
+ * external assets). Every request must pass `authorize`; every change is reported to `onAction`. Mount it
+ * where the framework takes a Fetch handler, or through `nodeAdminHandler` where it takes Node's.
+ * @example
+ * const admin = adminRouter({ limiters: [api], authorize: (req) => req.headers.get('authorization') === `Bearer ${token}` })
+ * app.all('/admin/*', (c) => admin.fetch(c.req.raw)) // Hono, with basePath: '/admin'
+ */
+export function adminRouter(options: AdminRouterOptions): AdminRouter {
+  if (typeof options !== 'object' || options === null)
+    throw new SluiceTypeError('options', options, `adminRouter needs an options object, got ${describe(options)}`);
+  if (typeof options.authorize !== 'function')
+    throw new SluiceTypeError(
+      'authorize',
+      options.authorize,
+      'adminRouter needs authorize(request): the router changes limits, so it has no default that lets everyone in',
+    );
+  if (!Array.isArray(options.limiters) || options.limiters.length === 0)
+    throw new SluiceTypeError(
+      'limiters',
+      options.limiters,
+      'adminRouter needs limiters: a non-empty array of limiters',
+    );
+  const byName = new Map<string, Limiter>();
+  for (const limiter of options.limiters) {
+    if (typeof limiter?.tryAcquire !== 'function' || typeof limiter.prefix !== 'string')
+      throw new SluiceTypeError('limiters', limiter, `each of limiters must be a limiter, got ${describe(limiter)}`);
+    if (byName.has(limiter.prefix))
+      throw new SluiceRangeError(
+        'limiters',
+        limiter.prefix,
+        `two limiters have the prefix ${JSON.stringify(limiter.prefix)}`,
+      );
+    byName.set(limiter.prefix, limiter);
+  }
+  const basePath = (options.basePath ?? '').replace(/\/+$/, '');
+  if (basePath !== '' && !basePath.startsWith('/'))
+    throw new SluiceRangeError('basePath', basePath, `basePath must start with '/', got ${JSON.stringify(basePath)}`);
+  const { authorize, onAction } = options;
+
+  const audit = (event: AdminAction): void => {
+    if (onAction === undefined) return;
+    try {
+      onAction(event);
+    } catch (error) {
+      reportCallbackError(undefined, 'adminRouter onAction', error);
+    }
+  };
+
+  return {
+    async fetch(request: Request): Promise<Response> {
+      const url = new URL(request.url);
+      if (!url.pathname.startsWith(basePath)) return json(404, { error: 'Not Found' });
+      const rest = url.pathname.slice(basePath.length);
+      // The page's links are relative: it must be read with its trailing slash.
+      if (rest === '') return new Response(null, { status: 308, headers: { location: `${basePath}/${url.search}` } });
+      const parts = rest.slice(1).split('/');
+      const method = request.method.toUpperCase();
+      const asked: Asked = { action: actionOf(method, parts), target: undefined };
+      const at = Date.now();
+      const requestLine = `${method} ${url.pathname}`;
+      let allowed = false;
+      try {
+        allowed = (await authorize(request)) === true;
+      } catch (error) {
+        reportCallbackError(undefined, 'adminRouter authorize', error);
+      }
+      if (!allowed) {
+        const anonymous = !request.headers.has('authorization') && !request.headers.has('cookie');
+        const status = anonymous ? 401 : 403;
+        if (asked.action !== undefined) {
+          const { action } = asked;
+          audit({ action, limiter: parts[2], target: undefined, outcome: 'refused', status, at, request: requestLine });
+        }
+        return json(status, { error: anonymous ? 'Unauthorized' : 'Forbidden' });
+      }
+      const limiterName = parts[2] === undefined ? undefined : (decoded(parts[2]) ?? parts[2]);
+      try {
+        const answer = await route(method, parts, url, request, asked);
+        const { action, target } = asked;
+        if (action !== undefined)
+          audit({
+            action,
+            limiter: limiterName,
+            target,
+            outcome: 'done',
+            status: answer.status,
+            at,
+            request: requestLine,
+          });
+        return answer;
+      } catch (error) {
+        const status = error instanceof NotFound ? 404 : error instanceof NotAllowed ? 405 : errorStatus(error);
+        const { action, target } = asked;
+        if (action !== undefined)
+          audit({ action, limiter: limiterName, target, outcome: 'failed', status, at, request: requestLine });
+        const e = error as { message?: string; argument?: string; code?: string };
+        return json(status, {
+          error:
+            status === 404
+              ? 'Not Found'
+              : status === 405
+                ? 'Method Not Allowed'
+                : status < 500
+                  ? 'Bad Request'
+                  : 'Error',
+          message: status >= 500 && !(error instanceof SluiceError) ? 'the limiter failed' : e.message,
+          ...(e.argument === undefined ? {} : { argument: e.argument }),
+          ...(e.code === undefined ? {} : { code: e.code }),
+        });
+      }
+    },
+  };
+
+  async function route(method: string, parts: string[], url: URL, request: Request, asked: Asked): Promise<Response> {
+    const named = (target: string | readonly string[]): void => {
+      asked.target = target;
+    };
+    const [first, second, name, kind, key, verb] = parts;
+    if (parts.length === 1 && (first === '' || first === 'index.html')) {
+      onlyGet(method);
+      return new Response(STATUS_PAGE_HTML, {
+        headers: { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS },
+      });
+    }
+    if (parts.length === 1 && first === 'app.js') {
+      onlyGet(method);
+      return new Response(STATUS_PAGE_SCRIPT, {
+        headers: { 'content-type': 'text/javascript; charset=utf-8', ...PAGE_HEADERS },
+      });
+    }
+    if (first !== 'api' || second !== 'limiters') throw new NotFound();
+    if (name === undefined) {
+      onlyGet(method);
+      return json(200, { limiters: [...byName.values()].map(limiterView) });
+    }
+    const limiter = byName.get(safeDecode(name));
+    if (limiter === undefined) throw new NotFound();
+    if (kind === undefined) {
+      onlyGet(method);
+      return json(200, limiterView(limiter));
+    }
+    if (kind === 'top' && key === undefined) {
+      onlyGet(method);
+      const n = queryInt(url, 'n', 10, 1, 1_000);
+      const minutes = queryInt(url, 'minutes', 5, 1, 15);
+      return json(200, { limiter: limiter.prefix, minutes, keys: await limiter.topLimited(n, { minutes }) });
+    }
+    if (kind === 'overrides' && key === undefined) {
+      onlyGet(method);
+      const cursor = url.searchParams.get('cursor') ?? undefined;
+      const page = await limiter.overrides(cursor === undefined ? {} : { cursor });
+      return json(200, {
+        overrides: page.overrides.map((o) => ({
+          key: o.key,
+          rules: o.rules.map((r) => ({ kind: r.kind, name: r.name, limit: r.limit })),
+        })),
+        cursor: page.cursor ?? null,
+      });
+    }
+    if (kind === 'lists' && key === undefined) {
+      if (method === 'GET') return json(200, { entries: await limiter.accessList() });
+      const body = await jsonBody(request);
+      if (method === 'POST') {
+        const list = body.list;
+        if (list !== 'allow' && list !== 'deny')
+          throw new SluiceRangeError('list', list, `list must be 'allow' or 'deny', got ${describe(list)}`);
+        asked.action = list;
+        named(body.entries as readonly string[]);
+        const options = {
+          ...(body.ttlMs === undefined ? {} : { ttlMs: body.ttlMs as number }),
+          ...(body.reason === undefined ? {} : { reason: body.reason as string }),
+        };
+        await limiter[list](body.entries as readonly string[], options);
+        return json(200, { ok: true });
+      }
+      if (method === 'DELETE') {
+        named(body.entries as readonly string[]);
+        return json(200, { removed: await limiter.unlist(body.entries as readonly string[]) });
+      }
+      throw new NotAllowed();
+    }
+    if (kind !== 'keys' || key === undefined) throw new NotFound();
+    const k = safeDecode(key);
+    named(k);
+    if (verb === undefined) {
+      onlyGet(method);
+      const decision = await limiter.peek(k);
+      return json(200, {
+        limiter: limiter.prefix,
+        key: k,
+        decision: {
+          ...decision,
+          retryAfterMs: finite(decision.retryAfterMs),
+          resetAfterMs: finite(decision.resetAfterMs),
+        },
+      });
+    }
+    if (verb === 'reset' && method === 'POST') {
+      await limiter.reset(k);
+      return json(200, { ok: true });
+    }
+    if (verb === 'block' && method === 'POST') {
+      const body = await jsonBody(request);
+      await limiter.block(k, body.ms as number);
+      return json(200, { ok: true });
+    }
+    if (verb === 'unblock' && method === 'POST') {
+      await limiter.unblock(k);
+      return json(200, { ok: true });
+    }
+    if (verb === 'override' && method === 'PUT') {
+      await limiter.override(k, rulesOf(await jsonBody(request)));
+      return json(200, { ok: true });
+    }
+    if (verb === 'override' && method === 'DELETE') {
+      await limiter.removeOverride(k);
+      return json(200, { ok: true });
+    }
+    if (['reset', 'block', 'unblock', 'override'].includes(verb)) throw new NotAllowed();
+    throw new NotFound();
+  }
+}
+
+/** JSON has no Infinity: a wait that never ends is null. */
+const finite = (ms: number): number | null => (Number.isFinite(ms) ? ms : null);
+
+/** What a request asks for, as the audit reports it: filled in as the request is read. */
+interface Asked {
+  action: AdminAction['action'] | undefined;
+  target: string | readonly string[] | undefined;
+}
+
+/** A path segment decoded; undefined for one that is no valid percent-encoding. */
+function decoded(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A path segment decoded; one that is no valid percent-encoding is refused (400), never thrown raw. */
+function safeDecode(segment: string): string {
+  const text = decoded(segment);
+  if (text === undefined)
+    throw new SluiceTypeError('path', segment, `${JSON.stringify(segment)} is not a valid URL path segment`);
+  return text;
+}
+
+class NotFound extends Error {}
+class NotAllowed extends Error {}
+
+function onlyGet(method: string): void {
+  if (method !== 'GET' && method !== 'HEAD') throw new NotAllowed();
+}
+
+/** The change a request asks for (undefined: a read). */
+function actionOf(method: string, parts: readonly string[]): AdminAction['action'] | undefined {
+  const [, , , kind, key, verb] = parts;
+  if (kind === 'lists' && key === undefined) {
+    // Allow or deny: the body says, once it is read (see route).
+    if (method === 'POST') return 'list';
+    if (method === 'DELETE') return 'unlist';
+    return undefined;
+  }
+  if (kind !== 'keys' || verb === undefined) return undefined;
+  if (verb === 'reset' && method === 'POST') return 'reset';
+  if (verb === 'block' && method === 'POST') return 'block';
+  if (verb === 'unblock' && method === 'POST') return 'unblock';
+  if (verb === 'override') return method === 'DELETE' ? 'remove-override' : method === 'PUT' ? 'override' : undefined;
+  return undefined;
+}

@@ -1,0 +1,9 @@
+/**
+ * @module @sluice/core/admin
+ * The admin router: see and act on limiters over HTTP (a Fetch handler and its status page), and
+ * `nodeAdminHandler` to mount it where a framework takes Node's request and response.
+ */
+export { adminRouter } from './admin-router.js';
+export type { AdminAction, AdminRouter, AdminRouterOptions } from './admin-router.js';
+export { MAX_ADMIN_BODY_BYTES } from './admin-body.js';
+export { nodeAdminHandler } from './node-handler.js';

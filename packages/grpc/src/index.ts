@@ -1,0 +1,13 @@
+/**
+ * @sluice/grpc: sluice rate limits for gRPC services on @grpc/grpc-js. `grpcRateLimit` is a server interceptor
+ * (per method, metadata and peer; RESOURCE_EXHAUSTED with retry pushback and the RateLimit fields), and
+ * `grpcRetryOnLimit` a client interceptor that waits out a refusal and sends the call again.
+ */
+export { grpcRateLimit } from './server-interceptor.js';
+export type { GrpcRateLimitOptions } from './server-interceptor.js';
+export { grpcRetryOnLimit } from './client-interceptor.js';
+export type { GrpcRetryOptions } from './client-interceptor.js';
+export { byMetadata, DEFAULT_MAX_METADATA_KEY_LENGTH } from './call.js';
+export type { GrpcCall } from './call.js';
+export { limitTrailers, pushbackMs } from './trailers.js';
+export { byIp } from '@sluice/core/http';

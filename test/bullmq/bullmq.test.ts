@@ -1,0 +1,116 @@
+/**
+ * rateLimitedProcessor with a real BullMQ queue and worker on a test Redis: a limit of 5 jobs a second holds
+ * every job until it is admitted, in the order they were added, none failed; a job that can never pass fails
+ * with NEVER_ALLOWED; a key function that throws fails its job through BullMQ (nothing unhandled).
+ */
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { rateLimitedProcessor } from '@sluice/core/bullmq';
+import { type Job, Queue, Worker } from 'bullmq';
+import { Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useTestRedis } from '../harness/use-redis.js';
+import { unhandledDuring } from '../harness/unhandled.js';
+
+const testRedis = useTestRedis();
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+let queues = 0;
+
+/** A queue and its worker (concurrency 1) on the test Redis, processing with the processor made for the queue. */
+function queueWith(processorFor: (queue: Queue) => (job: Job) => Promise<unknown>) {
+  const connection = new Redis(testRedis().server.url, { maxRetriesPerRequest: null });
+  const name = `jobs${++queues}`;
+  const queue = new Queue(name, { connection });
+  const worker = new Worker(name, processorFor(queue), { connection, concurrency: 1 });
+  const failed: [string | undefined, string][] = [];
+  const completed: (string | undefined)[] = [];
+  worker.on('failed', (job, error) => failed.push([job?.id, error.message]));
+  worker.on('completed', (job) => completed.push(job.id));
+  closers.push(
+    async () => connection.quit(),
+    async () => queue.close(),
+    async () => worker.close(),
+  );
+  return { queue, worker, failed, completed };
+}
+
+/** Resolves once `done()` holds, checked every 20 ms (bounded). */
+async function until(done: () => boolean, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('rateLimitedProcessor (BullMQ)', () => {
+  it('5 jobs a second: 20 jobs run in the order added, never more than 5 in a second, none failed', async () => {
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000, name: 'downstream' }) });
+    closers.push(() => limiter.close());
+    const ran: { id: string; at: number }[] = [];
+    const held: string[] = [];
+    const { queue, failed } = queueWith((queue) =>
+      rateLimitedProcessor(
+        async (job: Job) => {
+          ran.push({ id: job.id as string, at: Date.now() });
+        },
+        { limiter, queue, onLimited: (_decision, job) => held.push(job.id as string) },
+      ),
+    );
+    const added = await queue.addBulk(Array.from({ length: 20 }, (_, i) => ({ name: 'send', data: { i } })));
+    const started = Date.now();
+    await until(() => ran.length === 20);
+    const seconds = (Date.now() - started) / 1000;
+    expect(ran.map((r) => r.id)).toEqual(added.map((j) => j.id));
+    expect(failed).toEqual([]);
+    // The limiter's windows are aligned seconds: at most 5 started in each.
+    const perSecond = new Map<number, number>();
+    for (const r of ran) perSecond.set(Math.floor(r.at / 1_000), (perSecond.get(Math.floor(r.at / 1_000)) ?? 0) + 1);
+    expect(Math.max(...perSecond.values())).toBeLessThanOrEqual(5);
+    // 20 jobs at 5 a second span at least three window boundaries; the held ones were tried again, not lost.
+    expect(perSecond.size).toBeGreaterThanOrEqual(4);
+    expect(held.length).toBeGreaterThan(0);
+    console.info(
+      `20 jobs in ${seconds.toFixed(2)} s (${(20 / seconds).toFixed(1)} a second), ${held.length} held back`,
+    );
+  });
+
+  it('a job that can never pass fails with NEVER_ALLOWED; a key function that throws fails its job, nothing unhandled', async () => {
+    const unhandled = await unhandledDuring(async () => {
+      const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 60_000 }) });
+      closers.push(() => limiter.close());
+      const { queue, failed, completed } = queueWith((queue) =>
+        rateLimitedProcessor(async () => 'done', {
+          limiter,
+          queue,
+          cost: (job: Job) => (job.data as { cost: number }).cost,
+          key: (job: Job) => {
+            if ((job.data as { tenant?: string }).tenant === undefined) throw new Error('no tenant on this job');
+            return (job.data as { tenant: string }).tenant;
+          },
+        }),
+      );
+      const big = await queue.add('big', { tenant: 'a', cost: 6 });
+      const anonymous = await queue.add('anonymous', { cost: 1 });
+      const fine = await queue.add('fine', { tenant: 'a', cost: 1 });
+      await until(() => failed.length === 2);
+      expect(failed).toEqual([
+        [big.id, expect.stringMatching(/costs more than rule .* can ever grant/)],
+        [anonymous.id, 'no tenant on this job'],
+      ]);
+      await until(() => completed.includes(fine.id));
+    });
+    expect(unhandled).toEqual([]);
+    expect(() =>
+      rateLimitedProcessor(async () => 1, { limiter: {} as never, queue: { rateLimit: async () => {} } }),
+    ).toThrow(/rateLimitedProcessor: limiter must be a sluice Limiter/);
+    expect(() =>
+      rateLimitedProcessor(async () => 1, {
+        limiter: createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1 }) }),
+        queue: {} as never,
+      }),
+    ).toThrow(/queue must be the worker's BullMQ Queue/);
+  });
+});
