@@ -70,6 +70,45 @@ describe('the throttle on a bad day', () => {
     expect(decisions.some((d) => d.source === 'fallback')).toBe(true);
   });
 
+  it("permits over the fail mode's share wait for Redis, not refused as NEVER_ALLOWED (never is for the limit itself)", async () => {
+    const server = await startTestRedis();
+    // Stopped before the store's first word with it: the fleet is the assumed four nodes, each with 25 tokens.
+    server.process?.kill('SIGSTOP');
+    const redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
+    redis.on('error', () => {});
+    const store = redisStore({ redis, timeoutMs: 100, assumedNodes: 4 });
+    cleanups.push(async () => {
+      server.process?.kill('SIGCONT');
+      await store.close();
+      redis.disconnect();
+      await server.stop();
+    });
+    const limiter = createLimiter({
+      rules: fixedWindow({ name: 'tpm', limit: 100, windowMs: 60_000 }),
+      store,
+      prefix: prefix(),
+    });
+    const calls = throttle({ limiter });
+    cleanups.push(() => calls.close());
+    const refusedByFallback = new Promise<Decision>((resolve) => {
+      const stop = observeSluice({
+        decision: (e) => {
+          if (e.source !== 'fallback' || e.decision.allowed) return;
+          stop();
+          resolve(e.decision);
+        },
+      });
+    });
+    const call = calls.run((ticket) => ticket.decision, { permits: 60, timeoutMs: 60_000 });
+    expect((await refusedByFallback).retryAfterMs).toBe(Infinity);
+    server.process?.kill('SIGCONT');
+    const decision = await call;
+    expect(decision).toMatchObject({ allowed: true, remaining: 40 });
+    expect(decision.source).toBeUndefined();
+    // A call over the limit itself is still refused at once, Redis or not.
+    await expect(calls.run(() => 'never', { permits: 101 })).rejects.toMatchObject({ code: 'NEVER_ALLOWED' });
+  });
+
   it('an abort while queued leaves the queue on Redis at once and consumes nothing', async () => {
     const { redis, store } = await ownRedis();
     const p = prefix();

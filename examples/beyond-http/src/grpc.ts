@@ -1,7 +1,7 @@
 /**
- * A gRPC service limited per tenant (3 calls per 5 s, from the `x-tenant` metadata) and a client that waits
- * out its refusals: tenant "acme" makes 5 calls at once through grpcRetryOnLimit (the first 3 answered at once,
- * the other 2 after the server's pushback), tenant "solo" makes 1, and a client without the interceptor sees
+ * A gRPC service limited per tenant (a bucket of 3 calls, refilled with 3 per 5 s, from the `x-tenant`
+ * metadata) and a client that waits out its refusals: tenant "acme" makes 5 calls at once through
+ * grpcRetryOnLimit (the first 3 answered at once, the other 2 after the server's pushback, a refill each), tenant "solo" makes 1, and a client without the interceptor sees
  * the refusal itself. Prints each answer with its time, then exits.
  *
  *   npx tsx examples/beyond-http/src/grpc.ts
@@ -16,13 +16,14 @@ import {
   credentials,
   makeGenericClientConstructor,
 } from '@grpc/grpc-js';
-import { createLimiter, fixedWindow } from '@sluice/core';
+import { createLimiter, tokenBucket } from '@sluice/core';
 import { byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
 import { jsonMethod } from './json-service.js';
 
 const service: ServiceDefinition = { quote: jsonMethod('/shop.Prices/Quote') };
 
-const limiter = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 5_000, name: 'quotes' }) });
+// A bucket rather than a fixed window: the pushback is a refill's time wherever the run starts in the clock.
+const limiter = createLimiter({ rules: tokenBucket({ capacity: 3, refillPerSecond: 0.6, name: 'quotes' }) });
 const server = new Server({ interceptors: [grpcRateLimit({ limiter, key: byMetadata('x-tenant') })] });
 server.addService(service, {
   quote: (call: { request: { item: string } }, done: (error: null, reply: { price: number }) => void) =>
@@ -31,7 +32,7 @@ server.addService(service, {
 const port = await new Promise<number>((resolve, reject) =>
   server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
 );
-console.log(`gRPC server on 127.0.0.1:${port}: 3 quotes per tenant per 5 s`);
+console.log(`gRPC server on 127.0.0.1:${port}: 3 quotes per tenant at once, then 3 per 5 s`);
 
 const Prices = makeGenericClientConstructor(service, 'Prices');
 const started = Date.now();

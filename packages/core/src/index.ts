@@ -83,7 +83,7 @@ export type {
   ThrottleEvent,
   ThrottleLeaveReason,
 } from './engine/observe.js';
-export { throttle } from './throttle/throttle.js';
+export { FALLBACK_RETRY_MS, throttle } from './throttle/throttle.js';
 export {
   DEFAULT_FLUSH_MS,
   DEFAULT_LIMITED_KEYS,

@@ -25,6 +25,12 @@ import { type ThrottleFetchInit, throttledFetch } from './throttle-fetch.js';
 import { DEFAULT_TURN_LEASE_MS, THROTTLE_OPTIONS, type ThrottleOptions } from './throttle-options.js';
 import { CallTicket, type ThrottleTicket } from './ticket.js';
 
+/**
+ * How often a call asks again when the store's fail mode, deciding while Redis is away, can never grant its
+ * permits under the fail mode's share of a limit (the store answers again, or the call's timeoutMs ends it).
+ */
+export const FALLBACK_RETRY_MS = 1_000;
+
 /** Options of `run`: which key, what the call costs, how long it may wait, and its place in the queue. */
 export interface ThrottleRunOptions {
   /** The key the call counts against. @default the throttle's `key` */
@@ -275,6 +281,17 @@ class FleetThrottle implements Throttle {
           `${JSON.stringify(key)} is blocked for ${Math.ceil(decision.retryAfterMs)} ms more; a throttle does not ` +
             "wait out a ban (pause is the throttle's wait)",
         );
+      }
+      if (!Number.isFinite(decision.retryAfterMs) && decision.source === 'fallback') {
+        // The fail mode's share of the limit is below the call's permits: never while Redis is away, not
+        // never. The call waits for the store to answer again, asking once per FALLBACK_RETRY_MS.
+        await this.#sleep(
+          FALLBACK_RETRY_MS,
+          deadline,
+          stop,
+          `the store's fail mode cannot grant the call's permits (rule ${JSON.stringify(decision.rule)}) until its Redis answers`,
+        );
+        continue;
       }
       if (!Number.isFinite(decision.retryAfterMs)) {
         throw new SluiceError(
