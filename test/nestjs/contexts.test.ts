@@ -5,7 +5,7 @@
  */
 import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Controller, type ExecutionContext, type INestApplication, Module } from '@nestjs/common';
+import { Controller, type ExecutionContext, Get, HttpException, type INestApplication, Module } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Args, GraphQLModule, Query, Resolver } from '@nestjs/graphql';
 import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
@@ -13,8 +13,8 @@ import { ClientProxyFactory, MessagePattern, Payload, Transport, type ClientProx
 import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { WsAdapter } from '@nestjs/platform-ws';
-import { MessageBody, SubscribeMessage, WebSocketGateway } from '@nestjs/websockets';
-import { SluiceError, fixedWindow } from '@sluice/core';
+import { MessageBody, SubscribeMessage, WebSocketGateway, WsException } from '@nestjs/websockets';
+import { type Decision, SluiceError, fixedWindow } from '@sluice/core';
 import { RateLimit, SluiceModule } from '@sluice/nestjs';
 import { firstValueFrom } from 'rxjs';
 import { io, type Socket } from 'socket.io-client';
@@ -246,6 +246,86 @@ describe('a key function that throws', () => {
       socket.close();
     });
     expect(unhandled).toEqual([]);
+  });
+});
+
+describe('onLimited', () => {
+  /**
+   * A route and a gateway message, each allowing one call a minute; the module's onLimited shapes every
+   * refusal, the gateway's own (on its @RateLimit) replaces it there.
+   */
+  function shapedModule(onLimited: unknown) {
+    const name = `shaped${++runs}`;
+    @Controller('report')
+    class ReportController {
+      @Get()
+      @RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: `${name}-http` }) })
+      report() {
+        return { ok: true };
+      }
+    }
+    @WebSocketGateway({ path: '/shaped' })
+    class ShapedGateway {
+      @RateLimit({
+        algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: `${name}-ws` }),
+        onLimited: async (decision) => new WsException({ slowDown: decision.retryAfterMs > 0 }),
+      })
+      @SubscribeMessage('chat')
+      chat() {
+        return { event: 'chat', data: 'ok' };
+      }
+    }
+    @Module({
+      imports: [
+        SluiceModule.forRoot({
+          onLimited: onLimited as never,
+        }),
+      ],
+      controllers: [ReportController],
+      providers: [ShapedGateway],
+    })
+    class ShapedModule {}
+    return ShapedModule;
+  }
+
+  it("shapes the refusal of a route and of a gateway message; a handler's own replaces the module's", async () => {
+    const seen: [string, number][] = [];
+    const module = shapedModule((decision: Decision, context: ExecutionContext) => {
+      seen.push([context.getType(), decision.limit]);
+      return new HttpException({ busy: true, retryInMs: decision.retryAfterMs }, 503);
+    });
+    const { port, url } = await listen(module, 'express', (app) => app.useWebSocketAdapter(new WsAdapter(app)));
+    expect((await fetch(`${url}/report`)).status).toBe(200);
+    const refused = await fetch(`${url}/report`);
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ busy: true, retryInMs: expect.any(Number) });
+    // The RateLimit headers are still set on the shaped refusal.
+    expect(refused.headers.get('ratelimit')).toMatch(/;r=0;t=\d+$/);
+    expect(seen).toEqual([['http', 1]]);
+    const socket = new WebSocket(`ws://127.0.0.1:${port}/shaped`);
+    const messages: { event: string; data: unknown }[] = [];
+    socket.on('message', (raw) => messages.push(JSON.parse(String(raw)) as { event: string; data: unknown }));
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    for (const text of ['1', '2']) socket.send(JSON.stringify({ event: 'chat', data: text }));
+    await until(() => messages.length === 2);
+    // Each message is handled as it arrives, so the answers may come in either order.
+    expect(messages).toHaveLength(2);
+    expect(messages).toEqual(
+      expect.arrayContaining([
+        { event: 'chat', data: 'ok' },
+        { event: 'exception', data: { slowDown: true } },
+      ]),
+    );
+    // The module's onLimited was not asked for the gateway's refusal: the gateway's own shaped it.
+    expect(seen).toEqual([['http', 1]]);
+    socket.close();
+  });
+
+  it('one that is not a function is refused where it is given, naming onLimited', () => {
+    expect(() => shapedModule('503')).toThrow(expect.objectContaining({ argument: 'onLimited' }));
+    expect(() => RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), onLimited: 42 as never })).toThrow(
+      expect.objectContaining({ argument: 'onLimited' }),
+    );
   });
 });
 

@@ -77,9 +77,8 @@ describe('operating two processes on one Redis', () => {
     expect(text.out).toContain('remaining   2 of 5 (rule api)');
     const blocked = await cli('block', 'user:9', '--ms', '60000', '--prefix', prefix, '--url', url);
     expect(blocked).toMatchObject({ code: 0, out: ['blocked for 60000 ms: user:9'] });
-    const from = performance.now();
+    // The ban is Redis state, not a message: each node's first decision after the CLI returned is refused.
     const [onA, onB] = await Promise.all([a.ask<Decision>({ try: 'user:9' }), b.ask<Decision>({ try: 'user:9' })]);
-    expect(performance.now() - from).toBeLessThan(1_000);
     expect([onA.blocked, onB.blocked]).toEqual([true, true]);
     expect((await cli('unblock', 'user:9', '--prefix', prefix, '--url', url)).code).toBe(0);
     expect((await a.ask<Decision>({ try: 'user:9' })).allowed).toBe(true);

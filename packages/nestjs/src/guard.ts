@@ -1,4 +1,4 @@
-import { type Decision, type Limiter, SluiceError, type Store, createLimiter } from '@sluice/core';
+import { type Decision, type Limiter, SluiceError, SluiceTypeError, type Store, createLimiter } from '@sluice/core';
 import {
   type RejectedBody,
   type Verdict,
@@ -19,6 +19,7 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
+import { describeValue } from '@sluice/core/store-kit';
 import {
   type ContextPolicy,
   contextPolicies,
@@ -74,7 +75,10 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
    * Per `@RateLimit` options object (and the module's): the limiter made for it, and one evaluator per kind of
    * call (a WebSocket message's default key is its connection and pattern, not an address).
    */
-  readonly #evaluators = new Map<object, { owned: Limiter | undefined; byType: Map<string, Evaluate> }>();
+  readonly #evaluators = new Map<
+    object,
+    { owned: Limiter | undefined; byType: Map<string, Evaluate>; onLimited: OnLimited | undefined }
+  >();
   /** With graphqlPer 'operation': each operation's verdict, by its GraphQL context object. */
   readonly #operations = new WeakMap<Evaluate, WeakMap<object, Promise<Verdict<unknown>>>>();
   readonly #contexts: Readonly<Record<string, ContextPolicy | undefined>>;
@@ -162,7 +166,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
     }
     const evaluate = this.#evaluatorFor(route, onHandler !== undefined ? where : context.getClass().name, type);
     if (evaluate === undefined) return true;
-    if (type === 'http') return this.#http(context, evaluate);
+    if (type === 'http') return this.#http(context, evaluate, route);
     const verdict = await this.#once(type, context, evaluate);
     if (type === 'graphql') {
       const { res } = graphqlHttp(context);
@@ -170,17 +174,23 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
       if (verdict.kind === 'allowed' && verdict.settle !== undefined && isNodeResponse(res))
         settleOnNodeResponse(res, res, verdict.settle);
     }
-    if (verdict.kind === 'limited') throw await refusal(type, limitedBody(verdict.decision), 'RATE_LIMITED');
+    if (verdict.kind === 'limited') {
+      throw (
+        (await this.#shaped(route, verdict.decision, context)) ??
+        (await refusal(type, limitedBody(verdict.decision), 'RATE_LIMITED'))
+      );
+    }
     if (verdict.kind === 'rejected' || verdict.kind === 'abandoned')
       throw await refusal(type, verdict.kind === 'rejected' ? verdict.body : ABANDONED, 'BAD_REQUEST');
     return true;
   }
 
   /** An HTTP route's verdict, answered on its response (headers, a 429 through Nest's exception layer). */
-  async #http(context: ExecutionContext, evaluate: Evaluate): Promise<boolean> {
+  async #http(context: ExecutionContext, evaluate: Evaluate, route: RouteLimitOptions | undefined): Promise<boolean> {
     const http = context.switchToHttp();
     const response = http.getResponse<HeaderTarget>();
     const verdict = await evaluate(context, viewOf('http', context));
+    const shaped = verdict.kind === 'limited' ? await this.#shaped(route, verdict.decision, context) : undefined;
     return answerVerdict<boolean>(verdict, {
       proceed: (headers, settle) => {
         setHeaders(response, headers);
@@ -193,9 +203,22 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
       },
       limit: (decision, headers) => {
         setHeaders(response, headers);
-        throw new RateLimitException(decision);
+        throw shaped ?? new RateLimitException(decision);
       },
     });
+  }
+
+  /** The error `onLimited` (the handler's, else the module's) shapes for a refusal, or undefined for the guard's own. */
+  async #shaped(route: RouteLimitOptions | undefined, decision: Decision, context: ExecutionContext) {
+    const onLimited = this.#evaluators.get(route ?? this.#options)?.onLimited;
+    if (onLimited === undefined) return undefined;
+    const shaped = await onLimited(decision, context);
+    if (shaped === undefined || shaped instanceof Error) return shaped;
+    throw new SluiceTypeError(
+      'onLimited',
+      shaped,
+      `onLimited must return an Error to throw, or undefined for the guard's own refusal; got ${describeValue(shaped)}`,
+    );
   }
 
   /**
@@ -234,7 +257,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
               ...(store === undefined ? {} : { store }),
             })
           : undefined;
-      entry = { owned, byType: new Map() };
+      entry = { owned, byType: new Map(), onLimited: options.onLimited ?? this.#options.onLimited };
       this.#evaluators.set(options, entry);
     }
     let evaluate = entry.byType.get(type);
@@ -245,13 +268,15 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
         algorithm: _moduleRules,
         contexts: _contexts,
         graphqlPer: _per,
+        onLimited: _onLimited,
         ...defaults
       } = this.#options;
+      const { onLimited: _routeOnLimited, ...own } = options;
       const limiter = options.limiter ?? entry.owned;
       const key = options.key ?? defaults.key ?? (type === 'ws' ? wsDefaultKey : undefined);
       evaluate = createEvaluator<ExecutionContext>({
         ...defaults,
-        ...options,
+        ...own,
         limiter,
         ...(key === undefined ? {} : { key }),
       });
@@ -267,6 +292,8 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
     await Promise.all(owned.map((limiter) => limiter.close()));
   }
 }
+
+type OnLimited = NonNullable<RouteLimitOptions['onLimited']>;
 
 /** Whether options limit anything: a limiter, rules, or a concurrency limit. */
 function limits(options: RouteLimitOptions): boolean {

@@ -1,4 +1,4 @@
-import type { Limiter, Rules, Store } from '@sluice/core';
+import type { Decision, Limiter, Rules, Store } from '@sluice/core';
 import type { RateLimitOptions } from '@sluice/core/http';
 import type { DynamicModule, ExecutionContext, FactoryProvider } from '@nestjs/common';
 import type { SluiceContexts } from './contexts.js';
@@ -15,6 +15,13 @@ export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<Executi
   limiter?: Limiter;
   /** Rules for a limiter the module makes (prefix `Controller.handler`, or the controller's name). */
   algorithm?: Rules;
+  /**
+   * Shapes a refusal, for calls of every kind: gets the decision and the call's ExecutionContext and returns
+   * the error the guard throws in place of its own (an HttpException of yours, a WsException with your
+   * payload, an RpcException, a GraphQL error), or undefined to keep the guard's. May be async; what it
+   * throws is thrown. Nest's exception filters are the other way: `RateLimitException` carries the decision.
+   */
+  onLimited?: (decision: Decision, context: ExecutionContext) => Error | undefined | Promise<Error | undefined>;
 }
 
 /** SluiceModule.forRoot's options: route defaults, and optionally a limit for every route. */
