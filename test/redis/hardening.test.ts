@@ -22,7 +22,7 @@ import { FleetPresence, NodeIdentity, checkClockSkew, toConnection } from '@slui
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
-import { spawnRedisServer } from '../harness/redis-server.js';
+import { spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
 import { nextEvent, untilAsync } from '../harness/events.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
@@ -484,6 +484,35 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
     expect(admitted).toEqual([1, 5]); // floor(10 / 10), floor(10 / 2)
     await Promise.all(limiters.map((l) => l.close()));
     for (const c of clients) c.disconnect();
+  });
+
+  it("permits over the fail mode's share are never only while Redis is away: acquire waits for Redis, a timeout ends the wait", async () => {
+    const server = await startTestRedis();
+    // Stopped before the store's first word with it: the fleet is the assumed four nodes, 25 of 100 each.
+    server.process?.kill('SIGSTOP');
+    const redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
+    redis.on('error', () => {});
+    const store = redisStore({ redis, timeoutMs: 50, assumedNodes: 4 });
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 100, windowMs: 60_000 }), store, prefix: prefix() });
+    try {
+      const away = nextEvent(store, 'store-error');
+      const acquired = limiter.acquire('k', { permits: 60 });
+      await away;
+      // A deadline within the outage: the fail mode's denial comes back, asked again until the deadline.
+      const timed = await limiter.tryAcquire('k', { permits: 60, timeoutMs: 1_200 });
+      expect(timed).toMatchObject({ allowed: false, source: 'fallback', retryAfterMs: Infinity });
+      server.process?.kill('SIGCONT');
+      await acquired;
+      expect((await limiter.peek('k')).remaining).toBe(40);
+      // Over the rule's limit itself: never, on any store, at once.
+      await expect(limiter.acquire('k', { permits: 101 })).rejects.toMatchObject({ code: 'NEVER_ALLOWED' });
+    } finally {
+      server.process?.kill('SIGCONT');
+      await limiter.close();
+      await store.close();
+      redis.disconnect();
+      await server.stop();
+    }
   });
 
   it('is validated', () => {

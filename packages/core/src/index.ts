@@ -37,6 +37,7 @@ export type { SmoothBurstyOptions, SmoothState, SmoothWarmingUpOptions } from '.
 export { ManualClock, systemClock } from './foundation/clock.js';
 export type { Clock } from './foundation/clock.js';
 export type { AccessMatch, Decision, RuleStatus } from './foundation/decision.js';
+export { FALLBACK_RETRY_MS } from './foundation/decision.js';
 export { RateLimitedError, SluiceError, SluiceRangeError, SluiceTypeError } from './foundation/errors.js';
 export type { SluiceErrorCode } from './foundation/errors.js';
 export { createLimiter } from './engine/limiter.js';
@@ -83,7 +84,7 @@ export type {
   ThrottleEvent,
   ThrottleLeaveReason,
 } from './engine/observe.js';
-export { FALLBACK_RETRY_MS, throttle } from './throttle/throttle.js';
+export { throttle } from './throttle/throttle.js';
 export {
   DEFAULT_FLUSH_MS,
   DEFAULT_LIMITED_KEYS,

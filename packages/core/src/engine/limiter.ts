@@ -1,6 +1,6 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
-import type { AccessMatch, Decision } from '../foundation/decision.js';
+import { type AccessMatch, type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { CARRY_MODES, type CarryMode, carryWindowMs } from '../algorithms/carry.js';
 import { CarriedBinding, hasStateAccess, moveStates } from './carried-binding.js';
@@ -141,7 +141,11 @@ export interface OverridesPage {
 export interface Limiter {
   /** Decides `permits` for `key`, waiting at most `timeoutMs`. Resolves to the Decision; never rejects for being limited. */
   tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision>;
-  /** Waits until `permits` are granted; resolves to the ms waited. Rejects only on abort, close or a request that can never fit. */
+  /**
+   * Waits until `permits` are granted; resolves to the ms waited. Rejects only on abort, close or a request that
+   * can never fit (over a rule's limit; a fail mode's share below it while Redis is away is waited out, asking
+   * again every FALLBACK_RETRY_MS).
+   */
   acquire(key: string, options?: AcquireOptions): Promise<number>;
   /** Reports the key's standing (for one permit) without consuming. */
   peek(key: string, options?: PeekOptions): Promise<Decision>;
@@ -810,6 +814,12 @@ class StoreLimiter implements Limiter {
       if (d.allowed) {
         if (d.waitMs > 0) await this.#sleep(d.waitMs, abort);
         return d;
+      }
+      if (neverWhileAway(d)) {
+        // The fail mode's share is below the permits: ask again when Redis may be back, until the deadline.
+        if (budget === 0) return d;
+        await this.#sleep(Math.min(FALLBACK_RETRY_MS, budget), abort);
+        continue;
       }
       // Infinity: never grantable (and Infinity > Infinity is false, so it needs its own check).
       if (d.blocked === true || d.retryAfterMs === Infinity || d.retryAfterMs > budget) return d;

@@ -74,3 +74,20 @@ export interface Decision {
    */
   readonly access?: AccessMatch;
 }
+
+/**
+ * How often a waiting call (`acquire`, `tryAcquire` with `timeoutMs`, a throttle's `run`) asks again when the
+ * store's fail mode, deciding while Redis is away, can never grant its permits under the fail mode's share of
+ * a limit: never while Redis is away is not never, so the call waits for Redis (or for its deadline).
+ */
+export const FALLBACK_RETRY_MS = 1_000;
+
+/**
+ * Whether a denial is "never" only while the store's Redis is away: a fail mode's share of a limit below the
+ * permits asked (a rule's own limit below them is never on any store, and has no `source`).
+ * @example
+ * if (neverWhileAway(decision)) await sleep(FALLBACK_RETRY_MS) // and ask again
+ */
+export function neverWhileAway(decision: Decision): boolean {
+  return decision.source === 'fallback' && decision.retryAfterMs === Infinity && decision.blocked !== true;
+}

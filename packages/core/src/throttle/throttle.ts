@@ -8,7 +8,7 @@ import { checkCostNames, permitsOption } from '../engine/rule-costs.js';
 import type { ConcurrencyStore } from '../engine/semaphore-store.js';
 import type { Permits, RuleCosts } from '../engine/store.js';
 import { type Clock, timerSleep } from '../foundation/clock.js';
-import type { Decision } from '../foundation/decision.js';
+import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { type ParsedOptions, parseOptions } from '../foundation/options.js';
 import {
@@ -24,12 +24,6 @@ import {
 import { type ThrottleFetchInit, throttledFetch } from './throttle-fetch.js';
 import { DEFAULT_TURN_LEASE_MS, THROTTLE_OPTIONS, type ThrottleOptions } from './throttle-options.js';
 import { CallTicket, type ThrottleTicket } from './ticket.js';
-
-/**
- * How often a call asks again when the store's fail mode, deciding while Redis is away, can never grant its
- * permits under the fail mode's share of a limit (the store answers again, or the call's timeoutMs ends it).
- */
-export const FALLBACK_RETRY_MS = 1_000;
 
 /** Options of `run`: which key, what the call costs, how long it may wait, and its place in the queue. */
 export interface ThrottleRunOptions {
@@ -282,11 +276,10 @@ class FleetThrottle implements Throttle {
             "wait out a ban (pause is the throttle's wait)",
         );
       }
-      if (!Number.isFinite(decision.retryAfterMs) && decision.source === 'fallback') {
-        // The fail mode's share of the limit is below the call's permits: never while Redis is away, not
-        // never. The call waits for the store to answer again, asking once per FALLBACK_RETRY_MS.
+      if (neverWhileAway(decision)) {
+        // At most the time left, so a Redis back before the deadline is asked; none left is a TIMEOUT.
         await this.#sleep(
-          FALLBACK_RETRY_MS,
+          Math.max(1, Math.min(FALLBACK_RETRY_MS, deadline - this.#clock.now())),
           deadline,
           stop,
           `the store's fail mode cannot grant the call's permits (rule ${JSON.stringify(decision.rule)}) until its Redis answers`,
