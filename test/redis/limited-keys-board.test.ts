@@ -46,7 +46,11 @@ describe('the limited-keys board on Redis', () => {
           expect(sorted(await onRedis.read(from, from + span))).toEqual(sorted(await inMemory.read(from, from + span)));
         },
       ),
-      { numRuns: 60 },
+      {
+        numRuns: 60,
+        // Found by a CI run: a flush row counting nothing was kept in memory, and not on Redis.
+        examples: [[[{ minute: 100, rows: [{ key: 'a', denied: 0, nearLimit: 0, error: 0 }] }], 2, 100, 0]],
+      },
     );
   });
 

@@ -29,7 +29,7 @@ export class MemoryBoards {
           board.set(minute, (counts = new Map()));
           for (const old of board.keys()) if (old < minute - MAX_BOARD_MINUTES) board.delete(old);
         }
-        for (const row of sumRows([[...counts.values()], rows])) counts.set(row.key, row);
+        for (const row of sumRows([[...counts.values()], rows])) if (countsSomething(row)) counts.set(row.key, row);
         if (counts.size > keep) board.set(minute, trimmed(counts, keep));
       },
       read: async (from, to) => {
@@ -58,6 +58,11 @@ function trimmed(counts: Minute, keep: number): Minute {
     for (const row of held.slice(keep)) row[field] = 0;
   }
   const out: Minute = new Map();
-  for (const row of rows) if (row.denied > 0 || row.nearLimit > 0 || row.error > 0) out.set(row.key, row);
+  for (const row of rows) if (countsSomething(row)) out.set(row.key, row);
   return out;
+}
+
+/** A row that counts nothing is not on a board (Redis keeps no key without a score above 0). */
+function countsSomething(row: BoardRow): boolean {
+  return row.denied > 0 || row.nearLimit > 0 || row.error > 0;
 }
