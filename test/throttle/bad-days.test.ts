@@ -10,6 +10,7 @@ import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nextEvent } from '../harness/events.js';
 import { startTestRedis } from '../harness/redis-server.js';
+import { storeOnStoppedRedis } from '../harness/stopped-redis.js';
 import { throttleProcess } from '../harness/throttle-process.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
@@ -71,18 +72,9 @@ describe('the throttle on a bad day', () => {
   });
 
   it("permits over the fail mode's share wait for Redis, not refused as NEVER_ALLOWED (never is for the limit itself)", async () => {
-    const server = await startTestRedis();
-    // Stopped before the store's first word with it: the fleet is the assumed four nodes, each with 25 tokens.
-    server.process?.kill('SIGSTOP');
-    const redis = new Redis(server.url, { maxRetriesPerRequest: 1 });
-    redis.on('error', () => {});
-    const store = redisStore({ redis, timeoutMs: 100, assumedNodes: 4 });
-    cleanups.push(async () => {
-      server.process?.kill('SIGCONT');
-      await store.close();
-      redis.disconnect();
-      await server.stop();
-    });
+    // The fleet is the assumed four nodes: 25 tokens each while Redis is away.
+    const { store, resume, close } = await storeOnStoppedRedis({ timeoutMs: 100, assumedNodes: 4 });
+    cleanups.push(close);
     const limiter = createLimiter({
       rules: fixedWindow({ name: 'tpm', limit: 100, windowMs: 60_000 }),
       store,
@@ -101,7 +93,7 @@ describe('the throttle on a bad day', () => {
     });
     const call = calls.run((ticket) => ticket.decision, { permits: 60, timeoutMs: 60_000 });
     expect((await refusedByFallback).retryAfterMs).toBe(Infinity);
-    server.process?.kill('SIGCONT');
+    resume();
     const decision = await call;
     expect(decision).toMatchObject({ allowed: true, remaining: 40 });
     expect(decision.source).toBeUndefined();
