@@ -1,18 +1,20 @@
 import type { RedisConnection } from './connection/connection.js';
+import { isAclRefusal } from './reply-errors.js';
 
 /**
  * What is wrong, when `error` says the store cannot work with this Redis whatever the traffic: a missing
- * permission (NOPERM names the command, key or channel), or a client whose mode is not the server's.
+ * permission (the server's refusal names the command, key or channel, in its own words: see isAclRefusal), or
+ * a client whose mode is not the server's.
  * Undefined for anything else (unreachable, loading, a timeout): those pass, and the fail mode covers them.
  * @example
  * const why = misconfiguration(error, connection) // e.g. a NOPERM naming the command, or undefined
  */
 export function misconfiguration(error: unknown, connection: RedisConnection): string | undefined {
   const messages = errorMessages(error);
-  const noperm = messages.find((m) => /\bNOPERM\b/.test(m));
-  if (noperm !== undefined) {
+  const refusal = messages.find(isAclRefusal);
+  if (refusal !== undefined) {
     return (
-      `the Redis user lacks a permission the store needs: ${noperm}. The README's "Production connections" ` +
+      `the Redis user lacks a permission the store needs: ${refusal}. The README's "Production connections" ` +
       'section gives the ACL line with every command, key pattern and channel it uses'
     );
   }

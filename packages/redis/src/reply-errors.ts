@@ -14,6 +14,22 @@ export function isKeyScopedError(error: unknown): boolean {
 }
 
 /**
+ * True when `message` is a server's ACL refusal, in any wording: the NOPERM a refused command gets; inside a
+ * script, Redis 7.0's "The user executing the script can't run this command" (or "can't access ... keys",
+ * "can't publish ... channel"), and later Redis's and Valkey's "ACL failure in script: User u has no
+ * permissions to run the 'set' command". Classified by what it says, not by the code in front of it: the
+ * same refusal is NOPERM on one server and ERR on another.
+ * @example
+ * isAclRefusal("ERR ACL failure in script: User u has no permissions to run the 'set' command") // true
+ */
+export function isAclRefusal(message: string): boolean {
+  return ACL_REFUSAL.test(message);
+}
+
+const ACL_REFUSAL =
+  /\bNOPERM\b|\bACL failure\b|\bno permissions? to (run|access|publish)\b|user executing the script can't (run|access|publish)\b/i;
+
+/**
  * The configuration version a script's SLUICE_STALE (or SLUICE_CONFLICT) error names: the slot's
  * configuration is newer than the caller's (another node changed it first), nothing was decided or written.
  * Undefined for any other error. Every client hands the error's text on as its message, some after a prefix.

@@ -6,8 +6,10 @@
 -- KEYS[4]  (standalone clients only) a key of another slot: a Cluster node refuses the call (CROSSSLOT or
 --          MOVED) where a standalone server runs it, which tells a standalone client given for a Cluster
 -- ARGV     the commands to try, lower case (those of redis.call in the store's scripts)
--- Reply: 1, or an error naming the first command the user may not run (inside a script Redis 7.0 names
---        only the script's line, so each command runs under pcall and the refusal is named here)
+-- Reply: 1, or an error naming the first command that failed, with the server's own words after it (inside
+--        a script Redis 7.0 names only the script's line, so each command runs under pcall and the command is
+--        named here). Whether the words are an ACL refusal is decided by the client (isAclRefusal): servers
+--        word it differently (NOPERM, "can't run this command", Valkey's "ACL failure in script").
 
 local K, Z, H = KEYS[1], KEYS[2], KEYS[3]
 local TRY = {
@@ -51,10 +53,7 @@ for i = 1, #ARGV do
   local reply = try()
   if type(reply) == 'table' and reply.err then
     redis.pcall('DEL', K, Z, H)
-    if string.find(reply.err, "can't run", 1, true) or string.find(reply.err, 'NOPERM', 1, true) then
-      return redis.error_reply('NOPERM the user may not run the \'' .. ARGV[i] .. '\' command (' .. reply.err .. ')')
-    end
-    return redis.error_reply(reply.err)
+    return redis.error_reply('ERR sluice preflight: the \'' .. ARGV[i] .. '\' command failed: ' .. reply.err)
   end
 end
 redis.call('DEL', K, Z, H)
