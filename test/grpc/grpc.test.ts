@@ -17,7 +17,7 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { ManualClock, createLimiter, fixedWindow, memoryStore, throttle, tokenBucket } from '@sluice/core';
-import { type GrpcRateLimitOptions, byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
+import { type GrpcRateLimitOptions, byIp, byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
 import { afterEach, describe, expect, it } from 'vitest';
 import { jsonMethod } from '../../examples/beyond-http/src/json-service.js';
 import { unhandledDuring } from '../harness/unhandled.js';
@@ -172,6 +172,64 @@ describe('grpcRateLimit (server interceptor)', () => {
     const strict = connect(await serve({ limiter, key: byMetadata('x-tenant'), onMissingKey: 'reject' }));
     expect((await hello(strict, 'no tenant')).error?.code).toBe(status.INVALID_ARGUMENT);
     await limiter.close();
+  });
+
+  /**
+   * A proxy of ours in front of the server, as Envoy's request_headers_to_add appends: each call forwarded
+   * with `name: value` added after whatever the client sent (a real grpc-js server and client in between).
+   */
+  async function appendingProxy(backend: string, name: string, value: string) {
+    const upstream = connect(backend);
+    const proxy = new Server();
+    proxy.addService(greeter, {
+      hello: (
+        call: { request: { name: string }; metadata: Metadata },
+        done: (e: ServiceError | null, r?: unknown) => void,
+      ) => {
+        const forwarded = call.metadata.clone();
+        forwarded.add(name, value);
+        hello(upstream, call.request.name, forwarded).then((a) => done(a.error ?? null, a.value));
+      },
+      count: () => undefined,
+    });
+    const port = await new Promise<number>((resolve, reject) =>
+      proxy.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (e, p) => (e ? reject(e) : resolve(p))),
+    );
+    servers.push(proxy);
+    return `127.0.0.1:${port}`;
+  }
+
+  it('an entry given several times: the value the proxy appended is the key, not the one the client sent first', async () => {
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 60_000, name: 'calls' }) });
+    const client = connect(
+      await appendingProxy(await serve({ limiter, key: byMetadata('x-tenant') }), 'x-tenant', 'acme'),
+    );
+    const codes = [];
+    // Each call forges a new tenant before the proxy's: all ten are acme's, two a minute.
+    for (let i = 0; i < 10; i++) codes.push((await hello(client, `${i}`, tenant(`forged-${i}`))).error?.code ?? 'ok');
+    expect(codes).toEqual(['ok', 'ok', ...Array(8).fill(status.RESOURCE_EXHAUSTED)]);
+    expect((await limiter.peek('x-tenant:acme')).remaining).toBe(0);
+    expect((await limiter.peek('x-tenant:forged-0')).remaining).toBe(2);
+    // byIp behind one proxy reads x-forwarded-for from the right across repeated entries alike.
+    const byAddress = createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 60_000, name: 'calls' }) });
+    const viaProxy = connect(
+      await appendingProxy(
+        await serve({ limiter: byAddress, key: byIp({ trustProxy: 1 }) }),
+        'x-forwarded-for',
+        '198.51.100.7',
+      ),
+    );
+    const forged = new Metadata();
+    forged.add('x-forwarded-for', '203.0.113.9');
+    for (let i = 0; i < 3; i++) await hello(viaProxy, `${i}`, forged.clone());
+    expect((await byAddress.peek('ip:198.51.100.7')).remaining).toBe(0);
+    expect((await byAddress.peek('ip:203.0.113.9')).remaining).toBe(2);
+    expect(() => byMetadata('x-tenant', { maxLenght: 3 } as never)).toThrow(
+      /byMetadata options have no option "maxLenght"/,
+    );
+    expect(() => byMetadata('x-tenant', { maxLength: 0 })).toThrow(/maxLength must be an integer >= 1/);
+    expect(() => byMetadata('' as never)).toThrow(/byMetadata needs a metadata entry's name/);
+    await Promise.all([limiter.close(), byAddress.close()]);
   });
 
   it('a key function that throws: INTERNAL with its message, the handler does not run, nothing unhandled', async () => {

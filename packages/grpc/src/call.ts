@@ -1,6 +1,7 @@
 import type { Metadata } from '@grpc/grpc-js';
-import { SluiceRangeError } from '@sluice/core';
+import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
 import type { RequestView } from '@sluice/core/http';
+import { describeValue, option, parseOptions, positiveInteger } from '@sluice/core/store-kit';
 
 /**
  * One incoming gRPC call as sluice's key, cost, plan and skip functions see it: its method's full path
@@ -37,18 +38,38 @@ export function callView(call: GrpcCall): RequestView {
 /** The longest metadata value byMetadata takes as a key unless told otherwise. */
 export const DEFAULT_MAX_METADATA_KEY_LENGTH = 256;
 
+const BY_METADATA_OPTIONS = {
+  maxLength: option(
+    'Longest value taken as a key',
+    positiveInteger,
+    DEFAULT_MAX_METADATA_KEY_LENGTH,
+    'DEFAULT_MAX_METADATA_KEY_LENGTH',
+  ),
+};
+
 /**
  * A key from one metadata entry (a tenant id, an API key's id), prefixed with the entry's name; undefined
  * when the call has none (the adapter's `onMissingKey` decides). A value longer than `maxLength` is refused
  * as the call's bad input (INVALID_ARGUMENT), never cut to a key another client could share.
+ *
+ * An entry given several times is keyed by its LAST value: the one the nearest hop added. A proxy of yours
+ * that appends the entry (Envoy's `request_headers_to_add`, say) puts its value after any the client sent,
+ * so a client cannot pick its bucket by sending the entry first. HTTP/2 joins repeated entries with ', ' on
+ * the way in, so a value is read as a comma-separated list (`forged, acme` is `acme`'s call, as byIp reads
+ * x-forwarded-for from the right); a value must not contain a comma of its own. Without a proxy of yours
+ * setting the entry the client chooses its key whatever sluice reads: key by something your service
+ * authenticates.
  * @example
  * grpcRateLimit({ limiter, key: byMetadata('x-tenant-id') })
  */
 export function byMetadata(name: string, options: { maxLength?: number } = {}): (call: GrpcCall) => string | undefined {
-  const maxLength = options.maxLength ?? DEFAULT_MAX_METADATA_KEY_LENGTH;
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new SluiceTypeError('name', name, `byMetadata needs a metadata entry's name, got ${describeValue(name)}`);
+  }
+  const { maxLength } = parseOptions('byMetadata options', BY_METADATA_OPTIONS, options, false);
   const lower = name.toLowerCase();
   return (call) => {
-    const value = call.metadata.get(lower).find((v): v is string => typeof v === 'string');
+    const value = lastValue(call.metadata.get(lower));
     if (value === undefined || value.length === 0) return undefined;
     if (value.length > maxLength) {
       throw new SluiceRangeError(
@@ -59,4 +80,13 @@ export function byMetadata(name: string, options: { maxLength?: number } = {}): 
     }
     return `${lower}:${value}`;
   };
+}
+
+/** The last of an entry's text values, each read as a comma-separated list (as HTTP/2 joins repeats). */
+function lastValue(values: readonly (string | Buffer)[]): string | undefined {
+  for (let i = values.length - 1; i >= 0; i--) {
+    const value = values[i];
+    if (typeof value === 'string') return value.slice(value.lastIndexOf(',') + 1).trim();
+  }
+  return undefined;
 }
