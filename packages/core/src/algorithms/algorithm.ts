@@ -113,7 +113,8 @@ export interface Algorithm<S = unknown> {
    * Gives back up to `permits` at `nowMs`, never beyond a fresh state (a full bucket, an empty window): the
    * state as if that many grants had not been made. `grantedAtMs` (NaN: unknown) is when the grant was
    * decided, or a time no later: a window rule then gives back only from the window the grant was counted
-   * in, and a log only grants made since, oldest first; unknown, the newest grants are given back. Buckets
+   * in, and a log only grants made since, oldest first, and none once a window has passed since (the grant
+   * may have left it); unknown, the newest grants are given back. Buckets
    * refill linearly, so for them the time does not matter. Only for a `refundable` rule.
    */
   refund(state: S | undefined, nowMs: number, permits: number, grantedAtMs: number): Adjusted<S>;

@@ -89,8 +89,10 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
     }
 
     // With a grant time, grants made since then, oldest first (the grant itself, when nothing shares its
-    // instant): taking a later one would keep an earlier entry that leaves the window sooner. With none,
-    // the newest grants.
+    // instant): taking a later one would keep an earlier entry that leaves the window sooner. Once a window
+    // has passed since that time, the grant may have left the log: what is newer was counted for other
+    // calls, and taking it would pass the limit in windows the grant never counted in, so nothing is given
+    // back (when in doubt, keep the permits). With no grant time, the newest grants.
     function refund(
       state: SlidingWindowLogState | undefined,
       nowMs: number,
@@ -103,7 +105,7 @@ export function slidingWindowLog(options: SlidingWindowLogOptions): Algorithm<Sl
       let left = permits;
       if (Number.isNaN(grantedAtMs)) {
         for (let i = live.length - 2; i >= 0 && left > 0; i -= 2) left = take(live, i, left);
-      } else {
+      } else if (grantedAtMs > now - windowMs) {
         for (let i = 0; i < live.length && left > 0; i += 2)
           if ((live[i] as number) >= grantedAtMs) left = take(live, i, left);
       }

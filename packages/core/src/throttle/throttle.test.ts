@@ -121,6 +121,33 @@ describe('throttle on the memory store', () => {
     expect(await remaining()).toEqual([8, 7_100]);
   });
 
+  it('a number settles a one-rule throttle only: settle(500) on requests + tokens is a typed error, nothing changed', async () => {
+    const { limiter, t } = manual([
+      fixedWindow({ name: 'rpm', limit: 60, windowMs: 60_000 }),
+      fixedWindow({ name: 'tpm', limit: 100_000, windowMs: 60_000 }),
+    ]);
+    const remaining = async () => (await limiter.peek('default')).rules?.map((r) => r.remaining);
+    await t.run(
+      async (ticket) => {
+        // It once set both rules to 500: the requests rule went 444 below zero, every call held for 7.5 minutes.
+        await expect(ticket.settle(500)).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+          argument: 'actual',
+          message: expect.stringMatching(/one number for a policy of 2 rules \(rpm, tpm\).*\{ tpm: 500 \}/),
+        });
+        expect(ticket.settled).toBe(false);
+        expect(await remaining()).toEqual([59, 99_000]);
+        await ticket.settle({ tpm: 500 });
+      },
+      { permits: { rpm: 1, tpm: 1_000 } },
+    );
+    expect(await remaining()).toEqual([59, 99_500]);
+    // One rule: a number is that rule's count.
+    const one = manual(fixedWindow({ name: 'tpm', limit: 1_000, windowMs: 60_000 }));
+    await one.t.run((ticket) => ticket.settle(300), { permits: 800 });
+    expect((await one.limiter.peek('default')).remaining).toBe(700);
+  });
+
   it('bad settles: twice, negative, fractional, absurd, an unknown rule; each a typed error that changes nothing', async () => {
     const { limiter, t } = manual([
       fixedWindow({ name: 'rpm', limit: 10, windowMs: 60_000 }),

@@ -84,6 +84,12 @@ export interface Throttle {
   readonly key: string;
 }
 
+/** A call's grant, and when it was asked for on the limiter's clock (where a settlement's refund goes). */
+interface Granted {
+  readonly decision: Decision;
+  readonly askedAt: number;
+}
+
 /** A SluiceError code as the reason a call left without starting. */
 const LEAVE_REASONS: Partial<Record<string, ThrottleLeaveReason>> = {
   TIMEOUT: 'timeout',
@@ -216,9 +222,9 @@ class FleetThrottle implements Throttle {
       const turn = await this.#turns.acquire(turnKey(key), { timeoutMs, signal: stop, priority }).catch((error) => {
         throw this.#closed(error);
       });
-      let decision: Decision;
+      let granted: Granted;
       try {
-        decision = await this.#whenAllowed(key, permits, deadline, stop);
+        granted = await this.#whenAllowed(key, permits, deadline, stop);
       } finally {
         // The next call's turn starts as this one starts (or leaves): the turn orders starts, not calls. Not
         // awaited: the call starts a round trip sooner, and its start is not stamped after the next call's
@@ -228,7 +234,7 @@ class FleetThrottle implements Throttle {
       const waitedMs = this.#clock.now() - startedAt;
       this.#left(key);
       this.#report({ type: 'started', key, waitedMs, queued: this.queued(key) });
-      return new CallTicket(this.limiter, key, permits, decision, waitedMs);
+      return new CallTicket(this.limiter, key, permits, granted.decision, waitedMs, granted.askedAt);
     } catch (error) {
       this.#left(key);
       const code = error instanceof SluiceError ? error.code : undefined;
@@ -259,7 +265,7 @@ class FleetThrottle implements Throttle {
    * poll) until the limiter grants `permits`. Only the turn's holder asks, so the calls behind it wait on
    * the queue, not on the limiter.
    */
-  async #whenAllowed(key: string, permits: Permits, deadline: number, stop: AbortSignal): Promise<Decision> {
+  async #whenAllowed(key: string, permits: Permits, deadline: number, stop: AbortSignal): Promise<Granted> {
     for (;;) {
       const paused = await this.#pauses.pausedFor(key);
       if (paused > 0) {
@@ -267,8 +273,9 @@ class FleetThrottle implements Throttle {
         continue;
       }
       if (stop.aborted) throw this.#stopped(stop);
+      const askedAt = this.#clock.now();
       const decision = await this.limiter.tryAcquire(key, { permits });
-      if (decision.allowed) return decision;
+      if (decision.allowed) return { decision, askedAt };
       if (decision.blocked === true) {
         throw new SluiceError(
           'NEVER_ALLOWED',

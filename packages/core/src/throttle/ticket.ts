@@ -3,7 +3,7 @@ import type { Limiter } from '../engine/limiter.js';
 import { adjustPermits, checkCostNames } from '../engine/rule-costs.js';
 import { type Permits, type RuleCosts, permitsOfRule } from '../engine/store.js';
 import type { Decision } from '../foundation/decision.js';
-import { SluiceError, SluiceRangeError, callerNamed } from '../foundation/errors.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed } from '../foundation/errors.js';
 
 /**
  * How far past its rule's limit a settled count may go before it is taken for a mistake (a count in bytes
@@ -16,7 +16,10 @@ export interface ThrottleTicket {
   readonly key: string;
   /** What the call was charged: a count of every rule, or each rule's own. */
   readonly permits: Permits;
-  /** The limiter's grant (pass it on to `limiter.refund` if you give permits back yourself). */
+  /**
+   * The limiter's grant. Give permits back with `settle`, which knows when the grant was asked for: a window
+   * rule takes a refund back only while the window that counted the grant lasts.
+   */
   readonly decision: Decision;
   /** From the call to `run` to the call's start, in ms: the queue, the rate and any pause. */
   readonly waitedMs: number;
@@ -25,9 +28,12 @@ export interface ThrottleTicket {
   /**
    * Corrects the charge to what the call really cost (the token count the provider reported): the
    * difference is given back to, or taken from, each rule it names; a rule `actual` leaves out keeps its
-   * charge. Once per ticket (a second settle is SluiceError('ALREADY_SETTLED')); a negative, fractional or
-   * absurd count (over MAX_SETTLE_FACTOR times its rule's limit), or an unknown rule, is a typed error
-   * that changes nothing.
+   * charge. A number settles a one-rule throttle only; a policy's rules are settled by name
+   * (`{ tpm: 870 }`): one number would set requests and tokens alike. A refund goes back only to the
+   * window that counted the grant, while it lasts (a call settled after its window ended gives nothing back:
+   * the next window did not count it). Once per ticket (a second settle is SluiceError('ALREADY_SETTLED'));
+   * a number on a policy, a negative, fractional or absurd count (over MAX_SETTLE_FACTOR times its rule's
+   * limit), or an unknown rule, is a typed error that changes nothing.
    */
   settle(actual: number | RuleCosts): Promise<void>;
 }
@@ -42,6 +48,8 @@ export class CallTicket implements ThrottleTicket {
     readonly permits: Permits,
     readonly decision: Decision,
     readonly waitedMs: number,
+    /** When the grant was asked for, on the limiter's clock: a refund goes to the window that counted it. */
+    private readonly askedAt: number,
   ) {}
 
   get settled(): boolean {
@@ -58,6 +66,15 @@ export class CallTicket implements ThrottleTicket {
       }
       const counted = adjustPermits(actual, 'actual');
       const rules = this.limiter.rules;
+      if (typeof counted === 'number' && rules.length > 1) {
+        throw new SluiceTypeError(
+          'actual',
+          actual,
+          `actual is one number for a policy of ${rules.length} rules (${rules.map((r) => r.name).join(', ')}): ` +
+            `it would set each of them to ${counted}; settle a policy by rule name ({ ${rules[rules.length - 1]?.name}: ` +
+            `${counted} }). Nothing was changed`,
+        );
+      }
       checkCostNames(counted, rules, 'actual');
       for (const rule of rules) checkNotAbsurd(counted, rule);
       this.#settled = true;
@@ -73,7 +90,12 @@ export class CallTicket implements ThrottleTicket {
       }
       const adjustments: Promise<void>[] = [];
       if (Object.keys(back).length > 0)
-        adjustments.push(this.limiter.refund(this.key, back, { decision: this.decision }));
+        adjustments.push(
+          this.limiter.refund(this.key, back, {
+            decision: this.decision,
+            grantedMsAgo: Math.max(0, this.limiter.clock.now() - this.askedAt),
+          }),
+        );
       if (Object.keys(more).length > 0) adjustments.push(this.limiter.penalize(this.key, more));
       await Promise.all(adjustments);
     } catch (error) {

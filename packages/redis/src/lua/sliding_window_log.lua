@@ -59,7 +59,8 @@ ALGORITHMS.slidingWindowLog = function(p, state, now_ms, permits)
   return outcome(false, state, left, retry_after, reset_after, 0, reset_after)
 end
 
--- With a grant time, grants made since then, oldest first; with none, the newest (see sliding-window-log.ts).
+-- With a grant time, grants made since then, oldest first, and none once a window has passed since it (the
+-- grant may have left the log); with none, the newest (see sliding-window-log.ts).
 REFUNDS.slidingWindowLog = function(p, state, now_ms, permits, granted_at)
   if state == nil then return state end
   local window_ms = p[2]
@@ -78,7 +79,7 @@ REFUNDS.slidingWindowLog = function(p, state, now_ms, permits, granted_at)
       take(i)
       i = i - 2
     end
-  else
+  elseif granted_at > now - window_ms then
     local i = 1
     while i <= #live and left > 0 do
       if live[i] >= granted_at then take(i) end
