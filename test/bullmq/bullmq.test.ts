@@ -36,6 +36,25 @@ function queueWith(processorFor: (queue: Queue) => (job: Job) => Promise<unknown
   return { queue, worker, failed, completed };
 }
 
+/** Resolves once every job of `ids` completed on `worker` (its 'completed' events), within `ms`. */
+function completedAll(worker: Worker, ids: readonly (string | undefined)[], ms = 20_000): Promise<void> {
+  const left = new Set(ids);
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`jobs ${[...left].join(', ')} not completed within ${ms} ms`)), ms);
+    const heard = (job: Job) => {
+      left.delete(job.id);
+      if (left.size > 0) return;
+      clearTimeout(timer);
+      worker.off('completed', heard);
+      resolve();
+    };
+    worker.on('completed', heard);
+  });
+}
+
+const HOUR = 3_600_000;
+type Tenant = { tenant: string };
+
 /** Resolves once `done()` holds, checked every 20 ms (bounded). */
 async function until(done: () => boolean, ms = 20_000): Promise<void> {
   const deadline = Date.now() + ms;
@@ -112,5 +131,102 @@ describe('rateLimitedProcessor (BullMQ)', () => {
         queue: {} as never,
       }),
     ).toThrow(/queue must be the worker's BullMQ Queue/);
+  });
+});
+
+describe('rateLimitedProcessor (BullMQ): one tenant refused, the others run on', () => {
+  /**
+   * Jobs of tenants a and b, interleaved; a is refused for an hour (a ban, a deny-list entry with an expiry)
+   * or at its own limit. a's refused jobs wait in BullMQ's delayed set, not failed; b's run, in the order
+   * added; the queue is never rate-limited (it once was, for the ban's 24 h, for every tenant).
+   */
+  async function run(refuse: (limiter: ReturnType<typeof createLimiter>) => Promise<void>, limit = 100) {
+    const limiter = createLimiter({ rules: fixedWindow({ limit, windowMs: HOUR, name: 'per-tenant' }) });
+    closers.push(() => limiter.close());
+    await refuse(limiter);
+    const limited: string[] = [];
+    const ran: string[] = [];
+    const { queue, worker, failed } = queueWith((queue) =>
+      rateLimitedProcessor(
+        async (job: Job<Tenant>) => {
+          ran.push(job.id as string);
+        },
+        {
+          limiter,
+          queue,
+          key: (job: Job<Tenant>) => job.data.tenant,
+          onLimited: (_decision, job) => limited.push(job.id as string),
+        },
+      ),
+    );
+    const tenants = ['a', 'b', 'a', 'b', 'b', 'a', 'b'];
+    const jobs = await queue.addBulk(tenants.map((tenant) => ({ name: 'send', data: { tenant } })));
+    const of = (tenant: string) => jobs.filter((job) => job.data.tenant === tenant).map((job) => job.id as string);
+    const bDone = completedAll(worker, of('b'));
+    return { queue, failed, limited, ran, of, bDone, limiter };
+  }
+
+  it.each([
+    ['banned for an hour', (l: ReturnType<typeof createLimiter>) => l.block('a', HOUR)],
+    ['denied for an hour', (l: ReturnType<typeof createLimiter>) => l.deny('a', { ttlMs: HOUR, reason: 'abuse' })],
+  ] as const)(
+    "tenant a %s: b's jobs all run, a's wait delayed about an hour, none failed, the queue not held",
+    async (_, refuse) => {
+      const { queue, failed, limited, ran, of, bDone } = await run(refuse);
+      await bDone;
+      expect(ran).toEqual(of('b'));
+      // a's three were refused before b's last ran (one worker, one job at a time): each is in the delayed set.
+      expect(limited).toEqual(of('a'));
+      for (const id of of('a')) {
+        const job = await queue.getJob(id);
+        expect(await job?.getState()).toBe('delayed');
+        expect(job?.delay).toBeGreaterThan(HOUR - 60_000);
+      }
+      expect(failed).toEqual([]);
+      expect(await queue.getRateLimitTtl()).toBeLessThanOrEqual(0);
+    },
+  );
+
+  it("tenant a at its own limit: its job past the limit waits delayed until the window's end; b's run on", async () => {
+    const { queue, failed, limited, ran, of, bDone } = await run(async (l) => {
+      // a has used 2 of its 4 this hour: its first two jobs run, the third waits.
+      await l.tryAcquire('a', { permits: 2 });
+    }, 4);
+    await bDone;
+    const [a1, a2, a3] = of('a');
+    expect(ran.filter((id) => of('b').includes(id))).toEqual(of('b'));
+    expect(ran).toContain(a1);
+    expect(ran).toContain(a2);
+    expect(limited).toEqual([a3]);
+    expect(await (await queue.getJob(a3 as string))?.getState()).toBe('delayed');
+    expect(failed).toEqual([]);
+    expect(await queue.getRateLimitTtl()).toBeLessThanOrEqual(0);
+  });
+
+  it("a rule every tenant shares (key: 'global') holds the whole queue: every job runs, in the order added, none delayed", async () => {
+    const limiter = createLimiter({
+      rules: [
+        fixedWindow({ limit: 100, windowMs: HOUR, name: 'per-tenant' }),
+        fixedWindow({ limit: 2, windowMs: 1_000, name: 'downstream', key: 'global' }),
+      ],
+    });
+    closers.push(() => limiter.close());
+    const ran: string[] = [];
+    const { queue, worker, failed } = queueWith((queue) =>
+      rateLimitedProcessor(
+        async (job: Job<Tenant>) => {
+          ran.push(job.id as string);
+        },
+        { limiter, queue, key: (job: Job<Tenant>) => job.data.tenant },
+      ),
+    );
+    const jobs = await queue.addBulk(['a', 'b', 'a', 'b', 'a'].map((tenant) => ({ name: 'send', data: { tenant } })));
+    await completedAll(
+      worker,
+      jobs.map((job) => job.id),
+    );
+    expect(ran).toEqual(jobs.map((job) => job.id));
+    expect(await queue.getDelayedCount()).toBe(0);
+    expect(failed).toEqual([]);
   });
 });

@@ -10,6 +10,11 @@ export interface JobLike {
   readonly name: string;
   readonly data: unknown;
   readonly queueName?: string;
+  /**
+   * Moves the active job to the delayed set until `timestamp` (BullMQ's Job.moveToDelayed, with the token the
+   * worker passed the processor): how one key's refused job waits without holding the others.
+   */
+  moveToDelayed(timestamp: number, token?: string): Promise<void>;
 }
 
 /** The part of a BullMQ Queue (the worker's own queue) that pauses it: `queue.rateLimit(ms)`. */
@@ -22,12 +27,15 @@ export interface RateLimitedQueue {
 export interface BullmqRateLimitOptions<J extends JobLike> {
   /** The limiter a job must pass (any store: memory, exact, leased, divided). */
   limiter: Limiter;
-  /** The worker's queue (a BullMQ `Queue` of the same name): paused for the limiter's wait, on every worker. */
+  /**
+   * The worker's queue (a BullMQ `Queue` of the same name): paused for the limiter's wait, on every worker, when
+   * the refusal holds every job (see `key`).
+   */
   queue: RateLimitedQueue;
   /**
-   * The job's key (a tenant, a downstream's name). BullMQ's rate limit holds the whole queue, so one key at its
-   * limit holds every key's jobs for its wait (their order kept): keys that must not wait for each other belong
-   * in queues of their own.
+   * The job's key (a tenant, a downstream's name). A refusal of the key's own (its rules, a ban, a deny-list
+   * entry) delays that job alone (BullMQ's delayed set) while other keys' jobs run on; a refusal by a rule
+   * every key shares (a rule with a fixed `key: 'global'`), or of the queue's own key, holds the whole queue.
    * @default the queue's name: one limit for the queue
    */
   key?: (job: J) => string;
@@ -37,7 +45,7 @@ export interface BullmqRateLimitOptions<J extends JobLike> {
   plan?: (job: J) => string | undefined;
   /** Jobs for which this returns true run without a decision. */
   skip?: (job: J) => boolean;
-  /** Called for each job held back, with the decision, before the queue is paused. */
+  /** Called for each job held back, with the decision, before the job is delayed or the queue paused. */
   onLimited?: (decision: Decision, job: J) => void;
 }
 
@@ -47,12 +55,29 @@ export interface BullmqRateLimitOptions<J extends JobLike> {
  */
 const RATE_LIMIT_ERROR = 'bullmq:rateLimitExceeded';
 
+/** BullMQ's signal for a job the processor moved to the delayed set itself (its DelayedError): not a failure. */
+const DELAYED_ERROR = 'bullmq:movedToDelayed';
+
+/**
+ * Whether a refusal is the key's own: a ban or an access-list entry of the key, or a rule counted per key (or
+ * per group of keys, `key: (k) => tenantOf(k)`). A rule with a fixed `key` counts every key's jobs together:
+ * it refuses the next job of any key alike.
+ */
+function ownRefusal(limiter: Limiter, decision: Decision, planName: string | undefined): boolean {
+  if (decision.blocked === true || decision.access !== undefined) return true;
+  const rules = (planName === undefined ? undefined : limiter.plans?.[planName]) ?? limiter.rules;
+  return typeof rules.find((rule) => rule.name === decision.rule)?.key !== 'string';
+}
+
 /**
  * Wraps a BullMQ processor so that each job runs only once `limiter` admits it. A job the limiter refuses is
- * not failed and keeps its place: the queue is rate-limited for the decision's `retryAfterMs`
+ * not failed. Refused for its own key (with `key`: the tenant's rules, a ban, a deny-list entry), it waits
+ * alone: moved to BullMQ's delayed set for the decision's `retryAfterMs`, it comes back to the wait list
+ * then, behind the jobs waiting there, while other keys' jobs run on. Refused for every job (the queue's own
+ * key, or a rule all keys share), it keeps its place: the queue is rate-limited for `retryAfterMs`
  * (`queue.rateLimit`, which every worker of the queue obeys) and the job goes back to the head of the wait
- * list by BullMQ's manual rate limit, to be tried first when the wait is over. A job that can never pass (a
- * cost above the limit) fails with SluiceError('NEVER_ALLOWED'); a key or cost function that throws fails the
+ * list by BullMQ's manual rate limit. A job that can never pass (a cost above the limit, a deny-list entry
+ * that does not expire) fails with SluiceError('NEVER_ALLOWED'); a key or cost function that throws fails the
  * job with its error (BullMQ's error path).
  * @example
  * ```ts
@@ -93,11 +118,20 @@ export function rateLimitedProcessor<J extends JobLike, R, A extends unknown[]>(
       if (!Number.isFinite(decision.retryAfterMs)) {
         throw new SluiceError(
           'NEVER_ALLOWED',
-          `job ${job.id ?? job.name} costs more than rule ${JSON.stringify(decision.rule)} can ever grant`,
+          decision.access === undefined
+            ? `job ${job.id ?? job.name} costs more than rule ${JSON.stringify(decision.rule)} can ever grant`
+            : `job ${job.id ?? job.name}'s key is on the deny list with no expiry`,
         );
       }
       onLimited?.(decision, job);
-      await queue.rateLimit(Math.max(1, Math.ceil(decision.retryAfterMs)));
+      const waitMs = Math.max(1, Math.ceil(decision.retryAfterMs));
+      if (key !== undefined && ownRefusal(limiter, decision, planName)) {
+        // BullMQ's delays are wall-clock times; the token (the processor's second argument) proves the lock.
+        const token = typeof rest[0] === 'string' ? rest[0] : undefined;
+        await job.moveToDelayed(Date.now() + waitMs, token);
+        throw Object.assign(new Error(DELAYED_ERROR), { name: 'DelayedError' });
+      }
+      await queue.rateLimit(waitMs);
       throw Object.assign(new Error(RATE_LIMIT_ERROR), { name: 'RateLimitError' });
     };
   });
