@@ -67,12 +67,13 @@ export default defineConfig({
       },
       {
         plugins: [standardDecorators],
-        // @nestjs/* from test/nest11 (NestJS 11) for the sources and tests it runs, wherever they live.
+        // Every @nestjs/* package from test/nest11 (NestJS 11: HTTP, GraphQL, WebSocket and microservice
+        // packages) for the sources and tests it runs, wherever they live.
         resolve: {
           alias: [
             ...alias,
             {
-              find: /^@nestjs\/(common|core|platform-express|platform-fastify)(\/.*)?$/,
+              find: /^@nestjs\/([^/]+)(\/.*)?$/,
               replacement: `${nest11}@nestjs/$1$2`,
             },
           ],

@@ -9,5 +9,6 @@ export { grpcRetryOnLimit } from './client-interceptor.js';
 export type { GrpcRetryOptions } from './client-interceptor.js';
 export { byMetadata, DEFAULT_MAX_METADATA_KEY_LENGTH } from './call.js';
 export type { GrpcCall } from './call.js';
-export { limitTrailers, pushbackMs } from './trailers.js';
+export { limitTrailers, pushbackMs, refusalStatus } from './trailers.js';
+export type { RefusedVerdict } from './trailers.js';
 export { byIp } from '@sluice/core/http';

@@ -7,10 +7,10 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { type Decision, SluiceTypeError } from '@sluice/core';
-import { type RateLimitOptions, type Verdict, createEvaluator, isInputError, limitedBody } from '@sluice/core/http';
+import { type RateLimitOptions, type Verdict, createEvaluator, isInputError } from '@sluice/core/http';
 import { inCall } from '@sluice/core/store-kit';
 import { type GrpcCall, callView } from './call.js';
-import { limitTrailers } from './trailers.js';
+import { refusalStatus } from './trailers.js';
 
 /** grpcRateLimit's options: the HTTP adapters' (key, cost, plan, skip, onMissingKey, ...) over a GrpcCall. */
 export interface GrpcRateLimitOptions
@@ -65,20 +65,8 @@ export function grpcRateLimit(options: GrpcRateLimitOptions): ServerInterceptor 
                 (verdict) => {
                   if (verdict.kind === 'allowed') allowedFields = verdict.headers;
                   if (verdict.kind === 'allowed' || verdict.kind === 'skipped') return proceed(metadata);
-                  if (verdict.kind === 'limited') {
-                    onLimited?.(verdict.decision, info);
-                    return intercepting.sendStatus({
-                      code: status.RESOURCE_EXHAUSTED,
-                      details: refusedDetails(verdict.decision),
-                      metadata: limitTrailers(verdict.decision, verdict.headers),
-                    });
-                  }
-                  const message = verdict.kind === 'rejected' ? verdict.body.message : 'the call went away';
-                  intercepting.sendStatus({
-                    code: status.INVALID_ARGUMENT,
-                    details: message,
-                    metadata: new Metadata(),
-                  });
+                  if (verdict.kind === 'limited') onLimited?.(verdict.decision, info);
+                  intercepting.sendStatus(refusalStatus(verdict));
                 },
                 (error: unknown) =>
                   intercepting.sendStatus({
@@ -100,13 +88,6 @@ export function grpcRateLimit(options: GrpcRateLimitOptions): ServerInterceptor 
       return evaluate(info, callView(info));
     }
   });
-}
-
-/** The status details of a refused call: the body every adapter sends, as one line. */
-function refusedDetails(decision: Decision): string {
-  const body = limitedBody(decision);
-  const after = body.retryAfterSeconds === null ? 'never fits' : `retry after ${body.retryAfterSeconds} s`;
-  return `Too Many Requests: rule ${body.rule} (limit ${body.limit}), ${after}${body.reason ? `: ${body.reason}` : ''}`;
 }
 
 function methodTest(methods: GrpcRateLimitOptions['methods']): (method: string) => boolean {

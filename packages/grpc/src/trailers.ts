@@ -1,5 +1,36 @@
-import { Metadata } from '@grpc/grpc-js';
+import { Metadata, type StatusObject, status } from '@grpc/grpc-js';
 import type { Decision } from '@sluice/core';
+import { type Verdict, limitedBody } from '@sluice/core/http';
+
+/** A verdict that refuses a call: limited, or a call with no valid key or cost, or one that went away. */
+export type RefusedVerdict = Extract<Verdict<unknown>, { kind: 'limited' | 'rejected' | 'abandoned' }>;
+
+/**
+ * The status a refused call ends with, wherever it is refused (grpcRateLimit, the Nest guard on a gRPC
+ * microservice): limited, RESOURCE_EXHAUSTED with the reason in its details and limitTrailers' metadata;
+ * a key or cost the call cannot give, or a call that went away while it waited, INVALID_ARGUMENT.
+ * @example
+ * const verdict = await evaluate(call, view)
+ * if (verdict.kind === 'limited') call.sendStatus(refusalStatus(verdict))
+ */
+export function refusalStatus(verdict: RefusedVerdict): StatusObject {
+  if (verdict.kind === 'limited') {
+    return {
+      code: status.RESOURCE_EXHAUSTED,
+      details: limitedDetails(verdict.decision),
+      metadata: limitTrailers(verdict.decision, verdict.headers),
+    };
+  }
+  const details = verdict.kind === 'rejected' ? verdict.body.message : 'the call went away';
+  return { code: status.INVALID_ARGUMENT, details, metadata: new Metadata() };
+}
+
+/** The status details of a limited call: the body every adapter sends, as one line. */
+function limitedDetails(decision: Decision): string {
+  const body = limitedBody(decision);
+  const after = body.retryAfterSeconds === null ? 'never fits' : `retry after ${body.retryAfterSeconds} s`;
+  return `Too Many Requests: rule ${body.rule} (limit ${body.limit}), ${after}${body.reason ? `: ${body.reason}` : ''}`;
+}
 
 /**
  * The trailing metadata of a refused call: `retry-after` (whole seconds, as HTTP's header), the RateLimit

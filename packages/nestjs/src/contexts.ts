@@ -4,6 +4,8 @@ import {
   type LimitedBody,
   type RejectedBody,
   type RequestView,
+  type Verdict,
+  limitedBody,
   nodeRequestView,
 } from '@sluice/core/http';
 import { describeValue } from '@sluice/core/store-kit';
@@ -184,7 +186,7 @@ export function wsDefaultKey(context: ExecutionContext): string {
 type Loaded = Record<string, unknown>;
 const loaded = new Map<string, Promise<Loaded>>();
 /** One of Nest's optional packages, loaded the first time a call of its kind is refused (it is there: it made the call). */
-function load(name: string): Promise<Loaded> {
+export function load(name: string): Promise<Loaded> {
   let module = loaded.get(name);
   if (module === undefined) {
     module = import(name) as Promise<Loaded>;
@@ -212,19 +214,44 @@ export class GraphQLRefusal extends IntrinsicException {
   }
 }
 
+/** A verdict the guard refuses a call for. */
+type Refused = Extract<Verdict<unknown>, { kind: 'limited' | 'rejected' | 'abandoned' }>;
+
+/** What a call that went away while it waited is told (it is not there to hear it). */
+const ABANDONED: RejectedBody = {
+  error: 'Bad Request',
+  message: 'the client went away while the call waited for its rate limit',
+};
+
 /**
  * The error that refuses a call of `type` where its framework answers it: a WsException (the gateway's
- * `exception` event), an RpcException (the microservice's error reply), a GraphQLRefusal (in the response's
- * `errors`, with `extensions.code`); HTTP's is the guard's own HttpException.
+ * `exception` event), an RpcException (the microservice's error reply; on a gRPC microservice, the status
+ * grpcRateLimit sends: RESOURCE_EXHAUSTED with retry-after and grpc-retry-pushback-ms), a GraphQLRefusal (in
+ * the response's `errors`, with `extensions.code`); HTTP's is the guard's own HttpException.
  */
-export async function refusal(type: string, body: RejectedBody | LimitedBody, code: string): Promise<Error> {
+export async function refusal(type: string, verdict: Refused, context: ExecutionContext): Promise<Error> {
+  const code = verdict.kind === 'limited' ? 'RATE_LIMITED' : 'BAD_REQUEST';
+  const body: RejectedBody | LimitedBody =
+    verdict.kind === 'limited' ? limitedBody(verdict.decision) : verdict.kind === 'rejected' ? verdict.body : ABANDONED;
   if (type === 'ws') {
     const { WsException } = (await load('@nestjs/websockets')) as { WsException: new (error: object) => Error };
     return new WsException({ status: 'error', code, ...body });
   }
   if (type === 'rpc') {
     const { RpcException } = (await load('@nestjs/microservices')) as { RpcException: new (error: object) => Error };
-    return new RpcException({ status: 'error', code, ...body });
+    if (!isGrpcCall(context)) return new RpcException({ status: 'error', code, ...body });
+    // grpc-js answers an error with a numeric `code` by that status, its `details` and `metadata` trailers.
+    const { refusalStatus } = (await load('@sluice/grpc')) as {
+      refusalStatus: (verdict: Refused) => { code: number; details: string; metadata: unknown };
+    };
+    const status = refusalStatus(verdict);
+    return new RpcException({ ...status, message: status.details });
   }
   return new GraphQLRefusal('message' in body ? body.message : body.error, { code, ...body });
+}
+
+/** A gRPC microservice's call: Nest passes (request, metadata, call), the metadata as the RPC context. */
+function isGrpcCall(context: ExecutionContext): boolean {
+  const metadata = context.switchToRpc().getContext<{ getMap?: unknown; toHttp2Headers?: unknown } | undefined>();
+  return typeof metadata?.getMap === 'function' && typeof metadata.toHttp2Headers === 'function';
 }

@@ -1,12 +1,5 @@
 import { type Decision, type Limiter, SluiceError, SluiceTypeError, type Store, createLimiter } from '@sluice/core';
-import {
-  type RejectedBody,
-  type Verdict,
-  answerVerdict,
-  createEvaluator,
-  limitedBody,
-  settleOnNodeResponse,
-} from '@sluice/core/http';
+import { type Verdict, answerVerdict, createEvaluator, limitedBody, settleOnNodeResponse } from '@sluice/core/http';
 import type { RequestView } from '@sluice/core/http';
 import {
   type CanActivate,
@@ -30,6 +23,7 @@ import {
   viewOf,
   wsDefaultKey,
 } from './contexts.js';
+import { guardGateways, sendRefusalToWsClient } from './gateways.js';
 import type { RouteLimitOptions, SluiceModuleOptions } from './options.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT, SLUICE_OPTIONS } from './tokens.js';
 
@@ -94,6 +88,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
     this.#discovery = discovery;
     this.#scanner = scanner;
     this.#contexts = contextPolicies(options.contexts);
+    guardGateways(discovery, this);
   }
 
   /**
@@ -147,7 +142,21 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
+    // One decision per call: Nest hands every guard of a call one context, and this guard may be among them
+    // twice (the global guard, and on a gateway or under @UseGuards(SluiceGuard) the class's own).
+    if (decided.has(context)) return true;
+    decided.add(context);
     const type = typeOf(context);
+    if (type !== 'ws') return this.#decide(type, context);
+    try {
+      return await this.#decide(type, context);
+    } catch (error) {
+      await sendRefusalToWsClient(context, error);
+      throw error;
+    }
+  }
+
+  async #decide(type: string, context: ExecutionContext): Promise<boolean> {
     const policy = this.#contexts[type];
     if (policy === 'skip') return true;
     const targets = [context.getHandler(), context.getClass()];
@@ -174,14 +183,9 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
       if (verdict.kind === 'allowed' && verdict.settle !== undefined && isNodeResponse(res))
         settleOnNodeResponse(res, res, verdict.settle);
     }
-    if (verdict.kind === 'limited') {
-      throw (
-        (await this.#shaped(route, verdict.decision, context)) ??
-        (await refusal(type, limitedBody(verdict.decision), 'RATE_LIMITED'))
-      );
-    }
-    if (verdict.kind === 'rejected' || verdict.kind === 'abandoned')
-      throw await refusal(type, verdict.kind === 'rejected' ? verdict.body : ABANDONED, 'BAD_REQUEST');
+    if (verdict.kind === 'limited')
+      throw (await this.#shaped(route, verdict.decision, context)) ?? (await refusal(type, verdict, context));
+    if (verdict.kind === 'rejected' || verdict.kind === 'abandoned') throw await refusal(type, verdict, context);
     return true;
   }
 
@@ -295,6 +299,9 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
 
 type OnLimited = NonNullable<RouteLimitOptions['onLimited']>;
 
+/** The contexts of the calls a SluiceGuard has decided (see canActivate). */
+const decided = new WeakSet<ExecutionContext>();
+
 /** Whether options limit anything: a limiter, rules, or a concurrency limit. */
 function limits(options: RouteLimitOptions): boolean {
   return options.limiter !== undefined || options.algorithm !== undefined || options.concurrency !== undefined;
@@ -304,12 +311,6 @@ function limits(options: RouteLimitOptions): boolean {
 function isNodeResponse(value: unknown): value is Parameters<typeof settleOnNodeResponse>[0] {
   return typeof (value as { once?: unknown } | undefined)?.once === 'function';
 }
-
-/** What a call that went away while it waited is told (it is not there to hear it). */
-const ABANDONED: RejectedBody = {
-  error: 'Bad Request',
-  message: 'the client went away while the call waited for its rate limit',
-};
 
 /** Waits for a store's start-up checks (a store that has them: a Redis-backed one). */
 async function checkAtStartup(store: Store | undefined): Promise<void> {
