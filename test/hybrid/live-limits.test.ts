@@ -38,10 +38,11 @@ async function decide(limiter: Limiter, key: string, count: number): Promise<Dec
 const granted = (decisions: readonly Decision[]) => decisions.filter((d) => d.allowed).length;
 
 /** `from` reconfigures to `rules`; resolves once the other node's store says it decides under them. */
-async function changeHeard(from: Limiter, rules: Algorithm, other: LeasedStore | DividedStore): Promise<void> {
+async function changeHeard(from: Limiter, rules: Algorithm, other: LeasedStore | DividedStore): Promise<number> {
   const heard = nextEvent(other, 'reconfigured');
-  await from.reconfigure(rules);
+  const { version } = await from.reconfigure(rules);
   await heard;
+  return version;
 }
 
 const deployments = liveDeployments(testRedis, testCluster);
@@ -55,23 +56,23 @@ describe.each(deployments)('leased mode on a $name server', ({ open }) => {
     await onTwoNodes(1_000, async ({ a, b, stores }) => {
       const before = granted(await decide(a, 'k', 100)) + granted(await decide(b, 'k', 100));
       expect(before).toBe(200);
-      await changeHeard(a, liveBucket(300), stores[1]);
+      const version = await changeHeard(a, liveBucket(300), stores[1]);
       const after = [...(await decide(b, 'k', 400)), ...(await decide(a, 'k', 400))];
       // Both held leases under the old rules (debited in Redis, so counted as used by the carry); b let go of
       // its own when it heard the change: the window holds no more than the lower limit, 300.
-      expect(after.filter((d) => d.allowed).every((d) => d.configVersion === 2 && d.limit === 300)).toBe(true);
+      expect(after.filter((d) => d.allowed).every((d) => d.configVersion === version && d.limit === 300)).toBe(true);
       expect(before + granted(after)).toBeLessThanOrEqual(300);
       expect(granted(after)).toBeGreaterThan(0);
-      expect([a.configVersion, b.configVersion]).toEqual([2, 2]);
+      expect([a.configVersion, b.configVersion]).toEqual([version, version]);
     });
   });
 
   it("a node that has not leased since another's change resets the key under the new rules", async () => {
     await onTwoNodes(100, async ({ a, b }) => {
       expect(granted(await decide(a, 'k', 100))).toBe(100);
-      await a.reconfigure(liveBucket(200));
+      const { version } = await a.reconfigure(liveBucket(200));
       await b.reset('k');
-      expect(b.configVersion).toBe(2);
+      expect(b.configVersion).toBe(version);
       expect(granted(await decide(a, 'k', 300))).toBe(200);
     });
   });
@@ -132,17 +133,17 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
       expect(granted(await decide(a, 'k', 20))).toBe(20);
       // b joined a fleet a founded: a key it meets starts spent (a may have spent it), its 50 counted as used.
       expect(granted(await decide(b, 'k', 10))).toBe(0);
-      await changeHeard(a, daily(60), stores[1]);
+      const version = await changeHeard(a, daily(60), stores[1]);
       // 60 split in two: a keeps its 20 used of 30, b its 50 of 30; the window's 20 + 10 stay under 60.
       const lower = [...(await decide(a, 'k', 100)), ...(await decide(b, 'k', 100))];
       expect(granted(lower)).toBe(10);
-      expect(lower.every((d) => d.configVersion === 2 && d.limit === 60)).toBe(true);
-      await changeHeard(b, daily(200), stores[0]);
+      expect(lower.every((d) => d.configVersion === version && d.limit === 60)).toBe(true);
+      const third = await changeHeard(b, daily(200), stores[0]);
       // 200 split in two: a has 70 of its 100 left, b 50 of its 100; a key new to b still starts spent.
       expect(granted(await decide(a, 'k', 100))).toBe(70);
       expect(granted(await decide(b, 'k', 100))).toBe(50);
       expect(granted(await decide(b, 'new', 10))).toBe(0);
-      expect([a.configVersion, b.configVersion]).toEqual([3, 3]);
+      expect([a.configVersion, b.configVersion]).toEqual([third, third]);
       expect(a.rules[0]?.limit).toBe(200);
     });
   });
@@ -151,11 +152,11 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
     await onTwoNodes(100, 0.2, async ({ a, b, stores }) => {
       // a holds 40 of the divided 80; past it, the reserve (20) serves it.
       expect(granted(await decide(a, 'k', 50))).toBe(50);
-      await changeHeard(a, daily(50), stores[1]);
+      const version = await changeHeard(a, daily(50), stores[1]);
       // Under 50: a's share is 20 (40 used), the reserve 10 (10 drawn): nothing more on either node.
       const lower = [...(await decide(a, 'k', 50)), ...(await decide(b, 'k', 50))];
       expect(granted(lower)).toBe(0);
-      expect(lower.every((d) => d.configVersion === 2 && d.limit === 50)).toBe(true);
+      expect(lower.every((d) => d.configVersion === version && d.limit === 50)).toBe(true);
     });
   });
 
@@ -200,10 +201,10 @@ describe.each(deployments)('two processes on a $name server', ({ name, open }) =
       async (here, _, other) => {
         expect(granted(await decide(here, 'k', 100))).toBe(100);
         expect(await other.decide(100, 'k')).toMatchObject({ granted: 100, version: 1 });
-        await here.reconfigure(liveBucket(300));
-        await other.version(2);
+        const { version } = await here.reconfigure(liveBucket(300));
+        await other.version(version);
         const there = await other.decide(400, 'k');
-        expect(there).toMatchObject({ version: 2, limit: 300 });
+        expect(there).toMatchObject({ version, limit: 300 });
         const after = there.granted + granted(await decide(here, 'k', 400));
         expect(200 + after).toBeLessThanOrEqual(300);
         expect(after).toBeGreaterThan(0);
@@ -234,14 +235,14 @@ describe.each(deployments)('two processes on a $name server', ({ name, open }) =
         : (count: number) => decide(here, 'k', count).then(granted);
       expect(await founder(20)).toBe(20);
       expect(await joiner(10)).toBe(0);
-      await here.reconfigure(daily(60));
-      await other.version(2);
+      const { version } = await here.reconfigure(daily(60));
+      await other.version(version);
       // 60 split in two: the founder has 10 of its 30 left, the joiner (50 counted as used) none.
       expect(await founder(100)).toBe(10);
       expect(await joiner(100)).toBe(0);
-      expect(await other.decide(1, 'k')).toMatchObject({ version: 2, limit: 60 });
-      await here.reconfigure(daily(200));
-      await other.version(3);
+      expect(await other.decide(1, 'k')).toMatchObject({ version, limit: 60 });
+      const third = await here.reconfigure(daily(200));
+      await other.version(third.version);
       // 200 split in two: 70 of the founder's 100 left (30 used), 50 of the joiner's.
       expect(await founder(100)).toBe(70);
       expect(await joiner(100)).toBe(50);

@@ -33,6 +33,7 @@ import {
   parseOptions,
   registerStatus,
   sharedRule,
+  stateName,
   warnOnce,
   mostPermits,
 } from '@sluice/core/store-kit';
@@ -298,7 +299,7 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
   constructor(ctx: DivideContext, rule: Algorithm, prefix: string, forget: () => void) {
     this.#ctx = ctx;
     this.#rule = rule;
-    this.#state = rule.name;
+    this.#state = stateName(rule);
     this.#prefix = prefix;
     this.#forget = forget;
     this.#config = firstConfig([rule]);
@@ -444,11 +445,12 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
   /**
    * Reads the stored configuration and decides under it (the store's ready(), a heartbeat that found its
    * slot at a newer version, a draw on the reserve that did). Rejects when it cannot be read or is of a
-   * later format.
+   * later format. A slot at `seen`, ahead of the stored record, means the record was lost: it is stored again
+   * (see StoredConfiguration.inForce) and every node adopts it.
    */
-  refresh(): Promise<void> {
+  refresh(seen = 1): Promise<void> {
     this.#reading ??= this.#stored
-      .read()
+      .inForce(this.#config, seen, (error) => emitSafely(this.#ctx.events, 'store-error', error))
       .then((config) => {
         if (config !== undefined) this.#adopt(config);
       })
@@ -459,8 +461,8 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
   }
 
   /** The fleet's slot is at a newer configuration: read it (a failure keeps the last one known, and says so). */
-  heard(): void {
-    this.refresh().catch((error: unknown) =>
+  heard(seen = 1): void {
+    this.refresh(seen).catch((error: unknown) =>
       emitSafely(this.#ctx.events, 'store-error', error instanceof Error ? error : new Error(String(error))),
     );
   }
@@ -650,7 +652,7 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
   /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division (less the reserve). */
   #onSummary(summary: FleetSummary): void {
     // The fleet's slot is at a newer configuration (a missed message): read it.
-    if (summary.version > this.#config.version) this.heard();
+    if (summary.version > this.#config.version) this.heard(summary.version);
     this.#beatFailing = false;
     this.#recovered();
     this.#heardFirst();

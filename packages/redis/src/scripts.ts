@@ -311,9 +311,9 @@ export function configWriteScript(): LuaScript {
 }
 
 /**
- * Reads a limiter's stored configuration (see config_read.lua).
+ * Reads a limiter's stored configuration and Redis's time (see config_read.lua).
  * @example
- * const record = await connection.runScript(configReadScript(), [configKey('api')], [])
+ * const [record, nowMs] = await connection.runScript(configReadScript(), [configKey('api')], [])
  */
 export function configReadScript(): LuaScript {
   return luaScript('config_read', [redisLuaFile('config_read')]);

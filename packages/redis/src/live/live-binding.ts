@@ -146,7 +146,7 @@ export class LiveBinding implements BoundStore, SharedRules {
    * says what is in force). Rejects when it cannot be read or is of a later format.
    */
   async refresh(): Promise<void> {
-    const config = await this.#stored.read();
+    const config = await this.#stored.inForce(this.#config, 1, this.#parts.report);
     if (config !== undefined) this.#adopt(config);
   }
 
@@ -281,7 +281,7 @@ export class LiveBinding implements BoundStore, SharedRules {
 
   /** Every override in force, as stored, in key order. */
   async overrides(): Promise<Array<{ key: string; rules: readonly Algorithm[] }>> {
-    const config = await this.#stored.read();
+    const config = await this.#stored.inForce(this.#config, 1, this.#parts.report);
     if (config !== undefined) this.#adopt(config);
     return [...this.#config.overrides]
       .map(([key, rules]) => ({ key, rules: rules.map((e) => e.rule) }))
@@ -309,17 +309,11 @@ export class LiveBinding implements BoundStore, SharedRules {
    */
   readonly #onStale = (version: number): Promise<BoundStore | undefined> => {
     if (this.#config.version >= version) return Promise.resolve(this);
+    // A slot ahead of the stored record means the record was lost: inForce stores it again, above the slot.
     this.#reading ??= this.#stored
-      .read()
+      .inForce(this.#config, version, this.#parts.report)
       .then((config) => {
         if (config !== undefined) this.#adopt(config);
-        if (this.#config.version < version) {
-          throw new SluiceError(
-            'STORE_UNAVAILABLE',
-            `a slot of limiter ${JSON.stringify(this.#parts.prefix)} is at configuration version ${version}, but the ` +
-              `stored configuration is at ${config?.version ?? 1}`,
-          );
-        }
         return this as BoundStore;
       })
       .catch((error: unknown) => {
