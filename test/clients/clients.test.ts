@@ -56,6 +56,7 @@ import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { membershipKeys } from '../../packages/hybrid/src/membership.js';
 import calculateSlot from 'cluster-key-slot';
 import { type DecisionEvent, redisStore } from '@sluice/redis';
+import { stateName } from '@sluice/core/store-kit';
 import { stateKey } from '../../packages/redis/src/key-layout.js';
 import { decideOneScript } from '../../packages/redis/src/scripts.js';
 import fc from 'fast-check';
@@ -152,7 +153,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     const p = prefix(kind);
     const rule = tokenBucket({ capacity: 3, refillPerSecond: 0.001 });
     const admin = new Redis(server.url);
-    await admin.set(stateKey(p, 'corrupt', rule.name), 'x');
+    await admin.set(stateKey(p, 'corrupt', stateName(rule)), 'x');
     admin.disconnect();
     const sources = new Map<string, string>();
     const store = redisStore({ redis: c.client, failMode: 'closed', onDecision: (e) => sources.set(e.key, e.source) });

@@ -4,6 +4,8 @@
 import { readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
+import { fixedWindow } from '@sluice/core';
+import { stateName } from '@sluice/core/store-kit';
 import { stateKey } from '../../packages/redis/src/key-layout.js';
 import { type RunningExample, runExample, runToEnd } from './run-example.js';
 
@@ -80,7 +82,13 @@ describe('examples/http-api', () => {
     await exercise(url);
     const keys = await client.keys('demo.*');
     expect(keys.some((k) => k.startsWith('demo.count{key:t}'))).toBe(true);
-    expect(keys.some((k) => k.startsWith(stateKey('demo.api', 'all', 'global')))).toBe(true);
+    expect(
+      keys.some((k) =>
+        k.startsWith(
+          stateKey('demo.api', 'all', stateName(fixedWindow({ limit: 1_000, windowMs: 1_000, name: 'global' }))),
+        ),
+      ),
+    ).toBe(true);
   });
 });
 

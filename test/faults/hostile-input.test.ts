@@ -16,7 +16,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { rateLimited as decorate } from '@sluice/core/decorators';
-import { RULE_FACTORIES } from '@sluice/core/store-kit';
+import { RULE_FACTORIES, stateName } from '@sluice/core/store-kit';
 import { rateLimit as middleware } from '@sluice/core/http';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
@@ -280,7 +280,7 @@ describe('hostile input', () => {
     expect(names).toHaveLength(2 * keys.length);
     for (const k of keys) {
       for (const p of [`${run}.a`, `${run}.b`]) {
-        const state = `${p}{${encodeIdentity(k)}}${ruleId('fw-3-per-1h')}`;
+        const state = `${p}{${encodeIdentity(k)}}${ruleId(stateName(fixedWindow({ limit: 3, windowMs: 3_600_000 })))}`;
         expect(
           names.filter((name) => name.startsWith(state) && /^[0-9a-f]+$/.test(name.slice(state.length))),
         ).toHaveLength(1);

@@ -5,6 +5,7 @@
  * since its code is gone; format 2 is the store itself.
  */
 import { type Algorithm, SluiceRangeError, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
+import { stateName } from '@sluice/core/store-kit';
 import { redisStore } from '@sluice/redis';
 import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
@@ -76,7 +77,10 @@ describe('the state format version', () => {
             tokenBucket({ capacity: 3, refillPerSecond: 1, name }),
           ];
           const format2 = [
-            ...rules.flatMap((rule) => [stateKey(prefix, key, rule.name), ...stateKeysAt(prefix, key, rule, now)]),
+            ...rules.flatMap((rule) => [
+              stateKey(prefix, key, stateName(rule)),
+              ...stateKeysAt(prefix, key, rule, now),
+            ]),
             banKey(prefix, key),
             ...semaphoreKeys(prefix, key),
             fleetKey(prefix),
@@ -94,13 +98,22 @@ describe('the state format version', () => {
     );
   });
 
-  it('a rule id is the format version and the rule name hashed: the same on every node, another in another format', () => {
-    expect(ruleId('per-minute')).toMatch(/^[A-Za-z0-9_-]{3}$/);
-    expect(ruleId('per-minute')).toBe(ruleId('per-minute'));
-    // Parameters are not part of it: a rule keeps its state when its limit changes (live limits rely on it).
-    expect(stateKey('api', 'k', fixedWindow({ limit: 5, windowMs: 60_000, name: 'n' }).name)).toBe(
-      stateKey('api', 'k', fixedWindow({ limit: 50, windowMs: 60_000, name: 'n' }).name),
+  it('a rule id is the format version and the state name hashed: the same on every node, another in another format', () => {
+    const perMinute = stateName(fixedWindow({ limit: 5, windowMs: 60_000, name: 'per-minute' }));
+    expect(ruleId(perMinute)).toMatch(/^[A-Za-z0-9_-]{3}$/);
+    expect(ruleId(perMinute)).toBe(ruleId(perMinute));
+    // A limit is not part of it: a rule keeps its state when its limit changes (live limits rely on it).
+    expect(stateKey('api', 'k', stateName(fixedWindow({ limit: 5, windowMs: 60_000, name: 'n' })))).toBe(
+      stateKey('api', 'k', stateName(fixedWindow({ limit: 50, windowMs: 60_000, name: 'n' }))),
     );
+    // Its kind and what changes its state's meaning are: two versions of the code with another kind (or
+    // window) under one name never read each other's state (test/seams/rolling-deploy-kinds.test.ts).
+    const named = [
+      fixedWindow({ limit: 5, windowMs: 60_000, name: 'n' }),
+      fixedWindow({ limit: 5, windowMs: 1_000, name: 'n' }),
+      tokenBucket({ capacity: 5, refillPerSecond: 1, name: 'n' }),
+    ];
+    expect(new Set(named.map((rule) => stateKey('api', 'k', stateName(rule)))).size).toBe(3);
   });
 
   for (const rule of [
@@ -144,25 +157,26 @@ describe('the state format version', () => {
     // 18 bits: a pair of names with one id turns up within a few thousand names.
     const byId = new Map<string, string>();
     let pair: [string, string] | undefined;
+    const rule = (name: string, limit: number) => fixedWindow({ limit, windowMs: 60_000, name });
     for (let i = 0; pair === undefined; i++) {
       const name = `rule-${i}`;
-      const other = byId.get(ruleId(name));
+      const id = ruleId(stateName(rule(name, 1)));
+      const other = byId.get(id);
       if (other !== undefined) pair = [other, name];
-      else byId.set(ruleId(name), name);
+      else byId.set(id, name);
     }
     const [a, b] = pair;
     const store = redisStore({ redis, failMode: 'closed' });
     const make = () =>
       createLimiter({
-        rules: [
-          fixedWindow({ limit: 1, windowMs: 1_000, name: a }),
-          fixedWindow({ limit: 5, windowMs: 60_000, name: b }),
-        ],
+        rules: [rule(a, 1), rule(b, 5)],
         store,
         prefix: 'colliding',
       });
     expect(make).toThrow(SluiceRangeError);
-    expect(make).toThrow(new RegExp(`'${a}' and '${b}'.*share the state id '${ruleId(a)}'.*rename one`));
+    expect(make).toThrow(
+      new RegExp(`'${a}' and '${b}'.*share the state id '${ruleId(stateName(rule(a, 1)))}'.*rename one`),
+    );
     await store.close();
   });
 });

@@ -18,6 +18,7 @@ import { leasedLimiterOn } from '../harness/hybrid.js';
 import { leasedStore } from '@sluice/hybrid';
 import { type DecisionEvent, type FallbackChargedEvent, type FleetEvent, redisStore } from '@sluice/redis';
 import { fleetKey, stateKey } from '../../packages/redis/src/key-layout.js';
+import { stateName } from '@sluice/core/store-kit';
 import { FleetPresence, NodeIdentity, checkClockSkew, toConnection } from '@sluice/redis/store-kit';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
@@ -139,7 +140,7 @@ describe('keys on standalone Redis', () => {
     const { redis } = testRedis();
     const p = prefix();
     const rule = tokenBucket({ capacity: 3, refillPerSecond: 0.001 });
-    await redis.set(stateKey(p, 'corrupt', rule.name), 'x');
+    await redis.set(stateKey(p, 'corrupt', stateName(rule)), 'x');
     const sources = new Map<string, string>();
     const store = redisStore({ redis, failMode: 'closed', onDecision: (e) => sources.set(e.key, e.source) });
     const errors: Error[] = [];

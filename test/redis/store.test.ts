@@ -12,6 +12,7 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '@sluice/core';
+import { stateName } from '@sluice/core/store-kit';
 import { type FleetEvent, type RedisStore, redisStore } from '@sluice/redis';
 import { banKey, banMarkerKey, stateKey, stateKeysAt } from '../../packages/redis/src/key-layout.js';
 import { bufferReply, runScript } from '../../packages/redis/src/script-runner.js';
@@ -86,7 +87,7 @@ describe('the decide script', () => {
   for (const [rule, fields] of rules) {
     it(`${rule.kind}${rule.name === 'lbs' ? ' (shape)' : ''}: reply, stored value and PTTL, on Redis TIME`, async () => {
       const p = prefix();
-      const key = stateKey(p, 'k', rule.name);
+      const key = stateKey(p, 'k', stateName(rule));
       const requests = packRequests([{ group: 1, now: Number.NaN, permits: 2, maxWaitMs: 0, peek: false }]).requests;
       const reply = await runScript(
         redis,
@@ -129,7 +130,7 @@ describe('the decide script', () => {
     const reply = await runScript(
       redis,
       decideScript([rule.kind]),
-      [`${stateKey(p, 'k', rule.name)}${named.toString(16)}`, banKey(p, 'k'), banMarkerKey(p, undefined)],
+      [`${stateKey(p, 'k', stateName(rule))}${named.toString(16)}`, banKey(p, 'k'), banMarkerKey(p, undefined)],
       [
         ...ruleArgsOf(rule),
         packGroups([[1, 2]]),
@@ -150,7 +151,7 @@ describe('the decide script', () => {
       slidingWindowCounter({ limit: 3, windowMs: 1_000 }),
     ]) {
       const p = prefix();
-      const base = stateKey(p, 'k', rule.name);
+      const base = stateKey(p, 'k', stateName(rule));
       // The decision is at 10,500 (window 10, 'a' in hex), where 2 permits were counted already.
       await redis.set(`${base}a`, '2', 'PX', 60_000);
       expect(await decideNamed(rule, p, 9, 10_500), rule.kind).toMatchObject({ allowed: true, remaining: 0 });
@@ -163,7 +164,7 @@ describe('the decide script', () => {
   it('on Redis TIME, window keys the client named for that window are read as they are, and for another one are named again', async () => {
     const rule = fixedWindow({ limit: 3, windowMs: 3_600_000 });
     const p = prefix();
-    const base = stateKey(p, 'k', rule.name);
+    const base = stateKey(p, 'k', stateName(rule));
     const hour = Math.floor((Number((await redis.time())[0]) * 1000) / 3_600_000);
     await redis.set(`${base}${hour.toString(16)}`, '1', 'PX', 60_000);
     const decide = (named: number) => decideNamed(rule, p, named, Number.NaN);
@@ -290,7 +291,7 @@ describe('redisStore', () => {
       const args = [...ruleArgsOf(algorithm), '1000', '2', '0', '0'];
       const keys = () => {
         const p = prefix();
-        return [stateKey(p, 'k', algorithm.name), banKey(p, 'k'), banMarkerKey(p, undefined)];
+        return [stateKey(p, 'k', stateName(algorithm)), banKey(p, 'k'), banMarkerKey(p, undefined)];
       };
       const viaEval = await redis.callBuffer('EVAL', script.source, 3, ...keys(), ...args);
       const viaFunction = await redis.callBuffer('FCALL', script.functionName, 3, ...keys(), ...args);
@@ -561,7 +562,7 @@ describe('the refund script', () => {
       clock.advance(10);
       const granted = await limiter.tryAcquire('k', { permits: 2 });
       expect(granted.allowed).toBe(true);
-      const key = stateKey(p, 'k', rule.name);
+      const key = stateKey(p, 'k', stateName(rule));
       const args = adjustArgs(ruleArgsOf(rule), 'refund', 2, { atMs: clock.now() }, clock.now());
       await runScript(redis, adjustScript([rule.kind]), [key], args);
       expect((await limiter.peek('k')).remaining).toBe(before.remaining);
@@ -586,7 +587,7 @@ describe('refunds never give back what a newer window did not take', () => {
     await runScript(
       redis,
       adjustScript(['fixedWindow']),
-      [stateKey(p, 'k', rule.name)],
+      [stateKey(p, 'k', stateName(rule))],
       adjustArgs(ruleArgsOf(rule), 'refund', 1, { atMs: grantedAt }, clock.now()),
     );
     expect((await limiter.tryAcquire('k')).allowed).toBe(false);

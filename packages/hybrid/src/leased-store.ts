@@ -24,6 +24,7 @@ import {
   keyCache,
   parseOptions,
   reportLease,
+  stateName,
 } from '@sluice/core/store-kit';
 import {
   ChannelListener,
@@ -413,7 +414,7 @@ class LeasedBinding implements BoundStore {
   }
 
   #lesseesKey(key: string): string {
-    return stateKey(this.#prefix, key, `lessees~${this.#rule.name}`);
+    return stateKey(this.#prefix, key, `lessees~${stateName(this.#rule)}`);
   }
 
   /**

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { type Algorithm, type AlgorithmKind, SluiceRangeError } from '@sluice/core';
+import { stateName } from '@sluice/core/store-kit';
 
 /**
  * The version of the Redis state format, hashed into every rule id (see ruleId): a later format that changes
@@ -17,12 +18,13 @@ const ids = new Map<string, string>();
 
 /**
  * A rule's short, stable id in key names: 3 base64url characters (18 bits) of the SHA-1 of the format
- * version and its state name (the rule's name, which stays its identity when its parameters change; a hybrid
- * mode's own states hash a derived name). Keys carry this instead of the name: Redis keeps every byte of
- * every key, and an identity key plus the name often crossed one of its allocation sizes. checkStateIds
- * refuses two rules of one limiter whose ids meet.
+ * version and its state name (stateName in core: the rule's name and its state format, so a rule keeps its
+ * state when its limit changes and never reads a state of another kind or meaning; a hybrid mode's own states
+ * hash a name derived from it). Keys carry this instead of the name: Redis keeps every byte of every key, and
+ * an identity key plus the name often crossed one of its allocation sizes. checkStateIds refuses two rules of
+ * one limiter whose ids meet.
  * @example
- * ruleId('per-minute') // 3 characters, the same on every node and every run
+ * ruleId(stateName(rule)) // 3 characters, the same on every node and every run
  */
 export function ruleId(name: string): string {
   let id = ids.get(name);
@@ -34,14 +36,15 @@ export function ruleId(name: string): string {
 }
 
 /**
- * Where a rule's state lives: `${prefix}{${identity}}${ruleId(name)}`. The braces are a Cluster hash tag, so
+ * Where a rule's state lives: `${prefix}{${identity}}${ruleId(name)}`, `name` its state name (stateName in
+ * core, or a name derived from it). The braces are a Cluster hash tag, so
  * every state of one identity lands in one slot and a whole policy is decided in one script call. A prefix
  * holds no '{' and the identity is encoded (see encodeIdentity), so two (prefix, key, rule) triples never
  * share a name and no key content can move the hash tag. A window algorithm's counts live in keys of this
  * name followed by the window's number in hex (see stateKeysAt). `name` starting with '~' is one of the
  * layout's own parts (see banKey), kept as it is.
  * @example
- * stateKey('api', 'user:1', 'per-minute') // 'api{user:1}' + ruleId('per-minute')
+ * stateKey('api', 'user:1', stateName(rule)) // 'api{user:1}' + ruleId(stateName(rule))
  */
 export function stateKey(prefix: string, key: string, name: string): string {
   return `${prefix}{${encodeIdentity(key)}}${name.charCodeAt(0) === 126 ? name : ruleId(name)}`;
@@ -56,7 +59,7 @@ export function stateKey(prefix: string, key: string, name: string): string {
  * stateKeysAt('api', 'user:1', fixedWindow({ limit: 10, windowMs: 60_000 }), Date.now()) // ['api{user:1}' + id + '1ba5e35']
  */
 export function stateKeysAt(prefix: string, key: string, rule: Algorithm, nowMs: number): string[] {
-  const name = stateKey(prefix, key, rule.name);
+  const name = stateKey(prefix, key, stateName(rule));
   const windows = WINDOWED[rule.kind];
   const index = windowIndex(rule, nowMs);
   if (windows === undefined) return [name];
@@ -253,26 +256,27 @@ export function fleetKey(prefix: string): string {
 }
 
 /**
- * Throws unless `names` (the state names one limiter keeps under `prefix`: every plan's rules) have distinct
- * rule ids: an id is 18 bits of a hash, and two names whose ids met would count into one state. The odds are
- * about 1 in 87,000 for three rules, 1 in 5,800 for ten; renaming either rule fixes it. (A store lets only one limiter's rules
- * use a prefix, so one limiter's names are all that can meet.)
+ * Throws unless `rules` (the rules one limiter keeps under `prefix`: every plan's) have state names with
+ * distinct rule ids: an id is 18 bits of a hash, and two state names whose ids met would count into one state.
+ * The odds are about 1 in 87,000 for three rules, 1 in 5,800 for ten; renaming either rule fixes it. (A store
+ * lets only one limiter's rules use a prefix, so one limiter's names are all that can meet.)
  * @example
- * checkStateIds('api', ['per-second', 'per-day'])
+ * checkStateIds('api', [perSecond, perDay])
  */
-export function checkStateIds(prefix: string, names: readonly string[]): void {
-  const seen = new Map<string, string>();
-  for (const name of names) {
-    const id = ruleId(name);
+export function checkStateIds(prefix: string, rules: readonly Algorithm[]): void {
+  const seen = new Map<string, { name: string; state: string }>();
+  for (const rule of rules) {
+    const state = stateName(rule);
+    const id = ruleId(state);
     const holder = seen.get(id);
-    if (holder !== undefined && holder !== name) {
+    if (holder !== undefined && holder.state !== state) {
       throw new SluiceRangeError(
         'rules',
-        name,
-        `rules '${holder}' and '${name}' under prefix '${prefix}' would share the state id '${id}' in Redis; rename one of them`,
+        rule.name,
+        `rules '${holder.name}' and '${rule.name}' under prefix '${prefix}' would share the state id '${id}' in Redis; rename one of them`,
       );
     }
-    seen.set(id, name);
+    seen.set(id, { name: rule.name, state });
   }
 }
 

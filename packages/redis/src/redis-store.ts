@@ -16,7 +16,7 @@ import {
   SluiceRangeError,
   type Store,
 } from '@sluice/core';
-import { type FleetShare, PrefixGuard, callSafely, emitSafely, parseOptions } from '@sluice/core/store-kit';
+import { type FleetShare, PrefixGuard, callSafely, emitSafely, parseOptions, stateName } from '@sluice/core/store-kit';
 import { EventEmitter } from 'eventemitter3';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { ChannelListener } from './connection/channel-listener.js';
@@ -338,10 +338,7 @@ export class RedisStore
     }
     const { prefix } = ruleSet;
     // A limiter with plans claims its prefix for every plan's rules (they share state by name).
-    checkStateIds(
-      prefix,
-      (ruleSet.plans ?? ruleSet.rules).map((rule) => rule.name),
-    );
+    checkStateIds(prefix, ruleSet.plans ?? ruleSet.rules);
     const releaseClaim = this.#prefixes.claim(prefix, ruleSet.plans ?? ruleSet.rules);
     if (isCluster && keyed) warnCrossSlot(prefix);
     const hold = this.#hold(ruleSet);
@@ -354,7 +351,7 @@ export class RedisStore
     if (ruleSet.plans !== undefined) {
       // A limiter with plans keeps the rules it was created with (its rules cannot change at run time).
       const binding: ExactBinding = this.#exactBinding(ruleSet, hold, {
-        stateName: (rule) => rule.name,
+        stateName,
         version: undefined,
         onStale: undefined,
         unbind: () => release(binding),
@@ -376,7 +373,7 @@ export class RedisStore
         // The fail mode's states of other rules are apart from the limiter's first ones (it starts them afresh).
         const rules = entries.map((entry) => entry.rule);
         return this.#exactBinding(apart === undefined ? { rules, prefix } : { rules, prefix, apart }, hold, {
-          stateName: (rule) => states.get(rule) ?? rule.name,
+          stateName: (rule) => states.get(rule) ?? stateName(rule),
           version,
           onStale,
           override,

@@ -55,6 +55,21 @@ export function ruleName(value: unknown, fallback: string): string {
   return value;
 }
 
+/**
+ * The name a rule's state is kept under, in every store and mode (memory cells, Redis keys, leases, divided
+ * mode's reserve, live limits' generations): its name and its state format (Algorithm.stateFormat: its kind
+ * and every parameter that changes what its state means, such as a window's length or a calendar's period and
+ * zone). Two rules read each other's state exactly when both are equal: two versions of a service that keep
+ * one name under another kind (a token bucket that became a leaky bucket during a rolling deploy) count apart
+ * and never read each other's state as their own, while a rule whose limit or rate changes keeps its state.
+ * A name holds no '/', so the join is one-to-one.
+ * @example
+ * stateName(tokenBucket({ name: 'api', capacity: 10, refillPerSecond: 1 })) // 'api/tokenBucket'
+ */
+export function stateName(rule: { readonly name: string; readonly stateFormat: string }): string {
+  return `${rule.name}/${rule.stateFormat}`;
+}
+
 /** Validates a rule's `key` option (see RuleOptions.key). */
 export function ruleKey(value: unknown): RuleKey | undefined {
   if (value === undefined || typeof value === 'function') return value as RuleKey | undefined;

@@ -1,7 +1,7 @@
 import { KeyGenerations, type Namespace } from './key-generations.js';
 import { PrefixGuard } from './prefix-guard.js';
 import type { Adjusted, Algorithm } from '../algorithms/algorithm.js';
-import { identityOf } from '../algorithms/rule-name.js';
+import { identityOf, stateName } from '../algorithms/rule-name.js';
 import { type Ban, EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from './ban.js';
 import { type Clock, systemClock } from '../foundation/clock.js';
 import type { Decision } from '../foundation/decision.js';
@@ -522,7 +522,7 @@ class IdentityBinding extends MemoryBinding {
   }
 
   #cellKeys(key: string): string[] {
-    return this.#rules.map((rule) => `${this.#identityKey(identityOf(rule, key))}:${rule.name}`);
+    return this.#rules.map((rule) => `${this.#identityKey(identityOf(rule, key))}:${stateName(rule)}`);
   }
 
   #decide(key: string, permits: Permits, maxWaitMs: number, write: boolean): Decision {

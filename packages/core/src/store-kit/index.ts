@@ -17,8 +17,8 @@ export type { PolicyOutcome, RuleVerdict } from '../engine/policy.js';
 /** Bans: the one answer for a blocked key, and which ban a denial starts. */
 export { EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from '../engine/ban.js';
 export type { Ban } from '../engine/ban.js';
-/** The identity a rule counts a request against (its `key` option). */
-export { identityOf } from '../algorithms/rule-name.js';
+/** The identity a rule counts a request against (its `key` option), and the name its state is kept under. */
+export { identityOf, stateName } from '../algorithms/rule-name.js';
 /** A rule as data and back: what a store keeping a limiter's rules for every node writes (limiter.reconfigure). */
 export { RULE_FACTORIES, ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
 export type { RuleSpec } from '../algorithms/rule-spec.js';

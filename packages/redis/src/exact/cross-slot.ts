@@ -57,6 +57,8 @@ export class CrossSlotPolicy {
     private readonly connection: RedisConnection,
     private readonly rules: readonly Algorithm[],
     private readonly prefix: string,
+    /** A rule's part of its state keys' names (see TransportOptions.stateName). */
+    private readonly stateName: (rule: Algorithm) => string,
     private readonly timeout: <T>(promise: Promise<T>) => Promise<T>,
     /** ARGV after the requests (the client clock's skew bound). */
     private readonly tailArgs: readonly string[] = [],
@@ -69,7 +71,7 @@ export class CrossSlotPolicy {
   partition(key: string): SlotPart[] {
     const bySlot = new Map<number, SlotPart>();
     this.rules.forEach((rule, r) => {
-      const name = stateKey(this.prefix, identityOf(rule, key), rule.name);
+      const name = stateKey(this.prefix, identityOf(rule, key), this.stateName(rule));
       const slot = calculateSlot(name);
       let part = bySlot.get(slot);
       if (part === undefined) bySlot.set(slot, (part = { slot, indices: [], keys: [], ban: undefined }));

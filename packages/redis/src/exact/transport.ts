@@ -195,6 +195,7 @@ export class DecisionTransport<A extends Asked> {
             connection,
             rules,
             options.prefix,
+            options.stateName,
             (promise) => withDeadline(promise, options.timeoutMs, 'a cross-slot decision'),
             this.#tailArgs,
           )

@@ -1,5 +1,5 @@
 import { type Algorithm, CARRY_MODES, type CarryMode, SluiceError, SluiceRangeError } from '@sluice/core';
-import { carryWindowMs, ruleFromSpec, ruleSpec } from '@sluice/core/store-kit';
+import { carryWindowMs, ruleFromSpec, ruleSpec, stateName } from '@sluice/core/store-kit';
 import { generationName } from '../key-layout.js';
 
 /**
@@ -68,7 +68,7 @@ export interface LiveConfig {
 export function firstConfig(rules: readonly Algorithm[]): LiveConfig {
   return {
     version: 1,
-    rules: rules.map((rule) => ({ rule, state: rule.name, from: [] })),
+    rules: rules.map((rule) => ({ rule, state: stateName(rule), from: [] })),
     overrides: new Map(),
     returning: new Map(),
   };
@@ -105,7 +105,7 @@ function follow(
 ): LiveRule[] {
   const byName = new Map(before.map((entry) => [entry.rule.name, entry]));
   return rules.map((rule) => {
-    const state = generationName(rule.name, generation);
+    const state = generationName(stateName(rule), generation);
     const was = byName.get(rule.name);
     if (was === undefined) return { rule, state, from: [] };
     if (keepUnchanged && sameState(was.rule, rule)) return { rule, state: was.state, from: open(was.from, nowMs) };

@@ -1,0 +1,199 @@
+/**
+ * A rolling deploy that changes a rule's kind under the same name: old nodes run `tokenBucket({ name: 'api' })`,
+ * new ones `leakyBucket({ name: 'api' })` (or a window, a GCRA, a calendar quota), each 10 per hour, on one Redis
+ * at once. A rule's state identity is its name and its state format (stateName in core), so the two versions
+ * count apart and never read each other's state as their own: each admits its own limit and no more, in every
+ * mode (exact, leased, divided), whatever order their requests arrive in. Before, both read and wrote one key,
+ * each taking the other's state for its own: 100 of 100 alternating requests were allowed.
+ *
+ * The same class with one kind: a parameter that changes what the state means (a window's length, a calendar's
+ * period or zone, a leaky bucket's mode) is part of the identity too; a limit or a rate is not, so a version
+ * that only changes the limit shares the count (each version enforces its own limit on it).
+ */
+import {
+  type Algorithm,
+  type Limiter,
+  calendarWindow,
+  createLimiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from '@sluice/core';
+import { stateName } from '@sluice/core/store-kit';
+import { redisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
+import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
+
+const HOUR_MS = 3_600_000;
+const LIMIT = 10;
+/** 10 per hour, named 'api', in each kind. */
+const api = {
+  tokenBucket: () => tokenBucket({ name: 'api', capacity: LIMIT, refillPerSecond: LIMIT / 3600 }),
+  leakyBucket: () => leakyBucket({ name: 'api', capacity: LIMIT, leakPerSecond: LIMIT / 3600 }),
+  gcra: () => gcra({ name: 'api', rate: LIMIT / 3600, burst: LIMIT }),
+  fixedWindow: () => fixedWindow({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }),
+  slidingWindowLog: () => slidingWindowLog({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }),
+  slidingWindowCounter: () => slidingWindowCounter({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }),
+  calendarWindow: () => calendarWindow({ name: 'api', limit: LIMIT, period: 'day' }),
+} satisfies Record<string, () => Algorithm>;
+type Kind = keyof typeof api;
+
+let server: TestRedis;
+const clients: Redis[] = [];
+/** A connection of its own, as each version's process has. */
+const connection = (): Redis => {
+  const client = new Redis(server.url);
+  clients.push(client);
+  return client;
+};
+beforeAll(async () => {
+  server = await startTestRedis();
+});
+afterAll(async () => {
+  for (const client of clients) client.disconnect();
+  await server?.stop();
+});
+
+let n = 0;
+const freshPrefix = (mode: string) => `rolling-${mode}-${++n}`;
+
+/** Each mode's limiter of one version of the code: its own store on its own connection, as a node runs it. */
+const modes = {
+  exact: (rule: Algorithm, prefix: string): Limiter =>
+    createLimiter({ rules: rule, store: redisStore({ redis: connection(), failMode: 'closed' }), prefix }),
+  leased: (rule: Algorithm, prefix: string): Limiter =>
+    leasedLimiterOn({ rules: rule, redis: connection(), prefix, failMode: 'closed' }),
+  divided: (rule: Algorithm, prefix: string): Limiter => dividedLimiterOn({ rules: rule, redis: connection(), prefix }),
+};
+type Mode = keyof typeof modes;
+
+/** The kinds each mode runs (leased and divided mode take buckets and windows). */
+const PAIRS: Record<Mode, ReadonlyArray<[Kind, Kind]>> = {
+  exact: [
+    ['tokenBucket', 'leakyBucket'],
+    ['tokenBucket', 'slidingWindowLog'],
+    ['tokenBucket', 'calendarWindow'],
+    ['fixedWindow', 'slidingWindowCounter'],
+    ['gcra', 'tokenBucket'],
+  ],
+  leased: [
+    ['tokenBucket', 'gcra'],
+    ['tokenBucket', 'fixedWindow'],
+    ['tokenBucket', 'calendarWindow'],
+    ['fixedWindow', 'slidingWindowCounter'],
+  ],
+  divided: [
+    ['tokenBucket', 'gcra'],
+    ['tokenBucket', 'fixedWindow'],
+    ['tokenBucket', 'calendarWindow'],
+    ['fixedWindow', 'slidingWindowCounter'],
+  ],
+};
+
+/** 100 requests for one key, alternating between the two versions: what each version allowed. */
+async function alternate(older: Limiter, newer: Limiter, key: string): Promise<[number, number]> {
+  const allowed: [number, number] = [0, 0];
+  for (let i = 0; i < 100; i++) {
+    const version = i % 2;
+    const decision = await (version === 0 ? older : newer).tryAcquire(key);
+    if (decision.allowed) allowed[version]++;
+  }
+  return allowed;
+}
+
+describe.each(Object.keys(modes) as Mode[])('%s mode: two versions with different kinds under one name', (mode) => {
+  it.each(PAIRS[mode])('old %s, new %s: each version admits its own limit, never the other’s state', async (a, b) => {
+    const prefix = freshPrefix(mode);
+    const older = modes[mode](api[a](), prefix);
+    const newer = modes[mode](api[b](), prefix);
+    try {
+      await Promise.all([older.ready(), newer.ready()]);
+      const [fromOld, fromNew] = await alternate(older, newer, 'user:1');
+      // Each version counts in its own state: neither exceeds its limit, and neither is held back by the
+      // other's requests (a divided node may hold less than the whole limit while it learns the fleet).
+      expect({ fromOld, fromNew }).toEqual({
+        fromOld: mode === 'divided' ? expect.any(Number) : LIMIT,
+        fromNew: mode === 'divided' ? expect.any(Number) : LIMIT,
+      });
+      expect(fromOld).toBeLessThanOrEqual(LIMIT);
+      expect(fromNew).toBeLessThanOrEqual(LIMIT);
+      expect(fromOld).toBeGreaterThan(0);
+      expect(fromNew).toBeGreaterThan(0);
+    } finally {
+      await Promise.all([older.close(), newer.close()]);
+    }
+  });
+});
+
+describe('one kind, a parameter that changes what the state means', () => {
+  /** Pairs of versions whose states mean different things: they count apart. */
+  const apart: ReadonlyArray<[string, Algorithm, Algorithm]> = [
+    [
+      'a calendar day and a calendar month',
+      calendarWindow({ name: 'api', limit: LIMIT, period: 'day' }),
+      calendarWindow({ name: 'api', limit: LIMIT, period: 'month' }),
+    ],
+    [
+      'a calendar day in UTC and in Asia/Kolkata',
+      calendarWindow({ name: 'api', limit: LIMIT, period: 'day' }),
+      calendarWindow({ name: 'api', limit: LIMIT, period: 'day', timeZone: 'Asia/Kolkata' }),
+    ],
+    [
+      'a one-hour and a one-minute fixed window',
+      fixedWindow({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }),
+      fixedWindow({ name: 'api', limit: LIMIT, windowMs: 60_000 }),
+    ],
+    [
+      'a one-hour and a one-minute sliding log',
+      slidingWindowLog({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }),
+      slidingWindowLog({ name: 'api', limit: LIMIT, windowMs: 60_000 }),
+    ],
+    [
+      'a policing and a shaping leaky bucket',
+      leakyBucket({ name: 'api', capacity: LIMIT, leakPerSecond: LIMIT / 3600 }),
+      leakyBucket({ name: 'api', capacity: LIMIT, leakPerSecond: LIMIT / 3600, mode: 'shape' }),
+    ],
+  ];
+  it.each(apart)('%s: two states, each version admits what it admits alone (exact mode)', async (_, a, b) => {
+    expect(stateName(a)).not.toBe(stateName(b));
+    /** What `rule` admits of 50 requests with nothing else running. */
+    const alone = async (rule: Algorithm): Promise<number> => {
+      const limiter = modes.exact(rule, freshPrefix('alone'));
+      let allowed = 0;
+      for (let i = 0; i < 50; i++) if ((await limiter.tryAcquire('user:1')).allowed) allowed++;
+      await limiter.close();
+      return allowed;
+    };
+    const prefix = freshPrefix('meaning');
+    const older = modes.exact(a, prefix);
+    const newer = modes.exact(b, prefix);
+    try {
+      const [fromOld, fromNew] = await alternate(older, newer, 'user:1');
+      expect({ fromOld, fromNew }).toEqual({ fromOld: await alone(a), fromNew: await alone(b) });
+    } finally {
+      await Promise.all([older.close(), newer.close()]);
+    }
+  });
+
+  it('a version that only changes the limit (or the rate) shares the count: the fleet never admits more than the larger limit', async () => {
+    const a = tokenBucket({ name: 'api', capacity: LIMIT, refillPerSecond: LIMIT / 3600 });
+    const b = tokenBucket({ name: 'api', capacity: 2 * LIMIT, refillPerSecond: (2 * LIMIT) / 7200 });
+    expect(stateName(a)).toBe(stateName(b));
+    const prefix = freshPrefix('limit');
+    const older = modes.exact(a, prefix);
+    const newer = modes.exact(b, prefix);
+    try {
+      const [fromOld, fromNew] = await alternate(older, newer, 'user:1');
+      // One bucket, begun full at the capacity of the version that touched it first: 10 in all, where two
+      // states would have admitted 30.
+      expect(fromOld + fromNew).toBe(LIMIT);
+    } finally {
+      await Promise.all([older.close(), newer.close()]);
+    }
+  });
+});
