@@ -70,6 +70,9 @@ const RESOLVER_TYPE = 'graphql:resolver_type';
 const GATEWAY = 'websockets:is_gateway';
 const MESSAGE_MAPPING = 'websockets:message_mapping';
 const PATTERN = 'microservices:pattern';
+const TRANSPORT = 'microservices:transport';
+/** `Transport.GRPC` of @nestjs/microservices (11 and 12). */
+const GRPC_TRANSPORT = 4;
 
 /**
  * The kind of handler a class's method is, from its metadata: a microservice pattern, a GraphQL resolver's
@@ -85,6 +88,11 @@ export function handlerType(
   if (metadata(RESOLVER_TYPE, handler) !== undefined) return 'graphql';
   if (metadata(GATEWAY, type) === true && metadata(MESSAGE_MAPPING, handler) === true) return 'ws';
   return isController ? 'http' : undefined;
+}
+
+/** A gRPC method's handler (`@GrpcMethod`, `@GrpcStreamMethod`): a pattern served by Nest's gRPC transport. */
+export function isGrpcHandler(handler: object, metadata: (key: string, target: object) => unknown): boolean {
+  return metadata(PATTERN, handler) !== undefined && metadata(TRANSPORT, handler) === GRPC_TRANSPORT;
 }
 
 /** A context type Nest gives at run time, as the guard names it (a custom transport's own name kept). */

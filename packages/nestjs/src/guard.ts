@@ -18,6 +18,8 @@ import {
   contextPolicies,
   graphqlHttp,
   handlerType,
+  isGrpcHandler,
+  load,
   refusal,
   typeOf,
   viewOf,
@@ -101,6 +103,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
    */
   async onApplicationBootstrap(): Promise<void> {
     const unhandled: string[] = [];
+    const grpc: string[] = [];
     const wrappers = [
       ...this.#discovery.getControllers().map((wrapper) => [wrapper, true] as const),
       ...this.#discovery.getProviders().map((wrapper) => [wrapper, false] as const),
@@ -127,7 +130,10 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
         if (policy === undefined) unhandled.push(`${where} (${kind})`);
         else if (kind === 'rpc' && (route ?? this.#options).key === undefined && this.#options.key === undefined)
           unhandled.push(`${where} (rpc, no key: a message has no client address to key by)`);
-        else this.#evaluatorFor(route, onHandler !== undefined ? where : type.name, kind);
+        else {
+          this.#evaluatorFor(route, onHandler !== undefined ? where : type.name, kind);
+          if (isGrpcHandler(handler, (key, target) => this.#reflector.get(key, target as never))) grpc.push(where);
+        }
       }
     }
     if (unhandled.length > 0) {
@@ -137,6 +143,17 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
           "{ rpc: 'limit' } and a key that reads the message, or let them through with contexts: { rpc: 'skip' } " +
           '(or @SkipRateLimit on the handler)',
       );
+    }
+    if (grpc.length > 0) {
+      // A gRPC refusal is the status @sluice/grpc makes (RESOURCE_EXHAUSTED, retry metadata): without it, UNKNOWN.
+      await load('@sluice/grpc').catch((error: unknown) => {
+        throw new SluiceError(
+          'UNSUPPORTED',
+          `SluiceModule: ${grpc.join(', ')} ${grpc.length === 1 ? 'is a gRPC method' : 'are gRPC methods'}, refused ` +
+            'with the status @sluice/grpc makes: install @sluice/grpc beside @sluice/nestjs',
+          { cause: error },
+        );
+      });
     }
     await checkAtStartup(this.#options.store);
   }
