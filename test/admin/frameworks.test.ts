@@ -98,7 +98,10 @@ describe.each(Object.keys(MOUNTS))('the admin router mounted in %s', (name) => {
     });
     expect(denied.status).toBe(200);
     expect((await limiter.tryAcquire('tenant-9')).access?.list).toBe('deny');
-    const refused = await fetch(`${base}/api/limiters/api/keys/tenant-9/reset`, { method: 'POST' });
+    const refused = await fetch(`${base}/api/limiters/api/keys/tenant-9/reset`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(refused.status).toBe(401);
     const page = await fetch(`${base}/`, { headers: auth });
     expect([page.status, page.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);

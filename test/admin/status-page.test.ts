@@ -1,14 +1,17 @@
 /**
  * The admin router's status page in a real headless Chromium (puppeteer-core driving the system's
  * chromium): it lists the limiter, shows its most limited key (as the keyed hash topLimited gives), looks a
- * key up, and a screenshot of it is written to test-results/. The page loads nothing but its own script.
+ * key up, and a screenshot of it is written to test-results/. The page loads nothing but its own script. It
+ * works with and without its trailing slash; a page on another site cannot change anything through the
+ * browser's credentials for the router, while the router's own origin can.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { adminRouter, nodeAdminHandler } from '@sluice/core/admin';
+import { type AdminAction, adminRouter, nodeAdminHandler } from '@sluice/core/admin';
+import express from 'express';
 import puppeteer from 'puppeteer-core';
 import { expect, it } from 'vitest';
 
@@ -22,6 +25,18 @@ function chromium(): string {
     } catch {}
   }
   throw new Error('no Chromium found: install it (apt-get install chromium) or set CHROMIUM_PATH');
+}
+
+const launch = () =>
+  puppeteer.launch({
+    executablePath: chromium(),
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  });
+
+async function listen(server: ReturnType<typeof createServer>): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
 }
 
 it('the status page shows the top limited key, looks a key up, and is screenshotted', async () => {
@@ -41,11 +56,7 @@ it('the status page shows the top limited key, looks a key up, and is screenshot
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/admin/`;
-  const browser = await puppeteer.launch({
-    executablePath: chromium(),
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
-  });
+  const browser = await launch();
   try {
     const page = await browser.newPage();
     await page.setExtraHTTPHeaders({ authorization: 'Bearer page-test' });
@@ -75,6 +86,113 @@ it('the status page shows the top limited key, looks a key up, and is screenshot
     expect(failed).toEqual([]);
     // Only the page, its script and its API: nothing from elsewhere.
     expect(requested.every((path) => path.startsWith('/admin/'))).toBe(true);
+  } finally {
+    await browser.close();
+    await new Promise((resolve) => server.close(resolve));
+    await limiter.close();
+  }
+}, 60_000);
+
+it("a page on another site cannot change limits with the admin's credentials; the router's own origin can", async () => {
+  const limiter = createLimiter({ rules: fixedWindow({ name: 'api', limit: 2, windowMs: 60_000 }), prefix: 'shop' });
+  await limiter.block('k', 60_000);
+  const actions: AdminAction[] = [];
+  let heard: () => void = () => {};
+  const twoHeard = new Promise<void>((resolve) => {
+    heard = () => actions.length === 2 && resolve();
+  });
+  const handler = nodeAdminHandler(
+    adminRouter({
+      limiters: [limiter],
+      authorize: (request) => request.headers.get('authorization') === 'Bearer page-test',
+      basePath: '/admin',
+      onAction: (action) => {
+        actions.push(action);
+        heard();
+      },
+    }),
+  );
+  const admin = createServer((req, res) => void handler(req, res));
+  const adminUrl = `http://127.0.0.1:${await listen(admin)}/admin`;
+  // Another site: localhost is not 127.0.0.1's site. Its page posts text/plain (no preflight) with the
+  // browser's credentials, by fetch and by a form.
+  const attacker = createServer((_req, res) => {
+    res.setHeader('content-type', 'text/html');
+    res.end(`<!doctype html><iframe name="sink"></iframe>
+<form id="f" method="POST" enctype="text/plain" target="sink" action="${adminUrl}/api/limiters/shop/keys/k/unblock">
+<input name='{"a":"' value='"}'></form>
+<script>
+fetch('${adminUrl}/api/limiters/shop/lists', { method: 'POST', mode: 'no-cors', credentials: 'include',
+  headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ list: 'allow', entries: ['tenant-x'] }) });
+document.getElementById('f').submit();
+</script>`);
+  });
+  const attackerUrl = `http://localhost:${await listen(attacker)}/`;
+  const browser = await launch();
+  try {
+    const page = await browser.newPage();
+    // The admin's login, which the browser sends with every request to the router (as a cookie or a cached
+    // Basic login would be).
+    await page.setExtraHTTPHeaders({ authorization: 'Bearer page-test' });
+    await page.goto(attackerUrl);
+    await twoHeard;
+    expect(actions.map((a) => [a.action, a.outcome, a.status])).toEqual([
+      ['list', 'refused', 403],
+      ['unblock', 'refused', 403],
+    ]);
+    expect(await limiter.accessList()).toEqual([]);
+    expect((await limiter.tryAcquire('k')).blocked).toBe(true);
+    // The router's own page: same-origin, JSON: taken.
+    await page.goto(`${adminUrl}/`);
+    const status = await page.evaluate(async () => {
+      const response = await fetch('api/limiters/shop/keys/k/unblock', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+      });
+      return response.status;
+    });
+    expect(status).toBe(200);
+    expect((await limiter.tryAcquire('k')).allowed).toBe(true);
+  } finally {
+    await browser.close();
+    await new Promise((resolve) => admin.close(resolve));
+    await new Promise((resolve) => attacker.close(resolve));
+    await limiter.close();
+  }
+}, 60_000);
+
+it('the page works at its mount path without the trailing slash (Express strips the mount path)', async () => {
+  const limiter = createLimiter({ rules: fixedWindow({ name: 'api', limit: 1, windowMs: 60_000 }), prefix: 'shop' });
+  for (let i = 0; i < 3; i++) await limiter.tryAcquire('tenant-hot');
+  const handler = nodeAdminHandler(
+    adminRouter({
+      limiters: [limiter],
+      authorize: (request) => request.headers.get('authorization') === 'Bearer page-test',
+    }),
+  );
+  const app = express();
+  app.use('/admin/limits', (req, res) => void handler(req, res));
+  const server = createServer(app);
+  const base = `http://127.0.0.1:${await listen(server)}/admin/limits`;
+  const browser = await launch();
+  try {
+    for (const url of [base, `${base}/`, `${base}/index.html`]) {
+      const page = await browser.newPage();
+      await page.setExtraHTTPHeaders({ authorization: 'Bearer page-test' });
+      const failed: string[] = [];
+      page.on('pageerror', (error) => failed.push(String(error)));
+      page.on('response', (response) => {
+        if (!response.ok()) failed.push(`${response.status()} ${response.url()}`);
+      });
+      await page.goto(url);
+      await page.waitForSelector('#top tbody tr', { timeout: 15_000 });
+      expect([url, await page.$eval('#limiter', (select) => (select as unknown as { value: string }).value)]).toEqual([
+        url,
+        'shop',
+      ]);
+      expect(failed).toEqual([]);
+      await page.close();
+    }
   } finally {
     await browser.close();
     await new Promise((resolve) => server.close(resolve));

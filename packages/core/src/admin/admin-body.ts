@@ -6,11 +6,18 @@ export const MAX_ADMIN_BODY_BYTES = 4 * 1024 * 1024;
 
 /**
  * The request's JSON body as an object (an empty body: {}), read at most MAX_ADMIN_BODY_BYTES: a longer one
- * is refused as it streams in, never read whole.
+ * is refused as it streams in, never read whole. Called only once authorize said yes.
  */
 export async function jsonBody(request: Request): Promise<Record<string, unknown>> {
   const declared = Number(request.headers.get('content-length') ?? Number.NaN);
   if (declared > MAX_ADMIN_BODY_BYTES) throw tooLong(declared);
+  if (request.bodyUsed)
+    throw new SluiceTypeError(
+      'body',
+      undefined,
+      'the request body was read before the admin router (a body parser in front of it): mount the router ' +
+        'before the parser, or leave the parser out of its routes',
+    );
   if (request.body === null) return {};
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -38,8 +45,11 @@ export async function jsonBody(request: Request): Promise<Record<string, unknown
   return parsed as Record<string, unknown>;
 }
 
+/** A body past MAX_ADMIN_BODY_BYTES: the router answers it 413. */
+export class BodyTooLarge extends SluiceRangeError {}
+
 const tooLong = (bytes: number) =>
-  new SluiceRangeError('body', bytes, `the request body may be at most ${MAX_ADMIN_BODY_BYTES} bytes, got ${bytes}`);
+  new BodyTooLarge('body', bytes, `the request body may be at most ${MAX_ADMIN_BODY_BYTES} bytes, got ${bytes}`);
 
 function concat(chunks: readonly Uint8Array[], length: number): Uint8Array {
   const out = new Uint8Array(length);

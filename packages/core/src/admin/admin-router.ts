@@ -4,8 +4,9 @@ import { reportCallbackError } from '../foundation/callbacks.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { describe } from '../foundation/validate.js';
 import type { Limiter } from '../engine/limiter.js';
-import { jsonBody } from './admin-body.js';
-import { STATUS_PAGE_HTML, STATUS_PAGE_SCRIPT } from './status-page.js';
+import { BodyTooLarge, MAX_ADMIN_BODY_BYTES, jsonBody } from './admin-body.js';
+import { checkFailsClosed, refuseBeforeAuthorize } from './admin-guard.js';
+import { statusPage } from './status-page.js';
 
 /** What the admin router did, or refused, as its `onAction` hears it: one event per request that changes something. */
 export interface AdminAction {
@@ -25,7 +26,10 @@ export interface AdminAction {
   readonly limiter: string | undefined;
   /** The key acted on, or the list entries. */
   readonly target: string | readonly string[] | undefined;
-  /** 'done'; 'refused' (authorize said no: nothing changed); 'failed' (bad input or the store's error: nothing changed). */
+  /**
+   * 'done'; 'refused' (authorize said no, or the request came from another site or was not JSON: nothing
+   * changed); 'failed' (bad input or the store's error: nothing changed).
+   */
   readonly outcome: 'done' | 'refused' | 'failed';
   /** The response's status. */
   readonly status: number;
@@ -40,17 +44,34 @@ export interface AdminRouterOptions {
   /** The limiters it serves, each by its prefix (two with one prefix are refused). */
   limiters: readonly Limiter[];
   /**
-   * Says whether a request may use the router: required, there is no default that lets everyone in. false
-   * answers 401 to a request with no credentials (no Authorization header, no cookie) and 403 to others.
+   * Says whether a request may use the router, from its headers (the body is read only after it said yes):
+   * required, there is no default that lets everyone in. false answers 401 to a request with no credentials
+   * (no Authorization header, no cookie) and 403 to others. It must fail closed: at construction it is asked
+   * about requests with no credentials and with an unset secret's `Bearer undefined` (or `null`, or empty, or
+   * Basic `undefined:undefined`); one that lets any of these in is refused (SluiceRangeError 'authorize'; an
+   * asynchronous authorize is checked before the first request, and the router serves nothing if it fails).
    */
   authorize: (request: Request) => boolean | Promise<boolean>;
-  /** Where it is mounted ('/admin/limits'): its paths are read below this. @default '' (the root) */
+  /**
+   * Where it is mounted ('/admin/limits'): its paths are read below this, whole segments only ('/admin'
+   * serves '/admin' and '/admin/...', never '/adminx').
+   * @default '' (the root)
+   */
   basePath?: string;
+  /**
+   * The `WWW-Authenticate` header of a 401: `'Basic realm="sluice admin"'` makes a browser ask for a user
+   * name and password (for an authorize that checks Basic credentials).
+   * @default 'Bearer realm="sluice admin"'
+   */
+  challenge?: string;
   /** Called with every action asked, done, refused or failed: the audit log. A listener that throws is reported, never answered. */
   onAction?: (action: AdminAction) => void;
 }
 
 /** The admin router: a Fetch handler. */
+// (AdminRouterOptions.challenge's default.)
+const DEFAULT_CHALLENGE = 'Bearer realm="sluice admin"';
+
 export interface AdminRouter {
   /** Answers one request: the page, its script, or an API call (JSON); never rejects. */
   fetch(request: Request): Promise<Response>;
@@ -58,6 +79,7 @@ export interface AdminRouter {
 
 /** Typed input errors are the client's (400); a store's failure is 503; anything else 500. */
 function errorStatus(error: unknown): number {
+  if (error instanceof BodyTooLarge) return 413;
   if (error instanceof SluiceTypeError || error instanceof SluiceRangeError) return 400;
   if (error instanceof SluiceError) {
     if (error.code === 'STORE_UNAVAILABLE') return 503;
@@ -70,16 +92,13 @@ function errorStatus(error: unknown): number {
 const json = (status: number, body: unknown, headers: Record<string, string> = {}): Response =>
   new Response(JSON.stringify(body), {
     status,
-    headers: { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', ...headers },
+    headers: {
+      'content-type': 'application/json; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      ...headers,
+    },
   });
-
-const PAGE_HEADERS = {
-  'cache-control': 'no-store',
-  // The page and its script are the router's own: nothing else loads, nothing frames it.
-  'content-security-policy':
-    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'",
-  'x-content-type-options': 'nosniff',
-};
 
 /** One limiter as the router lists it: its name (prefix), its rules as data, its configuration version. */
 function limiterView(limiter: Limiter) {
@@ -132,9 +151,14 @@ function rulesOf(body: Record<string, unknown>): Algorithm[] {
  * lists, read the most limited keys) and, at its root, a status page (plain HTML and a little script, no
  * external assets). Every request must pass `authorize`; every change is reported to `onAction`. Mount it
  * where the framework takes a Fetch handler, or through `nodeAdminHandler` where it takes Node's.
+ * Writes (POST, PUT, DELETE) are taken only as `Content-Type: application/json` and only from the router's
+ * own origin (`Sec-Fetch-Site`, `Origin`): a page on another site cannot change anything with the admin's
+ * cookie or Basic login. See docs/threat-model.md.
  * @example
- * const admin = adminRouter({ limiters: [api], authorize: (req) => req.headers.get('authorization') === `Bearer ${token}` })
- * app.all('/admin/*', (c) => admin.fetch(c.req.raw)) // Hono, with basePath: '/admin'
+ * const token = process.env.ADMIN_TOKEN
+ * if (token === undefined || token.length < 32) throw new Error('set ADMIN_TOKEN (32 characters or more)')
+ * const admin = adminRouter({ limiters: [api], authorize: (req) => req.headers.get('authorization') === `Bearer ${token}`, basePath: '/admin' })
+ * app.all('/admin/*', (c) => admin.fetch(c.req.raw)) // Hono
  */
 export function adminRouter(options: AdminRouterOptions): AdminRouter {
   if (typeof options !== 'object' || options === null)
@@ -163,10 +187,25 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
       );
     byName.set(limiter.prefix, limiter);
   }
+  if (options.basePath !== undefined && typeof options.basePath !== 'string')
+    throw new SluiceTypeError(
+      'basePath',
+      options.basePath,
+      `basePath must be a string, got ${describe(options.basePath)}`,
+    );
   const basePath = (options.basePath ?? '').replace(/\/+$/, '');
   if (basePath !== '' && !basePath.startsWith('/'))
     throw new SluiceRangeError('basePath', basePath, `basePath must start with '/', got ${JSON.stringify(basePath)}`);
+  const challenge = options.challenge ?? DEFAULT_CHALLENGE;
+  if (typeof challenge !== 'string' || !/^[A-Za-z][\w!#$%&'*+.^`|~-]*( [\x20-\x7e]*)?$/.test(challenge))
+    throw new SluiceRangeError(
+      'challenge',
+      challenge,
+      `challenge must be a WWW-Authenticate value (a scheme, then its parameters), got ${describe(challenge)}`,
+    );
   const { authorize, onAction } = options;
+  // Refused here when it is synchronous; else checked once, before the first request is answered.
+  const failsClosed = checkFailsClosed(authorize, basePath);
 
   const audit = (event: AdminAction): void => {
     if (onAction === undefined) return;
@@ -179,16 +218,29 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
 
   return {
     async fetch(request: Request): Promise<Response> {
+      const unsafe = failsClosed === undefined ? undefined : await failsClosed;
+      if (unsafe !== undefined) return json(500, { error: 'Error', message: unsafe.message });
       const url = new URL(request.url);
-      if (!url.pathname.startsWith(basePath)) return json(404, { error: 'Not Found' });
+      // Whole segments: '/admin' is not a prefix of '/adminXapi/...'.
+      if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`))
+        return json(404, { error: 'Not Found' });
       const rest = url.pathname.slice(basePath.length);
-      // The page's links are relative: it must be read with its trailing slash.
-      if (rest === '') return new Response(null, { status: 308, headers: { location: `${basePath}/${url.search}` } });
-      const parts = rest.slice(1).split('/');
+      // The page is served with or without its trailing slash (its script finds the API from either).
+      const parts = rest === '' ? [''] : rest.slice(1).split('/');
       const method = request.method.toUpperCase();
       const asked: Asked = { action: actionOf(method, parts), target: undefined };
       const at = Date.now();
       const requestLine = `${method} ${url.pathname}`;
+      const refuse = (status: number, body: Record<string, string>, headers?: Record<string, string>) => {
+        if (asked.action !== undefined) {
+          const { action } = asked;
+          audit({ action, limiter: parts[2], target: undefined, outcome: 'refused', status, at, request: requestLine });
+        }
+        return json(status, body, headers);
+      };
+      // From headers only, before authorize and before any body is read.
+      const refusal = refuseBeforeAuthorize(request, method);
+      if (refusal !== undefined) return refuse(refusal.status, { error: refusal.error, message: refusal.message });
       let allowed = false;
       try {
         allowed = (await authorize(request)) === true;
@@ -197,12 +249,17 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
       }
       if (!allowed) {
         const anonymous = !request.headers.has('authorization') && !request.headers.has('cookie');
-        const status = anonymous ? 401 : 403;
-        if (asked.action !== undefined) {
-          const { action } = asked;
-          audit({ action, limiter: parts[2], target: undefined, outcome: 'refused', status, at, request: requestLine });
-        }
-        return json(status, { error: anonymous ? 'Unauthorized' : 'Forbidden' });
+        // Says what is missing, never what would pass.
+        return anonymous
+          ? refuse(
+              401,
+              {
+                error: 'Unauthorized',
+                message: 'the sluice admin router needs credentials; this request carried none',
+              },
+              { 'www-authenticate': challenge },
+            )
+          : refuse(403, { error: 'Forbidden', message: 'the sluice admin router refused these credentials' });
       }
       const limiterName = parts[2] === undefined ? undefined : (decoded(parts[2]) ?? parts[2]);
       try {
@@ -224,6 +281,8 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
         const { action, target } = asked;
         if (action !== undefined)
           audit({ action, limiter: limiterName, target, outcome: 'failed', status, at, request: requestLine });
+        if (error instanceof BodyTooLarge)
+          return json(413, { error: 'Payload Too Large', message: error.message, maxBytes: MAX_ADMIN_BODY_BYTES });
         const e = error as { message?: string; argument?: string; code?: string };
         return json(status, {
           error:
@@ -249,15 +308,7 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
     const [first, second, name, kind, key, verb] = parts;
     if (parts.length === 1 && (first === '' || first === 'index.html')) {
       onlyGet(method);
-      return new Response(STATUS_PAGE_HTML, {
-        headers: { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS },
-      });
-    }
-    if (parts.length === 1 && first === 'app.js') {
-      onlyGet(method);
-      return new Response(STATUS_PAGE_SCRIPT, {
-        headers: { 'content-type': 'text/javascript; charset=utf-8', ...PAGE_HEADERS },
-      });
+      return statusPage();
     }
     if (first !== 'api' || second !== 'limiters') throw new NotFound();
     if (name === undefined) {

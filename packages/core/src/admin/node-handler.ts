@@ -1,6 +1,6 @@
 import { SluiceTypeError } from '../foundation/errors.js';
 import { describe } from '../foundation/validate.js';
-import { MAX_ADMIN_BODY_BYTES } from './admin-body.js';
+import { ADMIN_ORIGIN } from './admin-guard.js';
 import type { AdminRouter } from './admin-router.js';
 
 /** Node's request as the handler reads it (node:http's IncomingMessage, Express's, Koa's ctx.req, Fastify's raw). */
@@ -8,6 +8,10 @@ export interface NodeAdminRequest extends AsyncIterable<Uint8Array | string> {
   readonly method?: string | undefined;
   readonly url?: string | undefined;
   readonly headers: Record<string, string | string[] | undefined>;
+  /** True once the body was read (by a body parser in front of the handler, say). */
+  readonly readableEnded?: boolean | undefined;
+  /** The body a parser in front already read (Express's `express.json()`), used when the stream was read. */
+  readonly body?: unknown;
 }
 
 /** Node's response as the handler writes it. */
@@ -22,8 +26,10 @@ const BODILESS = new Set(['GET', 'HEAD']);
 /**
  * The admin router as a Node handler `(req, res)`: for node:http, Express (`app.use('/admin', handler)`, the
  * router's basePath left '' as Express strips the mount path), Koa (`ctx.respond = false`), Fastify
- * (`reply.hijack()`, then `request.raw`, `reply.raw`) and NestJS on either. A body past
- * MAX_ADMIN_BODY_BYTES is refused (413): what comes past the bound is read and dropped, never held.
+ * (`reply.hijack()`, then `request.raw`, `reply.raw`) and NestJS on either. The router's URL is built on a
+ * fixed origin from the request's path (never its Host header); the body is handed to the router as a stream
+ * it reads only after `authorize` said yes, and at most MAX_ADMIN_BODY_BYTES of it (the rest is read and
+ * dropped, never held). A body a parser in front already read (Express's `express.json()`) is used as parsed.
  * @example
  * app.use('/admin', nodeAdminHandler(adminRouter({ limiters: [api], authorize })))
  */
@@ -34,50 +40,115 @@ export function nodeAdminHandler(
     throw new SluiceTypeError('router', router, `nodeAdminHandler needs an adminRouter, got ${describe(router)}`);
   return async (req, res) => {
     const method = (req.method ?? 'GET').toUpperCase();
+    const target = pathOf(req.url ?? '/');
+    if (target === undefined) {
+      send(res, 400, { error: 'Bad Request', message: 'the request target must be a plain path' });
+      return;
+    }
     const headers = new Headers();
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined) continue;
       for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
     }
-    let body: ArrayBuffer | undefined;
-    if (!BODILESS.has(method)) {
-      const chunks: Uint8Array[] = [];
-      let length = 0;
-      for await (const chunk of req) {
-        const bytes = typeof chunk === 'string' ? new TextEncoder().encode(chunk) : chunk;
-        length += bytes.byteLength;
-        // Past the bound the rest is read and dropped, never kept: leaving the loop would destroy the socket
-        // under a client still sending, which then sees a reset instead of the 413.
-        if (length <= MAX_ADMIN_BODY_BYTES) chunks.push(bytes);
-        else chunks.length = 0;
-      }
-      if (length > MAX_ADMIN_BODY_BYTES) {
-        res.statusCode = 413;
-        res.setHeader('content-type', 'application/json; charset=utf-8');
-        res.end(
-          new TextEncoder().encode(JSON.stringify({ error: 'Payload Too Large', maxBytes: MAX_ADMIN_BODY_BYTES })),
-        );
-        return;
-      }
-      const bytes = new Uint8Array(length);
-      let at = 0;
-      for (const chunk of chunks) {
-        bytes.set(chunk, at);
-        at += chunk.byteLength;
-      }
-      body = bytes.buffer;
-    }
-    const host = headers.get('host') ?? 'localhost';
-    const request = new Request(`http://${host}${req.url ?? '/'}`, {
+    const body = BODILESS.has(method) ? undefined : new LazyBody(req);
+    const request = new Request(`${ADMIN_ORIGIN}${target}`, {
       method,
       headers,
-      ...(body === undefined ? {} : { body }),
-    });
+      ...(body === undefined ? {} : { body: body.stream, duplex: 'half' }),
+    } as RequestInit);
     const response = await router.fetch(request);
     res.statusCode = response.status;
     response.headers.forEach((value, name) => {
       res.setHeader(name, value);
     });
     res.end(new Uint8Array(await response.arrayBuffer()));
+    // A body the router left half read (a refusal, one past the bound) is read on and dropped: stopping would
+    // destroy the socket under a client still sending, which then sees a reset instead of the answer.
+    body?.drain();
   };
+}
+
+/**
+ * The request target (its path and query), or undefined for one the handler refuses, so that a gate in front
+ * reading `req.url` as sent and the router always see one request: a target that is not a path (a proxy's
+ * absolute form `http://host/path`, `*`), or a path URL parsing would rewrite (a backslash, a '.' or '..'
+ * segment, plain or percent-encoded).
+ */
+function pathOf(target: string): string | undefined {
+  if (!target.startsWith('/')) return undefined;
+  const pathname = target.split('?', 1)[0] as string;
+  if (pathname.includes('\\') || pathname.split('/').some((segment) => /^(\.|%2e){1,2}$/i.test(segment)))
+    return undefined;
+  return target;
+}
+
+/**
+ * The request's body as a stream the router pulls: nothing is read from the socket until the router asks
+ * (after authorize), and only as much as it asks for.
+ */
+class LazyBody {
+  readonly stream: ReadableStream<Uint8Array>;
+  #iterator: AsyncIterator<Uint8Array | string> | undefined;
+  #ended = false;
+
+  constructor(req: NodeAdminRequest) {
+    this.stream = new ReadableStream<Uint8Array>(
+      {
+        pull: async (controller) => {
+          if (this.#iterator === undefined) {
+            // Read before the handler ran: a parser in front has it, or nobody does.
+            if (req.readableEnded === true) {
+              this.#ended = true;
+              const parsed = parsedBody(req.body);
+              if (parsed.byteLength > 0) controller.enqueue(parsed);
+              controller.close();
+              return;
+            }
+            this.#iterator = req[Symbol.asyncIterator]();
+          }
+          const { done, value } = await this.#iterator.next();
+          if (done) {
+            this.#ended = true;
+            controller.close();
+          } else controller.enqueue(typeof value === 'string' ? new TextEncoder().encode(value) : value);
+        },
+      },
+      // Nothing is pulled before the first read.
+      { highWaterMark: 0 },
+    );
+  }
+
+  /** Reads what the router left, dropping it. Never started: node:http drops an unread body by itself. */
+  drain(): void {
+    const iterator = this.#iterator;
+    if (iterator === undefined || this.#ended) return;
+    this.#ended = true;
+    void (async () => {
+      try {
+        while (!(await iterator.next()).done);
+      } catch {
+        // The client went away: nothing left to drop.
+      }
+    })();
+  }
+}
+
+/** The bytes of a body a parser in front read: as sent (a Buffer, a string) or as JSON (an object). */
+function parsedBody(body: unknown): Uint8Array {
+  if (body instanceof Uint8Array) return body;
+  if (typeof body === 'string') return new TextEncoder().encode(body);
+  if (body === undefined)
+    throw new SluiceTypeError(
+      'body',
+      body,
+      'the request body was read before the admin router (a body parser in front of it) and not handed on: ' +
+        'mount the router before the parser, or leave the parser out of its routes',
+    );
+  return new TextEncoder().encode(JSON.stringify(body));
+}
+
+function send(res: NodeAdminResponse, status: number, body: unknown): void {
+  res.statusCode = status;
+  res.setHeader('content-type', 'application/json; charset=utf-8');
+  res.end(new TextEncoder().encode(JSON.stringify(body)));
 }

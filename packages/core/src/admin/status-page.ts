@@ -1,10 +1,11 @@
 /**
  * The admin router's status page: plain HTML and one small script, no framework and nothing loaded from
  * elsewhere. It lists the limiters and their rules, shows the chosen limiter's most limited keys (read again
- * every 2 s), and looks a key up. Every text from the server is set as text, never as HTML.
+ * every 2 s), and looks a key up. Every text from the server is set as text, never as HTML. It only reads:
+ * the API's writes are not the page's (see docs/threat-model.md).
  */
 
-export const STATUS_PAGE_HTML = `<!doctype html>
+const PAGE_HTML = `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -31,12 +32,16 @@ export const STATUS_PAGE_HTML = `<!doctype html>
 <h2>Look up a key</h2>
 <form id="lookup"><input id="key" name="key" size="40" placeholder="key, e.g. ip:203.0.113.7" required> <button>Look up</button></form>
 <pre id="found" hidden></pre>
-<script src="app.js"></script>
+<script>SCRIPT</script>
 </body>
 </html>
 `;
 
-export const STATUS_PAGE_SCRIPT = `'use strict';
+// Inline, so the page works wherever it is read: '/admin/limits' and '/admin/limits/' alike (a framework
+// that strips its mount path cannot tell the router which one the browser asked for). The API's paths are
+// found from the page's own address, never from anything the server was told.
+const PAGE_SCRIPT = `'use strict';
+const base = location.pathname.replace(/\\/index\\.html$/, '/').replace(/\\/?$/, '/');
 const select = document.getElementById('limiter');
 const status = document.getElementById('status');
 const rows = document.querySelector('#top tbody');
@@ -44,7 +49,7 @@ const rules = document.getElementById('rules');
 const found = document.getElementById('found');
 
 async function api(path) {
-  const response = await fetch(path, { headers: { accept: 'application/json' } });
+  const response = await fetch(base + path, { headers: { accept: 'application/json' } });
   if (!response.ok) throw new Error(path + ': ' + response.status);
   return response.json();
 }
@@ -117,3 +122,29 @@ select.addEventListener('change', () => {
   setInterval(refresh, 2000);
 })();
 `;
+
+let page: Promise<{ html: string; csp: string }> | undefined;
+
+/**
+ * The page as a response. Its Content-Security-Policy runs its one inline script (by its SHA-256) and
+ * nothing else: nothing loads from elsewhere, nothing frames it, it connects only to its own origin.
+ */
+export async function statusPage(): Promise<Response> {
+  page ??= (async () => {
+    const digest = await globalThis.crypto.subtle.digest('SHA-256', new TextEncoder().encode(PAGE_SCRIPT));
+    const hash = btoa(String.fromCharCode(...new Uint8Array(digest)));
+    return {
+      html: PAGE_HTML.replace('SCRIPT', () => PAGE_SCRIPT),
+      csp: `default-src 'none'; script-src 'sha256-${hash}'; connect-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'`,
+    };
+  })();
+  const { html, csp } = await page;
+  return new Response(html, {
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-store',
+      'content-security-policy': csp,
+      'x-content-type-options': 'nosniff',
+    },
+  });
+}

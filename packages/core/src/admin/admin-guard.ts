@@ -1,0 +1,116 @@
+import { SluiceRangeError } from '../foundation/errors.js';
+
+/**
+ * What the admin router checks before it trusts a request: its origin and content type (from headers only,
+ * before authorize and before any body is read), and, once at construction, that `authorize` can say no.
+ */
+
+/** The origin every URL the router makes is built on: never the request's Host, which its sender chose. */
+export const ADMIN_ORIGIN = 'http://sluice.invalid';
+
+/** A request the router answers without going further: its status and what the body says why. */
+export interface Refusal {
+  readonly status: number;
+  readonly error: string;
+  readonly message: string;
+}
+
+// Methods a browser sends cross-site without asking (and that change nothing here).
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Why a request that may change something is refused before authorize, or undefined. A browser says where a
+ * request comes from (`Sec-Fetch-Site`, or `Origin` in older ones): anything but the router's own origin (or
+ * the user typing it) is refused, whatever credentials ride along. A write must be `application/json`: a
+ * cross-site page cannot send that without a CORS preflight, which the router never grants.
+ */
+export function refuseBeforeAuthorize(request: Request, method: string): Refusal | undefined {
+  if (SAFE_METHODS.has(method)) return undefined;
+  const site = request.headers.get('sec-fetch-site');
+  if (site !== null ? site !== 'same-origin' && site !== 'none' : !sameOrigin(request))
+    return {
+      status: 403,
+      error: 'Forbidden',
+      message: 'the admin router takes changes only from its own origin: this request came from another site',
+    };
+  const type = request.headers.get('content-type');
+  if (type === null || type.split(';')[0]?.trim().toLowerCase() !== 'application/json')
+    return {
+      status: 415,
+      error: 'Unsupported Media Type',
+      message:
+        'a request that changes something must be sent as Content-Type: application/json (its body may be empty)',
+    };
+  return undefined;
+}
+
+/**
+ * No Origin: not a browser's cross-site request (curl, the CLI, a server). An Origin must name the host the
+ * request was sent to: a browser sets Host itself, so a page elsewhere cannot make them agree.
+ */
+function sameOrigin(request: Request): boolean {
+  const origin = request.headers.get('origin');
+  if (origin === null) return true;
+  try {
+    const from = new URL(origin); // 'null' (a sandboxed frame, a file) does not parse: refused
+    const host = request.headers.get('host') ?? new URL(request.url).host;
+    return new URL(`${from.protocol}//${host}`).host === from.host;
+  } catch {
+    return false;
+  }
+}
+
+// Credentials an unset secret turns into: `Bearer ${process.env.TOKEN}` with TOKEN unset is 'Bearer undefined'.
+const EMPTY_SECRETS = ['undefined', 'null', ''];
+const PROBES: ReadonlyArray<readonly [string, Record<string, string>]> = [
+  ['no credentials', {}],
+  ...EMPTY_SECRETS.flatMap(
+    (secret): Array<[string, Record<string, string>]> => [
+      [
+        `Authorization: Bearer ${secret}`,
+        { authorization: `Bearer ${secret}`, 'x-api-key': secret, 'x-admin-token': secret },
+      ],
+      [`Authorization: Basic (${secret}:${secret})`, { authorization: `Basic ${btoa(`${secret}:${secret}`)}` }],
+      [`Authorization: ${secret}`, { authorization: secret }],
+    ],
+  ),
+];
+
+/**
+ * Asks `authorize` about requests no operator means to let in (no credentials; an unset secret's
+ * 'undefined', 'null' or '' as a token or password). A synchronous authorize that admits one is refused here
+ * (the router is not made); an asynchronous one is checked by the promise returned, which resolves to the
+ * error (the router then serves nothing) or undefined.
+ */
+export function checkFailsClosed(
+  authorize: (request: Request) => boolean | Promise<boolean>,
+  basePath: string,
+): Promise<SluiceRangeError | undefined> | undefined {
+  const answers = PROBES.map(([label, headers]) => {
+    try {
+      const said = authorize(new Request(`${ADMIN_ORIGIN}${basePath}/api/limiters`, { headers }));
+      return { label, said };
+    } catch {
+      return { label, said: false }; // a throw denies, as it does for a real request
+    }
+  });
+  const verdict = (admitted: string | undefined) =>
+    admitted === undefined
+      ? undefined
+      : new SluiceRangeError(
+          'authorize',
+          admitted,
+          `authorize let in a request with ${admitted}: an unset secret lets everyone in, so the admin router ` +
+            'refuses to run (check that the secret is set and never empty before comparing with it)',
+        );
+  if (answers.every(({ said }) => typeof said === 'boolean')) {
+    const error = verdict(answers.find(({ said }) => said === true)?.label);
+    if (error !== undefined) throw error;
+    return undefined;
+  }
+  return Promise.all(
+    answers.map(async ({ label, said }) =>
+      (await Promise.resolve(said).catch(() => false)) === true ? label : undefined,
+    ),
+  ).then((labels) => verdict(labels.find((label) => label !== undefined)));
+}
