@@ -14,6 +14,7 @@ import {
   createLimiter,
   fixedWindow,
   memoryStore,
+  tokenBucket,
 } from '@sluice/core';
 import { type RedisStore, redisStore } from '@sluice/redis';
 import { ALGORITHMS, ALGORITHM_KINDS, type HistoryStep, historyArb } from '@sluice/test-kit';
@@ -21,6 +22,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { configKey, versionKey } from '../../packages/redis/src/key-layout.js';
+import { MAX_LINKS, MAX_OVERRIDE_RULES } from '../../packages/redis/src/live/config-record.js';
 import { nextEvent } from '../harness/events.js';
 import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';
 import { otherProcess, serverEnv } from '../harness/live-process.js';
@@ -246,6 +248,73 @@ async function run(limiter: Limiter, clock: ManualClock, steps: readonly History
 const said = (d: { allowed: boolean; remaining: number; override?: true }) => [d.allowed, d.remaining, d.override];
 
 describe('live limits on Redis decide as on the memory store', () => {
+  it('a key idle through many changes carries what it used from its oldest generation, as on the memory store; past MAX_LINKS a change is refused, nothing dropped', async () => {
+    const { server } = testRedis();
+    const client = new Redis(server.url);
+    const clocks = [new ManualClock(1_000), new ManualClock(1_000)] as const;
+    // A day's allowance: a bucket of `limit` refilled over a day (the issue's case was a day's window).
+    const daily = (limit: number) => tokenBucket({ name: 'r', capacity: limit, refillPerSecond: limit / 86_400 });
+    const prefix = livePrefix();
+    const memory = createLimiter({ rules: daily(11), store: memoryStore({ clock: clocks[0] }), prefix });
+    const onRedis = createLimiter({
+      rules: daily(11),
+      store: redisStore({ redis: client, clock: clocks[1], denyCache: false }),
+      prefix,
+    });
+    try {
+      for (const limiter of [memory, onRedis]) expect(await grants(limiter, 'k', 11)).toBe(11);
+      // Five changes, the key idle through all: its 11 used are still in its first generation's state.
+      for (const limit of [10, 11, 10, 11, 10]) {
+        for (const [i, limiter] of [memory, onRedis].entries()) {
+          clocks[i]?.advance(1_000);
+          await limiter.reconfigure(daily(limit));
+        }
+      }
+      // A day's allowance never above 11: nothing more today (before: Redis had dropped the oldest generation
+      // and granted 10 more, 21 in the day).
+      expect([await grants(memory, 'k', 30), await grants(onRedis, 'k', 30)]).toEqual([0, 0]);
+      // The key idle through every change the record can carry: the change past them is refused.
+      for (let i = 0; i < MAX_LINKS - 5; i++) await onRedis.reconfigure(daily(20 + i));
+      const version = onRedis.configVersion;
+      await expect(onRedis.reconfigure(daily(5))).rejects.toMatchObject({
+        code: 'UNSUPPORTED',
+        message: expect.stringMatching(/stops mattering/),
+      });
+      expect([onRedis.configVersion, onRedis.rules[0]?.limit]).toEqual([version, 20 + MAX_LINKS - 6]);
+      // Still carried from the first generation through all of them: 11 used of 46, 35 left.
+      expect(await grants(onRedis, 'k', 50)).toBe(20 + MAX_LINKS - 6 - 11);
+    } finally {
+      await Promise.all([memory.close(), onRedis.close()]);
+      client.disconnect();
+    }
+  });
+
+  it('an override holds at most MAX_OVERRIDE_RULES rules (a typed error; nothing stored)', async () => {
+    const { server } = testRedis();
+    const client = new Redis(server.url);
+    const limiter = createLimiter({
+      rules: liveBucket(10),
+      store: redisStore({ redis: client }),
+      prefix: livePrefix(),
+    });
+    try {
+      const many = Array.from({ length: MAX_OVERRIDE_RULES + 1 }, (_, i) =>
+        fixedWindow({ name: `r${i}`, limit: 5, windowMs: 60_000 + i }),
+      );
+      await expect(limiter.override('acme', many)).rejects.toMatchObject({
+        name: 'SluiceRangeError',
+        message: expect.stringMatching(/at most 16 rules/),
+      });
+      expect((await limiter.overrides()).overrides).toEqual([]);
+      expect(limiter.configVersion).toBe(1);
+      await limiter.override('acme', many.slice(0, MAX_OVERRIDE_RULES));
+      expect((await limiter.overrides()).overrides.map((o) => o.rules.length)).toEqual([MAX_OVERRIDE_RULES]);
+    } finally {
+      await limiter.close();
+      client.disconnect();
+    }
+  });
+
   it('random rules, histories and carry modes: every decision after a change, an override and its removal is the same on both', async () => {
     const { server } = testRedis();
     const client = new Redis(server.url);

@@ -10,16 +10,24 @@ export const CONFIG_FORMAT = 1;
 
 /**
  * The most earlier generations a rule carries states from: a rule changed again while an earlier change's
- * carry window is open carries from both, up to this many; a key untouched through more changes within one
- * window starts fresh.
+ * carry window is open carries from both. A generation is never dropped while it can still matter (a key idle
+ * through every change since would start fresh): a change that would need more is refused (UNSUPPORTED,
+ * naming when the oldest stops mattering). Each is one more key read on a key's first touch after a change.
  */
-const MAX_LINKS = 4;
+export const MAX_LINKS = 32;
 
 /**
- * The most overrides one limiter holds on Redis: every node reads them all with the configuration, after
- * each change (about 200 bytes each).
+ * The most keys one limiter's record holds on Redis: overrides in force, and removed ones whose states are
+ * still carried back (every node reads them all with the configuration, after each change: about 400 bytes
+ * each). A new override past it is refused (SluiceRangeError), never one carried back dropped.
  */
 export const MAX_OVERRIDES = 10_000;
+
+/**
+ * The most rules of one override: a key's decision runs all of them in one script call, which holds Redis for
+ * every other key meanwhile (30,000 rules held it 164 ms).
+ */
+export const MAX_OVERRIDE_RULES = 16;
 
 /**
  * How long past its carry window an earlier generation is still read: nodes' clocks differ, and reading one
@@ -109,8 +117,21 @@ function follow(
     const was = byName.get(rule.name);
     if (was === undefined) return { rule, state, from: [] };
     if (keepUnchanged && sameState(was.rule, rule)) return { rule, state: was.state, from: open(was.from, nowMs) };
-    return { rule, state, from: [linkFrom(was, carry, nowMs), ...open(was.from, nowMs)].slice(0, MAX_LINKS) };
+    return { rule, state, from: boundedLinks(rule.name, [linkFrom(was, carry, nowMs), ...open(was.from, nowMs)]) };
   });
+}
+
+/** `links` (newest first), refused when they are more than MAX_LINKS: none is dropped while it can matter. */
+function boundedLinks(name: string, links: CarryLink[]): CarryLink[] {
+  if (links.length <= MAX_LINKS) return links;
+  const oldest = Math.min(...links.map((link) => link.until));
+  throw new SluiceError(
+    'UNSUPPORTED',
+    `rule ${JSON.stringify(name)} would carry from ${links.length} earlier generations, at most ${MAX_LINKS} on ` +
+      'Redis (it changed that often within its carry window: a key idle through every change must still carry ' +
+      `what it used); the oldest stops mattering at ${new Date(oldest).toISOString()}: change it again after ` +
+      'that. Nothing was changed',
+  );
 }
 
 /** `config` with its carry links past their windows dropped (they carry nothing any more). */
@@ -161,7 +182,7 @@ export function rulesOf(config: LiveConfig, key: string): readonly LiveRule[] {
   if (own !== undefined) return own;
   const back = config.returning.get(key);
   if (back === undefined) return config.rules;
-  return config.rules.map((e) => ({ ...e, from: [...(back[e.rule.name] ?? []), ...e.from].slice(0, MAX_LINKS) }));
+  return config.rules.map((e) => ({ ...e, from: [...(back[e.rule.name] ?? []), ...e.from] }));
 }
 
 /** The configuration after `key` is given `rules` of its own at `nowMs` as version `version`. */
@@ -172,15 +193,25 @@ export function overridden(
   version: number,
   nowMs: number,
 ): LiveConfig {
-  if (!current.overrides.has(key) && current.overrides.size >= MAX_OVERRIDES) {
+  if (rules.length > MAX_OVERRIDE_RULES) {
     throw new SluiceRangeError(
-      'key',
-      key,
-      `a limiter on Redis holds at most ${MAX_OVERRIDES} overrides (every node reads them all); remove one first, ` +
-        'or give such keys a plan',
+      'rules',
+      rules.length,
+      `an override on Redis holds at most ${MAX_OVERRIDE_RULES} rules (a key's decision runs them all in one ` +
+        'script call, holding Redis for every other key meanwhile)',
     );
   }
   const { overrides, returning } = pruned(current, nowMs);
+  const held = overrides.size + returning.size - (overrides.has(key) || returning.has(key) ? 1 : 0);
+  if (held >= MAX_OVERRIDES) {
+    throw new SluiceRangeError(
+      'key',
+      key,
+      `a limiter on Redis holds at most ${MAX_OVERRIDES} overrides, counting removed ones whose keys still carry ` +
+        `what they used back (${overrides.size} in force, ${returning.size} removed): every node reads them all; ` +
+        'remove one first, wait for removed ones to stop mattering, or give such keys a plan',
+    );
+  }
   overrides.set(key, follow(rulesOf(current, key), rules, `o${version}`, 'used', nowMs, false));
   returning.delete(key);
   return { version, rules: current.rules, overrides, returning };
@@ -194,7 +225,9 @@ export function withoutOverride(current: LiveConfig, key: string, version: numbe
   overrides.delete(key);
   returning.set(
     key,
-    Object.fromEntries(own.map((e) => [e.rule.name, [linkFrom(e, 'used', nowMs), ...open(e.from, nowMs)]])),
+    Object.fromEntries(
+      own.map((e) => [e.rule.name, boundedLinks(e.rule.name, [linkFrom(e, 'used', nowMs), ...open(e.from, nowMs)])]),
+    ),
   );
   return { version, rules: current.rules, overrides, returning };
 }
