@@ -3,7 +3,7 @@
  * on a redisStore at REDIS_URL under PREFIX, its admin router served on a free port (authorization: Bearer
  * ADMIN_TOKEN). Prints `{"ready":true,"admin":"http://..."}`, then answers one JSON line per JSON command:
  * - {"decide": key, "count": n}: n decisions, one at a time -> {"granted": g, "denied": d}
- * - {"try": key}: one decision -> the decision
+ * - {"try": key, "address"?: client address}: one decision -> the decision
  * - {"peek": key}: peek -> the decision
  * - {"flush": true}: the limited-keys counts sent to Redis -> {"flushed": true}
  * - {"top": n}: topLimited(n) with clear keys -> {"top": [...]}
@@ -43,8 +43,10 @@ for await (const line of createInterface({ input: process.stdin })) {
     let granted = 0;
     for (let i = 0; i < Number(command.count); i++) if ((await limiter.tryAcquire(command.decide)).allowed) granted++;
     reply({ granted, denied: Number(command.count) - granted });
-  } else if (typeof command.try === 'string') reply(await limiter.tryAcquire(command.try));
-  else if (typeof command.peek === 'string') reply(await limiter.peek(command.peek));
+  } else if (typeof command.try === 'string') {
+    const address = typeof command.address === 'string' ? { address: command.address } : {};
+    reply(await limiter.tryAcquire(command.try, address));
+  } else if (typeof command.peek === 'string') reply(await limiter.peek(command.peek));
   else if (command.flush === true) {
     await limiter.flushLimitedKeys();
     reply({ flushed: true });

@@ -86,7 +86,7 @@ describe('operating two processes on one Redis', () => {
 
   it("a CIDR deny added through one node's admin router holds on both within a second; the CLI lists it", async () => {
     const { a, b, prefix, url } = await twoNodes();
-    expect((await b.ask<Decision>({ try: 'ip:203.0.113.77' })).allowed).toBe(true);
+    expect((await b.ask<Decision>({ try: 'ip:203.0.113.77', address: '203.0.113.77' })).allowed).toBe(true);
     const response = await fetch(`${a.admin}/api/limiters/${prefix}/lists`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
@@ -96,7 +96,10 @@ describe('operating two processes on one Redis', () => {
     const from = performance.now();
     for (const node of [a, b]) {
       await vi.waitFor(
-        async () => expect((await node.ask<Decision>({ try: 'ip:203.0.113.77' })).access?.entry).toBe('203.0.113.0/24'),
+        async () =>
+          expect((await node.ask<Decision>({ try: 'ip:203.0.113.77', address: '203.0.113.77' })).access?.entry).toBe(
+            '203.0.113.0/24',
+          ),
         { timeout: 1_000, interval: 10 },
       );
     }

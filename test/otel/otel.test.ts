@@ -168,7 +168,7 @@ describe('sluice.decisions and sluice.decision.duration', () => {
     await limiter.allow(SECRET);
     await limiter.deny('203.0.113.0/24', { reason: 'scan' });
     for (let i = 0; i < 3; i++) await limiter.tryAcquire(SECRET);
-    for (let i = 0; i < 2; i++) await limiter.tryAcquire('ip:203.0.113.9');
+    for (let i = 0; i < 2; i++) await limiter.tryAcquire('ip:203.0.113.9', { address: '203.0.113.9' });
     const listed = { 'sluice.limiter': limiter.prefix, 'sluice.source': 'access_list' };
     expect(await meter.total(INSTRUMENTS.decisions, { ...listed, 'sluice.outcome': 'allowed' })).toBe(3);
     expect(await meter.total(INSTRUMENTS.decisions, { ...listed, 'sluice.outcome': 'denied' })).toBe(2);

@@ -1,24 +1,45 @@
 /**
  * Allow and deny lists on Redis: what one node adds holds on another within a second (its message heard), a
  * missed message heals at the next version check, random changes decide the same on Redis as in memory,
- * and the lists are bounded on Redis as in memory.
+ * and the lists are bounded on Redis as in memory. A version never names two contents (a restart without
+ * persistence, a FLUSHALL); expiry is Redis's clock, whatever the writer's or the reader's says; a ban
+ * outranks the allow list on every node.
  */
-import { type Limiter, MAX_ACCESS_ENTRIES, createLimiter, fixedWindow, memoryStore } from '@sluice/core';
+import {
+  type Clock,
+  type Limiter,
+  MAX_ACCESS_ENTRIES,
+  ManualClock,
+  createLimiter,
+  fixedWindow,
+  memoryStore,
+} from '@sluice/core';
 import { redisStore } from '@sluice/redis';
+import { RedisAccessLists, StartupChecks, toConnection } from '@sluice/redis/store-kit';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { accessListKeys } from '../../packages/redis/src/key-layout.js';
+import { type TestRedis, spawnRedisServer } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
 let n = 0;
 
-/** Two limiters of one prefix, each on its own client and redisStore, ready; closed after `body`. */
-async function withTwo(body: (a: Limiter, b: Limiter, prefix: string) => Promise<void>, refreshMs?: number) {
-  const { server } = testRedis();
+/**
+ * Two limiters of one prefix, each on its own client and redisStore (deciding on `clocks[i]`, Redis TIME
+ * when absent), ready; closed after `body`.
+ */
+async function withTwo(
+  body: (a: Limiter, b: Limiter, prefix: string) => Promise<void>,
+  refreshMs?: number,
+  { server = testRedis().server, clocks = [] }: { server?: TestRedis; clocks?: (Clock | undefined)[] } = {},
+) {
   const clients = [new Redis(server.url), new Redis(server.url)];
-  const stores = clients.map((redis) => redisStore({ redis }));
+  const stores = clients.map((redis, i) => {
+    const clock = clocks[i];
+    return redisStore(clock === undefined ? { redis } : { redis, clock });
+  });
   const prefix = `lists-${process.pid}-${++n}`;
   const [a, b] = stores.map((store) =>
     createLimiter({
@@ -41,20 +62,27 @@ async function withTwo(body: (a: Limiter, b: Limiter, prefix: string) => Promise
 describe('access lists on Redis', () => {
   it('a CIDR range denied on one node holds on the other within a second; removed, it lets go there too', async () => {
     await withTwo(async (a, b) => {
-      expect((await b.tryAcquire('198.51.100.7')).allowed).toBe(true);
+      expect((await b.tryAcquire('ip:198.51.100.7', { address: '198.51.100.7' })).allowed).toBe(true);
       await a.deny('198.51.100.0/24', { reason: 'scanner' });
       const from = performance.now();
-      await vi.waitFor(async () => expect((await b.tryAcquire('198.51.100.7')).access?.list).toBe('deny'), {
-        timeout: 1_000,
-        interval: 5,
-      });
+      await vi.waitFor(
+        async () =>
+          expect((await b.tryAcquire('ip:198.51.100.7', { address: '198.51.100.7' })).access?.list).toBe('deny'),
+        {
+          timeout: 1_000,
+          interval: 5,
+        },
+      );
       expect(performance.now() - from).toBeLessThan(1_000);
       expect(await b.accessList()).toEqual([{ entry: '198.51.100.0/24', list: 'deny', reason: 'scanner' }]);
       expect(await b.unlist('198.51.100.0/24')).toBe(1);
-      await vi.waitFor(async () => expect((await a.tryAcquire('198.51.100.7')).access).toBeUndefined(), {
-        timeout: 1_000,
-        interval: 5,
-      });
+      await vi.waitFor(
+        async () => expect((await a.tryAcquire('ip:198.51.100.7', { address: '198.51.100.7' })).access).toBeUndefined(),
+        {
+          timeout: 1_000,
+          interval: 5,
+        },
+      );
     });
   });
 
@@ -64,7 +92,7 @@ describe('access lists on Redis', () => {
       const { redis } = testRedis();
       // As access_list.lua writes it, without the message.
       await redis.hset(entries, 'ghost', 'deny\n\nmissed');
-      await redis.incrby(version, 1);
+      await redis.set(version, `${await redis.get(version)}-missed`);
       await vi.waitFor(
         async () =>
           expect((await a.tryAcquire('ghost')).access).toEqual({ list: 'deny', entry: 'ghost', reason: 'missed' }),
@@ -74,12 +102,35 @@ describe('access lists on Redis', () => {
   });
 
   it('random allows, denies, removals and expiries decide every probe the same on Redis as in memory', async () => {
-    const entryArb = fc.constantFrom('k1', 'k2', '10.0.0.0/8', '10.1.0.0/16', '10.1.2.3', '2001:db8::/32', '::1');
+    const entryArb = fc.constantFrom(
+      'k1',
+      'k2',
+      '10.0.0.0/8',
+      '10.1.0.0/16',
+      '10.1.2.3',
+      '2001:db8::/32',
+      '2001:db8::5',
+      '2001:db8:0:1::/64',
+      '::1',
+    );
     const stepArb = fc.oneof(
       fc.record({ op: fc.constantFrom('allow' as const, 'deny' as const), entry: entryArb, ttl: fc.boolean() }),
       fc.record({ op: fc.constant('unlist' as const), entry: entryArb, ttl: fc.constant(false) }),
     );
-    const probes = ['k1', 'k2', '10.9.9.9', '10.1.9.9', '10.1.2.3', '2001:db8::5', '::1', '::ffff:10.1.2.3', 'x'];
+    // A key and the client's address (a key shaped like an address is only a key).
+    const probes: [string, string | undefined][] = [
+      ['k1', undefined],
+      ['k2', '10.1.2.3'],
+      ['10.9.9.9', undefined],
+      ['x', '10.9.9.9'],
+      ['x', '10.1.9.9'],
+      ['x', '10.1.2.3'],
+      ['ip:2001:db8::/56', '2001:db8::5'],
+      ['ip:2001:db8::/56', '2001:db8:0:1::7'],
+      ['x', '::1'],
+      ['k1', '::ffff:10.1.2.3'],
+      ['x', undefined],
+    ];
     await withTwo(async (onRedis) => {
       await fc.assert(
         fc.asyncProperty(fc.array(stepArb, { maxLength: 8 }), async (steps) => {
@@ -97,8 +148,8 @@ describe('access lists on Redis', () => {
           }
           const said = async (limiter: Limiter) => {
             const out: Array<string | undefined> = [];
-            for (const probe of probes) {
-              const d = await limiter.peek(probe);
+            for (const [key, address] of probes) {
+              const d = await limiter.peek(key, address === undefined ? {} : { address });
               out.push(d.access === undefined ? undefined : `${d.access.list} ${d.access.entry}`);
             }
             return out;
@@ -123,4 +174,165 @@ describe('access lists on Redis', () => {
       expect((await a.tryAcquire('one more')).access).toBeUndefined();
     });
   }, 60_000);
+});
+
+/** A throwaway redis-server (no persistence) of this test's own, stopped after `body`. */
+async function withOwnServer(body: (server: { current: TestRedis }) => Promise<void>) {
+  const server = { current: await spawnRedisServer() };
+  try {
+    await body(server);
+  } finally {
+    await server.current.stop();
+  }
+}
+
+/** The lists of `prefix` read straight from Redis, as the CLI binds them. */
+function listsOf(redis: Redis, prefix: string) {
+  const connection = toConnection(redis);
+  return new RedisAccessLists({
+    connection,
+    timeoutMs: 5_000,
+    checks: new StartupChecks(connection, 5_000, () => {}),
+    channels: undefined,
+  }).bind(prefix);
+}
+
+describe('access lists on Redis: versions, clocks, bans', () => {
+  it('after FLUSHALL the version never names the old contents: a node that knew it reads the new list', async () => {
+    await withOwnServer(async (server) => {
+      await withTwo(
+        async (a, b) => {
+          await a.deny('old');
+          await vi.waitFor(async () => expect((await b.tryAcquire('old')).access?.list).toBe('deny'));
+          const redis = new Redis(server.current.url);
+          await redis.flushall();
+          redis.disconnect();
+          // The same number of changes as before: a counter from 0 would be back at the version b knows.
+          await a.deny('new');
+          await vi.waitFor(async () => expect((await b.tryAcquire('new')).access?.list).toBe('deny'), {
+            timeout: 2_000,
+          });
+          expect((await b.tryAcquire('old')).access).toBeUndefined();
+          expect((await b.accessList()).map((e) => e.entry)).toEqual(['new']);
+        },
+        600_000,
+        { server: server.current },
+      );
+    });
+  });
+
+  it('after a restart without persistence, a reader that knew version N reads the list written since, never "unchanged"', async () => {
+    await withOwnServer(async (server) => {
+      const port = server.current.port;
+      const redis = new Redis(server.current.url);
+      redis.on('error', () => {});
+      try {
+        const prefix = 'restarted';
+        const writer = listsOf(redis, prefix);
+        await writer.put([{ entry: 'gone', list: 'deny' }]);
+        const known = await writer.read();
+        expect(known.entries?.map((e) => e.entry)).toEqual(['gone']);
+        await server.current.stop();
+        server.current = await spawnRedisServer([], { port });
+        await writer.put([{ entry: 'fresh', list: 'deny' }]);
+        // Before: the version was 1 again, and read(1) answered "unchanged": 'gone' held for good, 'fresh' never.
+        const after = await writer.read(known.version);
+        expect(after.version).not.toBe(known.version);
+        expect(after.entries?.map((e) => e.entry)).toEqual(['fresh']);
+        // Whatever the reader knew, a read of a list with no version stored carries its entries.
+        await redis.flushall();
+        expect(await writer.read('')).toMatchObject({ version: '', entries: [] });
+      } finally {
+        redis.disconnect();
+      }
+    });
+  });
+
+  it('two nodes across a restart without persistence: the re-listed deny holds on both, the removed one on neither', async () => {
+    await withOwnServer(async (server) => {
+      await withTwo(
+        async (a, b) => {
+          await a.deny(['stays', 'goes']);
+          await vi.waitFor(async () => expect((await b.tryAcquire('goes')).access?.list).toBe('deny'));
+          const port = server.current.port;
+          await server.current.stop();
+          server.current = await spawnRedisServer([], { port });
+          // The operator puts back what should hold (both nodes reconnect by themselves).
+          await vi.waitFor(() => a.deny('stays'), { timeout: 10_000, interval: 50 });
+          for (const node of [a, b]) {
+            await vi.waitFor(
+              async () => {
+                expect((await node.tryAcquire('goes')).access).toBeUndefined();
+                expect((await node.tryAcquire('stays')).access?.list).toBe('deny');
+              },
+              { timeout: 5_000, interval: 20 },
+            );
+          }
+        },
+        200,
+        { server: server.current },
+      );
+    });
+  }, 30_000);
+
+  it("an entry's expiry is Redis TIME + ttl: a writer 20 minutes behind writes what any writer does, a reader ahead counts it on its own clock", async () => {
+    const behind = new ManualClock(Date.now() - 20 * 60_000);
+    const ahead = new ManualClock(Date.now() + 20 * 60_000);
+    await withTwo(
+      async (writer, reader) => {
+        const { redis } = testRedis();
+        const [seconds, micros] = await redis.time();
+        const before = Number(seconds) * 1_000 + Math.floor(Number(micros) / 1_000);
+        await writer.deny('203.0.113.0/24', { ttlMs: 600_000, reason: 'incident' });
+        const [entry] = await reader.accessList();
+        expect(entry?.expiresAt).toBeGreaterThanOrEqual(before + 600_000);
+        expect(entry?.expiresAt).toBeLessThan(before + 600_000 + 5_000);
+        // Before: the writer's clock set the expiry 10 minutes in the past, and no node ever enforced it.
+        await vi.waitFor(async () =>
+          expect((await reader.tryAcquire('ip:203.0.113.9', { address: '203.0.113.9' })).access?.list).toBe('deny'),
+        );
+        const d = await reader.tryAcquire('k', { address: '203.0.113.9' });
+        expect(d.retryAfterMs).toBeGreaterThan(590_000);
+        expect(d.retryAfterMs).toBeLessThanOrEqual(600_000);
+        ahead.advance(d.retryAfterMs);
+        expect((await reader.tryAcquire('k', { address: '203.0.113.9' })).access).toBeUndefined();
+        // The writer, behind, counts the same 10 minutes from its own read.
+        expect((await writer.tryAcquire('k', { address: '203.0.113.9' })).access?.list).toBe('deny');
+      },
+      undefined,
+      { clocks: [behind, ahead] },
+    );
+  });
+
+  it('the CLI path (a binding with no clock) and a node agree on expiry, and `lists` filters by Redis TIME', async () => {
+    await withTwo(async (a, _b, prefix) => {
+      const { redis } = testRedis();
+      const cli = listsOf(redis, prefix);
+      await cli.put([{ entry: 'short', list: 'deny', ttlMs: 1 }]);
+      await cli.put([{ entry: 'long', list: 'deny', ttlMs: 3_600_000 }]);
+      // 'short' is over by Redis TIME within a millisecond of its write: read as of the store's time.
+      await vi.waitFor(async () => {
+        const stored = await cli.read();
+        expect(stored.entries?.find((e) => e.entry === 'short')?.expiresAt).toBeLessThanOrEqual(stored.now);
+      });
+      expect((await a.accessList()).map((e) => e.entry)).toEqual(['long']);
+    });
+  });
+
+  it('a ban outranks the allow list on every node, peek says so; unblocked, the allow list decides again', async () => {
+    await withTwo(async (a, b) => {
+      await a.allow(['vip', '198.51.100.0/24']);
+      await vi.waitFor(async () => expect((await b.tryAcquire('vip')).access?.list).toBe('allow'));
+      await a.block('vip', 60_000);
+      await a.block('user:1', 60_000);
+      for (const node of [a, b]) {
+        expect(await node.tryAcquire('vip')).toMatchObject({ allowed: false, blocked: true });
+        expect(await node.peek('vip')).toMatchObject({ allowed: false, blocked: true });
+        expect(await node.tryAcquire('user:1', { address: '198.51.100.4' })).toMatchObject({ blocked: true });
+        expect((await node.tryAcquire('user:2', { address: '198.51.100.4' })).access?.list).toBe('allow');
+      }
+      await b.unblock('vip');
+      expect((await a.tryAcquire('vip')).access?.list).toBe('allow');
+    });
+  });
 });

@@ -7,7 +7,7 @@ import {
   createLimiter,
   DEFAULT_MAX_KEY_LENGTH,
 } from '@sluice/core';
-import { entryTexts, keyHash, listEntries, ruleFromSpec } from '@sluice/core/store-kit';
+import { entriesInForce, entryTexts, keyHash, listEntries, ruleFromSpec } from '@sluice/core/store-kit';
 import { redisStore } from '@sluice/redis';
 import {
   type LimiterDescriptor,
@@ -231,7 +231,6 @@ export async function listChange(ctx: CommandContext, command: 'allow' | 'deny' 
       [...ctx.positionals],
       { ...(ttl === undefined ? {} : { ttlMs: ttl }), ...(reason === undefined ? {} : { reason }) },
       DEFAULT_MAX_KEY_LENGTH,
-      Date.now(),
     );
     await lists.put(entries);
     if (ctx.json) ctx.out(JSON.stringify({ ok: true, command, prefix: ctx.prefix, entries: entries.length }));
@@ -245,12 +244,8 @@ export async function lists(ctx: CommandContext): Promise<void> {
   await described(ctx);
   const binding = listsOf(ctx);
   try {
-    const now = Date.now();
-    const entries: AccessEntry[] = ((await binding.read()).entries ?? [])
-      .filter((e) => e.expiresAt === undefined || e.expiresAt > now)
-      .sort((a, b) =>
-        a.list !== b.list ? (a.list < b.list ? -1 : 1) : a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0,
-      );
+    // In force by Redis TIME, as the nodes count: this machine's clock decides nothing.
+    const entries: AccessEntry[] = entriesInForce(await binding.read());
     if (ctx.json) {
       ctx.out(JSON.stringify({ prefix: ctx.prefix, entries }));
       return;

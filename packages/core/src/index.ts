@@ -94,7 +94,7 @@ export {
 export type { LimitedKey, LimitedKeysOptions, TopLimitedOptions } from './engine/limited-keys.js';
 export { MAX_BOARD_MINUTES, byMostLimited, sumRows } from './engine/limited-keys-board.js';
 export type { BoardRow, LimitedKeysBinding, LimitedKeysStore } from './engine/limited-keys-board.js';
-export { DEFAULT_ACCESS_REFRESH_MS, MAX_ENTRIES_PER_CALL, addressOfKey } from './engine/access-list.js';
+export { DEFAULT_ACCESS_REFRESH_MS, MAX_ENTRIES_PER_CALL } from './engine/access-list.js';
 export type { AccessListOptions, ListEntryOptions } from './engine/access-list.js';
 export { MAX_ACCESS_ENTRIES } from './engine/access-list-store.js';
 export type {
@@ -102,6 +102,7 @@ export type {
   AccessListBinding,
   AccessListName,
   AccessListStore,
+  NewAccessEntry,
   StoredAccessList,
 } from './engine/access-list-store.js';
 export type { Throttle, ThrottleRunOptions } from './throttle/throttle.js';

@@ -2,6 +2,7 @@ import {
   type AccessEntry,
   type AccessListBinding,
   MAX_ACCESS_ENTRIES,
+  type NewAccessEntry,
   SluiceRangeError,
   type StoredAccessList,
 } from '@sluice/core';
@@ -22,17 +23,8 @@ export interface AccessListContext {
 }
 
 /**
- * An entry's value in the hash: its list, its expiry ('' none) and its reason, one per line (the CLI writes
- * the same).
- * @example
- * encodeEntry({ entry: '10.0.0.0/8', list: 'deny', reason: 'scan' }) // 'deny\n\nscan'
- */
-export function encodeEntry(entry: AccessEntry): string {
-  return `${entry.list}\n${entry.expiresAt === undefined ? '' : Math.ceil(entry.expiresAt)}\n${entry.reason ?? ''}`;
-}
-
-/**
- * An entry from its text and hash value; undefined for a value no sluice wrote.
+ * An entry from its text and hash value ('<list>\n<expires at on Redis TIME, or ''>\n<reason>', as
+ * access_list.lua writes it); undefined for a value no sluice wrote.
  * @example
  * decodeEntry('10.0.0.0/8', 'deny\n\nscan') // { entry: '10.0.0.0/8', list: 'deny', reason: 'scan' }
  */
@@ -55,7 +47,8 @@ export function decodeEntry(text: string, value: string): AccessEntry | undefine
 /**
  * A Redis store's access lists (redisStore, leasedStore, dividedStore: Store.bindAccessList): a limiter's
  * entries in one hash under its prefix (access_list.lua), every change announced on its channel, which the
- * store hears for each prefix bound here; the startup check covers the script's commands.
+ * store hears for each prefix bound here; the startup check covers the script's commands. Expiry and the
+ * version's epoch come from Redis TIME, whoever writes (a node, the admin router, the CLI).
  * @example
  * const lists = new RedisAccessLists({ connection, timeoutMs: 500, checks, channels })
  * const list = lists.bind('api')
@@ -107,24 +100,23 @@ export class RedisAccessLists {
     };
     return {
       remote: true,
-      read: async (knownVersion?: number): Promise<StoredAccessList> => {
-        const reply = await run(
-          ['read', knownVersion === undefined ? '' : String(knownVersion)],
-          'an access-list read',
-        );
+      read: async (knownVersion?: string): Promise<StoredAccessList> => {
+        const reply = await run(['read', knownVersion ?? ''], 'an access-list read');
         const items = Array.isArray(reply) ? reply : [];
-        const version = Number(items[0] ?? 0);
-        if (items.length === 1 && knownVersion === version) return { version };
+        const version = String(items[0] ?? '');
+        const now = Number(items[1]);
+        if (items.length === 2 && version !== '' && knownVersion === version) return { version, now };
         const entries: AccessEntry[] = [];
-        for (let i = 1; i + 1 < items.length; i += 2) {
+        for (let i = 2; i + 1 < items.length; i += 2) {
           const entry = decodeEntry(String(items[i]), String(items[i + 1]));
           if (entry !== undefined) entries.push(entry);
         }
-        return { version, entries };
+        return { version, now, entries };
       },
-      put: async (entries) => {
-        const args = ['put', String(MAX_ACCESS_ENTRIES), String(Date.now()), channel];
-        for (const entry of entries) args.push(entry.entry, encodeEntry(entry));
+      put: async (entries: readonly NewAccessEntry[]) => {
+        const args = ['put', String(MAX_ACCESS_ENTRIES), channel];
+        for (const e of entries)
+          args.push(e.entry, e.list, e.ttlMs === undefined ? '' : String(Math.ceil(e.ttlMs)), e.reason ?? '');
         await run(args, 'an access-list change');
       },
       remove: async (texts) => Number(await run(['remove', channel, ...texts], 'an access-list change')),

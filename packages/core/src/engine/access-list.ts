@@ -1,4 +1,3 @@
-import { reportCallbackError } from '../foundation/callbacks.js';
 import type { Clock } from '../foundation/clock.js';
 import { repeat } from '../foundation/timers.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
@@ -8,17 +7,13 @@ import {
   type AccessListBinding,
   type AccessListName,
   MAX_ACCESS_ENTRIES,
+  type NewAccessEntry,
+  type StoredAccessList,
 } from './access-list-store.js';
-import { AccessMatcher, isAddress, looksLikeRange, rangeOf } from './access-matcher.js';
+import { AccessMatcher, entryKind, isAddress } from './access-matcher.js';
 
 /** Options of a limiter's `accessList`. */
 export interface AccessListOptions {
-  /**
-   * The IP address a key stands for, to match the lists' addresses and ranges (undefined: none). By default
-   * the address in the HTTP adapters' keys (`ip:203.0.113.7`; an IPv6 prefix key `ip:2001:db8::/56` as its
-   * first address), or the key itself when it is an address (see addressOfKey).
-   */
-  addressOf?: (key: string) => string | undefined;
   /**
    * How often this process reads the list's version again on a shared store, whatever it heard: a missed
    * message heals within this. A change is heard at once otherwise.
@@ -31,12 +26,17 @@ export interface AccessListOptions {
 export const DEFAULT_ACCESS_REFRESH_MS = 10_000;
 /** The most entries one allow, deny or unlist call takes (a longer list goes in several calls). */
 export const MAX_ENTRIES_PER_CALL = 10_000;
+/** The longest an entry's ttlMs may be (2^47 ms, some 4,000 years): its expiry stays an exact integer. */
+const MAX_TTL_MS = 2 ** 47;
 /** The longest reason an entry keeps. */
 const MAX_REASON_LENGTH = 200;
 
 /** Options of `limiter.allow` and `limiter.deny`. */
 export interface ListEntryOptions {
-  /** The entries hold this long, then stop (absent: until removed). */
+  /**
+   * The entries hold this long from when the store writes them, on the store's clock (Redis TIME, whatever
+   * the writer's clock says), then stop (absent: until removed). At most 2^47 ms.
+   */
   ttlMs?: number;
   /** Why (a denied request's decision carries it; the admin page and the CLI show it). At most 200 characters. */
   reason?: string;
@@ -49,47 +49,53 @@ export function accessListValue(name: string, value: unknown): Required<AccessLi
     throw new SluiceTypeError(name, value, `${name} must be an options object or false, got ${describe(value)}`);
   const o = value as AccessListOptions;
   for (const option of Object.keys(o)) {
-    if (option !== 'addressOf' && option !== 'refreshMs')
-      throw new SluiceRangeError(`${name}.${option}`, option, `${name} takes addressOf, refreshMs; got ${option}`);
+    if (option !== 'refreshMs')
+      throw new SluiceRangeError(`${name}.${option}`, option, `${name} takes refreshMs; got ${option}`);
   }
-  if (o.addressOf !== undefined && typeof o.addressOf !== 'function')
-    throw new SluiceTypeError(`${name}.addressOf`, o.addressOf, `${name}.addressOf must be a function of the key`);
   const refreshMs = intervalMs(`${name}.refreshMs`, o.refreshMs ?? DEFAULT_ACCESS_REFRESH_MS, 100, 600_000);
-  return { addressOf: o.addressOf ?? addressOfKey, refreshMs };
+  return { refreshMs };
 }
 
 /**
- * The default `addressOf`: the address in a key as the HTTP adapters make them (`ip:203.0.113.7`, an IPv6
- * client's prefix `ip:2001:db8:0:100::/56` as its first address), or the key itself when it is an address.
+ * The checked `address` option of tryAcquire, acquire and peek: undefined, or an IPv4 address in four
+ * decimal parts or an IPv6 address (the client's, as the adapter knows it).
  * @example
- * addressOfKey('ip:203.0.113.7') // '203.0.113.7'
+ * addressOption(req.socket.remoteAddress) // '203.0.113.7'
  */
-export function addressOfKey(key: string): string | undefined {
-  const text = key.startsWith('ip:') ? key.slice(3) : key;
-  const slash = text.indexOf('/');
-  const address = slash < 0 ? text : text.slice(0, slash);
-  return isAddress(address) ? address : undefined;
+export function addressOption(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !isAddress(value))
+    throw new SluiceRangeError(
+      'address',
+      value,
+      `address must be the client's IPv4 (four decimal parts) or IPv6 address, got ${describe(value)}`,
+    );
+  return value;
 }
 
 /**
- * `entries` of `list` as the store keeps them, checked: each a non-empty string of at most `maxLength`
- * characters, text shaped as a range a valid CIDR range; at most MAX_ENTRIES_PER_CALL of them.
+ * `entries` of `list` as a store is asked to put them, checked: each a non-empty string of at most
+ * `maxLength` characters, text shaped as an address or range a valid one (see entryKind); at most
+ * MAX_ENTRIES_PER_CALL of them. The store sets their expiry on its own clock.
  * @example
- * listEntries('deny', ['10.0.0.0/8'], { reason: 'scan' }, 256, Date.now()) // [{ entry: '10.0.0.0/8', list: 'deny', reason: 'scan' }]
+ * listEntries('deny', ['10.0.0.0/8'], { reason: 'scan', ttlMs: 60_000 }, 256) // [{ entry: '10.0.0.0/8', list: 'deny', ttlMs: 60000, reason: 'scan' }]
  */
 export function listEntries(
   list: AccessListName,
   entries: unknown,
   options: ListEntryOptions | undefined,
   maxLength: number,
-  nowMs: number,
-): AccessEntry[] {
+): NewAccessEntry[] {
   const texts = entryTexts(entries, maxLength);
   if (options !== undefined && (typeof options !== 'object' || options === null))
     throw new SluiceTypeError('options', options, `${list} options must be an object, got ${describe(options)}`);
   const ttlMs = options?.ttlMs;
-  if (ttlMs !== undefined && !(typeof ttlMs === 'number' && Number.isFinite(ttlMs) && ttlMs > 0))
-    throw new SluiceRangeError('ttlMs', ttlMs, `ttlMs must be a positive number of ms, got ${describe(ttlMs)}`);
+  if (ttlMs !== undefined && !(typeof ttlMs === 'number' && ttlMs > 0 && ttlMs <= MAX_TTL_MS))
+    throw new SluiceRangeError(
+      'ttlMs',
+      ttlMs,
+      `ttlMs must be a number of ms > 0 and at most 2^47, got ${describe(ttlMs)}`,
+    );
   const reason = options?.reason;
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_REASON_LENGTH))
     throw new SluiceRangeError(
@@ -100,7 +106,7 @@ export function listEntries(
   return texts.map((entry) => ({
     entry,
     list,
-    ...(ttlMs === undefined ? {} : { expiresAt: nowMs + ttlMs }),
+    ...(ttlMs === undefined ? {} : { ttlMs }),
     ...(reason === undefined ? {} : { reason }),
   }));
 }
@@ -132,8 +138,13 @@ export function entryTexts(entries: unknown, maxLength: number): string[] {
         text,
         `each entry must be a non-empty string of at most ${maxLength} characters, got ${describe(text)}`,
       );
-    if (looksLikeRange(text) && rangeOf(text) === undefined)
-      throw new SluiceRangeError('entries', text, `${JSON.stringify(text)} is not a valid IPv4 or IPv6 CIDR range`);
+    const kind = entryKind(text);
+    if (kind.kind === 'invalid')
+      throw new SluiceRangeError(
+        'entries',
+        text,
+        `entry ${JSON.stringify(text)} looks like an IP address or CIDR range but cannot be enforced as written: ${kind.why}`,
+      );
   }
   return texts as string[];
 }
@@ -142,16 +153,17 @@ export function entryTexts(entries: unknown, maxLength: number): string[] {
  * A limiter's access list as this process holds it: compiled for lookups (see AccessMatcher), read from its
  * store at start, again whenever another node's change is heard, and on a shared store every refreshMs (a
  * read of the version only, unless it moved). A read that fails keeps the list this process has (reported
- * through `onError`): the lists never fail a decision.
+ * through `onError`): the lists never fail a decision. Entries expire on the store's clock: each read's
+ * expiry times are moved onto this process's clock by the store's time at the read, so a node or writer
+ * whose clock is off shifts nothing (only the read's own latency).
  * @example
  * const list = new AccessList(binding, options, clock, report)
- * list.match('10.1.2.3') // the entry that holds, if any
+ * list.match('user:7', '10.1.2.3') // the entry that holds, if any
  */
 export class AccessList {
   #matcher = AccessMatcher.of([]);
-  #version: number | undefined;
+  #version: string | undefined;
   readonly #binding: AccessListBinding;
-  readonly #addressOf: (key: string) => string | undefined;
   readonly #clock: Clock;
   readonly #onError: (error: unknown) => void;
   /** Told whether the lists hold anything after each read: a limiter asks nothing of empty lists. */
@@ -173,7 +185,6 @@ export class AccessList {
   ) {
     this.#onLoaded = onLoaded;
     this.#binding = binding;
-    this.#addressOf = options.addressOf;
     this.#clock = clock;
     this.#onError = onError;
     this.#unsubscribe = binding.onChange(() => void this.refresh());
@@ -181,18 +192,13 @@ export class AccessList {
     this.loaded = this.refresh();
   }
 
-  /** The entry that holds for `key` now, if any: one comparison while the lists are empty. */
-  match(key: string): AccessEntry | undefined {
+  /**
+   * The entry that holds now for `key` and the client `address` the call gave (a checked one, see
+   * addressOption), if any: one comparison while the lists are empty.
+   */
+  match(key: string, address: string | undefined): AccessEntry | undefined {
     const matcher = this.#matcher;
     if (matcher.empty) return undefined;
-    let address: string | undefined;
-    if (matcher.hasRanges) {
-      try {
-        address = this.#addressOf(key);
-      } catch (error) {
-        reportCallbackError(undefined, 'accessList.addressOf', error);
-      }
-    }
     return matcher.match(key, address, this.#clock.now());
   }
 
@@ -217,10 +223,14 @@ export class AccessList {
     try {
       const stored = await this.#binding.read(this.#version);
       if (stored.entries !== undefined) {
-        this.#matcher = AccessMatcher.of(stored.entries);
+        const shift = this.#clock.now() - stored.now;
+        const local = stored.entries.map((e) =>
+          e.expiresAt === undefined ? e : { ...e, expiresAt: e.expiresAt + shift },
+        );
+        this.#matcher = AccessMatcher.of(local);
         this.#onLoaded(!this.#matcher.empty);
       }
-      this.#version = stored.version;
+      this.#version = stored.version === '' ? undefined : stored.version;
     } catch (error) {
       this.#onError(error);
     }
@@ -228,16 +238,10 @@ export class AccessList {
 
   /** Every entry in force (expired ones left out), read from the store, in list then entry order. */
   async entries(): Promise<AccessEntry[]> {
-    const stored = await this.#binding.read();
-    const now = this.#clock.now();
-    return (stored.entries ?? [])
-      .filter((e) => e.expiresAt === undefined || e.expiresAt > now)
-      .sort((a, b) =>
-        a.list !== b.list ? (a.list < b.list ? -1 : 1) : a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0,
-      );
+    return entriesInForce(await this.#binding.read());
   }
 
-  async put(entries: readonly AccessEntry[]): Promise<void> {
+  async put(entries: readonly NewAccessEntry[]): Promise<void> {
     await this.#binding.put(entries);
     await this.refresh();
   }
@@ -253,4 +257,18 @@ export class AccessList {
     this.#unsubscribe();
     this.#binding.unbind();
   }
+}
+
+/**
+ * The entries of a read that hold at its time (the store's clock), in list then entry order: what
+ * `limiter.accessList()`, the admin router and the CLI show.
+ * @example
+ * entriesInForce(await binding.read()) // [{ entry: '10.0.0.0/8', list: 'deny' }]
+ */
+export function entriesInForce(stored: StoredAccessList): AccessEntry[] {
+  return (stored.entries ?? [])
+    .filter((e) => e.expiresAt === undefined || e.expiresAt > stored.now)
+    .sort((a, b) =>
+      a.list !== b.list ? (a.list < b.list ? -1 : 1) : a.entry < b.entry ? -1 : a.entry > b.entry ? 1 : 0,
+    );
 }

@@ -155,3 +155,68 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
     expect((await limiter.tryAcquire('k')).allowed).toBe(true);
   });
 });
+
+describe('bans beside the access lists (memory store)', () => {
+  it("an operator's block outranks the allow list: an allowed key (or address) that is banned is refused, and peek says so", async () => {
+    const clock = new ManualClock(0);
+    const limiter = createLimiter({ rules: fixedWindow({ name: 'api', limit: 2, windowMs: 60_000 }), clock });
+    await limiter.allow(['vip', '10.0.0.0/8']);
+    await limiter.block('vip', 60_000);
+    // The reproduction: every one of these passed, and peek showed the allow entry.
+    for (let i = 0; i < 5; i++)
+      expect(await limiter.tryAcquire('vip')).toMatchObject({ allowed: false, blocked: true, retryAfterMs: 60_000 });
+    const seen = await limiter.peek('vip');
+    expect(seen).toMatchObject({ allowed: false, blocked: true });
+    expect(seen.access).toBeUndefined(); // the ban decided; the allow entry's reason never reaches a client
+    await expect(limiter.acquire('vip')).rejects.toMatchObject({ code: 'NEVER_ALLOWED' });
+    // Allowed by its address: the key's ban holds too; a key not banned is let through by the range.
+    await limiter.block('user:7', 60_000);
+    expect(await limiter.tryAcquire('user:7', { address: '10.1.2.3' })).toMatchObject({ blocked: true });
+    expect((await limiter.tryAcquire('user:8', { address: '10.1.2.3' })).access?.list).toBe('allow');
+    // Allowed after the ban was set: the ban still holds. Lifted: the allow list decides again, nothing taken.
+    await limiter.block('late', 1_000);
+    await limiter.allow('late');
+    expect((await limiter.tryAcquire('late')).blocked).toBe(true);
+    await limiter.unblock('vip');
+    for (let i = 0; i < 5; i++) expect((await limiter.tryAcquire('vip')).access?.list).toBe('allow');
+    clock.advance(1_000);
+    expect((await limiter.tryAcquire('late')).access?.list).toBe('allow');
+    await limiter.unlist('vip');
+    expect((await limiter.peek('vip')).remaining).toBe(2);
+  });
+
+  it('a ban with a deny list: the deny answers while listed, the ban after it is unlisted, until unblocked', async () => {
+    const clock = new ManualClock(0);
+    const limiter = createLimiter({ rules: fixedWindow({ name: 'api', limit: 2, windowMs: 60_000 }), clock });
+    await limiter.deny('k', { reason: 'abuse' });
+    await limiter.block('k', 60_000);
+    expect(await limiter.tryAcquire('k')).toMatchObject({ allowed: false, access: { list: 'deny', reason: 'abuse' } });
+    await limiter.unlist('k');
+    expect(await limiter.tryAcquire('k')).toMatchObject({ allowed: false, blocked: true });
+    expect(await limiter.peek('k')).toMatchObject({ allowed: false, blocked: true });
+    await limiter.unblock('k');
+    expect(await limiter.tryAcquire('k')).toMatchObject({ allowed: true, remaining: 1 });
+  });
+
+  it("with plans: an allowed key's ban holds whatever its plan; a rule's blockMs ban started before the allow holds to its end", async () => {
+    const clock = new ManualClock(0);
+    const limiter = createLimiter({
+      plans: {
+        free: fixedWindow({ name: 'api', limit: 1, windowMs: 60_000, blockMs: 600_000 }),
+        pro: fixedWindow({ name: 'api', limit: 100, windowMs: 60_000 }),
+      },
+      clock,
+    });
+    await limiter.allow('tenant-1');
+    await limiter.block('tenant-1', 60_000);
+    for (const plan of ['free', 'pro'])
+      expect(await limiter.tryAcquire('tenant-1', { plan })).toMatchObject({ allowed: false, blocked: true });
+    expect(await limiter.peek('tenant-1', { plan: 'pro' })).toMatchObject({ blocked: true });
+    await limiter.tryAcquire('tenant-2', { plan: 'free' });
+    expect((await limiter.tryAcquire('tenant-2', { plan: 'free' })).blocked).toBe(true);
+    await limiter.allow('tenant-2');
+    expect((await limiter.tryAcquire('tenant-2', { plan: 'pro' })).blocked).toBe(true);
+    clock.advance(600_000);
+    expect((await limiter.tryAcquire('tenant-2', { plan: 'free' })).access?.list).toBe('allow');
+  });
+});

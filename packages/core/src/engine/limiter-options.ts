@@ -60,10 +60,11 @@ export interface CommonLimiterOptions {
    */
   limitedKeys?: LimitedKeysOptions | false | undefined;
   /**
-   * The limiter's allow and deny lists (`limiter.allow`, `limiter.deny`, the admin router, the CLI): how a
-   * key maps to an IP address for ranges, and how often a shared store's list is read again. false keeps
-   * none (and makes allow and deny fail with UNSUPPORTED).
-   * @default { refreshMs: DEFAULT_ACCESS_REFRESH_MS (10000), addressOf: addressOfKey (the address in `ip:...` keys) }
+   * The limiter's allow and deny lists (`limiter.allow`, `limiter.deny`, the admin router, the CLI): how
+   * often a shared store's list is read again. Addresses and ranges match the client address a call gives
+   * (`tryAcquire(key, { address })`, passed by the adapters), never the key. false keeps none (and makes
+   * allow and deny fail with UNSUPPORTED).
+   * @default { refreshMs: DEFAULT_ACCESS_REFRESH_MS (10000) }
    */
   accessList?: AccessListOptions | false | undefined;
 }

@@ -19,8 +19,8 @@ import {
 } from './limited-keys.js';
 import { MAX_BOARD_MINUTES, hasLimitedKeysBoard } from './limited-keys-board.js';
 import { MemoryBoards } from './memory-boards.js';
-import { AccessList, type ListEntryOptions, entryTexts, listEntries } from './access-list.js';
-import { type AccessEntry, hasAccessLists } from './access-list-store.js';
+import { AccessList, type ListEntryOptions, addressOption, entryTexts, listEntries } from './access-list.js';
+import { type AccessEntry, type NewAccessEntry, hasAccessLists } from './access-list-store.js';
 import { MemoryAccessLists } from './memory-access-lists.js';
 import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
 import {
@@ -70,16 +70,28 @@ export interface TryAcquireOptions extends PlanOption {
   timeoutMs?: number | undefined;
   /** Aborting rejects a waiting call with SluiceError('ABORTED'). */
   signal?: AbortSignal | undefined;
+  /**
+   * The client's IP address, as your server knows it (the socket's peer, or what your own proxies wrote,
+   * read with your trust settings), for the access lists' addresses and ranges. The HTTP, Fetch, Hono, Koa,
+   * gRPC and Nest adapters pass it for every request. A key is never read as an address: without this, no
+   * address or range entry holds for the call. A SluiceRangeError when it is no IPv4 or IPv6 address.
+   */
+  address?: string | undefined;
 }
 
 export interface AcquireOptions extends PlanOption {
   /** What the call counts (see TryAcquireOptions.permits). @default 1 */
   permits?: number | RuleCosts | undefined;
   signal?: AbortSignal | undefined;
+  /** The client's IP address, for the access lists (see TryAcquireOptions.address). */
+  address?: string | undefined;
 }
 
 /** Options of `peek`. */
-export type PeekOptions = PlanOption;
+export interface PeekOptions extends PlanOption {
+  /** The client's IP address, for the access lists (see TryAcquireOptions.address). */
+  address?: string | undefined;
+}
 
 /** Options of `penalize`. */
 export type PenalizeOptions = PlanOption;
@@ -250,11 +262,12 @@ export interface Limiter {
    */
   flushLimitedKeys(): Promise<void>;
   /**
-   * Puts `entries` on the allow list, for every node of the limiter's store: a key, an IP address or an
-   * IPv4/IPv6 CIDR range (matched against `accessList.addressOf(key)`) whose requests skip the rules (allowed,
-   * nothing consumed, `decision.access` says which entry). An entry already on a list moves here. At most
-   * 10,000 per call, 100,000 in all (SluiceRangeError past them, nothing added); a range that does not parse
-   * is refused (SluiceRangeError naming it). On a Redis store every node holds it within a second.
+   * Puts `entries` on the allow list, for every node of the limiter's store: a key, or an IP address or
+   * IPv4/IPv6 CIDR range (matched against the call's `address`, never the key), whose requests skip the rules
+   * (allowed, nothing consumed, `decision.access` says which entry), unless the key is banned: a ban holds.
+   * An entry already on a list moves here. At most 10,000 per call, 100,000 in all (SluiceRangeError past
+   * them, nothing added); text shaped as an address that cannot be enforced as written is refused
+   * (SluiceRangeError naming it). On a Redis store every node holds it within a second.
    */
   allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void>;
   /**
@@ -520,8 +533,8 @@ class StoreLimiter implements Limiter {
     }
     // The common call, kept to one store call: no options, no plans, no shadow, no observer.
     if (options === undefined && this.#plain !== undefined && !observed()) {
-      const listed = this.#listed?.match(key);
-      if (listed !== undefined) return this.#listedDecision(listed);
+      const listed = this.#listedOr(key, undefined, undefined);
+      if (listed !== undefined) return listed;
       const limited = this.#limited;
       if (limited === undefined) return this.#plain.consume(key, 1, 0);
       const decided = this.#plain.consume(key, 1, 0);
@@ -565,16 +578,14 @@ class StoreLimiter implements Limiter {
   }
 
   async allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
-    await this.#listChange('allow', () =>
-      listEntries('allow', entries, options, this.#maxKeyLength, this.#clock.now()),
-    );
+    await this.#listChange('allow', () => listEntries('allow', entries, options, this.#maxKeyLength));
   }
 
   async deny(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
-    await this.#listChange('deny', () => listEntries('deny', entries, options, this.#maxKeyLength, this.#clock.now()));
+    await this.#listChange('deny', () => listEntries('deny', entries, options, this.#maxKeyLength));
   }
 
-  async #listChange(method: 'allow' | 'deny', make: () => AccessEntry[]): Promise<void> {
+  async #listChange(method: 'allow' | 'deny', make: () => NewAccessEntry[]): Promise<void> {
     try {
       this.#checkOpen();
       const entries = make();
@@ -651,13 +662,13 @@ class StoreLimiter implements Limiter {
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
     if (options === undefined && this.#bindings === undefined && this.#overrides.size === 0)
-      return this.#listedOr(key, note) ?? this.#decideNow(this.#default, key, 1, note);
+      return this.#listedOr(key, undefined, note) ?? this.#decideNow(this.#default, key, 1, note);
     optionsObject('tryAcquire options', options, false);
     const permits = permitsOption(options?.permits);
     const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
     const signal = optionalSignal(options?.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-    const listed = this.#listedOr(key, note);
+    const listed = this.#listedOr(key, addressOption(options?.address), note);
     if (listed !== undefined) return listed;
     // No await here: an async function that never suspends costs less on the hot path, and a waiting call
     // must register its sleep without delay. Only an async plan resolver is waited for.
@@ -667,12 +678,31 @@ class StoreLimiter implements Limiter {
     return this.#decide(found, ask, timeoutMs, signal);
   }
 
-  /** The decision of `key`'s access-list entry, when one holds (the rules are not asked). */
-  #listedOr(key: string, note: DecisionNote | undefined): Decision | undefined {
-    const listed = this.#listed?.match(key);
+  /**
+   * The decision of the access-list entry that holds for `key` and the client `address`, when one does (the
+   * rules are not asked). An allowed key's ban still holds: an operator's block outranks the allow list, so
+   * on a store that keeps bans an allowed key's ban is read (nothing consumed).
+   */
+  #listedOr(
+    key: string,
+    address: string | undefined,
+    note: DecisionNote | undefined,
+  ): Decision | Promise<Decision> | undefined {
+    const listed = this.#listed?.match(key, address);
     if (listed === undefined) return undefined;
-    if (note !== undefined) note.source = 'access_list';
-    return this.#listedDecision(listed);
+    const decision = this.#listedDecision(listed);
+    const bound = this.#default.bound;
+    if (listed.list === 'deny' || bound.block === undefined) {
+      if (note !== undefined) note.source = 'access_list';
+      return decision;
+    }
+    const unlessBanned = (standing: Decision): Decision => {
+      if (standing.blocked === true) return standing;
+      if (note !== undefined) note.source = 'access_list';
+      return decision;
+    };
+    const standing = bound.peek(key);
+    return standing instanceof Promise ? standing.then(unlessBanned) : unlessBanned(standing);
   }
 
   /**
@@ -765,7 +795,7 @@ class StoreLimiter implements Limiter {
       const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
       const observedFrom = note === undefined ? 0 : performance.now();
       const d =
-        this.#listedOr(key, note) ??
+        (await this.#listedOr(key, addressOption(options?.address), note)) ??
         (this.#shadow
           ? await this.#decideNow(binding, key, permits, note)
           : await this.#wait(binding, { key, permits, note }, Infinity, signal));
@@ -844,7 +874,10 @@ class StoreLimiter implements Limiter {
       optionsObject('peek options', options, false);
       const found = this.#binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
-      return this.#listedOr(key, undefined) ?? this.#marked(binding, await binding.bound.peek(key));
+      return (
+        (await this.#listedOr(key, addressOption(options?.address), undefined)) ??
+        this.#marked(binding, await binding.bound.peek(key))
+      );
     } catch (error) {
       throw callerNamed('peek', error);
     }

@@ -4,10 +4,11 @@ import {
   type AccessEntry,
   type AccessListBinding,
   MAX_ACCESS_ENTRIES,
+  type NewAccessEntry,
   type StoredAccessList,
 } from './access-list-store.js';
 
-/** One prefix's list: its entries by text, its version, and the bindings to tell of a change. */
+/** One prefix's list: its entries by text, its version (the lists live as long as the process), and the bindings to tell of a change. */
 interface PrefixList {
   version: number;
   readonly entries: Map<string, AccessEntry>;
@@ -16,7 +17,7 @@ interface PrefixList {
 
 /**
  * Access lists kept in this process (the memory store's): the limiters of one prefix share one, and a
- * change through one binding is told to the others, as Redis tells other nodes.
+ * change through one binding is told to the others, as Redis tells other nodes. Entries expire on `clock`.
  * @example
  * const list = new MemoryAccessLists().bind('api')
  * await list.put([{ entry: '10.0.0.0/8', list: 'deny', reason: 'scraper' }])
@@ -43,12 +44,14 @@ export class MemoryAccessLists {
     };
     return {
       remote: false,
-      read: async (knownVersion?: number): Promise<StoredAccessList> => {
+      read: async (knownVersion?: string): Promise<StoredAccessList> => {
         const at = list();
-        if (knownVersion === at.version) return { version: at.version };
-        return { version: at.version, entries: [...at.entries.values()] };
+        const version = String(at.version);
+        const now = this.#clock.now();
+        if (knownVersion === version) return { version, now };
+        return { version, now, entries: [...at.entries.values()] };
       },
-      put: async (entries) => {
+      put: async (entries: readonly NewAccessEntry[]) => {
         const at = list();
         const added = entries.filter((e) => !at.entries.has(e.entry)).length;
         if (at.entries.size + added > MAX_ACCESS_ENTRIES) {
@@ -63,7 +66,9 @@ export class MemoryAccessLists {
             entries.length,
             `the access list holds ${at.entries.size} entries: ${added} more would pass its ${MAX_ACCESS_ENTRIES}`,
           );
-        for (const entry of entries) at.entries.set(entry.entry, entry);
+        const now = this.#clock.now();
+        for (const { ttlMs, ...entry } of entries)
+          at.entries.set(entry.entry, ttlMs === undefined ? entry : { ...entry, expiresAt: now + ttlMs });
         changed(at);
       },
       remove: async (texts) => {

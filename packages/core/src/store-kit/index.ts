@@ -81,4 +81,4 @@ export type {
 } from '../foundation/options.js';
 /** Operations: the limited-keys hash and the access lists' entry checks, as tools outside a limiter need them (the CLI). */
 export { keyHash } from '../engine/limited-keys.js';
-export { entryTexts, listEntries } from '../engine/access-list.js';
+export { entriesInForce, entryTexts, listEntries } from '../engine/access-list.js';

@@ -1,31 +1,49 @@
 -- access_list.lua: a limiter's allow and deny lists (limiter.allow, limiter.deny, the admin router, the CLI):
--- one hash of entries, a version every change raises, and a message on the limiter's list channel so every
+-- one hash of entries, a version every change moves on, and a message on the limiter's list channel so every
 -- node reads the list again at once (each also checks the version now and then: a missed message heals).
--- An entry's value is '<list>\n<expires at, ms since the epoch, or ''>\n<reason>'.
+-- An entry's value is '<list>\n<expires at, ms since the epoch on Redis TIME, or ''>\n<reason>'.
+--
+-- Expiry is Redis's: a writer sends a time to live and this script sets the expiry from TIME, so a writer
+-- whose clock is off (a CLI on a laptop) writes the same entry as any other; a read answers TIME with the
+-- entries, for readers to count down on their own clocks.
+--
+-- The version is '<epoch>-<count>': the epoch is TIME in microseconds when the version was first written,
+-- so after Redis loses the lists (a restart without persistence, FLUSHALL) the next change starts a new
+-- epoch and never names the old contents again (a counter from 0 would, and a node that knew that number
+-- would keep its stale list for good). No version stored: a read always carries the entries.
 --
 -- KEYS[1]  the entries (a hash: entry text -> value); KEYS[2] the version (both under the limiter's hash tag)
 -- ARGV     op ('put' | 'remove' | 'read'); then
---          put: the most entries the hash may hold, now (ms since the epoch), the channel, then per entry its
---               text and value;
+--          put: the most entries the hash may hold, the channel, then per entry its text, its list, its
+--               time to live in ms ('' none) and its reason;
 --          remove: the channel, then the texts;
 --          read: the version the reader knows ('' none).
--- Reply    put: the new version; remove: how many entries there were; read: { version } when it is the one
---          the reader knows, else { version, text, value, text, value, ... }.
+-- Reply    put: the new version; remove: how many entries there were; read: { version, now } when the
+--          version is the one the reader knows, else { version, now, text, value, text, value, ... }
+--          (version '' when none is stored; now in ms on TIME).
 -- Errors   SLUICE_LIST_FULL <entries held>: the put would take the hash past its most (nothing was added).
 
 local op = ARGV[1]
 
--- Raises the version and tells every node.
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+
+-- Moves the version on (in its epoch, or a new one) and tells every node.
 local function changed(channel)
-  local version = redis.call('INCRBY', KEYS[2], 1)
-  redis.call('PUBLISH', channel, tostring(version))
+  local epoch, count = string.match(redis.call('GET', KEYS[2]) or '', '^(%d+)%-(%d+)$')
+  if epoch == nil then
+    epoch, count = time[1] .. string.format('%06d', tonumber(time[2])), '0'
+  end
+  local version = epoch .. '-' .. tostring(tonumber(count) + 1)
+  redis.call('SET', KEYS[2], version)
+  redis.call('PUBLISH', channel, version)
   return version
 end
 
 if op == 'put' then
-  local most, now, channel = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+  local most, channel = tonumber(ARGV[2]), ARGV[3]
   local new = 0
-  for i = 5, #ARGV, 2 do
+  for i = 4, #ARGV, 4 do
     if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 0 then new = new + 1 end
   end
   local held = redis.call('HLEN', KEYS[1])
@@ -39,7 +57,11 @@ if op == 'put' then
     held = redis.call('HLEN', KEYS[1])
     if held + new > most then return redis.error_reply('SLUICE_LIST_FULL ' .. held) end
   end
-  for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+  for i = 4, #ARGV, 4 do
+    local ttl = tonumber(ARGV[i + 2])
+    local expires = ttl == nil and '' or string.format('%d', now + ttl)
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1] .. '\n' .. expires .. '\n' .. ARGV[i + 3])
+  end
   return changed(channel)
 end
 if op == 'remove' then
@@ -49,9 +71,10 @@ if op == 'remove' then
   return removed
 end
 if op == 'read' then
-  local version = tonumber(redis.call('GET', KEYS[2]) or '0')
-  if ARGV[2] ~= '' and tonumber(ARGV[2]) == version then return { version } end
+  local version = redis.call('GET', KEYS[2]) or ''
+  if version ~= '' and ARGV[2] == version then return { version, now } end
   local out = redis.call('HGETALL', KEYS[1])
+  table.insert(out, 1, now)
   table.insert(out, 1, version)
   return out
 end

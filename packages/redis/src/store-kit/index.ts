@@ -65,7 +65,7 @@ export { RedisBoard, RedisBoards } from '../limited-keys-board.js';
 export { readDescriptor, writeDescriptor } from '../descriptor.js';
 export type { LimiterDescriptor } from '../descriptor.js';
 /** Allow and deny lists on Redis: a limiter's entries every node holds. */
-export { RedisAccessLists, decodeEntry, encodeEntry } from '../access-lists.js';
+export { RedisAccessLists, decodeEntry } from '../access-lists.js';
 export type { AccessListContext } from '../access-lists.js';
 export type { BoardContext } from '../limited-keys-board.js';
 export { bySlot } from '../slots.js';

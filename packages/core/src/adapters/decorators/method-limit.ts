@@ -2,7 +2,7 @@ import type { Decision } from '../../foundation/decision.js';
 import { RateLimitedError, SluiceTypeError, inCall } from '../../foundation/errors.js';
 import type { Limiter } from '../../engine/limiter.js';
 import { requireRequestContext } from '../http/context.js';
-import { type RequestKeyMark, byIp, isRequestStrategy } from '../http/keys.js';
+import { type RequestKeyMark, byIp, byIpSettings, clientAddressReader, isRequestStrategy } from '../http/keys.js';
 import type { RequestView } from '../http/view.js';
 import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../../foundation/validate.js';
 
@@ -68,11 +68,18 @@ export interface MethodLimitDecorator {
 
 const addressKey = byIp();
 
-/** A call's key from the current request (what the HTTP adapter admitted): the strategy's, else the address's. */
-function requestKey(strategy: (req: unknown, view: RequestView) => string | undefined | null, method: string): string {
+/**
+ * A call's key from the current request (what the HTTP adapter admitted): the strategy's, else the
+ * address's; and the client's address for the access lists, read with the strategy's proxy settings when
+ * it is a byIp, else the peer's.
+ */
+function requestKey(
+  strategy: (req: unknown, view: RequestView) => string | undefined | null,
+  method: string,
+): { key: string; address: string | undefined } {
   const { request, view } = requireRequestContext(`@rateLimited on ${method}`);
   const key = strategy(request, view) || addressKey(request, view);
-  if (typeof key === 'string' && key !== '') return key;
+  if (typeof key === 'string' && key !== '') return { key, address: clientAddressReader(byIpSettings(strategy))(view) };
   throw new SluiceTypeError(
     'key',
     key,
@@ -126,13 +133,18 @@ export function rateLimited(options: MethodLimitOptions): MethodLimitDecorator {
     ): AsyncMethod<This, Args, R> =>
       async function limited(this: This, ...args: Args): Promise<R> {
         const call: MethodCall = { self: this, args, method: `${className(this, isStatic)}.${methodName}` };
-        const callKey = isRequestStrategy(key)
+        const { key: callKey, address } = isRequestStrategy(key)
           ? requestKey(key, call.method)
-          : typeof key === 'function'
-            ? (key as (c: MethodCall) => string)(call)
-            : (key ?? call.method);
+          : {
+              key: typeof key === 'function' ? (key as (c: MethodCall) => string)(call) : (key ?? call.method),
+              address: undefined,
+            };
         const callPermits = typeof permits === 'function' ? permits(call) : (permits ?? 1);
-        const decision: Decision = await limiter.tryAcquire(callKey, { permits: callPermits, timeoutMs });
+        const decision: Decision = await limiter.tryAcquire(callKey, {
+          permits: callPermits,
+          timeoutMs,
+          ...(address === undefined ? {} : { address }),
+        });
         if (!decision.allowed) throw new RateLimitedError(decision);
         return target.apply(this, args);
       };

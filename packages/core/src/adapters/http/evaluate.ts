@@ -11,7 +11,7 @@ import {
 } from '../../foundation/validate.js';
 import { type SettleResponse, accountFor } from './after-response.js';
 import { type HeaderFormat, rateLimitHeaders, seconds } from './headers.js';
-import { type KeyStrategy, byIp, byIpSettings } from './keys.js';
+import { type KeyStrategy, byIp, byIpSettings, clientAddressReader } from './keys.js';
 import {
   type ConcurrencyRouteOptions,
   DEFAULT_CONCURRENCY_RETRY_AFTER_MS,
@@ -184,6 +184,8 @@ export function createEvaluator<Req, Res = unknown>(
         ? { trustProxy: options.trustProxy, proxyHeader: options.proxyHeader }
         : byIpSettings(options.key);
     const ipFallback = byIp(proxy);
+    // The access lists match this address (read with the same settings), never the key, whatever the strategy.
+    const addressOf = clientAddressReader(proxy);
     const key: KeyStrategy<Req> = options.key ?? ipFallback;
     if (typeof key !== 'function')
       throw new SluiceTypeError('key', key, `key must be a function of the request, got ${describe(key)}`);
@@ -270,11 +272,13 @@ export function createEvaluator<Req, Res = unknown>(
           const plan = planOf === undefined ? undefined : await planOf(req);
           // Only a decision that waits listens for the client going away (reading the signal may make it).
           const signal = timeoutMs > 0 ? view.signal : undefined;
+          const address = addressOf(view);
           decision = await limiter.tryAcquire(requestKey, {
             permits,
             timeoutMs,
             ...(plan === undefined ? {} : { plan }),
             ...(signal === undefined ? {} : { signal }),
+            ...(address === undefined ? {} : { address }),
           });
         } catch (error) {
           if (clientLeft(error, view)) return { kind: 'abandoned' };

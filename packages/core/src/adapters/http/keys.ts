@@ -1,5 +1,6 @@
 import { SluiceRangeError, SluiceTypeError, inCall } from '../../foundation/errors.js';
 import { describe, nonNegativeInteger, optionsObject } from '../../foundation/validate.js';
+import { isAddress } from '../../engine/access-matcher.js';
 import { hopAddress, ipKey } from './ip.js';
 import type { HttpRequestLike } from './request.js';
 import { type RequestView, nodeRequestView } from './view.js';
@@ -109,6 +110,23 @@ function clientAddress(
   const list = hops > 0 ? proxyHops(view, header) : undefined;
   if (list !== undefined) return hopAddress(list[Math.max(0, list.length - hops)] as string);
   return view.peerAddress;
+}
+
+/**
+ * Reads the client address of a request with these proxy settings (byIp's, the adapter's own): what the
+ * adapters pass to the access lists as `address` (undefined when no address can be read). Never a key.
+ * @example
+ * const addressOf = clientAddressReader({ trustProxy: 1 })
+ * limiter.tryAcquire(key, { address: addressOf(view) })
+ */
+export function clientAddressReader(
+  proxy: Pick<ByIpOptions, 'trustProxy' | 'proxyHeader'> | undefined,
+): (view: RequestView) => string | undefined {
+  const settings = byIpSettings(byIp(proxy)) as Required<Pick<ByIpOptions, 'trustProxy' | 'proxyHeader'>>;
+  return (view) => {
+    const address = clientAddress(view, settings.trustProxy, settings.proxyHeader);
+    return address !== undefined && isAddress(address) ? address : undefined;
+  };
 }
 
 /** The settings of each strategy byIp made, so the middleware's missing-key fallback reads addresses the same way. */
