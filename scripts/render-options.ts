@@ -8,6 +8,7 @@ import { LIMITER_OPTIONS } from '../packages/core/src/engine/limiter-options.js'
 import { MEMORY_STORE_OPTIONS } from '../packages/core/src/engine/memory-store.js';
 import type { OptionSchema, OptionSpec } from '../packages/core/src/foundation/options.js';
 import { THROTTLE_OPTIONS } from '../packages/core/src/throttle/throttle-options.js';
+import { ADMIN_ROUTER_OPTIONS } from '../packages/core/src/admin/admin-options.js';
 import { DIVIDED_STORE_OPTIONS } from '../packages/hybrid/src/divided-options.js';
 import { LEASED_STORE_OPTIONS } from '../packages/hybrid/src/leased-options.js';
 import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, REDIS_STORE_OPTIONS } from '../packages/redis/src/options.js';
@@ -55,6 +56,10 @@ ${table(CONCURRENCY_LIMITER_OPTIONS)}
 ## throttle (@sluice/core)
 
 ${table(THROTTLE_OPTIONS)}
+
+## adminRouter (@sluice/core/admin)
+
+${table(ADMIN_ROUTER_OPTIONS)}
 
 ## Every Redis-backed store: redisStore, leasedStore, dividedStore
 

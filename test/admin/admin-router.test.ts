@@ -179,5 +179,13 @@ describe('adminRouter options', () => {
     expect(() => adminRouter({ limiters: [limiter, limiter], authorize: () => true })).toThrow(
       expect.objectContaining({ argument: 'limiters' }),
     );
+    // A misspelt option is refused by name: 'basepath' would have served the router at the root.
+    const authorize = (request: Request) => request.headers.get('authorization') === TOKEN;
+    expect(() => adminRouter({ limiters: [limiter], authorize, basepath: '/admin' } as never)).toThrow(
+      expect.objectContaining({ argument: 'basepath' }),
+    );
+    expect(() => adminRouter({ limiters: [limiter], authorize, basePath: 'admin' })).toThrow(
+      expect.objectContaining({ argument: 'basePath' }),
+    );
   });
 });

@@ -2,10 +2,12 @@ import type { Algorithm } from '../algorithms/algorithm.js';
 import { ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
 import { reportCallbackError } from '../foundation/callbacks.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
+import { parseOptions } from '../foundation/options.js';
 import { describe } from '../foundation/validate.js';
 import type { Limiter } from '../engine/limiter.js';
 import { BodyTooLarge, MAX_ADMIN_BODY_BYTES, jsonBody } from './admin-body.js';
 import { checkFailsClosed, refuseBeforeAuthorize } from './admin-guard.js';
+import { ADMIN_ROUTER_OPTIONS, type AdminRouterOptions } from './admin-options.js';
 import { statusPage } from './status-page.js';
 
 /** What the admin router did, or refused, as its `onAction` hears it: one event per request that changes something. */
@@ -39,39 +41,7 @@ export interface AdminAction {
   readonly request: string;
 }
 
-/** Options of `adminRouter`. */
-export interface AdminRouterOptions {
-  /** The limiters it serves, each by its prefix (two with one prefix are refused). */
-  limiters: readonly Limiter[];
-  /**
-   * Says whether a request may use the router, from its headers (the body is read only after it said yes):
-   * required, there is no default that lets everyone in. false answers 401 to a request with no credentials
-   * (no Authorization header, no cookie) and 403 to others. It must fail closed: at construction it is asked
-   * about requests with no credentials and with an unset secret's `Bearer undefined` (or `null`, or empty, or
-   * Basic `undefined:undefined`); one that lets any of these in is refused (SluiceRangeError 'authorize'; an
-   * asynchronous authorize is checked before the first request, and the router serves nothing if it fails).
-   */
-  authorize: (request: Request) => boolean | Promise<boolean>;
-  /**
-   * Where it is mounted ('/admin/limits'): its paths are read below this, whole segments only ('/admin'
-   * serves '/admin' and '/admin/...', never '/adminx').
-   * @default '' (the root)
-   */
-  basePath?: string;
-  /**
-   * The `WWW-Authenticate` header of a 401: `'Basic realm="sluice admin"'` makes a browser ask for a user
-   * name and password (for an authorize that checks Basic credentials).
-   * @default 'Bearer realm="sluice admin"'
-   */
-  challenge?: string;
-  /** Called with every action asked, done, refused or failed: the audit log. A listener that throws is reported, never answered. */
-  onAction?: (action: AdminAction) => void;
-}
-
 /** The admin router: a Fetch handler. */
-// (AdminRouterOptions.challenge's default.)
-const DEFAULT_CHALLENGE = 'Bearer realm="sluice admin"';
-
 export interface AdminRouter {
   /** Answers one request: the page, its script, or an API call (JSON); never rejects. */
   fetch(request: Request): Promise<Response>;
@@ -161,24 +131,14 @@ function rulesOf(body: Record<string, unknown>): Algorithm[] {
  * app.all('/admin/*', (c) => admin.fetch(c.req.raw)) // Hono
  */
 export function adminRouter(options: AdminRouterOptions): AdminRouter {
-  if (typeof options !== 'object' || options === null)
-    throw new SluiceTypeError('options', options, `adminRouter needs an options object, got ${describe(options)}`);
-  if (typeof options.authorize !== 'function')
-    throw new SluiceTypeError(
-      'authorize',
-      options.authorize,
-      'adminRouter needs authorize(request): the router changes limits, so it has no default that lets everyone in',
-    );
-  if (!Array.isArray(options.limiters) || options.limiters.length === 0)
-    throw new SluiceTypeError(
-      'limiters',
-      options.limiters,
-      'adminRouter needs limiters: a non-empty array of limiters',
-    );
+  const { limiters, authorize, basePath, challenge, onAction } = parseOptions(
+    'adminRouter options',
+    ADMIN_ROUTER_OPTIONS,
+    options,
+    true,
+  );
   const byName = new Map<string, Limiter>();
-  for (const limiter of options.limiters) {
-    if (typeof limiter?.tryAcquire !== 'function' || typeof limiter.prefix !== 'string')
-      throw new SluiceTypeError('limiters', limiter, `each of limiters must be a limiter, got ${describe(limiter)}`);
+  for (const limiter of limiters) {
     if (byName.has(limiter.prefix))
       throw new SluiceRangeError(
         'limiters',
@@ -187,23 +147,6 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
       );
     byName.set(limiter.prefix, limiter);
   }
-  if (options.basePath !== undefined && typeof options.basePath !== 'string')
-    throw new SluiceTypeError(
-      'basePath',
-      options.basePath,
-      `basePath must be a string, got ${describe(options.basePath)}`,
-    );
-  const basePath = (options.basePath ?? '').replace(/\/+$/, '');
-  if (basePath !== '' && !basePath.startsWith('/'))
-    throw new SluiceRangeError('basePath', basePath, `basePath must start with '/', got ${JSON.stringify(basePath)}`);
-  const challenge = options.challenge ?? DEFAULT_CHALLENGE;
-  if (typeof challenge !== 'string' || !/^[A-Za-z][\w!#$%&'*+.^`|~-]*( [\x20-\x7e]*)?$/.test(challenge))
-    throw new SluiceRangeError(
-      'challenge',
-      challenge,
-      `challenge must be a WWW-Authenticate value (a scheme, then its parameters), got ${describe(challenge)}`,
-    );
-  const { authorize, onAction } = options;
   // Refused here when it is synchronous; else checked once, before the first request is answered.
   const failsClosed = checkFailsClosed(authorize, basePath);
 
