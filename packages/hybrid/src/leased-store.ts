@@ -43,6 +43,8 @@ import {
   type VersionBinding,
   type VersionRules,
   adjustScript,
+  decodeIdentity,
+  encodeIdentity,
   exactScripts,
   presenceScript,
   resetChannel,
@@ -52,7 +54,13 @@ import {
   versionKeyBeside,
   withDeadline,
 } from '@sluice/redis/store-kit';
-import { DEFAULT_MAX_BATCH, type FallbackChargedEvent, type FleetEvent, type ReconfiguredEvent } from '@sluice/redis';
+import {
+  DEFAULT_MAX_BATCH,
+  type FallbackChargedEvent,
+  type FleetEvent,
+  type ReconfiguredEvent,
+  type ResetHeardEvent,
+} from '@sluice/redis';
 import { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
@@ -94,6 +102,11 @@ export interface LeasedEvents {
   'store-recovered': [];
   /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
   fleet: [FleetEvent];
+  /**
+   * A reset or refund of `key` was heard (pub/sub, from any node, this one included): a lease here that had
+   * found the key's central state spent asks Redis again at the next request.
+   */
+  'reset-heard': [ResetHeardEvent];
   /**
    * failMode 'local', after an outage: what a limiter's fail mode granted past this node's leases (and its state
    * still held spent) was charged to the key's central state in Redis; once per limiter per recovery.
@@ -288,9 +301,16 @@ export class LeasedStore extends EventEmitter<LeasedEvents> implements Store, Li
       },
     });
     this.#live.add(live);
-    // '' is a change of the configuration (LiveBinding); a key's reset concerns exact mode's deny caches only.
     this.#channels.listen(resetChannel(prefix), (message) => {
-      if (message === '') for (const other of this.#live) if (other.prefix === prefix) other.heard();
+      // '' is a change of the configuration (LiveBinding).
+      if (message === '') {
+        for (const other of this.#live) if (other.prefix === prefix) other.heard();
+        return;
+      }
+      // A key's reset or refund on another node: a lease here that found the central state spent may be wrong now.
+      const key = decodeIdentity(message);
+      for (const b of this.#bindings) if (b.prefix === prefix) b.heard(key);
+      emitSafely(this, 'reset-heard', { prefix, key });
     });
     return live;
   }
@@ -642,6 +662,7 @@ class LeasedBinding implements BoundStore {
         this.#o.timeoutMs,
         'reset',
       );
+      this.#announce(key);
     } catch (error) {
       // A newer configuration is no failure of Redis: the caller re-reads it and resets again.
       if (versionError(error, 'SLUICE_STALE') !== undefined) throw error;
@@ -674,7 +695,7 @@ class LeasedBinding implements BoundStore {
     // permits again, whatever an empty lease said: the next request asks.
     if (lease === undefined || lease.spent === 0) {
       if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
-      return this.#exact.refund(key, permits, grantedAgoMs, grant);
+      return this.#exact.refund(key, permits, grantedAgoMs, grant).then(() => this.#announce(key));
     }
     refundToLease(lease, permits, grantedAgoMs, this.#shape.windowAt !== undefined, now);
   }
@@ -763,8 +784,26 @@ class LeasedBinding implements BoundStore {
     if (lease !== undefined && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
   }
 
-  /** No deny cache here (see VersionBinding). */
+  /** No deny cache here (see VersionBinding); a lease's spent central state is only this key's (see heard). */
   forgetAll(): void {}
+
+  /**
+   * A reset or refund of `key` on some node (its message on the limiter's channel): the central state this
+   * node's lease found spent may have permits again, so the next request asks Redis instead of being denied
+   * until then. What the lease holds stays this node's.
+   */
+  heard(key: string): void {
+    const lease = this.#leases.peek(key);
+    if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
+  }
+
+  /**
+   * Tells every node a change reached `key`'s central state (a reset, a refund there), so none goes on denying
+   * it from a lease that found it spent. Not awaited: a node that misses it asks again at its lease's retry time.
+   */
+  #announce(key: string): void {
+    this.#ctx.redis.publish(resetChannel(this.#prefix), encodeIdentity(key)).catch(() => undefined);
+  }
 
   /** The limiter's prefix (its name in events). */
   get prefix(): string {

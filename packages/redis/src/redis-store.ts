@@ -65,7 +65,7 @@ export interface RedisStoreOptions extends RedisBackedOptions, FailModeOptions {
   maxClockSkewMs?: number | undefined;
   /**
    * Answer a hot key's single-permit denials locally until they can change (see DenyCache), and drop them
-   * on every node when a key is reset (Redis pub/sub, one extra connection per store).
+   * on every node when a key is reset, unblocked or refunded (Redis pub/sub, one extra connection per store).
    * @default true
    */
   denyCache?: boolean | undefined;
@@ -91,7 +91,10 @@ export interface RedisStoreEvents {
   'store-recovered': [];
   /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
   fleet: [FleetEvent];
-  /** A reset or unblock of `key` was heard (pub/sub, from any node, this one included): the deny caches here dropped it. */
+  /**
+   * A reset, unblock or refund of `key` was heard (pub/sub, from any node, this one included): the deny caches
+   * here dropped it.
+   */
   'reset-heard': [ResetHeardEvent];
   /**
    * A limiter now decides under a configuration version it learned (limiter.reconfigure here or on another
@@ -106,7 +109,7 @@ export interface RedisStoreEvents {
   'callback-error': [error: unknown, callback: string];
 }
 
-/** A reset or an unblock heard on a limiter's channel, as the `reset-heard` event reports it. */
+/** A reset, unblock or refund heard on a limiter's channel, as the `reset-heard` event reports it. */
 export interface ResetHeardEvent {
   readonly prefix: string;
   readonly key: string;

@@ -78,7 +78,8 @@ export class RedisControls {
    * Gives back up to `permits` to the key's own rules where the grant was counted: a fail mode's grant to the
    * fail mode ('open' counted it nowhere), a Redis grant to Redis in one atomic call (they share the key's
    * slot), never to the fail mode, which never counted it (a refund Redis cannot take then rejects). A grant
-   * of unknown origin goes wherever decisions go now.
+   * of unknown origin goes wherever decisions go now. A refund on Redis is announced as a reset is: a denial
+   * another node cached may now be a grant.
    */
   async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
     const own = this.#o.rules.filter((rule) => rule.key === undefined);
@@ -92,12 +93,16 @@ export class RedisControls {
         own.map((rule) => [rule.name, permitsOfRule(permits, rule) - permitsOfRule(uncharged, rule)]),
       );
       if (mostPermits(charged) > 0 && health.healthy)
-        await this.#onRedis(key, 'refund', this.#stateKey(own[0] as Algorithm, key), () =>
-          this.#adjust(own, key, 'refund', charged, granted),
-        ).catch(() => undefined);
+        await this.#onRedis(key, 'refund', this.#stateKey(own[0] as Algorithm, key), async () => {
+          await this.#adjust(own, key, 'refund', charged, granted);
+          this.#announceRefund(key);
+        }).catch(() => undefined);
       return;
     }
-    const onRedis = () => this.#adjust(own, key, 'refund', permits, granted);
+    const onRedis = async () => {
+      await this.#adjust(own, key, 'refund', permits, granted);
+      this.#announceRefund(key);
+    };
     if (grant === 'store') {
       if (!health.healthy)
         throw new SluiceError(
@@ -108,6 +113,16 @@ export class RedisControls {
       return;
     }
     await this.#control(key, 'refund', () => fallback.refund(key, permits, grantedAgoMs), onRedis);
+  }
+
+  /**
+   * Tells every node a refund reached `key`'s states. Not awaited: the refund is made whether or not the
+   * message leaves (a node that misses it asks Redis again at its cached denial's retryAfterMs), and a refund
+   * per request (skipSuccessfulRequests) must not wait a round trip more for it. Sent before the refund
+   * resolves, so anything the caller publishes after it is heard after it.
+   */
+  #announceRefund(key: string): void {
+    this.#o.publishReset?.(key).catch(() => undefined);
   }
 
   /** Takes `permits` from every rule the key is counted against, one atomic call per slot. */

@@ -8,6 +8,8 @@ interface CachedDenial {
   /** Local time at which the denied request could succeed (now + retryAfterMs when denied). */
   readonly retryAt: number;
   readonly resetAt: number;
+  /** The configuration version the denial was asked under: it holds under that version only. */
+  readonly version: number;
   readonly decision: Decision;
 }
 
@@ -17,6 +19,12 @@ interface CachedDenial {
  * left, nothing but time (or this node's own grants, which drop the entry) can change the answer before
  * retryAfterMs, so the cached answer, with its times moved on, is what Redis would have said.
  * Times are this process's clock: a duration, immune to skew between nodes and Redis.
+ *
+ * What else can turn a denial into a grant is a change on any node: a new configuration version (a limit
+ * raised, an override set or removed), a reset, an unblock, a refund. A denial is kept with the configuration
+ * version it was asked under and holds under that version only, whichever way this node learns of the next
+ * one (a message, a stale answer, ready()); a reset, unblock or refund is announced on the limiter's channel
+ * and drops the key on every node that hears it (see RedisControls).
  */
 export class DenyCache {
   readonly #entries: LRUCache<string, CachedDenial>;
@@ -25,11 +33,11 @@ export class DenyCache {
     this.#entries = keyCache<string, CachedDenial>(maxKeys);
   }
 
-  /** The cached denial for `key` at local time `now`, or undefined. */
-  get(key: string, now: number): Decision | undefined {
+  /** The cached denial for `key` at local time `now` under configuration `version`, or undefined. */
+  get(key: string, now: number, version: number): Decision | undefined {
     const entry = this.#entries.get(key);
     if (entry === undefined) return undefined;
-    if (now >= entry.until) {
+    if (now >= entry.until || entry.version !== version) {
       this.#entries.delete(key);
       return undefined;
     }
@@ -37,11 +45,11 @@ export class DenyCache {
   }
 
   /**
-   * Records what Redis answered for a single-permit request at local time `now`. A blocked denial is kept
-   * only while its ban lasts (`banRestMs`): a request after that must reach Redis, where a denial by a rule
-   * with blockMs starts the next ban.
+   * Records what Redis answered for a single-permit request asked at local time `now` under configuration
+   * `version`. A blocked denial is kept only while its ban lasts (`banRestMs`): a request after that must
+   * reach Redis, where a denial by a rule with blockMs starts the next ban.
    */
-  record(key: string, decision: Decision, now: number, banRestMs?: number): void {
+  record(key: string, decision: Decision, now: number, version: number, banRestMs?: number): void {
     if (decision.allowed || !Number.isFinite(decision.retryAfterMs)) {
       this.#entries.delete(key);
       return;
@@ -51,7 +59,7 @@ export class DenyCache {
     // must not deny a request that is on time), so the cached answer stops TOLERANCE_MS before it, where
     // Redis may already grant (a smoothWarmingUp request 0.999 us early was denied here and granted there).
     const until = (banRestMs === undefined ? retryAt : Math.min(retryAt, now + banRestMs)) - TOLERANCE_MS;
-    this.#entries.set(key, { until, retryAt, resetAt: now + decision.resetAfterMs, decision });
+    this.#entries.set(key, { until, retryAt, resetAt: now + decision.resetAfterMs, version, decision });
   }
 
   /** Drops every cached denial (the rules they were decided under changed). */

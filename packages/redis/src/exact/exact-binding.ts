@@ -31,14 +31,14 @@ export interface DecisionEvent {
 /**
  * The deny caches of a limiter's prefix: this binding's own (used for a single rule whose denials hold, see
  * Algorithm.stableDenials), and how a key's cached denials are dropped here under every plan of the limiter
- * (`forgetHere`) and, on a reset or unblock, on every node (`publishReset`).
+ * (`forgetHere`) and, on a reset, unblock or refund, on every node (`publishReset`).
  */
 export interface DenialSharing {
   /** This binding's own cache (used only where a denial holds: a single rule with stable denials). */
   readonly cache: DenyCache;
   /** Drops `key` from the deny cache of every binding of the limiter's prefix in this process. */
   readonly forgetHere: (key: string) => void;
-  /** Tells every node (pub/sub) to drop `key` from its deny caches: after a reset or an unblock. */
+  /** Tells every node (pub/sub) to drop `key` from its deny caches: after a reset, an unblock or a refund. */
   readonly publishReset: (key: string) => Promise<unknown>;
 }
 
@@ -88,6 +88,8 @@ class PendingDecision implements Asked {
 
   /** The fail mode granted it (Redis missed the deadline); a late grant on Redis makes it counted twice. */
   grantedByFallback = false;
+  /** The configuration version it was asked under: a denial it brings back is cached under that one only. */
+  version = 1;
 }
 
 /**
@@ -152,7 +154,7 @@ export class ExactBinding implements BoundStore {
   consume(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     if (this.#cache !== undefined && permits === 1 && maxWaitMs === 0) {
       const now = this.#parts.transport.localClock.now();
-      const cached = this.#cache.get(key, now);
+      const cached = this.#cache.get(key, now, this.#version());
       if (cached !== undefined) return this.#told(key, cached, note, 'deny_cache', now, undefined);
     }
     // A request on its way to Redis may change the key (a grant, a reservation): until its answer is back,
@@ -177,8 +179,15 @@ export class ExactBinding implements BoundStore {
     const clock = this.#parts.decisionClock;
     const now = clock === undefined ? Number.NaN : clock.now();
     return new Promise<Decision>((resolve) => {
-      this.#transport.send(new PendingDecision(key, permits, maxWaitMs, now, peek, note, resolve));
+      const pending = new PendingDecision(key, permits, maxWaitMs, now, peek, note, resolve);
+      pending.version = this.#version();
+      this.#transport.send(pending);
     });
+  }
+
+  /** The configuration version this binding decides under now (1: versions are not checked). */
+  #version(): number {
+    return this.#parts.transport.version?.() ?? 1;
   }
 
   #answered(p: PendingDecision, answer: Answer): void {
@@ -193,7 +202,7 @@ export class ExactBinding implements BoundStore {
     if (!p.peek) this.#parts.fallback.remember(p.key, decision);
     const cache = this.#cache;
     if (cache !== undefined && !p.peek) {
-      if (p.permits === 1 && p.maxWaitMs === 0) cache.record(p.key, decision, answer.sentAtMs, banRestMs);
+      if (p.permits === 1 && p.maxWaitMs === 0) cache.record(p.key, decision, answer.sentAtMs, p.version, banRestMs);
       else if (decision.allowed) cache.delete(p.key);
     }
     p.resolve(this.#told(p.key, decision, p.note, 'redis', answer.decidedAtMs, answer.ruleDecidedAtMs));
@@ -248,7 +257,7 @@ export class ExactBinding implements BoundStore {
     ruleDecidedAtMs: readonly number[] | undefined,
   ): Decision {
     if (note !== undefined) note.source = source;
-    const version = this.#parts.transport.version?.() ?? 1;
+    const version = this.#version();
     if (version > 1) decision = { ...decision, configVersion: version };
     if (this.#parts.override === true) decision = { ...decision, override: true };
     const onDecision = this.#parts.onDecision;

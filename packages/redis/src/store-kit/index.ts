@@ -48,7 +48,7 @@ export type { LuaFile, LuaScript } from '../scripts.js';
 export { bufferReply } from '../script-runner.js';
 export { adjustArgs, numArg, ruleArgs } from '../exact/rule-args.js';
 export type { GrantTime } from '../exact/rule-args.js';
-export { resetChannel, stateKey, versionKeyBeside } from '../key-layout.js';
+export { decodeIdentity, encodeIdentity, resetChannel, stateKey, versionKeyBeside } from '../key-layout.js';
 /** Live limits: a limiter's configuration kept in Redis for every node (limiter.reconfigure, limiter.override). */
 export { LiveBinding } from '../live/live-binding.js';
 export type { LiveParts, VersionBinding, VersionRules } from '../live/live-binding.js';
