@@ -7,7 +7,15 @@
  */
 import 'reflect-metadata';
 import { ApolloDriver, type ApolloDriverConfig } from '@nestjs/apollo';
-import { Controller, type ExecutionContext, Get, HttpException, type INestApplication, Module } from '@nestjs/common';
+import {
+  Controller,
+  type ExecutionContext,
+  Get,
+  HttpException,
+  type INestApplication,
+  Module,
+  UseGuards,
+} from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { Args, GraphQLModule, Query, Resolver } from '@nestjs/graphql';
 import { MercuriusDriver, type MercuriusDriverConfig } from '@nestjs/mercurius';
@@ -23,9 +31,9 @@ import { ExpressAdapter } from '@nestjs/platform-express';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { MessageBody, SubscribeMessage, WebSocketGateway, WsException } from '@nestjs/websockets';
-import { type Decision, SluiceError, fixedWindow } from '@sluice/core';
+import { type Decision, SluiceError, createLimiter, fixedWindow } from '@sluice/core';
 import { pushbackMs } from '@sluice/grpc';
-import { RateLimit, SluiceModule } from '@sluice/nestjs';
+import { RateLimit, SluiceGuard, SluiceModule } from '@sluice/nestjs';
 import {
   type ChannelCredentials,
   type Client,
@@ -37,7 +45,7 @@ import {
 } from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import { fileURLToPath } from 'node:url';
-import { firstValueFrom } from 'rxjs';
+import { firstValueFrom, from } from 'rxjs';
 import { io, type Socket } from 'socket.io-client';
 import WebSocket from 'ws';
 import nestCore from '@nestjs/core/package.json' with { type: 'json' };
@@ -54,6 +62,7 @@ interface SumsClient extends Client {
     metadata: Metadata,
     done: (error: ServiceError | null, reply?: { total: number }) => void,
   ): void;
+  Count(request: { values: number[] }, metadata: Metadata): NodeJS.EventEmitter;
 }
 
 /** The suite on the NestJS major vitest resolves @nestjs/* to. */
@@ -290,6 +299,27 @@ export function contextsSuite(major: number): void {
     });
   });
 
+  describe('the guard twice on one call', () => {
+    it('@UseGuards(SluiceGuard) on a controller beside the global guard: one decision per request', async () => {
+      const limiter = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 60_000, name: `twice${++runs}` }) });
+      @UseGuards(SluiceGuard)
+      @Controller('twice')
+      class TwiceController {
+        @Get()
+        get() {
+          return { ok: true };
+        }
+      }
+      @Module({ imports: [SluiceModule.forRoot({ limiter })], controllers: [TwiceController] })
+      class TwiceModule {}
+      const { url } = await listen(TwiceModule, 'express');
+      const statuses = [];
+      for (let i = 0; i < 4; i++) statuses.push((await fetch(`${url}/twice`)).status);
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      await limiter.close();
+    });
+  });
+
   describe('onLimited', () => {
     /**
      * A route and a gateway message, each allowing one call a minute; the module's onLimited shapes every
@@ -456,6 +486,11 @@ export function contextsSuite(major: number): void {
         sum(data: { values?: number[] }) {
           return { total: (data.values ?? []).reduce((a, b) => a + b, 0) };
         }
+
+        @GrpcMethod('Sums', 'Count')
+        count(data: { values?: number[] }) {
+          return from((data.values ?? []).map((_, i) => ({ total: i + 1 })));
+        }
       }
       @Module({
         imports: [
@@ -490,11 +525,21 @@ export function contextsSuite(major: number): void {
             resolve(error ? { error } : { total: reply?.total }),
           );
         });
-      return { client, sum };
+      const count = (tenant: string) =>
+        new Promise<{ totals: number[]; error?: ServiceError }>((resolve) => {
+          const metadata = new Metadata();
+          metadata.set('x-tenant', tenant);
+          const totals: number[] = [];
+          const stream = client.Count({ values: [5, 5, 5] }, metadata);
+          stream.on('data', (reply: { total: number }) => totals.push(reply.total));
+          stream.on('error', (error: ServiceError) => resolve({ totals, error }));
+          stream.on('end', () => resolve({ totals }));
+        });
+      return { client, sum, count };
     }
 
-    it('a gRPC microservice: a refused call is RESOURCE_EXHAUSTED with the trailers grpcRateLimit sends', async () => {
-      const { client, sum } = await grpcService();
+    it('a gRPC microservice: a refused unary or streaming call is RESOURCE_EXHAUSTED with the trailers grpcRateLimit sends', async () => {
+      const { client, sum, count } = await grpcService();
       expect([(await sum('a')).total, (await sum('a')).total]).toEqual([6, 6]);
       const refused = (await sum('a')).error as ServiceError;
       expect(refused.code).toBe(status.RESOURCE_EXHAUSTED);
@@ -509,6 +554,13 @@ export function contextsSuite(major: number): void {
       // A call with no key (onMissingKey 'reject') is the client's bad input: INVALID_ARGUMENT, nothing taken.
       const keyless = (await sum(undefined)).error as ServiceError;
       expect(keyless.code).toBe(status.INVALID_ARGUMENT);
+      // A server-streaming method is refused the same way, before it writes anything.
+      expect((await count('c')).totals).toEqual([1, 2, 3]);
+      expect((await count('c')).totals).toEqual([1, 2, 3]);
+      const stream = await count('c');
+      expect(stream.totals).toEqual([]);
+      expect(stream.error?.code).toBe(status.RESOURCE_EXHAUSTED);
+      expect(pushbackMs(stream.error?.metadata)).toBeGreaterThan(0);
       client.close();
     });
   });

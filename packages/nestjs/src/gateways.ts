@@ -11,6 +11,9 @@ interface Reflection {
   defineMetadata(key: string, value: unknown, target: object): void;
 }
 
+/** The applications whose gateways have their guard. */
+const guarded = new WeakSet<DiscoveryService>();
+
 /**
  * Puts `guard` first among the guards of every WebSocket gateway of the application. NestJS 11 runs no global
  * guard on a gateway's messages (12 does), so without this the module's limits would never apply to them;
@@ -21,6 +24,10 @@ interface Reflection {
 export function guardGateways(discovery: DiscoveryService, guard: CanActivate): void {
   const reflect = Reflect as unknown as Partial<Reflection>;
   if (typeof reflect.getMetadata !== 'function' || typeof reflect.defineMetadata !== 'function') return;
+  // Once per application (its DiscoveryService): a second instance, made for a `@UseGuards(SluiceGuard)`, leaves
+  // the gateways to the first.
+  if (guarded.has(discovery)) return;
+  guarded.add(discovery);
   for (const wrapper of discovery.getProviders()) {
     const type = wrapper.metatype as object | null | undefined;
     if (typeof type !== 'function' || reflect.getMetadata(GATEWAY, type) !== true) continue;

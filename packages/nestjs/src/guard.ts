@@ -56,7 +56,8 @@ function setHeaders(response: HeaderTarget | undefined, headers: readonly [strin
  * microservice calls are refused in their framework's own way (see SluiceModuleOptions.contexts).
  * @example
  * ```ts
- * // installed globally by SluiceModule.forRoot; on one controller instead:
+ * // installed globally by SluiceModule.forRoot; named again (to order it among a class's guards), it still
+ * // decides each call once:
  * @UseGuards(SluiceGuard)
  * @Controller('search') export class SearchController {}
  * ```

@@ -97,5 +97,7 @@ function sluiceModule(imports: NonNullable<DynamicModule['imports']>, options: P
       { provide: APP_GUARD, useClass: SluiceGuard },
       { provide: APP_INTERCEPTOR, useClass: SluiceContextInterceptor },
     ],
+    // What the guard needs, for a `@UseGuards(SluiceGuard)` in any module (it decides a call once either way).
+    exports: [SLUICE_OPTIONS, DiscoveryModule],
   };
 }
