@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import {
   type AccessEntry,
   type AccessListBinding,
@@ -45,10 +46,17 @@ export function decodeEntry(text: string, value: string): AccessEntry | undefine
 }
 
 /**
+ * A change's version: random, so no two changes share one, whatever Redis lost in between (see access_list.lua).
+ * @example
+ * newVersion() // 'x3mQ0b8c9n1KzA7e'
+ */
+const newVersion = (): string => randomBytes(12).toString('base64url');
+
+/**
  * A Redis store's access lists (redisStore, leasedStore, dividedStore: Store.bindAccessList): a limiter's
  * entries in one hash under its prefix (access_list.lua), every change announced on its channel, which the
- * store hears for each prefix bound here; the startup check covers the script's commands. Expiry and the
- * version's epoch come from Redis TIME, whoever writes (a node, the admin router, the CLI).
+ * store hears for each prefix bound here; the startup check covers the script's commands. Expiry comes
+ * from Redis TIME, whoever writes (a node, the admin router, the CLI); each change's version is random.
  * @example
  * const lists = new RedisAccessLists({ connection, timeoutMs: 500, checks, channels })
  * const list = lists.bind('api')
@@ -114,12 +122,12 @@ export class RedisAccessLists {
         return { version, now, entries };
       },
       put: async (entries: readonly NewAccessEntry[]) => {
-        const args = ['put', String(MAX_ACCESS_ENTRIES), channel];
+        const args = ['put', newVersion(), String(MAX_ACCESS_ENTRIES), channel];
         for (const e of entries)
           args.push(e.entry, e.list, e.ttlMs === undefined ? '' : String(Math.ceil(e.ttlMs)), e.reason ?? '');
         await run(args, 'an access-list change');
       },
-      remove: async (texts) => Number(await run(['remove', channel, ...texts], 'an access-list change')),
+      remove: async (texts) => Number(await run(['remove', newVersion(), channel, ...texts], 'an access-list change')),
       onChange: (listener) => {
         at.add(listener);
         mine.add(listener);

@@ -35,9 +35,10 @@ export interface NewAccessEntry {
 
 /**
  * A list as a store read it: its version, the store's clock at the read, and, when asked, its entries.
- * A version never names two contents: a store that loses its lists (a Redis restart without persistence, a
- * FLUSHALL) starts a new epoch, never the old numbers again. '' means no version is stored; such a read
- * always carries the entries.
+ * A version never names two contents, even after a store lost its lists or their last changes (a Redis
+ * restart without persistence, a FLUSHALL, a failover to a lagging replica): Redis draws a random one per
+ * change, never a count that could start again. '' means no version is stored; such a read always carries
+ * the entries.
  */
 export interface StoredAccessList {
   readonly version: string;
