@@ -221,11 +221,12 @@ export interface Limiter {
    */
   reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration>;
   /**
-   * Gives one key its own rules (a contract, a partner, an abuser) in place of the limiter's (or its plan's:
-   * an override wins over plans): what the key used is kept by rule name, as `reconfigure` keeps it. Setting
-   * it again replaces it; decisions it makes say `override: true`. The rules are the key's own: a rule
-   * counted against another key (`key` option) is refused, as are overrides on a limiter with such rules.
-   * Stores that cannot carry states over refuse with SluiceError('UNSUPPORTED').
+   * Gives one key its own rules (a contract, a partner, an abuser) in place of the limiter's: what the key
+   * used is kept by rule name, as `reconfigure` keeps it. Setting it again replaces it; decisions it makes
+   * say `override: true`. The rules are the key's own: a rule counted against another key (`key` option) is
+   * refused, as are overrides on a limiter with such rules. A limiter with plans takes none, on every store
+   * (a key's own rules are then a plan of its own); stores that cannot carry states over refuse too, with
+   * SluiceError('UNSUPPORTED').
    *
    * @example
    * await api.override('tenant:acme', tokenBucket({ name: 'api', capacity: 5_000, refillPerSecond: 50 }))
@@ -997,8 +998,8 @@ class StoreLimiter implements Limiter {
       if (this.#bindings !== undefined) {
         throw new SluiceError(
           'UNSUPPORTED',
-          'reconfigure: a limiter with plans cannot change its rules yet; give keys their own rules with ' +
-            'override(), or close the limiter and create it with the new plans',
+          'reconfigure: a limiter with plans cannot change its rules yet; close the limiter and create it ' +
+            'with the new plans',
         );
       }
       const current = this.#default;
@@ -1061,6 +1062,16 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       const next = normalizeRules(rules, 'rules');
+      if (this.#parsedPlans !== undefined) {
+        // On a shared store an override is kept for every node beside the limiter's rules, and a limiter with
+        // plans keeps none: refused on every store alike, before anything is bound or moved.
+        throw new SluiceError(
+          'UNSUPPORTED',
+          'override: a limiter with plans takes no overrides (its plans are its rules, fixed at creation); give ' +
+            'the key a plan of its own (plans: { ..., acme: rules }) and pick it with the plan option or the ' +
+            'plan resolver',
+        );
+      }
       const shared = [...this.#allRules(), ...next].find((rule) => rule.key !== undefined);
       if (shared !== undefined) {
         throw new SluiceRangeError(

@@ -35,23 +35,27 @@ describe('limiter.override on the memory store', () => {
     await limiter.removeOverride('acme');
   });
 
-  it('an override wins over plans; setting it again replaces it', async () => {
+  it('setting an override again replaces it, policies included', async () => {
+    const { limiter } = setup();
+    await limiter.tryAcquire('x', { permits: 4 });
+    await limiter.override('x', minute(6));
+    expect((await limiter.peek('x')).remaining).toBe(2);
+    await limiter.override('x', [minute(8), fixedWindow({ name: 'hour', limit: 100, windowMs: 3_600_000 })]);
+    const d = await limiter.tryAcquire('x');
+    expect(d.rules?.map((r) => [r.name, r.remaining])).toEqual([
+      ['minute', 3],
+      ['hour', 99],
+    ]);
+  });
+
+  it('a limiter with plans takes no override (as on every store: test/seams/plans-override.test.ts)', async () => {
     const limiter = createLimiter({
       plans: { free: minute(2), pro: minute(20) },
       plan: (key) => (key.startsWith('pro:') ? 'pro' : 'free'),
     });
     await limiter.tryAcquire('pro:x', { permits: 4 });
-    await limiter.override('pro:x', minute(6));
-    expect((await limiter.peek('pro:x')).remaining).toBe(2);
-    expect((await limiter.peek('pro:x')).plan).toBeUndefined();
-    await limiter.override('pro:x', [minute(8), fixedWindow({ name: 'hour', limit: 100, windowMs: 3_600_000 })]);
-    const d = await limiter.tryAcquire('pro:x');
-    expect(d.rules?.map((r) => [r.name, r.remaining])).toEqual([
-      ['minute', 3],
-      ['hour', 99],
-    ]);
-    await limiter.removeOverride('pro:x');
-    expect((await limiter.peek('pro:x')).remaining).toBe(15);
+    await expect(limiter.override('pro:x', minute(6))).rejects.toMatchObject({ code: 'UNSUPPORTED' });
+    expect(await limiter.peek('pro:x')).toMatchObject({ remaining: 16, plan: 'pro' });
   });
 
   it('changes asked at once are made one at a time: nothing the key used is lost, the last override stands', async () => {
