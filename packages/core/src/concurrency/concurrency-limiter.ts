@@ -17,6 +17,7 @@ import {
   rateLimitKey,
 } from '../foundation/validate.js';
 import type { ConcurrencyStore, SemaphoreBinding, SlotAttempt } from '../engine/semaphore-store.js';
+import { placedPriority } from '../engine/semaphore-store.js';
 
 /** Options of `concurrencyLimiter`. */
 export interface ConcurrencyLimiterOptions {
@@ -284,7 +285,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       const timeoutMs =
         options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
       const signal = optionalSignal(options?.signal);
-      const priority = priorityValue('priority', options?.priority);
+      const priority = placedPriority(priorityValue('priority', options?.priority), options);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
       const pending = this.#pending.get(key) ?? 0;
       // A call that will not wait (timeoutMs 0) is no waiter.

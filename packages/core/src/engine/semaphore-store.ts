@@ -4,6 +4,29 @@
  * (their FIFO order here, their timeouts and signals, the lease renewals); the store keeps the count.
  */
 
+/**
+ * An acquire option for sluice's own callers, never a user's: the caller had a slot of this key before and is
+ * back for another (a throttled call a provider refused, sent again), so it waits at the head of its priority,
+ * ahead of every waiter of that priority, as it did when it first waited. Its place is a half step above the
+ * priority (p + 0.5): between the waiters of p + 1 and those of p, in the limiter and in the store's queue.
+ */
+export const KEEPS_PLACE: unique symbol = Symbol('sluice.keepsPlace');
+
+/** Acquire options that may carry the internal KEEPS_PLACE flag. */
+export interface KeepsPlace {
+  readonly [KEEPS_PLACE]?: boolean;
+}
+
+/** Whether acquire options carry KEEPS_PLACE. */
+export function keepsPlace(options: object | undefined): boolean {
+  return (options as KeepsPlace | undefined)?.[KEEPS_PLACE] === true;
+}
+
+/** The place `priority` asks for: half a step above it for a caller that keeps its place (see KEEPS_PLACE). */
+export function placedPriority(priority: number, options: object | undefined): number {
+  return keepsPlace(options) ? priority + 0.5 : priority;
+}
+
 /** What a concurrency limiter hands its store. */
 export interface SemaphoreSpec {
   /** Namespace of the limiter's keys in the store. */
@@ -41,7 +64,8 @@ export interface SemaphoreBinding {
    * Tries to take a slot for `ticket`. With `queue`, a ticket that does not get one keeps its place in the
    * store's queue for the key (higher `priority` first, then first come, first served across processes)
    * until it gets one or leaves; a try without `queue` never passes a queued ticket of its priority or
-   * higher. `priority` is an integer from -1000 to 1000 (0 when not given).
+   * higher. `priority` is an integer from -1000 to 1000 (0 when not given), or half a step above one for a
+   * caller back for another slot (see KEEPS_PLACE): placed behind the waiters of p + 1, ahead of those of p.
    */
   attempt(key: string, ticket: string, queue: boolean, priority?: number): SlotAttempt | Promise<SlotAttempt>;
   /** Gives a slot back; waiters of the key anywhere are told. Resolves false when the ticket held none (its lease had run out). */

@@ -1,3 +1,4 @@
+import { KEEPS_PLACE, type KeepsPlace } from '../engine/semaphore-store.js';
 import { SluiceTypeError, callerNamed } from '../foundation/errors.js';
 import { describe, optionsObject } from '../foundation/validate.js';
 import { retryDelayMs } from './retry-after.js';
@@ -42,7 +43,8 @@ function replayable(input: string | URL | Request, init: RequestInit): boolean {
 /**
  * A throttled fetch (see Throttle.fetch): each try waits its turn; a 429 or 503 pauses the call's key on
  * every node for what its headers ask, clamped to minPauseMs..maxPauseMs, and the call goes again (at most
- * `retries` times) once its turn comes after the pause. The last refusal is returned as it came.
+ * `retries` times) once its turn comes after the pause, keeping its place: ahead of the calls of its priority
+ * that came after it. The last refusal is returned as it came.
  * @example
  * const res = await throttledFetch(llm, url, { method: 'POST', body }, policy)
  */
@@ -74,11 +76,13 @@ export async function throttledFetch(
   for (let attempt = 0; ; attempt++) {
     // A Request is read when it is sent: each try sends a copy.
     const sent = input instanceof Request && again ? input.clone() : input;
+    // Sent again, the call keeps its place: ahead of the calls that came after it (they wait on the same pause).
+    const options: ThrottleRunOptions & KeepsPlace = { ...runOptions, [KEEPS_PLACE]: attempt > 0 };
     const response = await throttle.run(async (ticket) => {
       const answered = await policy.fetch(sent, request);
       await onResponse?.(answered, ticket);
       return answered;
-    }, runOptions);
+    }, options);
     if (!REFUSALS.has(response.status)) return response;
     const asked = retryDelayMs(response.headers, policy.nowMs()) ?? policy.minPauseMs;
     await throttle.pause(Math.min(policy.maxPauseMs, Math.max(policy.minPauseMs, asked)), key);

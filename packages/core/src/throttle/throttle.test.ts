@@ -331,6 +331,38 @@ describe('throttle.fetch on the memory store', () => {
     expect(await t.pausedFor()).toBe(0);
   });
 
+  it('a call the provider answered 429 keeps its place: sent again ahead of the calls that came after it', async () => {
+    const clock = new ManualClock(0);
+    const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), store: memoryStore({ clock }) });
+    const started: string[] = [];
+    let refuse: (response: Response) => void = () => {};
+    let sentFirst: () => void = () => {};
+    const firstSent = new Promise<void>((resolve) => {
+      sentFirst = resolve;
+    });
+    const fetch = (): Promise<Response> => {
+      started.push('r');
+      if (started.length > 1) return Promise.resolve(new Response('ok'));
+      sentFirst();
+      return new Promise<Response>((resolve) => {
+        refuse = resolve;
+      });
+    };
+    const t = throttle({ limiter, fetch });
+    opened.push(t);
+    const r = t.fetch('http://provider.test/v1/chat');
+    await firstSent;
+    // Three calls come while r is out: c1 holds the turn, waiting for the window; c2 and c3 wait behind it.
+    const calls = ['c1', 'c2', 'c3'].map((name) => t.run(() => void started.push(name)));
+    await settle();
+    expect(t.queued()).toBe(3);
+    refuse(new Response('slow down', { status: 429, headers: { 'retry-after': '2' } }));
+    await runClock(clock, () => started.length === 5, 10_000, 100);
+    await Promise.all([r, ...calls]);
+    // r's retry waits behind the turn's holder only (it was at the head when r left), never behind c2 and c3.
+    expect(started).toEqual(['r', 'c1', 'r', 'c2', 'c3']);
+  });
+
   it('a pause asked for is clamped to minPauseMs..maxPauseMs', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({

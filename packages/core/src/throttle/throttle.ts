@@ -1,11 +1,15 @@
-import { type ConcurrencyLimiter, concurrencyLimiter } from '../concurrency/concurrency-limiter.js';
+import {
+  type ConcurrencyAcquireOptions,
+  type ConcurrencyLimiter,
+  concurrencyLimiter,
+} from '../concurrency/concurrency-limiter.js';
 import type { Limiter } from '../engine/limiter.js';
 import { MemoryPauses } from '../engine/memory-pauses.js';
 import { MemoryStore } from '../engine/memory-store.js';
 import { type ThrottleLeaveReason, type ThrottleEvent, observed, reportThrottle } from '../engine/observe.js';
 import { type PauseBinding, hasPauses } from '../engine/pause-store.js';
 import { checkCostNames, permitsOption } from '../engine/rule-costs.js';
-import type { ConcurrencyStore } from '../engine/semaphore-store.js';
+import { type ConcurrencyStore, KEEPS_PLACE, type KeepsPlace, keepsPlace } from '../engine/semaphore-store.js';
 import type { Permits, RuleCosts } from '../engine/store.js';
 import { type Clock, timerSleep } from '../foundation/clock.js';
 import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
@@ -71,8 +75,9 @@ export interface Throttle {
   /**
    * A fetch that waits its turn, and on a 429 or 503 pauses every process for what the response's
    * `Retry-After` or `RateLimit` headers ask (clamped to minPauseMs..maxPauseMs) and sends the call again
-   * once its turn comes (at most `retries` times; a body that cannot be read twice is not sent again). The
-   * call's throttle options go in `init.throttle`. It settles nothing: a ticket's real cost is yours to tell.
+   * once its turn comes, ahead of the calls of its priority that came after it (at most `retries` times; a
+   * body that cannot be read twice is not sent again). The call's throttle options go in `init.throttle`.
+   * It settles nothing: a ticket's real cost is yours to tell.
    */
   fetch(input: string | URL | Request, init?: ThrottleFetchInit): Promise<Response>;
   /** How many calls of `key` (the throttle's key when left out) wait to start in this process now. */
@@ -185,7 +190,7 @@ class FleetThrottle implements Throttle {
       const signal = optionalSignal(options?.signal);
       const priority = priorityValue('priority', options?.priority);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-      ticket = await this.#admit(key, permits, timeoutMs, signal, priority);
+      ticket = await this.#admit(key, permits, timeoutMs, signal, priority, keepsPlace(options));
     } catch (error) {
       throw callerNamed('run', error);
     }
@@ -200,6 +205,7 @@ class FleetThrottle implements Throttle {
     timeoutMs: number,
     signal: AbortSignal | undefined,
     priority: number,
+    placed: boolean,
   ): Promise<ThrottleTicket> {
     const startedAt = this.#clock.now();
     const deadline = startedAt + timeoutMs;
@@ -219,7 +225,14 @@ class FleetThrottle implements Throttle {
     signal?.addEventListener('abort', onAbort, { once: true });
     this.#active.add(own);
     try {
-      const turn = await this.#turns.acquire(turnKey(key), { timeoutMs, signal: stop, priority }).catch((error) => {
+      // A call sent again (throttle.fetch after a 429) waits ahead of the calls that came after it.
+      const turnOptions: ConcurrencyAcquireOptions & KeepsPlace = {
+        timeoutMs,
+        signal: stop,
+        priority,
+        [KEEPS_PLACE]: placed,
+      };
+      const turn = await this.#turns.acquire(turnKey(key), turnOptions).catch((error) => {
         throw this.#closed(error);
       });
       let granted: Granted;

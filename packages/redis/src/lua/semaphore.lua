@@ -12,7 +12,8 @@
 --          leaseMs; the channel that tells waiting processes a slot may be free; the key as published on it;
 --          then
 --          acquire: ticket, '1' to queue when no slot is free ('0': a try), the caller's priority (an integer
---          from -1000 to 1000; '' = 0): it is placed behind every waiter of its priority or higher;
+--          from -1000 to 1000, or half a step above one for a caller back for another slot: ahead of every
+--          waiter of the integer below it; '' = 0): it is placed behind every waiter of its priority or higher;
 --          release, leave: ticket;
 --          renew: the number of held tickets, the held tickets, then the queued tickets;
 --          reconcile (a process whose Redis came back): the number of tickets to adopt (slots its fail mode
@@ -81,10 +82,12 @@ if op == 'acquire' then
   local priority = tonumber(ARGV[9]) or 0
   local rank = redis.call('ZRANK', Q, ticket)
   local ahead = rank
-  -- A newcomer counts the waiters of its priority or higher: they came first, or matter more.
-  -- (Scores as '%.0f': Lua would write a number this large in 14 digits.)
+  -- A newcomer counts the waiters of its priority or higher: they came first, or matter more. Half a step
+  -- above an integer's places (arrival numbers stay below 2^39) and below the next one's: a priority of
+  -- p + 0.5 counts those of p + 1 and up, never those of p. (Scores as '%.0f': Lua would write a number this
+  -- large in 14 digits.)
   if not ahead then
-    ahead = redis.call('ZCOUNT', Q, '-inf', string.format('(%.0f', (-priority + 1) * 1099511627776))
+    ahead = redis.call('ZCOUNT', Q, '-inf', string.format('(%.0f', (-priority + 0.5) * 1099511627776))
   end
   if ahead < max - redis.call('ZCARD', H) then
     if rank then
