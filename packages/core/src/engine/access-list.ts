@@ -1,5 +1,6 @@
 import type { Clock } from '../foundation/clock.js';
 import { repeat } from '../foundation/timers.js';
+import { warnOnce } from '../foundation/warnings.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { describe, intervalMs } from '../foundation/validate.js';
 import {
@@ -157,12 +158,15 @@ export function entryTexts(entries: unknown, maxLength: number): string[] {
  * expiry times are moved onto this process's clock by the store's time at the read, so a node or writer
  * whose clock is off shifts nothing (only the read's own latency).
  * @example
- * const list = new AccessList(binding, options, clock, report)
+ * const list = new AccessList('api', binding, options, clock, report)
  * list.match('user:7', '10.1.2.3') // the entry that holds, if any
  */
 export class AccessList {
   #matcher = AccessMatcher.of([]);
   #version: string | undefined;
+  /** SLUICE_LIST_NO_ADDRESS was said for this limiter. */
+  #warned = false;
+  readonly #prefix: string;
   readonly #binding: AccessListBinding;
   readonly #clock: Clock;
   readonly #onError: (error: unknown) => void;
@@ -177,6 +181,7 @@ export class AccessList {
   readonly loaded: Promise<void>;
 
   constructor(
+    prefix: string,
     binding: AccessListBinding,
     options: Required<AccessListOptions>,
     clock: Clock,
@@ -184,6 +189,7 @@ export class AccessList {
     onLoaded: (holds: boolean) => void = () => {},
   ) {
     this.#onLoaded = onLoaded;
+    this.#prefix = prefix;
     this.#binding = binding;
     this.#clock = clock;
     this.#onError = onError;
@@ -194,11 +200,19 @@ export class AccessList {
 
   /**
    * The entry that holds now for `key` and the client `address` the call gave (a checked one, see
-   * addressOption), if any: one comparison while the lists are empty.
+   * addressOption), if any: one comparison while the lists are empty. A decision (not a peek) with no address
+   * while the lists hold addresses or ranges is said once (SLUICE_LIST_NO_ADDRESS): they hold for none of it.
    */
-  match(key: string, address: string | undefined): AccessEntry | undefined {
+  match(key: string, address: string | undefined, deciding = true): AccessEntry | undefined {
     const matcher = this.#matcher;
     if (matcher.empty) return undefined;
+    if (address === undefined && deciding && matcher.hasRanges && !this.#warned) {
+      this.#warned = true;
+      warnOnce(
+        'SLUICE_LIST_NO_ADDRESS',
+        `limiter ${JSON.stringify(this.#prefix)}'s access lists hold IP addresses or ranges, and a decision gave no client address: no address or range entry can hold for it.`,
+      );
+    }
     return matcher.match(key, address, this.#clock.now());
   }
 

@@ -413,6 +413,7 @@ class StoreLimiter implements Limiter {
       o.accessList === false
         ? undefined
         : new AccessList(
+            prefix,
             hasAccessLists(store) ? store.bindAccessList(prefix) : new MemoryAccessLists(this.#clock).bind(prefix),
             o.accessList,
             this.#clock,
@@ -688,8 +689,9 @@ class StoreLimiter implements Limiter {
     key: string,
     address: string | undefined,
     note: DecisionNote | undefined,
+    deciding = true,
   ): Decision | Promise<Decision> | undefined {
-    const listed = this.#listed?.match(key, address);
+    const listed = this.#listed?.match(key, address, deciding);
     if (listed === undefined) return undefined;
     const decision = this.#listedDecision(listed);
     const bound = this.#default.bound;
@@ -876,7 +878,7 @@ class StoreLimiter implements Limiter {
       const found = this.#binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
       return (
-        (await this.#listedOr(key, addressOption(options?.address), undefined)) ??
+        (await this.#listedOr(key, addressOption(options?.address), undefined, false)) ??
         this.#marked(binding, await binding.bound.peek(key))
       );
     } catch (error) {

@@ -34,6 +34,10 @@ export const WARNINGS = {
   SLUICE_NODE_ID_REUSED:
     'Give each process a nodeId of its own (a pod name with the worker number, say), or leave nodeId out for a ' +
     'random one.',
+  /** A limiter's lists hold addresses or ranges, and a decision gave no client address: they held for none of it. */
+  SLUICE_LIST_NO_ADDRESS:
+    "Pass the client's address (tryAcquire(key, { address })), as the HTTP, Fetch, Hono, Koa, gRPC and Nest " +
+    'adapters do; a key is never read as an address.',
   /** instrumentSluice() found no MeterProvider registered globally: its instruments record nothing. */
   SLUICE_OTEL_NO_PROVIDER:
     'Register the OpenTelemetry SDK before calling instrumentSluice(), or pass it a meterProvider.',
