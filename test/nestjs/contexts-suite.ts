@@ -518,7 +518,7 @@ export function contextsSuite(major: number): void {
       };
       const client = new limited.Sums(url, credentials.createInsecure());
       const sum = (tenant: string | undefined) =>
-        new Promise<{ total?: number; error?: ServiceError }>((resolve) => {
+        new Promise<{ total?: number | undefined; error?: ServiceError }>((resolve) => {
           const metadata = new Metadata();
           if (tenant !== undefined) metadata.set('x-tenant', tenant);
           client.Sum({ values: [1, 2, 3] }, metadata, (error, reply) =>
