@@ -13,7 +13,10 @@ import {
   createLimiter,
   fixedWindow,
   memoryStore,
+  tokenBucket,
 } from '@sluice/core';
+import { runCli } from '@sluice/cli';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import { RedisAccessLists, StartupChecks, toConnection } from '@sluice/redis/store-kit';
 import fc from 'fast-check';
@@ -316,6 +319,47 @@ describe('access lists on Redis: versions, clocks, bans', () => {
     );
   });
 
+  it('`sluice deny --ttl-ms` from a machine 20 minutes behind holds on the nodes for its ttl, by Redis TIME', async () => {
+    await withTwo(async (a, b, prefix) => {
+      const { server, redis } = testRedis();
+      const out: string[] = [];
+      const io = { out: (line: string) => out.push(line), err: (line: string) => out.push(line), env: {} };
+      // The CLI's machine: its clock 20 minutes behind (only Date: the CLI reads no other clock).
+      vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 20 * 60_000 });
+      let code: number;
+      try {
+        code = await runCli(
+          [
+            'deny',
+            '203.0.113.0/24',
+            '--ttl-ms',
+            '600000',
+            '--reason',
+            'incident',
+            '--prefix',
+            prefix,
+            '--url',
+            server.url,
+          ],
+          io,
+        );
+      } finally {
+        vi.useRealTimers();
+      }
+      expect([code, out]).toEqual([0, ['denied: 203.0.113.0/24']]);
+      const [seconds] = await redis.time();
+      // Before: the entry expired 10 minutes before it was written, and no node ever enforced it.
+      for (const node of [a, b]) {
+        await vi.waitFor(async () =>
+          expect((await node.tryAcquire('k', { address: '203.0.113.9' })).access?.reason).toBe('incident'),
+        );
+        expect((await node.tryAcquire('k', { address: '203.0.113.9' })).retryAfterMs).toBeGreaterThan(590_000);
+      }
+      const [entry] = await a.accessList();
+      expect(Math.abs((entry?.expiresAt ?? 0) - (Number(seconds) * 1_000 + 600_000))).toBeLessThan(5_000);
+    });
+  });
+
   it('the CLI path (a binding with no clock) and a node agree on expiry, and `lists` filters by Redis TIME', async () => {
     await withTwo(async (a, _b, prefix) => {
       const { redis } = testRedis();
@@ -346,5 +390,62 @@ describe('access lists on Redis: versions, clocks, bans', () => {
       await b.unblock('vip');
       expect((await a.tryAcquire('vip')).access?.list).toBe('allow');
     });
+  });
+});
+
+describe('access lists in every mode alike', () => {
+  it('memory, exact, leased and divided: the same entries decide the same keys and addresses', async () => {
+    const { server } = testRedis();
+    const clients = [new Redis(server.url), new Redis(server.url), new Redis(server.url)];
+    const stores = [
+      memoryStore(),
+      redisStore({ redis: clients[0] as Redis }),
+      leasedStore({ redis: clients[1] as Redis }),
+      dividedStore({ redis: clients[2] as Redis }),
+    ];
+    const limiters = stores.map((store, i) =>
+      createLimiter({
+        rules: tokenBucket({ name: 'api', capacity: 2, refillPerSecond: 0.001 }),
+        store,
+        prefix: `modes-${process.pid}-${++n}-${i}`,
+      }),
+    );
+    try {
+      const probes: [string, string | undefined][] = [
+        ['10.0.7.1', undefined],
+        ['k', '10.0.7.1'],
+        ['k', '10.1.0.1'],
+        ['partner', '203.0.113.7'],
+        ['partner', undefined],
+        ['ip:2001:db8::/56', '2001:db8::5'],
+        ['ip:2001:db8::/56', '2001:db8::6'],
+      ];
+      const said: string[][] = [];
+      for (const limiter of limiters) {
+        await limiter.ready();
+        await limiter.allow(['10.0.0.0/8', 'partner']);
+        await limiter.deny(['10.1.0.0/16', '203.0.113.7', '2001:db8::5']);
+        const mine: string[] = [];
+        for (const [key, address] of probes) {
+          const d = await limiter.tryAcquire(key, address === undefined ? {} : { address });
+          mine.push(`${d.allowed} ${d.access?.entry ?? '-'}`);
+        }
+        said.push(mine);
+      }
+      expect(said[0]).toEqual([
+        'true -',
+        'true 10.0.0.0/8',
+        'false 10.1.0.0/16',
+        'false 203.0.113.7',
+        'true partner',
+        'false 2001:db8::5',
+        'true -',
+      ]);
+      for (const other of said.slice(1)) expect(other).toEqual(said[0]);
+    } finally {
+      await Promise.all(limiters.map((l) => l.close()));
+      await Promise.all(stores.map((s) => s.close()));
+      for (const client of clients) client.disconnect();
+    }
   });
 });
