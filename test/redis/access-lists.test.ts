@@ -449,3 +449,32 @@ describe('access lists in every mode alike', () => {
     }
   });
 });
+
+describe('access lists while Redis is away', () => {
+  it.each(['local', 'open', 'closed'] as const)(
+    'failMode %s: an allowed key is still allowed and a denied one denied (each allowed request reads its ban from the fail mode)',
+    async (failMode) => {
+      await withOwnServer(async (server) => {
+        const redis = new Redis(server.current.url, { maxRetriesPerRequest: 1 });
+        redis.on('error', () => {});
+        const store = redisStore({ redis, failMode, timeoutMs: 100 });
+        const limiter = createLimiter({ rules: fixedWindow({ name: 'api', limit: 1, windowMs: 60_000 }), store });
+        try {
+          await limiter.ready();
+          await limiter.allow('vip');
+          await limiter.deny('203.0.113.0/24');
+          server.current.process?.kill('SIGSTOP');
+          for (let i = 0; i < 3; i++) {
+            expect((await limiter.tryAcquire('vip')).access?.list).toBe('allow');
+            expect((await limiter.tryAcquire('k', { address: '203.0.113.1' })).allowed).toBe(false);
+          }
+        } finally {
+          server.current.process?.kill('SIGCONT');
+          await limiter.close();
+          await store.close();
+          redis.disconnect();
+        }
+      });
+    },
+  );
+});
