@@ -15,6 +15,7 @@ import { type AdminAction, type AdminRouterOptions, adminRouter, nodeAdminHandle
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
+import Koa from 'koa';
 import { afterEach, describe, expect, it } from 'vitest';
 
 const TOKEN = 'Bearer 7c0d5a0e4b7f4e8a9f1e2d3c4b5a6978';
@@ -60,6 +61,37 @@ async function listen(handler: NodeHandler): Promise<number> {
       }),
   );
   return (server.address() as AddressInfo).port;
+}
+
+/** The router served on a free port: by node:http or Express through nodeAdminHandler, or by Hono's server. */
+async function mountOn(
+  mount: 'node' | 'express' | 'hono',
+  options: (more?: Partial<AdminRouterOptions>) => AdminRouterOptions,
+): Promise<number> {
+  if (mount === 'hono') {
+    const admin = adminRouter(options());
+    const server = await new Promise<ReturnType<typeof createServer>>((resolve) => {
+      const s = honoServe({ fetch: (request: Request) => admin.fetch(request), port: 0, hostname: '127.0.0.1' }, () =>
+        resolve(s as ReturnType<typeof createServer>),
+      );
+    });
+    closers.push(
+      () =>
+        new Promise((resolve) => {
+          server.closeAllConnections();
+          server.close(resolve);
+        }),
+    );
+    return (server.address() as AddressInfo).port;
+  }
+  if (mount === 'express') {
+    const handler = nodeAdminHandler(adminRouter(options({ basePath: '' })));
+    const app = express();
+    app.use('/admin', (req, res) => void handler(req, res));
+    return listen(app);
+  }
+  const handler = nodeAdminHandler(adminRouter(options()));
+  return listen((req, res) => void handler(req, res));
 }
 
 /** A request written byte for byte (a forged Host, a dot segment): its status, headers and body. */
@@ -144,25 +176,7 @@ describe('the URL is built from a fixed origin, never the Host header', () => {
 
   it.each(['node', 'express', 'hono'] as const)('a forged Host resets what the path names, on %s', async (mount) => {
     const { secret, actions, options } = limiters();
-    let port: number;
-    if (mount === 'hono') {
-      const admin = adminRouter(options());
-      const server = await new Promise<ReturnType<typeof createServer>>((resolve) => {
-        const s = honoServe({ fetch: (request: Request) => admin.fetch(request), port: 0, hostname: '127.0.0.1' }, () =>
-          resolve(s as ReturnType<typeof createServer>),
-        );
-      });
-      closers.push(() => new Promise((resolve) => server.close(resolve)));
-      port = (server.address() as AddressInfo).port;
-    } else if (mount === 'express') {
-      const handler = nodeAdminHandler(adminRouter(options({ basePath: '' })));
-      const app = express();
-      app.use('/admin', (req, res) => void handler(req, res));
-      port = await listen(app);
-    } else {
-      const handler = nodeAdminHandler(adminRouter(options()));
-      port = await listen((req, res) => void handler(req, res));
-    }
+    const port = await mountOn(mount, options);
     await secret.tryAcquire('k');
     const answer = await raw(port, forged('/admin'));
     expect((await secret.peek('k')).remaining).toBe(2);
@@ -205,21 +219,23 @@ describe('the URL is built from a fixed origin, never the Host header', () => {
 });
 
 describe('authorize before the body; at most the bound after', () => {
-  it('an anonymous post is answered 401 from its headers, before its body is sent', async () => {
-    const { options } = limiters();
-    const handler = nodeAdminHandler(adminRouter(options()));
-    const port = await listen((req, res) => void handler(req, res));
-    // 3 MB announced, 1 KB sent: the answer comes without the rest.
-    const head = `POST /admin/api/limiters/api/lists HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\nContent-Length: ${3 * 1024 * 1024}`;
-    const answer = await raw(port, head, '{"list":"deny","entries":["'.padEnd(1024, 'a'));
-    expect(answer.status).toBe(401);
-    // Authorised, past the bound: 413 from Content-Length, nothing read; chunked: 413 once 4 MB came in.
-    const authorised = `POST /admin/api/limiters/api/lists HTTP/1.1\nHost: 127.0.0.1\nAuthorization: ${TOKEN}\nContent-Type: application/json`;
-    expect((await raw(port, `${authorised}\nContent-Length: ${16 * 1024 * 1024}`, '{')).status).toBe(413);
-    const chunk = 'a'.repeat(1024 * 1024);
-    const chunked = Array.from({ length: 5 }, () => `${chunk.length.toString(16)}\r\n${chunk}\r\n`).join('');
-    expect((await raw(port, `${authorised}\nTransfer-Encoding: chunked`, chunked)).status).toBe(413);
-  });
+  it.each(['node', 'express', 'hono'] as const)(
+    'an anonymous post is answered 401 from its headers, before its body is sent, on %s',
+    async (mount) => {
+      const { options } = limiters();
+      const port = await mountOn(mount, options);
+      // 3 MB announced, 1 KB sent: the answer comes without the rest.
+      const head = `POST /admin/api/limiters/api/lists HTTP/1.1\nHost: 127.0.0.1\nContent-Type: application/json\nContent-Length: ${3 * 1024 * 1024}`;
+      const answer = await raw(port, head, '{"list":"deny","entries":["'.padEnd(1024, 'a'));
+      expect(answer.status).toBe(401);
+      // Authorised, past the bound: 413 from Content-Length, nothing read; chunked: 413 once 4 MB came in.
+      const authorised = `POST /admin/api/limiters/api/lists HTTP/1.1\nHost: 127.0.0.1\nAuthorization: ${TOKEN}\nContent-Type: application/json`;
+      expect((await raw(port, `${authorised}\nContent-Length: ${16 * 1024 * 1024}`, '{')).status).toBe(413);
+      const chunk = 'a'.repeat(1024 * 1024);
+      const chunked = Array.from({ length: 5 }, () => `${chunk.length.toString(16)}\r\n${chunk}\r\n`).join('');
+      expect((await raw(port, `${authorised}\nTransfer-Encoding: chunked`, chunked)).status).toBe(413);
+    },
+  );
 
   it('32 anonymous 16 MB posts at once: answered 401 unread, the process barely grows (measured)', async () => {
     const { api, options } = limiters();
@@ -370,7 +386,7 @@ describe('a body a framework parsed in front of the router', () => {
     expect((await api.tryAcquire('k')).blocked).toBe(true);
   });
 
-  it('Fastify with its JSON parser, Hono after a middleware read it: a 400 that says a parser read it', async () => {
+  it('Fastify with its JSON parser, Hono after a middleware read it, Koa after a body parser: a 400 that says so', async () => {
     const { api, options } = limiters();
     const fastify = Fastify();
     const handler = nodeAdminHandler(adminRouter(options()));
@@ -393,7 +409,22 @@ describe('a body a framework parsed in front of the router', () => {
       );
     });
     closers.push(() => new Promise((resolve) => server.close(resolve)));
-    for (const port of [(fastify.server.address() as AddressInfo).port, (server.address() as AddressInfo).port]) {
+    // Koa with a body parser of koa-bodyparser's kind: it reads ctx.req whole and keeps it on ctx.request.
+    const koa = new Koa();
+    const koaHandler = nodeAdminHandler(adminRouter(options()));
+    koa.use(async (ctx, next) => {
+      let text = '';
+      for await (const chunk of ctx.req) text += chunk;
+      (ctx.request as { body?: unknown }).body = JSON.parse(text);
+      await next();
+    });
+    koa.use(async (ctx) => {
+      ctx.respond = false;
+      await koaHandler(ctx.req, ctx.res);
+    });
+    const koaPort = await listen(koa.callback());
+    const ports = [(fastify.server.address() as AddressInfo).port, (server.address() as AddressInfo).port, koaPort];
+    for (const port of ports) {
       const answer = await block(`http://127.0.0.1:${port}/admin`);
       expect(answer.status).toBe(400);
       expect(((await answer.json()) as { message: string }).message).toContain('body parser');

@@ -99,7 +99,7 @@ class LazyBody {
             // Read before the handler ran: a parser in front has it, or nobody does.
             if (req.readableEnded === true) {
               this.#ended = true;
-              const parsed = parsedBody(req.body);
+              const parsed = hasBody(req) ? parsedBody(req.body) : new Uint8Array(0);
               if (parsed.byteLength > 0) controller.enqueue(parsed);
               controller.close();
               return;
@@ -131,6 +131,12 @@ class LazyBody {
       }
     })();
   }
+}
+
+/** Whether the request came with a body (a reset without one, read by a parser in front, lost nothing). */
+function hasBody(req: NodeAdminRequest): boolean {
+  const length = req.headers['content-length'];
+  return req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
 }
 
 /** The bytes of a body a parser in front read: as sent (a Buffer, a string) or as JSON (an object). */
