@@ -33,7 +33,7 @@ import { WsAdapter } from '@nestjs/platform-ws';
 import { MessageBody, SubscribeMessage, WebSocketGateway, WsException } from '@nestjs/websockets';
 import { type Decision, SluiceError, createLimiter, fixedWindow } from '@sluice/core';
 import { pushbackMs } from '@sluice/grpc';
-import { RateLimit, SluiceGuard, SluiceModule } from '@sluice/nestjs';
+import { RateLimit, SluiceGuard, SluiceModule, type SluiceModuleOptions } from '@sluice/nestjs';
 import {
   type ChannelCredentials,
   type Client,
@@ -478,7 +478,7 @@ export function contextsSuite(major: number): void {
     });
 
     /** A Nest gRPC microservice whose Sums.Sum allows two calls a minute per `x-tenant` metadata entry. */
-    async function grpcService() {
+    async function grpcService(options?: SluiceModuleOptions) {
       const name = `grpc${++runs}`;
       @Controller()
       class SumsController {
@@ -494,12 +494,14 @@ export function contextsSuite(major: number): void {
       }
       @Module({
         imports: [
-          SluiceModule.forRoot({
-            algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name }),
-            key: (ctx: ExecutionContext) => ctx.switchToRpc().getContext<Metadata>().get('x-tenant')[0] as string,
-            onMissingKey: 'reject',
-            contexts: { rpc: 'limit' },
-          }),
+          SluiceModule.forRoot(
+            options ?? {
+              algorithm: fixedWindow({ limit: 2, windowMs: 60_000, name }),
+              key: (ctx: ExecutionContext) => ctx.switchToRpc().getContext<Metadata>().get('x-tenant')[0] as string,
+              onMissingKey: 'reject',
+              contexts: { rpc: 'limit' },
+            },
+          ),
         ],
         controllers: [SumsController],
       })
@@ -562,6 +564,22 @@ export function contextsSuite(major: number): void {
       expect(stream.error?.code).toBe(status.RESOURCE_EXHAUSTED);
       expect(pushbackMs(stream.error?.metadata)).toBeGreaterThan(0);
       client.close();
+    });
+
+    it('a gRPC microservice with no key: keyed by the peer, whose address the access lists match', async () => {
+      const limiter = createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 60_000, name: `peer${++runs}` }) });
+      const { client, sum } = await grpcService({ limiter, contexts: { rpc: 'limit' } });
+      // Two tenants, one peer: its third call is refused, whatever the tenant.
+      expect([(await sum('a')).total, (await sum('b')).total]).toEqual([6, 6]);
+      expect((await sum('c')).error?.code).toBe(status.RESOURCE_EXHAUSTED);
+      expect((await limiter.peek('ip:127.0.0.1')).remaining).toBe(0);
+      await limiter.allow('127.0.0.1');
+      expect((await sum('d')).total).toBe(6);
+      await limiter.unlist('127.0.0.1');
+      await limiter.deny('127.0.0.0/8');
+      expect((await sum('e')).error?.code).toBe(status.RESOURCE_EXHAUSTED);
+      client.close();
+      await limiter.close();
     });
   });
 }

@@ -20,10 +20,14 @@ export interface GrpcCall {
 
 /**
  * A gRPC call read as every sluice adapter reads a request: metadata as headers (a binary or repeated entry:
- * its text values joined with ', '), the peer as the address, `POST` and the method's path. The built-in
- * strategies (byIp) work on it.
+ * its text values joined with ', '), the peer as the address (what the access lists match), `POST` and the
+ * method's path. The built-in strategies (byIp) work on it; the Nest guard reads a gRPC microservice's calls
+ * with it.
+ * @example
+ * const view = callView({ method: '/search.Search/Query', metadata, peerAddress: '203.0.113.7' })
+ * view.header('x-tenant-id') // the entry's values, joined with ', '
  */
-export function callView(call: GrpcCall): RequestView {
+export function callView(call: Pick<GrpcCall, 'method' | 'metadata' | 'peerAddress'>): RequestView {
   return {
     header: (name) => {
       const values = call.metadata.get(name).filter((v): v is string => typeof v === 'string');

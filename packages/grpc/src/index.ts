@@ -7,7 +7,7 @@ export { grpcRateLimit } from './server-interceptor.js';
 export type { GrpcRateLimitOptions } from './server-interceptor.js';
 export { grpcRetryOnLimit } from './client-interceptor.js';
 export type { GrpcRetryOptions } from './client-interceptor.js';
-export { byMetadata, DEFAULT_MAX_METADATA_KEY_LENGTH } from './call.js';
+export { byMetadata, callView, DEFAULT_MAX_METADATA_KEY_LENGTH } from './call.js';
 export type { GrpcCall } from './call.js';
 export { limitTrailers, pushbackMs, refusalStatus } from './trailers.js';
 export type { RefusedVerdict } from './trailers.js';

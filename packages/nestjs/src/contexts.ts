@@ -19,9 +19,10 @@ export type ContextPolicy = 'limit' | 'skip';
 
 /**
  * Which kinds of handler the guard limits (see SluiceModuleOptions.contexts). HTTP routes, GraphQL resolvers
- * and WebSocket gateways are limited unless set to 'skip'; microservice handlers have no client address to
- * key by, so they are limited only when set to 'limit' (with a `key` that reads the message), and an
- * application with a limited microservice handler and neither declared fails at start-up.
+ * and WebSocket gateways are limited unless set to 'skip'; microservice handlers are limited only when set
+ * to 'limit', with a `key` that reads the message (a gRPC method's calls are keyed by their peer's address
+ * when no key is given), and an application with a limited microservice handler and neither declared fails
+ * at start-up.
  */
 export interface SluiceContexts {
   /** @default 'limit' */
@@ -262,4 +263,28 @@ export async function refusal(type: string, verdict: Refused, context: Execution
 function isGrpcCall(context: ExecutionContext): boolean {
   const metadata = context.switchToRpc().getContext<{ getMap?: unknown; toHttp2Headers?: unknown } | undefined>();
   return typeof metadata?.getMap === 'function' && typeof metadata.toHttp2Headers === 'function';
+}
+
+/** The part of grpc-js's server call a view reads. */
+interface GrpcServerCall {
+  getPeer?(): string;
+  getPath?(): string;
+}
+
+/**
+ * What sluice reads from a microservice call: a gRPC call as @sluice/grpc's interceptor reads one (metadata
+ * as headers, the peer's address for byIp and the access lists, the method's path), any other message as
+ * its pattern alone.
+ */
+export async function rpcView(context: ExecutionContext): Promise<RequestView> {
+  if (!isGrpcCall(context)) return viewOf('rpc', context);
+  const { callView } = (await load('@sluice/grpc')) as { callView: (call: object) => RequestView };
+  const call = context.getArgByIndex<GrpcServerCall | undefined>(2);
+  // grpc-js gives the peer as `${remoteAddress}:${remotePort}` (an IPv6 address unbracketed).
+  const peer = /^(.+):\d+$/.exec(call?.getPeer?.() ?? '')?.[1];
+  return callView({
+    method: call?.getPath?.() ?? viewOf('rpc', context).path,
+    metadata: context.switchToRpc().getContext(),
+    peerAddress: peer,
+  });
 }

@@ -21,6 +21,7 @@ import {
   isGrpcHandler,
   load,
   refusal,
+  rpcView,
   typeOf,
   viewOf,
   wsDefaultKey,
@@ -118,9 +119,8 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
       for (const name of this.#scanner.getAllMethodNames(prototype)) {
         const handler = prototype[name];
         if (typeof handler !== 'function') continue;
-        const kind = handlerType(type, handler, isController, (key, target) =>
-          this.#reflector.get(key, target as never),
-        );
+        const metadata = (key: string, target: object) => this.#reflector.get(key, target as never);
+        const kind = handlerType(type, handler, isController, metadata);
         if (kind === undefined) continue;
         if (this.#reflector.getAllAndOverride<boolean>(SKIP_RATE_LIMIT, [handler, type]) === true) continue;
         const onHandler = this.#reflector.get<RouteLimitOptions | undefined>(RATE_LIMIT, handler);
@@ -128,12 +128,14 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
         const where = `${type.name}.${name}`;
         const policy = this.#contexts[kind];
         if (policy === 'skip' || !limits(route ?? this.#options)) continue;
+        // A gRPC call has its peer's address (the default key, byIp); other messages have none.
+        const isGrpc = kind === 'rpc' && isGrpcHandler(handler, metadata);
         if (policy === undefined) unhandled.push(`${where} (${kind})`);
-        else if (kind === 'rpc' && (route ?? this.#options).key === undefined && this.#options.key === undefined)
+        else if (kind === 'rpc' && !isGrpc && (route?.key ?? this.#options.key) === undefined)
           unhandled.push(`${where} (rpc, no key: a message has no client address to key by)`);
         else {
           this.#evaluatorFor(route, onHandler !== undefined ? where : type.name, kind);
-          if (isGrpcHandler(handler, (key, target) => this.#reflector.get(key, target as never))) grpc.push(where);
+          if (isGrpc) grpc.push(where);
         }
       }
     }
@@ -248,6 +250,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
    * verdict of its first (one decision per operation, not per field).
    */
   #once(type: string, context: ExecutionContext, evaluate: Evaluate): Promise<Verdict<unknown>> {
+    if (type === 'rpc') return rpcView(context).then((view) => evaluate(context, view));
     if (type !== 'graphql' || this.#options.graphqlPer !== 'operation') return evaluate(context, viewOf(type, context));
     const operation = context.getArgByIndex<object | undefined>(2);
     if (typeof operation !== 'object' || operation === null) return evaluate(context, viewOf(type, context));
