@@ -23,6 +23,7 @@ import { fetchRateLimit } from '@sluice/core/fetch';
 import { honoRateLimit } from '@sluice/core/hono';
 import { byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
 import { koaRateLimit } from '@sluice/core/koa';
+import { byMetadata, grpcRateLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
 import { redisStore } from '@sluice/redis';
@@ -65,6 +66,8 @@ const cases: [string, () => unknown][] = [
   ['countLimit', () => countLimit({ limit: 0, periodMs: 1_000 })],
   ['smoothRateLimit', () => smoothRateLimit({ permitsPerSecond: 0 })],
   ['byIp', () => byIp({ trustProxy: -1 })],
+  ['byMetadata', () => byMetadata('x-tenant', { maxLength: 0 })],
+  ['grpcRateLimit', () => grpcRateLimit({ limiter, methods: 3 as never })],
   ['byUser', () => byUser('user' as never)],
   ['rateLimit', () => rateLimit({ limiter: {} as never })],
   ['rateLimitHook', () => rateLimitHook(null as never)],

@@ -1,7 +1,7 @@
 import type { Metadata } from '@grpc/grpc-js';
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
 import type { RequestView } from '@sluice/core/http';
-import { describeValue, option, parseOptions, positiveInteger } from '@sluice/core/store-kit';
+import { describeValue, inCall, option, parseOptions, positiveInteger } from '@sluice/core/store-kit';
 
 /**
  * One incoming gRPC call as sluice's key, cost, plan and skip functions see it: its method's full path
@@ -67,10 +67,12 @@ const BY_METADATA_OPTIONS = {
  * grpcRateLimit({ limiter, key: byMetadata('x-tenant-id') })
  */
 export function byMetadata(name: string, options: { maxLength?: number } = {}): (call: GrpcCall) => string | undefined {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new SluiceTypeError('name', name, `byMetadata needs a metadata entry's name, got ${describeValue(name)}`);
-  }
-  const { maxLength } = parseOptions('byMetadata options', BY_METADATA_OPTIONS, options, false);
+  const { maxLength } = inCall('byMetadata', () => {
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new SluiceTypeError('name', name, `byMetadata needs a metadata entry's name, got ${describeValue(name)}`);
+    }
+    return parseOptions('byMetadata options', BY_METADATA_OPTIONS, options, false);
+  });
   const lower = name.toLowerCase();
   return (call) => {
     const value = lastValue(call.metadata.get(lower));
