@@ -142,7 +142,9 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
       // 200 split in two: a has 70 of its 100 left, b 50 of its 100; a key new to b still starts spent.
       expect(granted(await decide(a, 'k', 100))).toBe(70);
       expect(granted(await decide(b, 'k', 100))).toBe(50);
-      expect(granted(await decide(b, 'new', 10))).toBe(0);
+      // A key new to b after the raise: spent as under the first rule (50 of its 50), carried through both
+      // changes as used: b has its share of what the limit gained since (before: none, spent under the new rule).
+      expect(granted(await decide(b, 'new', 80))).toBe(50);
       expect([a.configVersion, b.configVersion]).toEqual([third, third]);
       expect(a.rules[0]?.limit).toBe(200);
     });
@@ -157,6 +159,38 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
       const lower = [...(await decide(a, 'k', 50)), ...(await decide(b, 'k', 50))];
       expect(granted(lower)).toBe(0);
       expect(lower.every((d) => d.configVersion === version && d.limit === 50)).toBe(true);
+    });
+  });
+
+  it('with a reserve, a node holding none of the divided part says when a spent key frees (not its next heartbeat); a raised limit gives a joiner its share of the extra', async () => {
+    await onTwoNodes(100, 0.2, async ({ a, b, stores }) => {
+      // The founder spends the key: its share (40) and the reserve (20).
+      const spent = granted(await decide(a, 'k', 100));
+      expect(spent).toBeLessThanOrEqual(100);
+      // A node started now holds none of the divided part until two divisions allocate it; the key stays spent
+      // until the day's window ends, and its denial says so (before: its heartbeat, 250 ms, on every denial).
+      const client = open();
+      const store = dividedStore({ redis: client, heartbeatMs: 250, reserve: 0.2 });
+      const c = createLimiter({ rules: daily(100), store, prefix: a.prefix });
+      try {
+        await c.ready();
+        const denied = await c.tryAcquire('k');
+        const dayEndsIn = 86_400_000 - (Date.now() % 86_400_000);
+        expect(denied.allowed).toBe(false);
+        expect(denied.retryAfterMs).toBeGreaterThan(Math.min(dayEndsIn - 10_000, 60_000));
+        // 100 -> 150: the joiner b had none of the key left; now it has its share of the extra (before: 0).
+        const heard = [nextEvent(stores[1], 'reconfigured'), nextEvent(store, 'reconfigured')];
+        await a.reconfigure(daily(150));
+        await Promise.all(heard);
+        const more = granted(await decide(b, 'k', 100));
+        expect(more).toBeGreaterThan(0);
+        const rest = granted(await decide(a, 'k', 100)) + granted(await decide(c, 'k', 100));
+        expect(spent + more + rest).toBeLessThanOrEqual(150);
+      } finally {
+        await c.close();
+        await store.close();
+        client.disconnect();
+      }
     });
   });
 

@@ -540,7 +540,9 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
     const next = memory.bind({ rules: [this.#shared], prefix: this.#prefix, apart });
     if (hasStateAccess(next) && hasStateAccess(before.bound)) {
       const source = {
-        bound: before.bound,
+        // A joiner meets a key it never held as spent: spent under the rule before the change, so a raised limit
+        // leaves this node its share of the extra (carried as used), as exact and leased mode grant the extra.
+        bound: this.#freshSpent === true ? spentWhereMissing(before.bound, before.shared, clock) : before.bound,
         rules: [before.shared],
         until: clock.now() + carryWindowMs([before.rule]),
         release: () => void before.bound.unbind?.(),
@@ -737,7 +739,7 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
     this.#meter.add(permits, this.#ctx.clock.now());
     const reserve = this.#reserve;
     if (reserve === undefined) return this.#bound.consume(key, permits, maxWaitMs) as Decision;
-    const local = this.#fraction > 0 ? (this.#bound.consume(key, permits, 0) as Decision) : this.#holdsNone();
+    const local = this.#fraction > 0 ? (this.#bound.consume(key, permits, 0) as Decision) : this.#holdsNone(permits);
     if (local.allowed) return local;
     if (this.#awayHolds && this.#away !== undefined && this.#failing) {
       const away = this.#away.decide(key, permits, 0, false);
@@ -772,9 +774,12 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * allocated it): a denial until its next heartbeat, which the reserve may overturn. No rule is held at
    * nothing; the key's state is left untouched.
    */
-  #holdsNone(): Decision {
+  #holdsNone(permits = 1): Decision {
     const rule = this.#rule;
-    const wait = this.#ctx.o.heartbeatMs;
+    // Not before its next heartbeat; and a node that meets keys spent frees none of this one before a spent
+    // state of the rule frees `permits` (a window's end: not the heartbeat's second while it stays spent).
+    const spent = this.#freshSpent === true ? untilSpentFrees(rule, permits, this.#ctx.clock.now()) : 0;
+    const wait = Math.max(this.#ctx.o.heartbeatMs, spent);
     return {
       allowed: false,
       limit: rule.limit,
@@ -874,4 +879,27 @@ function noOverrides(): SluiceError {
     'dividedStore keeps no overrides: an override is read with its key on Redis, and divided mode decides with ' +
       'no Redis call; give such keys a limiter of their own, or use leasedStore or redisStore',
   );
+}
+
+/** A binding whose states can be carried (BoundStore & StateAccess). */
+type Carriable = ConstructorParameters<typeof CarriedBinding>[0];
+
+/**
+ * `bound`, whose take() hands a key it holds no state for over as spent under `shared` (the rule before a
+ * change, at this node's share): what a joiner assumes of a key it never met, carried to the rule after it.
+ */
+function spentWhereMissing(bound: Carriable, shared: Algorithm, clock: Clock): Carriable {
+  return {
+    consume: (key, permits, maxWaitMs, note) => bound.consume(key, permits, maxWaitMs, note),
+    peek: (key) => bound.peek(key),
+    reset: (key) => bound.reset(key),
+    seed: (key, states, nowMs) => bound.seed(key, states, nowMs),
+    take: (key) => bound.take(key) ?? [shared.penalize(undefined, clock.now(), 0).state],
+  };
+}
+
+/** How long a spent state of `rule` takes to free `permits` from `nowMs` (Infinity: never). */
+function untilSpentFrees(rule: Algorithm, permits: number, nowMs: number): number {
+  const spent = rule.penalize(undefined, nowMs, rule.burst).state;
+  return rule.consume(spent, nowMs, permits, 0).retryAfterMs;
 }
