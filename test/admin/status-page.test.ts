@@ -3,7 +3,7 @@
  * chromium): it lists the limiter, shows its most limited key (as the keyed hash topLimited gives), looks a
  * key up, and a screenshot of it is written to test-results/. The page loads nothing but its own script. It
  * works with and without its trailing slash; a page on another site cannot change anything through the
- * browser's credentials for the router, while the router's own origin can.
+ * browser's credentials for the router, while the router's own origin can; a Basic challenge signs a browser in.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
@@ -193,6 +193,35 @@ it('the page works at its mount path without the trailing slash (Express strips 
       expect(failed).toEqual([]);
       await page.close();
     }
+  } finally {
+    await browser.close();
+    await new Promise((resolve) => server.close(resolve));
+    await limiter.close();
+  }
+}, 60_000);
+
+it('a browser asked for a Basic login (challenge) signs in and sees the page', async () => {
+  const limiter = createLimiter({ rules: fixedWindow({ name: 'api', limit: 1, windowMs: 60_000 }), prefix: 'shop' });
+  for (let i = 0; i < 3; i++) await limiter.tryAcquire('tenant-hot');
+  const login = `Basic ${Buffer.from('oncall:a-long-random-password').toString('base64')}`;
+  const handler = nodeAdminHandler(
+    adminRouter({
+      limiters: [limiter],
+      authorize: (request) => request.headers.get('authorization') === login,
+      basePath: '/admin',
+      challenge: 'Basic realm="sluice admin", charset="UTF-8"',
+    }),
+  );
+  const server = createServer((req, res) => void handler(req, res));
+  const url = `http://127.0.0.1:${await listen(server)}/admin/`;
+  const browser = await launch();
+  try {
+    // (A browser that cannot answer the challenge gets the 401's message: security.test.ts reads it.)
+    const page = await browser.newPage();
+    await page.authenticate({ username: 'oncall', password: 'a-long-random-password' });
+    await page.goto(url);
+    await page.waitForSelector('#top tbody tr');
+    expect(await page.$eval('#limiter', (select) => (select as unknown as { value: string }).value)).toBe('shop');
   } finally {
     await browser.close();
     await new Promise((resolve) => server.close(resolve));
