@@ -12,81 +12,21 @@
  * node, no record at 2), the old node's reconfigure failed CONFLICT for ever (it changed from 2, the lost record
  * read as 1), and a new node's "version 2" was ignored by the old nodes (the same number), which kept 5.
  */
-import { type Algorithm, type Limiter, type Store, createLimiter, fixedWindow } from '@sluice/core';
-import { dividedStore, leasedStore } from '@sluice/hybrid';
-import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { versionKey } from '../../packages/redis/src/key-layout.js';
-import { nextEvent, untilAsync } from '../harness/events.js';
-import { liveBucket, livePrefix } from '../harness/live-nodes.js';
+import { untilAsync } from '../harness/events.js';
+import { LIVE_MODES, LiveFleet, grants, learns } from '../harness/live-fleet.js';
+import { livePrefix } from '../harness/live-nodes.js';
 import { type TestRedis, spawnRedisServer } from '../harness/redis-server.js';
 
-/** A day's window: counts stay whole for the length of a test. */
-const daily = (limit: number): Algorithm => fixedWindow({ name: 'api', limit, windowMs: 86_400_000 });
-
-type EventStore = Store & { on(event: string, listener: (...args: never[]) => void): unknown; off: unknown };
-
-const MODES: ReadonlyArray<{
-  readonly mode: string;
-  readonly rule: (limit: number) => Algorithm;
-  readonly store: (redis: Redis) => EventStore;
-}> = [
-  { mode: 'exact', rule: liveBucket, store: (redis) => redisStore({ redis, timeoutMs: 1_000, denyCache: false }) },
-  { mode: 'leased', rule: liveBucket, store: (redis) => leasedStore({ redis, timeoutMs: 1_000 }) },
-  {
-    mode: 'divided',
-    rule: daily,
-    store: (redis) => dividedStore({ redis, timeoutMs: 1_000, heartbeatMs: 100, reserve: 0 }),
-  },
-];
-
-interface Node {
-  readonly limiter: Limiter;
-  readonly store: EventStore;
-  readonly errors: Error[];
-}
-
 let server: TestRedis | undefined;
-const opened: Array<{ limiter: Limiter; store: Store; client: Redis }> = [];
+const fleet = new LiveFleet(() => (server as TestRedis).url);
 afterEach(async () => {
-  for (const { limiter, store, client } of opened.splice(0)) {
-    await limiter.close();
-    await store.close?.();
-    client.disconnect();
-  }
+  await fleet.close();
   await server?.stop();
   server = undefined;
 });
-
-/** A node of the limiter on `prefix` with `rules` in its code: a process of its own (client, store, limiter). */
-async function node(prefix: string, rules: Algorithm, makeStore: (redis: Redis) => EventStore): Promise<Node> {
-  const client = new Redis((server as TestRedis).url);
-  const store = makeStore(client);
-  const errors: Error[] = [];
-  store.on('store-error', (error: Error) => void errors.push(error));
-  const limiter = createLimiter({ rules, store, prefix });
-  opened.push({ limiter, store, client });
-  await limiter.ready();
-  return { limiter, store, errors };
-}
-
-/**
- * Once `n` decides under configuration `version` or later: an exact or leased node learns it at its next call
- * to Redis (a slot's stale answer), a divided node at its next heartbeat ('reconfigured').
- */
-async function learns(n: Node, version: number): Promise<void> {
-  if (n.limiter.configVersion >= version) return;
-  const heard = nextEvent<[{ version: number }]>(n.store, 'reconfigured', (e) => e.version >= version);
-  await n.limiter.tryAcquire('probe');
-  if (n.limiter.configVersion < version) await heard;
-}
-
-async function grants(limiter: Limiter, key: string, count: number): Promise<number> {
-  let granted = 0;
-  for (let i = 0; i < count; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;
-  return granted;
-}
 
 /** Redis restarts on its port with nothing kept; the nodes' clients reconnect by themselves. */
 async function restartEmpty(): Promise<void> {
@@ -95,12 +35,12 @@ async function restartEmpty(): Promise<void> {
   server = await spawnRedisServer([], { port });
 }
 
-describe.each(MODES)('$mode mode: Redis restarted without persistence', ({ mode, rule, store }) => {
+describe.each(LIVE_MODES)('$mode mode: Redis restarted without persistence', ({ mode, rule, store }) => {
   it('a node started after the loss and the old nodes converge on one configuration; reconfigure works again on both; no over-admission', async () => {
     server = await spawnRedisServer();
     const prefix = livePrefix();
-    const a = await node(prefix, rule(20), store);
-    const b = await node(prefix, rule(20), store);
+    const a = await fleet.node(prefix, rule(20), store);
+    const b = await fleet.node(prefix, rule(20), store);
     const five = await a.limiter.reconfigure(rule(5));
     await learns(b, five.version);
     expect(b.limiter.rules[0]?.limit).toBe(5);
@@ -116,7 +56,7 @@ describe.each(MODES)('$mode mode: Redis restarted without persistence', ({ mode,
     }
 
     // A node started since knows only its code's rules (20): it decides on Redis, never by its fail mode.
-    const c = await node(prefix, rule(20), store);
+    const c = await fleet.node(prefix, rule(20), store);
     const first = await c.limiter.tryAcquire('c-first');
     expect(first.source).toBeUndefined();
     // (A divided node new to a fleet holds a key it meets as spent: someone else may have spent it.)
@@ -150,13 +90,13 @@ describe.each(MODES)('$mode mode: Redis restarted without persistence', ({ mode,
   it("the old node that finds the loss first stores again what it knew: a node started since decides under the operator's change", async () => {
     server = await spawnRedisServer();
     const prefix = livePrefix();
-    const a = await node(prefix, rule(20), store);
+    const a = await fleet.node(prefix, rule(20), store);
     const five = await a.limiter.reconfigure(rule(5));
     await restartEmpty();
     // Its next change reads the record first: gone, so it is stored again (with the rules a knew), then changed.
     const six = await a.limiter.reconfigure(rule(6));
     expect(six.version).toBeGreaterThan(five.version);
-    const c = await node(prefix, rule(20), store);
+    const c = await fleet.node(prefix, rule(20), store);
     expect([c.limiter.configVersion, c.limiter.rules[0]?.limit]).toEqual([six.version, 6]);
     expect(await grants(c.limiter, 'fresh', 10)).toBeLessThanOrEqual(6);
     expect(a.errors.some((e) => /was lost in Redis/.test(e.message))).toBe(true);
