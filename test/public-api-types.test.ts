@@ -5,7 +5,14 @@
 import type { Decision, Limiter, Store } from '@sluice/core';
 import { type RateLimitedError, countLimit, type rateLimited as limitMethod } from '@sluice/core/decorators';
 import { type KeyStrategy, byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
-import type { FleetEvent, RedisStore } from '@sluice/redis';
+import {
+  type FallbackChargedEvent,
+  type FleetEvent,
+  type ReconfiguredEvent,
+  type RedisClient,
+  type RedisStore,
+  redisStore,
+} from '@sluice/redis';
 import {
   type DividedStore,
   type LeaseEvent,
@@ -58,5 +65,28 @@ describe('public API types of the subpaths and hybrid', () => {
       leased.on('membership', () => {});
     };
     expectTypeOf(listen).toBeFunction();
+  });
+
+  it('a union of the three stores takes the events they share (switching modes is one line)', () => {
+    // Never called: only compiled, as a service picks its mode from its configuration.
+    const pick = (mode: 'exact' | 'leased' | 'divided', redis: RedisClient) => {
+      const store =
+        mode === 'leased'
+          ? leasedStore({ redis })
+          : mode === 'divided'
+            ? dividedStore({ redis })
+            : redisStore({ redis });
+      store.on('store-error', (error) => expectTypeOf(error).toEqualTypeOf<Error>());
+      store.on('store-recovered', () => {});
+      store.once('reconfigured', (e) => expectTypeOf(e).toEqualTypeOf<ReconfiguredEvent>());
+      store.on('fallback-charged', (e) => expectTypeOf(e).toEqualTypeOf<FallbackChargedEvent>());
+      const onError = (error: Error) => expectTypeOf(error).toEqualTypeOf<Error>();
+      store.on('store-error', onError).off('store-error', onError);
+      // @ts-expect-error only leased mode leases
+      store.on('lease', () => {});
+      expectTypeOf(store.on('callback-error', () => {})).toEqualTypeOf<RedisStore | LeasedStore | DividedStore>();
+      return store;
+    };
+    expectTypeOf(pick).toBeFunction();
   });
 });

@@ -37,7 +37,7 @@ import {
   warnOnce,
   mostPermits,
 } from '@sluice/core/store-kit';
-import type { FallbackChargedEvent, ReconfiguredEvent } from '@sluice/redis';
+import type { FallbackChargedEvent, StoreEvents } from '@sluice/redis';
 import {
   Fallback,
   type FallbackBinding,
@@ -50,6 +50,7 @@ import {
   RedisBoards,
   RedisHealth,
   StartupChecks,
+  StoreEmitter,
   StoredConfiguration,
   adjustScript,
   firstConfig,
@@ -57,7 +58,7 @@ import {
   storeClocks,
   withDeadline,
 } from '@sluice/redis/store-kit';
-import { EventEmitter } from 'eventemitter3';
+import type { EventEmitter } from 'eventemitter3';
 import { DemandMeter } from './demand-meter.js';
 import { DIVIDED_STORE_OPTIONS, type DividedStoreOptions } from './divided-options.js';
 import { type FleetSummary, Membership } from './membership.js';
@@ -76,28 +77,14 @@ export interface MembershipEvent {
   readonly share: number;
 }
 
-/** Events of a divided limiter (it is an EventEmitter): membership changes and heartbeat failures. */
-export interface DividedEvents {
+/**
+ * Events of a divided limiter (it is an EventEmitter): those of every Redis-backed store (StoreEvents: a
+ * heartbeat or a draw failing and Redis answering again, a configuration learned at a heartbeat, the reserve's
+ * outage grants charged, a callback that threw) and divided mode's own. While Redis fails this node keeps its
+ * last share and holds its part of the reserve locally.
+ */
+export interface DividedEvents extends StoreEvents {
   membership: [MembershipEvent];
-  /**
-   * A heartbeat or a draw failed, or the client lost its connection: until Redis answers again this node keeps
-   * its last share and holds its part of the reserve locally (the same event on every mode).
-   */
-  'store-error': [Error];
-  /** Redis answers again after a failure (heartbeats, and with a reserve the reserve's probe too). */
-  'store-recovered': [];
-  /**
-   * With a reserve, after an outage: what this node granted of its part of the reserve while Redis was away
-   * (and its state still held spent) was charged to the reserve in Redis; once per limiter per recovery.
-   */
-  'fallback-charged': [FallbackChargedEvent];
-  /** A callback of yours (a listener of these events) threw; the limiter went on. */
-  'callback-error': [error: unknown, callback: string];
-  /**
-   * A limiter's configuration changed (limiter.reconfigure on this node or another): this node decides
-   * under it from now on, its local states carried by the change's carry mode.
-   */
-  reconfigured: [ReconfiguredEvent];
 }
 
 /** dividedStore's options, checked and with their defaults (see DIVIDED_STORE_OPTIONS). */
@@ -143,7 +130,7 @@ const DIVIDED_CAPABILITIES: StoreCapabilities = { name: 'dividedStore', policies
  * const store = dividedStore({ redis, share: 'demand' }) // a DividedStore
  * const limiter = createLimiter({ rules: fixedWindow({ limit: 1_000, windowMs: 1_000 }), store })
  */
-export class DividedStore extends EventEmitter<DividedEvents> implements Store, LimitedKeysStore, AccessListStore {
+export class DividedStore extends StoreEmitter<DividedEvents> implements Store, LimitedKeysStore, AccessListStore {
   /** Decisions are this process's: limiters wait on the same clock. */
   readonly clock: Clock;
   /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */

@@ -39,6 +39,7 @@ import {
   RedisAccessLists,
   RedisBoards,
   LiveBinding,
+  StoreEmitter,
   type StartupChecks,
   type VersionBinding,
   type VersionRules,
@@ -54,14 +55,8 @@ import {
   versionKeyBeside,
   withDeadline,
 } from '@sluice/redis/store-kit';
-import {
-  DEFAULT_MAX_BATCH,
-  type FallbackChargedEvent,
-  type FleetEvent,
-  type ReconfiguredEvent,
-  type ResetHeardEvent,
-} from '@sluice/redis';
-import { EventEmitter } from 'eventemitter3';
+import { DEFAULT_MAX_BATCH, type FleetEvent, type ResetHeardEvent, type StoreEvents } from '@sluice/redis';
+import type { EventEmitter } from 'eventemitter3';
 import type { LRUCache } from 'lru-cache';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
@@ -92,14 +87,14 @@ export interface LeaseEvent {
   readonly prefetch: boolean;
 }
 
-/** Events of a leased limiter (it is an EventEmitter): each lease, and Redis failing and recovering. */
-export interface LeasedEvents {
+/**
+ * Events of a leased limiter (it is an EventEmitter): those of every Redis-backed store (StoreEvents: Redis
+ * failing and answering again, a configuration learned at a lease or on the limiter's channel, an outage's
+ * grants charged, a callback that threw) and leased mode's own.
+ */
+export interface LeasedEvents extends StoreEvents {
   /** A lease came back from Redis. */
   lease: [LeaseEvent];
-  /** Redis failed or missed the deadline: decisions past this node's lease follow failMode until it answers again. */
-  'store-error': [Error];
-  /** Redis answered again after a fallback. */
-  'store-recovered': [];
   /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
   fleet: [FleetEvent];
   /**
@@ -107,18 +102,6 @@ export interface LeasedEvents {
    * found the key's central state spent asks Redis again at the next request.
    */
   'reset-heard': [ResetHeardEvent];
-  /**
-   * failMode 'local', after an outage: what a limiter's fail mode granted past this node's leases (and its state
-   * still held spent) was charged to the key's central state in Redis; once per limiter per recovery.
-   */
-  'fallback-charged': [FallbackChargedEvent];
-  /**
-   * A limiter now decides under a configuration version it learned (limiter.reconfigure or override here or
-   * on another node: read at a lease that found its slot newer, or at ready()).
-   */
-  reconfigured: [ReconfiguredEvent];
-  /** A callback of yours (a listener of these events) threw; the limiter went on. */
-  'callback-error': [error: unknown, callback: string];
 }
 
 /** leasedStore's options, checked and with their defaults (see LEASED_STORE_OPTIONS). */
@@ -189,7 +172,7 @@ interface LeaseLive {
  * const store = leasedStore({ redis }) // a LeasedStore
  * const limiter = createLimiter({ rules: tokenBucket({ capacity: 1_000, refillPerSecond: 100 }), store })
  */
-export class LeasedStore extends EventEmitter<LeasedEvents> implements Store, LimitedKeysStore, AccessListStore {
+export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, LimitedKeysStore, AccessListStore {
   /** The clock decisions are made with when it is this process's ('client' or a Clock); undefined for Redis TIME. */
   readonly clock: Clock | undefined;
   /** One rule per limiter, no plans, no bans: createLimiter refuses them, naming this store. */

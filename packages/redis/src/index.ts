@@ -8,6 +8,7 @@ export type {
   RedisStoreOptions,
   ResetHeardEvent,
 } from './redis-store.js';
+export type { StoreEvents } from './store-events.js';
 export type { DecisionEvent } from './exact/exact-binding.js';
 export type { FailMode } from './fleet/fail-mode.js';
 export { DEFAULT_FAIL_MODE, MAX_CHARGED_KEYS } from './fleet/fail-mode.js';

@@ -17,7 +17,6 @@ import {
   type Store,
 } from '@sluice/core';
 import { type FleetShare, PrefixGuard, callSafely, emitSafely, parseOptions, stateName } from '@sluice/core/store-kit';
-import { EventEmitter } from 'eventemitter3';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection } from './connection/connection.js';
@@ -41,6 +40,7 @@ import { LiveBinding, type VersionBinding } from './live/live-binding.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
 import type { StartupChecks } from './preflight.js';
 import { storeParts } from './store-parts.js';
+import { StoreEmitter, type StoreEvents } from './store-events.js';
 import { RedisAccessLists } from './access-lists.js';
 import { writeDescriptor } from './descriptor.js';
 import { RedisBoards } from './limited-keys-board.js';
@@ -83,12 +83,10 @@ export interface RedisStoreOptions extends RedisBackedOptions, FailModeOptions {
 }
 
 /**
- * Events of a RedisStore: emitted when Redis starts failing and when it answers again, and when a callback
- * of yours threw (an `onDecision`, a listener of these events): the store went on, and the error is here.
+ * Events of a RedisStore: those of every Redis-backed store (StoreEvents: Redis failing and answering again, a
+ * configuration learned, an outage's grants charged, a callback of yours that threw) and exact mode's own.
  */
-export interface RedisStoreEvents {
-  'store-error': [error: Error];
-  'store-recovered': [];
+export interface RedisStoreEvents extends StoreEvents {
   /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
   fleet: [FleetEvent];
   /**
@@ -96,17 +94,6 @@ export interface RedisStoreEvents {
    * here dropped it.
    */
   'reset-heard': [ResetHeardEvent];
-  /**
-   * A limiter now decides under a configuration version it learned (limiter.reconfigure here or on another
-   * node: read after a slot said so, a message on its channel, or ready()).
-   */
-  reconfigured: [ReconfiguredEvent];
-  /**
-   * failMode 'local', after an outage: what a limiter's fail mode granted and its state still held spent was
-   * charged to Redis (see FallbackChargedEvent); emitted once per limiter per recovery, zeros included.
-   */
-  'fallback-charged': [FallbackChargedEvent];
-  'callback-error': [error: unknown, callback: string];
 }
 
 /** A reset, unblock or refund heard on a limiter's channel, as the `reset-heard` event reports it. */
@@ -161,7 +148,7 @@ interface PrefixHold {
  * const limiter = createLimiter({ rules: tokenBucket({ capacity: 100, refillPerSecond: 10 }), store })
  */
 export class RedisStore
-  extends EventEmitter<RedisStoreEvents>
+  extends StoreEmitter<RedisStoreEvents>
   implements Store, ConcurrencyStore, PauseStore, LimitedKeysStore, AccessListStore
 {
   readonly redis: RedisClient;

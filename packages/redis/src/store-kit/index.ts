@@ -17,6 +17,8 @@
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
 export { toConnection } from '../connection/connect.js';
 export { ChannelListener } from '../connection/channel-listener.js';
+/** The event emitter every Redis-backed store extends (the shared events' listener signatures first). */
+export { StoreEmitter } from '../store-events.js';
 export { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, storeClocks } from '../options.js';
 export type { StoreClocks } from '../options.js';
 export { storeParts } from '../store-parts.js';

@@ -1,0 +1,84 @@
+import { EventEmitter } from 'eventemitter3';
+import type { FallbackChargedEvent, ReconfiguredEvent } from './redis-store.js';
+
+/**
+ * The events every Redis-backed store emits alike (redisStore, leasedStore, dividedStore): Redis failing and
+ * answering again, a configuration learned, an outage's grants charged, a callback of yours that threw.
+ * Each store's own event map adds its mode's events to these.
+ */
+export interface StoreEvents {
+  /** Redis failed or missed the deadline: decisions follow the store's fail mode until it answers again. */
+  'store-error': [error: Error];
+  /** Redis answers again after a failure. */
+  'store-recovered': [];
+  /**
+   * A limiter now decides under a configuration version it learned (limiter.reconfigure or override here or
+   * on another node: read after a slot, a lease or a heartbeat said so, a message on its channel, or ready()).
+   */
+  reconfigured: [ReconfiguredEvent];
+  /**
+   * After an outage: what a limiter's fail mode (or a divided node's part of the reserve) granted, and its
+   * state still held spent, was charged to Redis (see FallbackChargedEvent); once per limiter per recovery,
+   * zeros included.
+   */
+  'fallback-charged': [FallbackChargedEvent];
+  /** A callback of yours (an `onDecision`, a listener of these events) threw; the store went on. */
+  'callback-error': [error: unknown, callback: string];
+}
+
+/** A listener of one of the shared events. */
+type On<E extends keyof StoreEvents> = (...args: StoreEvents[E]) => void;
+
+/**
+ * The event emitter of a Redis-backed store whose events are `Events`: its listener methods declare one plain
+ * signature per shared event before the generic one. TypeScript calls a method of a union of stores
+ * (`mode === 'leased' ? leasedStore(o) : redisStore(o)`) only by signatures its members declare alike, and
+ * never by generic ones that return each store's own type: with these, `store.on('store-error', ...)`
+ * type-checks on the union, as switching modes is one line; each store alone still takes its own events.
+ * @example
+ * class MyStore extends StoreEmitter<StoreEvents & { lease: [LeaseEvent] }> {}
+ */
+export class StoreEmitter<Events extends StoreEvents> extends EventEmitter<Events> {
+  override on(event: 'store-error', fn: On<'store-error'>, context?: unknown): this;
+  override on(event: 'store-recovered', fn: On<'store-recovered'>, context?: unknown): this;
+  override on(event: 'reconfigured', fn: On<'reconfigured'>, context?: unknown): this;
+  override on(event: 'fallback-charged', fn: On<'fallback-charged'>, context?: unknown): this;
+  override on(event: 'callback-error', fn: On<'callback-error'>, context?: unknown): this;
+  override on<E extends EventEmitter.EventNames<Events>>(
+    event: E,
+    fn: EventEmitter.EventListener<Events, E>,
+    context?: unknown,
+  ): this;
+  override on(event: never, fn: never, context?: unknown): this {
+    return super.on(event, fn, context);
+  }
+
+  override once(event: 'store-error', fn: On<'store-error'>, context?: unknown): this;
+  override once(event: 'store-recovered', fn: On<'store-recovered'>, context?: unknown): this;
+  override once(event: 'reconfigured', fn: On<'reconfigured'>, context?: unknown): this;
+  override once(event: 'fallback-charged', fn: On<'fallback-charged'>, context?: unknown): this;
+  override once(event: 'callback-error', fn: On<'callback-error'>, context?: unknown): this;
+  override once<E extends EventEmitter.EventNames<Events>>(
+    event: E,
+    fn: EventEmitter.EventListener<Events, E>,
+    context?: unknown,
+  ): this;
+  override once(event: never, fn: never, context?: unknown): this {
+    return super.once(event, fn, context);
+  }
+
+  override off(event: 'store-error', fn?: On<'store-error'>, context?: unknown, once?: boolean): this;
+  override off(event: 'store-recovered', fn?: On<'store-recovered'>, context?: unknown, once?: boolean): this;
+  override off(event: 'reconfigured', fn?: On<'reconfigured'>, context?: unknown, once?: boolean): this;
+  override off(event: 'fallback-charged', fn?: On<'fallback-charged'>, context?: unknown, once?: boolean): this;
+  override off(event: 'callback-error', fn?: On<'callback-error'>, context?: unknown, once?: boolean): this;
+  override off<E extends EventEmitter.EventNames<Events>>(
+    event: E,
+    fn?: EventEmitter.EventListener<Events, E>,
+    context?: unknown,
+    once?: boolean,
+  ): this;
+  override off(event: never, fn?: never, context?: unknown, once?: boolean): this {
+    return super.off(event, fn, context, once);
+  }
+}
