@@ -230,3 +230,51 @@ describe('rateLimitedProcessor (BullMQ): one tenant refused, the others run on',
     expect(failed).toEqual([]);
   });
 });
+
+it('2 workers at concurrency 4, 5 jobs a second: every job runs once, none fails (the order is not promised)', async () => {
+  const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 1_000, name: 'downstream' }) });
+  closers.push(() => limiter.close());
+  const ran: string[] = [];
+  const { queue, worker } = queueWith((queue) =>
+    rateLimitedProcessor(
+      async (job: Job) => {
+        ran.push(job.id as string);
+      },
+      { limiter, queue },
+    ),
+  );
+  const connection = new Redis(testRedis().server.url, { maxRetriesPerRequest: null });
+  const second = new Worker(
+    queue.name,
+    rateLimitedProcessor(async (job: Job) => void ran.push(job.id as string), {
+      limiter,
+      queue,
+    }),
+    { connection, concurrency: 4 },
+  );
+  worker.concurrency = 4;
+  const failed: string[] = [];
+  for (const w of [worker, second]) w.on('failed', (job) => failed.push(job?.id as string));
+  closers.push(
+    async () => connection.quit(),
+    async () => second.close(),
+  );
+  const added = await queue.addBulk(Array.from({ length: 20 }, (_, i) => ({ name: 'send', data: { i } })));
+  const ids = added.map((job) => job.id as string);
+  const done = new Set<string>();
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${done.size} of 20 completed within 30 s`)), 30_000);
+    for (const w of [worker, second])
+      w.on('completed', (job: Job) => {
+        done.add(job.id as string);
+        if (done.size < 20) return;
+        clearTimeout(timer);
+        resolve();
+      });
+  });
+  expect([...ran].sort()).toEqual([...ids].sort());
+  expect(ran).toHaveLength(20);
+  expect(failed).toEqual([]);
+  const outOfPlace = ran.filter((id, i) => id !== ids[i]).length;
+  console.info(`2 workers x 4: ${outOfPlace} of 20 jobs ran out of the order added (${ran.join(' ')})`);
+});
