@@ -15,6 +15,20 @@ export interface Refusal {
   readonly message: string;
 }
 
+// A host name or address, and a port: nothing that could carry a path, a query or credentials.
+const HOST = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(:\d{1,5})?$/;
+
+/**
+ * A request whose Host header is no host (`h/api/limiters/secret/...?`) is refused whatever the runtime did
+ * with it: node:http passes it on as sent, and a runtime that builds the request's URL from it (as servers
+ * for Fetch handlers do) would have moved the path the router reads.
+ */
+export function refuseHost(request: Request): Refusal | undefined {
+  const host = request.headers.get('host');
+  if (host === null || HOST.test(host)) return undefined;
+  return { status: 400, error: 'Bad Request', message: 'the Host header must be a host name or address' };
+}
+
 // Methods a browser sends cross-site without asking (and that change nothing here).
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

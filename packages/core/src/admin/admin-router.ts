@@ -6,7 +6,7 @@ import { parseOptions } from '../foundation/options.js';
 import { describe } from '../foundation/validate.js';
 import type { Limiter } from '../engine/limiter.js';
 import { BodyTooLarge, MAX_ADMIN_BODY_BYTES, jsonBody } from './admin-body.js';
-import { checkFailsClosed, refuseBeforeAuthorize } from './admin-guard.js';
+import { checkFailsClosed, refuseBeforeAuthorize, refuseHost } from './admin-guard.js';
 import { ADMIN_ROUTER_OPTIONS, type AdminRouterOptions } from './admin-options.js';
 import { statusPage } from './status-page.js';
 
@@ -163,6 +163,8 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
     async fetch(request: Request): Promise<Response> {
       const unsafe = failsClosed === undefined ? undefined : await failsClosed;
       if (unsafe !== undefined) return json(500, { error: 'Error', message: unsafe.message });
+      const badHost = refuseHost(request);
+      if (badHost !== undefined) return json(badHost.status, { error: badHost.error, message: badHost.message });
       const url = new URL(request.url);
       // Whole segments: '/admin' is not a prefix of '/adminXapi/...'.
       if (url.pathname !== basePath && !url.pathname.startsWith(`${basePath}/`))
