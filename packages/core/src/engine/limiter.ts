@@ -238,7 +238,11 @@ export interface Limiter {
   overrides(options?: OverridesOptions): Promise<OverridesPage>;
   /** The rules in force (of the first plan, for a limiter with plans). */
   readonly rules: readonly Algorithm[];
-  /** The version of the limiter's configuration: 1, and one more after each `reconfigure`. */
+  /**
+   * The version of the limiter's configuration: 1 until the first `reconfigure`, then larger after each (on
+   * the memory store one more; on Redis the server's time in ms of the change, or one more when that is later,
+   * so a number never names two configurations, even after Redis lost them).
+   */
   readonly configVersion: number;
   /**
    * The clock this limiter waits on: its store's when the store decides on this process's clock (a memory
