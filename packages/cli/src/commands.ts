@@ -8,6 +8,7 @@ import {
   DEFAULT_MAX_KEY_LENGTH,
 } from '@sluice/core';
 import { entriesInForce, entryTexts, keyHash, listEntries, ruleFromSpec } from '@sluice/core/store-kit';
+import { leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import {
   type LimiterDescriptor,
@@ -15,6 +16,7 @@ import {
   RedisBoard,
   type RedisConnection,
   StartupChecks,
+  StoredConfiguration,
   readDescriptor,
 } from '@sluice/redis/store-kit';
 import type { Cluster, Redis } from 'ioredis';
@@ -49,16 +51,23 @@ async function described(ctx: CommandContext): Promise<LimiterDescriptor> {
   return descriptor;
 }
 
-/** A limiter of the prefix's rules on this Redis (exact mode: the state the nodes write), ready. */
-async function limiterOf(ctx: CommandContext) {
-  const descriptor = await described(ctx);
-  if (descriptor.mode !== 'exact' || descriptor.rules === undefined)
+/**
+ * A limiter of the prefix's rules on this Redis, on a store of the mode its nodes run (the state they write:
+ * exact mode's, or leased mode's central state), ready. Divided mode keeps each key's count in each node's
+ * memory, out of the CLI's reach: `command` is refused, saying so.
+ */
+async function limiterOf(ctx: CommandContext, descriptor: LimiterDescriptor, command: string) {
+  if (descriptor.rules === undefined)
     throw new UsageError(
-      descriptor.rules === undefined
-        ? `limiter ${JSON.stringify(printable(ctx.prefix))} cannot be read by the CLI: ${descriptor.why ?? 'its rules are not written down'}`
-        : `limiter ${JSON.stringify(printable(ctx.prefix))} runs in ${descriptor.mode} mode: inspect, reset, block and unblock read exact mode's state`,
+      `limiter ${JSON.stringify(printable(ctx.prefix))} cannot be read by the CLI: ${descriptor.why ?? 'its rules are not written down'}`,
     );
-  const store = redisStore({ redis: ctx.client, timeoutMs: CLI_TIMEOUT_MS, failMode: 'closed' });
+  if (descriptor.mode === 'divided')
+    throw new UsageError(
+      `limiter ${JSON.stringify(printable(ctx.prefix))} runs in divided mode: each node counts its keys in its own ` +
+        `memory, where ${command} cannot reach them (do it on the nodes: limiter.${command} or their admin router)`,
+    );
+  const options = { redis: ctx.client, timeoutMs: CLI_TIMEOUT_MS, failMode: 'closed' } as const;
+  const store = descriptor.mode === 'leased' ? leasedStore(options) : redisStore(options);
   const limiter = createLimiter({
     rules: descriptor.rules.map(ruleFromSpec),
     store,
@@ -143,9 +152,41 @@ function printDecision(ctx: CommandContext, key: string, decision: Decision): vo
 
 const finite = (ms: number): number | null => (Number.isFinite(ms) ? ms : null);
 
+/**
+ * Divided mode's inspect: what Redis knows of the limiter (its rules in force), and that each node keeps the
+ * key's count of its share in its own memory (nothing to read here).
+ */
+async function inspectDivided(ctx: CommandContext, key: string, descriptor: LimiterDescriptor): Promise<void> {
+  const stored = await new StoredConfiguration({
+    connection: ctx.connection,
+    prefix: ctx.prefix,
+    timeoutMs: CLI_TIMEOUT_MS,
+  }).read();
+  const rules = (stored?.rules.map((entry) => entry.rule) ?? (descriptor.rules ?? []).map(ruleFromSpec)).map(
+    (rule) => ({ name: rule.name, kind: rule.kind, limit: rule.limit }),
+  );
+  const counts = 'kept by each node in its own memory (its share of the limit), not in Redis';
+  if (ctx.json) {
+    ctx.out(
+      JSON.stringify({ prefix: ctx.prefix, key, mode: 'divided', configVersion: stored?.version ?? 1, rules, counts }),
+    );
+    return;
+  }
+  const rows: Array<[string, string]> = [
+    ['key', printable(key)],
+    ['limiter', printable(ctx.prefix)],
+    ['mode', 'divided'],
+    ...rules.map((rule): [string, string] => [`rule ${printable(rule.name)}`, `${rule.kind}, limit ${rule.limit}`]),
+    ['counts', counts],
+  ];
+  for (const [name, value] of rows) ctx.out(`${name.padEnd(12)}${value}`);
+}
+
 export async function inspect(ctx: CommandContext): Promise<void> {
   const key = keyArg(ctx, 'inspect');
-  const { limiter, close } = await limiterOf(ctx);
+  const descriptor = await described(ctx);
+  if (descriptor.mode === 'divided' && descriptor.rules !== undefined) return inspectDivided(ctx, key, descriptor);
+  const { limiter, close } = await limiterOf(ctx, descriptor, 'inspect');
   try {
     printDecision(ctx, key, await limiter.peek(key));
   } finally {
@@ -157,7 +198,7 @@ export async function inspect(ctx: CommandContext): Promise<void> {
 export async function keyAction(ctx: CommandContext, command: 'reset' | 'block' | 'unblock'): Promise<void> {
   const key = keyArg(ctx, command);
   const ms = command === 'block' ? wholeNumber(ctx, 'ms', undefined, 1, 2_147_483_647) : 0;
-  const { limiter, close } = await limiterOf(ctx);
+  const { limiter, close } = await limiterOf(ctx, await described(ctx), command);
   try {
     if (command === 'reset') await limiter.reset(key);
     else if (command === 'block') await limiter.block(key, ms);

@@ -57,6 +57,7 @@ import {
   reconfigured,
   storeClocks,
   withDeadline,
+  writeDescriptor,
 } from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
 import { DemandMeter } from './demand-meter.js';
@@ -193,6 +194,8 @@ export class DividedStore extends StoreEmitter<DividedEvents> implements Store, 
     const rule = hybridRule('dividedStore', ruleSet.rules[0] as Algorithm);
     const reserveScripts = this.#ctx.o.reserve > 0 ? [leaseScript(rule.kind), adjustScript([rule.kind])] : [];
     this.#checks.add(ruleSet.prefix, [membershipScript(), ...reserveScripts]);
+    // What the CLI reads to know the limiter runs here, and in which mode.
+    void writeDescriptor(this.#ctx.redis, ruleSet.prefix, 'divided', [rule]);
     const binding: DividedBinding = new DividedBinding(this.#ctx, rule, ruleSet.prefix, () =>
       this.#bindings.delete(binding),
     );

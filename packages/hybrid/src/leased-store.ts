@@ -54,6 +54,7 @@ import {
   versionError,
   versionKeyBeside,
   withDeadline,
+  writeDescriptor,
 } from '@sluice/redis/store-kit';
 import { DEFAULT_MAX_BATCH, type FleetEvent, type ResetHeardEvent, type StoreEvents } from '@sluice/redis';
 import type { EventEmitter } from 'eventemitter3';
@@ -261,6 +262,8 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
     const { prefix } = ruleSet;
     const scripts = [leaseScript(first.kind), adjustScript([first.kind]), ...exactScripts([first.kind])];
     this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
+    // What the CLI reads to know the limiter runs here, and in which mode.
+    void writeDescriptor(this.#ctx.redis, prefix, 'leased', [first]);
     const fleet = this.#presence?.track(prefix);
     const live: LiveBinding = new LiveBinding({
       connection: this.#ctx.redis,
@@ -605,20 +608,15 @@ class LeasedBinding implements BoundStore {
     return this.#live.override ? { ...versioned, override: true } : versioned;
   }
 
-  /** This node's view: the allowance as it knows it, and whether a request would be tried now. Consumes nothing. */
-  peek(key: string): Decision {
+  /**
+   * This node's view: the allowance as it knows it, and whether a request would be tried now; for a key it
+   * holds no lease of, the key's central state (what the fleet has left to lease: a key too cold for a lease is
+   * decided there too, and the CLI's inspect reads it so). Consumes nothing.
+   */
+  peek(key: string): Decision | Promise<Decision> {
     const now = this.#clock.now();
     const lease = this.#leases.peek(key);
-    if (lease === undefined)
-      return this.#marked({
-        allowed: true,
-        limit: this.#rule.limit,
-        remaining: 0,
-        retryAfterMs: 0,
-        resetAfterMs: 0,
-        waitMs: 0,
-        rule: this.#rule.name,
-      });
+    if (lease === undefined) return this.#exact.peek(key);
     const live = now < lease.expiresAt ? lease.available : 0;
     if (live >= 1 || now >= lease.emptyUntil) return this.#granted(lease, now);
     return this.#denied(lease, lease.emptyUntil - now);
