@@ -6,9 +6,8 @@
 import { type Algorithm, type Limiter, type Store, createLimiter, fixedWindow } from '@sluice/core';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
-import { Redis } from 'ioredis';
 import { nextEvent } from './events.js';
-import { liveBucket } from './live-nodes.js';
+import { type LiveClient, liveBucket } from './live-nodes.js';
 
 /** A day's window named 'api': counts stay whole for the length of a test. */
 export const dailyWindow = (limit: number): Algorithm => fixedWindow({ name: 'api', limit, windowMs: 86_400_000 });
@@ -20,7 +19,7 @@ export type EventStore = Store & { on(event: string, listener: (...args: never[]
 export const LIVE_MODES: ReadonlyArray<{
   readonly mode: 'exact' | 'leased' | 'divided';
   readonly rule: (limit: number) => Algorithm;
-  readonly store: (redis: Redis) => EventStore;
+  readonly store: (redis: LiveClient) => EventStore;
 }> = [
   { mode: 'exact', rule: liveBucket, store: (redis) => redisStore({ redis, timeoutMs: 1_000, denyCache: false }) },
   { mode: 'leased', rule: liveBucket, store: (redis) => leasedStore({ redis, timeoutMs: 1_000 }) },
@@ -39,23 +38,23 @@ export interface FleetNode {
 }
 
 /**
- * Nodes of limiters on one Redis (`url()`, read at each node's start: a restarted server may move), closed
- * together by close().
+ * Nodes of limiters on one Redis, each on a client of its own from `open` (called at each node's start: a
+ * restarted server may have moved), closed together by close().
  * @example
- * const fleet = new LiveFleet(() => server.url)
+ * const fleet = new LiveFleet(() => new Redis(server.url))
  * const a = await fleet.node('p', liveBucket(20), (redis) => redisStore({ redis }))
  */
 export class LiveFleet {
-  readonly #url: () => string;
-  readonly #opened: Array<{ limiter: Limiter; store: Store; client: Redis }> = [];
+  readonly #open: () => LiveClient;
+  readonly #opened: Array<{ limiter: Limiter; store: Store; client: LiveClient }> = [];
 
-  constructor(url: () => string) {
-    this.#url = url;
+  constructor(open: () => LiveClient) {
+    this.#open = open;
   }
 
   /** A ready node of the limiter on `prefix` with `rules` in its code. */
-  async node(prefix: string, rules: Algorithm, makeStore: (redis: Redis) => EventStore): Promise<FleetNode> {
-    const client = new Redis(this.#url());
+  async node(prefix: string, rules: Algorithm, makeStore: (redis: LiveClient) => EventStore): Promise<FleetNode> {
+    const client = this.#open();
     const store = makeStore(client);
     const errors: Error[] = [];
     store.on('store-error', (error: Error) => void errors.push(error));

@@ -1,6 +1,7 @@
 /**
- * Live limits x a Redis that loses its data (a restart without persistence; a FLUSHALL is the same): nodes that
- * knew a changed configuration keep running beside nodes started since, on one Redis, in every mode. A version
+ * Live limits x a Redis that loses its data (a standalone server restarted without persistence; a Cluster
+ * flushed): nodes that knew a changed configuration keep running beside nodes started since, on one Redis, in
+ * every mode. A version
  * never names two configurations (a version is Redis's time of the change, or one more than the last), and a
  * record found gone, or behind a version a node knows or a slot holds, is stored again under a version above
  * every one seen (what the node that found it knows: an old node its configuration, a new one its code's
@@ -17,27 +18,75 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { versionKey } from '../../packages/redis/src/key-layout.js';
 import { untilAsync } from '../harness/events.js';
 import { LIVE_MODES, LiveFleet, grants, learns } from '../harness/live-fleet.js';
-import { livePrefix } from '../harness/live-nodes.js';
+import { type LiveClient, livePrefix } from '../harness/live-nodes.js';
 import { type TestRedis, spawnRedisServer } from '../harness/redis-server.js';
+import { useTestCluster } from '../harness/use-redis.js';
 
+const testCluster = useTestCluster();
 let server: TestRedis | undefined;
-const fleet = new LiveFleet(() => (server as TestRedis).url);
+
+/** Where the fleet runs, and how Redis loses everything there. */
+interface Deployment {
+  readonly name: string;
+  readonly start: () => Promise<void>;
+  readonly open: () => LiveClient;
+  /** Everything gone; the nodes' clients reconnect by themselves. */
+  readonly lose: () => Promise<void>;
+  /** Once the old node's version is back in the limiter's slot (standalone: one key to read). */
+  readonly raised: (prefix: string) => Promise<void>;
+}
+
+const DEPLOYMENTS: readonly Deployment[] = [
+  {
+    name: 'a standalone server restarted without persistence',
+    start: async () => {
+      server = await spawnRedisServer();
+    },
+    open: () => new Redis((server as TestRedis).url),
+    lose: async () => {
+      const { port } = server as TestRedis;
+      await (server as TestRedis).stop();
+      server = await spawnRedisServer([], { port });
+    },
+    raised: async (prefix) => {
+      const probe = new Redis((server as TestRedis).url);
+      try {
+        await untilAsync(async () => (await probe.get(versionKey(prefix, undefined))) !== null, 'the slot raised');
+      } finally {
+        probe.disconnect();
+      }
+    },
+  },
+  {
+    name: 'a Cluster flushed (FLUSHALL on every primary)',
+    start: async () => {},
+    open: () => testCluster().cluster.client(),
+    lose: async () => {
+      for (const node of testCluster().cluster.nodes) {
+        const direct = new Redis(node.url);
+        await direct.flushall();
+        direct.disconnect();
+      }
+    },
+    // On a Cluster each slot has its version: the old node's decision on 'k' raised k's (no wait needed).
+    raised: async () => {},
+  },
+];
+
+const fleet = new LiveFleet(() => (current as Deployment).open());
+let current: Deployment | undefined;
 afterEach(async () => {
   await fleet.close();
   await server?.stop();
   server = undefined;
 });
 
-/** Redis restarts on its port with nothing kept; the nodes' clients reconnect by themselves. */
-async function restartEmpty(): Promise<void> {
-  const { port } = server as TestRedis;
-  await (server as TestRedis).stop();
-  server = await spawnRedisServer([], { port });
-}
-
-describe.each(LIVE_MODES)('$mode mode: Redis restarted without persistence', ({ mode, rule, store }) => {
+describe.each(
+  DEPLOYMENTS.flatMap((deployment) => LIVE_MODES.map((mode) => ({ ...mode, deployment, where: deployment.name }))),
+)('$mode mode on $where', ({ mode, rule, store, deployment }) => {
   it('a node started after the loss and the old nodes converge on one configuration; reconfigure works again on both; no over-admission', async () => {
-    server = await spawnRedisServer();
+    current = deployment;
+    await deployment.start();
     const prefix = livePrefix();
     const a = await fleet.node(prefix, rule(20), store);
     const b = await fleet.node(prefix, rule(20), store);
@@ -45,19 +94,14 @@ describe.each(LIVE_MODES)('$mode mode: Redis restarted without persistence', ({ 
     await learns(b, five.version);
     expect(b.limiter.rules[0]?.limit).toBe(5);
 
-    await restartEmpty();
+    await deployment.lose();
     // The old node decides again: its version (raised in its slot by the decision, the lease or the heartbeat).
     await a.limiter.tryAcquire('k');
-    const slot = new Redis(server?.url as string);
-    try {
-      await untilAsync(async () => (await slot.get(versionKey(prefix, undefined))) !== null, 'the slot raised');
-    } finally {
-      slot.disconnect();
-    }
+    await deployment.raised(prefix);
 
     // A node started since knows only its code's rules (20): it decides on Redis, never by its fail mode.
     const c = await fleet.node(prefix, rule(20), store);
-    const first = await c.limiter.tryAcquire('c-first');
+    const first = await c.limiter.tryAcquire('k');
     expect(first.source).toBeUndefined();
     // (A divided node new to a fleet holds a key it meets as spent: someone else may have spent it.)
     if (mode !== 'divided') expect(first.allowed).toBe(true);
@@ -88,11 +132,12 @@ describe.each(LIVE_MODES)('$mode mode: Redis restarted without persistence', ({ 
   });
 
   it("the old node that finds the loss first stores again what it knew: a node started since decides under the operator's change", async () => {
-    server = await spawnRedisServer();
+    current = deployment;
+    await deployment.start();
     const prefix = livePrefix();
     const a = await fleet.node(prefix, rule(20), store);
     const five = await a.limiter.reconfigure(rule(5));
-    await restartEmpty();
+    await deployment.lose();
     // Its next change reads the record first: gone, so it is stored again (with the rules a knew), then changed.
     const six = await a.limiter.reconfigure(rule(6));
     expect(six.version).toBeGreaterThan(five.version);

@@ -7,13 +7,14 @@
  * one configuration, a change from a node of either version is everyone's, and a fresh key's count over the
  * fleet never passes the configuration in force.
  */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LIVE_MODES, LiveFleet, grants, learns } from '../harness/live-fleet.js';
 import { livePrefix } from '../harness/live-nodes.js';
 import { type TestRedis, spawnRedisServer } from '../harness/redis-server.js';
 
 let server: TestRedis | undefined;
-const fleet = new LiveFleet(() => (server as TestRedis).url);
+const fleet = new LiveFleet(() => new Redis((server as TestRedis).url));
 beforeAll(async () => {
   server = await spawnRedisServer();
 });
