@@ -1,6 +1,6 @@
 import { type Decision, TOLERANCE_MS } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { DenyCache } from './deny-cache.js';
+import { DENY_CACHE_TRUST_MS, DenyCache } from './deny-cache.js';
 
 const denied: Decision = {
   allowed: false,
@@ -52,5 +52,15 @@ describe('DenyCache', () => {
     expect(cache.get('k', 1_001, 2)).toBeUndefined();
     cache.record('k', denied, 1_000, 3);
     expect(cache.get('k', 1_001, 3)).toMatchObject({ allowed: false });
+  });
+
+  it('asks Redis again after DENY_CACHE_TRUST_MS, however far its retry time (a missed message heals)', () => {
+    const cache = new DenyCache(100);
+    // A day's quota spent: its retry time is hours away.
+    cache.record('k', { ...denied, retryAfterMs: 3_600_000, resetAfterMs: 3_600_000 }, 0, 1);
+    expect(cache.get('k', DENY_CACHE_TRUST_MS - 1, 1)).toMatchObject({
+      retryAfterMs: 3_600_000 - DENY_CACHE_TRUST_MS + 1,
+    });
+    expect(cache.get('k', DENY_CACHE_TRUST_MS, 1)).toBeUndefined();
   });
 });

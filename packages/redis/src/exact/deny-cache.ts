@@ -2,6 +2,14 @@ import { type Decision, TOLERANCE_MS } from '@sluice/core';
 import { keyCache } from '@sluice/core/store-kit';
 import type { LRUCache } from 'lru-cache';
 
+/**
+ * The longest a cached denial is answered before Redis is asked again, whatever its retryAfterMs. A change on
+ * another node reaches the cache as a message on the limiter's channel; a node that missed it (its subscriber
+ * reconnecting) would otherwise go on denying under the old state until retryAfterMs, which a daily quota puts
+ * hours away. Costs one Redis call per hot denied key per this interval.
+ */
+export const DENY_CACHE_TRUST_MS = 5_000;
+
 interface CachedDenial {
   /** Local time until which the answer holds: when the request could succeed, or a blocked key's ban ends. */
   readonly until: number;
@@ -58,7 +66,10 @@ export class DenyCache {
     // The algorithms grant a request up to TOLERANCE_MS before its retry time (rounding in the float maths
     // must not deny a request that is on time), so the cached answer stops TOLERANCE_MS before it, where
     // Redis may already grant (a smoothWarmingUp request 0.999 us early was denied here and granted there).
-    const until = (banRestMs === undefined ? retryAt : Math.min(retryAt, now + banRestMs)) - TOLERANCE_MS;
+    const until = Math.min(
+      (banRestMs === undefined ? retryAt : Math.min(retryAt, now + banRestMs)) - TOLERANCE_MS,
+      now + DENY_CACHE_TRUST_MS,
+    );
     this.#entries.set(key, { until, retryAt, resetAt: now + decision.resetAfterMs, version, decision });
   }
 
