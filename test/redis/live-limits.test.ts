@@ -22,7 +22,13 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { configKey, versionKey } from '../../packages/redis/src/key-layout.js';
-import { MAX_LINKS, MAX_OVERRIDE_RULES } from '../../packages/redis/src/live/config-record.js';
+import {
+  MAX_LINKS,
+  MAX_OVERRIDE_RULES,
+  encodeConfig,
+  firstConfig,
+  reconfigured,
+} from '../../packages/redis/src/live/config-record.js';
 import { nextEvent } from '../harness/events.js';
 import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';
 import { otherProcess, serverEnv } from '../harness/live-process.js';
@@ -185,6 +191,34 @@ describe('the configuration record', () => {
       expect(decision).toMatchObject({ allowed: false, source: 'fallback' });
       expect((await failed)[0]).toMatchObject({ code: 'UNSUPPORTED' });
       expect(limiter.configVersion).toBe(1);
+    } finally {
+      await limiter.close();
+      client.disconnect();
+    }
+  });
+
+  it('a slot ahead of a readable record (stored again lower, or lost): the record is stored again above the slot, once; every node decides under it', async () => {
+    const { server, redis } = testRedis();
+    const prefix = livePrefix();
+    // A record at version 5 (limit 7) beside a slot at 9: what a loss leaves when a node that knew 9 decided.
+    await redis.set(
+      configKey(prefix),
+      encodeConfig(reconfigured(firstConfig([liveBucket(10)]), [liveBucket(7)], 'used', 5, 0)),
+    );
+    await redis.set(versionKey(prefix, undefined), '9');
+    const client = new Redis(server.url);
+    const store = redisStore({ redis: client, failMode: 'closed' });
+    const errors: Error[] = [];
+    store.on('store-error', (error) => void errors.push(error));
+    const limiter = createLimiter({ rules: liveBucket(10), store, prefix });
+    try {
+      const first = await limiter.tryAcquire('k');
+      expect(first).toMatchObject({ allowed: true, limit: 7 });
+      expect(first.source).toBeUndefined();
+      expect(limiter.configVersion).toBeGreaterThan(9);
+      expect(Number((await redis.get(configKey(prefix)))?.split('\n')[0])).toBe(limiter.configVersion);
+      expect(await grants(limiter, 'k', 10)).toBe(6);
+      expect(errors.map((e) => (e as { code?: string }).code)).toEqual(['STORE_MISCONFIGURED']);
     } finally {
       await limiter.close();
       client.disconnect();

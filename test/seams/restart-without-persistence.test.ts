@@ -137,6 +137,9 @@ describe.each(
     const prefix = livePrefix();
     const a = await fleet.node(prefix, rule(20), store);
     const five = await a.limiter.reconfigure(rule(5));
+    // A key's own rules, where the mode keeps them (divided mode refuses overrides): stored again with the rest.
+    const overrides = mode === 'divided' ? [] : ['acme'];
+    for (const key of overrides) await a.limiter.override(key, rule(2));
     await deployment.lose();
     // Its next change reads the record first: gone, so it is stored again (with the rules a knew), then changed.
     const six = await a.limiter.reconfigure(rule(6));
@@ -144,6 +147,9 @@ describe.each(
     const c = await fleet.node(prefix, rule(20), store);
     expect([c.limiter.configVersion, c.limiter.rules[0]?.limit]).toEqual([six.version, 6]);
     expect(await grants(c.limiter, 'fresh', 10)).toBeLessThanOrEqual(6);
+    expect((await c.limiter.overrides()).overrides.map((o) => [o.key, o.rules[0]?.limit])).toEqual(
+      overrides.map((key) => [key, 2]),
+    );
     expect(a.errors.some((e) => /was lost in Redis/.test(e.message))).toBe(true);
   });
 });
