@@ -13,7 +13,10 @@ import { type LiveClient, liveBucket } from './live-nodes.js';
 export const dailyWindow = (limit: number): Algorithm => fixedWindow({ name: 'api', limit, windowMs: 86_400_000 });
 
 /** A store with the events every Redis-backed mode emits ('store-error', 'reconfigured'). */
-export type EventStore = Store & { on(event: string, listener: (...args: never[]) => void): unknown; off: unknown };
+export type EventStore = Store & {
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  off(event: string, listener: (...args: never[]) => void): unknown;
+};
 
 /** Each mode with a rule of `limit` it decides (divided mode: a window, its counts exact per node). */
 export const LIVE_MODES: ReadonlyArray<{

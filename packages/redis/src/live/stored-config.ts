@@ -212,7 +212,7 @@ export class StoredConfiguration {
     const [record, now] = Array.isArray(reply) ? reply : [];
     const nowMs = Number(Buffer.isBuffer(now) ? now.toString('utf8') : now);
     if (!Number.isFinite(nowMs)) throw new Error(`config_read.lua answered ${String(reply)}`);
-    if (record === null || record === undefined || record === false) return { raw: undefined, nowMs };
+    if (record === null || record === undefined) return { raw: undefined, nowMs };
     return { raw: Buffer.isBuffer(record) ? record.toString('utf8') : String(record), nowMs };
   }
 
