@@ -65,7 +65,7 @@ export interface SemaphoreBinding {
    * store's queue for the key (higher `priority` first, then first come, first served across processes)
    * until it gets one or leaves; a try without `queue` never passes a queued ticket of its priority or
    * higher. `priority` is an integer from -1000 to 1000 (0 when not given), or half a step above one for a
-   * caller back for another slot (see KEEPS_PLACE): placed behind the waiters of p + 1, ahead of those of p.
+   * caller back for another slot (a throttled call sent again): behind the waiters of p + 1, ahead of p's.
    */
   attempt(key: string, ticket: string, queue: boolean, priority?: number): SlotAttempt | Promise<SlotAttempt>;
   /** Gives a slot back; waiters of the key anywhere are told. Resolves false when the ticket held none (its lease had run out). */
