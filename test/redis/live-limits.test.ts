@@ -29,6 +29,7 @@ import {
   firstConfig,
   reconfigured,
 } from '../../packages/redis/src/live/config-record.js';
+import { CLIENT_KINDS, openClient } from '../harness/clients.js';
 import { nextEvent } from '../harness/events.js';
 import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';
 import { otherProcess, serverEnv } from '../harness/live-process.js';
@@ -224,6 +225,29 @@ describe('the configuration record', () => {
       client.disconnect();
     }
   });
+
+  it.each(CLIENT_KINDS)(
+    'through %s: the record and Redis time are read, a change numbered from them, a lost record stored again',
+    async (kind) => {
+      const { server, redis } = testRedis();
+      const prefix = livePrefix();
+      const open = await openClient(kind, server);
+      const limiter = createLimiter({ rules: liveBucket(10), store: redisStore({ redis: open.client }), prefix });
+      try {
+        const { version } = await limiter.reconfigure(liveBucket(20));
+        const [seconds] = await redis.time();
+        expect(version).toBeGreaterThan(1);
+        expect(version).toBeLessThanOrEqual(Number(seconds) * 1000 + 1000);
+        await redis.del(configKey(prefix));
+        const next = await limiter.reconfigure(liveBucket(30));
+        expect(next.version).toBeGreaterThan(version);
+        expect(Number((await redis.get(configKey(prefix)))?.split('\n')[0])).toBe(next.version);
+      } finally {
+        await limiter.close();
+        await open.close();
+      }
+    },
+  );
 
   it('bad rules change nothing: a new kind under a rule name, then Redis away (STORE_UNAVAILABLE)', async () => {
     const { server } = testRedis();
