@@ -122,7 +122,8 @@ function clientAddress(
 export function clientAddressReader(
   proxy: Pick<ByIpOptions, 'trustProxy' | 'proxyHeader'> | undefined,
 ): (view: RequestView) => string | undefined {
-  const settings = byIpSettings(byIp(proxy)) as Required<Pick<ByIpOptions, 'trustProxy' | 'proxyHeader'>>;
+  // byIp checks the settings and fills in their defaults: one home for both.
+  const settings = byIpSettings(byIp(proxy)) as { trustProxy: number; proxyHeader: 'x-forwarded-for' | 'forwarded' };
   return (view) => {
     const address = clientAddress(view, settings.trustProxy, settings.proxyHeader);
     return address !== undefined && isAddress(address) ? address : undefined;
