@@ -67,7 +67,7 @@ export class RedisControls {
     const own = rules.filter((rule) => rule.key === undefined);
     const ban = banKey(prefix, key);
     await this.#onRedis(key, 'reset', own[0] === undefined ? ban : this.#stateKey(own[0], key), async () => {
-      // A window algorithm's state is a key per window, found from the time: adjust.lua deletes them.
+      // Every rule's state is one key (a window algorithm's too): adjust.lua deletes them, then the ban.
       if (own.length === 0) await connection.del([ban]);
       else await this.#adjust(own, key, 'reset', 0, undefined, [ban]);
       await this.#o.publishReset?.(key);
