@@ -1,9 +1,12 @@
 /**
  * The Redis state format's version: two versions of sluice sharing one Redis during a rolling deploy never
- * read each other's states as their own. Format 1 (the layout before this one) is written here exactly as it
- * wrote its keys, `${prefix}:{${identity}}:${rule name}` holding the algorithm's fields as packed doubles,
- * since its code is gone; format 2 is the store itself.
+ * read each other's states as their own. Formats 1 and 2 (the layouts before this one) are written here
+ * exactly as they wrote their keys, since their code is gone: format 1 `${prefix}:{${identity}}:${rule name}`
+ * holding the algorithm's fields as packed doubles; format 2 `${prefix}{${identity}}${id}`, the id hashed from
+ * `sluice/2/` and the rule's name, a window algorithm's count a Redis integer in a key per window (the id and
+ * the window's number in hex). Format 3 is the store itself.
  */
+import { createHash } from 'node:crypto';
 import { type Algorithm, SluiceRangeError, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { stateName } from '@sluice/core/store-kit';
 import { redisStore } from '@sluice/redis';
@@ -20,7 +23,6 @@ import {
   semaphoreKeys,
   slotTag,
   stateKey,
-  stateKeysAt,
 } from '../../packages/redis/src/key-layout.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
@@ -60,40 +62,55 @@ async function writeFormat1(
   return name;
 }
 
+/** A format-2 node that used `used` permits of `rule` on `key` at `nowMs`: its key, as it wrote it. */
+async function writeFormat2(
+  prefix: string,
+  key: string,
+  rule: Algorithm,
+  used: number,
+  nowMs: number,
+): Promise<string> {
+  const id = createHash('sha1').update(`sluice/2/${rule.name}`).digest('base64url').slice(0, 3);
+  const base = `${prefix}{${encodeIdentity(key)}}${id}`;
+  if (rule.kind === 'fixedWindow') {
+    const name = `${base}${Math.floor(nowMs / (rule.params.windowMs as number)).toString(16)}`;
+    await redis.set(name, String(used), 'PX', 600_000);
+    return name;
+  }
+  let state: unknown;
+  for (let i = 0; i < used; i++) state = rule.consume(state as never, nowMs, 1, 0).state;
+  const fields = Object.values(state as object) as number[];
+  const value = Buffer.alloc(8 * fields.length);
+  for (const [i, field] of fields.entries()) value.writeDoubleLE(field, i * 8);
+  await redis.set(base, value, 'PX', 600_000);
+  return base;
+}
+
 describe('the state format version', () => {
   const prefixArb = fc.stringMatching(/^[A-Za-z0-9_.\-:/]{1,20}$/);
   const ruleNameArb = fc.stringMatching(/^[A-Za-z0-9_.-]{1,64}$/);
 
-  it('no format-2 key is ever a format-1 key (states, windows, bans, semaphores, fleets)', () => {
+  it('no key of this format is ever a format-1 key (states, bans, semaphores, fleets)', () => {
     fc.assert(
-      fc.property(
-        prefixArb,
-        fc.string({ maxLength: 12 }),
-        ruleNameArb,
-        fc.integer({ min: 0, max: 2 ** 45 }),
-        (prefix, key, name, now) => {
-          const rules = [
-            fixedWindow({ limit: 3, windowMs: 1_000, name }),
-            tokenBucket({ capacity: 3, refillPerSecond: 1, name }),
-          ];
-          const format2 = [
-            ...rules.flatMap((rule) => [
-              stateKey(prefix, key, stateName(rule)),
-              ...stateKeysAt(prefix, key, rule, now),
-            ]),
-            banKey(prefix, key),
-            ...semaphoreKeys(prefix, key),
-            fleetKey(prefix),
-          ];
-          const format1 = [...FORMAT_1_PARTS, name].flatMap((part) => [
-            format1Key(prefix, key, part),
-            format1Key(prefix, prefix, part),
-          ]);
-          for (const name2 of format2) expect(format1).not.toContain(name2);
-          // Format 2 never has ':' right after the hash tag, where format 1 always has it.
-          for (const name2 of format2) expect(name2.slice(name2.indexOf('}') + 1).startsWith(':')).toBe(false);
-        },
-      ),
+      fc.property(prefixArb, fc.string({ maxLength: 12 }), ruleNameArb, (prefix, key, name) => {
+        const rules = [
+          fixedWindow({ limit: 3, windowMs: 1_000, name }),
+          tokenBucket({ capacity: 3, refillPerSecond: 1, name }),
+        ];
+        const format2 = [
+          ...rules.map((rule) => stateKey(prefix, key, stateName(rule))),
+          banKey(prefix, key),
+          ...semaphoreKeys(prefix, key),
+          fleetKey(prefix),
+        ];
+        const format1 = [...FORMAT_1_PARTS, name].flatMap((part) => [
+          format1Key(prefix, key, part),
+          format1Key(prefix, prefix, part),
+        ]);
+        for (const name2 of format2) expect(format1).not.toContain(name2);
+        // This format never has ':' right after the hash tag, where format 1 always has it.
+        for (const name2 of format2) expect(name2.slice(name2.indexOf('}') + 1).startsWith(':')).toBe(false);
+      }),
       { numRuns: 2_000 },
     );
   });
@@ -120,29 +137,35 @@ describe('the state format version', () => {
     fixedWindow({ limit: 3, windowMs: 600_000, name: 'per-10m' }),
     tokenBucket({ capacity: 3, refillPerSecond: 0.001, name: 'bucket' }),
   ]) {
-    it(`${rule.kind}: a format-2 node beside a format-1 node on one Redis: neither reads the other's state, neither writes it`, async () => {
-      const prefix = `rolling-${rule.kind}`;
-      const now = Date.now();
-      // The format-1 node used the whole limit of key 'k'.
-      const old = await writeFormat1(prefix, 'k', rule, 3, now);
-      const oldValue = await redis.getBuffer(old);
-      const store = redisStore({ redis, denyCache: false, failMode: 'closed' });
-      const limiter = createLimiter({ rules: rule, store, prefix });
-      // The format-2 node starts from a full limit: it never took the format-1 state as its own.
-      for (const remaining of [2, 1, 0]) expect((await limiter.tryAcquire('k')).remaining).toBe(remaining);
-      expect((await limiter.tryAcquire('k')).allowed).toBe(false);
-      // And it left the format-1 key as it was: the old node goes on reading its own count.
-      expect(await redis.getBuffer(old)).toEqual(oldValue);
-      expect(await redis.pttl(old)).toBeGreaterThan(500_000);
-      // Its own keys are format 2's, none of them format 1's names.
-      const keys = (await redis.keys(`${prefix}*`)).filter((name) => name !== old);
-      expect(keys.length).toBeGreaterThan(0);
-      for (const name of keys) expect(name.startsWith(`${prefix}:{`)).toBe(false);
-      await limiter.reset('k');
-      // A reset of format 2 forgets format 2's state only.
-      expect(await redis.getBuffer(old)).toEqual(oldValue);
-      await store.close();
-    });
+    for (const [format, writeOld] of [
+      [1, writeFormat1],
+      [2, writeFormat2],
+    ] as const) {
+      it(`${rule.kind}: a node of this format beside a format-${format} node on one Redis: neither reads the other's state, neither writes it`, async () => {
+        const prefix = `rolling-${format}-${rule.kind}`;
+        const now = Date.now();
+        // The older node used the whole limit of key 'k'.
+        const old = await writeOld(prefix, 'k', rule, 3, now);
+        const oldValue = await redis.getBuffer(old);
+        const store = redisStore({ redis, denyCache: false, failMode: 'closed' });
+        const limiter = createLimiter({ rules: rule, store, prefix });
+        // This node starts from a full limit: it never took the older state as its own.
+        for (const remaining of [2, 1, 0]) expect((await limiter.tryAcquire('k')).remaining).toBe(remaining);
+        expect((await limiter.tryAcquire('k')).allowed).toBe(false);
+        // And it left the older key as it was: the old node goes on reading its own count.
+        expect(await redis.getBuffer(old)).toEqual(oldValue);
+        expect(await redis.pttl(old)).toBeGreaterThan(500_000);
+        // Its own keys are this format's, none of them the older one's.
+        const keys = (await redis.keys(`${prefix}*`)).filter((name) => name !== old);
+        expect(keys.length).toBeGreaterThan(0);
+        for (const name of keys) expect(name.startsWith(`${prefix}:{`)).toBe(false);
+        expect(keys).toContain(stateKey(prefix, 'k', stateName(rule)));
+        await limiter.reset('k');
+        // A reset forgets this format's state only.
+        expect(await redis.getBuffer(old)).toEqual(oldValue);
+        await store.close();
+      });
+    }
   }
 
   it("a slot's ban marker lives in that slot: every slot's tag hashes to it", () => {

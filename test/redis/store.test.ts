@@ -14,7 +14,7 @@ import {
 } from '@sluice/core';
 import { stateName } from '@sluice/core/store-kit';
 import { type FleetEvent, type RedisStore, redisStore } from '@sluice/redis';
-import { banKey, banMarkerKey, stateKey, stateKeysAt } from '../../packages/redis/src/key-layout.js';
+import { banKey, banMarkerKey, stateKey } from '../../packages/redis/src/key-layout.js';
 import { bufferReply, runScript } from '../../packages/redis/src/script-runner.js';
 import { adjustArgs, ruleArgs } from '../../packages/redis/src/exact/rule-args.js';
 import {
@@ -27,13 +27,7 @@ import {
 import { membershipScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
-import {
-  type WireDecision,
-  packGroups,
-  packRequests,
-  packWindows,
-  unpackReplies,
-} from '../../packages/redis/src/exact/protocol.js';
+import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/exact/protocol.js';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 import { ALGORITHM_KINDS, everyAlgorithm as everyRegistered } from '@sluice/test-kit';
@@ -74,9 +68,9 @@ describe('the decide script', () => {
   });
 
   const rules: Array<[Algorithm, string]> = [
-    [fixedWindow({ limit: 5, windowMs: 10_000 }), 'count'],
+    [fixedWindow({ limit: 5, windowMs: 10_000 }), 'windowStart count'],
     [slidingWindowLog({ limit: 5, windowMs: 10_000 }), 't n'],
-    [slidingWindowCounter({ limit: 5, windowMs: 10_000 }), 'count'],
+    [slidingWindowCounter({ limit: 5, windowMs: 10_000 }), 'windowStart previous current'],
     [tokenBucket({ capacity: 5, refillPerSecond: 1 }), 'tokens updatedAt'],
     [leakyBucket({ capacity: 5, leakPerSecond: 1 }), 'level updatedAt'],
     [leakyBucket({ capacity: 5, leakPerSecond: 1, mode: 'shape' }), 'queuedMs at'],
@@ -106,74 +100,15 @@ describe('the decide script', () => {
       });
       const serverNow = Number((await redis.time())[0]) * 1000;
       expect(Math.abs(decidedAtMs - serverNow)).toBeLessThan(2_000); // decided on Redis TIME
-      // A window algorithm's count is a Redis integer in its window's key; any other state its fields, packed.
-      const stored = stateKeysAt(p, 'k', rule, decidedAtMs).at(-1) as string;
-      if (fields === 'count') expect(await redis.get(stored)).toBe('2');
-      else expect(((await redis.getBuffer(stored)) as Buffer).length).toBe(8 * fields.split(' ').length);
+      // Every state is its fields, packed, at the one key the client named (a window algorithm's too).
+      const stored = key;
+      expect(((await redis.getBuffer(stored)) as Buffer).length).toBe(8 * fields.split(' ').length);
       // The key lives a second past the time its state stops mattering (here at most 20 s): never without expiry.
       const pttl = await redis.pttl(stored);
       expect(pttl).toBeGreaterThan(1000);
       expect(pttl).toBeLessThanOrEqual(20_000 + 1000 + 100);
     });
   }
-
-  /**
-   * One request of one permit through decide.lua, its state key named by the client for window `named` (as
-   * the transport names it), at `now` (NaN: Redis TIME, said in the windows argument too).
-   */
-  async function decideNamed(
-    rule: Algorithm,
-    p: string,
-    named: number,
-    now: number,
-  ): Promise<WireDecision['decision']> {
-    const reply = await runScript(
-      redis,
-      decideScript([rule.kind]),
-      [`${stateKey(p, 'k', stateName(rule))}${named.toString(16)}`, banKey(p, 'k'), banMarkerKey(p, undefined)],
-      [
-        ...ruleArgsOf(rule),
-        packGroups([[1, 2]]),
-        packRequests([{ group: 1, now, permits: 1, maxWaitMs: 0, peek: false }]).requests,
-        packWindows([named], Number.isNaN(now)),
-      ],
-    );
-    const [{ decision }] = unpackReplies(bufferReply(reply, 'decide'), 1, [rule], () => ({
-      permits: 1,
-      peek: false,
-    })) as [WireDecision];
-    return decision;
-  }
-
-  it("a window key the client named for another window (its clock off, near a boundary) is read and written as the decision's window", async () => {
-    for (const rule of [
-      fixedWindow({ limit: 3, windowMs: 1_000 }),
-      slidingWindowCounter({ limit: 3, windowMs: 1_000 }),
-    ]) {
-      const p = prefix();
-      const base = stateKey(p, 'k', stateName(rule));
-      // The decision is at 10,500 (window 10, 'a' in hex), where 2 permits were counted already.
-      await redis.set(`${base}a`, '2', 'PX', 60_000);
-      expect(await decideNamed(rule, p, 9, 10_500), rule.kind).toMatchObject({ allowed: true, remaining: 0 });
-      expect(await decideNamed(rule, p, 11, 10_500), rule.kind).toMatchObject({ allowed: false, remaining: 0 });
-      expect(await redis.get(`${base}a`)).toBe('3');
-      expect(await redis.exists(`${base}9`, `${base}b`)).toBe(0);
-    }
-  });
-
-  it('on Redis TIME, window keys the client named for that window are read as they are, and for another one are named again', async () => {
-    const rule = fixedWindow({ limit: 3, windowMs: 3_600_000 });
-    const p = prefix();
-    const base = stateKey(p, 'k', stateName(rule));
-    const hour = Math.floor((Number((await redis.time())[0]) * 1000) / 3_600_000);
-    await redis.set(`${base}${hour.toString(16)}`, '1', 'PX', 60_000);
-    const decide = (named: number) => decideNamed(rule, p, named, Number.NaN);
-    expect(await decide(hour)).toMatchObject({ allowed: true, remaining: 1 });
-    expect(await decide(hour - 1)).toMatchObject({ allowed: true, remaining: 0 });
-    expect(await decide(hour + 1)).toMatchObject({ allowed: false, remaining: 0 });
-    expect(await redis.get(`${base}${hour.toString(16)}`)).toBe('3');
-    expect(await redis.exists(`${base}${(hour - 1).toString(16)}`, `${base}${(hour + 1).toString(16)}`)).toBe(0);
-  });
 
   it('refuses an unknown algorithm with a clear error', async () => {
     const requests = packRequests([{ group: 1, now: 0, permits: 1, maxWaitMs: 0, peek: false }]).requests;
@@ -311,9 +246,7 @@ describe('redisStore', () => {
       const p = prefix();
       const limiter = createLimiter({ rules: rule, store, prefix: p });
       const ttls = async () =>
-        Promise.all(
-          ['lone', 'a', 'b'].map((key) => redis.pttl(stateKeysAt(p, key, rule, clock.now()).at(-1) as string)),
-        );
+        Promise.all(['lone', 'a', 'b'].map((key) => redis.pttl(stateKey(p, key, stateName(rule)))));
       // Lone requests (decide_one.lua) on one key, a batch (decide.lua) on two others.
       const decide = async () => {
         await limiter.tryAcquire('lone');
@@ -566,7 +499,7 @@ describe('the refund script', () => {
       const args = adjustArgs(ruleArgsOf(rule), 'refund', 2, { atMs: clock.now() }, clock.now());
       await runScript(redis, adjustScript([rule.kind]), [key], args);
       expect((await limiter.peek('k')).remaining).toBe(before.remaining);
-      const pttl = await redis.pttl(stateKeysAt(p, 'k', rule, clock.now()).at(-1) as string);
+      const pttl = await redis.pttl(key);
       expect(pttl).toBeGreaterThan(0); // KEEPTTL: the key still expires
       await store.close();
     });

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
-import { type Algorithm, type AlgorithmKind, SluiceRangeError } from '@sluice/core';
+import { type Algorithm, SluiceRangeError } from '@sluice/core';
 import { stateName } from '@sluice/core/store-kit';
 
 /**
@@ -8,10 +8,11 @@ import { stateName } from '@sluice/core/store-kit';
  * what a key holds changes this, so its rule ids, and every key name they are in, differ from this one's,
  * and two versions of sluice sharing one Redis during a rolling deploy never read each other's states as
  * their own. The layout's own parts (bans, semaphores, fleets: '~' and a letter) take a new letter when
- * theirs change. Format 1 wrote the rule's name after ':' (`api:{user:1}:per-minute`); no format-2 key has
- * ':' after its hash tag. See docs/redis-format.md.
+ * theirs change. Format 1 wrote the rule's name after ':' (`api:{user:1}:per-minute`); no later key has ':'
+ * after its hash tag. Format 2 kept a window algorithm's count in one key per window, named inside the
+ * scripts; format 3 keeps it in the rule's one key, beside the previous window's. See docs/redis-format.md.
  */
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 
 const ID_LENGTH = 3;
 const ids = new Map<string, string>();
@@ -40,45 +41,15 @@ export function ruleId(name: string): string {
  * core, or a name derived from it). The braces are a Cluster hash tag, so
  * every state of one identity lands in one slot and a whole policy is decided in one script call. A prefix
  * holds no '{' and the identity is encoded (see encodeIdentity), so two (prefix, key, rule) triples never
- * share a name and no key content can move the hash tag. A window algorithm's counts live in keys of this
- * name followed by the window's number in hex (see stateKeysAt). `name` starting with '~' is one of the
- * layout's own parts (see banKey), kept as it is.
+ * share a name and no key content can move the hash tag. Every algorithm's state is this one key (a window
+ * algorithm's holds its current and previous window together), so a script touches only keys it is given.
+ * `name` starting with '~' is one of the layout's own parts (see banKey), kept as it is.
  * @example
  * stateKey('api', 'user:1', stateName(rule)) // 'api{user:1}' + ruleId(stateName(rule))
  */
 export function stateKey(prefix: string, key: string, name: string): string {
   return `${prefix}{${encodeIdentity(key)}}${name.charCodeAt(0) === 126 ? name : ruleId(name)}`;
 }
-
-/**
- * The Redis keys that hold a rule's state for `key` as a decision at `nowMs` reads them (state_keys in
- * prelude.lua): the state key itself, or for a window algorithm (fixedWindow, slidingWindowCounter) one key
- * per window it reads, oldest first: the state key followed by the window's number (nowMs / windowMs,
- * floored) in hex. For operators and tests: the scripts find these keys themselves.
- * @example
- * stateKeysAt('api', 'user:1', fixedWindow({ limit: 10, windowMs: 60_000 }), Date.now()) // ['api{user:1}' + id + '1ba5e35']
- */
-export function stateKeysAt(prefix: string, key: string, rule: Algorithm, nowMs: number): string[] {
-  const name = stateKey(prefix, key, stateName(rule));
-  const windows = WINDOWED[rule.kind];
-  const index = windowIndex(rule, nowMs);
-  if (windows === undefined) return [name];
-  return Array.from({ length: windows }, (_, i) => `${name}${(index - windows + 1 + i).toString(16)}`);
-}
-
-/**
- * The number of the window `nowMs` falls in for a window algorithm (its keys end in it, in hex), as the
- * scripts compute it; NaN for any other algorithm.
- * @example
- * windowIndex(fixedWindow({ limit: 10, windowMs: 1000 }), 2500) // 2
- */
-export function windowIndex(rule: Algorithm, nowMs: number): number {
-  if (WINDOWED[rule.kind] === undefined) return Number.NaN;
-  return Math.floor(nowMs / (rule.params as { windowMs: number }).windowMs);
-}
-
-/** The window algorithms and how many windows a decision reads (WINDOWS in prelude.lua). */
-const WINDOWED: Partial<Record<AlgorithmKind, number>> = { fixedWindow: 1, slidingWindowCounter: 2 };
 
 /**
  * Where a key's ban lives: beside its rules' states, in the same slot (the same hash tag), under a part no

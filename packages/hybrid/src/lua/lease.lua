@@ -49,7 +49,7 @@ if register then
 end
 if divisor > 0 then want = math.min(want, math.max(1, math.floor(burst / (divisor * live)))) end
 
-local state = read_state(rule, KEYS[1], now)
+local state = read_state(KEYS[1])
 
 -- The most the rule grants now: `want` if it can; else what its denial says is left, trying fewer until
 -- one is granted (a denial's remaining is whole permits, so this settles in a step or two).
@@ -61,13 +61,13 @@ while try >= 1 do
   left = remaining
   if allowed then
     granted = try
-    write_state(KEYS[1], rule, state, kept, ttl, now)
+    write_state(KEYS[1], rule, state, kept, ttl)
     state = kept
     break
   end
   if kept ~= state then
     -- A never-seen key is anchored even when refused, so it starts refilling from now.
-    write_state(KEYS[1], rule, state, kept, ttl, now)
+    write_state(KEYS[1], rule, state, kept, ttl)
     state = kept
   end
   try = math.min(try - 1, remaining)

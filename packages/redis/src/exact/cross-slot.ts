@@ -118,7 +118,6 @@ export class CrossSlotPolicy {
           ...part.args,
           packGroups([group]),
           packed.requests,
-          '', // the state keys name no window: the script names them
           ...withCosts(this.tailArgs, packed.costs),
         ]),
       ),

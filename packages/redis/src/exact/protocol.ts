@@ -49,18 +49,6 @@ export function packGroups(groups: readonly (readonly number[])[]): Buffer {
 }
 
 /**
- * The window each rule's state keys name (windowIndex; NaN: a rule whose keys name none), '<d' per rule,
- * then a byte 1 when every request of the call is decided on Redis TIME: the ARGV after the requests. An
- * empty string says no key names a window.
- */
-export function packWindows(windows: readonly number[], onServerTime = false): Buffer {
-  const buf = Buffer.allocUnsafe(windows.length * 8 + 1);
-  for (const [r, index] of windows.entries()) buf.writeDoubleLE(index, r * 8);
-  buf.writeUInt8(onServerTime ? 1 : 0, windows.length * 8);
-  return buf;
-}
-
-/**
  * The requests ('<I4dddB' each) and, when a request counts differently per rule, the cost rows ('<d' per
  * rule and row; its permits field is then -row, from 1): the ARGV decide.lua reads last (see its header).
  */

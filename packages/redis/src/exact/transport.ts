@@ -3,12 +3,12 @@ import { identityOf, permitsOfRule } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { DeadlineError, withDeadline } from '../deadline.js';
-import { banKey, banMarkerKey, stateKey, versionKeyBeside, windowIndex } from '../key-layout.js';
+import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';
 import { isKeyScopedError, versionError } from '../reply-errors.js';
 import { bufferReply } from '../script-runner.js';
 import { type LuaScript, decideOneScript, decideScript } from '../scripts.js';
 import { CrossSlotPolicy } from './cross-slot.js';
-import { packGroups, packRequests, packWindows, unpackReplies, wirePermits, withCosts } from './protocol.js';
+import { packGroups, packRequests, unpackReplies, wirePermits, withCosts } from './protocol.js';
 import { numArg, ruleArgs } from './rule-args.js';
 
 /** One decision asked of Redis. A caller's own object (it carries where the answer goes), read, never kept. */
@@ -267,12 +267,7 @@ export class DecisionTransport<A extends Asked> {
     // Every distinct state key once (a global rule's key is shared by every request), and per request key
     // a group: the indices of its rules' state keys and of its ban. KEYS holds the states, then the bans, then
     // the slot's ban marker (decide.lua reads the bans only while the marker says one can be in force).
-    // A window algorithm's state key names its window, as this process's clock places the batch (the
-    // script checks the number against its own decision time and names the right window when they differ,
-    // near a boundary): the script then reads the keys as they are instead of naming one per key.
-    const estimate = Number.isNaN(first.now) ? this.#o.localClock.now() : first.now;
-    const windows = rules.map((rule) => windowIndex(rule, estimate));
-    const suffixes = windows.map((index) => (Number.isNaN(index) ? '' : index.toString(16)));
+    // Every key the script touches is one of these: a window algorithm's state is one key too.
     const stateIndex = new Map<string, number>();
     const states: string[] = [];
     const bans: string[] = [];
@@ -281,8 +276,8 @@ export class DecisionTransport<A extends Asked> {
     const wire = group.map((asked) => {
       let g = groupIndex.get(asked.key);
       if (g === undefined) {
-        const indices = rules.map((rule, r) => {
-          const name = stateKey(prefix, identityOf(rule, asked.key), stateName(rule)) + suffixes[r];
+        const indices = rules.map((rule) => {
+          const name = stateKey(prefix, identityOf(rule, asked.key), stateName(rule));
           let k = stateIndex.get(name);
           if (k === undefined) {
             states.push(name);
@@ -306,16 +301,7 @@ export class DecisionTransport<A extends Asked> {
     return {
       script: this.#script,
       keys: this.#withVersion([...states, ...bans, this.#marker(states[0] as string)], states[0] as string),
-      args: [
-        ...this.#rulesArg,
-        packGroups(groups),
-        packed.requests,
-        packWindows(
-          windows,
-          group.every((asked) => Number.isNaN(asked.now)),
-        ),
-        ...withCosts(this.#tailOf(version), packed.costs),
-      ],
+      args: [...this.#rulesArg, packGroups(groups), packed.requests, ...withCosts(this.#tailOf(version), packed.costs)],
     };
   }
 

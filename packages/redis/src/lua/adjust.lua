@@ -3,8 +3,7 @@
 -- leased node handing back what it did not spend). Each rule's REFUNDS or PENALTIES function is its
 -- algorithm's refund or penalize in core.
 --
--- KEYS: the state key of each rule to adjust, in rule order (a window algorithm's: the name of its windows'
---       keys); for 'reset', then the key's ban.
+-- KEYS: the state key of each rule to adjust, in rule order; for 'reset', then the key's ban.
 -- ARGV: the rules (one text, as decide.lua reads them: see parse_rules in prelude.lua); then
 --       'refund', 'penalize' or 'reset' (limiter.reset: forget the states and the ban); permits (one count of
 --       every rule, or each rule's own in rule order, comma-separated: per-rule costs; a rule given 0 is
@@ -45,7 +44,7 @@ end
 
 for r = 1, R do
   local fn = rules[r].refund
-  if op == 'penalize' then fn = rules[r].penalize elseif op == 'reset' then fn = delete_state end
+  if op == 'penalize' then fn = rules[r].penalize elseif op == 'reset' then fn = true end
   if fn == nil then return redis.error_reply('ERR sluice: no ' .. op .. ' for algorithm ' .. rules[r].kind) end
 end
 
@@ -54,16 +53,16 @@ for r = 1, R do
   local rule = rules[r]
   local permits = counts[r]
   if op == 'reset' then
-    delete_state(rule, KEYS[r], now)
+    redis.call('DEL', KEYS[r])
   else
-    local state = read_state(rule, KEYS[r], now)
+    local state = read_state(KEYS[r])
     if op == 'penalize' then
       local penalized, ttl = rule.penalize(rule.params, state, now, permits)
-      write_state(KEYS[r], rule, nil, penalized, ttl, now)
+      write_state(KEYS[r], rule, nil, penalized, ttl)
       changed = changed + 1
     elseif state ~= nil then
-      -- A refund never makes a state matter longer: the key's TTL stays (a window's count, or KEEPTTL).
-      write_state(KEYS[r], rule, state, rule.refund(rule.params, state, now, permits, granted_at), nil, now)
+      -- A refund never makes a state matter longer: the key's TTL stays (KEEPTTL).
+      write_state(KEYS[r], rule, state, rule.refund(rule.params, state, now, permits, granted_at), nil)
       changed = changed + 1
     end
   end

@@ -44,11 +44,11 @@ for _ = 1, tonumber(ARGV[3]) do
     a = a + 2
   end
   k = k + links + 1
-  if read_state(to.parsed, base, now) == nil then
+  if read_state(base) == nil then
     -- The newest earlier state, carried through every change since (each with its own mode).
     local state, found = nil, 0
     for j = 1, links do
-      state = read_state(from[j].parsed, bases[j], now)
+      state = read_state(bases[j])
       if state ~= nil then
         found = j
         break
@@ -59,10 +59,10 @@ for _ = 1, tonumber(ARGV[3]) do
       state = carry_state(from[j], next_rule, state, now, from[j].mode)
     end
     if found > 0 then
-      for j = 1, links do delete_state(from[j].parsed, bases[j], now) end
+      redis.call('DEL', unpack(bases))
       if state ~= nil then
         local kept, ttl = to.parsed.penalize(to.params, state, now, 0)
-        write_state(base, to.parsed, nil, kept, ttl, now)
+        write_state(base, to.parsed, nil, kept, ttl)
         carried = carried + 1
       end
     end

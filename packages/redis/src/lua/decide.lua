@@ -9,9 +9,7 @@
 --       packed '<I4' indices into KEYS: the state key of rule r for that group's request key, then the
 --       key's ban (0: none in this slot); then a binary string of requests, each '<I4dddB': group index,
 --       now (NaN = this server's TIME), permits, maxWaitMs (Infinity allowed), and 1 to peek (decide, write
---       nothing) or 0 to consume; then the window each rule's state keys name ('<d' per rule, NaN for a rule
---       whose keys name none; '' when no key names a window: a window algorithm's key is then its states'
---       name, and the script adds the window); then, optionally, the most a client-given time may be from this server's
+--       nothing) or 0 to consume; then, optionally, the most a client-given time may be from this server's
 --       TIME (a client clock's skew bound): a time further off is clamped to TIME +- it, so one node whose
 --       clock runs ahead cannot take permits early and starve the others for as long as it is ahead ('' =
 --       no bound); then, optionally, the configuration version the client decides under, with the slot's
@@ -28,8 +26,8 @@
 --        `wait`; the client builds the decision with core's blockedDecision.
 -- Bans: a ban is the state { until, rule } at the key's ban key. A denial by rules with blockMs starts one
 -- (banAfter in core: the denying rule with the longest blockMs); while one lasts the key is only looked at.
--- Values: a window algorithm's counts as Redis integers, one key per window (its KEYS entry names the rule's
--- states, see WINDOWS in prelude.lua); any other state as its fields in packed doubles. When a state stops
+-- Values: every state as its fields in packed doubles, at its KEYS entry: the script touches no other key
+-- (see read_state in prelude.lua). When a state stops
 -- mattering is the algorithm's own decision (a state past its time decides as a fresh one), so PEXPIRE only
 -- reclaims memory: the state's remaining life plus a second.
 
@@ -58,27 +56,12 @@ end
 local W = R + 1
 
 local requests = ARGV[a]
-local max_skew = tonumber(ARGV[a + 2])
+local max_skew = tonumber(ARGV[a + 1])
 local Q = #requests / 29
-
--- The window each rule's state KEYS name, as the client placed the batch ('<d' per rule, NaN: none; an empty
--- or missing ARGV: no KEYS name a window), and the length of that number in hex.
--- A byte 1 after them says every request is decided on this server's TIME.
-local named_index, named_len, on_server_time = {}, {}, false
-do
-  local packed = ARGV[a + 1]
-  if packed ~= nil and #packed >= 8 * R then
-    for r = 1, R do
-      local index = struct.unpack('<d', packed, 8 * r - 7)
-      if index == index then named_index[r], named_len[r] = index, #string.format('%x', index) end
-    end
-    on_server_time = string.byte(packed, 8 * R + 1) == 1
-  end
-end
 
 -- KEYS holds the states (1..S), then the bans, then the slot's ban marker (when a group has a ban), then the
 -- slot's configuration version (when the client sent its version): NK keys before that.
-local client_version = tonumber(ARGV[a + 3])
+local client_version = tonumber(ARGV[a + 2])
 local NK = #KEYS
 if client_version then NK = NK - 1 end
 local S = NK
@@ -89,84 +72,9 @@ end
 local marker = nil
 if S < NK then marker = KEYS[NK] end
 
--- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit). A window
--- algorithm's state is its windows' keys at the time of the first request that reads it, so with one in the
--- batch the requests' times are read first; otherwise the state KEYS themselves are the keys read. States by
+-- Every state of the batch in as few calls as possible: MGET in chunks (Lua's unpack has a limit). States by
 -- key index: parallel arrays rather than a table per key (a batch touches up to hundreds of keys, and every
 -- table is an allocation the script pays for per decision).
-local windowed = false
-for r = 1, R do
-  if rules[r].windows ~= nil then windowed = true end
-end
-local names, count, name_at, read_at, window_name, named = KEYS, S, nil, nil, nil, nil
--- The common case needs no names at all: every request on this server's TIME, and every window rule's keys
--- named by the client for the window that TIME falls in (one window each: a fixed window's).
-local as_named = windowed and on_server_time
-local named_len_of = {}
-if as_named then
-  local now = server_time()
-  for r = 1, R do
-    named_len_of[rules[r]] = named_len[r]
-    local windows = rules[r].windows
-    if windows ~= nil and (windows ~= 1 or named_index[r] ~= math.floor(now / rules[r].params[2])) then
-      as_named = false
-    end
-  end
-end
-if windowed and not as_named then
-  names, name_at, read_at, window_name, named = {}, {}, {}, {}, {}
-  local index_of, hex_of = {}, {}
-  local n, pos = 0, 1
-  for q = 1, Q do
-    local i, t = struct.unpack('<I4d', requests, pos)
-    pos = pos + 29
-    local base = (i - 1) * W
-    for r = 1, R do
-      local k = group_keys[base + r]
-      if name_at[k] == nil then
-        n = n + 1
-        name_at[k] = n
-        local rule = rules[r]
-        local windows = rule.windows
-        if not windows then
-          names[n] = KEYS[k]
-        else
-          local now
-          if t ~= t then now = server_now or server_time() else now = decision_time(t, max_skew, server_time) end
-          read_at[k] = now
-          local index = math.floor(now / rule.params[2])
-          local key, base, current = KEYS[k], nil, nil
-          if named_len[r] ~= nil then
-            -- The client named the key's window: the same one as this decision's, nearly always.
-            named[k] = named_len[r]
-            if index == named_index[r] then current = key end
-          else
-            base = key
-          end
-          if current == nil or windows == 2 then
-            base = base or string.sub(key, 1, #key - named_len[r])
-            if current == nil then
-              -- The window's number in hex, formatted once per rule while the batch stays in one window.
-              local hex = hex_of[r]
-              if index ~= index_of[r] then
-                hex = string.format('%x', index)
-                index_of[r], hex_of[r] = index, hex
-              end
-              current = base .. hex
-            end
-            if windows == 2 then
-              names[n] = base .. string.format('%x', index - 1)
-              n = n + 1
-            end
-          end
-          names[n] = current
-          window_name[k] = current
-        end
-      end
-    end
-  end
-  count = n
-end
 local raw_values = {}
 local function mget(list, from, to, into, offset)
   local k = from
@@ -177,7 +85,7 @@ local function mget(list, from, to, into, offset)
     k = last + 1
   end
 end
-mget(names, 1, count, raw_values, 0)
+mget(KEYS, 1, S, raw_values, 0)
 
 -- The bans: read only while the marker says one can be in force (marked > now), all of the batch's at once
 -- when the first request needs its own.
@@ -212,24 +120,11 @@ local function live(k, rule)
   if loaded[k] then return state_of[k] end
   loaded[k] = true
   local state
-  local windows = rule and rule.windows
-  if windows == 1 then
-    local raw, at
-    if as_named then raw, at = raw_values[k], server_now else raw, at = raw_values[name_at[k]], read_at[k] end
-    if raw then
-      local window_ms = rule.params[2]
-      state = { math.floor(at / window_ms) * window_ms, tonumber(raw) }
-    end
-  elseif windows then
-    local n = name_at[k]
-    state = state_of_values(rule, read_at[k], raw_values[n], raw_values[n + 1])
-  elseif rule == nil then
+  if rule == nil then
     if not bans_read then read_bans() end
-    local raw = ban_values[k - S]
-    if raw then state = unpack_doubles(raw) end
+    state = state_of_value(ban_values[k - S])
   else
-    local raw = raw_values[name_at and name_at[k] or k]
-    if raw then state = unpack_doubles(raw) end
+    state = state_of_value(raw_values[k])
   end
   state_of[k] = state
   read_of[k] = state
@@ -315,7 +210,7 @@ else
   -- policy.ts; the numbers the caller sees are merged by the client (mergePolicy). The per-rule arrays are
   -- reused from request to request.
   local before, ok, kept, left, retry, reset, life = {}, {}, {}, {}, {}, {}, {}
-  local cost_rows = ARGV[a + 4]
+  local cost_rows = ARGV[a + 3]
   local pos = 1
   for q = 1, Q do
     local i, t, permits, _max_wait, peek_flag
@@ -382,15 +277,7 @@ end
 
 for d = 1, #dirty_keys do
   local k = dirty_keys[d]
-  if as_named then
-    local rule = rule_of[k]
-    local windowed_rule = rule ~= nil and rule.windows ~= nil
-    write_state(KEYS[k], rule, read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k],
-      windowed_rule and KEYS[k] or nil, server_now, rule and named_len_of[rule])
-  else
-    write_state(KEYS[k], rule_of[k], read_of[k], state_of[k], expires_at[k] - written_at[k], written_at[k],
-      window_name and window_name[k], read_at and read_at[k], named and named[k])
-  end
+  write_state(KEYS[k], rule_of[k], read_of[k], state_of[k], expires_at[k] - written_at[k])
 end
 if marked_at ~= nil then raise_marker(marker, marker_read, marked, marked_at) end
 return table.concat(replies)

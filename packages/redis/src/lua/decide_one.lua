@@ -2,7 +2,7 @@
 -- (no packed groups or requests to decode, no state table to fold updates into). A lone decision pays for
 -- every step of a script, so this is the path most requests at low load take.
 --
--- KEYS[1]: the rule's state key (a window algorithm's: the name of its windows' keys); KEYS[2]: the request
+-- KEYS[1]: the rule's state key; KEYS[2]: the request
 --         key's ban; KEYS[3]: the ban marker of their slot (read first: the ban only while it says one can be
 --         in force).
 --         KEYS[4], optional: the configuration version of their slot (see stale_version in prelude.lua).
@@ -22,26 +22,16 @@ if rules == nil then return a end
 local rule = rules[1]
 local given = ARGV[a]
 local now = decision_time(given == '' and (0 / 0) or tonumber(given), tonumber(ARGV[a + 4]), redis_time_ms)
-local raw, before, current
+local raw
 local version_key = KEYS[4]
-if rule.windows == 2 then
-  local previous
-  previous, current = state_keys(rule, KEYS[1], now)
-  if version_key then raw = redis.call('MGET', previous, current, KEYS[3], version_key)
-  else raw = redis.call('MGET', previous, current, KEYS[3]) end
-  before = state_of_values(rule, now, raw[1], raw[2])
-  raw, version_key = raw[3], version_key and { version_key, raw[4] }
-else
-  current = state_keys(rule, KEYS[1], now)
-  if version_key then raw = redis.call('MGET', current, KEYS[3], version_key)
-  else raw = redis.call('MGET', current, KEYS[3]) end
-  before = state_of_values(rule, now, raw[1])
-  raw, version_key = raw[2], version_key and { version_key, raw[3] }
-end
+if version_key then raw = redis.call('MGET', KEYS[1], KEYS[3], version_key)
+else raw = redis.call('MGET', KEYS[1], KEYS[3]) end
+local before = state_of_value(raw[1])
 if version_key then
-  local stale = stale_version(version_key[1], version_key[2], tonumber(ARGV[a + 5]))
+  local stale = stale_version(version_key, raw[3], tonumber(ARGV[a + 5]))
   if stale then return stale end
 end
+raw = raw[2]
 -- The key's ban is read only while the marker says a ban can be in force.
 local marked = marker_until(raw)
 local ban = nil
@@ -55,7 +45,7 @@ end
 
 local permits, max_wait, peek = tonumber(ARGV[a + 1]), parse_num(ARGV[a + 2]), ARGV[a + 3] == '1'
 local reply, state, ttl, banned = decide_one_rule(rules, before, ban, now, permits, max_wait, peek, true)
-if state ~= before then write_state(KEYS[1], rule, before, state, ttl, now, rule.windows and current, now) end
+if state ~= before then write_state(KEYS[1], rule, before, state, ttl) end
 if banned ~= nil then
   redis.call('SET', KEYS[2], pack_doubles(banned), 'PX', reclaim_px(banned[1] - now))
   raise_marker(KEYS[3], marked, banned[1], now)

@@ -1,10 +1,12 @@
 -- fixed_window.lua: fixedWindow(limit, windowMs). Mirrors algorithms/fixed-window.ts.
 -- p = { limit, windowMs }; state = { windowStart, count } or nil.
 
--- The window now_ms counts in, and its count so far.
--- One count per window, each in a key of its own (see WINDOWS in prelude.lua).
-WINDOWS.fixedWindow = 1
+-- A state matters until its window ends (every write's ttl: see DEADLINES in prelude.lua).
+DEADLINES.fixedWindow = function(p, state)
+  return state[1] + p[2]
+end
 
+-- The window now_ms counts in, and its count so far.
 local function fixed_window_current(window_ms, state, now_ms)
   local start = math.floor(now_ms / window_ms) * window_ms
   -- A clock that stepped back stays in the stored window rather than opening an older one.

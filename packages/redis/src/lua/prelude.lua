@@ -128,12 +128,10 @@ local USED = {}
 -- when the state stops mattering (ms). A write whose new state's deadline is no later than the stored one's
 -- keeps the key's TTL (KEEPTTL), which costs Redis about 0.6 us less per key than setting PX again.
 local DEADLINES = {}
--- WINDOWS[kind], for a window algorithm: how many windows a decision reads. Its state { windowStart, the
--- counts of those windows, oldest first } is kept as one Redis integer per window, in a key of the window's
--- own (see window_key) that lives until the window stops mattering: no state to decode or encode, and an
--- integer Redis keeps inside the key's entry. Its second parameter is windowMs. Every other kind keeps its
--- state as one string of packed doubles at the rule's key.
-local WINDOWS = {}
+-- Every algorithm keeps its state as one string of packed doubles at the rule's key, which the client names
+-- in KEYS: a window algorithm's too ({ windowStart, its counts }), so a script touches no key it was not
+-- given (a key named inside a script from its decision time is outside Redis's contract for scripts, and
+-- servers such as Dragonfly refuse it).
 
 -- Rules parsed before, by their ARGV text. Run as a function library, the definitions outlive a call, so a
 -- limiter's rules are parsed once per server instead of on every call (under EVAL this starts empty each
@@ -171,8 +169,7 @@ local function parse_rules(a)
     local block_ms = tonumber(fields[f + 2 + count])
     if block_ms == nil then return nil, redis.error_reply('ERR sluice: rule ' .. r .. ' at ARGV ' .. a .. ' is cut short') end
     rules[r] = { kind = kind, params = params, consume = ALGORITHMS[kind], refund = REFUNDS[kind],
-                 penalize = PENALTIES[kind], deadline = DEADLINES[kind], windows = WINDOWS[kind],
-                 block_ms = block_ms }
+                 penalize = PENALTIES[kind], deadline = DEADLINES[kind], block_ms = block_ms }
     f = f + count + 3
   end
   if fields[f] ~= nil then return nil, redis.error_reply('ERR sluice: more than ' .. R .. ' rules at ARGV ' .. a) end
@@ -184,118 +181,27 @@ local function parse_rules(a)
   return rules, a + 1
 end
 
--- The key of window number `index` of a rule whose states are named `base`: the number in hex after the name.
-local function window_key(base, index)
-  return base .. string.format('%x', index)
-end
-
--- A count as Redis keeps it: an integer's decimal text (stored as an integer, not a string).
-local function count_text(n)
-  if n == math.floor(n) and n < MAX_PX and n > -MAX_PX then return string.format('%d', n) end
-  return string.format('%.17g', n)
-end
-
--- The keys that hold the state of `rule` named `base` as a decision at `now` reads it: `base` itself, or its
--- windows' keys, oldest first (one or two values).
-local function state_keys(rule, base, now)
-  local windows = rule.windows
-  if windows == nil then return base end
-  local index = math.floor(now / rule.params[2])
-  if windows == 1 then return window_key(base, index) end
-  return window_key(base, index - 1), window_key(base, index)
-end
-
--- The state of `rule` at `now` from the values of its state_keys (as GET or MGET answer: false for none).
-local function state_of_values(rule, now, v1, v2)
-  local windows = rule.windows
-  if windows == nil then
-    if v1 then return unpack_doubles(v1) end
-    return nil
-  end
-  local window_ms = rule.params[2]
-  local start = math.floor(now / window_ms) * window_ms
-  if windows == 1 then
-    if v1 then return { start, tonumber(v1) } end
-    return nil
-  end
-  if v1 or v2 then return { start, tonumber(v1) or 0, tonumber(v2) or 0 } end
+-- The state at `key` from its value (as GET or MGET answer it: false for none).
+local function state_of_value(raw)
+  if raw then return unpack_doubles(raw) end
   return nil
 end
 
--- The state of `rule` named `base` as a decision at `now` reads it (nil: none).
-local function read_state(rule, base, now)
-  if rule.windows == 2 then
-    local values = redis.call('MGET', state_keys(rule, base, now))
-    return state_of_values(rule, now, values[1], values[2])
-  end
-  return state_of_values(rule, now, redis.call('GET', state_keys(rule, base, now)))
+-- The state of the rule at `key` (nil: none).
+local function read_state(key)
+  return state_of_value(redis.call('GET', key))
 end
 
--- Writes `state` of `rule` named `base` (`rule` nil: a ban, packed at `base`) decided at `now`, replacing
--- `before` (the state as read; nil: none), for `ttl` ms: PX, or KEEPTTL when the key's expiry already covers
--- the new state (see DEADLINES) or `ttl` is nil (a refund: giving permits back never makes a state matter
--- longer). `state` nil deletes a packed state. A window algorithm writes the counts that changed: the newest
--- window's, PX when its key is new; and the window before it (a refund lowered it, or the state moved a window
--- on since it was read). A fixed window's count of a window the state moved on
--- from is not written back: no decision after it reads that window (a clock that steps back stays in the
--- stored window in memory; on Redis it would read that window's count as it was when the call began).
--- `read_name`, when given, is the key of the window a read at `read_now` found current (saves naming it again);
--- `named_len`, when given, says `base` ends in a window's number that long (the client named the key).
-local function write_state(base, rule, before, state, ttl, now, read_name, read_now, named_len)
-  local windows = rule and rule.windows
-  if windows == nil then
-    if state == nil then return redis.call('DEL', base) end
-    local deadline = rule and rule.deadline
-    if ttl == nil or (before ~= nil and deadline ~= nil and deadline(rule.params, state) <= deadline(rule.params, before)) then
-      return redis.call('SET', base, pack_doubles(state), 'KEEPTTL')
-    end
-    return redis.call('SET', base, pack_doubles(state), 'PX', reclaim_px(ttl))
+-- Writes `state` of `rule` (nil: a ban) at `key`, replacing `before` (the state as read; nil: none), for `ttl`
+-- ms: PX, or KEEPTTL when the key's expiry already covers the new state (see DEADLINES) or `ttl` is nil (a
+-- refund: giving permits back never makes a state matter longer). `state` nil deletes it.
+local function write_state(key, rule, before, state, ttl)
+  if state == nil then return redis.call('DEL', key) end
+  local deadline = rule and rule.deadline
+  if ttl == nil or (before ~= nil and deadline ~= nil and deadline(rule.params, state) <= deadline(rule.params, before)) then
+    return redis.call('SET', key, pack_doubles(state), 'KEEPTTL')
   end
-  if state == nil then return end
-  local window_ms = rule.params[2]
-  local index = math.floor(state[1] / window_ms + 0.5)
-  local name = read_name
-  if name == nil or index ~= math.floor(read_now / window_ms) then
-    -- A key the client named with its window: the states' name is what precedes the number.
-    if named_len ~= nil then base, named_len = string.sub(base, 1, #base - named_len), nil end
-    name = window_key(base, index)
-  end
-  local count = state[windows + 1]
-  local same = before ~= nil and before[1] == state[1]
-  local held = before ~= nil and before[windows + 1]
-  if same and held > 0 then
-    -- The window's key holds a count, so it exists and its expiry covers the window. INCRBY changes the
-    -- integer where it lies; SET KEEPTTL would parse and allocate a new value.
-    local delta = count - held
-    if delta ~= 0 then
-      if delta == math.floor(delta) and held == math.floor(held) and count < MAX_PX then
-        redis.call('INCRBY', name, string.format('%d', delta))
-      else
-        redis.call('SET', name, count_text(count), 'KEEPTTL')
-      end
-    end
-  elseif not same or count ~= held then
-    redis.call('SET', name, count_text(count), 'PX', reclaim_px(ttl or 0))
-  end
-  if windows == 2 then
-    local stored = 0
-    if same then stored = before[2]
-    elseif before ~= nil and before[1] + window_ms == state[1] then stored = before[3] end
-    if state[2] ~= stored then
-      if named_len ~= nil then base = string.sub(base, 1, #base - named_len) end
-      redis.call('SET', window_key(base, index - 1), count_text(state[2]), 'PX', reclaim_px(state[1] + window_ms - now))
-    end
-  end
-end
-
--- Forgets the state of `rule` named `base` (limiter.reset): the packed state, or every window a decision
--- near `now` could read (the current one and the one before it, and one more each side for a clock a
--- little off).
-local function delete_state(rule, base, now)
-  if rule.windows == nil then return redis.call('DEL', base) end
-  local index = math.floor(now / rule.params[2])
-  return redis.call('DEL', window_key(base, index - 2), window_key(base, index - 1), window_key(base, index),
-    window_key(base, index + 1))
+  return redis.call('SET', key, pack_doubles(state), 'PX', reclaim_px(ttl))
 end
 
 -- A limiter's ban marker (banMarkerKey in key-layout.ts): the latest end of any ban written in its slot, so a

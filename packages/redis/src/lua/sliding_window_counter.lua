@@ -1,8 +1,11 @@
 -- sliding_window_counter.lua: slidingWindowCounter(limit, windowMs). Mirrors algorithms/sliding-window-counter.ts.
 -- p = { limit, windowMs }; state = { windowStart, previous, current } or nil.
 
--- The previous window's count and the current one's, each in a key of its own (see WINDOWS in prelude.lua).
-WINDOWS.slidingWindowCounter = 2
+-- A state matters until the window after its own ends (it is that window's previous): every write's ttl
+-- (see DEADLINES in prelude.lua).
+DEADLINES.slidingWindowCounter = function(p, state)
+  return state[1] + 2 * p[2]
+end
 
 -- The state moved on to the window now_ms falls in (as it is while that window lasts; a clock that stepped
 -- back stays in the stored window): windowStart, previous, current.
