@@ -3,7 +3,8 @@
  * every job until it is admitted, in the order they were added, none failed; a job that can never pass fails
  * with NEVER_ALLOWED; a key function that throws fails its job through BullMQ (nothing unhandled).
  */
-import { createLimiter, fixedWindow } from '@sluice/core';
+import { type Algorithm, createLimiter, fixedWindow, memoryStore, tokenBucket } from '@sluice/core';
+import { redisStore } from '@sluice/redis';
 import { rateLimitedProcessor } from '@sluice/core/bullmq';
 import { type Job, Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
@@ -140,8 +141,13 @@ describe('rateLimitedProcessor (BullMQ): one tenant refused, the others run on',
    * or at its own limit. a's refused jobs wait in BullMQ's delayed set, not failed; b's run, in the order
    * added; the queue is never rate-limited (it once was, for the ban's 24 h, for every tenant).
    */
-  async function run(refuse: (limiter: ReturnType<typeof createLimiter>) => Promise<void>, limit = 100) {
-    const limiter = createLimiter({ rules: fixedWindow({ limit, windowMs: HOUR, name: 'per-tenant' }) });
+  async function run(
+    refuse: (limiter: ReturnType<typeof createLimiter>) => Promise<void>,
+    on: 'memory' | 'redis' = 'memory',
+    rule: Algorithm = fixedWindow({ limit: 100, windowMs: HOUR, name: 'per-tenant' }),
+  ) {
+    const store = on === 'memory' ? memoryStore() : redisStore({ redis: testRedis().redis, timeoutMs: 5_000 });
+    const limiter = createLimiter({ rules: rule, store, prefix: `bullmq-tenants-${process.pid}-${queues}` });
     closers.push(() => limiter.close());
     await refuse(limiter);
     const limited: string[] = [];
@@ -163,16 +169,18 @@ describe('rateLimitedProcessor (BullMQ): one tenant refused, the others run on',
     const jobs = await queue.addBulk(tenants.map((tenant) => ({ name: 'send', data: { tenant } })));
     const of = (tenant: string) => jobs.filter((job) => job.data.tenant === tenant).map((job) => job.id as string);
     const bDone = completedAll(worker, of('b'));
-    return { queue, failed, limited, ran, of, bDone, limiter };
+    return { queue, worker, failed, limited, ran, of, bDone, limiter };
   }
 
   it.each([
-    ['banned for an hour', (l: ReturnType<typeof createLimiter>) => l.block('a', HOUR)],
-    ['denied for an hour', (l: ReturnType<typeof createLimiter>) => l.deny('a', { ttlMs: HOUR, reason: 'abuse' })],
+    ['banned for an hour', 'memory', (l: ReturnType<typeof createLimiter>) => l.block('a', HOUR)],
+    ['denied for an hour', 'memory', (l: ReturnType<typeof createLimiter>) => l.deny('a', { ttlMs: HOUR })],
+    ['banned for an hour', 'redis', (l: ReturnType<typeof createLimiter>) => l.block('a', HOUR)],
+    ['denied for an hour', 'redis', (l: ReturnType<typeof createLimiter>) => l.deny('a', { ttlMs: HOUR })],
   ] as const)(
-    "tenant a %s: b's jobs all run, a's wait delayed about an hour, none failed, the queue not held",
-    async (_, refuse) => {
-      const { queue, failed, limited, ran, of, bDone } = await run(refuse);
+    "tenant a %s (limiter on %s): b's jobs all run, a's wait delayed about an hour, none failed, the queue not held",
+    async (_, on, refuse) => {
+      const { queue, failed, limited, ran, of, bDone } = await run(refuse, on);
       await bDone;
       expect(ran).toEqual(of('b'));
       // a's three were refused before b's last ran (one worker, one job at a time): each is in the delayed set.
@@ -187,11 +195,25 @@ describe('rateLimitedProcessor (BullMQ): one tenant refused, the others run on',
     },
   );
 
-  it("tenant a at its own limit: its job past the limit waits delayed until the window's end; b's run on", async () => {
-    const { queue, failed, limited, ran, of, bDone } = await run(async (l) => {
-      // a has used 2 of its 4 this hour: its first two jobs run, the third waits.
-      await l.tryAcquire('a', { permits: 2 });
-    }, 4);
+  it("a ban that ends: a's delayed jobs come back and run once it is over, none failed", async () => {
+    const { failed, ran, of, bDone, worker } = await run((l) => l.block('a', 300));
+    const aDone = completedAll(worker, of('a'));
+    await bDone;
+    await aDone;
+    expect(ran.filter((id) => of('a').includes(id)).sort()).toEqual([...of('a')].sort());
+    expect(failed).toEqual([]);
+  });
+
+  it("tenant a at its own limit: its job past the limit waits delayed for its refill; b's run on", async () => {
+    // 4 a tenant, refilled at 4 an hour: a has used 2, so its first two jobs run and the third waits 15 min.
+    const bucket = tokenBucket({ capacity: 4, refillPerSecond: 4 / 3_600, name: 'per-tenant' });
+    const { queue, failed, limited, ran, of, bDone } = await run(
+      async (l) => {
+        await l.tryAcquire('a', { permits: 2 });
+      },
+      'memory',
+      bucket,
+    );
     await bDone;
     const [a1, a2, a3] = of('a');
     expect(ran.filter((id) => of('b').includes(id))).toEqual(of('b'));
