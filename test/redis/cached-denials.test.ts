@@ -3,7 +3,7 @@
  * lease (which remembers that the key's central state was spent) answer a denial without asking Redis; a
  * change on another node that can turn that denial into a grant (a limit raised, an override set or
  * removed, a reset, an unblock, a refund) must reach them. Each pair on two nodes of one limiter on a
- * throwaway Redis: node A caches a denial, node B changes something, and once A has heard of the change
+ * throwaway Redis (standalone and Cluster): node A caches a denial, node B changes something, and once A has heard of the change
  * (the store's event), A's next decisions obey it, counts exact.
  */
 import type { Limiter } from '@sluice/core';
@@ -16,8 +16,7 @@ import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
 const testCluster = useTestCluster();
-const [standalone] = liveDeployments(testRedis, testCluster);
-const open = (standalone as NonNullable<typeof standalone>).open;
+const deployments = liveDeployments(testRedis, testCluster);
 
 /** Grants of `count` single-permit decisions for `key`, one at a time (each may be the cache's answer). */
 async function grants(limiter: Limiter, key: string, count: number): Promise<number> {
@@ -46,117 +45,123 @@ function learnsNext(store: RedisStore | LeasedStore, limiter: Limiter) {
   return nextEvent(store, 'reconfigured', (event: { version: number }) => event.version > known);
 }
 
-describe('exact mode: a denial node A cached, and a change on node B', () => {
-  const onTwoNodes = (capacity: number, body: (nodes: TwoNodes<RedisStore>) => Promise<void>) =>
-    withTwoNodes(open, (redis) => redisStore({ redis }), liveBucket(capacity), body);
+describe.each(deployments)(
+  'exact mode on a $name server: a denial node A cached, and a change on node B',
+  ({ open }) => {
+    const onTwoNodes = (capacity: number, body: (nodes: TwoNodes<RedisStore>) => Promise<void>) =>
+      withTwoNodes(open, (redis) => redisStore({ redis }), liveBucket(capacity), body);
 
-  it('B raises the limit A lowered: A, once it decides under the new version, grants what is left (140 of 200)', async () => {
-    await onTwoNodes(100, async ({ a, b, stores }) => {
-      expect(await grants(a, 'k', 60)).toBe(60);
-      const bLearns = learnsNext(stores[1], b);
-      await a.reconfigure(liveBucket(50));
-      await bLearns;
-      // Both denied under 50 (60 used): A's denial is cached.
-      expect((await grants(a, 'k', 5)) + (await grants(b, 'k', 5))).toBe(0);
-      const aLearns = learnsNext(stores[0], a);
-      await b.reconfigure(liveBucket(200));
-      await aLearns;
-      const byA = await grants(a, 'k', 100);
-      const byB = await grants(b, 'k', 100);
-      expect([byA, byB]).toEqual([100, 40]);
+    it('B raises the limit A lowered: A, once it decides under the new version, grants what is left (140 of 200)', async () => {
+      await onTwoNodes(100, async ({ a, b, stores }) => {
+        expect(await grants(a, 'k', 60)).toBe(60);
+        const bLearns = learnsNext(stores[1], b);
+        await a.reconfigure(liveBucket(50));
+        await bLearns;
+        // Both denied under 50 (60 used): A's denial is cached.
+        expect((await grants(a, 'k', 5)) + (await grants(b, 'k', 5))).toBe(0);
+        const aLearns = learnsNext(stores[0], a);
+        await b.reconfigure(liveBucket(200));
+        await aLearns;
+        const byA = await grants(a, 'k', 100);
+        const byB = await grants(b, 'k', 100);
+        expect([byA, byB]).toEqual([100, 40]);
+      });
     });
-  });
 
-  it('B refunds the key: A, once it heard, grants what was given back', async () => {
-    await onTwoNodes(10, async ({ a, b, stores }) => {
-      expect(await grants(a, 'k', 12)).toBe(10);
-      const heard = heardOf(stores[0], 'k');
-      await b.refund('k', 4);
-      await heard;
-      expect(await grants(a, 'k', 10)).toBe(4);
+    it('B refunds the key: A, once it heard, grants what was given back', async () => {
+      await onTwoNodes(10, async ({ a, b, stores }) => {
+        expect(await grants(a, 'k', 12)).toBe(10);
+        const heard = heardOf(stores[0], 'k');
+        await b.refund('k', 4);
+        await heard;
+        expect(await grants(a, 'k', 10)).toBe(4);
+      });
     });
-  });
 
-  it('B resets the key: A, once it heard, grants the whole limit again', async () => {
-    await onTwoNodes(10, async ({ a, b, stores }) => {
-      expect(await grants(a, 'k', 12)).toBe(10);
-      const heard = heardOf(stores[0], 'k');
-      await b.reset('k');
-      await heard;
-      expect(await grants(a, 'k', 20)).toBe(10);
+    it('B resets the key: A, once it heard, grants the whole limit again', async () => {
+      await onTwoNodes(10, async ({ a, b, stores }) => {
+        expect(await grants(a, 'k', 12)).toBe(10);
+        const heard = heardOf(stores[0], 'k');
+        await b.reset('k');
+        await heard;
+        expect(await grants(a, 'k', 20)).toBe(10);
+      });
     });
-  });
 
-  it('B unblocks the key A cached a ban of: A, once it heard, grants again', async () => {
-    await onTwoNodes(10, async ({ a, b, stores }) => {
-      await b.block('k', 600_000);
-      expect(await a.tryAcquire('k')).toMatchObject({ allowed: false, blocked: true });
-      expect(await grants(a, 'k', 3)).toBe(0);
-      const heard = heardOf(stores[0], 'k');
-      await b.unblock('k');
-      await heard;
-      expect(await grants(a, 'k', 20)).toBe(10);
+    it('B unblocks the key A cached a ban of: A, once it heard, grants again', async () => {
+      await onTwoNodes(10, async ({ a, b, stores }) => {
+        await b.block('k', 600_000);
+        expect(await a.tryAcquire('k')).toMatchObject({ allowed: false, blocked: true });
+        expect(await grants(a, 'k', 3)).toBe(0);
+        const heard = heardOf(stores[0], 'k');
+        await b.unblock('k');
+        await heard;
+        expect(await grants(a, 'k', 20)).toBe(10);
+      });
     });
-  });
 
-  it('B sets an override of the key, then removes it: A obeys each from the version it learns', async () => {
-    await onTwoNodes(10, async ({ a, b, stores }) => {
-      expect(await grants(a, 'k', 12)).toBe(10);
-      const set = learnsNext(stores[0], a);
-      await b.override('k', liveBucket(30));
-      await set;
-      expect(await grants(a, 'k', 30)).toBe(20);
-      const removed = learnsNext(stores[0], a);
-      await b.removeOverride('k');
-      await removed;
-      // Back under 10 with 30 used: denied, and the override's denials cached by A are gone with it.
-      expect(await grants(a, 'k', 5)).toBe(0);
-      const raised = learnsNext(stores[0], a);
-      await b.reconfigure(liveBucket(35));
-      await raised;
-      expect(await grants(a, 'k', 10)).toBe(5);
+    it('B sets an override of the key, then removes it: A obeys each from the version it learns', async () => {
+      await onTwoNodes(10, async ({ a, b, stores }) => {
+        expect(await grants(a, 'k', 12)).toBe(10);
+        const set = learnsNext(stores[0], a);
+        await b.override('k', liveBucket(30));
+        await set;
+        expect(await grants(a, 'k', 30)).toBe(20);
+        const removed = learnsNext(stores[0], a);
+        await b.removeOverride('k');
+        await removed;
+        // Back under 10 with 30 used: denied, and the override's denials cached by A are gone with it.
+        expect(await grants(a, 'k', 5)).toBe(0);
+        const raised = learnsNext(stores[0], a);
+        await b.reconfigure(liveBucket(35));
+        await raised;
+        expect(await grants(a, 'k', 10)).toBe(5);
+      });
     });
-  });
-});
+  },
+);
 
-describe('leased mode: a lease of node A that found the key spent, and a change on node B', () => {
-  const onTwoNodes = (capacity: number, body: (nodes: TwoNodes<LeasedStore>) => Promise<void>) =>
-    withTwoNodes(open, (redis) => leasedStore({ redis }), liveBucket(capacity), body);
+describe.each(deployments)(
+  'leased mode on a $name server: a lease of node A that found the key spent, and a change on node B',
+  ({ open }) => {
+    const onTwoNodes = (capacity: number, body: (nodes: TwoNodes<LeasedStore>) => Promise<void>) =>
+      withTwoNodes(open, (redis) => leasedStore({ redis }), liveBucket(capacity), body);
 
-  /** A leases and spends the whole limit; its lease then says the central state is spent. */
-  async function spentByA(a: Limiter, store: LeasedStore, capacity: number): Promise<void> {
-    expect(await leasedGrants(a, 'k', capacity + 20)).toBe(capacity);
-    await store.settled();
-    expect(await leasedGrants(a, 'k', 16)).toBe(0);
-  }
+    /** A leases and spends the whole limit; its lease then says the central state is spent. */
+    async function spentByA(a: Limiter, store: LeasedStore, capacity: number): Promise<void> {
+      expect(await leasedGrants(a, 'k', capacity + 20)).toBe(capacity);
+      await store.settled();
+      expect(await leasedGrants(a, 'k', 16)).toBe(0);
+    }
 
-  it('B resets the key: A, once it heard, grants the whole limit again', async () => {
-    await onTwoNodes(100, async ({ a, b, stores }) => {
-      await spentByA(a, stores[0], 100);
-      const heard = heardOf(stores[0], 'k');
-      await b.reset('k');
-      await heard;
-      expect(await leasedGrants(a, 'k', 120)).toBe(100);
+    it('B resets the key: A, once it heard, grants the whole limit again', async () => {
+      await onTwoNodes(100, async ({ a, b, stores }) => {
+        await spentByA(a, stores[0], 100);
+        const heard = heardOf(stores[0], 'k');
+        await b.reset('k');
+        await heard;
+        expect(await leasedGrants(a, 'k', 120)).toBe(100);
+      });
     });
-  });
 
-  it('B refunds the key to its central state: A, once it heard, grants what was given back', async () => {
-    await onTwoNodes(100, async ({ a, b, stores }) => {
-      await spentByA(a, stores[0], 100);
-      const heard = heardOf(stores[0], 'k');
-      await b.refund('k', 30);
-      await heard;
-      expect(await leasedGrants(a, 'k', 60)).toBe(30);
+    it('B refunds the key to its central state: A, once it heard, grants what was given back', async () => {
+      await onTwoNodes(100, async ({ a, b, stores }) => {
+        await spentByA(a, stores[0], 100);
+        const heard = heardOf(stores[0], 'k');
+        await b.refund('k', 30);
+        await heard;
+        expect(await leasedGrants(a, 'k', 60)).toBe(30);
+      });
     });
-  });
 
-  it('B raises the limit: A, once it decides under the new version, grants what is left', async () => {
-    await onTwoNodes(100, async ({ a, b, stores }) => {
-      await spentByA(a, stores[0], 100);
-      const aLearns = learnsNext(stores[0], a);
-      await b.reconfigure(liveBucket(150));
-      await aLearns;
-      expect(await leasedGrants(a, 'k', 80)).toBe(50);
+    it('B raises the limit: A, once it decides under the new version, grants what is left', async () => {
+      await onTwoNodes(100, async ({ a, b, stores }) => {
+        await spentByA(a, stores[0], 100);
+        const aLearns = learnsNext(stores[0], a);
+        await b.reconfigure(liveBucket(150));
+        await aLearns;
+        expect(await leasedGrants(a, 'k', 80)).toBe(50);
+      });
     });
-  });
-});
+  },
+);
