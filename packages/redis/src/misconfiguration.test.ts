@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { toConnection } from './connection/connect.js';
 import { misconfiguration } from './misconfiguration.js';
-import { isAclRefusal } from './reply-errors.js';
+import { isAclRefusal, isKeyScopedError } from './reply-errors.js';
 
 // A real client that never connects: the classification reads only the error and the client's mode.
 const client = new Redis({ lazyConnect: true, port: 1 });
@@ -48,5 +48,19 @@ describe('an ACL refusal is classified by what it says, in every server wording'
       expect(isAclRefusal(words), words).toBe(false);
       expect(misconfiguration(new Error(words), connection), words).toBeUndefined();
     }
+  });
+
+  it("an ACL refusal inside a script is never one key's error, in any wording: the same answer on Redis and Valkey", () => {
+    // As a decision's script call answers it: the server's words, then the script and line.
+    const where = ' script: 2f3a9c7d, on @user_script:12.';
+    for (const words of Object.values(REFUSALS))
+      expect(isKeyScopedError(new Error(`${words}${where}`)), words).toBe(false);
+    // What is one key's error stays so.
+    for (const words of [
+      'WRONGTYPE Operation against a key holding the wrong kind of value',
+      "CROSSSLOT Keys in request don't hash to the same slot",
+      `ERR user_script:40: bad argument #1 to 'unpack'${where}`,
+    ])
+      expect(isKeyScopedError(new Error(words)), words).toBe(true);
   });
 });
