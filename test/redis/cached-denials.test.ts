@@ -6,12 +6,12 @@
  * throwaway Redis (standalone and Cluster): node A caches a denial, node B changes something, and once A has heard of the change
  * (the store's event), A's next decisions obey it, counts exact.
  */
-import type { Limiter } from '@sluice/core';
+import { type Limiter, createLimiter } from '@sluice/core';
 import { type LeasedStore, leasedStore } from '@sluice/hybrid';
 import { type RedisStore, redisStore } from '@sluice/redis';
 import { describe, expect, it } from 'vitest';
 import { nextEvent } from '../harness/events.js';
-import { type TwoNodes, liveBucket, liveDeployments, withTwoNodes } from '../harness/live-nodes.js';
+import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
@@ -19,9 +19,10 @@ const testCluster = useTestCluster();
 const deployments = liveDeployments(testRedis, testCluster);
 
 /** Grants of `count` single-permit decisions for `key`, one at a time (each may be the cache's answer). */
-async function grants(limiter: Limiter, key: string, count: number): Promise<number> {
+async function grants(limiter: Limiter, key: string, count: number, plan?: string): Promise<number> {
   let granted = 0;
-  for (let i = 0; i < count; i++) if ((await limiter.tryAcquire(key)).allowed) granted++;
+  for (let i = 0; i < count; i++)
+    if ((await limiter.tryAcquire(key, plan === undefined ? undefined : { plan })).allowed) granted++;
   return granted;
 }
 
@@ -98,6 +99,26 @@ describe.each(deployments)(
         await heard;
         expect(await grants(a, 'k', 20)).toBe(10);
       });
+    });
+
+    it('a limiter with plans: B refunds the key under one plan, A drops the denial it cached under another', async () => {
+      const prefix = livePrefix();
+      const clients = [open(), open()];
+      const stores = clients.map((redis) => redisStore({ redis }));
+      const plans = { free: liveBucket(10), pro: liveBucket(20) };
+      const [a, b] = stores.map((store) => createLimiter({ plans, store, prefix })) as [Limiter, Limiter];
+      try {
+        await Promise.all([a.ready(), b.ready()]);
+        expect(await grants(a, 'k', 12, 'free')).toBe(10);
+        const heard = heardOf(stores[0] as RedisStore, 'k');
+        await b.refund('k', 3, { plan: 'pro' });
+        await heard;
+        expect(await grants(a, 'k', 10, 'free')).toBe(3);
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+        await Promise.all(stores.map((store) => store.close()));
+        for (const client of clients) client.disconnect();
+      }
     });
 
     it('B sets an override of the key, then removes it: A obeys each from the version it learns', async () => {
