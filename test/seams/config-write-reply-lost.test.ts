@@ -62,3 +62,24 @@ it('a configuration write whose reply is lost is read back: stored, so reconfigu
   await c.ready();
   expect([c.configVersion, c.rules[0]?.limit]).toEqual([version, 5]);
 });
+
+it('a write whose reply never comes, and whose read-back gets none either, is answered as uncertain, naming the version', async () => {
+  server = await spawnRedisServer();
+  proxy = await FaultProxy.start(server.port);
+  const prefix = livePrefix();
+  const a = limiterOn(`redis://127.0.0.1:${proxy.port}`, prefix, 300);
+  await a.ready();
+  // The reply is held and the connection stays up: the client pairs replies in order, so the read after the
+  // write is handed another command's answer, which is no configuration's: neither is answered.
+  const held = proxy.holdReplies(/^\$2\r\nOK\r\n$/);
+  const change = a.reconfigure(liveBucket(5));
+  await held;
+  await expect(change).rejects.toMatchObject({
+    code: 'STORE_UNAVAILABLE',
+    message: expect.stringMatching(/version \d+ may have been stored/),
+  });
+  // It was: a node that reads the record decides under it.
+  const c = limiterOn(server.url, prefix, 1_000);
+  await c.ready();
+  expect(c.rules[0]?.limit).toBe(5);
+});

@@ -209,11 +209,20 @@ export class StoredConfiguration {
       deadlineMs,
       'a configuration read',
     );
-    const [record, now] = Array.isArray(reply) ? reply : [];
+    // Checked as config_read.lua's reply (a record or none, whole ms): a reply stream that lost one answer may
+    // hand this read another command's.
+    const [record, now, ...more] = Array.isArray(reply) ? reply : [];
     const nowMs = Number(Buffer.isBuffer(now) ? now.toString('utf8') : now);
-    if (!Number.isFinite(nowMs)) throw new Error(`config_read.lua answered ${String(reply)}`);
-    if (record === null || record === undefined) return { raw: undefined, nowMs };
-    return { raw: Buffer.isBuffer(record) ? record.toString('utf8') : String(record), nowMs };
+    const raw =
+      record === null || record === undefined
+        ? undefined
+        : Buffer.isBuffer(record)
+          ? record.toString('utf8')
+          : String(record);
+    if (!Number.isSafeInteger(nowMs) || more.length > 0 || (raw !== undefined && !/^\d+\n/.test(raw))) {
+      throw new Error(`config_read.lua answered ${String(reply)}`);
+    }
+    return { raw, nowMs };
   }
 
   /** The stored configuration (undefined: none) and Redis's time; a failure to read is STORE_UNAVAILABLE. */
