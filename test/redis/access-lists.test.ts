@@ -28,6 +28,8 @@ import { useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
 let n = 0;
+/** How long a change may take to be heard (a message, or a read): waited for as an event, never slept. */
+const HEARD = { timeout: 5_000, interval: 10 };
 
 /**
  * Two limiters of one prefix, each on its own client and redisStore (deciding on `clocks[i]`, Redis TIME
@@ -206,15 +208,13 @@ describe('access lists on Redis: versions, clocks, bans', () => {
       await withTwo(
         async (a, b) => {
           await a.deny('old');
-          await vi.waitFor(async () => expect((await b.tryAcquire('old')).access?.list).toBe('deny'));
+          await vi.waitFor(async () => expect((await b.tryAcquire('old')).access?.list).toBe('deny'), HEARD);
           const redis = new Redis(server.current.url);
           await redis.flushall();
           redis.disconnect();
           // The same number of changes as before: a counter from 0 would be back at the version b knows.
           await a.deny('new');
-          await vi.waitFor(async () => expect((await b.tryAcquire('new')).access?.list).toBe('deny'), {
-            timeout: 2_000,
-          });
+          await vi.waitFor(async () => expect((await b.tryAcquire('new')).access?.list).toBe('deny'), HEARD);
           expect((await b.tryAcquire('old')).access).toBeUndefined();
           expect((await b.accessList()).map((e) => e.entry)).toEqual(['new']);
         },
@@ -268,7 +268,7 @@ describe('access lists on Redis: versions, clocks, bans', () => {
       await withTwo(
         async (a, b) => {
           await a.deny(['stays', 'goes']);
-          await vi.waitFor(async () => expect((await b.tryAcquire('goes')).access?.list).toBe('deny'));
+          await vi.waitFor(async () => expect((await b.tryAcquire('goes')).access?.list).toBe('deny'), HEARD);
           const port = server.current.port;
           await server.current.stop();
           server.current = await spawnRedisServer([], { port });
@@ -301,13 +301,16 @@ describe('access lists on Redis: versions, clocks, bans', () => {
         await writer.deny('203.0.113.0/24', { ttlMs: 600_000, reason: 'incident' });
         const [entry] = await reader.accessList();
         expect(entry?.expiresAt).toBeGreaterThanOrEqual(before + 600_000);
-        expect(entry?.expiresAt).toBeLessThan(before + 600_000 + 5_000);
+        // Within a minute of the write (a loaded box's round trips), never the writer's 20 minutes off.
+        expect(entry?.expiresAt).toBeLessThan(before + 600_000 + 60_000);
         // Before: the writer's clock set the expiry 10 minutes in the past, and no node ever enforced it.
-        await vi.waitFor(async () =>
-          expect((await reader.tryAcquire('ip:203.0.113.9', { address: '203.0.113.9' })).access?.list).toBe('deny'),
+        await vi.waitFor(
+          async () =>
+            expect((await reader.tryAcquire('ip:203.0.113.9', { address: '203.0.113.9' })).access?.list).toBe('deny'),
+          HEARD,
         );
         const d = await reader.tryAcquire('k', { address: '203.0.113.9' });
-        expect(d.retryAfterMs).toBeGreaterThan(590_000);
+        expect(d.retryAfterMs).toBeGreaterThan(540_000);
         expect(d.retryAfterMs).toBeLessThanOrEqual(600_000);
         ahead.advance(d.retryAfterMs);
         expect((await reader.tryAcquire('k', { address: '203.0.113.9' })).access).toBeUndefined();
@@ -350,13 +353,14 @@ describe('access lists on Redis: versions, clocks, bans', () => {
       const [seconds] = await redis.time();
       // Before: the entry expired 10 minutes before it was written, and no node ever enforced it.
       for (const node of [a, b]) {
-        await vi.waitFor(async () =>
-          expect((await node.tryAcquire('k', { address: '203.0.113.9' })).access?.reason).toBe('incident'),
+        await vi.waitFor(
+          async () => expect((await node.tryAcquire('k', { address: '203.0.113.9' })).access?.reason).toBe('incident'),
+          HEARD,
         );
-        expect((await node.tryAcquire('k', { address: '203.0.113.9' })).retryAfterMs).toBeGreaterThan(590_000);
+        expect((await node.tryAcquire('k', { address: '203.0.113.9' })).retryAfterMs).toBeGreaterThan(540_000);
       }
       const [entry] = await a.accessList();
-      expect(Math.abs((entry?.expiresAt ?? 0) - (Number(seconds) * 1_000 + 600_000))).toBeLessThan(5_000);
+      expect(Math.abs((entry?.expiresAt ?? 0) - (Number(seconds) * 1_000 + 600_000))).toBeLessThan(60_000);
     });
   });
 
@@ -370,7 +374,7 @@ describe('access lists on Redis: versions, clocks, bans', () => {
       await vi.waitFor(async () => {
         const stored = await cli.read();
         expect(stored.entries?.find((e) => e.entry === 'short')?.expiresAt).toBeLessThanOrEqual(stored.now);
-      });
+      }, HEARD);
       expect((await a.accessList()).map((e) => e.entry)).toEqual(['long']);
     });
   });
@@ -378,7 +382,7 @@ describe('access lists on Redis: versions, clocks, bans', () => {
   it('a ban outranks the allow list on every node, peek says so; unblocked, the allow list decides again', async () => {
     await withTwo(async (a, b) => {
       await a.allow(['vip', '198.51.100.0/24']);
-      await vi.waitFor(async () => expect((await b.tryAcquire('vip')).access?.list).toBe('allow'));
+      await vi.waitFor(async () => expect((await b.tryAcquire('vip')).access?.list).toBe('allow'), HEARD);
       await a.block('vip', 60_000);
       await a.block('user:1', 60_000);
       for (const node of [a, b]) {
