@@ -64,6 +64,7 @@ import { DemandMeter } from './demand-meter.js';
 import { DIVIDED_STORE_OPTIONS, type DividedStoreOptions } from './divided-options.js';
 import { type FleetSummary, Membership } from './membership.js';
 import { Reserve, reserveStateName } from './reserve.js';
+import { spentWhereMissing, untilSpentFrees } from './unseen-keys.js';
 import { leaseScript, membershipScript } from './scripts.js';
 import { hybridRule } from './supported-rule.js';
 import { allocatedFraction, awayFraction, localFraction } from './shares.js';
@@ -869,27 +870,4 @@ function noOverrides(): SluiceError {
     'dividedStore keeps no overrides: an override is read with its key on Redis, and divided mode decides with ' +
       'no Redis call; give such keys a limiter of their own, or use leasedStore or redisStore',
   );
-}
-
-/** A binding whose states can be carried (BoundStore & StateAccess). */
-type Carriable = ConstructorParameters<typeof CarriedBinding>[0];
-
-/**
- * `bound`, whose take() hands a key it holds no state for over as spent under `shared` (the rule before a
- * change, at this node's share): what a joiner assumes of a key it never met, carried to the rule after it.
- */
-function spentWhereMissing(bound: Carriable, shared: Algorithm, clock: Clock): Carriable {
-  return {
-    consume: (key, permits, maxWaitMs, note) => bound.consume(key, permits, maxWaitMs, note),
-    peek: (key) => bound.peek(key),
-    reset: (key) => bound.reset(key),
-    seed: (key, states, nowMs) => bound.seed(key, states, nowMs),
-    take: (key) => bound.take(key) ?? [shared.penalize(undefined, clock.now(), 0).state],
-  };
-}
-
-/** How long a spent state of `rule` takes to free `permits` from `nowMs` (Infinity: never). */
-function untilSpentFrees(rule: Algorithm, permits: number, nowMs: number): number {
-  const spent = rule.penalize(undefined, nowMs, rule.burst).state;
-  return rule.consume(spent, nowMs, permits, 0).retryAfterMs;
 }
