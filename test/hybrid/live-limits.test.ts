@@ -194,6 +194,29 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
     });
   });
 
+  it("a lone node whose share rounds to none (10 a day: the reserve holds it all) answers a spent key's denial with the window's end, not its next heartbeat", async () => {
+    const client = open();
+    const store = dividedStore({ redis: client, heartbeatMs: 250 });
+    const limiter = createLimiter({ rules: daily(10), store, prefix: livePrefix() });
+    try {
+      await limiter.ready();
+      // One at a time: the reserve serves each in turn (it holds the whole limit).
+      let served = 0;
+      for (let i = 0; i < 10; i++) if ((await limiter.tryAcquire('k')).allowed) served++;
+      expect(served).toBe(10);
+      const denied = await limiter.tryAcquire('k');
+      const dayEndsIn = 86_400_000 - (Date.now() % 86_400_000);
+      expect(denied.allowed).toBe(false);
+      // Before: 250 ms (its heartbeat) on every denial: Retry-After: 1 while the window stayed spent.
+      expect(denied.retryAfterMs).toBeGreaterThan(Math.min(dayEndsIn - 10_000, 60_000));
+      expect(denied.retryAfterMs).toBeLessThanOrEqual(dayEndsIn + 1_000);
+    } finally {
+      await limiter.close();
+      await store.close();
+      client.disconnect();
+    }
+  });
+
   it('an override is refused, naming the store; nothing changes', async () => {
     await onTwoNodes(100, 0, async ({ a }) => {
       await expect(a.override('acme', daily(300))).rejects.toMatchObject({ code: 'UNSUPPORTED' });

@@ -730,7 +730,8 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
     this.#meter.add(permits, this.#ctx.clock.now());
     const reserve = this.#reserve;
     if (reserve === undefined) return this.#bound.consume(key, permits, maxWaitMs) as Decision;
-    const local = this.#fraction > 0 ? (this.#bound.consume(key, permits, 0) as Decision) : this.#holdsNone(permits);
+    const local =
+      this.#fraction > 0 ? (this.#bound.consume(key, permits, 0) as Decision) : this.#holdsNone(key, permits);
     if (local.allowed) return local;
     if (this.#awayHolds && this.#away !== undefined && this.#failing) {
       const away = this.#away.decide(key, permits, 0, false);
@@ -757,7 +758,8 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
 
   /** Neither the share nor the reserve had it: the share decides whether the caller may wait. */
   #pastReserve(key: string, permits: number, maxWaitMs: number, local: Decision): Decision {
-    return maxWaitMs > 0 && this.#fraction > 0 ? (this.#bound.consume(key, permits, maxWaitMs) as Decision) : local;
+    if (this.#fraction === 0) return this.#holdsNone(key, permits); // the draw just said when the reserve frees
+    return maxWaitMs > 0 ? (this.#bound.consume(key, permits, maxWaitMs) as Decision) : local;
   }
 
   /**
@@ -765,12 +767,22 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * allocated it): a denial until its next heartbeat, which the reserve may overturn. No rule is held at
    * nothing; the key's state is left untouched.
    */
-  #holdsNone(permits = 1): Decision {
+  #holdsNone(key: string, permits = 1): Decision {
     const rule = this.#rule;
-    // Not before its next heartbeat; and a node that meets keys spent frees none of this one before a spent
-    // state of the rule frees `permits` (a window's end: not the heartbeat's second while it stays spent).
-    const spent = this.#freshSpent === true ? untilSpentFrees(rule, permits, this.#ctx.clock.now()) : 0;
-    const wait = Math.max(this.#ctx.o.heartbeatMs, spent);
+    const now = this.#ctx.clock.now();
+    // Its answer says when this node can next grant the key (not its next heartbeat on every denial, while a
+    // window stays spent): when the reserve frees it (its last draw said), or when a share may come. A share
+    // may come at the next heartbeat only while no division has allocated this node anything (one that has
+    // holds under one permit of it); the key then frees at once, or, met spent, when a spent state frees.
+    const heartbeat = this.#ctx.o.heartbeatMs;
+    const reserveFrees = this.#reserve?.freesIn(key, now) ?? heartbeat;
+    const shareFrees =
+      this.#allocated !== undefined
+        ? Number.POSITIVE_INFINITY
+        : this.#freshSpent === true
+          ? Math.max(heartbeat, untilSpentFrees(rule, permits, now))
+          : heartbeat;
+    const wait = Math.max(1, Math.min(reserveFrees, shareFrees));
     return {
       allowed: false,
       limit: rule.limit,
@@ -783,7 +795,7 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
   }
 
   peek(key: string): Decision | Promise<Decision> {
-    return this.#versioned(this.#fraction > 0 ? (this.#bound.peek(key) as Decision) : this.#holdsNone());
+    return this.#versioned(this.#fraction > 0 ? (this.#bound.peek(key) as Decision) : this.#holdsNone(key));
   }
 
   reset(key: string): void {

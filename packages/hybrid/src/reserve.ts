@@ -217,6 +217,15 @@ export class Reserve {
     draw.pending.catch(() => {});
   }
 
+  /**
+   * How long from `now` until the reserve is asked again for `key` (its last draw found it short: a window's
+   * end, a bucket's refill), or undefined when no draw said.
+   */
+  freesIn(key: string, now: number): number | undefined {
+    const until = this.#draws.get(key)?.emptyUntil;
+    return until === undefined || until === Number.NEGATIVE_INFINITY ? undefined : Math.max(0, until - now);
+  }
+
   /** Redis answers there again (the store's probe said): draws need not wait out the pause a failed one began. */
   resume(): void {
     this.#pausedUntil = Number.NEGATIVE_INFINITY;
