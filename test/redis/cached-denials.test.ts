@@ -6,9 +6,11 @@
  * throwaway Redis (standalone and Cluster): node A caches a denial, node B changes something, and once A has heard of the change
  * (the store's event), A's next decisions obey it, counts exact.
  */
-import { type Limiter, createLimiter } from '@sluice/core';
+import { type Limiter, ManualClock, createLimiter } from '@sluice/core';
 import { type LeasedStore, leasedStore } from '@sluice/hybrid';
 import { type RedisStore, redisStore } from '@sluice/redis';
+import { DENY_CACHE_TRUST_MS } from '@sluice/redis/store-kit';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { nextEvent } from '../harness/events.js';
 import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';
@@ -186,3 +188,33 @@ describe.each(deployments)(
     });
   },
 );
+
+describe('leased mode: a node that missed the message of a change', () => {
+  it("asks Redis again within DENY_CACHE_TRUST_MS, not at the spent state's retry time (1,000 s away)", async () => {
+    const clock = new ManualClock(1_000_000);
+    const open = (deployments[0] as (typeof deployments)[number]).open;
+    await withTwoNodes(
+      open,
+      (redis) => leasedStore({ redis, clock }),
+      liveBucket(100),
+      async ({ a, stores }) => {
+        expect(await leasedGrants(a, 'k', 120)).toBe(100);
+        await stores[0].settled();
+        expect(await leasedGrants(a, 'k', 16)).toBe(0);
+        // The key's central state forgotten with no message (as a reset A's subscriber missed while reconnecting).
+        const raw = new Redis(testRedis().server.url);
+        try {
+          const keys = await raw.keys(`*${a.prefix}*{k}*`);
+          expect(keys.length).toBeGreaterThan(0);
+          await raw.del(...keys);
+        } finally {
+          raw.disconnect();
+        }
+        clock.advance(DENY_CACHE_TRUST_MS - 1);
+        expect(await leasedGrants(a, 'k', 8)).toBe(0);
+        clock.advance(1);
+        expect(await leasedGrants(a, 'k', 120)).toBe(100);
+      },
+    );
+  });
+});

@@ -28,6 +28,7 @@ import {
 } from '@sluice/core/store-kit';
 import {
   ChannelListener,
+  DENY_CACHE_TRUST_MS,
   DeadlineError,
   ExactBinding,
   type Fallback,
@@ -125,6 +126,8 @@ interface LeaseContext {
 /** This node's lease on one key, and the key's recent demand here (the batch follows it). */
 interface KeyLease extends HeldLease {
   readonly meter: DemandMeter;
+  /** When Redis last answered a lease of the key (this process's clock): a spent central state is trusted from it. */
+  answeredAt: number;
 }
 
 /** One lease is at most burst / (HOARDING_DIVISOR x live lessees) unless maxBatch says otherwise. */
@@ -449,7 +452,7 @@ class LeasedBinding implements BoundStore {
       if (demand < LEASE_PAYS_AT && permits <= this.#burst && this.#health.healthy)
         return this.#exact.consume(key, permits, 0, note);
       this.#cold.delete(key);
-      lease = { ...emptyLease(), meter: new DemandMeter(this.#meterIntervalMs(), now) };
+      lease = { ...emptyLease(), meter: new DemandMeter(this.#meterIntervalMs(), now), answeredAt: now };
       // The record starts from the demand seen so far (this request's included).
       lease.meter.add(demand - permits, now);
       this.#leases.set(key, lease);
@@ -462,7 +465,10 @@ class LeasedBinding implements BoundStore {
     if (permits > this.#burst) return this.#denied(lease, Number.POSITIVE_INFINITY);
     // While Redis fails the store probes by itself: a decision never waits on it.
     if (!this.#health.healthy) return this.#fallbackDecision(key, permits, note);
-    if (lease.pending === undefined && now < lease.emptyUntil) return this.#denied(lease, lease.emptyUntil - now);
+    // A spent central state is answered here until it can change, or for DENY_CACHE_TRUST_MS at most: a node that
+    // missed another's reset or refund (its subscriber reconnecting) asks again within seconds.
+    if (lease.pending === undefined && now < lease.emptyUntil && now < lease.answeredAt + DENY_CACHE_TRUST_MS)
+      return this.#denied(lease, lease.emptyUntil - now);
     if (lease.pending === undefined && lease.meter.expected(this.#o.targetMs, now) < LEASE_PAYS_AT)
       return this.#exact.consume(key, permits, 0, note);
     return this.#leaseThenDecide(key, lease, permits, note);
@@ -513,7 +519,8 @@ class LeasedBinding implements BoundStore {
       version: this.#versionOf(key),
     })
       .then((reply) => {
-        creditLease(lease, reply, ask, this.#shape, sentAt, this.#clock.now());
+        lease.answeredAt = this.#clock.now();
+        creditLease(lease, reply, ask, this.#shape, sentAt, lease.answeredAt);
         this.#health.reportSuccess();
         emitSafely(this.#ctx.events, 'lease', {
           key,

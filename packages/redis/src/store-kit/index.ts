@@ -17,6 +17,8 @@
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
 export { toConnection } from '../connection/connect.js';
 export { ChannelListener } from '../connection/channel-listener.js';
+/** How long any mode answers a denial it cached before asking Redis again (a missed message heals). */
+export { DENY_CACHE_TRUST_MS } from '../exact/deny-cache.js';
 /** The event emitter every Redis-backed store extends (the shared events' listener signatures first). */
 export { StoreEmitter } from '../store-events.js';
 export { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, storeClocks } from '../options.js';
