@@ -27,6 +27,7 @@ import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
+import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
 import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 
 const HOUR_MS = 3_600_000;
@@ -124,6 +125,47 @@ describe.each(Object.keys(modes) as Mode[])('%s mode: two versions with differen
       expect(fromNew).toBeLessThanOrEqual(LIMIT);
       expect(fromOld).toBeGreaterThan(0);
       expect(fromNew).toBeGreaterThan(0);
+    } finally {
+      await Promise.all([older.close(), newer.close()]);
+    }
+  });
+});
+
+describe('on a Redis Cluster: two versions with different kinds under one name, in every mode', () => {
+  let cluster: TestCluster;
+  const opened: Array<{ disconnect(): void }> = [];
+  beforeAll(async () => {
+    cluster = await startTestCluster({ replicas: 0 });
+  });
+  afterAll(async () => {
+    for (const client of opened) client.disconnect();
+    await cluster?.stop();
+  });
+  /** A Cluster client of its own, as each version's process has. */
+  const clusterClient = () => {
+    const client = cluster.client();
+    opened.push(client);
+    return client;
+  };
+  const onCluster = {
+    exact: (rule: Algorithm, prefix: string): Limiter =>
+      createLimiter({ rules: rule, store: redisStore({ redis: clusterClient(), failMode: 'closed' }), prefix }),
+    leased: (rule: Algorithm, prefix: string): Limiter =>
+      leasedLimiterOn({ rules: rule, redis: clusterClient(), prefix, failMode: 'closed' }),
+    divided: (rule: Algorithm, prefix: string): Limiter =>
+      dividedLimiterOn({ rules: rule, redis: clusterClient(), prefix }),
+  } satisfies Record<Mode, unknown>;
+  it.each(Object.keys(onCluster) as Mode[])('%s mode: old tokenBucket, new calendarWindow', async (mode) => {
+    const prefix = freshPrefix(`cluster-${mode}`);
+    const older = onCluster[mode](api.tokenBucket(), prefix);
+    const newer = onCluster[mode](api.calendarWindow(), prefix);
+    try {
+      await Promise.all([older.ready(), newer.ready()]);
+      const [fromOld, fromNew] = await alternate(older, newer, 'user:1');
+      if (mode !== 'divided') expect({ fromOld, fromNew }).toEqual({ fromOld: LIMIT, fromNew: LIMIT });
+      expect(fromOld).toBeLessThanOrEqual(LIMIT);
+      expect(fromNew).toBeLessThanOrEqual(LIMIT);
+      expect(Math.min(fromOld, fromNew)).toBeGreaterThan(0);
     } finally {
       await Promise.all([older.close(), newer.close()]);
     }
