@@ -78,6 +78,11 @@ export class DenyCache {
     this.#entries.clear();
   }
 
+  /** Whether a denial of `key` is kept (it may have run out: `get` says). */
+  has(key: string): boolean {
+    return this.#entries.has(key);
+  }
+
   delete(key: string): void {
     this.#entries.delete(key);
   }

@@ -152,6 +152,17 @@ export class ExactBinding implements BoundStore {
   }
 
   consume(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+    if (this.#cache?.has(key) === true && permits === 1 && maxWaitMs === 0) {
+      // A cached denial stands in for Redis's answer, which could not come back before this process read what
+      // had already reached it. A change announced on another node (a raised limit, a reset, a refund) is such
+      // a message: a caller that awaits cached answers in a loop would otherwise run on microtasks alone and
+      // never let it in. So the cache is consulted after the I/O already delivered is read.
+      return new Promise((resolve) => setImmediate(() => resolve(this.#consumeNow(key, permits, maxWaitMs, note))));
+    }
+    return this.#consumeNow(key, permits, maxWaitMs, note);
+  }
+
+  #consumeNow(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
     if (this.#cache !== undefined && permits === 1 && maxWaitMs === 0) {
       const now = this.#parts.transport.localClock.now();
       const cached = this.#cache.get(key, now, this.#version());

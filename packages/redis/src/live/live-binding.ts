@@ -155,6 +155,9 @@ export class LiveBinding implements BoundStore, SharedRules {
    * stored one from now on (denials cached before it may not hold under it).
    */
   heard(): void {
+    // Dropped now, not when the stored configuration has been read: a denial answered from the cache during
+    // that read would be decided under rules another node has already replaced.
+    this.forgetAll();
     this.refresh().catch((error: unknown) => this.#parts.report(asError(error)));
   }
 
