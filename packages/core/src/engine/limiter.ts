@@ -881,10 +881,11 @@ class StoreLimiter implements Limiter {
       optionsObject('peek options', options, false);
       const found = this.#binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
-      return (
-        (await this.#listedOr(key, addressOption(options?.address), undefined, false)) ??
-        this.#marked(binding, await binding.bound.peek(key))
-      );
+      // No await before the store's peek when no entry holds: a peek asked beside a decision in one tick
+      // reaches the store in the order it was asked (Redis batches them in that order).
+      const listed = this.#listedOr(key, addressOption(options?.address), undefined, false);
+      if (listed !== undefined) return await listed;
+      return this.#marked(binding, await binding.bound.peek(key));
     } catch (error) {
       throw callerNamed('peek', error);
     }
