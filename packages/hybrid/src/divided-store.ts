@@ -612,6 +612,9 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
     this.#awayHolds = false;
     emitSafely(this.#ctx.events, 'store-recovered');
     void this.#chargeAway();
+    // Redis may have come back empty (a restart without persistence) with the heartbeat that found its slot's
+    // version gone unanswered: a changed configuration is read again, and stored again if it was lost.
+    if (this.#config.version > 1) this.heard();
   }
 
   /**
@@ -644,8 +647,11 @@ class DividedBinding implements BoundStore, FleetShare, SharedRules {
 
   /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division (less the reserve). */
   #onSummary(summary: FleetSummary): void {
-    // The fleet's slot is at a newer configuration (a missed message): read it.
+    // The fleet's slot is at a newer configuration (a missed message): read it. One older than this node's had
+    // lost its version (Redis lost its keys): read it too, so a lost configuration is stored again with what
+    // this node knows.
     if (summary.version > this.#config.version) this.heard(summary.version);
+    else if (summary.version < this.#config.version) this.heard();
     this.#beatFailing = false;
     this.#recovered();
     this.#heardFirst();

@@ -55,7 +55,8 @@
 --        division, by a node that knew no fleet: no node held any of the limit before), the reserve's fraction
 --        of the limit in the current division ('-' without a reserve), '1' when the node id is another live
 --        process's (nothing recorded, no allocation answered: the node joins again under an id of its own),
---        and the configuration version of the limiter's slot (a node behind it reads the configuration)
+--        and the configuration version of the limiter's slot (a node behind it reads the configuration; 1 for a
+--        node that found none while past version 1: the configuration may be lost, and it reads it too)
 --
 -- The reserve: a node holds its share locally as the rule scaled to divided x its allocated fraction (shares.ts),
 -- only when that is at least one whole permit of the burst (else the reserve serves it); the reserve is what no
@@ -192,11 +193,15 @@ for i = 1, #KEYS / 5 do
   local least = tonumber(ARGV[a + 6])
   local known = tonumber(ARGV[a + 8]) or 0
   local assumed = tonumber(ARGV[a + 9]) or 1
-  local version = tonumber(redis.call('GET', KEYS[5 * i])) or 1
+  local stored = redis.call('GET', KEYS[5 * i])
+  local version = tonumber(stored) or 1
   local decides_under = tonumber(ARGV[a + 10]) or 1
   if not leaving and version < decides_under then
     redis.call('SET', KEYS[5 * i], string.format('%d', decides_under))
-    version = decides_under
+    -- A node past version 1 finding no version at all: Redis lost the slot's keys (and so, most likely, the
+    -- stored configuration). Answered 1, below the node's, so that it reads the configuration and, if it was
+    -- lost, stores again what it knows (StoredConfiguration.inForce) before a node started since does.
+    if stored then version = decides_under end
   end
   local reused = false
   if leaving then
