@@ -113,6 +113,8 @@ export class ExactBinding implements BoundStore {
   /** This binding's own, for a single rule whose single-permit denials hold until retryAfterMs. */
   readonly #cache: DenyCache | undefined;
   readonly #prefix: string;
+  /** Pending while this turn's deferred decisions wait for the I/O already delivered (see #afterIo). */
+  #readingIo: Promise<void> | undefined;
   #bound = true;
 
   constructor(parts: ExactParts) {
@@ -152,14 +154,29 @@ export class ExactBinding implements BoundStore {
   }
 
   consume(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
-    if (this.#cache?.has(key) === true && permits === 1 && maxWaitMs === 0) {
-      // A cached denial stands in for Redis's answer, which could not come back before this process read what
-      // had already reached it. A change announced on another node (a raised limit, a reset, a refund) is such
-      // a message: a caller that awaits cached answers in a loop would otherwise run on microtasks alone and
-      // never let it in. So the cache is consulted after the I/O already delivered is read.
-      return new Promise((resolve) => setImmediate(() => resolve(this.#consumeNow(key, permits, maxWaitMs, note))));
-    }
-    return this.#consumeNow(key, permits, maxWaitMs, note);
+    if (this.#readingIo === undefined && !(permits === 1 && maxWaitMs === 0 && this.#cache?.has(key) === true))
+      return this.#consumeNow(key, permits, maxWaitMs, note);
+    // A cached denial stands in for Redis's answer, which could not come back before this process read what had
+    // already reached it. A change announced on another node (a raised limit, a reset, a refund) is such a
+    // message: a caller awaiting cached answers in a loop would otherwise run on microtasks alone and never let
+    // it in. So the cache is consulted once the I/O already delivered is read.
+    return this.#afterIo().then(() => this.#consumeNow(key, permits, maxWaitMs, note));
+  }
+
+  /**
+   * Resolves once the I/O that has reached this process is read (the check phase after the current poll),
+   * one promise for every call of the same turn. While it is pending, every call of this binding waits for
+   * it too, so calls reach Redis in the order they were asked (a peek asked after a deferred decision is not
+   * answered before it).
+   */
+  #afterIo(): Promise<void> {
+    this.#readingIo ??= new Promise((resolve) =>
+      setImmediate(() => {
+        this.#readingIo = undefined;
+        resolve();
+      }),
+    );
+    return this.#readingIo;
   }
 
   #consumeNow(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
@@ -176,6 +193,7 @@ export class ExactBinding implements BoundStore {
   }
 
   peek(key: string): Decision | Promise<Decision> {
+    if (this.#readingIo !== undefined) return this.#readingIo.then(() => this.peek(key));
     if (!this.#parts.health.healthy) return this.#byFallback(key, 1, 0, true, undefined);
     return this.#ask(key, 1, 0, true, undefined);
   }
@@ -284,29 +302,34 @@ export class ExactBinding implements BoundStore {
 
   /** Forgets the key on Redis, in the fail mode and in every node's deny cache (see RedisControls.reset). */
   reset(key: string): Promise<void> {
+    if (this.#readingIo !== undefined) return this.#readingIo.then(() => this.reset(key));
     this.#denials?.forgetHere(key);
     return this.#controls.reset(key);
   }
 
   /** Gives back where the grant was counted (see RedisControls.refund). */
   async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+    if (this.#readingIo !== undefined) await this.#readingIo;
     // A denial cached here may have become a grant.
     this.#denials?.forgetHere(key);
     return this.#controls.refund(key, permits, grantedAgoMs, grant);
   }
 
   async penalize(key: string, permits: Permits): Promise<void> {
+    if (this.#readingIo !== undefined) await this.#readingIo;
     // A denial cached here would now be told too short a wait.
     this.#denials?.forgetHere(key);
     return this.#controls.penalize(key, permits);
   }
 
   block(key: string, ms: number): Promise<void> {
+    if (this.#readingIo !== undefined) return this.#readingIo.then(() => this.block(key, ms));
     this.#denials?.forgetHere(key);
     return this.#controls.block(key, ms);
   }
 
   unblock(key: string): Promise<void> {
+    if (this.#readingIo !== undefined) return this.#readingIo.then(() => this.unblock(key));
     this.#denials?.forgetHere(key);
     return this.#controls.unblock(key);
   }
