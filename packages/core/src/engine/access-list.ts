@@ -11,7 +11,8 @@ import {
   type NewAccessEntry,
   type StoredAccessList,
 } from './access-list-store.js';
-import { AccessMatcher, entryKind, isAddress } from './access-matcher.js';
+import { AccessMatcher, KEY_ENTRY_PREFIX, entryKind } from './access-matcher.js';
+import { isAddress } from './address.js';
 
 /** Options of a limiter's `accessList`. */
 export interface AccessListOptions {
@@ -76,8 +77,9 @@ export function addressOption(value: unknown): string | undefined {
 
 /**
  * `entries` of `list` as a store is asked to put them, checked: each a non-empty string of at most
- * `maxLength` characters, text shaped as an address or range a valid one (see entryKind); at most
- * MAX_ENTRIES_PER_CALL of them. The store sets their expiry on its own clock.
+ * `maxLength` characters, text shaped as an address or range a valid one (see entryKind: `key=` and the
+ * rest lists any text as a key); at most MAX_ENTRIES_PER_CALL of them. The store sets their expiry on its
+ * own clock.
  * @example
  * listEntries('deny', ['10.0.0.0/8'], { reason: 'scan', ttlMs: 60_000 }, 256) // [{ entry: '10.0.0.0/8', list: 'deny', ttlMs: 60000, reason: 'scan' }]
  */
@@ -88,6 +90,17 @@ export function listEntries(
   maxLength: number,
 ): NewAccessEntry[] {
   const texts = entryTexts(entries, maxLength);
+  for (const text of texts) {
+    const kind = entryKind(text);
+    if (kind.kind === 'invalid')
+      throw new SluiceRangeError(
+        'entries',
+        text,
+        text.startsWith(KEY_ENTRY_PREFIX)
+          ? `entry ${JSON.stringify(text)} cannot be listed: ${kind.why}`
+          : `entry ${JSON.stringify(text)} looks like an IP address or CIDR range but cannot be enforced as written: ${kind.why}`,
+      );
+  }
   if (options !== undefined && (typeof options !== 'object' || options === null))
     throw new SluiceTypeError('options', options, `${list} options must be an object, got ${describe(options)}`);
   const ttlMs = options?.ttlMs;
@@ -113,11 +126,14 @@ export function listEntries(
 }
 
 /**
- * Entry texts, checked (see listEntries): one string or an array of them.
+ * Entry texts, checked as texts (one string or an array of non-empty strings), not as entries: what
+ * `unlist` takes, so any text a list holds can be removed exactly as listed, whatever version wrote it.
  * @example
  * entryTexts('10.0.0.0/8', 256) // ['10.0.0.0/8']
  */
-export function entryTexts(entries: unknown, maxLength: number): string[] {
+export function entryTexts(entries: unknown, maxKeyLength: number): string[] {
+  // A key of the longest length still fits behind its `key=`.
+  const maxLength = maxKeyLength + KEY_ENTRY_PREFIX.length;
   const texts = typeof entries === 'string' ? [entries] : entries;
   if (!Array.isArray(texts))
     throw new SluiceTypeError(
@@ -138,13 +154,6 @@ export function entryTexts(entries: unknown, maxLength: number): string[] {
         'entries',
         text,
         `each entry must be a non-empty string of at most ${maxLength} characters, got ${describe(text)}`,
-      );
-    const kind = entryKind(text);
-    if (kind.kind === 'invalid')
-      throw new SluiceRangeError(
-        'entries',
-        text,
-        `entry ${JSON.stringify(text)} looks like an IP address or CIDR range but cannot be enforced as written: ${kind.why}`,
       );
   }
   return texts as string[];
@@ -242,12 +251,28 @@ export class AccessList {
           e.expiresAt === undefined ? e : { ...e, expiresAt: e.expiresAt + shift },
         );
         this.#matcher = AccessMatcher.of(local);
+        this.#warnUnenforced();
         this.#onLoaded(!this.#matcher.empty);
       }
       this.#version = stored.version === '' ? undefined : stored.version;
     } catch (error) {
       this.#onError(error);
     }
+  }
+
+  /** Never silently skipped: an entry this version cannot enforce is named (once per process). */
+  #warnUnenforced(): void {
+    const unenforced = this.#matcher.unenforced;
+    if (unenforced.length === 0) return;
+    const named = unenforced
+      .slice(0, 5)
+      .map((u) => `${u.entry.list} ${JSON.stringify(u.entry.entry)} (${u.why})`)
+      .join('; ');
+    const more = unenforced.length > 5 ? ` and ${unenforced.length - 5} more` : '';
+    warnOnce(
+      'SLUICE_LIST_ENTRY_UNENFORCED',
+      `limiter ${JSON.stringify(this.#prefix)}'s access lists hold entries it cannot enforce, which hold for no request: ${named}${more}.`,
+    );
   }
 
   /** Every entry in force (expired ones left out), read from the store, in list then entry order. */

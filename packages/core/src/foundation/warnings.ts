@@ -38,6 +38,9 @@ export const WARNINGS = {
   SLUICE_LIST_NO_ADDRESS:
     "Pass the client's address (tryAcquire(key, { address })), as the HTTP, Fetch, Hono, Koa, gRPC and Nest " +
     'adapters do; a key is never read as an address.',
+  /** A limiter's stored lists hold an entry it cannot enforce (an older version's, or one written by hand): it holds for nothing. */
+  SLUICE_LIST_ENTRY_UNENFORCED:
+    "Remove it (unlist takes any listed text as it is) and list what was meant: the range's usual form, or a key as key=<the key>.",
   /** instrumentSluice() found no MeterProvider registered globally: its instruments record nothing. */
   SLUICE_OTEL_NO_PROVIDER:
     'Register the OpenTelemetry SDK before calling instrumentSluice(), or pass it a meterProvider.',

@@ -1,6 +1,6 @@
 import { SluiceRangeError, SluiceTypeError, inCall } from '../../foundation/errors.js';
 import { describe, nonNegativeInteger, optionsObject } from '../../foundation/validate.js';
-import { isAddress } from '../../engine/access-matcher.js';
+import { isAddress } from '../../engine/address.js';
 import { hopAddress, ipKey } from './ip.js';
 import type { HttpRequestLike } from './request.js';
 import { type RequestView, nodeRequestView } from './view.js';
