@@ -5,8 +5,13 @@ import { SluiceRangeError } from '../foundation/errors.js';
  * before authorize and before any body is read), and, once at construction, that `authorize` can say no.
  */
 
-/** The origin every URL the router makes is built on: never the request's Host, which its sender chose. */
+/**
+ * The origin every URL the router makes is built on: never the request's Host, which its sender chose. Its
+ * scheme is the connection's (the node handler knows whether its socket is TLS): the Origin check reads it.
+ */
 export const ADMIN_ORIGIN = 'http://sluice.invalid';
+/** ADMIN_ORIGIN for a request that came over TLS. */
+export const ADMIN_TLS_ORIGIN = 'https://sluice.invalid';
 
 /** A request the router answers without going further: its status and what the body says why. */
 export interface Refusal {
@@ -59,16 +64,21 @@ export function refuseBeforeAuthorize(request: Request, method: string): Refusal
 }
 
 /**
- * No Origin: not a browser's cross-site request (curl, the CLI, a server). An Origin must name the host the
- * request was sent to: a browser sets Host itself, so a page elsewhere cannot make them agree.
+ * No Origin: not a browser's cross-site request (curl, the CLI, a server). An Origin must be the origin the
+ * request was sent to, scheme, host and port: a browser sets Host itself, so a page elsewhere cannot make them
+ * agree. The scheme is the request URL's (the connection's as the runtime or the node handler saw it), and
+ * Host's port is read under it: `Origin: https://h:443` is not `Host: h` over plain HTTP (port 80). Behind a
+ * proxy that terminates TLS the router sees HTTP, so an https Origin is refused there: browsers that send
+ * Sec-Fetch-Site (all current ones) are judged by it and never reach this check.
  */
 function sameOrigin(request: Request): boolean {
   const origin = request.headers.get('origin');
   if (origin === null) return true;
   try {
     const from = new URL(origin); // 'null' (a sandboxed frame, a file) does not parse: refused
-    const host = request.headers.get('host') ?? new URL(request.url).host;
-    return new URL(`${from.protocol}//${host}`).host === from.host;
+    const url = new URL(request.url);
+    const host = request.headers.get('host') ?? url.host;
+    return from.origin === new URL(`${url.protocol}//${host}`).origin;
   } catch {
     return false;
   }
@@ -78,6 +88,13 @@ function sameOrigin(request: Request): boolean {
 const EMPTY_SECRETS = ['undefined', 'null', ''];
 const PROBES: ReadonlyArray<readonly [string, Record<string, string>]> = [
   ['no credentials', {}],
+  // A cookie parser reads an empty header as no cookies: `cookies.session === process.env.SESSION` is then
+  // undefined === undefined.
+  ['an empty Cookie header', { cookie: '' }],
+  ...EMPTY_SECRETS.map((secret): [string, Record<string, string>] => [
+    `cookies set to ${JSON.stringify(secret)}`,
+    { cookie: ['session', 'token', 'sid', 'auth', 'admin'].map((name) => `${name}=${secret}`).join('; ') },
+  ]),
   ...EMPTY_SECRETS.flatMap(
     (secret): Array<[string, Record<string, string>]> => [
       [
@@ -91,8 +108,10 @@ const PROBES: ReadonlyArray<readonly [string, Record<string, string>]> = [
 ];
 
 /**
- * Asks `authorize` about requests no operator means to let in (no credentials; an unset secret's
- * 'undefined', 'null' or '' as a token or password). A synchronous authorize that admits one is refused here
+ * Asks `authorize` about requests no operator means to let in, each without a query string (so a secret read
+ * from one is absent): no credentials; an empty Cookie header; an unset secret's 'undefined', 'null' or '' as
+ * a token, a password, or the value of a few common cookie names. It cannot know every place a secret may be
+ * read from (another cookie name, a query parameter): it catches the common shapes, not all. A synchronous authorize that admits one is refused here
  * (the router is not made); an asynchronous one is checked by the promise returned, which resolves to the
  * error (the router then serves nothing) or undefined.
  */

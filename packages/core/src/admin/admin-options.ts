@@ -12,8 +12,9 @@ export interface AdminRouterOptions {
    * Says whether a request may use the router, from its headers (the body is read only after it said yes):
    * required, there is no default that lets everyone in. false answers 401 to a request with no credentials
    * (no Authorization header, no cookie) and 403 to others. It must fail closed: at construction it is asked
-   * about requests with no credentials and with an unset secret's `Bearer undefined` (or `null`, or empty, or
-   * Basic `undefined:undefined`); one that lets any of these in is refused (SluiceRangeError 'authorize'; an
+   * about requests with no credentials, with an empty Cookie header, and with an unset secret's
+   * `Bearer undefined` (or `null`, or empty, or Basic `undefined:undefined`, or cookies such as
+   * `session=undefined`); one that lets any of these in is refused (SluiceRangeError 'authorize'; an
    * asynchronous authorize is checked before the first request, and the router serves nothing if it fails).
    */
   authorize: (request: Request) => boolean | Promise<boolean>;

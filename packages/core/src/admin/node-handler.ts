@@ -1,6 +1,6 @@
 import { SluiceTypeError } from '../foundation/errors.js';
 import { describe } from '../foundation/validate.js';
-import { ADMIN_ORIGIN } from './admin-guard.js';
+import { ADMIN_ORIGIN, ADMIN_TLS_ORIGIN } from './admin-guard.js';
 import type { AdminRouter } from './admin-router.js';
 
 /** Node's request as the handler reads it (node:http's IncomingMessage, Express's, Koa's ctx.req, Fastify's raw). */
@@ -12,6 +12,8 @@ export interface NodeAdminRequest extends AsyncIterable<Uint8Array | string> {
   readonly readableEnded?: boolean | undefined;
   /** The body a parser in front already read (Express's `express.json()`), used when the stream was read. */
   readonly body?: unknown;
+  /** The connection (a net.Socket): `encrypted` true on a TLS one (node:https) makes the request's scheme https. */
+  readonly socket?: unknown;
 }
 
 /** Node's response as the handler writes it. */
@@ -51,7 +53,9 @@ export function nodeAdminHandler(
       for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
     }
     const body = BODILESS.has(method) ? undefined : new LazyBody(req);
-    const request = new Request(`${ADMIN_ORIGIN}${target}`, {
+    // The Origin check compares schemes: the router knows the connection's only from the URL made here.
+    const tls = (req.socket as { encrypted?: unknown } | undefined)?.encrypted === true;
+    const request = new Request(`${tls ? ADMIN_TLS_ORIGIN : ADMIN_ORIGIN}${target}`, {
       method,
       headers,
       ...(body === undefined ? {} : { body: body.stream, duplex: 'half' }),
