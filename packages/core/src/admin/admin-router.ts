@@ -1,13 +1,13 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
-import { ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
+import { ruleSpec } from '../algorithms/rule-spec.js';
 import { reportCallbackError } from '../foundation/callbacks.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { parseOptions } from '../foundation/options.js';
-import { describe } from '../foundation/validate.js';
 import type { Limiter } from '../engine/limiter.js';
 import { BodyTooLarge, MAX_ADMIN_BODY_BYTES, jsonBody } from './admin-body.js';
 import { checkFailsClosed, refuseBeforeAuthorize, refuseHost } from './admin-guard.js';
 import { ADMIN_ROUTER_OPTIONS, type AdminRouterOptions } from './admin-options.js';
+import { BODIES, QUERIES, type Route, actionOf, parseBody, parseQuery, routeOf } from './admin-routes.js';
 import { statusPage } from './status-page.js';
 
 /** What the admin router did, or refused, as its `onAction` hears it: one event per request that changes something. */
@@ -24,7 +24,10 @@ export interface AdminAction {
     | 'unlist'
     /** A change of the lists refused before its body (which names the list) was read. */
     | 'list';
-  /** The limiter (its prefix), when the request named one the router serves. */
+  /**
+   * The limiter (its prefix), when the request's path named one the router serves (as routeOf reads it, for
+   * a refused request as for one answered); undefined otherwise.
+   */
   readonly limiter: string | undefined;
   /** The key acted on, or the list entries. */
   readonly target: string | readonly string[] | undefined;
@@ -86,35 +89,6 @@ function limiterView(limiter: Limiter) {
   };
 }
 
-/** A whole number from the query, within bounds, or its default. */
-function queryInt(url: URL, name: string, fallback: number, min: number, max: number): number {
-  const raw = url.searchParams.get(name);
-  if (raw === null) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max)
-    throw new SluiceRangeError(
-      name,
-      raw,
-      `${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`,
-    );
-  return n;
-}
-
-/** The rules of an override as the request gives them: [{ kind, params, name? }] (see ruleFromSpec). */
-function rulesOf(body: Record<string, unknown>): Algorithm[] {
-  const rules = body.rules;
-  if (!Array.isArray(rules) || rules.length === 0)
-    throw new SluiceTypeError(
-      'rules',
-      rules,
-      `rules must be a non-empty array of { kind, params, name? }, got ${describe(rules)}`,
-    );
-  return rules.map((rule: unknown) => {
-    const r = (typeof rule === 'object' && rule !== null ? rule : {}) as Record<string, unknown>;
-    return ruleFromSpec({ kind: r.kind, params: r.params, named: r.name !== undefined, name: r.name, blockMs: 0 });
-  });
-}
-
 /**
  * A Fetch handler to see and act on limiters: JSON endpoints under `api/` (list the limiters and their rules,
  * inspect a key, reset, block and unblock it, set and remove its override, read and edit the allow and deny
@@ -171,15 +145,26 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
         return json(404, { error: 'Not Found' });
       const rest = url.pathname.slice(basePath.length);
       // The page is served with or without its trailing slash (its script finds the API from either).
-      const parts = rest === '' ? [''] : rest.slice(1).split('/');
+      const path = routeOf(rest === '' ? [''] : rest.slice(1).split('/'));
       const method = request.method.toUpperCase();
-      const asked: Asked = { action: actionOf(method, parts), target: undefined };
+      const asked: Asked = { action: actionOf(method, path), target: undefined };
       const at = Date.now();
       const requestLine = `${method} ${url.pathname}`;
+      // One form in every event: the name the path gives, when the router serves it.
+      const limiterName =
+        path !== undefined && 'limiter' in path && byName.has(path.limiter) ? path.limiter : undefined;
       const refuse = (status: number, body: Record<string, string>, headers?: Record<string, string>) => {
         if (asked.action !== undefined) {
           const { action } = asked;
-          audit({ action, limiter: parts[2], target: undefined, outcome: 'refused', status, at, request: requestLine });
+          audit({
+            action,
+            limiter: limiterName,
+            target: undefined,
+            outcome: 'refused',
+            status,
+            at,
+            request: requestLine,
+          });
         }
         return json(status, body, headers);
       };
@@ -206,9 +191,8 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
             )
           : refuse(403, { error: 'Forbidden', message: 'the sluice admin router refused these credentials' });
       }
-      const limiterName = parts[2] === undefined ? undefined : (decoded(parts[2]) ?? parts[2]);
       try {
-        const answer = await route(method, parts, url, request, asked);
+        const answer = await route(method, path, url, request, asked);
         const { action, target } = asked;
         if (action !== undefined)
           audit({
@@ -246,35 +230,42 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
     },
   };
 
-  async function route(method: string, parts: string[], url: URL, request: Request, asked: Asked): Promise<Response> {
+  async function route(
+    method: string,
+    path: Route | undefined,
+    url: URL,
+    request: Request,
+    asked: Asked,
+  ): Promise<Response> {
     const named = (target: string | readonly string[]): void => {
       asked.target = target;
     };
-    const [first, second, name, kind, key, verb] = parts;
-    if (parts.length === 1 && (first === '' || first === 'index.html')) {
+    if (path === undefined) throw new NotFound();
+    if (path.at === 'page') {
       onlyGet(method);
       return statusPage();
     }
-    if (first !== 'api' || second !== 'limiters') throw new NotFound();
-    if (name === undefined) {
+    // Every API route reads its query by a schema: only top and overrides take any.
+    const what = `${method} ${path.at}`;
+    if (path.at !== 'top' && path.at !== 'overrides') parseQuery(what, QUERIES.none, url);
+    if (path.at === 'limiters') {
       onlyGet(method);
       return json(200, { limiters: [...byName.values()].map(limiterView) });
     }
-    const limiter = byName.get(safeDecode(name));
+    const limiter = byName.get(path.limiter);
     if (limiter === undefined) throw new NotFound();
-    if (kind === undefined) {
+    if (path.at === 'limiter') {
       onlyGet(method);
       return json(200, limiterView(limiter));
     }
-    if (kind === 'top' && key === undefined) {
+    if (path.at === 'top') {
       onlyGet(method);
-      const n = queryInt(url, 'n', 10, 1, 1_000);
-      const minutes = queryInt(url, 'minutes', 5, 1, 15);
+      const { n, minutes } = parseQuery(what, QUERIES.top, url);
       return json(200, { limiter: limiter.prefix, minutes, keys: await limiter.topLimited(n, { minutes }) });
     }
-    if (kind === 'overrides' && key === undefined) {
+    if (path.at === 'overrides') {
       onlyGet(method);
-      const cursor = url.searchParams.get('cursor') ?? undefined;
+      const cursor = parseQuery(what, QUERIES.overrides, url).cursor as string | undefined;
       const page = await limiter.overrides(cursor === undefined ? {} : { cursor });
       return json(200, {
         overrides: page.overrides.map((o) => ({
@@ -284,31 +275,30 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
         cursor: page.cursor ?? null,
       });
     }
-    if (kind === 'lists' && key === undefined) {
+    if (path.at === 'lists') {
       if (method === 'GET') return json(200, { entries: await limiter.accessList() });
-      const body = await jsonBody(request);
       if (method === 'POST') {
-        const list = body.list;
-        if (list !== 'allow' && list !== 'deny')
-          throw new SluiceRangeError('list', list, `list must be 'allow' or 'deny', got ${describe(list)}`);
-        asked.action = list;
-        named(body.entries as readonly string[]);
+        const body = parseBody('POST lists', BODIES.list, await jsonBody(request));
+        asked.action = body.list;
+        const entries = body.entries as readonly string[];
+        named(entries);
         const options = {
           ...(body.ttlMs === undefined ? {} : { ttlMs: body.ttlMs as number }),
           ...(body.reason === undefined ? {} : { reason: body.reason as string }),
         };
-        await limiter[list](body.entries as readonly string[], options);
+        await limiter[body.list](entries, options);
         return json(200, { ok: true });
       }
       if (method === 'DELETE') {
-        named(body.entries as readonly string[]);
-        return json(200, { removed: await limiter.unlist(body.entries as readonly string[]) });
+        const entries = parseBody('DELETE lists', BODIES.unlist, await jsonBody(request)).entries as readonly string[];
+        named(entries);
+        return json(200, { removed: await limiter.unlist(entries) });
       }
       throw new NotAllowed();
     }
-    if (kind !== 'keys' || key === undefined) throw new NotFound();
-    const k = safeDecode(key);
+    const k = safeDecode(path.key);
     named(k);
+    const { verb } = path;
     if (verb === undefined) {
       onlyGet(method);
       const decision = await limiter.peek(k);
@@ -322,29 +312,33 @@ export function adminRouter(options: AdminRouterOptions): AdminRouter {
         },
       });
     }
+    // Every write's body is read and parsed, those that take none too: `{ "key": "other" }` is refused.
+    const body = async <S extends (typeof BODIES)[keyof typeof BODIES]>(schema: S) =>
+      parseBody(`${method} ${verb}`, schema, await jsonBody(request));
     if (verb === 'reset' && method === 'POST') {
+      await body(BODIES.none);
       await limiter.reset(k);
       return json(200, { ok: true });
     }
     if (verb === 'block' && method === 'POST') {
-      const body = await jsonBody(request);
-      await limiter.block(k, body.ms as number);
+      await limiter.block(k, (await body(BODIES.block)).ms as number);
       return json(200, { ok: true });
     }
     if (verb === 'unblock' && method === 'POST') {
+      await body(BODIES.none);
       await limiter.unblock(k);
       return json(200, { ok: true });
     }
     if (verb === 'override' && method === 'PUT') {
-      await limiter.override(k, rulesOf(await jsonBody(request)));
+      await limiter.override(k, (await body(BODIES.override)).rules);
       return json(200, { ok: true });
     }
     if (verb === 'override' && method === 'DELETE') {
+      await body(BODIES.none);
       await limiter.removeOverride(k);
       return json(200, { ok: true });
     }
-    if (['reset', 'block', 'unblock', 'override'].includes(verb)) throw new NotAllowed();
-    throw new NotFound();
+    throw new NotAllowed();
   }
 }
 
@@ -357,21 +351,13 @@ interface Asked {
   target: string | readonly string[] | undefined;
 }
 
-/** A path segment decoded; undefined for one that is no valid percent-encoding. */
-function decoded(segment: string): string | undefined {
+/** A key's path segment decoded (once); one that is no valid percent-encoding is refused (400), never thrown raw. */
+function safeDecode(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
-    return undefined;
-  }
-}
-
-/** A path segment decoded; one that is no valid percent-encoding is refused (400), never thrown raw. */
-function safeDecode(segment: string): string {
-  const text = decoded(segment);
-  if (text === undefined)
     throw new SluiceTypeError('path', segment, `${JSON.stringify(segment)} is not a valid URL path segment`);
-  return text;
+  }
 }
 
 class NotFound extends Error {}
@@ -379,21 +365,4 @@ class NotAllowed extends Error {}
 
 function onlyGet(method: string): void {
   if (method !== 'GET' && method !== 'HEAD') throw new NotAllowed();
-}
-
-/** The change a request asks for (undefined: a read). */
-function actionOf(method: string, parts: readonly string[]): AdminAction['action'] | undefined {
-  const [, , , kind, key, verb] = parts;
-  if (kind === 'lists' && key === undefined) {
-    // Allow or deny: the body says, once it is read (see route).
-    if (method === 'POST') return 'list';
-    if (method === 'DELETE') return 'unlist';
-    return undefined;
-  }
-  if (kind !== 'keys' || verb === undefined) return undefined;
-  if (verb === 'reset' && method === 'POST') return 'reset';
-  if (verb === 'block' && method === 'POST') return 'block';
-  if (verb === 'unblock' && method === 'POST') return 'unblock';
-  if (verb === 'override') return method === 'DELETE' ? 'remove-override' : method === 'PUT' ? 'override' : undefined;
-  return undefined;
 }

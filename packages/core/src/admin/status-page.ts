@@ -71,7 +71,7 @@ function showRules() {
 async function refresh() {
   if (!select.value) return;
   try {
-    const top = await api('api/limiters/' + encodeURIComponent(select.value) + '/top?n=10');
+    const top = await api('api/limiters/' + select.value.replaceAll('/', '%2F') + '/top?n=10');
     rows.replaceChildren(
       ...top.keys.map((row) => {
         const tr = document.createElement('tr');
@@ -89,7 +89,7 @@ document.getElementById('lookup').addEventListener('submit', async (event) => {
   event.preventDefault();
   const key = document.getElementById('key').value;
   try {
-    const answer = await api('api/limiters/' + encodeURIComponent(select.value) + '/keys/' + encodeURIComponent(key));
+    const answer = await api('api/limiters/' + select.value.replaceAll('/', '%2F') + '/keys/' + encodeURIComponent(key));
     found.textContent = JSON.stringify(answer.decision, null, 2);
   } catch (error) {
     found.textContent = String(error.message);

@@ -100,8 +100,8 @@ export function parseOptions<S extends OptionSchema>(
         throw new SluiceTypeError(
           name,
           object[name],
-          `${what} have no option ${JSON.stringify(name)} (got ${describe(object[name])}); the options are ` +
-            `${Object.keys(schema).join(', ')}`,
+          `${what} have no option ${JSON.stringify(name)} (got ${describe(object[name])}); ` +
+            (Object.keys(schema).length === 0 ? 'they take none' : `the options are ${Object.keys(schema).join(', ')}`),
         );
       }
     }
