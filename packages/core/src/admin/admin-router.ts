@@ -25,8 +25,8 @@ export interface AdminAction {
     /** A change of the lists refused before its body (which names the list) was read. */
     | 'list';
   /**
-   * The limiter (its prefix), when the request's path named one the router serves (as routeOf reads it, for
-   * a refused request as for one answered); undefined otherwise.
+   * The limiter (its prefix), when the request's path named one the router serves (one spelling, '/' as
+   * '%2F'), the same for a refused request as for one answered; undefined otherwise.
    */
   readonly limiter: string | undefined;
   /** The key acted on, or the list entries. */

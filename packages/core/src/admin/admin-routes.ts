@@ -147,9 +147,9 @@ export const QUERIES = {
 /** A query parsed by its schema: an unknown parameter, or one given twice, is a 400 naming it. */
 export function parseQuery<S extends OptionSchema>(what: string, schema: S, url: URL): ParsedOptions<S> {
   const given: Record<string, string> = {};
-  for (const [name, value] of url.searchParams) {
+  url.searchParams.forEach((value, name) => {
     if (Object.hasOwn(given, name)) throw new SluiceTypeError(name, value, `${what} takes ${name} once, got it twice`);
     given[name] = value;
-  }
+  });
   return parseOptions(`${what} queries`, schema, given, true);
 }
