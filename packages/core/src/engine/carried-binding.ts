@@ -75,6 +75,7 @@ export class CarriedBinding implements BoundStore, StateAccess {
   declare readonly penalize?: NonNullable<BoundStore['penalize']>;
   declare readonly block?: NonNullable<BoundStore['block']>;
   declare readonly unblock?: NonNullable<BoundStore['unblock']>;
+  declare readonly explicitBan?: NonNullable<BoundStore['explicitBan']>;
 
   constructor(
     inner: BoundStore & StateAccess,
@@ -88,7 +89,7 @@ export class CarriedBinding implements BoundStore, StateAccess {
     this.#source = source;
     this.#mode = mode;
     this.#clock = clock;
-    const { refund, penalize, block, unblock } = inner;
+    const { refund, penalize, block, unblock, explicitBan } = inner;
     if (refund !== undefined)
       this.refund = (key, permits, grantedAgoMs, grant) => {
         this.#carry(key);
@@ -102,6 +103,7 @@ export class CarriedBinding implements BoundStore, StateAccess {
     // A ban is the key's in every generation.
     if (block !== undefined) this.block = (key, ms) => block.call(inner, key, ms);
     if (unblock !== undefined) this.unblock = (key) => unblock.call(inner, key);
+    if (explicitBan !== undefined) this.explicitBan = (key) => explicitBan.call(inner, key);
   }
 
   get source(): BoundStore['source'] {

@@ -686,8 +686,9 @@ class StoreLimiter implements Limiter {
 
   /**
    * The decision of the access-list entry that holds for `key` and the client `address`, when one does (the
-   * rules are not asked). An allowed key's ban still holds: an operator's block outranks the allow list, so
-   * on a store that keeps bans an allowed key's ban is read (nothing consumed).
+   * rules are not asked). An operator's block outranks the allow list, a rule's `blockMs` ban does not (the
+   * rules are skipped, their bans too): an allowed key asks the store whether it holds an explicit ban
+   * (explicitBan), and only then reads its standing (nothing consumed).
    */
   #listedOr(
     key: string,
@@ -699,7 +700,8 @@ class StoreLimiter implements Limiter {
     if (listed === undefined) return undefined;
     const decision = this.#listedDecision(listed);
     const bound = this.#default.bound;
-    if (listed.list === 'deny' || bound.block === undefined) {
+    const explicitBan = bound.explicitBan;
+    if (listed.list === 'deny' || explicitBan === undefined) {
       if (note !== undefined) note.source = 'access_list';
       return decision;
     }
@@ -708,8 +710,13 @@ class StoreLimiter implements Limiter {
       if (note !== undefined) note.source = 'access_list';
       return decision;
     };
-    const standing = bound.peek(key);
-    return standing instanceof Promise ? standing.then(unlessBanned) : unlessBanned(standing);
+    const standingIf = (banned: boolean): Decision | Promise<Decision> => {
+      if (!banned) return unlessBanned(decision);
+      const standing = bound.peek(key);
+      return standing instanceof Promise ? standing.then(unlessBanned) : unlessBanned(standing);
+    };
+    const banned = explicitBan.call(bound, key);
+    return banned instanceof Promise ? banned.then(standingIf) : standingIf(banned);
   }
 
   /**

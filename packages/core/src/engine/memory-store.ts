@@ -317,11 +317,19 @@ abstract class MemoryBinding implements BoundStore, StateAccess {
 
   block(key: string, ms: number): void {
     const now = this.time.clock.now();
-    this.bans.start(this.banKey(key), { until: now + ms, rule: EXPLICIT_BAN }, now);
+    // A rule's ban that ends later is kept to its end, as the operator's: an explicit ban outranks the allow list.
+    const ban = this.banKey(key);
+    const until = Math.max(now + ms, this.bans.active(ban, now)?.until ?? 0);
+    this.bans.delete(ban);
+    this.bans.start(ban, { until, rule: EXPLICIT_BAN }, now);
   }
 
   unblock(key: string): void {
     this.bans.delete(this.banKey(key));
+  }
+
+  explicitBan(key: string): boolean {
+    return this.bans.active(this.banKey(key), this.time.clock.now())?.rule === EXPLICIT_BAN;
   }
 }
 

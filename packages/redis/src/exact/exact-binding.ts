@@ -1,5 +1,5 @@
 import type { BoundStore, Clock, Decision, DecisionSource, GrantSource, Permits } from '@sluice/core';
-import { type DecisionNote, lessPermits, mostPermits } from '@sluice/core/store-kit';
+import { type DecisionNote, EXPLICIT_BAN, lessPermits, mostPermits } from '@sluice/core/store-kit';
 import type { FallbackBinding } from '../fleet/fail-mode.js';
 import type { RedisHealth } from '../health.js';
 import { RedisControls } from './controls.js';
@@ -90,6 +90,8 @@ class PendingDecision implements Asked {
   grantedByFallback = false;
   /** The configuration version it was asked under: a denial it brings back is cached under that one only. */
   version = 1;
+  /** Who set the key's ban, when Redis answered it blocked (see Answer.banRule). */
+  banRule: number | undefined;
 }
 
 /**
@@ -198,6 +200,24 @@ export class ExactBinding implements BoundStore {
     return this.#ask(key, 1, 0, true, undefined);
   }
 
+  /**
+   * True while Redis holds an explicit `block()` ban on `key` (read as a peek: nothing consumed). While Redis
+   * is away, false: the fail mode knows a ban's end, not who set it, and an allowed key is not held up.
+   */
+  explicitBan(key: string): boolean | Promise<boolean> {
+    if (this.#readingIo !== undefined) return this.#readingIo.then(() => this.explicitBan(key));
+    if (!this.#parts.health.healthy) return false;
+    const clock = this.#parts.decisionClock;
+    const now = clock === undefined ? Number.NaN : clock.now();
+    return new Promise<boolean>((resolve) => {
+      const pending: PendingDecision = new PendingDecision(key, 1, 0, now, true, undefined, () =>
+        resolve(pending.banRule === EXPLICIT_BAN),
+      );
+      pending.version = this.#version();
+      this.#transport.send(pending);
+    });
+  }
+
   #ask(
     key: string,
     permits: Permits,
@@ -222,6 +242,7 @@ export class ExactBinding implements BoundStore {
   #answered(p: PendingDecision, answer: Answer): void {
     this.#parts.health.reportSuccess();
     const { decision, banRestMs } = answer;
+    p.banRule = answer.banRule;
     // The fail mode learns of bans, so a key banned on Redis stays banned through an outage.
     if (banRestMs !== undefined && !p.peek) {
       this.#parts.fallback.learnBan(p.key, banRestMs);

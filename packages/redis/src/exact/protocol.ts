@@ -1,5 +1,12 @@
 import type { Algorithm, Decision, Permits } from '@sluice/core';
-import { type RuleVerdict, blockedDecision, mergePolicy, permitsOfRule, uniformPermits } from '@sluice/core/store-kit';
+import {
+  EXPLICIT_BAN,
+  type RuleVerdict,
+  blockedDecision,
+  mergePolicy,
+  permitsOfRule,
+  uniformPermits,
+} from '@sluice/core/store-kit';
 
 /**
  * The binary half of decide.lua's protocol (see its header): requests packed '<I4dddB', replies '<BdddddB'
@@ -136,11 +143,14 @@ export function unpackReplies(
   for (let q = 0, o = 0; q < count; q++, o += perRequest) {
     const { permits, peek } = request(q);
     const decidedAtMs = buf.readDoubleLE(o + 33);
-    const blocked = buf.readUInt8(o + 41) === 1;
-    // One rule: whoever set the ban, it floors this rule.
-    const ban = blocked
-      ? { rule: rules.length === 1 ? 0 : buf.readDoubleLE(o + 1), restMs: buf.readDoubleLE(o + 25) }
-      : undefined;
+    // 0: not blocked; 1: blocked (one rule: by the rule); 2: one rule blocked by an explicit block().
+    const blockedBy = buf.readUInt8(o + 41);
+    // One rule: whoever set the ban, it floors this rule (the ban's own rule says who set it).
+    const oneRuleBan = blockedBy === 2 ? EXPLICIT_BAN : 0;
+    const ban =
+      blockedBy !== 0
+        ? { rule: rules.length === 1 ? oneRuleBan : buf.readDoubleLE(o + 1), restMs: buf.readDoubleLE(o + 25) }
+        : undefined;
     if (rules.length !== 1) {
       const verdicts: RuleVerdict[] = rules.map((_, r) => {
         const ro = o + REPLY_BYTES + r * RULE_BYTES;

@@ -31,6 +31,8 @@ export interface Answer {
   readonly ruleDecidedAtMs: readonly number[] | undefined;
   /** The rest of the key's ban when the key is blocked. */
   readonly banRestMs: number | undefined;
+  /** Who set that ban: the banning rule's index, or EXPLICIT_BAN for `block()` (undefined: not blocked). */
+  readonly banRule: number | undefined;
   /** This process's clock when the call left: Redis decided after it, so a denial cached from it ends early, never late. */
   readonly sentAtMs: number;
 }
@@ -364,6 +366,7 @@ export class DecisionTransport<A extends Asked> {
         decidedAtMs,
         ruleDecidedAtMs: undefined,
         banRestMs: ban?.restMs,
+        banRule: ban?.rule,
         sentAtMs,
       });
     }
@@ -407,6 +410,7 @@ export class DecisionTransport<A extends Asked> {
             decidedAtMs,
             ruleDecidedAtMs: undefined,
             banRestMs: ban?.restMs,
+            banRule: ban?.rule,
             sentAtMs,
           });
       },
@@ -421,13 +425,14 @@ export class DecisionTransport<A extends Asked> {
   ): Promise<void> {
     const sentAtMs = this.#o.localClock.now();
     try {
-      const { decision, ruleDecidedAtMs } = await policy.decide(asked, parts);
+      const { decision, ruleDecidedAtMs, ban } = await policy.decide(asked, parts);
       // Each slot decided at its own time: the grant stands from the last of them.
       this.#listener.answered(asked, {
         decision,
         decidedAtMs: Math.max(...ruleDecidedAtMs),
         ruleDecidedAtMs,
         banRestMs: undefined,
+        banRule: ban?.rule,
         sentAtMs,
       });
     } catch (error) {

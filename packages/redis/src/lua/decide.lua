@@ -18,7 +18,8 @@
 --       the request's permits field being -row (from 1); the two before it are then '' when unused.
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing decided).
 -- Reply: one binary string, per request '<BdddddB': allowed, remaining, retryAfter, resetAfter, wait, the
---        decision time used, and a flag (1: the key is blocked); then when R > 1, per rule '<Bddd': the
+--        decision time used, and a flag (1: the key is blocked; 2, R = 1 only: blocked by an explicit block(),
+--        the header having no room for the ban's rule); then when R > 1, per rule '<Bddd': the
 --        rule's own verdict (allowed, remaining had it granted, retryAfter, resetAfter), which the client
 --        merges into the policy's decision with core's mergePolicy (the one merge; the header's remaining is
 --        then 0). A blocked request took nothing: its header carries the rule's own verdict (R = 1) or the

@@ -36,9 +36,11 @@ local ONE_OK = {}
 local function decide_one_rule(rules, before, ban, now, permits, max_wait, peek, may_ban)
   local rule = rules[1]
   if ban ~= nil then
-    -- Blocked: looked at only.
+    -- Blocked: looked at only. The last byte says who banned: 2 an explicit block (rule -1), 1 the rule (the
+    -- reply has no room for a rule index, and an explicit ban outranks the allow list where a rule's does not).
     local allowed, _, remaining, retry_after, reset_after = rule.consume(rule.params, before, now, permits, 0)
-    return struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, ban[1] - now, now, 1),
+    local by = ban[2] == -1 and 2 or 1
+    return struct.pack('<BdddddB', allowed and 1 or 0, remaining, retry_after, reset_after, ban[1] - now, now, by),
       before, 0, nil
   end
   local allowed, state, remaining, retry_after, reset_after, wait, ttl =
