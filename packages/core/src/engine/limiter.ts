@@ -687,8 +687,8 @@ class StoreLimiter implements Limiter {
   /**
    * The decision of the access-list entry that holds for `key` and the client `address`, when one does (the
    * rules are not asked). An operator's block outranks the allow list, a rule's `blockMs` ban does not (the
-   * rules are skipped, their bans too): an allowed key asks the store whether it holds an explicit ban
-   * (explicitBan), and only then reads its standing (nothing consumed).
+   * rules are skipped, their bans too): an allowed key asks the store for its standing under an explicit ban
+   * (explicitBan, nothing consumed).
    */
   #listedOr(
     key: string,
@@ -705,18 +705,13 @@ class StoreLimiter implements Limiter {
       if (note !== undefined) note.source = 'access_list';
       return decision;
     }
-    const unlessBanned = (standing: Decision): Decision => {
-      if (standing.blocked === true) return standing;
+    const unlessBanned = (banned: Decision | undefined): Decision => {
+      if (banned?.blocked === true) return banned;
       if (note !== undefined) note.source = 'access_list';
       return decision;
     };
-    const standingIf = (banned: boolean): Decision | Promise<Decision> => {
-      if (!banned) return unlessBanned(decision);
-      const standing = bound.peek(key);
-      return standing instanceof Promise ? standing.then(unlessBanned) : unlessBanned(standing);
-    };
     const banned = explicitBan.call(bound, key);
-    return banned instanceof Promise ? banned.then(standingIf) : standingIf(banned);
+    return banned instanceof Promise ? banned.then(unlessBanned) : unlessBanned(banned);
   }
 
   /**

@@ -328,8 +328,9 @@ abstract class MemoryBinding implements BoundStore, StateAccess {
     this.bans.delete(this.banKey(key));
   }
 
-  explicitBan(key: string): boolean {
-    return this.bans.active(this.banKey(key), this.time.clock.now())?.rule === EXPLICIT_BAN;
+  explicitBan(key: string): Decision | undefined {
+    const ban = this.bans.active(this.banKey(key), this.time.clock.now());
+    return ban?.rule === EXPLICIT_BAN ? this.peek(key) : undefined;
   }
 }
 

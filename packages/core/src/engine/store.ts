@@ -227,11 +227,12 @@ export interface BoundStore {
   /** Lifts a ban on `key`, whoever set it (undefined where `block` is). */
   unblock?: ((key: string) => void | Promise<void>) | undefined;
   /**
-   * True while `key` holds a ban set by `block` (a rule's `blockMs` ban is not one): an operator's block
-   * outranks the allow list, a rule's ban does not (an allowed key skips the rules). Undefined where `block` is;
-   * where it is, the limiter asks it of every allowed key, so a store answers without I/O when it can.
+   * The key's standing (as `peek` says it, `blocked: true`) while it holds a ban set by `block`; undefined when
+   * it holds none, or a rule's `blockMs` ban only: an operator's block outranks the allow list, a rule's ban
+   * does not (an allowed key skips the rules). Undefined where `block` is; where it is, the limiter asks it of
+   * every allowed key, so a store answers without I/O when it can.
    */
-  explicitBan?: ((key: string) => boolean | Promise<boolean>) | undefined;
+  explicitBan?: ((key: string) => Decision | undefined | Promise<Decision | undefined>) | undefined;
   /**
    * Unbinds: the limiter is closed. The store drops what it held for this binding (its prefix claim, caches,
    * subscriptions), so a closed limiter costs nothing and its prefix may be bound again with other rules.

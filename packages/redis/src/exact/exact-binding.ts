@@ -201,17 +201,17 @@ export class ExactBinding implements BoundStore {
   }
 
   /**
-   * True while Redis holds an explicit `block()` ban on `key` (read as a peek: nothing consumed). While Redis
-   * is away, false: the fail mode knows a ban's end, not who set it, and an allowed key is not held up.
+   * The key's standing while Redis holds an explicit `block()` ban on it (read as a peek: nothing consumed).
+   * While Redis is away, none: the fail mode knows a ban's end, not who set it, and an allowed key is not held up.
    */
-  explicitBan(key: string): boolean | Promise<boolean> {
+  explicitBan(key: string): Decision | undefined | Promise<Decision | undefined> {
     if (this.#readingIo !== undefined) return this.#readingIo.then(() => this.explicitBan(key));
-    if (!this.#parts.health.healthy) return false;
+    if (!this.#parts.health.healthy) return undefined;
     const clock = this.#parts.decisionClock;
     const now = clock === undefined ? Number.NaN : clock.now();
-    return new Promise<boolean>((resolve) => {
-      const pending: PendingDecision = new PendingDecision(key, 1, 0, now, true, undefined, () =>
-        resolve(pending.banRule === EXPLICIT_BAN),
+    return new Promise<Decision | undefined>((resolve) => {
+      const pending: PendingDecision = new PendingDecision(key, 1, 0, now, true, undefined, (decision) =>
+        resolve(pending.banRule === EXPLICIT_BAN ? decision : undefined),
       );
       pending.version = this.#version();
       this.#transport.send(pending);

@@ -130,7 +130,7 @@ export class LiveBinding implements BoundStore, SharedRules {
     const bans = typeof this.#inner.binding.block === 'function';
     this.block = bans ? (key, ms) => this.#for(key).block?.(key, ms) : undefined;
     this.unblock = bans ? (key) => this.#for(key).unblock?.(key) : undefined;
-    this.explicitBan = bans ? (key) => this.#for(key).explicitBan?.(key) ?? false : undefined;
+    this.explicitBan = bans ? (key) => this.#for(key).explicitBan?.(key) : undefined;
   }
 
   get configuration(): LimiterConfiguration {
@@ -220,7 +220,7 @@ export class LiveBinding implements BoundStore, SharedRules {
   /** Bans, where this mode keeps them (undefined where it does not: the limiter then refuses, naming the store). */
   readonly block: ((key: string, ms: number) => void | Promise<void>) | undefined;
   readonly unblock: ((key: string) => void | Promise<void>) | undefined;
-  readonly explicitBan: ((key: string) => boolean | Promise<boolean>) | undefined;
+  readonly explicitBan: ((key: string) => Decision | undefined | Promise<Decision | undefined>) | undefined;
 
   /** Where this binding's decisions are made, as its bindings say (see BoundStore.source). */
   get source(): DecisionSource | undefined {
