@@ -144,6 +144,21 @@ describe.each(['memory', 'redis'] as const)('on the %s store', (kind) => {
       expect((await own.tryAcquire('default', { permits: line.charge })).allowed).toBe(true);
     });
 
+    it('ticket.settle up after the boundary charges the window in force (never over the limit, as the dropped refund)', async () => {
+      const clock = new ManualClock(line.start);
+      const limiter = limiterOn(kind, line.rule(), clock);
+      const t = throttle({ limiter });
+      closers.push(() => t.close());
+      clock.set(line.chargeAt);
+      const a = await t.run((ticket) => ticket, { permits: 1 });
+      clock.set(line.checkAt);
+      const limit = line.rule().limit;
+      // Settled to 1 + the limit: the extra (the whole limit) is spent in the window A settles in, which then
+      // grants nothing.
+      await a.settle(1 + limit);
+      expect((await limiter.tryAcquire('default', { permits: 1 })).allowed).toBe(false);
+    });
+
     it('limiter.refund with the grant time (grantedMsAgo) after the boundary gives nothing to the next window', async () => {
       const clock = new ManualClock(line.start);
       const limiter = limiterOn(kind, line.rule(), clock);

@@ -33,7 +33,9 @@ export interface ThrottleTicket {
    * window that counted the grant, while it lasts (a call settled after its window ended gives nothing back:
    * the next window did not count it). Once per ticket (a second settle is SluiceError('ALREADY_SETTLED'));
    * a number on a policy, a negative, fractional or absurd count (over MAX_SETTLE_FACTOR times its rule's
-   * limit), or an unknown rule, is a typed error that changes nothing.
+   * limit), or an unknown rule, is a typed error that changes nothing. A settle the limiter could not apply
+   * (closed, its store away) rejects and leaves the ticket unsettled: call it again. A settle called while
+   * another is under way waits for it: ALREADY_SETTLED if that one landed, else it is tried in its turn.
    */
   settle(actual: number | RuleCosts): Promise<void>;
 }
@@ -41,6 +43,13 @@ export interface ThrottleTicket {
 /** A ticket of one started call. */
 export class CallTicket implements ThrottleTicket {
   #settled = false;
+  /** The settle under way: another waits for it, so a correction is applied once. */
+  #settling: Promise<void> | undefined;
+  /**
+   * What the key's rules hold of this call now: the charge, less what a settle that failed halfway already
+   * gave back or took (a refund and a penalty are two store calls), so a retry applies only the rest.
+   */
+  #held: Permits;
 
   constructor(
     private readonly limiter: Limiter,
@@ -50,7 +59,9 @@ export class CallTicket implements ThrottleTicket {
     readonly waitedMs: number,
     /** When the grant was asked for, on the limiter's clock: a refund goes to the window that counted it. */
     private readonly askedAt: number,
-  ) {}
+  ) {
+    this.#held = permits;
+  }
 
   get settled(): boolean {
     return this.#settled;
@@ -58,49 +69,71 @@ export class CallTicket implements ThrottleTicket {
 
   async settle(actual: number | RuleCosts): Promise<void> {
     try {
+      while (this.#settling !== undefined) await this.#settling.catch(() => undefined);
       if (this.#settled) {
         throw new SluiceError(
           'ALREADY_SETTLED',
           `the call of ${JSON.stringify(this.key)} was settled already; a charge is corrected once`,
         );
       }
-      const counted = adjustPermits(actual, 'actual');
-      const rules = this.limiter.rules;
-      if (typeof counted === 'number' && rules.length > 1) {
-        throw new SluiceTypeError(
-          'actual',
-          actual,
-          `actual is one number for a policy of ${rules.length} rules (${rules.map((r) => r.name).join(', ')}): ` +
-            `it would set each of them to ${counted}; settle a policy by rule name ({ ${rules[rules.length - 1]?.name}: ` +
-            `${counted} }). Nothing was changed`,
-        );
+      const settling = this.#apply(actual);
+      this.#settling = settling;
+      try {
+        await settling;
+      } finally {
+        this.#settling = undefined;
       }
-      checkCostNames(counted, rules, 'actual');
-      for (const rule of rules) checkNotAbsurd(counted, rule);
-      this.#settled = true;
-      const back: Record<string, number> = {};
-      const more: Record<string, number> = {};
-      for (const rule of rules) {
-        // A rule the costs leave out keeps its charge.
-        if (typeof counted !== 'number' && !Object.hasOwn(counted, rule.name)) continue;
-        const charged = permitsOfRule(this.permits, rule);
-        const used = permitsOfRule(counted, rule);
-        if (used < charged) back[rule.name] = charged - used;
-        else if (used > charged) more[rule.name] = used - charged;
-      }
-      const adjustments: Promise<void>[] = [];
-      if (Object.keys(back).length > 0)
-        adjustments.push(
-          this.limiter.refund(this.key, back, {
-            decision: this.decision,
-            grantedMsAgo: Math.max(0, this.limiter.clock.now() - this.askedAt),
-          }),
-        );
-      if (Object.keys(more).length > 0) adjustments.push(this.limiter.penalize(this.key, more));
-      await Promise.all(adjustments);
     } catch (error) {
       throw callerNamed('settle', error);
     }
+  }
+
+  /** Checks `actual`, then gives back or takes the difference; settled only once every part landed. */
+  async #apply(actual: number | RuleCosts): Promise<void> {
+    const counted = adjustPermits(actual, 'actual');
+    const rules = this.limiter.rules;
+    if (typeof counted === 'number' && rules.length > 1) {
+      throw new SluiceTypeError(
+        'actual',
+        actual,
+        `actual is one number for a policy of ${rules.length} rules (${rules.map((r) => r.name).join(', ')}): ` +
+          `it would set each of them to ${counted}; settle a policy by rule name ({ ${rules[rules.length - 1]?.name}: ` +
+          `${counted} }). Nothing was changed`,
+      );
+    }
+    checkCostNames(counted, rules, 'actual');
+    for (const rule of rules) checkNotAbsurd(counted, rule);
+    const back: Record<string, number> = {};
+    const more: Record<string, number> = {};
+    for (const rule of rules) {
+      // A rule the costs leave out keeps its charge.
+      if (typeof counted !== 'number' && !Object.hasOwn(counted, rule.name)) continue;
+      const held = permitsOfRule(this.#held, rule);
+      const used = permitsOfRule(counted, rule);
+      if (used < held) back[rule.name] = held - used;
+      else if (used > held) more[rule.name] = used - held;
+    }
+    const parts: Array<[Record<string, number>, Promise<void>]> = [];
+    if (Object.keys(back).length > 0)
+      parts.push([
+        back,
+        this.limiter.refund(this.key, back, {
+          decision: this.decision,
+          grantedMsAgo: Math.max(0, this.limiter.clock.now() - this.askedAt),
+        }),
+      ]);
+    if (Object.keys(more).length > 0) parts.push([more, this.limiter.penalize(this.key, more)]);
+    const outcomes = await Promise.allSettled(parts.map(([, done]) => done));
+    const landed = parts.filter((_, i) => outcomes[i]?.status === 'fulfilled').map(([changed]) => changed);
+    if (landed.length > 0) {
+      const moved = (rule: Algorithm) => landed.some((changed) => Object.hasOwn(changed, rule.name));
+      this.#held = Object.fromEntries(
+        rules.map((rule) => [rule.name, permitsOfRule(moved(rule) ? counted : this.#held, rule)]),
+      );
+    }
+    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
+    this.#settled = true;
   }
 }
 
