@@ -456,7 +456,7 @@ describe('access lists in every mode alike', () => {
 
 describe('access lists while Redis is away', () => {
   it.each(['local', 'open', 'closed'] as const)(
-    'failMode %s: an allowed key is still allowed and a denied one denied (each allowed request reads its ban from the fail mode)',
+    'failMode %s: an allowed key is still allowed and a denied one denied (no allowed request waits on Redis for its ban)',
     async (failMode) => {
       await withOwnServer(async (server) => {
         const redis = new Redis(server.current.url, { maxRetriesPerRequest: 1 });
