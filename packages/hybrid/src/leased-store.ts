@@ -333,6 +333,8 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
       // One fail mode for the key, whether it was decided by lease or exactly.
       fallback,
       denials: undefined,
+      // A refund of a key Redis was denying frees leases that found it spent, on every node.
+      publishRefund: (key) => this.#ctx.redis.publish(resetChannel(prefix), encodeIdentity(key)),
       onDecision: undefined,
       onStale,
       override,
@@ -683,7 +685,8 @@ class LeasedBinding implements BoundStore {
     // permits again, whatever an empty lease said: the next request asks.
     if (lease === undefined || lease.spent === 0) {
       if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
-      return this.#exact.refund(key, permits, grantedAgoMs, grant).then(() => this.#announce(key));
+      // Announced by the exact refund when the central state was denying (ExactParts.publishRefund).
+      return this.#exact.refund(key, permits, grantedAgoMs, grant);
     }
     refundToLease(lease, permits, grantedAgoMs, this.#shape.windowAt !== undefined, now);
   }
@@ -786,8 +789,9 @@ class LeasedBinding implements BoundStore {
   }
 
   /**
-   * Tells every node a change reached `key`'s central state (a reset, a refund there), so none goes on denying
-   * it from a lease that found it spent. Not awaited: a node that misses it asks again at its lease's retry time.
+   * Tells every node a reset reached `key`'s central state, so none goes on denying it from a lease that found
+   * it spent (a refund there is announced by the exact refund, only when the state was denying). Not awaited: a
+   * node that misses it asks again within DENY_CACHE_TRUST_MS.
    */
   #announce(key: string): void {
     this.#ctx.redis.publish(resetChannel(this.#prefix), encodeIdentity(key)).catch(() => undefined);

@@ -1,7 +1,7 @@
 import { type Algorithm, type Clock, type GrantSource, type Permits, SluiceError } from '@sluice/core';
 import { identityOf, mostPermits, permitsOfRule } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
-import type { RedisConnection } from '../connection/connection.js';
+import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { withDeadline } from '../deadline.js';
 import type { FallbackBinding } from '../fleet/fail-mode.js';
 import type { RedisHealth } from '../health.js';
@@ -28,6 +28,12 @@ export interface ControlsOptions {
   readonly fallback: FallbackBinding;
   /** Tells every node to drop a key from its deny cache (pub/sub), when there is one. */
   readonly publishReset: ((key: string) => Promise<unknown>) | undefined;
+  /**
+   * Tells every node a refund may have freed a key they were denying (a cached denial, a lease that found the
+   * key spent), when something caches such denials: sent only when adjust.lua says the key was denying one
+   * permit before the refund. Undefined: `publishReset`.
+   */
+  readonly publishRefund?: ((key: string) => Promise<unknown>) | undefined;
   /**
    * The configuration version the rules are (live limits): each adjustment sends it with its slot's version
    * key, and a slot whose configuration is newer rejects with its SLUICE_STALE error, untouched, unreported
@@ -78,8 +84,9 @@ export class RedisControls {
    * Gives back up to `permits` to the key's own rules where the grant was counted: a fail mode's grant to the
    * fail mode ('open' counted it nowhere), a Redis grant to Redis in one atomic call (they share the key's
    * slot), never to the fail mode, which never counted it (a refund Redis cannot take then rejects). A grant
-   * of unknown origin goes wherever decisions go now. A refund on Redis is announced as a reset is: a denial
-   * another node cached may now be a grant.
+   * of unknown origin goes wherever decisions go now. A refund on Redis of a key that was denying one permit
+   * is announced as a reset is: a denial another node cached may now be a grant. Any other refund is not (no
+   * node can hold a denial of a key that grants), so a refund per request costs no message per request.
    */
   async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
     const own = this.#o.rules.filter((rule) => rule.key === undefined);
@@ -94,14 +101,12 @@ export class RedisControls {
       );
       if (mostPermits(charged) > 0 && health.healthy)
         await this.#onRedis(key, 'refund', this.#stateKey(own[0] as Algorithm, key), async () => {
-          await this.#adjust(own, key, 'refund', charged, granted);
-          this.#announceRefund(key);
+          this.#announceRefund(key, await this.#adjust(own, key, 'refund', charged, granted));
         }).catch(() => undefined);
       return;
     }
     const onRedis = async () => {
-      await this.#adjust(own, key, 'refund', permits, granted);
-      this.#announceRefund(key);
+      this.#announceRefund(key, await this.#adjust(own, key, 'refund', permits, granted));
     };
     if (grant === 'store') {
       if (!health.healthy)
@@ -116,13 +121,14 @@ export class RedisControls {
   }
 
   /**
-   * Tells every node a refund reached `key`'s states. Not awaited: the refund is made whether or not the
-   * message leaves (a node that misses it asks Redis again at its cached denial's retryAfterMs), and a refund
-   * per request (skipSuccessfulRequests) must not wait a round trip more for it. Sent before the refund
-   * resolves, so anything the caller publishes after it is heard after it.
+   * Tells every node a refund reached `key`'s states, when adjust.lua's `reply` says the key was denying one
+   * permit before it. Not awaited: the refund is made whether or not the message leaves (a node that misses it
+   * asks Redis again within DENY_CACHE_TRUST_MS), and a refund must not wait a round trip more for it. Sent
+   * before the refund resolves, so anything the caller publishes after it is heard after it.
    */
-  #announceRefund(key: string): void {
-    this.#o.publishReset?.(key).catch(() => undefined);
+  #announceRefund(key: string, reply: ScriptReply): void {
+    if (reply !== 1) return;
+    (this.#o.publishRefund ?? this.#o.publishReset)?.(key).catch(() => undefined);
   }
 
   /** Takes `permits` from every rule the key is counted against, one atomic call per slot. */
@@ -209,7 +215,7 @@ export class RedisControls {
     );
   }
 
-  /** One atomic adjust.lua call for `rules` of `key` (all in one slot); `extraKeys` follow (reset: the ban). */
+  /** One atomic adjust.lua call for `rules` of `key` (all in one slot); `extraKeys` follow (reset: the ban). Its reply: see adjust.lua. */
   async #adjust(
     rules: readonly Algorithm[],
     key: string,
@@ -217,7 +223,7 @@ export class RedisControls {
     permits: Permits,
     granted: GrantTime | undefined,
     extraKeys: readonly string[] = [],
-  ): Promise<void> {
+  ): Promise<ScriptReply> {
     const keys = [...rules.map((rule) => this.#stateKey(rule, key)), ...extraKeys];
     const args = adjustArgs(ruleArgs(rules), op, wirePermits(permits, rules), granted, this.#o.decisionClock?.now());
     const version = this.#o.version;
@@ -225,7 +231,7 @@ export class RedisControls {
       keys.push(versionKeyBeside(this.#o.prefix, keys[0] as string, this.#o.connection.isCluster));
       args.push(String(version()));
     }
-    await this.#o.connection.runScript(adjustScript(rules.map((rule) => rule.kind)), keys, args);
+    return await this.#o.connection.runScript(adjustScript(rules.map((rule) => rule.kind)), keys, args);
   }
 
   /**

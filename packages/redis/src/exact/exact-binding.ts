@@ -54,6 +54,11 @@ export interface ExactParts {
   readonly fallback: FallbackBinding;
   /** Undefined: no deny cache (the store's `denyCache: false`, or a mode that keeps none). */
   readonly denials: DenialSharing | undefined;
+  /**
+   * Where a mode that keeps no deny cache but answers denials of its own (leased mode's spent leases) announces a
+   * refund that may have freed a denied key (see ControlsOptions.publishRefund). Undefined: `denials`'.
+   */
+  readonly publishRefund?: ((key: string) => Promise<unknown>) | undefined;
   /** Already isolated: a throwing callback is reported, never thrown here. */
   readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /** Releases what the store holds for this binding. */
@@ -151,6 +156,7 @@ export class ExactBinding implements BoundStore {
       health,
       fallback: parts.fallback,
       publishReset: parts.denials?.publishReset,
+      publishRefund: parts.publishRefund,
       version: transport.version,
     });
   }

@@ -12,8 +12,11 @@
 --       this server's TIME); then, optionally, the configuration version the client adjusts under, with its
 --       slot's configuration version key last in KEYS (see stale_version in prelude.lua).
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing changed).
--- Reply: the number of keys changed. A refund keeps each key's TTL (KEEPTTL: giving permits back never makes
---        a state matter longer) and deletes a state left as good as fresh; a penalty sets the state's new life.
+-- Reply: 'penalize', 'reset': the number of keys changed. 'refund': 1 when a rule it gave back to was denying
+--        one permit before it (only then may a node hold a cached denial of the key, or a lease that found it
+--        spent: the caller announces the refund), else 0. A refund keeps each key's TTL (KEEPTTL: giving permits
+--        back never makes a state matter longer) and deletes a state left as good as fresh; a penalty sets the
+--        state's new life.
 
 local rules, a = parse_rules(1)
 if rules == nil then return a end
@@ -49,6 +52,7 @@ for r = 1, R do
 end
 
 local changed = 0
+local was_denying = 0
 for r = 1, R do
   local rule = rules[r]
   local permits = counts[r]
@@ -61,12 +65,15 @@ for r = 1, R do
       write_state(KEYS[r], rule, nil, penalized, ttl)
       changed = changed + 1
     elseif state ~= nil then
+      -- A state that grants one permit was never a cached denial anywhere: its refund needs no announcement.
+      if was_denying == 0 and not rule.consume(rule.params, state, now, 1, 0) then was_denying = 1 end
       -- A refund never makes a state matter longer: the key's TTL stays (KEEPTTL).
       write_state(KEYS[r], rule, state, rule.refund(rule.params, state, now, permits, granted_at), nil)
       changed = changed + 1
     end
   end
 end
+if op == 'refund' then return was_denying end
 -- reset: the key's ban, after its rules' states.
 if op == 'reset' and KEYS[R + 1] ~= nil and (client_version == nil or R + 1 < #KEYS) then
   redis.call('DEL', KEYS[R + 1])
