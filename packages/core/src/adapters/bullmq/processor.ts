@@ -1,4 +1,4 @@
-import type { Decision } from '../../foundation/decision.js';
+import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../../foundation/decision.js';
 import { SluiceError, SluiceTypeError, inCall } from '../../foundation/errors.js';
 import { describe } from '../../foundation/validate.js';
 import type { Limiter } from '../../engine/limiter.js';
@@ -65,6 +65,9 @@ const DELAYED_ERROR = 'bullmq:movedToDelayed';
  */
 function ownRefusal(limiter: Limiter, decision: Decision, planName: string | undefined): boolean {
   if (decision.blocked === true || decision.access !== undefined) return true;
+  // A fail mode's refusal that counted nothing of the key (its limit whole: failMode 'closed') is the store's
+  // being away, which every job shares; one 'local' counted for the key is the key's.
+  if (decision.source === 'fallback' && decision.resetAfterMs === 0) return false;
   const rules = (planName === undefined ? undefined : limiter.plans?.[planName]) ?? limiter.rules;
   return typeof rules.find((rule) => rule.name === decision.rule)?.key !== 'string';
 }
@@ -76,7 +79,8 @@ function ownRefusal(limiter: Limiter, decision: Decision, planName: string | und
  * then, behind the jobs waiting there, while other keys' jobs run on. Refused for every job (the queue's own
  * key, or a rule all keys share), it keeps its place: the queue is rate-limited for `retryAfterMs`
  * (`queue.rateLimit`, which every worker of the queue obeys) and the job goes back to the head of the wait
- * list by BullMQ's manual rate limit. A job that can never pass (a cost above the limit, a deny-list entry
+ * list by BullMQ's manual rate limit. A refusal by the store's fail mode while its backend is away
+ * (failMode 'closed', or a share that cannot fit the job) is every job's too: the queue waits. A job that can never pass (a cost above the limit, a deny-list entry
  * that does not expire) fails with SluiceError('NEVER_ALLOWED'); a key or cost function that throws fails the
  * job with its error (BullMQ's error path).
  * @example
@@ -115,6 +119,11 @@ export function rateLimitedProcessor<J extends JobLike, R, A extends unknown[]>(
         ...(planName === undefined ? {} : { plan: planName }),
       });
       if (decision.allowed) return processor(job, ...rest);
+      if (neverWhileAway(decision)) {
+        // Never under the fail mode's share is not never: the queue waits for the store, as the limiter's calls do.
+        onLimited?.(decision, job);
+        return holdQueue(queue, FALLBACK_RETRY_MS);
+      }
       if (!Number.isFinite(decision.retryAfterMs)) {
         throw new SluiceError(
           'NEVER_ALLOWED',
@@ -131,8 +140,13 @@ export function rateLimitedProcessor<J extends JobLike, R, A extends unknown[]>(
         await job.moveToDelayed(Date.now() + waitMs, token);
         throw Object.assign(new Error(DELAYED_ERROR), { name: 'DelayedError' });
       }
-      await queue.rateLimit(waitMs);
-      throw Object.assign(new Error(RATE_LIMIT_ERROR), { name: 'RateLimitError' });
+      return holdQueue(queue, waitMs);
     };
   });
+}
+
+/** Holds the whole queue for `ms` on every worker, and hands the job back to the head of the wait list. */
+async function holdQueue(queue: RateLimitedQueue, ms: number): Promise<never> {
+  await queue.rateLimit(ms);
+  throw Object.assign(new Error(RATE_LIMIT_ERROR), { name: 'RateLimitError' });
 }
