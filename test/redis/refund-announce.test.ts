@@ -9,36 +9,58 @@
 import { type Limiter, createLimiter, tokenBucket } from '@sluice/core';
 import { leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { useTestRedis } from '../harness/use-redis.js';
+import { Cluster, Redis } from 'ioredis';
+import { afterEach, describe, expect, it } from 'vitest';
+import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
-let admin: Redis;
-beforeAll(() => {
-  admin = new Redis(testRedis().server.url);
-});
-afterAll(() => admin.disconnect());
+const testCluster = useTestCluster();
 
-/** PUBLISH calls the server ran since `resetStats`, once the store's client has sent what it queued. */
-async function publishes(): Promise<number> {
-  // The announcement is not awaited by the refund, but written before it resolves: a later reply on the same
-  // connection means the server has run it.
-  await testRedis().redis.ping();
-  const stats = await admin.info('commandstats');
-  return Number(/cmdstat_publish:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+/** Where the limiter runs: its client, and one admin client per server (a Cluster's masters each count their own). */
+interface Deployment {
+  readonly client: () => Redis | Cluster;
+  readonly servers: () => readonly string[];
 }
-const resetStats = () => admin.config('RESETSTAT');
+const deployments: Record<string, Deployment> = {
+  standalone: { client: () => testRedis().redis, servers: () => [testRedis().server.url] },
+  Cluster: { client: () => testCluster().client, servers: () => testCluster().cluster.nodes.map((node) => node.url) },
+};
+
+let admins: Redis[] = [];
+afterEach(() => {
+  for (const admin of admins.splice(0)) admin.disconnect();
+});
+
+/** PUBLISH calls the servers ran since `resetStats`, once the store's client has sent what it queued. */
+async function publishes(deployment: Deployment): Promise<number> {
+  // The announcement is not awaited by the refund, but written before it resolves: a later reply on every
+  // connection of the client means the servers have run it.
+  const client = deployment.client();
+  await Promise.all(client instanceof Cluster ? client.nodes('master').map((node) => node.ping()) : [client.ping()]);
+  let calls = 0;
+  for (const admin of admins)
+    calls += Number(/cmdstat_publish:calls=(\d+)/.exec(await admin.info('commandstats'))?.[1] ?? 0);
+  return calls;
+}
+async function resetStats(deployment: Deployment): Promise<void> {
+  if (admins.length === 0) admins = deployment.servers().map((url) => new Redis(url));
+  await Promise.all(admins.map((admin) => admin.config('RESETSTAT')));
+}
 
 const modes = {
-  exact: () => redisStore({ redis: testRedis().redis }),
-  leased: () => leasedStore({ redis: testRedis().redis }),
+  exact: (redis: Redis | Cluster) => redisStore({ redis }),
+  leased: (redis: Redis | Cluster) => leasedStore({ redis }),
 };
 let n = 0;
 
-describe.each(Object.keys(modes) as (keyof typeof modes)[])('%s mode', (mode) => {
+const cases = Object.keys(modes).flatMap((mode) =>
+  Object.keys(deployments).map((where) => ({ mode: mode as keyof typeof modes, where })),
+);
+
+describe.each(cases)('$mode mode on $where', ({ mode, where }) => {
+  const deployment = deployments[where] as Deployment;
   async function limiterOf(capacity: number): Promise<{ limiter: Limiter; close: () => Promise<void> }> {
-    const store = modes[mode]();
+    const store = modes[mode](deployment.client());
     const limiter = createLimiter({
       prefix: `refund-announce-${process.pid}-${n++}`,
       rules: tokenBucket({ name: 'api', capacity, refillPerSecond: 1 / 3_600 }),
@@ -57,13 +79,13 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])('%s mode', (mode) =>
   it('500 refunds of keys that still grant: no PUBLISH', async () => {
     const { limiter, close } = await limiterOf(1_000_000);
     try {
-      await resetStats();
+      await resetStats(deployment);
       for (let i = 0; i < 500; i++) {
         const key = `u${i % 50}`;
         const decision = await limiter.tryAcquire(key);
         await limiter.refund(key, 1, { decision });
       }
-      expect(await publishes()).toBe(0);
+      expect(await publishes(deployment)).toBe(0);
     } finally {
       await close();
     }
@@ -74,15 +96,15 @@ describe.each(Object.keys(modes) as (keyof typeof modes)[])('%s mode', (mode) =>
     try {
       const grants = await Promise.all(Array.from({ length: 4 }, () => limiter.tryAcquire('k')));
       expect(grants.every((d) => d.allowed)).toBe(true);
-      await resetStats();
+      await resetStats(deployment);
       // One left: the key grants, no node can hold a denial of it.
       await limiter.refund('k', 1, { decision: grants[0] });
-      expect(await publishes()).toBe(0);
+      expect(await publishes(deployment)).toBe(0);
       const last = [await limiter.tryAcquire('k'), await limiter.tryAcquire('k'), await limiter.tryAcquire('k')];
       expect(last.map((d) => d.allowed)).toEqual([true, true, false]);
-      await resetStats();
+      await resetStats(deployment);
       await limiter.refund('k', 1, { decision: last[1] });
-      expect(await publishes()).toBe(1);
+      expect(await publishes(deployment)).toBe(1);
       expect((await limiter.tryAcquire('k')).allowed).toBe(true);
     } finally {
       await close();
