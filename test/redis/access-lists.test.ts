@@ -385,6 +385,9 @@ describe('access lists on Redis: versions, clocks, bans', () => {
       await vi.waitFor(async () => expect((await b.tryAcquire('vip')).access?.list).toBe('allow'), HEARD);
       await a.block('vip', 60_000);
       await a.block('user:1', 60_000);
+      expect(await a.tryAcquire('vip')).toMatchObject({ allowed: false, blocked: true }); // at once where set
+      // Elsewhere once the node reads the slot's ban marker again (within BAN_MARKER_TRUST_MS): an event.
+      await vi.waitFor(async () => expect((await b.tryAcquire('vip')).blocked).toBe(true), HEARD);
       for (const node of [a, b]) {
         expect(await node.tryAcquire('vip')).toMatchObject({ allowed: false, blocked: true });
         expect(await node.peek('vip')).toMatchObject({ allowed: false, blocked: true });

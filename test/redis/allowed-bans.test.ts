@@ -6,9 +6,10 @@ import { type Limiter, createLimiter, fixedWindow } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
-import { useTestRedis } from '../harness/use-redis.js';
+import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
+const testCluster = useTestCluster();
 let n = 0;
 const HEARD = { timeout: 5_000, interval: 10 };
 
@@ -50,5 +51,62 @@ describe('bans and the allow list on Redis', () => {
       await b.unblock('p');
       expect((await a.tryAcquire('p')).access?.list).toBe('allow');
     });
+  });
+});
+
+describe('what an allowed key costs on Redis', () => {
+  /** FCALLs the server ran during `body` (INFO commandstats; the suite's own server, nothing else on it). */
+  async function fcalls(body: () => Promise<void>): Promise<number> {
+    const { redis } = testRedis();
+    await redis.config('RESETSTAT');
+    await body();
+    const stats = await redis.info('commandstats');
+    return Number(/cmdstat_fcall:calls=(\d+)/.exec(stats)?.[1] ?? 0);
+  }
+
+  it('no script call while no ban was written in its slot; with an explicit ban, one read per decision', async () => {
+    await withTwo(async (a, b) => {
+      await a.allow(['svc:health', 'svc:banned']);
+      await vi.waitFor(async () => expect((await b.tryAcquire('svc:health')).access?.list).toBe('allow'), HEARD);
+      await b.tryAcquire('svc:health'); // the marker read once
+      const free = await fcalls(async () => {
+        for (let i = 0; i < 2_000; i++) expect((await b.tryAcquire('svc:health')).allowed).toBe(true);
+      });
+      expect(free).toBe(0);
+      await a.block('svc:banned', 600_000);
+      // Another node's ban is seen once its marker read is BAN_MARKER_TRUST_MS old: waited for as an event.
+      await vi.waitFor(async () => expect((await b.tryAcquire('svc:banned')).blocked).toBe(true), HEARD);
+      const banned = await fcalls(async () => {
+        for (let i = 0; i < 200; i++) expect((await b.tryAcquire('svc:banned')).blocked).toBe(true);
+      });
+      expect(banned).toBe(200);
+    });
+  });
+});
+
+describe('bans and the allow list on a Cluster', () => {
+  it("a rule's ban gives way, an explicit one holds: one rule, and a policy whose rules live in other slots", async () => {
+    const store = redisStore({ redis: testCluster().client });
+    const one = fixedWindow({ name: 'api', limit: 2, windowMs: 60_000, blockMs: 600_000 });
+    const global = fixedWindow({ name: 'global', limit: 1_000, windowMs: 60_000, key: 'all' });
+    const limiters = [
+      createLimiter({ rules: one, store, prefix: `cb-one-${process.pid}` }),
+      createLimiter({ rules: [one, global], store, prefix: `cb-policy-${process.pid}` }),
+    ];
+    try {
+      for (const l of limiters) {
+        await l.ready();
+        for (let i = 0; i < 3; i++) await l.tryAcquire('p');
+        expect((await l.tryAcquire('p')).blocked, l.prefix).toBe(true);
+        await l.allow(['p', 'q']);
+        expect((await l.tryAcquire('p')).access?.list, l.prefix).toBe('allow');
+        await l.block('q', 60_000);
+        expect(await l.tryAcquire('q'), l.prefix).toMatchObject({ allowed: false, blocked: true });
+        expect((await l.peek('q')).blocked, l.prefix).toBe(true);
+      }
+    } finally {
+      await Promise.all(limiters.map((l) => l.close()));
+      await store.close();
+    }
   });
 });

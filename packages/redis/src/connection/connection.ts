@@ -30,8 +30,8 @@ export interface RedisConnection {
   runScript(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply>;
   /** Deletes keys of one slot. */
   del(keys: readonly string[]): Promise<void>;
-  /** A cheap read routed to `key`'s slot: the health probe. */
-  exists(key: string): Promise<void>;
+  /** Whether `key` exists: a cheap read routed to its slot (the health probe; an allowed key's ban marker). */
+  exists(key: string): Promise<boolean>;
   /** Publishes a message to a channel. */
   publish(channel: string, message: string): Promise<void>;
   /** `INFO section` from one primary (any, on a Cluster), as text: the start-up checks read the server's settings. */

@@ -35,8 +35,8 @@ export abstract class EmittingConnection<C extends EmittingRedisClient> {
   ): Promise<ScriptReply>;
   abstract subscriber(onMessage: (channel: string, message: string) => void): ResetSubscriber | undefined;
 
-  async exists(key: string): Promise<void> {
-    await this.client.exists(key);
+  async exists(key: string): Promise<boolean> {
+    return (await this.client.exists(key)) > 0;
   }
 
   async publish(channel: string, message: string): Promise<void> {

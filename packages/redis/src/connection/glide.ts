@@ -149,8 +149,8 @@ export class GlideConnection implements RedisConnection {
     await this.client.del([...keys]).catch(nativeError);
   }
 
-  async exists(key: string): Promise<void> {
-    await this.client.exists([key]).catch(nativeError);
+  async exists(key: string): Promise<boolean> {
+    return (await this.client.exists([key]).catch(nativeError)) > 0;
   }
 
   async info(section: string): Promise<string> {

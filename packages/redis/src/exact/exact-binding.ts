@@ -2,6 +2,7 @@ import type { BoundStore, Clock, Decision, DecisionSource, GrantSource, Permits 
 import { type DecisionNote, EXPLICIT_BAN, lessPermits, mostPermits } from '@sluice/core/store-kit';
 import type { FallbackBinding } from '../fleet/fail-mode.js';
 import type { RedisHealth } from '../health.js';
+import { BanMarkers } from './ban-markers.js';
 import { RedisControls } from './controls.js';
 import type { DenyCache } from './deny-cache.js';
 import {
@@ -113,6 +114,8 @@ export class ExactBinding implements BoundStore {
   readonly #parts: ExactParts;
   readonly #transport: DecisionTransport<PendingDecision>;
   readonly #controls: RedisControls;
+  /** Whether a key's ban can be in force (its slot's marker): an allowed key asks Redis only then. */
+  readonly #banMarkers: BanMarkers;
   /** The fail mode's charges being settled (see settleFallback): a late grant comes off them. */
   #settling: Map<string, Permits> | undefined;
   /** The store's deny caches of this prefix. */
@@ -159,6 +162,12 @@ export class ExactBinding implements BoundStore {
       publishRefund: parts.publishRefund,
       version: transport.version,
     });
+    this.#banMarkers = new BanMarkers(
+      transport.connection,
+      transport.prefix,
+      transport.timeoutMs,
+      transport.localClock,
+    );
   }
 
   consume(key: string, permits: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
@@ -207,12 +216,20 @@ export class ExactBinding implements BoundStore {
   }
 
   /**
-   * The key's standing while Redis holds an explicit `block()` ban on it (read as a peek: nothing consumed).
-   * While Redis is away, none: the fail mode knows a ban's end, not who set it, and an allowed key is not held up.
+   * The key's standing while Redis holds an explicit `block()` ban on it (read as a peek: nothing consumed),
+   * asked only while the slot's ban marker says a ban can be in force (see BanMarkers: a ban another node sets
+   * is seen within BAN_MARKER_TRUST_MS). While Redis is away, none: the fail mode knows a ban's end, not who
+   * set it, and an allowed key is not held up.
    */
   explicitBan(key: string): Decision | undefined | Promise<Decision | undefined> {
     if (this.#readingIo !== undefined) return this.#readingIo.then(() => this.explicitBan(key));
     if (!this.#parts.health.healthy) return undefined;
+    const may = this.#banMarkers.mayHold(key);
+    if (may === false) return undefined;
+    return may === true ? this.#explicitStanding(key) : may.then((m) => (m ? this.#explicitStanding(key) : undefined));
+  }
+
+  #explicitStanding(key: string): Promise<Decision | undefined> {
     const clock = this.#parts.decisionClock;
     const now = clock === undefined ? Number.NaN : clock.now();
     return new Promise<Decision | undefined>((resolve) => {
@@ -352,6 +369,7 @@ export class ExactBinding implements BoundStore {
   block(key: string, ms: number): Promise<void> {
     if (this.#readingIo !== undefined) return this.#readingIo.then(() => this.block(key, ms));
     this.#denials?.forgetHere(key);
+    this.#banMarkers.raised(key);
     return this.#controls.block(key, ms);
   }
 
