@@ -23,7 +23,7 @@ export interface ThrottleTicket {
   readonly decision: Decision;
   /** From the call to `run` to the call's start, in ms: the queue, the rate and any pause. */
   readonly waitedMs: number;
-  /** True once `settle` was called. */
+  /** True once a `settle` landed (one that failed leaves it false). */
   readonly settled: boolean;
   /**
    * Corrects the charge to what the call really cost (the token count the provider reported): the

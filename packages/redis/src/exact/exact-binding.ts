@@ -56,8 +56,9 @@ export interface ExactParts {
   /** Undefined: no deny cache (the store's `denyCache: false`, or a mode that keeps none). */
   readonly denials: DenialSharing | undefined;
   /**
-   * Where a mode that keeps no deny cache but answers denials of its own (leased mode's spent leases) announces a
-   * refund that may have freed a denied key (see ControlsOptions.publishRefund). Undefined: `denials`'.
+   * Tells every node a refund may have freed `key` (sent only when the key was denying one permit before it),
+   * for a mode that keeps no deny cache but denies from state of its own (leased mode's spent leases).
+   * Undefined: `denials.publishReset` does.
    */
   readonly publishRefund?: ((key: string) => Promise<unknown>) | undefined;
   /** Already isolated: a throwing callback is reported, never thrown here. */

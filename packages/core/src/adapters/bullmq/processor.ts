@@ -80,9 +80,10 @@ function ownRefusal(limiter: Limiter, decision: Decision, planName: string | und
  * key, or a rule all keys share), it keeps its place: the queue is rate-limited for `retryAfterMs`
  * (`queue.rateLimit`, which every worker of the queue obeys) and the job goes back to the head of the wait
  * list by BullMQ's manual rate limit. A refusal by the store's fail mode while its backend is away
- * (failMode 'closed', or a share that cannot fit the job) is every job's too: the queue waits. A job that can never pass (a cost above the limit, a deny-list entry
- * that does not expire) fails with SluiceError('NEVER_ALLOWED'); a key or cost function that throws fails the
- * job with its error (BullMQ's error path).
+ * (failMode 'closed', or a share that cannot fit the job) is every job's too: the queue waits. A job that
+ * can never pass (a cost above the limit, a deny-list entry that does not expire) fails with
+ * SluiceError('NEVER_ALLOWED'); a key or cost function that throws fails the job with its error (BullMQ's
+ * error path).
  * @example
  * ```ts
  * const queue = new Queue('mail', { connection })
