@@ -168,6 +168,17 @@ describe('access lists', () => {
     expect(await a.topLimited()).toEqual([]);
   });
 
+  it('an unknown option of allow or deny is refused by name, and nothing is listed (a misspelt ttl was a permanent entry)', async () => {
+    const { a } = nodes();
+    for (const list of ['allow', 'deny'] as const) {
+      const misspelt = { ttl: 5 } as unknown as { ttlMs: number };
+      await expect(a[list]('x', misspelt)).rejects.toThrow(/no option "ttl".*ttlMs, reason/);
+      await expect(a[list]('x', { ttlMs: Number.NaN })).rejects.toMatchObject({ argument: 'ttlMs' });
+      await expect(a[list]('x', { reason: 'r'.repeat(201) })).rejects.toMatchObject({ argument: 'reason' });
+    }
+    expect(await a.accessList()).toEqual([]);
+  });
+
   it('address-like entries that cannot be enforced as written are refused, a typed error naming the entry', async () => {
     const { a } = nodes();
     const refused = [

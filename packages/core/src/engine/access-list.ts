@@ -2,6 +2,7 @@ import type { Clock } from '../foundation/clock.js';
 import { repeat } from '../foundation/timers.js';
 import { warnOnce } from '../foundation/warnings.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
+import { type OptionSchema, optional, parseOptions } from '../foundation/options.js';
 import { describe, intervalMs } from '../foundation/validate.js';
 import {
   type AccessEntry,
@@ -43,6 +44,26 @@ export interface ListEntryOptions {
   /** Why (a denied request's decision carries it; the admin page and the CLI show it). At most 200 characters. */
   reason?: string;
 }
+
+/** The options `allow` and `deny` take, checked in one step: an unknown one (a misspelt `ttl`) is refused by name. */
+const LIST_ENTRY_OPTIONS = {
+  ttlMs: optional("How long the entries hold, on the store's clock.", (name, value) => {
+    if (typeof value === 'number' && value > 0 && value <= MAX_TTL_MS) return value;
+    throw new SluiceRangeError(
+      name,
+      value,
+      `${name} must be a number of ms > 0 and at most 2^47, got ${describe(value)}`,
+    );
+  }),
+  reason: optional('Why the entries are listed.', (name, value) => {
+    if (typeof value === 'string' && value.length <= MAX_REASON_LENGTH) return value;
+    throw new SluiceRangeError(
+      name,
+      value,
+      `${name} must be a string of at most ${MAX_REASON_LENGTH} characters, got ${describe(value)}`,
+    );
+  }),
+} as const satisfies OptionSchema;
 
 /** The checked `accessList` option. */
 export function accessListValue(name: string, value: unknown): Required<AccessListOptions> | false {
@@ -101,22 +122,7 @@ export function listEntries(
           : `entry ${JSON.stringify(text)} looks like an IP address or CIDR range but cannot be enforced as written: ${kind.why}`,
       );
   }
-  if (options !== undefined && (typeof options !== 'object' || options === null))
-    throw new SluiceTypeError('options', options, `${list} options must be an object, got ${describe(options)}`);
-  const ttlMs = options?.ttlMs;
-  if (ttlMs !== undefined && !(typeof ttlMs === 'number' && ttlMs > 0 && ttlMs <= MAX_TTL_MS))
-    throw new SluiceRangeError(
-      'ttlMs',
-      ttlMs,
-      `ttlMs must be a number of ms > 0 and at most 2^47, got ${describe(ttlMs)}`,
-    );
-  const reason = options?.reason;
-  if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_REASON_LENGTH))
-    throw new SluiceRangeError(
-      'reason',
-      reason,
-      `reason must be a string of at most ${MAX_REASON_LENGTH} characters, got ${describe(reason)}`,
-    );
+  const { ttlMs, reason } = parseOptions(`${list} options`, LIST_ENTRY_OPTIONS, options, false);
   return texts.map((entry) => ({
     entry,
     list,
