@@ -124,17 +124,40 @@ export class CallTicket implements ThrottleTicket {
       ]);
     if (Object.keys(more).length > 0) parts.push([more, this.limiter.penalize(this.key, more)]);
     const outcomes = await Promise.allSettled(parts.map(([, done]) => done));
-    const landed = parts.filter((_, i) => outcomes[i]?.status === 'fulfilled').map(([changed]) => changed);
+    // A store that did not answer may still apply the call (Redis runs it when it is free again). A refund
+    // that may have landed counts as landed: giving it again could grant past the limit, losing it only holds
+    // the permits until their window ends. A penalty that may have landed is tried again: charged twice at worst.
+    const mayHaveLanded = (i: number) => parts[i]?.[0] === back && mayHaveRun(outcomes[i]);
+    const landed = parts
+      .filter((_, i) => outcomes[i]?.status === 'fulfilled' || mayHaveLanded(i))
+      .map(([changed]) => changed);
     if (landed.length > 0) {
       const moved = (rule: Algorithm) => landed.some((changed) => Object.hasOwn(changed, rule.name));
       this.#held = Object.fromEntries(
         rules.map((rule) => [rule.name, permitsOfRule(moved(rule) ? counted : this.#held, rule)]),
       );
     }
-    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    const failed = outcomes.find((outcome, i) => outcome.status === 'rejected' && !mayHaveLanded(i));
     if (failed !== undefined) throw (failed as PromiseRejectedResult).reason;
     this.#settled = true;
+    const uncertain = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (uncertain !== undefined)
+      throw new SluiceError(
+        'STORE_UNAVAILABLE',
+        `the store did not answer the refund of ${JSON.stringify(this.key)}, which may still land: the ticket is ` +
+          'settled, and the refund is not given again',
+        { cause: (uncertain as PromiseRejectedResult).reason },
+      );
   }
+}
+
+/** A store call that failed without an answer (STORE_UNAVAILABLE): the store may still have applied it. */
+function mayHaveRun(outcome: PromiseSettledResult<void> | undefined): boolean {
+  return (
+    outcome?.status === 'rejected' &&
+    outcome.reason instanceof SluiceError &&
+    outcome.reason.code === 'STORE_UNAVAILABLE'
+  );
 }
 
 function checkNotAbsurd(counted: Permits, rule: Algorithm): void {
