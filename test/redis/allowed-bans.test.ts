@@ -52,6 +52,18 @@ describe('bans and the allow list on Redis', () => {
       expect((await a.tryAcquire('p')).access?.list).toBe('allow');
     });
   });
+
+  it("this node's own block() of an allowed key holds at once, though a read of its ban marker was out", async () => {
+    await withTwo(async (a) => {
+      await a.allow('vip');
+      // The first allowed decision reads the slot's ban marker (absent); the block is made while it is out,
+      // and the older read must not replace what the block raised (it did: allowed for a second more).
+      const inFlight = a.tryAcquire('vip');
+      await a.block('vip', 60_000);
+      await inFlight;
+      expect(await a.tryAcquire('vip')).toMatchObject({ allowed: false, blocked: true });
+    });
+  });
 });
 
 describe('what an allowed key costs on Redis', () => {

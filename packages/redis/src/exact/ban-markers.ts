@@ -46,13 +46,15 @@ export class BanMarkers {
     const known = this.#read.get(marker);
     if (known?.reading !== undefined) return known.reading;
     if (known !== undefined && now - known.readAt < BAN_MARKER_TRUST_MS) return known.present;
-    const reading = withDeadline(this.connection.exists(marker), this.timeoutMs, 'ban marker').then(
+    // A ban this process made while the read was out (raised) replaced the entry: the read, older, keeps out.
+    const current = () => this.#read.get(marker)?.reading === reading;
+    const reading: Promise<boolean> = withDeadline(this.connection.exists(marker), this.timeoutMs, 'ban marker').then(
       (present) => {
-        this.#read.set(marker, { present, readAt: now });
+        if (current()) this.#read.set(marker, { present, readAt: now });
         return present;
       },
       () => {
-        this.#read.delete(marker);
+        if (current()) this.#read.delete(marker);
         return false;
       },
     );
