@@ -3,34 +3,20 @@
  * lists any text as a key, a stored entry this version cannot enforce is named and removable as listed (by
  * unlist and by the CLI), and one address or range spelled two ways on the two lists is denied on every node.
  */
-import { type Limiter, createLimiter, fixedWindow } from '@sluice/core';
+import { type Limiter, fixedWindow } from '@sluice/core';
 import { runCli } from '@sluice/cli';
-import { redisStore } from '@sluice/redis';
-import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { accessListKeys } from '../../packages/redis/src/key-layout.js';
+import { withTwoLimiters } from '../harness/two-limiters.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
-let n = 0;
 const HEARD = { timeout: 5_000, interval: 10 };
 
 /** Two ready limiters of one fresh prefix, each on its own client and store; closed after `body`. */
 async function withTwo(body: (a: Limiter, b: Limiter, prefix: string) => Promise<void>) {
-  const clients = [new Redis(testRedis().server.url), new Redis(testRedis().server.url)];
-  const stores = clients.map((redis) => redisStore({ redis }));
-  const prefix = `entries-${process.pid}-${++n}`;
-  const [a, b] = stores.map((store) =>
-    createLimiter({ rules: fixedWindow({ name: 'api', limit: 3, windowMs: 60_000 }), store, prefix }),
-  ) as [Limiter, Limiter];
-  try {
-    await Promise.all([a.ready(), b.ready()]);
-    await body(a, b, prefix);
-  } finally {
-    await Promise.all([a.close(), b.close()]);
-    await Promise.all(stores.map((store) => store.close()));
-    for (const client of clients) client.disconnect();
-  }
+  const rules = fixedWindow({ name: 'api', limit: 3, windowMs: 60_000 });
+  await withTwoLimiters({ url: testRedis().server.url, rules, stem: 'entries' }, body);
 }
 
 describe('access-list entries on Redis', () => {

@@ -24,6 +24,7 @@ import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
 import { accessListKeys } from '../../packages/redis/src/key-layout.js';
 import { type TestRedis, spawnRedisServer } from '../harness/redis-server.js';
+import { withTwoLimiters } from '../harness/two-limiters.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
@@ -40,28 +41,8 @@ async function withTwo(
   refreshMs?: number,
   { server = testRedis().server, clocks = [] }: { server?: TestRedis; clocks?: (Clock | undefined)[] } = {},
 ) {
-  const clients = [new Redis(server.url), new Redis(server.url)];
-  const stores = clients.map((redis, i) => {
-    const clock = clocks[i];
-    return redisStore(clock === undefined ? { redis } : { redis, clock });
-  });
-  const prefix = `lists-${process.pid}-${++n}`;
-  const [a, b] = stores.map((store) =>
-    createLimiter({
-      rules: fixedWindow({ name: 'api', limit: 3, windowMs: 60_000 }),
-      store,
-      prefix,
-      ...(refreshMs === undefined ? {} : { accessList: { refreshMs } }),
-    }),
-  ) as [Limiter, Limiter];
-  try {
-    await Promise.all([a.ready(), b.ready()]);
-    await body(a, b, prefix);
-  } finally {
-    await Promise.all([a.close(), b.close()]);
-    await Promise.all(stores.map((store) => store.close()));
-    for (const client of clients) client.disconnect();
-  }
+  const rules = fixedWindow({ name: 'api', limit: 3, windowMs: 60_000 });
+  await withTwoLimiters({ url: server.url, rules, stem: 'lists', refreshMs, clocks }, body);
 }
 
 describe('access lists on Redis', () => {

@@ -4,34 +4,17 @@
  */
 import { type Limiter, createLimiter, fixedWindow } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
-import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';
+import { withTwoLimiters } from '../harness/two-limiters.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();
 const testCluster = useTestCluster();
-let n = 0;
 const HEARD = { timeout: 5_000, interval: 10 };
 
 async function withTwo(body: (a: Limiter, b: Limiter) => Promise<void>) {
-  const clients = [new Redis(testRedis().server.url), new Redis(testRedis().server.url)];
-  const stores = clients.map((redis) => redisStore({ redis }));
-  const prefix = `bans-${process.pid}-${++n}`;
-  const [a, b] = stores.map((store) =>
-    createLimiter({
-      rules: fixedWindow({ name: 'api', limit: 2, windowMs: 60_000, blockMs: 600_000 }),
-      store,
-      prefix,
-    }),
-  ) as [Limiter, Limiter];
-  try {
-    await Promise.all([a.ready(), b.ready()]);
-    await body(a, b);
-  } finally {
-    await Promise.all([a.close(), b.close()]);
-    await Promise.all(stores.map((store) => store.close()));
-    for (const client of clients) client.disconnect();
-  }
+  const rules = fixedWindow({ name: 'api', limit: 2, windowMs: 60_000, blockMs: 600_000 });
+  await withTwoLimiters({ url: testRedis().server.url, rules, stem: 'bans' }, body);
 }
 
 describe('bans and the allow list on Redis', () => {
