@@ -38,9 +38,12 @@ async function leasedGrants(limiter: Limiter, key: string, count: number): Promi
   return granted;
 }
 
-/** Resolves once `store` heard a reset, unblock or refund of `key` (from any node). */
-const heardOf = (store: RedisStore | LeasedStore, key: string) =>
-  nextEvent(store, 'reset-heard', (event: { key: string }) => event.key === key);
+/** Runs `change` (a reset, unblock or refund on another node) and resolves once `store` heard of it for `key`. */
+async function heard(store: RedisStore | LeasedStore, key: string, change: () => Promise<unknown>): Promise<void> {
+  const told = nextEvent(store, 'reset-heard', (event: { key: string }) => event.key === key);
+  await change();
+  await told;
+}
 
 /** Resolves once `store` decides under a configuration newer than the one `limiter` (its node) knows now. */
 function learnsNext(store: RedisStore | LeasedStore, limiter: Limiter) {
@@ -96,9 +99,7 @@ describe.each(deployments)(
     it('B refunds the key: A, once it heard, grants what was given back', async () => {
       await onTwoNodes(10, async ({ a, b, stores }) => {
         expect(await grants(a, 'k', 12)).toBe(10);
-        const heard = heardOf(stores[0], 'k');
-        await b.refund('k', 4);
-        await heard;
+        await heard(stores[0], 'k', () => b.refund('k', 4));
         expect(await grants(a, 'k', 10)).toBe(4);
       });
     });
@@ -106,9 +107,7 @@ describe.each(deployments)(
     it('B resets the key: A, once it heard, grants the whole limit again', async () => {
       await onTwoNodes(10, async ({ a, b, stores }) => {
         expect(await grants(a, 'k', 12)).toBe(10);
-        const heard = heardOf(stores[0], 'k');
-        await b.reset('k');
-        await heard;
+        await heard(stores[0], 'k', () => b.reset('k'));
         expect(await grants(a, 'k', 20)).toBe(10);
       });
     });
@@ -118,9 +117,7 @@ describe.each(deployments)(
         await b.block('k', 600_000);
         expect(await a.tryAcquire('k')).toMatchObject({ allowed: false, blocked: true });
         expect(await grants(a, 'k', 3)).toBe(0);
-        const heard = heardOf(stores[0], 'k');
-        await b.unblock('k');
-        await heard;
+        await heard(stores[0], 'k', () => b.unblock('k'));
         expect(await grants(a, 'k', 20)).toBe(10);
       });
     });
@@ -134,9 +131,7 @@ describe.each(deployments)(
       try {
         await Promise.all([a.ready(), b.ready()]);
         expect(await grants(a, 'k', 12, 'free')).toBe(10);
-        const heard = heardOf(stores[0] as RedisStore, 'k');
-        await b.refund('k', 3, { plan: 'pro' });
-        await heard;
+        await heard(stores[0] as RedisStore, 'k', () => b.refund('k', 3, { plan: 'pro' }));
         expect(await grants(a, 'k', 10, 'free')).toBe(3);
       } finally {
         await Promise.all([a.close(), b.close()]);
@@ -182,9 +177,7 @@ describe.each(deployments)(
     it('B resets the key: A, once it heard, grants the whole limit again', async () => {
       await onTwoNodes(100, async ({ a, b, stores }) => {
         await spentByA(a, stores[0], 100);
-        const heard = heardOf(stores[0], 'k');
-        await b.reset('k');
-        await heard;
+        await heard(stores[0], 'k', () => b.reset('k'));
         expect(await leasedGrants(a, 'k', 120)).toBe(100);
       });
     });
@@ -192,9 +185,7 @@ describe.each(deployments)(
     it('B refunds the key to its central state: A, once it heard, grants what was given back', async () => {
       await onTwoNodes(100, async ({ a, b, stores }) => {
         await spentByA(a, stores[0], 100);
-        const heard = heardOf(stores[0], 'k');
-        await b.refund('k', 30);
-        await heard;
+        await heard(stores[0], 'k', () => b.refund('k', 30));
         expect(await leasedGrants(a, 'k', 60)).toBe(30);
       });
     });
