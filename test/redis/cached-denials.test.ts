@@ -57,14 +57,18 @@ describe.each(deployments)(
     const onTwoNodes = (capacity: number, body: (nodes: TwoNodes<RedisStore>) => Promise<void>) =>
       withTwoNodes(open, (redis) => redisStore({ redis }), liveBucket(capacity), body);
 
+    /** 60 of 100 used, then A lowers the limit to 50 and both nodes are denied: A's denial is cached. */
+    async function lowered(a: Limiter, b: Limiter, stores: readonly [RedisStore, RedisStore]): Promise<void> {
+      expect(await grants(a, 'k', 60)).toBe(60);
+      const bLearns = learnsNext(stores[1], b);
+      await a.reconfigure(liveBucket(50));
+      await bLearns;
+      expect((await grants(a, 'k', 5)) + (await grants(b, 'k', 5))).toBe(0);
+    }
+
     it('B raises the limit A lowered: A, once it decides under the new version, grants what is left (140 of 200)', async () => {
       await onTwoNodes(100, async ({ a, b, stores }) => {
-        expect(await grants(a, 'k', 60)).toBe(60);
-        const bLearns = learnsNext(stores[1], b);
-        await a.reconfigure(liveBucket(50));
-        await bLearns;
-        // Both denied under 50 (60 used): A's denial is cached.
-        expect((await grants(a, 'k', 5)) + (await grants(b, 'k', 5))).toBe(0);
+        await lowered(a, b, stores);
         const aLearns = learnsNext(stores[0], a);
         await b.reconfigure(liveBucket(200));
         await aLearns;
@@ -76,11 +80,7 @@ describe.each(deployments)(
 
     it("a caller awaiting A's cached denials in a loop lets B's raise in: the loop's first grant comes once A heard", async () => {
       await onTwoNodes(100, async ({ a, b, stores }) => {
-        expect(await grants(a, 'k', 60)).toBe(60);
-        const bLearns = learnsNext(stores[1], b);
-        await a.reconfigure(liveBucket(50));
-        await bLearns;
-        expect((await grants(a, 'k', 5)) + (await grants(b, 'k', 5))).toBe(0);
+        await lowered(a, b, stores);
         // The raise is started, not awaited: it needs this process's I/O, which a loop of cached answers given
         // on microtasks alone starved (c132e5b: the loop ran all its 20,000 denials before the raise could
         // even be sent). Now each cached answer waits for the I/O already delivered, so the raise goes out, A
