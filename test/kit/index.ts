@@ -25,3 +25,5 @@ export {
   timelineArb,
 } from './timelines.js';
 export type { Admission, HistoryStep, TimelineEvent, TimelineRun } from './timelines.js';
+export { heldProvider } from './providers.js';
+export type { HeldProvider } from './providers.js';

@@ -15,6 +15,7 @@ import {
   throttle,
 } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
+import { heldProvider } from '@sluice/test-kit';
 import { afterEach, describe, expect, it } from 'vitest';
 import { KEEPS_PLACE, type KeepsPlace } from '../../packages/core/src/engine/semaphore-store.js';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -80,20 +81,7 @@ it('throttle.fetch on Redis: the refused call is sent again before the calls tha
     store,
     prefix: `retry-place-fetch-${process.pid}-${n++}`,
   });
-  const started: string[] = [];
-  let refuse: (response: Response) => void = () => {};
-  let sentFirst: () => void = () => {};
-  const firstSent = new Promise<void>((resolve) => {
-    sentFirst = resolve;
-  });
-  const fetch = (): Promise<Response> => {
-    started.push('r');
-    if (started.length > 1) return Promise.resolve(new Response('ok'));
-    sentFirst();
-    return new Promise<Response>((resolve) => {
-      refuse = resolve;
-    });
-  };
+  const { fetch, started, firstSent, answerFirst: refuse } = heldProvider();
   const t = throttle({ limiter, fetch, minPauseMs: 100 });
   closers.push(
     () => limiter.close(),

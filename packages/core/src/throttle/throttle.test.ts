@@ -9,6 +9,7 @@ import { type ThrottleEvent, observeSluice } from '../engine/observe.js';
 import { ManualClock } from '../foundation/clock.js';
 import { SluiceError } from '../foundation/errors.js';
 import { type Throttle, throttle } from './throttle.js';
+import { heldProvider } from '@sluice/test-kit';
 
 /** Lets every queued microtask run (grants, wake-ups), to the end of this turn of the event loop: no clock time passes. */
 const settle = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -334,20 +335,7 @@ describe('throttle.fetch on the memory store', () => {
   it('a call the provider answered 429 keeps its place: sent again ahead of the calls that came after it', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), store: memoryStore({ clock }) });
-    const started: string[] = [];
-    let refuse: (response: Response) => void = () => {};
-    let sentFirst: () => void = () => {};
-    const firstSent = new Promise<void>((resolve) => {
-      sentFirst = resolve;
-    });
-    const fetch = (): Promise<Response> => {
-      started.push('r');
-      if (started.length > 1) return Promise.resolve(new Response('ok'));
-      sentFirst();
-      return new Promise<Response>((resolve) => {
-        refuse = resolve;
-      });
-    };
+    const { fetch, started, firstSent, answerFirst: refuse } = heldProvider();
     const t = throttle({ limiter, fetch });
     opened.push(t);
     const r = t.fetch('http://provider.test/v1/chat');
