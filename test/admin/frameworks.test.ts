@@ -12,12 +12,10 @@ import { type AdminRouter, adminRouter, nodeAdminHandler } from '@sluice/core/ad
 import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../harness/closers.js';
 
-const closers: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-});
+const closers = closeAfterEach();
 
 type Mount = (router: (basePath: string) => AdminRouter) => Promise<string>;
 

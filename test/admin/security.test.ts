@@ -16,13 +16,11 @@ import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../harness/closers.js';
 
 const TOKEN = 'Bearer 7c0d5a0e4b7f4e8a9f1e2d3c4b5a6978';
-const closers: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-});
+const closers = closeAfterEach();
 
 /** Two limiters ('api' and 'secret', 3 per minute) and the audit of a router over them. */
 function limiters() {

@@ -14,14 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { type AdminAction, type AdminRouterOptions, adminRouter, nodeAdminHandler } from '@sluice/core/admin';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../harness/closers.js';
 
 const TOKEN = 'Bearer 1f0e2d3c4b5a69788796a5b4c3d2e1f0';
 const JSON_TYPE = { 'content-type': 'application/json' };
-const closers: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-});
+const closers = closeAfterEach();
 
 /** Limiters 'api', 'secret' and 'team/a' (3 per minute) and the audit of a router over them. */
 function setup(more: Partial<AdminRouterOptions> = {}) {

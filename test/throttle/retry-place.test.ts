@@ -16,15 +16,13 @@ import {
 } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { heldProvider } from '@sluice/test-kit';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { KEEPS_PLACE, type KeepsPlace } from '../../packages/core/src/engine/semaphore-store.js';
 import { useTestRedis } from '../harness/use-redis.js';
+import { closeAfterEach } from '../harness/closers.js';
 
 const testRedis = useTestRedis();
-const closers: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
+const closers = closeAfterEach();
 let n = 0;
 
 /** Yields to the event loop until `done()` (bounded in count: each turn is a store's answer or none). */

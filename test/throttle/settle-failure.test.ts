@@ -21,12 +21,10 @@ import {
   memoryStore,
   throttle,
 } from '@sluice/core';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../harness/closers.js';
 
-const closers: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
+const closers = closeAfterEach();
 
 type Control = 'refund' | 'penalize';
 

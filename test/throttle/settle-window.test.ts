@@ -20,15 +20,13 @@ import {
   throttle,
 } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Answer, get, startServer } from '../http/servers.js';
 import { useTestRedis } from '../harness/use-redis.js';
+import { closeAfterEach } from '../harness/closers.js';
 
 const testRedis = useTestRedis();
-const closers: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0).reverse()) await close();
-});
+const closers = closeAfterEach();
 let n = 0;
 
 type StoreKind = 'memory' | 'redis';
