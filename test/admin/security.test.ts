@@ -6,37 +6,27 @@
  * parsed by a framework in front used (Express) or refused with a message that says so (Fastify, Hono).
  */
 import { spawn } from 'node:child_process';
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Socket, connect } from 'node:net';
 import { serve as honoServe } from '@hono/node-server';
-import { createLimiter, fixedWindow } from '@sluice/core';
-import { type AdminAction, type AdminRouterOptions, adminRouter, nodeAdminHandler } from '@sluice/core/admin';
+import type { Limiter } from '@sluice/core';
+import { type AdminRouterOptions, adminRouter, nodeAdminHandler } from '@sluice/core/admin';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
 import Koa from 'koa';
 import { describe, expect, it } from 'vitest';
 import { closeAfterEach } from '../harness/closers.js';
+import { adminLimiters, serve, stopping } from './fixture.js';
 
 const TOKEN = 'Bearer 7c0d5a0e4b7f4e8a9f1e2d3c4b5a6978';
 const closers = closeAfterEach();
 
 /** Two limiters ('api' and 'secret', 3 per minute) and the audit of a router over them. */
 function limiters() {
-  const make = (prefix: string) =>
-    createLimiter({ rules: fixedWindow({ name: 'api', limit: 3, windowMs: 60_000 }), prefix });
-  const api = make('api');
-  const secret = make('secret');
-  closers.push(() => Promise.all([api.close(), secret.close()]));
-  const actions: AdminAction[] = [];
-  const options = (more: Partial<AdminRouterOptions> = {}): AdminRouterOptions => ({
-    limiters: [api, secret],
-    authorize: (request) => request.headers.get('authorization') === TOKEN,
-    basePath: '/admin',
-    onAction: (action) => actions.push(action),
-    ...more,
-  });
+  const { limiters: made, actions, options } = adminLimiters(closers, ['api', 'secret'], { rule: 'api', token: TOKEN });
+  const [api, secret] = made as [Limiter, Limiter];
   return { api, secret, actions, options };
 }
 
@@ -48,16 +38,8 @@ const createServerHook = {
 };
 
 async function listen(handler: NodeHandler): Promise<number> {
-  const server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const server = await serve(closers, handler);
   servers.set((server.address() as AddressInfo).port, server);
-  closers.push(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(resolve);
-      }),
-  );
   return (server.address() as AddressInfo).port;
 }
 
@@ -73,13 +55,7 @@ async function mountOn(
         resolve(s as ReturnType<typeof createServer>),
       );
     });
-    closers.push(
-      () =>
-        new Promise((resolve) => {
-          server.closeAllConnections();
-          server.close(resolve);
-        }),
-    );
+    closers.push(stopping(server));
     return (server.address() as AddressInfo).port;
   }
   if (mount === 'express') {

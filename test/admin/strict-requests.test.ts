@@ -7,15 +7,16 @@
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { request as httpsRequest, createServer as httpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createLimiter, fixedWindow } from '@sluice/core';
-import { type AdminAction, type AdminRouterOptions, adminRouter, nodeAdminHandler } from '@sluice/core/admin';
+import type { Limiter } from '@sluice/core';
+import { type AdminRouterOptions, adminRouter, nodeAdminHandler } from '@sluice/core/admin';
 import { describe, expect, it } from 'vitest';
 import { closeAfterEach } from '../harness/closers.js';
+import { adminLimiters, listenOn, serve } from './fixture.js';
 
 const TOKEN = 'Bearer 1f0e2d3c4b5a69788796a5b4c3d2e1f0';
 const JSON_TYPE = { 'content-type': 'application/json' };
@@ -23,20 +24,12 @@ const closers = closeAfterEach();
 
 /** Limiters 'api', 'secret' and 'team/a' (3 per minute) and the audit of a router over them. */
 function setup(more: Partial<AdminRouterOptions> = {}) {
-  const make = (prefix: string) =>
-    createLimiter({ rules: fixedWindow({ name: 'r', limit: 3, windowMs: 60_000 }), prefix });
-  const api = make('api');
-  const secret = make('secret');
-  const team = make('team/a');
-  closers.push(() => Promise.all([api.close(), secret.close(), team.close()]));
-  const actions: AdminAction[] = [];
-  const router = adminRouter({
-    limiters: [api, secret, team],
-    authorize: (request) => request.headers.get('authorization') === TOKEN,
-    basePath: '/admin',
-    onAction: (action) => actions.push(action),
-    ...more,
+  const { limiters, actions, options } = adminLimiters(closers, ['api', 'secret', 'team/a'], {
+    rule: 'r',
+    token: TOKEN,
   });
+  const [api, secret, team] = limiters as [Limiter, Limiter, Limiter];
+  const router = adminRouter(options(more));
   const call = async (method: string, path: string, body?: string, headers: Record<string, string> = {}) => {
     const answer = await router.fetch(
       new Request(`http://h/admin${path}`, {
@@ -51,16 +44,7 @@ function setup(more: Partial<AdminRouterOptions> = {}) {
 }
 
 async function listen(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<number> {
-  const server = createServer(handler);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  closers.push(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(resolve);
-      }),
-  );
-  return (server.address() as AddressInfo).port;
+  return ((await serve(closers, handler)).address() as AddressInfo).port;
 }
 
 describe('a write body is parsed by its schema: an unknown field is refused by name', () => {
@@ -233,15 +217,7 @@ describe('an Origin is compared with the connection: scheme, host and port', () 
     const server = httpsServer({ key: readFileSync(key), cert: readFileSync(cert) }, (req, res) => {
       void handler(req, res);
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    closers.push(
-      () =>
-        new Promise((resolve) => {
-          server.closeAllConnections();
-          server.close(resolve);
-        }),
-    );
-    const port = (server.address() as AddressInfo).port;
+    const port = await listenOn(closers, server);
     const post = (origin: string) =>
       new Promise<number>((resolve, reject) => {
         const req = httpsRequest(
