@@ -16,18 +16,14 @@ import {
 } from '@grpc/grpc-js';
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { type GrpcRateLimitOptions, byIp, byMetadata, grpcRateLimit } from '@sluice/grpc';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jsonMethod } from '../../examples/beyond-http/src/json-service.js';
+import { closePeersAfterEach } from './peers.js';
 
 const greeter: ServiceDefinition = { hello: jsonMethod('/test.Greeter/Hello') };
 const GreeterClient = makeGenericClientConstructor(greeter, 'Greeter');
 
-const servers: Server[] = [];
-const clients: Client[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.tryShutdown(resolve))));
-});
+const { servers, clients } = closePeersAfterEach();
 
 async function connect(options: GrpcRateLimitOptions): Promise<Client> {
   const server = new Server({ interceptors: [grpcRateLimit(options)] });

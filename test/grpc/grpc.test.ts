@@ -18,9 +18,10 @@ import {
 } from '@grpc/grpc-js';
 import { ManualClock, createLimiter, fixedWindow, memoryStore, throttle, tokenBucket } from '@sluice/core';
 import { type GrpcRateLimitOptions, byIp, byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jsonMethod } from '../../examples/beyond-http/src/json-service.js';
 import { unhandledDuring } from '../harness/unhandled.js';
+import { closePeersAfterEach } from './peers.js';
 
 /** A greeter with a unary method and a server-streaming one, serialised as JSON (no .proto needed). */
 const greeter: ServiceDefinition = {
@@ -29,12 +30,7 @@ const greeter: ServiceDefinition = {
 };
 const GreeterClient = makeGenericClientConstructor(greeter, 'Greeter');
 
-const servers: Server[] = [];
-const clients: Client[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.close();
-  await Promise.all(servers.splice(0).map((s) => new Promise((resolve) => s.tryShutdown(resolve))));
-});
+const { servers, clients } = closePeersAfterEach();
 
 let handled = 0;
 /** A server with the interceptor of `options`, listening on a free loopback port. */
