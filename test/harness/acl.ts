@@ -49,6 +49,9 @@ export const SLUICE_ACL = [
   '+hello',
 ];
 
+/** What the README adds to the ACL line for GLIDE, which loads a script its EVALSHA did not find by SCRIPT LOAD. */
+export const SLUICE_GLIDE_ACL = ['+script|load'];
+
 /** The README's ACL line less `permissions`: a user missing exactly those, for the tests of what it is told. */
 export function aclWithout(...permissions: string[]): string[] {
   return SLUICE_ACL.filter((p) => !permissions.includes(p));

@@ -24,6 +24,12 @@ interface Address {
   readonly port: number;
 }
 
+/** An ACL user's name and password. */
+export interface Credentials {
+  readonly username: string;
+  readonly password: string;
+}
+
 interface IoredisShaped {
   ping(): Promise<unknown>;
   disconnect(): void;
@@ -46,38 +52,48 @@ async function nodeRedis(kind: ClientKind, client: NodeRedisShaped): Promise<Ope
   return { kind, client: client as unknown as RedisClient, close: async () => client.destroy() };
 }
 
-const urlOf = (a: Address): string => `redis://${a.host}:${a.port}`;
+const urlOf = (a: Address, user?: Credentials): string =>
+  `redis://${user === undefined ? '' : `${user.username}:${user.password}@`}${a.host}:${a.port}`;
 const addressOf = (a: Address): Address => ({ host: a.host, port: a.port });
 const glideTimeouts = { requestTimeout: 5_000 };
 
 /** How each library opens a standalone client and a Cluster client: one row per library. */
 const LIBRARIES: Record<
   ClientKind,
-  { standalone(server: Address): Promise<OpenClient>; cluster(nodes: readonly Address[]): Promise<OpenClient> }
+  {
+    standalone(server: Address, user?: Credentials): Promise<OpenClient>;
+    cluster(nodes: readonly Address[]): Promise<OpenClient>;
+  }
 > = {
   ioredis: {
-    standalone: (server) => ioredisLike('ioredis', new Ioredis(urlOf(server))),
+    standalone: (server, user) => ioredisLike('ioredis', new Ioredis(urlOf(server, user))),
     cluster: (nodes) => ioredisLike('ioredis', new IoredisCluster(nodes.map(addressOf))),
   },
   ioredis5: {
-    standalone: (server) => ioredisLike('ioredis5', new Ioredis5(urlOf(server))),
+    standalone: (server, user) => ioredisLike('ioredis5', new Ioredis5(urlOf(server, user))),
     cluster: (nodes) => ioredisLike('ioredis5', new Ioredis5Cluster(nodes.map(addressOf))),
   },
   iovalkey: {
-    standalone: (server) => ioredisLike('iovalkey', new Iovalkey(urlOf(server))),
+    standalone: (server, user) => ioredisLike('iovalkey', new Iovalkey(urlOf(server, user))),
     cluster: (nodes) => ioredisLike('iovalkey', new IovalkeyCluster(nodes.map(addressOf))),
   },
   'node-redis': {
-    standalone: (server) => nodeRedis('node-redis', createClient({ url: urlOf(server) })),
+    standalone: (server, user) => nodeRedis('node-redis', createClient({ url: urlOf(server, user) })),
     cluster: (nodes) => nodeRedis('node-redis', createCluster({ rootNodes: nodes.map((n) => ({ url: urlOf(n) })) })),
   },
   'node-redis5': {
-    standalone: (server) => nodeRedis('node-redis5', createClient5({ url: urlOf(server) })),
+    standalone: (server, user) => nodeRedis('node-redis5', createClient5({ url: urlOf(server, user) })),
     cluster: (nodes) => nodeRedis('node-redis5', createCluster5({ rootNodes: nodes.map((n) => ({ url: urlOf(n) })) })),
   },
   glide: {
-    standalone: async (server) =>
-      glideClient(await GlideClient.createClient({ addresses: [addressOf(server)], ...glideTimeouts })),
+    standalone: async (server, user) =>
+      glideClient(
+        await GlideClient.createClient({
+          addresses: [addressOf(server)],
+          ...glideTimeouts,
+          ...(user === undefined ? {} : { credentials: user }),
+        }),
+      ),
     cluster: async (nodes) =>
       glideClient(await GlideClusterClient.createClient({ addresses: nodes.map(addressOf), ...glideTimeouts })),
   },
@@ -87,9 +103,9 @@ function glideClient(client: GlideClient | GlideClusterClient): OpenClient {
   return { kind: 'glide', client, close: async () => client.close() };
 }
 
-/** A standalone client of `kind`, connected to `server`. */
-export function openClient(kind: ClientKind, server: Address): Promise<OpenClient> {
-  return LIBRARIES[kind].standalone(server);
+/** A standalone client of `kind`, connected to `server` (as `user` when given). */
+export function openClient(kind: ClientKind, server: Address, user?: Credentials): Promise<OpenClient> {
+  return LIBRARIES[kind].standalone(server, user);
 }
 
 /** A Cluster client of `kind`, given the Cluster's nodes. */
