@@ -7,4 +7,5 @@ export type { NodeDemand, ShareMode } from './shares.js';
 export { DEFAULT_RESERVE } from './divided-options.js';
 export type { DividedStoreOptions } from './divided-options.js';
 export { dividedStore } from './divided-store.js';
-export type { DividedEvents, DividedStore, MembershipEvent } from './divided-store.js';
+export type { DividedStore } from './divided-store.js';
+export type { DividedEvents, MembershipEvent } from './divided-events.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '@sluice/core';
-import { describeValue } from '@sluice/core/store-kit';
+import { describeValue, warnOnce } from '@sluice/core/store-kit';
 import {
   type NodeIdentity,
   type RedisConnection,
@@ -185,6 +185,23 @@ export async function heartbeat(redis: RedisConnection, request: HeartbeatReques
 }
 
 const summaryKey = (member: MemberOf): string => membershipKeys(member.prefix, member.rule)[0];
+
+/**
+ * The most heartbeats per second a divided fleet may send its Redis before it is warned (SLUICE_FLEET_HEARTBEATS):
+ * at about 20 us each (bench/results/presence.json) a tenth of a Redis core, for one limiter.
+ */
+const MAX_FLEET_HEARTBEATS_PER_SECOND = 5_000;
+
+/** Warns (once per process) when `nodes` heartbeating every `heartbeatMs` ask the fleet's Redis too often. */
+export function warnOfHeartbeatRate(prefix: string, nodes: number, heartbeatMs: number): void {
+  if ((nodes * 1_000) / heartbeatMs <= MAX_FLEET_HEARTBEATS_PER_SECOND) return;
+  warnOnce(
+    'SLUICE_FLEET_HEARTBEATS',
+    `divided limiter ${JSON.stringify(prefix)}: ${nodes} nodes heartbeating every ${heartbeatMs} ms ` +
+      `(heartbeatMs) ask Redis ${Math.round((nodes * 1_000) / heartbeatMs)} times a second; a fleet this ` +
+      `size needs heartbeatMs >= ${Math.ceil((nodes * 1_000) / MAX_FLEET_HEARTBEATS_PER_SECOND)}.`,
+  );
+}
 
 /**
  * A divided store's heartbeat: every `heartbeatMs`, one call per Cluster slot for all of the store's divided

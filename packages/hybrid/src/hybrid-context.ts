@@ -1,0 +1,16 @@
+import type { Clock } from '@sluice/core';
+import type { NodeIdentity, RedisConnection } from '@sluice/redis/store-kit';
+import type { EventEmitter } from 'eventemitter3';
+
+/** What every binding of a hybrid store shares, whichever its mode: its settings, clocks, identity and events. */
+export interface HybridContext<Settings, Events extends EventEmitter.ValidEventTypes> {
+  readonly o: Settings;
+  readonly redis: RedisConnection;
+  /** The client clock the scripts are given (heartbeats, leases), or undefined for Redis TIME. */
+  readonly decisionClock: Clock | undefined;
+  /** This process's clock (or the Clock given): local decisions, demand, lease expiry. */
+  readonly clock: Clock;
+  /** This node's id among a key's lessees and in its fleets (a new one if another live process was given the same). */
+  readonly identity: NodeIdentity;
+  readonly events: EventEmitter<Events>;
+}
