@@ -2,12 +2,14 @@
 import { measure } from 'mitata';
 import { HEAP_SUBJECTS, KEYS, SUBJECTS, type Scenario } from './core-subjects.js';
 import { BATCH, gc } from './harness.js';
-import { measureInFlight } from './core-inflight.js';
+import { measureAllocation, measureInFlight } from './core-inflight.js';
 
 const [mode, subjectId, scenario] = process.argv.slice(2);
 
 if (mode === 'inflight') {
   console.log(JSON.stringify(await measureInFlight(subjectId as string)));
+} else if (mode === 'alloc') {
+  console.log(JSON.stringify(await measureAllocation(subjectId as string)));
 } else if (mode === 'heap') {
   const subject = HEAP_SUBJECTS[subjectId as string];
   if (!subject) throw new Error(`unknown heap subject ${subjectId}`);
