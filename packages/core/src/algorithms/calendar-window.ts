@@ -1,5 +1,6 @@
 import { inCall } from '../foundation/errors.js';
-import { optionsObject, positiveInteger } from '../foundation/validate.js';
+import { knownOptions, type OptionNames } from '../foundation/options.js';
+import { positiveInteger } from '../foundation/validate.js';
 import { type Adjusted, type Algorithm, type Outcome, type RuleOptions, shareOf } from './algorithm.js';
 import {
   type Bounds,
@@ -13,7 +14,7 @@ import { calendarAnchor, calendarPeriod } from './calendar/calendar-options.js';
 import { type FixedWindowState, countInWindow } from './fixed-window.js';
 import { zoneRules } from './calendar/zone-from-intl.js';
 import { zoneWire } from './calendar/zone-rules.js';
-import { commonRuleOptions, ownOptions } from './rule-common.js';
+import { RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName } from './rule-name.js';
 
 /** Options of `calendarWindow`: `limit` per local calendar `period` in `timeZone`, starting at `anchor`. */
@@ -38,6 +39,14 @@ export interface CalendarWindowOptions extends RuleOptions {
    */
   anchor?: Date | string;
 }
+
+const CALENDAR_WINDOW_OPTIONS: OptionNames<CalendarWindowOptions> = {
+  ...RULE_OPTIONS,
+  limit: true,
+  period: true,
+  timeZone: true,
+  anchor: true,
+};
 
 /** A calendar window's state: the window it counts (its start) and its count, as a fixed window's. */
 export type CalendarWindowState = FixedWindowState;
@@ -73,7 +82,7 @@ function usedFields(period: CalendarPeriod, a: CalendarAnchor): CalendarAnchor {
  */
 export function calendarWindow(options: CalendarWindowOptions): Algorithm<CalendarWindowState> {
   return inCall('calendarWindow', () => {
-    optionsObject('calendarWindow options', options, true);
+    knownOptions('calendarWindow options', CALENDAR_WINDOW_OPTIONS, options, true);
     const limit = positiveInteger('limit', options.limit);
     const period = calendarPeriod(options.period);
     const timeZone = options.timeZone ?? 'UTC';

@@ -1,5 +1,6 @@
 import { inCall } from '../foundation/errors.js';
-import { optionsObject, positiveFinite, positiveInteger, representablePeriod } from '../foundation/validate.js';
+import { knownOptions, type OptionNames } from '../foundation/options.js';
+import { positiveFinite, positiveInteger, representablePeriod } from '../foundation/validate.js';
 import {
   type Adjusted,
   type Algorithm,
@@ -11,7 +12,7 @@ import {
   shareOf,
   wholePermits,
 } from './algorithm.js';
-import { commonRuleOptions, ownOptions } from './rule-common.js';
+import { RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, ratePart } from './rule-name.js';
 
 export interface GcraOptions extends RuleOptions {
@@ -20,6 +21,8 @@ export interface GcraOptions extends RuleOptions {
   /** Permits that may pass at once after a quiet period (an integer >= 1). */
   burst: number;
 }
+
+const GCRA_OPTIONS: OptionNames<GcraOptions> = { ...RULE_OPTIONS, rate: true, burst: true };
 
 /**
  * The theoretical arrival time (TAT: when the permits granted so far would have been spent at exactly
@@ -42,7 +45,7 @@ export interface GcraState {
  */
 export function gcra(options: GcraOptions): Algorithm<GcraState> {
   return inCall('gcra', () => {
-    optionsObject('gcra options', options, true);
+    knownOptions('gcra options', GCRA_OPTIONS, options, true);
     const rate = positiveFinite('rate', options.rate);
     const burst = positiveInteger('burst', options.burst);
     representablePeriod('rate', rate, (burst * 1000) / rate, 'the burst tolerance (burst / rate)');

@@ -1,11 +1,6 @@
 import { SluiceRangeError, inCall } from '../foundation/errors.js';
-import {
-  describe,
-  optionsObject,
-  positiveFinite,
-  positiveInteger,
-  representablePeriod,
-} from '../foundation/validate.js';
+import { knownOptions, type OptionNames } from '../foundation/options.js';
+import { describe, positiveFinite, positiveInteger, representablePeriod } from '../foundation/validate.js';
 import {
   type Adjusted,
   type Algorithm,
@@ -18,7 +13,7 @@ import {
   wholePermits,
   shareOf,
 } from './algorithm.js';
-import { commonRuleOptions, ownOptions } from './rule-common.js';
+import { RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, ratePart } from './rule-name.js';
 
 export interface LeakyBucketOptions extends RuleOptions {
@@ -33,6 +28,13 @@ export interface LeakyBucketOptions extends RuleOptions {
    */
   mode?: 'police' | 'shape';
 }
+
+const LEAKY_BUCKET_OPTIONS: OptionNames<LeakyBucketOptions> = {
+  ...RULE_OPTIONS,
+  capacity: true,
+  leakPerSecond: true,
+  mode: true,
+};
 
 /** Police mode: the water level at `updatedAt`. */
 export interface LeakyPoliceState {
@@ -65,7 +67,7 @@ export type LeakyBucketState = LeakyPoliceState | LeakyShapeState;
  */
 export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketState> {
   return inCall('leakyBucket', () => {
-    optionsObject('leakyBucket options', options, true);
+    knownOptions('leakyBucket options', LEAKY_BUCKET_OPTIONS, options, true);
     const capacity = positiveInteger('capacity', options.capacity);
     const leakPerSecond = positiveFinite('leakPerSecond', options.leakPerSecond);
     const mode = options.mode ?? 'police';

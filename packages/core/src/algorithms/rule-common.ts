@@ -1,7 +1,11 @@
 import { SluiceRangeError } from '../foundation/errors.js';
+import type { OptionNames } from '../foundation/options.js';
 import { nonNegativeFinite, representablePeriod } from '../foundation/validate.js';
 import type { RuleKey, RuleOptions } from './algorithm.js';
 import { ruleKey, ruleName } from './rule-name.js';
+
+/** The names of the options every algorithm takes (RuleOptions), which each factory's list of names spreads. */
+export const RULE_OPTIONS: OptionNames<RuleOptions> = { name: true, key: true, blockMs: true };
 
 /** The options every algorithm takes, validated: what a rule is called, whose key it counts, how it bans. */
 export interface CommonRule {

@@ -1,5 +1,6 @@
 import { SluiceRangeError, inCall } from '../foundation/errors.js';
-import { nonNegativeFinite, optionsObject, positiveFinite, representablePeriod } from '../foundation/validate.js';
+import { knownOptions, type OptionNames } from '../foundation/options.js';
+import { nonNegativeFinite, positiveFinite, representablePeriod } from '../foundation/validate.js';
 import {
   type Adjusted,
   type Algorithm,
@@ -9,7 +10,7 @@ import {
   outcome,
   wholePermits,
 } from './algorithm.js';
-import { type CommonRule, commonRuleOptions, ownOptions } from './rule-common.js';
+import { type CommonRule, RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, periodPart, ratePart } from './rule-name.js';
 import {
   type SmoothShape,
@@ -35,6 +36,13 @@ export interface SmoothBurstyOptions extends RuleOptions {
   initialPermits?: number;
 }
 
+const SMOOTH_BURSTY_OPTIONS: OptionNames<SmoothBurstyOptions> = {
+  ...RULE_OPTIONS,
+  permitsPerSecond: true,
+  maxBurstSeconds: true,
+  initialPermits: true,
+};
+
 export interface SmoothWarmingUpOptions extends RuleOptions {
   /** Stable rate once warm (a finite number > 0). */
   permitsPerSecond: number;
@@ -46,6 +54,13 @@ export interface SmoothWarmingUpOptions extends RuleOptions {
    */
   coldFactor?: number;
 }
+
+const SMOOTH_WARMING_UP_OPTIONS: OptionNames<SmoothWarmingUpOptions> = {
+  ...RULE_OPTIONS,
+  permitsPerSecond: true,
+  warmupMs: true,
+  coldFactor: true,
+};
 
 /**
  * Guava's stored permits and next free ticket, the latter kept as how far it was ahead of the last decision
@@ -192,7 +207,7 @@ function smoothAlgorithm(
  */
 export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothState> {
   return inCall('smoothBursty', () => {
-    optionsObject('smoothBursty options', options, true);
+    knownOptions('smoothBursty options', SMOOTH_BURSTY_OPTIONS, options, true);
     const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
     const maxBurstSeconds =
       options.maxBurstSeconds === undefined ? 1 : nonNegativeFinite('maxBurstSeconds', options.maxBurstSeconds);
@@ -242,7 +257,7 @@ export function smoothBursty(options: SmoothBurstyOptions): Algorithm<SmoothStat
  */
 export function smoothWarmingUp(options: SmoothWarmingUpOptions): Algorithm<SmoothState> {
   return inCall('smoothWarmingUp', () => {
-    optionsObject('smoothWarmingUp options', options, true);
+    knownOptions('smoothWarmingUp options', SMOOTH_WARMING_UP_OPTIONS, options, true);
     const permitsPerSecond = positiveFinite('permitsPerSecond', options.permitsPerSecond);
     const warmupMs = positiveFinite('warmupMs', options.warmupMs);
     const coldFactor = options.coldFactor === undefined ? 3 : positiveFinite('coldFactor', options.coldFactor);

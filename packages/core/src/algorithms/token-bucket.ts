@@ -1,11 +1,6 @@
 import { SluiceRangeError, inCall } from '../foundation/errors.js';
-import {
-  nonNegativeInteger,
-  optionsObject,
-  positiveFinite,
-  positiveInteger,
-  representablePeriod,
-} from '../foundation/validate.js';
+import { knownOptions, type OptionNames } from '../foundation/options.js';
+import { nonNegativeInteger, positiveFinite, positiveInteger, representablePeriod } from '../foundation/validate.js';
 import {
   type Adjusted,
   type Algorithm,
@@ -18,7 +13,7 @@ import {
   shareOf,
   wholePermits,
 } from './algorithm.js';
-import { commonRuleOptions, ownOptions } from './rule-common.js';
+import { RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, ratePart } from './rule-name.js';
 
 export interface TokenBucketOptions extends RuleOptions {
@@ -40,6 +35,14 @@ export interface TokenBucketOptions extends RuleOptions {
   maxDebt?: number;
 }
 
+const TOKEN_BUCKET_OPTIONS: OptionNames<TokenBucketOptions> = {
+  ...RULE_OPTIONS,
+  capacity: true,
+  refillPerSecond: true,
+  initial: true,
+  maxDebt: true,
+};
+
 /** A token bucket's state: tokens (negative while debt is owed) at a time. */
 export interface TokenBucketState {
   /** Tokens at `updatedAt`; negative while reservations are being waited off. */
@@ -56,7 +59,7 @@ export interface TokenBucketState {
  */
 export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketState> {
   return inCall('tokenBucket', () => {
-    optionsObject('tokenBucket options', options, true);
+    knownOptions('tokenBucket options', TOKEN_BUCKET_OPTIONS, options, true);
     const capacity = positiveInteger('capacity', options.capacity);
     const refillPerSecond = positiveFinite('refillPerSecond', options.refillPerSecond);
     const initial = options.initial === undefined ? capacity : nonNegativeInteger('initial', options.initial);

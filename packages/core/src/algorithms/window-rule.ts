@@ -1,8 +1,9 @@
 import { SluiceRangeError } from '../foundation/errors.js';
+import { knownOptions, type OptionNames } from '../foundation/options.js';
 import { optionsObject, positiveInteger, representablePeriod } from '../foundation/validate.js';
 import { shareOf } from './algorithm.js';
 import type { Adjusted, Algorithm, AlgorithmKind, Outcome, RuleOptions } from './algorithm.js';
-import { type CommonRule, commonRuleOptions, ownOptions } from './rule-common.js';
+import { type CommonRule, RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, periodPart } from './rule-name.js';
 
 /** The options of the windowed algorithms (fixedWindow, slidingWindowLog, slidingWindowCounter). */
@@ -12,6 +13,8 @@ export interface WindowOptions extends RuleOptions {
   /** Window length in whole milliseconds. */
   windowMs: number;
 }
+
+const WINDOW_OPTIONS: OptionNames<WindowOptions> = { ...RULE_OPTIONS, limit: true, windowMs: true };
 
 /** A windowed algorithm's options, validated (errors name the algorithm's option and the bad value). */
 export interface ParsedWindowOptions extends CommonRule {
@@ -32,6 +35,7 @@ export function windowOptions(kind: AlgorithmKind, options: WindowOptions, short
       );
     }
   }
+  knownOptions(`${kind} options`, WINDOW_OPTIONS, options, true);
   const limit = positiveInteger('limit', options.limit);
   const windowMs = positiveInteger('windowMs', options.windowMs);
   representablePeriod('windowMs', windowMs, windowMs, 'a window of');

@@ -80,6 +80,42 @@ export function optional<T>(doc: string, check: (name: string, value: unknown) =
 }
 
 /**
+ * Every option an options type takes, by name, each once (of a union type: every member's). Declared as
+ * `const NAMES: OptionNames<TokenBucketOptions> = { capacity: true, ... }`, the list cannot drift from the
+ * type: the compiler refuses a missing name and one the type does not have.
+ */
+export type OptionNames<T> = { readonly [K in T extends unknown ? keyof T : never]-?: true };
+
+/**
+ * The unknown-option half of parseOptions, for an entry point that checks each option's value itself: a
+ * plain object (or undefined when `required` is false) whose every option `known` names, else a typed error
+ * naming the unknown one and listing the known ones. `known` is a schema or an OptionNames record.
+ * @example
+ * knownOptions('tokenBucket options', TOKEN_BUCKET_OPTIONS, options, true)
+ */
+export function knownOptions<T extends object>(
+  what: string,
+  known: object,
+  given: T | undefined,
+  required: boolean,
+): T | undefined {
+  const object = optionsObject(what, given, required) as Record<string, unknown> | undefined;
+  if (object === undefined) return given;
+  for (const name of Object.keys(object)) {
+    if (!Object.hasOwn(known, name) && object[name] !== undefined) {
+      const names = Object.keys(known);
+      throw new SluiceTypeError(
+        name,
+        object[name],
+        `${what} have no option ${JSON.stringify(name)} (got ${describe(object[name])}); ` +
+          (names.length === 0 ? 'they take none' : `the options are ${names.join(', ')}`),
+      );
+    }
+  }
+  return given;
+}
+
+/**
  * Checks an options object against its schema in one step: a plain object (or undefined when `required` is
  * false), no option the schema does not know (a misspelt `timeoutMS` is an error naming the options there
  * are, not a silent default), each given option checked, each missing one given its default. Cross-field
@@ -93,19 +129,9 @@ export function parseOptions<S extends OptionSchema>(
   given: unknown,
   required: boolean,
 ): ParsedOptions<S> {
-  const object = optionsObject(what, given as object | undefined, required) as Record<string, unknown> | undefined;
-  if (object !== undefined) {
-    for (const name of Object.keys(object)) {
-      if (!Object.hasOwn(schema, name) && object[name] !== undefined) {
-        throw new SluiceTypeError(
-          name,
-          object[name],
-          `${what} have no option ${JSON.stringify(name)} (got ${describe(object[name])}); ` +
-            (Object.keys(schema).length === 0 ? 'they take none' : `the options are ${Object.keys(schema).join(', ')}`),
-        );
-      }
-    }
-  }
+  const object = knownOptions(what, schema, given as object | undefined, required) as
+    | Record<string, unknown>
+    | undefined;
   const parsed: Record<string, unknown> = {};
   for (const [name, spec] of Object.entries(schema)) {
     const value = object?.[name];

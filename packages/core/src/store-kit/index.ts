@@ -66,6 +66,7 @@ export {
 export {
   booleanValue,
   functionValue,
+  knownOptions,
   oneOf,
   option,
   optional,
@@ -74,6 +75,7 @@ export {
 } from '../foundation/options.js';
 export type {
   DefaultedOption,
+  OptionNames,
   OptionSchema,
   OptionSpec,
   ParsedOptions,
