@@ -1,9 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fixedWindow } from '../algorithms/fixed-window.js';
-import { gcra } from '../algorithms/gcra.js';
 import { leakyBucket } from '../algorithms/leaky-bucket.js';
-import { slidingWindowCounter } from '../algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from '../algorithms/sliding-window-log.js';
 import { smoothBursty } from '../algorithms/smooth.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
@@ -11,6 +9,7 @@ import { ManualClock } from '../foundation/clock.js';
 import { SluiceError } from '../foundation/errors.js';
 import { createLimiter } from './limiter.js';
 import { memoryStore } from './memory-store.js';
+import { everyAlgorithm } from '@sluice/test-kit';
 
 describe('createLimiter', () => {
   it('tryAcquire decides at once by default and reports the numbers', async () => {
@@ -43,20 +42,24 @@ describe('createLimiter', () => {
 
   it('permits above the limit are denied with retryAfterMs Infinity, never allowed; acquire refuses to wait forever', async () => {
     const clock = new ManualClock(0);
-    for (const algorithm of [
-      fixedWindow({ limit: 3, windowMs: 1000 }),
-      slidingWindowLog({ limit: 3, windowMs: 1000 }),
-      slidingWindowCounter({ limit: 3, windowMs: 1000 }),
-      tokenBucket({ capacity: 3, refillPerSecond: 1 }),
-      leakyBucket({ capacity: 3, leakPerSecond: 1 }),
+    // Every kind of the registry, and a leaky bucket's shape mode.
+    const rules = [
+      ...everyAlgorithm({ limit: 3, windowMs: 1000, perSecond: 1 }),
       leakyBucket({ capacity: 3, leakPerSecond: 1, mode: 'shape' }),
-      gcra({ rate: 1, burst: 3 }),
-    ]) {
+    ];
+    for (const algorithm of rules) {
       const limiter = createLimiter({ rules: algorithm, clock });
-      const d = await limiter.tryAcquire('k', { permits: 4, timeoutMs: 60_000 });
-      expect(d).toMatchObject({ allowed: false, retryAfterMs: Infinity });
-      await expect(limiter.acquire('k', { permits: 4 })).rejects.toMatchObject({ code: 'NEVER_ALLOWED' });
-      expect((await limiter.peek('k')).remaining).toBe(3);
+      const d = await limiter.tryAcquire('k', { permits: algorithm.limit + 1, timeoutMs: 60_000 });
+      if (!algorithm.refundable) {
+        // Guava's prepay (the rules that cannot refund): any size is granted now, and the next caller pays.
+        expect(d.allowed, algorithm.kind).toBe(true);
+        continue;
+      }
+      expect(d, algorithm.kind).toMatchObject({ allowed: false, retryAfterMs: Infinity });
+      await expect(limiter.acquire('k', { permits: algorithm.limit + 1 })).rejects.toMatchObject({
+        code: 'NEVER_ALLOWED',
+      });
+      expect((await limiter.peek('k')).remaining, algorithm.kind).toBe(3);
     }
   });
 
