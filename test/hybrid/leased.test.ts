@@ -17,7 +17,7 @@ import type { LeaseEvent } from '@sluice/hybrid';
 import { leasedLimiterOn } from '../harness/hybrid.js';
 import { toConnection } from '@sluice/redis/store-kit';
 import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
-import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-store.js';
+import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-binding.js';
 import { membershipScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';

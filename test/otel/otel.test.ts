@@ -15,7 +15,7 @@ import {
 } from '@sluice/core';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { INSTRUMENTS, instrumentSluice } from '@sluice/otel';
-import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-store.js';
+import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-binding.js';
 import { redisStore } from '@sluice/redis';
 import { metrics } from '@opentelemetry/api';
 import { Redis } from 'ioredis';

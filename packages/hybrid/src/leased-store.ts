@@ -1,47 +1,22 @@
-import {
-  type Algorithm,
-  type BoundStore,
-  type Clock,
-  type Decision,
-  type GrantSource,
-  type AccessListBinding,
-  type AccessListStore,
-  type LimitedKeysBinding,
-  type LimitedKeysStore,
-  type Permits,
-  type RuleSet,
-  SluiceError,
-  type Store,
-  type StoreCapabilities,
+import type {
+  AccessListBinding,
+  AccessListStore,
+  BoundStore,
+  Clock,
+  LimitedKeysBinding,
+  LimitedKeysStore,
+  RuleSet,
+  Store,
+  StoreCapabilities,
 } from '@sluice/core';
-import {
-  type DecisionNote,
-  type FleetShare,
-  type ParsedOptions,
-  emitSafely,
-  inCall,
-  permitsOfRule,
-  keyCache,
-  parseOptions,
-  reportLease,
-  stateName,
-} from '@sluice/core/store-kit';
+import { type FleetShare, emitSafely, inCall, parseOptions } from '@sluice/core/store-kit';
 import {
   ChannelListener,
-  DENY_CACHE_TRUST_MS,
-  DeadlineError,
   ExactBinding,
   type Fallback,
-  type FallbackBinding,
   type FleetPresence,
-  type NodeIdentity,
-  type RedisConnection,
-  type RedisHealth,
-  RedisAccessLists,
-  RedisBoards,
   LiveBinding,
   StoreEmitter,
-  type StartupChecks,
   type VersionBinding,
   type VersionRules,
   adjustScript,
@@ -50,121 +25,22 @@ import {
   exactScripts,
   presenceScript,
   resetChannel,
-  stateKey,
   storeParts,
-  versionError,
-  versionKeyBeside,
-  withDeadline,
-  writeDescriptor,
 } from '@sluice/redis/store-kit';
-import { DEFAULT_MAX_BATCH, type FleetEvent, type ResetHeardEvent, type StoreEvents } from '@sluice/redis';
-import type { EventEmitter } from 'eventemitter3';
-import type { LRUCache } from 'lru-cache';
-import { ColdDemand } from './cold-demand.js';
-import { DemandMeter } from './demand-meter.js';
-import { type HeldLease, creditLease, emptyLease, mustRegister, refundToLease, spendFromLease } from './key-lease.js';
-import {
-  type LeaseShape,
-  giveBack,
-  leaseShape,
-  penalizeCentrally,
-  requestLease,
-  resetCentrally,
-} from './lease-client.js';
+import { DEFAULT_MAX_BATCH } from '@sluice/redis';
+import { LeasedBinding } from './leased-binding.js';
+import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName } from './leased-context.js';
+import type { LeasedEvents } from './leased-events.js';
 import { LEASED_STORE_OPTIONS, type LeasedStoreOptions } from './leased-options.js';
-import { hybridRule } from './supported-rule.js';
+import { LimiterTables } from './limiter-tables.js';
 import { leaseScript } from './scripts.js';
-
-/** One lease taken from Redis, as the `lease` event reports it. */
-export interface LeaseEvent {
-  readonly key: string;
-  /** Permits asked for: the adaptive batch, or what the request needed. */
-  readonly want: number;
-  readonly granted: number;
-  /** Whole permits this node holds of the key after this lease (what it would strand if it died now). */
-  readonly held: number;
-  /** Nodes that leased this key recently (they share the hoarding cap). */
-  readonly liveNodes: number;
-  /** True when asked for ahead of need (the low-water mark), false when a caller was waiting for it. */
-  readonly prefetch: boolean;
-}
-
-/**
- * Events of a leased limiter (it is an EventEmitter): those of every Redis-backed store (StoreEvents: Redis
- * failing and answering again, a configuration learned at a lease or on the limiter's channel, an outage's
- * grants charged, a callback that threw) and leased mode's own.
- */
-export interface LeasedEvents extends StoreEvents {
-  /** A lease came back from Redis. */
-  lease: [LeaseEvent];
-  /** failMode 'local': the live nodes of a limiter's fleet changed (its fail mode now holds 1 / nodes). */
-  fleet: [FleetEvent];
-  /**
-   * A reset or refund of `key` was heard (pub/sub, from any node, this one included): a lease here that had
-   * found the key's central state spent asks Redis again at the next request.
-   */
-  'reset-heard': [ResetHeardEvent];
-}
-
-/** leasedStore's options, checked and with their defaults (see LEASED_STORE_OPTIONS). */
-export type LeaseSettings = ParsedOptions<typeof LEASED_STORE_OPTIONS>;
-
-/** What every binding of a leased store shares: its settings, clocks, health, fail mode and identity. */
-interface LeaseContext {
-  readonly o: LeaseSettings;
-  readonly redis: RedisConnection;
-  /** The client clock, or undefined for Redis TIME. */
-  readonly decisionClock: Clock | undefined;
-  /** This process's clock: lease expiry, demand, the fail mode. */
-  readonly clock: Clock;
-  /** This node's name among the lessees and in the fleet. */
-  readonly identity: NodeIdentity;
-  readonly health: RedisHealth;
-  readonly events: EventEmitter<LeasedEvents>;
-}
-
-/** This node's lease on one key, and the key's recent demand here (the batch follows it). */
-interface KeyLease extends HeldLease {
-  readonly meter: DemandMeter;
-  /** When Redis last answered a lease of the key (this process's clock): a spent central state is trusted from it. */
-  answeredAt: number;
-}
-
-/** One lease is at most burst / (HOARDING_DIVISOR x live lessees) unless maxBatch says otherwise. */
-const HOARDING_DIVISOR = 4;
+import { hybridRule } from './supported-rule.js';
 
 /** Exact mode's batch size for the keys decided exactly (redisStore's default maxBatch). */
 const EXACT_MAX_BATCH = DEFAULT_MAX_BATCH;
 
-/**
- * A lease pays once a key's demand fills a batch of this many permits within targetMs. Below it, a lease
- * costs more than it saves: one lease call runs about 7 Redis commands (its lessee bookkeeping, the read and
- * the write) and travels alone, where exact decisions cost about 1 command each and share one script call
- * with up to 63 other keys' (measured over 10,000 keys at 128 in flight: batches of 2-4 made leased mode
- * 0.75x exact at 1.8 Redis commands per decision).
- */
-export const LEASE_PAYS_AT = 8;
-
 /** What a leased store cannot do: a lease of one rule says nothing about another's; a ban must hold fleet-wide. */
 const LEASED_CAPABILITIES: StoreCapabilities = { name: 'leasedStore', policies: false, plans: false, bans: false };
-
-/**
- * The name leased mode keeps a rule's central state under, from the rule's state name (its name, or its
- * configuration generation's: see LiveBinding); '~' never appears in a rule name.
- */
-const leaseStateName = (state: string): string => `lease~${state}`;
-
-/** What a leased binding decides under besides its rule: live limits (see LiveBinding). */
-interface LeaseLive {
-  /** The name of the rule's central state (leaseStateName of its state name). */
-  readonly centralName: string;
-  /** The configuration version it leases under (read per call). */
-  readonly version: () => number;
-  /** A lease found its slot's configuration newer: the binding that decides under it, or undefined. */
-  readonly onStale: (version: number) => Promise<BoundStore | undefined>;
-  /** The binding of one key's override: its decisions say so. */
-  readonly override: boolean;
-}
 
 /**
  * Leased mode's store (leasedStore): the bucket lives in Redis, this node spends leased batches locally. Every
@@ -185,9 +61,7 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
   readonly #bindings = new Set<LeasedBinding>();
   /** Each limiter's configuration (live limits), read again at ready(). */
   readonly #live = new Set<LiveBinding>();
-  readonly #checks: StartupChecks;
-  readonly #boards: RedisBoards;
-  readonly #lists: RedisAccessLists;
+  readonly #tables: LimiterTables;
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limit (its fail mode's share). */
   readonly #presence: FleetPresence | undefined;
@@ -217,17 +91,10 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
       health: parts.health,
       events: this,
     };
-    this.#checks = parts.checks;
-    this.#boards = new RedisBoards({ connection: parts.connection, timeoutMs: o.timeoutMs }, parts.checks);
     this.#fallback = parts.fallback;
     this.#presence = parts.presence;
     this.#channels = new ChannelListener(parts.connection, o.timeoutMs);
-    this.#lists = new RedisAccessLists({
-      connection: parts.connection,
-      timeoutMs: o.timeoutMs,
-      checks: parts.checks,
-      channels: this.#channels,
-    });
+    this.#tables = new LimiterTables(parts.connection, o.timeoutMs, parts.checks, this.#channels);
   }
 
   /** This node's name among the lessees and in the fleet: the nodeId given, or a new one if another live process had it. */
@@ -237,7 +104,7 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
 
   /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */
   async ready(): Promise<void> {
-    await this.#checks.ready();
+    await this.#tables.checks.ready();
     // From here another node's change is heard at once; until then, at this node's next lease.
     await this.#channels.subscribed();
     // Each limiter decides under its configuration as stored (limiter.reconfigure on another node).
@@ -261,12 +128,11 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
   }
 
   bind(ruleSet: RuleSet): BoundStore {
-    const first = hybridRule('leasedStore', ruleSet.rules[0] as Algorithm);
+    const first = this.#tables.enrol('leasedStore', ruleSet, (rule) => {
+      const scripts = [leaseScript(rule.kind), adjustScript([rule.kind]), ...exactScripts([rule.kind])];
+      return this.#presence === undefined ? scripts : [...scripts, presenceScript()];
+    });
     const { prefix } = ruleSet;
-    const scripts = [leaseScript(first.kind), adjustScript([first.kind]), ...exactScripts([first.kind])];
-    this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
-    // What the CLI reads to know the limiter runs here, and in which mode.
-    void writeDescriptor(this.#ctx.redis, prefix, 'leased', [first]);
     const fleet = this.#presence?.track(prefix);
     const live: LiveBinding = new LiveBinding({
       connection: this.#ctx.redis,
@@ -351,12 +217,12 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
 
   /** A limiter's allow and deny lists on Redis, held by every process with its prefix (see RedisAccessLists). */
   bindAccessList(prefix: string): AccessListBinding {
-    return this.#lists.bind(prefix);
+    return this.#tables.bindAccessList(prefix);
   }
 
   /** A limiter's limited-keys board on Redis, shared by every process with its prefix (see RedisBoards). */
   bindLimitedKeys(prefix: string): LimitedKeysBinding {
-    return this.#boards.bind(prefix);
+    return this.#tables.bindLimitedKeys(prefix);
   }
 
   /** Hands every unspent permit back to Redis (bounded by timeoutMs per key batch), leaves the fleets, stops probing. */
@@ -365,465 +231,6 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
     await this.#presence?.close(this.#ctx.o.timeoutMs);
     this.#ctx.health.close();
     await this.#channels.close();
-  }
-}
-
-class LeasedBinding implements BoundStore {
-  readonly #ctx: LeaseContext;
-  readonly #o: LeaseSettings;
-  readonly #clock: Clock;
-  readonly #rule: Algorithm;
-  readonly #prefix: string;
-  readonly #shape: LeaseShape;
-  readonly #burst: number;
-  readonly #leases: LRUCache<string, KeyLease>;
-  /** Demand of the keys that hold no lease record (they are decided exactly until a lease pays). */
-  readonly #cold: ColdDemand;
-  readonly #health: RedisHealth;
-  /** Exact mode on the lease's central state, for keys too cold for a lease (see LEASE_PAYS_AT). */
-  readonly #exact: ExactBinding;
-  /** What decides past this node's lease while Redis is away (the same one decides the exact keys). */
-  readonly #fallback: FallbackBinding;
-  readonly #unbind: () => void;
-  readonly #live: LeaseLive;
-  #closed = false;
-  /** A decision spends a lease unless the fail mode makes it (the note says so). */
-  readonly source = 'lease';
-
-  constructor(
-    ctx: LeaseContext,
-    rule: Algorithm,
-    prefix: string,
-    exact: ExactBinding,
-    fallback: FallbackBinding,
-    live: LeaseLive,
-    unbind: () => void,
-  ) {
-    this.#live = live;
-    this.#ctx = ctx;
-    this.#o = ctx.o;
-    this.#clock = ctx.clock;
-    this.#rule = rule;
-    this.#prefix = prefix;
-    this.#health = ctx.health;
-    this.#exact = exact;
-    this.#fallback = fallback;
-    this.#unbind = unbind;
-    const o = ctx.o;
-    this.#shape = leaseShape(rule);
-    this.#burst = rule.burst;
-    this.#cold = new ColdDemand(this.#meterIntervalMs(), o.maxKeys, this.#clock.now());
-    // A lease pushed out of the cache still holds debited permits: give them back.
-    this.#leases = keyCache<string, KeyLease>(o.maxKeys, (lease, key, reason) => {
-      if (reason === 'evict' && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
-    });
-  }
-
-  // '~' never appears in a rule name, so these never collide with an exact-mode limiter's state keys.
-  #stateKey(key: string): string {
-    return stateKey(this.#prefix, key, this.#live.centralName);
-  }
-
-  #lesseesKey(key: string): string {
-    return stateKey(this.#prefix, key, `lessees~${stateName(this.#rule)}`);
-  }
-
-  /**
-   * The batch to ask for: about targetMs of this key's recent demand. The script caps it at
-   * burst / (4 x live lessees) from the membership it sees in the same call, unless maxLease is set.
-   */
-  #batch(lease: KeyLease, now: number): number {
-    const wanted = Math.ceil((lease.meter.perSecond(now) * this.#o.targetMs) / 1000);
-    return Math.min(Math.max(wanted, 1), this.#o.maxLease ?? this.#burst, this.#burst);
-  }
-
-  /** The interval a key's demand is measured over. */
-  #meterIntervalMs(): number {
-    return Math.max(this.#o.targetMs, 10);
-  }
-
-  consume(key: string, asked: Permits, _maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
-    // One rule: a call's per-rule costs name it or count 0.
-    const permits = permitsOfRule(asked, this.#rule);
-    const now = this.#clock.now();
-    let lease = this.#leases.get(key);
-    if (lease === undefined) {
-      // A key with no lease record is decided exactly while its demand would not fill a batch (see
-      // LEASE_PAYS_AT); what an exact decision needs of the checks below, it does itself.
-      const demand = this.#cold.add(key, permits, now);
-      if (demand < LEASE_PAYS_AT && permits <= this.#burst && this.#health.healthy)
-        return this.#exact.consume(key, permits, 0, note);
-      this.#cold.delete(key);
-      lease = { ...emptyLease(), meter: new DemandMeter(this.#meterIntervalMs(), now), answeredAt: now };
-      // The record starts from the demand seen so far (this request's included).
-      lease.meter.add(demand - permits, now);
-      this.#leases.set(key, lease);
-    }
-    lease.meter.add(permits, now);
-    if (spendFromLease(lease, permits, now)) {
-      this.#prefetch(key, lease, now);
-      return this.#granted(lease, now);
-    }
-    if (permits > this.#burst) return this.#denied(lease, Number.POSITIVE_INFINITY);
-    // While Redis fails the store probes by itself: a decision never waits on it.
-    if (!this.#health.healthy) return this.#fallbackDecision(key, permits, note);
-    // A spent central state is answered here until it can change, or for DENY_CACHE_TRUST_MS at most: a node that
-    // missed another's reset or refund (its subscriber reconnecting) asks again within seconds.
-    if (lease.pending === undefined && now < lease.emptyUntil && now < lease.answeredAt + DENY_CACHE_TRUST_MS)
-      return this.#denied(lease, lease.emptyUntil - now);
-    if (lease.pending === undefined && lease.meter.expected(this.#o.targetMs, now) < LEASE_PAYS_AT)
-      return this.#exact.consume(key, permits, 0, note);
-    return this.#leaseThenDecide(key, lease, permits, note);
-  }
-
-  async #leaseThenDecide(
-    key: string,
-    lease: KeyLease,
-    permits: number,
-    note: DecisionNote | undefined,
-  ): Promise<Decision> {
-    if (lease.pending === undefined)
-      this.#startLease(key, lease, Math.max(this.#batch(lease, this.#clock.now()), permits));
-    try {
-      // The lease goes on past the deadline: a late answer is still credited by #startLease.
-      await withDeadline(lease.pending as Promise<void>, this.#o.timeoutMs, 'a lease');
-    } catch (error) {
-      const newer = versionError(error, 'SLUICE_STALE');
-      if (newer !== undefined) {
-        // The limiter's configuration changed: decided again under it (this binding's leases go back).
-        const next = await this.#live.onStale(newer);
-        if (next !== undefined && next !== this) return next.consume(key, permits, 0, note);
-        return this.#fallbackDecision(key, permits, note);
-      }
-      // A failed call was reported where it failed; a missed deadline is reported here.
-      if (error instanceof DeadlineError) this.#health.reportFailure(error, this.#stateKey(key));
-      return this.#fallbackDecision(key, permits, note);
-    }
-    const now = this.#clock.now();
-    if (spendFromLease(lease, permits, now)) return this.#granted(lease, now);
-    // Concurrent callers took what came, or Redis had too little: retry when it said more would be there.
-    return this.#denied(lease, Math.max(lease.emptyUntil - now, 1));
-  }
-
-  #startLease(key: string, lease: KeyLease, want: number, prefetch = false): void {
-    const sentAt = this.#clock.now();
-    const ask = Math.min(Math.max(want - lease.available, 1), this.#burst);
-    const call = requestLease(this.#ctx.redis, {
-      stateKey: this.#stateKey(key),
-      lesseesKey: this.#lesseesKey(key),
-      shape: this.#shape,
-      want: ask,
-      nodeId: this.#ctx.identity.id,
-      liveMs: this.#o.liveMs,
-      nowMs: this.#ctx.decisionClock?.now(),
-      hoardingDivisor: this.#o.maxLease === undefined ? HOARDING_DIVISOR : undefined,
-      register: mustRegister(lease, sentAt, this.#o.liveMs),
-      version: this.#versionOf(key),
-    })
-      .then((reply) => {
-        lease.answeredAt = this.#clock.now();
-        creditLease(lease, reply, ask, this.#shape, sentAt, lease.answeredAt);
-        this.#health.reportSuccess();
-        emitSafely(this.#ctx.events, 'lease', {
-          key,
-          want: ask,
-          granted: reply.granted,
-          held: Math.floor(lease.available),
-          liveNodes: Math.max(1, reply.liveNodes),
-          prefetch,
-        });
-        if (reply.granted > 0) reportLease(this.#prefix, reply.granted);
-        if (this.#closed && lease.available >= 1) return this.#giveBack(key, lease).then(() => {});
-        return undefined;
-      })
-      .finally(() => {
-        lease.pending = undefined;
-      });
-    // A failed lease is reported once, here; callers waiting on it decide by failMode. A stale one is no
-    // failure: the configuration changed, and this node learns it now (a prefetch has no caller to do it).
-    call.catch((error: unknown) => {
-      const newer = versionError(error, 'SLUICE_STALE');
-      if (newer === undefined) this.#health.reportFailure(error, this.#stateKey(key));
-      else if (prefetch) void this.#live.onStale(newer);
-    });
-    lease.pending = call;
-  }
-
-  /** The configuration version check of `key`'s slot (see LiveBinding): its version key and this binding's version. */
-  #versionOf(key: string): { key: string; version: number } {
-    return {
-      key: versionKeyBeside(this.#prefix, this.#stateKey(key), this.#ctx.redis.isCluster),
-      version: this.#live.version(),
-    };
-  }
-
-  /** At the low-water mark, the next batch is asked for before callers run out, so they never wait on Redis. */
-  #prefetch(key: string, lease: KeyLease, now: number): void {
-    if (lease.pending !== undefined || !this.#health.healthy || this.#closed || now < lease.emptyUntil) return;
-    const batch = this.#batch(lease, now);
-    if (lease.available >= batch * this.#o.lowWater) return;
-    this.#startLease(key, lease, batch, true);
-  }
-
-  /** The fail mode's decision (marked `source: 'fallback'`): past this node's lease while Redis is away. */
-  #fallbackDecision(key: string, permits: number, note: DecisionNote | undefined): Decision {
-    if (note !== undefined) note.source = 'fallback';
-    return this.#fallback.decide(key, permits, 0, false);
-  }
-
-  /**
-   * A leased decision's `remaining`, for the client's headers: what this node holds plus what the central state
-   * had left at this node's latest lease, at most the limit. The client's allowance across the fleet, as well as
-   * this node knows it (others' spending since its lease is not seen); never only this node's batch, which
-   * would tell a client with 200 left that it has 31.
-   */
-  #remaining(lease: KeyLease, now: number): number {
-    const held = now < lease.expiresAt ? lease.available : 0;
-    return Math.min(this.#rule.limit, Math.floor(held) + lease.centralRemaining);
-  }
-
-  #granted(lease: KeyLease, now: number): Decision {
-    const rule = this.#rule;
-    const resetAfterMs = this.#shape.windowAt !== undefined ? Math.max(0, lease.expiresAt - now) : 0;
-    return this.#marked({
-      allowed: true,
-      limit: rule.limit,
-      remaining: this.#remaining(lease, now),
-      retryAfterMs: 0,
-      resetAfterMs,
-      waitMs: 0,
-      rule: rule.name,
-    });
-  }
-
-  #denied(lease: KeyLease, retryAfterMs: number): Decision {
-    const rule = this.#rule;
-    return this.#marked({
-      allowed: false,
-      limit: rule.limit,
-      // Not now: what this node holds is too little, and Redis said the rest is spent.
-      remaining: Math.floor(lease.available),
-      retryAfterMs,
-      resetAfterMs: retryAfterMs,
-      waitMs: 0,
-      rule: rule.name,
-    });
-  }
-
-  /** `decision` marked with the configuration it was made under (a changed one's version, an override). */
-  #marked(decision: Decision): Decision {
-    const version = this.#live.version();
-    const versioned = version > 1 ? { ...decision, configVersion: version } : decision;
-    return this.#live.override ? { ...versioned, override: true } : versioned;
-  }
-
-  /**
-   * This node's view: the allowance as it knows it, and whether a request would be tried now; for a key it
-   * holds no lease of, the key's central state (what the fleet has left to lease: a key too cold for a lease is
-   * decided there too, and the CLI's inspect reads it so). Consumes nothing.
-   */
-  peek(key: string): Decision | Promise<Decision> {
-    const now = this.#clock.now();
-    const lease = this.#leases.peek(key);
-    if (lease === undefined) return this.#exact.peek(key);
-    const live = now < lease.expiresAt ? lease.available : 0;
-    if (live >= 1 || now >= lease.emptyUntil) return this.#granted(lease, now);
-    return this.#denied(lease, lease.emptyUntil - now);
-  }
-
-  /**
-   * Forgets the key centrally (every node's next lease starts fresh) and drops this node's lease and fallback
-   * state. Bounded by timeoutMs; a reset Redis could not do rejects with SluiceError('STORE_UNAVAILABLE').
-   */
-  async reset(key: string): Promise<void> {
-    this.#leases.delete(key);
-    this.#cold.delete(key);
-    this.#fallback.reset(key);
-    try {
-      await withDeadline(
-        resetCentrally(
-          this.#ctx.redis,
-          this.#stateKey(key),
-          this.#shape,
-          [this.#lesseesKey(key)],
-          this.#ctx.decisionClock?.now(),
-          this.#versionOf(key),
-        ),
-        this.#o.timeoutMs,
-        'reset',
-      );
-      this.#announce(key);
-    } catch (error) {
-      // A newer configuration is no failure of Redis: the caller re-reads it and resets again.
-      if (versionError(error, 'SLUICE_STALE') !== undefined) throw error;
-      this.#health.reportFailure(error, this.#stateKey(key));
-      const why = error instanceof Error ? error.message : String(error);
-      throw new SluiceError(
-        'STORE_UNAVAILABLE',
-        `reset(${JSON.stringify(key)}) could not forget the key on Redis: ${why}`,
-        { cause: error },
-      );
-    }
-  }
-
-  /**
-   * Gives back to this node's lease what it spent there, up to `permits` (never more than the lease took
-   * from Redis, so the fleet stays within the central limit); for a windowed rule only while the grant's
-   * window lasts. A key that spent nothing from a lease here was decided exactly: the central state takes
-   * it back (one adjust.lua call). A grant the fail mode made goes back to the fail mode's limiter only
-   * ('local'; nowhere for 'open'), and one of unknown origin to the fail mode while Redis fails.
-   */
-  refund(key: string, asked: Permits, grantedAgoMs: number, grant?: GrantSource): void | Promise<void> {
-    const permits = permitsOfRule(asked, this.#rule);
-    if (grant === 'fallback' || (grant === undefined && !this.#health.healthy)) {
-      this.#fallback.refund(key, permits, grantedAgoMs);
-      return;
-    }
-    const lease = this.#leases.get(key);
-    const now = this.#clock.now();
-    // Nothing spent from a lease here: the grant was decided exactly, on the central state. Redis may have
-    // permits again, whatever an empty lease said: the next request asks.
-    if (lease === undefined || lease.spent === 0) {
-      if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
-      // Announced by the exact refund when the central state was denying (ExactParts.publishRefund).
-      return this.#exact.refund(key, permits, grantedAgoMs, grant);
-    }
-    refundToLease(lease, permits, grantedAgoMs, this.#shape.windowAt !== undefined, now);
-  }
-
-  /**
-   * Takes `permits` from this node's lease, and what it cannot cover from the central state past its limit
-   * (one adjust.lua call), so the whole fleet pays. While Redis fails, or when the call does, the fail
-   * mode's limiter takes the rest (failMode 'local'); 'open' and 'closed' reject with STORE_UNAVAILABLE.
-   */
-  async penalize(key: string, asked: Permits): Promise<void> {
-    const permits = permitsOfRule(asked, this.#rule);
-    const lease = this.#leases.get(key);
-    const now = this.#clock.now();
-    const fromLease = lease === undefined || now >= lease.expiresAt ? 0 : Math.min(lease.available, permits);
-    if (lease !== undefined) lease.available -= fromLease;
-    const rest = permits - fromLease;
-    if (rest === 0) return;
-    try {
-      if (!this.#health.healthy) throw new SluiceError('STORE_UNAVAILABLE', 'Redis is failing');
-      await withDeadline(
-        penalizeCentrally(
-          this.#ctx.redis,
-          this.#stateKey(key),
-          this.#shape,
-          rest,
-          this.#ctx.decisionClock?.now(),
-          this.#versionOf(key),
-        ),
-        this.#o.timeoutMs,
-        'a penalty',
-      );
-      this.#health.reportSuccess();
-    } catch (error) {
-      if (versionError(error, 'SLUICE_STALE') !== undefined) {
-        // Not taken: the caller re-reads the configuration and penalizes again (what the lease gave stays given).
-        if (lease !== undefined) lease.available += fromLease;
-        throw error;
-      }
-      if (!(error instanceof SluiceError)) this.#health.reportFailure(error, this.#stateKey(key));
-      if (!this.#fallback.keepsState) {
-        const why = error instanceof Error ? error.message : String(error);
-        throw new SluiceError(
-          'STORE_UNAVAILABLE',
-          `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#fallback.mode}' keeps no ` +
-            `state to apply it to: ${why}`,
-          { cause: error },
-        );
-      }
-      this.#fallback.penalize(key, rest);
-    }
-  }
-
-  #giveBack(key: string, lease: KeyLease): Promise<void> {
-    return giveBack(
-      this.#ctx.redis,
-      this.#stateKey(key),
-      this.#shape,
-      lease,
-      this.#clock.now(),
-      this.#ctx.decisionClock?.now(),
-    );
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    const leases = [...this.#leases.entries()];
-    await Promise.all(
-      leases.map(async ([key, lease]) => {
-        // A lease in flight is waited for (within the deadline) so its permits can go back too.
-        if (lease.pending !== undefined)
-          await withDeadline(lease.pending, this.#o.timeoutMs, 'a lease').catch(() => undefined);
-        await withDeadline(this.#giveBack(key, lease), this.#o.timeoutMs, 'a lease hand-back').catch(() => undefined);
-      }),
-    );
-    this.#leases.clear();
-  }
-
-  /**
-   * `key` is decided by other rules from now on (an override set or removed, see LiveBinding): what this node
-   * holds of its lease goes back to Redis, before the key's states are carried to its new rules.
-   */
-  forget(key: string): void {
-    const lease = this.#leases.get(key);
-    this.#leases.delete(key);
-    this.#cold.delete(key);
-    if (lease !== undefined && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
-  }
-
-  /** No deny cache here (see VersionBinding); a lease's spent central state is only this key's (see heard). */
-  forgetAll(): void {}
-
-  /**
-   * A reset or refund of `key` on some node (its message on the limiter's channel): the central state this
-   * node's lease found spent may have permits again, so the next request asks Redis instead of being denied
-   * until then. What the lease holds stays this node's.
-   */
-  heard(key: string): void {
-    const lease = this.#leases.peek(key);
-    if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
-  }
-
-  /**
-   * Tells every node a reset reached `key`'s central state, so none goes on denying it from a lease that found
-   * it spent (a refund there is announced by the exact refund, only when the state was denying). Not awaited: a
-   * node that misses it asks again within DENY_CACHE_TRUST_MS.
-   */
-  #announce(key: string): void {
-    this.#ctx.redis.publish(resetChannel(this.#prefix), encodeIdentity(key)).catch(() => undefined);
-  }
-
-  /** The limiter's prefix (its name in events). */
-  get prefix(): string {
-    return this.#prefix;
-  }
-
-  /**
-   * Charges Redis, answering again, with what the fail mode granted past this node's leases while it was away:
-   * on the key's central state, by the exact binding that shares it (see ExactBinding.settleFallback).
-   */
-  settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
-    return this.#exact.settleFallback();
-  }
-
-  /** Resolves once no lease of this binding is in flight (see LeasedStore.settled). */
-  async settled(): Promise<void> {
-    const pending = [...this.#leases.values()].flatMap((lease) => (lease.pending === undefined ? [] : [lease.pending]));
-    await Promise.allSettled(pending);
-  }
-
-  /** The limiter closed: its unspent permits go back to Redis (see close), then the store lets it go. */
-  async unbind(): Promise<void> {
-    if (this.#closed) return;
-    try {
-      await this.close();
-    } finally {
-      this.#unbind();
-    }
   }
 }
 
