@@ -3,21 +3,7 @@
  * throws (or rejects with) a typed error whose message starts with that function's name, and consumes
  * nothing. One table for every package.
  */
-import {
-  ManualClock,
-  RateLimiter,
-  concurrencyLimiter,
-  createLimiter,
-  fixedWindow,
-  gcra,
-  leakyBucket,
-  memoryStore,
-  slidingWindowCounter,
-  slidingWindowLog,
-  smoothBursty,
-  smoothWarmingUp,
-  tokenBucket,
-} from '@sluice/core';
+import { ManualClock, RateLimiter, concurrencyLimiter, createLimiter, fixedWindow, memoryStore } from '@sluice/core';
 import { countLimit, rateLimited, smoothRateLimit } from '@sluice/core/decorators';
 import { fetchRateLimit } from '@sluice/core/fetch';
 import { honoRateLimit } from '@sluice/core/hono';
@@ -27,6 +13,7 @@ import { byMetadata, grpcRateLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
 import { redisStore } from '@sluice/redis';
+import { ALGORITHMS, ALGORITHM_KINDS } from '@sluice/test-kit';
 import { describe, expect, it } from 'vitest';
 
 const limiter = createLimiter({
@@ -37,14 +24,12 @@ const slots = concurrencyLimiter({ max: 1 });
 const guava = RateLimiter.create(1);
 
 const cases: [string, () => unknown][] = [
-  ['fixedWindow', () => fixedWindow({ limit: 0, windowMs: 1_000 })],
-  ['slidingWindowLog', () => slidingWindowLog({ limit: 1, windowMs: -1 })],
-  ['slidingWindowCounter', () => slidingWindowCounter({ limit: Number.NaN, windowMs: 1_000 })],
-  ['tokenBucket', () => tokenBucket({ capacity: 0, refillPerSecond: 1 })],
-  ['leakyBucket', () => leakyBucket({ capacity: 1, leakPerSecond: 0 })],
-  ['gcra', () => gcra({ rate: -1, burst: 1 })],
-  ['smoothBursty', () => smoothBursty({ permitsPerSecond: 0 })],
-  ['smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: 1, warmupMs: -5 })],
+  // Every algorithm's factory (named as its kind): a size it refuses (each reads a limit, a window or a rate,
+  // all 0 here), and a bad option every rule takes.
+  ...ALGORITHM_KINDS.flatMap((kind): [string, () => unknown][] => [
+    [kind, () => ALGORITHMS[kind].example({ limit: 0, windowMs: 0, perSecond: 0 })],
+    [kind, () => ALGORITHMS[kind].example({ limit: 5, windowMs: 1_000, perSecond: 5 }, { name: 'has space' })],
+  ]),
   ['createLimiter', () => createLimiter({ rules: 'fixed' as never })],
   ['memoryStore', () => memoryStore({ maxKeys: 0 })],
   ['tryAcquire', () => limiter.tryAcquire('k', { permits: 0 })],
