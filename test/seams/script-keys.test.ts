@@ -13,20 +13,18 @@
  */
 import { createHash } from 'node:crypto';
 import {
+  type AlgorithmKind,
   ManualClock,
-  calendarWindow,
   concurrencyLimiter,
   createLimiter,
   fixedWindow,
-  gcra,
-  leakyBucket,
   slidingWindowCounter,
-  slidingWindowLog,
   smoothBursty,
   throttle,
   tokenBucket,
 } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
+import { ALGORITHMS, ALGORITHM_KINDS } from '@sluice/test-kit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextEvent } from '../harness/events.js';
@@ -126,21 +124,23 @@ describe('every key a script touches is in its KEYS', () => {
   it('in every mode and every control, on the server clock and a client clock, across window boundaries', async () => {
     const { calls, stop } = await watchScripts();
     const redis = new Redis(server.url);
-    const kinds = () => [
-      fixedWindow({ name: 'fw', limit: 5, windowMs: 1_000 }),
-      slidingWindowCounter({ name: 'swc', limit: 5, windowMs: 1_000 }),
-      slidingWindowLog({ name: 'swl', limit: 5, windowMs: 1_000 }),
-      calendarWindow({ name: 'cal', limit: 50, period: 'day' }),
-      tokenBucket({ name: 'tb', capacity: 5, refillPerSecond: 5 }),
-      gcra({ name: 'gcra', rate: 5, burst: 5 }),
-      leakyBucket({ name: 'lb', capacity: 5, leakPerSecond: 5 }),
-    ];
+    // One rule of every kind of the registry, each named by its kind.
+    const kinds = () =>
+      ALGORITHM_KINDS.map((kind) =>
+        ALGORITHMS[kind].example({ limit: 5, windowMs: 1_000, perSecond: 5 }, { name: kind }),
+      );
+    const aloneOf = <T>(alone: readonly T[], kind: AlgorithmKind): T => alone[ALGORITHM_KINDS.indexOf(kind)] as T;
     try {
       // Exact mode on a client clock walked across windows (the previous window of a sliding counter is read),
-      // and on the server's TIME; a policy of every kind, and each kind alone (decide_one.lua).
+      // and on the server's TIME; a policy of every kind that refunds, and each kind alone (decide_one.lua).
       const clock = new ManualClock(1_000_000);
       for (const store of [redisStore({ redis, clock, failMode: 'local' }), redisStore({ redis, failMode: 'local' })]) {
-        const policy = createLimiter({ rules: kinds(), store, prefix: `keys-policy-${calls.length}` });
+        // The policy holds the kinds that can give permits back (it is refunded below); each kind runs alone too.
+        const policy = createLimiter({
+          rules: kinds().filter((rule) => rule.refundable),
+          store,
+          prefix: `keys-policy-${calls.length}`,
+        });
         await policy.ready();
         const alone = kinds().map((rule, i) =>
           createLimiter({
@@ -171,16 +171,16 @@ describe('every key a script touches is in its KEYS', () => {
         await policy.accessList();
         for (const limiter of alone) await limiter.reset('k');
         // Live limits: a change carried by first touch, an override.
-        const live = alone[0] as (typeof alone)[number];
-        await live.reconfigure(fixedWindow({ name: 'fw', limit: 3, windowMs: 1_000 }), { carry: 'used' });
+        const live = aloneOf(alone, 'fixedWindow');
+        await live.reconfigure(fixedWindow({ name: 'fixedWindow', limit: 3, windowMs: 1_000 }), { carry: 'used' });
         await live.tryAcquire('k');
-        await live.override('vip', fixedWindow({ name: 'fw', limit: 9, windowMs: 1_000 }));
+        await live.override('vip', fixedWindow({ name: 'fixedWindow', limit: 9, windowMs: 1_000 }));
         await live.tryAcquire('vip');
         // Concurrency slots and a throttle's pause on the same store.
         const slots = concurrencyLimiter({ max: 1, store, prefix: `keys-slots-${calls.length}` });
         const slot = await slots.acquire('job');
         await slot.release();
-        const calls2 = throttle({ limiter: alone[4] as (typeof alone)[number] });
+        const calls2 = throttle({ limiter: aloneOf(alone, 'tokenBucket') });
         await calls2.pause(5, 'provider');
         await calls2.close();
         await Promise.all([policy.close(), ...alone.map((l) => l.close()), slots.close()]);
