@@ -8,20 +8,10 @@ describe('docs/algorithms.svg', () => {
   });
 
   it('shows what each algorithm promises: 2x across a fixed-window boundary, never over the limit in a sliding window', () => {
-    const worst = Object.fromEntries(
-      lanes.map((lane) => [
-        lane.title.split(' ')[0] + (lane.title.includes('shape') ? '-shape' : ''),
-        simulate(lane).worstSecond,
-      ]),
-    );
-    expect(worst).toMatchObject({
-      fixedWindow: 20,
-      slidingWindowLog: 10,
-      slidingWindowCounter: 10,
-      tokenBucket: 19,
-      gcra: 19,
-      'leakyBucket-shape': 10,
-      smoothBursty: 10,
-    });
+    const worst = Object.fromEntries(lanes.map((lane) => [lane.title, simulate(lane).worstSecond]));
+    // Each lane (one or more per kind of LANES, a table the compiler checks) admits what it says it promises.
+    expect(worst).toEqual(Object.fromEntries(lanes.map((lane) => [lane.title, lane.mostInAnySecond])));
+    expect(worst['fixedWindow 10 / 1 s']).toBe(20);
+    expect(worst['slidingWindowLog 10 / 1 s']).toBe(10);
   });
 });
