@@ -4,23 +4,14 @@ import {
   type KeyCarrier,
   type NodeIdentity,
   type RedisConnection,
-  stateKey,
   versionError,
-  versionKeyBeside,
   withDeadline,
 } from '@sluice/redis/store-kit';
 import type { LRUCache } from 'lru-cache';
+import { CentralLeases } from './central-leases.js';
 import { DemandMeter } from './demand-meter.js';
-import {
-  type HeldLease,
-  creditLease,
-  emptyLease,
-  heldNow,
-  mustRegister,
-  refundToLease,
-  spendFromLease,
-} from './key-lease.js';
-import { type LeaseShape, giveBack, leaseShape, penalizeCentrally, requestLease } from './lease-client.js';
+import { type HeldLease, creditLease, emptyLease, heldNow, refundToLease, spendFromLease } from './key-lease.js';
+import { type LeaseShape, leaseShape, penalizeCentrally } from './lease-client.js';
 
 /** The name a reserve's states live under, from its rule's state name ('~' is in no rule name). */
 export const reserveStateName = (state: string): string => `reserve~${state}`;
@@ -82,11 +73,12 @@ interface KeyDraw extends HeldLease {
  */
 export class Reserve {
   readonly #ctx: ReserveContext;
-  readonly #prefix: string;
   readonly #rule: Algorithm;
   readonly #generation: ReserveGeneration;
   #fraction: number;
   #shape: LeaseShape;
+  /** The reserve's central states on Redis, and their lessees. */
+  readonly #central: CentralLeases;
   readonly #draws: LRUCache<string, KeyDraw>;
   /** Until then a draw is refused without asking: the last one failed. */
   #pausedUntil = Number.NEGATIVE_INFINITY;
@@ -99,11 +91,22 @@ export class Reserve {
    */
   constructor(ctx: ReserveContext, rule: Algorithm, fraction: number, prefix: string, generation: ReserveGeneration) {
     this.#ctx = ctx;
-    this.#prefix = prefix;
     this.#rule = rule;
     this.#generation = generation;
     this.#fraction = fraction;
     this.#shape = leaseShape(rule.share(Math.max(fraction, 1 / rule.burst)));
+    this.#central = new CentralLeases({
+      redis: ctx.redis,
+      prefix,
+      identity: ctx.identity,
+      decisionClock: ctx.decisionClock,
+      clock: ctx.clock,
+      liveMs: ctx.liveMs,
+      stateName: reserveStateName(generation.state),
+      lesseesName: `reserve-lessees~${generation.state}`,
+      version: () => generation.version(),
+      hoardingDivisor: DRAW_HOARDING_DIVISOR,
+    });
     // A draw pushed out of the cache still holds debited permits: give them back.
     this.#draws = keyCache<string, KeyDraw>(ctx.maxKeys, (draw, key, reason) => {
       if (reason === 'evict') void this.#giveBack(key, draw).catch(() => {});
@@ -133,14 +136,6 @@ export class Reserve {
   /** The reserve's fraction now (a new generation's reserve starts at it). */
   get fraction(): number {
     return this.#fraction;
-  }
-
-  #stateKey(key: string): string {
-    return stateKey(this.#prefix, key, reserveStateName(this.#generation.state));
-  }
-
-  #lesseesKey(key: string): string {
-    return stateKey(this.#prefix, key, `reserve-lessees~${this.#generation.state}`);
   }
 
   /**
@@ -182,20 +177,8 @@ export class Reserve {
     const { clock } = this.#ctx;
     const sentAt = clock.now();
     const ask = Math.max(want - draw.available, 1);
-    const state = this.#stateKey(key);
-    const version = this.#generation.version();
-    draw.pending = requestLease(this.#ctx.redis, {
-      stateKey: state,
-      lesseesKey: this.#lesseesKey(key),
-      shape: this.#shape,
-      want: ask,
-      nodeId: this.#ctx.identity.id,
-      liveMs: this.#ctx.liveMs,
-      nowMs: this.#ctx.decisionClock?.now(),
-      hoardingDivisor: DRAW_HOARDING_DIVISOR,
-      register: mustRegister(draw, sentAt, this.#ctx.liveMs),
-      version: { key: versionKeyBeside(this.#prefix, state, this.#ctx.redis.isCluster), version },
-    })
+    draw.pending = this.#central
+      .lease(key, this.#shape, draw, ask, sentAt)
       .then(
         (reply) => {
           creditLease(draw, reply, ask, this.#shape, sentAt, clock.now());
@@ -233,7 +216,7 @@ export class Reserve {
 
   #pause(error: unknown, key: string): void {
     this.#pausedUntil = this.#ctx.clock.now() + this.#ctx.pauseMs;
-    this.#ctx.failed(error instanceof Error ? error : new Error(String(error)), this.#stateKey(key));
+    this.#ctx.failed(error instanceof Error ? error : new Error(String(error)), this.#central.stateKey(key));
   }
 
   /** Gives back to this node's draw on the key what it spent there, up to `permits`; returns what it took back. */
@@ -256,7 +239,13 @@ export class Reserve {
     await this.#generation.carrier?.carryFirst(key);
     try {
       await withDeadline(
-        penalizeCentrally(this.#ctx.redis, this.#stateKey(key), this.#shape, rest, this.#ctx.decisionClock?.now()),
+        penalizeCentrally(
+          this.#ctx.redis,
+          this.#central.stateKey(key),
+          this.#shape,
+          rest,
+          this.#ctx.decisionClock?.now(),
+        ),
         this.#ctx.timeoutMs,
         'a penalty on the reserve',
       );
@@ -277,14 +266,7 @@ export class Reserve {
   }
 
   #giveBack(key: string, draw: HeldLease): Promise<void> {
-    return giveBack(
-      this.#ctx.redis,
-      this.#stateKey(key),
-      this.#shape,
-      draw,
-      this.#ctx.clock.now(),
-      this.#ctx.decisionClock?.now(),
-    );
+    return this.#central.giveBack(key, this.#shape, draw);
   }
 
   /** Hands every unspent permit back to the reserve (each within timeoutMs), so the fleet can use it. */
