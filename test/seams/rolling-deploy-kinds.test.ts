@@ -12,18 +12,18 @@
  */
 import {
   type Algorithm,
+  type AlgorithmKind,
   type Limiter,
   calendarWindow,
   createLimiter,
   fixedWindow,
-  gcra,
   leakyBucket,
-  slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
 import { stateName } from '@sluice/core/store-kit';
 import { redisStore } from '@sluice/redis';
+import { ALGORITHMS } from '@sluice/test-kit';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
@@ -32,17 +32,10 @@ import { type TestRedis, startTestRedis } from '../harness/redis-server.js';
 
 const HOUR_MS = 3_600_000;
 const LIMIT = 10;
-/** 10 per hour, named 'api', in each kind. */
-const api = {
-  tokenBucket: () => tokenBucket({ name: 'api', capacity: LIMIT, refillPerSecond: LIMIT / 3600 }),
-  leakyBucket: () => leakyBucket({ name: 'api', capacity: LIMIT, leakPerSecond: LIMIT / 3600 }),
-  gcra: () => gcra({ name: 'api', rate: LIMIT / 3600, burst: LIMIT }),
-  fixedWindow: () => fixedWindow({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }),
-  slidingWindowLog: () => slidingWindowLog({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }),
-  slidingWindowCounter: () => slidingWindowCounter({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }),
-  calendarWindow: () => calendarWindow({ name: 'api', limit: LIMIT, period: 'day' }),
-} satisfies Record<string, () => Algorithm>;
-type Kind = keyof typeof api;
+/** 10 per hour (a calendar day for calendarWindow), named 'api', in each kind of the registry. */
+const api = (kind: AlgorithmKind): Algorithm =>
+  ALGORITHMS[kind].example({ limit: LIMIT, windowMs: HOUR_MS, perSecond: LIMIT / 3600 }, { name: 'api' });
+type Kind = AlgorithmKind;
 
 let server: TestRedis;
 const clients: Redis[] = [];
@@ -110,8 +103,8 @@ async function alternate(older: Limiter, newer: Limiter, key: string): Promise<[
 describe.each(Object.keys(modes) as Mode[])('%s mode: two versions with different kinds under one name', (mode) => {
   it.each(PAIRS[mode])('old %s, new %s: each version admits its own limit, never the other’s state', async (a, b) => {
     const prefix = freshPrefix(mode);
-    const older = modes[mode](api[a](), prefix);
-    const newer = modes[mode](api[b](), prefix);
+    const older = modes[mode](api(a), prefix);
+    const newer = modes[mode](api(b), prefix);
     try {
       await Promise.all([older.ready(), newer.ready()]);
       const [fromOld, fromNew] = await alternate(older, newer, 'user:1');
@@ -157,8 +150,8 @@ describe('on a Redis Cluster: two versions with different kinds under one name, 
   } satisfies Record<Mode, unknown>;
   it.each(Object.keys(onCluster) as Mode[])('%s mode: old tokenBucket, new calendarWindow', async (mode) => {
     const prefix = freshPrefix(`cluster-${mode}`);
-    const older = onCluster[mode](api.tokenBucket(), prefix);
-    const newer = onCluster[mode](api.calendarWindow(), prefix);
+    const older = onCluster[mode](api('tokenBucket'), prefix);
+    const newer = onCluster[mode](api('calendarWindow'), prefix);
     try {
       await Promise.all([older.ready(), newer.ready()]);
       const [fromOld, fromNew] = await alternate(older, newer, 'user:1');
