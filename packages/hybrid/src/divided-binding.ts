@@ -40,9 +40,6 @@ import { generationReserve } from './reserve-generation.js';
 import { hybridRule } from './supported-rule.js';
 import { spentWhereMissing, untilSpentFrees } from './unseen-keys.js';
 
-/** The weight of the latest interval in a divided node's reported demand (see DemandMeter). */
-const DEMAND_WEIGHT = 0.125;
-
 /**
  * One limiter on a divided store: its rule held at this node's share, the share from its membership. Its
  * rule is the limiter's configuration's (live limits, kept in Redis for every node of its prefix): each
@@ -535,6 +532,9 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     return this.#reserve?.close() ?? Promise.resolve();
   }
 }
+
+/** The weight of the latest interval in a divided node's reported demand (see DemandMeter). */
+const DEMAND_WEIGHT = 0.125;
 
 /** Why a divided limiter refuses overrides. */
 function noOverrides(): SluiceError {

@@ -27,24 +27,6 @@ import { type HeldLease, creditLease, emptyLease, refundToLease, spendFromLease 
 import { type LeaseShape, leaseShape, penalizeCentrally, resetCentrally } from './lease-client.js';
 import type { LeaseContext, LeaseLive, LeaseSettings } from './leased-context.js';
 
-/** This node's lease on one key, and the key's recent demand here (the batch follows it). */
-interface KeyLease extends HeldLease {
-  readonly meter: DemandMeter;
-  /** When Redis last answered a lease of the key (this process's clock): a spent central state is trusted from it. */
-  answeredAt: number;
-}
-
-/** One lease is at most burst / (HOARDING_DIVISOR x live lessees) unless maxBatch says otherwise. */
-const HOARDING_DIVISOR = 4;
-/**
- * A lease pays once a key's demand fills a batch of this many permits within targetMs. Below it, a lease
- * costs more than it saves: one lease call runs about 7 Redis commands (its lessee bookkeeping, the read and
- * the write) and travels alone, where exact decisions cost about 1 command each and share one script call
- * with up to 63 other keys' (measured over 10,000 keys at 128 in flight: batches of 2-4 made leased mode
- * 0.75x exact at 1.8 Redis commands per decision).
- */
-export const LEASE_PAYS_AT = 8;
-
 /**
  * One limiter on a leased store, under one set of its rules (see LiveBinding): each key's permits spent from
  * a batch this node leased of the key's central state, a key too cold for a lease decided exactly there, and
@@ -488,3 +470,22 @@ export class LeasedBinding implements BoundStore {
     }
   }
 }
+
+/** This node's lease on one key, and the key's recent demand here (the batch follows it). */
+interface KeyLease extends HeldLease {
+  readonly meter: DemandMeter;
+  /** When Redis last answered a lease of the key (this process's clock): a spent central state is trusted from it. */
+  answeredAt: number;
+}
+
+/** One lease is at most burst / (HOARDING_DIVISOR x live lessees) unless maxBatch says otherwise. */
+const HOARDING_DIVISOR = 4;
+
+/**
+ * A lease pays once a key's demand fills a batch of this many permits within targetMs. Below it, a lease
+ * costs more than it saves: one lease call runs about 7 Redis commands (its lessee bookkeeping, the read and
+ * the write) and travels alone, where exact decisions cost about 1 command each and share one script call
+ * with up to 63 other keys' (measured over 10,000 keys at 128 in flight: batches of 2-4 made leased mode
+ * 0.75x exact at 1.8 Redis commands per decision).
+ */
+export const LEASE_PAYS_AT = 8;

@@ -3,13 +3,6 @@ import { mostPermits } from '@sluice/core/store-kit';
 import type { Fallback, FallbackBinding } from '@sluice/redis/store-kit';
 import type { Reserve } from './reserve.js';
 
-/** What an outage's grants came to when charged to the reserve (the `fallback-charged` event's figures). */
-export interface OutageCharge {
-  readonly keys: number;
-  readonly permits: number;
-  readonly kept: number;
-}
-
 /**
  * A divided limiter's time away from Redis: said once when it begins and once when it ends. With a reserve,
  * this node's part of it is held here meanwhile (awayFraction), its keys starting spent; what that grants is
@@ -116,4 +109,11 @@ export class Outage {
     );
     return { keys: charges.length, permits, kept };
   }
+}
+
+/** What an outage's grants came to when charged to the reserve (the `fallback-charged` event's figures). */
+export interface OutageCharge {
+  readonly keys: number;
+  readonly permits: number;
+  readonly kept: number;
 }

@@ -1,6 +1,5 @@
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
 import { describeValue, positiveFinite } from '@sluice/core/store-kit';
-import type { FleetSummary } from './membership.js';
 
 /** How a divided limit is split among live nodes. */
 export type ShareMode = 'equal' | 'demand';
@@ -66,7 +65,7 @@ export function divideShares(
  * allocatedFraction({ current: 0.55, previous: 0.5 }, false) // 0.5
  */
 export function allocatedFraction(
-  summary: Pick<FleetSummary, 'current' | 'previous'>,
+  summary: { readonly current: number | undefined; readonly previous: number | undefined },
   overlap: boolean,
 ): number | undefined {
   const { current, previous } = summary;
