@@ -3,12 +3,13 @@
  * (before and after a change), histories and carry modes, Redis computes bit for bit what core computes.
  * The decision scripts carry a key's states to a changed configuration with them (docs/live-limits.md).
  */
+import { readFileSync } from 'node:fs';
 import { type AlgorithmKind, CARRY_MODES, carryState } from '@sluice/core';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ruleArgs } from '../../packages/redis/src/exact/rule-args.js';
-import { algorithmFiles, luaDirectory, luaScript, redisLuaFile } from '../../packages/redis/src/scripts.js';
+import { algorithmFiles, luaScript, redisLuaFile } from '../../packages/redis/src/scripts.js';
 import { ALGORITHMS, historyArb, stateAfter } from '@sluice/test-kit';
 import { useTestRedis } from '../harness/use-redis.js';
 
@@ -26,7 +27,7 @@ const size = fc.record({
 const probe = luaScript('test:carry-probe', [
   ...algorithmFiles(KINDS),
   redisLuaFile('carry'),
-  { directory: luaDirectory(import.meta.url, 'carry_probe.lua'), file: 'carry_probe' },
+  { file: 'carry_probe', source: readFileSync(new URL('lua/carry_probe.lua', import.meta.url), 'utf8') },
 ]);
 
 /** A state as the Lua twins hold it: its fields in order (a log's entries as they are). */

@@ -1,25 +1,23 @@
 import type { AlgorithmKind } from '@sluice/core';
 import {
+  type LuaFile,
   type LuaScript,
   algorithmFiles,
   algorithmScriptName,
-  luaDirectory,
   luaScript,
   nodeSeenFile,
 } from '@sluice/redis/store-kit';
+import { LUA_SOURCES, type LuaFileName } from './lua/sources.generated.js';
 
-let directory: string | undefined;
-const hybridLua = (): string => (directory ??= luaDirectory(import.meta.url, 'lease.lua'));
+/** One of @sluice/hybrid's own .lua files (their texts are built in: see scripts/embed-lua.mjs). */
+const hybridLuaFile = (file: LuaFileName): LuaFile => ({ file, source: LUA_SOURCES[file] });
 
 /**
  * The lease script for a rule of `kind` (see lease.lua): @sluice/redis's prelude and that algorithm's file,
  * then lease.lua, registered in @sluice/redis's one script registry.
  */
 export function leaseScript(kind: AlgorithmKind): LuaScript {
-  return luaScript(algorithmScriptName('hybrid:lease', [kind]), [
-    ...algorithmFiles([kind]),
-    { directory: hybridLua(), file: 'lease' },
-  ]);
+  return luaScript(algorithmScriptName('hybrid:lease', [kind]), [...algorithmFiles([kind]), hybridLuaFile('lease')]);
 }
 
 /**
@@ -27,9 +25,5 @@ export function leaseScript(kind: AlgorithmKind): LuaScript {
  * for a node id two live processes were given.
  */
 export function membershipScript(): LuaScript {
-  return luaScript('hybrid:membership', [
-    ...algorithmFiles([]),
-    nodeSeenFile(),
-    { directory: hybridLua(), file: 'membership' },
-  ]);
+  return luaScript('hybrid:membership', [...algorithmFiles([]), nodeSeenFile(), hybridLuaFile('membership')]);
 }

@@ -1,8 +1,6 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { AlgorithmKind } from '@sluice/core';
+import { LUA_SOURCES, type LuaFileName } from './lua/sources.generated.js';
 
 /**
  * A Lua script as Redis sees it: the source sent by EVAL and the sha1 EVALSHA names it by, and the same
@@ -20,7 +18,7 @@ export interface LuaScript {
 }
 
 /** Each algorithm's file, and the files it needs before it. One file per algorithm: one copy of each. */
-const ALGORITHM_FILES: Record<AlgorithmKind, readonly string[]> = {
+const ALGORITHM_FILES: Record<AlgorithmKind, readonly LuaFileName[]> = {
   fixedWindow: ['fixed_window'],
   calendarWindow: ['calendar_window'],
   slidingWindowLog: ['sliding_window_log'],
@@ -33,28 +31,13 @@ const ALGORITHM_FILES: Record<AlgorithmKind, readonly string[]> = {
 };
 
 /**
- * A package's folder of .lua files: `src/lua` beside the module when run from source, or beside `dist/` when
- * built (the files ship in src/lua). `moduleUrl` is the caller's import.meta.url; `probe` a file it holds.
- * @example
- * const directory = luaDirectory(import.meta.url, 'lease.lua')
+ * One .lua file a script is composed of: its name without `.lua` and its text. A package holds its files'
+ * texts in a module generated from them (src/lua/sources.generated.ts, see scripts/embed-lua.mjs), so a
+ * script needs no file at run time and an app bundled into one file runs it.
  */
-export function luaDirectory(moduleUrl: string, probe: string): string {
-  const here = dirname(fileURLToPath(moduleUrl));
-  const candidates = [
-    join(here, 'lua'),
-    join(here, '..', 'src', 'lua'),
-    join(here, '..', 'lua'),
-    join(here, '..', '..', 'src', 'lua'),
-  ];
-  const found = candidates.find((dir) => existsSync(join(dir, probe)));
-  if (!found) throw new Error(`Lua scripts not found in ${candidates.join(' or ')}`);
-  return found;
-}
-
-/** One .lua file of a package: its folder and its name without `.lua`. */
 export interface LuaFile {
-  readonly directory: string;
   readonly file: string;
+  readonly source: string;
 }
 
 const cache = new Map<string, LuaScript>();
@@ -94,15 +77,16 @@ function functionLibrary(definitions: string, entry: string): { library: string;
 
 /**
  * The one registry of Lua scripts: a script named `name`, composed of `files` in order (the last one its
- * entry, the others definitions it calls), and kept; its sha1 is computed from exactly the text sent. Packages register their own scripts through it (@sluice/hybrid its
- * lease and heartbeat scripts, on top of `algorithmFiles`); it knows none of them.
+ * entry, the others definitions it calls), and kept; its sha1 is computed from exactly the text sent.
+ * Packages register their own scripts through it (@sluice/hybrid its lease and heartbeat scripts, on top of
+ * `algorithmFiles`); it knows none of them.
  * @example
- * const script = luaScript('my:script', [...algorithmFiles([]), { directory, file: 'my-script' }])
+ * const script = luaScript('my:script', [...algorithmFiles([]), { file: 'my_script', source: MY_SCRIPT_LUA }])
  */
 export function luaScript(name: string, files: readonly LuaFile[]): LuaScript {
   let script = cache.get(name);
   if (script === undefined) {
-    const texts = files.map(({ directory, file }) => readFileSync(join(directory, `${file}.lua`), 'utf8'));
+    const texts = files.map(({ source }) => source);
     const source = texts.join('\n');
     const entry = texts.pop() ?? '';
     script = { name, source, sha1: sha1Of(source), ...functionLibrary(texts.join('\n'), entry) };
@@ -111,12 +95,9 @@ export function luaScript(name: string, files: readonly LuaFile[]): LuaScript {
   return script;
 }
 
-let ownDirectory: string | undefined;
-const redisLua = (): string => (ownDirectory ??= luaDirectory(import.meta.url, 'decide.lua'));
-
 /** One of @sluice/redis's own .lua files. */
-export function redisLuaFile(file: string): LuaFile {
-  return { directory: redisLua(), file };
+export function redisLuaFile(file: LuaFileName): LuaFile {
+  return { file, source: LUA_SOURCES[file] };
 }
 
 /**
@@ -124,12 +105,11 @@ export function redisLuaFile(file: string): LuaFile {
  * `ALGORITHMS[kind]`, `REFUNDS[kind]` and `PENALTIES[kind]` (see prelude.lua). Sorted, so one set of kinds is
  * one script.
  * @example
- * const files = [...algorithmFiles(['tokenBucket']), { directory, file: 'my-script' }]
+ * const files = [...algorithmFiles(['tokenBucket']), { file: 'my_script', source: MY_SCRIPT_LUA }]
  */
 export function algorithmFiles(kinds: readonly AlgorithmKind[]): LuaFile[] {
-  const directory = redisLua();
   const files = new Set([...new Set(kinds)].sort().flatMap((kind) => ALGORITHM_FILES[kind]));
-  return [{ directory, file: 'prelude' }, ...[...files].map((file) => ({ directory, file }))];
+  return ['prelude' as const, ...files].map(redisLuaFile);
 }
 
 /**
@@ -142,7 +122,7 @@ export function algorithmScriptName(entry: string, kinds: readonly AlgorithmKind
 }
 
 /** The files an entry needs between the algorithms and itself. */
-const ENTRY_FILES: Record<'decide' | 'decide_one' | 'adjust', readonly string[]> = {
+const ENTRY_FILES: Record<'decide' | 'decide_one' | 'adjust', readonly LuaFileName[]> = {
   decide: ['one_rule'],
   decide_one: ['one_rule'],
   adjust: [],
@@ -151,13 +131,13 @@ const ENTRY_FILES: Record<'decide' | 'decide_one' | 'adjust', readonly string[]>
 function compose(entry: keyof typeof ENTRY_FILES, kinds: readonly AlgorithmKind[]): LuaScript {
   return luaScript(algorithmScriptName(entry, kinds), [
     ...algorithmFiles(kinds),
-    ...[...ENTRY_FILES[entry], entry].map((file) => ({ directory: redisLua(), file })),
+    ...[...ENTRY_FILES[entry], entry].map(redisLuaFile),
   ]);
 }
 
 /**
  * The decide script for a set of algorithms, so a limiter's script defines only the functions it runs.
- * Composed from the .lua files on first use and kept; its sha1 is computed from exactly the text sent.
+ * Composed from the .lua files' texts on first use and kept; its sha1 is computed from exactly the text sent.
  * @example
  * const script = decideScript(['fixedWindow', 'tokenBucket'])
  */
@@ -191,10 +171,7 @@ export function adjustScript(kinds: readonly AlgorithmKind[]): LuaScript {
  * await connection.runScript(semaphoreScript(), semaphoreKeys(prefix, key), args)
  */
 export function semaphoreScript(): LuaScript {
-  return luaScript('semaphore', [
-    { directory: redisLua(), file: 'prelude' },
-    { directory: redisLua(), file: 'semaphore' },
-  ]);
+  return luaScript('semaphore', [redisLuaFile('prelude'), redisLuaFile('semaphore')]);
 }
 
 /**
@@ -203,7 +180,7 @@ export function semaphoreScript(): LuaScript {
  * await connection.runScript(pauseScript(), pauseKeys(prefix, key), ['read'])
  */
 export function pauseScript(): LuaScript {
-  return luaScript('pause', [{ directory: redisLua(), file: 'pause' }]);
+  return luaScript('pause', [redisLuaFile('pause')]);
 }
 
 /**
@@ -212,7 +189,7 @@ export function pauseScript(): LuaScript {
  * await connection.runScript(descriptorScript(), [descriptorKey(prefix)], ['read'])
  */
 export function descriptorScript(): LuaScript {
-  return luaScript('descriptor', [{ directory: redisLua(), file: 'descriptor' }]);
+  return luaScript('descriptor', [redisLuaFile('descriptor')]);
 }
 
 /**
@@ -221,7 +198,7 @@ export function descriptorScript(): LuaScript {
  * await connection.runScript(accessListScript(), accessListKeys(prefix), ['read', ''])
  */
 export function accessListScript(): LuaScript {
-  return luaScript('access_list', [{ directory: redisLua(), file: 'access_list' }]);
+  return luaScript('access_list', [redisLuaFile('access_list')]);
 }
 
 /**
@@ -230,7 +207,7 @@ export function accessListScript(): LuaScript {
  * await connection.runScript(limitedKeysScript(), limitedKeysKeys(prefix, minute), ['read'])
  */
 export function limitedKeysScript(): LuaScript {
-  return luaScript('limited_keys', [{ directory: redisLua(), file: 'limited_keys' }]);
+  return luaScript('limited_keys', [redisLuaFile('limited_keys')]);
 }
 
 /**
@@ -239,20 +216,17 @@ export function limitedKeysScript(): LuaScript {
  * await connection.runScript(blockScript(), [banKey(prefix, key), banMarkerKey(prefix, undefined)], [numArg(ms), ''])
  */
 export function blockScript(): LuaScript {
-  return luaScript('block', [
-    { directory: redisLua(), file: 'prelude' },
-    { directory: redisLua(), file: 'block' },
-  ]);
+  return luaScript('block', [redisLuaFile('prelude'), redisLuaFile('block')]);
 }
 
 /**
  * The fleet heartbeats' helper that tells a node id two live processes were given (node_seen.lua), for a
  * heartbeat script to compose after the prelude.
  * @example
- * luaScript('my:heartbeat', [{ directory: luaDirectory(import.meta.url, 'prelude.lua'), file: 'prelude' }, nodeSeenFile(), myEntry])
+ * luaScript('my:heartbeat', [...algorithmFiles([]), nodeSeenFile(), { file: 'my_heartbeat', source: MY_HEARTBEAT_LUA }])
  */
 export function nodeSeenFile(): LuaFile {
-  return { directory: redisLua(), file: 'node_seen' };
+  return redisLuaFile('node_seen');
 }
 
 /**
@@ -261,11 +235,7 @@ export function nodeSeenFile(): LuaFile {
  * const counts = await connection.runScript(presenceScript(), [fleetKey('api')], [nodeId, '3000', '', '0', ''])
  */
 export function presenceScript(): LuaScript {
-  return luaScript('presence', [
-    { directory: redisLua(), file: 'prelude' },
-    nodeSeenFile(),
-    { directory: redisLua(), file: 'presence' },
-  ]);
+  return luaScript('presence', [redisLuaFile('prelude'), nodeSeenFile(), redisLuaFile('presence')]);
 }
 
 /**

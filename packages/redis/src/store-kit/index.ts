@@ -43,7 +43,6 @@ export {
   algorithmFiles,
   algorithmScriptName,
   exactScripts,
-  luaDirectory,
   luaScript,
   nodeSeenFile,
   presenceScript,
