@@ -1,0 +1,75 @@
+/**
+ * The app test/bundle/bundle.test.ts bundles into one file and runs from a folder with no node_modules and
+ * no .lua file: exact decisions on Redis (a one-rule limiter, a two-rule policy, a refund), then a leased
+ * limiter, each told to fail closed so a script that cannot be composed shows as a denial, not as a local
+ * answer. Prints one JSON line: what each step answered and every store error the stores reported.
+ */
+import { type Limiter, createLimiter, fixedWindow, slidingWindowLog, tokenBucket } from '@sluice/core';
+import { leasedStore } from '@sluice/hybrid';
+import { redisStore } from '@sluice/redis';
+import { Redis } from 'ioredis';
+
+/**
+ * Far past the default deadline: a loaded test machine may take longer than that for a first call (which
+ * loads its script), and this app is about the scripts being there, not about how fast Redis answers.
+ */
+const DEADLINE_MS = 10_000;
+
+/** What four tries on one key answer: the remaining count of each admitted one, or 'denied'. */
+async function remaining(limiter: Pick<Limiter, 'tryAcquire'>): Promise<(number | 'denied')[]> {
+  const out: (number | 'denied')[] = [];
+  for (let i = 0; i < 4; i++) {
+    const d = await limiter.tryAcquire('user-1');
+    out.push(d.allowed ? d.remaining : 'denied');
+  }
+  return out;
+}
+
+// No top-level await: the test bundles this as CommonJS too.
+async function main(url: string, prefix: string): Promise<void> {
+  const redis = new Redis(url);
+  const errors: string[] = [];
+  const store = redisStore({ redis, failMode: 'closed', timeoutMs: DEADLINE_MS });
+  store.on('store-error', (event) => errors.push(`exact: ${String(event.error)}`));
+
+  // One rule: decide_one.lua. Two rules: decide.lua. A refund: adjust.lua.
+  const one = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: `${prefix}-one` });
+  const policy = createLimiter({
+    rules: [
+      slidingWindowLog({ limit: 5, windowMs: 60_000, name: 'minute' }),
+      tokenBucket({ capacity: 2, refillPerSecond: 0.001, name: 'burst' }),
+    ],
+    store,
+    prefix: `${prefix}-policy`,
+  });
+  const exactOne = await remaining(one);
+  const exactPolicy = await remaining(policy);
+  await one.refund('user-1', 1);
+  const afterRefund = (await one.tryAcquire('user-1')).remaining;
+
+  // Leased: a batch of the bucket's tokens leased by lease.lua and spent here; exactly the capacity admitted.
+  const leasing = leasedStore({ redis, failMode: 'closed', timeoutMs: DEADLINE_MS });
+  leasing.on('store-error', (event) => errors.push(`leased: ${String(event.error)}`));
+  let leases = 0;
+  leasing.on('lease', () => leases++);
+  const leased = createLimiter({
+    rules: tokenBucket({ capacity: 100, refillPerSecond: 0.001 }),
+    store: leasing,
+    prefix: `${prefix}-leased`,
+  });
+  let leasedAdmitted = 0;
+  for (let i = 0; i < 150; i++) if ((await leased.tryAcquire('user-1')).allowed) leasedAdmitted++;
+
+  await Promise.all([one.close(), policy.close(), leased.close()]);
+  await Promise.all([store.close(), leasing.close()]);
+  redis.disconnect();
+  console.log(JSON.stringify({ exactOne, exactPolicy, afterRefund, leasedAdmitted, leases, errors }));
+}
+
+const [url, prefix] = process.argv.slice(2);
+if (url === undefined || prefix === undefined) throw new Error('usage: node app <redis url> <prefix>');
+main(url, prefix).catch((error: unknown) => {
+  console.error(error);
+  // Now: a failed run would otherwise wait on the Redis connection it left open, until the test's timeout.
+  process.exit(1);
+});
