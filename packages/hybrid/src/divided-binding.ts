@@ -19,18 +19,10 @@ import {
   permitsOfRule,
   registerStatus,
   sharedRule,
-  stateName,
 } from '@sluice/core/store-kit';
-import {
-  type LiveConfig,
-  type LiveRule,
-  RedisHealth,
-  StoredConfiguration,
-  firstConfig,
-  reconfigured,
-  withDeadline,
-} from '@sluice/redis/store-kit';
+import { type LiveRule, RedisHealth, withDeadline } from '@sluice/redis/store-kit';
 import { DemandMeter } from './demand-meter.js';
+import { DividedConfig } from './divided-config.js';
 import type { DivideContext } from './divided-context.js';
 import { type FleetSummary, warnOfHeartbeatRate } from './membership.js';
 import { NodeShare } from './node-share.js';
@@ -50,9 +42,8 @@ import { spentWhereMissing, untilSpentFrees } from './unseen-keys.js';
  */
 export class DividedBinding implements BoundStore, FleetShare, SharedRules {
   readonly #ctx: DivideContext;
-  /** The rule in force, the name its states live under, and the rule held at this node's share of it. */
+  /** The rule in force, and the rule held at this node's share of it. */
   #rule: Algorithm;
-  #state: string;
   #shared: Algorithm;
   readonly #prefix: string;
   #bound: BoundStore;
@@ -80,22 +71,15 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
   /** Takes this binding off the list metrics read (its share and whether heartbeats fail). */
   readonly #unlist: () => void;
   /** The limiter's configuration as kept in Redis, and as this node decides under it. */
-  readonly #stored: StoredConfiguration;
-  #config: LiveConfig;
-  #configuration: LimiterConfiguration;
-  /** The read of the stored configuration under way (a message and a heartbeat arriving together share it). */
-  #reading: Promise<void> | undefined;
+  readonly #live: DividedConfig;
 
   constructor(ctx: DivideContext, rule: Algorithm, prefix: string, forget: () => void) {
     this.#ctx = ctx;
     this.#rule = rule;
-    this.#state = stateName(rule);
     this.#prefix = prefix;
     this.#forget = forget;
-    this.#config = firstConfig([rule]);
-    this.#configuration = { version: 1, rules: [rule] };
+    this.#live = new DividedConfig(ctx, prefix, rule, (entry, version) => this.#switch(entry, version));
     const { o, clock } = ctx;
-    this.#stored = new StoredConfiguration({ connection: ctx.redis, prefix, timeoutMs: o.timeoutMs });
     this.#share = new NodeShare(o.reserve, o.assumedNodes);
     if (o.reserve > 0) this.#heard = new Promise((resolve) => (this.#hear = resolve));
     this.#reserveHealth =
@@ -110,7 +94,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
             },
           })
         : undefined;
-    this.#reserve = o.reserve > 0 ? this.#makeReserve(this.#config.rules[0] as LiveRule, o.reserve) : undefined;
+    this.#reserve = o.reserve > 0 ? this.#makeReserve(this.#live.inForce, o.reserve) : undefined;
     this.#shared = sharedRule(rule, this);
     this.#bound = ctx.memory.bind({ rules: [this.#shared], prefix });
     this.#outage = new Outage(o.reserve > 0 ? ctx.away : undefined, prefix, rule);
@@ -143,7 +127,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
       demand: () => this.#meter.perSecond(clock.now()),
       knownNodes: () => this.#share.nodes,
       assumedNodes: o.assumedNodes,
-      version: () => this.#config.version,
+      version: () => this.#live.version,
       answered: (summary) => this.#onSummary(summary),
       failed: (error) => {
         this.#beatFailing = true;
@@ -158,7 +142,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
       this.#ctx,
       {
         prefix: this.#prefix,
-        version: () => this.#config.version,
+        version: () => this.#live.version,
         refresh: () => this.refresh(),
         heard: () => this.heard(),
         health: this.#reserveHealth,
@@ -169,46 +153,22 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
   }
 
   get configuration(): LimiterConfiguration {
-    return this.#configuration;
+    return this.#live.configuration;
   }
 
-  /**
-   * Reads the stored configuration and decides under it (the store's ready(), a heartbeat that found its
-   * slot at a newer version, a draw on the reserve that did). Rejects when it cannot be read or is of a
-   * later format. A slot at `seen`, ahead of the stored record, means the record was lost: it is stored again
-   * (see StoredConfiguration.inForce) and every node adopts it.
-   */
+  /** Reads the stored configuration and decides under it (see DividedConfig.refresh). */
   refresh(seen = 1): Promise<void> {
-    this.#reading ??= this.#stored
-      .inForce(this.#config, seen, (error) => emitSafely(this.#ctx.events, 'store-error', error))
-      .then((config) => {
-        if (config !== undefined) this.#adopt(config);
-      })
-      .finally(() => {
-        this.#reading = undefined;
-      });
-    return this.#reading;
+    return this.#live.refresh(seen);
   }
 
   /** The fleet's slot is at a newer configuration: read it (a failure keeps the last one known, and says so). */
   heard(seen = 1): void {
-    this.refresh(seen).catch((error: unknown) =>
-      emitSafely(this.#ctx.events, 'store-error', error instanceof Error ? error : new Error(String(error))),
-    );
+    this.#live.heard(seen);
   }
 
   /** Stores `rules` for every node (see StoredConfiguration.change); each switches within a heartbeat, this one at once. */
-  async reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration> {
-    for (const rule of rules) hybridRule('dividedStore', rule);
-    const { clock, events } = this.#ctx;
-    await this.#stored.change(
-      this.#config,
-      (current, version) => reconfigured(current, rules, carry, version, clock.now()),
-      undefined,
-      (config) => this.#adopt(config),
-      (error) => emitSafely(events, 'store-error', error),
-    );
-    return this.#configuration;
+  reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration> {
+    return this.#live.reconfigure(rules, carry);
   }
 
   /**
@@ -228,30 +188,6 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     return Promise.resolve([]);
   }
 
-  /** Decides under `config` from now on (a later version than this node's); a changed rule is switched in place. */
-  #adopt(config: LiveConfig): void {
-    if (config.version <= this.#config.version || this.#closed) return;
-    const [entry, ...more] = config.rules;
-    // A record this mode cannot decide (stored by a limiter of another mode on this prefix): refused before
-    // anything changes, so this node keeps deciding under the last configuration it could.
-    if (entry === undefined || more.length > 0) {
-      throw new SluiceError(
-        'UNSUPPORTED',
-        `dividedStore holds one rule per limiter; the configuration stored for ${JSON.stringify(this.#prefix)} ` +
-          `(version ${config.version}) has ${config.rules.length}`,
-      );
-    }
-    if (entry.state !== this.#state) hybridRule('dividedStore', entry.rule);
-    this.#config = config;
-    this.#configuration = { version: config.version, rules: config.rules.map((e) => e.rule) };
-    if (entry.state !== this.#state) this.#switch(entry, config.version);
-    emitSafely(this.#ctx.events, 'reconfigured', {
-      prefix: this.#prefix,
-      version: config.version,
-      rules: this.#configuration.rules,
-    });
-  }
-
   /**
    * Decides under `entry`'s rule from now on: each key's local state is carried from the rule before on its
    * first touch (CarriedBinding, by the change's carry mode; a new name starts fresh), the membership reports
@@ -265,7 +201,6 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     const rule = hybridRule('dividedStore', entry.rule);
     const apart = `g${version}`;
     this.#rule = rule;
-    this.#state = entry.state;
     this.#shared = sharedRule(rule, this);
     const next = memory.bind({ rules: [this.#shared], prefix: this.#prefix, apart });
     if (hasStateAccess(next) && hasStateAccess(before.bound)) {
@@ -346,7 +281,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     void this.#chargeAway();
     // Redis may have come back empty (a restart without persistence) with the heartbeat that found its slot's
     // version gone unanswered: a changed configuration is read again, and stored again if it was lost.
-    if (this.#config.version > 1) this.heard();
+    if (this.#live.version > 1) this.heard();
   }
 
   /** What this node granted of its part of the reserve while Redis was away, charged to the reserve (see Outage.charge). */
@@ -362,8 +297,8 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     // The fleet's slot is at a newer configuration (a missed message): read it. One older than this node's had
     // lost its version (Redis lost its keys): read it too, so a lost configuration is stored again with what
     // this node knows.
-    if (summary.version > this.#config.version) this.heard(summary.version);
-    else if (summary.version < this.#config.version) this.heard();
+    if (summary.version > this.#live.version) this.heard(summary.version);
+    else if (summary.version < this.#live.version) this.heard();
     this.#beatFailing = false;
     this.#recovered();
     this.#heardFirst();
@@ -397,7 +332,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
 
   /** A decision marked with the configuration version it was made under, once the limiter's rules changed. */
   #versioned(decision: Decision | Promise<Decision>): Decision | Promise<Decision> {
-    const version = this.#config.version;
+    const version = this.#live.version;
     if (version === 1) return decision;
     return decision instanceof Promise
       ? decision.then((d) => ({ ...d, configVersion: version }))
@@ -520,6 +455,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
   release(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#live.close();
     this.#unlist();
     this.#forget();
     this.#reserveHealth?.close();
