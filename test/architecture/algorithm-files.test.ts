@@ -98,6 +98,14 @@ describe('adding an algorithm touches the files ARCHITECTURE.md lists', () => {
     ).toEqual([]);
   });
 
+  it("README's table of algorithms has a row for every kind of the registry (item 12, which no compiler checks)", () => {
+    const rows = readFileSync(`${root}README.md`, 'utf8')
+      .split('\n')
+      .map((line) => /^\| `(\w+)` +\|/.exec(line)?.[1])
+      .filter((kind) => kind !== undefined);
+    for (const kind of ALGORITHM_KINDS) expect(rows, kind).toContain(kind);
+  });
+
   it('every allowed file still names (nearly) every kind, so the allowlist holds no stale entry', () => {
     const found = new Set(tables.map(({ file }) => file));
     for (const [file, reason] of Object.entries(ALLOWED)) {
