@@ -2,10 +2,11 @@
  * The app test/bundle/bundle.test.ts bundles into one file and runs from a folder with no node_modules and
  * no .lua file: exact decisions on Redis (a one-rule limiter, a two-rule policy, a refund), then a leased
  * limiter, each told to fail closed so a script that cannot be composed shows as a denial, not as a local
- * answer. Prints one JSON line: what each step answered and every store error the stores reported.
+ * answer; then a divided limiter. Prints one JSON line: what each step answered and every store error the
+ * stores reported.
  */
 import { type Limiter, createLimiter, fixedWindow, slidingWindowLog, tokenBucket } from '@sluice/core';
-import { leasedStore } from '@sluice/hybrid';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 
@@ -23,6 +24,13 @@ async function remaining(limiter: Pick<Limiter, 'tryAcquire'>): Promise<(number 
     out.push(d.allowed ? d.remaining : 'denied');
   }
   return out;
+}
+
+/** How many of `tries` single-permit tries on one key the limiter admits. */
+async function admitted(limiter: Pick<Limiter, 'tryAcquire'>, tries: number): Promise<number> {
+  let count = 0;
+  for (let i = 0; i < tries; i++) if ((await limiter.tryAcquire('user-1')).allowed) count++;
+  return count;
 }
 
 // No top-level await: the test bundles this as CommonJS too.
@@ -57,13 +65,23 @@ async function main(url: string, prefix: string): Promise<void> {
     store: leasing,
     prefix: `${prefix}-leased`,
   });
-  let leasedAdmitted = 0;
-  for (let i = 0; i < 150; i++) if ((await leased.tryAcquire('user-1')).allowed) leasedAdmitted++;
+  const leasedAdmitted = await admitted(leased, 150);
 
-  await Promise.all([one.close(), policy.close(), leased.close()]);
-  await Promise.all([store.close(), leasing.close()]);
+  // Divided: membership.lua's first heartbeat gives this node, alone in its fleet, 80 of 100; the other 20
+  // are the reserve, drawn by lease.lua. (No failMode: a divided node keeps its share while Redis is away.)
+  const dividing = dividedStore({ redis, timeoutMs: DEADLINE_MS, assumedNodes: 1, reserve: 0.2 });
+  dividing.on('store-error', (event) => errors.push(`divided: ${String(event.error)}`));
+  const divided = createLimiter({
+    rules: tokenBucket({ capacity: 100, refillPerSecond: 0.001 }),
+    store: dividing,
+    prefix: `${prefix}-divided`,
+  });
+  const dividedAdmitted = await admitted(divided, 150);
+
+  await Promise.all([one.close(), policy.close(), leased.close(), divided.close()]);
+  await Promise.all([store.close(), leasing.close(), dividing.close()]);
   redis.disconnect();
-  console.log(JSON.stringify({ exactOne, exactPolicy, afterRefund, leasedAdmitted, leases, errors }));
+  console.log(JSON.stringify({ exactOne, exactPolicy, afterRefund, leasedAdmitted, leases, dividedAdmitted, errors }));
 }
 
 const [url, prefix] = process.argv.slice(2);

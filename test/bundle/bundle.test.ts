@@ -1,10 +1,10 @@
 /**
- * An app bundled into one file (as esbuild, or a Next.js server build, ships it) runs exact and leased mode:
- * the Lua scripts travel inside the JavaScript (src/lua/sources.generated.ts), so the bundle is run from a
- * fresh folder with no node_modules above it and no .lua file anywhere near. ioredis is bundled too, so the
- * one file is all there is. Bundled from the sources (the `sluice-source` condition), as ESM and as CommonJS:
- * the composition of scripts is the same code either way, and each format once broke differently when the
- * scripts were read from disk (ESM: no src/lua beside the bundle; CommonJS: no import.meta.url at all).
+ * An app bundled into one file (as esbuild, or a Next.js server build, ships it) runs exact, leased and
+ * divided mode: the Lua scripts travel inside the JavaScript (src/lua/sources.generated.ts), so the bundle is
+ * run from a fresh folder with no node_modules above it and no .lua file anywhere near. ioredis is bundled
+ * too, so the one file is all there is. Bundled from the sources (the repository's tsconfig paths and the
+ * `sluice-source` condition lead there: no build needed), as ESM and as CommonJS: each format broke its own
+ * way when the scripts were read from disk (ESM: no src/lua beside the bundle; CommonJS: no import.meta.url).
  */
 import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -36,7 +36,7 @@ function nodeModulesAbove(dir: string): string | undefined {
 }
 
 describe.each(['esm', 'cjs'] as const)('an app bundled into one %s file', (format) => {
-  it('decides exactly on Redis and leases from it, with no .lua file and no node_modules', async () => {
+  it('decides exactly on Redis, leases and divides, with no .lua file and no node_modules', async () => {
     const folder = mkdtempSync(join(work, `${format}-`));
     const outfile = join(folder, format === 'esm' ? 'app.mjs' : 'app.cjs');
     const result = await build({
@@ -80,6 +80,7 @@ describe.each(['esm', 'cjs'] as const)('an app bundled into one %s file', (forma
       afterRefund: 0, // one permit refunded (adjust.lua), taken again
       leasedAdmitted: 100, // the bucket's capacity, leased (lease.lua) and spent in the process
       leases: expect.any(Number),
+      dividedAdmitted: 100, // 80 held from the first heartbeat (membership.lua), 20 drawn from the reserve
       errors: [],
     });
     expect(JSON.parse(stdout).leases).toBeGreaterThan(0);

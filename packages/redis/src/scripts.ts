@@ -223,7 +223,7 @@ export function blockScript(): LuaScript {
  * The fleet heartbeats' helper that tells a node id two live processes were given (node_seen.lua), for a
  * heartbeat script to compose after the prelude.
  * @example
- * luaScript('my:heartbeat', [...algorithmFiles([]), nodeSeenFile(), { file: 'my_heartbeat', source: MY_HEARTBEAT_LUA }])
+ * luaScript('my:heartbeat', [...algorithmFiles([]), nodeSeenFile(), { file: 'my_beat', source: MY_BEAT_LUA }])
  */
 export function nodeSeenFile(): LuaFile {
   return redisLuaFile('node_seen');
