@@ -38,7 +38,9 @@ describe('the sluice command line', () => {
     });
     const unknown = await cli('inspect', '--prefx', 'p');
     expect(unknown.code).toBe(EXIT.usage);
-    expect(unknown.err[0]).toMatch(/^sluice: Unknown option '--prefx'/);
+    expect(unknown.err[0]).toMatch(
+      /^sluice: the flags have no option "prefx" \(got true\); the options are url, cluster, prefix,/,
+    );
   });
 
   it('an unreachable Redis is one line and exit 1 (no retry loop)', async () => {

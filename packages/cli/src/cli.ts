@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { knownOptions } from '@sluice/core/store-kit';
 import { toConnection } from '@sluice/redis/store-kit';
 import { UsageError, connect } from './connect.js';
 import { type CommandContext, UnknownPrefixError, inspect, keyAction, listChange, lists, top } from './commands.js';
@@ -103,27 +104,28 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 const isInputError = (error: unknown): boolean =>
   error instanceof Error && (error.name === 'SluiceTypeError' || error.name === 'SluiceRangeError');
 
+/** Every flag, for parseArgs; an unknown one is refused by the check every sluice entry point shares. */
+const FLAGS = {
+  url: { type: 'string' },
+  cluster: { type: 'string' },
+  prefix: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  ms: { type: 'string' },
+  'ttl-ms': { type: 'string' },
+  reason: { type: 'string' },
+  n: { type: 'string' },
+  minutes: { type: 'string' },
+  'clear-keys': { type: 'boolean' },
+  'key-secret': { type: 'string' },
+  force: { type: 'boolean' },
+} as const;
+
 function parse(argv: readonly string[]) {
-  return parseArgs({
-    args: [...argv],
-    allowPositionals: true,
-    strict: true,
-    options: {
-      url: { type: 'string' },
-      cluster: { type: 'string' },
-      prefix: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-      ms: { type: 'string' },
-      'ttl-ms': { type: 'string' },
-      reason: { type: 'string' },
-      n: { type: 'string' },
-      minutes: { type: 'string' },
-      'clear-keys': { type: 'boolean' },
-      'key-secret': { type: 'string' },
-      force: { type: 'boolean' },
-    },
-  });
+  const config = { args: [...argv], allowPositionals: true, options: FLAGS };
+  // parseArgs' own refusal names the flag but not the known ones: read leniently first, refuse by the shared check.
+  knownOptions('the flags', FLAGS, parseArgs({ ...config, strict: false }).values, true);
+  return parseArgs({ ...config, strict: true });
 }
 
 function dispatch(command: Command, ctx: CommandContext): Promise<void> {

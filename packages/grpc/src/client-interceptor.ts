@@ -9,7 +9,7 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { SluiceRangeError, SluiceTypeError, type Throttle } from '@sluice/core';
-import { inCall } from '@sluice/core/store-kit';
+import { type OptionNames, inCall, knownOptions } from '@sluice/core/store-kit';
 import { pushbackMs } from './trailers.js';
 
 /** grpcRetryOnLimit's options. */
@@ -33,6 +33,13 @@ export interface GrpcRetryOptions {
   throttleKey?: string;
 }
 
+const GRPC_RETRY_OPTIONS: OptionNames<GrpcRetryOptions> = {
+  maxRetries: true,
+  maxWaitMs: true,
+  throttle: true,
+  throttleKey: true,
+};
+
 /**
  * A client interceptor for @grpc/grpc-js that reads a RESOURCE_EXHAUSTED refusal's wait
  * (`grpc-retry-pushback-ms`, else `retry-after`, as grpcRateLimit sends them), waits it out and sends a unary
@@ -46,6 +53,7 @@ export interface GrpcRetryOptions {
  */
 export function grpcRetryOnLimit(options: GrpcRetryOptions = {}): Interceptor {
   return inCall('grpcRetryOnLimit', () => {
+    knownOptions('grpcRetryOnLimit options', GRPC_RETRY_OPTIONS, options, false);
     const maxRetries = options.maxRetries ?? 2;
     const maxWaitMs = options.maxWaitMs ?? 60_000;
     if (!Number.isSafeInteger(maxRetries) || maxRetries < 0)

@@ -8,7 +8,7 @@ import {
 } from '@grpc/grpc-js';
 import { type Decision, SluiceTypeError } from '@sluice/core';
 import { type RateLimitOptions, type Verdict, createEvaluator, isInputError } from '@sluice/core/http';
-import { inCall } from '@sluice/core/store-kit';
+import { type OptionNames, inCall, knownOptions } from '@sluice/core/store-kit';
 import { type GrpcCall, callView } from './call.js';
 import { refusalStatus } from './trailers.js';
 
@@ -27,6 +27,24 @@ export interface GrpcRateLimitOptions
   onLimited?: (decision: Decision, call: GrpcCall) => void;
 }
 
+/** Every name of GrpcRateLimitOptions: the HTTP adapters' less those a call has no use for, and its own. */
+const GRPC_RATE_LIMIT_OPTIONS: OptionNames<GrpcRateLimitOptions> = {
+  limiter: true,
+  key: true,
+  onMissingKey: true,
+  trustProxy: true,
+  proxyHeader: true,
+  cost: true,
+  headers: true,
+  timeoutMs: true,
+  skip: true,
+  plan: true,
+  onInvalidInput: true,
+  onAccountingError: true,
+  methods: true,
+  onLimited: true,
+};
+
 /**
  * A server interceptor for @grpc/grpc-js (1.10+: `new Server({ interceptors: [...] })`) that decides each
  * call when its metadata arrives, before the handler runs, unary and streaming alike: one decision per call
@@ -41,8 +59,9 @@ export interface GrpcRateLimitOptions
  */
 export function grpcRateLimit(options: GrpcRateLimitOptions): ServerInterceptor {
   return inCall('grpcRateLimit', () => {
+    knownOptions('grpcRateLimit options', GRPC_RATE_LIMIT_OPTIONS, options, true);
     const { methods, onLimited, ...http } = options;
-    const evaluate = createEvaluator<GrpcCall>(http, 'grpcRateLimit');
+    const evaluate = createEvaluator<GrpcCall>(http, 'grpcRateLimit', GRPC_RATE_LIMIT_OPTIONS);
     const applies = methodTest(methods);
     if (onLimited !== undefined && typeof onLimited !== 'function') {
       throw new SluiceTypeError('onLimited', onLimited, 'onLimited must be a function');

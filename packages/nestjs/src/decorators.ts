@@ -4,7 +4,7 @@ import { createEvaluator } from '@sluice/core/http';
 import { SetMetadata } from '@nestjs/common';
 import type { RouteLimitOptions } from './options.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT } from './tokens.js';
-import { checkRouteOptions } from './route-options.js';
+import { ROUTE_LIMIT_OPTIONS, checkRouteOptions } from './route-options.js';
 
 /**
  * Limits a controller's routes or one handler: `@RateLimit({ algorithm: fixedWindow({ limit: 10, windowMs:
@@ -25,7 +25,7 @@ export function RateLimit(options: RouteLimitOptions): ClassDecorator & MethodDe
     // Every other option is checked by the one parser all sluice adapters share, against a throwaway limiter.
     const limiter =
       options.limiter ?? (options.algorithm === undefined ? undefined : createLimiter({ rules: options.algorithm }));
-    createEvaluator({ ...options, limiter }, '@RateLimit');
+    createEvaluator({ ...options, limiter }, '@RateLimit', ROUTE_LIMIT_OPTIONS);
     return SetMetadata(RATE_LIMIT, options);
   });
 }

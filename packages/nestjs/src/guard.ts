@@ -27,6 +27,7 @@ import {
   wsDefaultKey,
 } from './contexts.js';
 import { guardGateways, sendRefusalToWsClient } from './gateways.js';
+import { SLUICE_MODULE_OPTIONS } from './route-options.js';
 import type { RouteLimitOptions, SluiceModuleOptions } from './options.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT, SLUICE_OPTIONS } from './tokens.js';
 
@@ -299,12 +300,17 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
       const { onLimited: _routeOnLimited, ...own } = options;
       const limiter = options.limiter ?? entry.owned;
       const key = options.key ?? defaults.key ?? (type === 'ws' ? wsDefaultKey : undefined);
-      evaluate = createEvaluator<ExecutionContext>({
-        ...defaults,
-        ...own,
-        limiter,
-        ...(key === undefined ? {} : { key }),
-      });
+      // Checked already by @RateLimit and forRoot; the module's options stand in for a handler that has none.
+      evaluate = createEvaluator<ExecutionContext>(
+        {
+          ...defaults,
+          ...own,
+          limiter,
+          ...(key === undefined ? {} : { key }),
+        },
+        'rateLimit',
+        SLUICE_MODULE_OPTIONS,
+      );
       entry.byType.set(type, evaluate);
     }
     return evaluate;

@@ -3,10 +3,10 @@ import { APP_GUARD, APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { SluiceContextInterceptor } from './context-interceptor.js';
 import { SluiceGuard } from './guard.js';
 import type { SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
-import { checkRouteOptions } from './route-options.js';
+import { SLUICE_MODULE_ASYNC_OPTIONS, SLUICE_MODULE_OPTIONS, checkRouteOptions } from './route-options.js';
 import { SLUICE_OPTIONS } from './tokens.js';
 import { SluiceRangeError, SluiceTypeError, createLimiter } from '@sluice/core';
-import { describeValue } from '@sluice/core/store-kit';
+import { describeValue, knownOptions } from '@sluice/core/store-kit';
 import { contextPolicies } from './contexts.js';
 import { createEvaluator } from '@sluice/core/http';
 
@@ -55,6 +55,7 @@ export class SluiceModule {
         'SluiceModule.forRootAsync needs { useFactory, inject?, imports? }: useFactory returns the module options',
       );
     }
+    knownOptions('SluiceModule.forRootAsync options', SLUICE_MODULE_ASYNC_OPTIONS, options, true);
     return sluiceModule(options.imports ?? [], {
       provide: SLUICE_OPTIONS,
       useFactory: async (...args: unknown[]) =>
@@ -66,7 +67,7 @@ export class SluiceModule {
 
 /** The module's options, checked once: by the one parser every sluice adapter shares. */
 function checkedOptions(options: SluiceModuleOptions, caller: string): SluiceModuleOptions {
-  checkRouteOptions(`${caller} options`, options, false);
+  checkRouteOptions(`${caller} options`, options, false, SLUICE_MODULE_OPTIONS);
   contextPolicies(options.contexts);
   if (options.graphqlPer !== undefined && options.graphqlPer !== 'resolver' && options.graphqlPer !== 'operation') {
     throw new SluiceRangeError(
@@ -80,6 +81,7 @@ function checkedOptions(options: SluiceModuleOptions, caller: string): SluiceMod
     createEvaluator(
       { ...http, limiter: options.limiter ?? createLimiter({ rules: options.algorithm as never }) },
       caller,
+      SLUICE_MODULE_OPTIONS,
     );
   }
   return options;

@@ -1,16 +1,45 @@
 import { SluiceTypeError } from '@sluice/core';
-import { onLimitedOption } from '@sluice/core/http';
-import { describeValue } from '@sluice/core/store-kit';
-import type { RouteLimitOptions } from './options.js';
+import { RATE_LIMIT_OPTIONS, onLimitedOption } from '@sluice/core/http';
+import { type OptionNames, describeValue, knownOptions } from '@sluice/core/store-kit';
+import type { RouteLimitOptions, SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
+
+/** The names of RouteLimitOptions: the HTTP adapters' options and a route's own. */
+export const ROUTE_LIMIT_OPTIONS: OptionNames<RouteLimitOptions> = {
+  ...RATE_LIMIT_OPTIONS,
+  algorithm: true,
+  onLimited: true,
+};
+
+/** The names of SluiceModuleOptions: a route's, and the module's own. */
+export const SLUICE_MODULE_OPTIONS: OptionNames<SluiceModuleOptions> = {
+  ...ROUTE_LIMIT_OPTIONS,
+  store: true,
+  contexts: true,
+  graphqlPer: true,
+};
+
+/** The names of SluiceModuleAsyncOptions. */
+export const SLUICE_MODULE_ASYNC_OPTIONS: OptionNames<SluiceModuleAsyncOptions> = {
+  imports: true,
+  inject: true,
+  useFactory: true,
+};
 
 /**
- * The shape every route's options must have: an object, and (for a @RateLimit) exactly one of `limiter` and
- * `algorithm`, and an `onLimited` that is a function. The rest is the shared HTTP options parser's to check.
+ * The shape every route's options must have: an object of the options `known` names (a route's or the
+ * module's), (for a @RateLimit) exactly one of `limiter` and `algorithm`, and an `onLimited` that is a
+ * function. The rest is the shared HTTP options parser's to check.
  */
-export function checkRouteOptions(what: string, options: RouteLimitOptions | undefined, needsLimit: boolean): void {
+export function checkRouteOptions(
+  what: string,
+  options: RouteLimitOptions | undefined,
+  needsLimit: boolean,
+  known: Readonly<Record<string, true>> = ROUTE_LIMIT_OPTIONS,
+): void {
   if (typeof options !== 'object' || options === null) {
     throw new SluiceTypeError(what, options, `${what} must be an object, got ${describeValue(options)}`);
   }
+  knownOptions(what, known, options, true);
   onLimitedOption(options.onLimited);
   const has = [options.limiter !== undefined && 'limiter', options.algorithm !== undefined && 'algorithm'].filter(
     Boolean,

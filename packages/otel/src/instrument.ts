@@ -6,7 +6,7 @@ import {
   limiterStatuses,
   observeSluice,
 } from '@sluice/core';
-import { describeValue, inCall, warnOnce } from '@sluice/core/store-kit';
+import { type OptionNames, describeValue, inCall, knownOptions, warnOnce } from '@sluice/core/store-kit';
 import { CountTable, DecisionSeriesTable } from './attributes.js';
 import { INSTRUMENTS, LIMITER, METER_NAME, RULE } from './names.js';
 import { ThrottleTable } from './throttles.js';
@@ -41,6 +41,8 @@ const DURATION_BUCKETS = [
 /** Throttle wait buckets, in seconds: a call starts at once, after a window's rest, or after a provider's pause. */
 const WAIT_BUCKETS = [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+const INSTRUMENT_SLUICE_OPTIONS: OptionNames<InstrumentSluiceOptions> = { meterProvider: true };
+
 /**
  * Records OpenTelemetry metrics for every sluice limiter in the process (created before or after this
  * call): `sluice.decisions`, `sluice.decision.duration`, `sluice.store.degraded`, `sluice.lease.permits`,
@@ -61,6 +63,7 @@ export function instrumentSluice(options: InstrumentSluiceOptions = {}): SluiceI
         `instrumentSluice options must be an object ({ meterProvider? }), got ${describeValue(options)}`,
       );
     }
+    knownOptions('instrumentSluice options', INSTRUMENT_SLUICE_OPTIONS, options, false);
     const provider = options.meterProvider ?? metrics.getMeterProvider();
     if (typeof provider !== 'object' || provider === null || typeof provider.getMeter !== 'function') {
       throw new SluiceTypeError(

@@ -1,7 +1,7 @@
 import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { MemoryStore } from '../engine/memory-store.js';
-import { option, optional, parseOptions, required } from '../foundation/options.js';
+import { type OptionNames, knownOptions, option, optional, parseOptions, required } from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   DEFAULT_PREFIX,
@@ -9,7 +9,6 @@ import {
   describe,
   nonNegativeOrInfinite,
   optionalSignal,
-  optionsObject,
   positiveFinite,
   priorityValue,
   positiveInteger,
@@ -73,6 +72,8 @@ export interface ConcurrencyAcquireOptions {
    */
   priority?: number;
 }
+
+const ACQUIRE_OPTIONS: OptionNames<ConcurrencyAcquireOptions> = { timeoutMs: true, signal: true, priority: true };
 
 /** A held slot. */
 export interface Slot {
@@ -281,7 +282,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
-      optionsObject('acquire options', options, false);
+      knownOptions('acquire options', ACQUIRE_OPTIONS, options, false);
       const timeoutMs =
         options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
       const signal = optionalSignal(options?.signal);

@@ -1,4 +1,5 @@
 import { SluiceError, SluiceRangeError } from './errors.js';
+import { type OptionNames, knownOptions } from './options.js';
 import { describe } from './validate.js';
 
 /**
@@ -89,6 +90,7 @@ export class ManualClock implements Clock {
     if (typeof startMs !== 'number' || !Number.isFinite(startMs)) {
       throw new SluiceRangeError('startMs', startMs, `startMs must be a finite number, got ${describe(startMs)}`);
     }
+    knownOptions('ManualClock options', MANUAL_CLOCK_OPTIONS, options, false);
     this.#now = startMs;
     this.#autoAdvance = options.autoAdvance ?? false;
   }
@@ -152,3 +154,7 @@ export class ManualClock implements Clock {
     for (const s of due) s.resolve();
   }
 }
+
+const MANUAL_CLOCK_OPTIONS: OptionNames<NonNullable<ConstructorParameters<typeof ManualClock>[1]>> = {
+  autoAdvance: true,
+};

@@ -7,11 +7,11 @@ import {
 } from '../algorithms/smooth-rate.js';
 import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
 import { SluiceError, SluiceRangeError, callerNamed } from '../foundation/errors.js';
+import { type OptionNames, knownOptions } from '../foundation/options.js';
 import {
   describe,
   nonNegativeFinite,
   optionalClock,
-  optionsObject,
   positiveFinite,
   positiveInteger,
   positiveOrInfinite,
@@ -39,6 +39,14 @@ export interface RateLimiterOptions {
   /** @default systemClock */
   clock?: Clock;
 }
+
+const RATE_LIMITER_OPTIONS: OptionNames<RateLimiterOptions> = {
+  maxBurstSeconds: true,
+  initialPermits: true,
+  warmupMs: true,
+  coldFactor: true,
+  clock: true,
+};
 
 /** Nothing is reserved for a caller that has already given up. */
 function throwIfAborted(signal: AbortSignal | undefined): void {
@@ -108,7 +116,7 @@ export class RateLimiter {
    */
   static create(permitsPerSecond: number, options: RateLimiterOptions = {}): RateLimiter {
     try {
-      optionsObject('RateLimiter options', options, false);
+      knownOptions('RateLimiter options', RATE_LIMITER_OPTIONS, options, false);
       return new RateLimiter(permitsPerSecond, options);
     } catch (error) {
       throw callerNamed('RateLimiter.create', error);

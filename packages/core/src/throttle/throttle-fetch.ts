@@ -1,5 +1,6 @@
 import { KEEPS_PLACE, type KeepsPlace } from '../engine/semaphore-store.js';
 import { SluiceTypeError, callerNamed } from '../foundation/errors.js';
+import { type OptionNames, knownOptions } from '../foundation/options.js';
 import { describe, optionsObject } from '../foundation/validate.js';
 import { retryDelayMs } from './retry-after.js';
 import type { Throttle, ThrottleRunOptions } from './throttle.js';
@@ -15,6 +16,17 @@ export interface ThrottleFetchOptions extends ThrottleRunOptions {
    */
   onResponse?: (response: Response, ticket: ThrottleTicket) => void | Promise<void>;
 }
+
+/** The names of ThrottleRunOptions (here, not beside the type: throttle.ts imports this file). */
+export const RUN_OPTIONS: OptionNames<ThrottleRunOptions> = {
+  key: true,
+  permits: true,
+  timeoutMs: true,
+  signal: true,
+  priority: true,
+};
+
+const FETCH_OPTIONS: OptionNames<ThrottleFetchOptions> = { ...RUN_OPTIONS, onResponse: true };
 
 /** `throttle.fetch`'s init: fetch's own, and the call's throttle options (its key, permits, timeout, priority). */
 export interface ThrottleFetchInit extends RequestInit {
@@ -59,7 +71,7 @@ export async function throttledFetch(
   try {
     optionsObject('fetch init', init, false);
     ({ throttle: given, ...request } = init ?? {});
-    optionsObject('init.throttle', given, false);
+    knownOptions('init.throttle', FETCH_OPTIONS, given, false);
     if (given?.onResponse !== undefined && typeof given.onResponse !== 'function') {
       throw new SluiceTypeError(
         'onResponse',

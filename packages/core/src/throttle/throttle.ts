@@ -14,18 +14,17 @@ import type { Permits, RuleCosts } from '../engine/store.js';
 import { type Clock, timerSleep } from '../foundation/clock.js';
 import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
-import { type ParsedOptions, parseOptions } from '../foundation/options.js';
+import { type ParsedOptions, knownOptions, parseOptions } from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   describe,
   nonNegativeOrInfinite,
   optionalSignal,
-  optionsObject,
   priorityValue,
   rateLimitKey,
   timerDuration,
 } from '../foundation/validate.js';
-import { type ThrottleFetchInit, throttledFetch } from './throttle-fetch.js';
+import { RUN_OPTIONS, type ThrottleFetchInit, throttledFetch } from './throttle-fetch.js';
 import { DEFAULT_TURN_LEASE_MS, THROTTLE_OPTIONS, type ThrottleOptions } from './throttle-options.js';
 import { CallTicket, type ThrottleTicket } from './ticket.js';
 
@@ -181,7 +180,7 @@ class FleetThrottle implements Throttle {
       this.#checkOpen();
       if (typeof fn !== 'function')
         throw new SluiceTypeError('fn', fn, `run needs the call to make as a function, got ${describe(fn)}`);
-      optionsObject('run options', options, false);
+      knownOptions('run options', RUN_OPTIONS, options, false);
       const key = options?.key === undefined ? this.key : rateLimitKey(options.key, DEFAULT_MAX_KEY_LENGTH);
       const permits = permitsOption(options?.permits);
       checkCostNames(permits, this.limiter.rules);

@@ -1,5 +1,6 @@
 import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../../foundation/decision.js';
 import { SluiceError, SluiceTypeError, inCall } from '../../foundation/errors.js';
+import { type OptionNames, knownOptions } from '../../foundation/options.js';
 import { describe } from '../../foundation/validate.js';
 import type { Limiter } from '../../engine/limiter.js';
 import type { Permits } from '../../engine/store.js';
@@ -49,6 +50,16 @@ export interface BullmqRateLimitOptions<J extends JobLike> {
   onLimited?: (decision: Decision, job: J) => void;
 }
 
+const BULLMQ_OPTIONS: OptionNames<BullmqRateLimitOptions<JobLike>> = {
+  limiter: true,
+  queue: true,
+  key: true,
+  cost: true,
+  plan: true,
+  skip: true,
+  onLimited: true,
+};
+
 /**
  * BullMQ's signal for a job rate-limited by hand: the worker moves it back to the head of the wait list, as
  * it was, and waits for the queue's rate limit (BullMQ's RATE_LIMIT_ERROR, what `Worker.RateLimitError()` makes).
@@ -97,7 +108,8 @@ export function rateLimitedProcessor<J extends JobLike, R, A extends unknown[]>(
   return inCall('rateLimitedProcessor', () => {
     if (typeof processor !== 'function')
       throw new SluiceTypeError('processor', processor, `processor must be a function, got ${describe(processor)}`);
-    const { limiter, queue, key, cost, plan, skip, onLimited } = options ?? ({} as BullmqRateLimitOptions<J>);
+    knownOptions('rateLimitedProcessor options', BULLMQ_OPTIONS, options, true);
+    const { limiter, queue, key, cost, plan, skip, onLimited } = options;
     if (typeof limiter?.tryAcquire !== 'function')
       throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter, got ${describe(limiter)}`);
     if (typeof queue?.rateLimit !== 'function') {

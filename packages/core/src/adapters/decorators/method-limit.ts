@@ -4,7 +4,8 @@ import type { Limiter } from '../../engine/limiter.js';
 import { requireRequestContext } from '../http/context.js';
 import { type RequestKeyMark, byIp, byIpSettings, clientAddressReader, isRequestStrategy } from '../http/keys.js';
 import type { RequestView } from '../http/view.js';
-import { describe, nonNegativeOrInfinite, optionsObject, positiveInteger } from '../../foundation/validate.js';
+import { type OptionNames, knownOptions } from '../../foundation/options.js';
+import { describe, nonNegativeOrInfinite, positiveInteger } from '../../foundation/validate.js';
 
 /** One call of a decorated method, as key and permits functions see it. */
 export interface MethodCall {
@@ -49,6 +50,14 @@ export type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args:
  * decorators, and legacy ones (`experimentalDecorators`, as NestJS apps compile), so one sluice decorator
  * works in any project.
  */
+/** The names of MethodLimitOptions, which the presets' lists spread. */
+export const METHOD_LIMIT_OPTIONS: OptionNames<MethodLimitOptions> = {
+  limiter: true,
+  key: true,
+  permits: true,
+  timeoutMs: true,
+};
+
 export interface MethodLimitDecorator {
   /** As a TypeScript 5 standard decorator. */
   <This, Args extends unknown[], R>(
@@ -106,7 +115,7 @@ function className(self: unknown, isStatic: boolean): string {
  */
 export function rateLimited(options: MethodLimitOptions): MethodLimitDecorator {
   return inCall('rateLimited', () => {
-    optionsObject('rateLimited options', options, true);
+    knownOptions('rateLimited options', METHOD_LIMIT_OPTIONS, options, true);
     const { limiter, key, permits } = options;
     if (
       typeof limiter !== 'object' ||

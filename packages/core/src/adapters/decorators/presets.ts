@@ -5,8 +5,13 @@ import { fixedWindow } from '../../algorithms/fixed-window.js';
 import { smoothBursty } from '../../algorithms/smooth.js';
 import { createLimiter, type Limiter } from '../../engine/limiter.js';
 import type { Store } from '../../engine/store.js';
-import { optionsObject } from '../../foundation/validate.js';
-import { type MethodLimitDecorator, type MethodLimitOptions, rateLimited } from './method-limit.js';
+import { type OptionNames, knownOptions } from '../../foundation/options.js';
+import {
+  METHOD_LIMIT_OPTIONS,
+  type MethodLimitDecorator,
+  type MethodLimitOptions,
+  rateLimited,
+} from './method-limit.js';
 
 /** Where a preset's own limiter keeps its state, and the call options of `rateLimited`. */
 export interface PresetOptions extends Omit<MethodLimitOptions, 'limiter'> {
@@ -32,6 +37,16 @@ export interface SmoothRateLimitOptions extends PresetOptions {
 }
 
 /** Builds the preset's limiter; the decorator keeps it for the life of the class. */
+/** A preset's names: the call options of rateLimited (its own limiter aside) and where its limiter keeps state. */
+const { limiter: _limiter, ...CALL_OPTIONS } = METHOD_LIMIT_OPTIONS;
+const PRESET_OPTIONS: OptionNames<PresetOptions> = { ...CALL_OPTIONS, store: true, prefix: true, clock: true };
+const COUNT_LIMIT_OPTIONS: OptionNames<CountLimitOptions> = { ...PRESET_OPTIONS, limit: true, periodMs: true };
+const SMOOTH_RATE_LIMIT_OPTIONS: OptionNames<SmoothRateLimitOptions> = {
+  ...PRESET_OPTIONS,
+  permitsPerSecond: true,
+  maxBurstSeconds: true,
+};
+
 function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
   const { store, prefix, clock } = options;
   return createLimiter({
@@ -52,7 +67,7 @@ function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
  */
 export function countLimit(options: CountLimitOptions): MethodLimitDecorator {
   return inCall('countLimit', () => {
-    optionsObject('countLimit options', options, true);
+    knownOptions('countLimit options', COUNT_LIMIT_OPTIONS, options, true);
     const { limit, periodMs, store: _s, prefix: _p, clock: _c, ...call } = options;
     return rateLimited({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs: periodMs })) });
   });
@@ -68,7 +83,7 @@ export function countLimit(options: CountLimitOptions): MethodLimitDecorator {
  */
 export function smoothRateLimit(options: SmoothRateLimitOptions): MethodLimitDecorator {
   return inCall('smoothRateLimit', () => {
-    optionsObject('smoothRateLimit options', options, true);
+    knownOptions('smoothRateLimit options', SMOOTH_RATE_LIMIT_OPTIONS, options, true);
     const { permitsPerSecond, maxBurstSeconds, store: _s, prefix: _p, clock: _c, ...call } = options;
     const algorithm = smoothBursty({ permitsPerSecond, ...(maxBurstSeconds === undefined ? {} : { maxBurstSeconds }) });
     return rateLimited({ ...call, limiter: presetLimiter(options, algorithm) });

@@ -6,9 +6,10 @@
  */
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceTypeError } from '../../foundation/errors.js';
+import type { OptionNames } from '../../foundation/options.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { responseAnswers, withHeaders } from '../http/fetch-response.js';
-import { type RateLimitOptions, onLimitedOption } from '../http/options.js';
+import { RATE_LIMIT_OPTIONS, type RateLimitOptions, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import { settleAfterBody } from '../http/response-end.js';
 import { type RequestView, pathOf } from '../http/view.js';
@@ -45,6 +46,12 @@ export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extend
 /** A Fetch handler: the request, and whatever else the runtime passes (Deno's info, Bun's server, a Worker's env). */
 export type FetchHandler<Req, Rest extends unknown[]> = (request: Req, ...rest: Rest) => Response | Promise<Response>;
 
+const FETCH_OPTIONS: OptionNames<FetchRateLimitOptions<FetchRequestLike, unknown[]>> = {
+  ...RATE_LIMIT_OPTIONS,
+  address: true,
+  onLimited: true,
+};
+
 /**
  * Wraps a Fetch-API handler: `fetchRateLimit(options)(handler)` is `(request, ...rest) => Promise<Response>`.
  * Allowed: the handler's Response with the RateLimit headers added. Limited: a 429 Response with
@@ -60,7 +67,7 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
   options: FetchRateLimitOptions<Req, Rest>,
 ): (handler: FetchHandler<Req, Rest>) => (request: Req, ...rest: Rest) => Promise<Response> {
   // The shared parser first: a missing or malformed options object is its error, naming it.
-  const evaluate = createEvaluator<Req, Response>(options, 'fetchRateLimit');
+  const evaluate = createEvaluator<Req, Response>(options, 'fetchRateLimit', FETCH_OPTIONS);
   const address = options.address;
   if (address !== undefined && typeof address !== 'function') {
     throw new SluiceTypeError(

@@ -6,9 +6,10 @@
  */
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceTypeError } from '../../foundation/errors.js';
+import type { OptionNames } from '../../foundation/options.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { responseAnswers, withHeaders } from '../http/fetch-response.js';
-import { type RateLimitOptions, onLimitedOption } from '../http/options.js';
+import { RATE_LIMIT_OPTIONS, type RateLimitOptions, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import { settleAfterBody } from '../http/response-end.js';
 import type { RequestView } from '../http/view.js';
@@ -52,6 +53,12 @@ function nodeServerPeer(env: unknown): string | undefined {
   return typeof socket?.remoteAddress === 'string' ? socket.remoteAddress : undefined;
 }
 
+const HONO_OPTIONS: OptionNames<HonoRateLimitOptions<HonoContextLike>> = {
+  ...RATE_LIMIT_OPTIONS,
+  getConnInfo: true,
+  onLimited: true,
+};
+
 /**
  * Rate-limits Hono requests: `app.use('/api/*', honoRateLimit({ limiter, key }))`. Allowed requests go on
  * and their response carries the RateLimit headers; denied ones get a 429 Response with Retry-After, the
@@ -67,7 +74,7 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
   options: HonoRateLimitOptions<C>,
 ): (c: C, next: () => Promise<void>) => Promise<Response | undefined> {
   // The shared parser first: a missing or malformed options object is its error, naming it.
-  const evaluate = createEvaluator<C, Response>(options, 'honoRateLimit');
+  const evaluate = createEvaluator<C, Response>(options, 'honoRateLimit', HONO_OPTIONS);
   const getConnInfo = options.getConnInfo;
   if (getConnInfo !== undefined && typeof getConnInfo !== 'function') {
     throw new SluiceTypeError(

@@ -2,20 +2,17 @@ import type { ConcurrencyLimiter, Slot } from '../../concurrency/concurrency-lim
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, inCall } from '../../foundation/errors.js';
 import type { Limiter } from '../../engine/limiter.js';
-import {
-  describe,
-  nonNegativeOrInfinite,
-  optionsObject,
-  positiveFinite,
-  positiveInteger,
-} from '../../foundation/validate.js';
+import { knownOptions } from '../../foundation/options.js';
+import { describe, nonNegativeOrInfinite, positiveFinite, positiveInteger } from '../../foundation/validate.js';
 import { type SettleResponse, accountFor } from './after-response.js';
 import { type HeaderFormat, rateLimitHeaders, seconds } from './headers.js';
 import { type KeyStrategy, byIp, byIpSettings, clientAddressReader } from './keys.js';
 import {
+  CONCURRENCY_ROUTE_OPTIONS,
   type ConcurrencyRouteOptions,
   DEFAULT_CONCURRENCY_RETRY_AFTER_MS,
   type MissingKeyPolicy,
+  RATE_LIMIT_OPTIONS,
   type RateLimitOptions,
   type RejectedBody,
 } from './options.js';
@@ -114,6 +111,7 @@ function concurrencyOption(value: unknown): ConcurrencyRoute | undefined {
       `concurrency must be a concurrencyLimiter(...) or { limiter, timeoutMs?, retryAfterMs? }, got ${describe(value)}`,
     );
   }
+  knownOptions('concurrency options', CONCURRENCY_ROUTE_OPTIONS, o, true);
   return {
     limiter: o.limiter,
     timeoutMs: o.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.timeoutMs', o.timeoutMs),
@@ -155,7 +153,9 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 /**
  * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
  * the decision and its header fields, from the framework's request and the adapter's view of it. `caller`
- * is the adapter's public name, which its errors say (`fetchRateLimit options must be an object`).
+ * is the adapter's public name, which its errors say (`fetchRateLimit options have no option "x"`); `known`
+ * names every option the adapter takes (RATE_LIMIT_OPTIONS and its own, as `onLimited`): any other is refused
+ * by name.
  * @example
  * const evaluate = createEvaluator({ limiter, key: byIp() })
  * const verdict = await evaluate(req, nodeRequestView(req))
@@ -163,9 +163,10 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 export function createEvaluator<Req, Res = unknown>(
   options: RateLimitOptions<Req, Res>,
   caller = 'rateLimit',
+  known: Readonly<Record<string, true>> = RATE_LIMIT_OPTIONS,
 ): (req: Req, view: RequestView) => Promise<Verdict<Res>> {
   return inCall(caller, () => {
-    optionsObject(`${caller} options`, options, true);
+    knownOptions(`${caller} options`, known, options, true);
     const { limiter } = options;
     const concurrency = concurrencyOption(options.concurrency);
     if (limiter !== undefined || concurrency === undefined) {

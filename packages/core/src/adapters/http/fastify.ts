@@ -1,7 +1,8 @@
 import type { Decision } from '../../foundation/decision.js';
 import { runInRequestContext } from './context.js';
 import { type Verdict, answerVerdict, createEvaluator } from './evaluate.js';
-import { limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
+import type { OptionNames } from '../../foundation/options.js';
+import { RATE_LIMIT_OPTIONS, limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
 import type { FastifyReplyLike, HttpRequestLike } from './request.js';
 import { settleOnNodeResponse } from './response-end.js';
 import { nodeRequestView } from './view.js';
@@ -10,6 +11,11 @@ export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Re
   /** Sends the response to a denied request instead of the default 429 JSON body (headers already set). */
   onLimited?: (request: Req, reply: Reply, decision: Decision) => void;
 }
+
+const FASTIFY_OPTIONS: OptionNames<FastifyRateLimitOptions<unknown, unknown>> = {
+  ...RATE_LIMIT_OPTIONS,
+  onLimited: true,
+};
 
 /** A Fastify hook in callback style: `done()` goes on with the request, `done(error)` fails it. */
 export type FastifyHookDone = (error?: Error) => void;
@@ -27,7 +33,7 @@ export function rateLimitHook<
   Req extends HttpRequestLike = HttpRequestLike,
   Reply extends FastifyReplyLike = FastifyReplyLike,
 >(options: FastifyRateLimitOptions<Req, Reply>): (request: Req, reply: Reply, done: FastifyHookDone) => void {
-  const evaluate = createEvaluator<Req, Reply>(options, 'rateLimitHook');
+  const evaluate = createEvaluator<Req, Reply>(options, 'rateLimitHook', FASTIFY_OPTIONS);
   const onLimited = onLimitedOption(options.onLimited);
   /** Answers a verdict that ends the request; true when the request goes on. */
   const send = (reply: Reply, status: number, body: unknown): false => {
@@ -79,17 +85,25 @@ export interface FastifyInstanceLike {
   ): unknown;
 }
 
+/** The options Fastify's `register` takes for itself and passes on to the plugin with its own. */
+const REGISTER_OPTIONS = ['prefix', 'logLevel', 'logSerializers'];
+
 /**
  * The same hook as a Fastify plugin, applied to the scope it is registered in and its children
  * (`app.register(fastifyRateLimit, { limiter })`). It skips Fastify's encapsulation the way
- * fastify-plugin does, so registering it on the root limits every route.
+ * fastify-plugin does, so registering it on the root limits every route. Fastify's own register options
+ * (`prefix`, `logLevel`, `logSerializers`) are left to Fastify; any other unknown option is refused.
  */
 export const fastifyRateLimit = Object.assign(
   async function fastifyRateLimit(
     instance: FastifyInstanceLike,
     options: FastifyRateLimitOptions<HttpRequestLike, FastifyReplyLike>,
   ): Promise<void> {
-    instance.addHook('onRequest', rateLimitHook(options));
+    const own =
+      typeof options === 'object' && options !== null
+        ? Object.fromEntries(Object.entries(options).filter(([name]) => !REGISTER_OPTIONS.includes(name)))
+        : options;
+    instance.addHook('onRequest', rateLimitHook(own as typeof options));
   },
   { [Symbol.for('skip-override')]: true },
 );

@@ -34,4 +34,10 @@ export { runInRequestContext } from './context.js';
 export { settleAfterBody, settleOnNodeResponse } from './response-end.js';
 export type { AnsweredRequest, NodeResponseEvents } from './response-end.js';
 export { clientGone, nodeRequestView, pathOf } from './view.js';
-export { DEFAULT_CONCURRENCY_RETRY_AFTER_MS, limitedBody, onLimitedOption } from './options.js';
+export {
+  CONCURRENCY_ROUTE_OPTIONS,
+  DEFAULT_CONCURRENCY_RETRY_AFTER_MS,
+  RATE_LIMIT_OPTIONS,
+  limitedBody,
+  onLimitedOption,
+} from './options.js';

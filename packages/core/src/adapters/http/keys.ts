@@ -1,5 +1,6 @@
 import { SluiceRangeError, SluiceTypeError, inCall } from '../../foundation/errors.js';
-import { describe, nonNegativeInteger, optionsObject } from '../../foundation/validate.js';
+import { type OptionNames, knownOptions } from '../../foundation/options.js';
+import { describe, nonNegativeInteger } from '../../foundation/validate.js';
 import { isAddress } from '../../engine/address.js';
 import { hopAddress, ipKey } from './ip.js';
 import type { HttpRequestLike } from './request.js';
@@ -138,6 +139,8 @@ export function byIpSettings(strategy: unknown): Required<Pick<ByIpOptions, 'tru
   return typeof strategy === 'function' ? ipSettings.get(strategy) : undefined;
 }
 
+const BY_IP_OPTIONS: OptionNames<ByIpOptions> = { ipv6Subnet: true, trustProxy: true, proxyHeader: true };
+
 /**
  * Keys a request by its client address: `ip:203.0.113.7`, or for IPv6 the client's prefix,
  * `ip:2001:db8:0:100::/56`. A request whose address cannot be read has no key (see `onMissingKey`).
@@ -146,7 +149,7 @@ export function byIpSettings(strategy: unknown): Required<Pick<ByIpOptions, 'tru
  */
 export function byIp(options?: ByIpOptions): AnyRequestKey & RequestKeyMark {
   return inCall('byIp', () => {
-    optionsObject('byIp options', options, false);
+    knownOptions('byIp options', BY_IP_OPTIONS, options, false);
     const subnet = options?.ipv6Subnet === undefined ? 56 : nonNegativeInteger('ipv6Subnet', options.ipv6Subnet);
     if (subnet > 128)
       throw new SluiceRangeError('ipv6Subnet', subnet, `ipv6Subnet must be an integer in 0..128, got ${subnet}`);

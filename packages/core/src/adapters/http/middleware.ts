@@ -1,6 +1,13 @@
 import type { Decision } from '../../foundation/decision.js';
 import { type Verdict, answerVerdict, createEvaluator } from './evaluate.js';
-import { JSON_CONTENT_TYPE, limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
+import type { OptionNames } from '../../foundation/options.js';
+import {
+  JSON_CONTENT_TYPE,
+  RATE_LIMIT_OPTIONS,
+  limitedBody,
+  onLimitedOption,
+  type RateLimitOptions,
+} from './options.js';
 import type { HttpRequestLike, HttpResponseLike } from './request.js';
 import { runInRequestContext } from './context.js';
 import { settleOnNodeResponse } from './response-end.js';
@@ -13,6 +20,8 @@ export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req, Res> 
    */
   onLimited?: (req: Req, res: Res, decision: Decision) => void;
 }
+
+const MIDDLEWARE_OPTIONS: OptionNames<MiddlewareOptions<unknown, unknown>> = { ...RATE_LIMIT_OPTIONS, onLimited: true };
 
 /** `next` of Connect and Express; with plain node:http, pass your own. Called with an error only for faults. */
 export type Next = (error?: unknown) => void;
@@ -36,7 +45,7 @@ export function rateLimit<
   Req extends HttpRequestLike = HttpRequestLike,
   Res extends HttpResponseLike = HttpResponseLike,
 >(options: MiddlewareOptions<Req, Res>): (req: Req, res: Res, next: Next) => void {
-  const evaluate = createEvaluator<Req, Res>(options);
+  const evaluate = createEvaluator<Req, Res>(options, 'rateLimit', MIDDLEWARE_OPTIONS);
   const onLimited = onLimitedOption(options.onLimited);
   const setHeaders = (res: Res, headers: readonly [string, string][]): void => {
     if (res.headersSent !== true) for (const [name, value] of headers) res.setHeader(name, value);

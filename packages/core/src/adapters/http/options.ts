@@ -1,5 +1,6 @@
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceTypeError } from '../../foundation/errors.js';
+import type { OptionNames } from '../../foundation/options.js';
 import { describe } from '../../foundation/validate.js';
 import type { ConcurrencyLimiter } from '../../concurrency/concurrency-limiter.js';
 import type { Limiter } from '../../engine/limiter.js';
@@ -73,6 +74,30 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
   onInvalidInput?: (error: Error, req: Req) => void;
 }
 
+/**
+ * The names of RateLimitOptions, which each adapter's list of names spreads (adding its own, `onLimited`):
+ * what createEvaluator refuses an unknown option against.
+ */
+export const RATE_LIMIT_OPTIONS: OptionNames<RateLimitOptions<unknown>> = {
+  limiter: true,
+  concurrency: true,
+  key: true,
+  onMissingKey: true,
+  trustProxy: true,
+  proxyHeader: true,
+  cost: true,
+  headers: true,
+  timeoutMs: true,
+  skip: true,
+  plan: true,
+  onInvalidInput: true,
+  skipSuccessfulRequests: true,
+  skipFailedRequests: true,
+  requestWasSuccessful: true,
+  costAfterResponse: true,
+  onAccountingError: true,
+};
+
 /** `concurrency` with its own wait. */
 export interface ConcurrencyRouteOptions {
   readonly limiter: ConcurrencyLimiter;
@@ -88,6 +113,13 @@ export interface ConcurrencyRouteOptions {
    */
   readonly retryAfterMs?: number;
 }
+
+/** The names of ConcurrencyRouteOptions. */
+export const CONCURRENCY_ROUTE_OPTIONS: OptionNames<ConcurrencyRouteOptions> = {
+  limiter: true,
+  timeoutMs: true,
+  retryAfterMs: true,
+};
 
 /** The default `concurrency.retryAfterMs`: the retry hint of a request that got no slot. */
 export const DEFAULT_CONCURRENCY_RETRY_AFTER_MS = 1_000;

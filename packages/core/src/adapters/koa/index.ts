@@ -1,3 +1,4 @@
+import type { OptionNames } from '../../foundation/options.js';
 /**
  * @sluice/core/koa: rate limiting as Koa 3 middleware. Structural types only: Koa is not a dependency.
  *
@@ -5,7 +6,7 @@
  */
 import type { Decision } from '../../foundation/decision.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';
-import { type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import { RATE_LIMIT_OPTIONS, type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import { settleOnNodeResponse } from '../http/response-end.js';
 import { type RequestView, lazyClientGone } from '../http/view.js';
@@ -35,6 +36,8 @@ export interface KoaRateLimitOptions<Ctx extends KoaContextLike> extends RateLim
   onLimited?: (ctx: Ctx, decision: Decision) => void | Promise<void>;
 }
 
+const KOA_OPTIONS: OptionNames<KoaRateLimitOptions<KoaContextLike>> = { ...RATE_LIMIT_OPTIONS, onLimited: true };
+
 /**
  * Rate-limits Koa requests: `app.use(koaRateLimit({ limiter, key }))`. Allowed requests go on with the
  * RateLimit headers set; denied ones get 429 with Retry-After, the headers and the JSON body every sluice
@@ -59,7 +62,7 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
       },
     };
   };
-  const evaluate = createEvaluator<Ctx, Ctx>(options, 'koaRateLimit');
+  const evaluate = createEvaluator<Ctx, Ctx>(options, 'koaRateLimit', KOA_OPTIONS);
   const onLimited = onLimitedOption(options.onLimited);
   return async (ctx, next) => {
     const view = viewOf(ctx);

@@ -1,0 +1,266 @@
+/**
+ * Every public entry point that takes options refuses one it does not know, by name, listing the ones it
+ * knows, with a typed error (issue #45): one row per entry point, each called with its options valid (which
+ * must pass) and then with a misspelt one (which must throw SluiceTypeError naming it). The entry points are
+ * found from the packages' exported types (option-entries.ts): a new one missing from this table fails the
+ * last test.
+ */
+import 'reflect-metadata';
+import {
+  ManualClock,
+  RateLimiter,
+  SluiceTypeError,
+  calendarWindow,
+  concurrencyLimiter,
+  createLimiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  memoryStore,
+  slidingWindowCounter,
+  slidingWindowLog,
+  smoothBursty,
+  smoothWarmingUp,
+  throttle,
+  tokenBucket,
+} from '@sluice/core';
+import { adminRouter } from '@sluice/core/admin';
+import { rateLimitedProcessor } from '@sluice/core/bullmq';
+import { countLimit, rateLimited, smoothRateLimit } from '@sluice/core/decorators';
+import { fetchRateLimit } from '@sluice/core/fetch';
+import { honoRateLimit } from '@sluice/core/hono';
+import {
+  byIp,
+  createEvaluator,
+  fastifyRateLimit,
+  type FastifyInstanceLike,
+  rateLimit,
+  rateLimitHook,
+} from '@sluice/core/http';
+import { koaRateLimit } from '@sluice/core/koa';
+import { EXIT, runCli } from '@sluice/cli';
+import { byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
+import { dividedStore, leasedStore } from '@sluice/hybrid';
+import { instrumentSluice } from '@sluice/otel';
+import { redisStore } from '@sluice/redis';
+import { describe, expect, it } from 'vitest';
+import { entriesTakingOptions } from './option-entries.js';
+
+type Options = Record<string, unknown>;
+
+// Imported by a name tsc does not follow: Nest's legacy decorators compile under packages/nestjs's tsconfig only.
+const NESTJS = '@sluice/nestjs';
+const { RateLimit, SluiceModule } = (await import(NESTJS)) as {
+  readonly RateLimit: (options: unknown) => unknown;
+  readonly SluiceModule: { forRoot(options: unknown): unknown; forRootAsync(options: unknown): unknown };
+};
+
+/** One entry point: its options, valid, and a call with them (the typo is added to the options given). */
+interface Row {
+  readonly options: () => Options;
+  readonly call: (options: Options) => unknown;
+  /** The misspelling tried: the one issue #45 measured where there is one. */
+  readonly typo: string;
+  /** False for a store given no Redis client: its valid options are not tried, only the typo. */
+  readonly runs?: false;
+}
+
+const limiter = () => createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 1_000 }) });
+const rule = () => fixedWindow({ limit: 10, windowMs: 1_000 });
+// A store's unknown option is refused before its Redis client is looked at: this one is never used.
+const unusedRedis = {} as never;
+const fastifyApp: FastifyInstanceLike = { addHook: () => undefined };
+
+const ROWS: Readonly<Record<string, Row>> = {
+  fixedWindow: {
+    options: () => ({ limit: 1, windowMs: 1_000 }),
+    call: (o) => fixedWindow(o as never),
+    typo: 'windowMS',
+  },
+  slidingWindowLog: {
+    options: () => ({ limit: 1, windowMs: 1_000 }),
+    call: (o) => slidingWindowLog(o as never),
+    typo: 'blockms',
+  },
+  slidingWindowCounter: {
+    options: () => ({ limit: 1, windowMs: 1_000 }),
+    call: (o) => slidingWindowCounter(o as never),
+    typo: 'limits',
+  },
+  calendarWindow: {
+    options: () => ({ limit: 1, period: 'day' }),
+    call: (o) => calendarWindow(o as never),
+    typo: 'timezone',
+  },
+  tokenBucket: {
+    options: () => ({ capacity: 10, refillPerSecond: 1 }),
+    call: (o) => tokenBucket(o as never),
+    typo: 'maxdebt',
+  },
+  leakyBucket: {
+    options: () => ({ capacity: 1, leakPerSecond: 1 }),
+    call: (o) => leakyBucket(o as never),
+    typo: 'mod',
+  },
+  gcra: { options: () => ({ rate: 1, burst: 1 }), call: (o) => gcra(o as never), typo: 'burts' },
+  smoothBursty: { options: () => ({ permitsPerSecond: 1 }), call: (o) => smoothBursty(o as never), typo: 'maxBurst' },
+  smoothWarmingUp: {
+    options: () => ({ permitsPerSecond: 1, warmupMs: 1_000 }),
+    call: (o) => smoothWarmingUp(o as never),
+    typo: 'coldfactor',
+  },
+  'new ManualClock': { options: () => ({}), call: (o) => new ManualClock(0, o as never), typo: 'autoadvance' },
+  createLimiter: { options: () => ({ rules: rule() }), call: (o) => createLimiter(o as never), typo: 'prefx' },
+  'new MemoryStore': { options: () => ({}), call: (o) => memoryStore(o as never), typo: 'maxkeys' },
+  memoryStore: { options: () => ({}), call: (o) => memoryStore(o as never), typo: 'maxkeys' },
+  concurrencyLimiter: { options: () => ({ max: 1 }), call: (o) => concurrencyLimiter(o as never), typo: 'maxQueu' },
+  throttle: { options: () => ({ limiter: limiter() }), call: (o) => throttle(o as never), typo: 'maxqueue' },
+  'RateLimiter.create': { options: () => ({}), call: (o) => RateLimiter.create(1, o as never), typo: 'warmupMS' },
+  rateLimit: { options: () => ({ limiter: limiter() }), call: (o) => rateLimit(o as never), typo: 'trustproxy' },
+  fastifyRateLimit: {
+    options: () => ({ limiter: limiter() }),
+    call: (o) => fastifyRateLimit(fastifyApp, o as never),
+    typo: 'onlimited',
+  },
+  rateLimitHook: {
+    options: () => ({ limiter: limiter() }),
+    call: (o) => rateLimitHook(o as never),
+    typo: 'skipFailed',
+  },
+  byIp: { options: () => ({}), call: (o) => byIp(o as never), typo: 'ipv6subnet' },
+  createEvaluator: { options: () => ({ limiter: limiter() }), call: (o) => createEvaluator(o as never), typo: 'costs' },
+  fetchRateLimit: {
+    options: () => ({ limiter: limiter(), key: () => 'k' }),
+    call: (o) => fetchRateLimit(o),
+    typo: 'adress',
+  },
+  honoRateLimit: { options: () => ({ limiter: limiter() }), call: (o) => honoRateLimit(o), typo: 'getConninfo' },
+  koaRateLimit: { options: () => ({ limiter: limiter() }), call: (o) => koaRateLimit(o), typo: 'header' },
+  rateLimited: { options: () => ({ limiter: limiter() }), call: (o) => rateLimited(o as never), typo: 'permit' },
+  countLimit: { options: () => ({ limit: 1, periodMs: 1_000 }), call: (o) => countLimit(o as never), typo: 'windowMs' },
+  smoothRateLimit: {
+    options: () => ({ permitsPerSecond: 1 }),
+    call: (o) => smoothRateLimit(o as never),
+    typo: 'maxBurst',
+  },
+  adminRouter: {
+    options: () => ({
+      limiters: [limiter()],
+      authorize: (r: Request) => r.headers.get('authorization') === 'Bearer t',
+    }),
+    call: (o) => adminRouter(o as never),
+    typo: 'basepath',
+  },
+  rateLimitedProcessor: {
+    options: () => ({ limiter: limiter(), queue: { rateLimit: async () => {} } }),
+    call: (o) => rateLimitedProcessor(async () => {}, o as never),
+    typo: 'onlimited',
+  },
+  grpcRateLimit: { options: () => ({ limiter: limiter() }), call: (o) => grpcRateLimit(o), typo: 'method' },
+  grpcRetryOnLimit: { options: () => ({}), call: (o) => grpcRetryOnLimit(o as never), typo: 'maxRetry' },
+  byMetadata: { options: () => ({}), call: (o) => byMetadata('x-tenant', o as never), typo: 'maxlength' },
+  leasedStore: {
+    options: () => ({}),
+    call: (o) => leasedStore({ redis: unusedRedis, ...o }),
+    typo: 'timeoutMS',
+    runs: false,
+  },
+  dividedStore: {
+    options: () => ({}),
+    call: (o) => dividedStore({ redis: unusedRedis, ...o }),
+    typo: 'timeoutMS',
+    runs: false,
+  },
+  redisStore: {
+    options: () => ({}),
+    call: (o) => redisStore({ redis: unusedRedis, ...o }),
+    typo: 'timeoutMS',
+    runs: false,
+  },
+  'SluiceModule.forRoot': { options: () => ({}), call: (o) => SluiceModule.forRoot(o), typo: 'graphQLPer' },
+  'SluiceModule.forRootAsync': {
+    options: () => ({ useFactory: () => ({}) }),
+    call: (o) => SluiceModule.forRootAsync(o),
+    typo: 'useFactroy',
+  },
+  RateLimit: { options: () => ({ algorithm: rule() }), call: (o) => RateLimit(o), typo: 'algorithms' },
+  instrumentSluice: { options: () => ({}), call: (o) => instrumentSluice(o as never), typo: 'meterprovider' },
+};
+
+/**
+ * Entry points that take an object the table does not try, each with why: the options type is someone
+ * else's, or the object is no option set a user writes.
+ */
+const NOT_TRIED: Readonly<Record<string, string>> = {
+  'new SluiceError': "ErrorOptions, passed to Error as the platform's own errors take them",
+  'new RateLimiter': 'private: RateLimiter.create is the way in (tried above)',
+  'new SluiceGuard': "Nest injects the module's options, checked by SluiceModule.forRoot/forRootAsync",
+  'RateLimitException.getDescriptionFrom': "Nest's HttpException statics, inherited",
+  'RateLimitException.getHttpExceptionOptionsFrom': "Nest's HttpException statics, inherited",
+  'RateLimitException.extractDescriptionAndOptionsFrom': "Nest's HttpException statics, inherited",
+  listEntries: 'store-kit: an access list read as the CLI needs it, no options of a user',
+  'new RedisStore': 'redisStore() is the documented way in; the constructor parses the same schema (tried above)',
+  'new RedisHealth': 'store-kit internals a store constructs',
+  'new DeadlineError': 'store-kit internals a store constructs',
+  'new Fallback': 'store-kit internals a store constructs',
+  'new FleetPresence': 'store-kit internals a store constructs',
+};
+
+async function thrown(call: () => unknown): Promise<unknown> {
+  try {
+    await call();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+describe('an unknown option is refused by name at every entry point', () => {
+  it.each(Object.entries(ROWS))('%s', async (_name, { options, call, typo, runs }) => {
+    // Valid options pass (async entry points too): the typo is what is refused below.
+    if (runs !== false) await call(options());
+    const error = await thrown(() => call({ ...options(), [typo]: 1 }));
+    expect(error).toBeInstanceOf(SluiceTypeError);
+    expect((error as SluiceTypeError).argument).toBe(typo);
+    expect((error as Error).message).toContain(`no option ${JSON.stringify(typo)}`);
+    const known = Object.keys(options())[0];
+    expect((error as Error).message).toMatch(/the options are /);
+    if (known !== undefined) expect((error as Error).message).toContain(known);
+  });
+
+  it('sluice (the CLI): an unknown flag is a usage error naming it and the known flags', async () => {
+    const err: string[] = [];
+    const code = await runCli(['top', '--prefix', 'p', '--minute', '5'], {
+      out: () => {},
+      err: (l) => err.push(l),
+      env: {},
+    });
+    expect(code).toBe(EXIT.usage);
+    expect(err.join('\n')).toContain('no option "minute"');
+    expect(err.join('\n')).toMatch(/the options are .*minutes/);
+  });
+
+  it('throttle.run, throttle.fetch init.throttle and concurrencyLimiter.acquire refuse an unknown option', async () => {
+    const calls = throttle({ limiter: limiter() });
+    await expect(calls.run(() => 1, { priorty: 1 } as never)).rejects.toThrow(/no option "priorty"/);
+    await expect(calls.fetch('http://127.0.0.1:9/', { throttle: { onresponse: () => {} } } as never)).rejects.toThrow(
+      /no option "onresponse"/,
+    );
+    const slots = concurrencyLimiter({ max: 1 });
+    await expect(slots.acquire('k', { timeoutMS: 5 } as never)).rejects.toThrow(/no option "timeoutMS"/);
+    // The refused call took no slot: the only one is free.
+    const slot = await slots.tryAcquire('k');
+    expect(slot).toBeDefined();
+    await slot?.release();
+    await calls.close();
+    await slots.close();
+  });
+
+  it('the table holds every exported function, constructor and static method that takes options', () => {
+    const found = [...entriesTakingOptions().keys()];
+    const missing = found.filter((name) => !(name in ROWS) && !(name in NOT_TRIED));
+    expect(missing, 'entry points taking options with no row in ROWS (nor a reason in NOT_TRIED)').toEqual([]);
+    const stale = [...Object.keys(ROWS), ...Object.keys(NOT_TRIED)].filter((name) => !found.includes(name));
+    expect(stale, 'rows for entry points no package exports (or no longer with options)').toEqual([]);
+  });
+});
