@@ -531,23 +531,46 @@ class StoreLimiter implements Limiter {
     return resolved instanceof Promise ? resolved.then(pick) : pick(resolved);
   }
 
-  async tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
-    // No try/catch on the hot path (it costs a quarter of a memory decision): a bad key or a closed
-    // limiter is refused through #refuse, which names the call.
+  tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
+    // The common call, kept to one store call and out of an async function: no options, no plans, no
+    // shadow, no observer, a valid key on an open limiter. An async function allocates its frame, its
+    // promise and a context for the closures of its slower paths on every call, even one that never waits:
+    // more than half of what a memory decision allocated. A fault is a rejection all the same.
+    if (
+      options === undefined &&
+      this.#plain !== undefined &&
+      !this.#closed &&
+      typeof key === 'string' &&
+      key.length !== 0 &&
+      key.length <= this.#maxKeyLength &&
+      !observed()
+    ) {
+      try {
+        const listed = this.#listed === undefined ? undefined : this.#listedOr(key, undefined, undefined);
+        if (listed !== undefined) return Promise.resolve(listed);
+        const decided = this.#plain.consume(key, 1, 0);
+        // A store's promise is seen once it settles; a memory decision at once.
+        if (decided instanceof Promise) return this.#seenWhenSettled(key, decided);
+        this.#limited?.see(key, decided);
+        return Promise.resolve(decided);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.#tryAcquireAsync(key, options);
+  }
+
+  async #seenWhenSettled(key: string, decided: Promise<Decision>): Promise<Decision> {
+    const decision = await decided;
+    this.#limited?.see(key, decision);
+    return decision;
+  }
+
+  /** tryAcquire but for its common call. */
+  async #tryAcquireAsync(key: string, options: TryAcquireOptions | undefined): Promise<Decision> {
+    // No try/catch on this path: a bad key or a closed limiter is refused through #refuse, which names the call.
     if (this.#closed || typeof key !== 'string' || key.length === 0 || key.length > this.#maxKeyLength) {
       this.#refuse('tryAcquire', key);
-    }
-    // The common call, kept to one store call: no options, no plans, no shadow, no observer.
-    if (options === undefined && this.#plain !== undefined && !observed()) {
-      const listed = this.#listedOr(key, undefined, undefined);
-      if (listed !== undefined) return listed;
-      const limited = this.#limited;
-      if (limited === undefined) return this.#plain.consume(key, 1, 0);
-      const decided = this.#plain.consume(key, 1, 0);
-      // A memory decision is seen without a wait; a store's promise once it settles.
-      const decision = decided instanceof Promise ? await decided : decided;
-      limited.see(key, decision);
-      return decision;
     }
     if (!observed()) {
       const decision = await inCall('tryAcquire', () => this.#tryAcquire(key, options, undefined));

@@ -13,6 +13,9 @@ import {
   type Bans,
   type BindingParts,
   type Cell,
+  ListKeeper,
+  RecordKeeper,
+  type StateKeeper,
   type StoreTime,
   grantedAt,
   longestLife,
@@ -72,6 +75,14 @@ export abstract class MemoryBinding implements BoundStore, StateAccess {
  * policy's list of states), its ban under the same name: resets, refunds and penalties work on that cell.
  */
 abstract class KeyCellBinding extends MemoryBinding {
+  /** How the key's cell keeps its state (see StateKeeper). */
+  protected readonly keeper: StateKeeper;
+
+  constructor(parts: BindingParts, keeper: StateKeeper) {
+    super(parts);
+    this.keeper = keeper;
+  }
+
   protected banKey(key: string): string {
     return key;
   }
@@ -91,14 +102,20 @@ abstract class KeyCellBinding extends MemoryBinding {
     const cell = this.cells.get(key);
     if (cell === undefined) return;
     const now = this.time.clock.now();
-    this.time.refunded(this.cells, key, cell, this.refunded(cell.state, now, permits, grantedAt(now, grantedAgoMs)));
+    this.time.refunded(
+      this.cells,
+      key,
+      cell,
+      this.refunded(cell.state, now, permits, grantedAt(now, grantedAgoMs)),
+      this.keeper,
+    );
   }
 
   penalize(key: string, permits: Permits): void {
     const cell = this.cells.get(key);
     const now = this.time.clock.now();
     const adjusted = this.penalized(cell?.state, now, permits);
-    this.time.store(this.cells, key, cell, adjusted.state, now, adjusted.ttlMs);
+    this.time.store(this.cells, key, cell, adjusted.state, now, adjusted.ttlMs, this.keeper);
   }
 }
 
@@ -108,7 +125,7 @@ export class SingleRuleBinding extends KeyCellBinding {
   readonly #rules: readonly Algorithm[];
 
   constructor(parts: BindingParts, rule: Algorithm) {
-    super(parts);
+    super(parts, new RecordKeeper());
     this.#rule = rule;
     this.#rules = [rule];
   }
@@ -131,7 +148,8 @@ export class SingleRuleBinding extends KeyCellBinding {
     const o = this.#rule.consume(before, now, permits, maxWaitMs);
     // A grant, or a denial that anchored a never-seen key; a denial of a known key returns it untouched, and
     // never deletes it (undefined: one the rule takes as forgotten).
-    if (o.state !== before && o.state !== undefined) this.time.store(this.cells, key, cell, o.state, now, o.ttlMs);
+    if (o.state !== before && o.state !== undefined)
+      this.time.store(this.cells, key, cell, o.state, now, o.ttlMs, this.keeper);
     if (!o.allowed && this.#rule.blockMs > 0) {
       const started = this.bans.start(key, { until: now + this.#rule.blockMs, rule: 0 }, now);
       return blockedDecision(this.#rules, [o], started.rule, started.until - now, permits);
@@ -162,7 +180,7 @@ export class SingleRuleBinding extends KeyCellBinding {
     if (state === undefined || this.cells.get(key) !== undefined) return;
     // A penalty of nothing: the state as the rule keeps it, and how long it matters.
     const kept = this.#rule.penalize(state, nowMs, 0);
-    this.time.store(this.cells, key, undefined, kept.state, nowMs, kept.ttlMs);
+    this.time.store(this.cells, key, undefined, kept.state, nowMs, kept.ttlMs, this.keeper);
   }
 
   peek(key: string): Decision {
@@ -180,7 +198,7 @@ export class PolicyBinding extends KeyCellBinding {
   readonly #rules: readonly Algorithm[];
 
   constructor(parts: BindingParts, rules: readonly Algorithm[]) {
-    super(parts);
+    super(parts, new ListKeeper(rules.length));
     this.#rules = rules;
   }
 
@@ -202,7 +220,7 @@ export class PolicyBinding extends KeyCellBinding {
     const ban = this.bans.active(key, now);
     const p = decidePolicy(this.#rules, states, now, permits);
     if (ban !== undefined) return blockedDecision(this.#rules, p.verdicts, ban.rule, ban.until - now, permits);
-    if (p.states !== undefined) this.time.store(this.cells, key, cell, p.states, now, p.ttlMs);
+    if (p.states !== undefined) this.time.store(this.cells, key, cell, p.states, now, p.ttlMs, this.keeper);
     const banned = p.decision.allowed ? undefined : banAfter(this.#rules, p.verdicts, now);
     if (banned === undefined) return p.decision;
     const started = this.bans.start(key, banned, now);
@@ -228,6 +246,7 @@ export class PolicyBinding extends KeyCellBinding {
       kept.map((k) => k.state),
       nowMs,
       longestLife(kept),
+      this.keeper,
     );
   }
 

@@ -5,7 +5,7 @@ import type { Decision } from '../foundation/decision.js';
 import { type RuleVerdict, decidePolicy, ruleDecision } from './policy.js';
 import { type Permits, permitsOfRule } from './store.js';
 import { MemoryBinding } from './memory-bindings.js';
-import { type BindingParts, grantedAt, withPeekedPermit } from './memory-cells.js';
+import { type BindingParts, RecordKeeper, grantedAt, withPeekedPermit } from './memory-cells.js';
 
 /**
  * Rules counted against other identities than the request's key (a global rule, a per-tenant rule), and
@@ -17,13 +17,21 @@ import { type BindingParts, grantedAt, withPeekedPermit } from './memory-cells.j
 export class IdentityBinding extends MemoryBinding {
   readonly #rules: readonly Algorithm[];
 
+  /** Each rule's states, in their own cells (see StateKeeper). */
+  readonly #keepers: readonly RecordKeeper[];
+
   constructor(parts: BindingParts, rules: readonly Algorithm[]) {
     super(parts);
     this.#rules = rules;
+    this.#keepers = rules.map(() => new RecordKeeper());
   }
 
   protected banKey(key: string): string {
     return this.#identityKey(key);
+  }
+
+  #keeper(r: number): RecordKeeper {
+    return this.#keepers[r] as RecordKeeper;
   }
 
   #identityKey(identity: string): string {
@@ -53,14 +61,15 @@ export class IdentityBinding extends MemoryBinding {
       const o = rule.consume(states[0], now, permitsOfRule(permits, rule), maxWaitMs);
       // A denial never deletes a state (another plan may read it): an undefined one is not written.
       if (write && o.state !== states[0] && o.state !== undefined)
-        this.time.store(this.cells, keys[0] as string, cells[0], o.state, now, o.ttlMs);
+        this.time.store(this.cells, keys[0] as string, cells[0], o.state, now, o.ttlMs, this.#keeper(0));
       decision = ruleDecision(rule, o);
       verdicts = [o];
     } else {
       const p = decidePolicy(rules, states, now, permits);
       if (write && p.states !== undefined) {
         p.states.forEach((state, r) => {
-          if (state !== undefined) this.time.store(this.cells, keys[r] as string, cells[r], state, now, p.ttlMs);
+          if (state !== undefined)
+            this.time.store(this.cells, keys[r] as string, cells[r], state, now, p.ttlMs, this.#keeper(r));
         });
       }
       decision = p.decision;
@@ -95,7 +104,7 @@ export class IdentityBinding extends MemoryBinding {
       const k = keys[r] as string;
       if (states[r] === undefined || this.cells.get(k) !== undefined) return;
       const kept = rule.penalize(states[r], nowMs, 0);
-      this.time.store(this.cells, k, undefined, kept.state, nowMs, kept.ttlMs);
+      this.time.store(this.cells, k, undefined, kept.state, nowMs, kept.ttlMs, this.#keeper(r));
     });
   }
 
@@ -121,7 +130,13 @@ export class IdentityBinding extends MemoryBinding {
       const k = keys[r] as string;
       const cell = this.cells.get(k);
       if (rule.key === undefined && cell !== undefined)
-        this.time.refunded(this.cells, k, cell, rule.refund(cell.state, now, permitsOfRule(permits, rule), at).state);
+        this.time.refunded(
+          this.cells,
+          k,
+          cell,
+          rule.refund(cell.state, now, permitsOfRule(permits, rule), at).state,
+          this.#keeper(r),
+        );
     });
   }
 
@@ -133,7 +148,7 @@ export class IdentityBinding extends MemoryBinding {
       const k = keys[r] as string;
       const cell = this.cells.get(k);
       const adjusted = rule.penalize(cell?.state, now, permitsOfRule(permits, rule));
-      this.time.store(this.cells, k, cell, adjusted.state, now, adjusted.ttlMs);
+      this.time.store(this.cells, k, cell, adjusted.state, now, adjusted.ttlMs, this.#keeper(r));
     });
   }
 }
