@@ -61,7 +61,8 @@ for (let round = 1; round <= ROUNDS; round++) {
     const m = runWorker(['inflight', id]);
     runs.get(id)?.push(m);
     console.log(
-      `  round ${round} ${id.padEnd(12)} ${fmt(m.decisionsPerSecond as number).padStart(7)}/s ` +
+      `  round ${round} ${id.padEnd(20)} ${fmt(m.decisionsPerSecond as number).padStart(7)}/s ` +
+        `(${fmt(m.decisionsPerCpuSecond as number)}/cpu-s) ` +
         `p50 ${(m.p50Us as number).toFixed(0)} p99 ${(m.p99Us as number).toFixed(0)} p99.9 ${(m.p999Us as number).toFixed(0)} us, ` +
         `${m.gcs} gcs (${m.major} major) ${(m.gcMs as number).toFixed(0)} ms, longest ${(m.gcMaxMs as number).toFixed(1)} ms`,
     );
@@ -81,6 +82,7 @@ const rows = ids.map((id) => ({
   subject: id,
   label: labelOf(id),
   decisionsPerSecond: median(field(id, 'decisionsPerSecond')),
+  decisionsPerCpuSecond: median(field(id, 'decisionsPerCpuSecond')),
   p50Us: median(field(id, 'p50Us')),
   p99Us: median(field(id, 'p99Us')),
   p999Us: median(field(id, 'p999Us')),
@@ -91,15 +93,18 @@ const rows = ids.map((id) => ({
   vsRateLimiterMemory: median(
     field(id, 'decisionsPerSecond').map((d, i) => d / (field('rlf', 'decisionsPerSecond')[i] as number)),
   ),
+  cpuVsRateLimiterMemory: median(
+    field(id, 'decisionsPerCpuSecond').map((d, i) => d / (field('rlf', 'decisionsPerCpuSecond')[i] as number)),
+  ),
   roundsDecisionsPerSecond: field(id, 'decisionsPerSecond'),
   roundsP999Us: field(id, 'p999Us'),
   bytesPerDecision: allocation.find((a) => a.subject === id)?.bytesPerDecision,
 }));
 
 console.log(
-  '\n| subject | decisions/s (median; spread) | vs RLM (median of rounds) | p50 us | p99 us | p99.9 us (spread) | GCs, ms | B/decision |',
+  '\n| subject | decisions/s (median; spread) | vs RLM (median of rounds) | per CPU-s, vs RLM | p50 us | p99 us | p99.9 us (spread) | GCs, ms | B/decision |',
 );
-console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
 for (const r of rows) {
   const p999 = r.roundsP999Us;
   console.log(
