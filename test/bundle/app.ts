@@ -38,7 +38,7 @@ async function main(url: string, prefix: string): Promise<void> {
   const redis = new Redis(url);
   const errors: string[] = [];
   const store = redisStore({ redis, failMode: 'closed', timeoutMs: DEADLINE_MS });
-  store.on('store-error', (event) => errors.push(`exact: ${String(event.error)}`));
+  store.on('store-error', (error) => errors.push(`exact: ${error.message}`));
 
   // One rule: decide_one.lua. Two rules: decide.lua. A refund: adjust.lua.
   const one = createLimiter({ rules: fixedWindow({ limit: 3, windowMs: 60_000 }), store, prefix: `${prefix}-one` });
@@ -57,7 +57,7 @@ async function main(url: string, prefix: string): Promise<void> {
 
   // Leased: a batch of the bucket's tokens leased by lease.lua and spent here; exactly the capacity admitted.
   const leasing = leasedStore({ redis, failMode: 'closed', timeoutMs: DEADLINE_MS });
-  leasing.on('store-error', (event) => errors.push(`leased: ${String(event.error)}`));
+  leasing.on('store-error', (error) => errors.push(`leased: ${error.message}`));
   let leases = 0;
   leasing.on('lease', () => leases++);
   const leased = createLimiter({
@@ -70,7 +70,7 @@ async function main(url: string, prefix: string): Promise<void> {
   // Divided: membership.lua's first heartbeat gives this node, alone in its fleet, 80 of 100; the other 20
   // are the reserve, drawn by lease.lua. (No failMode: a divided node keeps its share while Redis is away.)
   const dividing = dividedStore({ redis, timeoutMs: DEADLINE_MS, assumedNodes: 1, reserve: 0.2 });
-  dividing.on('store-error', (event) => errors.push(`divided: ${String(event.error)}`));
+  dividing.on('store-error', (error) => errors.push(`divided: ${error.message}`));
   const divided = createLimiter({
     rules: tokenBucket({ capacity: 100, refillPerSecond: 0.001 }),
     store: dividing,

@@ -60,7 +60,7 @@ describe.each(['esm', 'cjs'] as const)('an app bundled into one %s file', (forma
     });
     // The CommonJS bundle of a package that read its scripts from disk warned here (import.meta is empty).
     expect(result.warnings.map((w) => w.text)).toEqual([]);
-    const inputs = Object.keys(result.metafile.inputs);
+    const inputs = Object.keys(result.metafile?.inputs ?? {});
     // The bundle holds the packages' script modules and ioredis, and nothing is left to load from disk.
     expect(inputs.some((i) => i.endsWith('packages/redis/src/lua/sources.generated.ts'))).toBe(true);
     expect(inputs.some((i) => i.endsWith('packages/hybrid/src/lua/sources.generated.ts'))).toBe(true);
