@@ -42,14 +42,6 @@ export interface MethodLimitOptions {
   timeoutMs?: number;
 }
 
-/** An async method, as the decorator takes and returns it. */
-export type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args: Args) => Promise<R>;
-
-/**
- * A method decorator that rate-limits an async method, in both decorator dialects: TypeScript 5 standard
- * decorators, and legacy ones (`experimentalDecorators`, as NestJS apps compile), so one sluice decorator
- * works in any project.
- */
 /** The names of MethodLimitOptions, which the presets' lists spread. */
 export const METHOD_LIMIT_OPTIONS: OptionNames<MethodLimitOptions> = {
   limiter: true,
@@ -58,6 +50,14 @@ export const METHOD_LIMIT_OPTIONS: OptionNames<MethodLimitOptions> = {
   timeoutMs: true,
 };
 
+/** An async method, as the decorator takes and returns it. */
+export type AsyncMethod<This, Args extends unknown[], R> = (this: This, ...args: Args) => Promise<R>;
+
+/**
+ * A method decorator that rate-limits an async method, in both decorator dialects: TypeScript 5 standard
+ * decorators, and legacy ones (`experimentalDecorators`, as NestJS apps compile), so one sluice decorator
+ * works in any project.
+ */
 export interface MethodLimitDecorator {
   /** As a TypeScript 5 standard decorator. */
   <This, Args extends unknown[], R>(

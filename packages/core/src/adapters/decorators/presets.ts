@@ -36,7 +36,6 @@ export interface SmoothRateLimitOptions extends PresetOptions {
   maxBurstSeconds?: number;
 }
 
-/** Builds the preset's limiter; the decorator keeps it for the life of the class. */
 /** A preset's names: the call options of rateLimited (its own limiter aside) and where its limiter keeps state. */
 const { limiter: _limiter, ...CALL_OPTIONS } = METHOD_LIMIT_OPTIONS;
 const PRESET_OPTIONS: OptionNames<PresetOptions> = { ...CALL_OPTIONS, store: true, prefix: true, clock: true };
@@ -47,6 +46,7 @@ const SMOOTH_RATE_LIMIT_OPTIONS: OptionNames<SmoothRateLimitOptions> = {
   maxBurstSeconds: true,
 };
 
+/** Builds the preset's limiter; the decorator keeps it for the life of the class. */
 function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
   const { store, prefix, clock } = options;
   return createLimiter({

@@ -1,10 +1,10 @@
-import type { OptionNames } from '../../foundation/options.js';
 /**
  * @sluice/core/koa: rate limiting as Koa 3 middleware. Structural types only: Koa is not a dependency.
  *
  * @module koa
  */
 import type { Decision } from '../../foundation/decision.js';
+import type { OptionNames } from '../../foundation/options.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { RATE_LIMIT_OPTIONS, type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
