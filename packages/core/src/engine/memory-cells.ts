@@ -107,50 +107,55 @@ export interface StateKeeper {
 const { getOwnPropertyNames, getOwnPropertySymbols, getPrototypeOf, keys } = Object;
 
 /**
- * One rule's states. A state is plain data (see Algorithm): a built-in rule's is a record of a few numbers,
- * always the same fields, which this learns from the first state it keeps; its own enumerable string-keyed
- * fields are all of it. A record of other fields is stored as a new copy; one that is not a plain record
- * (a custom rule's class instance, a number) is kept as it is, as before.
+ * One rule's states. A state is plain data (see Algorithm): a built-in rule's is a record of one to three
+ * numbers, always the same fields, which this learns from the first state it keeps; its own enumerable
+ * string-keyed fields are all of it. A record of other fields is stored as a new copy; one that is not a
+ * plain record (a custom rule's class instance, a number) is kept as it is, as before.
  */
 export class RecordKeeper implements StateKeeper {
   /** undefined: not learned yet; null: the rule's states are not records this can write over. */
-  #fields: readonly string[] | null | undefined;
+  #shape: RecordShape | null | undefined;
 
   own(state: unknown): unknown {
-    if (this.#fields === undefined) this.#fields = fieldsOf(state);
+    if (this.#shape === undefined) this.#shape = shapeOf(state);
     // Every plain record is copied, whatever its fields: a record in a cell is then always the store's own.
     return isPlainRecord(state) ? { ...state } : state;
   }
 
   over(kept: unknown, next: unknown): boolean {
-    if (!this.#fits(next) || !this.#fits(kept)) return false;
-    const fields = this.#fields as readonly string[];
-    for (let i = 0; i < fields.length; i++) {
-      const name = fields[i] as string;
-      kept[name] = next[name];
-    }
-    return true;
-  }
-
-  /** A plain record of exactly the learned fields (counted, then each looked for: no hash of its keys). */
-  #fits(state: unknown): state is Record<string, unknown> {
-    const fields = this.#fields;
-    if (!fields || !isPlainRecord(state)) return false;
-    let count = 0;
-    for (const _ in state) count++;
-    if (count !== fields.length) return false;
-    // `in` is own here: the prototype is Object.prototype, and no learned field is one of its names.
-    for (let i = 0; i < fields.length; i++) if (!((fields[i] as string) in state)) return false;
+    const shape = this.#shape;
+    if (!shape?.fits(next) || !shape.fits(kept)) return false;
+    shape.write(kept, next);
     return true;
   }
 }
 
-function isPlainRecord(value: unknown): value is Record<string, unknown> {
+type Fields = Record<string, unknown>;
+
+/** Records of exactly some fields: whether a state is one, and a copy of one's fields over another's. */
+interface RecordShape {
+  fits(state: unknown): state is Fields;
+  write(kept: Fields, next: Fields): void;
+}
+
+function isPlainRecord(value: unknown): value is Fields {
   return typeof value === 'object' && value !== null && getPrototypeOf(value) === Object.prototype;
 }
 
-/** The fields of a state this can write over: a plain record's own enumerable string-keyed fields, and nothing else. */
-function fieldsOf(state: unknown): readonly string[] | null {
+/** How many fields a record has (its own enumerable ones: its prototype, Object.prototype, has none). */
+function fieldCount(state: Fields): number {
+  let count = 0;
+  for (const _ in state) count++;
+  return count;
+}
+
+/**
+ * The shape of a state this can write over: a plain record's own enumerable string-keyed fields, and
+ * nothing else. Each field is read and written under one name per site, as `kept.tokens = next.tokens`
+ * would be (a loop over the names would make every site see them all, several times slower); `in` is own
+ * here, as no field is one of Object.prototype's names.
+ */
+function shapeOf(state: unknown): RecordShape | null {
   if (!isPlainRecord(state)) return null;
   const fields = keys(state);
   const plain =
@@ -158,7 +163,42 @@ function fieldsOf(state: unknown): readonly string[] | null {
     getOwnPropertyNames(state).length === fields.length &&
     getOwnPropertySymbols(state).length === 0 &&
     fields.every((name) => !(name in Object.prototype));
-  return plain ? fields : null;
+  if (!plain) return null;
+  const [a, b, c] = fields as [string, string, string];
+  switch (fields.length) {
+    case 1:
+      return {
+        fits: (s): s is Fields => isPlainRecord(s) && fieldCount(s) === 1 && a in s,
+        write: (kept, next) => {
+          kept[a] = next[a];
+        },
+      };
+    case 2:
+      return {
+        fits: (s): s is Fields => isPlainRecord(s) && fieldCount(s) === 2 && a in s && b in s,
+        write: (kept, next) => {
+          kept[a] = next[a];
+          kept[b] = next[b];
+        },
+      };
+    case 3:
+      return {
+        fits: (s): s is Fields => isPlainRecord(s) && fieldCount(s) === 3 && a in s && b in s && c in s,
+        write: (kept, next) => {
+          kept[a] = next[a];
+          kept[b] = next[b];
+          kept[c] = next[c];
+        },
+      };
+    default:
+      return {
+        fits: (s): s is Fields =>
+          isPlainRecord(s) && fieldCount(s) === fields.length && fields.every((name) => name in s),
+        write: (kept, next) => {
+          for (const name of fields) kept[name] = next[name];
+        },
+      };
+  }
 }
 
 /** A policy's states: one list per key, one state per rule, each kept by its rule's keeper. */
