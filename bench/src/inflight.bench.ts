@@ -109,6 +109,7 @@ for (const r of rows) {
   const p999 = r.roundsP999Us;
   console.log(
     `| ${r.label} | ${fmt(r.decisionsPerSecond)} (${spread(r.roundsDecisionsPerSecond)}) | ${r.vsRateLimiterMemory.toFixed(2)}x | ` +
+      `${fmt(r.decisionsPerCpuSecond)}, ${r.cpuVsRateLimiterMemory.toFixed(2)}x | ` +
       `${r.p50Us.toFixed(0)} | ${r.p99Us.toFixed(0)} | ${r.p999Us.toFixed(0)} (${Math.min(...p999).toFixed(0)}–${Math.max(...p999).toFixed(0)}) | ` +
       `${r.gcs}, ${r.gcMs.toFixed(0)} | ${r.bytesPerDecision?.toFixed(0)} |`,
   );
