@@ -1,12 +1,4 @@
-import {
-  type Algorithm,
-  type BoundStore,
-  type Clock,
-  type Decision,
-  type GrantSource,
-  type Permits,
-  SluiceError,
-} from '@sluice/core';
+import type { Algorithm, BoundStore, Clock, Decision, GrantSource, Permits } from '@sluice/core';
 import { type DecisionNote, emitSafely, keyCache, permitsOfRule, reportLease, stateName } from '@sluice/core/store-kit';
 import {
   DENY_CACHE_TRUST_MS,
@@ -14,8 +6,6 @@ import {
   type ExactBinding,
   type FallbackBinding,
   type RedisHealth,
-  encodeIdentity,
-  resetChannel,
   versionError,
   withDeadline,
 } from '@sluice/redis/store-kit';
@@ -23,9 +13,10 @@ import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { ColdDemand } from './cold-demand.js';
 import { DemandMeter } from './demand-meter.js';
-import { type HeldLease, creditLease, emptyLease, refundToLease, spendFromLease } from './key-lease.js';
-import { type LeaseShape, leaseShape, penalizeCentrally, resetCentrally } from './lease-client.js';
+import { type HeldLease, creditLease, emptyLease, spendFromLease } from './key-lease.js';
+import { type LeaseShape, leaseShape } from './lease-client.js';
 import type { LeaseContext, LeaseLive, LeaseSettings } from './leased-context.js';
+import { LeaseControls } from './leased-controls.js';
 
 /**
  * One limiter on a leased store, under one set of its rules (see LiveBinding): each key's permits spent from
@@ -50,6 +41,8 @@ export class LeasedBinding implements BoundStore {
   readonly #exact: ExactBinding;
   /** What decides past this node's lease while Redis is away (the same one decides the exact keys). */
   readonly #fallback: FallbackBinding;
+  /** Reset, refund and penalize: on this node's lease first, then on the central state. */
+  readonly #controls: LeaseControls;
   readonly #unbind: () => void;
   readonly #live: LeaseLive;
   #closed = false;
@@ -94,6 +87,20 @@ export class LeasedBinding implements BoundStore {
     // A lease pushed out of the cache still holds debited permits: give them back.
     this.#leases = keyCache<string, KeyLease>(o.maxKeys, (lease, key, reason) => {
       if (reason === 'evict' && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
+    });
+    this.#controls = new LeaseControls({
+      redis: ctx.redis,
+      prefix,
+      shape: this.#shape,
+      central: this.#central,
+      leases: this.#leases,
+      cold: this.#cold,
+      exact,
+      fallback,
+      health: ctx.health,
+      clock: ctx.clock,
+      decisionClock: ctx.decisionClock,
+      timeoutMs: o.timeoutMs,
     });
   }
 
@@ -282,112 +289,20 @@ export class LeasedBinding implements BoundStore {
     return this.#denied(lease, lease.emptyUntil - now);
   }
 
-  /**
-   * Forgets the key centrally (every node's next lease starts fresh) and drops this node's lease and fallback
-   * state. Bounded by timeoutMs; a reset Redis could not do rejects with SluiceError('STORE_UNAVAILABLE').
-   */
-  async reset(key: string): Promise<void> {
-    this.#leases.delete(key);
-    this.#cold.delete(key);
-    this.#fallback.reset(key);
-    try {
-      await withDeadline(
-        resetCentrally(
-          this.#ctx.redis,
-          this.#central.stateKey(key),
-          this.#shape,
-          [this.#central.lesseesKey(key)],
-          this.#ctx.decisionClock?.now(),
-          this.#central.versionOf(key),
-        ),
-        this.#o.timeoutMs,
-        'reset',
-      );
-      this.#announce(key);
-    } catch (error) {
-      // A newer configuration is no failure of Redis: the caller re-reads it and resets again.
-      if (versionError(error, 'SLUICE_STALE') !== undefined) throw error;
-      this.#health.reportFailure(error, this.#central.stateKey(key));
-      const why = error instanceof Error ? error.message : String(error);
-      throw new SluiceError(
-        'STORE_UNAVAILABLE',
-        `reset(${JSON.stringify(key)}) could not forget the key on Redis: ${why}`,
-        { cause: error },
-      );
-    }
+  /** Forgets the key centrally and here (see LeaseControls.reset). */
+  reset(key: string): Promise<void> {
+    return this.#controls.reset(key);
   }
 
-  /**
-   * Gives back to this node's lease what it spent there, up to `permits` (never more than the lease took
-   * from Redis, so the fleet stays within the central limit); for a windowed rule only while the grant's
-   * window lasts. A key that spent nothing from a lease here was decided exactly: the central state takes
-   * it back (one adjust.lua call). A grant the fail mode made goes back to the fail mode's limiter only
-   * ('local'; nowhere for 'open'), and one of unknown origin to the fail mode while Redis fails.
-   */
+  /** Gives back to this node's lease what it spent there, else to the central state (see LeaseControls.refund). */
   refund(key: string, asked: Permits, grantedAgoMs: number, grant?: GrantSource): void | Promise<void> {
-    const permits = permitsOfRule(asked, this.#rule);
-    if (grant === 'fallback' || (grant === undefined && !this.#health.healthy)) {
-      this.#fallback.refund(key, permits, grantedAgoMs);
-      return;
-    }
-    const lease = this.#leases.get(key);
-    const now = this.#clock.now();
-    // Nothing spent from a lease here: the grant was decided exactly, on the central state. Redis may have
-    // permits again, whatever an empty lease said: the next request asks.
-    if (lease === undefined || lease.spent === 0) {
-      if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
-      // Announced by the exact refund when the central state was denying (ExactParts.publishRefund).
-      return this.#exact.refund(key, permits, grantedAgoMs, grant);
-    }
-    refundToLease(lease, permits, grantedAgoMs, this.#shape.windowAt !== undefined, now);
+    return this.#controls.refund(key, permitsOfRule(asked, this.#rule), grantedAgoMs, grant);
   }
 
-  /**
-   * Takes `permits` from this node's lease, and what it cannot cover from the central state past its limit
-   * (one adjust.lua call), so the whole fleet pays. While Redis fails, or when the call does, the fail
-   * mode's limiter takes the rest (failMode 'local'); 'open' and 'closed' reject with STORE_UNAVAILABLE.
-   */
+  /** Takes from this node's lease, then from the central state past its limit (see LeaseControls.penalize). */
   async penalize(key: string, asked: Permits): Promise<void> {
-    const permits = permitsOfRule(asked, this.#rule);
-    const lease = this.#leases.get(key);
-    const now = this.#clock.now();
-    const fromLease = lease === undefined || now >= lease.expiresAt ? 0 : Math.min(lease.available, permits);
-    if (lease !== undefined) lease.available -= fromLease;
-    const rest = permits - fromLease;
-    if (rest === 0) return;
-    try {
-      if (!this.#health.healthy) throw new SluiceError('STORE_UNAVAILABLE', 'Redis is failing');
-      await withDeadline(
-        penalizeCentrally(
-          this.#ctx.redis,
-          this.#central.stateKey(key),
-          this.#shape,
-          rest,
-          this.#ctx.decisionClock?.now(),
-          this.#central.versionOf(key),
-        ),
-        this.#o.timeoutMs,
-        'a penalty',
-      );
-      this.#health.reportSuccess();
-    } catch (error) {
-      if (versionError(error, 'SLUICE_STALE') !== undefined) {
-        // Not taken: the caller re-reads the configuration and penalizes again (what the lease gave stays given).
-        if (lease !== undefined) lease.available += fromLease;
-        throw error;
-      }
-      if (!(error instanceof SluiceError)) this.#health.reportFailure(error, this.#central.stateKey(key));
-      if (!this.#fallback.keepsState) {
-        const why = error instanceof Error ? error.message : String(error);
-        throw new SluiceError(
-          'STORE_UNAVAILABLE',
-          `penalize(${JSON.stringify(key)}) could not reach Redis, and failMode '${this.#fallback.mode}' keeps no ` +
-            `state to apply it to: ${why}`,
-          { cause: error },
-        );
-      }
-      this.#fallback.penalize(key, rest);
-    }
+    // async: a count the rule cannot take rejects, as a failed penalty does, rather than throwing.
+    return this.#controls.penalize(key, permitsOfRule(asked, this.#rule));
   }
 
   #giveBack(key: string, lease: KeyLease): Promise<void> {
@@ -430,15 +345,6 @@ export class LeasedBinding implements BoundStore {
   heard(key: string): void {
     const lease = this.#leases.peek(key);
     if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
-  }
-
-  /**
-   * Tells every node a reset reached `key`'s central state, so none goes on denying it from a lease that found
-   * it spent (a refund there is announced by the exact refund, only when the state was denying). Not awaited: a
-   * node that misses it asks again within DENY_CACHE_TRUST_MS.
-   */
-  #announce(key: string): void {
-    this.#ctx.redis.publish(resetChannel(this.#prefix), encodeIdentity(key)).catch(() => undefined);
   }
 
   /** The limiter's prefix (its name in events). */
