@@ -101,8 +101,9 @@ export function knownOptions<T extends object>(
 ): T | undefined {
   const object = optionsObject(what, given, required) as Record<string, unknown> | undefined;
   if (object === undefined) return given;
-  for (const name of Object.keys(object)) {
-    if (!Object.hasOwn(known, name) && object[name] !== undefined) {
+  // for-in, not Object.keys: a call's options (tryAcquire's) are checked per decision, and this allocates nothing.
+  for (const name in object) {
+    if (Object.hasOwn(object, name) && !Object.hasOwn(known, name) && object[name] !== undefined) {
       const names = Object.keys(known);
       throw new SluiceTypeError(
         name,
