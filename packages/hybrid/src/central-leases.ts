@@ -3,16 +3,19 @@ import { type NodeIdentity, type RedisConnection, stateKey, versionKeyBeside } f
 import { type HeldLease, mustRegister } from './key-lease.js';
 import { type LeaseReply, type LeaseRequest, type LeaseShape, giveBack, requestLease } from './lease-client.js';
 
-/** Where a node leases one rule's permits from, and as whom. */
-export interface LeaseSource {
+/** The node that leases: its connection, its id among each key's lessees, and its clocks. */
+export interface Lessee {
   readonly redis: RedisConnection;
-  readonly prefix: string;
-  /** This node's id among each key's lessees. */
   readonly identity: NodeIdentity;
   /** The client clock for the scripts, or undefined for Redis TIME. */
   readonly decisionClock: Clock | undefined;
   /** This process's clock: when a lease was taken, whether its window has ended. */
   readonly clock: Clock;
+}
+
+/** Where a node leases one rule's permits from. */
+export interface LeaseSource {
+  readonly prefix: string;
   /** How long this node counts as a live lessee of a key after a lease. */
   readonly liveMs: number;
   /**
@@ -32,13 +35,15 @@ export interface LeaseSource {
  * each key's state and its lessees under the limiter's prefix, a lease of some of its permits, and the
  * hand-back of what a lease has left.
  * @example
- * const central = new CentralLeases({ ...source, stateName: 'lease~fw', lesseesName: 'lessees~fw' })
+ * const central = new CentralLeases(ctx, { ...source, stateName: 'lease~fw', lesseesName: 'lessees~fw' })
  * const reply = await central.lease('user:1', shape, lease, 10, clock.now())
  */
 export class CentralLeases {
+  readonly #node: Lessee;
   readonly #o: LeaseSource;
 
-  constructor(source: LeaseSource) {
+  constructor(node: Lessee, source: LeaseSource) {
+    this.#node = node;
     this.#o = source;
   }
 
@@ -52,13 +57,14 @@ export class CentralLeases {
 
   /** The configuration version check of `key`'s slot (live limits): its version key and the version leased under. */
   versionOf(key: string): NonNullable<LeaseRequest['version']> {
-    const { prefix, redis, version } = this.#o;
-    return { key: versionKeyBeside(prefix, this.stateKey(key), redis.isCluster), version: version() };
+    const { prefix, version } = this.#o;
+    return { key: versionKeyBeside(prefix, this.stateKey(key), this.#node.redis.isCluster), version: version() };
   }
 
   /** Asks Redis for up to `want` permits of `key` under `shape`, for `held`, a lease sent at `sentAt` (this process's clock). */
   lease(key: string, shape: LeaseShape, held: HeldLease, want: number, sentAt: number): Promise<LeaseReply> {
-    const { redis, identity, liveMs, decisionClock, hoardingDivisor } = this.#o;
+    const { redis, identity, decisionClock } = this.#node;
+    const { liveMs, hoardingDivisor } = this.#o;
     return requestLease(redis, {
       stateKey: this.stateKey(key),
       lesseesKey: this.lesseesKey(key),
@@ -75,6 +81,7 @@ export class CentralLeases {
 
   /** Hands back the whole permits `held` has left of `key`, unless its window has ended (see giveBack). */
   giveBack(key: string, shape: LeaseShape, held: HeldLease): Promise<void> {
-    return giveBack(this.#o.redis, this.stateKey(key), shape, held, this.#o.clock.now(), this.#o.decisionClock?.now());
+    const { redis, clock, decisionClock } = this.#node;
+    return giveBack(redis, this.stateKey(key), shape, held, clock.now(), decisionClock?.now());
   }
 }

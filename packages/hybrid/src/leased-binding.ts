@@ -70,12 +70,8 @@ export class LeasedBinding implements BoundStore {
     this.#unbind = unbind;
     const o = ctx.o;
     this.#shape = leaseShape(rule);
-    this.#central = new CentralLeases({
-      redis: ctx.redis,
+    this.#central = new CentralLeases(ctx, {
       prefix,
-      identity: ctx.identity,
-      decisionClock: ctx.decisionClock,
-      clock: ctx.clock,
       liveMs: o.liveMs,
       stateName: live.centralName,
       lesseesName: `lessees~${stateName(rule)}`,

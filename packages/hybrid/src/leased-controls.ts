@@ -14,31 +14,6 @@ import type { ColdDemand } from './cold-demand.js';
 import { type HeldLease, refundToLease } from './key-lease.js';
 import { type LeaseShape, penalizeCentrally, resetCentrally } from './lease-client.js';
 
-/** The leases a binding holds, by key, as its controls read and drop them. */
-export interface LeaseRecords {
-  get(key: string): HeldLease | undefined;
-  delete(key: string): boolean;
-}
-
-/** What a leased binding's controls act on: its leases, its rule's central state and its fail mode. */
-export interface LeaseControlParts {
-  readonly redis: RedisConnection;
-  readonly prefix: string;
-  readonly shape: LeaseShape;
-  readonly central: CentralLeases;
-  readonly leases: LeaseRecords;
-  /** Demand of the keys with no lease record (a reset forgets it too). */
-  readonly cold: ColdDemand;
-  /** Exact mode on the central state: a grant no lease paid for is refunded there. */
-  readonly exact: ExactBinding;
-  readonly fallback: FallbackBinding;
-  readonly health: RedisHealth;
-  /** This process's clock, and the client clock for the scripts (undefined: Redis TIME). */
-  readonly clock: Clock;
-  readonly decisionClock: Clock | undefined;
-  readonly timeoutMs: number;
-}
-
 /**
  * A leased limiter's controls (reset, refund, penalize) on one key: first on what this node holds of its
  * lease, then on the key's central state, as exact mode's RedisControls are beside its decisions.
@@ -167,4 +142,29 @@ export class LeaseControls {
   #announce(key: string): void {
     this.#o.redis.publish(resetChannel(this.#o.prefix), encodeIdentity(key)).catch(() => undefined);
   }
+}
+
+/** The leases a binding holds, by key, as its controls read and drop them. */
+export interface LeaseRecords {
+  get(key: string): HeldLease | undefined;
+  delete(key: string): boolean;
+}
+
+/** What a leased binding's controls act on: its leases, its rule's central state and its fail mode. */
+export interface LeaseControlParts {
+  readonly redis: RedisConnection;
+  readonly prefix: string;
+  readonly shape: LeaseShape;
+  readonly central: CentralLeases;
+  readonly leases: LeaseRecords;
+  /** Demand of the keys with no lease record (a reset forgets it too). */
+  readonly cold: ColdDemand;
+  /** Exact mode on the central state: a grant no lease paid for is refunded there. */
+  readonly exact: ExactBinding;
+  readonly fallback: FallbackBinding;
+  readonly health: RedisHealth;
+  /** This process's clock, and the client clock for the scripts (undefined: Redis TIME). */
+  readonly clock: Clock;
+  readonly decisionClock: Clock | undefined;
+  readonly timeoutMs: number;
 }

@@ -95,12 +95,8 @@ export class Reserve {
     this.#generation = generation;
     this.#fraction = fraction;
     this.#shape = leaseShape(rule.share(Math.max(fraction, 1 / rule.burst)));
-    this.#central = new CentralLeases({
-      redis: ctx.redis,
+    this.#central = new CentralLeases(ctx, {
       prefix,
-      identity: ctx.identity,
-      decisionClock: ctx.decisionClock,
-      clock: ctx.clock,
       liveMs: ctx.liveMs,
       stateName: reserveStateName(generation.state),
       lesseesName: `reserve-lessees~${generation.state}`,
