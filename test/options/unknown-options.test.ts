@@ -43,6 +43,7 @@ import { byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
 import { redisStore } from '@sluice/redis';
+import type { OptionNames } from '@sluice/core/store-kit';
 import { describe, expect, it } from 'vitest';
 import { entriesTakingOptions } from './option-entries.js';
 
@@ -262,5 +263,20 @@ describe('an unknown option is refused by name at every entry point', () => {
     expect(missing, 'entry points taking options with no row in ROWS (nor a reason in NOT_TRIED)').toEqual([]);
     const stale = [...Object.keys(ROWS), ...Object.keys(NOT_TRIED)].filter((name) => !found.includes(name));
     expect(stale, 'rows for entry points no package exports (or no longer with options)').toEqual([]);
+  });
+});
+
+describe('OptionNames', () => {
+  it('is refused by the compiler when it misses a name of its type or has one the type lacks', () => {
+    interface Example {
+      limit: number;
+      windowMs?: number;
+    }
+    const exact: OptionNames<Example> = { limit: true, windowMs: true };
+    // @ts-expect-error windowMs is missing
+    const short: OptionNames<Example> = { limit: true };
+    // @ts-expect-error windowMS is not an option of Example
+    const extra: OptionNames<Example> = { limit: true, windowMs: true, windowMS: true };
+    expect([exact, short, extra].map((names) => Object.keys(names).length)).toEqual([2, 1, 3]);
   });
 });
