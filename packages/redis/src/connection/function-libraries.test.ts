@@ -123,6 +123,22 @@ describe('FunctionLibraries', () => {
     expect(sent).toEqual(['load script', 'fcall script', 'fcall other']);
   });
 
+  it('two libraries load side by side, and the calls that wait for them leave in the order asked', async () => {
+    const libraries = new FunctionLibraries();
+    const loads = [pending(), pending()];
+    let made = 0;
+    const { calls, sent } = adapter({ load: () => (loads[made++] as ReturnType<typeof pending>).promise });
+    const first = libraries.run(calls, script, [], []);
+    const second = libraries.run(calls, other, [], []);
+    expect(sent).toEqual(['load script', 'load other']);
+    loads[1]?.resolve('ok');
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sent).toEqual(['load script', 'load other']);
+    loads[0]?.resolve('ok');
+    await Promise.all([first, second]);
+    expect(sent).toEqual(['load script', 'load other', 'fcall script', 'fcall other']);
+  });
+
   it("while a script's first call by sha1 is on its way, later calls wait for it; once run, they do not", async () => {
     const libraries = new FunctionLibraries();
     const reply = pending<Buffer>();
@@ -136,10 +152,10 @@ describe('FunctionLibraries', () => {
     const first = libraries.run(calls, script, [], []);
     const second = libraries.run(calls, other, [], []);
     await new Promise((resolve) => setImmediate(resolve));
-    expect(sent).toEqual(['load script', 'sha script']);
+    expect(sent).toEqual(['load script', 'load other', 'sha script']);
     reply.resolve(Buffer.from('s'));
     await Promise.all([first, second]);
-    expect(sent).toEqual(['load script', 'sha script', 'sha other']);
+    expect(sent).toEqual(['load script', 'load other', 'sha script', 'sha other']);
     // Both scripts have run by sha1 now: nothing waits for anything.
     const third = libraries.run(calls, script, [], []);
     const fourth = libraries.run(calls, other, [], []);

@@ -51,8 +51,11 @@ export class FunctionLibraries {
   readonly #retryAt = new Map<string, number>();
   /** The sha1s of the scripts the server has run by sha1 for this connection. */
   readonly #cached = new Set<string>();
-  /** Pending while a load or a script's first call by sha1 is on its way: later calls wait for it. */
-  #gate: Promise<void> | undefined;
+  /** Loads and first calls by sha1 on their way: while any is, calls wait in #waiting. */
+  #holding = 0;
+  /** Calls asked while something was held, in the order asked; #waiting[#next] leaves first. */
+  readonly #waiting: Array<() => void> = [];
+  #next = 0;
 
   /** False once the server answered that it runs no functions for this connection. */
   get available(): boolean {
@@ -66,22 +69,32 @@ export class FunctionLibraries {
     keys: readonly string[],
     args: readonly (string | Buffer)[],
   ): Promise<ScriptReply> {
-    if (this.#gate !== undefined) return this.#gate.then(() => this.run(calls, script, keys, args));
-    if (this.#available) {
-      if (this.#loaded.has(script.functionName)) return this.#fcall(calls, script, keys, args);
-      const name = script.functionName;
-      // A load still on its way after LOAD_WAIT_MS is not asked again: its calls go by sha1 meanwhile.
-      if (!this.#loading.has(name) && performance.now() >= (this.#retryAt.get(name) ?? 0)) {
-        this.#hold(this.#load(calls, script), LOAD_WAIT_MS);
-        return this.run(calls, script, keys, args);
-      }
-    }
+    const name = script.functionName;
+    // A load still on its way after LOAD_WAIT_MS is not asked again: its calls go by sha1 meanwhile. Loads
+    // start at once, side by side, even while other calls wait: a limiter's first calls need several.
+    if (
+      this.#available &&
+      !this.#loaded.has(name) &&
+      !this.#loading.has(name) &&
+      performance.now() >= (this.#retryAt.get(name) ?? 0)
+    )
+      this.#hold(this.#load(calls, script));
+    if (this.#holding === 0) return this.#send(calls, script, keys, args);
+    return new Promise((resolve, reject) =>
+      this.#waiting.push(() => this.#send(calls, script, keys, args).then(resolve, reject)),
+    );
+  }
+
+  /** Sends one call now: by FCALL when its library is loaded, else by sha1 (held while the server may not know it). */
+  #send(
+    calls: ScriptCalls,
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | Buffer)[],
+  ): Promise<ScriptReply> {
+    if (this.#available && this.#loaded.has(script.functionName)) return this.#fcall(calls, script, keys, args);
     const reply = calls.bySha(script, keys, args);
-    if (!this.#cached.has(script.sha1))
-      this.#hold(
-        reply.then(() => void this.#cached.add(script.sha1)),
-        LOAD_WAIT_MS,
-      );
+    if (!this.#cached.has(script.sha1)) this.#hold(reply.then(() => void this.#cached.add(script.sha1)));
     return reply;
   }
 
@@ -102,25 +115,29 @@ export class FunctionLibraries {
     }
   }
 
-  /** Later calls wait until `work` settles or `maxMs` passes. */
-  #hold(work: Promise<unknown>, maxMs: number): void {
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const bounded = Promise.race([
-      work,
-      new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, maxMs);
-        timer.unref?.();
-      }),
-    ]);
-    const gate: Promise<void> = bounded.then(
-      () => clearTimeout(timer),
-      () => clearTimeout(timer),
-    );
-    this.#gate = gate;
-    // Registered before any waiter, so it runs first: the waiters then send, in order, with no gate.
-    void gate.then(() => {
-      if (this.#gate === gate) this.#gate = undefined;
-    });
+  /** Later calls wait until `work` settles or LOAD_WAIT_MS passes, then leave in the order asked. */
+  #hold(work: Promise<unknown>): void {
+    this.#holding++;
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      clearTimeout(timer);
+      this.#holding--;
+      this.#release();
+    };
+    const timer = setTimeout(release, LOAD_WAIT_MS);
+    timer.unref?.();
+    work.then(release, release);
+  }
+
+  /** Sends the waiting calls in order, until one of them holds the rest again. */
+  #release(): void {
+    while (this.#holding === 0 && this.#next < this.#waiting.length) (this.#waiting[this.#next++] as () => void)();
+    if (this.#next === this.#waiting.length) {
+      this.#waiting.length = 0;
+      this.#next = 0;
+    }
   }
 
   #load(calls: ScriptCalls, script: LuaScript): Promise<void> {
