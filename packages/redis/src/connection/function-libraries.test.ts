@@ -21,6 +21,7 @@ function pending<T = unknown>() {
 
 /** An adapter whose server answers as `server` says, recording what was sent, in order. */
 function adapter(server: {
+  connected?: boolean;
   load: (library: string) => Promise<unknown>;
   fcall?: () => Promise<unknown>;
   bySha?: () => Promise<Buffer>;
@@ -28,6 +29,7 @@ function adapter(server: {
   const sent: string[] = [];
   const name = (functionName: string) => (functionName === script.functionName ? 'script' : 'other');
   const calls: ScriptCalls = {
+    connected: () => server.connected ?? true,
     fcall: async (functionName) => {
       sent.push(`fcall ${name(functionName)}`);
       return (server.fcall ?? (async () => Buffer.from('f')))();
@@ -180,6 +182,14 @@ describe('FunctionLibraries', () => {
     lost = true;
     await libraries.run(calls, script, [], []);
     expect(sent).toEqual(['load script', 'fcall script', 'fcall script', 'load script', 'fcall script']);
+  });
+
+  it('a client that knows it is not connected gets the call at once: nothing is held to be sent late', async () => {
+    const libraries = new FunctionLibraries();
+    const { calls, sent } = adapter({ connected: false, load: () => new Promise(() => {}) });
+    await libraries.run(calls, script, [], []);
+    await libraries.run(calls, other, [], []);
+    expect(sent).toEqual(['sha script', 'sha other']);
   });
 
   it('a load that never answers holds later calls LOAD_WAIT_MS at most, then they run by sha1', async () => {

@@ -9,6 +9,8 @@ export interface ScriptCalls {
   load(library: string): Promise<unknown>;
   /** EVALSHA, and on NOSCRIPT the source. */
   bySha(script: LuaScript, keys: readonly string[], args: readonly (string | Buffer)[]): Promise<ScriptReply>;
+  /** False while the client knows it is not connected (see RedisConnection.connected). */
+  connected(): boolean;
 }
 
 /** How long a library whose load failed for a passing reason (a lost connection) runs by sha1 before the next try. */
@@ -41,7 +43,8 @@ export const LOAD_WAIT_MS = 1000;
  * So while a library loads (its first use, or after the server lost it) and while a script's first call by
  * sha1 is on its way, every later call of the connection waits, in order, and leaves when that settles or
  * LOAD_WAIT_MS has passed. Left unordered: calls in flight when the server loses its scripts (a restart,
- * SCRIPT FLUSH), and on a Cluster without functions a script's first call on each other primary.
+ * SCRIPT FLUSH), calls asked while the client knows it is disconnected (never held), and on a Cluster without
+ * functions a script's first call on each other primary.
  */
 export class FunctionLibraries {
   #available = true;
@@ -69,6 +72,10 @@ export class FunctionLibraries {
     keys: readonly string[],
     args: readonly (string | Buffer)[],
   ): Promise<ScriptReply> {
+    // A client that knows it is not connected would only queue the call: it leaves now, as before any load,
+    // and fails (or waits in the client's queue) as the client decides. Holding it could send it long after
+    // its caller gave up, to a server that has restarted meanwhile.
+    if (!calls.connected()) return this.#send(calls, script, keys, args);
     const name = script.functionName;
     // A load still on its way after LOAD_WAIT_MS is not asked again: its calls go by sha1 meanwhile. Loads
     // start at once, side by side, even while other calls wait: a limiter's first calls need several.
@@ -94,7 +101,10 @@ export class FunctionLibraries {
   ): Promise<ScriptReply> {
     if (this.#available && this.#loaded.has(script.functionName)) return this.#fcall(calls, script, keys, args);
     const reply = calls.bySha(script, keys, args);
-    if (!this.#cached.has(script.sha1)) this.#hold(reply.then(() => void this.#cached.add(script.sha1)));
+    // Held only where EVALSHA is how this server runs scripts: while a load that failed for a passing reason
+    // (a lost connection) waits to be tried again, calls leave at once and fail as fast as the connection does.
+    if (!this.#available && !this.#cached.has(script.sha1) && calls.connected())
+      this.#hold(reply.then(() => void this.#cached.add(script.sha1)));
     return reply;
   }
 

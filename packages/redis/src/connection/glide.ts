@@ -114,6 +114,7 @@ export class GlideConnection implements RedisConnection {
   readonly functions = new FunctionLibraries();
   /** Each call's error in Redis's own words, as FunctionLibraries and the store read them (NOPERM, Function not found). */
   readonly #calls: ScriptCalls = {
+    connected: () => this.connected,
     fcall: async (name, keys, args) =>
       this.client.fcall(name, [...keys], [...args], { decoder: (await loadGlide()).Decoder.Bytes }).catch(nativeError),
     load: (library) =>

@@ -84,6 +84,7 @@ export class IoredisConnection extends EmittingConnection<IoredisLike> implement
   readonly isCluster: boolean;
   readonly functions = new FunctionLibraries();
   readonly #calls: ScriptCalls = {
+    connected: () => this.connected,
     fcall: (name, keys, args) => this.client.callBuffer('FCALL', name, keys.length, ...keys, ...args),
     load: (library) => {
       const primaries = this.isCluster && this.client.nodes ? this.client.nodes('master') : [this.client];

@@ -84,6 +84,7 @@ export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> imple
   #wasReady = false;
   readonly functions = new FunctionLibraries();
   readonly #calls: ScriptCalls = {
+    connected: () => this.connected,
     fcall: (name, keys, args) => this.#binary.fCall(name, { keys: [...keys], arguments: [...args] }),
     load: async (library) => {
       const command = ['FUNCTION', 'LOAD', 'REPLACE', library];
