@@ -119,7 +119,9 @@ export class RecordKeeper implements StateKeeper {
   own(state: unknown): unknown {
     if (this.#shape === undefined) this.#shape = shapeOf(state);
     // Every plain record is copied, whatever its fields: a record in a cell is then always the store's own.
-    return isPlainRecord(state) ? { ...state } : state;
+    if (!isPlainRecord(state)) return state;
+    const shape = this.#shape;
+    return shape?.fits(state) ? shape.copy(state) : { ...state };
   }
 
   over(kept: unknown, next: unknown): boolean {
@@ -136,6 +138,13 @@ type Fields = Record<string, unknown>;
 interface RecordShape {
   fits(state: unknown): state is Fields;
   write(kept: Fields, next: Fields): void;
+  /**
+   * A new record of the state's fields, built field by field. Not a spread: a spread's copy holds its
+   * numbers as a generic field would, so each write over it stored a new young number by reference (one
+   * per key surviving every scavenge at epoch-scale times); a record built by stores keeps a double field
+   * whose number is written in place.
+   */
+  copy(state: Fields): Fields;
 }
 
 function isPlainRecord(value: unknown): value is Fields {
@@ -172,6 +181,11 @@ function shapeOf(state: unknown): RecordShape | null {
         write: (kept, next) => {
           kept[a] = next[a];
         },
+        copy: (state) => {
+          const kept: Fields = {};
+          kept[a] = state[a];
+          return kept;
+        },
       };
     case 2:
       return {
@@ -179,6 +193,12 @@ function shapeOf(state: unknown): RecordShape | null {
         write: (kept, next) => {
           kept[a] = next[a];
           kept[b] = next[b];
+        },
+        copy: (state) => {
+          const kept: Fields = {};
+          kept[a] = state[a];
+          kept[b] = state[b];
+          return kept;
         },
       };
     case 3:
@@ -189,6 +209,13 @@ function shapeOf(state: unknown): RecordShape | null {
           kept[b] = next[b];
           kept[c] = next[c];
         },
+        copy: (state) => {
+          const kept: Fields = {};
+          kept[a] = state[a];
+          kept[b] = state[b];
+          kept[c] = state[c];
+          return kept;
+        },
       };
     default:
       return {
@@ -196,6 +223,11 @@ function shapeOf(state: unknown): RecordShape | null {
           isPlainRecord(s) && fieldCount(s) === fields.length && fields.every((name) => name in s),
         write: (kept, next) => {
           for (const name of fields) kept[name] = next[name];
+        },
+        copy: (state) => {
+          const kept: Fields = {};
+          for (const name of fields) kept[name] = state[name];
+          return kept;
         },
       };
   }
