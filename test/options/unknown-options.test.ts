@@ -257,6 +257,34 @@ describe('an unknown option is refused by name at every entry point', () => {
     await slots.close();
   });
 
+  it("a limiter's calls refuse an unknown option, and a refused call consumes nothing", async () => {
+    const l = createLimiter({ rules: fixedWindow({ limit: 2, windowMs: 60_000 }) });
+    const refused: Array<[string, () => Promise<unknown>, string]> = [
+      ['tryAcquire', () => l.tryAcquire('k', { permit: 2 } as never), 'permit'],
+      ['acquire', () => l.acquire('k', { timeoutMs: 5 } as never), 'timeoutMs'],
+      ['peek', () => l.peek('k', { plans: 'x' } as never), 'plans'],
+      ['refund', () => l.refund('k', 1, { grantedAgoMs: 5 } as never), 'grantedAgoMs'],
+      ['penalize', () => l.penalize('k', 1, { plann: 'x' } as never), 'plann'],
+      [
+        'reconfigure',
+        () => l.reconfigure(fixedWindow({ limit: 3, windowMs: 60_000 }), { cary: 'none' } as never),
+        'cary',
+      ],
+      ['overrides', () => l.overrides({ limit: 5 } as never), 'limit'],
+      ['topLimited', () => l.topLimited(5, { minute: 5 } as never), 'minute'],
+    ];
+    for (const [method, call, typo] of refused) {
+      const error = await thrown(call);
+      expect(error, method).toBeInstanceOf(SluiceTypeError);
+      expect((error as SluiceTypeError).argument, method).toBe(typo);
+      expect((error as Error).message, method).toMatch(/the options are /);
+    }
+    // Nothing was consumed, penalized or changed: both permits of the first configuration are there.
+    expect((await l.peek('k')).remaining).toBe(2);
+    expect(l.rules.map((rule) => rule.limit)).toEqual([2]);
+    await l.close();
+  });
+
   it('the table holds every exported function, constructor and static method that takes options', () => {
     const found = [...entriesTakingOptions().keys()];
     const missing = found.filter((name) => !(name in ROWS) && !(name in NOT_TRIED));

@@ -7,7 +7,7 @@ import { CarriedBinding, hasStateAccess, moveStates } from './carried-binding.js
 import { MemoryStore } from './memory-store.js';
 import { type Rules, normalizeRules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
-import { parseOptions } from '../foundation/options.js';
+import { knownOptions, parseOptions } from '../foundation/options.js';
 import { LIMITER_OPTIONS, type LimiterOptions } from './limiter-options.js';
 import {
   DEFAULT_NEAR_LIMIT,
@@ -35,11 +35,20 @@ import {
 } from './store.js';
 import { adjustPermits, checkCostNames, countsNothing, describePermits, permitsOption } from './rule-costs.js';
 import {
+  ACQUIRE_OPTIONS,
+  OVERRIDES_OPTIONS,
+  PEEK_OPTIONS,
+  PENALIZE_OPTIONS,
+  RECONFIGURE_OPTIONS,
+  REFUND_OPTIONS,
+  TOP_LIMITED_OPTIONS,
+  TRY_ACQUIRE_OPTIONS,
+} from './call-options.js';
+import {
   describe,
   nonNegativeFinite,
   nonNegativeOrInfinite,
   optionalSignal,
-  optionsObject,
   positiveFinite,
   positiveInteger,
   rateLimitKey,
@@ -588,7 +597,7 @@ class StoreLimiter implements Limiter {
   async topLimited(n = 10, options?: TopLimitedOptions): Promise<LimitedKey[]> {
     try {
       const count = positiveInteger('n', n);
-      optionsObject('topLimited options', options, false);
+      knownOptions('topLimited options', TOP_LIMITED_OPTIONS, options, false);
       const minutes = options?.minutes ?? DEFAULT_TOP_MINUTES;
       if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_BOARD_MINUTES)
         throw new SluiceRangeError(
@@ -692,7 +701,7 @@ class StoreLimiter implements Limiter {
   ): Decision | Promise<Decision> {
     if (options === undefined && this.#bindings === undefined && this.#overrides.size === 0)
       return this.#listedOr(key, undefined, note) ?? this.#decideNow(this.#default, key, 1, note);
-    optionsObject('tryAcquire options', options, false);
+    knownOptions('tryAcquire options', TRY_ACQUIRE_OPTIONS, options, false);
     const permits = permitsOption(options?.permits);
     const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
     const signal = optionalSignal(options?.signal);
@@ -817,7 +826,7 @@ class StoreLimiter implements Limiter {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
-      optionsObject('acquire options', options, false);
+      knownOptions('acquire options', ACQUIRE_OPTIONS, options, false);
       const permits = permitsOption(options?.permits);
       const signal = optionalSignal(options?.signal);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
@@ -903,7 +912,7 @@ class StoreLimiter implements Limiter {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
-      optionsObject('peek options', options, false);
+      knownOptions('peek options', PEEK_OPTIONS, options, false);
       const found = this.#binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
       // No await before the store's peek when no entry holds: a peek asked beside a decision in one tick
@@ -935,7 +944,7 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       const n = adjustPermits(permits);
-      optionsObject('refund options', options, false);
+      knownOptions('refund options', REFUND_OPTIONS, options, false);
       const grantedMsAgo =
         options?.grantedMsAgo === undefined ? Number.NaN : nonNegativeFinite('grantedMsAgo', options.grantedMsAgo);
       const decision = decisionOption(options?.decision);
@@ -964,7 +973,7 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       const n = adjustPermits(permits);
-      optionsObject('penalize options', options, false);
+      knownOptions('penalize options', PENALIZE_OPTIONS, options, false);
       const binding = await this.#binding(key, options?.plan);
       checkCostNames(n, this.#rulesOf(binding));
       const penalize = control(binding.bound.penalize, 'penalize', this.#store);
@@ -1025,7 +1034,7 @@ class StoreLimiter implements Limiter {
     try {
       this.#checkOpen();
       const next = normalizeRules(rules, 'rules');
-      optionsObject('reconfigure options', options, false);
+      knownOptions('reconfigure options', RECONFIGURE_OPTIONS, options, false);
       const carry = carryOption(options?.carry);
       if (this.#bindings !== undefined) {
         throw new SluiceError(
@@ -1173,7 +1182,7 @@ class StoreLimiter implements Limiter {
   async overrides(options?: OverridesOptions): Promise<OverridesPage> {
     try {
       this.#checkOpen();
-      optionsObject('overrides options', options, false);
+      knownOptions('overrides options', OVERRIDES_OPTIONS, options, false);
       const cursor = options?.cursor;
       if (cursor !== undefined && typeof cursor !== 'string')
         throw new SluiceTypeError(
