@@ -25,9 +25,6 @@ const limiter = createLimiter({
 const calls = throttle({ limiter, ...(env.LEASE_MS ? { leaseMs: Number(env.LEASE_MS) } : {}) });
 await limiter.ready();
 await store.ready();
-// One call of a key of its own first: its script's library is loaded then, so a later call's join leaves at
-// once and the zcard below (same client) lands after it. (The first call of a script waits for its load.)
-await calls.run(() => undefined, { key: `~warm-${process.pid}` });
 console.log('READY');
 
 /** Wall-clock now with sub-millisecond precision: comparable across the processes of one machine. */

@@ -1,73 +1,85 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decideOneScript } from '../scripts.js';
-import { FunctionLibraries, LOAD_WAIT_MS, RELOAD_AFTER_MS, type ScriptCalls } from './function-libraries.js';
+import { FunctionLibraries, RELOAD_AFTER_MS, type ScriptCalls } from './function-libraries.js';
 
 // The paths a real server cannot show here (it is Redis 7): a server without FUNCTION, a load lost to a
-// dropped connection, a load that hangs. The others (load, FCALL, Function not found, NOPERM) run on real
-// servers in test/redis/store.test.ts, test/clients/clients.test.ts and test/clients/production.test.ts.
+// dropped connection, a load that never answers. The others (load, FCALL, Function not found, NOPERM, the
+// order calls reach the server in) run on real servers in test/redis/store.test.ts,
+// test/redis/script-order.test.ts, test/clients/clients.test.ts and test/clients/production.test.ts.
 
 const script = decideOneScript('fixedWindow');
 const other = decideOneScript('tokenBucket');
 
-/** A promise and the function that settles it. */
-function pending<T = unknown>() {
-  let settle: { resolve: (value: T) => void; reject: (error: Error) => void } = {
-    resolve: () => {},
-    reject: () => {},
-  };
-  const promise = new Promise<T>((resolve, reject) => (settle = { resolve, reject }));
-  return { promise, ...settle };
-}
-
 /** An adapter whose server answers as `server` says, recording what was sent, in order. */
-function adapter(server: {
-  connected?: boolean;
-  load: (library: string) => Promise<unknown>;
-  fcall?: () => Promise<unknown>;
-  bySha?: () => Promise<Buffer>;
-}) {
+function adapter(server: { load: () => Promise<unknown>; fcall?: () => Promise<unknown> }) {
   const sent: string[] = [];
   const name = (functionName: string) => (functionName === script.functionName ? 'script' : 'other');
   const calls: ScriptCalls = {
-    connected: () => server.connected ?? true,
     fcall: async (functionName) => {
       sent.push(`fcall ${name(functionName)}`);
       return (server.fcall ?? (async () => Buffer.from('f')))();
     },
     load: async (library) => {
       sent.push(`load ${library === script.library ? 'script' : 'other'}`);
-      return server.load(library);
+      return server.load();
+    },
+    bySource: async (s) => {
+      sent.push(`eval ${name(s.functionName)}`);
+      return Buffer.from('e');
     },
     bySha: async (s) => {
       sent.push(`sha ${name(s.functionName)}`);
-      return (server.bySha ?? (async () => Buffer.from('s')))();
+      return Buffer.from('s');
     },
   };
   return { calls, sent };
 }
+
+const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
 describe('FunctionLibraries', () => {
-  it("loads a script's library before its first call, then runs it by FCALL", async () => {
+  it("sends a script's source first, by sha1 after, while its library loads; by FCALL once it is loaded", async () => {
     const libraries = new FunctionLibraries();
-    const { calls, sent } = adapter({ load: async () => 'ok' });
+    let finish: (value: unknown) => void = () => {};
+    const { calls, sent } = adapter({ load: () => new Promise((resolve) => (finish = resolve)) });
     await libraries.run(calls, script, [], []);
     await libraries.run(calls, script, [], []);
-    expect(sent).toEqual(['load script', 'fcall script', 'fcall script']);
+    finish('ok');
+    await settle();
+    await libraries.run(calls, script, [], []);
+    expect(sent).toEqual(['load script', 'eval script', 'sha script', 'fcall script']);
   });
 
-  it('a server without FUNCTION (before Redis 7) runs every script by sha1, and is asked once', async () => {
+  // The reorder a clean-clone CI run met: a grant sent by EVALSHA while its library loaded came back NOSCRIPT
+  // and ran again (by EVAL) after a peek of the same key asked behind it by FCALL of a loaded library.
+  it('no call is sent by a sha1 the server may not know: calls leave in the order asked, none sent twice', async () => {
+    const libraries = new FunctionLibraries();
+    const { calls, sent } = adapter({ load: async () => 'ok' });
+    await libraries.run(calls, other, [], []);
+    await settle();
+    sent.length = 0;
+    const first = libraries.run(calls, script, [], []);
+    const second = libraries.run(calls, other, [], []);
+    await Promise.all([first, second]);
+    expect(sent).toEqual(['load script', 'eval script', 'fcall other']);
+  });
+
+  it('a server without FUNCTION (before Redis 7) runs every script by source once, then by sha1; asked once', async () => {
     const libraries = new FunctionLibraries();
     const { calls, sent } = adapter({
       load: async () => {
         throw new Error("ERR unknown command 'FUNCTION', with args beginning with: 'LOAD' 'REPLACE'");
       },
     });
-    for (let i = 0; i < 3; i++) await libraries.run(calls, script, [], []);
-    expect(sent).toEqual(['load script', 'sha script', 'sha script', 'sha script']);
+    for (let i = 0; i < 3; i++) {
+      await libraries.run(calls, script, [], []);
+      await settle();
+    }
+    expect(sent).toEqual(['load script', 'eval script', 'sha script', 'sha script']);
     expect(libraries.available).toBe(false);
   });
 
@@ -82,11 +94,33 @@ describe('FunctionLibraries', () => {
       },
     });
     await libraries.run(calls, script, [], []);
+    await settle();
     await libraries.run(calls, script, [], []);
     vi.advanceTimersByTime(RELOAD_AFTER_MS);
     await libraries.run(calls, script, [], []);
+    await settle();
     await libraries.run(calls, script, [], []);
-    expect(sent).toEqual(['load script', 'sha script', 'sha script', 'load script', 'fcall script', 'fcall script']);
+    expect(sent).toEqual(['load script', 'eval script', 'sha script', 'load script', 'sha script', 'fcall script']);
+    expect(libraries.available).toBe(true);
+  });
+
+  it('a load that never answers is not asked again; calls go by sha1 meanwhile, none waits for it', async () => {
+    const libraries = new FunctionLibraries();
+    const { calls, sent } = adapter({ load: () => new Promise(() => {}) });
+    for (let i = 0; i < 3; i++) await libraries.run(calls, script, [], []);
+    expect(sent).toEqual(['load script', 'eval script', 'sha script', 'sha script']);
+  });
+
+  it('a load that throws at once is a failed load, tried again later', async () => {
+    const libraries = new FunctionLibraries();
+    const calls: ScriptCalls = {
+      ...adapter({ load: async () => 'ok' }).calls,
+      load: () => {
+        throw new Error('Connection is closed.');
+      },
+    };
+    await expect(libraries.run(calls, script, [], [])).resolves.toEqual(Buffer.from('e'));
+    await settle();
     expect(libraries.available).toBe(true);
   });
 
@@ -98,74 +132,25 @@ describe('FunctionLibraries', () => {
         throw new Error('WRONGTYPE Operation against a key holding the wrong kind of value');
       },
     });
+    await libraries.run(calls, script, [], []);
+    await settle();
     await expect(libraries.run(calls, script, [], [])).rejects.toThrow(/WRONGTYPE/);
     expect(libraries.available).toBe(true);
   });
 
-  it('one load at a time per library, however many calls wait for it', async () => {
+  it('one load at a time per library, however many calls ask meanwhile', async () => {
     const libraries = new FunctionLibraries();
-    const load = pending();
-    const { calls, sent } = adapter({ load: () => load.promise });
-    const waiting = Array.from({ length: 5 }, () => libraries.run(calls, script, [], []));
-    load.resolve('ok');
-    await Promise.all(waiting);
-    expect(sent).toEqual(['load script', ...Array.from({ length: 5 }, () => 'fcall script')]);
+    let finish: (value: unknown) => void = () => {};
+    const { calls, sent } = adapter({ load: () => new Promise((resolve) => (finish = resolve)) });
+    await Promise.all(Array.from({ length: 5 }, () => libraries.run(calls, script, [], [])));
+    finish('ok');
+    await settle();
+    await libraries.run(calls, script, [], []);
+    expect(sent.filter((s) => s === 'load script')).toHaveLength(1);
+    expect(sent.at(-1)).toBe('fcall script');
   });
 
-  // The reorder a clean-clone CI run met: a grant sent by sha1 while its library loaded came back NOSCRIPT and
-  // ran again after a peek of the same key asked behind it, by FCALL of a loaded library (Redis read no grant).
-  it('a call of a loaded library asked while another library loads leaves after it, in the order asked', async () => {
-    const libraries = new FunctionLibraries();
-    const { calls, sent } = adapter({ load: async () => 'ok' });
-    await libraries.run(calls, other, [], []);
-    sent.length = 0;
-    const first = libraries.run(calls, script, [], []);
-    const second = libraries.run(calls, other, [], []);
-    await Promise.all([first, second]);
-    expect(sent).toEqual(['load script', 'fcall script', 'fcall other']);
-  });
-
-  it('two libraries load side by side, and the calls that wait for them leave in the order asked', async () => {
-    const libraries = new FunctionLibraries();
-    const loads = [pending(), pending()];
-    let made = 0;
-    const { calls, sent } = adapter({ load: () => (loads[made++] as ReturnType<typeof pending>).promise });
-    const first = libraries.run(calls, script, [], []);
-    const second = libraries.run(calls, other, [], []);
-    expect(sent).toEqual(['load script', 'load other']);
-    loads[1]?.resolve('ok');
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(sent).toEqual(['load script', 'load other']);
-    loads[0]?.resolve('ok');
-    await Promise.all([first, second]);
-    expect(sent).toEqual(['load script', 'load other', 'fcall script', 'fcall other']);
-  });
-
-  it("while a script's first call by sha1 is on its way, later calls wait for it; once run, they do not", async () => {
-    const libraries = new FunctionLibraries();
-    const reply = pending<Buffer>();
-    let shaCalls = 0;
-    const { calls, sent } = adapter({
-      load: async () => {
-        throw new Error('NOPERM this user has no permissions to run the FUNCTION command');
-      },
-      bySha: () => (++shaCalls === 1 ? reply.promise : Promise.resolve(Buffer.from('s'))),
-    });
-    const first = libraries.run(calls, script, [], []);
-    const second = libraries.run(calls, other, [], []);
-    await new Promise((resolve) => setImmediate(resolve));
-    expect(sent).toEqual(['load script', 'load other', 'sha script']);
-    reply.resolve(Buffer.from('s'));
-    await Promise.all([first, second]);
-    expect(sent).toEqual(['load script', 'load other', 'sha script', 'sha other']);
-    // Both scripts have run by sha1 now: nothing waits for anything.
-    const third = libraries.run(calls, script, [], []);
-    const fourth = libraries.run(calls, other, [], []);
-    expect(sent.slice(-2)).toEqual(['sha script', 'sha other']);
-    await Promise.all([third, fourth]);
-  });
-
-  it('a library the server lost is loaded again, and the call that met the loss runs by FCALL after it', async () => {
+  it('a library the server lost is loaded again; the call that met the loss runs by sha1 meanwhile', async () => {
     const libraries = new FunctionLibraries();
     let lost = false;
     const { calls, sent } = adapter({
@@ -179,28 +164,20 @@ describe('FunctionLibraries', () => {
       },
     });
     await libraries.run(calls, script, [], []);
+    await settle();
+    await libraries.run(calls, script, [], []);
     lost = true;
     await libraries.run(calls, script, [], []);
-    expect(sent).toEqual(['load script', 'fcall script', 'fcall script', 'load script', 'fcall script']);
-  });
-
-  it('a client that knows it is not connected gets the call at once: nothing is held to be sent late', async () => {
-    const libraries = new FunctionLibraries();
-    const { calls, sent } = adapter({ connected: false, load: () => new Promise(() => {}) });
+    await settle();
     await libraries.run(calls, script, [], []);
-    await libraries.run(calls, other, [], []);
-    expect(sent).toEqual(['sha script', 'sha other']);
-  });
-
-  it('a load that never answers holds later calls LOAD_WAIT_MS at most, then they run by sha1', async () => {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
-    const libraries = new FunctionLibraries();
-    const { calls, sent } = adapter({ load: () => new Promise(() => {}) });
-    const first = libraries.run(calls, script, [], []);
-    await vi.advanceTimersByTimeAsync(LOAD_WAIT_MS - 1);
-    expect(sent).toEqual(['load script']);
-    await vi.advanceTimersByTimeAsync(1);
-    await first;
-    expect(sent).toEqual(['load script', 'sha script']);
+    expect(sent).toEqual([
+      'load script',
+      'eval script',
+      'fcall script',
+      'fcall script',
+      'load script',
+      'sha script',
+      'fcall script',
+    ]);
   });
 });

@@ -14,7 +14,7 @@ export interface GlideLike {
   /** The client's own `functionLoad` (the part of GLIDE's API sluice calls). */
   functionLoad(library: string, options: { replace: boolean; route?: 'allPrimaries' }): Promise<unknown>;
   /** The client's own `customCommand` (the part of GLIDE's API sluice calls). */
-  customCommand(args: string[]): Promise<unknown>;
+  customCommand(args: Array<string | Buffer>, options?: { decoder: number }): Promise<unknown>;
   /** The client's own `del` (the part of GLIDE's API sluice calls). */
   del(keys: string[]): Promise<number>;
   /** The client's own `exists` (the part of GLIDE's API sluice calls). */
@@ -114,13 +114,17 @@ export class GlideConnection implements RedisConnection {
   readonly functions = new FunctionLibraries();
   /** Each call's error in Redis's own words, as FunctionLibraries and the store read them (NOPERM, Function not found). */
   readonly #calls: ScriptCalls = {
-    connected: () => this.connected,
     fcall: async (name, keys, args) =>
       this.client.fcall(name, [...keys], [...args], { decoder: (await loadGlide()).Decoder.Bytes }).catch(nativeError),
     load: (library) =>
       this.client
         .functionLoad(library, this.isCluster ? { replace: true, route: 'allPrimaries' } : { replace: true })
         .catch(nativeError),
+    bySource: async (script, keys, args) => {
+      const { Decoder } = await loadGlide();
+      const command = ['EVAL', script.source, String(keys.length), ...keys, ...args];
+      return (await this.client.customCommand(command, { decoder: Decoder.Bytes }).catch(nativeError)) as ScriptReply;
+    },
     bySha: async (script, keys, args) => {
       const glide = await loadGlide();
       let compiled = this.#scripts.get(script.sha1);

@@ -84,7 +84,6 @@ export class IoredisConnection extends EmittingConnection<IoredisLike> implement
   readonly isCluster: boolean;
   readonly functions = new FunctionLibraries();
   readonly #calls: ScriptCalls = {
-    connected: () => this.connected,
     fcall: (name, keys, args) => this.client.callBuffer('FCALL', name, keys.length, ...keys, ...args),
     load: (library) => {
       const primaries = this.isCluster && this.client.nodes ? this.client.nodes('master') : [this.client];
@@ -92,6 +91,8 @@ export class IoredisConnection extends EmittingConnection<IoredisLike> implement
       if (primaries.length === 0) return Promise.reject(new Error('no Cluster primary known yet'));
       return Promise.all(primaries.map((node) => node.callBuffer('FUNCTION', 'LOAD', 'REPLACE', library)));
     },
+    bySource: (script, keys, args) =>
+      this.client.callBuffer('EVAL', script.source, keys.length, ...keys, ...args) as Promise<ScriptReply>,
     bySha: (script, keys, args) =>
       runBySha((bySource) =>
         bySource

@@ -84,7 +84,6 @@ export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> imple
   #wasReady = false;
   readonly functions = new FunctionLibraries();
   readonly #calls: ScriptCalls = {
-    connected: () => this.connected,
     fcall: (name, keys, args) => this.#binary.fCall(name, { keys: [...keys], arguments: [...args] }),
     load: async (library) => {
       const command = ['FUNCTION', 'LOAD', 'REPLACE', library];
@@ -96,6 +95,8 @@ export class NodeRedisConnection extends EmittingConnection<NodeRedisLike> imple
         masters.map(async (master) => (await nodeClient.call(this.client, master)).sendCommand(command)),
       );
     },
+    bySource: (script, keys, args) =>
+      this.#binary.eval(script.source, { keys: [...keys], arguments: [...args] }) as Promise<ScriptReply>,
     bySha: (script, keys, args) => {
       const options = { keys: [...keys], arguments: [...args] };
       return runBySha((bySource) =>
