@@ -37,8 +37,9 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
  * grant and then a peek of the same key reads its own grant. So a script's first call on a connection sends
  * its source (EVAL), never EVALSHA: an EVALSHA the server does not know comes back NOSCRIPT and is sent again,
  * after calls asked behind it (a clean-clone CI run met that: a peek sent by FCALL of a loaded library read no
- * grant). Once an EVAL of a script has run, the server holds it, and later calls send its sha1. Left unordered: calls in flight when the server loses its scripts (a restart, SCRIPT FLUSH), and on a
- * Cluster a script's first EVALSHA on each other primary.
+ * grant). Once an EVAL of a script has run, the server holds it, and later calls send its sha1. Left
+ * unordered: calls in flight when the server loses its scripts (a restart, SCRIPT FLUSH), and on a Cluster a
+ * script's first EVALSHA on each other primary.
  */
 export class FunctionLibraries {
   #available = true;
@@ -90,8 +91,8 @@ export class FunctionLibraries {
     args: readonly (string | Buffer)[],
   ): Promise<ScriptReply> {
     if (this.#sent.has(script.sha1)) return calls.bySha(script, keys, args);
-    // Known once an EVAL of it ran: until then every call sends the source (a refused EVAL, an ACL without
-    // it, loaded nothing, and an EVALSHA after it would be refused for another reason).
+    // Known only once an EVAL of it ran: until then every call sends the source. A refused EVAL (an ACL
+    // without it, a lost connection) loaded nothing, and an EVALSHA after it would meet NOSCRIPT.
     const reply = calls.bySource(script, keys, args);
     reply.then(
       () => this.#sent.add(script.sha1),
