@@ -19,6 +19,7 @@ import {
   livePrefix,
   withTwoNodes,
 } from '../harness/live-nodes.js';
+import { membershipKeys } from '../../packages/hybrid/src/membership.js';
 import { otherProcess, serverEnv } from '../harness/live-process.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 
@@ -163,16 +164,23 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
   });
 
   it('with a reserve, a node holding none of the divided part says when a spent key frees (not its next heartbeat); a raised limit gives a joiner its share of the extra', async () => {
-    await onTwoNodes(100, 0.2, async ({ a, b, stores }) => {
-      // The founder spends the key: its share (40) and the reserve (20).
+    // Half the limit in the reserve: the division that takes a newcomer in counts a and b at their last shares
+    // (25 each) and the newcomer at its new one (16), leaving the reserve 34. With 0.2 they would count 40 + 40
+    // + 26 and the reserve would hold none until the next division; a node then rightly answers its next
+    // heartbeat (nothing said when the key frees). Two CI runs met that when the newcomer's own heartbeat made
+    // the division; this test makes it so (below).
+    await onTwoNodes(100, 0.5, async ({ a, b, stores }) => {
+      // The founder spends the key: its share (25) and the reserve (50).
       const spent = granted(await decide(a, 'k', 100));
       expect(spent).toBeLessThanOrEqual(100);
       // A node started now holds none of the divided part until two divisions allocate it; the key stays spent
       // until the day's window ends, and its denial says so (before: its heartbeat, 250 ms, on every denial).
       // Redis decides its draws (a 5 s deadline): a draw past the default 50 ms on a loaded box says nothing of
-      // when the key frees, and the node then rightly answers its next heartbeat (a CI run saw 250 on a Cluster).
+      // when the key frees.
       const client = open();
-      const store = dividedStore({ redis: client, heartbeatMs: 250, reserve: 0.2, timeoutMs: 5_000 });
+      // The fleet's last division dated a second back: the newcomer's first heartbeat makes the next one.
+      await client.hset(membershipKeys(a.prefix, 'api')[2], 'at', String(Date.now() - 1_000));
+      const store = dividedStore({ redis: client, heartbeatMs: 250, reserve: 0.5, timeoutMs: 5_000 });
       const c = createLimiter({ rules: daily(100), store, prefix: a.prefix });
       try {
         await c.ready();
