@@ -1,14 +1,12 @@
 import { inCall } from '@sluice/core/store-kit';
 export { RedisStore } from './redis-store.js';
 export type {
-  FallbackChargedEvent,
   FleetEvent,
-  ReconfiguredEvent,
   RedisStoreEvents,
   RedisStoreOptions,
   ResetHeardEvent,
 } from './redis-store.js';
-export type { StoreEvents } from './store-events.js';
+export type { FallbackChargedEvent, ReconfiguredEvent, StoreEvents } from './store-events.js';
 export type { DecisionEvent } from './exact/exact-binding.js';
 export type { FailMode } from './fleet/fail-mode.js';
 export { DEFAULT_FAIL_MODE, MAX_CHARGED_KEYS } from './fleet/fail-mode.js';

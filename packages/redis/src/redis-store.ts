@@ -1,5 +1,4 @@
 import {
-  type Algorithm,
   type BoundStore,
   type Clock,
   type ConcurrencyStore,
@@ -100,24 +99,6 @@ export interface RedisStoreEvents extends StoreEvents {
 export interface ResetHeardEvent {
   readonly prefix: string;
   readonly key: string;
-}
-
-/** A limiter's new configuration in force on this node, as the `reconfigured` event reports it. */
-export interface ReconfiguredEvent {
-  readonly prefix: string;
-  readonly version: number;
-  readonly rules: readonly Algorithm[];
-}
-
-/** What one limiter's fail mode charged to Redis when Redis answered again, as `fallback-charged` reports it. */
-export interface FallbackChargedEvent {
-  readonly prefix: string;
-  /** Keys charged. */
-  readonly keys: number;
-  /** Permits charged over them. */
-  readonly permits: number;
-  /** Permits Redis could not take now (kept for the next recovery). */
-  readonly kept: number;
 }
 
 /** A change in the nodes a limiter's limits are shared by, as a store's `fleet` event reports it. */

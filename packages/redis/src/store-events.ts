@@ -1,5 +1,23 @@
 import { EventEmitter } from 'eventemitter3';
-import type { FallbackChargedEvent, ReconfiguredEvent } from './redis-store.js';
+import type { Algorithm } from '@sluice/core';
+
+/** A limiter's new configuration in force on this node, as the `reconfigured` event reports it. */
+export interface ReconfiguredEvent {
+  readonly prefix: string;
+  readonly version: number;
+  readonly rules: readonly Algorithm[];
+}
+
+/** What one limiter's fail mode charged to Redis when Redis answered again, as `fallback-charged` reports it. */
+export interface FallbackChargedEvent {
+  readonly prefix: string;
+  /** Keys charged. */
+  readonly keys: number;
+  /** Permits charged over them. */
+  readonly permits: number;
+  /** Permits Redis could not take now (kept for the next recovery). */
+  readonly kept: number;
+}
 
 /**
  * The events every Redis-backed store emits alike (redisStore, leasedStore, dividedStore): Redis failing and
