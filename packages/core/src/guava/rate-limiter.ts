@@ -36,7 +36,10 @@ export interface RateLimiterOptions {
    * @default 3
    */
   coldFactor?: number;
-  /** @default systemClock */
+  /**
+   * Time for the rate and for sleeps (a ManualClock in tests).
+   * @default systemClock
+   */
   clock?: Clock;
 }
 
