@@ -20,6 +20,7 @@ export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<Executi
    * the error the guard throws in place of its own (an HttpException of yours, a WsException with your
    * payload, an RpcException, a GraphQL error), or undefined to keep the guard's. May be async; what it
    * throws is thrown. Nest's exception filters are the other way: `RateLimitException` carries the decision.
+   * @default the guard's own refusal
    */
   onLimited?: (decision: Decision, context: ExecutionContext) => Error | undefined | Promise<Error | undefined>;
 }

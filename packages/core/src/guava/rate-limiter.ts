@@ -29,7 +29,10 @@ export interface RateLimiterOptions {
    * @default 0, as Guava
    */
   initialPermits?: number;
-  /** Makes a SmoothWarmingUp limiter that climbs from cold to the stable rate over this many ms. */
+  /**
+   * Makes a SmoothWarmingUp limiter that climbs from cold to the stable rate over this many ms.
+   * @default none: a SmoothBursty limiter
+   */
   warmupMs?: number;
   /**
    * SmoothWarmingUp only: how many times slower than stable a cold limiter starts.

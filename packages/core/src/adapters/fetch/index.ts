@@ -39,7 +39,10 @@ export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extend
    * and without a `key`, fetchRateLimit refuses to start (every request would have no key).
    */
   address?: (request: Req, ...rest: Rest) => string | undefined;
-  /** Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit. */
+  /**
+   * Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit.
+   * @default a 429 with a LimitedBody as JSON
+   */
   onLimited?: (request: Req, decision: Decision, headers: Headers) => Response | Promise<Response>;
 }
 

@@ -72,6 +72,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    * The plan a request is decided under, for a limiter with plans (a customer's tier from the request):
    * one of the limiter's plan names, or undefined for the limiter's own choice (its `plan` resolver, else
    * its first plan). May be async.
+   * @default the limiter's own choice
    */
   plan?: (req: Req) => string | undefined | Promise<string | undefined>;
   /**
