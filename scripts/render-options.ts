@@ -68,13 +68,12 @@ function table(rows: readonly OptionRow[], column = 'option'): string {
 }
 
 /**
- * An entry point's own options, and a line naming the shared ones it takes (those declared by `shared`
- * interfaces, or named in `sharedNames`), documented once in the section `where`.
+ * An entry point's own options, and a line naming the shared ones it takes (those the `shared` interfaces
+ * declare), documented once in the section `where`.
  */
-function beside(rows: readonly OptionRow[], where: string, shared: readonly string[], sharedNames = new Set()) {
-  const isShared = (row: OptionRow) => shared.includes(row.declaredIn) || sharedNames.has(row.name);
-  const own = rows.filter((row) => !isShared(row));
-  const names = rows.filter(isShared).map((row) => `\`${row.name}\``);
+function beside(rows: readonly OptionRow[], where: string, shared: readonly string[]): string {
+  const own = rows.filter((row) => !shared.includes(row.declaredIn));
+  const names = rows.filter((row) => shared.includes(row.declaredIn)).map((row) => `\`${row.name}\``);
   const takes = names.length === 0 ? '' : `\n\nBeside these, it takes the ${where}: ${names.join(', ')}.`;
   return `${own.length === 0 ? 'None of its own.' : table(own)}${takes}`;
 }

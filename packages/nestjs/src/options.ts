@@ -11,7 +11,7 @@ import type { SluiceContexts } from './contexts.js';
  * response (Express's `res`, Fastify's `reply`).
  */
 export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<ExecutionContext, unknown>, 'limiter'>> {
-  /** A limiter of yours. Give this or `algorithm`. */
+  /** A limiter of yours (any mode); give this or `algorithm`. */
   limiter?: Limiter;
   /** Rules for a limiter the module makes (prefix `Controller.handler`, or the controller's name). */
   algorithm?: Rules;

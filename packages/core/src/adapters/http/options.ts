@@ -30,7 +30,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    */
   concurrency?: ConcurrencyLimiter | ConcurrencyRouteOptions;
   /**
-   * The request's key. Strategies: byIp(), byUser(select), byRoute(), or any function of the request.
+   * The request's key: byIp(), byUser(select), byRoute(), or any function of the request.
    * @default byIp()
    */
   key?: KeyStrategy<Req>;
