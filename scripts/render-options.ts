@@ -107,8 +107,8 @@ function rules(): string {
     ['tokenBucket', ''],
     ['leakyBucket', ''],
     ['gcra', ''],
-    ['smoothBursty', ' (Guava SmoothBursty)'],
-    ['smoothWarmingUp', ' (Guava SmoothWarmingUp)'],
+    ['smoothBursty', ": Guava's SmoothBursty"],
+    ['smoothWarmingUp', ": Guava's SmoothWarmingUp"],
   ];
   return factories
     .map(([name, note]) => `## ${name} (@sluice/core)${note}\n\n${beside(ofEntry(name), RULE_SHARED, RULE)}\n`)
