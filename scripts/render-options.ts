@@ -1,40 +1,148 @@
-// Renders docs/options.md from the option schemas, so the list of options, their defaults and their one-line
-// docs have one home (the schemas the entry points parse with): `npx tsx scripts/render-options.ts` writes
-// it; test/options-doc.test.ts fails when it is out of date.
+// Renders docs/options.md: every option of every public entry point that takes options, its default and its
+// doc line, from the one home each option has. An entry point that parses its options with a schema
+// (`option(...)` declarations) is rendered from the schema; one that checks names against its options
+// interface (`OptionNames<T>`) is rendered from the interface's doc comments, read with the TypeScript
+// compiler (option-types.ts). `npx tsx scripts/render-options.ts` writes it; test/options-doc.test.ts fails
+// when it is out of date or an entry point has no section.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { ADMIN_ROUTER_OPTIONS } from '../packages/core/src/admin/admin-options.js';
 import { CONCURRENCY_LIMITER_OPTIONS } from '../packages/core/src/concurrency/concurrency-limiter.js';
+import { LIST_ENTRY_OPTIONS } from '../packages/core/src/engine/access-list.js';
 import { LIMITER_OPTIONS } from '../packages/core/src/engine/limiter-options.js';
 import { MEMORY_STORE_OPTIONS } from '../packages/core/src/engine/memory-store.js';
 import type { OptionSchema, OptionSpec } from '../packages/core/src/foundation/options.js';
 import { THROTTLE_OPTIONS } from '../packages/core/src/throttle/throttle-options.js';
-import { ADMIN_ROUTER_OPTIONS } from '../packages/core/src/admin/admin-options.js';
+import { BY_METADATA_OPTIONS } from '../packages/grpc/src/call.js';
 import { DIVIDED_STORE_OPTIONS } from '../packages/hybrid/src/divided-options.js';
 import { LEASED_STORE_OPTIONS } from '../packages/hybrid/src/leased-options.js';
 import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, REDIS_STORE_OPTIONS } from '../packages/redis/src/options.js';
+import { type OptionRow, publicTypes } from './option-types.js';
+
+/** A schema default as the docs show it: its constant's name and value, or the value (objects spelt out). */
+function shownValue(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  if (Array.isArray(value)) return `[${value.map(shownValue).join(', ')}]`;
+  if (typeof value === 'object' && value !== null) {
+    // An empty field stands for a default worked out later (limitedKeys.keySecret: the prefix): left out.
+    const fields = Object.entries(value)
+      .filter(([, field]) => field !== '' && field !== undefined)
+      .map(([name, field]) => `${name}: ${shownValue(field)}`);
+    return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`;
+  }
+  return String(value);
+}
 
 function defaultText(spec: OptionSpec<unknown>): string {
   if (spec.required === true) return 'required';
   if (!('default' in spec)) return '-';
-  const value = spec.default;
-  const shown = typeof value === 'string' ? `'${value}'` : String(value);
+  const shown = shownValue(spec.default);
   return spec.defaultName === undefined ? `\`${shown}\`` : `\`${spec.defaultName}\` (${shown})`;
 }
 
-function table(schema: OptionSchema, leaveOut: readonly string[] = []): string {
-  const rows = Object.entries(schema)
-    .filter(([name]) => !leaveOut.includes(name))
-    .map(([name, spec]) => `| \`${name}\` | ${defaultText(spec)} | ${spec.doc} |`);
-  return ['| option | default | what it does |', '| --- | --- | --- |', ...rows].join('\n');
+function schemaRows(schema: OptionSchema): OptionRow[] {
+  return Object.entries(schema).map(([name, spec]) => ({
+    name,
+    default: defaultText(spec),
+    doc: spec.doc,
+    declaredIn: '',
+  }));
+}
+
+const types = () => publicTypes();
+/** An entry point's options, from the type of its options parameter. */
+const ofEntry = (name: string) => types().rowsOfEntry(name);
+/** A type's options (or a constant object's properties), declared in `file`. */
+const ofType = (file: string, name: string) => types().rowsOfDeclaration(file, name);
+
+const cell = (text: string) => text.replaceAll('|', '\\|');
+
+/** A table of options; every option must have a doc line (written where it is declared). */
+function table(rows: readonly OptionRow[], column = 'option'): string {
+  const lines = rows.map((row) => {
+    if (row.doc === '')
+      throw new Error(`option ${row.declaredIn}.${row.name} has no doc comment; write one where it is declared`);
+    return `| \`${row.name}\` | ${cell(row.default)} | ${cell(row.doc)} |`;
+  });
+  return [`| ${column} | default | what it does |`, '| --- | --- | --- |', ...lines].join('\n');
+}
+
+/**
+ * An entry point's own options, and a line naming the shared ones it takes (those the `shared` interfaces
+ * declare), documented once in the section `where`.
+ */
+function beside(rows: readonly OptionRow[], where: string, shared: readonly string[]): string {
+  const own = rows.filter((row) => !shared.includes(row.declaredIn));
+  const names = rows.filter((row) => shared.includes(row.declaredIn)).map((row) => `\`${row.name}\``);
+  const takes = names.length === 0 ? '' : `\n\nBeside these, it takes the ${where}: ${names.join(', ')}.`;
+  return `${own.length === 0 ? 'None of its own.' : table(own)}${takes}`;
+}
+
+/**
+ * Where a call option has no doc comment of its own yet: the type whose option of the same name means the
+ * same. AcquireOptions is in engine/limiter.ts, which is being split; the comment belongs there.
+ */
+function withDocsOf(rows: OptionRow[], sibling: readonly OptionRow[]): OptionRow[] {
+  return rows.map((row) => {
+    if (row.doc !== '') return row;
+    const same = sibling.find((s) => s.name === row.name);
+    if (same === undefined) throw new Error(`option ${row.name} has no doc comment`);
+    return { ...row, doc: same.doc };
+  });
+}
+
+const HTTP = ['RateLimitOptions', 'AfterResponseOptions'];
+const HTTP_SHARED = 'options every HTTP adapter shares (createEvaluator, above)';
+const RULE = ['RuleOptions'];
+const RULE_SHARED = 'options every rule takes (above)';
+const PRESET = ['PresetOptions', 'MethodLimitOptions'];
+
+/** The rule factories: one section each, beside the options every rule takes. */
+function rules(): string {
+  const factories: ReadonlyArray<readonly [string, string]> = [
+    ['fixedWindow', ''],
+    ['slidingWindowLog', ''],
+    ['slidingWindowCounter', ''],
+    ['calendarWindow', ''],
+    ['tokenBucket', ''],
+    ['leakyBucket', ''],
+    ['gcra', ''],
+    ['smoothBursty', ": Guava's SmoothBursty"],
+    ['smoothWarmingUp', ": Guava's SmoothWarmingUp"],
+  ];
+  return factories
+    .map(([name, note]) => `## ${name} (@sluice/core)${note}\n\n${beside(ofEntry(name), RULE_SHARED, RULE)}\n`)
+    .join('\n');
+}
+
+/** The limiter's calls, each with its options type. */
+function limiterCalls(): string {
+  const engine = 'packages/core/src/engine';
+  const tryAcquire = ofType(`${engine}/limiter.ts`, 'TryAcquireOptions');
+  const calls: ReadonlyArray<readonly [string, OptionRow[]]> = [
+    ['tryAcquire', tryAcquire],
+    ['acquire', withDocsOf(ofType(`${engine}/limiter.ts`, 'AcquireOptions'), tryAcquire)],
+    ['peek', ofType(`${engine}/limiter.ts`, 'PeekOptions')],
+    ['refund', ofType(`${engine}/limiter.ts`, 'RefundOptions')],
+    ['penalize', ofType(`${engine}/limiter.ts`, 'PenalizeOptions')],
+    ['reconfigure', ofType(`${engine}/limiter.ts`, 'ReconfigureOptions')],
+    ['overrides', ofType(`${engine}/limiter.ts`, 'OverridesOptions')],
+    ['topLimited', ofType(`${engine}/limited-keys.ts`, 'TopLimitedOptions')],
+  ];
+  return calls.map(([name, rows]) => `## limiter.${name} (@sluice/core)\n\n${table(rows)}\n`).join('\n');
 }
 
 /** The whole of docs/options.md. */
 export function renderOptions(): string {
-  const shared = [...Object.keys(REDIS_BACKED_OPTIONS), ...Object.keys(FAIL_MODE_OPTIONS)];
+  const redisShared = new Set([...Object.keys(REDIS_BACKED_OPTIONS), ...Object.keys(FAIL_MODE_OPTIONS)]);
+  const redisBeside = (schema: OptionSchema) => table(schemaRows(schema).filter((row) => !redisShared.has(row.name)));
+  const core = 'packages/core/src';
   return `# Options
 
-Every option of sluice's entry points, its default and what it does, rendered from the schemas the entry points
-parse their options with (\`scripts/render-options.ts\`; do not edit by hand). Each is checked at construction:
+Every option of sluice's entry points, its default and what it does (\`scripts/render-options.ts\`; do not edit
+by hand). Each option is documented once: an entry point that parses its options with a schema is rendered
+from the schema; the others from their options type's doc comments (the first sentence, and the \`@default\`
+tag). \`required\` marks an option that must be given, \`-\` one that is unset unless given. Each is checked:
 a bad value, or an option the entry point does not take (a misspelt \`timeoutMS\`), is a typed error naming it.
 The defaults are exported constants (\`DEFAULT_TIMEOUT_MS\`, ...) from the package the entry point is in. Each
 option's full documentation is on its options type in the [API reference](api/README.md).
@@ -43,23 +151,173 @@ option's full documentation is on its options type in the [API reference](api/RE
 
 \`rules\` or \`plans\` is required (not both).
 
-${table(LIMITER_OPTIONS)}
+${table(schemaRows(LIMITER_OPTIONS))}
 
-## memoryStore (@sluice/core)
+${limiterCalls()}
+## limiter.allow, limiter.deny (@sluice/core)
 
-${table(MEMORY_STORE_OPTIONS)}
+${table(schemaRows(LIST_ENTRY_OPTIONS))}
+
+## Every rule: the options every algorithm takes
+
+Each rule factory takes these beside its own (listed below under each factory).
+
+${table(ofType(`${core}/algorithms/algorithm.ts`, 'RuleOptions'))}
+
+${rules()}
+## memoryStore, new MemoryStore (@sluice/core)
+
+${table(schemaRows(MEMORY_STORE_OPTIONS))}
+
+## new ManualClock (@sluice/core)
+
+\`new ManualClock(startMs, options)\`.
+
+${table(ofEntry('new ManualClock'))}
 
 ## concurrencyLimiter (@sluice/core)
 
-${table(CONCURRENCY_LIMITER_OPTIONS)}
+${table(schemaRows(CONCURRENCY_LIMITER_OPTIONS))}
+
+## concurrencyLimiter.acquire, concurrencyLimiter.run (@sluice/core)
+
+${table(ofType(`${core}/concurrency/concurrency-limiter.ts`, 'ConcurrencyAcquireOptions'))}
 
 ## throttle (@sluice/core)
 
-${table(THROTTLE_OPTIONS)}
+${table(schemaRows(THROTTLE_OPTIONS))}
+
+## throttle.run (@sluice/core)
+
+${table(ofType(`${core}/throttle/throttle.ts`, 'ThrottleRunOptions'))}
+
+## throttle.fetch (@sluice/core): init.throttle
+
+The platform's \`RequestInit\` stays the platform's; sluice's options go in \`init.throttle\`.
+
+${beside(ofType(`${core}/throttle/throttle-fetch.ts`, 'ThrottleFetchOptions'), 'options of throttle.run (above)', ['ThrottleRunOptions'])}
+
+## RateLimiter.create (@sluice/core): the Guava facade
+
+\`RateLimiter.create(permitsPerSecond, options)\`.
+
+${table(ofEntry('RateLimiter.create'))}
+
+## createEvaluator (@sluice/core/http): the options every HTTP adapter shares
+
+One vocabulary: each of these means the same, with the same default, in every HTTP adapter (Express and
+Node's \`rateLimit\`, Fastify, Fetch, Hono, Koa) and in the NestJS guard; the gRPC interceptor takes most of
+them. Each adapter's own options are listed below under it.
+
+${table(ofEntry('createEvaluator'))}
+
+### concurrency: a concurrencyLimiter, or these
+
+${table(ofType(`${core}/adapters/http/options.ts`, 'ConcurrencyRouteOptions'))}
+
+## rateLimit (@sluice/core/http): Express and Node, beside the shared options
+
+${beside(ofEntry('rateLimit'), HTTP_SHARED, HTTP)}
+
+## fastifyRateLimit, rateLimitHook (@sluice/core/http): Fastify, beside the shared options
+
+${beside(ofEntry('fastifyRateLimit'), HTTP_SHARED, HTTP)}
+
+## fetchRateLimit (@sluice/core/fetch), beside the shared options
+
+${beside(ofEntry('fetchRateLimit'), HTTP_SHARED, HTTP)}
+
+## honoRateLimit (@sluice/core/hono), beside the shared options
+
+${beside(ofEntry('honoRateLimit'), HTTP_SHARED, HTTP)}
+
+## koaRateLimit (@sluice/core/koa), beside the shared options
+
+${beside(ofEntry('koaRateLimit'), HTTP_SHARED, HTTP)}
+
+## byIp (@sluice/core/http)
+
+${table(ofEntry('byIp'))}
+
+## rateLimited (@sluice/core/decorators)
+
+${table(ofEntry('rateLimited'))}
+
+## Every preset: the options countLimit and smoothRateLimit share
+
+A preset makes its own limiter; it takes rateLimited's options but \`limiter\`, and where that limiter keeps
+its state.
+
+${table(ofType(`${core}/adapters/decorators/presets.ts`, 'PresetOptions'))}
+
+## countLimit (@sluice/core/decorators), beside the preset options
+
+${beside(ofEntry('countLimit'), 'options every preset takes (above)', PRESET)}
+
+## smoothRateLimit (@sluice/core/decorators), beside the preset options
+
+${beside(ofEntry('smoothRateLimit'), 'options every preset takes (above)', PRESET)}
 
 ## adminRouter (@sluice/core/admin)
 
-${table(ADMIN_ROUTER_OPTIONS)}
+${table(schemaRows(ADMIN_ROUTER_OPTIONS))}
+
+## rateLimitedProcessor (@sluice/core/bullmq)
+
+\`rateLimitedProcessor(processor, options)\`.
+
+${table(ofEntry('rateLimitedProcessor'))}
+
+## grpcRateLimit (@sluice/grpc), beside the shared options
+
+${beside(ofEntry('grpcRateLimit'), HTTP_SHARED, HTTP)}
+
+## grpcRetryOnLimit (@sluice/grpc)
+
+${table(ofEntry('grpcRetryOnLimit'))}
+
+## byMetadata (@sluice/grpc)
+
+\`byMetadata(name, options)\`.
+
+${table(schemaRows(BY_METADATA_OPTIONS))}
+
+## RateLimit (@sluice/nestjs): a route's limit, beside the shared options
+
+The \`@RateLimit(options)\` decorator on a controller or a handler.
+
+${beside(ofEntry('RateLimit'), HTTP_SHARED, HTTP)}
+
+## SluiceModule.forRoot (@sluice/nestjs), beside the route options
+
+The module's options: the defaults of every route, and a limit for every route when \`limiter\` or
+\`algorithm\` is given.
+
+${beside(ofEntry('SluiceModule.forRoot'), 'options of RateLimit (above), which are route defaults here', [...HTTP, 'RouteLimitOptions'])}
+
+## SluiceModule.forRootAsync (@sluice/nestjs)
+
+${table(ofEntry('SluiceModule.forRootAsync'))}
+
+## instrumentSluice (@sluice/otel)
+
+${table(ofEntry('instrumentSluice'))}
+
+## sluice (@sluice/cli): the command line
+
+${'```'}text
+${types().constantText('packages/cli/src/cli.ts', 'USAGE')}
+${'```'}
+
+${table(
+  // A flag left out is unset: none is required by parseArgs (a command says which it needs).
+  ofType('packages/cli/src/cli.ts', 'FLAGS').map((row) => ({
+    ...row,
+    name: `--${row.name}`,
+    default: row.default === 'required' ? '-' : row.default,
+  })),
+  'flag',
+)}
 
 ## Every Redis-backed store: redisStore, leasedStore, dividedStore
 
@@ -68,19 +326,19 @@ is taken by the stores that decide on Redis (redisStore, leasedStore); a divided
 keeps its last share while Redis is away and holds its part of the reserve locally (charged to the reserve on
 Redis's return), denying what neither covers.
 
-${table({ ...REDIS_BACKED_OPTIONS, ...FAIL_MODE_OPTIONS })}
+${table(schemaRows({ ...REDIS_BACKED_OPTIONS, ...FAIL_MODE_OPTIONS }))}
 
 ## redisStore (@sluice/redis), beside the shared options
 
-${table(REDIS_STORE_OPTIONS, shared)}
+${redisBeside(REDIS_STORE_OPTIONS)}
 
 ## leasedStore (@sluice/hybrid), beside the shared options
 
-${table(LEASED_STORE_OPTIONS, shared)}
+${redisBeside(LEASED_STORE_OPTIONS)}
 
 ## dividedStore (@sluice/hybrid), beside the shared options
 
-${table(DIVIDED_STORE_OPTIONS, shared)}
+${redisBeside(DIVIDED_STORE_OPTIONS)}
 `;
 }
 

@@ -45,7 +45,7 @@ import { instrumentSluice } from '@sluice/otel';
 import { redisStore } from '@sluice/redis';
 import type { OptionNames } from '@sluice/core/store-kit';
 import { describe, expect, it } from 'vitest';
-import { entriesTakingOptions } from './option-entries.js';
+import { CALLS_TAKING_OPTIONS, NOT_TRIED, entriesTakingOptions } from './option-entries.js';
 
 type Options = Record<string, unknown>;
 
@@ -188,25 +188,6 @@ const ROWS: Readonly<Record<string, Row>> = {
   instrumentSluice: { options: () => ({}), call: (o) => instrumentSluice(o as never), typo: 'meterprovider' },
 };
 
-/**
- * Entry points that take an object the table does not try, each with why: the options type is someone
- * else's, or the object is no option set a user writes.
- */
-const NOT_TRIED: Readonly<Record<string, string>> = {
-  'new SluiceError': "ErrorOptions, passed to Error as the platform's own errors take them",
-  'new RateLimiter': 'private: RateLimiter.create is the way in (tried above)',
-  'new SluiceGuard': "Nest injects the module's options, checked by SluiceModule.forRoot/forRootAsync",
-  'RateLimitException.getDescriptionFrom': "Nest's HttpException statics, inherited",
-  'RateLimitException.getHttpExceptionOptionsFrom': "Nest's HttpException statics, inherited",
-  'RateLimitException.extractDescriptionAndOptionsFrom': "Nest's HttpException statics, inherited",
-  listEntries: 'store-kit: an access list read as the CLI needs it, no options of a user',
-  'new RedisStore': 'redisStore() is the documented way in; the constructor parses the same schema (tried above)',
-  'new RedisHealth': 'store-kit internals a store constructs',
-  'new DeadlineError': 'store-kit internals a store constructs',
-  'new Fallback': 'store-kit internals a store constructs',
-  'new FleetPresence': 'store-kit internals a store constructs',
-};
-
 async function thrown(call: () => unknown): Promise<unknown> {
   try {
     await call();
@@ -273,6 +254,9 @@ describe('an unknown option is refused by name at every entry point', () => {
       ['overrides', () => l.overrides({ limit: 5 } as never), 'limit'],
       ['topLimited', () => l.topLimited(5, { minute: 5 } as never), 'minute'],
     ];
+    expect(refused.map(([method]) => `limiter.${method}`)).toEqual(
+      CALLS_TAKING_OPTIONS.filter((name) => name.startsWith('limiter.')),
+    );
     for (const [method, call, typo] of refused) {
       const error = await thrown(call);
       expect(error, method).toBeInstanceOf(SluiceTypeError);

@@ -105,19 +105,33 @@ const isInputError = (error: unknown): boolean =>
   error instanceof Error && (error.name === 'SluiceTypeError' || error.name === 'SluiceRangeError');
 
 /** Every flag, for parseArgs; an unknown one is refused by the check every sluice entry point shares. */
+// Each flag's doc comment is its line in docs/options.md (scripts/render-options.ts reads them).
 const FLAGS = {
+  /** The Redis server the limiters use. @default REDIS_URL, then redis://127.0.0.1:6379 */
   url: { type: 'string' },
+  /** A Redis Cluster instead: its seed nodes, `host:port,...`. */
   cluster: { type: 'string' },
+  /** The prefix the limiters were created with (required). @default SLUICE_PREFIX */
   prefix: { type: 'string' },
+  /** Print JSON instead of text. @default false */
   json: { type: 'boolean' },
+  /** Print the usage. @default false */
   help: { type: 'boolean', short: 'h' },
+  /** block: how long the ban lasts, in ms (required). */
   ms: { type: 'string' },
+  /** allow, deny: how long the entries hold, in ms. @default until removed */
   'ttl-ms': { type: 'string' },
+  /** allow, deny: why the entries are listed (shown with a denial, on the admin page and by lists). */
   reason: { type: 'string' },
+  /** top: how many keys to show, 1 to 1,000. @default 10 */
   n: { type: 'string' },
+  /** top: the minutes to sum (this one included). @default 5 */
   minutes: { type: 'string' },
+  /** top: show keys in clear (for limiters created with `limitedKeys: { clearKeys: true }`). @default false */
   'clear-keys': { type: 'boolean' },
+  /** top: the secret the limiters hash keys with. @default SLUICE_KEY_SECRET, then the prefix */
   'key-secret': { type: 'string' },
+  /** allow, deny: write even if no limiter of the prefix has run on this Redis yet. @default false */
   force: { type: 'boolean' },
 } as const;
 

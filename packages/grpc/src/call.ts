@@ -42,9 +42,10 @@ export function callView(call: Pick<GrpcCall, 'method' | 'metadata' | 'peerAddre
 /** The longest metadata value byMetadata takes as a key unless told otherwise. */
 export const DEFAULT_MAX_METADATA_KEY_LENGTH = 256;
 
-const BY_METADATA_OPTIONS = {
+/** byMetadata's options. Exported for docs/options.md only (scripts/render-options.ts); no entry point exports it. */
+export const BY_METADATA_OPTIONS = {
   maxLength: option(
-    'Longest value taken as a key',
+    'Longest value taken as a key.',
     positiveInteger,
     DEFAULT_MAX_METADATA_KEY_LENGTH,
     'DEFAULT_MAX_METADATA_KEY_LENGTH',

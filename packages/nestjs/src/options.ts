@@ -11,7 +11,7 @@ import type { SluiceContexts } from './contexts.js';
  * response (Express's `res`, Fastify's `reply`).
  */
 export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<ExecutionContext, unknown>, 'limiter'>> {
-  /** A limiter of yours. Give this or `algorithm`. */
+  /** A limiter of yours (any mode); give this or `algorithm`. */
   limiter?: Limiter;
   /** Rules for a limiter the module makes (prefix `Controller.handler`, or the controller's name). */
   algorithm?: Rules;
@@ -20,6 +20,7 @@ export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<Executi
    * the error the guard throws in place of its own (an HttpException of yours, a WsException with your
    * payload, an RpcException, a GraphQL error), or undefined to keep the guard's. May be async; what it
    * throws is thrown. Nest's exception filters are the other way: `RateLimitException` carries the decision.
+   * @default the guard's own refusal
    */
   onLimited?: (decision: Decision, context: ExecutionContext) => Error | undefined | Promise<Error | undefined>;
 }

@@ -45,8 +45,11 @@ export interface ListEntryOptions {
   reason?: string;
 }
 
-/** The options `allow` and `deny` take, checked in one step: an unknown one (a misspelt `ttl`) is refused by name. */
-const LIST_ENTRY_OPTIONS = {
+/**
+ * The options `allow` and `deny` take, checked in one step: an unknown one (a misspelt `ttl`) is refused by name.
+ * Exported for docs/options.md only (scripts/render-options.ts); no entry point exports it.
+ */
+export const LIST_ENTRY_OPTIONS = {
   ttlMs: optional("How long the entries hold, on the store's clock.", (name, value) => {
     if (typeof value === 'number' && value > 0 && value <= MAX_TTL_MS) return value;
     throw new SluiceRangeError(

@@ -86,7 +86,16 @@ export class ManualClock implements Clock {
   readonly #autoAdvance: boolean;
   #sleepers: Sleeper[] = [];
 
-  constructor(startMs = 0, options: { autoAdvance?: boolean } = {}) {
+  constructor(
+    startMs = 0,
+    options: {
+      /**
+       * A sleep moves the clock by its own length and resolves at once, so code that sleeps runs instantly.
+       * @default false
+       */
+      autoAdvance?: boolean;
+    } = {},
+  ) {
     if (typeof startMs !== 'number' || !Number.isFinite(startMs)) {
       throw new SluiceRangeError('startMs', startMs, `startMs must be a finite number, got ${describe(startMs)}`);
     }

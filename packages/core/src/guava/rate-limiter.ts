@@ -29,14 +29,20 @@ export interface RateLimiterOptions {
    * @default 0, as Guava
    */
   initialPermits?: number;
-  /** Makes a SmoothWarmingUp limiter that climbs from cold to the stable rate over this many ms. */
+  /**
+   * Makes a SmoothWarmingUp limiter that climbs from cold to the stable rate over this many ms.
+   * @default none: a SmoothBursty limiter
+   */
   warmupMs?: number;
   /**
    * SmoothWarmingUp only: how many times slower than stable a cold limiter starts.
    * @default 3
    */
   coldFactor?: number;
-  /** @default systemClock */
+  /**
+   * Time for the rate and for sleeps (a ManualClock in tests).
+   * @default systemClock
+   */
   clock?: Clock;
 }
 

@@ -23,7 +23,7 @@ export interface MethodLimitOptions {
   /**
    * The key a call counts against: a fixed string, a function of the call (`({ args }) => String(args[0])`
    * for one bucket per phone number, say), or a strategy of the current request: `byIp()` or
-   * `byUser((req) => req.user?.id)` from @sluice/core/http (the starter's limitType IP and USER). A request
+   * `byUser((req) => req.user?.id)` from `@sluice/core/http` (the starter's limitType IP and USER). A request
    * strategy reads the request a sluice HTTP adapter (or `requestContext()`) is handling; called outside
    * one, the method throws SluiceError('NO_REQUEST') saying so. A request without a user is keyed by its
    * address, as the HTTP adapters do by default.

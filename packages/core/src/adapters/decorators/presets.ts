@@ -15,10 +15,17 @@ import {
 
 /** Where a preset's own limiter keeps its state, and the call options of `rateLimited`. */
 export interface PresetOptions extends Omit<MethodLimitOptions, 'limiter'> {
-  /** @default a private memory store */
+  /**
+   * Where the preset's limiter keeps its state (a redisStore to share the limit across processes).
+   * @default a private memory store
+   */
   store?: Store;
   /** Namespace of the preset's keys in a shared store. @default 'sluice' */
   prefix?: string;
+  /**
+   * Time for waiting (and, with the default store, for decisions), as createLimiter's `clock`.
+   * @default the store's clock if it has one, else systemClock
+   */
   clock?: Clock;
 }
 

@@ -32,14 +32,17 @@ export interface FetchRequestLike {
 export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extends unknown[]>
   extends RateLimitOptions<Req, Response> {
   /**
-   * The client's address. A Fetch `Request` carries none: the runtime gives it beside the request, to the
-   * handler's other arguments (Deno.serve: `(req, info) => info.remoteAddr.hostname`; Bun.serve:
-   * `(req, server) => server.requestIP(req)?.address`; behind Cloudflare, `(req) =>
-   * req.headers.get('cf-connecting-ip') ?? undefined`). byIp() and `onMissingKey: 'ip'` read it; without it
-   * and without a `key`, fetchRateLimit refuses to start (every request would have no key).
+   * The client's address, from what the runtime passes beside the request. A Fetch `Request` carries none:
+   * the runtime gives it to the handler's other arguments (Deno.serve: `(req, info) =>
+   * info.remoteAddr.hostname`; Bun.serve: `(req, server) => server.requestIP(req)?.address`; behind
+   * Cloudflare, `(req) => req.headers.get('cf-connecting-ip') ?? undefined`). byIp() and `onMissingKey: 'ip'`
+   * read it; without it and without a `key`, fetchRateLimit refuses to start (every request would have no key).
    */
   address?: (request: Req, ...rest: Rest) => string | undefined;
-  /** Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit. */
+  /**
+   * Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit.
+   * @default a 429 with a LimitedBody as JSON
+   */
   onLimited?: (request: Req, decision: Decision, headers: Headers) => Response | Promise<Response>;
 }
 

@@ -41,9 +41,13 @@ export interface HonoRateLimitOptions<C extends HonoContextLike> extends RateLim
    * Your runtime adapter's `getConnInfo` (`hono/bun`, `hono/deno`, `hono/cloudflare-workers`,
    * `@hono/node-server/conninfo`): the client address byIp() and `onMissingKey: 'ip'` read. Without it,
    * on @hono/node-server the Node socket's peer is read; elsewhere there is none.
+   * @default the Node socket's peer on @hono/node-server, else none
    */
   getConnInfo?: (c: C) => ConnInfoLike;
-  /** Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit. */
+  /**
+   * Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit.
+   * @default a 429 with a LimitedBody as JSON
+   */
   onLimited?: (c: C, decision: Decision, headers: Headers) => Response | Promise<Response>;
 }
 

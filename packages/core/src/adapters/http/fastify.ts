@@ -8,7 +8,10 @@ import { settleOnNodeResponse } from './response-end.js';
 import { nodeRequestView } from './view.js';
 
 export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Req, Reply> {
-  /** Sends the response to a denied request instead of the default 429 JSON body (headers already set). */
+  /**
+   * Sends the response to a denied request instead of the default 429 JSON body (headers already set).
+   * @default a 429 with a LimitedBody as JSON
+   */
   onLimited?: (request: Req, reply: Reply, decision: Decision) => void;
 }
 

@@ -17,6 +17,7 @@ export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req, Res> 
   /**
    * Writes the response to a denied request instead of the default 429 with a JSON body. The rate-limit
    * headers and Retry-After are already set on `res`.
+   * @default a 429 with a LimitedBody as JSON
    */
   onLimited?: (req: Req, res: Res, decision: Decision) => void;
 }

@@ -30,11 +30,15 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    */
   concurrency?: ConcurrencyLimiter | ConcurrencyRouteOptions;
   /**
-   * The request's key. Strategies: byIp(), byUser(select), byRoute(), or any function of the request.
+   * The request's key: byIp(), byUser(select), byRoute(), or any function of the request.
    * @default byIp()
    */
   key?: KeyStrategy<Req>;
-  /** @default 'ip' */
+  /**
+   * What to do with a request whose `key` found none: limit it by its client address, let it through, or
+   * answer 400 (see MissingKeyPolicy).
+   * @default 'ip'
+   */
   onMissingKey?: MissingKeyPolicy;
   /**
    * How many reverse proxies you run in front of this server, for the default key (byIp) and for
@@ -51,7 +55,11 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    * @default 1
    */
   cost?: number | ((req: Req) => number);
-  /** @default 'draft-8' */
+  /**
+   * Which RateLimit header fields to send: `'draft-8'`, `'draft-6'` or `false` for none (see HeaderFormat).
+   * `Retry-After` is sent on every denial regardless.
+   * @default 'draft-8'
+   */
   headers?: HeaderFormat;
   /**
    * How long a request may wait for its permits before it is denied (a queue in front of a slow API).
@@ -64,6 +72,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    * The plan a request is decided under, for a limiter with plans (a customer's tier from the request):
    * one of the limiter's plan names, or undefined for the limiter's own choice (its `plan` resolver, else
    * its first plan). May be async.
+   * @default the limiter's own choice
    */
   plan?: (req: Req) => string | undefined | Promise<string | undefined>;
   /**
@@ -100,6 +109,7 @@ export const RATE_LIMIT_OPTIONS: OptionNames<RateLimitOptions<unknown>> = {
 
 /** `concurrency` with its own wait. */
 export interface ConcurrencyRouteOptions {
+  /** The concurrencyLimiter whose slots the requests take, per key. */
   readonly limiter: ConcurrencyLimiter;
   /**
    * How long a request may wait for a slot (0: only a free one).

@@ -32,7 +32,10 @@ export interface KoaContextLike {
  * `ctx.state` and `ctx.response` are all there.
  */
 export interface KoaRateLimitOptions<Ctx extends KoaContextLike> extends RateLimitOptions<Ctx, Ctx> {
-  /** Answers a denied request instead of the default 429 JSON body (the RateLimit headers and Retry-After are set). */
+  /**
+   * Answers a denied request instead of the default 429 JSON body (the RateLimit headers and Retry-After are set).
+   * @default a 429 with a LimitedBody as JSON
+   */
   onLimited?: (ctx: Ctx, decision: Decision) => void | Promise<void>;
 }
 
