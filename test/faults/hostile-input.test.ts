@@ -86,7 +86,7 @@ const options = fc.oneof(
   fc.dictionary(
     fc.constantFrom(
       'permits',
-      'timeoutMs',
+      'maxWaitMs',
       'signal',
       'limit',
       'windowMs',

@@ -33,7 +33,7 @@ describe('one options parser for every adapter', () => {
     [{ limiter: l, cost: 1.5 }, SluiceRangeError, 'cost'],
     [{ limiter: l, headers: 'draft-7' }, SluiceRangeError, 'headers'],
     [{ limiter: l, onMissingKey: 'shared' }, SluiceRangeError, 'onMissingKey'],
-    [{ limiter: l, timeoutMs: -1 }, SluiceRangeError, 'timeoutMs'],
+    [{ limiter: l, maxWaitMs: -1 }, SluiceRangeError, 'maxWaitMs'],
     [{ limiter: l, trustProxy: -1 }, SluiceRangeError, 'trustProxy'],
     [{ limiter: l, onLimited: 'x' }, SluiceTypeError, 'onLimited'],
     [{ limiter: l, skip: true }, SluiceTypeError, 'skip'],

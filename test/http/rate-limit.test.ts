@@ -202,7 +202,7 @@ describe('rateLimit options', () => {
     [{ limiter, cost: Number.NaN }, SluiceRangeError, 'cost'],
     [{ limiter, headers: 'draft-7' }, SluiceRangeError, 'headers'],
     [{ limiter, onMissingKey: 'shared' }, SluiceRangeError, 'onMissingKey'],
-    [{ limiter, timeoutMs: -1 }, SluiceRangeError, 'timeoutMs'],
+    [{ limiter, maxWaitMs: -1 }, SluiceRangeError, 'maxWaitMs'],
     [{ limiter, onLimited: 'x' }, SluiceTypeError, 'onLimited'],
   ])('rejects %o', (options, type, argument) => {
     expect(() => rateLimit(options as never)).toThrow(type);

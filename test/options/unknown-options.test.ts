@@ -285,6 +285,39 @@ describe('an unknown option is refused by name at every entry point', () => {
     await l.close();
   });
 
+  it('the old name of a wait budget (timeoutMs, now maxWaitMs) is refused by name wherever a call waits', async () => {
+    const l = limiter();
+    const slots = concurrencyLimiter({ max: 1 });
+    const calls = throttle({ limiter: limiter() });
+    const old: Array<[string, () => unknown]> = [
+      ['tryAcquire', () => l.tryAcquire('k', { timeoutMs: 5 } as never)],
+      // acquire waits until it is granted: it never took a wait budget, under either name.
+      ['acquire', () => l.acquire('k', { timeoutMs: 5 } as never)],
+      ['concurrencyLimiter.acquire', () => slots.acquire('k', { timeoutMs: 5 } as never)],
+      ['throttle.run', () => calls.run(() => 1, { timeoutMs: 5 } as never)],
+      ['rateLimit', () => rateLimit({ limiter: l, timeoutMs: 5 } as never)],
+      ['rateLimit concurrency', () => rateLimit({ concurrency: { limiter: slots, timeoutMs: 5 } } as never)],
+      ['rateLimited', () => rateLimited({ limiter: l, timeoutMs: 5 } as never)],
+      ['grpcRateLimit', () => grpcRateLimit({ limiter: l, timeoutMs: 5 } as never)],
+      ['RateLimit (Nest)', () => RateLimit({ algorithm: rule(), timeoutMs: 5 })],
+    ];
+    for (const [entry, call] of old) {
+      const error = await thrown(call);
+      expect(error, entry).toBeInstanceOf(SluiceTypeError);
+      expect((error as SluiceTypeError).argument, entry).toBe('timeoutMs');
+      expect((error as Error).message, entry).toMatch(
+        entry === 'acquire' ? /no option "timeoutMs"/ : /no option "timeoutMs".*maxWaitMs/,
+      );
+    }
+    // Nothing was taken by a refused call: the limiter's 10 permits and the one slot are all there.
+    expect((await l.peek('k')).remaining).toBe(10);
+    expect(slots.waiting('k')).toBe(0);
+    const slot = await slots.tryAcquire('k');
+    expect(slot).toBeDefined();
+    await slot?.release();
+    await Promise.all([l.close(), slots.close(), calls.close()]);
+  });
+
   it('the table holds every exported function, constructor and static method that takes options', () => {
     const found = [...entriesTakingOptions().keys()];
     const missing = found.filter((name) => !(name in ROWS) && !(name in NOT_TRIED));

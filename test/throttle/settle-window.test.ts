@@ -125,7 +125,7 @@ describe.each(['memory', 'redis'] as const)('on the %s store', (kind) => {
       clock.set(line.chargeAt);
       const a = await t.run((ticket) => ticket, { permits: line.charge });
       clock.set(line.otherAt);
-      await t.run(() => undefined, { permits: line.other, timeoutMs: 0 });
+      await t.run(() => undefined, { permits: line.other, maxWaitMs: 0 });
       await a.settle(0);
       clock.set(line.checkAt);
       expect((await limiter.tryAcquire('default', { permits: line.check })).allowed).toBe(false);

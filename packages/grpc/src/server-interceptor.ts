@@ -36,7 +36,7 @@ const GRPC_RATE_LIMIT_OPTIONS: OptionNames<GrpcRateLimitOptions> = {
   proxyHeader: true,
   cost: true,
   headers: true,
-  timeoutMs: true,
+  maxWaitMs: true,
   skip: true,
   plan: true,
   onInvalidInput: true,

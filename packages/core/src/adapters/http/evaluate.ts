@@ -30,7 +30,7 @@ export type Verdict<Res = unknown> =
   | { readonly kind: 'limited'; readonly decision: Decision; readonly headers: [string, string][] }
   | { readonly kind: 'skipped' }
   | { readonly kind: 'rejected'; readonly body: RejectedBody }
-  /** The client went away while its request waited (timeoutMs, a concurrency wait): nothing was taken. */
+  /** The client went away while its request waited (maxWaitMs, a concurrency wait): nothing was taken. */
   | { readonly kind: 'abandoned' };
 
 /** An adapter's own ways to act on a verdict; `answerVerdict` decides which applies. */
@@ -94,7 +94,7 @@ function isConcurrencyLimiter(value: unknown): value is ConcurrencyLimiter {
 /** The parsed `concurrency` option. */
 interface ConcurrencyRoute {
   readonly limiter: ConcurrencyLimiter;
-  readonly timeoutMs: number;
+  readonly maxWaitMs: number;
   readonly retryAfterMs: number;
 }
 
@@ -102,19 +102,19 @@ interface ConcurrencyRoute {
 function concurrencyOption(value: unknown): ConcurrencyRoute | undefined {
   if (value === undefined) return undefined;
   if (isConcurrencyLimiter(value))
-    return { limiter: value, timeoutMs: 0, retryAfterMs: DEFAULT_CONCURRENCY_RETRY_AFTER_MS };
+    return { limiter: value, maxWaitMs: 0, retryAfterMs: DEFAULT_CONCURRENCY_RETRY_AFTER_MS };
   const o = value as Partial<ConcurrencyRouteOptions> | null;
   if (typeof o !== 'object' || o === null || !isConcurrencyLimiter(o.limiter)) {
     throw new SluiceTypeError(
       'concurrency',
       value,
-      `concurrency must be a concurrencyLimiter(...) or { limiter, timeoutMs?, retryAfterMs? }, got ${describe(value)}`,
+      `concurrency must be a concurrencyLimiter(...) or { limiter, maxWaitMs?, retryAfterMs? }, got ${describe(value)}`,
     );
   }
   knownOptions('concurrency options', CONCURRENCY_ROUTE_OPTIONS, o, true);
   return {
     limiter: o.limiter,
-    timeoutMs: o.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.timeoutMs', o.timeoutMs),
+    maxWaitMs: o.maxWaitMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.maxWaitMs', o.maxWaitMs),
     retryAfterMs:
       o.retryAfterMs === undefined
         ? DEFAULT_CONCURRENCY_RETRY_AFTER_MS
@@ -208,7 +208,7 @@ export function createEvaluator<Req, Res = unknown>(
     }
     const cost = options.cost ?? 1;
     if (typeof cost !== 'function') positiveInteger('cost', cost);
-    const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const maxWaitMs = options.maxWaitMs === undefined ? 0 : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
     const skip = options.skip;
     if (skip !== undefined && typeof skip !== 'function')
       throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
@@ -272,11 +272,11 @@ export function createEvaluator<Req, Res = unknown>(
         try {
           const plan = planOf === undefined ? undefined : await planOf(req);
           // Only a decision that waits listens for the client going away (reading the signal may make it).
-          const signal = timeoutMs > 0 ? view.signal : undefined;
+          const signal = maxWaitMs > 0 ? view.signal : undefined;
           const address = addressOf(view);
           decision = await limiter.tryAcquire(requestKey, {
             permits,
-            timeoutMs,
+            maxWaitMs,
             ...(plan === undefined ? {} : { plan }),
             ...(signal === undefined ? {} : { signal }),
             ...(address === undefined ? {} : { address }),
@@ -302,9 +302,9 @@ export function createEvaluator<Req, Res = unknown>(
       let slot: Slot | undefined;
       if (concurrency !== undefined) {
         try {
-          const signal = concurrency.timeoutMs > 0 ? view.signal : undefined;
+          const signal = concurrency.maxWaitMs > 0 ? view.signal : undefined;
           slot = await concurrency.limiter.acquire(requestKey, {
-            timeoutMs: concurrency.timeoutMs,
+            maxWaitMs: concurrency.maxWaitMs,
             ...(signal === undefined ? {} : { signal }),
           });
         } catch (error) {

@@ -24,7 +24,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
   limiter?: Limiter | undefined;
   /**
    * Limits requests in flight per key (the same key as the rate limit): an allowed request takes a slot of
-   * this concurrencyLimiter, waiting up to `timeoutMs` for one, and gives it back when its response ends or
+   * this concurrencyLimiter, waiting up to `maxWaitMs` for one, and gives it back when its response ends or
    * its connection closes. A request that gets no slot is answered 429 with rule `concurrency` (and the
    * permits the rate limit took are given back when its rules can).
    */
@@ -57,7 +57,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    * How long a request may wait for its permits before it is denied (a queue in front of a slow API).
    * @default 0
    */
-  timeoutMs?: number;
+  maxWaitMs?: number;
   /** Requests for which this returns true are not limited (health checks, say). */
   skip?: (req: Req) => boolean;
   /**
@@ -87,7 +87,7 @@ export const RATE_LIMIT_OPTIONS: OptionNames<RateLimitOptions<unknown>> = {
   proxyHeader: true,
   cost: true,
   headers: true,
-  timeoutMs: true,
+  maxWaitMs: true,
   skip: true,
   plan: true,
   onInvalidInput: true,
@@ -105,7 +105,7 @@ export interface ConcurrencyRouteOptions {
    * How long a request may wait for a slot (0: only a free one).
    * @default 0
    */
-  readonly timeoutMs?: number;
+  readonly maxWaitMs?: number;
   /**
    * What a request that got no slot is told to wait (`Retry-After`, `retryAfterSeconds`). A hint, not a
    * promise: a slot frees when a request in flight ends, which nobody knows in advance.
@@ -117,7 +117,7 @@ export interface ConcurrencyRouteOptions {
 /** The names of ConcurrencyRouteOptions. */
 export const CONCURRENCY_ROUTE_OPTIONS: OptionNames<ConcurrencyRouteOptions> = {
   limiter: true,
-  timeoutMs: true,
+  maxWaitMs: true,
   retryAfterMs: true,
 };
 
