@@ -121,7 +121,7 @@ const options = fc.oneof(
       'maxQueue',
       'denyCache',
       'headers',
-      'cost',
+      'permitsAfterResponse',
       'onMissingKey',
       'heartbeatMs',
       'share',

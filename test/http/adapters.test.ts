@@ -29,8 +29,8 @@ describe('one options parser for every adapter', () => {
   const cases: Array<[object, typeof SluiceTypeError | typeof SluiceRangeError, string]> = [
     [{ limiter: {} }, SluiceTypeError, 'limiter'],
     [{ limiter: l, key: 'ip' }, SluiceTypeError, 'key'],
-    [{ limiter: l, cost: 0 }, SluiceRangeError, 'cost'],
-    [{ limiter: l, cost: 1.5 }, SluiceRangeError, 'cost'],
+    [{ limiter: l, permits: 0 }, SluiceRangeError, 'permits'],
+    [{ limiter: l, permits: 1.5 }, SluiceRangeError, 'permits'],
     [{ limiter: l, headers: 'draft-7' }, SluiceRangeError, 'headers'],
     [{ limiter: l, onMissingKey: 'shared' }, SluiceRangeError, 'onMissingKey'],
     [{ limiter: l, maxWaitMs: -1 }, SluiceRangeError, 'maxWaitMs'],

@@ -318,6 +318,33 @@ describe('an unknown option is refused by name at every entry point', () => {
     await Promise.all([l.close(), slots.close(), calls.close()]);
   });
 
+  it.each([
+    'rateLimit',
+    'fastifyRateLimit',
+    'rateLimitHook',
+    'createEvaluator',
+    'fetchRateLimit',
+    'honoRateLimit',
+    'koaRateLimit',
+    'rateLimitedProcessor',
+    'grpcRateLimit',
+    'SluiceModule.forRoot',
+    'RateLimit',
+  ])("%s: the old names of a request's permits (cost, costAfterResponse) are refused by name", async (entry) => {
+    const { options, call } = ROWS[entry] as Row;
+    const takesAfterResponse = !['rateLimitedProcessor', 'grpcRateLimit'].includes(entry);
+    const old: Options[] = [{ cost: 2 }, ...(takesAfterResponse ? [{ costAfterResponse: () => 1 }] : [])];
+    for (const given of old) {
+      const [name] = Object.keys(given) as [string];
+      const error = await thrown(() => call({ ...options(), ...given }));
+      expect(error, name).toBeInstanceOf(SluiceTypeError);
+      expect((error as SluiceTypeError).argument, name).toBe(name);
+      expect((error as Error).message, name).toMatch(new RegExp(`no option "${name}".*permits`));
+    }
+    // The new names are taken.
+    await call({ ...options(), permits: 2, ...(takesAfterResponse ? { permitsAfterResponse: () => 1 } : {}) });
+  });
+
   it('the table holds every exported function, constructor and static method that takes options', () => {
     const found = [...entriesTakingOptions().keys()];
     const missing = found.filter((name) => !(name in ROWS) && !(name in NOT_TRIED));

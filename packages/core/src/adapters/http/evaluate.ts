@@ -40,7 +40,7 @@ export interface VerdictAnswers<R, Res = unknown> {
    * and, when after-response accounting is configured, what to call once the response is known.
    */
   proceed(headers: readonly [string, string][], settle: SettleResponse<Res> | undefined): R;
-  /** Answer 400: the request has no valid key or cost; nothing was consumed, and no rate-limit header is sent. */
+  /** Answer 400: the request has no valid key or permits; nothing was consumed, and no rate-limit header is sent. */
   reject(body: RejectedBody): R;
   /** Answer a denial (the default: 429 with limitedBody), sending `headers` (Retry-After and RateLimit) with it. */
   limit(decision: Decision, headers: readonly [string, string][]): R;
@@ -142,7 +142,7 @@ function noSlot(route: ConcurrencyRoute): Decision {
 const NO_SLOT_CODES = new Set(['TIMEOUT', 'QUEUE_FULL', 'STORE_UNAVAILABLE']);
 
 /**
- * True for a typed argument error from sluice: a bad key or cost from the request, answered 400.
+ * True for a typed argument error from sluice: a bad key or permits from the request, answered 400.
  * @example
  * try { await evaluate(req, view) } catch (e) { if (isInputError(e)) return reply(400, { error: e.message }) ; throw e }
  */
@@ -151,7 +151,7 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 }
 
 /**
- * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
+ * The framework-neutral half of every adapter: options checked once, then per request the key, the permits,
  * the decision and its header fields, from the framework's request and the adapter's view of it. `caller`
  * is the adapter's public name, which its errors say (`fetchRateLimit options have no option "x"`); `known`
  * names every option the adapter takes (RATE_LIMIT_OPTIONS and its own, as `onLimited`): any other is refused
@@ -206,8 +206,8 @@ export function createEvaluator<Req, Res = unknown>(
         `headers must be 'draft-8', 'draft-6' or false, got ${describe(format)}`,
       );
     }
-    const cost = options.cost ?? 1;
-    if (typeof cost !== 'function') positiveInteger('cost', cost);
+    const permitsOf = options.permits ?? 1;
+    if (typeof permitsOf !== 'function') positiveInteger('permits', permitsOf);
     const maxWaitMs = options.maxWaitMs === undefined ? 0 : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
     const skip = options.skip;
     if (skip !== undefined && typeof skip !== 'function')
@@ -252,13 +252,13 @@ export function createEvaluator<Req, Res = unknown>(
       let permits: number;
       try {
         requestKey = keyOf(req, view);
-        permits = typeof cost === 'function' ? cost(req) : cost;
+        permits = typeof permitsOf === 'function' ? permitsOf(req) : permitsOf;
       } catch (error) {
         if (!isInputError(error)) throw error;
         onInvalidInput(error, req);
         return {
           kind: 'rejected',
-          body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or cost' },
+          body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or permits' },
         };
       }
       if (requestKey === undefined) {
@@ -285,10 +285,10 @@ export function createEvaluator<Req, Res = unknown>(
           if (clientLeft(error, view)) return { kind: 'abandoned' };
           if (!isInputError(error)) throw error;
           onInvalidInput(error, req);
-          const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
+          const what = error.argument === 'permits' ? 'permits are' : error.argument === 'plan' ? 'plan is' : 'key is';
           return {
             kind: 'rejected',
-            body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` },
+            body: { error: 'Bad Request', message: `the request's rate-limit ${what} invalid` },
           };
         }
         // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.

@@ -46,11 +46,11 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
   /** Which header your proxies write; see ByIpOptions.proxyHeader. @default 'x-forwarded-for' */
   proxyHeader?: 'x-forwarded-for' | 'forwarded';
   /**
-   * Permits the request costs: a number, or a function of the request (an integer >= 1; a cost above the
-   * limit is denied without Retry-After, as it can never pass).
+   * Permits the request takes: a number, or a function of the request (an integer >= 1; a request for more
+   * than the limit is denied without Retry-After, as it can never pass).
    * @default 1
    */
-  cost?: number | ((req: Req) => number);
+  permits?: number | ((req: Req) => number);
   /** @default 'draft-8' */
   headers?: HeaderFormat;
   /**
@@ -67,8 +67,8 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    */
   plan?: (req: Req) => string | undefined | Promise<string | undefined>;
   /**
-   * Tells the developer about a request answered 400 because its key or cost was invalid (the client gets
-   * a generic body; the typed error, naming the bad value, comes here).
+   * Tells the developer about a request answered 400 because its key or permits were invalid (the client
+   * gets a generic body; the typed error, naming the bad value, comes here).
    * @default console.error, once per argument name
    */
   onInvalidInput?: (error: Error, req: Req) => void;
@@ -85,7 +85,7 @@ export const RATE_LIMIT_OPTIONS: OptionNames<RateLimitOptions<unknown>> = {
   onMissingKey: true,
   trustProxy: true,
   proxyHeader: true,
-  cost: true,
+  permits: true,
   headers: true,
   maxWaitMs: true,
   skip: true,
@@ -94,7 +94,7 @@ export const RATE_LIMIT_OPTIONS: OptionNames<RateLimitOptions<unknown>> = {
   skipSuccessfulRequests: true,
   skipFailedRequests: true,
   requestWasSuccessful: true,
-  costAfterResponse: true,
+  permitsAfterResponse: true,
   onAccountingError: true,
 };
 
@@ -125,8 +125,8 @@ export const CONCURRENCY_ROUTE_OPTIONS: OptionNames<ConcurrencyRouteOptions> = {
 export const DEFAULT_CONCURRENCY_RETRY_AFTER_MS = 1_000;
 
 /**
- * The JSON body of a 429. `retryAfterSeconds` is null when the request can never pass (cost above the limit);
- * for a request that got no concurrency slot (rule `concurrency`) it is the route's retry hint.
+ * The JSON body of a 429. `retryAfterSeconds` is null when the request can never pass (more permits than the
+ * limit); for a request that got no concurrency slot (rule `concurrency`) it is the route's retry hint.
  */
 export interface LimitedBody {
   readonly error: 'Too Many Requests';
@@ -140,7 +140,7 @@ export interface LimitedBody {
   readonly reason?: string;
 }
 
-/** The JSON body of a 400 for a request the limiter cannot take (no key, an invalid cost). */
+/** The JSON body of a 400 for a request the limiter cannot take (no key, invalid permits). */
 export interface RejectedBody {
   readonly error: 'Bad Request';
   readonly message: string;
