@@ -41,7 +41,7 @@ const cases: [string, () => unknown][] = [
   ['block', () => limiter.block('k', 0)],
   ['unblock', () => limiter.unblock(undefined as never)],
   ['concurrencyLimiter', () => concurrencyLimiter({ max: 0 })],
-  ['acquire', () => slots.acquire('k', { timeoutMs: -1 })],
+  ['acquire', () => slots.acquire('k', { maxWaitMs: -1 })],
   ['tryAcquire', () => slots.tryAcquire('')],
   ['run', () => slots.run('k', 'not a function' as never)],
   ['RateLimiter.create', () => RateLimiter.create(0)],

@@ -105,16 +105,16 @@ describe('rateLimitedProcessor (BullMQ)', () => {
         rateLimitedProcessor(async () => 'done', {
           limiter,
           queue,
-          cost: (job: Job) => (job.data as { cost: number }).cost,
+          permits: (job: Job) => (job.data as { permits: number }).permits,
           key: (job: Job) => {
             if ((job.data as { tenant?: string }).tenant === undefined) throw new Error('no tenant on this job');
             return (job.data as { tenant: string }).tenant;
           },
         }),
       );
-      const big = await queue.add('big', { tenant: 'a', cost: 6 });
-      const anonymous = await queue.add('anonymous', { cost: 1 });
-      const fine = await queue.add('fine', { tenant: 'a', cost: 1 });
+      const big = await queue.add('big', { tenant: 'a', permits: 6 });
+      const anonymous = await queue.add('anonymous', { permits: 1 });
+      const fine = await queue.add('fine', { tenant: 'a', permits: 1 });
       await until(() => failed.length === 2);
       expect(failed).toEqual([
         [big.id, expect.stringMatching(/costs more than rule .* can ever grant/)],

@@ -4,7 +4,7 @@
  * tenant's job being moved to the delayed set one by one (c132e5b's fix for tenants did that: every job of
  * every tenant went through the delayed set). Real BullMQ on one throwaway Redis, the limiter on another one,
  * stopped (SIGSTOP) before the store's first word; resumed, every job runs, none failed. Also failMode 'local'
- * with a share of the limit below the job's cost: never under the share is not never (a job failed
+ * with a share of the limit below the job's permits: never under the share is not never (a job failed
  * NEVER_ALLOWED): the queue asks again each second (FALLBACK_RETRY_MS), as the limiter's waiting calls do.
  */
 import { type Limiter, createLimiter, tokenBucket } from '@sluice/core';
@@ -22,7 +22,7 @@ afterEach(async () => {
 });
 
 /** A queue of tenants' jobs (6, alternating a and b) on the test Redis, processed through `limiter`, not yet run. */
-async function tenantQueue(name: string, limiter: Limiter, cost: number) {
+async function tenantQueue(name: string, limiter: Limiter, permits: number) {
   const connection = new Redis(testRedis().server.url, { maxRetriesPerRequest: null });
   const queue = new Queue(name, { connection });
   const limited: string[] = [];
@@ -37,7 +37,7 @@ async function tenantQueue(name: string, limiter: Limiter, cost: number) {
       {
         limiter,
         queue,
-        cost,
+        permits,
         key: (job: Job<{ tenant: string }>) => `tenant:${job.data.tenant}`,
         onLimited: (_decision, job) => limited.push(job.id as string),
       },
@@ -73,22 +73,26 @@ describe('rateLimitedProcessor (BullMQ) with the limiter store away', () => {
   it.each([
     ["failMode 'closed'", { failMode: 'closed' as const }, 1],
     [
-      "failMode 'local', a share the job's cost cannot fit (was NEVER_ALLOWED)",
+      "failMode 'local', a share the job's permits cannot fit (was NEVER_ALLOWED)",
       { failMode: 'local' as const, assumedNodes: 20 },
       10,
     ],
   ])(
     '%s: the queue waits, no job is delayed or failed; once Redis answers every job runs in order',
-    async (_name, mode, cost) => {
+    async (_name, mode, permits) => {
       const away = await storeOnStoppedRedis({ ...mode, timeoutMs: 200 });
       closers.push(() => away.close());
       const limiter = createLimiter({
-        prefix: `bullmq-away-${process.pid}-${cost}`,
+        prefix: `bullmq-away-${process.pid}-${permits}`,
         rules: tokenBucket({ name: 'tenant', capacity: 100, refillPerSecond: 100 }),
         store: away.store,
       });
       closers.push(() => limiter.close());
-      const { queue, worker, jobs, ran, failed, refusals, allRan } = await tenantQueue(`away-${cost}`, limiter, cost);
+      const { queue, worker, jobs, ran, failed, refusals, allRan } = await tenantQueue(
+        `away-${permits}`,
+        limiter,
+        permits,
+      );
       void worker.run();
       await refusals(2);
       // Every refusal so far held the queue: nothing in the delayed set, nothing failed, nothing ran.

@@ -141,8 +141,8 @@ describe('crashed and paused holders', () => {
     };
     return { holder, limiter, redis, holders: semaphoreKeys(p, 'job')[0], close };
   }
-  const acquireAll = (limiter: ReturnType<typeof concurrencyLimiter>, n: number, timeoutMs: number) =>
-    Promise.all(Array.from({ length: n }, () => limiter.acquire('job', { timeoutMs })));
+  const acquireAll = (limiter: ReturnType<typeof concurrencyLimiter>, n: number, maxWaitMs: number) =>
+    Promise.all(Array.from({ length: n }, () => limiter.acquire('job', { maxWaitMs })));
 
   it('kill -9 of a holder: its slots free within leaseMs plus one renewal interval', async () => {
     const leaseMs = 1_500;
@@ -217,7 +217,7 @@ describe('on one Redis, as in memory', () => {
       const node = i % 2 === 0 ? a : b;
       const name = `${i % 2 === 0 ? 'a' : 'b'}${i}`;
       waiters.push(
-        node.acquire('k', { timeoutMs: 10_000 }).then(async (slot) => {
+        node.acquire('k', { maxWaitMs: 10_000 }).then(async (slot) => {
           order.push(name);
           await sleep(20);
           await slot.release();
@@ -265,7 +265,7 @@ describe('Redis killed and restarted, by failMode', () => {
       const answers: string[] = [];
       const held: Slot[] = [];
       for (let i = 0; i < 5; i++) {
-        await limiter.acquire('k', { timeoutMs: 300 }).then(
+        await limiter.acquire('k', { maxWaitMs: 300 }).then(
           (slot) => {
             held.push(slot);
             answers.push('slot');
@@ -289,7 +289,7 @@ describe('Redis killed and restarted, by failMode', () => {
       const restarted = await spawnRedisServer([], { port });
       await recovered;
       // Back on Redis: the slots it counts again are Redis's.
-      const back = await limiter.acquire('k', { timeoutMs: 3_000 });
+      const back = await limiter.acquire('k', { maxWaitMs: 3_000 });
       expect(await redis.zcard(semaphoreKeys(p, 'k')[0])).toBeGreaterThanOrEqual(1);
       await back.release();
       await limiter.close();
@@ -310,7 +310,7 @@ describe('on a Cluster', () => {
       const b = await limiter.acquire(key);
       expect(await limiter.tryAcquire(key), key).toBeUndefined();
       await a.release();
-      const c = await limiter.acquire(key, { timeoutMs: 2_000 });
+      const c = await limiter.acquire(key, { maxWaitMs: 2_000 });
       await b.release();
       await c.release();
     }

@@ -37,7 +37,7 @@ describe('mixed leaseMs on one key (a rolling deploy)', () => {
     const short = track(concurrencyLimiter({ max: 1, leaseMs: 1_200, prefix: p, store: track(redisStore({ redis })) }));
     const held = await long.acquire('k');
     // The short-lease process waits its turn briefly: queuing writes the key's expiry from its own lease.
-    await expect(short.acquire('k', { timeoutMs: 100 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(short.acquire('k', { maxWaitMs: 100 })).rejects.toMatchObject({ code: 'TIMEOUT' });
     const [holders] = semaphoreKeys(p, 'k');
     const ttl = await redis.pttl(holders as string);
     // The set lives at least as long as the long holder's lease (less the few ms since it was granted).
@@ -74,8 +74,8 @@ describe("failMode 'local': what the fail mode did reaches Redis when it answers
     await counted;
     server.process?.kill('SIGSTOP');
     // Two slots from the fail mode: the first call was already on the wire (it lands once Redis resumes).
-    const first = await a.acquire('k', { timeoutMs: 0 });
-    const second = await a.acquire('k', { timeoutMs: 0 });
+    const first = await a.acquire('k', { maxWaitMs: 0 });
+    const second = await a.acquire('k', { maxWaitMs: 0 });
     // Its share is spent: the fail mode grants no third.
     expect(await a.tryAcquire('k')).toBeUndefined();
     const back = new Promise<void>((resolve) => store.once('store-recovered', () => resolve()));
@@ -104,7 +104,7 @@ describe('an abort during the first attempt', () => {
   /** A store whose first attempt is held until `go()`: the abort fires while it is out. */
   async function abortedMidAttempt(limiter: ConcurrencyLimiter, hold: () => Promise<void>) {
     const aborted = new AbortController();
-    const call = limiter.acquire('k', { signal: aborted.signal, timeoutMs: 60_000 });
+    const call = limiter.acquire('k', { signal: aborted.signal, maxWaitMs: 60_000 });
     aborted.abort();
     await hold();
     return call;

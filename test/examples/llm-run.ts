@@ -18,11 +18,11 @@ export interface LlmSummary {
 export async function llmRun(
   args: readonly string[],
   redisUrl: string,
-  timeoutMs: number,
+  maxWaitMs: number,
 ): Promise<{ summary: LlmSummary; output: string }> {
   const example = runExample('examples/llm-client/src/main.ts', { REDIS_URL: redisUrl }, args);
   try {
-    const [, json] = await example.waitFor(/summary (\{.*\})/, timeoutMs);
+    const [, json] = await example.waitFor(/summary (\{.*\})/, maxWaitMs);
     return { summary: JSON.parse(json as string) as LlmSummary, output: example.output() };
   } finally {
     await example.stop();

@@ -10,8 +10,8 @@ export interface RunningExample {
   readonly child: ChildProcess;
   /** Everything printed so far (stdout and stderr). */
   output(): string;
-  /** Resolves with the first match of `pattern` in the output, or rejects after `timeoutMs` or on exit. */
-  waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  /** Resolves with the first match of `pattern` in the output, or rejects after `maxWaitMs` or on exit. */
+  waitFor(pattern: RegExp, maxWaitMs?: number): Promise<RegExpMatchArray>;
   /** SIGTERM, then the exit code. */
   stop(): Promise<number | null>;
 }
@@ -38,7 +38,7 @@ export function runExample(
   return {
     child,
     output: () => text,
-    waitFor(pattern, timeoutMs = 60_000) {
+    waitFor(pattern, maxWaitMs = 60_000) {
       return new Promise((resolve, reject) => {
         const check = () => {
           const m = text.match(pattern);
@@ -49,8 +49,8 @@ export function runExample(
         };
         const timer = setTimeout(() => {
           done();
-          reject(new Error(`no ${pattern} within ${timeoutMs} ms; output:\n${text}`));
-        }, timeoutMs);
+          reject(new Error(`no ${pattern} within ${maxWaitMs} ms; output:\n${text}`));
+        }, maxWaitMs);
         const onExit = () => {
           done();
           reject(new Error(`exited before printing ${pattern}; output:\n${text}`));
@@ -73,9 +73,9 @@ export function runExample(
 }
 
 /** Runs a program to its end; resolves with its exit code and output. */
-export async function runToEnd(script: string, timeoutMs = 60_000): Promise<{ code: number | null; output: string }> {
+export async function runToEnd(script: string, maxWaitMs = 60_000): Promise<{ code: number | null; output: string }> {
   const example = runExample(script);
-  const timer = setTimeout(() => example.child.kill('SIGKILL'), timeoutMs);
+  const timer = setTimeout(() => example.child.kill('SIGKILL'), maxWaitMs);
   const code = await new Promise<number | null>((resolve) => example.child.once('exit', resolve));
   clearTimeout(timer);
   return { code, output: example.output() };

@@ -55,7 +55,7 @@ describe('close()', () => {
         divided.tryAcquire(`k${i % 7}`),
       ]);
     // A waiting caller, cut short by close().
-    const waiting = exact.tryAcquire('k0', { timeoutMs: 60_000 }).catch((error: unknown) => error);
+    const waiting = exact.tryAcquire('k0', { maxWaitMs: 60_000 }).catch((error: unknown) => error);
     await new Promise((r) => setTimeout(r, 100));
     expect(Object.values(resources()).reduce((a, b) => a + b, 0)).toBeGreaterThan(
       Object.values(before).reduce((a, b) => a + b, 0),

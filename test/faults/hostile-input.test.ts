@@ -86,7 +86,7 @@ const options = fc.oneof(
   fc.dictionary(
     fc.constantFrom(
       'permits',
-      'timeoutMs',
+      'maxWaitMs',
       'signal',
       'limit',
       'windowMs',
@@ -121,7 +121,7 @@ const options = fc.oneof(
       'maxQueue',
       'denyCache',
       'headers',
-      'cost',
+      'permitsAfterResponse',
       'onMissingKey',
       'heartbeatMs',
       'share',

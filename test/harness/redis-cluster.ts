@@ -11,8 +11,8 @@ export interface TestCluster {
   stop(): Promise<void>;
 }
 
-async function until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+async function until(what: string, maxWaitMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + maxWaitMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`cluster: timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 100));

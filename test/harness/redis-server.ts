@@ -22,9 +22,9 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-/** Waits until a server answers PING, or throws after `timeoutMs`. */
-export async function waitForPing(host: string, port: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/** Waits until a server answers PING, or throws after `maxWaitMs`. */
+export async function waitForPing(host: string, port: number, maxWaitMs = 10_000): Promise<void> {
+  const deadline = Date.now() + maxWaitMs;
   for (;;) {
     const client = new Redis({
       host,
@@ -39,7 +39,7 @@ export async function waitForPing(host: string, port: number, timeoutMs = 10_000
       await client.connect();
       if ((await client.ping()) === 'PONG') return;
     } catch {
-      if (Date.now() > deadline) throw new Error(`redis on ${host}:${port} did not answer PING within ${timeoutMs} ms`);
+      if (Date.now() > deadline) throw new Error(`redis on ${host}:${port} did not answer PING within ${maxWaitMs} ms`);
       await new Promise((r) => setTimeout(r, 50));
     } finally {
       client.disconnect();

@@ -1,6 +1,6 @@
 /**
  * Accounting once the response is known, on every adapter over real HTTP: skipSuccessfulRequests,
- * skipFailedRequests (a status, or a connection closed before the response), costAfterResponse (read from
+ * skipFailedRequests (a status, or a connection closed before the response), permitsAfterResponse (read from
  * each framework's own response object, charged past the limit, negative to give back), callbacks that
  * throw, shadow mode, and options refused at construction.
  */
@@ -80,18 +80,18 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
     expect((await strict.peek('k')).remaining).toBe(1);
   });
 
-  it("costAfterResponse reads the framework's response, charges past the limit, and gives back when negative", async () => {
+  it("permitsAfterResponse reads the framework's response, charges past the limit, and gives back when negative", async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
       rules: tokenBucket({ capacity: 100, refillPerSecond: 1, name: 'tpm' }),
       store: memoryStore({ clock }),
     });
-    // The request costs an estimate of 10; the response says what it used, and the difference is settled.
+    // The request takes an estimate of 10; the response says what it used, and the difference is settled.
     const url = await serve({
       limiter,
       key: () => 'tenant',
-      cost: 10,
-      costAfterResponse: (_req, res) => Number(responseHeader(res, 'x-tokens') ?? 10) - 10,
+      permits: 10,
+      permitsAfterResponse: (_req, res) => Number(responseHeader(res, 'x-tokens') ?? 10) - 10,
     });
     await hit(url, { 'x-tokens': '4' });
     expect((await limiter.peek('tenant')).remaining).toBe(96);
@@ -108,7 +108,7 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
     const url = await serve({
       limiter,
       key: () => 'k',
-      costAfterResponse: () => {
+      permitsAfterResponse: () => {
         call++;
         if (call === 1) throw new Error('boom');
         return call === 2 ? Number.NaN : 1.5;
@@ -118,7 +118,7 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
     for (let i = 0; i < 3; i++) expect((await hit(url)).status).toBe(200);
     expect(errors.map((e) => e.message)).toEqual([
       'boom',
-      expect.stringMatching(/costAfterResponse must return an integer, got NaN/),
+      expect.stringMatching(/permitsAfterResponse must return an integer, got NaN/),
       expect.stringMatching(/got 1.5/),
     ]);
     expect((await limiter.peek('k')).remaining).toBe(2);
@@ -130,7 +130,7 @@ describe.each(frameworks)('after-response accounting on %s', (framework: Framewo
       clock: new ManualClock(0),
       shadow: true,
     });
-    const url = await serve({ limiter, key: () => 'k', skipFailedRequests: true, costAfterResponse: () => 5 });
+    const url = await serve({ limiter, key: () => 'k', skipFailedRequests: true, permitsAfterResponse: () => 5 });
     await hit(url, { 'x-status': '500' }); // allowed for real: refunded as a failure, then charged 5
     await hit(url); // shadowed: nothing taken, nothing charged
     expect((await limiter.peek('k')).remaining).toBe(0);
@@ -173,7 +173,7 @@ describe('after-response options are checked at construction', () => {
   it.each([
     [{ skipSuccessfulRequests: 'yes' }, 'skipSuccessfulRequests'],
     [{ skipFailedRequests: 1 }, 'skipFailedRequests'],
-    [{ costAfterResponse: 5 }, 'costAfterResponse'],
+    [{ permitsAfterResponse: 5 }, 'permitsAfterResponse'],
     [{ requestWasSuccessful: true }, 'requestWasSuccessful'],
     [{ onAccountingError: 'log' }, 'onAccountingError'],
   ])('%o is refused naming %s', (bad, argument) => {
@@ -206,14 +206,14 @@ describe('after-response accounting on a streamed body (Fetch handlers, Hono)', 
     };
   }
 
-  it('fetch: the cost is charged when the body has been read to its end, with what streaming counted', async () => {
+  it('fetch: the permits after the response are charged when the body has been read to its end, with what streaming counted', async () => {
     const { fetchRateLimit } = await import('@sluice/core/fetch');
     const limiter = createLimiter({
       rules: tokenBucket({ capacity: 100, refillPerSecond: 1 }),
       clock: new ManualClock(0),
     });
     const body = streamed();
-    const handler = fetchRateLimit({ limiter, key: () => 'k', costAfterResponse: () => body.tokens() })(async () =>
+    const handler = fetchRateLimit({ limiter, key: () => 'k', permitsAfterResponse: () => body.tokens() })(async () =>
       body.response(),
     );
     const res = await handler(new Request('http://localhost/'));

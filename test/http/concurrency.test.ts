@@ -67,7 +67,7 @@ describe.each(frameworks)('concurrency on %s', (framework: Framework) => {
   it('with a timeout a request waits for a slot: all are served, never more than max inside', async () => {
     const { stats, respond } = slowRoute(80);
     const url = await serve(
-      { concurrency: { limiter: concurrencyLimiter({ max: 2 }), timeoutMs: 5_000 }, key: () => 'k' },
+      { concurrency: { limiter: concurrencyLimiter({ max: 2 }), maxWaitMs: 5_000 }, key: () => 'k' },
       respond,
     );
     const replies = await Promise.all(Array.from({ length: 6 }, () => get(url)));
@@ -113,12 +113,12 @@ describe('concurrency: the client goes away', () => {
 });
 
 describe('concurrency options', () => {
-  it('are checked: a concurrencyLimiter or { limiter, timeoutMs }; one of limiter and concurrency', async () => {
+  it('are checked: a concurrencyLimiter or { limiter, maxWaitMs }; one of limiter and concurrency', async () => {
     const { rateLimit } = await import('@sluice/core/http');
     expect(() => rateLimit({ concurrency: 5 } as never)).toThrow(expect.objectContaining({ argument: 'concurrency' }));
     expect(() =>
-      rateLimit({ concurrency: { limiter: concurrencyLimiter({ max: 1 }), timeoutMs: -1 } } as never),
-    ).toThrow(expect.objectContaining({ argument: 'concurrency.timeoutMs' }));
+      rateLimit({ concurrency: { limiter: concurrencyLimiter({ max: 1 }), maxWaitMs: -1 } } as never),
+    ).toThrow(expect.objectContaining({ argument: 'concurrency.maxWaitMs' }));
     expect(() => rateLimit({} as never)).toThrow(expect.objectContaining({ argument: 'limiter' }));
     expect(() => rateLimit({ concurrency: concurrencyLimiter({ max: 1 }), skipFailedRequests: true } as never)).toThrow(
       /needs a limiter/,

@@ -129,19 +129,19 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
     expect((await limiter.peek('ip:127.0.0.1')).remaining).toBe(1);
   });
 
-  it('answers an invalid cost 400 and tells the developer; a cost above the limit is a 429 without Retry-After', async () => {
+  it('answers invalid permits 400 and tells the developer; permits above the limit are a 429 without Retry-After', async () => {
     const limiter = createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 60_000 }) });
     const reported: unknown[] = [];
-    for (const cost of [Number.NaN, -1, 0.5, 2 ** 53 + 1, Number.POSITIVE_INFINITY, '3']) {
+    for (const permits of [Number.NaN, -1, 0.5, 2 ** 53 + 1, Number.POSITIVE_INFINITY, '3']) {
       const url = await serve({
         limiter,
         key: () => 'k',
-        cost: () => cost as number,
+        permits: () => permits as number,
         onInvalidInput: (e) => reported.push(e),
       });
       const r = await get(url);
       expect(r.status).toBe(400);
-      expect(r.body).toEqual({ error: 'Bad Request', message: "the request's rate-limit cost is invalid" });
+      expect(r.body).toEqual({ error: 'Bad Request', message: "the request's rate-limit permits are invalid" });
     }
     expect(reported).toHaveLength(6);
     expect(
@@ -149,7 +149,7 @@ describe.each(frameworks)('rateLimit on %s', (framework) => {
         (e) => (e instanceof SluiceRangeError || e instanceof SluiceTypeError) && e.argument === 'permits',
       ),
     ).toBe(true);
-    const huge = await serve({ limiter, key: () => 'k', cost: () => 1_000_000 });
+    const huge = await serve({ limiter, key: () => 'k', permits: () => 1_000_000 });
     const r = await get(huge);
     expect(r.status).toBe(429);
     expect(r.headers.get('retry-after')).toBeNull();
@@ -198,11 +198,11 @@ describe('rateLimit options', () => {
   it.each([
     [{ limiter: {} }, SluiceTypeError, 'limiter'],
     [{ limiter, key: 'ip' }, SluiceTypeError, 'key'],
-    [{ limiter, cost: 0 }, SluiceRangeError, 'cost'],
-    [{ limiter, cost: Number.NaN }, SluiceRangeError, 'cost'],
+    [{ limiter, permits: 0 }, SluiceRangeError, 'permits'],
+    [{ limiter, permits: Number.NaN }, SluiceRangeError, 'permits'],
     [{ limiter, headers: 'draft-7' }, SluiceRangeError, 'headers'],
     [{ limiter, onMissingKey: 'shared' }, SluiceRangeError, 'onMissingKey'],
-    [{ limiter, timeoutMs: -1 }, SluiceRangeError, 'timeoutMs'],
+    [{ limiter, maxWaitMs: -1 }, SluiceRangeError, 'maxWaitMs'],
     [{ limiter, onLimited: 'x' }, SluiceTypeError, 'onLimited'],
   ])('rejects %o', (options, type, argument) => {
     expect(() => rateLimit(options as never)).toThrow(type);

@@ -66,7 +66,7 @@ describe.each(frameworks)('a slot comes back on %s', (framework: Framework) => {
     const held = await limiter.acquire('k');
     const url = await serveWith(
       framework,
-      { concurrency: { limiter, timeoutMs: 60_000 }, key: () => 'k' },
+      { concurrency: { limiter, maxWaitMs: 60_000 }, key: () => 'k' },
       async () => ({
         ok: true,
       }),

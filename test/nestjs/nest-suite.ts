@@ -3,7 +3,7 @@
  * @nestjs/* to that package's Nest 11): on platform-express and platform-fastify, compiled as Nest apps are
  * (experimentalDecorators, emitDecoratorMetadata): the global guard, @RateLimit on controllers and handlers,
  * @SkipRateLimit, key functions of Nest's ExecutionContext, a 429 through Nest's exception layer with the
- * headers and body every sluice adapter sends, exact headers under a ManualClock, bad cost -> 400, a key
+ * headers and body every sluice adapter sends, exact headers under a ManualClock, bad permits -> 400, a key
  * function that throws -> Nest's 500, and sluice method decorators keyed by request inside Nest services.
  */
 import 'reflect-metadata';
@@ -88,13 +88,13 @@ class LimiterController {
     return { ok: true };
   }
 
-  @Get('cost')
+  @Get('permits')
   @RateLimit({
-    algorithm: fixedWindow({ limit: 5, windowMs: 10_000, name: 'cost' }),
+    algorithm: fixedWindow({ limit: 5, windowMs: 10_000, name: 'permits' }),
     key: (ctx: ExecutionContext) => headerOf(ctx, 'x-run'),
-    cost: (ctx: ExecutionContext) => Number(headerOf(ctx, 'x-cost')),
+    permits: (ctx: ExecutionContext) => Number(headerOf(ctx, 'x-permits')),
   })
-  cost() {
+  permits() {
     return { ok: true };
   }
 
@@ -126,7 +126,7 @@ class LimiterController {
   @RateLimit({
     algorithm: tokenBucket({ capacity: 10, refillPerSecond: 0.001, name: 'tokens' }),
     key: (ctx: ExecutionContext) => `tokens-${headerOf(ctx, 'x-run')}`,
-    costAfterResponse: (_ctx: ExecutionContext, res: unknown) =>
+    permitsAfterResponse: (_ctx: ExecutionContext, res: unknown) =>
       (res as { statusCode?: number }).statusCode === 200 ? 3 : 0,
   })
   tokens() {
@@ -204,13 +204,13 @@ export function nestSuite(major: number): void {
       }
     });
 
-    it('an invalid cost is a 400 consuming nothing; a key function that throws reaches Nest as a 500', async () => {
+    it('invalid permits are a 400 consuming nothing; a key function that throws reaches Nest as a 500', async () => {
       const url = await start(platform);
-      const bad = await get(`${url}/limiter/cost`, { 'x-cost': '0.5', 'x-run': platform });
+      const bad = await get(`${url}/limiter/permits`, { 'x-permits': '0.5', 'x-run': platform });
       expect(bad.status).toBe(400);
-      expect(bad.body).toEqual({ error: 'Bad Request', message: "the request's rate-limit cost is invalid" });
-      const ok = await get(`${url}/limiter/cost`, { 'x-cost': '5', 'x-run': platform });
-      expect([ok.status, ok.headers.get('ratelimit')]).toEqual([200, '"cost";r=0;t=7']);
+      expect(bad.body).toEqual({ error: 'Bad Request', message: "the request's rate-limit permits are invalid" });
+      const ok = await get(`${url}/limiter/permits`, { 'x-permits': '5', 'x-run': platform });
+      expect([ok.status, ok.headers.get('ratelimit')]).toEqual([200, '"permits";r=0;t=7']);
       expect((await get(`${url}/limiter/broken`)).status).toBe(500);
     });
 
@@ -227,7 +227,7 @@ export function nestSuite(major: number): void {
       expect((await get(`${url}/limiter/login`, { ...run, 'x-password': 'secret' })).status).toBe(429);
     });
 
-    it("costAfterResponse charges what the platform's response says, after it is sent", async () => {
+    it("permitsAfterResponse charges what the platform's response says, after it is sent", async () => {
       const url = await start(platform);
       const run = { 'x-run': `tokens-${platform}` };
       const remaining = [];
@@ -276,8 +276,8 @@ export function nestSuite(major: number): void {
       expect(() => RateLimit({ limiter: sendLimiter, algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }) })).toThrow(
         /not both/,
       );
-      expect(() => RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), cost: 0 })).toThrow(
-        expect.objectContaining({ argument: 'cost' }),
+      expect(() => RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), permits: 0 })).toThrow(
+        expect.objectContaining({ argument: 'permits' }),
       );
       expect(() =>
         SluiceModule.forRoot({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), headers: 'draft-7' as never }),

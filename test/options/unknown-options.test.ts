@@ -269,6 +269,66 @@ describe('an unknown option is refused by name at every entry point', () => {
     await l.close();
   });
 
+  it('the old name of a wait budget (timeoutMs, now maxWaitMs) is refused by name wherever a call waits', async () => {
+    const l = limiter();
+    const slots = concurrencyLimiter({ max: 1 });
+    const calls = throttle({ limiter: limiter() });
+    const old: Array<[string, () => unknown]> = [
+      ['tryAcquire', () => l.tryAcquire('k', { timeoutMs: 5 } as never)],
+      // acquire waits until it is granted: it never took a wait budget, under either name.
+      ['acquire', () => l.acquire('k', { timeoutMs: 5 } as never)],
+      ['concurrencyLimiter.acquire', () => slots.acquire('k', { timeoutMs: 5 } as never)],
+      ['throttle.run', () => calls.run(() => 1, { timeoutMs: 5 } as never)],
+      ['rateLimit', () => rateLimit({ limiter: l, timeoutMs: 5 } as never)],
+      ['rateLimit concurrency', () => rateLimit({ concurrency: { limiter: slots, timeoutMs: 5 } } as never)],
+      ['rateLimited', () => rateLimited({ limiter: l, timeoutMs: 5 } as never)],
+      ['grpcRateLimit', () => grpcRateLimit({ limiter: l, timeoutMs: 5 } as never)],
+      ['RateLimit (Nest)', () => RateLimit({ algorithm: rule(), timeoutMs: 5 })],
+    ];
+    for (const [entry, call] of old) {
+      const error = await thrown(call);
+      expect(error, entry).toBeInstanceOf(SluiceTypeError);
+      expect((error as SluiceTypeError).argument, entry).toBe('timeoutMs');
+      expect((error as Error).message, entry).toMatch(
+        entry === 'acquire' ? /no option "timeoutMs"/ : /no option "timeoutMs".*maxWaitMs/,
+      );
+    }
+    // Nothing was taken by a refused call: the limiter's 10 permits and the one slot are all there.
+    expect((await l.peek('k')).remaining).toBe(10);
+    expect(slots.waiting('k')).toBe(0);
+    const slot = await slots.tryAcquire('k');
+    expect(slot).toBeDefined();
+    await slot?.release();
+    await Promise.all([l.close(), slots.close(), calls.close()]);
+  });
+
+  it.each([
+    'rateLimit',
+    'fastifyRateLimit',
+    'rateLimitHook',
+    'createEvaluator',
+    'fetchRateLimit',
+    'honoRateLimit',
+    'koaRateLimit',
+    'rateLimitedProcessor',
+    'grpcRateLimit',
+    'SluiceModule.forRoot',
+    'RateLimit',
+  ])("%s: the old names of a request's permits (cost, costAfterResponse) are refused by name", async (entry) => {
+    const { options, call } = ROWS[entry] as Row;
+    const takesAfterResponse = !['rateLimitedProcessor', 'grpcRateLimit'].includes(entry);
+    const old: Options[] = [{ cost: 2 }, ...(takesAfterResponse ? [{ costAfterResponse: () => 1 }] : [])];
+    for (const given of old) {
+      const [name] = Object.keys(given) as [string];
+      const error = await thrown(() => call({ ...options(), ...given }));
+      expect(error, name).toBeInstanceOf(SluiceTypeError);
+      expect((error as SluiceTypeError).argument, name).toBe(name);
+      expect((error as Error).message, name).toMatch(new RegExp(`no option "${name}".*permits`));
+    }
+    // The new names are taken.
+    await call({ ...options(), permits: 2, ...(takesAfterResponse ? { permitsAfterResponse: () => 1 } : {}) });
+  });
+
   it('the table holds every exported function, constructor and static method that takes options', () => {
     const found = [...entriesTakingOptions().keys()];
     const missing = found.filter((name) => !(name in ROWS) && !(name in NOT_TRIED));

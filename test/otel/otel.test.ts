@@ -45,10 +45,10 @@ const SECRET = 'user-4242-secret@example.com';
 let n = 0;
 const prefix = (mode: string) => `otel-${mode}-${++n}`;
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 15_000): Promise<number> {
+async function waitFor(what: string, check: () => Promise<boolean>, maxWaitMs = 15_000): Promise<number> {
   const started = performance.now();
   while (!(await check())) {
-    if (performance.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    if (performance.now() - started > maxWaitMs) throw new Error(`${what}: not within ${maxWaitMs} ms`);
     await new Promise((r) => setTimeout(r, 25));
   }
   return performance.now() - started;

@@ -39,8 +39,8 @@ for (const backend of ['redis', 'memory'] as const) {
         async acquire(permits = 1) {
           events.push(`R${((await limiter.acquire('k', { permits })) / 1000).toFixed(2)}`);
         },
-        async tryWithin(timeoutMs: number, permits = 1) {
-          return (await limiter.tryAcquire('k', { permits, timeoutMs })).allowed;
+        async tryWithin(maxWaitMs: number, permits = 1) {
+          return (await limiter.tryAcquire('k', { permits, maxWaitMs })).allowed;
         },
         sleep(ms: number) {
           events.push(`U${(ms / 1000).toFixed(2)}`);

@@ -503,7 +503,7 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
       const acquired = limiter.acquire('k', { permits: 60 });
       await away;
       // A deadline within the outage: the fail mode's denial comes back, asked again until the deadline.
-      const timed = await limiter.tryAcquire('k', { permits: 60, timeoutMs: 1_200 });
+      const timed = await limiter.tryAcquire('k', { permits: 60, maxWaitMs: 1_200 });
       expect(timed).toMatchObject({ allowed: false, source: 'fallback', retryAfterMs: Infinity });
       resume();
       expect(await acquired).toBeGreaterThan(0);

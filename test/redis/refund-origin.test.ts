@@ -207,13 +207,13 @@ it('leased mode: a fail-mode grant is never given back to the central bucket', a
 });
 
 describe('a request never gives back more than it took', () => {
-  it('costAfterResponse -1001 for a request charged 1: 10 requests in a window of 5 pass 5, the excess is reported', async () => {
+  it('permitsAfterResponse -1001 for a request charged 1: 10 requests in a window of 5 pass 5, the excess is reported', async () => {
     const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 600_000 }) });
     const reported: Error[] = [];
     const server = await startServer('node:http', {
       limiter,
       key: () => 'k',
-      costAfterResponse: () => -1001,
+      permitsAfterResponse: () => -1001,
       onAccountingError: (error: Error) => reported.push(error),
     } as never);
     cleanups.push(() => server.close());
@@ -233,16 +233,16 @@ describe('a request never gives back more than it took', () => {
     expect(burst.filter((d) => d.allowed).length).toBe(5);
   });
 
-  it('skipFailedRequests and a negative costAfterResponse together give back at most the charge', async () => {
+  it('skipFailedRequests and a negative permitsAfterResponse together give back at most the charge', async () => {
     const limiter = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 600_000 }) });
     const server = await startServer(
       'node:http',
       {
         limiter,
         key: () => 'k',
-        cost: 2,
+        permits: 2,
         skipFailedRequests: true,
-        costAfterResponse: () => -2,
+        permitsAfterResponse: () => -2,
         onAccountingError: () => {},
       } as never,
       async () => new Answer(500, {}),

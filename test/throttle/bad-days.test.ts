@@ -94,7 +94,7 @@ describe('the throttle on a bad day', () => {
         },
       });
     });
-    const call = calls.run((ticket) => ticket.decision, { permits: 60, timeoutMs: 60_000 });
+    const call = calls.run((ticket) => ticket.decision, { permits: 60, maxWaitMs: 60_000 });
     expect((await refusedByFallback).retryAfterMs).toBe(Infinity);
     resume();
     const decision = await call;
@@ -111,7 +111,7 @@ describe('the throttle on a bad day', () => {
     const calls = throttle({ limiter });
     cleanups.push(() => calls.close());
     await calls.run(() => undefined);
-    const holder = calls.run(() => 'never', { timeoutMs: 60_000 }).catch((e: { code: string }) => e.code);
+    const holder = calls.run(() => 'never', { maxWaitMs: 60_000 }).catch((e: { code: string }) => e.code);
     const controller = new AbortController();
     const left = new Promise<ThrottleEvent>((resolve) => {
       const stop = observeSluice({

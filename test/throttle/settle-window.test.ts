@@ -4,7 +4,7 @@
  * of 100 (the refund went into the new minute's count). Each window rule (fixedWindow, calendarWindow,
  * slidingWindowCounter, slidingWindowLog), through a throttle's ticket.settle, limiter.refund with the grant's
  * time and the HTTP adapters' after-response settlements (skipFailedRequests, skipSuccessfulRequests,
- * costAfterResponse), on the memory store and on Redis deciding on the same ManualClock. Inside the window the
+ * permitsAfterResponse), on the memory store and on Redis deciding on the same ManualClock. Inside the window the
  * refund still lands.
  */
 import {
@@ -125,7 +125,7 @@ describe.each(['memory', 'redis'] as const)('on the %s store', (kind) => {
       clock.set(line.chargeAt);
       const a = await t.run((ticket) => ticket, { permits: line.charge });
       clock.set(line.otherAt);
-      await t.run(() => undefined, { permits: line.other, timeoutMs: 0 });
+      await t.run(() => undefined, { permits: line.other, maxWaitMs: 0 });
       await a.settle(0);
       clock.set(line.checkAt);
       expect((await limiter.tryAcquire('default', { permits: line.check })).allowed).toBe(false);
@@ -179,7 +179,7 @@ describe.each(['memory', 'redis'] as const)('on the %s store', (kind) => {
   describe.each([
     ['skipFailedRequests', { skipFailedRequests: true }, 500],
     ['skipSuccessfulRequests', { skipSuccessfulRequests: true }, 200],
-    ['costAfterResponse -1', { costAfterResponse: () => -1 }, 200],
+    ['permitsAfterResponse -1', { permitsAfterResponse: () => -1 }, 200],
   ] as const)('HTTP %s', (_label, settlement, status) => {
     it.each(Object.keys(timelines))(
       "a %s window: the request's refund after the boundary goes nowhere",
@@ -190,7 +190,7 @@ describe.each(['memory', 'redis'] as const)('on the %s store', (kind) => {
         const { limiter, settled } = heard(real);
         const server = await startServer(
           'node:http',
-          { limiter, key: () => 'k', cost: line.charge, ...settlement, onAccountingError: () => {} } as never,
+          { limiter, key: () => 'k', permits: line.charge, ...settlement, onAccountingError: () => {} } as never,
           async () => {
             clock.set(line.otherAt);
             expect((await real.tryAcquire('k', { permits: line.other })).allowed).toBe(true);

@@ -41,7 +41,7 @@ async function keyed(): Promise<void> {
         `retryAfter=${ms(d.retryAfterMs)}`,
     );
   }
-  const d = await limiter.tryAcquire('user:alice', { timeoutMs: 1500 });
+  const d = await limiter.tryAcquire('user:alice', { maxWaitMs: 1500 });
   console.log(
     `   alice, willing to wait 1.5 s: ${d.allowed ? 'allowed' : 'denied'} after waiting for a refill ` +
       `(reservation ${ms(d.waitMs)})`,

@@ -4,7 +4,7 @@ import type { RequestView } from '@sluice/core/http';
 import { describeValue, inCall, option, parseOptions, positiveInteger } from '@sluice/core/store-kit';
 
 /**
- * One incoming gRPC call as sluice's key, cost, plan and skip functions see it: its method's full path
+ * One incoming gRPC call as sluice's key, permits, plan and skip functions see it: its method's full path
  * (`/package.Service/Method`), its request metadata, and the peer's address.
  */
 export interface GrpcCall {

@@ -12,11 +12,11 @@ import { type OptionNames, inCall, knownOptions } from '@sluice/core/store-kit';
 import { type GrpcCall, callView } from './call.js';
 import { refusalStatus } from './trailers.js';
 
-/** grpcRateLimit's options: the HTTP adapters' (key, cost, plan, skip, onMissingKey, ...) over a GrpcCall. */
+/** grpcRateLimit's options: the HTTP adapters' (key, permits, plan, skip, onMissingKey, ...) over a GrpcCall. */
 export interface GrpcRateLimitOptions
   extends Omit<
     RateLimitOptions<GrpcCall>,
-    'costAfterResponse' | 'skipFailedRequests' | 'skipSuccessfulRequests' | 'requestWasSuccessful' | 'concurrency'
+    'permitsAfterResponse' | 'skipFailedRequests' | 'skipSuccessfulRequests' | 'requestWasSuccessful' | 'concurrency'
   > {
   /**
    * Which methods are limited: their full paths (`/package.Service/Method`), or a test of the path.
@@ -34,9 +34,9 @@ const GRPC_RATE_LIMIT_OPTIONS: OptionNames<GrpcRateLimitOptions> = {
   onMissingKey: true,
   trustProxy: true,
   proxyHeader: true,
-  cost: true,
+  permits: true,
   headers: true,
-  timeoutMs: true,
+  maxWaitMs: true,
   skip: true,
   plan: true,
   onInvalidInput: true,
@@ -50,7 +50,7 @@ const GRPC_RATE_LIMIT_OPTIONS: OptionNames<GrpcRateLimitOptions> = {
  * call when its metadata arrives, before the handler runs, unary and streaming alike: one decision per call
  * (a stream that ends early is counted once). Allowed: the RateLimit fields go in the response's initial
  * metadata. Refused: RESOURCE_EXHAUSTED with trailing metadata `retry-after` (seconds), `grpc-retry-pushback-ms`
- * (what gRPC's own retry policy obeys) and the RateLimit fields; a key or cost the call cannot give (a
+ * (what gRPC's own retry policy obeys) and the RateLimit fields; a key or permits the call cannot give (a
  * metadata value too long, say): INVALID_ARGUMENT; a key function that throws: INTERNAL with its message.
  * @example
  * ```ts

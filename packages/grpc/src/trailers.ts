@@ -2,13 +2,13 @@ import { Metadata, type StatusObject, status } from '@grpc/grpc-js';
 import type { Decision } from '@sluice/core';
 import { type Verdict, limitedBody } from '@sluice/core/http';
 
-/** A verdict that refuses a call: limited, or a call with no valid key or cost, or one that went away. */
+/** A verdict that refuses a call: limited, or a call with no valid key or permits, or one that went away. */
 export type RefusedVerdict = Extract<Verdict<unknown>, { kind: 'limited' | 'rejected' | 'abandoned' }>;
 
 /**
  * The status a refused call ends with, wherever it is refused (grpcRateLimit, the Nest guard on a gRPC
  * microservice): limited, RESOURCE_EXHAUSTED with the reason in its details and limitTrailers' metadata;
- * a key or cost the call cannot give, or a call that went away while it waited, INVALID_ARGUMENT.
+ * a key or permits the call cannot give, or a call that went away while it waited, INVALID_ARGUMENT.
  * @example
  * const verdict = await evaluate(call, view)
  * if (verdict.kind === 'limited') call.sendStatus(refusalStatus(verdict))

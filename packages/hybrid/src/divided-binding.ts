@@ -423,13 +423,13 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * Gives back what this node granted on the key: to what it drew from the reserve first (at most what it
    * spent of it), the rest to its share of the key (its own state, under its current share).
    */
-  refund(key: string, asked: Permits, grantedAgoMs: number, grant?: GrantSource): void {
+  refund(key: string, asked: Permits, grantedMsAgo: number, grant?: GrantSource): void {
     const permits = permitsOfRule(asked, this.#rule);
     // A grant of the reserve's part held here while Redis was away: back to it, never to the share. What was
     // charged to the reserve already stays charged (a refund never gives the fleet more than it had).
-    if (grant === 'fallback' && this.#outage.refund(key, permits, grantedAgoMs)) return;
-    const rest = permits - (this.#reserve?.refund(key, permits, grantedAgoMs) ?? 0);
-    if (rest > 0 && this.#share.fraction > 0) void this.#bound.refund?.(key, rest, grantedAgoMs);
+    if (grant === 'fallback' && this.#outage.refund(key, permits, grantedMsAgo)) return;
+    const rest = permits - (this.#reserve?.refund(key, permits, grantedMsAgo) ?? 0);
+    if (rest > 0 && this.#share.fraction > 0) void this.#bound.refund?.(key, rest, grantedMsAgo);
   }
 
   /**

@@ -129,12 +129,12 @@ export function spendFromLease(lease: HeldLease, permits: number, now: number): 
 export function refundToLease(
   lease: HeldLease,
   permits: number,
-  grantedAgoMs: number,
+  grantedMsAgo: number,
   windowed: boolean,
   now: number,
 ): number {
   if (now >= lease.expiresAt) return 0;
-  if (windowed && !Number.isNaN(grantedAgoMs) && now - grantedAgoMs < lease.startedAt) return 0;
+  if (windowed && !Number.isNaN(grantedMsAgo) && now - grantedMsAgo < lease.startedAt) return 0;
   const given = Math.min(permits, lease.spent);
   lease.spent -= given;
   lease.available += given;

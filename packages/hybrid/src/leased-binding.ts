@@ -291,8 +291,8 @@ export class LeasedBinding implements BoundStore {
   }
 
   /** Gives back to this node's lease what it spent there, else to the central state (see LeaseControls.refund). */
-  refund(key: string, asked: Permits, grantedAgoMs: number, grant?: GrantSource): void | Promise<void> {
-    return this.#controls.refund(key, permitsOfRule(asked, this.#rule), grantedAgoMs, grant);
+  refund(key: string, asked: Permits, grantedMsAgo: number, grant?: GrantSource): void | Promise<void> {
+    return this.#controls.refund(key, permitsOfRule(asked, this.#rule), grantedMsAgo, grant);
   }
 
   /** Takes from this node's lease, then from the central state past its limit (see LeaseControls.penalize). */

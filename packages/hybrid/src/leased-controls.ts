@@ -70,9 +70,9 @@ export class LeaseControls {
    * it back (one adjust.lua call). A grant the fail mode made goes back to the fail mode's limiter only
    * ('local'; nowhere for 'open'), and one of unknown origin to the fail mode while Redis fails.
    */
-  refund(key: string, permits: number, grantedAgoMs: number, grant: GrantSource | undefined): void | Promise<void> {
+  refund(key: string, permits: number, grantedMsAgo: number, grant: GrantSource | undefined): void | Promise<void> {
     if (grant === 'fallback' || (grant === undefined && !this.#o.health.healthy)) {
-      this.#o.fallback.refund(key, permits, grantedAgoMs);
+      this.#o.fallback.refund(key, permits, grantedMsAgo);
       return;
     }
     const lease = this.#o.leases.get(key);
@@ -82,9 +82,9 @@ export class LeaseControls {
     if (lease === undefined || lease.spent === 0) {
       if (lease !== undefined) lease.emptyUntil = Number.NEGATIVE_INFINITY;
       // Announced by the exact refund when the central state was denying (ExactParts.publishRefund).
-      return this.#o.exact.refund(key, permits, grantedAgoMs, grant);
+      return this.#o.exact.refund(key, permits, grantedMsAgo, grant);
     }
-    refundToLease(lease, permits, grantedAgoMs, this.#o.shape.windowAt !== undefined, now);
+    refundToLease(lease, permits, grantedMsAgo, this.#o.shape.windowAt !== undefined, now);
   }
 
   /**

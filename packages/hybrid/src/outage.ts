@@ -70,9 +70,9 @@ export class Outage {
   }
 
   /** Gives a grant of the part held here back to it: false if there is none (no reserve). */
-  refund(key: string, permits: number, grantedAgoMs: number): boolean {
+  refund(key: string, permits: number, grantedMsAgo: number): boolean {
     if (this.#binding === undefined) return false;
-    this.#binding.refund(key, permits, grantedAgoMs);
+    this.#binding.refund(key, permits, grantedMsAgo);
     return true;
   }
 

@@ -216,10 +216,10 @@ export class Reserve {
   }
 
   /** Gives back to this node's draw on the key what it spent there, up to `permits`; returns what it took back. */
-  refund(key: string, permits: number, grantedAgoMs: number): number {
+  refund(key: string, permits: number, grantedMsAgo: number): number {
     const draw = this.#draws.get(key);
     if (draw === undefined) return 0;
-    return refundToLease(draw, permits, grantedAgoMs, this.#shape.windowAt !== undefined, this.#ctx.clock.now());
+    return refundToLease(draw, permits, grantedMsAgo, this.#shape.windowAt !== undefined, this.#ctx.clock.now());
   }
 
   /**

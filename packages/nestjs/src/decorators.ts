@@ -9,7 +9,7 @@ import { ROUTE_LIMIT_OPTIONS, checkRouteOptions } from './route-options.js';
 /**
  * Limits a controller's routes or one handler: `@RateLimit({ algorithm: fixedWindow({ limit: 10, windowMs:
  * 60_000 }) })`, or `@RateLimit({ limiter })` with a limiter of yours, and/or `concurrency` (requests in
- * flight per key, released when the response ends); `key` and `cost` are functions of
+ * flight per key, released when the response ends); `key` and `permits` are functions of
  * Nest's ExecutionContext. A handler's `@RateLimit` overrides its controller's, which overrides the module's.
  * The options are checked here, when the class is defined: a bad one throws a typed error naming it.
  *

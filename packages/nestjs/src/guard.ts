@@ -54,7 +54,7 @@ function setHeaders(response: HeaderTarget | undefined, headers: readonly [strin
  * on the handler, else on its class, else the module's), decided by the one evaluator every sluice adapter
  * uses. An HTTP request allowed gets the RateLimit headers and runs; limited, the headers and an
  * HttpException(429) carrying the JSON body every adapter sends, through Nest's exception layer (your filters
- * see it); a key or cost the request cannot give is an HttpException(400). GraphQL, WebSocket and
+ * see it); a key or permits the request cannot give is an HttpException(400). GraphQL, WebSocket and
  * microservice calls are refused in their framework's own way (see SluiceModuleOptions.contexts).
  * @example
  * ```ts

@@ -5,9 +5,9 @@ import type { SluiceContexts } from './contexts.js';
 
 /**
  * How a route is limited: a limiter of yours (any mode), or rules the module turns into a limiter of its own
- * (on the module's `store`), and the HTTP options every sluice adapter takes. Key and cost functions get
+ * (on the module's `store`), and the HTTP options every sluice adapter takes. Key and permits functions get
  * Nest's ExecutionContext; `byIp()` and `byRoute()` read the underlying Express or Fastify request. The
- * after-response callbacks (`costAfterResponse`, `requestWasSuccessful`) get the context and the platform's
+ * after-response callbacks (`permitsAfterResponse`, `requestWasSuccessful`) get the context and the platform's
  * response (Express's `res`, Fastify's `reply`).
  */
 export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<ExecutionContext, unknown>, 'limiter'>> {

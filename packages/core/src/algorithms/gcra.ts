@@ -37,7 +37,7 @@ export interface GcraState {
 
 /**
  * The generic cell rate algorithm: one number of state (the theoretical arrival time). Admits what a
- * token bucket of capacity `burst` refilled at `rate` would. A caller that passes `timeoutMs` reserves its
+ * token bucket of capacity `burst` refilled at `rate` would. A caller that passes `maxWaitMs` reserves its
  * slot and waits it out, first come first served.
  *
  * @example

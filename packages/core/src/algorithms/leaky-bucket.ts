@@ -59,11 +59,11 @@ export type LeakyBucketState = LeakyPoliceState | LeakyShapeState;
  * A bucket that leaks at a constant rate. Police mode admits a request while the water it adds fits;
  * shape mode admits it into a queue of `capacity` permits and returns the delay (`waitMs`) after which it
  * leaves, so the output never runs faster than `leakPerSecond`. Shape mode grants only waits up to the
- * caller's `timeoutMs`.
+ * caller's `maxWaitMs`.
  *
  * @example
  * const smooth = leakyBucket({ capacity: 20, leakPerSecond: 5, mode: 'shape' })
- * await limiter.tryAcquire('jobs', { timeoutMs: 4_000 }) // resolves when the request leaves the bucket
+ * await limiter.tryAcquire('jobs', { maxWaitMs: 4_000 }) // resolves when the request leaves the bucket
  */
 export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketState> {
   return inCall('leakyBucket', () => {

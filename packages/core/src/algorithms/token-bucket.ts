@@ -28,7 +28,7 @@ export interface TokenBucketOptions extends RuleOptions {
   initial?: number;
   /**
    * How far below zero a reservation may take the bucket (an integer >= 0). A caller that passes
-   * `timeoutMs` reserves tokens it does not have yet and waits off its own debt, first come first served.
+   * `maxWaitMs` reserves tokens it does not have yet and waits off its own debt, first come first served.
    * 0 disables reservation: waiting callers retry instead.
    * @default capacity
    */

@@ -119,11 +119,11 @@ describe('concurrencyLimiter in one process', () => {
     const clock = new ManualClock(0);
     const limiter = concurrencyLimiter({ max: 1, maxQueue: 2, clock });
     const holder = await limiter.acquire('k');
-    const timedOut = limiter.acquire('k', { timeoutMs: 100 });
+    const timedOut = limiter.acquire('k', { maxWaitMs: 100 });
     const aborted = new AbortController();
     const abortedCall = limiter.acquire('k', { signal: aborted.signal });
     await expect(limiter.acquire('k')).rejects.toMatchObject({ code: 'QUEUE_FULL' });
-    await expect(limiter.acquire('k', { timeoutMs: 0 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(limiter.acquire('k', { maxWaitMs: 0 })).rejects.toMatchObject({ code: 'TIMEOUT' });
     clock.advance(100);
     await expect(timedOut).rejects.toMatchObject({ code: 'TIMEOUT' });
     aborted.abort();
@@ -164,7 +164,7 @@ describe('concurrencyLimiter in one process', () => {
     expect(() => concurrencyLimiter(undefined as never)).toThrow(SluiceTypeError);
     const limiter = concurrencyLimiter({ max: 1 });
     await expect(limiter.acquire('')).rejects.toBeInstanceOf(SluiceRangeError);
-    await expect(limiter.acquire('k', { timeoutMs: -1 })).rejects.toBeInstanceOf(SluiceRangeError);
+    await expect(limiter.acquire('k', { maxWaitMs: -1 })).rejects.toBeInstanceOf(SluiceRangeError);
     await expect(limiter.acquire('k', { signal: 'stop' as never })).rejects.toBeInstanceOf(SluiceTypeError);
     await expect(limiter.run('k', 'job' as never)).rejects.toBeInstanceOf(SluiceTypeError);
     expect(await limiter.tryAcquire('k')).toBeDefined(); // nothing was taken by the refused calls

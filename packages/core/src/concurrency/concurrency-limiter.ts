@@ -62,7 +62,7 @@ export interface ConcurrencyAcquireOptions {
    * if one is free now.
    * @default Infinity
    */
-  timeoutMs?: number;
+  maxWaitMs?: number;
   /** Aborting rejects a waiting call with SluiceError('ABORTED'). */
   signal?: AbortSignal;
   /**
@@ -73,7 +73,7 @@ export interface ConcurrencyAcquireOptions {
   priority?: number;
 }
 
-const ACQUIRE_OPTIONS: OptionNames<ConcurrencyAcquireOptions> = { timeoutMs: true, signal: true, priority: true };
+const ACQUIRE_OPTIONS: OptionNames<ConcurrencyAcquireOptions> = { maxWaitMs: true, signal: true, priority: true };
 
 /** A held slot. */
 export interface Slot {
@@ -283,14 +283,14 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       knownOptions('acquire options', ACQUIRE_OPTIONS, options, false);
-      const timeoutMs =
-        options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+      const maxWaitMs =
+        options?.maxWaitMs === undefined ? Infinity : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
       const signal = optionalSignal(options?.signal);
       const priority = placedPriority(priorityValue('priority', options?.priority), options);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
       const pending = this.#pending.get(key) ?? 0;
-      // A call that will not wait (timeoutMs 0) is no waiter.
-      if (pending >= this.#maxQueue && timeoutMs > 0) {
+      // A call that will not wait (maxWaitMs 0) is no waiter.
+      if (pending >= this.#maxQueue && maxWaitMs > 0) {
         throw new SluiceError(
           'QUEUE_FULL',
           `${pending} callers already wait for ${JSON.stringify(key)} (maxQueue ${this.#maxQueue})`,
@@ -298,7 +298,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       }
       this.#pending.set(key, pending + 1);
       try {
-        return await this.#take(key, timeoutMs, signal, priority);
+        return await this.#take(key, maxWaitMs, signal, priority);
       } finally {
         const left = (this.#pending.get(key) ?? 1) - 1;
         if (left === 0) this.#pending.delete(key);
@@ -309,11 +309,11 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     }
   }
 
-  async #take(key: string, timeoutMs: number, signal: AbortSignal | undefined, priority: number): Promise<Slot> {
+  async #take(key: string, maxWaitMs: number, signal: AbortSignal | undefined, priority: number): Promise<Slot> {
     const ticket = newTicket();
     const notices = this.#freedNotices;
     const startedAt = this.#clock.now();
-    const attempt = await this.#binding.attempt(key, ticket, timeoutMs > 0, priority);
+    const attempt = await this.#binding.attempt(key, ticket, maxWaitMs > 0, priority);
     // Aborted while the first attempt was out (no listener was attached yet): the slot or the place it got
     // goes back at once, and the caller is told, never queued ahead of live waiters.
     if (signal?.aborted === true) {
@@ -327,13 +327,13 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
         'STORE_UNAVAILABLE',
         `no slot for ${JSON.stringify(key)}: the store is away and its fail mode refuses`,
       );
-    if (timeoutMs === 0) throw new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} was free (timeoutMs 0)`);
+    if (maxWaitMs === 0) throw new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} was free (maxWaitMs 0)`);
     if (this.#closed) {
       void Promise.resolve(this.#binding.leave(key, ticket)).catch(() => {});
       throw new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting');
     }
     // The timeout counts from the call, the first attempt included.
-    const left = Math.max(1, timeoutMs - (this.#clock.now() - startedAt));
+    const left = Math.max(1, maxWaitMs - (this.#clock.now() - startedAt));
     const slot = this.#wait(key, ticket, priority, left, signal, attempt.retryInMs);
     // A slot freed while this caller was being queued was told to nobody: try again now.
     if (this.#freedNotices !== notices) void this.#wake(key);
@@ -374,7 +374,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
     key: string,
     ticket: string,
     priority: number,
-    timeoutMs: number,
+    maxWaitMs: number,
     signal: AbortSignal | undefined,
     retryInMs: number | undefined,
   ): Promise<Slot> {
@@ -386,10 +386,10 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       const behind = queue.findIndex((w) => w.priority < priority);
       queue.splice(behind === -1 ? queue.length : behind, 0, waiter);
       const giveUp = (error: SluiceError): void => this.#giveUp(waiter, error);
-      if (timeoutMs !== Infinity) {
-        this.#sleep(timeoutMs, waiter.done.signal).then(
+      if (maxWaitMs !== Infinity) {
+        this.#sleep(maxWaitMs, waiter.done.signal).then(
           () =>
-            giveUp(new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} came free within ${timeoutMs} ms`)),
+            giveUp(new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} came free within ${maxWaitMs} ms`)),
           () => {},
         );
       }
@@ -589,7 +589,7 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
  *
  * @example
  * const llm = concurrencyLimiter({ max: 4 })
- * const answer = await llm.run(`tenant:${id}`, (slot) => callModel(prompt, { signal: slot.signal }), { timeoutMs: 10_000 })
+ * const answer = await llm.run(`tenant:${id}`, (slot) => callModel(prompt, { signal: slot.signal }), { maxWaitMs: 10_000 })
  */
 export function concurrencyLimiter(options: ConcurrencyLimiterOptions): ConcurrencyLimiter {
   return inCall('concurrencyLimiter', () => {

@@ -125,7 +125,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1_000 }), clock });
     await limiter.block('k', 3_600_000);
-    expect(await limiter.tryAcquire('k', { timeoutMs: 7_200_000 })).toMatchObject({ allowed: false, blocked: true });
+    expect(await limiter.tryAcquire('k', { maxWaitMs: 7_200_000 })).toMatchObject({ allowed: false, blocked: true });
     expect(clock.pendingSleeps).toBe(0);
     await expect(limiter.acquire('k')).rejects.toMatchObject({ code: 'NEVER_ALLOWED' });
   });

@@ -18,7 +18,7 @@ import type {
 export const TRY_ACQUIRE_OPTIONS: OptionNames<TryAcquireOptions> = {
   plan: true,
   permits: true,
-  timeoutMs: true,
+  maxWaitMs: true,
   signal: true,
   address: true,
 };

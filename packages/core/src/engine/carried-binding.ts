@@ -91,9 +91,9 @@ export class CarriedBinding implements BoundStore, StateAccess {
     this.#clock = clock;
     const { refund, penalize, block, unblock, explicitBan } = inner;
     if (refund !== undefined)
-      this.refund = (key, permits, grantedAgoMs, grant) => {
+      this.refund = (key, permits, grantedMsAgo, grant) => {
         this.#carry(key);
-        return refund.call(inner, key, permits, grantedAgoMs, grant);
+        return refund.call(inner, key, permits, grantedMsAgo, grant);
       };
     if (penalize !== undefined)
       this.penalize = (key, permits) => {

@@ -48,7 +48,7 @@ export interface CommonLimiterOptions {
   /**
    * A dry run before enforcing (Envoy's shadow mode): every request is allowed; one the rules would have
    * denied comes back with `shadowed: true` and the denial's numbers, and consumes nothing, exactly like a
-   * denial. Nothing waits in shadow mode: a request is decided at once (a `timeoutMs` is not waited out), so
+   * denial. Nothing waits in shadow mode: a request is decided at once (a `maxWaitMs` is not waited out), so
    * turning it on never adds latency. HTTP adapters send the headers they would have sent, never a 429.
    * @default false
    */

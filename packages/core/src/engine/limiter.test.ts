@@ -49,7 +49,7 @@ describe('createLimiter', () => {
     ];
     for (const algorithm of rules) {
       const limiter = createLimiter({ rules: algorithm, clock });
-      const d = await limiter.tryAcquire('k', { permits: algorithm.limit + 1, timeoutMs: 60_000 });
+      const d = await limiter.tryAcquire('k', { permits: algorithm.limit + 1, maxWaitMs: 60_000 });
       if (!algorithm.refundable) {
         // Guava's prepay (the rules that cannot refund): any size is granted now, and the next caller pays.
         expect(d.allowed, algorithm.kind).toBe(true);
@@ -63,12 +63,12 @@ describe('createLimiter', () => {
     }
   });
 
-  it('timeoutMs: a denied request sleeps exactly retryAfterMs, then succeeds', async () => {
+  it('maxWaitMs: a denied request sleeps exactly retryAfterMs, then succeeds', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), clock, retryJitterMs: 0 });
     await limiter.tryAcquire('k');
     clock.advance(400);
-    const pending = limiter.tryAcquire('k', { timeoutMs: 600 });
+    const pending = limiter.tryAcquire('k', { maxWaitMs: 600 });
     await Promise.resolve();
     expect(clock.pendingSleeps).toBe(1);
     clock.advance(599);
@@ -77,25 +77,25 @@ describe('createLimiter', () => {
     expect(await pending).toMatchObject({ allowed: true });
   });
 
-  it('timeoutMs: gives up at once when the deadline cannot be met', async () => {
+  it('maxWaitMs: gives up at once when the deadline cannot be met', async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), clock });
     await limiter.tryAcquire('k');
-    const d = await limiter.tryAcquire('k', { timeoutMs: 999 });
+    const d = await limiter.tryAcquire('k', { maxWaitMs: 999 });
     expect(d).toMatchObject({ allowed: false, retryAfterMs: 1000 });
     expect(clock.now()).toBe(0);
   });
 
-  it('timeoutMs with a reserving rule: the reservation is granted and sat out, first come first served', async () => {
+  it('maxWaitMs with a reserving rule: the reservation is granted and sat out, first come first served', async () => {
     const clock = new ManualClock(0, { autoAdvance: true });
     const limiter = createLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 10 }), clock });
     await limiter.tryAcquire('k');
-    const d = await limiter.tryAcquire('k', { timeoutMs: 500 });
+    const d = await limiter.tryAcquire('k', { maxWaitMs: 500 });
     expect(d).toMatchObject({ allowed: true, waitMs: 100 });
     expect(clock.now()).toBe(100);
     // Queue three more reservations: 100 ms apart each, whoever waits.
     const waits = [];
-    for (let i = 0; i < 3; i++) waits.push((await limiter.tryAcquire('k', { timeoutMs: 150 })).waitMs);
+    for (let i = 0; i < 3; i++) waits.push((await limiter.tryAcquire('k', { maxWaitMs: 150 })).waitMs);
     expect(waits).toEqual([100, 100, 100]);
   });
 
@@ -110,10 +110,10 @@ describe('createLimiter', () => {
     const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), clock });
     await limiter.tryAcquire('k');
     const controller = new AbortController();
-    const waiting = limiter.tryAcquire('k', { timeoutMs: 5_000, signal: controller.signal });
+    const waiting = limiter.tryAcquire('k', { maxWaitMs: 5_000, signal: controller.signal });
     controller.abort(new Error('client went away'));
     await expect(waiting).rejects.toMatchObject({ code: 'ABORTED' });
-    await expect(limiter.tryAcquire('k', { timeoutMs: 1, signal: controller.signal })).rejects.toBeInstanceOf(
+    await expect(limiter.tryAcquire('k', { maxWaitMs: 1, signal: controller.signal })).rejects.toBeInstanceOf(
       SluiceError,
     );
     const closing = limiter.acquire('k');

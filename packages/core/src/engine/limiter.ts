@@ -76,7 +76,7 @@ export interface TryAcquireOptions extends PlanOption {
    * request can succeed. 0 decides at once.
    * @default 0
    */
-  timeoutMs?: number | undefined;
+  maxWaitMs?: number | undefined;
   /** Aborting rejects a waiting call with SluiceError('ABORTED'). */
   signal?: AbortSignal | undefined;
   /**
@@ -160,7 +160,7 @@ export interface OverridesPage {
 
 /** A rate limiter bound to a store: the same interface for local, exact (Redis), leased and divided modes. */
 export interface Limiter {
-  /** Decides `permits` for `key`, waiting at most `timeoutMs`. Resolves to the Decision; never rejects for being limited. */
+  /** Decides `permits` for `key`, waiting at most `maxWaitMs`. Resolves to the Decision; never rejects for being limited. */
   tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision>;
   /**
    * Waits until `permits` are granted; resolves to the ms waited. Rejects only on abort, close or a request that
@@ -703,7 +703,7 @@ class StoreLimiter implements Limiter {
       return this.#listedOr(key, undefined, note) ?? this.#decideNow(this.#default, key, 1, note);
     knownOptions('tryAcquire options', TRY_ACQUIRE_OPTIONS, options, false);
     const permits = permitsOption(options?.permits);
-    const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const maxWaitMs = options?.maxWaitMs === undefined ? 0 : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
     const signal = optionalSignal(options?.signal);
     if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
     const listed = this.#listedOr(key, addressOption(options?.address), note);
@@ -712,8 +712,8 @@ class StoreLimiter implements Limiter {
     // must register its sleep without delay. Only an async plan resolver is waited for.
     const ask: Ask = { key, permits, note };
     const found = this.#binding(key, options?.plan);
-    if (found instanceof Promise) return found.then((binding) => this.#decide(binding, ask, timeoutMs, signal));
-    return this.#decide(found, ask, timeoutMs, signal);
+    if (found instanceof Promise) return found.then((binding) => this.#decide(binding, ask, maxWaitMs, signal));
+    return this.#decide(found, ask, maxWaitMs, signal);
   }
 
   /**
@@ -786,12 +786,12 @@ class StoreLimiter implements Limiter {
   #decide(
     binding: Binding,
     ask: Ask,
-    timeoutMs: number,
+    maxWaitMs: number,
     signal: AbortSignal | undefined,
   ): Decision | Promise<Decision> {
     if (typeof ask.permits !== 'number') checkCostNames(ask.permits, this.#rulesOf(binding));
-    if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
-    return this.#wait(binding, ask, timeoutMs, signal);
+    if (maxWaitMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
+    return this.#wait(binding, ask, maxWaitMs, signal);
   }
 
   /** One decision with no wait; in shadow mode a denial comes back allowed, marked shadowed. */
@@ -874,9 +874,9 @@ class StoreLimiter implements Limiter {
    * never polling, and gives up as soon as the deadline cannot be met. A blocked key is not waited out: a
    * ban is a refusal, not a queue.
    */
-  async #wait(binding: Binding, ask: Ask, timeoutMs: number, signal: AbortSignal | undefined): Promise<Decision> {
+  async #wait(binding: Binding, ask: Ask, maxWaitMs: number, signal: AbortSignal | undefined): Promise<Decision> {
     const { key, permits, note } = ask;
-    const deadline = this.#clock.now() + timeoutMs;
+    const deadline = this.#clock.now() + maxWaitMs;
     const abort = signal === undefined ? this.#closing.signal : AbortSignal.any([signal, this.#closing.signal]);
     for (;;) {
       const now = this.#clock.now();

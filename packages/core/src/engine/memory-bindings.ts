@@ -46,7 +46,7 @@ export abstract class MemoryBinding implements BoundStore, StateAccess {
   abstract consume(key: string, permits: Permits, maxWaitMs: number): Decision;
   abstract peek(key: string): Decision;
   abstract reset(key: string): void;
-  abstract refund(key: string, permits: Permits, grantedAgoMs: number): void;
+  abstract refund(key: string, permits: Permits, grantedMsAgo: number): void;
   abstract penalize(key: string, permits: Permits): void;
   abstract take(key: string): readonly unknown[] | undefined;
   abstract seed(key: string, states: readonly unknown[], nowMs: number): void;
@@ -98,7 +98,7 @@ abstract class KeyCellBinding extends MemoryBinding {
     this.bans.delete(key);
   }
 
-  refund(key: string, permits: Permits, grantedAgoMs: number): void {
+  refund(key: string, permits: Permits, grantedMsAgo: number): void {
     const cell = this.cells.get(key);
     if (cell === undefined) return;
     const now = this.time.clock.now();
@@ -106,7 +106,7 @@ abstract class KeyCellBinding extends MemoryBinding {
       this.cells,
       key,
       cell,
-      this.refunded(cell.state, now, permits, grantedAt(now, grantedAgoMs)),
+      this.refunded(cell.state, now, permits, grantedAt(now, grantedMsAgo)),
       this.keeper,
     );
   }

@@ -295,8 +295,8 @@ export class Bans {
   }
 }
 
-/** A grant time `grantedAgoMs` before `now` (NaN stays NaN: unknown). */
-export const grantedAt = (now: number, grantedAgoMs: number): number => now - grantedAgoMs;
+/** A grant time `grantedMsAgo` before `now` (NaN stays NaN: unknown). */
+export const grantedAt = (now: number, grantedMsAgo: number): number => now - grantedMsAgo;
 
 /** A peek's decision: it took nothing, so the permit it probed with is still there. */
 export function withPeekedPermit(d: Decision): Decision {

@@ -122,10 +122,10 @@ export class IdentityBinding extends MemoryBinding {
   }
 
   /** The key's own rules only: a shared rule's permits are every key's. */
-  refund(key: string, permits: Permits, grantedAgoMs: number): void {
+  refund(key: string, permits: Permits, grantedMsAgo: number): void {
     const keys = this.#cellKeys(key);
     const now = this.time.clock.now();
-    const at = grantedAt(now, grantedAgoMs);
+    const at = grantedAt(now, grantedMsAgo);
     this.#rules.forEach((rule, r) => {
       const k = keys[r] as string;
       const cell = this.cells.get(k);

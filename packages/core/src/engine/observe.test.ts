@@ -52,7 +52,7 @@ describe('observeSluice', () => {
     const seen = recorder();
     const limiter = createLimiter({ rules: tokenBucket({ capacity: 1, refillPerSecond: 50 }) });
     await limiter.tryAcquire('k');
-    const d = await limiter.tryAcquire('k', { timeoutMs: 1_000 });
+    const d = await limiter.tryAcquire('k', { maxWaitMs: 1_000 });
     expect(d.allowed).toBe(true);
     expect(seen).toHaveLength(2);
     expect(seen[1]?.durationMs).toBeGreaterThanOrEqual(10);

@@ -39,7 +39,7 @@ describe('shadow mode', () => {
         for (const step of steps) {
           clock.advance(step.advanceMs);
           const enforced = await enforcing.tryAcquire(step.key, { permits: step.permits });
-          const dry = await shadow.tryAcquire(step.key, { permits: step.permits, timeoutMs: 5_000 });
+          const dry = await shadow.tryAcquire(step.key, { permits: step.permits, maxWaitMs: 5_000 });
           expect(dry.allowed).toBe(true);
           expect(dry.shadowed === true).toBe(!enforced.allowed);
           // Same numbers as enforcement (a shadowed request is the denial, let through).

@@ -207,13 +207,13 @@ export interface BoundStore {
   reset(key: string): void | Promise<void>;
   /**
    * Gives back up to `permits` (each rule's own count, when given so) to each rule counted against `key` itself (rules shared with other keys keep
-   * theirs), never beyond a fresh state; atomic per key. `grantedAgoMs` is how long ago the grant was asked
+   * theirs), never beyond a fresh state; atomic per key. `grantedMsAgo` is how long ago the grant was asked
    * for (NaN: unknown): a window rule gives back only from the window it was counted in. `grant` says where
    * the grant was made: `'fallback'` (a fail mode: only its own state, if it keeps one, takes it back),
    * `'store'` (the store's backend: never the fail mode's state, even while the backend is away), or
    * undefined when not known (wherever the store decides now).
    */
-  refund?(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): void | Promise<void>;
+  refund?(key: string, permits: Permits, grantedMsAgo: number, grant?: GrantSource): void | Promise<void>;
   /**
    * Takes `permits` from every rule the key is counted against (each rule's own count, when given so), past
    * the limit if need be; atomic per key.

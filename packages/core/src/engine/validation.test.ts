@@ -208,11 +208,11 @@ describe('bad input to a limiter leaves its state untouched', () => {
     );
   });
 
-  it('bad timeoutMs and options are typed errors, nothing consumed', async () => {
+  it('bad maxWaitMs and options are typed errors, nothing consumed', async () => {
     const { limiter, before } = await setup();
-    for (const timeoutMs of [NaN, -1, '5']) {
-      await expect(limiter.tryAcquire('k', { timeoutMs: timeoutMs as number })).rejects.toMatchObject({
-        argument: 'timeoutMs',
+    for (const maxWaitMs of [NaN, -1, '5']) {
+      await expect(limiter.tryAcquire('k', { maxWaitMs: maxWaitMs as number })).rejects.toMatchObject({
+        argument: 'maxWaitMs',
       });
     }
     await expect(limiter.tryAcquire('k', 5 as never)).rejects.toBeInstanceOf(SluiceTypeError);
@@ -232,7 +232,7 @@ describe('clock and signal options (found by the hostile-input suite)', () => {
 
   it('a signal that is not an AbortSignal is a typed error, and consumes nothing', async () => {
     const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 60_000 }) });
-    await expect(limiter.tryAcquire('k', { signal: 0 as never, timeoutMs: 5 })).rejects.toThrow(
+    await expect(limiter.tryAcquire('k', { signal: 0 as never, maxWaitMs: 5 })).rejects.toThrow(
       /signal must be an AbortSignal, got 0/,
     );
     await expect(limiter.acquire('k', { signal: {} as never })).rejects.toThrow(SluiceTypeError);

@@ -76,7 +76,7 @@ export interface Decision {
 }
 
 /**
- * How often a waiting call (`acquire`, `tryAcquire` with `timeoutMs`, a throttle's `run`) asks again when the
+ * How often a waiting call (`acquire`, `tryAcquire` with `maxWaitMs`, a throttle's `run`) asks again when the
  * store's fail mode, deciding while Redis is away, can never grant its permits under the fail mode's share of
  * a limit: never while Redis is away is not never, so the call waits for Redis (or for its deadline).
  */

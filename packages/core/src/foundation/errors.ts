@@ -4,7 +4,7 @@ import type { Decision } from './decision.js';
 export type SluiceErrorCode =
   /** The caller's AbortSignal fired while the call was waiting. */
   | 'ABORTED'
-  /** A concurrency limiter's acquire waited its whole timeoutMs without a slot coming free. */
+  /** A concurrency limiter's acquire waited its whole maxWaitMs without a slot coming free. */
   | 'TIMEOUT'
   /** A concurrency limiter's queue for the key already holds `maxQueue` waiting callers. */
   | 'QUEUE_FULL'

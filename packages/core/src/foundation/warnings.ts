@@ -9,7 +9,7 @@ import { describe } from './validate.js';
 export const WARNINGS = {
   /** A callback of yours (onDecision, an event listener, an observer) threw; sluice went on. */
   SLUICE_CALLBACK_ERROR: "Listen to 'callback-error' on the store or limiter to handle these errors yourself.",
-  /** Post-response accounting (skipSuccessfulRequests, costAfterResponse) could not refund or penalize. */
+  /** Post-response accounting (skipSuccessfulRequests, permitsAfterResponse) could not refund or penalize. */
   SLUICE_ACCOUNTING_FAILED: 'Pass onAccountingError to the middleware to see each failure.',
   /** A store's start-up check found it cannot work with this Redis (a missing permission, a client of the wrong mode). */
   SLUICE_STORE_MISCONFIGURED:

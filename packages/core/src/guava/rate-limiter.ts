@@ -186,18 +186,18 @@ export class RateLimiter {
   }
 
   /**
-   * Takes `permits` if they can be had within `timeoutMs` (a negative timeout counts as 0, as in Guava),
+   * Takes `permits` if they can be had within `maxWaitMs` (a negative wait counts as 0, as in Guava),
    * sleeping the wait; resolves to false at once otherwise.
    */
-  async tryAcquireWithin(timeoutMs: number, permits?: number, signal?: AbortSignal): Promise<boolean> {
+  async tryAcquireWithin(maxWaitMs: number, permits?: number, signal?: AbortSignal): Promise<boolean> {
     try {
-      if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs)) {
-        throw new SluiceRangeError('timeoutMs', timeoutMs, `timeoutMs must be a number, got ${describe(timeoutMs)}`);
+      if (typeof maxWaitMs !== 'number' || Number.isNaN(maxWaitMs)) {
+        throw new SluiceRangeError('maxWaitMs', maxWaitMs, `maxWaitMs must be a number, got ${describe(maxWaitMs)}`);
       }
       const p = permits === undefined ? 1 : positiveInteger('permits', permits);
       throwIfAborted(signal);
       const now = this.#now();
-      if (this.#nextFreeMs - Math.max(timeoutMs, 0) > now) return false;
+      if (this.#nextFreeMs - Math.max(maxWaitMs, 0) > now) return false;
       await this.#sleep(this.#reserveAt(p, now), signal);
       return true;
     } catch (error) {

@@ -21,14 +21,14 @@ export interface ThrottleFetchOptions extends ThrottleRunOptions {
 export const RUN_OPTIONS: OptionNames<ThrottleRunOptions> = {
   key: true,
   permits: true,
-  timeoutMs: true,
+  maxWaitMs: true,
   signal: true,
   priority: true,
 };
 
 const FETCH_OPTIONS: OptionNames<ThrottleFetchOptions> = { ...RUN_OPTIONS, onResponse: true };
 
-/** `throttle.fetch`'s init: fetch's own, and the call's throttle options (its key, permits, timeout, priority). */
+/** `throttle.fetch`'s init: fetch's own, and the call's throttle options (its key, permits, maxWaitMs, priority). */
 export interface ThrottleFetchInit extends RequestInit {
   throttle?: ThrottleFetchOptions;
 }

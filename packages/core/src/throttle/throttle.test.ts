@@ -184,7 +184,7 @@ describe('throttle on the memory store', () => {
     await expect(t.run(fn, { priority: 1.5 })).rejects.toMatchObject({ argument: 'priority' });
     await expect(t.run(fn, { priority: 5_000 })).rejects.toMatchObject({ argument: 'priority' });
     await expect(t.run(fn, { key: '' })).rejects.toMatchObject({ argument: 'key' });
-    await expect(t.run(fn, { timeoutMs: -1 })).rejects.toMatchObject({ argument: 'timeoutMs' });
+    await expect(t.run(fn, { maxWaitMs: -1 })).rejects.toMatchObject({ argument: 'maxWaitMs' });
     await expect(t.run('call' as unknown as () => void)).rejects.toMatchObject({ argument: 'fn' });
     await expect(t.pause(0)).rejects.toMatchObject({ argument: 'ms' });
     await expect(t.pause(Number.NaN)).rejects.toMatchObject({ argument: 'ms' });
@@ -235,7 +235,7 @@ describe('throttle on the memory store', () => {
     await expect(queued).rejects.toMatchObject({ code: 'ABORTED' });
     expect(t.queued()).toBe(1);
     // Behind the holder for its turn: its timeout passes first.
-    const late = t.run(() => 'late', { timeoutMs: 500 });
+    const late = t.run(() => 'late', { maxWaitMs: 500 });
     await settle();
     clock.advance(500);
     await expect(late).rejects.toMatchObject({ code: 'TIMEOUT' });

@@ -43,7 +43,7 @@ export interface ThrottleRunOptions {
    * cannot be met, the call rejects with SluiceError('TIMEOUT') having consumed nothing.
    * @default Infinity
    */
-  timeoutMs?: number;
+  maxWaitMs?: number;
   /** Aborting leaves the queue at once: the call rejects with SluiceError('ABORTED'), having consumed nothing. */
   signal?: AbortSignal;
   /**
@@ -184,12 +184,12 @@ class FleetThrottle implements Throttle {
       const key = options?.key === undefined ? this.key : rateLimitKey(options.key, DEFAULT_MAX_KEY_LENGTH);
       const permits = permitsOption(options?.permits);
       checkCostNames(permits, this.limiter.rules);
-      const timeoutMs =
-        options?.timeoutMs === undefined ? Infinity : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+      const maxWaitMs =
+        options?.maxWaitMs === undefined ? Infinity : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
       const signal = optionalSignal(options?.signal);
       const priority = priorityValue('priority', options?.priority);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-      ticket = await this.#admit(key, permits, timeoutMs, signal, priority, keepsPlace(options));
+      ticket = await this.#admit(key, permits, maxWaitMs, signal, priority, keepsPlace(options));
     } catch (error) {
       throw callerNamed('run', error);
     }
@@ -201,13 +201,13 @@ class FleetThrottle implements Throttle {
   async #admit(
     key: string,
     permits: Permits,
-    timeoutMs: number,
+    maxWaitMs: number,
     signal: AbortSignal | undefined,
     priority: number,
     placed: boolean,
   ): Promise<ThrottleTicket> {
     const startedAt = this.#clock.now();
-    const deadline = startedAt + timeoutMs;
+    const deadline = startedAt + maxWaitMs;
     const queued = (this.#waiting.get(key) ?? 0) + 1;
     if (queued > this.#options.maxQueue) {
       this.#report({ type: 'left', key, reason: 'queue_full', waitedMs: 0, queued: queued - 1 });
@@ -226,7 +226,7 @@ class FleetThrottle implements Throttle {
     try {
       // A call sent again (throttle.fetch after a 429) waits ahead of the calls that came after it.
       const turnOptions: ConcurrencyAcquireOptions & KeepsPlace = {
-        timeoutMs,
+        maxWaitMs,
         signal: stop,
         priority,
         [KEEPS_PLACE]: placed,
@@ -323,7 +323,7 @@ class FleetThrottle implements Throttle {
   /** Sleeps `ms`, or rejects at once when that would pass the deadline (waiting could not end in time). */
   async #sleep(ms: number, deadline: number, stop: AbortSignal, why: string): Promise<void> {
     if (this.#clock.now() + ms > deadline)
-      throw new SluiceError('TIMEOUT', `the call cannot start within its timeoutMs: ${why}`);
+      throw new SluiceError('TIMEOUT', `the call cannot start within its maxWaitMs: ${why}`);
     try {
       await (this.#clock.sleep ? this.#clock.sleep(ms, stop) : timerSleep(ms, stop));
     } catch {
@@ -399,7 +399,7 @@ function hasSemaphores(store: object): boolean {
  *   const reply = await callModel(prompt)
  *   await ticket.settle({ rpm: 1, tpm: reply.usage.total_tokens }) // the estimate was 1,200
  *   return reply
- * }, { permits: { rpm: 1, tpm: 1_200 }, timeoutMs: 30_000 })
+ * }, { permits: { rpm: 1, tpm: 1_200 }, maxWaitMs: 30_000 })
  */
 export function throttle(options: ThrottleOptions): Throttle {
   return inCall('throttle', () => new FleetThrottle(options));

@@ -88,14 +88,14 @@ export class RedisControls {
    * is announced as a reset is: a denial another node cached may now be a grant. Any other refund is not (no
    * node can hold a denial of a key that grants), so a refund per request costs no message per request.
    */
-  async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+  async refund(key: string, permits: Permits, grantedMsAgo: number, grant?: GrantSource): Promise<void> {
     const own = this.#o.rules.filter((rule) => rule.key === undefined);
     if (own.length === 0) return;
     const { fallback, health } = this.#o;
-    const granted = Number.isNaN(grantedAgoMs) ? undefined : { agoMs: grantedAgoMs };
+    const granted = Number.isNaN(grantedMsAgo) ? undefined : { agoMs: grantedMsAgo };
     if (grant === 'fallback') {
       // What Redis was charged with since (see settleFallback) goes back there too, while it answers.
-      const uncharged = fallback.refund(key, permits, grantedAgoMs);
+      const uncharged = fallback.refund(key, permits, grantedMsAgo);
       const charged: Permits = Object.fromEntries(
         own.map((rule) => [rule.name, permitsOfRule(permits, rule) - permitsOfRule(uncharged, rule)]),
       );
@@ -117,7 +117,7 @@ export class RedisControls {
       await this.#onRedis(key, 'refund', this.#stateKey(own[0] as Algorithm, key), onRedis);
       return;
     }
-    await this.#control(key, 'refund', () => fallback.refund(key, permits, grantedAgoMs), onRedis);
+    await this.#control(key, 'refund', () => fallback.refund(key, permits, grantedMsAgo), onRedis);
   }
 
   /**

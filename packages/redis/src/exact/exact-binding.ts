@@ -353,11 +353,11 @@ export class ExactBinding implements BoundStore {
   }
 
   /** Gives back where the grant was counted (see RedisControls.refund). */
-  async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
+  async refund(key: string, permits: Permits, grantedMsAgo: number, grant?: GrantSource): Promise<void> {
     if (this.#readingIo !== undefined) await this.#readingIo;
     // A denial cached here may have become a grant.
     this.#denials?.forgetHere(key);
-    return this.#controls.refund(key, permits, grantedAgoMs, grant);
+    return this.#controls.refund(key, permits, grantedMsAgo, grant);
   }
 
   async penalize(key: string, permits: Permits): Promise<void> {

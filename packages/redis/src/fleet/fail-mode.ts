@@ -151,7 +151,7 @@ export interface FallbackBinding {
    * permits Redis was never charged with (per rule when they were per-rule costs); the rest went to Redis when
    * it answered again (takeCharges).
    */
-  refund(key: string, permits: Permits, grantedAgoMs: number): Permits;
+  refund(key: string, permits: Permits, grantedMsAgo: number): Permits;
   /**
    * 'local': per key, what the fail mode's grants while Redis was away still weigh on its state (the permits
    * granted, refunds taken off, but no more than the local state shows spent now: grants a bucket refilled or
@@ -237,8 +237,8 @@ class LocalFallback implements FallbackBinding {
     return fromFallback(decision);
   }
 
-  refund(key: string, permits: Permits, grantedAgoMs: number): Permits {
-    void this.bound.refund?.(key, permits, grantedAgoMs);
+  refund(key: string, permits: Permits, grantedMsAgo: number): Permits {
+    void this.bound.refund?.(key, permits, grantedMsAgo);
     const charged = this.#charges.get(key);
     const asked = this.#counts(permits);
     const uncharged = asked.map((count, r) => Math.min(charged?.[r] ?? 0, count));

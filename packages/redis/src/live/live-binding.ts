@@ -191,8 +191,8 @@ export class LiveBinding implements BoundStore, SharedRules {
     await this.#controlled(key, (binding) => binding.reset(key));
   }
 
-  async refund(key: string, permits: Permits, grantedAgoMs: number, grant?: GrantSource): Promise<void> {
-    await this.#controlled(key, (binding) => binding.refund?.(key, permits, grantedAgoMs, grant));
+  async refund(key: string, permits: Permits, grantedMsAgo: number, grant?: GrantSource): Promise<void> {
+    await this.#controlled(key, (binding) => binding.refund?.(key, permits, grantedMsAgo, grant));
   }
 
   async penalize(key: string, permits: Permits): Promise<void> {

@@ -40,8 +40,8 @@ export interface BullmqRateLimitOptions<J extends JobLike> {
    * @default the queue's name: one limit for the queue
    */
   key?: (job: J) => string;
-  /** Permits the job costs: a number, each rule's count (`{ rpm: 1, tpm: 1200 }`), or a function of the job. @default 1 */
-  cost?: Permits | ((job: J) => Permits);
+  /** Permits the job takes: a number, each rule's count (`{ rpm: 1, tpm: 1200 }`), or a function of the job. @default 1 */
+  permits?: Permits | ((job: J) => Permits);
   /** The plan the job is decided under, for a limiter with plans. */
   plan?: (job: J) => string | undefined;
   /** Jobs for which this returns true run without a decision. */
@@ -54,7 +54,7 @@ const BULLMQ_OPTIONS: OptionNames<BullmqRateLimitOptions<JobLike>> = {
   limiter: true,
   queue: true,
   key: true,
-  cost: true,
+  permits: true,
   plan: true,
   skip: true,
   onLimited: true,
@@ -92,8 +92,8 @@ function ownRefusal(limiter: Limiter, decision: Decision, planName: string | und
  * (`queue.rateLimit`, which every worker of the queue obeys) and the job goes back to the head of the wait
  * list by BullMQ's manual rate limit. A refusal by the store's fail mode while its backend is away
  * (failMode 'closed', or a share that cannot fit the job) is every job's too: the queue waits. A job that
- * can never pass (a cost above the limit, a deny-list entry that does not expire) fails with
- * SluiceError('NEVER_ALLOWED'); a key or cost function that throws fails the job with its error (BullMQ's
+ * can never pass (more permits than the limit, a deny-list entry that does not expire) fails with
+ * SluiceError('NEVER_ALLOWED'); a key or permits function that throws fails the job with its error (BullMQ's
  * error path).
  * @example
  * ```ts
@@ -109,7 +109,7 @@ export function rateLimitedProcessor<J extends JobLike, R, A extends unknown[]>(
     if (typeof processor !== 'function')
       throw new SluiceTypeError('processor', processor, `processor must be a function, got ${describe(processor)}`);
     knownOptions('rateLimitedProcessor options', BULLMQ_OPTIONS, options, true);
-    const { limiter, queue, key, cost, plan, skip, onLimited } = options;
+    const { limiter, queue, key, permits: permitsOf, plan, skip, onLimited } = options;
     if (typeof limiter?.tryAcquire !== 'function')
       throw new SluiceTypeError('limiter', limiter, `limiter must be a sluice Limiter, got ${describe(limiter)}`);
     if (typeof queue?.rateLimit !== 'function') {
@@ -125,7 +125,7 @@ export function rateLimitedProcessor<J extends JobLike, R, A extends unknown[]>(
     }
     return async (job: J, ...rest: A): Promise<R> => {
       if (skip?.(job) === true) return processor(job, ...rest);
-      const permits = typeof cost === 'function' ? cost(job) : (cost ?? 1);
+      const permits = typeof permitsOf === 'function' ? permitsOf(job) : (permitsOf ?? 1);
       const planName = plan?.(job);
       const decision = await limiter.tryAcquire(key?.(job) ?? `queue:${job.queueName ?? job.name}`, {
         permits,

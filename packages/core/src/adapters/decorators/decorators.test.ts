@@ -77,18 +77,18 @@ describe('@rateLimited', () => {
     expect(await m.send('b@x', ['1', '2', '3'])).toBe(3);
   });
 
-  it('waits up to timeoutMs and succeeds when the limit frees up (ManualClock)', async () => {
+  it('waits up to maxWaitMs and succeeds when the limit frees up (ManualClock)', async () => {
     const clock = new ManualClock(0, { autoAdvance: true });
     const limiter = createLimiter({
       rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
       store: memoryStore({ clock }),
     });
     class Job {
-      @rateLimited({ limiter, key: 'job', timeoutMs: 1_500 })
+      @rateLimited({ limiter, key: 'job', maxWaitMs: 1_500 })
       async run(): Promise<number> {
         return clock.now();
       }
-      @rateLimited({ limiter, key: 'job', timeoutMs: 500 })
+      @rateLimited({ limiter, key: 'job', maxWaitMs: 500 })
       async runImpatient(): Promise<number> {
         return clock.now();
       }
@@ -123,7 +123,7 @@ describe('@rateLimited', () => {
       /key must be a string or a function of the call, got 42/,
     );
     expect(() => rateLimited({ limiter, permits: 0 })).toThrow(SluiceRangeError);
-    expect(() => rateLimited({ limiter, timeoutMs: Number.NaN })).toThrow(/timeoutMs must be/);
+    expect(() => rateLimited({ limiter, maxWaitMs: Number.NaN })).toThrow(/maxWaitMs must be/);
   });
 
   it('an invalid permits function result is a typed error and consumes nothing', async () => {

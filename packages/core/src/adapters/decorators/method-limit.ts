@@ -16,7 +16,7 @@ export interface MethodCall {
   readonly method: string;
 }
 
-/** Options of the method decorator: the limiter, the key of a call, its cost and how long a call may wait. */
+/** Options of the method decorator: the limiter, the key of a call, its permits and how long a call may wait. */
 export interface MethodLimitOptions {
   /** The limiter that decides (any mode). */
   limiter: Limiter;
@@ -39,7 +39,7 @@ export interface MethodLimitOptions {
    * How long a call may wait for its permits before it throws RateLimitedError.
    * @default 0
    */
-  timeoutMs?: number;
+  maxWaitMs?: number;
 }
 
 /** The names of MethodLimitOptions, which the presets' lists spread. */
@@ -47,7 +47,7 @@ export const METHOD_LIMIT_OPTIONS: OptionNames<MethodLimitOptions> = {
   limiter: true,
   key: true,
   permits: true,
-  timeoutMs: true,
+  maxWaitMs: true,
 };
 
 /** An async method, as the decorator takes and returns it. */
@@ -105,7 +105,7 @@ function className(self: unknown, isStatic: boolean): string {
 /**
  * Rate-limits an async class method (TypeScript 5 standard decorators). A call that is allowed runs the
  * method with its `this` and arguments and returns its result; a call that is denied, after waiting up to
- * `timeoutMs`, throws RateLimitedError carrying the Decision and never runs the method.
+ * `maxWaitMs`, throws RateLimitedError carrying the Decision and never runs the method.
  *
  * @example
  * class Codes {
@@ -132,7 +132,7 @@ export function rateLimited(options: MethodLimitOptions): MethodLimitDecorator {
       throw new SluiceTypeError('key', key, `key must be a string or a function of the call, got ${describe(key)}`);
     }
     if (permits !== undefined && typeof permits !== 'function') positiveInteger('permits', permits);
-    const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const maxWaitMs = options.maxWaitMs === undefined ? 0 : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
 
     /** The limited version of `target`, a method named `methodName` (of a class, when `isStatic`). */
     const limit = <This, Args extends unknown[], R>(
@@ -151,7 +151,7 @@ export function rateLimited(options: MethodLimitOptions): MethodLimitDecorator {
         const callPermits = typeof permits === 'function' ? permits(call) : (permits ?? 1);
         const decision: Decision = await limiter.tryAcquire(callKey, {
           permits: callPermits,
-          timeoutMs,
+          maxWaitMs,
           ...(address === undefined ? {} : { address }),
         });
         if (!decision.allowed) throw new RateLimitedError(decision);

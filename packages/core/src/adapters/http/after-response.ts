@@ -29,13 +29,13 @@ export interface AfterResponseOptions<Req, Res> {
    */
   requestWasSuccessful?: (req: Req, res: Res) => boolean;
   /**
-   * Permits a response cost beyond the request's `cost`, known only once it is over (LLM tokens, bytes
+   * Permits a response takes beyond the request's `permits`, known only once it is over (LLM tokens, bytes
    * sent): charged with `limiter.penalize` when the response ends, past the limit if need be, so the key
    * is denied until it drains. A negative number gives permits back (`limiter.refund`): charge an estimate
-   * as `cost`, then settle the difference; never more than the request was charged (the excess is reported
-   * to onAccountingError). An integer; 0 charges nothing.
+   * as `permits`, then settle the difference; never more than the request was charged (the excess is
+   * reported to onAccountingError). An integer; 0 charges nothing.
    */
-  costAfterResponse?: (req: Req, res: Res) => number;
+  permitsAfterResponse?: (req: Req, res: Res) => number;
   /**
    * Told of anything that went wrong after a response (a callback above that threw or gave a bad number,
    * a store that could not refund): the response was already sent, so there is no one else to tell.
@@ -76,19 +76,19 @@ function optionalBoolean(name: string, value: unknown): boolean {
   return value === true;
 }
 
-/** A costAfterResponse result: an integer (negative gives back), named in the error when it is not. */
-function costOf(value: unknown): number {
+/** A permitsAfterResponse result: an integer (negative gives back), named in the error when it is not. */
+function permitsAfter(value: unknown): number {
   if (typeof value !== 'number')
     throw new SluiceTypeError(
-      'costAfterResponse',
+      'permitsAfterResponse',
       value,
-      `costAfterResponse must return an integer, got ${describe(value)}`,
+      `permitsAfterResponse must return an integer, got ${describe(value)}`,
     );
   if (!Number.isSafeInteger(value))
     throw new SluiceRangeError(
-      'costAfterResponse',
+      'permitsAfterResponse',
       value,
-      `costAfterResponse must return an integer, got ${describe(value)}`,
+      `permitsAfterResponse must return an integer, got ${describe(value)}`,
     );
   return value;
 }
@@ -104,12 +104,12 @@ export function accountFor<Req, Res>(
 ): Accounting<Req, Res> | undefined {
   const skipSuccessful = optionalBoolean('skipSuccessfulRequests', options.skipSuccessfulRequests);
   const skipFailed = optionalBoolean('skipFailedRequests', options.skipFailedRequests);
-  const { requestWasSuccessful, costAfterResponse, onAccountingError } = options;
+  const { requestWasSuccessful, permitsAfterResponse, onAccountingError } = options;
   optionalFunction('requestWasSuccessful', requestWasSuccessful);
-  optionalFunction('costAfterResponse', costAfterResponse);
+  optionalFunction('permitsAfterResponse', permitsAfterResponse);
   optionalFunction('onAccountingError', onAccountingError);
-  if (!skipSuccessful && !skipFailed && costAfterResponse === undefined) return undefined;
-  const option = skipSuccessful ? 'skipSuccessfulRequests' : skipFailed ? 'skipFailedRequests' : 'costAfterResponse';
+  if (!skipSuccessful && !skipFailed && permitsAfterResponse === undefined) return undefined;
+  const option = skipSuccessful ? 'skipSuccessfulRequests' : skipFailed ? 'skipFailedRequests' : 'permitsAfterResponse';
   if (limiter === undefined)
     throw new SluiceTypeError(option, true, `${option} settles a rate limit's permits: it needs a limiter`);
   const rules = limiter.plans === undefined ? limiter.rules : Object.values(limiter.plans).flat();
@@ -164,18 +164,18 @@ export function accountFor<Req, Res>(
             (requestWasSuccessful === undefined ? end.status < 400 : requestWasSuccessful(req, res) === true);
           if (succeeded ? skipSuccessful : skipFailed) calls.push(refund(permits));
         }
-        if (costAfterResponse !== undefined) {
-          const cost = costOf(costAfterResponse(req, res));
-          if (cost > 0) calls.push(limiter.penalize(key, cost, plan));
-          else if (cost < 0) {
+        if (permitsAfterResponse !== undefined) {
+          const after = permitsAfter(permitsAfterResponse(req, res));
+          if (after > 0) calls.push(limiter.penalize(key, after, plan));
+          else if (after < 0) {
             const left = refundable;
-            calls.push(refund(-cost));
-            if (-cost > left)
+            calls.push(refund(-after));
+            if (-after > left)
               report(
                 new SluiceRangeError(
-                  'costAfterResponse',
-                  cost,
-                  `costAfterResponse gave back ${-cost} permits for a request charged ${permits}: ${left} given ` +
+                  'permitsAfterResponse',
+                  after,
+                  `permitsAfterResponse gave back ${-after} permits for a request charged ${permits}: ${left} given ` +
                     `back, never more than the request took`,
                 ),
                 req,

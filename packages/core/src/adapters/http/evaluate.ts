@@ -30,7 +30,7 @@ export type Verdict<Res = unknown> =
   | { readonly kind: 'limited'; readonly decision: Decision; readonly headers: [string, string][] }
   | { readonly kind: 'skipped' }
   | { readonly kind: 'rejected'; readonly body: RejectedBody }
-  /** The client went away while its request waited (timeoutMs, a concurrency wait): nothing was taken. */
+  /** The client went away while its request waited (maxWaitMs, a concurrency wait): nothing was taken. */
   | { readonly kind: 'abandoned' };
 
 /** An adapter's own ways to act on a verdict; `answerVerdict` decides which applies. */
@@ -40,7 +40,7 @@ export interface VerdictAnswers<R, Res = unknown> {
    * and, when after-response accounting is configured, what to call once the response is known.
    */
   proceed(headers: readonly [string, string][], settle: SettleResponse<Res> | undefined): R;
-  /** Answer 400: the request has no valid key or cost; nothing was consumed, and no rate-limit header is sent. */
+  /** Answer 400: the request has no valid key or permits; nothing was consumed, and no rate-limit header is sent. */
   reject(body: RejectedBody): R;
   /** Answer a denial (the default: 429 with limitedBody), sending `headers` (Retry-After and RateLimit) with it. */
   limit(decision: Decision, headers: readonly [string, string][]): R;
@@ -94,7 +94,7 @@ function isConcurrencyLimiter(value: unknown): value is ConcurrencyLimiter {
 /** The parsed `concurrency` option. */
 interface ConcurrencyRoute {
   readonly limiter: ConcurrencyLimiter;
-  readonly timeoutMs: number;
+  readonly maxWaitMs: number;
   readonly retryAfterMs: number;
 }
 
@@ -102,19 +102,19 @@ interface ConcurrencyRoute {
 function concurrencyOption(value: unknown): ConcurrencyRoute | undefined {
   if (value === undefined) return undefined;
   if (isConcurrencyLimiter(value))
-    return { limiter: value, timeoutMs: 0, retryAfterMs: DEFAULT_CONCURRENCY_RETRY_AFTER_MS };
+    return { limiter: value, maxWaitMs: 0, retryAfterMs: DEFAULT_CONCURRENCY_RETRY_AFTER_MS };
   const o = value as Partial<ConcurrencyRouteOptions> | null;
   if (typeof o !== 'object' || o === null || !isConcurrencyLimiter(o.limiter)) {
     throw new SluiceTypeError(
       'concurrency',
       value,
-      `concurrency must be a concurrencyLimiter(...) or { limiter, timeoutMs?, retryAfterMs? }, got ${describe(value)}`,
+      `concurrency must be a concurrencyLimiter(...) or { limiter, maxWaitMs?, retryAfterMs? }, got ${describe(value)}`,
     );
   }
   knownOptions('concurrency options', CONCURRENCY_ROUTE_OPTIONS, o, true);
   return {
     limiter: o.limiter,
-    timeoutMs: o.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.timeoutMs', o.timeoutMs),
+    maxWaitMs: o.maxWaitMs === undefined ? 0 : nonNegativeOrInfinite('concurrency.maxWaitMs', o.maxWaitMs),
     retryAfterMs:
       o.retryAfterMs === undefined
         ? DEFAULT_CONCURRENCY_RETRY_AFTER_MS
@@ -142,7 +142,7 @@ function noSlot(route: ConcurrencyRoute): Decision {
 const NO_SLOT_CODES = new Set(['TIMEOUT', 'QUEUE_FULL', 'STORE_UNAVAILABLE']);
 
 /**
- * True for a typed argument error from sluice: a bad key or cost from the request, answered 400.
+ * True for a typed argument error from sluice: a bad key or permits from the request, answered 400.
  * @example
  * try { await evaluate(req, view) } catch (e) { if (isInputError(e)) return reply(400, { error: e.message }) ; throw e }
  */
@@ -151,7 +151,7 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
 }
 
 /**
- * The framework-neutral half of every adapter: options checked once, then per request the key, the cost,
+ * The framework-neutral half of every adapter: options checked once, then per request the key, the permits,
  * the decision and its header fields, from the framework's request and the adapter's view of it. `caller`
  * is the adapter's public name, which its errors say (`fetchRateLimit options have no option "x"`); `known`
  * names every option the adapter takes (RATE_LIMIT_OPTIONS and its own, as `onLimited`): any other is refused
@@ -206,9 +206,9 @@ export function createEvaluator<Req, Res = unknown>(
         `headers must be 'draft-8', 'draft-6' or false, got ${describe(format)}`,
       );
     }
-    const cost = options.cost ?? 1;
-    if (typeof cost !== 'function') positiveInteger('cost', cost);
-    const timeoutMs = options.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
+    const permitsOf = options.permits ?? 1;
+    if (typeof permitsOf !== 'function') positiveInteger('permits', permitsOf);
+    const maxWaitMs = options.maxWaitMs === undefined ? 0 : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
     const skip = options.skip;
     if (skip !== undefined && typeof skip !== 'function')
       throw new SluiceTypeError('skip', skip, `skip must be a function, got ${describe(skip)}`);
@@ -252,13 +252,13 @@ export function createEvaluator<Req, Res = unknown>(
       let permits: number;
       try {
         requestKey = keyOf(req, view);
-        permits = typeof cost === 'function' ? cost(req) : cost;
+        permits = typeof permitsOf === 'function' ? permitsOf(req) : permitsOf;
       } catch (error) {
         if (!isInputError(error)) throw error;
         onInvalidInput(error, req);
         return {
           kind: 'rejected',
-          body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or cost' },
+          body: { error: 'Bad Request', message: 'the request has no valid rate-limit key or permits' },
         };
       }
       if (requestKey === undefined) {
@@ -272,11 +272,11 @@ export function createEvaluator<Req, Res = unknown>(
         try {
           const plan = planOf === undefined ? undefined : await planOf(req);
           // Only a decision that waits listens for the client going away (reading the signal may make it).
-          const signal = timeoutMs > 0 ? view.signal : undefined;
+          const signal = maxWaitMs > 0 ? view.signal : undefined;
           const address = addressOf(view);
           decision = await limiter.tryAcquire(requestKey, {
             permits,
-            timeoutMs,
+            maxWaitMs,
             ...(plan === undefined ? {} : { plan }),
             ...(signal === undefined ? {} : { signal }),
             ...(address === undefined ? {} : { address }),
@@ -285,10 +285,10 @@ export function createEvaluator<Req, Res = unknown>(
           if (clientLeft(error, view)) return { kind: 'abandoned' };
           if (!isInputError(error)) throw error;
           onInvalidInput(error, req);
-          const what = error.argument === 'permits' ? 'cost' : error.argument === 'plan' ? 'plan' : 'key';
+          const what = error.argument === 'permits' ? 'permits are' : error.argument === 'plan' ? 'plan is' : 'key is';
           return {
             kind: 'rejected',
-            body: { error: 'Bad Request', message: `the request's rate-limit ${what} is invalid` },
+            body: { error: 'Bad Request', message: `the request's rate-limit ${what} invalid` },
           };
         }
         // Shadow mode: the headers the denial would have sent (Retry-After included), on a request let through.
@@ -302,9 +302,9 @@ export function createEvaluator<Req, Res = unknown>(
       let slot: Slot | undefined;
       if (concurrency !== undefined) {
         try {
-          const signal = concurrency.timeoutMs > 0 ? view.signal : undefined;
+          const signal = concurrency.maxWaitMs > 0 ? view.signal : undefined;
           slot = await concurrency.limiter.acquire(requestKey, {
-            timeoutMs: concurrency.timeoutMs,
+            maxWaitMs: concurrency.maxWaitMs,
             ...(signal === undefined ? {} : { signal }),
           });
         } catch (error) {

@@ -24,7 +24,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
   limiter?: Limiter | undefined;
   /**
    * Limits requests in flight per key (the same key as the rate limit): an allowed request takes a slot of
-   * this concurrencyLimiter, waiting up to `timeoutMs` for one, and gives it back when its response ends or
+   * this concurrencyLimiter, waiting up to `maxWaitMs` for one, and gives it back when its response ends or
    * its connection closes. A request that gets no slot is answered 429 with rule `concurrency` (and the
    * permits the rate limit took are given back when its rules can).
    */
@@ -50,11 +50,11 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
   /** Which header your proxies write; see ByIpOptions.proxyHeader. @default 'x-forwarded-for' */
   proxyHeader?: 'x-forwarded-for' | 'forwarded';
   /**
-   * Permits the request costs: a number, or a function of the request (an integer >= 1; a cost above the
-   * limit is denied without Retry-After, as it can never pass).
+   * Permits the request takes: a number, or a function of the request (an integer >= 1; a request for more
+   * than the limit is denied without Retry-After, as it can never pass).
    * @default 1
    */
-  cost?: number | ((req: Req) => number);
+  permits?: number | ((req: Req) => number);
   /**
    * Which RateLimit header fields to send: `'draft-8'`, `'draft-6'` or `false` for none (see HeaderFormat).
    * `Retry-After` is sent on every denial regardless.
@@ -65,7 +65,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    * How long a request may wait for its permits before it is denied (a queue in front of a slow API).
    * @default 0
    */
-  timeoutMs?: number;
+  maxWaitMs?: number;
   /** Requests for which this returns true are not limited (health checks, say). */
   skip?: (req: Req) => boolean;
   /**
@@ -76,8 +76,8 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    */
   plan?: (req: Req) => string | undefined | Promise<string | undefined>;
   /**
-   * Tells the developer about a request answered 400 because its key or cost was invalid (the client gets
-   * a generic body; the typed error, naming the bad value, comes here).
+   * Tells the developer about a request answered 400 because its key or permits were invalid (the client
+   * gets a generic body; the typed error, naming the bad value, comes here).
    * @default console.error, once per argument name
    */
   onInvalidInput?: (error: Error, req: Req) => void;
@@ -94,16 +94,16 @@ export const RATE_LIMIT_OPTIONS: OptionNames<RateLimitOptions<unknown>> = {
   onMissingKey: true,
   trustProxy: true,
   proxyHeader: true,
-  cost: true,
+  permits: true,
   headers: true,
-  timeoutMs: true,
+  maxWaitMs: true,
   skip: true,
   plan: true,
   onInvalidInput: true,
   skipSuccessfulRequests: true,
   skipFailedRequests: true,
   requestWasSuccessful: true,
-  costAfterResponse: true,
+  permitsAfterResponse: true,
   onAccountingError: true,
 };
 
@@ -115,7 +115,7 @@ export interface ConcurrencyRouteOptions {
    * How long a request may wait for a slot (0: only a free one).
    * @default 0
    */
-  readonly timeoutMs?: number;
+  readonly maxWaitMs?: number;
   /**
    * What a request that got no slot is told to wait (`Retry-After`, `retryAfterSeconds`). A hint, not a
    * promise: a slot frees when a request in flight ends, which nobody knows in advance.
@@ -127,7 +127,7 @@ export interface ConcurrencyRouteOptions {
 /** The names of ConcurrencyRouteOptions. */
 export const CONCURRENCY_ROUTE_OPTIONS: OptionNames<ConcurrencyRouteOptions> = {
   limiter: true,
-  timeoutMs: true,
+  maxWaitMs: true,
   retryAfterMs: true,
 };
 
@@ -135,8 +135,8 @@ export const CONCURRENCY_ROUTE_OPTIONS: OptionNames<ConcurrencyRouteOptions> = {
 export const DEFAULT_CONCURRENCY_RETRY_AFTER_MS = 1_000;
 
 /**
- * The JSON body of a 429. `retryAfterSeconds` is null when the request can never pass (cost above the limit);
- * for a request that got no concurrency slot (rule `concurrency`) it is the route's retry hint.
+ * The JSON body of a 429. `retryAfterSeconds` is null when the request can never pass (more permits than the
+ * limit); for a request that got no concurrency slot (rule `concurrency`) it is the route's retry hint.
  */
 export interface LimitedBody {
   readonly error: 'Too Many Requests';
@@ -150,7 +150,7 @@ export interface LimitedBody {
   readonly reason?: string;
 }
 
-/** The JSON body of a 400 for a request the limiter cannot take (no key, an invalid cost). */
+/** The JSON body of a 400 for a request the limiter cannot take (no key, invalid permits). */
 export interface RejectedBody {
   readonly error: 'Bad Request';
   readonly message: string;

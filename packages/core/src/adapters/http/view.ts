@@ -16,7 +16,7 @@ export interface RequestView {
   /** The path as the client sent it, without the query string. */
   readonly path: string;
   /**
-   * Aborted when the client goes away before its response was sent: a decision that waits (`timeoutMs`, a
+   * Aborted when the client goes away before its response was sent: a decision that waits (`maxWaitMs`, a
    * concurrency wait) stops waiting then, so a caller that left never spends permits later. Undefined where
    * the framework gives no way to know.
    */
