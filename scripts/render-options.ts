@@ -7,6 +7,7 @@
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { ADMIN_ROUTER_OPTIONS } from '../packages/core/src/admin/admin-options.js';
+import { RULE_FACTORIES } from '../packages/core/src/algorithms/rule-spec.js';
 import { CONCURRENCY_LIMITER_OPTIONS } from '../packages/core/src/concurrency/concurrency-limiter.js';
 import { LIST_ENTRY_OPTIONS } from '../packages/core/src/engine/access-list.js';
 import { LIMITER_OPTIONS } from '../packages/core/src/engine/limiter-options.js';
@@ -97,21 +98,14 @@ const RULE = ['RuleOptions'];
 const RULE_SHARED = 'options every rule takes (above)';
 const PRESET = ['PresetOptions', 'MethodLimitOptions'];
 
-/** The rule factories: one section each, beside the options every rule takes. */
+/** The rule factories, from the registry of algorithms: one section each, beside the options every rule takes. */
 function rules(): string {
-  const factories: ReadonlyArray<readonly [string, string]> = [
-    ['fixedWindow', ''],
-    ['slidingWindowLog', ''],
-    ['slidingWindowCounter', ''],
-    ['calendarWindow', ''],
-    ['tokenBucket', ''],
-    ['leakyBucket', ''],
-    ['gcra', ''],
-    ['smoothBursty', ": Guava's SmoothBursty"],
-    ['smoothWarmingUp', ": Guava's SmoothWarmingUp"],
-  ];
-  return factories
-    .map(([name, note]) => `## ${name} (@sluice/core)${note}\n\n${beside(ofEntry(name), RULE_SHARED, RULE)}\n`)
+  const notes: Readonly<Record<string, string>> = {
+    smoothBursty: ": Guava's SmoothBursty",
+    smoothWarmingUp: ": Guava's SmoothWarmingUp",
+  };
+  return Object.keys(RULE_FACTORIES)
+    .map((name) => `## ${name} (@sluice/core)${notes[name] ?? ''}\n\n${beside(ofEntry(name), RULE_SHARED, RULE)}\n`)
     .join('\n');
 }
 
