@@ -16,7 +16,8 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { rateLimited as decorate } from '@sluice/core/decorators';
-import { RULE_FACTORIES, stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/store-kit';
+import { RULE_FACTORIES } from '../../packages/core/src/algorithms/rule-spec.js';
 import { rateLimit as middleware } from '@sluice/core/http';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';

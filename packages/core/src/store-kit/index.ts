@@ -8,11 +8,11 @@
  * whose `unbind` releases what the store held for a closed limiter.
  *
  * @example
- * import { PrefixGuard, decidePolicy, normalizeRules } from '@sluice/core/store-kit'
+ * import { PrefixGuard, decidePolicy, identityOf } from '@sluice/core/store-kit'
  */
 
 /** Policies: the rules of a limiter, one decision over several rules, and the one merge of their verdicts. */
-export { decidePolicy, mergePolicy, normalizeRules, ruleDecision } from '../engine/policy.js';
+export { decidePolicy, mergePolicy } from '../engine/policy.js';
 export type { PolicyOutcome, RuleVerdict } from '../engine/policy.js';
 /** Bans: the one answer for a blocked key, and which ban a denial starts. */
 export { EXPLICIT_BAN, banAfter, blockedDecision, longerBan } from '../engine/ban.js';
@@ -20,12 +20,10 @@ export type { Ban } from '../engine/ban.js';
 /** The identity a rule counts a request against (its `key` option), and the name its state is kept under. */
 export { identityOf, stateName } from '../algorithms/rule-name.js';
 /** A rule as data and back: what a store keeping a limiter's rules for every node writes (limiter.reconfigure). */
-export { RULE_FACTORIES, ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
+export { ruleFromSpec, ruleSpec } from '../algorithms/rule-spec.js';
 export type { RuleSpec } from '../algorithms/rule-spec.js';
 /** How long a changed rule's states are carried to the new rules on first touch (limiter.reconfigure). */
 export { carryWindowMs } from '../algorithms/carry.js';
-/** A binding whose rules the store keeps for every node (limiter.reconfigure delegates to it). */
-export { hasSharedRules } from '../engine/store.js';
 /** The count a call asks of one rule (one count for every rule, or each rule's own by name). */
 export { lessPermits, mostPermits, permitsOfRule, uniformPermits } from '../engine/store.js';
 /** A new generation of a binding that carries each key's states from the one before on first touch. */
@@ -41,23 +39,21 @@ export type { FleetShare } from '../algorithms/shared-rule.js';
 /** An LRU of at most N keys whose memory grows with use. */
 export { keyCache } from '../engine/key-cache.js';
 /** User callbacks isolated from a store's bookkeeping, and where their errors go. */
-export { callSafely, emitSafely, reportCallbackError } from '../foundation/callbacks.js';
+export { callSafely, emitSafely } from '../foundation/callbacks.js';
 /** Errors that name the public function called (`fixedWindow: limit must be ...`). */
-export { callerNamed, inCall } from '../foundation/errors.js';
+export { inCall } from '../foundation/errors.js';
 /** Coded configuration warnings, once per code per process. */
 export { warnOnce } from '../foundation/warnings.js';
 export type { CallbackEmitter } from '../foundation/callbacks.js';
 /** What observers see: a store's standing (degraded, a divided share) and the permits a node leased. */
 export { registerStatus, reportLease } from '../engine/observe.js';
 export type { DecisionNote, DecisionSource, StatusSource } from '../engine/observe.js';
-/** Host-timer sleeps of any length, and the longest single timer. */
-export { MAX_TIMER_MS, timerSleep } from '../foundation/clock.js';
+/** Host-timer sleeps of any length. */
+export { timerSleep } from '../foundation/clock.js';
 /** Option validators: typed errors that name the option and the bad value. */
 export {
   clockValue,
   describe as describeValue,
-  optionalClock,
-  optionsObject,
   positiveFinite,
   positiveInteger,
   timerDuration,

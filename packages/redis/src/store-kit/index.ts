@@ -25,14 +25,14 @@ export { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, storeClocks } from '../options
 export type { StoreClocks } from '../options.js';
 export { storeParts } from '../store-parts.js';
 export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
-export { MAX_PROBE_INTERVAL_MS, PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
+export { MAX_PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
 export type { HealthOptions } from '../health.js';
 export { DeadlineError, deadlineCounts, withDeadline } from '../deadline.js';
-export { Fallback, failModeDecision } from '../fleet/fail-mode.js';
+export { Fallback } from '../fleet/fail-mode.js';
 export type { FallbackBinding, FallbackOptions } from '../fleet/fail-mode.js';
 export { FleetPresence } from '../fleet/presence.js';
 export { NodeIdentity } from '../fleet/node-identity.js';
-export { CLOCK_SKEW_WARN_MS, checkClockSkew, clockOffset } from '../fleet/clock-skew.js';
+export { checkClockSkew } from '../fleet/clock-skew.js';
 export type { PresenceOptions, TrackedFleet } from '../fleet/presence.js';
 export { ExactBinding } from '../exact/exact-binding.js';
 export type { DenialSharing, ExactParts } from '../exact/exact-binding.js';
@@ -49,7 +49,7 @@ export {
 } from '../scripts.js';
 export type { LuaFile, LuaScript } from '../scripts.js';
 export { bufferReply } from '../script-runner.js';
-export { adjustArgs, numArg, ruleArgs } from '../exact/rule-args.js';
+export { adjustArgs, ruleArgs } from '../exact/rule-args.js';
 export type { GrantTime } from '../exact/rule-args.js';
 export { decodeIdentity, encodeIdentity, resetChannel, stateKey, versionKeyBeside } from '../key-layout.js';
 /** Live limits: a limiter's configuration kept in Redis for every node (limiter.reconfigure, limiter.override). */
@@ -68,7 +68,7 @@ export { RedisBoard, RedisBoards } from '../limited-keys-board.js';
 export { readDescriptor, writeDescriptor } from '../descriptor.js';
 export type { LimiterDescriptor } from '../descriptor.js';
 /** Allow and deny lists on Redis: a limiter's entries every node holds. */
-export { RedisAccessLists, decodeEntry } from '../access-lists.js';
+export { RedisAccessLists } from '../access-lists.js';
 export type { AccessListContext } from '../access-lists.js';
 export type { BoardContext } from '../limited-keys-board.js';
 export { bySlot } from '../slots.js';
