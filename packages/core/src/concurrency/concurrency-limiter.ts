@@ -1,11 +1,10 @@
-import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
+import { type Clock, clockValue, systemClock, timerSleep } from '../foundation/clock.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { MemoryStore } from '../engine/memory-store.js';
 import { type OptionNames, knownOptions, option, optional, parseOptions, required } from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   DEFAULT_PREFIX,
-  clockValue,
   describe,
   nonNegativeOrInfinite,
   optionalSignal,

@@ -1,11 +1,10 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
-import type { Clock } from '../foundation/clock.js';
+import { type Clock, clockValue } from '../foundation/clock.js';
 import { SluiceTypeError } from '../foundation/errors.js';
 import { booleanValue, functionValue, option, optional } from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   DEFAULT_PREFIX,
-  clockValue,
   describe,
   nonNegativeFinite,
   positiveInteger,

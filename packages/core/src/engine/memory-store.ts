@@ -2,7 +2,7 @@ import { KeyGenerations } from './key-generations.js';
 import { PrefixGuard } from './prefix-guard.js';
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Ban } from './ban.js';
-import { type Clock, systemClock } from '../foundation/clock.js';
+import { type Clock, clockValue, systemClock } from '../foundation/clock.js';
 import { SluiceError, SluiceRangeError, inCall } from '../foundation/errors.js';
 import type { BoundStore, RuleSet, Store } from './store.js';
 import type { LimitedKeysBinding, LimitedKeysStore } from './limited-keys-board.js';
@@ -17,7 +17,7 @@ import { MemorySemaphores } from './memory-semaphore.js';
 import type { PauseBinding, PauseStore } from './pause-store.js';
 import type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec } from './semaphore-store.js';
 import { option, optional, parseOptions } from '../foundation/options.js';
-import { clockValue, positiveInteger } from '../foundation/validate.js';
+import { positiveInteger } from '../foundation/validate.js';
 
 /** Options of `memoryStore`. */
 export interface MemoryStoreOptions {

@@ -1,4 +1,4 @@
-import { SluiceError, SluiceRangeError } from './errors.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError } from './errors.js';
 import { type OptionNames, knownOptions } from './options.js';
 import { describe } from './validate.js';
 
@@ -167,3 +167,33 @@ export class ManualClock implements Clock {
 const MANUAL_CLOCK_OPTIONS: OptionNames<NonNullable<ConstructorParameters<typeof ManualClock>[1]>> = {
   autoAdvance: true,
 };
+
+/**
+ * An optional Clock option: anything with a now() function.
+ * @example
+ * const clock = optionalClock('clock', options.clock) ?? systemClock
+ */
+export function optionalClock(name: string, value: unknown): Clock | undefined {
+  return value === undefined ? undefined : clockValue(name, value);
+}
+
+/**
+ * A Clock option: anything with a now() function (and, if present, a sleep() function).
+ * @example
+ * const clock = option('Time for decisions', clockValue, systemClock)
+ */
+export function clockValue(name: string, value: unknown): Clock {
+  const now = (value as { now?: unknown } | null)?.now;
+  if (typeof value !== 'object' || value === null || typeof now !== 'function') {
+    throw new SluiceTypeError(
+      name,
+      value,
+      `${name} must be a Clock ({ now(): number }, e.g. systemClock or a ManualClock), got ${describe(value)}`,
+    );
+  }
+  const sleep = (value as { sleep?: unknown }).sleep;
+  if (sleep !== undefined && typeof sleep !== 'function') {
+    throw new SluiceTypeError(name, value, `${name}.sleep must be a function when present, got ${describe(sleep)}`);
+  }
+  return value as Clock;
+}

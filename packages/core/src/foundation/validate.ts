@@ -1,4 +1,3 @@
-import type { Clock } from './clock.js';
 import { SluiceRangeError, SluiceTypeError } from './errors.js';
 
 /**
@@ -206,36 +205,6 @@ export function rateLimitKey(value: unknown, maxLength: number): string {
     throw new SluiceRangeError('key', value, `key must be at most ${maxLength} characters, got ${value.length}`);
   }
   return value;
-}
-
-/**
- * An optional Clock option: anything with a now() function.
- * @example
- * const clock = optionalClock('clock', options.clock) ?? systemClock
- */
-export function optionalClock(name: string, value: unknown): Clock | undefined {
-  return value === undefined ? undefined : clockValue(name, value);
-}
-
-/**
- * A Clock option: anything with a now() function (and, if present, a sleep() function).
- * @example
- * const clock = option('Time for decisions', clockValue, systemClock)
- */
-export function clockValue(name: string, value: unknown): Clock {
-  const now = (value as { now?: unknown } | null)?.now;
-  if (typeof value !== 'object' || value === null || typeof now !== 'function') {
-    throw new SluiceTypeError(
-      name,
-      value,
-      `${name} must be a Clock ({ now(): number }, e.g. systemClock or a ManualClock), got ${describe(value)}`,
-    );
-  }
-  const sleep = (value as { sleep?: unknown }).sleep;
-  if (sleep !== undefined && typeof sleep !== 'function') {
-    throw new SluiceTypeError(name, value, `${name}.sleep must be a function when present, got ${describe(sleep)}`);
-  }
-  return value as Clock;
 }
 
 /** An optional AbortSignal option. */

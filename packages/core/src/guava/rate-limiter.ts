@@ -5,13 +5,12 @@ import {
   reserveEarliestAvailable,
   warmingUpShape,
 } from '../algorithms/smooth-rate.js';
-import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
+import { type Clock, optionalClock, systemClock, timerSleep } from '../foundation/clock.js';
 import { SluiceError, SluiceRangeError, callerNamed } from '../foundation/errors.js';
 import { type OptionNames, knownOptions } from '../foundation/options.js';
 import {
   describe,
   nonNegativeFinite,
-  optionalClock,
   positiveFinite,
   positiveInteger,
   positiveOrInfinite,

@@ -48,11 +48,10 @@ export type { CallbackEmitter } from '../foundation/callbacks.js';
 /** What observers see: a store's standing (degraded, a divided share) and the permits a node leased. */
 export { registerStatus, reportLease } from '../engine/observe.js';
 export type { DecisionNote, DecisionSource, StatusSource } from '../engine/observe.js';
-/** Host-timer sleeps of any length. */
-export { timerSleep } from '../foundation/clock.js';
+/** Host-timer sleeps of any length, and the Clock option's check. */
+export { clockValue, timerSleep } from '../foundation/clock.js';
 /** Option validators: typed errors that name the option and the bad value. */
 export {
-  clockValue,
   describe as describeValue,
   positiveFinite,
   positiveInteger,
