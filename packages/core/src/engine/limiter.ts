@@ -41,9 +41,9 @@ import {
   type RuleCosts,
   type RuleSet,
   type Store,
-  type StoreCapabilities,
   hasSharedRules,
 } from './store.js';
+import { checkCapabilities, storeControl, storeNameOf } from './store-capabilities.js';
 import { adjustPermits, checkCostNames, countsNothing, describePermits, permitsOption } from './rule-costs.js';
 import {
   ACQUIRE_OPTIONS,
@@ -724,7 +724,7 @@ class StoreLimiter implements Limiter {
             `with Guava's prepay the next request pays for a grant`,
         );
       }
-      const refund = control(binding.bound.refund, 'refund', this.#store);
+      const refund = storeControl(binding.bound.refund, 'refund', this.#store);
       const grant = decision === undefined ? undefined : decision.source === 'fallback' ? 'fallback' : 'store';
       if (!countsNothing(n)) await refund.call(binding.bound, key, n, grantedMsAgo, grant);
     } catch (error) {
@@ -740,7 +740,7 @@ class StoreLimiter implements Limiter {
       knownOptions('penalize options', PENALIZE_OPTIONS, options, false);
       const binding = await this.#binding(key, options?.plan);
       checkCostNames(n, this.#rulesOf(binding));
-      const penalize = control(binding.bound.penalize, 'penalize', this.#store);
+      const penalize = storeControl(binding.bound.penalize, 'penalize', this.#store);
       if (!countsNothing(n)) await penalize.call(binding.bound, key, n);
     } catch (error) {
       throw callerNamed('penalize', error);
@@ -755,7 +755,7 @@ class StoreLimiter implements Limiter {
       representablePeriod('ms', blockMs, blockMs, 'a block of');
       // A ban is the key's, whatever its plan: every plan's binding reads the same one.
       const bound = this.#default.bound;
-      await control(bound.block, 'block', this.#store).call(bound, key, blockMs);
+      await storeControl(bound.block, 'block', this.#store).call(bound, key, blockMs);
     } catch (error) {
       throw callerNamed('block', error);
     }
@@ -766,7 +766,7 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       const bound = this.#default.bound;
-      await control(bound.unblock, 'unblock', this.#store).call(bound, key);
+      await storeControl(bound.unblock, 'unblock', this.#store).call(bound, key);
     } catch (error) {
       throw callerNamed('unblock', error);
     }
@@ -996,48 +996,6 @@ class StoreLimiter implements Limiter {
   }
 }
 
-/**
- * Refuses, naming the store and the control, what a store declares it cannot do: a policy, plans, a ban.
- * `rules` is the limiter's rules (undefined with plans).
- */
-function checkCapabilities(
-  can: StoreCapabilities,
-  rules: readonly Algorithm[] | undefined,
-  plans: ParsedPlans | undefined,
-): void {
-  if (plans !== undefined && !can.plans) {
-    throw new SluiceRangeError(
-      'plans',
-      plans.names,
-      `${can.name} cannot honour plans: it enforces one set of rules per limiter; make one limiter per plan, ` +
-        `or use a store with plans (memoryStore, redisStore)`,
-    );
-  }
-  const all = rules ?? plans?.catalog ?? [];
-  if (rules !== undefined && rules.length > 1 && !can.policies) {
-    throw new SluiceRangeError(
-      'rules',
-      rules.map((rule) => rule.name),
-      `${can.name} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or a store ` +
-        `with policies (memoryStore, redisStore)`,
-    );
-  }
-  const banning = all.find((rule) => rule.blockMs > 0);
-  if (banning !== undefined && !can.bans) {
-    throw new SluiceRangeError(
-      'blockMs',
-      banning.blockMs,
-      `${can.name} cannot honour blockMs (rule ${JSON.stringify(banning.name)}): it keeps no bans; use a store ` +
-        `with bans (memoryStore, redisStore)`,
-    );
-  }
-}
-
-/** A store's name in errors: its factory's, as its capabilities declare it, else its class's. */
-function storeNameOf(store: Store): string {
-  return store.capabilities?.name ?? store.constructor?.name ?? 'this store';
-}
-
 /** reconfigure's `carry`: 'used' unless given, else one of CARRY_MODES. */
 function carryOption(value: unknown): CarryMode {
   if (value === undefined) return 'used';
@@ -1078,23 +1036,6 @@ function decisionOption(value: unknown): Decision | undefined {
     );
   }
   return value as Decision;
-}
-
-/**
- * A store's optional control, or SluiceError('UNSUPPORTED') naming the control, and the store when it declares
- * what it cannot do (a ban must hold fleet-wide at every decision, which a leased or divided store decides
- * without asking Redis).
- */
-function control<F extends (...args: never[]) => unknown>(fn: F | undefined, name: string, store: Store): F {
-  if (typeof fn === 'function') return fn;
-  const can = store.capabilities;
-  if (can !== undefined && !can.bans && (name === 'block' || name === 'unblock'))
-    throw new SluiceError(
-      'UNSUPPORTED',
-      `${name}: ${can.name} keeps no bans (a ban must hold on every node at every decision, which ${can.name} ` +
-        `decides without asking Redis); use a store with bans (memoryStore, redisStore)`,
-    );
-  throw new SluiceError('UNSUPPORTED', `${name}: this limiter's store does not implement ${name}()`);
 }
 
 /** A denial as shadow mode reports it: allowed, marked, with the denial's numbers. */
