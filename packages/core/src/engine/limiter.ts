@@ -2,10 +2,9 @@ import type { Algorithm } from '../algorithms/algorithm.js';
 import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
 import { type AccessMatch, type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
-import { CARRY_MODES, type CarryMode, carryWindowMs } from '../algorithms/carry.js';
-import { CarriedBinding, hasStateAccess, moveStates } from './carried-binding.js';
+import { type Binding, LiveConfiguration, rulesOf } from './live-configuration.js';
 import { MemoryStore } from './memory-store.js';
-import { type Rules, normalizeRules } from './policy.js';
+import type { Rules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
 import { knownOptions, parseOptions } from '../foundation/options.js';
 import { LIMITER_OPTIONS, type LimiterOptions } from './limiter-options.js';
@@ -33,24 +32,13 @@ import { MemoryBoards } from './memory-boards.js';
 import { AccessList, type ListEntryOptions, addressOption, entryTexts, listEntries } from './access-list.js';
 import { type AccessEntry, type NewAccessEntry, hasAccessLists } from './access-list-store.js';
 import { MemoryAccessLists } from './memory-access-lists.js';
-import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
-import {
-  type BoundStore,
-  type LimiterConfiguration,
-  type Permits,
-  type RuleCosts,
-  type RuleSet,
-  type Store,
-  hasSharedRules,
-} from './store.js';
-import { checkCapabilities, storeControl, storeNameOf } from './store-capabilities.js';
+import type { BoundStore, LimiterConfiguration, Permits, RuleCosts, RuleSet, Store } from './store.js';
+import { checkCapabilities, storeControl } from './store-capabilities.js';
 import { adjustPermits, checkCostNames, countsNothing, describePermits, permitsOption } from './rule-costs.js';
 import {
   ACQUIRE_OPTIONS,
-  OVERRIDES_OPTIONS,
   PEEK_OPTIONS,
   PENALIZE_OPTIONS,
-  RECONFIGURE_OPTIONS,
   REFUND_OPTIONS,
   TOP_LIMITED_OPTIONS,
   TRY_ACQUIRE_OPTIONS,
@@ -73,41 +61,14 @@ interface Ask {
   readonly note: DecisionNote | undefined;
 }
 
-/** One set of rules bound to the store: the limiter's rules, or one plan's. */
-interface Binding {
-  /** The plan's name; undefined for a limiter without plans. */
-  readonly plan: string | undefined;
-  readonly rules: readonly Algorithm[];
-  readonly bound: BoundStore;
-  /** Only a single reserving rule can grant with a wait; a policy retries instead. */
-  readonly reserves: boolean;
-  /** True for a key's override (decisions say so). */
-  readonly override?: true;
-}
-
-/** The most overrides one page of `overrides()` lists unless it asks for fewer. */
-const OVERRIDES_PAGE = 100;
-const OVERRIDES_PAGE_MAX = 1000;
-
 class StoreLimiter implements Limiter {
   readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
   readonly prefix: string;
   readonly #clock: Clock;
   readonly #store: Store;
   readonly #ownsStore: boolean;
-  /** The binding used when no plan is named: the limiter's rules, or its first plan. */
-  #default: Binding;
-  /** Binds a set of rules to the store (see RuleSet). */
-  readonly #bind: (ruleSet: RuleSet) => BoundStore;
-  #version = 1;
-  /** Keys with rules of their own (override), and how many overrides were ever bound (their names apart). */
-  readonly #overrides = new Map<string, Binding>();
-  #overridesBound = 0;
-  /** The change being made (reconfigure, override, removeOverride): changes are made one at a time. */
-  #changing: Promise<unknown> = Promise.resolve();
-  readonly #bindings: ReadonlyMap<string, Binding> | undefined;
-  readonly #parsedPlans: ParsedPlans | undefined;
-  readonly #resolvePlan: PlanResolver | undefined;
+  /** Which rules decide a key (its plan's, its override's), and the changes made to them while it runs. */
+  readonly #config: LiveConfiguration;
   readonly #maxKeyLength: number;
   readonly #jitterMs: number;
   readonly #shadow: boolean;
@@ -149,12 +110,8 @@ class StoreLimiter implements Limiter {
       );
     }
     const parsedPlans = o.plans;
-    this.#parsedPlans = parsedPlans;
-    const rules =
-      parsedPlans === undefined
-        ? (o.rules as readonly Algorithm[])
-        : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
-    this.#resolvePlan = o.plan;
+    // The limiter's rules; with plans, none (each plan has its own).
+    const rules = o.rules as readonly Algorithm[] | undefined;
     const prefix = o.prefix;
     this.prefix = prefix;
     this.#clock = o.clock ?? o.store?.clock ?? systemClock;
@@ -178,8 +135,7 @@ class StoreLimiter implements Limiter {
           'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))',
         );
       }
-      if (store.capabilities !== undefined)
-        checkCapabilities(store.capabilities, parsedPlans === undefined ? rules : undefined, parsedPlans);
+      if (store.capabilities !== undefined) checkCapabilities(store.capabilities, rules, parsedPlans);
       this.#store = store;
       this.#ownsStore = false;
       bind = (ruleSet) => store.bind(ruleSet);
@@ -209,41 +165,27 @@ class StoreLimiter implements Limiter {
             hasLimitedKeysBoard(store) ? store.bindLimitedKeys(prefix) : new MemoryBoards().bind(prefix),
             this.#clock,
           );
-    const binding = (plan: string | undefined, planRules: readonly Algorithm[]): Binding => ({
-      plan,
-      rules: planRules,
-      bound: bind(
-        parsedPlans === undefined
-          ? { rules: planRules, prefix }
-          : { rules: planRules, prefix, plans: parsedPlans.catalog },
-      ),
-      reserves: planRules.length === 1 && (planRules[0] as Algorithm).reserves,
+    this.#config = new LiveConfiguration({
+      prefix,
+      store,
+      clock: this.#clock,
+      maxKeyLength: this.#maxKeyLength,
+      bind,
+      rules,
+      plans: parsedPlans,
+      resolvePlan: o.plan,
+      checkOpen: () => this.#checkOpen(),
+      changed: () => this.#refreshPlain(),
     });
-    this.#bind = bind;
-    if (parsedPlans === undefined) {
-      this.plans = undefined;
-      this.#bindings = undefined;
-      this.#default = binding(undefined, rules);
-      this.#plain = this.#shadow ? undefined : this.#default.bound;
-    } else {
-      this.#plain = undefined;
-      const bindings = new Map<string, Binding>();
-      try {
-        for (const name of parsedPlans.names)
-          bindings.set(name, binding(name, parsedPlans.rules.get(name) as readonly Algorithm[]));
-      } catch (error) {
-        // A store that refused a plan (a Cluster-only restriction, say): nothing half-bound stays claimed.
-        for (const b of bindings.values()) void b.bound.unbind?.();
-        throw error;
-      }
-      this.#bindings = bindings;
-      this.#default = bindings.get(parsedPlans.names[0] as string) as Binding;
-      this.plans = Object.freeze(
-        Object.fromEntries(
-          parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]]),
-        ),
-      );
-    }
+    this.#refreshPlain();
+    this.plans =
+      parsedPlans === undefined
+        ? undefined
+        : Object.freeze(
+            Object.fromEntries(
+              parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]]),
+            ),
+          );
     this.#unlist = 'degraded' in this.#store ? registerStatus(prefix, this.#store) : undefined;
   }
 
@@ -256,52 +198,15 @@ class StoreLimiter implements Limiter {
   }
 
   get rules(): readonly Algorithm[] {
-    const bound = this.#default.bound;
-    return hasSharedRules(bound) ? bound.configuration.rules : this.#default.rules;
-  }
-
-  /**
-   * The rules a binding decides by, as far as this limiter knows them: its own (a plan's, an override's), or
-   * on a store that keeps the rules for every node, those of the configuration in force (a key's override
-   * there is the store's: a rule of it that a call's costs do not name is asked for 0).
-   */
-  #rulesOf(binding: Binding): readonly Algorithm[] {
-    const bound = binding.bound;
-    return hasSharedRules(bound) ? bound.configuration.rules : binding.rules;
+    return this.#config.rules;
   }
 
   get configVersion(): number {
-    const bound = this.#default.bound;
-    return hasSharedRules(bound) ? bound.configuration.version : this.#version;
+    return this.#config.configVersion;
   }
 
   #checkOpen(): void {
     if (this.#closed) throw new SluiceError('CLOSED', 'the limiter is closed');
-  }
-
-  /**
-   * The binding a call for `key` decides with: the plan the call names, else the resolver's, else the first.
-   * A limiter without plans refuses a plan. Synchronous unless the resolver is async.
-   */
-  #binding(key: string, plan: unknown): Binding | Promise<Binding> {
-    const own = this.#overrides.size === 0 ? undefined : this.#overrides.get(key);
-    if (own !== undefined) return own;
-    const plans = this.#parsedPlans;
-    const bindings = this.#bindings;
-    if (plans === undefined || bindings === undefined) {
-      if (plan !== undefined)
-        throw new SluiceRangeError(
-          'plan',
-          plan,
-          `plan names one of a limiter's plans; this limiter has none (createLimiter({ plans }))`,
-        );
-      return this.#default;
-    }
-    if (plan !== undefined) return bindings.get(knownPlan(plans, plan)) as Binding;
-    if (this.#resolvePlan === undefined) return this.#default;
-    const resolved = this.#resolvePlan(key);
-    const pick = (name: unknown): Binding => bindings.get(knownPlan(plans, name)) as Binding;
-    return resolved instanceof Promise ? resolved.then(pick) : pick(resolved);
   }
 
   tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
@@ -451,7 +356,7 @@ class StoreLimiter implements Limiter {
 
   /** Hands an answered call to the observers (only while something observes). */
   #record(decision: Decision, note: DecisionNote, started: number): void {
-    const source = note.source ?? this.#default.bound.source;
+    const source = note.source ?? this.#config.current.bound.source;
     const nearLimit =
       this.#limited?.isNear(decision) ??
       (decision.allowed && decision.shadowed !== true && decision.remaining < decision.limit * DEFAULT_NEAR_LIMIT);
@@ -463,8 +368,8 @@ class StoreLimiter implements Limiter {
     options: TryAcquireOptions | undefined,
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
-    if (options === undefined && this.#bindings === undefined && this.#overrides.size === 0)
-      return this.#listedOr(key, undefined, note) ?? this.#decideNow(this.#default, key, 1, note);
+    if (options === undefined && this.#config.onlyCurrent)
+      return this.#listedOr(key, undefined, note) ?? this.#decideNow(this.#config.current, key, 1, note);
     knownOptions('tryAcquire options', TRY_ACQUIRE_OPTIONS, options, false);
     const permits = permitsOption(options?.permits);
     const timeoutMs = options?.timeoutMs === undefined ? 0 : nonNegativeOrInfinite('timeoutMs', options.timeoutMs);
@@ -475,7 +380,7 @@ class StoreLimiter implements Limiter {
     // No await here: an async function that never suspends costs less on the hot path, and a waiting call
     // must register its sleep without delay. Only an async plan resolver is waited for.
     const ask: Ask = { key, permits, note };
-    const found = this.#binding(key, options?.plan);
+    const found = this.#config.binding(key, options?.plan);
     if (found instanceof Promise) return found.then((binding) => this.#decide(binding, ask, timeoutMs, signal));
     return this.#decide(found, ask, timeoutMs, signal);
   }
@@ -495,7 +400,7 @@ class StoreLimiter implements Limiter {
     const listed = this.#listed?.match(key, address, deciding);
     if (listed === undefined) return undefined;
     const decision = this.#listedDecision(listed);
-    const bound = this.#default.bound;
+    const bound = this.#config.current.bound;
     const explicitBan = bound.explicitBan;
     if (listed.list === 'deny' || explicitBan === undefined) {
       if (note !== undefined) note.source = 'access_list';
@@ -516,7 +421,7 @@ class StoreLimiter implements Limiter {
    */
   #listedDecision(entry: AccessEntry): Decision {
     // With plans: the first plan's (the key's plan is not resolved for a listed key).
-    const rule = this.#default.rules[0];
+    const rule = this.#config.current.rules[0];
     const limit = rule?.limit ?? 0;
     const access: AccessMatch =
       entry.reason === undefined
@@ -553,7 +458,7 @@ class StoreLimiter implements Limiter {
     timeoutMs: number,
     signal: AbortSignal | undefined,
   ): Decision | Promise<Decision> {
-    if (typeof ask.permits !== 'number') checkCostNames(ask.permits, this.#rulesOf(binding));
+    if (typeof ask.permits !== 'number') checkCostNames(ask.permits, rulesOf(binding));
     if (timeoutMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
     return this.#wait(binding, ask, timeoutMs, signal);
   }
@@ -566,7 +471,7 @@ class StoreLimiter implements Limiter {
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
     const decision = binding.bound.consume(key, permits, 0, note);
-    if (!this.#shadow && binding.plan === undefined && this.#version === 1 && binding.override === undefined)
+    if (!this.#shadow && binding.plan === undefined && this.#config.version === 1 && binding.override === undefined)
       return decision;
     return decision instanceof Promise
       ? decision.then((d) => this.#reported(binding, d))
@@ -582,7 +487,8 @@ class StoreLimiter implements Limiter {
   /** A decision marked with what decided it: its plan, a changed configuration's version, a key's override. */
   #marked(binding: Binding, decision: Decision): Decision {
     const planned = binding.plan === undefined ? decision : { ...decision, plan: binding.plan };
-    const versioned = this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
+    const version = this.#config.version;
+    const versioned = version === 1 ? planned : { ...planned, configVersion: version };
     return binding.override === undefined ? versioned : { ...versioned, override: true };
   }
 
@@ -594,8 +500,8 @@ class StoreLimiter implements Limiter {
       const permits = permitsOption(options?.permits);
       const signal = optionalSignal(options?.signal);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-      const binding = await this.#binding(key, options?.plan);
-      checkCostNames(permits, this.#rulesOf(binding));
+      const binding = await this.#config.binding(key, options?.plan);
+      checkCostNames(permits, rulesOf(binding));
       const started = this.#clock.now();
       const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
       const observedFrom = note === undefined ? 0 : performance.now();
@@ -677,7 +583,7 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       knownOptions('peek options', PEEK_OPTIONS, options, false);
-      const found = this.#binding(key, options?.plan);
+      const found = this.#config.binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
       // No await before the store's peek when no entry holds: a peek asked beside a decision in one tick
       // reaches the store in the order it was asked (Redis batches them in that order).
@@ -694,10 +600,11 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       // Every plan's rules: a key that changes plan later must not find what it used under another.
-      const own = this.#overrides.get(key);
+      const own = this.#config.ownBinding(key);
       if (own !== undefined) await own.bound.reset(key);
-      if (this.#bindings === undefined) await this.#default.bound.reset(key);
-      else await Promise.all([...this.#bindings.values()].map((b) => b.bound.reset(key)));
+      const plans = this.#config.planBindings();
+      if (plans === undefined) await this.#config.current.bound.reset(key);
+      else await Promise.all([...plans].map((b) => b.bound.reset(key)));
     } catch (error) {
       throw callerNamed('reset', error);
     }
@@ -714,8 +621,8 @@ class StoreLimiter implements Limiter {
       const decision = decisionOption(options?.decision);
       // A denial or a shadowed grant consumed nothing.
       if (decision !== undefined && (!decision.allowed || decision.shadowed === true)) return;
-      const binding = await this.#binding(key, options?.plan ?? decision?.plan);
-      checkCostNames(n, this.#rulesOf(binding));
+      const binding = await this.#config.binding(key, options?.plan ?? decision?.plan);
+      checkCostNames(n, rulesOf(binding));
       const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
       if (unrefundable !== undefined) {
         throw new SluiceError(
@@ -738,8 +645,8 @@ class StoreLimiter implements Limiter {
       rateLimitKey(key, this.#maxKeyLength);
       const n = adjustPermits(permits);
       knownOptions('penalize options', PENALIZE_OPTIONS, options, false);
-      const binding = await this.#binding(key, options?.plan);
-      checkCostNames(n, this.#rulesOf(binding));
+      const binding = await this.#config.binding(key, options?.plan);
+      checkCostNames(n, rulesOf(binding));
       const penalize = storeControl(binding.bound.penalize, 'penalize', this.#store);
       if (!countsNothing(n)) await penalize.call(binding.bound, key, n);
     } catch (error) {
@@ -754,7 +661,7 @@ class StoreLimiter implements Limiter {
       const blockMs = positiveFinite('ms', ms);
       representablePeriod('ms', blockMs, blockMs, 'a block of');
       // A ban is the key's, whatever its plan: every plan's binding reads the same one.
-      const bound = this.#default.bound;
+      const bound = this.#config.current.bound;
       await storeControl(bound.block, 'block', this.#store).call(bound, key, blockMs);
     } catch (error) {
       throw callerNamed('block', error);
@@ -765,7 +672,7 @@ class StoreLimiter implements Limiter {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
-      const bound = this.#default.bound;
+      const bound = this.#config.current.bound;
       await storeControl(bound.unblock, 'unblock', this.#store).call(bound, key);
     } catch (error) {
       throw callerNamed('unblock', error);
@@ -773,204 +680,27 @@ class StoreLimiter implements Limiter {
   }
 
   reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
-    return this.#oneAtATime(() => this.#reconfigure(rules, options));
+    return this.#config.reconfigure(rules, options);
   }
 
   override(key: string, rules: Rules): Promise<void> {
-    return this.#oneAtATime(() => this.#override(key, rules));
+    return this.#config.override(key, rules);
   }
 
   removeOverride(key: string): Promise<void> {
-    return this.#oneAtATime(() => this.#removeOverride(key));
+    return this.#config.removeOverride(key);
   }
 
-  /**
-   * Makes `change` once the changes asked before it are made: two calls (an override set twice for one key,
-   * a reconfigure beside it) never both read the binding the other is replacing.
-   */
-  #oneAtATime<T>(change: () => Promise<T>): Promise<T> {
-    const made = this.#changing.then(change);
-    this.#changing = made.catch(() => undefined);
-    return made;
-  }
-
-  async #reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
-    try {
-      this.#checkOpen();
-      const next = normalizeRules(rules, 'rules');
-      knownOptions('reconfigure options', RECONFIGURE_OPTIONS, options, false);
-      const carry = carryOption(options?.carry);
-      if (this.#bindings !== undefined) {
-        throw new SluiceError(
-          'UNSUPPORTED',
-          'reconfigure: a limiter with plans cannot change its rules yet; close the limiter and create it ' +
-            'with the new plans',
-        );
-      }
-      const current = this.#default;
-      const old = current.bound;
-      if (hasSharedRules(old)) {
-        // The store keeps the rules for every node: it checks them against the ones in force there.
-        keepsKinds(old.configuration.rules, next);
-        if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
-        return await old.reconfigure(next, carry);
-      }
-      keepsKinds(this.#default.rules, next);
-      if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
-      const storeName = storeNameOf(this.#store);
-      if (!hasStateAccess(old)) {
-        throw new SluiceError(
-          'UNSUPPORTED',
-          `reconfigure: ${storeName} cannot carry keys' states over to new rules yet; close the limiter and ` +
-            'create it with the new rules',
-        );
-      }
-      const version = this.#version + 1;
-      const bound = this.#bind({ rules: next, prefix: this.prefix, apart: `g${version}` });
-      if (!hasStateAccess(bound)) {
-        await bound.unbind?.();
-        throw new SluiceError('UNSUPPORTED', `reconfigure: ${storeName} cannot carry keys' states over to new rules`);
-      }
-      const source = {
-        bound: old,
-        rules: current.rules,
-        until: this.#clock.now() + carryWindowMs(current.rules),
-        release: () => void old.unbind?.(),
-      };
-      this.#default = {
-        plan: undefined,
-        rules: next,
-        bound: new CarriedBinding(bound, next, source, carry, this.#clock),
-        reserves: next.length === 1 && (next[0] as Algorithm).reserves,
-      };
-      this.#version = version;
-      this.#refreshPlain();
-      return { version, rules: next };
-    } catch (error) {
-      throw callerNamed('reconfigure', error);
-    }
+  overrides(options?: OverridesOptions): Promise<OverridesPage> {
+    return this.#config.overrides(options);
   }
 
   /** The binding a decision is the store's answer of as it is, while there is one (see #plain). */
   #refreshPlain(): void {
-    const plain = !this.#shadow && this.#bindings === undefined && this.#version === 1 && this.#overrides.size === 0;
-    this.#plain = plain ? this.#default.bound : undefined;
+    const config = this.#config;
+    const plain = !this.#shadow && config.onlyCurrent && config.version === 1;
+    this.#plain = plain ? config.current.bound : undefined;
   }
-
-  /** Every rule a key of this limiter can be decided by (every plan's): what an override's rules must agree with. */
-  #allRules(): readonly Algorithm[] {
-    return this.#parsedPlans?.catalog ?? this.#default.rules;
-  }
-
-  async #override(key: string, rules: Rules): Promise<void> {
-    try {
-      this.#checkOpen();
-      rateLimitKey(key, this.#maxKeyLength);
-      const next = normalizeRules(rules, 'rules');
-      if (this.#parsedPlans !== undefined) {
-        // On a shared store an override is kept for every node beside the limiter's rules, and a limiter with
-        // plans keeps none: refused on every store alike, before anything is bound or moved.
-        throw new SluiceError(
-          'UNSUPPORTED',
-          'override: a limiter with plans takes no overrides (its plans are its rules, fixed at creation); give ' +
-            'the key a plan of its own (plans: { ..., acme: rules }) and pick it with the plan option or the ' +
-            'plan resolver',
-        );
-      }
-      const shared = [...this.#allRules(), ...next].find((rule) => rule.key !== undefined);
-      if (shared !== undefined) {
-        throw new SluiceRangeError(
-          'rules',
-          shared.name,
-          `rule ${JSON.stringify(shared.name)} counts against another key than the request's: an override holds ` +
-            "one key's own rules, and a limiter with shared rules takes none",
-        );
-      }
-      keepsKinds(this.#allRules(), next);
-      if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
-      const kept = this.#default.bound;
-      if (hasSharedRules(kept)) {
-        // The store keeps overrides for every node, beside the limiter's rules.
-        await kept.override(key, next);
-        return;
-      }
-      const from = await this.#binding(key, undefined);
-      const storeName = storeNameOf(this.#store);
-      const bound = hasStateAccess(from.bound)
-        ? this.#bind({ rules: next, prefix: this.prefix, apart: `o${++this.#overridesBound}` })
-        : undefined;
-      if (bound === undefined || !hasStateAccess(bound) || !hasStateAccess(from.bound)) {
-        await bound?.unbind?.();
-        throw new SluiceError(
-          'UNSUPPORTED',
-          `override: ${storeName} cannot hold an override (it cannot carry a key's states between rules)`,
-        );
-      }
-      moveStates(key, { bound: from.bound, rules: from.rules }, { bound, rules: next }, this.#clock.now());
-      if (from.override !== undefined) await from.bound.unbind?.();
-      const reserves = next.length === 1 && (next[0] as Algorithm).reserves;
-      this.#overrides.set(key, { plan: undefined, rules: next, bound, reserves, override: true });
-      this.#refreshPlain();
-    } catch (error) {
-      throw callerNamed('override', error);
-    }
-  }
-
-  async #removeOverride(key: string): Promise<void> {
-    try {
-      this.#checkOpen();
-      rateLimitKey(key, this.#maxKeyLength);
-      const shared = this.#default.bound;
-      if (hasSharedRules(shared)) {
-        await shared.removeOverride(key);
-        return;
-      }
-      const own = this.#overrides.get(key);
-      if (own === undefined) return;
-      this.#overrides.delete(key);
-      const back = await this.#binding(key, undefined);
-      if (hasStateAccess(own.bound) && hasStateAccess(back.bound))
-        moveStates(
-          key,
-          { bound: own.bound, rules: own.rules },
-          { bound: back.bound, rules: back.rules },
-          this.#clock.now(),
-        );
-      await own.bound.unbind?.();
-      this.#refreshPlain();
-    } catch (error) {
-      throw callerNamed('removeOverride', error);
-    }
-  }
-
-  async overrides(options?: OverridesOptions): Promise<OverridesPage> {
-    try {
-      this.#checkOpen();
-      knownOptions('overrides options', OVERRIDES_OPTIONS, options, false);
-      const cursor = options?.cursor;
-      if (cursor !== undefined && typeof cursor !== 'string')
-        throw new SluiceTypeError(
-          'cursor',
-          cursor,
-          `cursor must be a page's cursor (a string), got ${describe(cursor)}`,
-        );
-      const count = options?.count === undefined ? OVERRIDES_PAGE : positiveInteger('count', options.count);
-      if (count > OVERRIDES_PAGE_MAX)
-        throw new SluiceRangeError('count', count, `count must be at most ${OVERRIDES_PAGE_MAX}, got ${count}`);
-      const shared = this.#default.bound;
-      const all = hasSharedRules(shared)
-        ? await shared.overrides()
-        : [...this.#overrides].map(([key, binding]) => ({ key, rules: binding.rules }));
-      const after = all
-        .filter(({ key }) => cursor === undefined || key > cursor)
-        .sort((a, b) => compareKeys(a.key, b.key));
-      const page = after.slice(0, count);
-      return { overrides: page, cursor: after.length > count ? page.at(-1)?.key : undefined };
-    } catch (error) {
-      throw callerNamed('overrides', error);
-    }
-  }
-
   async ready(): Promise<void> {
     try {
       this.#checkOpen();
@@ -986,44 +716,13 @@ class StoreLimiter implements Limiter {
     this.#closed = true;
     this.#closing.abort(new SluiceError('CLOSED', 'the limiter was closed'));
     this.#unlist?.();
-    // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
-    const bindings = this.#bindings === undefined ? [this.#default] : [...this.#bindings.values()];
     await this.#limited?.close();
     this.#access?.close();
-    for (const b of [...bindings, ...this.#overrides.values()]) await b.bound.unbind?.();
-    this.#overrides.clear();
+    // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
+    await this.#config.unbindAll();
     if (this.#ownsStore) await this.#store.close();
   }
 }
-
-/** reconfigure's `carry`: 'used' unless given, else one of CARRY_MODES. */
-function carryOption(value: unknown): CarryMode {
-  if (value === undefined) return 'used';
-  if (typeof value === 'string' && (CARRY_MODES as readonly string[]).includes(value)) return value as CarryMode;
-  const modes = CARRY_MODES.map((mode) => JSON.stringify(mode)).join(', ');
-  if (typeof value !== 'string')
-    throw new SluiceTypeError('carry', value, `carry must be one of ${modes}, got ${describe(value)}`);
-  throw new SluiceRangeError('carry', value, `carry must be one of ${modes}, got ${describe(value)}`);
-}
-
-/**
- * Refuses new rules that change a rule's kind under its name: a rule keeps its identity, and what keys used
- * under it, by name, and one kind's state means nothing to another.
- */
-function keepsKinds(current: readonly Algorithm[], next: readonly Algorithm[]): void {
-  for (const rule of next) {
-    const old = current.find((r) => r.name === rule.name);
-    if (old !== undefined && old.kind !== rule.kind) {
-      throw new SluiceRangeError(
-        'rules',
-        rule.name,
-        `rule ${JSON.stringify(rule.name)} is a ${old.kind}; it cannot become a ${rule.kind} under the same name ` +
-          '(a rule keeps what keys used under it by name): give the new rule another name, and it starts fresh',
-      );
-    }
-  }
-}
-
 /** A refund's `decision`: undefined, or a Decision (an object with a boolean `allowed`). */
 function decisionOption(value: unknown): Decision | undefined {
   if (value === undefined) return undefined;
@@ -1061,9 +760,4 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return inCall('createLimiter', () => {
     return new StoreLimiter(options);
   });
-}
-
-/** Key order for pages of overrides (code unit order, as `sort()` and the stores' listings). */
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }
