@@ -1,8 +1,9 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
-import { type AccessMatch, type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
+import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { type Binding, LiveConfiguration, rulesOf } from './live-configuration.js';
+import { AccessListGate } from './access-list-gate.js';
 import { MemoryStore } from './memory-store.js';
 import type { Rules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
@@ -29,9 +30,8 @@ import {
 } from './limited-keys.js';
 import { MAX_BOARD_MINUTES, hasLimitedKeysBoard } from './limited-keys-board.js';
 import { MemoryBoards } from './memory-boards.js';
-import { AccessList, type ListEntryOptions, addressOption, entryTexts, listEntries } from './access-list.js';
-import { type AccessEntry, type NewAccessEntry, hasAccessLists } from './access-list-store.js';
-import { MemoryAccessLists } from './memory-access-lists.js';
+import { type ListEntryOptions, addressOption } from './access-list.js';
+import type { AccessEntry } from './access-list-store.js';
 import type { BoundStore, LimiterConfiguration, Permits, RuleCosts, RuleSet, Store } from './store.js';
 import { checkCapabilities, storeControl } from './store-capabilities.js';
 import { adjustPermits, checkCostNames, countsNothing, describePermits, permitsOption } from './rule-costs.js';
@@ -74,10 +74,10 @@ class StoreLimiter implements Limiter {
   readonly #shadow: boolean;
   /** What it remembers of the keys it limits (undefined: limitedKeys false). */
   readonly #limited: LimitedKeys | undefined;
-  /** Its allow and deny lists, as this process holds them (undefined: accessList false). */
-  readonly #access: AccessList | undefined;
+  /** Its allow and deny lists, in front of its rules. */
+  readonly #access: AccessListGate;
   /** The lists while they hold an entry: a decision asks them only then (one field read otherwise). */
-  #listed: AccessList | undefined;
+  #listed: AccessListGate | undefined;
   /** The store binding when a decision is the store's answer as it is (no plans, no shadow mode, version 1). */
   #plain: BoundStore | undefined;
   readonly #closing = new AbortController();
@@ -141,21 +141,17 @@ class StoreLimiter implements Limiter {
       bind = (ruleSet) => store.bind(ruleSet);
     }
     const store = this.#store;
-    // A store without lists of its own (a custom store) keeps them in this process.
-    this.#access =
-      o.accessList === false
-        ? undefined
-        : new AccessList(
-            prefix,
-            hasAccessLists(store) ? store.bindAccessList(prefix) : new MemoryAccessLists(this.#clock).bind(prefix),
-            o.accessList,
-            this.#clock,
-            // A shared store reports its own failures ('store-error'); the list this process has holds meanwhile.
-            () => {},
-            (holds) => {
-              this.#listed = holds ? this.#access : undefined;
-            },
-          );
+    this.#access = new AccessListGate({
+      prefix,
+      store,
+      options: o.accessList,
+      clock: this.#clock,
+      maxKeyLength: this.#maxKeyLength,
+      checkOpen: () => this.#checkOpen(),
+      onHolds: (holds) => {
+        this.#listed = holds ? this.#access : undefined;
+      },
+    });
     // A store without a board of its own (a custom store) keeps this process's counts only.
     this.#limited =
       o.limitedKeys === false
@@ -263,6 +259,22 @@ class StoreLimiter implements Limiter {
     return decision;
   }
 
+  allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
+    return this.#access.allow(entries, options);
+  }
+
+  deny(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
+    return this.#access.deny(entries, options);
+  }
+
+  unlist(entries: string | readonly string[]): Promise<number> {
+    return this.#access.unlist(entries);
+  }
+
+  accessList(): Promise<AccessEntry[]> {
+    return this.#access.accessList();
+  }
+
   async topLimited(n = 10, options?: TopLimitedOptions): Promise<LimitedKey[]> {
     try {
       const count = positiveInteger('n', n);
@@ -282,50 +294,6 @@ class StoreLimiter implements Limiter {
     } catch (error) {
       throw callerNamed('topLimited', error);
     }
-  }
-
-  async allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
-    await this.#listChange('allow', () => listEntries('allow', entries, options, this.#maxKeyLength));
-  }
-
-  async deny(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
-    await this.#listChange('deny', () => listEntries('deny', entries, options, this.#maxKeyLength));
-  }
-
-  async #listChange(method: 'allow' | 'deny', make: () => NewAccessEntry[]): Promise<void> {
-    try {
-      this.#checkOpen();
-      const entries = make();
-      await this.#lists(method).put(entries);
-    } catch (error) {
-      throw callerNamed(method, error);
-    }
-  }
-
-  async unlist(entries: string | readonly string[]): Promise<number> {
-    try {
-      this.#checkOpen();
-      const texts = entryTexts(entries, this.#maxKeyLength);
-      return await this.#lists('unlist').remove(texts);
-    } catch (error) {
-      throw callerNamed('unlist', error);
-    }
-  }
-
-  async accessList(): Promise<AccessEntry[]> {
-    try {
-      this.#checkOpen();
-      return await this.#lists('accessList').entries();
-    } catch (error) {
-      throw callerNamed('accessList', error);
-    }
-  }
-
-  /** The lists, or a typed error for a limiter made with `accessList: false`. */
-  #lists(method: string): AccessList {
-    if (this.#access === undefined)
-      throw new SluiceError('UNSUPPORTED', `${method}: this limiter was made with accessList: false`);
-    return this.#access;
   }
 
   async flushLimitedKeys(): Promise<void> {
@@ -387,9 +355,7 @@ class StoreLimiter implements Limiter {
 
   /**
    * The decision of the access-list entry that holds for `key` and the client `address`, when one does (the
-   * rules are not asked). An operator's block outranks the allow list, a rule's `blockMs` ban does not (the
-   * rules are skipped, their bans too): an allowed key asks the store for its standing under an explicit ban
-   * (explicitBan, nothing consumed).
+   * rules are not asked; see AccessListGate.decide).
    */
   #listedOr(
     key: string,
@@ -397,59 +363,7 @@ class StoreLimiter implements Limiter {
     note: DecisionNote | undefined,
     deciding = true,
   ): Decision | Promise<Decision> | undefined {
-    const listed = this.#listed?.match(key, address, deciding);
-    if (listed === undefined) return undefined;
-    const decision = this.#listedDecision(listed);
-    const bound = this.#config.current.bound;
-    const explicitBan = bound.explicitBan;
-    if (listed.list === 'deny' || explicitBan === undefined) {
-      if (note !== undefined) note.source = 'access_list';
-      return decision;
-    }
-    const unlessBanned = (banned: Decision | undefined): Decision => {
-      if (banned?.blocked === true) return banned;
-      if (note !== undefined) note.source = 'access_list';
-      return decision;
-    };
-    const banned = explicitBan.call(bound, key);
-    return banned instanceof Promise ? banned.then(unlessBanned) : unlessBanned(banned);
-  }
-
-  /**
-   * An allowed key's decision (its limit whole, nothing consumed) or a denied one's (until the entry
-   * expires, Infinity when it does not), in the numbers of the limiter's first rule, marked with the entry.
-   */
-  #listedDecision(entry: AccessEntry): Decision {
-    // With plans: the first plan's (the key's plan is not resolved for a listed key).
-    const rule = this.#config.current.rules[0];
-    const limit = rule?.limit ?? 0;
-    const access: AccessMatch =
-      entry.reason === undefined
-        ? { list: entry.list, entry: entry.entry }
-        : { list: entry.list, entry: entry.entry, reason: entry.reason };
-    const name = rule?.name ?? entry.list;
-    if (entry.list === 'allow')
-      return {
-        allowed: true,
-        limit,
-        remaining: limit,
-        retryAfterMs: 0,
-        resetAfterMs: 0,
-        waitMs: 0,
-        rule: name,
-        access,
-      };
-    const rest = entry.expiresAt === undefined ? Infinity : Math.max(0, entry.expiresAt - this.#clock.now());
-    return {
-      allowed: false,
-      limit,
-      remaining: 0,
-      retryAfterMs: rest,
-      resetAfterMs: rest,
-      waitMs: 0,
-      rule: name,
-      access,
-    };
+    return this.#listed?.decide(key, address, note, deciding, this.#config.current);
   }
 
   #decide(
@@ -705,7 +619,7 @@ class StoreLimiter implements Limiter {
     try {
       this.#checkOpen();
       await this.#store.ready?.();
-      await this.#access?.loaded;
+      await this.#access.loaded;
     } catch (error) {
       throw callerNamed('ready', error);
     }
@@ -717,7 +631,7 @@ class StoreLimiter implements Limiter {
     this.#closing.abort(new SluiceError('CLOSED', 'the limiter was closed'));
     this.#unlist?.();
     await this.#limited?.close();
-    this.#access?.close();
+    this.#access.close();
     // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
     await this.#config.unbindAll();
     if (this.#ownsStore) await this.#store.close();
