@@ -4,6 +4,7 @@ import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { type Binding, LiveConfiguration, rulesOf } from './live-configuration.js';
 import { AccessListGate } from './access-list-gate.js';
+import { LimitedKeysReport } from './limited-keys-report.js';
 import { MemoryStore } from './memory-store.js';
 import type { Rules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
@@ -20,16 +21,7 @@ import type {
   RefundOptions,
   TryAcquireOptions,
 } from './limiter-types.js';
-import {
-  DEFAULT_NEAR_LIMIT,
-  DEFAULT_TOP_MINUTES,
-  type LimitedKey,
-  LimitedKeys,
-  type TopLimitedOptions,
-  keyHash,
-} from './limited-keys.js';
-import { MAX_BOARD_MINUTES, hasLimitedKeysBoard } from './limited-keys-board.js';
-import { MemoryBoards } from './memory-boards.js';
+import { DEFAULT_NEAR_LIMIT, type LimitedKey, type LimitedKeys, type TopLimitedOptions } from './limited-keys.js';
 import { type ListEntryOptions, addressOption } from './access-list.js';
 import type { AccessEntry } from './access-list-store.js';
 import type { BoundStore, LimiterConfiguration, Permits, RuleCosts, RuleSet, Store } from './store.js';
@@ -40,7 +32,6 @@ import {
   PEEK_OPTIONS,
   PENALIZE_OPTIONS,
   REFUND_OPTIONS,
-  TOP_LIMITED_OPTIONS,
   TRY_ACQUIRE_OPTIONS,
 } from './call-options.js';
 import {
@@ -49,7 +40,6 @@ import {
   nonNegativeOrInfinite,
   optionalSignal,
   positiveFinite,
-  positiveInteger,
   rateLimitKey,
   representablePeriod,
 } from '../foundation/validate.js';
@@ -72,7 +62,9 @@ class StoreLimiter implements Limiter {
   readonly #maxKeyLength: number;
   readonly #jitterMs: number;
   readonly #shadow: boolean;
-  /** What it remembers of the keys it limits (undefined: limitedKeys false). */
+  /** What it reports of the keys it limits most (topLimited). */
+  readonly #report: LimitedKeysReport;
+  /** What it remembers of the keys it limits, fed every decision (undefined: limitedKeys false). */
   readonly #limited: LimitedKeys | undefined;
   /** Its allow and deny lists, in front of its rules. */
   readonly #access: AccessListGate;
@@ -152,15 +144,14 @@ class StoreLimiter implements Limiter {
         this.#listed = holds ? this.#access : undefined;
       },
     });
-    // A store without a board of its own (a custom store) keeps this process's counts only.
-    this.#limited =
-      o.limitedKeys === false
-        ? undefined
-        : new LimitedKeys(
-            o.limitedKeys,
-            hasLimitedKeysBoard(store) ? store.bindLimitedKeys(prefix) : new MemoryBoards().bind(prefix),
-            this.#clock,
-          );
+    this.#report = new LimitedKeysReport({
+      prefix,
+      store,
+      options: o.limitedKeys,
+      clock: this.#clock,
+      maxKeyLength: this.#maxKeyLength,
+    });
+    this.#limited = this.#report.sketches;
     this.#config = new LiveConfiguration({
       prefix,
       store,
@@ -275,43 +266,16 @@ class StoreLimiter implements Limiter {
     return this.#access.accessList();
   }
 
-  async topLimited(n = 10, options?: TopLimitedOptions): Promise<LimitedKey[]> {
-    try {
-      const count = positiveInteger('n', n);
-      knownOptions('topLimited options', TOP_LIMITED_OPTIONS, options, false);
-      const minutes = options?.minutes ?? DEFAULT_TOP_MINUTES;
-      if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_BOARD_MINUTES)
-        throw new SluiceRangeError(
-          'minutes',
-          minutes,
-          `minutes must be a whole number from 1 to ${MAX_BOARD_MINUTES}, got ${describe(minutes)}`,
-        );
-      const limited = this.#limited;
-      if (limited === undefined) return [];
-      const top = await limited.fleetTop(count, minutes);
-      if (limited.options.clearKeys) return top.map((row) => ({ ...row, hashed: false }));
-      return Promise.all(top.map(async (row) => ({ ...row, key: await this.keyHash(row.key), hashed: true })));
-    } catch (error) {
-      throw callerNamed('topLimited', error);
-    }
+  topLimited(n?: number, options?: TopLimitedOptions): Promise<LimitedKey[]> {
+    return this.#report.topLimited(n, options);
   }
 
-  async flushLimitedKeys(): Promise<void> {
-    try {
-      await this.#limited?.flush();
-    } catch (error) {
-      throw callerNamed('flushLimitedKeys', error);
-    }
+  flushLimitedKeys(): Promise<void> {
+    return this.#report.flushLimitedKeys();
   }
 
-  async keyHash(key: string): Promise<string> {
-    try {
-      rateLimitKey(key, this.#maxKeyLength);
-      const secret = this.#limited?.options.keySecret || this.prefix;
-      return await keyHash(key, secret);
-    } catch (error) {
-      throw callerNamed('keyHash', error);
-    }
+  keyHash(key: string): Promise<string> {
+    return this.#report.keyHash(key);
   }
 
   /** Throws what the checks of `fn` say about `key` (or the limiter being closed), named for `fn`. */
