@@ -1,26 +1,12 @@
 import type { Clock } from '../foundation/clock.js';
 import type { AccessMatch, Decision } from '../foundation/decision.js';
 import { SluiceError, callerNamed } from '../foundation/errors.js';
-import { AccessList, type AccessListOptions, type ListEntryOptions, entryTexts, listEntries } from './access-list.js';
+import { AccessList, type ListEntryOptions, entryTexts, listEntries } from './access-list.js';
 import { type AccessEntry, type NewAccessEntry, hasAccessLists } from './access-list-store.js';
+import type { LimiterSetup } from './limiter-setup.js';
 import type { Binding } from './live-configuration.js';
 import { MemoryAccessLists } from './memory-access-lists.js';
 import type { DecisionNote } from './observe.js';
-import type { Store } from './store.js';
-
-/** What a limiter's access-list gate is made from (see AccessListGate). */
-export interface AccessListGateSetup {
-  readonly prefix: string;
-  readonly store: Store;
-  /** The limiter's `accessList` option, checked; false: the limiter keeps no lists. */
-  readonly options: Required<AccessListOptions> | false;
-  readonly clock: Clock;
-  readonly maxKeyLength: number;
-  /** Throws once the limiter is closed. */
-  readonly checkOpen: () => void;
-  /** Told after each read whether the lists hold an entry: the limiter asks the gate nothing while they do not. */
-  readonly onHolds: (holds: boolean) => void;
-}
 
 /**
  * A limiter's allow and deny lists, in front of its rules: the decision of a listed key (the rules not asked)
@@ -34,11 +20,16 @@ export class AccessListGate {
   readonly #maxKeyLength: number;
   readonly #checkOpen: () => void;
 
-  constructor(setup: AccessListGateSetup) {
-    const { prefix, store, options, clock } = setup;
+  /**
+   * `checkOpen` throws once the limiter is closed; `onHolds` is told after each read whether the lists hold an
+   * entry (the limiter asks the gate nothing while they do not).
+   */
+  constructor(setup: LimiterSetup, checkOpen: () => void, onHolds: (holds: boolean) => void) {
+    const { store, clock } = setup;
+    const { prefix, accessList: options } = setup.options;
     this.#clock = clock;
-    this.#maxKeyLength = setup.maxKeyLength;
-    this.#checkOpen = setup.checkOpen;
+    this.#maxKeyLength = setup.options.maxKeyLength;
+    this.#checkOpen = checkOpen;
     // A store without lists of its own (a custom store) keeps them in this process.
     this.#lists =
       options === false
@@ -50,7 +41,7 @@ export class AccessListGate {
             clock,
             // A shared store reports its own failures ('store-error'); the list this process has holds meanwhile.
             () => {},
-            setup.onHolds,
+            onHolds,
           );
   }
 

@@ -1,29 +1,11 @@
-import type { Clock } from '../foundation/clock.js';
 import { SluiceRangeError, callerNamed } from '../foundation/errors.js';
 import { knownOptions } from '../foundation/options.js';
 import { describe, positiveInteger, rateLimitKey } from '../foundation/validate.js';
 import { TOP_LIMITED_OPTIONS } from './call-options.js';
-import {
-  DEFAULT_TOP_MINUTES,
-  type LimitedKey,
-  LimitedKeys,
-  type LimitedKeysOptions,
-  type TopLimitedOptions,
-  keyHash,
-} from './limited-keys.js';
+import { DEFAULT_TOP_MINUTES, type LimitedKey, LimitedKeys, type TopLimitedOptions, keyHash } from './limited-keys.js';
 import { MAX_BOARD_MINUTES, hasLimitedKeysBoard } from './limited-keys-board.js';
 import { MemoryBoards } from './memory-boards.js';
-import type { Store } from './store.js';
-
-/** What a limiter's report of its limited keys is made from (see LimitedKeysReport). */
-export interface LimitedKeysReportSetup {
-  readonly prefix: string;
-  readonly store: Store;
-  /** The limiter's `limitedKeys` option, checked; false: the limiter counts nothing. */
-  readonly options: Required<LimitedKeysOptions> | false;
-  readonly clock: Clock;
-  readonly maxKeyLength: number;
-}
+import type { LimiterSetup } from './limiter-setup.js';
 
 /**
  * What a limiter reports of the keys it limits most: topLimited (the fleet's board, keys hashed unless
@@ -36,10 +18,11 @@ export class LimitedKeysReport {
   readonly #prefix: string;
   readonly #maxKeyLength: number;
 
-  constructor(setup: LimitedKeysReportSetup) {
-    const { prefix, store, options } = setup;
+  constructor(setup: LimiterSetup) {
+    const { store } = setup;
+    const { prefix, limitedKeys: options } = setup.options;
     this.#prefix = prefix;
-    this.#maxKeyLength = setup.maxKeyLength;
+    this.#maxKeyLength = setup.options.maxKeyLength;
     // A store without a board of its own (a custom store) keeps this process's counts only.
     this.sketches =
       options === false

@@ -1,15 +1,15 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
-import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
+import { type Clock, timerSleep } from '../foundation/clock.js';
 import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
+import { SluiceError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { type Binding, LiveConfiguration, rulesOf } from './live-configuration.js';
 import { AccessListGate } from './access-list-gate.js';
 import { LimitedKeysReport } from './limited-keys-report.js';
-import { MemoryStore } from './memory-store.js';
+import { limiterSetup } from './limiter-setup.js';
 import type { Rules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
-import { knownOptions, parseOptions } from '../foundation/options.js';
-import { LIMITER_OPTIONS, type LimiterOptions } from './limiter-options.js';
+import { knownOptions } from '../foundation/options.js';
+import type { LimiterOptions } from './limiter-options.js';
 import type {
   AcquireOptions,
   Limiter,
@@ -24,8 +24,8 @@ import type {
 import { DEFAULT_NEAR_LIMIT, type LimitedKey, type LimitedKeys, type TopLimitedOptions } from './limited-keys.js';
 import { type ListEntryOptions, addressOption } from './access-list.js';
 import type { AccessEntry } from './access-list-store.js';
-import type { BoundStore, LimiterConfiguration, Permits, RuleCosts, RuleSet, Store } from './store.js';
-import { checkCapabilities, storeControl } from './store-capabilities.js';
+import type { BoundStore, LimiterConfiguration, Permits, RuleCosts, Store } from './store.js';
+import { storeControl } from './store-capabilities.js';
 import { adjustPermits, checkCostNames, countsNothing, describePermits, permitsOption } from './rule-costs.js';
 import {
   ACQUIRE_OPTIONS,
@@ -79,100 +79,32 @@ class StoreLimiter implements Limiter {
   readonly #unlist: (() => void) | undefined;
 
   constructor(options: LimiterOptions) {
-    const o = parseOptions('createLimiter options', LIMITER_OPTIONS, options, true);
-    const planned = o.plans !== undefined;
-    // A store that cannot hold plans says so first: naming the store tells more than "rules or plans".
-    const can = o.store?.capabilities;
-    if (planned && can !== undefined && !can.plans) checkCapabilities(can, undefined, o.plans);
-    if (planned && o.rules !== undefined) {
-      throw new SluiceTypeError(
-        'plans',
-        options.plans,
-        'createLimiter takes rules or plans, not both: put the rules in a plan',
-      );
-    }
-    if (!planned && o.rules === undefined) {
-      throw new SluiceTypeError('rules', undefined, 'createLimiter needs rules (one rule or a policy) or plans');
-    }
-    if (!planned && o.plan !== undefined) {
-      throw new SluiceTypeError(
-        'plan',
-        o.plan,
-        "plan picks one of the limiter's plans: it needs plans ({ free: rules, pro: rules })",
-      );
-    }
-    const parsedPlans = o.plans;
-    // The limiter's rules; with plans, none (each plan has its own).
-    const rules = o.rules as readonly Algorithm[] | undefined;
+    const setup = limiterSetup(options);
+    const o = setup.options;
     const prefix = o.prefix;
+    const store = setup.store;
     this.prefix = prefix;
-    this.#clock = o.clock ?? o.store?.clock ?? systemClock;
+    this.#clock = setup.clock;
+    this.#store = store;
+    this.#ownsStore = setup.ownsStore;
     this.#maxKeyLength = o.maxKeyLength;
     this.#jitterMs = o.retryJitterMs;
     this.#shadow = o.shadow;
-    let bind: (ruleSet: RuleSet) => BoundStore;
-    if (o.store === undefined) {
-      const store = new MemoryStore({ clock: this.#clock });
-      this.#store = store;
-      this.#ownsStore = true;
-      // Plans bind the store once per plan; a limiter of one rule set keeps it to itself (unprefixed keys).
-      bind = (ruleSet) => store.bind(ruleSet, !planned);
-    } else {
-      const store = o.store;
-      // Decisions follow the store's clock and waits the limiter's: two different clocks would disagree.
-      if (o.clock !== undefined && store.clock !== undefined && store.clock !== o.clock) {
-        throw new SluiceRangeError(
-          'clock',
-          o.clock,
-          'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))',
-        );
-      }
-      if (store.capabilities !== undefined) checkCapabilities(store.capabilities, rules, parsedPlans);
-      this.#store = store;
-      this.#ownsStore = false;
-      bind = (ruleSet) => store.bind(ruleSet);
-    }
-    const store = this.#store;
-    this.#access = new AccessListGate({
-      prefix,
-      store,
-      options: o.accessList,
-      clock: this.#clock,
-      maxKeyLength: this.#maxKeyLength,
-      checkOpen: () => this.#checkOpen(),
-      onHolds: (holds) => {
+    this.#access = new AccessListGate(
+      setup,
+      () => this.#checkOpen(),
+      (holds) => {
         this.#listed = holds ? this.#access : undefined;
       },
-    });
-    this.#report = new LimitedKeysReport({
-      prefix,
-      store,
-      options: o.limitedKeys,
-      clock: this.#clock,
-      maxKeyLength: this.#maxKeyLength,
-    });
+    );
+    this.#report = new LimitedKeysReport(setup);
     this.#limited = this.#report.sketches;
-    this.#config = new LiveConfiguration({
-      prefix,
-      store,
-      clock: this.#clock,
-      maxKeyLength: this.#maxKeyLength,
-      bind,
-      rules,
-      plans: parsedPlans,
-      resolvePlan: o.plan,
+    this.#config = new LiveConfiguration(setup, {
       checkOpen: () => this.#checkOpen(),
       changed: () => this.#refreshPlain(),
     });
     this.#refreshPlain();
-    this.plans =
-      parsedPlans === undefined
-        ? undefined
-        : Object.freeze(
-            Object.fromEntries(
-              parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]]),
-            ),
-          );
+    this.plans = this.#config.plans;
     this.#unlist = 'degraded' in this.#store ? registerStatus(prefix, this.#store) : undefined;
   }
 
@@ -579,6 +511,7 @@ class StoreLimiter implements Limiter {
     const plain = !this.#shadow && config.onlyCurrent && config.version === 1;
     this.#plain = plain ? config.current.bound : undefined;
   }
+
   async ready(): Promise<void> {
     try {
       this.#checkOpen();
@@ -601,6 +534,7 @@ class StoreLimiter implements Limiter {
     if (this.#ownsStore) await this.#store.close();
   }
 }
+
 /** A refund's `decision`: undefined, or a Decision (an object with a boolean `allowed`). */
 function decisionOption(value: unknown): Decision | undefined {
   if (value === undefined) return undefined;

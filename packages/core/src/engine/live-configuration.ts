@@ -9,6 +9,7 @@ import { CarriedBinding, hasStateAccess, moveStates } from './carried-binding.js
 import type { OverridesOptions, OverridesPage, ReconfigureOptions } from './limiter-types.js';
 import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
 import { type Rules, normalizeRules } from './policy.js';
+import type { LimiterSetup } from './limiter-setup.js';
 import { checkCapabilities, storeNameOf } from './store-capabilities.js';
 import { type BoundStore, type LimiterConfiguration, type RuleSet, type Store, hasSharedRules } from './store.js';
 
@@ -24,18 +25,8 @@ export interface Binding {
   readonly override?: true;
 }
 
-/** What a limiter's configuration is made from and tells (see LiveConfiguration). */
-export interface ConfigurationSetup {
-  readonly prefix: string;
-  readonly store: Store;
-  readonly clock: Clock;
-  readonly maxKeyLength: number;
-  /** Binds a set of rules to the store (see RuleSet). */
-  readonly bind: (ruleSet: RuleSet) => BoundStore;
-  /** The limiter's rules (undefined with plans). */
-  readonly rules: readonly Algorithm[] | undefined;
-  readonly plans: ParsedPlans | undefined;
-  readonly resolvePlan: PlanResolver | undefined;
+/** What a limiter's configuration tells the limiter, and asks of it. */
+export interface ConfigurationHooks {
   /** Throws once the limiter is closed: a change that waited its turn past close is refused then. */
   readonly checkOpen: () => void;
   /** Called once a change has bound or unbound rules: the limiter's fast path depends on which are in force. */
@@ -52,7 +43,13 @@ const OVERRIDES_PAGE_MAX = 1000;
  * decides and controls; this says with which binding, and replaces bindings without losing what keys used.
  */
 export class LiveConfiguration {
-  readonly #setup: ConfigurationSetup;
+  readonly #store: Store;
+  readonly #clock: Clock;
+  readonly #prefix: string;
+  readonly #maxKeyLength: number;
+  /** Binds a set of rules to the store (see RuleSet). */
+  readonly #bind: (ruleSet: RuleSet) => BoundStore;
+  readonly #hooks: ConfigurationHooks;
   /** The binding used when no plan is named: the limiter's rules, or its first plan. */
   #default: Binding;
   #version = 1;
@@ -66,11 +63,20 @@ export class LiveConfiguration {
   readonly #plans: ParsedPlans | undefined;
   readonly #resolvePlan: PlanResolver | undefined;
 
-  constructor(setup: ConfigurationSetup) {
-    this.#setup = setup;
-    const { plans, prefix, bind } = setup;
+  /** For a limiter with plans: each plan's rules, under the names they keep state by. */
+  readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
+
+  constructor(setup: LimiterSetup, hooks: ConfigurationHooks) {
+    const { store, bind } = setup;
+    const { prefix, plans } = setup.options;
+    this.#store = store;
+    this.#clock = setup.clock;
+    this.#prefix = prefix;
+    this.#maxKeyLength = setup.options.maxKeyLength;
+    this.#bind = bind;
+    this.#hooks = hooks;
     this.#plans = plans;
-    this.#resolvePlan = setup.resolvePlan;
+    this.#resolvePlan = setup.options.plan;
     const binding = (plan: string | undefined, planRules: readonly Algorithm[]): Binding => ({
       plan,
       rules: planRules,
@@ -80,8 +86,9 @@ export class LiveConfiguration {
       reserves: reservesAlone(planRules),
     });
     if (plans === undefined) {
+      this.plans = undefined;
       this.#bindings = undefined;
-      this.#default = binding(undefined, setup.rules as readonly Algorithm[]);
+      this.#default = binding(undefined, setup.options.rules as readonly Algorithm[]);
       return;
     }
     const bindings = new Map<string, Binding>();
@@ -94,6 +101,9 @@ export class LiveConfiguration {
     }
     this.#bindings = bindings;
     this.#default = bindings.get(plans.names[0] as string) as Binding;
+    this.plans = Object.freeze(
+      Object.fromEntries(plans.names.map((name) => [name, plans.rules.get(name) as readonly Algorithm[]])),
+    );
   }
 
   /** The binding used when no plan is named: the limiter's rules (as last reconfigured), or its first plan. */
@@ -181,7 +191,7 @@ export class LiveConfiguration {
 
   async #reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
     try {
-      this.#setup.checkOpen();
+      this.#hooks.checkOpen();
       const next = normalizeRules(rules, 'rules');
       knownOptions('reconfigure options', RECONFIGURE_OPTIONS, options, false);
       const carry = carryOption(options?.carry);
@@ -197,14 +207,12 @@ export class LiveConfiguration {
       if (hasSharedRules(old)) {
         // The store keeps the rules for every node: it checks them against the ones in force there.
         keepsKinds(old.configuration.rules, next);
-        if (this.#setup.store.capabilities !== undefined)
-          checkCapabilities(this.#setup.store.capabilities, next, undefined);
+        this.#checkStoreCan(next);
         return await old.reconfigure(next, carry);
       }
       keepsKinds(this.#default.rules, next);
-      if (this.#setup.store.capabilities !== undefined)
-        checkCapabilities(this.#setup.store.capabilities, next, undefined);
-      const storeName = storeNameOf(this.#setup.store);
+      this.#checkStoreCan(next);
+      const storeName = storeNameOf(this.#store);
       if (!hasStateAccess(old)) {
         throw new SluiceError(
           'UNSUPPORTED',
@@ -213,7 +221,7 @@ export class LiveConfiguration {
         );
       }
       const version = this.#version + 1;
-      const bound = this.#setup.bind({ rules: next, prefix: this.#setup.prefix, apart: `g${version}` });
+      const bound = this.#bind({ rules: next, prefix: this.#prefix, apart: `g${version}` });
       if (!hasStateAccess(bound)) {
         await bound.unbind?.();
         throw new SluiceError('UNSUPPORTED', `reconfigure: ${storeName} cannot carry keys' states over to new rules`);
@@ -221,21 +229,27 @@ export class LiveConfiguration {
       const source = {
         bound: old,
         rules: current.rules,
-        until: this.#setup.clock.now() + carryWindowMs(current.rules),
+        until: this.#clock.now() + carryWindowMs(current.rules),
         release: () => void old.unbind?.(),
       };
       this.#default = {
         plan: undefined,
         rules: next,
-        bound: new CarriedBinding(bound, next, source, carry, this.#setup.clock),
+        bound: new CarriedBinding(bound, next, source, carry, this.#clock),
         reserves: reservesAlone(next),
       };
       this.#version = version;
-      this.#setup.changed();
+      this.#hooks.changed();
       return { version, rules: next };
     } catch (error) {
       throw callerNamed('reconfigure', error);
     }
+  }
+
+  /** Refuses rules the store declares it cannot honour (a policy, a ban), as createLimiter does. */
+  #checkStoreCan(rules: readonly Algorithm[]): void {
+    const can = this.#store.capabilities;
+    if (can !== undefined) checkCapabilities(can, rules, undefined);
   }
 
   /** Every rule a key of this limiter can be decided by (every plan's): what an override's rules must agree with. */
@@ -245,8 +259,8 @@ export class LiveConfiguration {
 
   async #override(key: string, rules: Rules): Promise<void> {
     try {
-      this.#setup.checkOpen();
-      rateLimitKey(key, this.#setup.maxKeyLength);
+      this.#hooks.checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
       const next = normalizeRules(rules, 'rules');
       if (this.#plans !== undefined) {
         // On a shared store an override is kept for every node beside the limiter's rules, and a limiter with
@@ -268,8 +282,7 @@ export class LiveConfiguration {
         );
       }
       keepsKinds(this.#allRules(), next);
-      if (this.#setup.store.capabilities !== undefined)
-        checkCapabilities(this.#setup.store.capabilities, next, undefined);
+      this.#checkStoreCan(next);
       const kept = this.#default.bound;
       if (hasSharedRules(kept)) {
         // The store keeps overrides for every node, beside the limiter's rules.
@@ -277,9 +290,9 @@ export class LiveConfiguration {
         return;
       }
       const from = await this.binding(key, undefined);
-      const storeName = storeNameOf(this.#setup.store);
+      const storeName = storeNameOf(this.#store);
       const bound = hasStateAccess(from.bound)
-        ? this.#setup.bind({ rules: next, prefix: this.#setup.prefix, apart: `o${++this.#overridesBound}` })
+        ? this.#bind({ rules: next, prefix: this.#prefix, apart: `o${++this.#overridesBound}` })
         : undefined;
       if (bound === undefined || !hasStateAccess(bound) || !hasStateAccess(from.bound)) {
         await bound?.unbind?.();
@@ -288,11 +301,11 @@ export class LiveConfiguration {
           `override: ${storeName} cannot hold an override (it cannot carry a key's states between rules)`,
         );
       }
-      moveStates(key, { bound: from.bound, rules: from.rules }, { bound, rules: next }, this.#setup.clock.now());
+      moveStates(key, { bound: from.bound, rules: from.rules }, { bound, rules: next }, this.#clock.now());
       if (from.override !== undefined) await from.bound.unbind?.();
       const reserves = reservesAlone(next);
       this.#overrides.set(key, { plan: undefined, rules: next, bound, reserves, override: true });
-      this.#setup.changed();
+      this.#hooks.changed();
     } catch (error) {
       throw callerNamed('override', error);
     }
@@ -300,8 +313,8 @@ export class LiveConfiguration {
 
   async #removeOverride(key: string): Promise<void> {
     try {
-      this.#setup.checkOpen();
-      rateLimitKey(key, this.#setup.maxKeyLength);
+      this.#hooks.checkOpen();
+      rateLimitKey(key, this.#maxKeyLength);
       const shared = this.#default.bound;
       if (hasSharedRules(shared)) {
         await shared.removeOverride(key);
@@ -316,10 +329,10 @@ export class LiveConfiguration {
           key,
           { bound: own.bound, rules: own.rules },
           { bound: back.bound, rules: back.rules },
-          this.#setup.clock.now(),
+          this.#clock.now(),
         );
       await own.bound.unbind?.();
-      this.#setup.changed();
+      this.#hooks.changed();
     } catch (error) {
       throw callerNamed('removeOverride', error);
     }
@@ -327,7 +340,7 @@ export class LiveConfiguration {
 
   async overrides(options?: OverridesOptions): Promise<OverridesPage> {
     try {
-      this.#setup.checkOpen();
+      this.#hooks.checkOpen();
       knownOptions('overrides options', OVERRIDES_OPTIONS, options, false);
       const cursor = options?.cursor;
       if (cursor !== undefined && typeof cursor !== 'string')
