@@ -51,6 +51,12 @@ interface Ask {
   readonly note: DecisionNote | undefined;
 }
 
+/**
+ * A limiter over a store: its decisions (tryAcquire, acquire, peek and their waits) and controls (reset,
+ * refund, penalize, block, unblock). The rest has one part each, which the limiter delegates to: which rules
+ * decide a key and their changes (LiveConfiguration), the access lists (AccessListGate), the limited-keys
+ * report (LimitedKeysReport). The decision path stays here, so a memory decision costs no extra call.
+ */
 class StoreLimiter implements Limiter {
   readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
   readonly prefix: string;
