@@ -79,19 +79,6 @@ function beside(rows: readonly OptionRow[], where: string, shared: readonly stri
   return `${own.length === 0 ? 'None of its own.' : table(own)}${takes}`;
 }
 
-/**
- * Where a call option has no doc comment of its own yet: the type whose option of the same name means the
- * same. AcquireOptions is in engine/limiter.ts, which is being split; the comment belongs there.
- */
-function withDocsOf(rows: OptionRow[], sibling: readonly OptionRow[]): OptionRow[] {
-  return rows.map((row) => {
-    if (row.doc !== '') return row;
-    const same = sibling.find((s) => s.name === row.name);
-    if (same === undefined) throw new Error(`option ${row.name} has no doc comment`);
-    return { ...row, doc: same.doc };
-  });
-}
-
 const HTTP = ['RateLimitOptions', 'AfterResponseOptions'];
 const HTTP_SHARED = 'options every HTTP adapter shares (createEvaluator, above)';
 const RULE = ['RuleOptions'];
@@ -112,15 +99,15 @@ function rules(): string {
 /** The limiter's calls, each with its options type. */
 function limiterCalls(): string {
   const engine = 'packages/core/src/engine';
-  const tryAcquire = ofType(`${engine}/limiter.ts`, 'TryAcquireOptions');
+  const tryAcquire = ofType(`${engine}/limiter-types.ts`, 'TryAcquireOptions');
   const calls: ReadonlyArray<readonly [string, OptionRow[]]> = [
     ['tryAcquire', tryAcquire],
-    ['acquire', withDocsOf(ofType(`${engine}/limiter.ts`, 'AcquireOptions'), tryAcquire)],
-    ['peek', ofType(`${engine}/limiter.ts`, 'PeekOptions')],
-    ['refund', ofType(`${engine}/limiter.ts`, 'RefundOptions')],
-    ['penalize', ofType(`${engine}/limiter.ts`, 'PenalizeOptions')],
-    ['reconfigure', ofType(`${engine}/limiter.ts`, 'ReconfigureOptions')],
-    ['overrides', ofType(`${engine}/limiter.ts`, 'OverridesOptions')],
+    ['acquire', ofType(`${engine}/limiter-types.ts`, 'AcquireOptions')],
+    ['peek', ofType(`${engine}/limiter-types.ts`, 'PeekOptions')],
+    ['refund', ofType(`${engine}/limiter-types.ts`, 'RefundOptions')],
+    ['penalize', ofType(`${engine}/limiter-types.ts`, 'PenalizeOptions')],
+    ['reconfigure', ofType(`${engine}/limiter-types.ts`, 'ReconfigureOptions')],
+    ['overrides', ofType(`${engine}/limiter-types.ts`, 'OverridesOptions')],
     ['topLimited', ofType(`${engine}/limited-keys.ts`, 'TopLimitedOptions')],
   ];
   return calls.map(([name, rows]) => `## limiter.${name} (@sluice/core)\n\n${table(rows)}\n`).join('\n');

@@ -53,7 +53,7 @@ export type {
   ReconfigureOptions,
   RefundOptions,
   TryAcquireOptions,
-} from './engine/limiter.js';
+} from './engine/limiter-types.js';
 export type {
   CommonLimiterOptions,
   LimiterOptions,

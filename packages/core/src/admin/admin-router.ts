@@ -3,7 +3,7 @@ import { ruleSpec } from '../algorithms/rule-spec.js';
 import { reportCallbackError } from '../foundation/callbacks.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { parseOptions } from '../foundation/options.js';
-import type { Limiter } from '../engine/limiter.js';
+import type { Limiter } from '../engine/limiter-types.js';
 import { BodyTooLarge, MAX_ADMIN_BODY_BYTES, jsonBody } from './admin-body.js';
 import { checkFailsClosed, refuseBeforeAuthorize, refuseHost } from './admin-guard.js';
 import { ADMIN_ROUTER_OPTIONS, type AdminRouterOptions } from './admin-options.js';

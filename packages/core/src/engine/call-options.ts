@@ -8,7 +8,7 @@ import type {
   ReconfigureOptions,
   RefundOptions,
   TryAcquireOptions,
-} from './limiter.js';
+} from './limiter-types.js';
 
 // The names of a limiter's call options, each list typed against its options type (the compiler refuses a
 // missing or an extra name), for knownOptions: `limiter.tryAcquire('k', { permit: 5 })` is refused naming

@@ -1,47 +1,37 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
-import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
-import { type AccessMatch, type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
-import { CARRY_MODES, type CarryMode, carryWindowMs } from '../algorithms/carry.js';
-import { CarriedBinding, hasStateAccess, moveStates } from './carried-binding.js';
-import { MemoryStore } from './memory-store.js';
-import { type Rules, normalizeRules } from './policy.js';
+import { type Clock, timerSleep } from '../foundation/clock.js';
+import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
+import { SluiceError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
+import { type Binding, LiveConfiguration, rulesOf } from './live-configuration.js';
+import { AccessListGate } from './access-list-gate.js';
+import { LimitedKeysReport } from './limited-keys-report.js';
+import { limiterSetup } from './limiter-setup.js';
+import type { Rules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
-import { knownOptions, parseOptions } from '../foundation/options.js';
-import { LIMITER_OPTIONS, type LimiterOptions } from './limiter-options.js';
-import {
-  DEFAULT_NEAR_LIMIT,
-  DEFAULT_TOP_MINUTES,
-  type LimitedKey,
-  LimitedKeys,
-  type TopLimitedOptions,
-  keyHash,
-} from './limited-keys.js';
-import { MAX_BOARD_MINUTES, hasLimitedKeysBoard } from './limited-keys-board.js';
-import { MemoryBoards } from './memory-boards.js';
-import { AccessList, type ListEntryOptions, addressOption, entryTexts, listEntries } from './access-list.js';
-import { type AccessEntry, type NewAccessEntry, hasAccessLists } from './access-list-store.js';
-import { MemoryAccessLists } from './memory-access-lists.js';
-import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
-import {
-  type BoundStore,
-  type LimiterConfiguration,
-  type Permits,
-  type RuleCosts,
-  type RuleSet,
-  type Store,
-  type StoreCapabilities,
-  hasSharedRules,
-} from './store.js';
+import { knownOptions } from '../foundation/options.js';
+import type { LimiterOptions } from './limiter-options.js';
+import type {
+  AcquireOptions,
+  Limiter,
+  OverridesOptions,
+  OverridesPage,
+  PeekOptions,
+  PenalizeOptions,
+  ReconfigureOptions,
+  RefundOptions,
+  TryAcquireOptions,
+} from './limiter-types.js';
+import { DEFAULT_NEAR_LIMIT, type LimitedKey, type LimitedKeys, type TopLimitedOptions } from './limited-keys.js';
+import { type ListEntryOptions, addressOption } from './access-list.js';
+import type { AccessEntry } from './access-list-store.js';
+import type { BoundStore, LimiterConfiguration, Permits, RuleCosts, Store } from './store.js';
+import { storeControl } from './store-capabilities.js';
 import { adjustPermits, checkCostNames, countsNothing, describePermits, permitsOption } from './rule-costs.js';
 import {
   ACQUIRE_OPTIONS,
-  OVERRIDES_OPTIONS,
   PEEK_OPTIONS,
   PENALIZE_OPTIONS,
-  RECONFIGURE_OPTIONS,
   REFUND_OPTIONS,
-  TOP_LIMITED_OPTIONS,
   TRY_ACQUIRE_OPTIONS,
 } from './call-options.js';
 import {
@@ -50,257 +40,9 @@ import {
   nonNegativeOrInfinite,
   optionalSignal,
   positiveFinite,
-  positiveInteger,
   rateLimitKey,
   representablePeriod,
 } from '../foundation/validate.js';
-
-/** Options of every call that decides a key under one of a limiter's plans. */
-export interface PlanOption {
-  /**
-   * The plan whose rules decide (a limiter with plans only).
-   * @default the limiter's `plan` resolver, else its first plan
-   */
-  plan?: string | undefined;
-}
-
-export interface TryAcquireOptions extends PlanOption {
-  /**
-   * What the call counts: the same number of permits against every rule, or each rule's own count by rule
-   * name (`{ rpm: 1, tpm: 1_200 }`: one request and 1,200 tokens, decided at once; a rule not named counts 0).
-   * @default 1
-   */
-  permits?: number | RuleCosts | undefined;
-  /**
-   * How long the call may wait for the permits: sleeping off a reservation, or sleeping until a denied
-   * request can succeed. 0 decides at once.
-   * @default 0
-   */
-  maxWaitMs?: number | undefined;
-  /** Aborting rejects a waiting call with SluiceError('ABORTED'). */
-  signal?: AbortSignal | undefined;
-  /**
-   * The client's IP address, as your server knows it (the socket's peer, or what your own proxies wrote,
-   * read with your trust settings), for the access lists' addresses and ranges. The HTTP, Fetch, Hono, Koa,
-   * gRPC and Nest adapters pass it for every request. A key is never read as an address: without this, no
-   * address or range entry holds for the call. A SluiceRangeError when it is no IPv4 or IPv6 address.
-   */
-  address?: string | undefined;
-}
-
-export interface AcquireOptions extends PlanOption {
-  /** What the call counts (see TryAcquireOptions.permits). @default 1 */
-  permits?: number | RuleCosts | undefined;
-  signal?: AbortSignal | undefined;
-  /** The client's IP address, for the access lists (see TryAcquireOptions.address). */
-  address?: string | undefined;
-}
-
-/** Options of `peek`. */
-export interface PeekOptions extends PlanOption {
-  /** The client's IP address, for the access lists (see TryAcquireOptions.address). */
-  address?: string | undefined;
-}
-
-/** Options of `penalize`. */
-export type PenalizeOptions = PlanOption;
-
-export interface RefundOptions extends PlanOption {
-  /**
-   * How long ago the grant being refunded was asked for, on `limiter.clock` (measure from before the
-   * `tryAcquire` call: `limiter.clock.now() - askedAt`). A window rule then gives back only while the window
-   * the grant was counted in lasts, so no window passes more than its limit. Left out, window rules give
-   * back from their newest grants.
-   */
-  grantedMsAgo?: number | undefined;
-  /**
-   * The decision whose grant is given back: the refund goes where that grant was counted. A grant a fail
-   * mode made while Redis was away (`decision.source === 'fallback'`) is given back to the fail mode's own
-   * state ('local') or nowhere ('open' counted it nowhere), never to Redis, which never counted it; a grant
-   * Redis made is never given to the fail mode. A denial, or a shadowed grant, took nothing: nothing is
-   * given back. Its plan is the refund's when `plan` is not given. Left out, the refund goes wherever the
-   * store decides now (Redis, or the fail mode while Redis is away): pass it whenever you have it.
-   */
-  decision?: Decision | undefined;
-}
-
-/** Options of `reconfigure`. */
-export interface ReconfigureOptions {
-  /**
-   * What happens to what keys already spent under the rules being changed (see CarryMode): keep what was
-   * used, keep the fraction used, or start fresh. Rules with new names always start fresh.
-   * @default 'used'
-   */
-  carry?: CarryMode | undefined;
-}
-
-/** One key's own rules (limiter.override). */
-export interface Override {
-  readonly key: string;
-  readonly rules: readonly Algorithm[];
-}
-
-/** Options of `overrides`: a page of the list, in key order. */
-export interface OverridesOptions {
-  /** Where the page starts: the `cursor` of the page before (undefined: the first page). */
-  cursor?: string | undefined;
-  /**
-   * The most overrides on the page, 1 to 1,000.
-   * @default 100
-   */
-  count?: number | undefined;
-}
-
-/** A page of `overrides`. */
-export interface OverridesPage {
-  readonly overrides: readonly Override[];
-  /** The next page's cursor; undefined on the last page. */
-  readonly cursor: string | undefined;
-}
-
-/** A rate limiter bound to a store: the same interface for local, exact (Redis), leased and divided modes. */
-export interface Limiter {
-  /** Decides `permits` for `key`, waiting at most `maxWaitMs`. Resolves to the Decision; never rejects for being limited. */
-  tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision>;
-  /**
-   * Waits until `permits` are granted; resolves to the ms waited. Rejects only on abort, close or a request that
-   * can never fit (over a rule's limit; a fail mode's share below it while Redis is away is waited out, asking
-   * again every FALLBACK_RETRY_MS).
-   */
-  acquire(key: string, options?: AcquireOptions): Promise<number>;
-  /** Reports the key's standing (for one permit) without consuming. */
-  peek(key: string, options?: PeekOptions): Promise<Decision>;
-  /** Forgets the key under every rule (of every plan) and lifts its ban: its next request starts from a fresh state. */
-  reset(key: string): Promise<void>;
-  /**
-   * Gives back up to `permits` to each of the key's own rules (a rule shared with other keys keeps what it
-   * took), never beyond a fresh state: a request that should not count after all (it failed, it was cheap).
-   * Atomic per key on Redis. `permits` is an integer >= 0. Rejects with SluiceError('UNSUPPORTED') for a rule
-   * that cannot refund (Guava's prepay) or a store without refunds.
-   *
-   * @example
-   * const askedAt = limiter.clock.now()
-   * const d = await limiter.tryAcquire(key)
-   * if (d.allowed && !(await handle())) await limiter.refund(key, 1, { grantedMsAgo: limiter.clock.now() - askedAt })
-   */
-  refund(key: string, permits: number | RuleCosts, options?: RefundOptions): Promise<void>;
-  /**
-   * Takes `permits` from every rule the key is counted against, even past the limit: the key is then denied
-   * until it drains (a response's real cost, known only after it: LLM tokens, bytes). Atomic per key on Redis.
-   * `permits` is an integer >= 0.
-   *
-   * @example
-   * await tokens.penalize(`tenant:${id}`, usage.totalTokens - estimate)
-   */
-  penalize(key: string, permits: number | RuleCosts, options?: PenalizeOptions): Promise<void>;
-  /**
-   * Blocks `key` for `ms` from now (a deny list): every request meanwhile is denied with `blocked: true`.
-   * A ban in force that ends later is kept. `ms` is a finite number > 0.
-   *
-   * @example
-   * await login.block(`${user}|${ip}`, 24 * 3_600_000)
-   */
-  block(key: string, ms: number): Promise<void>;
-  /** Lifts the key's ban, explicit or started by a rule's `blockMs`. */
-  unblock(key: string): Promise<void>;
-  /**
-   * Resolves once the store's start-up check passed (a Redis-backed store checks, on the limiter's keys, the
-   * commands its scripts run; see RedisStore.ready); at once for a store with nothing to check (memory).
-   * Rejects with SluiceError 'STORE_MISCONFIGURED' naming what is wrong, or 'STORE_UNAVAILABLE' when the
-   * store did not answer. Decisions never wait for it.
-   *
-   * @example
-   * const limiter = createLimiter({ rules, store: redisStore({ redis }) })
-   * await limiter.ready() // at start-up: fail fast on a bad ACL or the wrong client
-   */
-  ready(): Promise<void>;
-  /** Stops the limiter: waiting calls reject with SluiceError('CLOSED'); a store it created is closed. */
-  close(): Promise<void>;
-  /**
-   * Changes the limiter's rules while it runs: a rule keeps its identity (and what keys used under it) by
-   * name, a rule with a new name starts fresh, a rule left out is dropped; `options.carry` says what happens
-   * to what was used (default 'used': 60 used of an old limit of 100 leaves 0 of a new 50 and 140 of a new
-   * 200). A key's states are carried over the first time the key is met under the new rules; decisions then
-   * report `configVersion`. A rule may not change its kind under the same name (give it a new name).
-   * Resolves to the configuration now in force. On a memory store the change is this limiter's; stores that
-   * cannot carry states over refuse with SluiceError('UNSUPPORTED'), as do limiters with plans.
-   *
-   * @example
-   * await api.reconfigure(tokenBucket({ name: 'api', capacity: 200, refillPerSecond: 20 }))
-   */
-  reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration>;
-  /**
-   * Gives one key its own rules (a contract, a partner, an abuser) in place of the limiter's: what the key
-   * used is kept by rule name, as `reconfigure` keeps it. Setting it again replaces it; decisions it makes
-   * say `override: true`. The rules are the key's own: a rule counted against another key (`key` option) is
-   * refused, as are overrides on a limiter with such rules. A limiter with plans takes none, on every store
-   * (a key's own rules are then a plan of its own); stores that cannot carry states over refuse too, with
-   * SluiceError('UNSUPPORTED').
-   *
-   * @example
-   * await api.override('tenant:acme', tokenBucket({ name: 'api', capacity: 5_000, refillPerSecond: 50 }))
-   */
-  override(key: string, rules: Rules): Promise<void>;
-  /** Takes a key's override away: it returns to the limiter's rules, keeping what it used. No override: nothing. */
-  removeOverride(key: string): Promise<void>;
-  /** The overrides in force, a page at a time in key order. */
-  overrides(options?: OverridesOptions): Promise<OverridesPage>;
-  /** The rules in force (of the first plan, for a limiter with plans). */
-  readonly rules: readonly Algorithm[];
-  /**
-   * The version of the limiter's configuration: 1 until the first `reconfigure`, then larger after each (on
-   * the memory store one more; on Redis the server's time in ms of the change, or one more when that is later,
-   * so a number never names two configurations, even after Redis lost them).
-   */
-  readonly configVersion: number;
-  /**
-   * The clock this limiter waits on: its store's when the store decides on this process's clock (a memory
-   * store, a ManualClock in tests), else systemClock. Durations measured on it (a refund's `grantedMsAgo`)
-   * are the store's.
-   */
-  readonly clock: Clock;
-  /** For a limiter with plans: each plan's rules, under the names they keep state by. */
-  readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
-  readonly prefix: string;
-  /**
-   * The `n` keys denied most (then granted most near their limit) over the last `minutes` minutes (5 unless
-   * given, at most 15; this one included), most first: on a shared store the fleet's, every node's counts
-   * summed on the store's board (each node adds its own every `limitedKeys.flushMs`), with this process's
-   * not yet added. In clear with `limitedKeys.clearKeys`, else as keyed hashes (`keyHash`). Counts as
-   * Space-Saving sketches count them (each within `error`).
-   */
-  topLimited(n?: number, options?: TopLimitedOptions): Promise<LimitedKey[]>;
-  /**
-   * Adds this process's limited-keys counts to the store's board now (they go every `limitedKeys.flushMs` by
-   * themselves, and at close): for a test, or before asking another node. Rejects with the store's error.
-   */
-  flushLimitedKeys(): Promise<void>;
-  /**
-   * Puts `entries` on the allow list, for every node of the limiter's store: a key, or an IP address or
-   * IPv4/IPv6 CIDR range (matched against the call's `address`, never the key), whose requests skip the rules
-   * (allowed, nothing consumed, `decision.access` says which entry), unless the key is banned: a ban holds.
-   * An entry already on a list moves here. At most 10,000 per call, 100,000 in all (SluiceRangeError past
-   * them, nothing added); text shaped as an address that cannot be enforced as written is refused
-   * (SluiceRangeError naming it). On a Redis store every node holds it within a second.
-   */
-  allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void>;
-  /**
-   * Puts `entries` on the deny list (see allow): their requests are denied before the rules (`retryAfterMs`
-   * until the entry expires, Infinity when it does not; `decision.access.reason` says why).
-   */
-  deny(entries: string | readonly string[], options?: ListEntryOptions): Promise<void>;
-  /** Takes `entries` off the lists, for every node; how many were there. */
-  unlist(entries: string | readonly string[]): Promise<number>;
-  /** Every entry of the allow and deny lists in force (expired ones left out), as the store holds them. */
-  accessList(): Promise<AccessEntry[]>;
-  /** The keyed hash `topLimited` shows for `key` (to find a key you know among the hashes). */
-  keyHash(key: string): Promise<string>;
-  /**
-   * Where the limiter's state lives (the store it was given, or the memory store it made for itself): what
-   * builds on a limiter (a throttle's queue and pauses) meets the other processes there.
-   */
-  readonly store: Store;
-}
 
 /** What one call asks the store for: the key, the permits, and where an observer hears the decision's source. */
 interface Ask {
@@ -309,50 +51,31 @@ interface Ask {
   readonly note: DecisionNote | undefined;
 }
 
-/** One set of rules bound to the store: the limiter's rules, or one plan's. */
-interface Binding {
-  /** The plan's name; undefined for a limiter without plans. */
-  readonly plan: string | undefined;
-  readonly rules: readonly Algorithm[];
-  readonly bound: BoundStore;
-  /** Only a single reserving rule can grant with a wait; a policy retries instead. */
-  readonly reserves: boolean;
-  /** True for a key's override (decisions say so). */
-  readonly override?: true;
-}
-
-/** The most overrides one page of `overrides()` lists unless it asks for fewer. */
-const OVERRIDES_PAGE = 100;
-const OVERRIDES_PAGE_MAX = 1000;
-
+/**
+ * A limiter over a store: its decisions (tryAcquire, acquire, peek and their waits) and controls (reset,
+ * refund, penalize, block, unblock). The rest has one part each, which the limiter delegates to: which rules
+ * decide a key and their changes (LiveConfiguration), the access lists (AccessListGate), the limited-keys
+ * report (LimitedKeysReport). The decision path stays here, so a memory decision costs no extra call.
+ */
 class StoreLimiter implements Limiter {
   readonly plans: Readonly<Record<string, readonly Algorithm[]>> | undefined;
   readonly prefix: string;
   readonly #clock: Clock;
   readonly #store: Store;
   readonly #ownsStore: boolean;
-  /** The binding used when no plan is named: the limiter's rules, or its first plan. */
-  #default: Binding;
-  /** Binds a set of rules to the store (see RuleSet). */
-  readonly #bind: (ruleSet: RuleSet) => BoundStore;
-  #version = 1;
-  /** Keys with rules of their own (override), and how many overrides were ever bound (their names apart). */
-  readonly #overrides = new Map<string, Binding>();
-  #overridesBound = 0;
-  /** The change being made (reconfigure, override, removeOverride): changes are made one at a time. */
-  #changing: Promise<unknown> = Promise.resolve();
-  readonly #bindings: ReadonlyMap<string, Binding> | undefined;
-  readonly #parsedPlans: ParsedPlans | undefined;
-  readonly #resolvePlan: PlanResolver | undefined;
+  /** Which rules decide a key (its plan's, its override's), and the changes made to them while it runs. */
+  readonly #config: LiveConfiguration;
   readonly #maxKeyLength: number;
   readonly #jitterMs: number;
   readonly #shadow: boolean;
-  /** What it remembers of the keys it limits (undefined: limitedKeys false). */
+  /** What it reports of the keys it limits most (topLimited). */
+  readonly #report: LimitedKeysReport;
+  /** What it remembers of the keys it limits, fed every decision (undefined: limitedKeys false). */
   readonly #limited: LimitedKeys | undefined;
-  /** Its allow and deny lists, as this process holds them (undefined: accessList false). */
-  readonly #access: AccessList | undefined;
+  /** Its allow and deny lists, in front of its rules. */
+  readonly #access: AccessListGate;
   /** The lists while they hold an entry: a decision asks them only then (one field read otherwise). */
-  #listed: AccessList | undefined;
+  #listed: AccessListGate | undefined;
   /** The store binding when a decision is the store's answer as it is (no plans, no shadow mode, version 1). */
   #plain: BoundStore | undefined;
   readonly #closing = new AbortController();
@@ -362,124 +85,32 @@ class StoreLimiter implements Limiter {
   readonly #unlist: (() => void) | undefined;
 
   constructor(options: LimiterOptions) {
-    const o = parseOptions('createLimiter options', LIMITER_OPTIONS, options, true);
-    const planned = o.plans !== undefined;
-    // A store that cannot hold plans says so first: naming the store tells more than "rules or plans".
-    const can = o.store?.capabilities;
-    if (planned && can !== undefined && !can.plans) checkCapabilities(can, undefined, o.plans);
-    if (planned && o.rules !== undefined) {
-      throw new SluiceTypeError(
-        'plans',
-        options.plans,
-        'createLimiter takes rules or plans, not both: put the rules in a plan',
-      );
-    }
-    if (!planned && o.rules === undefined) {
-      throw new SluiceTypeError('rules', undefined, 'createLimiter needs rules (one rule or a policy) or plans');
-    }
-    if (!planned && o.plan !== undefined) {
-      throw new SluiceTypeError(
-        'plan',
-        o.plan,
-        "plan picks one of the limiter's plans: it needs plans ({ free: rules, pro: rules })",
-      );
-    }
-    const parsedPlans = o.plans;
-    this.#parsedPlans = parsedPlans;
-    const rules =
-      parsedPlans === undefined
-        ? (o.rules as readonly Algorithm[])
-        : (parsedPlans.rules.get(parsedPlans.names[0] as string) as readonly Algorithm[]);
-    this.#resolvePlan = o.plan;
+    const setup = limiterSetup(options);
+    const o = setup.options;
     const prefix = o.prefix;
+    const store = setup.store;
     this.prefix = prefix;
-    this.#clock = o.clock ?? o.store?.clock ?? systemClock;
+    this.#clock = setup.clock;
+    this.#store = store;
+    this.#ownsStore = setup.ownsStore;
     this.#maxKeyLength = o.maxKeyLength;
     this.#jitterMs = o.retryJitterMs;
     this.#shadow = o.shadow;
-    let bind: (ruleSet: RuleSet) => BoundStore;
-    if (o.store === undefined) {
-      const store = new MemoryStore({ clock: this.#clock });
-      this.#store = store;
-      this.#ownsStore = true;
-      // Plans bind the store once per plan; a limiter of one rule set keeps it to itself (unprefixed keys).
-      bind = (ruleSet) => store.bind(ruleSet, !planned);
-    } else {
-      const store = o.store;
-      // Decisions follow the store's clock and waits the limiter's: two different clocks would disagree.
-      if (o.clock !== undefined && store.clock !== undefined && store.clock !== o.clock) {
-        throw new SluiceRangeError(
-          'clock',
-          o.clock,
-          'clock must be the clock the store was created with (pass it to the store, e.g. memoryStore({ clock }))',
-        );
-      }
-      if (store.capabilities !== undefined)
-        checkCapabilities(store.capabilities, parsedPlans === undefined ? rules : undefined, parsedPlans);
-      this.#store = store;
-      this.#ownsStore = false;
-      bind = (ruleSet) => store.bind(ruleSet);
-    }
-    const store = this.#store;
-    // A store without lists of its own (a custom store) keeps them in this process.
-    this.#access =
-      o.accessList === false
-        ? undefined
-        : new AccessList(
-            prefix,
-            hasAccessLists(store) ? store.bindAccessList(prefix) : new MemoryAccessLists(this.#clock).bind(prefix),
-            o.accessList,
-            this.#clock,
-            // A shared store reports its own failures ('store-error'); the list this process has holds meanwhile.
-            () => {},
-            (holds) => {
-              this.#listed = holds ? this.#access : undefined;
-            },
-          );
-    // A store without a board of its own (a custom store) keeps this process's counts only.
-    this.#limited =
-      o.limitedKeys === false
-        ? undefined
-        : new LimitedKeys(
-            o.limitedKeys,
-            hasLimitedKeysBoard(store) ? store.bindLimitedKeys(prefix) : new MemoryBoards().bind(prefix),
-            this.#clock,
-          );
-    const binding = (plan: string | undefined, planRules: readonly Algorithm[]): Binding => ({
-      plan,
-      rules: planRules,
-      bound: bind(
-        parsedPlans === undefined
-          ? { rules: planRules, prefix }
-          : { rules: planRules, prefix, plans: parsedPlans.catalog },
-      ),
-      reserves: planRules.length === 1 && (planRules[0] as Algorithm).reserves,
+    this.#access = new AccessListGate(
+      setup,
+      () => this.#checkOpen(),
+      (holds) => {
+        this.#listed = holds ? this.#access : undefined;
+      },
+    );
+    this.#report = new LimitedKeysReport(setup);
+    this.#limited = this.#report.sketches;
+    this.#config = new LiveConfiguration(setup, {
+      checkOpen: () => this.#checkOpen(),
+      changed: () => this.#refreshPlain(),
     });
-    this.#bind = bind;
-    if (parsedPlans === undefined) {
-      this.plans = undefined;
-      this.#bindings = undefined;
-      this.#default = binding(undefined, rules);
-      this.#plain = this.#shadow ? undefined : this.#default.bound;
-    } else {
-      this.#plain = undefined;
-      const bindings = new Map<string, Binding>();
-      try {
-        for (const name of parsedPlans.names)
-          bindings.set(name, binding(name, parsedPlans.rules.get(name) as readonly Algorithm[]));
-      } catch (error) {
-        // A store that refused a plan (a Cluster-only restriction, say): nothing half-bound stays claimed.
-        for (const b of bindings.values()) void b.bound.unbind?.();
-        throw error;
-      }
-      this.#bindings = bindings;
-      this.#default = bindings.get(parsedPlans.names[0] as string) as Binding;
-      this.plans = Object.freeze(
-        Object.fromEntries(
-          parsedPlans.names.map((name) => [name, parsedPlans.rules.get(name) as readonly Algorithm[]]),
-        ),
-      );
-    }
+    this.#refreshPlain();
+    this.plans = this.#config.plans;
     this.#unlist = 'degraded' in this.#store ? registerStatus(prefix, this.#store) : undefined;
   }
 
@@ -492,52 +123,15 @@ class StoreLimiter implements Limiter {
   }
 
   get rules(): readonly Algorithm[] {
-    const bound = this.#default.bound;
-    return hasSharedRules(bound) ? bound.configuration.rules : this.#default.rules;
-  }
-
-  /**
-   * The rules a binding decides by, as far as this limiter knows them: its own (a plan's, an override's), or
-   * on a store that keeps the rules for every node, those of the configuration in force (a key's override
-   * there is the store's: a rule of it that a call's costs do not name is asked for 0).
-   */
-  #rulesOf(binding: Binding): readonly Algorithm[] {
-    const bound = binding.bound;
-    return hasSharedRules(bound) ? bound.configuration.rules : binding.rules;
+    return this.#config.rules;
   }
 
   get configVersion(): number {
-    const bound = this.#default.bound;
-    return hasSharedRules(bound) ? bound.configuration.version : this.#version;
+    return this.#config.configVersion;
   }
 
   #checkOpen(): void {
     if (this.#closed) throw new SluiceError('CLOSED', 'the limiter is closed');
-  }
-
-  /**
-   * The binding a call for `key` decides with: the plan the call names, else the resolver's, else the first.
-   * A limiter without plans refuses a plan. Synchronous unless the resolver is async.
-   */
-  #binding(key: string, plan: unknown): Binding | Promise<Binding> {
-    const own = this.#overrides.size === 0 ? undefined : this.#overrides.get(key);
-    if (own !== undefined) return own;
-    const plans = this.#parsedPlans;
-    const bindings = this.#bindings;
-    if (plans === undefined || bindings === undefined) {
-      if (plan !== undefined)
-        throw new SluiceRangeError(
-          'plan',
-          plan,
-          `plan names one of a limiter's plans; this limiter has none (createLimiter({ plans }))`,
-        );
-      return this.#default;
-    }
-    if (plan !== undefined) return bindings.get(knownPlan(plans, plan)) as Binding;
-    if (this.#resolvePlan === undefined) return this.#default;
-    const resolved = this.#resolvePlan(key);
-    const pick = (name: unknown): Binding => bindings.get(knownPlan(plans, name)) as Binding;
-    return resolved instanceof Promise ? resolved.then(pick) : pick(resolved);
   }
 
   tryAcquire(key: string, options?: TryAcquireOptions): Promise<Decision> {
@@ -594,87 +188,32 @@ class StoreLimiter implements Limiter {
     return decision;
   }
 
-  async topLimited(n = 10, options?: TopLimitedOptions): Promise<LimitedKey[]> {
-    try {
-      const count = positiveInteger('n', n);
-      knownOptions('topLimited options', TOP_LIMITED_OPTIONS, options, false);
-      const minutes = options?.minutes ?? DEFAULT_TOP_MINUTES;
-      if (!Number.isInteger(minutes) || minutes < 1 || minutes > MAX_BOARD_MINUTES)
-        throw new SluiceRangeError(
-          'minutes',
-          minutes,
-          `minutes must be a whole number from 1 to ${MAX_BOARD_MINUTES}, got ${describe(minutes)}`,
-        );
-      const limited = this.#limited;
-      if (limited === undefined) return [];
-      const top = await limited.fleetTop(count, minutes);
-      if (limited.options.clearKeys) return top.map((row) => ({ ...row, hashed: false }));
-      return Promise.all(top.map(async (row) => ({ ...row, key: await this.keyHash(row.key), hashed: true })));
-    } catch (error) {
-      throw callerNamed('topLimited', error);
-    }
+  allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
+    return this.#access.allow(entries, options);
   }
 
-  async allow(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
-    await this.#listChange('allow', () => listEntries('allow', entries, options, this.#maxKeyLength));
+  deny(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
+    return this.#access.deny(entries, options);
   }
 
-  async deny(entries: string | readonly string[], options?: ListEntryOptions): Promise<void> {
-    await this.#listChange('deny', () => listEntries('deny', entries, options, this.#maxKeyLength));
+  unlist(entries: string | readonly string[]): Promise<number> {
+    return this.#access.unlist(entries);
   }
 
-  async #listChange(method: 'allow' | 'deny', make: () => NewAccessEntry[]): Promise<void> {
-    try {
-      this.#checkOpen();
-      const entries = make();
-      await this.#lists(method).put(entries);
-    } catch (error) {
-      throw callerNamed(method, error);
-    }
+  accessList(): Promise<AccessEntry[]> {
+    return this.#access.accessList();
   }
 
-  async unlist(entries: string | readonly string[]): Promise<number> {
-    try {
-      this.#checkOpen();
-      const texts = entryTexts(entries, this.#maxKeyLength);
-      return await this.#lists('unlist').remove(texts);
-    } catch (error) {
-      throw callerNamed('unlist', error);
-    }
+  topLimited(n?: number, options?: TopLimitedOptions): Promise<LimitedKey[]> {
+    return this.#report.topLimited(n, options);
   }
 
-  async accessList(): Promise<AccessEntry[]> {
-    try {
-      this.#checkOpen();
-      return await this.#lists('accessList').entries();
-    } catch (error) {
-      throw callerNamed('accessList', error);
-    }
+  flushLimitedKeys(): Promise<void> {
+    return this.#report.flushLimitedKeys();
   }
 
-  /** The lists, or a typed error for a limiter made with `accessList: false`. */
-  #lists(method: string): AccessList {
-    if (this.#access === undefined)
-      throw new SluiceError('UNSUPPORTED', `${method}: this limiter was made with accessList: false`);
-    return this.#access;
-  }
-
-  async flushLimitedKeys(): Promise<void> {
-    try {
-      await this.#limited?.flush();
-    } catch (error) {
-      throw callerNamed('flushLimitedKeys', error);
-    }
-  }
-
-  async keyHash(key: string): Promise<string> {
-    try {
-      rateLimitKey(key, this.#maxKeyLength);
-      const secret = this.#limited?.options.keySecret || this.prefix;
-      return await keyHash(key, secret);
-    } catch (error) {
-      throw callerNamed('keyHash', error);
-    }
+  keyHash(key: string): Promise<string> {
+    return this.#report.keyHash(key);
   }
 
   /** Throws what the checks of `fn` say about `key` (or the limiter being closed), named for `fn`. */
@@ -687,7 +226,7 @@ class StoreLimiter implements Limiter {
 
   /** Hands an answered call to the observers (only while something observes). */
   #record(decision: Decision, note: DecisionNote, started: number): void {
-    const source = note.source ?? this.#default.bound.source;
+    const source = note.source ?? this.#config.current.bound.source;
     const nearLimit =
       this.#limited?.isNear(decision) ??
       (decision.allowed && decision.shadowed !== true && decision.remaining < decision.limit * DEFAULT_NEAR_LIMIT);
@@ -699,8 +238,8 @@ class StoreLimiter implements Limiter {
     options: TryAcquireOptions | undefined,
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
-    if (options === undefined && this.#bindings === undefined && this.#overrides.size === 0)
-      return this.#listedOr(key, undefined, note) ?? this.#decideNow(this.#default, key, 1, note);
+    if (options === undefined && this.#config.onlyCurrent)
+      return this.#listedOr(key, undefined, note) ?? this.#decideNow(this.#config.current, key, 1, note);
     knownOptions('tryAcquire options', TRY_ACQUIRE_OPTIONS, options, false);
     const permits = permitsOption(options?.permits);
     const maxWaitMs = options?.maxWaitMs === undefined ? 0 : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
@@ -711,16 +250,14 @@ class StoreLimiter implements Limiter {
     // No await here: an async function that never suspends costs less on the hot path, and a waiting call
     // must register its sleep without delay. Only an async plan resolver is waited for.
     const ask: Ask = { key, permits, note };
-    const found = this.#binding(key, options?.plan);
+    const found = this.#config.binding(key, options?.plan);
     if (found instanceof Promise) return found.then((binding) => this.#decide(binding, ask, maxWaitMs, signal));
     return this.#decide(found, ask, maxWaitMs, signal);
   }
 
   /**
    * The decision of the access-list entry that holds for `key` and the client `address`, when one does (the
-   * rules are not asked). An operator's block outranks the allow list, a rule's `blockMs` ban does not (the
-   * rules are skipped, their bans too): an allowed key asks the store for its standing under an explicit ban
-   * (explicitBan, nothing consumed).
+   * rules are not asked; see AccessListGate.decide).
    */
   #listedOr(
     key: string,
@@ -728,59 +265,7 @@ class StoreLimiter implements Limiter {
     note: DecisionNote | undefined,
     deciding = true,
   ): Decision | Promise<Decision> | undefined {
-    const listed = this.#listed?.match(key, address, deciding);
-    if (listed === undefined) return undefined;
-    const decision = this.#listedDecision(listed);
-    const bound = this.#default.bound;
-    const explicitBan = bound.explicitBan;
-    if (listed.list === 'deny' || explicitBan === undefined) {
-      if (note !== undefined) note.source = 'access_list';
-      return decision;
-    }
-    const unlessBanned = (banned: Decision | undefined): Decision => {
-      if (banned?.blocked === true) return banned;
-      if (note !== undefined) note.source = 'access_list';
-      return decision;
-    };
-    const banned = explicitBan.call(bound, key);
-    return banned instanceof Promise ? banned.then(unlessBanned) : unlessBanned(banned);
-  }
-
-  /**
-   * An allowed key's decision (its limit whole, nothing consumed) or a denied one's (until the entry
-   * expires, Infinity when it does not), in the numbers of the limiter's first rule, marked with the entry.
-   */
-  #listedDecision(entry: AccessEntry): Decision {
-    // With plans: the first plan's (the key's plan is not resolved for a listed key).
-    const rule = this.#default.rules[0];
-    const limit = rule?.limit ?? 0;
-    const access: AccessMatch =
-      entry.reason === undefined
-        ? { list: entry.list, entry: entry.entry }
-        : { list: entry.list, entry: entry.entry, reason: entry.reason };
-    const name = rule?.name ?? entry.list;
-    if (entry.list === 'allow')
-      return {
-        allowed: true,
-        limit,
-        remaining: limit,
-        retryAfterMs: 0,
-        resetAfterMs: 0,
-        waitMs: 0,
-        rule: name,
-        access,
-      };
-    const rest = entry.expiresAt === undefined ? Infinity : Math.max(0, entry.expiresAt - this.#clock.now());
-    return {
-      allowed: false,
-      limit,
-      remaining: 0,
-      retryAfterMs: rest,
-      resetAfterMs: rest,
-      waitMs: 0,
-      rule: name,
-      access,
-    };
+    return this.#listed?.decide(key, address, note, deciding, this.#config.current);
   }
 
   #decide(
@@ -789,7 +274,7 @@ class StoreLimiter implements Limiter {
     maxWaitMs: number,
     signal: AbortSignal | undefined,
   ): Decision | Promise<Decision> {
-    if (typeof ask.permits !== 'number') checkCostNames(ask.permits, this.#rulesOf(binding));
+    if (typeof ask.permits !== 'number') checkCostNames(ask.permits, rulesOf(binding));
     if (maxWaitMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
     return this.#wait(binding, ask, maxWaitMs, signal);
   }
@@ -802,7 +287,7 @@ class StoreLimiter implements Limiter {
     note: DecisionNote | undefined,
   ): Decision | Promise<Decision> {
     const decision = binding.bound.consume(key, permits, 0, note);
-    if (!this.#shadow && binding.plan === undefined && this.#version === 1 && binding.override === undefined)
+    if (!this.#shadow && binding.plan === undefined && this.#config.version === 1 && binding.override === undefined)
       return decision;
     return decision instanceof Promise
       ? decision.then((d) => this.#reported(binding, d))
@@ -818,7 +303,8 @@ class StoreLimiter implements Limiter {
   /** A decision marked with what decided it: its plan, a changed configuration's version, a key's override. */
   #marked(binding: Binding, decision: Decision): Decision {
     const planned = binding.plan === undefined ? decision : { ...decision, plan: binding.plan };
-    const versioned = this.#version === 1 ? planned : { ...planned, configVersion: this.#version };
+    const version = this.#config.version;
+    const versioned = version === 1 ? planned : { ...planned, configVersion: version };
     return binding.override === undefined ? versioned : { ...versioned, override: true };
   }
 
@@ -830,8 +316,8 @@ class StoreLimiter implements Limiter {
       const permits = permitsOption(options?.permits);
       const signal = optionalSignal(options?.signal);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
-      const binding = await this.#binding(key, options?.plan);
-      checkCostNames(permits, this.#rulesOf(binding));
+      const binding = await this.#config.binding(key, options?.plan);
+      checkCostNames(permits, rulesOf(binding));
       const started = this.#clock.now();
       const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
       const observedFrom = note === undefined ? 0 : performance.now();
@@ -913,7 +399,7 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       knownOptions('peek options', PEEK_OPTIONS, options, false);
-      const found = this.#binding(key, options?.plan);
+      const found = this.#config.binding(key, options?.plan);
       const binding = found instanceof Promise ? await found : found;
       // No await before the store's peek when no entry holds: a peek asked beside a decision in one tick
       // reaches the store in the order it was asked (Redis batches them in that order).
@@ -930,10 +416,11 @@ class StoreLimiter implements Limiter {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       // Every plan's rules: a key that changes plan later must not find what it used under another.
-      const own = this.#overrides.get(key);
+      const own = this.#config.ownBinding(key);
       if (own !== undefined) await own.bound.reset(key);
-      if (this.#bindings === undefined) await this.#default.bound.reset(key);
-      else await Promise.all([...this.#bindings.values()].map((b) => b.bound.reset(key)));
+      const plans = this.#config.planBindings();
+      if (plans === undefined) await this.#config.current.bound.reset(key);
+      else await Promise.all([...plans].map((b) => b.bound.reset(key)));
     } catch (error) {
       throw callerNamed('reset', error);
     }
@@ -950,8 +437,8 @@ class StoreLimiter implements Limiter {
       const decision = decisionOption(options?.decision);
       // A denial or a shadowed grant consumed nothing.
       if (decision !== undefined && (!decision.allowed || decision.shadowed === true)) return;
-      const binding = await this.#binding(key, options?.plan ?? decision?.plan);
-      checkCostNames(n, this.#rulesOf(binding));
+      const binding = await this.#config.binding(key, options?.plan ?? decision?.plan);
+      checkCostNames(n, rulesOf(binding));
       const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
       if (unrefundable !== undefined) {
         throw new SluiceError(
@@ -960,7 +447,7 @@ class StoreLimiter implements Limiter {
             `with Guava's prepay the next request pays for a grant`,
         );
       }
-      const refund = control(binding.bound.refund, 'refund', this.#store);
+      const refund = storeControl(binding.bound.refund, 'refund', this.#store);
       const grant = decision === undefined ? undefined : decision.source === 'fallback' ? 'fallback' : 'store';
       if (!countsNothing(n)) await refund.call(binding.bound, key, n, grantedMsAgo, grant);
     } catch (error) {
@@ -974,9 +461,9 @@ class StoreLimiter implements Limiter {
       rateLimitKey(key, this.#maxKeyLength);
       const n = adjustPermits(permits);
       knownOptions('penalize options', PENALIZE_OPTIONS, options, false);
-      const binding = await this.#binding(key, options?.plan);
-      checkCostNames(n, this.#rulesOf(binding));
-      const penalize = control(binding.bound.penalize, 'penalize', this.#store);
+      const binding = await this.#config.binding(key, options?.plan);
+      checkCostNames(n, rulesOf(binding));
+      const penalize = storeControl(binding.bound.penalize, 'penalize', this.#store);
       if (!countsNothing(n)) await penalize.call(binding.bound, key, n);
     } catch (error) {
       throw callerNamed('penalize', error);
@@ -990,8 +477,8 @@ class StoreLimiter implements Limiter {
       const blockMs = positiveFinite('ms', ms);
       representablePeriod('ms', blockMs, blockMs, 'a block of');
       // A ban is the key's, whatever its plan: every plan's binding reads the same one.
-      const bound = this.#default.bound;
-      await control(bound.block, 'block', this.#store).call(bound, key, blockMs);
+      const bound = this.#config.current.bound;
+      await storeControl(bound.block, 'block', this.#store).call(bound, key, blockMs);
     } catch (error) {
       throw callerNamed('block', error);
     }
@@ -1001,217 +488,41 @@ class StoreLimiter implements Limiter {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
-      const bound = this.#default.bound;
-      await control(bound.unblock, 'unblock', this.#store).call(bound, key);
+      const bound = this.#config.current.bound;
+      await storeControl(bound.unblock, 'unblock', this.#store).call(bound, key);
     } catch (error) {
       throw callerNamed('unblock', error);
     }
   }
 
   reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
-    return this.#oneAtATime(() => this.#reconfigure(rules, options));
+    return this.#config.reconfigure(rules, options);
   }
 
   override(key: string, rules: Rules): Promise<void> {
-    return this.#oneAtATime(() => this.#override(key, rules));
+    return this.#config.override(key, rules);
   }
 
   removeOverride(key: string): Promise<void> {
-    return this.#oneAtATime(() => this.#removeOverride(key));
+    return this.#config.removeOverride(key);
   }
 
-  /**
-   * Makes `change` once the changes asked before it are made: two calls (an override set twice for one key,
-   * a reconfigure beside it) never both read the binding the other is replacing.
-   */
-  #oneAtATime<T>(change: () => Promise<T>): Promise<T> {
-    const made = this.#changing.then(change);
-    this.#changing = made.catch(() => undefined);
-    return made;
-  }
-
-  async #reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {
-    try {
-      this.#checkOpen();
-      const next = normalizeRules(rules, 'rules');
-      knownOptions('reconfigure options', RECONFIGURE_OPTIONS, options, false);
-      const carry = carryOption(options?.carry);
-      if (this.#bindings !== undefined) {
-        throw new SluiceError(
-          'UNSUPPORTED',
-          'reconfigure: a limiter with plans cannot change its rules yet; close the limiter and create it ' +
-            'with the new plans',
-        );
-      }
-      const current = this.#default;
-      const old = current.bound;
-      if (hasSharedRules(old)) {
-        // The store keeps the rules for every node: it checks them against the ones in force there.
-        keepsKinds(old.configuration.rules, next);
-        if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
-        return await old.reconfigure(next, carry);
-      }
-      keepsKinds(this.#default.rules, next);
-      if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
-      const storeName = storeNameOf(this.#store);
-      if (!hasStateAccess(old)) {
-        throw new SluiceError(
-          'UNSUPPORTED',
-          `reconfigure: ${storeName} cannot carry keys' states over to new rules yet; close the limiter and ` +
-            'create it with the new rules',
-        );
-      }
-      const version = this.#version + 1;
-      const bound = this.#bind({ rules: next, prefix: this.prefix, apart: `g${version}` });
-      if (!hasStateAccess(bound)) {
-        await bound.unbind?.();
-        throw new SluiceError('UNSUPPORTED', `reconfigure: ${storeName} cannot carry keys' states over to new rules`);
-      }
-      const source = {
-        bound: old,
-        rules: current.rules,
-        until: this.#clock.now() + carryWindowMs(current.rules),
-        release: () => void old.unbind?.(),
-      };
-      this.#default = {
-        plan: undefined,
-        rules: next,
-        bound: new CarriedBinding(bound, next, source, carry, this.#clock),
-        reserves: next.length === 1 && (next[0] as Algorithm).reserves,
-      };
-      this.#version = version;
-      this.#refreshPlain();
-      return { version, rules: next };
-    } catch (error) {
-      throw callerNamed('reconfigure', error);
-    }
+  overrides(options?: OverridesOptions): Promise<OverridesPage> {
+    return this.#config.overrides(options);
   }
 
   /** The binding a decision is the store's answer of as it is, while there is one (see #plain). */
   #refreshPlain(): void {
-    const plain = !this.#shadow && this.#bindings === undefined && this.#version === 1 && this.#overrides.size === 0;
-    this.#plain = plain ? this.#default.bound : undefined;
-  }
-
-  /** Every rule a key of this limiter can be decided by (every plan's): what an override's rules must agree with. */
-  #allRules(): readonly Algorithm[] {
-    return this.#parsedPlans?.catalog ?? this.#default.rules;
-  }
-
-  async #override(key: string, rules: Rules): Promise<void> {
-    try {
-      this.#checkOpen();
-      rateLimitKey(key, this.#maxKeyLength);
-      const next = normalizeRules(rules, 'rules');
-      if (this.#parsedPlans !== undefined) {
-        // On a shared store an override is kept for every node beside the limiter's rules, and a limiter with
-        // plans keeps none: refused on every store alike, before anything is bound or moved.
-        throw new SluiceError(
-          'UNSUPPORTED',
-          'override: a limiter with plans takes no overrides (its plans are its rules, fixed at creation); give ' +
-            'the key a plan of its own (plans: { ..., acme: rules }) and pick it with the plan option or the ' +
-            'plan resolver',
-        );
-      }
-      const shared = [...this.#allRules(), ...next].find((rule) => rule.key !== undefined);
-      if (shared !== undefined) {
-        throw new SluiceRangeError(
-          'rules',
-          shared.name,
-          `rule ${JSON.stringify(shared.name)} counts against another key than the request's: an override holds ` +
-            "one key's own rules, and a limiter with shared rules takes none",
-        );
-      }
-      keepsKinds(this.#allRules(), next);
-      if (this.#store.capabilities !== undefined) checkCapabilities(this.#store.capabilities, next, undefined);
-      const kept = this.#default.bound;
-      if (hasSharedRules(kept)) {
-        // The store keeps overrides for every node, beside the limiter's rules.
-        await kept.override(key, next);
-        return;
-      }
-      const from = await this.#binding(key, undefined);
-      const storeName = storeNameOf(this.#store);
-      const bound = hasStateAccess(from.bound)
-        ? this.#bind({ rules: next, prefix: this.prefix, apart: `o${++this.#overridesBound}` })
-        : undefined;
-      if (bound === undefined || !hasStateAccess(bound) || !hasStateAccess(from.bound)) {
-        await bound?.unbind?.();
-        throw new SluiceError(
-          'UNSUPPORTED',
-          `override: ${storeName} cannot hold an override (it cannot carry a key's states between rules)`,
-        );
-      }
-      moveStates(key, { bound: from.bound, rules: from.rules }, { bound, rules: next }, this.#clock.now());
-      if (from.override !== undefined) await from.bound.unbind?.();
-      const reserves = next.length === 1 && (next[0] as Algorithm).reserves;
-      this.#overrides.set(key, { plan: undefined, rules: next, bound, reserves, override: true });
-      this.#refreshPlain();
-    } catch (error) {
-      throw callerNamed('override', error);
-    }
-  }
-
-  async #removeOverride(key: string): Promise<void> {
-    try {
-      this.#checkOpen();
-      rateLimitKey(key, this.#maxKeyLength);
-      const shared = this.#default.bound;
-      if (hasSharedRules(shared)) {
-        await shared.removeOverride(key);
-        return;
-      }
-      const own = this.#overrides.get(key);
-      if (own === undefined) return;
-      this.#overrides.delete(key);
-      const back = await this.#binding(key, undefined);
-      if (hasStateAccess(own.bound) && hasStateAccess(back.bound))
-        moveStates(
-          key,
-          { bound: own.bound, rules: own.rules },
-          { bound: back.bound, rules: back.rules },
-          this.#clock.now(),
-        );
-      await own.bound.unbind?.();
-      this.#refreshPlain();
-    } catch (error) {
-      throw callerNamed('removeOverride', error);
-    }
-  }
-
-  async overrides(options?: OverridesOptions): Promise<OverridesPage> {
-    try {
-      this.#checkOpen();
-      knownOptions('overrides options', OVERRIDES_OPTIONS, options, false);
-      const cursor = options?.cursor;
-      if (cursor !== undefined && typeof cursor !== 'string')
-        throw new SluiceTypeError(
-          'cursor',
-          cursor,
-          `cursor must be a page's cursor (a string), got ${describe(cursor)}`,
-        );
-      const count = options?.count === undefined ? OVERRIDES_PAGE : positiveInteger('count', options.count);
-      if (count > OVERRIDES_PAGE_MAX)
-        throw new SluiceRangeError('count', count, `count must be at most ${OVERRIDES_PAGE_MAX}, got ${count}`);
-      const shared = this.#default.bound;
-      const all = hasSharedRules(shared)
-        ? await shared.overrides()
-        : [...this.#overrides].map(([key, binding]) => ({ key, rules: binding.rules }));
-      const after = all
-        .filter(({ key }) => cursor === undefined || key > cursor)
-        .sort((a, b) => compareKeys(a.key, b.key));
-      const page = after.slice(0, count);
-      return { overrides: page, cursor: after.length > count ? page.at(-1)?.key : undefined };
-    } catch (error) {
-      throw callerNamed('overrides', error);
-    }
+    const config = this.#config;
+    const plain = !this.#shadow && config.onlyCurrent && config.version === 1;
+    this.#plain = plain ? config.current.bound : undefined;
   }
 
   async ready(): Promise<void> {
     try {
       this.#checkOpen();
       await this.#store.ready?.();
-      await this.#access?.loaded;
+      await this.#access.loaded;
     } catch (error) {
       throw callerNamed('ready', error);
     }
@@ -1222,83 +533,11 @@ class StoreLimiter implements Limiter {
     this.#closed = true;
     this.#closing.abort(new SluiceError('CLOSED', 'the limiter was closed'));
     this.#unlist?.();
-    // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
-    const bindings = this.#bindings === undefined ? [this.#default] : [...this.#bindings.values()];
     await this.#limited?.close();
-    this.#access?.close();
-    for (const b of [...bindings, ...this.#overrides.values()]) await b.bound.unbind?.();
-    this.#overrides.clear();
+    this.#access.close();
+    // Unbound from a shared store, a closed limiter holds nothing there and frees its prefix.
+    await this.#config.unbindAll();
     if (this.#ownsStore) await this.#store.close();
-  }
-}
-
-/**
- * Refuses, naming the store and the control, what a store declares it cannot do: a policy, plans, a ban.
- * `rules` is the limiter's rules (undefined with plans).
- */
-function checkCapabilities(
-  can: StoreCapabilities,
-  rules: readonly Algorithm[] | undefined,
-  plans: ParsedPlans | undefined,
-): void {
-  if (plans !== undefined && !can.plans) {
-    throw new SluiceRangeError(
-      'plans',
-      plans.names,
-      `${can.name} cannot honour plans: it enforces one set of rules per limiter; make one limiter per plan, ` +
-        `or use a store with plans (memoryStore, redisStore)`,
-    );
-  }
-  const all = rules ?? plans?.catalog ?? [];
-  if (rules !== undefined && rules.length > 1 && !can.policies) {
-    throw new SluiceRangeError(
-      'rules',
-      rules.map((rule) => rule.name),
-      `${can.name} enforces one rule, got a policy of ${rules.length}; use one limiter per rule, or a store ` +
-        `with policies (memoryStore, redisStore)`,
-    );
-  }
-  const banning = all.find((rule) => rule.blockMs > 0);
-  if (banning !== undefined && !can.bans) {
-    throw new SluiceRangeError(
-      'blockMs',
-      banning.blockMs,
-      `${can.name} cannot honour blockMs (rule ${JSON.stringify(banning.name)}): it keeps no bans; use a store ` +
-        `with bans (memoryStore, redisStore)`,
-    );
-  }
-}
-
-/** A store's name in errors: its factory's, as its capabilities declare it, else its class's. */
-function storeNameOf(store: Store): string {
-  return store.capabilities?.name ?? store.constructor?.name ?? 'this store';
-}
-
-/** reconfigure's `carry`: 'used' unless given, else one of CARRY_MODES. */
-function carryOption(value: unknown): CarryMode {
-  if (value === undefined) return 'used';
-  if (typeof value === 'string' && (CARRY_MODES as readonly string[]).includes(value)) return value as CarryMode;
-  const modes = CARRY_MODES.map((mode) => JSON.stringify(mode)).join(', ');
-  if (typeof value !== 'string')
-    throw new SluiceTypeError('carry', value, `carry must be one of ${modes}, got ${describe(value)}`);
-  throw new SluiceRangeError('carry', value, `carry must be one of ${modes}, got ${describe(value)}`);
-}
-
-/**
- * Refuses new rules that change a rule's kind under its name: a rule keeps its identity, and what keys used
- * under it, by name, and one kind's state means nothing to another.
- */
-function keepsKinds(current: readonly Algorithm[], next: readonly Algorithm[]): void {
-  for (const rule of next) {
-    const old = current.find((r) => r.name === rule.name);
-    if (old !== undefined && old.kind !== rule.kind) {
-      throw new SluiceRangeError(
-        'rules',
-        rule.name,
-        `rule ${JSON.stringify(rule.name)} is a ${old.kind}; it cannot become a ${rule.kind} under the same name ` +
-          '(a rule keeps what keys used under it by name): give the new rule another name, and it starts fresh',
-      );
-    }
   }
 }
 
@@ -1314,23 +553,6 @@ function decisionOption(value: unknown): Decision | undefined {
     );
   }
   return value as Decision;
-}
-
-/**
- * A store's optional control, or SluiceError('UNSUPPORTED') naming the control, and the store when it declares
- * what it cannot do (a ban must hold fleet-wide at every decision, which a leased or divided store decides
- * without asking Redis).
- */
-function control<F extends (...args: never[]) => unknown>(fn: F | undefined, name: string, store: Store): F {
-  if (typeof fn === 'function') return fn;
-  const can = store.capabilities;
-  if (can !== undefined && !can.bans && (name === 'block' || name === 'unblock'))
-    throw new SluiceError(
-      'UNSUPPORTED',
-      `${name}: ${can.name} keeps no bans (a ban must hold on every node at every decision, which ${can.name} ` +
-        `decides without asking Redis); use a store with bans (memoryStore, redisStore)`,
-    );
-  throw new SluiceError('UNSUPPORTED', `${name}: this limiter's store does not implement ${name}()`);
 }
 
 /** A denial as shadow mode reports it: allowed, marked, with the denial's numbers. */
@@ -1356,9 +578,4 @@ export function createLimiter(options: LimiterOptions): Limiter {
   return inCall('createLimiter', () => {
     return new StoreLimiter(options);
   });
-}
-
-/** Key order for pages of overrides (code unit order, as `sort()` and the stores' listings). */
-function compareKeys(a: string, b: string): number {
-  return a < b ? -1 : a > b ? 1 : 0;
 }

@@ -1,4 +1,4 @@
-import type { Limiter } from '../engine/limiter.js';
+import type { Limiter } from '../engine/limiter-types.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { option, optional, required } from '../foundation/options.js';
 import {

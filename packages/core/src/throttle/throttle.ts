@@ -3,7 +3,7 @@ import {
   type ConcurrencyLimiter,
   concurrencyLimiter,
 } from '../concurrency/concurrency-limiter.js';
-import type { Limiter } from '../engine/limiter.js';
+import type { Limiter } from '../engine/limiter-types.js';
 import { MemoryPauses } from '../engine/memory-pauses.js';
 import { MemoryStore } from '../engine/memory-store.js';
 import { type ThrottleLeaveReason, type ThrottleEvent, observed, reportThrottle } from '../engine/observe.js';

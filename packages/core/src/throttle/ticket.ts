@@ -1,5 +1,5 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
-import type { Limiter } from '../engine/limiter.js';
+import type { Limiter } from '../engine/limiter-types.js';
 import { adjustPermits, checkCostNames } from '../engine/rule-costs.js';
 import { type Permits, type RuleCosts, permitsOfRule } from '../engine/store.js';
 import type { Decision } from '../foundation/decision.js';

@@ -2,7 +2,7 @@ import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../../foundati
 import { SluiceError, SluiceTypeError, inCall } from '../../foundation/errors.js';
 import { type OptionNames, knownOptions } from '../../foundation/options.js';
 import { describe } from '../../foundation/validate.js';
-import type { Limiter } from '../../engine/limiter.js';
+import type { Limiter } from '../../engine/limiter-types.js';
 import type { Permits } from '../../engine/store.js';
 
 /** The part of a BullMQ Job the processor reads. */

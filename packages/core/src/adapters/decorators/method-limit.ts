@@ -1,6 +1,6 @@
 import type { Decision } from '../../foundation/decision.js';
 import { RateLimitedError, SluiceTypeError, inCall } from '../../foundation/errors.js';
-import type { Limiter } from '../../engine/limiter.js';
+import type { Limiter } from '../../engine/limiter-types.js';
 import { requireRequestContext } from '../http/context.js';
 import { type RequestKeyMark, byIp, byIpSettings, clientAddressReader, isRequestStrategy } from '../http/keys.js';
 import type { RequestView } from '../http/view.js';

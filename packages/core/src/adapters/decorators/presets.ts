@@ -3,7 +3,8 @@ import type { Algorithm } from '../../algorithms/algorithm.js';
 import type { Clock } from '../../foundation/clock.js';
 import { fixedWindow } from '../../algorithms/fixed-window.js';
 import { smoothBursty } from '../../algorithms/smooth.js';
-import { createLimiter, type Limiter } from '../../engine/limiter.js';
+import { createLimiter } from '../../engine/limiter.js';
+import type { Limiter } from '../../engine/limiter-types.js';
 import type { Store } from '../../engine/store.js';
 import { type OptionNames, knownOptions } from '../../foundation/options.js';
 import {

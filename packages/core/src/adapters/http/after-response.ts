@@ -1,7 +1,7 @@
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceRangeError, SluiceTypeError } from '../../foundation/errors.js';
 import { warnOnce } from '../../foundation/warnings.js';
-import type { Limiter } from '../../engine/limiter.js';
+import type { Limiter } from '../../engine/limiter-types.js';
 import { describe } from '../../foundation/validate.js';
 
 /**

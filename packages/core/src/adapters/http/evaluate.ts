@@ -1,7 +1,7 @@
 import type { ConcurrencyLimiter, Slot } from '../../concurrency/concurrency-limiter.js';
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, inCall } from '../../foundation/errors.js';
-import type { Limiter } from '../../engine/limiter.js';
+import type { Limiter } from '../../engine/limiter-types.js';
 import { knownOptions } from '../../foundation/options.js';
 import { describe, nonNegativeOrInfinite, positiveFinite, positiveInteger } from '../../foundation/validate.js';
 import { type SettleResponse, accountFor } from './after-response.js';

@@ -3,7 +3,7 @@ import { SluiceTypeError } from '../../foundation/errors.js';
 import type { OptionNames } from '../../foundation/options.js';
 import { describe } from '../../foundation/validate.js';
 import type { ConcurrencyLimiter } from '../../concurrency/concurrency-limiter.js';
-import type { Limiter } from '../../engine/limiter.js';
+import type { Limiter } from '../../engine/limiter-types.js';
 import type { AfterResponseOptions } from './after-response.js';
 import { type HeaderFormat, seconds } from './headers.js';
 import type { KeyStrategy } from './keys.js';
