@@ -2,7 +2,7 @@ import type { Limiter } from '../engine/limiter-types.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { option, optional, required } from '../foundation/options.js';
 import { describe } from '../foundation/validate.js';
-import type { AdminAction } from './admin-router.js';
+import type { AdminAction } from './admin-routes.js';
 
 /** Options of `adminRouter`. */
 export interface AdminRouterOptions {

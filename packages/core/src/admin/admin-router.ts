@@ -7,42 +7,17 @@ import type { Limiter } from '../engine/limiter-types.js';
 import { BodyTooLarge, MAX_ADMIN_BODY_BYTES, jsonBody } from './admin-body.js';
 import { checkFailsClosed, refuseBeforeAuthorize, refuseHost } from './admin-guard.js';
 import { ADMIN_ROUTER_OPTIONS, type AdminRouterOptions } from './admin-options.js';
-import { BODIES, QUERIES, type Route, actionOf, parseBody, parseQuery, routeOf } from './admin-routes.js';
+import {
+  type AdminAction,
+  BODIES,
+  QUERIES,
+  type Route,
+  actionOf,
+  parseBody,
+  parseQuery,
+  routeOf,
+} from './admin-routes.js';
 import { statusPage } from './status-page.js';
-
-/** What the admin router did, or refused, as its `onAction` hears it: one event per request that changes something. */
-export interface AdminAction {
-  /** What was asked. */
-  readonly action:
-    | 'reset'
-    | 'block'
-    | 'unblock'
-    | 'override'
-    | 'remove-override'
-    | 'allow'
-    | 'deny'
-    | 'unlist'
-    /** A change of the lists refused before its body (which names the list) was read. */
-    | 'list';
-  /**
-   * The limiter (its prefix), when the request's path named one the router serves (one spelling, '/' as
-   * '%2F'), the same for a refused request as for one answered; undefined otherwise.
-   */
-  readonly limiter: string | undefined;
-  /** The key acted on, or the list entries. */
-  readonly target: string | readonly string[] | undefined;
-  /**
-   * 'done'; 'refused' (authorize said no, or the request came from another site or was not JSON: nothing
-   * changed); 'failed' (bad input or the store's error: nothing changed).
-   */
-  readonly outcome: 'done' | 'refused' | 'failed';
-  /** The response's status. */
-  readonly status: number;
-  /** When, ms since the epoch. */
-  readonly at: number;
-  /** The request's method and path, for the audit log. */
-  readonly request: string;
-}
 
 /** The admin router: a Fetch handler. */
 export interface AdminRouter {

@@ -11,7 +11,40 @@ import {
   required,
 } from '../foundation/options.js';
 import { describe } from '../foundation/validate.js';
-import type { AdminAction } from './admin-router.js';
+
+/** What the admin router did, or refused, as its `onAction` hears it: one event per request that changes something. */
+export interface AdminAction {
+  /** What was asked. */
+  readonly action:
+    | 'reset'
+    | 'block'
+    | 'unblock'
+    | 'override'
+    | 'remove-override'
+    | 'allow'
+    | 'deny'
+    | 'unlist'
+    /** A change of the lists refused before its body (which names the list) was read. */
+    | 'list';
+  /**
+   * The limiter (its prefix), when the request's path named one the router serves (one spelling, '/' as
+   * '%2F'), the same for a refused request as for one answered; undefined otherwise.
+   */
+  readonly limiter: string | undefined;
+  /** The key acted on, or the list entries. */
+  readonly target: string | readonly string[] | undefined;
+  /**
+   * 'done'; 'refused' (authorize said no, or the request came from another site or was not JSON: nothing
+   * changed); 'failed' (bad input or the store's error: nothing changed).
+   */
+  readonly outcome: 'done' | 'refused' | 'failed';
+  /** The response's status. */
+  readonly status: number;
+  /** When, ms since the epoch. */
+  readonly at: number;
+  /** The request's method and path, for the audit log. */
+  readonly request: string;
+}
 
 /**
  * The admin router's paths, matched whole (a path with a segment more or less than a route's is no route:
