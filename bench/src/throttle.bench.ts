@@ -2,7 +2,7 @@
  * What a throttle costs over the limiter it is built on, with a limit that never binds (the cost of the
  * queue, the pause check and the turn, not of waiting): calls started per second and, on Redis, script calls
  * and Redis CPU per started call, for `throttle.run` beside a bare `limiter.tryAcquire` of the same policy
- * (requests and tokens per minute, per-rule costs), 1 and 32 calls in flight, in interleaved rounds on one
+ * (requests and tokens per minute, per-rule permits), 1 and 32 calls in flight, in interleaved rounds on one
  * fresh Redis (and on the memory store). Medians; writes bench/results/throttle.json.
  *
  * Run: pnpm --filter @sluice/bench bench:throttle (BENCH_ROUNDS=n for more rounds)

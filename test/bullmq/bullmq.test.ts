@@ -117,7 +117,7 @@ describe('rateLimitedProcessor (BullMQ)', () => {
       const fine = await queue.add('fine', { tenant: 'a', permits: 1 });
       await until(() => failed.length === 2);
       expect(failed).toEqual([
-        [big.id, expect.stringMatching(/costs more than rule .* can ever grant/)],
+        [big.id, expect.stringMatching(/asks more permits than rule .* can ever grant/)],
         [anonymous.id, 'no tenant on this job'],
       ]);
       await until(() => completed.includes(fine.id));

@@ -3,13 +3,13 @@
  * node-redis 6 and 5, Valkey GLIDE 2), standalone and on a 3-master Cluster: the differential conformance
  * suite (a slice: the full runs are on ioredis in test/redis/conformance.test.ts), exact counts under
  * concurrency, resets heard by every node, hostile keys and cross-slot policies on a Cluster, Redis killed
- * and restarted under traffic, a throttle's queue, costs and pauses across two connections, and bad clients
+ * and restarted under traffic, a throttle's queue, per-rule permits and pauses across two connections, and bad clients
  * refused at construction.
  */
 
 /**
  * Two nodes (a store each, on clients `a` and `b`) throttle calls under one limiter of 2 requests and 100
- * tokens a minute: per-rule costs are decided as one, a call past the limit waits in the queue, a pause set
+ * tokens a minute: per-rule permits are decided as one, a call past the limit waits in the queue, a pause set
  * on one node holds the other, and close() sends the waiter away with CLOSED.
  */
 async function throttleOnTwoNodes(a: Parameters<typeof redisStore>[0]['redis'], b: typeof a, p: string) {
@@ -192,7 +192,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     await Promise.all([onA.close(), onB.close(), storeA.close(), storeB.close()]);
   });
 
-  it("a throttle's costs, queue and pauses across two connections", async () => {
+  it("a throttle's per-rule permits, queue and pauses across two connections", async () => {
     await throttleOnTwoNodes((await client()).client, (await client()).client, prefix(kind));
   });
 
@@ -271,7 +271,7 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
     await cluster?.stop();
   });
 
-  it("a throttle's costs, queue and pauses across two stores", async () => {
+  it("a throttle's per-rule permits, queue and pauses across two stores", async () => {
     await throttleOnTwoNodes(c.client, c.client, prefix(kind));
   });
 

@@ -95,7 +95,7 @@ describe('controls on a Cluster', () => {
     expect(await limiter.tryAcquire('user:1')).toMatchObject({ allowed: false, rule: 'user' });
   });
 
-  it('per-rule costs (rpm + tpm): one slot and across slots, all or nothing; a refused slot gives back what others took', async () => {
+  it('per-rule permits (rpm + tpm): one slot and across slots, all or nothing; a refused slot gives back what others took', async () => {
     const sources: DecisionEvent['source'][] = [];
     const sameSlot = createLimiter({
       rules: [

@@ -57,8 +57,8 @@ async function usedLimiterOn(mode: keyof typeof stores) {
 }
 const apiRule = (limit: number) => fixedWindow({ limit, windowMs: 60_000, name: 'api' });
 
-describe.each(Object.keys(stores) as (keyof typeof stores)[])('per-rule costs on the %s store', (mode) => {
-  it("a call's costs by rule name: a one-rule limiter counts its rule's; a policy (memory, exact) counts each rule its own", async () => {
+describe.each(Object.keys(stores) as (keyof typeof stores)[])('per-rule permits on the %s store', (mode) => {
+  it("a call's permits by rule name: a one-rule limiter counts its rule's; a policy (memory, exact) counts each rule its own", async () => {
     const limiter = await usedLimiterOn(mode);
     expect((await limiter.tryAcquire('user:1', { permits: { api: 2 } })).allowed).toBe(true);
     // 3 of 5 used: two more.
@@ -74,8 +74,8 @@ describe.each(Object.keys(stores) as (keyof typeof stores)[])('per-rule costs on
     opened.push(store);
     const rules = [apiRule(5), fixedWindow({ name: 'tokens', limit: 1_000, windowMs: 60_000 })];
     const policy = createLimiter({ rules, store, prefix: prefix() });
-    const costs = { permits: { api: 1, tokens: 400 } };
-    expect((await policy.tryAcquire('user:1', costs)).rules?.map((r) => r.remaining)).toEqual([4, 600]);
+    const perRule = { permits: { api: 1, tokens: 400 } };
+    expect((await policy.tryAcquire('user:1', perRule)).rules?.map((r) => r.remaining)).toEqual([4, 600]);
     expect((await policy.peek('user:1')).rules?.map((r) => r.remaining)).toEqual([4, 600]);
     await policy.close();
   });

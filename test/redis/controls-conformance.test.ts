@@ -123,7 +123,7 @@ const FOUND: ReadonlyArray<{ name: string; spec: LimiterSpec; start: number; ste
 
 /** One call of a fixed timeline. */
 function call(op: ControlStep['calls'][number]['op'], key: string, permits: number, plan = 0) {
-  return { op, key, permits, plan, grant: undefined, costs: undefined, ms: 1 };
+  return { op, key, permits, plan, grant: undefined, rulePermits: undefined, ms: 1 };
 }
 
 describe('controls: counterexamples found before, decided identically', () => {

@@ -64,8 +64,8 @@ export interface ControlCall {
   readonly op: 'consume' | 'peek' | 'refund' | 'penalize' | 'block' | 'unblock' | 'reset';
   readonly key: string;
   readonly permits: number;
-  /** Per-rule costs instead of `permits`: the first count for the first rule of the call's plan, and so on. */
-  readonly costs: readonly number[] | undefined;
+  /** Per-rule permits instead of `permits`: the first count for the first rule of the call's plan, and so on. */
+  readonly rulePermits: readonly number[] | undefined;
   /** A plan index (taken modulo the limiter's plans); ignored without plans. */
   readonly plan: number;
   /** For a refund: which earlier consume of this timeline it refers to (from the newest), or none. */
@@ -92,7 +92,7 @@ const callArb: fc.Arbitrary<ControlCall> = fc.record({
     { weight: 4, arbitrary: fc.constant(1) },
     { weight: 2, arbitrary: fc.integer({ min: 0, max: 15 }) },
   ),
-  costs: fc.option(fc.array(fc.integer({ min: 0, max: 12 }), { minLength: 2, maxLength: 2 }), {
+  rulePermits: fc.option(fc.array(fc.integer({ min: 0, max: 12 }), { minLength: 2, maxLength: 2 }), {
     nil: undefined,
     freq: 3,
   }),
@@ -149,11 +149,11 @@ export async function controlsBoth(
   const plans = 'plans' in spec ? Object.keys(spec.plans) : undefined;
   const ruleNames = (plan: string | undefined) =>
     ('plans' in spec ? (spec.plans[plan as string] as Algorithm[]) : spec.rules).map((rule) => rule.name);
-  /** What a call asks: its count, or its costs by the names of its plan's rules. */
+  /** What a call asks: its count, or its per-rule permits by the names of its plan's rules. */
   const permitsOf = (call: ControlCall, plan: string | undefined, least: number): Permits =>
-    call.costs === undefined
+    call.rulePermits === undefined
       ? Math.max(least, call.permits)
-      : Object.fromEntries(ruleNames(plan).map((name, r) => [name, call.costs?.[r] ?? 0]));
+      : Object.fromEntries(ruleNames(plan).map((name, r) => [name, call.rulePermits?.[r] ?? 0]));
   const grants: number[] = [];
   const settle = async (p: Promise<Decision>): Promise<Outcome> =>
     p.catch((e: { code?: string }) => ({ error: String(e.code) }));

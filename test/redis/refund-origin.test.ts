@@ -147,7 +147,7 @@ it("exact mode, failMode 'local': the fail mode's own state takes its grant back
   expect((await limiter.peek('k')).remaining).toBe(0);
 });
 
-it("exact mode, failMode 'local', per-rule costs: each rule is charged its own count on the return, a refund its own", async () => {
+it("exact mode, failMode 'local', per-rule permits: each rule is charged its own count on the return, a refund its own", async () => {
   const redis = await stallable('local');
   const limiter = createLimiter({
     rules: [

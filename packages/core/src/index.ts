@@ -129,7 +129,7 @@ export type {
   GrantSource,
   LimiterConfiguration,
   Permits,
-  RuleCosts,
+  RulePermits,
   RuleSet,
   SharedRules,
   Store,

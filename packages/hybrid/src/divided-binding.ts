@@ -318,7 +318,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * and only then waits for its share, if the caller lets it wait.
    */
   consume(key: string, asked: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
-    // One rule: a call's per-rule costs name it or count 0.
+    // One rule: a call's per-rule permits name it or count 0.
     const permits = permitsOfRule(asked, this.#rule);
     // A new node's first decisions wait (within timeoutMs) for its first heartbeat's answer, which in a new
     // fleet is the whole share at once, rather than draw on the reserve.

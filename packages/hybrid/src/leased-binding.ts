@@ -115,7 +115,7 @@ export class LeasedBinding implements BoundStore {
   }
 
   consume(key: string, asked: Permits, _maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
-    // One rule: a call's per-rule costs name it or count 0.
+    // One rule: a call's per-rule permits name it or count 0.
     const permits = permitsOfRule(asked, this.#rule);
     const now = this.#clock.now();
     let lease = this.#leases.get(key);

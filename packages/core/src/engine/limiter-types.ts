@@ -11,7 +11,7 @@ import type { ListEntryOptions } from './access-list.js';
 import type { AccessEntry } from './access-list-store.js';
 import type { LimitedKey, TopLimitedOptions } from './limited-keys.js';
 import type { Rules } from './policy.js';
-import type { LimiterConfiguration, RuleCosts, Store } from './store.js';
+import type { LimiterConfiguration, RulePermits, Store } from './store.js';
 
 /** Options of every call that decides a key under one of a limiter's plans. */
 export interface PlanOption {
@@ -28,7 +28,7 @@ export interface TryAcquireOptions extends PlanOption {
    * name (`{ rpm: 1, tpm: 1_200 }`: one request and 1,200 tokens, decided at once; a rule not named counts 0).
    * @default 1
    */
-  permits?: number | RuleCosts | undefined;
+  permits?: number | RulePermits | undefined;
   /**
    * How long the call may wait for the permits: sleeping off a reservation, or sleeping until a denied
    * request can succeed. 0 decides at once.
@@ -48,7 +48,7 @@ export interface TryAcquireOptions extends PlanOption {
 
 export interface AcquireOptions extends PlanOption {
   /** What the call counts (see TryAcquireOptions.permits). @default 1 */
-  permits?: number | RuleCosts | undefined;
+  permits?: number | RulePermits | undefined;
   /** Aborting rejects the waiting call with SluiceError('ABORTED'). */
   signal?: AbortSignal | undefined;
   /** The client's IP address, for the access lists (see TryAcquireOptions.address). */
@@ -142,7 +142,7 @@ export interface Limiter {
    * const d = await limiter.tryAcquire(key)
    * if (d.allowed && !(await handle())) await limiter.refund(key, 1, { grantedMsAgo: limiter.clock.now() - askedAt })
    */
-  refund(key: string, permits: number | RuleCosts, options?: RefundOptions): Promise<void>;
+  refund(key: string, permits: number | RulePermits, options?: RefundOptions): Promise<void>;
   /**
    * Takes `permits` from every rule the key is counted against, even past the limit: the key is then denied
    * until it drains (a response's real cost, known only after it: LLM tokens, bytes). Atomic per key on Redis.
@@ -151,7 +151,7 @@ export interface Limiter {
    * @example
    * await tokens.penalize(`tenant:${id}`, usage.totalTokens - estimate)
    */
-  penalize(key: string, permits: number | RuleCosts, options?: PenalizeOptions): Promise<void>;
+  penalize(key: string, permits: number | RulePermits, options?: PenalizeOptions): Promise<void>;
   /**
    * Blocks `key` for `ms` from now (a deny list): every request meanwhile is denied with `blocked: true`.
    * A ban in force that ends later is kept. `ms` is a finite number > 0.

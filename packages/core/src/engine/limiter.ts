@@ -24,9 +24,9 @@ import type {
 import { DEFAULT_NEAR_LIMIT, type LimitedKey, type LimitedKeys, type TopLimitedOptions } from './limited-keys.js';
 import { type ListEntryOptions, addressOption } from './access-list.js';
 import type { AccessEntry } from './access-list-store.js';
-import type { BoundStore, LimiterConfiguration, Permits, RuleCosts, Store } from './store.js';
+import type { BoundStore, LimiterConfiguration, Permits, RulePermits, Store } from './store.js';
 import { storeControl } from './store-capabilities.js';
-import { adjustPermits, checkCostNames, countsNothing, describePermits, permitsOption } from './rule-costs.js';
+import { adjustPermits, checkPermitNames, countsNothing, describePermits, permitsOption } from './rule-permits.js';
 import {
   ACQUIRE_OPTIONS,
   PEEK_OPTIONS,
@@ -274,7 +274,7 @@ class StoreLimiter implements Limiter {
     maxWaitMs: number,
     signal: AbortSignal | undefined,
   ): Decision | Promise<Decision> {
-    if (typeof ask.permits !== 'number') checkCostNames(ask.permits, rulesOf(binding));
+    if (typeof ask.permits !== 'number') checkPermitNames(ask.permits, rulesOf(binding));
     if (maxWaitMs === 0 || this.#shadow) return this.#decideNow(binding, ask.key, ask.permits, ask.note);
     return this.#wait(binding, ask, maxWaitMs, signal);
   }
@@ -317,7 +317,7 @@ class StoreLimiter implements Limiter {
       const signal = optionalSignal(options?.signal);
       if (signal?.aborted) throw new SluiceError('ABORTED', 'the signal was already aborted', { cause: signal.reason });
       const binding = await this.#config.binding(key, options?.plan);
-      checkCostNames(permits, rulesOf(binding));
+      checkPermitNames(permits, rulesOf(binding));
       const started = this.#clock.now();
       const note: DecisionNote | undefined = observed() ? { source: undefined } : undefined;
       const observedFrom = note === undefined ? 0 : performance.now();
@@ -426,7 +426,7 @@ class StoreLimiter implements Limiter {
     }
   }
 
-  async refund(key: string, permits: number | RuleCosts, options?: RefundOptions): Promise<void> {
+  async refund(key: string, permits: number | RulePermits, options?: RefundOptions): Promise<void> {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
@@ -438,7 +438,7 @@ class StoreLimiter implements Limiter {
       // A denial or a shadowed grant consumed nothing.
       if (decision !== undefined && (!decision.allowed || decision.shadowed === true)) return;
       const binding = await this.#config.binding(key, options?.plan ?? decision?.plan);
-      checkCostNames(n, rulesOf(binding));
+      checkPermitNames(n, rulesOf(binding));
       const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
       if (unrefundable !== undefined) {
         throw new SluiceError(
@@ -455,14 +455,14 @@ class StoreLimiter implements Limiter {
     }
   }
 
-  async penalize(key: string, permits: number | RuleCosts, options?: PenalizeOptions): Promise<void> {
+  async penalize(key: string, permits: number | RulePermits, options?: PenalizeOptions): Promise<void> {
     try {
       this.#checkOpen();
       rateLimitKey(key, this.#maxKeyLength);
       const n = adjustPermits(permits);
       knownOptions('penalize options', PENALIZE_OPTIONS, options, false);
       const binding = await this.#config.binding(key, options?.plan);
-      checkCostNames(n, rulesOf(binding));
+      checkPermitNames(n, rulesOf(binding));
       const penalize = storeControl(binding.bound.penalize, 'penalize', this.#store);
       if (!countsNothing(n)) await penalize.call(binding.bound, key, n);
     } catch (error) {

@@ -377,7 +377,7 @@ export class LiveConfiguration {
 /**
  * The rules a binding decides by, as far as this limiter knows them: its own (a plan's, an override's), or
  * on a store that keeps the rules for every node, those of the configuration in force (a key's override
- * there is the store's: a rule of it that a call's costs do not name is asked for 0).
+ * there is the store's: a rule of it that a call's per-rule permits do not name is asked for 0).
  */
 export function rulesOf(binding: Binding): readonly Algorithm[] {
   const bound = binding.bound;

@@ -135,12 +135,12 @@ export interface Store {
 /**
  * A call's own count of each rule, by rule name: `{ rpm: 1, tpm: 1_200 }` counts 1 against the rule named
  * `rpm` and 1,200 against `tpm`, in one decision (an LLM provider's requests and tokens per minute). A rule
- * the costs do not name is asked for 0: it lets the call through unless it is already past its limit.
+ * the object does not name is asked for 0: it lets the call through unless it is already past its limit.
  */
-export type RuleCosts = Readonly<Record<string, number>>;
+export type RulePermits = Readonly<Record<string, number>>;
 
-/** What one call asks of a key's rules: the same count of every rule, or each rule's own (RuleCosts). */
-export type Permits = number | RuleCosts;
+/** What one call asks of a key's rules: the same count of every rule, or each rule's own (RulePermits). */
+export type Permits = number | RulePermits;
 
 /**
  * The count `permits` asks of `rule`.
@@ -185,7 +185,7 @@ export function mostPermits(permits: Permits): number {
  */
 export function lessPermits(from: Permits, taken: Permits, rules: readonly Algorithm[]): Permits {
   if (typeof from === 'number' && typeof taken === 'number') return Math.max(0, from - taken);
-  const rest: RuleCosts = Object.fromEntries(
+  const rest: RulePermits = Object.fromEntries(
     rules.map((rule) => [rule.name, Math.max(0, permitsOfRule(from, rule) - permitsOfRule(taken, rule))]),
   );
   return uniformPermits(rest, rules) ?? rest;

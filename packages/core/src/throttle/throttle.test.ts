@@ -102,7 +102,7 @@ describe('throttle on the memory store', () => {
     );
   });
 
-  it('per-rule costs: one call counts 1 request and 1,200 tokens; settle corrects the tokens both ways', async () => {
+  it('per-rule permits: one call counts 1 request and 1,200 tokens; settle corrects the tokens both ways', async () => {
     const { limiter, t } = manual([
       fixedWindow({ name: 'rpm', limit: 10, windowMs: 60_000 }),
       fixedWindow({ name: 'tpm', limit: 10_000, windowMs: 60_000 }),

@@ -8,9 +8,9 @@ import { MemoryPauses } from '../engine/memory-pauses.js';
 import { MemoryStore } from '../engine/memory-store.js';
 import { type ThrottleLeaveReason, type ThrottleEvent, observed, reportThrottle } from '../engine/observe.js';
 import { type PauseBinding, hasPauses } from '../engine/pause-store.js';
-import { checkCostNames, permitsOption } from '../engine/rule-costs.js';
+import { checkPermitNames, permitsOption } from '../engine/rule-permits.js';
 import { type ConcurrencyStore, KEEPS_PLACE, type KeepsPlace, keepsPlace } from '../engine/semaphore-store.js';
-import type { Permits, RuleCosts } from '../engine/store.js';
+import type { Permits, RulePermits } from '../engine/store.js';
 import { type Clock, timerSleep } from '../foundation/clock.js';
 import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
@@ -28,7 +28,7 @@ import { RUN_OPTIONS, type ThrottleFetchInit, throttledFetch } from './throttle-
 import { DEFAULT_TURN_LEASE_MS, THROTTLE_OPTIONS, type ThrottleOptions } from './throttle-options.js';
 import { CallTicket, type ThrottleTicket } from './ticket.js';
 
-/** Options of `run`: which key, what the call costs, how long it may wait, and its place in the queue. */
+/** Options of `run`: which key, the permits it asks, how long it may wait, and its place in the queue. */
 export interface ThrottleRunOptions {
   /** The key the call counts against. @default the throttle's `key` */
   key?: string;
@@ -37,7 +37,7 @@ export interface ThrottleRunOptions {
    * request and an estimate of its tokens, decided at once). Correct it after the call with `ticket.settle`.
    * @default 1
    */
-  permits?: number | RuleCosts;
+  permits?: number | RulePermits;
   /**
    * How long the call may wait for its start (its turn, the rate, any pause); past it, or as soon as it
    * cannot be met, the call rejects with SluiceError('TIMEOUT') having consumed nothing.
@@ -183,7 +183,7 @@ class FleetThrottle implements Throttle {
       knownOptions('run options', RUN_OPTIONS, options, false);
       const key = options?.key === undefined ? this.key : rateLimitKey(options.key, DEFAULT_MAX_KEY_LENGTH);
       const permits = permitsOption(options?.permits);
-      checkCostNames(permits, this.limiter.rules);
+      checkPermitNames(permits, this.limiter.rules);
       const maxWaitMs =
         options?.maxWaitMs === undefined ? Infinity : nonNegativeOrInfinite('maxWaitMs', options.maxWaitMs);
       const signal = optionalSignal(options?.signal);

@@ -1,7 +1,7 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Limiter } from '../engine/limiter-types.js';
-import { adjustPermits, checkCostNames } from '../engine/rule-costs.js';
-import { type Permits, type RuleCosts, permitsOfRule } from '../engine/store.js';
+import { adjustPermits, checkPermitNames } from '../engine/rule-permits.js';
+import { type Permits, type RulePermits, permitsOfRule } from '../engine/store.js';
 import type { Decision } from '../foundation/decision.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed } from '../foundation/errors.js';
 
@@ -37,7 +37,7 @@ export interface ThrottleTicket {
    * (closed, its store away) rejects and leaves the ticket unsettled: call it again. A settle called while
    * another is under way waits for it: ALREADY_SETTLED if that one landed, else it is tried in its turn.
    */
-  settle(actual: number | RuleCosts): Promise<void>;
+  settle(actual: number | RulePermits): Promise<void>;
 }
 
 /** A ticket of one started call. */
@@ -67,7 +67,7 @@ export class CallTicket implements ThrottleTicket {
     return this.#settled;
   }
 
-  async settle(actual: number | RuleCosts): Promise<void> {
+  async settle(actual: number | RulePermits): Promise<void> {
     try {
       while (this.#settling !== undefined) await this.#settling.catch(() => undefined);
       if (this.#settled) {
@@ -89,7 +89,7 @@ export class CallTicket implements ThrottleTicket {
   }
 
   /** Checks `actual`, then gives back or takes the difference; settled only once every part landed. */
-  async #apply(actual: number | RuleCosts): Promise<void> {
+  async #apply(actual: number | RulePermits): Promise<void> {
     const counted = adjustPermits(actual, 'actual');
     const rules = this.limiter.rules;
     if (typeof counted === 'number' && rules.length > 1) {
@@ -101,12 +101,12 @@ export class CallTicket implements ThrottleTicket {
           `${counted} }). Nothing was changed`,
       );
     }
-    checkCostNames(counted, rules, 'actual');
+    checkPermitNames(counted, rules, 'actual');
     for (const rule of rules) checkNotAbsurd(counted, rule);
     const back: Record<string, number> = {};
     const more: Record<string, number> = {};
     for (const rule of rules) {
-      // A rule the costs leave out keeps its charge.
+      // A rule `actual` leaves out keeps its charge.
       if (typeof counted !== 'number' && !Object.hasOwn(counted, rule.name)) continue;
       const held = permitsOfRule(this.#held, rule);
       const used = permitsOfRule(counted, rule);

@@ -9,7 +9,7 @@ import {
   unpackBanReplies,
   unpackReplies,
   wirePermits,
-  withCosts,
+  withPermitRows,
 } from './protocol.js';
 import { adjustArgs, ruleArgs } from './rule-args.js';
 import type { RedisConnection } from '../connection/connection.js';
@@ -118,7 +118,7 @@ export class CrossSlotPolicy {
           ...part.args,
           packGroups([group]),
           packed.requests,
-          ...withCosts(this.tailArgs, packed.costs),
+          ...withPermitRows(this.tailArgs, packed.permitRows),
         ]),
       ),
       part.decide.name,

@@ -11,8 +11,8 @@ import {
 /**
  * The binary half of decide.lua's protocol (see its header): requests packed '<I4dddB', replies '<BdddddB'
  * plus '<Bddd' per rule for a policy; a blocked request's reply is turned into core's blockedDecision, as
- * the memory store's is. A request whose rules count different permits (per-rule costs) carries -row in its
- * permits field and its counts, '<d' per rule, as that row of the cost rows. Little-endian IEEE doubles are
+ * the memory store's is. A request whose rules count different permits carries -row in its
+ * permits field and its counts, '<d' per rule, as that row of the permit rows. Little-endian IEEE doubles are
  * exact both ways.
  */
 export const REQUEST_BYTES = 29;
@@ -56,10 +56,10 @@ export function packGroups(groups: readonly (readonly number[])[]): Buffer {
 }
 
 /**
- * The requests ('<I4dddB' each) and, when a request counts differently per rule, the cost rows ('<d' per
+ * The requests ('<I4dddB' each) and, when a request counts differently per rule, the permit rows ('<d' per
  * rule and row; its permits field is then -row, from 1): the ARGV decide.lua reads last (see its header).
  */
-export function packRequests(requests: readonly WireRequest[]): { requests: Buffer; costs: Buffer | undefined } {
+export function packRequests(requests: readonly WireRequest[]): { requests: Buffer; permitRows: Buffer | undefined } {
   const buf = Buffer.allocUnsafe(requests.length * REQUEST_BYTES);
   const rows: (readonly number[])[] = [];
   let o = 0;
@@ -77,22 +77,22 @@ export function packRequests(requests: readonly WireRequest[]): { requests: Buff
     buf.writeUInt8(r.peek ? 1 : 0, o + 28);
     o += REQUEST_BYTES;
   }
-  if (rows.length === 0) return { requests: buf, costs: undefined };
+  if (rows.length === 0) return { requests: buf, permitRows: undefined };
   const width = (rows[0] as readonly number[]).length;
-  const costs = Buffer.allocUnsafe(rows.length * width * 8);
+  const permitRows = Buffer.allocUnsafe(rows.length * width * 8);
   rows.forEach((row, k) => {
-    for (const [r, count] of row.entries()) costs.writeDoubleLE(count, (k * width + r) * 8);
+    for (const [r, count] of row.entries()) permitRows.writeDoubleLE(count, (k * width + r) * 8);
   });
-  return { requests: buf, costs };
+  return { requests: buf, permitRows };
 }
 
 /**
  * decide.lua's ARGV after the windows: `tail` (the skew bound, then the configuration version, each
- * optional) and, when a request carries per-rule costs, the cost rows after both (padded with '').
+ * optional) and, when a request carries per-rule permits, the permit rows after both (padded with '').
  */
-export function withCosts(tail: readonly string[], costs: Buffer | undefined): Array<string | Buffer> {
-  if (costs === undefined) return [...tail];
-  return [tail[0] ?? '', tail[1] ?? '', costs];
+export function withPermitRows(tail: readonly string[], permitRows: Buffer | undefined): Array<string | Buffer> {
+  if (permitRows === undefined) return [...tail];
+  return [tail[0] ?? '', tail[1] ?? '', permitRows];
 }
 
 /** One decoded reply: the Decision, the time the script decided it at, and each rule's own verdict. */

@@ -8,13 +8,13 @@ import { isKeyScopedError, versionError } from '../reply-errors.js';
 import { bufferReply } from '../script-runner.js';
 import { type LuaScript, decideOneScript, decideScript } from '../scripts.js';
 import { CrossSlotPolicy } from './cross-slot.js';
-import { packGroups, packRequests, unpackReplies, wirePermits, withCosts } from './protocol.js';
+import { packGroups, packRequests, unpackReplies, wirePermits, withPermitRows } from './protocol.js';
 import { numArg, ruleArgs } from './rule-args.js';
 
 /** One decision asked of Redis. A caller's own object (it carries where the answer goes), read, never kept. */
 export interface Asked {
   readonly key: string;
-  /** One count of every rule, or each rule's own (per-rule costs). */
+  /** One count of every rule, or each rule's own (per-rule permits). */
   readonly permits: Permits;
   readonly maxWaitMs: number;
   /** The decision time in client-clock mode; NaN lets the script read Redis TIME. */
@@ -303,7 +303,12 @@ export class DecisionTransport<A extends Asked> {
     return {
       script: this.#script,
       keys: this.#withVersion([...states, ...bans, this.#marker(states[0] as string)], states[0] as string),
-      args: [...this.#rulesArg, packGroups(groups), packed.requests, ...withCosts(this.#tailOf(version), packed.costs)],
+      args: [
+        ...this.#rulesArg,
+        packGroups(groups),
+        packed.requests,
+        ...withPermitRows(this.#tailOf(version), packed.permitRows),
+      ],
     };
   }
 

@@ -148,7 +148,7 @@ export interface FallbackBinding {
   decide(key: string, permits: Permits, maxWaitMs: number, peek: boolean): Decision;
   /**
    * Gives back what the fail mode granted (nothing for 'open', which counted nothing). Returns how many of the
-   * permits Redis was never charged with (per rule when they were per-rule costs); the rest went to Redis when
+   * permits Redis was never charged with (per rule when they were per-rule permits); the rest went to Redis when
    * it answered again (takeCharges).
    */
   refund(key: string, permits: Permits, grantedMsAgo: number): Permits;
@@ -189,7 +189,7 @@ class LocalFallback implements FallbackBinding {
   readonly keepsState = true;
   /**
    * Permits granted per key since Redis last took the charges, each rule's count in rule order (bounded by
-   * MAX_CHARGED_KEYS): per-rule costs charge each rule its own.
+   * MAX_CHARGED_KEYS): per-rule permits charge each rule its own.
    */
   readonly #charges = new Map<string, number[]>();
   /** Per key, the part of the limit Redis last said was used, until the fail mode first decides the key. */
@@ -208,8 +208,8 @@ class LocalFallback implements FallbackBinding {
 
   /** Counts in rule order as Permits: one number when every rule counts the same. */
   #permits(counts: readonly number[]): Permits {
-    const asCosts = Object.fromEntries(this.rules.map((rule, r) => [rule.name, counts[r] as number]));
-    return uniformPermits(asCosts, this.rules) ?? asCosts;
+    const byRule = Object.fromEntries(this.rules.map((rule, r) => [rule.name, counts[r] as number]));
+    return uniformPermits(byRule, this.rules) ?? byRule;
   }
 
   remember(key: string, decision: Decision): void {

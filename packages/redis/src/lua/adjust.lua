@@ -6,7 +6,7 @@
 -- KEYS: the state key of each rule to adjust, in rule order; for 'reset', then the key's ban.
 -- ARGV: the rules (one text, as decide.lua reads them: see parse_rules in prelude.lua); then
 --       'refund', 'penalize' or 'reset' (limiter.reset: forget the states and the ban); permits (one count of
---       every rule, or each rule's own in rule order, comma-separated: per-rule costs; a rule given 0 is
+--       every rule, or each rule's own in rule order, comma-separated: per-rule permits; a rule given 0 is
 --       adjusted by 0, as core does); when the grant was decided ('' = unknown, or: see the next);
 --       how long before now it was asked for ('' = unknown; used when the time before is ''); now ('' =
 --       this server's TIME); then, optionally, the configuration version the client adjusts under, with its

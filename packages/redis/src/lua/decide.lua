@@ -14,7 +14,7 @@
 --       clock runs ahead cannot take permits early and starve the others for as long as it is ahead ('' =
 --       no bound); then, optionally, the configuration version the client decides under, with the slot's
 --       configuration version key last in KEYS (see stale_version in prelude.lua); then, when a request's
---       rules count different permits (per-rule costs, policies only), the cost rows: '<d' per rule and row,
+--       rules count different permits (policies only), the permit rows: '<d' per rule and row,
 --       the request's permits field being -row (from 1); the two before it are then '' when unused.
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing decided).
 -- Reply: one binary string, per request '<BdddddB': allowed, remaining, retryAfter, resetAfter, wait, the
@@ -211,7 +211,7 @@ else
   -- policy.ts; the numbers the caller sees are merged by the client (mergePolicy). The per-rule arrays are
   -- reused from request to request.
   local before, ok, kept, left, retry, reset, life = {}, {}, {}, {}, {}, {}, {}
-  local cost_rows = ARGV[a + 3]
+  local permit_rows = ARGV[a + 3]
   local pos = 1
   for q = 1, Q do
     local i, t, permits, _max_wait, peek_flag
@@ -225,7 +225,7 @@ else
       local rule = rules[r]
       before[r] = live(group_keys[base + r], rule)
       local count = permits
-      if permits < 0 then count = struct.unpack('<d', cost_rows, ((-permits - 1) * R + r - 1) * 8 + 1) end
+      if permits < 0 then count = struct.unpack('<d', permit_rows, ((-permits - 1) * R + r - 1) * 8 + 1) end
       local wait_r
       ok[r], kept[r], left[r], retry[r], reset[r], wait_r, life[r] = rule.consume(rule.params, before[r], now, count, 0)
       if not ok[r] then allowed = false end

@@ -88,7 +88,7 @@ return redis.error_reply('ERR access_list.lua: unknown op ' .. tostring(op))
 -- KEYS: the state key of each rule to adjust, in rule order; for 'reset', then the key's ban.
 -- ARGV: the rules (one text, as decide.lua reads them: see parse_rules in prelude.lua); then
 --       'refund', 'penalize' or 'reset' (limiter.reset: forget the states and the ban); permits (one count of
---       every rule, or each rule's own in rule order, comma-separated: per-rule costs; a rule given 0 is
+--       every rule, or each rule's own in rule order, comma-separated: per-rule permits; a rule given 0 is
 --       adjusted by 0, as core does); when the grant was decided ('' = unknown, or: see the next);
 --       how long before now it was asked for ('' = unknown; used when the time before is ''); now ('' =
 --       this server's TIME); then, optionally, the configuration version the client adjusts under, with its
@@ -567,7 +567,7 @@ return 'OK'
 --       clock runs ahead cannot take permits early and starve the others for as long as it is ahead ('' =
 --       no bound); then, optionally, the configuration version the client decides under, with the slot's
 --       configuration version key last in KEYS (see stale_version in prelude.lua); then, when a request's
---       rules count different permits (per-rule costs, policies only), the cost rows: '<d' per rule and row,
+--       rules count different permits (policies only), the permit rows: '<d' per rule and row,
 --       the request's permits field being -row (from 1); the two before it are then '' when unused.
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing decided).
 -- Reply: one binary string, per request '<BdddddB': allowed, remaining, retryAfter, resetAfter, wait, the
@@ -764,7 +764,7 @@ else
   -- policy.ts; the numbers the caller sees are merged by the client (mergePolicy). The per-rule arrays are
   -- reused from request to request.
   local before, ok, kept, left, retry, reset, life = {}, {}, {}, {}, {}, {}, {}
-  local cost_rows = ARGV[a + 3]
+  local permit_rows = ARGV[a + 3]
   local pos = 1
   for q = 1, Q do
     local i, t, permits, _max_wait, peek_flag
@@ -778,7 +778,7 @@ else
       local rule = rules[r]
       before[r] = live(group_keys[base + r], rule)
       local count = permits
-      if permits < 0 then count = struct.unpack('<d', cost_rows, ((-permits - 1) * R + r - 1) * 8 + 1) end
+      if permits < 0 then count = struct.unpack('<d', permit_rows, ((-permits - 1) * R + r - 1) * 8 + 1) end
       local wait_r
       ok[r], kept[r], left[r], retry[r], reset[r], wait_r, life[r] = rule.consume(rule.params, before[r], now, count, 0)
       if not ok[r] then allowed = false end

@@ -141,7 +141,7 @@ export function rateLimitedProcessor<J extends JobLike, R, A extends unknown[]>(
         throw new SluiceError(
           'NEVER_ALLOWED',
           decision.access === undefined
-            ? `job ${job.id ?? job.name} costs more than rule ${JSON.stringify(decision.rule)} can ever grant`
+            ? `job ${job.id ?? job.name} asks more permits than rule ${JSON.stringify(decision.rule)} can ever grant`
             : `job ${job.id ?? job.name}'s key is on the deny list with no expiry`,
         );
       }

@@ -31,7 +31,7 @@ export interface MethodLimitOptions {
    */
   key?: string | ((call: MethodCall) => string) | RequestKeyMark;
   /**
-   * Permits a call costs.
+   * Permits a call asks for.
    * @default 1
    */
   permits?: number | ((call: MethodCall) => number);

@@ -1,7 +1,7 @@
 /**
  * Each rule's own count in one call (`permits: { rpm: 1, tpm: 1_200 }`): one atomic decision over a policy,
  * on the memory store; a denial takes nothing from any rule; refunds and penalties name the rules they
- * adjust; bad costs are typed errors naming the value and take nothing.
+ * adjust; bad per-rule permits are typed errors naming the value and take nothing.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -27,7 +27,7 @@ function llmLimiter(autoAdvance = false) {
 const remainingOf = (rules: readonly { name: string; remaining: number }[] | undefined) =>
   Object.fromEntries((rules ?? []).map((r) => [r.name, r.remaining]));
 
-describe('per-rule costs on the memory store', () => {
+describe('per-rule permits on the memory store', () => {
   it('one call counts each rule its own: 1 request and 1,200 tokens; either rule denies, and a denial takes nothing', async () => {
     const { limiter } = llmLimiter();
     const call = { permits: { rpm: 1, tpm: 1_200 } };
@@ -46,7 +46,7 @@ describe('per-rule costs on the memory store', () => {
     expect(remainingOf(fourth.rules)).toEqual({ rpm: 0, tpm: 1_400 });
   });
 
-  it('a rule the costs do not name is asked for 0: it lets the call through unless it is past its limit', async () => {
+  it('a rule the permits do not name is asked for 0: it lets the call through unless it is past its limit', async () => {
     const { limiter } = llmLimiter();
     expect((await limiter.tryAcquire('acme', { permits: { tpm: 5_000 } })).allowed).toBe(true);
     expect(remainingOf((await limiter.peek('acme')).rules)).toMatchObject({ rpm: 3 });
@@ -82,7 +82,7 @@ describe('per-rule costs on the memory store', () => {
     expect(remainingOf((await limiter.peek('acme')).rules)).toEqual({ rpm: 2, tpm: 4_900 });
   });
 
-  it('bad costs are typed errors naming the value, and take nothing', async () => {
+  it('bad per-rule permits are typed errors naming the value, and take nothing', async () => {
     const { limiter } = llmLimiter();
     const bad: [unknown, unknown][] = [
       [{ rpm: 1, tpmm: 100 }, SluiceRangeError],
@@ -135,7 +135,7 @@ describe('per-rule costs on the memory store', () => {
     );
   });
 
-  it('costs that ask every rule the same are that number of permits; one rule may be named too', async () => {
+  it('per-rule permits that ask every rule the same are that number of permits; one rule may be named too', async () => {
     const clock = new ManualClock(0);
     const one = createLimiter({
       rules: tokenBucket({ name: 'api', capacity: 10, refillPerSecond: 1 }),

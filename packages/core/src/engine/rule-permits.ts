@@ -1,11 +1,11 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { describe, nonNegativeInteger, positiveInteger } from '../foundation/validate.js';
-import type { Permits, RuleCosts } from './store.js';
+import type { Permits, RulePermits } from './store.js';
 
 /**
  * A call's `permits` (tryAcquire, acquire): 1 unless given; an integer >= 1; or each rule's own count by rule
- * name (RuleCosts), integers >= 0 of which at least one is >= 1.
+ * name (RulePermits), integers >= 0 of which at least one is >= 1.
  * @example
  * permitsOption(undefined)              // 1
  * permitsOption({ rpm: 1, tpm: 1_200 }) // { rpm: 1, tpm: 1200 }, frozen
@@ -13,22 +13,22 @@ import type { Permits, RuleCosts } from './store.js';
 export function permitsOption(value: unknown): Permits {
   if (value === undefined) return 1;
   if (typeof value === 'number') return positiveInteger('permits', value);
-  return costsValue(value, true);
+  return rulePermitsValue(value, true);
 }
 
 /**
- * A control's `permits` (refund, penalize): an integer >= 0, or each rule's own count by rule name (RuleCosts),
+ * A control's `permits` (refund, penalize): an integer >= 0, or each rule's own count by rule name (RulePermits),
  * integers >= 0.
  * @example
  * adjustPermits({ tpm: 300 }) // { tpm: 300 }: the other rules are left as they are
  */
 export function adjustPermits(value: unknown, name = 'permits'): Permits {
   if (typeof value === 'number' || typeof value !== 'object') return nonNegativeInteger(name, value);
-  return costsValue(value, false, name);
+  return rulePermitsValue(value, false, name);
 }
 
-/** A RuleCosts object, checked and copied (frozen): the caller's object may change after the call. */
-function costsValue(value: unknown, needsOne: boolean, name = 'permits'): RuleCosts {
+/** A RulePermits object, checked and copied (frozen): the caller's object may change after the call. */
+function rulePermitsValue(value: unknown, needsOne: boolean, name = 'permits'): RulePermits {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new SluiceTypeError(
       name,
@@ -41,16 +41,16 @@ function costsValue(value: unknown, needsOne: boolean, name = 'permits'): RuleCo
     throw new SluiceRangeError(name, value, `${name} must count at least one permit of a rule, got ${describe(value)}`);
   }
   // No prototype: a rule may be named "constructor" or "toString".
-  const costs: Record<string, number> = Object.create(null);
-  for (const [rule, count] of entries) costs[rule] = nonNegativeInteger(`${name}.${rule}`, count);
-  return Object.freeze(costs);
+  const counts: Record<string, number> = Object.create(null);
+  for (const [rule, count] of entries) counts[rule] = nonNegativeInteger(`${name}.${rule}`, count);
+  return Object.freeze(counts);
 }
 
 /**
  * Throws unless every rule `permits` names is one of `rules` (a misspelt name would otherwise count nothing
  * against the rule it meant).
  */
-export function checkCostNames(permits: Permits, rules: readonly Algorithm[], argument = 'permits'): void {
+export function checkPermitNames(permits: Permits, rules: readonly Algorithm[], argument = 'permits'): void {
   if (typeof permits === 'number') return;
   for (const name of Object.keys(permits)) {
     if (!rules.some((rule) => rule.name === name)) {
