@@ -1,6 +1,6 @@
 import type { Limiter } from '../engine/limiter-types.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
-import { option, optional, required } from '../foundation/options.js';
+import { type SchemaOf, option, optional, required } from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   describe,
@@ -127,41 +127,13 @@ function keyValue(_name: string, value: unknown): string {
 
 /** throttle's options, declared once (see parseOptions). */
 export const THROTTLE_OPTIONS = {
-  limiter: required('The limiter whose rules the calls obey; its store holds the queue and pauses.', limiterValue),
-  key: option(
-    'The key calls count against when run names none.',
-    keyValue,
-    DEFAULT_THROTTLE_KEY,
-    'DEFAULT_THROTTLE_KEY',
-  ),
-  maxQueue: option(
-    'The most calls of one key waiting in this process.',
-    maxQueueValue,
-    DEFAULT_MAX_QUEUE,
-    'DEFAULT_MAX_QUEUE',
-  ),
-  order: option("'fifo': one queue across every process of the store; 'local': per process.", orderValue, 'fifo'),
-  leaseMs: optional(
-    'How long a silent process keeps its turn; DEFAULT_TURN_LEASE_MS (10_000) or 4 x the store timeoutMs.',
-    positiveFinite,
-  ),
-  retries: option(
-    'throttle.fetch: how many times a 429 or 503 is sent again.',
-    nonNegativeInteger,
-    DEFAULT_FETCH_RETRIES,
-    'DEFAULT_FETCH_RETRIES',
-  ),
-  maxPauseMs: option(
-    'throttle.fetch: the longest pause a response may set.',
-    positiveFinite,
-    DEFAULT_MAX_PAUSE_MS,
-    'DEFAULT_MAX_PAUSE_MS',
-  ),
-  minPauseMs: option(
-    'throttle.fetch: the pause when a response says nothing, and the least one.',
-    positiveFinite,
-    DEFAULT_PAUSE_MS,
-    'DEFAULT_PAUSE_MS',
-  ),
-  fetch: optional('throttle.fetch: the fetch it calls; globalThis.fetch when not given.', fetchValue),
-} as const;
+  limiter: required(limiterValue),
+  key: option(keyValue, DEFAULT_THROTTLE_KEY, 'DEFAULT_THROTTLE_KEY'),
+  maxQueue: option(maxQueueValue, DEFAULT_MAX_QUEUE, 'DEFAULT_MAX_QUEUE'),
+  order: option(orderValue, 'fifo'),
+  leaseMs: optional(positiveFinite),
+  retries: option(nonNegativeInteger, DEFAULT_FETCH_RETRIES, 'DEFAULT_FETCH_RETRIES'),
+  maxPauseMs: option(positiveFinite, DEFAULT_MAX_PAUSE_MS, 'DEFAULT_MAX_PAUSE_MS'),
+  minPauseMs: option(positiveFinite, DEFAULT_PAUSE_MS, 'DEFAULT_PAUSE_MS'),
+  fetch: optional(fetchValue),
+} as const satisfies SchemaOf<ThrottleOptions>;
