@@ -4,6 +4,8 @@
  * compiler links their option names (SchemaOf); this links their defaults: where a tag names a literal or a
  * constant, the schema's default must be that value, under that constant's name.
  */
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ADMIN_ROUTER_OPTIONS } from '../../packages/core/src/admin/admin-options.js';
 import { CONCURRENCY_LIMITER_OPTIONS } from '../../packages/core/src/concurrency/concurrency-limiter.js';
@@ -100,6 +102,17 @@ describe('option schemas and their options types', () => {
       }
     }
     expect(found).toEqual([]);
+  });
+
+  it('covers every schema declared against an options type', () => {
+    const root = join(import.meta.dirname, '../..');
+    const declared = readdirSync(join(root, 'packages'), { recursive: true, encoding: 'utf8' })
+      .filter((file) => /\/src\/.*\.ts$/.test(file) && !file.includes('node_modules'))
+      .flatMap((file) => [
+        ...readFileSync(join(root, 'packages', file), 'utf8').matchAll(/^\} as const satisfies SchemaOf<(\w+)/gm),
+      ])
+      .map((match) => match[1]);
+    expect(declared.sort()).toEqual(SCHEMAS.map(([, , type]) => type).sort());
   });
 
   it('refuses a default the tag does not document', () => {
