@@ -22,7 +22,7 @@ function reserveValue(name: string, value: unknown): number {
   return value;
 }
 
-/** dividedStore's options, declared once: the options of every Redis-backed store, and how a limit is split. */
+/** dividedStore's options, checked (see parseOptions); documented on DividedStoreOptions. */
 export const DIVIDED_STORE_OPTIONS = {
   ...REDIS_BACKED_OPTIONS,
   share: option<ShareMode>(oneOf(['equal', 'demand']), 'equal'),

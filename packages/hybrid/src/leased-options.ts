@@ -27,7 +27,7 @@ function fractionValue(name: string, value: unknown): number {
   return value;
 }
 
-/** leasedStore's options, declared once: the options of every Redis-backed store, and how a node leases. */
+/** leasedStore's options, checked (see parseOptions); documented on LeasedStoreOptions. */
 export const LEASED_STORE_OPTIONS = {
   ...REDIS_BACKED_OPTIONS,
   ...FAIL_MODE_OPTIONS,

@@ -141,7 +141,7 @@ export const FAIL_MODE_OPTIONS = {
   failMode: option(failModeValue, DEFAULT_FAIL_MODE, 'DEFAULT_FAIL_MODE'),
 } as const satisfies SchemaOf<FailModeOptions>;
 
-/** redisStore's options, declared once (see parseOptions). */
+/** redisStore's options: each checked, with its default (see parseOptions); documented on RedisStoreOptions. */
 export const REDIS_STORE_OPTIONS = {
   ...REDIS_BACKED_OPTIONS,
   ...FAIL_MODE_OPTIONS,

@@ -152,7 +152,7 @@ function leaseValue(name: string, value: unknown): number {
   return ms;
 }
 
-/** concurrencyLimiter's options, declared once (see parseOptions). */
+/** concurrencyLimiter's options, checked (see parseOptions); documented on ConcurrencyLimiterOptions. */
 export const CONCURRENCY_LIMITER_OPTIONS = {
   max: required(positiveInteger),
   store: optional(concurrencyStoreValue),

@@ -112,7 +112,7 @@ function storeValue(name: string, value: unknown): Store {
   return value as Store;
 }
 
-/** createLimiter's options, declared once: each checked, with its default (see parseOptions). */
+/** createLimiter's options: each checked, with its default (see parseOptions); documented on LimiterOptions. */
 export const LIMITER_OPTIONS = {
   rules: optional<readonly Algorithm[]>((name, value) => normalizeRules(value, name)),
   plans: optional<ParsedPlans>((_name, value) => parsePlans(value)),

@@ -41,7 +41,7 @@ export interface MemoryStoreOptions {
  */
 export const DEFAULT_MAX_KEYS = 100_000;
 
-/** memoryStore's options, declared once (see parseOptions). */
+/** memoryStore's options, checked (see parseOptions); documented on MemoryStoreOptions. */
 export const MEMORY_STORE_OPTIONS = {
   maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS, 'DEFAULT_MAX_KEYS'),
   clock: optional(clockValue),

@@ -125,7 +125,7 @@ function keyValue(_name: string, value: unknown): string {
   return rateLimitKey(value, DEFAULT_MAX_KEY_LENGTH);
 }
 
-/** throttle's options, declared once (see parseOptions). */
+/** throttle's options, checked (see parseOptions); documented on ThrottleOptions. */
 export const THROTTLE_OPTIONS = {
   limiter: required(limiterValue),
   key: option(keyValue, DEFAULT_THROTTLE_KEY, 'DEFAULT_THROTTLE_KEY'),
