@@ -32,7 +32,7 @@ export interface ConcurrencyLimiterOptions {
   /**
    * Where slots are counted: this process (a memoryStore, the default) or Redis (`redisStore({ redis })`),
    * where every process's holders meet.
-   * @default a private memoryStore()
+   * @default a private memoryStore({ clock })
    */
   store?: ConcurrencyStore;
   /**

@@ -45,8 +45,9 @@ export interface ThrottleOptions {
   order?: ThrottleOrder;
   /**
    * How long a process that stops renewing keeps its turn (on Redis: a process killed while its call waits
-   * for the rate frees the queue after this, plus a renewal interval). At least 4 x a Redis store's timeoutMs.
-   * @default DEFAULT_TURN_LEASE_MS (10_000), or 4 x the store's timeoutMs when that is longer
+   * for the rate frees the queue after this, plus a renewal interval). With order 'fifo' on a store that keeps
+   * the queue and has a timeoutMs (redisStore), at least 4 x that timeoutMs.
+   * @default DEFAULT_TURN_LEASE_MS (10_000), or 4 x that timeoutMs when that is longer
    */
   leaseMs?: number;
   /**
