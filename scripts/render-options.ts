@@ -1,54 +1,13 @@
 // Renders docs/options.md: every option of every public entry point that takes options, its default and its
-// doc line, from the one home each option has. An entry point that parses its options with a schema
-// (`option(...)` declarations) is rendered from the schema; one that checks names against its options
-// interface (`OptionNames<T>`) is rendered from the interface's doc comments, read with the TypeScript
-// compiler (option-types.ts). `npx tsx scripts/render-options.ts` writes it; test/options-doc.test.ts fails
-// when it is out of date or an entry point has no section.
+// doc line, from the one home each option has: its options type's doc comments (the first sentence, and the
+// `@default` tag), read with the TypeScript compiler (option-types.ts). An entry point that parses its options
+// with a schema declares the schema against that type (SchemaOf), and test/options/schema-defaults.test.ts
+// checks that its defaults are the ones the type documents. `npx tsx scripts/render-options.ts` writes it;
+// test/options-doc.test.ts fails when it is out of date or an entry point has no section.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ADMIN_ROUTER_OPTIONS } from '../packages/core/src/admin/admin-options.js';
 import { RULE_FACTORIES } from '../packages/core/src/algorithms/rule-spec.js';
-import { CONCURRENCY_LIMITER_OPTIONS } from '../packages/core/src/concurrency/concurrency-limiter.js';
-import { LIST_ENTRY_OPTIONS } from '../packages/core/src/engine/access-list.js';
-import { LIMITER_OPTIONS } from '../packages/core/src/engine/limiter-options.js';
-import { MEMORY_STORE_OPTIONS } from '../packages/core/src/engine/memory-store.js';
-import type { OptionSchema, OptionSpec } from '../packages/core/src/foundation/options.js';
-import { THROTTLE_OPTIONS } from '../packages/core/src/throttle/throttle-options.js';
-import { BY_METADATA_OPTIONS } from '../packages/grpc/src/call.js';
-import { DIVIDED_STORE_OPTIONS } from '../packages/hybrid/src/divided-options.js';
-import { LEASED_STORE_OPTIONS } from '../packages/hybrid/src/leased-options.js';
-import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, REDIS_STORE_OPTIONS } from '../packages/redis/src/options.js';
 import { type OptionRow, publicTypes } from './option-types.js';
-
-/** A schema default as the docs show it: its constant's name and value, or the value (objects spelt out). */
-function shownValue(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  if (Array.isArray(value)) return `[${value.map(shownValue).join(', ')}]`;
-  if (typeof value === 'object' && value !== null) {
-    // An empty field stands for a default worked out later (limitedKeys.keySecret: the prefix): left out.
-    const fields = Object.entries(value)
-      .filter(([, field]) => field !== '' && field !== undefined)
-      .map(([name, field]) => `${name}: ${shownValue(field)}`);
-    return fields.length === 0 ? '{}' : `{ ${fields.join(', ')} }`;
-  }
-  return String(value);
-}
-
-function defaultText(spec: OptionSpec<unknown>): string {
-  if (spec.required === true) return 'required';
-  if (!('default' in spec)) return '-';
-  const shown = shownValue(spec.default);
-  return spec.defaultName === undefined ? `\`${shown}\`` : `\`${spec.defaultName}\` (${shown})`;
-}
-
-function schemaRows(schema: OptionSchema): OptionRow[] {
-  return Object.entries(schema).map(([name, spec]) => ({
-    name,
-    default: defaultText(spec),
-    doc: spec.doc,
-    declaredIn: '',
-  }));
-}
 
 const types = () => publicTypes();
 /** An entry point's options, from the type of its options parameter. */
@@ -115,16 +74,18 @@ function limiterCalls(): string {
 
 /** The whole of docs/options.md. */
 export function renderOptions(): string {
-  const redisShared = new Set([...Object.keys(REDIS_BACKED_OPTIONS), ...Object.keys(FAIL_MODE_OPTIONS)]);
-  const redisBeside = (schema: OptionSchema) => table(schemaRows(schema).filter((row) => !redisShared.has(row.name)));
+  const redis = 'packages/redis/src/options.ts';
+  const redisShared = ['RedisBackedOptions', 'FailModeOptions'];
+  const redisBeside = (rows: readonly OptionRow[]) =>
+    table(rows.filter((row) => !redisShared.includes(row.declaredIn)));
   const core = 'packages/core/src';
   return `# Options
 
 Every option of sluice's entry points, its default and what it does (\`scripts/render-options.ts\`; do not edit
-by hand). Each option is documented once: an entry point that parses its options with a schema is rendered
-from the schema; the others from their options type's doc comments (the first sentence, and the \`@default\`
-tag). \`required\` marks an option that must be given, \`-\` one that is unset unless given. Each is checked:
-a bad value, or an option the entry point does not take (a misspelt \`timeoutMS\`), is a typed error naming it.
+by hand). Each option is documented once, on its entry point's options type: the first sentence of its doc
+comment, and its \`@default\` tag. \`required\` marks an option that must be given, \`-\` one that is unset
+unless given. Each is checked: a bad value, or an option the entry point does not take (a misspelt
+\`timeoutMS\`), is a typed error naming it.
 The defaults are exported constants (\`DEFAULT_TIMEOUT_MS\`, ...) from the package the entry point is in. Each
 option's full documentation is on its options type in the [API reference](api/README.md). What each word
 means wherever it appears, its unit and what it is not: [docs/vocabulary.md](vocabulary.md).
@@ -133,12 +94,12 @@ means wherever it appears, its unit and what it is not: [docs/vocabulary.md](voc
 
 \`rules\` or \`plans\` is required (not both).
 
-${table(schemaRows(LIMITER_OPTIONS))}
+${table(ofType(`${core}/engine/limiter-options.ts`, 'LimiterOptions'))}
 
 ${limiterCalls()}
 ## limiter.allow, limiter.deny (@sluice/core)
 
-${table(schemaRows(LIST_ENTRY_OPTIONS))}
+${table(ofType(`${core}/engine/access-list.ts`, 'ListEntryOptions'))}
 
 ## Every rule: the options every algorithm takes
 
@@ -149,7 +110,7 @@ ${table(ofType(`${core}/algorithms/algorithm.ts`, 'RuleOptions'))}
 ${rules()}
 ## memoryStore, new MemoryStore (@sluice/core)
 
-${table(schemaRows(MEMORY_STORE_OPTIONS))}
+${table(ofType(`${core}/engine/memory-store.ts`, 'MemoryStoreOptions'))}
 
 ## new ManualClock (@sluice/core)
 
@@ -159,7 +120,7 @@ ${table(ofEntry('new ManualClock'))}
 
 ## concurrencyLimiter (@sluice/core)
 
-${table(schemaRows(CONCURRENCY_LIMITER_OPTIONS))}
+${table(ofType(`${core}/concurrency/concurrency-limiter.ts`, 'ConcurrencyLimiterOptions'))}
 
 ## concurrencyLimiter.acquire, concurrencyLimiter.run (@sluice/core)
 
@@ -167,7 +128,7 @@ ${table(ofType(`${core}/concurrency/concurrency-limiter.ts`, 'ConcurrencyAcquire
 
 ## throttle (@sluice/core)
 
-${table(schemaRows(THROTTLE_OPTIONS))}
+${table(ofType(`${core}/throttle/throttle-options.ts`, 'ThrottleOptions'))}
 
 ## throttle.run (@sluice/core)
 
@@ -242,7 +203,7 @@ ${beside(ofEntry('smoothRateLimit'), 'options every preset takes (above)', PRESE
 
 ## adminRouter (@sluice/core/admin)
 
-${table(schemaRows(ADMIN_ROUTER_OPTIONS))}
+${table(ofType(`${core}/admin/admin-options.ts`, 'AdminRouterOptions'))}
 
 ## rateLimitedProcessor (@sluice/core/bullmq)
 
@@ -262,7 +223,7 @@ ${table(ofEntry('grpcRetryOnLimit'))}
 
 \`byMetadata(name, options)\`.
 
-${table(schemaRows(BY_METADATA_OPTIONS))}
+${table(ofType('packages/grpc/src/call.ts', 'ByMetadataOptions'))}
 
 ## RateLimit (@sluice/nestjs): a route's limit, beside the shared options
 
@@ -308,19 +269,19 @@ is taken by the stores that decide on Redis (redisStore, leasedStore); a divided
 keeps its last share while Redis is away and holds its part of the reserve locally (charged to the reserve on
 Redis's return), denying what neither covers.
 
-${table(schemaRows({ ...REDIS_BACKED_OPTIONS, ...FAIL_MODE_OPTIONS }))}
+${table([...ofType(redis, 'RedisBackedOptions'), ...ofType(redis, 'FailModeOptions')])}
 
 ## redisStore (@sluice/redis), beside the shared options
 
-${redisBeside(REDIS_STORE_OPTIONS)}
+${redisBeside(ofType('packages/redis/src/redis-store.ts', 'RedisStoreOptions'))}
 
 ## leasedStore (@sluice/hybrid), beside the shared options
 
-${redisBeside(LEASED_STORE_OPTIONS)}
+${redisBeside(ofType('packages/hybrid/src/leased-options.ts', 'LeasedStoreOptions'))}
 
 ## dividedStore (@sluice/hybrid), beside the shared options
 
-${redisBeside(DIVIDED_STORE_OPTIONS)}
+${redisBeside(ofType('packages/hybrid/src/divided-options.ts', 'DividedStoreOptions'))}
 `;
 }
 

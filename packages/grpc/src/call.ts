@@ -1,7 +1,7 @@
 import type { Metadata } from '@grpc/grpc-js';
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
 import type { RequestView } from '@sluice/core/http';
-import { describeValue, inCall, option, parseOptions, positiveInteger } from '@sluice/core/store-kit';
+import { type SchemaOf, describeValue, inCall, option, parseOptions, positiveInteger } from '@sluice/core/store-kit';
 
 /**
  * One incoming gRPC call as sluice's key, permits, plan and skip functions see it: its method's full path
@@ -42,15 +42,19 @@ export function callView(call: Pick<GrpcCall, 'method' | 'metadata' | 'peerAddre
 /** The longest metadata value byMetadata takes as a key unless told otherwise. */
 export const DEFAULT_MAX_METADATA_KEY_LENGTH = 256;
 
+/** Options of `byMetadata`. */
+interface ByMetadataOptions {
+  /**
+   * Longest value taken as a key; a longer one is refused as the call's bad input (INVALID_ARGUMENT).
+   * @default DEFAULT_MAX_METADATA_KEY_LENGTH (256)
+   */
+  maxLength?: number;
+}
+
 /** byMetadata's options. Exported for docs/options.md only (scripts/render-options.ts); no entry point exports it. */
 export const BY_METADATA_OPTIONS = {
-  maxLength: option(
-    'Longest value taken as a key.',
-    positiveInteger,
-    DEFAULT_MAX_METADATA_KEY_LENGTH,
-    'DEFAULT_MAX_METADATA_KEY_LENGTH',
-  ),
-};
+  maxLength: option(positiveInteger, DEFAULT_MAX_METADATA_KEY_LENGTH, 'DEFAULT_MAX_METADATA_KEY_LENGTH'),
+} as const satisfies SchemaOf<ByMetadataOptions>;
 
 /**
  * A key from one metadata entry (a tenant id, an API key's id), prefixed with the entry's name; undefined
@@ -67,7 +71,7 @@ export const BY_METADATA_OPTIONS = {
  * @example
  * grpcRateLimit({ limiter, key: byMetadata('x-tenant-id') })
  */
-export function byMetadata(name: string, options: { maxLength?: number } = {}): (call: GrpcCall) => string | undefined {
+export function byMetadata(name: string, options: ByMetadataOptions = {}): (call: GrpcCall) => string | undefined {
   const { maxLength } = inCall('byMetadata', () => {
     if (typeof name !== 'string' || name.length === 0) {
       throw new SluiceTypeError('name', name, `byMetadata needs a metadata entry's name, got ${describeValue(name)}`);

@@ -1,5 +1,5 @@
 import { SluiceRangeError } from '@sluice/core';
-import { describeValue, oneOf, option } from '@sluice/core/store-kit';
+import { type SchemaOf, describeValue, oneOf, option } from '@sluice/core/store-kit';
 import type { RedisBackedOptions } from '@sluice/redis';
 import { REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
 import type { ShareMode } from './shares.js';
@@ -22,21 +22,12 @@ function reserveValue(name: string, value: unknown): number {
   return value;
 }
 
-/** dividedStore's options, declared once: the options of every Redis-backed store, and how a limit is split. */
+/** dividedStore's options, checked (see parseOptions); documented on DividedStoreOptions. */
 export const DIVIDED_STORE_OPTIONS = {
   ...REDIS_BACKED_OPTIONS,
-  share: option<ShareMode>(
-    "How a limit is split among live nodes: 'equal' or 'demand' (max-min fair shares of recent demand).",
-    oneOf(['equal', 'demand']),
-    'equal',
-  ),
-  reserve: option(
-    'The part of the limit kept in Redis, drawn in batches by nodes past their share (0: shares only).',
-    reserveValue,
-    DEFAULT_RESERVE,
-    'DEFAULT_RESERVE',
-  ),
-} as const;
+  share: option<ShareMode>(oneOf(['equal', 'demand']), 'equal'),
+  reserve: option(reserveValue, DEFAULT_RESERVE, 'DEFAULT_RESERVE'),
+} as const satisfies SchemaOf<DividedStoreOptions, 'redis'>;
 
 /**
  * Options of `dividedStore`: those of every Redis-backed store (RedisBackedOptions; the client is used for
@@ -45,8 +36,9 @@ export const DIVIDED_STORE_OPTIONS = {
  */
 export interface DividedStoreOptions extends RedisBackedOptions {
   /**
-   * `'equal'`: limit / N per node. `'demand'`: max-min fair shares of the nodes' recent demand, so a busy
-   * node is not held to an equal split while idle ones leave theirs unused.
+   * How a limit is split among the live nodes: `'equal'`, limit / N per node; `'demand'`, max-min fair shares
+   * of the nodes' recent demand, so a busy node is not held to an equal split while idle ones leave theirs
+   * unused.
    * @default 'equal'
    */
   share?: ShareMode | undefined;

@@ -1,5 +1,12 @@
 import { SluiceRangeError } from '@sluice/core';
-import { describeValue, option, optional, positiveFinite, positiveInteger } from '@sluice/core/store-kit';
+import {
+  type SchemaOf,
+  describeValue,
+  option,
+  optional,
+  positiveFinite,
+  positiveInteger,
+} from '@sluice/core/store-kit';
 import type { FailModeOptions, RedisBackedOptions } from '@sluice/redis';
 import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
 
@@ -20,33 +27,15 @@ function fractionValue(name: string, value: unknown): number {
   return value;
 }
 
-/** leasedStore's options, declared once: the options of every Redis-backed store, and how a node leases. */
+/** leasedStore's options, checked (see parseOptions); documented on LeasedStoreOptions. */
 export const LEASED_STORE_OPTIONS = {
   ...REDIS_BACKED_OPTIONS,
   ...FAIL_MODE_OPTIONS,
-  targetMs: option(
-    "A batch is about this many ms of this node's recent demand.",
-    positiveFinite,
-    DEFAULT_TARGET_MS,
-    'DEFAULT_TARGET_MS',
-  ),
-  maxLease: optional(
-    'The most permits one node leases at once (default: burst / (4 x live lessees)).',
-    positiveInteger,
-  ),
-  lowWater: option(
-    'The next batch is asked for below this fraction of a batch.',
-    fractionValue,
-    DEFAULT_LOW_WATER,
-    'DEFAULT_LOW_WATER',
-  ),
-  liveMs: option(
-    'How long a node counts as a live lessee of a key after its last lease.',
-    positiveFinite,
-    DEFAULT_LIVE_MS,
-    'DEFAULT_LIVE_MS',
-  ),
-} as const;
+  targetMs: option(positiveFinite, DEFAULT_TARGET_MS, 'DEFAULT_TARGET_MS'),
+  maxLease: optional(positiveInteger),
+  lowWater: option(fractionValue, DEFAULT_LOW_WATER, 'DEFAULT_LOW_WATER'),
+  liveMs: option(positiveFinite, DEFAULT_LIVE_MS, 'DEFAULT_LIVE_MS'),
+} as const satisfies SchemaOf<LeasedStoreOptions, 'redis'>;
 
 /**
  * Options of `leasedStore`: those of every Redis-backed store (RedisBackedOptions, FailModeOptions: while Redis

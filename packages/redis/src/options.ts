@@ -9,6 +9,7 @@ import {
   positiveFinite,
   positiveInteger,
   required,
+  type SchemaOf,
   timerDuration,
 } from '@sluice/core/store-kit';
 import { toConnection } from './connection/connect.js';
@@ -17,6 +18,7 @@ import { DEFAULT_TIMEOUT_MS } from './deadline.js';
 import type { DecisionEvent } from './exact/exact-binding.js';
 import { DEFAULT_FAIL_MODE, type FailMode, failModeValue } from './fleet/fail-mode.js';
 import type { RedisClient } from './connection/connect.js';
+import type { RedisStoreOptions } from './redis-store.js';
 
 /** How often a Redis-backed store tells Redis this node is alive, unless its `heartbeatMs` says otherwise. */
 export const DEFAULT_HEARTBEAT_MS = 1_000;
@@ -70,7 +72,7 @@ export interface RedisBackedOptions {
    */
   redis: RedisClient;
   /**
-   * Where decision time comes from. `'server'`: Redis TIME, one clock for the whole fleet. `'client'`: this
+   * Where decision time comes from: `'server'`, Redis TIME, one clock for the whole fleet; `'client'`, this
    * process's monotonic clock; or a Clock (a ManualClock in tests) to decide on it. (A divided store decides on
    * this process's clock, or the Clock given, and heartbeats on this one.)
    * @default 'server'
@@ -89,7 +91,9 @@ export interface RedisBackedOptions {
    */
   maxKeys?: number | undefined;
   /**
-   * This node's name in its limiters' fleets (and among a leased key's lessees, in a divided membership).
+   * This node's name in its limiters' fleets (and among a leased key's lessees, in a divided membership). Give
+   * each process its own: one taken by another live process is found at a heartbeat, and this one goes on under
+   * the id with a random suffix (warning SLUICE_NODE_ID_REUSED).
    * @default a random UUID
    */
   nodeId?: string | undefined;
@@ -123,75 +127,29 @@ export interface FailModeOptions {
 
 /** The options every Redis-backed store shares, as a schema (see RedisBackedOptions). */
 export const REDIS_BACKED_OPTIONS = {
-  redis: required<RedisConnection>(
-    'Your Redis client (ioredis, iovalkey, node-redis or Valkey GLIDE); the store never closes it.',
-    (name, value) => toConnection(value, name),
-  ),
-  clock: option<ClockOption>(
-    "Where decision time comes from: 'server' (Redis TIME), 'client' (this process) or a Clock.",
-    clockOptionValue,
-    'server',
-  ),
-  timeoutMs: option(
-    'Longest a decision or control waits for Redis before the fail mode decides (a heartbeat waits heartbeatMs).',
-    timerDuration,
-    DEFAULT_TIMEOUT_MS,
-    'DEFAULT_TIMEOUT_MS',
-  ),
-  maxKeys: option(
-    'The most keys this node keeps in memory per store (fail-mode states, deny cache, leases, shares).',
-    positiveInteger,
-    DEFAULT_MAX_KEYS,
-    'DEFAULT_MAX_KEYS',
-  ),
-  nodeId: optional(
-    "This node's name in its limiters' fleets; a random UUID when not given. Give each process its own: one taken by another live process is found at a heartbeat and this one goes on as nodeId.<random> (SLUICE_NODE_ID_REUSED).",
-    nodeIdValue,
-  ),
-  heartbeatMs: option(
-    'How often this node tells Redis it is alive (the fleet a fail mode or a divided share is counted from).',
-    timerDuration,
-    DEFAULT_HEARTBEAT_MS,
-    'DEFAULT_HEARTBEAT_MS',
-  ),
-  assumedNodes: option(
-    "How many nodes share a limit until Redis has said (the share before the first heartbeat is answered; a divided fleet's first division is made for at least this many).",
-    positiveInteger,
-    DEFAULT_ASSUMED_NODES,
-    'DEFAULT_ASSUMED_NODES',
-  ),
-} as const;
+  redis: required<RedisConnection>((name, value) => toConnection(value, name)),
+  clock: option<ClockOption>(clockOptionValue, 'server'),
+  timeoutMs: option(timerDuration, DEFAULT_TIMEOUT_MS, 'DEFAULT_TIMEOUT_MS'),
+  maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS, 'DEFAULT_MAX_KEYS'),
+  nodeId: optional(nodeIdValue),
+  heartbeatMs: option(timerDuration, DEFAULT_HEARTBEAT_MS, 'DEFAULT_HEARTBEAT_MS'),
+  assumedNodes: option(positiveInteger, DEFAULT_ASSUMED_NODES, 'DEFAULT_ASSUMED_NODES'),
+} as const satisfies SchemaOf<RedisBackedOptions, 'redis'>;
 
 /** The fail mode option, as a schema (see FailModeOptions). */
 export const FAIL_MODE_OPTIONS = {
-  failMode: option(
-    "What decides while Redis is away: 'local' (this node's share, in memory), 'open' (allow) or 'closed' (deny).",
-    failModeValue,
-    DEFAULT_FAIL_MODE,
-    'DEFAULT_FAIL_MODE',
-  ),
-} as const;
+  failMode: option(failModeValue, DEFAULT_FAIL_MODE, 'DEFAULT_FAIL_MODE'),
+} as const satisfies SchemaOf<FailModeOptions>;
 
-/** redisStore's options, declared once (see parseOptions). */
+/** redisStore's options: each checked, with its default (see parseOptions); documented on RedisStoreOptions. */
 export const REDIS_STORE_OPTIONS = {
   ...REDIS_BACKED_OPTIONS,
   ...FAIL_MODE_OPTIONS,
-  maxClockSkewMs: optional(
-    "With a client clock: how far a decision time may be from Redis TIME (1000 with 'client'; none with a Clock).",
-    positiveFinite,
-  ),
-  denyCache: option('Answer a denial that cannot change yet locally, until it can.', booleanValue, true),
-  maxBatch: option(
-    'The most decisions one script call carries.',
-    positiveInteger,
-    DEFAULT_MAX_BATCH,
-    'DEFAULT_MAX_BATCH',
-  ),
-  onDecision: optional<(event: DecisionEvent) => void>(
-    'Called with every decision, where it came from, and when it was made.',
-    functionValue,
-  ),
-} as const;
+  maxClockSkewMs: optional(positiveFinite),
+  denyCache: option(booleanValue, true),
+  maxBatch: option(positiveInteger, DEFAULT_MAX_BATCH, 'DEFAULT_MAX_BATCH'),
+  onDecision: optional<(event: DecisionEvent) => void>(functionValue),
+} as const satisfies SchemaOf<RedisStoreOptions, 'redis'>;
 
 /** A store's clocks, from its `clock` option. */
 export interface StoreClocks {

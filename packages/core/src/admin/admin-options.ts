@@ -1,6 +1,6 @@
 import type { Limiter } from '../engine/limiter-types.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
-import { option, optional, required } from '../foundation/options.js';
+import { type SchemaOf, option, optional, required } from '../foundation/options.js';
 import { describe } from '../foundation/validate.js';
 import type { AdminAction } from './admin-routes.js';
 
@@ -84,12 +84,9 @@ function onActionValue(name: string, value: unknown): (action: AdminAction) => v
 
 /** adminRouter's options: each checked, an unknown one refused by name (a misspelt `basepath` would serve the root). */
 export const ADMIN_ROUTER_OPTIONS = {
-  limiters: required('The limiters it serves, each by its prefix (two with one prefix are refused).', limitersValue),
-  authorize: required(
-    'Says from the headers whether a request may use the router; one that admits no credentials or `Bearer undefined` is refused.',
-    authorizeValue,
-  ),
-  basePath: option("Where it is mounted ('/admin/limits'), matched by whole segments.", basePathValue, ''),
-  challenge: option('The `WWW-Authenticate` header of a 401.', challengeValue, 'Bearer realm="sluice admin"'),
-  onAction: optional('Called with every change asked, done, refused or failed: the audit log.', onActionValue),
-} as const;
+  limiters: required(limitersValue),
+  authorize: required(authorizeValue),
+  basePath: option(basePathValue, ''),
+  challenge: option(challengeValue, 'Bearer realm="sluice admin"'),
+  onAction: optional(onActionValue),
+} as const satisfies SchemaOf<AdminRouterOptions>;

@@ -135,14 +135,14 @@ function rulesValue(name: string, value: unknown): Algorithm[] {
 /** The body each write takes (reset, unblock and removing an override take none: `{}` or nothing). */
 export const BODIES = {
   list: {
-    list: required("'allow' or 'deny'.", oneOf(['allow', 'deny'])),
-    entries: required('The entries (keys, addresses, CIDR ranges), as limiter.allow takes them.', given),
-    ttlMs: optional('How long the entries hold, as limiter.allow takes it.', passed),
-    reason: optional('Why, as limiter.allow takes it.', passed),
+    list: required(oneOf(['allow', 'deny'])),
+    entries: required(given),
+    ttlMs: optional(passed),
+    reason: optional(passed),
   },
-  unlist: { entries: required('The entries to remove, as limiter.unlist takes them.', given) },
-  block: { ms: required('How long the key is blocked, as limiter.block takes it.', given) },
-  override: { rules: required('The rules: [{ kind, params, name? }].', rulesValue) },
+  unlist: { entries: required(given) },
+  block: { ms: required(given) },
+  override: { rules: required(rulesValue) },
   none: {},
 } as const satisfies Record<string, OptionSchema>;
 
@@ -168,11 +168,11 @@ const wholeNumber =
 /** The query each read takes; every other API route (writes too) takes none. */
 export const QUERIES = {
   top: {
-    n: option('How many keys.', wholeNumber(1, 1_000), 10),
-    minutes: option('Over how many minutes.', wholeNumber(1, 15), 5),
+    n: option(wholeNumber(1, 1_000), 10),
+    minutes: option(wholeNumber(1, 15), 5),
   },
   overrides: {
-    cursor: optional('The page after the one whose cursor this is, as limiter.overrides takes it.', passed),
+    cursor: optional(passed),
   },
   none: {},
 } as const satisfies Record<string, OptionSchema>;

@@ -1,7 +1,15 @@
 import { type Clock, clockValue, systemClock, timerSleep } from '../foundation/clock.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { MemoryStore } from '../engine/memory-store.js';
-import { type OptionNames, knownOptions, option, optional, parseOptions, required } from '../foundation/options.js';
+import {
+  type OptionNames,
+  type SchemaOf,
+  knownOptions,
+  option,
+  optional,
+  parseOptions,
+  required,
+} from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   DEFAULT_PREFIX,
@@ -24,7 +32,7 @@ export interface ConcurrencyLimiterOptions {
   /**
    * Where slots are counted: this process (a memoryStore, the default) or Redis (`redisStore({ redis })`),
    * where every process's holders meet.
-   * @default a private memoryStore()
+   * @default a private memoryStore({ clock })
    */
   store?: ConcurrencyStore;
   /**
@@ -144,21 +152,16 @@ function leaseValue(name: string, value: unknown): number {
   return ms;
 }
 
-/** concurrencyLimiter's options, declared once (see parseOptions). */
+/** concurrencyLimiter's options, checked (see parseOptions); documented on ConcurrencyLimiterOptions. */
 export const CONCURRENCY_LIMITER_OPTIONS = {
-  max: required('Slots per key: how many callers may be inside at once.', positiveInteger),
-  store: optional('Where slots are counted; a private memoryStore when not given.', concurrencyStoreValue),
-  leaseMs: option(
-    'How long a holder that stops renewing keeps its slot.',
-    leaseValue,
-    DEFAULT_LEASE_MS,
-    'DEFAULT_LEASE_MS',
-  ),
-  prefix: option("Namespace of the limiter's keys in a shared store.", prefixValue, DEFAULT_PREFIX, 'DEFAULT_PREFIX'),
-  maxQueue: option('The most callers that may wait for one key in this process.', countOrInfinite, Infinity),
-  maxKeyLength: option('Longest key accepted.', positiveInteger, DEFAULT_MAX_KEY_LENGTH, 'DEFAULT_MAX_KEY_LENGTH'),
-  clock: optional('Time for timeouts and lease renewals; systemClock when not given.', clockValue),
-} as const;
+  max: required(positiveInteger),
+  store: optional(concurrencyStoreValue),
+  leaseMs: option(leaseValue, DEFAULT_LEASE_MS, 'DEFAULT_LEASE_MS'),
+  prefix: option(prefixValue, DEFAULT_PREFIX, 'DEFAULT_PREFIX'),
+  maxQueue: option(countOrInfinite, Infinity),
+  maxKeyLength: option(positiveInteger, DEFAULT_MAX_KEY_LENGTH, 'DEFAULT_MAX_KEY_LENGTH'),
+  clock: optional(clockValue),
+} as const satisfies SchemaOf<ConcurrencyLimiterOptions>;
 
 /** maxQueue: an integer >= 1, or Infinity. */
 function countOrInfinite(name: string, value: unknown): number {

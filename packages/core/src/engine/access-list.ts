@@ -2,7 +2,7 @@ import type { Clock } from '../foundation/clock.js';
 import { repeat } from '../foundation/timers.js';
 import { warnOnce } from '../foundation/warnings.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
-import { type OptionSchema, optional, parseOptions } from '../foundation/options.js';
+import { type SchemaOf, optional, parseOptions } from '../foundation/options.js';
 import { describe, intervalMs } from '../foundation/validate.js';
 import {
   type AccessEntry,
@@ -50,7 +50,7 @@ export interface ListEntryOptions {
  * Exported for docs/options.md only (scripts/render-options.ts); no entry point exports it.
  */
 export const LIST_ENTRY_OPTIONS = {
-  ttlMs: optional("How long the entries hold, on the store's clock.", (name, value) => {
+  ttlMs: optional((name, value) => {
     if (typeof value === 'number' && value > 0 && value <= MAX_TTL_MS) return value;
     throw new SluiceRangeError(
       name,
@@ -58,7 +58,7 @@ export const LIST_ENTRY_OPTIONS = {
       `${name} must be a number of ms > 0 and at most 2^47, got ${describe(value)}`,
     );
   }),
-  reason: optional('Why the entries are listed.', (name, value) => {
+  reason: optional((name, value) => {
     if (typeof value === 'string' && value.length <= MAX_REASON_LENGTH) return value;
     throw new SluiceRangeError(
       name,
@@ -66,7 +66,7 @@ export const LIST_ENTRY_OPTIONS = {
       `${name} must be a string of at most ${MAX_REASON_LENGTH} characters, got ${describe(value)}`,
     );
   }),
-} as const satisfies OptionSchema;
+} as const satisfies SchemaOf<ListEntryOptions>;
 
 /** The checked `accessList` option. */
 export function accessListValue(name: string, value: unknown): Required<AccessListOptions> | false {

@@ -1,7 +1,7 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import { type Clock, clockValue } from '../foundation/clock.js';
 import { SluiceTypeError } from '../foundation/errors.js';
-import { booleanValue, functionValue, option, optional } from '../foundation/options.js';
+import { type SchemaOf, booleanValue, functionValue, option, optional } from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   DEFAULT_PREFIX,
@@ -55,7 +55,8 @@ export interface CommonLimiterOptions {
   /**
    * What the limiter remembers of the keys it limits, for `topLimited`: a fixed-memory sketch of the keys it
    * denies and of those it grants near their limit (see LimitedKeysOptions). false keeps none.
-   * @default { capacity: DEFAULT_LIMITED_KEYS (64), nearLimit: DEFAULT_NEAR_LIMIT (0.2), clearKeys: false }
+   * @default { capacity: DEFAULT_LIMITED_KEYS (64), nearLimit: DEFAULT_NEAR_LIMIT (0.2), clearKeys: false,
+   * flushMs: DEFAULT_FLUSH_MS (5000) }
    */
   limitedKeys?: LimitedKeysOptions | false | undefined;
   /**
@@ -111,34 +112,17 @@ function storeValue(name: string, value: unknown): Store {
   return value as Store;
 }
 
-/** createLimiter's options, declared once: each checked, with its default (see parseOptions). */
+/** createLimiter's options: each checked, with its default (see parseOptions); documented on LimiterOptions. */
 export const LIMITER_OPTIONS = {
-  rules: optional<readonly Algorithm[]>('One rule, or a policy: rules that must all allow.', (name, value) =>
-    normalizeRules(value, name),
-  ),
-  plans: optional<ParsedPlans>('Plan name to its rules (the first plan is the default).', (_name, value) =>
-    parsePlans(value),
-  ),
-  plan: optional<PlanResolver>('The plan of a key when a call names none: a function of the key.', functionValue),
-  store: optional('Where state lives; a private memoryStore when not given.', storeValue),
-  prefix: option("Namespace of the limiter's keys in a shared store.", prefixValue, DEFAULT_PREFIX, 'DEFAULT_PREFIX'),
-  clock: optional<Clock>("Time for waiting; the store's clock when not given.", clockValue),
-  maxKeyLength: option('Longest key accepted.', positiveInteger, DEFAULT_MAX_KEY_LENGTH, 'DEFAULT_MAX_KEY_LENGTH'),
-  retryJitterMs: option(
-    'Up to this many ms added at random to each retry sleep.',
-    nonNegativeFinite,
-    DEFAULT_RETRY_JITTER_MS,
-    'DEFAULT_RETRY_JITTER_MS',
-  ),
-  shadow: option('A dry run: every request allowed, would-be denials marked shadowed.', booleanValue, false),
-  limitedKeys: option(
-    'A fixed-memory sketch of the keys denied and near their limit (topLimited); false keeps none.',
-    limitedKeysValue,
-    limitedKeysValue('limitedKeys', {}),
-  ),
-  accessList: option(
-    'Allow and deny lists checked before the rules (keys, IP addresses, CIDR ranges); false keeps none.',
-    accessListValue,
-    accessListValue('accessList', {}),
-  ),
-} as const;
+  rules: optional<readonly Algorithm[]>((name, value) => normalizeRules(value, name)),
+  plans: optional<ParsedPlans>((_name, value) => parsePlans(value)),
+  plan: optional<PlanResolver>(functionValue),
+  store: optional(storeValue),
+  prefix: option(prefixValue, DEFAULT_PREFIX, 'DEFAULT_PREFIX'),
+  clock: optional<Clock>(clockValue),
+  maxKeyLength: option(positiveInteger, DEFAULT_MAX_KEY_LENGTH, 'DEFAULT_MAX_KEY_LENGTH'),
+  retryJitterMs: option(nonNegativeFinite, DEFAULT_RETRY_JITTER_MS, 'DEFAULT_RETRY_JITTER_MS'),
+  shadow: option(booleanValue, false),
+  limitedKeys: option(limitedKeysValue, limitedKeysValue('limitedKeys', {})),
+  accessList: option(accessListValue, accessListValue('accessList', {})),
+} as const satisfies SchemaOf<LimiterOptions, 'rules' | 'plans' | 'limitedKeys' | 'accessList'>;

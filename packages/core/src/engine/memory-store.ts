@@ -16,7 +16,7 @@ import { MemoryPauses } from './memory-pauses.js';
 import { MemorySemaphores } from './memory-semaphore.js';
 import type { PauseBinding, PauseStore } from './pause-store.js';
 import type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec } from './semaphore-store.js';
-import { option, optional, parseOptions } from '../foundation/options.js';
+import { type SchemaOf, option, optional, parseOptions } from '../foundation/options.js';
 import { positiveInteger } from '../foundation/validate.js';
 
 /** Options of `memoryStore`. */
@@ -41,16 +41,11 @@ export interface MemoryStoreOptions {
  */
 export const DEFAULT_MAX_KEYS = 100_000;
 
-/** memoryStore's options, declared once (see parseOptions). */
+/** memoryStore's options, checked (see parseOptions); documented on MemoryStoreOptions. */
 export const MEMORY_STORE_OPTIONS = {
-  maxKeys: option(
-    'The most keys held at once (least recently used dropped first).',
-    positiveInteger,
-    DEFAULT_MAX_KEYS,
-    'DEFAULT_MAX_KEYS',
-  ),
-  clock: optional('Time for decisions and for expiring states; systemClock when not given.', clockValue),
-} as const;
+  maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS, 'DEFAULT_MAX_KEYS'),
+  clock: optional(clockValue),
+} as const satisfies SchemaOf<MemoryStoreOptions>;
 
 /**
  * An in-process store: states bounded by `maxKeys` (the least recently used go first, by generation: see

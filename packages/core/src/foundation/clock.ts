@@ -180,7 +180,7 @@ export function optionalClock(name: string, value: unknown): Clock | undefined {
 /**
  * A Clock option: anything with a now() function (and, if present, a sleep() function).
  * @example
- * const clock = option('Time for decisions', clockValue, systemClock)
+ * const clock = option(clockValue, systemClock)
  */
 export function clockValue(name: string, value: unknown): Clock {
   const now = (value as { now?: unknown } | null)?.now;

@@ -2,19 +2,18 @@ import { SluiceRangeError, SluiceTypeError } from './errors.js';
 import { describe, optionsObject } from './validate.js';
 
 /**
- * One option of a public options type, declared once: how a given value is checked, its default, and the
- * line that documents it (docs/options.md is rendered from these). `check` gets the option's name and a
- * value that is not undefined, and returns it as the option's type or throws a typed error naming both
- * (the validators of validate.ts have this shape).
+ * One option of a public options type, as code needs it: how a given value is checked and its default. What
+ * the option means is written once, on the options type's property (its doc comment and `@default` tag,
+ * which docs/options.md is rendered from); the schema is declared against that type (SchemaOf), so the two
+ * cannot differ in an option. `check` gets the option's name and a value that is not undefined, and returns
+ * it as the option's type or throws a typed error naming both (the validators of validate.ts have this shape).
  */
 export interface OptionSpec<T> {
-  /** What the option does, in one line. */
-  readonly doc: string;
   /** Checks a given value (never undefined unless the option is required): the value, typed, or a typed error. */
   readonly check: (name: string, value: unknown) => T;
   /** The value when the option is not given; absent, a missing option stays undefined. */
   readonly default?: T;
-  /** The exported constant that holds the default, for the docs (`DEFAULT_TIMEOUT_MS`). */
+  /** The exported constant that holds the default (`DEFAULT_TIMEOUT_MS`), which the type's `@default` names. */
   readonly defaultName?: string;
   /** True when the option must be given: a missing one is checked as undefined, so its check names it. */
   readonly required?: boolean;
@@ -33,6 +32,23 @@ export interface RequiredOption<T> extends OptionSpec<T> {
 /** An options type's schema: every option it takes, by name. */
 export type OptionSchema = Readonly<Record<string, OptionSpec<unknown>>>;
 
+/** Every option name of an options type (of a union type: every member's). */
+type OptionKey<T> = T extends unknown ? keyof T : never;
+
+/** The type an option is given as, across a union's members, without undefined. */
+type GivenType<T, K extends PropertyKey> = NonNullable<T extends unknown ? (K extends keyof T ? T[K] : never) : never>;
+
+/**
+ * The schema of an options type, to declare one against its type:
+ * `const X_OPTIONS = { ... } as const satisfies SchemaOf<XOptions>`. The compiler then refuses an option the
+ * type has and the schema lacks, and one the schema has and the type lacks; and each check must return the
+ * option's type, but for the options `Parsed` names, whose check returns another form of what was given
+ * (`rules`: a policy as a list of rules, `redis`: a client as a connection).
+ */
+export type SchemaOf<T, Parsed extends OptionKey<T> = never> = {
+  readonly [K in OptionKey<T>]-?: K extends Parsed ? OptionSpec<unknown> : OptionSpec<GivenType<T, K>>;
+};
+
 /** Options after parseOptions: each checked, with its default when it has one. */
 export type ParsedOptions<S extends OptionSchema> = {
   readonly [K in keyof S]: S[K] extends DefaultedOption<infer T>
@@ -47,36 +63,33 @@ export type ParsedOptions<S extends OptionSchema> = {
 /**
  * An option with a default.
  * @example
- * const timeoutMs = option('Longest a decision waits for Redis', timerDuration, DEFAULT_TIMEOUT_MS, 'DEFAULT_TIMEOUT_MS')
+ * const timeoutMs = option(timerDuration, DEFAULT_TIMEOUT_MS, 'DEFAULT_TIMEOUT_MS')
  */
 export function option<T>(
-  doc: string,
   check: (name: string, value: unknown) => T,
   defaultValue: T,
   defaultName?: string,
 ): DefaultedOption<T> {
-  return defaultName === undefined
-    ? { doc, check, default: defaultValue }
-    : { doc, check, default: defaultValue, defaultName };
+  return defaultName === undefined ? { check, default: defaultValue } : { check, default: defaultValue, defaultName };
 }
 
 /**
  * An option that must be given; `check` is called with undefined when it is missing, and throws naming it.
  * @example
- * const max = required('Slots per key', positiveInteger)
+ * const max = required(positiveInteger)
  */
-export function required<T>(doc: string, check: (name: string, value: unknown) => T): RequiredOption<T> {
-  return { doc, check, required: true };
+export function required<T>(check: (name: string, value: unknown) => T): RequiredOption<T> {
+  return { check, required: true };
 }
 
 /**
  * An option with no default: undefined unless given (or a default that depends on other options, which
  * the entry point works out after parsing).
  * @example
- * const onDecision = optional('Called with every decision', fn)
+ * const onDecision = optional(fn)
  */
-export function optional<T>(doc: string, check: (name: string, value: unknown) => T): OptionSpec<T> {
-  return { doc, check };
+export function optional<T>(check: (name: string, value: unknown) => T): OptionSpec<T> {
+  return { check };
 }
 
 /**
@@ -144,7 +157,7 @@ export function parseOptions<S extends OptionSchema>(
 /**
  * A boolean option's check.
  * @example
- * const shadow = option('A dry run', booleanValue, false)
+ * const shadow = option(booleanValue, false)
  */
 export function booleanValue(name: string, value: unknown): boolean {
   if (typeof value !== 'boolean')
@@ -156,7 +169,7 @@ export function booleanValue(name: string, value: unknown): boolean {
  * A function option's check.
  * @typeParam F the function's type, as the options type declares it
  * @example
- * const onDecision = optional('Called with every decision', functionValue)
+ * const onDecision = optional(functionValue)
  */
 export function functionValue<F extends (...args: never[]) => unknown>(name: string, value: unknown): F {
   if (typeof value !== 'function')
@@ -167,7 +180,7 @@ export function functionValue<F extends (...args: never[]) => unknown>(name: str
 /**
  * A check that takes one of `choices`.
  * @example
- * const failMode = option("What decides while Redis is away", oneOf(['local', 'open', 'closed']), 'local')
+ * const failMode = option(oneOf(['local', 'open', 'closed']), 'local')
  */
 export function oneOf<const C extends readonly string[]>(choices: C): (name: string, value: unknown) => C[number] {
   return (name, value) => {

@@ -57,7 +57,7 @@ export {
   positiveInteger,
   timerDuration,
 } from '../foundation/validate.js';
-/** Option schemas: each option declared once (check, default, doc line) and parsed in one step. */
+/** Option schemas: each option's check and default, declared against its options type, parsed in one step. */
 export {
   booleanValue,
   functionValue,
@@ -75,6 +75,7 @@ export type {
   OptionSpec,
   ParsedOptions,
   RequiredOption,
+  SchemaOf,
 } from '../foundation/options.js';
 /** Operations: the limited-keys hash and the access lists' entry checks, as tools outside a limiter need them (the CLI). */
 export { keyHash } from '../engine/limited-keys.js';

@@ -1,6 +1,6 @@
 import type { Limiter } from '../engine/limiter-types.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
-import { option, optional, required } from '../foundation/options.js';
+import { type SchemaOf, option, optional, required } from '../foundation/options.js';
 import {
   DEFAULT_MAX_KEY_LENGTH,
   describe,
@@ -45,8 +45,9 @@ export interface ThrottleOptions {
   order?: ThrottleOrder;
   /**
    * How long a process that stops renewing keeps its turn (on Redis: a process killed while its call waits
-   * for the rate frees the queue after this, plus a renewal interval). At least 4 x a Redis store's timeoutMs.
-   * @default DEFAULT_TURN_LEASE_MS (10_000), or 4 x the store's timeoutMs when that is longer
+   * for the rate frees the queue after this, plus a renewal interval). With order 'fifo' on a store that keeps
+   * the queue and has a timeoutMs (redisStore), at least 4 x that timeoutMs.
+   * @default DEFAULT_TURN_LEASE_MS (10_000), or 4 x that timeoutMs when that is longer
    */
   leaseMs?: number;
   /**
@@ -125,43 +126,15 @@ function keyValue(_name: string, value: unknown): string {
   return rateLimitKey(value, DEFAULT_MAX_KEY_LENGTH);
 }
 
-/** throttle's options, declared once (see parseOptions). */
+/** throttle's options, checked (see parseOptions); documented on ThrottleOptions. */
 export const THROTTLE_OPTIONS = {
-  limiter: required('The limiter whose rules the calls obey; its store holds the queue and pauses.', limiterValue),
-  key: option(
-    'The key calls count against when run names none.',
-    keyValue,
-    DEFAULT_THROTTLE_KEY,
-    'DEFAULT_THROTTLE_KEY',
-  ),
-  maxQueue: option(
-    'The most calls of one key waiting in this process.',
-    maxQueueValue,
-    DEFAULT_MAX_QUEUE,
-    'DEFAULT_MAX_QUEUE',
-  ),
-  order: option("'fifo': one queue across every process of the store; 'local': per process.", orderValue, 'fifo'),
-  leaseMs: optional(
-    'How long a silent process keeps its turn; DEFAULT_TURN_LEASE_MS (10_000) or 4 x the store timeoutMs.',
-    positiveFinite,
-  ),
-  retries: option(
-    'throttle.fetch: how many times a 429 or 503 is sent again.',
-    nonNegativeInteger,
-    DEFAULT_FETCH_RETRIES,
-    'DEFAULT_FETCH_RETRIES',
-  ),
-  maxPauseMs: option(
-    'throttle.fetch: the longest pause a response may set.',
-    positiveFinite,
-    DEFAULT_MAX_PAUSE_MS,
-    'DEFAULT_MAX_PAUSE_MS',
-  ),
-  minPauseMs: option(
-    'throttle.fetch: the pause when a response says nothing, and the least one.',
-    positiveFinite,
-    DEFAULT_PAUSE_MS,
-    'DEFAULT_PAUSE_MS',
-  ),
-  fetch: optional('throttle.fetch: the fetch it calls; globalThis.fetch when not given.', fetchValue),
-} as const;
+  limiter: required(limiterValue),
+  key: option(keyValue, DEFAULT_THROTTLE_KEY, 'DEFAULT_THROTTLE_KEY'),
+  maxQueue: option(maxQueueValue, DEFAULT_MAX_QUEUE, 'DEFAULT_MAX_QUEUE'),
+  order: option(orderValue, 'fifo'),
+  leaseMs: optional(positiveFinite),
+  retries: option(nonNegativeInteger, DEFAULT_FETCH_RETRIES, 'DEFAULT_FETCH_RETRIES'),
+  maxPauseMs: option(positiveFinite, DEFAULT_MAX_PAUSE_MS, 'DEFAULT_MAX_PAUSE_MS'),
+  minPauseMs: option(positiveFinite, DEFAULT_PAUSE_MS, 'DEFAULT_PAUSE_MS'),
+  fetch: optional(fetchValue),
+} as const satisfies SchemaOf<ThrottleOptions>;

@@ -3,7 +3,7 @@
  * built on them); users call `redisStore` from the main entry and need nothing here.
  *
  * - The connection seam every client library is adapted to (`toConnection`, `RedisConnection`).
- * - The options every Redis-backed store shares, declared once (`REDIS_BACKED_OPTIONS`, `FAIL_MODE_OPTIONS`),
+ * - The options every Redis-backed store shares, as schemas (`REDIS_BACKED_OPTIONS`, `FAIL_MODE_OPTIONS`),
  *   and the clocks a `clock` option means (`storeClocks`).
  * - The one health machine (`RedisHealth`) and the deadline every call keeps (`withDeadline`).
  * - The one fail mode (`Fallback`), what a store knows of its fleet (`FleetPresence`), and a node's id in its
