@@ -83,6 +83,38 @@ describe('close()', () => {
   });
 });
 
+describe('a createLimiter its store refuses', () => {
+  it('leaves no timer or listener behind: its lists and limited-keys sketch are not started, or are stopped', async () => {
+    const client = new Redis(redis().server.url);
+    await client.ping();
+    const store = redisStore({ redis: client, timeoutMs: 5_000 });
+    const prefix = `refused${Date.now()}`;
+    // The prefix is held with other rules: a second limiter on it is refused when its rules are bound.
+    const holder = createLimiter({ rules: fixedWindow({ limit: 5, windowMs: 30_000 }), store, prefix });
+    await holder.ready();
+    const before = resources();
+    const listenersBefore = listeners(client);
+    for (let i = 0; i < 20; i++) {
+      expect(() =>
+        createLimiter({
+          rules: tokenBucket({ capacity: 1, refillPerSecond: 1 }),
+          store,
+          prefix,
+          accessList: { refreshMs: 1_000 },
+          limitedKeys: { flushMs: 1_000 },
+        }),
+      ).toThrow();
+    }
+    // Before: each refused limiter kept its lists' refresh and its sketch's flush timers, and their reads of
+    // Redis went on after every limiter and the store were closed.
+    expect(resources()).toEqual(before);
+    expect(listeners(client)).toEqual(listenersBefore);
+    await holder.close();
+    await store.close();
+    client.disconnect();
+  });
+});
+
 describe('many stores on one client', () => {
   it('hold one error and one ready listener on it between them, and none once all are closed', async () => {
     const client = new Redis(redis().server.url);

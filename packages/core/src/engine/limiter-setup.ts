@@ -21,8 +21,9 @@ export interface LimiterSetup {
 
 /**
  * Checks createLimiter's options (each, then rules against plans, the clock against the store's, the rules
- * against what the store declares it cannot do) and picks the store: every refusal comes before anything is
- * bound or started.
+ * against what the store declares it cannot do) and picks the store. These refusals come before anything is
+ * bound or started; a store may still refuse the rules when they are bound (the limiter then stops what it
+ * started).
  */
 export function limiterSetup(options: LimiterOptions): LimiterSetup {
   const o = parseOptions('createLimiter options', LIMITER_OPTIONS, options, true);

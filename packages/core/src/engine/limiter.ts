@@ -96,19 +96,39 @@ class StoreLimiter implements Limiter {
     this.#maxKeyLength = o.maxKeyLength;
     this.#jitterMs = o.retryJitterMs;
     this.#shadow = o.shadow;
-    this.#access = new AccessListGate(
-      setup,
-      () => this.#checkOpen(),
-      (holds) => {
-        this.#listed = holds ? this.#access : undefined;
-      },
-    );
-    this.#report = new LimitedKeysReport(setup);
+    // The rules are bound first: a store may refuse them (a prefix held with other rules, a plan it cannot
+    // hold), and a limiter that throws must leave nothing running (the lists subscribe and refresh on a
+    // shared store; the limited-keys sketch listens to it).
+    const abandon = (): void => {
+      if (setup.ownsStore) store.close().catch(() => {});
+    };
+    try {
+      this.#config = new LiveConfiguration(setup, {
+        checkOpen: () => this.#checkOpen(),
+        changed: () => this.#refreshPlain(),
+      });
+    } catch (error) {
+      abandon();
+      throw error;
+    }
+    let access: AccessListGate | undefined;
+    try {
+      access = new AccessListGate(
+        setup,
+        () => this.#checkOpen(),
+        (holds) => {
+          this.#listed = holds ? this.#access : undefined;
+        },
+      );
+      this.#access = access;
+      this.#report = new LimitedKeysReport(setup);
+    } catch (error) {
+      access?.close();
+      this.#config.unbindAll().catch(() => {});
+      abandon();
+      throw error;
+    }
     this.#limited = this.#report.sketches;
-    this.#config = new LiveConfiguration(setup, {
-      checkOpen: () => this.#checkOpen(),
-      changed: () => this.#refreshPlain(),
-    });
     this.#refreshPlain();
     this.plans = this.#config.plans;
     this.#unlist = 'degraded' in this.#store ? registerStatus(prefix, this.#store) : undefined;
