@@ -164,7 +164,13 @@ export class LiveConfiguration {
     if (this.#resolvePlan === undefined) return this.#default;
     const resolved = this.#resolvePlan(key);
     const pick = (name: unknown): Binding => bindings.get(knownPlan(plans, name)) as Binding;
-    return resolved instanceof Promise ? resolved.then(pick) : pick(resolved);
+    if (!(resolved instanceof Promise)) return pick(resolved);
+    // The limiter may have closed while the resolver ran: a call waiting on it fails as closed, and nothing
+    // is decided (its bindings are being unbound).
+    return resolved.then((name) => {
+      this.#hooks.checkOpen();
+      return pick(name);
+    });
   }
 
   reconfigure(rules: Rules, options?: ReconfigureOptions): Promise<LimiterConfiguration> {

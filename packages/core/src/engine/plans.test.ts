@@ -235,4 +235,33 @@ describe('plans on the memory store', () => {
     const noPlans = createLimiter({ rules: fw(), clock });
     await expect(noPlans.tryAcquire('k', { plan: 'free' })).rejects.toBeInstanceOf(SluiceRangeError);
   });
+
+  it('a call waiting on an async plan resolver when the limiter closes fails as closed, and consumes nothing', async () => {
+    const store = memoryStore();
+    let answer: (plan: string) => void = () => {};
+    const resolving = new Promise<string>((resolve) => {
+      answer = resolve;
+    });
+    const free = fixedWindow({ name: 'free', limit: 5, windowMs: 60_000 });
+    const limiter = createLimiter({ plans: { free }, plan: () => resolving, store });
+    const calls = [
+      limiter.tryAcquire('k', { maxWaitMs: 1_000 }),
+      limiter.acquire('k'),
+      limiter.peek('k'),
+      limiter.penalize('k', 1),
+    ].map((call) =>
+      call.then(
+        () => 'done',
+        (error: { code?: string }) => error.code,
+      ),
+    );
+    await limiter.close();
+    answer('free');
+    // Before: the decisions went on after close(), granted, and the key had 3 of 5 left.
+    expect(await Promise.all(calls)).toEqual(['CLOSED', 'CLOSED', 'CLOSED', 'CLOSED']);
+    const after = createLimiter({ plans: { free }, store });
+    expect((await after.peek('k')).remaining).toBe(5);
+    await after.close();
+    await store.close();
+  });
 });
