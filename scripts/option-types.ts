@@ -195,7 +195,15 @@ class PublicTypes {
     return [...byName].map(([name, symbols]) => {
       const docs = symbols.map((s) => ts.displayPartsToString(s.getDocumentationComment(checker)).trim());
       const doc = firstSentence(docs.find((d) => d !== '') ?? '');
-      const tag = symbols.flatMap((s) => s.getJsDocTags(checker)).find((t) => t.name === 'default');
+      const tags = symbols.flatMap((s) => s.getJsDocTags(checker));
+      // A word the doc-comment parser took for a tag (a bare `@scope/package` in the text) cut the comment
+      // short there, in the docs and in every editor's hover: refused here, so it is written in backticks.
+      const unknown = tags.find((t) => !KNOWN_TAGS.has(t.name));
+      if (unknown !== undefined)
+        throw new Error(
+          `option ${name}: its doc comment has @${unknown.name}, no tag: write \`@${unknown.name}...\` in backticks`,
+        );
+      const tag = tags.find((t) => t.name === 'default');
       const optional =
         symbols.length < members.length || symbols.some((s) => (s.flags & ts.SymbolFlags.Optional) !== 0);
       const parent = symbols.flatMap((s) => s.declarations ?? []).map((d) => d.parent)[0];
@@ -208,6 +216,9 @@ class PublicTypes {
     });
   }
 }
+
+/** The doc-comment tags an option's comment may carry. */
+const KNOWN_TAGS: ReadonlySet<string> = new Set(['default', 'example', 'see', 'deprecated', 'remarks', 'link']);
 
 let shared: PublicTypes | undefined;
 

@@ -26,7 +26,7 @@ export interface HonoContextLike {
     readonly raw?: { readonly signal?: AbortSignal };
   };
   res: Response;
-  /** The runtime's bindings; on @hono/node-server it holds the Node request (`incoming`). */
+  /** The runtime's bindings; on `@hono/node-server` it holds the Node request (`incoming`). */
   readonly env?: unknown;
 }
 
@@ -40,8 +40,8 @@ export interface HonoRateLimitOptions<C extends HonoContextLike> extends RateLim
   /**
    * Your runtime adapter's `getConnInfo` (`hono/bun`, `hono/deno`, `hono/cloudflare-workers`,
    * `@hono/node-server/conninfo`): the client address byIp() and `onMissingKey: 'ip'` read. Without it,
-   * on @hono/node-server the Node socket's peer is read; elsewhere there is none.
-   * @default the Node socket's peer on @hono/node-server, else none
+   * on `@hono/node-server` the Node socket's peer is read; elsewhere there is none.
+   * @default the Node socket's peer on `@hono/node-server`, else none
    */
   getConnInfo?: (c: C) => ConnInfoLike;
   /**
@@ -51,7 +51,7 @@ export interface HonoRateLimitOptions<C extends HonoContextLike> extends RateLim
   onLimited?: (c: C, decision: Decision, headers: Headers) => Response | Promise<Response>;
 }
 
-/** @hono/node-server's bindings: `c.env.incoming` is the node:http request. */
+/** `@hono/node-server`'s bindings: `c.env.incoming` is the node:http request. */
 function nodeServerPeer(env: unknown): string | undefined {
   const socket = (env as { incoming?: { socket?: { remoteAddress?: unknown } } } | undefined)?.incoming?.socket;
   return typeof socket?.remoteAddress === 'string' ? socket.remoteAddress : undefined;
