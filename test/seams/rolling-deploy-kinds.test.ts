@@ -13,6 +13,7 @@
 import {
   type Algorithm,
   type AlgorithmKind,
+  type Clock,
   type Limiter,
   calendarWindow,
   createLimiter,
@@ -37,6 +38,13 @@ const LIMIT = 10;
  * denial, and a divided node's first decisions wait for its first heartbeat within it).
  */
 const DEADLINE_MS = 5_000;
+/**
+ * The time every version decides on: 03:30 UTC on 15 January 2026 when the file starts, running on from there
+ * (09:00 in Asia/Kolkata). No hour, two-hour window, day or month ends while the tests run, whatever the time
+ * of day they run at (a window's end between the paired and the lone runs changes what they admit).
+ */
+const startedAt = performance.now();
+const PINNED: Clock = { now: () => Date.UTC(2026, 0, 15, 3, 30) + (performance.now() - startedAt) };
 /** 10 per hour (a calendar day for calendarWindow), named 'api', in each kind of the registry. */
 const api = (kind: AlgorithmKind): Algorithm =>
   ALGORITHMS[kind].example({ limit: LIMIT, windowMs: HOUR_MS, perSecond: LIMIT / 3600 }, { name: 'api' });
@@ -66,13 +74,20 @@ const modes = {
   exact: (rule: Algorithm, prefix: string): Limiter =>
     createLimiter({
       rules: rule,
-      store: redisStore({ redis: connection(), failMode: 'closed', timeoutMs: DEADLINE_MS }),
+      store: redisStore({ redis: connection(), failMode: 'closed', timeoutMs: DEADLINE_MS, clock: PINNED }),
       prefix,
     }),
   leased: (rule: Algorithm, prefix: string): Limiter =>
-    leasedLimiterOn({ rules: rule, redis: connection(), prefix, failMode: 'closed', timeoutMs: DEADLINE_MS }),
+    leasedLimiterOn({
+      rules: rule,
+      redis: connection(),
+      prefix,
+      failMode: 'closed',
+      timeoutMs: DEADLINE_MS,
+      clock: PINNED,
+    }),
   divided: (rule: Algorithm, prefix: string): Limiter =>
-    dividedLimiterOn({ rules: rule, redis: connection(), prefix, timeoutMs: DEADLINE_MS }),
+    dividedLimiterOn({ rules: rule, redis: connection(), prefix, timeoutMs: DEADLINE_MS, clock: PINNED }),
 };
 type Mode = keyof typeof modes;
 
@@ -109,6 +124,17 @@ async function alternate(older: Limiter, newer: Limiter, key: string): Promise<[
   }
   return [fromOld, fromNew];
 }
+
+it('every version decides on the pinned clock: an hour window opened at 03:30 ends in 30 minutes', async () => {
+  const limiter = modes.exact(fixedWindow({ name: 'api', limit: LIMIT, windowMs: HOUR_MS }), freshPrefix('pinned'));
+  try {
+    const decision = await limiter.tryAcquire('user:1');
+    expect(decision.resetAfterMs).toBeLessThanOrEqual(HOUR_MS / 2);
+    expect(decision.resetAfterMs).toBeGreaterThan(HOUR_MS / 2 - 60_000);
+  } finally {
+    await limiter.close();
+  }
+});
 
 describe.each(Object.keys(modes) as Mode[])('%s mode: two versions with different kinds under one name', (mode) => {
   it.each(PAIRS[mode])('old %s, new %s: each version admits its own limit, never the other’s state', async (a, b) => {
@@ -154,13 +180,20 @@ describe('on a Redis Cluster: two versions with different kinds under one name, 
     exact: (rule: Algorithm, prefix: string): Limiter =>
       createLimiter({
         rules: rule,
-        store: redisStore({ redis: clusterClient(), failMode: 'closed', timeoutMs: DEADLINE_MS }),
+        store: redisStore({ redis: clusterClient(), failMode: 'closed', timeoutMs: DEADLINE_MS, clock: PINNED }),
         prefix,
       }),
     leased: (rule: Algorithm, prefix: string): Limiter =>
-      leasedLimiterOn({ rules: rule, redis: clusterClient(), prefix, failMode: 'closed', timeoutMs: DEADLINE_MS }),
+      leasedLimiterOn({
+        rules: rule,
+        redis: clusterClient(),
+        prefix,
+        failMode: 'closed',
+        timeoutMs: DEADLINE_MS,
+        clock: PINNED,
+      }),
     divided: (rule: Algorithm, prefix: string): Limiter =>
-      dividedLimiterOn({ rules: rule, redis: clusterClient(), prefix, timeoutMs: DEADLINE_MS }),
+      dividedLimiterOn({ rules: rule, redis: clusterClient(), prefix, timeoutMs: DEADLINE_MS, clock: PINNED }),
   } satisfies Record<Mode, unknown>;
   it.each(Object.keys(onCluster) as Mode[])('%s mode: old tokenBucket, new calendarWindow', async (mode) => {
     const prefix = freshPrefix(`cluster-${mode}`);
@@ -181,8 +214,8 @@ describe('on a Redis Cluster: two versions with different kinds under one name, 
 
 describe('one kind, a parameter that changes what the state means', () => {
   /**
-   * Pairs of versions whose states mean different things: they count apart. Windows of hours, so that no
-   * window ends while the test runs (a minute's end between the pairs' run and the lone runs changed counts).
+   * Pairs of versions whose states mean different things: they count apart. Windows of hours and a pinned
+   * clock, so that no window ends while the test runs.
    */
   const apart: ReadonlyArray<[string, Algorithm, Algorithm]> = [
     [
