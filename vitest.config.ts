@@ -63,7 +63,9 @@ export default defineConfig({
       {
         plugins: [standardDecorators],
         resolve: { alias },
-        test: { name: 'unit', include: ['packages/*/src/**/*.test.ts'], environment: 'node' },
+        // test/lua checks what the generated Lua modules hold, as unit tests do: `npm run test:unit` catches a
+        // stale one too.
+        test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'test/lua/**/*.test.ts'], environment: 'node' },
       },
       {
         plugins: [standardDecorators],
@@ -86,7 +88,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/nest11/**', '**/node_modules/**'],
+          exclude: ['test/nest11/**', 'test/lua/**', '**/node_modules/**'],
           environment: 'node',
           testTimeout: 120_000,
           hookTimeout: 120_000,
