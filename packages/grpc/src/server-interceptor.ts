@@ -16,7 +16,12 @@ import { refusalStatus } from './trailers.js';
 export interface GrpcRateLimitOptions
   extends Omit<
     RateLimitOptions<GrpcCall>,
-    'permitsAfterResponse' | 'skipFailedRequests' | 'skipSuccessfulRequests' | 'requestWasSuccessful' | 'concurrency'
+    | 'permitsAfterResponse'
+    | 'skipFailedRequests'
+    | 'skipSuccessfulRequests'
+    | 'requestWasSuccessful'
+    | 'onAccountingError'
+    | 'concurrency'
   > {
   /**
    * Which methods are limited: their full paths (`/package.Service/Method`), or a test of the path.
@@ -40,7 +45,6 @@ const GRPC_RATE_LIMIT_OPTIONS: OptionNames<GrpcRateLimitOptions> = {
   skip: true,
   plan: true,
   onInvalidInput: true,
-  onAccountingError: true,
   methods: true,
   onLimited: true,
 };
