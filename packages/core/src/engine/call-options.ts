@@ -1,4 +1,7 @@
+import type { Decision } from '../foundation/decision.js';
+import { SluiceTypeError } from '../foundation/errors.js';
 import type { OptionNames } from '../foundation/options.js';
+import { describe } from '../foundation/validate.js';
 import type { TopLimitedOptions } from './limited-keys.js';
 import type {
   AcquireOptions,
@@ -43,3 +46,17 @@ export const OVERRIDES_OPTIONS: OptionNames<OverridesOptions> = { cursor: true, 
 
 /** The names of TopLimitedOptions. */
 export const TOP_LIMITED_OPTIONS: OptionNames<TopLimitedOptions> = { minutes: true };
+
+/** A refund's `decision`: undefined, or a Decision (an object with a boolean `allowed`). */
+export function decisionOption(value: unknown): Decision | undefined {
+  if (value === undefined) return undefined;
+  const d = value as Partial<Decision> | null;
+  if (typeof d !== 'object' || d === null || typeof d.allowed !== 'boolean') {
+    throw new SluiceTypeError(
+      'decision',
+      value,
+      `decision must be the Decision whose grant is refunded, got ${describe(value)}`,
+    );
+  }
+  return value as Decision;
+}

@@ -1,7 +1,7 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import { type Clock, timerSleep } from '../foundation/clock.js';
 import { type Decision, FALLBACK_RETRY_MS, neverWhileAway } from '../foundation/decision.js';
-import { SluiceError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
+import { SluiceError, callerNamed, inCall } from '../foundation/errors.js';
 import { type Binding, LiveConfiguration, rulesOf } from './live-configuration.js';
 import { AccessListGate } from './access-list-gate.js';
 import { LimitedKeysReport } from './limited-keys-report.js';
@@ -33,9 +33,9 @@ import {
   PENALIZE_OPTIONS,
   REFUND_OPTIONS,
   TRY_ACQUIRE_OPTIONS,
+  decisionOption,
 } from './call-options.js';
 import {
-  describe,
   nonNegativeFinite,
   nonNegativeOrInfinite,
   optionalSignal,
@@ -559,20 +559,6 @@ class StoreLimiter implements Limiter {
     await this.#config.unbindAll();
     if (this.#ownsStore) await this.#store.close();
   }
-}
-
-/** A refund's `decision`: undefined, or a Decision (an object with a boolean `allowed`). */
-function decisionOption(value: unknown): Decision | undefined {
-  if (value === undefined) return undefined;
-  const d = value as Partial<Decision> | null;
-  if (typeof d !== 'object' || d === null || typeof d.allowed !== 'boolean') {
-    throw new SluiceTypeError(
-      'decision',
-      value,
-      `decision must be the Decision whose grant is refunded, got ${describe(value)}`,
-    );
-  }
-  return value as Decision;
 }
 
 /** A denial as shadow mode reports it: allowed, marked, with the denial's numbers. */
