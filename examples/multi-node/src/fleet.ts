@@ -46,11 +46,23 @@ export interface FleetResult {
 }
 
 export async function runFleet(options: FleetOptions): Promise<FleetResult> {
-  // Every worker must be up (tsx compiles on start) before the common start time.
-  const startAt = Date.now() + 2_500 + 150 * options.nodes;
+  // The common start time is chosen once every worker reported ready (tsx compiles on start, slowly on a
+  // loaded machine), and sent to each on its stdin.
+  let startAt = 0;
+  let ready = 0;
+  let started: () => void = () => {};
+  const allStarted = new Promise<void>((resolve) => {
+    started = resolve;
+  });
   const prefix = `fleet-${options.mode}-${Date.now()}`;
-  options.onStart?.(startAt);
   const children: ChildProcess[] = [];
+  const onReady = () => {
+    if (++ready < options.nodes) return;
+    startAt = Date.now() + 100;
+    for (const child of children) child.stdin?.end(`${startAt}\n`);
+    options.onStart?.(startAt);
+    started();
+  };
   const results = Array.from({ length: options.nodes }, (_, node) => {
     const config: WorkerConfig = {
       mode: options.mode,
@@ -58,7 +70,6 @@ export async function runFleet(options: FleetOptions): Promise<FleetResult> {
       prefix,
       rule: options.rule,
       nodeId: `node-${node}`,
-      startAt,
       durationMs: options.durationMs,
       inFlight: options.inFlight ?? 64,
       ...(options.offeredPerSecond?.[node] === undefined ? {} : { offeredPerSecond: options.offeredPerSecond[node] }),
@@ -68,7 +79,7 @@ export async function runFleet(options: FleetOptions): Promise<FleetResult> {
     };
     const child = spawn(process.execPath, ['--conditions=sluice-source', '--import', 'tsx', worker], {
       env: { ...process.env, SLUICE_WORKER: JSON.stringify(config) },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: ['pipe', 'pipe', 'pipe'],
     });
     children.push(child);
     return new Promise<NodeResult>((resolve, reject) => {
@@ -83,7 +94,8 @@ export async function runFleet(options: FleetOptions): Promise<FleetResult> {
           if (line.trim() === '') continue;
           const report = JSON.parse(line) as WorkerReport;
           options.onReport?.(node, report);
-          if (report.type === 'tick') {
+          if (report.type === 'ready') onReady();
+          else if (report.type === 'tick') {
             result.decisions += report.decisions;
             result.admitted += report.admitted;
             if (report.times) for (const t of report.times) result.times.push(t);
@@ -100,12 +112,15 @@ export async function runFleet(options: FleetOptions): Promise<FleetResult> {
     });
   });
   let killTimer: ReturnType<typeof setTimeout> | undefined;
-  if (options.kill !== undefined) {
-    const { node, afterMs } = options.kill;
-    killTimer = setTimeout(() => children[node]?.kill('SIGKILL'), startAt + afterMs - Date.now());
+  const kill = options.kill;
+  if (kill !== undefined) {
+    void allStarted.then(() => {
+      killTimer = setTimeout(() => children[kill.node]?.kill('SIGKILL'), startAt + kill.afterMs - Date.now());
+    });
   }
   try {
-    return { startAt, nodes: await Promise.all(results), prefix };
+    const nodes = await Promise.all(results);
+    return { startAt, nodes, prefix };
   } finally {
     clearTimeout(killTimer);
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

@@ -11,8 +11,6 @@ export interface WorkerConfig {
   readonly prefix: string;
   readonly rule: RuleConfig;
   readonly nodeId: string;
-  /** Wall-clock ms when every worker starts together. */
-  readonly startAt: number;
   readonly durationMs: number;
   /** Concurrent callers, each asking again as soon as it is answered (saturating). */
   readonly inFlight: number;

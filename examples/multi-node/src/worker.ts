@@ -2,6 +2,8 @@
  * One node of the multi-node example (and of the hybrid tests and bench): one limiter in the chosen mode
  * against one Redis, one hot key, saturated or at a paced rate, reporting admissions as JSON lines.
  */
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
 import {
   type Algorithm,
   type Limiter,
@@ -96,8 +98,14 @@ const flush = () => {
 const flusher = setInterval(flush, 20);
 
 report({ type: 'ready' });
-await new Promise((r) => setTimeout(r, Math.max(0, config.startAt - Date.now())));
-const end = config.startAt + config.durationMs;
+// The common start (wall-clock ms) comes on stdin once every worker is ready: a worker slow to start (tsx
+// compiles on start) never misses the beginning of the run.
+const lines = createInterface({ input: process.stdin });
+const [startLine] = (await once(lines, 'line')) as [string];
+lines.close();
+const startAt = Number(startLine);
+await new Promise((r) => setTimeout(r, Math.max(0, startAt - Date.now())));
+const end = startAt + config.durationMs;
 
 if (config.offeredPerSecond === undefined) {
   await Promise.all(
@@ -117,7 +125,7 @@ if (config.offeredPerSecond === undefined) {
   let issued = 0;
   const inFlight = new Set<Promise<void>>();
   while (Date.now() < end) {
-    const due = Math.floor((rate * (Date.now() - config.startAt)) / 1000);
+    const due = Math.floor((rate * (Date.now() - startAt)) / 1000);
     for (; issued < due; issued++) {
       decisions++;
       const p = limiter.tryAcquire('hot').then((d) => {
