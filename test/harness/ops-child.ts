@@ -1,5 +1,5 @@
 /**
- * One process of the operations tests (see ops-process.ts): a limiter of LIMIT per minute (fixedWindow 'api')
+ * One process of the operations tests (see ops-process.ts): a limiter of LIMIT per hour (fixedWindow 'api')
  * on a redisStore at REDIS_URL under PREFIX, its admin router served on a free port (authorization: Bearer
  * ADMIN_TOKEN). Prints `{"ready":true,"admin":"http://..."}`, then answers one JSON line per JSON command:
  * - {"decide": key, "count": n}: n decisions, one at a time -> {"granted": g, "denied": d}
@@ -20,7 +20,7 @@ const env = process.env;
 const redis = new Redis(env.REDIS_URL as string);
 const store = redisStore({ redis, timeoutMs: 2_000 });
 const limiter = createLimiter({
-  rules: fixedWindow({ name: 'api', limit: Number(env.LIMIT ?? 5), windowMs: 60_000 }),
+  rules: fixedWindow({ name: 'api', limit: Number(env.LIMIT ?? 5), windowMs: 3_600_000 }),
   store,
   prefix: env.PREFIX as string,
   limitedKeys: { clearKeys: true },

@@ -19,7 +19,7 @@ afterEach(() => {
 let n = 0;
 const TOKEN = 'ops-token';
 
-/** Two ready processes of one limiter (5 per minute) under a fresh prefix. */
+/** Two ready processes of one limiter (5 per hour: no window ends while a test runs) under a fresh prefix. */
 async function twoNodes() {
   const prefix = `ops-${process.pid}-${++n}`;
   const env = { REDIS_URL: testRedis().server.url, PREFIX: prefix, ADMIN_TOKEN: TOKEN, LIMIT: '5' };
