@@ -25,7 +25,7 @@ import {
 import { stateName } from '@sluice/core/store-kit';
 import { redisStore } from '@sluice/redis';
 import { ALGORITHMS } from '@sluice/test-kit';
-import { Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
@@ -69,26 +69,23 @@ afterAll(async () => {
 let n = 0;
 const freshPrefix = (mode: string) => `rolling-${mode}-${++n}`;
 
-/** Each mode's limiter of one version of the code: its own store on its own connection, as a node runs it. */
-const modes = {
+/**
+ * Each mode's limiter of one version of the code, on a connection of its own from `open` (a standalone server
+ * or a Cluster), as a node runs it.
+ */
+const modesOn = (open: () => Redis | Cluster) => ({
   exact: (rule: Algorithm, prefix: string): Limiter =>
     createLimiter({
       rules: rule,
-      store: redisStore({ redis: connection(), failMode: 'closed', timeoutMs: DEADLINE_MS, clock: PINNED }),
+      store: redisStore({ redis: open(), failMode: 'closed', timeoutMs: DEADLINE_MS, clock: PINNED }),
       prefix,
     }),
   leased: (rule: Algorithm, prefix: string): Limiter =>
-    leasedLimiterOn({
-      rules: rule,
-      redis: connection(),
-      prefix,
-      failMode: 'closed',
-      timeoutMs: DEADLINE_MS,
-      clock: PINNED,
-    }),
+    leasedLimiterOn({ rules: rule, redis: open(), prefix, failMode: 'closed', timeoutMs: DEADLINE_MS, clock: PINNED }),
   divided: (rule: Algorithm, prefix: string): Limiter =>
-    dividedLimiterOn({ rules: rule, redis: connection(), prefix, timeoutMs: DEADLINE_MS, clock: PINNED }),
-};
+    dividedLimiterOn({ rules: rule, redis: open(), prefix, timeoutMs: DEADLINE_MS, clock: PINNED }),
+});
+const modes = modesOn(connection);
 type Mode = keyof typeof modes;
 
 /** The kinds each mode runs (leased and divided mode take buckets and windows). */
@@ -176,25 +173,7 @@ describe('on a Redis Cluster: two versions with different kinds under one name, 
     opened.push(client);
     return client;
   };
-  const onCluster = {
-    exact: (rule: Algorithm, prefix: string): Limiter =>
-      createLimiter({
-        rules: rule,
-        store: redisStore({ redis: clusterClient(), failMode: 'closed', timeoutMs: DEADLINE_MS, clock: PINNED }),
-        prefix,
-      }),
-    leased: (rule: Algorithm, prefix: string): Limiter =>
-      leasedLimiterOn({
-        rules: rule,
-        redis: clusterClient(),
-        prefix,
-        failMode: 'closed',
-        timeoutMs: DEADLINE_MS,
-        clock: PINNED,
-      }),
-    divided: (rule: Algorithm, prefix: string): Limiter =>
-      dividedLimiterOn({ rules: rule, redis: clusterClient(), prefix, timeoutMs: DEADLINE_MS, clock: PINNED }),
-  } satisfies Record<Mode, unknown>;
+  const onCluster = modesOn(clusterClient);
   it.each(Object.keys(onCluster) as Mode[])('%s mode: old tokenBucket, new calendarWindow', async (mode) => {
     const prefix = freshPrefix(`cluster-${mode}`);
     const older = onCluster[mode](api('tokenBucket'), prefix);
