@@ -1,8 +1,14 @@
 import { SluiceRangeError, callerNamed } from '../foundation/errors.js';
 import { knownOptions } from '../foundation/options.js';
 import { describe, positiveInteger, rateLimitKey } from '../foundation/validate.js';
-import { TOP_LIMITED_OPTIONS } from './call-options.js';
-import { DEFAULT_TOP_MINUTES, type LimitedKey, LimitedKeys, type TopLimitedOptions, keyHash } from './limited-keys.js';
+import {
+  DEFAULT_TOP_MINUTES,
+  type LimitedKey,
+  LimitedKeys,
+  TOP_LIMITED_OPTIONS,
+  type TopLimitedOptions,
+  keyHash,
+} from './limited-keys.js';
 import { MAX_BOARD_MINUTES, hasLimitedKeysBoard } from './limited-keys-board.js';
 import { MemoryBoards } from './memory-boards.js';
 import type { LimiterSetup } from './limiter-setup.js';

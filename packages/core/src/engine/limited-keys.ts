@@ -2,6 +2,7 @@ import type { Clock } from '../foundation/clock.js';
 import { repeat } from '../foundation/timers.js';
 import type { Decision } from '../foundation/decision.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
+import type { OptionNames } from '../foundation/options.js';
 import { describe, intervalMs, positiveInteger } from '../foundation/validate.js';
 import { type HeavyHitter, HeavyHitters } from './heavy-hitters.js';
 import { type BoardRow, type LimitedKeysBinding, byMostLimited, sumRows } from './limited-keys-board.js';
@@ -70,6 +71,9 @@ export interface TopLimitedOptions {
    */
   minutes?: number;
 }
+
+/** The names of TopLimitedOptions. */
+export const TOP_LIMITED_OPTIONS: OptionNames<TopLimitedOptions> = { minutes: true };
 
 /** One of the keys a limiter limits most, as `topLimited` shows it. */
 export interface LimitedKey {

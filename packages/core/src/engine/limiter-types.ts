@@ -1,12 +1,16 @@
 /**
- * The public face of a limiter: the `Limiter` interface and the options of its calls. What implements it
- * (limiter.ts) and what builds on it (adapters, throttles) import these types from here, not the class.
+ * The public face of a limiter: the `Limiter` interface and the options of its calls, each beside the list of
+ * its names (typed against it, so the compiler refuses a missing or an extra name) that knownOptions checks a
+ * call's options with: `limiter.tryAcquire('k', { permit: 5 })` is refused naming `permit` instead of
+ * charging the default 1 permit. What implements it (limiter.ts) and what builds on it (adapters, throttles)
+ * import these from here, not the class.
  */
 
 import type { Algorithm } from '../algorithms/algorithm.js';
 import type { CarryMode } from '../algorithms/carry.js';
 import type { Clock } from '../foundation/clock.js';
 import type { Decision } from '../foundation/decision.js';
+import type { OptionNames } from '../foundation/options.js';
 import type { ListEntryOptions } from './access-list.js';
 import type { AccessEntry } from './access-list-store.js';
 import type { LimitedKey, TopLimitedOptions } from './limited-keys.js';
@@ -46,6 +50,15 @@ export interface TryAcquireOptions extends PlanOption {
   address?: string | undefined;
 }
 
+/** The names of TryAcquireOptions. */
+export const TRY_ACQUIRE_OPTIONS: OptionNames<TryAcquireOptions> = {
+  plan: true,
+  permits: true,
+  maxWaitMs: true,
+  signal: true,
+  address: true,
+};
+
 export interface AcquireOptions extends PlanOption {
   /** What the call counts (see TryAcquireOptions.permits). @default 1 */
   permits?: number | RulePermits | undefined;
@@ -55,14 +68,23 @@ export interface AcquireOptions extends PlanOption {
   address?: string | undefined;
 }
 
+/** The names of AcquireOptions. */
+export const ACQUIRE_OPTIONS: OptionNames<AcquireOptions> = { plan: true, permits: true, signal: true, address: true };
+
 /** Options of `peek`. */
 export interface PeekOptions extends PlanOption {
   /** The client's IP address, for the access lists (see TryAcquireOptions.address). */
   address?: string | undefined;
 }
 
+/** The names of PeekOptions. */
+export const PEEK_OPTIONS: OptionNames<PeekOptions> = { plan: true, address: true };
+
 /** Options of `penalize`. */
 export type PenalizeOptions = PlanOption;
+
+/** The names of PenalizeOptions. */
+export const PENALIZE_OPTIONS: OptionNames<PenalizeOptions> = { plan: true };
 
 export interface RefundOptions extends PlanOption {
   /**
@@ -83,6 +105,9 @@ export interface RefundOptions extends PlanOption {
   decision?: Decision | undefined;
 }
 
+/** The names of RefundOptions. */
+export const REFUND_OPTIONS: OptionNames<RefundOptions> = { plan: true, grantedMsAgo: true, decision: true };
+
 /** Options of `reconfigure`. */
 export interface ReconfigureOptions {
   /**
@@ -92,6 +117,9 @@ export interface ReconfigureOptions {
    */
   carry?: CarryMode | undefined;
 }
+
+/** The names of ReconfigureOptions. */
+export const RECONFIGURE_OPTIONS: OptionNames<ReconfigureOptions> = { carry: true };
 
 /** One key's own rules (limiter.override). */
 export interface Override {
@@ -109,6 +137,9 @@ export interface OverridesOptions {
    */
   count?: number | undefined;
 }
+
+/** The names of OverridesOptions. */
+export const OVERRIDES_OPTIONS: OptionNames<OverridesOptions> = { cursor: true, count: true };
 
 /** A page of `overrides`. */
 export interface OverridesPage {

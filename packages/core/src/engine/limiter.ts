@@ -10,16 +10,21 @@ import type { Rules } from './policy.js';
 import { type DecisionNote, observed, recordDecision, registerStatus } from './observe.js';
 import { knownOptions } from '../foundation/options.js';
 import type { LimiterOptions } from './limiter-options.js';
-import type {
-  AcquireOptions,
-  Limiter,
-  OverridesOptions,
-  OverridesPage,
-  PeekOptions,
-  PenalizeOptions,
-  ReconfigureOptions,
-  RefundOptions,
-  TryAcquireOptions,
+import {
+  ACQUIRE_OPTIONS,
+  type AcquireOptions,
+  type Limiter,
+  type OverridesOptions,
+  type OverridesPage,
+  PEEK_OPTIONS,
+  PENALIZE_OPTIONS,
+  type PeekOptions,
+  type PenalizeOptions,
+  REFUND_OPTIONS,
+  type ReconfigureOptions,
+  type RefundOptions,
+  TRY_ACQUIRE_OPTIONS,
+  type TryAcquireOptions,
 } from './limiter-types.js';
 import { DEFAULT_NEAR_LIMIT, type LimitedKey, type LimitedKeys, type TopLimitedOptions } from './limited-keys.js';
 import { type ListEntryOptions, addressOption } from './access-list.js';
@@ -27,14 +32,7 @@ import type { AccessEntry } from './access-list-store.js';
 import type { BoundStore, LimiterConfiguration, Permits, RulePermits, Store } from './store.js';
 import { storeControl } from './store-capabilities.js';
 import { adjustPermits, checkPermitNames, countsNothing, describePermits, permitsOption } from './rule-permits.js';
-import {
-  ACQUIRE_OPTIONS,
-  PEEK_OPTIONS,
-  PENALIZE_OPTIONS,
-  REFUND_OPTIONS,
-  TRY_ACQUIRE_OPTIONS,
-  decisionOption,
-} from './call-options.js';
+import { decisionOption } from './call-options.js';
 import {
   nonNegativeFinite,
   nonNegativeOrInfinite,

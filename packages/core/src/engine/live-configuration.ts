@@ -4,9 +4,14 @@ import type { Clock } from '../foundation/clock.js';
 import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed } from '../foundation/errors.js';
 import { knownOptions } from '../foundation/options.js';
 import { describe, positiveInteger, rateLimitKey } from '../foundation/validate.js';
-import { OVERRIDES_OPTIONS, RECONFIGURE_OPTIONS } from './call-options.js';
 import { CarriedBinding, hasStateAccess, moveStates } from './carried-binding.js';
-import type { OverridesOptions, OverridesPage, ReconfigureOptions } from './limiter-types.js';
+import {
+  OVERRIDES_OPTIONS,
+  type OverridesOptions,
+  type OverridesPage,
+  RECONFIGURE_OPTIONS,
+  type ReconfigureOptions,
+} from './limiter-types.js';
 import { type ParsedPlans, type PlanResolver, knownPlan } from './plans.js';
 import { type Rules, normalizeRules } from './policy.js';
 import type { LimiterSetup } from './limiter-setup.js';
