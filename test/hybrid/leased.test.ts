@@ -18,7 +18,7 @@ import { leasedLimiterOn } from '../harness/hybrid.js';
 import { toConnection } from '@sluice/redis/store-kit';
 import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
 import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-binding.js';
-import { membershipScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
+import { leaseScript, membershipScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';

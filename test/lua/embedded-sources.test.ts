@@ -1,21 +1,15 @@
 /**
- * The scripts run what each package's src/lua/sources.generated.ts holds, not its .lua files: a .lua file edited
+ * The scripts run what @sluice/redis's src/lua/sources.generated.ts holds (it owns every script), not its .lua files: a .lua file edited
  * without `node scripts/embed-lua.mjs` would be reviewed but never run. `npm test` runs `embed-lua.mjs --check`
  * (the text of each module); this checks what the modules evaluate to, so an escaping slip in the generator
  * (a backtick, `${`, a backslash, a carriage return) cannot hide behind identical text.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { LUA_SOURCES as HYBRID_SOURCES } from '../../packages/hybrid/src/lua/sources.generated.js';
 import { LUA_SOURCES as REDIS_SOURCES } from '../../packages/redis/src/lua/sources.generated.js';
 
 const modules = [
   { name: '@sluice/redis', folder: new URL('../../packages/redis/src/lua/', import.meta.url), sources: REDIS_SOURCES },
-  {
-    name: '@sluice/hybrid',
-    folder: new URL('../../packages/hybrid/src/lua/', import.meta.url),
-    sources: HYBRID_SOURCES,
-  },
 ];
 
 describe.each(modules)('$name: sources.generated.ts', ({ folder, sources }) => {

@@ -22,9 +22,10 @@ import {
   blockScript,
   decideOneScript,
   decideScript,
+  leaseScript,
+  membershipScript,
   semaphoreScript,
 } from '../../packages/redis/src/scripts.js';
-import { membershipScript, leaseScript } from '../../packages/hybrid/src/scripts.js';
 import { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type WireDecision, packGroups, packRequests, unpackReplies } from '../../packages/redis/src/exact/protocol.js';

@@ -10,13 +10,12 @@ import type {
   StoreCapabilities,
 } from '@sluice/core';
 import { emitSafely, inCall, parseOptions } from '@sluice/core/store-kit';
-import { StartupChecks, StoreEmitter, adjustScript } from '@sluice/redis/store-kit';
+import { StartupChecks, StoreEmitter, adjustScript, leaseScript, membershipScript } from '@sluice/redis/store-kit';
 import { DividedBinding } from './divided-binding.js';
 import { type DivideContext, type DivideSettings, divideContext } from './divided-context.js';
 import type { DividedEvents } from './divided-events.js';
 import { DIVIDED_STORE_OPTIONS, type DividedStoreOptions } from './divided-options.js';
 import { LimiterTables } from './limiter-tables.js';
-import { leaseScript, membershipScript } from './scripts.js';
 
 /** What a divided store cannot do: a share of one rule says nothing of another's; a ban must hold fleet-wide. */
 const DIVIDED_CAPABILITIES: StoreCapabilities = { name: 'dividedStore', policies: false, plans: false, bans: false };

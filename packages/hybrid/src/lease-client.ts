@@ -1,6 +1,5 @@
 import type { Algorithm, LeaseWindow } from '@sluice/core';
-import { type RedisConnection, adjustArgs, adjustScript, bufferReply, ruleArgs } from '@sluice/redis/store-kit';
-import { leaseScript } from './scripts.js';
+import { type RedisConnection, adjustArgs, adjustScript, ruleArgs, runLease } from '@sluice/redis/store-kit';
 
 /** How a node leases one rule (see lease.lua): the rule as the scripts read it, and its lease model's window. */
 export interface LeaseShape {
@@ -65,37 +64,31 @@ export interface LeaseRequest {
 /** One atomic lease call: debits up to `want` permits centrally and (unless told not to) registers this node as a lessee. */
 export async function requestLease(redis: RedisConnection, request: LeaseRequest): Promise<LeaseReply> {
   const { shape } = request;
-  const script = leaseScript(shape.rule.kind);
-  const answer = await redis.runScript(
-    script,
-    request.version === undefined
-      ? [request.stateKey, request.lesseesKey]
-      : [request.stateKey, request.lesseesKey, request.version.key],
-    [
-      ...shape.args,
-      String(request.want),
-      request.nodeId,
-      String(request.liveMs),
-      request.nowMs === undefined ? '' : String(request.nowMs),
-      String(shape.rule.burst),
-      // lease.lua reads 0 as "no cap".
-      String(request.hoardingDivisor ?? 0),
-      request.register === false ? '0' : '1',
-      ...(request.version === undefined ? [] : [String(request.version.version)]),
-    ],
-  );
-  const reply = bufferReply(answer, script.name);
-  const decidedAtMs = reply.readDoubleLE(16);
+  const reply = await runLease(redis, {
+    stateKey: request.stateKey,
+    lesseesKey: request.lesseesKey,
+    kind: shape.rule.kind,
+    ruleArgs: shape.args,
+    burst: shape.rule.burst,
+    want: request.want,
+    nodeId: request.nodeId,
+    liveMs: request.liveMs,
+    nowMs: request.nowMs,
+    hoardingDivisor: request.hoardingDivisor,
+    register: request.register !== false,
+    version: request.version,
+  });
+  const { decidedAtMs } = reply;
   const window = shape.windowAt?.(decidedAtMs);
   return {
-    granted: reply.readDoubleLE(0),
-    retryMs: reply.readDoubleLE(8),
+    granted: reply.granted,
+    retryMs: reply.retryMs,
     decidedAtMs,
     expiresInMs: window === undefined ? Number.POSITIVE_INFINITY : window.end - decidedAtMs,
-    liveNodes: reply.readDoubleLE(24),
+    liveNodes: reply.liveNodes,
     windowStart: window?.start ?? 0,
     startedInMs: window === undefined ? 0 : window.start - decidedAtMs,
-    centralRemaining: reply.readDoubleLE(32),
+    centralRemaining: reply.centralRemaining,
     registered: request.register !== false,
   };
 }

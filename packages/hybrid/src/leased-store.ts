@@ -23,6 +23,7 @@ import {
   decodeIdentity,
   encodeIdentity,
   exactScripts,
+  leaseScript,
   presenceScript,
   resetChannel,
   storeParts,
@@ -33,7 +34,7 @@ import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName }
 import type { LeasedEvents } from './leased-events.js';
 import { LEASED_STORE_OPTIONS, type LeasedStoreOptions } from './leased-options.js';
 import { LimiterTables } from './limiter-tables.js';
-import { leaseScript } from './scripts.js';
+
 import { hybridRule } from './supported-rule.js';
 
 /** Exact mode's batch size for the keys decided exactly (redisStore's default maxBatch). */

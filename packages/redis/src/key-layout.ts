@@ -252,6 +252,24 @@ export function checkStateIds(prefix: string, rules: readonly Algorithm[]): void
 }
 
 /**
+ * The keys of a divided limiter's fleet: its live nodes, their demands, the fleet's summary and each node's
+ * allocation, under the limiter's prefix with the prefix and rule as hash tag, so each limiter's fleet lives in
+ * a slot of its own and the limiters of all services spread over a Cluster; '~' keeps them apart from every
+ * rule's state.
+ * @example
+ * membershipKeys('api', 'fw') // ['api{api~fw}~m', 'api{api~fw}~d', 'api{api~fw}~s', 'api{api~fw}~l']
+ */
+export function membershipKeys(prefix: string, rule: string): [string, string, string, string] {
+  const identity = `${prefix}~${rule}`;
+  return [
+    stateKey(prefix, identity, '~m'),
+    stateKey(prefix, identity, '~d'),
+    stateKey(prefix, identity, '~s'),
+    stateKey(prefix, identity, '~l'),
+  ];
+}
+
+/**
  * The channel on which a concurrency limiter's slots tell waiting processes a slot may be free (the key as message).
  * @example
  * subscriber.subscribe(freedChannel(prefix))

@@ -78,8 +78,8 @@ function functionLibrary(definitions: string, entry: string): { library: string;
 /**
  * The one registry of Lua scripts: a script named `name`, composed of `files` in order (the last one its
  * entry, the others definitions it calls), and kept; its sha1 is computed from exactly the text sent.
- * Packages register their own scripts through it (@sluice/hybrid its lease and heartbeat scripts, on top of
- * `algorithmFiles`); it knows none of them.
+ * @sluice/redis owns every script (leased and divided modes' lease.lua and membership.lua too: leaseScript,
+ * membershipScript); a package of its own may compose more through it, on top of `algorithmFiles`.
  * @example
  * const script = luaScript('my:script', [...algorithmFiles([]), { file: 'my_script', source: MY_SCRIPT_LUA }])
  */
@@ -236,6 +236,26 @@ export function nodeSeenFile(): LuaFile {
  */
 export function presenceScript(): LuaScript {
   return luaScript('presence', [redisLuaFile('prelude'), nodeSeenFile(), redisLuaFile('presence')]);
+}
+
+/**
+ * Leased and divided modes' lease of a rule of `kind` (see lease.lua): the prelude and that algorithm's file,
+ * then lease.lua, so a lease is the algorithm's own consume.
+ * @example
+ * await connection.runScript(leaseScript('tokenBucket'), [state, lessees], args)
+ */
+export function leaseScript(kind: AlgorithmKind): LuaScript {
+  return luaScript(algorithmScriptName('hybrid:lease', [kind]), [...algorithmFiles([kind]), redisLuaFile('lease')]);
+}
+
+/**
+ * Divided mode's heartbeat (see membership.lua), after the prelude for its clock helper and node_seen.lua for
+ * a node id two live processes were given.
+ * @example
+ * const reply = await connection.runScript(membershipScript(), keys, args)
+ */
+export function membershipScript(): LuaScript {
+  return luaScript('hybrid:membership', [...algorithmFiles([]), nodeSeenFile(), redisLuaFile('membership')]);
 }
 
 /**

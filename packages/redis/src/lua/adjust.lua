@@ -12,7 +12,8 @@
 --       this server's TIME); then, optionally, the configuration version the client adjusts under, with its
 --       slot's configuration version key last in KEYS (see stale_version in prelude.lua).
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing changed).
--- Reply: 'penalize', 'reset': the number of keys changed. 'refund': 1 when a rule it gave back to was denying
+-- Reply: 'penalize': the number of keys changed; 'reset': the number of keys it found and deleted (states and
+--        ban: redisEngine's `freed`; R = 0 with the ban alone is an unblock). 'refund': 1 when a rule it gave back to was denying
 --        one permit before it (only then may a node hold a cached denial of the key, or a lease that found it
 --        spent: the caller announces the refund), else 0. A refund keeps each key's TTL (KEEPTTL: giving permits
 --        back never makes a state matter longer) and deletes a state left as good as fresh; a penalty sets the
@@ -57,7 +58,7 @@ for r = 1, R do
   local rule = rules[r]
   local permits = counts[r]
   if op == 'reset' then
-    redis.call('DEL', KEYS[r])
+    changed = changed + redis.call('DEL', KEYS[r])
   else
     local state = read_state(KEYS[r])
     if op == 'penalize' then
@@ -76,6 +77,6 @@ end
 if op == 'refund' then return was_denying end
 -- reset: the key's ban, after its rules' states.
 if op == 'reset' and KEYS[R + 1] ~= nil and (client_version == nil or R + 1 < #KEYS) then
-  redis.call('DEL', KEYS[R + 1])
+  changed = changed + redis.call('DEL', KEYS[R + 1])
 end
 return changed

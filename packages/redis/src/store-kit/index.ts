@@ -43,15 +43,28 @@ export {
   algorithmFiles,
   algorithmScriptName,
   exactScripts,
+  leaseScript,
   luaScript,
+  membershipScript,
   nodeSeenFile,
   presenceScript,
 } from '../scripts.js';
 export type { LuaFile, LuaScript } from '../scripts.js';
 export { bufferReply } from '../script-runner.js';
+export { runLease } from '../fleet/lease-call.js';
+export { runHeartbeat } from '../fleet/heartbeat-call.js';
+export type { FleetSummary, HeartbeatRequest } from '../fleet/heartbeat-call.js';
+export type { LeaseCall, LeaseCallReply } from '../fleet/lease-call.js';
 export { adjustArgs, ruleArgs } from '../exact/rule-args.js';
 export type { GrantTime } from '../exact/rule-args.js';
-export { decodeIdentity, encodeIdentity, resetChannel, stateKey, versionKeyBeside } from '../key-layout.js';
+export {
+  decodeIdentity,
+  encodeIdentity,
+  membershipKeys,
+  resetChannel,
+  stateKey,
+  versionKeyBeside,
+} from '../key-layout.js';
 /** Live limits: a limiter's configuration kept in Redis for every node (limiter.reconfigure, limiter.override). */
 export { LiveBinding } from '../live/live-binding.js';
 export type { LiveParts, VersionBinding, VersionRules } from '../live/live-binding.js';
