@@ -275,6 +275,13 @@ ${table([...ofType(redis, 'RedisBackedOptions'), ...ofType(redis, 'FailModeOptio
 
 ${redisBeside(ofType('packages/redis/src/redis-store.ts', 'RedisStoreOptions'))}
 
+## redisEngine (@sluice/redis)
+
+The engine contract on Redis (\`@sluice/core/engine\`): no fail mode, no clock of its own (each call names its
+time, or Redis TIME), no fleet.
+
+${table(ofType('packages/redis/src/engine/engine-options.ts', 'RedisEngineOptions'))}
+
 ## leasedStore (@sluice/hybrid), beside the shared options
 
 ${redisBeside(ofType('packages/hybrid/src/leased-options.ts', 'LeasedStoreOptions'))}

@@ -12,7 +12,7 @@ import { koaRateLimit } from '@sluice/core/koa';
 import { byMetadata, grpcRateLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
-import { redisStore } from '@sluice/redis';
+import { redisEngine, redisStore } from '@sluice/redis';
 import { ALGORITHMS, ALGORITHM_KINDS } from '@sluice/test-kit';
 import { describe, expect, it } from 'vitest';
 
@@ -60,6 +60,7 @@ const cases: [string, () => unknown][] = [
   ['honoRateLimit', () => honoRateLimit({ limiter, key: 42 as never })],
   ['koaRateLimit', () => koaRateLimit(null as never)],
   ['redisStore', () => redisStore({ redis: {} as never })],
+  ['redisEngine', () => redisEngine({ redis: {} as never })],
   ['leasedStore', () => leasedStore({ redis: {} as never })],
   ['dividedStore', () => dividedStore({ redis: {} as never })],
   ['instrumentSluice', () => instrumentSluice({ meterProvider: {} as never })],

@@ -24,6 +24,7 @@ import { THROTTLE_OPTIONS } from '../../packages/core/src/throttle/throttle-opti
 import { BY_METADATA_OPTIONS } from '../../packages/grpc/src/call.js';
 import { DIVIDED_STORE_OPTIONS } from '../../packages/hybrid/src/divided-options.js';
 import { LEASED_STORE_OPTIONS } from '../../packages/hybrid/src/leased-options.js';
+import { REDIS_ENGINE_OPTIONS } from '../../packages/redis/src/engine/engine-options.js';
 import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, REDIS_STORE_OPTIONS } from '../../packages/redis/src/options.js';
 import { publicTypes } from '../../scripts/option-types.js';
 
@@ -41,6 +42,7 @@ const SCHEMAS: ReadonlyArray<readonly [OptionSchema, string, string]> = [
   [REDIS_BACKED_OPTIONS, 'packages/redis/src/options.ts', 'RedisBackedOptions'],
   [FAIL_MODE_OPTIONS, 'packages/redis/src/options.ts', 'FailModeOptions'],
   [REDIS_STORE_OPTIONS, 'packages/redis/src/redis-store.ts', 'RedisStoreOptions'],
+  [REDIS_ENGINE_OPTIONS, 'packages/redis/src/engine/engine-options.ts', 'RedisEngineOptions'],
   [LEASED_STORE_OPTIONS, 'packages/hybrid/src/leased-options.ts', 'LeasedStoreOptions'],
   [DIVIDED_STORE_OPTIONS, 'packages/hybrid/src/divided-options.ts', 'DividedStoreOptions'],
 ];

@@ -42,7 +42,7 @@ import { EXIT, runCli } from '@sluice/cli';
 import { byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
-import { redisStore } from '@sluice/redis';
+import { redisEngine, redisStore } from '@sluice/redis';
 import type { OptionNames } from '@sluice/core/store-kit';
 import { describe, expect, it } from 'vitest';
 import { CALLS_TAKING_OPTIONS, NOT_TRIED, entriesTakingOptions } from './option-entries.js';
@@ -175,6 +175,12 @@ const ROWS: Readonly<Record<string, Row>> = {
   redisStore: {
     options: () => ({}),
     call: (o) => redisStore({ redis: unusedRedis, ...o }),
+    typo: 'timeoutMS',
+    runs: false,
+  },
+  redisEngine: {
+    options: () => ({}),
+    call: (o) => redisEngine({ redis: unusedRedis, ...o }),
     typo: 'timeoutMS',
     runs: false,
   },

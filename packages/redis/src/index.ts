@@ -22,6 +22,8 @@ export type { RedisClient } from './connection/connect.js';
 export type { IoredisLike } from './connection/ioredis.js';
 export type { NodeRedisLike } from './connection/node-redis.js';
 export type { GlideLike } from './connection/glide.js';
+export { redisEngine } from './engine/redis-engine.js';
+export type { RedisEngineOptions } from './engine/engine-options.js';
 
 import { RedisStore, type RedisStoreOptions } from './redis-store.js';
 

@@ -150,7 +150,12 @@ export class CrossSlotPolicy {
   async decide(
     request: CrossSlotRequest,
     partitions: ReturnType<CrossSlotPolicy['partition']>,
-  ): Promise<{ decision: Decision; ruleDecidedAtMs: number[]; ban: { rule: number; restMs: number } | undefined }> {
+  ): Promise<{
+    decision: Decision;
+    ruleDecidedAtMs: number[];
+    verdicts: RuleVerdict[];
+    ban: { rule: number; restMs: number } | undefined;
+  }> {
     const granted: Array<{ part: Part; keys: string[]; decidedAtMs: number }> = [];
     const verdicts: RuleVerdict[] = new Array(this.rules.length);
     const ruleDecidedAtMs: number[] = new Array(this.rules.length).fill(Number.NaN);
@@ -195,6 +200,6 @@ export class CrossSlotPolicy {
       ban !== undefined
         ? blockedDecision(this.rules, verdicts, ban.rule, ban.restMs, request.permits)
         : mergePolicy(this.rules, verdicts, request.permits, request.peek);
-    return { decision, ruleDecidedAtMs, ban };
+    return { decision, ruleDecidedAtMs, verdicts, ban };
   }
 }

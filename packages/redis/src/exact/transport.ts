@@ -1,5 +1,5 @@
 import type { Algorithm, Clock, Decision, Permits } from '@sluice/core';
-import { identityOf, permitsOfRule } from '@sluice/core/store-kit';
+import { type RuleVerdict, identityOf, permitsOfRule } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { DeadlineError, withDeadline } from '../deadline.js';
@@ -35,6 +35,10 @@ export interface Answer {
   readonly banRule: number | undefined;
   /** This process's clock when the call left: Redis decided after it, so a denial cached from it ends early, never late. */
   readonly sentAtMs: number;
+  /** Each rule's own verdict, in rule order (an engine answers them: see redisEngine). */
+  readonly verdicts: readonly RuleVerdict[];
+  /** When the key is blocked: the banning rule's index (EXPLICIT_BAN: `block`) and the rest of the ban, as decided. */
+  readonly ban: { readonly rule: number; readonly restMs: number } | undefined;
 }
 
 /** Where the transport's answers go: the binding that asked. */
@@ -365,7 +369,7 @@ export class DecisionTransport<A extends Asked> {
     }
     const decoded = unpackReplies(reply, group.length, this.#o.rules, (q) => group[q] as A);
     for (let q = 0; q < group.length; q++) {
-      const { decision, decidedAtMs, ban } = decoded[q] as (typeof decoded)[number];
+      const { decision, decidedAtMs, verdicts, ban } = decoded[q] as (typeof decoded)[number];
       this.#listener.answered(group[q] as A, {
         decision,
         decidedAtMs,
@@ -373,6 +377,8 @@ export class DecisionTransport<A extends Asked> {
         banRestMs: ban?.restMs,
         banRule: ban?.rule,
         sentAtMs,
+        verdicts,
+        ban,
       });
     }
   }
@@ -409,7 +415,7 @@ export class DecisionTransport<A extends Asked> {
         } catch {
           return; // a reply it cannot read says nothing of what Redis counted
         }
-        for (const [q, { decision, decidedAtMs, ban }] of decoded.entries())
+        for (const [q, { decision, decidedAtMs, verdicts, ban }] of decoded.entries())
           late.call(this.#listener, group[q] as A, {
             decision,
             decidedAtMs,
@@ -417,6 +423,8 @@ export class DecisionTransport<A extends Asked> {
             banRestMs: ban?.restMs,
             banRule: ban?.rule,
             sentAtMs,
+            verdicts,
+            ban,
           });
       },
       () => undefined,
@@ -430,7 +438,7 @@ export class DecisionTransport<A extends Asked> {
   ): Promise<void> {
     const sentAtMs = this.#o.localClock.now();
     try {
-      const { decision, ruleDecidedAtMs, ban } = await policy.decide(asked, parts);
+      const { decision, ruleDecidedAtMs, verdicts, ban } = await policy.decide(asked, parts);
       // Each slot decided at its own time: the grant stands from the last of them.
       this.#listener.answered(asked, {
         decision,
@@ -439,6 +447,8 @@ export class DecisionTransport<A extends Asked> {
         banRestMs: undefined,
         banRule: ban?.rule,
         sentAtMs,
+        verdicts,
+        ban,
       });
     } catch (error) {
       this.#listener.failed(asked, error, this.stateKey(asked.key));

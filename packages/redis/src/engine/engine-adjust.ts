@@ -1,0 +1,115 @@
+import type { Algorithm } from '@sluice/core';
+import type { AdjustAnswer, Adjustment, EngineRules, EngineTime } from '@sluice/core/engine';
+import { identityOf } from '@sluice/core/store-kit';
+import calculateSlot from 'cluster-key-slot';
+import type { RedisConnection, ScriptReply } from '../connection/connection.js';
+import { wirePermits } from '../exact/protocol.js';
+import { type GrantTime, adjustArgs, numArg, ruleArgs } from '../exact/rule-args.js';
+import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';
+import { versionError } from '../reply-errors.js';
+import { adjustScript, blockScript } from '../scripts.js';
+
+/**
+ * redisEngine's `adjust`, as exact mode's controls make each change on Redis (RedisControls): a refund and a
+ * reset reach the key's own rules (rules counted against other identities are shared), a penalty every rule
+ * (one adjust.lua call per slot), a reset the ban too; `block` is block.lua, `unblock` deletes the ban (adjust.lua
+ * 'reset' of no rules, so that its reply says whether there was one). Under a configuration version each
+ * adjust.lua call checks its slot's (SLUICE_STALE: `{ stale }`); a ban is the key's whatever the version.
+ */
+export async function adjustOnRedis(
+  connection: RedisConnection,
+  rules: EngineRules,
+  key: string,
+  adjustment: Adjustment,
+  at: EngineTime,
+): Promise<AdjustAnswer> {
+  const { prefix } = rules;
+  const own = rules.rules.filter((rule) => rule.key === undefined);
+  try {
+    switch (adjustment.op) {
+      case 'refund': {
+        if (own.length === 0) return { freed: false };
+        const ago = adjustment.grantedMsAgo;
+        const granted: GrantTime | undefined = Number.isNaN(ago) ? undefined : { agoMs: ago };
+        const reply = await adjust(
+          connection,
+          rules,
+          own,
+          key,
+          'refund',
+          wirePermits(adjustment.permits, own),
+          granted,
+          at,
+        );
+        return { freed: reply === 1 };
+      }
+      case 'penalize': {
+        const bySlot = new Map<number, Algorithm[]>();
+        for (const rule of rules.rules) {
+          const slot = connection.isCluster ? calculateSlot(stateOf(rules, rule, key)) : 0;
+          bySlot.set(slot, [...(bySlot.get(slot) ?? []), rule]);
+        }
+        await Promise.all(
+          [...bySlot.values()].map((group) =>
+            adjust(connection, rules, group, key, 'penalize', wirePermits(adjustment.permits, group), undefined, at),
+          ),
+        );
+        return { freed: false };
+      }
+      case 'reset': {
+        const reply = await adjust(connection, rules, own, key, 'reset', 0, undefined, at, [banKey(prefix, key)]);
+        return { freed: typeof reply === 'number' && reply > 0 };
+      }
+      case 'block': {
+        const ban = banKey(prefix, key);
+        await connection.runScript(
+          blockScript(),
+          [ban, banMarkerKey(prefix, connection.isCluster ? calculateSlot(ban) : undefined)],
+          [numArg(adjustment.ms), at === undefined ? '' : numArg(at)],
+        );
+        return { freed: false };
+      }
+      case 'unblock': {
+        const reply = await connection.runScript(
+          adjustScript([]),
+          [banKey(prefix, key)],
+          adjustArgs(ruleArgs([]), 'reset', 0, undefined, at),
+        );
+        return { freed: typeof reply === 'number' && reply > 0 };
+      }
+    }
+  } catch (error) {
+    const newer = versionError(error, 'SLUICE_STALE');
+    if (newer !== undefined) return { stale: newer };
+    throw error;
+  }
+}
+
+/** Where `rule` keeps `key`'s state under `rules` (its state name). */
+function stateOf(rules: EngineRules, rule: Algorithm, key: string): string {
+  return stateKey(rules.prefix, identityOf(rule, key), rules.states[rules.rules.indexOf(rule)] as string);
+}
+
+/**
+ * One atomic adjust.lua call for `group` of `key` (one slot); `extraKeys` follow the states (reset: the ban;
+ * with no rule, the ban's slot is the call's). The slot's version key and the version last when checked.
+ */
+function adjust(
+  connection: RedisConnection,
+  rules: EngineRules,
+  group: readonly Algorithm[],
+  key: string,
+  op: 'refund' | 'penalize' | 'reset',
+  permits: number | readonly number[],
+  granted: GrantTime | undefined,
+  at: EngineTime,
+  extraKeys: readonly string[] = [],
+): Promise<ScriptReply> {
+  const keys = [...group.map((rule) => stateOf(rules, rule, key)), ...extraKeys];
+  const args = adjustArgs(ruleArgs(group), op, permits, granted, at);
+  if (rules.version !== undefined && keys.length > 0) {
+    keys.push(versionKeyBeside(rules.prefix, keys[0] as string, connection.isCluster));
+    args.push(String(rules.version));
+  }
+  return connection.runScript(adjustScript(group.map((rule) => rule.kind)), keys, args);
+}

@@ -1,0 +1,91 @@
+import type { Engine } from '@sluice/core/engine';
+import { inCall } from '@sluice/core/store-kit';
+import { withDeadline } from '../deadline.js';
+import { adjustOnRedis } from './engine-adjust.js';
+import { EngineChannels } from './engine-channels.js';
+import { EngineConfiguration } from './engine-config.js';
+import { EngineDecider } from './engine-decide.js';
+import { heartbeatOnRedis, leaseOnRedis } from './engine-fleet.js';
+import {
+  checkAdjustment,
+  checkAsks,
+  checkAt,
+  checkChannel,
+  checkHeartbeat,
+  checkLease,
+  checkListener,
+  checkMessage,
+  checkPrefix,
+  checkRecord,
+  checkRules,
+} from './engine-input.js';
+import { type RedisEngineOptions, parseEngineOptions } from './engine-options.js';
+
+/**
+ * The engine contract (`@sluice/core/engine`) on Redis, standalone or Cluster: exact mode's scripts, keys and
+ * channels, so a state written through the engine is the state redisStore reads for the same prefix, state
+ * name and identity, and the reverse. Each call is checked before anything is sent (a bad one rejects with
+ * SluiceTypeError or SluiceRangeError and consumes nothing), waits for Redis at most `timeoutMs` (a
+ * configuration write's raise of every Cluster slot waits as limiter.reconfigure's does), and rejects when Redis
+ * does not answer: the engine has no fail mode, the modes keep theirs. Channels: an engine channel `c` is the
+ * Redis channel `c:sluice-reset` (resetChannel), so a limiter's prefix names its reset and configuration
+ * messages. A heartbeat's fleet is divided mode's membership keys of its prefix under the fleet name ''.
+ * @example
+ * import { Redis } from 'ioredis'
+ * const engine = redisEngine({ redis: new Redis() })
+ * const answer = await engine.decide({ prefix: 'api', rules: [rule], states: [stateName(rule)] },
+ *   [{ key: 'user:1', permits: 1, maxWaitMs: 0, peek: false }], undefined)
+ */
+export function redisEngine(options: RedisEngineOptions): Engine {
+  return inCall('redisEngine', () => {
+    const { redis: connection, timeoutMs } = parseEngineOptions(options);
+    const decider = new EngineDecider(connection, timeoutMs);
+    const configuration = new EngineConfiguration(connection, timeoutMs);
+    const channels = new EngineChannels(connection, timeoutMs);
+    return {
+      name: 'redis',
+      async decide(rules, asks, at) {
+        checkRules(rules);
+        checkAsks(asks, rules.rules);
+        checkAt(at);
+        return decider.decide(rules, asks, at);
+      },
+      async adjust(rules, key, adjustment, at) {
+        checkRules(rules);
+        checkAdjustment(key, adjustment, rules.rules);
+        checkAt(at);
+        return withDeadline(adjustOnRedis(connection, rules, key, adjustment, at), timeoutMs, `${adjustment.op}`);
+      },
+      async lease(rules, ask, at) {
+        checkRules(rules);
+        checkLease(rules, ask);
+        checkAt(at);
+        return withDeadline(leaseOnRedis(connection, rules, ask, at), timeoutMs, 'a lease');
+      },
+      async heartbeat(beat, at) {
+        checkHeartbeat(beat);
+        checkAt(at);
+        return withDeadline(heartbeatOnRedis(connection, beat, at), timeoutMs, 'a heartbeat');
+      },
+      async readConfig(prefix) {
+        checkPrefix('prefix', prefix);
+        return configuration.read(prefix);
+      },
+      async writeConfig(prefix, expected, record) {
+        checkPrefix('prefix', prefix);
+        checkRecord(expected, record);
+        return configuration.write(prefix, expected, record);
+      },
+      async publish(channel, message) {
+        checkChannel(channel);
+        checkMessage(message);
+        return channels.publish(channel, message);
+      },
+      async subscribe(channel, listener) {
+        checkChannel(channel);
+        checkListener(listener);
+        return channels.subscribe(channel, listener);
+      },
+    };
+  });
+}
