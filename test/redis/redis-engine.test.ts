@@ -16,7 +16,15 @@ import {
   memoryStore,
   tokenBucket,
 } from '@sluice/core';
-import { type EngineDecision, type EngineRules, isStale } from '@sluice/core/engine';
+import {
+  type DecideAnswer,
+  type Engine,
+  type EngineAsk,
+  type EngineDecision,
+  type EngineRules,
+  type EngineTime,
+  isStale,
+} from '@sluice/core/engine';
 import { stateName } from '@sluice/core/store-kit';
 import { redisEngine, redisStore } from '@sluice/redis';
 import { ALGORITHM_KINDS, algorithmArb as registryArb } from '@sluice/test-kit';
@@ -45,10 +53,25 @@ const rulesOf = (prefix: string, rules: Algorithm[], version?: number): EngineRu
     ? { prefix, rules, states: rules.map(stateName) }
     : { prefix, rules, states: rules.map(stateName), version };
 
-/** The decisions of an answer that is not stale. */
-function decisionsOf(answer: Awaited<ReturnType<ReturnType<typeof redisEngine>['decide']>>): readonly EngineDecision[] {
-  if (isStale(answer)) throw new Error(`stale: ${answer.stale}`);
-  return answer.decisions;
+/** The decisions of answers none of which is stale. */
+function decisionsOf(answers: readonly DecideAnswer[]): readonly EngineDecision[] {
+  return answers.map((answer) => {
+    if (isStale(answer)) throw new Error(`stale: ${answer.stale}`);
+    return answer;
+  });
+}
+
+/** `asks` decided by `engine`, each asked at `at`. */
+function decideAt(
+  engine: Engine,
+  rules: EngineRules,
+  asks: ReadonlyArray<Omit<EngineAsk, 'at'>>,
+  at: EngineTime,
+): Promise<readonly DecideAnswer[]> {
+  return engine.decide(
+    rules,
+    asks.map((ask) => ({ ...ask, at })),
+  );
 }
 
 /**
@@ -84,8 +107,8 @@ async function decideBoth(
     }));
     if (oneByOne)
       for (const ask of asks)
-        out.engine.push(...decisionsOf(await engine.decide(engineRules, [ask], at)).map((d) => d.decision));
-    else out.engine.push(...decisionsOf(await engine.decide(engineRules, asks, at)).map((d) => d.decision));
+        out.engine.push(...decisionsOf(await decideAt(engine, engineRules, [ask], at)).map((d) => d.decision));
+    else out.engine.push(...decisionsOf(await decideAt(engine, engineRules, asks, at)).map((d) => d.decision));
   }
   return out;
 }
@@ -124,14 +147,14 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
     ]);
     const before = Date.now();
     const [first] = decisionsOf(
-      await engine.decide(rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: false }], undefined),
+      await decideAt(engine, rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: false }], undefined),
     );
     expect(first?.decidedAtMs).toBeGreaterThanOrEqual(before - 1_000);
     expect(first?.verdicts.map((v) => v.remaining)).toEqual([1, 4]);
     expect(first?.ban).toBeUndefined();
     await engine.adjust(rules, 'k', { op: 'block', ms: 60_000 }, 1_000);
     const [blocked] = decisionsOf(
-      await engine.decide(rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: true }], 2_000),
+      await decideAt(engine, rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: true }], 2_000),
     );
     expect(blocked?.ban).toEqual({ rule: -1, restMs: 59_000 });
     expect(blocked?.decidedAtMs).toBe(2_000);
@@ -147,14 +170,14 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
     const rules = rulesOf(prefix, [rule]);
     const peekBoth = async () => {
       const [d] = decisionsOf(
-        await engine.decide(rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: true }], clock.now()),
+        await decideAt(engine, rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: true }], clock.now()),
       );
       expect(d?.decision).toEqual(await mem.peek('k'));
     };
     const at = () => clock.now();
     for (let i = 0; i < 3; i++) {
       await mem.consume('k', 1, 0);
-      await engine.decide(rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: false }], at());
+      await decideAt(engine, rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: false }], at());
     }
     clock.advance(10);
     await peekBoth();
@@ -237,6 +260,7 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
       engine.heartbeat(
         {
           prefix,
+          fleet: 'fw',
           node,
           leaving,
           liveMs: 3_000,
@@ -281,14 +305,14 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
     expect((await engine.readConfig(prefix)).record).toEqual({ version: 7, text: '{"rules":[]}' });
     const rule = tokenBucket({ capacity: 5, refillPerSecond: 1, name: 'tb' });
     const ask = { key: 'k', permits: 1, maxWaitMs: 0, peek: false };
-    expect(await engine.decide(rulesOf(prefix, [rule], 3), [ask], 1_000)).toEqual({ stale: 7 });
+    expect(await decideAt(engine, rulesOf(prefix, [rule], 3), [ask], 1_000)).toEqual([{ stale: 7 }]);
     expect(await engine.adjust(rulesOf(prefix, [rule], 3), 'k', { op: 'penalize', permits: 1 }, 1_000)).toEqual({
       stale: 7,
     });
     const lease = { key: 'k', want: 1, node: 'n', liveMs: 3_000, hoardingDivisor: undefined, register: true };
     expect(await engine.lease(rulesOf(prefix, [rule], 3), lease, 1_000)).toEqual({ stale: 7 });
     // Stale calls changed nothing: the bucket is full under the version in force.
-    const [d] = decisionsOf(await engine.decide(rulesOf(prefix, [rule], 7), [{ ...ask, peek: true }], 1_000));
+    const [d] = decisionsOf(await decideAt(engine, rulesOf(prefix, [rule], 7), [{ ...ask, peek: true }], 1_000));
     expect(d?.decision.remaining).toBe(5);
   });
 
@@ -318,11 +342,11 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
     const engine = redisEngine({ redis: client() });
     const rules = rulesOf(prefix, [rule]);
     try {
-      await engine.decide(rules, [{ key: 'u', permits: 3, maxWaitMs: 0, peek: false }], clock.now());
+      await decideAt(engine, rules, [{ key: 'u', permits: 3, maxWaitMs: 0, peek: false }], clock.now());
       expect((await bound.peek('u')).remaining).toBe(2);
       await bound.consume('u', 2, 0);
       const [d] = decisionsOf(
-        await engine.decide(rules, [{ key: 'u', permits: 1, maxWaitMs: 0, peek: false }], clock.now()),
+        await decideAt(engine, rules, [{ key: 'u', permits: 1, maxWaitMs: 0, peek: false }], clock.now()),
       );
       expect(d?.decision.allowed).toBe(false);
     } finally {
@@ -335,10 +359,10 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
     const rules = rulesOf(nextPrefix(), [fixedWindow({ limit: 5, windowMs: 60_000, name: 'fw' })]);
     const good = { key: 'k', permits: 1, maxWaitMs: 0, peek: false };
     const bad: Array<[() => Promise<unknown>, string]> = [
-      [() => engine.decide(rules, [good, { ...good, permits: -1 }], 1_000), 'asks[1].permits'],
-      [() => engine.decide(rules, [{ ...good, permits: { nope: 1 } }], 1_000), 'asks[0].permits.nope'],
-      [() => engine.decide(rules, [good], Number.NaN), 'at'],
-      [() => engine.decide({ ...rules, states: [] }, [good], 1_000), 'rules.states'],
+      [() => decideAt(engine, rules, [good, { ...good, permits: -1 }], 1_000), 'asks[1].permits'],
+      [() => decideAt(engine, rules, [{ ...good, permits: { nope: 1 } }], 1_000), 'asks[0].permits.nope'],
+      [() => decideAt(engine, rules, [good], Number.NaN), 'asks[0].at'],
+      [() => decideAt(engine, { ...rules, states: [] }, [good], 1_000), 'rules.states'],
       [
         () => engine.adjust(rules, 'k', { op: 'refund', permits: Number.POSITIVE_INFINITY, grantedMsAgo: 0 }, 1_000),
         'adjustment.permits',
@@ -368,7 +392,7 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
       expect(error instanceof SluiceRangeError || error instanceof SluiceTypeError, String(error)).toBe(true);
       expect((error as SluiceRangeError).argument).toBe(argument);
     }
-    const [d] = decisionsOf(await engine.decide(rules, [{ ...good, peek: true }], 1_000));
+    const [d] = decisionsOf(await decideAt(engine, rules, [{ ...good, peek: true }], 1_000));
     expect(d?.decision.remaining).toBe(5);
     expect(() => redisEngine({ redis: client(), timeoutMS: 5 } as never)).toThrow(/no option "timeoutMS"/);
   });
@@ -383,10 +407,10 @@ describe('redisEngine deadline', () => {
       const engine = redisEngine({ redis: client, timeoutMs: 100 });
       const rules = rulesOf(nextPrefix(), [fixedWindow({ limit: 5, windowMs: 60_000, name: 'fw' })]);
       const ask = { key: 'k', permits: 1, maxWaitMs: 0, peek: false };
-      await engine.decide(rules, [ask], 1_000);
+      await decideAt(engine, rules, [ask], 1_000);
       server.process?.kill('SIGSTOP');
       const started = Date.now();
-      await expect(engine.decide(rules, [ask], 1_000)).rejects.toThrow();
+      await expect(decideAt(engine, rules, [ask], 1_000)).rejects.toThrow();
       await expect(engine.adjust(rules, 'k', { op: 'reset' }, 1_000)).rejects.toThrow();
       await expect(engine.readConfig(rules.prefix)).rejects.toThrow();
       expect(Date.now() - started).toBeLessThan(2_000);

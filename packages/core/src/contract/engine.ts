@@ -18,8 +18,11 @@ import type { Permits } from '../engine/store.js';
 export interface Engine {
   /** The engine's name in errors and events: `redis`, `postgres`, `memory`. */
   readonly name: string;
-  /** Decides each ask of `asks` for `rules`, in order, each atomically across its rules (all or nothing). */
-  decide(rules: EngineRules, asks: readonly EngineAsk[], at: EngineTime): Promise<DecideAnswer>;
+  /**
+   * Decides each ask of `asks` for `rules`, in order, each atomically across its rules (all or nothing), and
+   * answers each (a batch may travel as several calls: each ask is decided, or refused as stale, on its own).
+   */
+  decide(rules: EngineRules, asks: readonly EngineAsk[]): Promise<readonly DecideAnswer[]>;
   /** Changes one key's standing: a refund, a penalty, a reset, a ban or its end. */
   adjust(rules: EngineRules, key: string, adjustment: Adjustment, at: EngineTime): Promise<AdjustAnswer>;
   /** Debits up to `ask.want` permits of one rule for a node to spend locally, and counts it among the key's lessees. */
@@ -74,6 +77,8 @@ export interface EngineAsk {
   readonly maxWaitMs: number;
   /** Report the standing without consuming (limiter.peek). */
   readonly peek: boolean;
+  /** When it was asked (see EngineTime): asks of one batch were asked at their own times. */
+  readonly at: EngineTime;
 }
 
 /** An engine's answer to one ask. */
@@ -88,8 +93,8 @@ export interface EngineDecision {
   readonly ban: { readonly rule: number; readonly restMs: number } | undefined;
 }
 
-/** A decide batch's answers, or the newer configuration version that refused the whole batch. */
-export type DecideAnswer = { readonly decisions: readonly EngineDecision[] } | Stale;
+/** One ask's answer: its decision, or the newer configuration version that refused it (nothing taken). */
+export type DecideAnswer = EngineDecision | Stale;
 
 /** A call refused because the prefix's configuration is newer than the caller's (nothing changed). */
 export interface Stale {
@@ -155,9 +160,11 @@ export type LeaseAnswer =
     }
   | Stale;
 
-/** One node's heartbeat in one fleet: the nodes of one divided limiter (its prefix). */
+/** One node's heartbeat in one fleet: the nodes of one divided limiter's rule (its prefix and fleet name). */
 export interface Heartbeat {
   readonly prefix: string;
+  /** The fleet's name within the prefix (divided mode: the divided rule's name, kept across reconfigure). */
+  readonly fleet: string;
   readonly node: string;
   /** True when the node leaves (its limiter closed): it is forgotten and its share divided at the next division. */
   readonly leaving: boolean;
@@ -226,8 +233,8 @@ export type ConfigWrite = { readonly written: true } | { readonly written: false
 /**
  * True for an answer refused because the caller's configuration is stale.
  * @example
- * const answer = await engine.decide(rules, asks, undefined)
- * if (isStale(answer)) await live.refresh(answer.stale)
+ * const [answer] = await engine.decide(rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: false, at: undefined }])
+ * if (answer !== undefined && isStale(answer)) await live.refresh(answer.stale)
  */
 export function isStale(answer: object): answer is Stale {
   return typeof (answer as Partial<Stale>).stale === 'number';

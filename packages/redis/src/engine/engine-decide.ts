@@ -1,5 +1,5 @@
 import { type Algorithm, type Permits, systemClock } from '@sluice/core';
-import type { DecideAnswer, EngineAsk, EngineDecision, EngineRules, EngineTime } from '@sluice/core/engine';
+import type { DecideAnswer, EngineAsk, EngineRules } from '@sluice/core/engine';
 import type { RedisConnection } from '../connection/connection.js';
 import { DEFAULT_MAX_BATCH } from '../options.js';
 import { type Answer, type Asked, DecisionTransport, type TransportListener } from '../exact/transport.js';
@@ -18,7 +18,7 @@ class EngineAsked implements Asked {
 
 /** What became of one ask. */
 type Outcome =
-  | { readonly kind: 'decided'; readonly decision: EngineDecision }
+  | { readonly kind: 'decided'; readonly decision: DecideAnswer }
   | { readonly kind: 'stale'; readonly version: number }
   | { readonly kind: 'failed'; readonly error: unknown };
 
@@ -80,26 +80,26 @@ export class EngineDecider {
     return transport;
   }
 
-  /** Decides `asks` (checked by the caller); a newer configuration anywhere in the batch answers `{ stale }`. */
-  async decide(rules: EngineRules, asks: readonly EngineAsk[], at: EngineTime): Promise<DecideAnswer> {
-    if (asks.length === 0) return { decisions: [] };
+  /**
+   * Decides `asks` (checked by the caller), each at its own time; an ask a slot refuses under a newer
+   * configuration is answered `{ stale }` (asks of other calls of the batch may have been decided).
+   */
+  async decide(rules: EngineRules, asks: readonly EngineAsk[]): Promise<readonly DecideAnswer[]> {
+    if (asks.length === 0) return [];
     const transport = this.#transport(rules);
-    const now = at ?? Number.NaN;
     const outcomes = await Promise.all(
       asks.map(
         (ask) =>
           new Promise<Outcome>((settle) =>
-            transport.send(new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, now, ask.peek, settle)),
+            transport.send(
+              new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, settle),
+            ),
           ),
       ),
     );
-    const decisions: EngineDecision[] = [];
-    let stale: number | undefined;
-    for (const outcome of outcomes) {
+    return outcomes.map((outcome) => {
       if (outcome.kind === 'failed') throw outcome.error;
-      if (outcome.kind === 'stale') stale = Math.max(stale ?? 0, outcome.version);
-      else decisions.push(outcome.decision);
-    }
-    return stale === undefined ? { decisions } : { stale };
+      return outcome.kind === 'stale' ? { stale: outcome.version } : outcome.decision;
+    });
   }
 }

@@ -61,13 +61,7 @@ export async function leaseOnRedis(
   }
 }
 
-/**
- * The fleet a heartbeat of `prefix` joins: divided mode's membership keys (membershipKeys) under the fleet name
- * ''. Divided mode names its fleets by prefix and rule; the contract's Heartbeat names the prefix only.
- */
-export const ENGINE_FLEET = '';
-
-/** redisEngine's `heartbeat`: membership.lua for one fleet, as divided mode's Membership asks it. */
+/** redisEngine's `heartbeat`: membership.lua for one fleet (divided mode's membership keys of its prefix and fleet name), as divided mode's Membership asks it. */
 export async function heartbeatOnRedis(
   connection: RedisConnection,
   beat: Heartbeat,
@@ -82,7 +76,7 @@ export async function heartbeatOnRedis(
     limiters: [
       {
         prefix: beat.prefix,
-        rule: ENGINE_FLEET,
+        rule: beat.fleet,
         limitPerSecond: beat.limit,
         demand: beat.demand,
         mode: beat.division,

@@ -81,8 +81,8 @@ export function checkRules(rules: EngineRules): void {
 }
 
 /** Whose clock: undefined (the server's), or a finite time in ms. */
-export function checkAt(at: EngineTime): void {
-  if (at !== undefined) numberIn('at', at, Number.isFinite, 'a finite time in ms, or undefined');
+export function checkAt(at: EngineTime, name = 'at'): void {
+  if (at !== undefined) numberIn(name, at, Number.isFinite, 'a finite time in ms, or undefined');
 }
 
 /** Permits: one count of every rule, or each rule's own by rule name (each a finite number >= 0). */
@@ -109,6 +109,7 @@ export function checkAsks(asks: readonly EngineAsk[], rules: readonly Algorithm[
     checkPermits(`asks[${q}].permits`, ask.permits, rules);
     numberIn(`asks[${q}].maxWaitMs`, ask.maxWaitMs, (x) => x >= 0, 'a number >= 0');
     checkBoolean(`asks[${q}].peek`, ask.peek);
+    checkAt(ask.at, `asks[${q}].at`);
   }
 }
 
@@ -162,6 +163,7 @@ function checkNode(name: string, value: unknown): void {
 export function checkHeartbeat(beat: Heartbeat): void {
   checkObject('beat', beat);
   checkPrefix('beat.prefix', beat.prefix);
+  checkPrefix('beat.fleet', beat.fleet);
   checkNode('beat.node', beat.node);
   checkBoolean('beat.leaving', beat.leaving);
   positive('beat.liveMs', beat.liveMs);

@@ -29,12 +29,12 @@ import { type RedisEngineOptions, parseEngineOptions } from './engine-options.js
  * configuration write's raise of every Cluster slot waits as limiter.reconfigure's does), and rejects when Redis
  * does not answer: the engine has no fail mode, the modes keep theirs. Channels: an engine channel `c` is the
  * Redis channel `c:sluice-reset` (resetChannel), so a limiter's prefix names its reset and configuration
- * messages. A heartbeat's fleet is divided mode's membership keys of its prefix under the fleet name ''.
+ * messages. A heartbeat's fleet is divided mode's membership keys of its prefix and fleet name.
  * @example
  * import { Redis } from 'ioredis'
  * const engine = redisEngine({ redis: new Redis() })
- * const answer = await engine.decide({ prefix: 'api', rules: [rule], states: [stateName(rule)] },
- *   [{ key: 'user:1', permits: 1, maxWaitMs: 0, peek: false }], undefined)
+ * const [answer] = await engine.decide({ prefix: 'api', rules: [rule], states: [stateName(rule)] },
+ *   [{ key: 'user:1', permits: 1, maxWaitMs: 0, peek: false, at: undefined }])
  */
 export function redisEngine(options: RedisEngineOptions): Engine {
   return inCall('redisEngine', () => {
@@ -44,11 +44,10 @@ export function redisEngine(options: RedisEngineOptions): Engine {
     const channels = new EngineChannels(connection, timeoutMs);
     return {
       name: 'redis',
-      async decide(rules, asks, at) {
+      async decide(rules, asks) {
         checkRules(rules);
         checkAsks(asks, rules.rules);
-        checkAt(at);
-        return decider.decide(rules, asks, at);
+        return decider.decide(rules, asks);
       },
       async adjust(rules, key, adjustment, at) {
         checkRules(rules);
