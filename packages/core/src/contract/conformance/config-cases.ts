@@ -4,7 +4,7 @@
  */
 import { fixedWindow } from '../../algorithms/fixed-window.js';
 import { stateName } from '../../algorithms/rule-name.js';
-import type { Engine, EngineRules } from '../engine.js';
+import type { Engine, EngineRules, Heartbeat } from '../engine.js';
 import { type ConformanceRun, Timeline } from './conformance-run.js';
 
 const EPOCH = 1_767_225_600_000;
@@ -43,6 +43,28 @@ export async function configCase(run: ConformanceRun): Promise<void> {
   run.next();
   const read = await run.answer('readConfig', (e) => e.readConfig(prefix));
   run.same('readConfig', { version: first.version + 5, text: 'second' }, read.record);
+}
+
+/** A heartbeat of node `n` of the fleet of `prefix` under `version`. */
+function beatUnder(prefix: string, version: number): Heartbeat {
+  return {
+    prefix,
+    node: 'n',
+    leaving: false,
+    liveMs: 3_000,
+    intervalMs: 1_000,
+    limit: 10,
+    burst: 10,
+    demand: 1,
+    division: 'equal',
+    divided: 1,
+    windowed: true,
+    minLocal: 1,
+    lastAt: undefined,
+    knownNodes: 0,
+    assumedNodes: 1,
+    version,
+  };
 }
 
 /** Versions: the highest named is kept; decide, adjust and lease under an older one answer stale, changing nothing. */
@@ -89,10 +111,26 @@ export async function versionCase(run: ConformanceRun): Promise<void> {
     const answer = await run.both(what, (e) => call(e, at));
     run.expect(holds(answer), what, 'as the versions say', answer);
   }
+  // A heartbeat is answered the prefix's version, and raises it when its node decides under a newer one.
+  for (const [version, expected] of [
+    [2, 4],
+    [6, 6],
+    [5, 6],
+  ] as const) {
+    run.next();
+    const at = time.advance(10);
+    const answer = await run.both(
+      'heartbeat',
+      (e) => e.heartbeat(beatUnder(prefix, version), at),
+      (a) => a.version,
+    );
+    run.expect(answer.version === expected, `heartbeat under version ${version}: version`, expected, answer.version);
+  }
+  const latest = under(6);
   // Two grants (versions 3 and 4) and nothing else: the stale calls changed nothing.
   run.next();
   const at = time.advance(10);
-  const peek = await run.both('decide (peek)', (e) => e.decide(under(4), [{ ...ask, peek: true }], at));
+  const peek = await run.both('decide (peek)', (e) => e.decide(latest, [{ ...ask, peek: true }], at));
   const remaining = 'decisions' in peek ? peek.decisions[0]?.decision.remaining : undefined;
   run.expect(remaining === 1, 'decide: remaining after two grants and stale calls', 1, remaining);
 }
