@@ -128,7 +128,10 @@ export function adjustKey(
         // Rules counted against other identities are shared, and stay.
         if (rule.key === undefined && data.states.delete(keys[r] as string)) freed = true;
       });
-      return data.bans.delete(compositeKey(rules.prefix, key)) || freed;
+      // A ban that has ended on the decision's clock is nothing to forget, though it may not be reclaimed yet.
+      const banned = data.ban(rules.prefix, key, now) !== undefined;
+      data.bans.delete(compositeKey(rules.prefix, key));
+      return banned || freed;
     }
     case 'block': {
       // A rule's ban that ends later is kept to its end, as the operator's.
@@ -137,7 +140,10 @@ export function adjustKey(
       data.startBan(rules.prefix, key, { until, rule: EXPLICIT_BAN }, now);
       return false;
     }
-    case 'unblock':
-      return data.bans.delete(compositeKey(rules.prefix, key));
+    case 'unblock': {
+      const banned = data.ban(rules.prefix, key, now) !== undefined;
+      data.bans.delete(compositeKey(rules.prefix, key));
+      return banned;
+    }
   }
 }

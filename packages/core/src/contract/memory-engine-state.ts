@@ -50,8 +50,11 @@ export class ExpiringMap<T> {
     if (kept !== undefined) kept.expiresAt = this.clock.now() + ttlMs;
   }
 
+  /** Forgets `key`; true when it held something not yet expired (a backend's DEL of a live key). */
   delete(key: string): boolean {
-    return this.#entries.delete(key);
+    const kept = this.#entries.get(key);
+    this.#entries.delete(key);
+    return kept !== undefined && kept.expiresAt > this.clock.now();
   }
 
   #sweep(): void {
