@@ -64,8 +64,13 @@ export default defineConfig({
         plugins: [standardDecorators],
         resolve: { alias },
         // test/lua checks what the generated Lua modules hold, as unit tests do: `npm run test:unit` catches a
-        // stale one too.
-        test: { name: 'unit', include: ['packages/*/src/**/*.test.ts', 'test/lua/**/*.test.ts'], environment: 'node' },
+        // stale one too. test/engine runs the engine contract's conformance suite on the memory engine: no
+        // backend, no process of its own.
+        test: {
+          name: 'unit',
+          include: ['packages/*/src/**/*.test.ts', 'test/lua/**/*.test.ts', 'test/engine/**/*.test.ts'],
+          environment: 'node',
+        },
       },
       {
         plugins: [standardDecorators],
@@ -88,7 +93,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/**/*.test.ts'],
-          exclude: ['test/nest11/**', 'test/lua/**', '**/node_modules/**'],
+          exclude: ['test/nest11/**', 'test/lua/**', 'test/engine/**', '**/node_modules/**'],
           environment: 'node',
           testTimeout: 120_000,
           hookTimeout: 120_000,

@@ -112,6 +112,14 @@ ${rules()}
 
 ${table(ofType(`${core}/engine/memory-store.ts`, 'MemoryStoreOptions'))}
 
+## memoryEngine (@sluice/core/engine)
+
+${table(ofEntry('memoryEngine'))}
+
+## checkEngine (@sluice/core/engine): the engine contract's conformance suite
+
+${table(ofEntry('checkEngine'))}
+
 ## new ManualClock (@sluice/core)
 
 \`new ManualClock(startMs, options)\`.

@@ -5,6 +5,7 @@
  */
 import { ManualClock, RateLimiter, concurrencyLimiter, createLimiter, fixedWindow, memoryStore } from '@sluice/core';
 import { countLimit, rateLimited, smoothRateLimit } from '@sluice/core/decorators';
+import { checkEngine, memoryEngine } from '@sluice/core/engine';
 import { fetchRateLimit } from '@sluice/core/fetch';
 import { honoRateLimit } from '@sluice/core/hono';
 import { byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
@@ -64,6 +65,10 @@ const cases: [string, () => unknown][] = [
   ['leasedStore', () => leasedStore({ redis: {} as never })],
   ['dividedStore', () => dividedStore({ redis: {} as never })],
   ['instrumentSluice', () => instrumentSluice({ meterProvider: {} as never })],
+  ['memoryEngine', () => memoryEngine({ clock: 5 as never })],
+  ['checkEngine', () => checkEngine(memoryEngine(), { steps: 0 })],
+  ['decide', () => memoryEngine().decide({ prefix: 'p', rules: [], states: [] }, [], undefined)],
+  ['heartbeat', () => memoryEngine().heartbeat({} as never, undefined)],
 ];
 
 describe('error messages name the function called', () => {

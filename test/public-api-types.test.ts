@@ -4,6 +4,15 @@
  */
 import type { Decision, Limiter, Store } from '@sluice/core';
 import { type RateLimitedError, countLimit, type rateLimited as limitMethod } from '@sluice/core/decorators';
+import {
+  type CheckEngineOptions,
+  type ConformanceError,
+  type ConformanceReport,
+  type Engine,
+  type MemoryEngineOptions,
+  checkEngine,
+  memoryEngine,
+} from '@sluice/core/engine';
 import { type KeyStrategy, byIp, byUser, rateLimit, rateLimitHook } from '@sluice/core/http';
 import {
   type FallbackChargedEvent,
@@ -88,5 +97,17 @@ describe('public API types of the subpaths and hybrid', () => {
       return store;
     };
     expectTypeOf(pick).toBeFunction();
+  });
+
+  it('engine: memoryEngine is an Engine, and checkEngine checks any Engine', () => {
+    expectTypeOf(memoryEngine).parameter(0).toEqualTypeOf<MemoryEngineOptions | undefined>();
+    expectTypeOf(memoryEngine).returns.toEqualTypeOf<Engine>();
+    expectTypeOf(checkEngine).parameters.toEqualTypeOf<[Engine, (CheckEngineOptions | undefined)?]>();
+    expectTypeOf(checkEngine).returns.toEqualTypeOf<Promise<ConformanceReport>>();
+    expectTypeOf<ConformanceError['caseName']>().toEqualTypeOf<string>();
+    // Never called: only compiled.
+    // @ts-expect-error a seed is a number
+    const wrongSeed = () => checkEngine(memoryEngine(), { seed: '42' });
+    expectTypeOf(wrongSeed).toBeFunction();
   });
 });

@@ -12,6 +12,8 @@ import { CONCURRENCY_LIMITER_OPTIONS } from '../../packages/core/src/concurrency
 import { LIST_ENTRY_OPTIONS } from '../../packages/core/src/engine/access-list.js';
 import { LIMITER_OPTIONS } from '../../packages/core/src/engine/limiter-options.js';
 import { MEMORY_STORE_OPTIONS } from '../../packages/core/src/engine/memory-store.js';
+import { CHECK_ENGINE_OPTIONS } from '../../packages/core/src/contract/conformance/check-engine.js';
+import { MEMORY_ENGINE_OPTIONS } from '../../packages/core/src/contract/memory-engine.js';
 import {
   type OptionSchema,
   type OptionSpec,
@@ -35,6 +37,8 @@ const SCHEMAS: ReadonlyArray<readonly [OptionSchema, string, string]> = [
   [LIMITER_OPTIONS, `${core}/engine/limiter-options.ts`, 'LimiterOptions'],
   [LIST_ENTRY_OPTIONS, `${core}/engine/access-list.ts`, 'ListEntryOptions'],
   [MEMORY_STORE_OPTIONS, `${core}/engine/memory-store.ts`, 'MemoryStoreOptions'],
+  [MEMORY_ENGINE_OPTIONS, `${core}/contract/memory-engine.ts`, 'MemoryEngineOptions'],
+  [CHECK_ENGINE_OPTIONS, `${core}/contract/conformance/check-engine.ts`, 'CheckEngineOptions'],
   [CONCURRENCY_LIMITER_OPTIONS, `${core}/concurrency/concurrency-limiter.ts`, 'ConcurrencyLimiterOptions'],
   [THROTTLE_OPTIONS, `${core}/throttle/throttle-options.ts`, 'ThrottleOptions'],
   [ADMIN_ROUTER_OPTIONS, `${core}/admin/admin-options.ts`, 'AdminRouterOptions'],

@@ -25,6 +25,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { adminRouter } from '@sluice/core/admin';
+import { checkEngine, memoryEngine } from '@sluice/core/engine';
 import { rateLimitedProcessor } from '@sluice/core/bullmq';
 import { countLimit, rateLimited, smoothRateLimit } from '@sluice/core/decorators';
 import { fetchRateLimit } from '@sluice/core/fetch';
@@ -114,6 +115,12 @@ const ROWS: Readonly<Record<string, Row>> = {
   createLimiter: { options: () => ({ rules: rule() }), call: (o) => createLimiter(o as never), typo: 'prefx' },
   'new MemoryStore': { options: () => ({}), call: (o) => memoryStore(o as never), typo: 'maxkeys' },
   memoryStore: { options: () => ({}), call: (o) => memoryStore(o as never), typo: 'maxkeys' },
+  memoryEngine: { options: () => ({ clock: new ManualClock(0) }), call: (o) => memoryEngine(o as never), typo: 'clok' },
+  checkEngine: {
+    options: () => ({ seed: 1, steps: 5 }),
+    call: (o) => checkEngine(memoryEngine(), o as never),
+    typo: 'seeds',
+  },
   concurrencyLimiter: { options: () => ({ max: 1 }), call: (o) => concurrencyLimiter(o as never), typo: 'maxQueu' },
   throttle: { options: () => ({ limiter: limiter() }), call: (o) => throttle(o as never), typo: 'maxqueue' },
   'RateLimiter.create': { options: () => ({}), call: (o) => RateLimiter.create(1, o as never), typo: 'warmupMS' },

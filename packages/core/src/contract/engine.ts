@@ -9,7 +9,7 @@ import type { Permits } from '../engine/store.js';
  * `lease` and hands them back with `adjust`; divided mode meets its fleet with `heartbeat` and draws its reserve
  * with `lease`; live limits keep a limiter's configuration with `readConfig`/`writeConfig` and tell the fleet
  * with `publish`/`subscribe`. docs/writing-an-engine.md says what each method must guarantee; the conformance
- * suite (`@sluice/core/conformance`) checks an engine against core, bit for bit.
+ * suite (`checkEngine` in `@sluice/core/engine`) checks an engine against core, bit for bit.
  *
  * Every method is atomic for what it names (one key's rules, one lease, one fleet's heartbeat, one record), and
  * rejects when the backend cannot answer (the modes' health machine and fail mode take it from there). An

@@ -1,10 +1,10 @@
 /**
  * `@sluice/core/engine`: the engine contract, the one thing a central backend implements (see
  * docs/writing-an-engine.md). Users pick an engine's package (`@sluice/redis`); engine authors implement
- * `Engine` and check it with the conformance suite.
+ * `Engine` and check it with the conformance suite (`checkEngine`) against the in-process `memoryEngine`.
  *
  * @example
- * import type { Engine } from '@sluice/core/engine'
+ * import { checkEngine, type Engine } from '@sluice/core/engine'
  */
 export type {
   AdjustAnswer,
@@ -25,3 +25,8 @@ export type {
   Stale,
 } from './engine.js';
 export { isStale } from './engine.js';
+export { memoryEngine } from './memory-engine.js';
+export type { MemoryEngineOptions } from './memory-engine.js';
+export { checkEngine } from './conformance/check-engine.js';
+export type { CheckEngineOptions, ConformanceReport } from './conformance/check-engine.js';
+export { ConformanceError } from './conformance/conformance-error.js';

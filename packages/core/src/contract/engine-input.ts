@@ -1,0 +1,188 @@
+/**
+ * The checks of every engine method's input: a caller's mistake is a typed error before anything changes,
+ * whichever engine is called (the memory engine here; a backend's engine may use them too).
+ */
+import type { Algorithm } from '../algorithms/algorithm.js';
+import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
+import {
+  describe,
+  nonNegativeFinite,
+  nonNegativeInteger,
+  nonNegativeOrInfinite,
+  positiveFinite,
+  positiveInteger,
+} from '../foundation/validate.js';
+import { normalizeRules } from '../engine/policy.js';
+import { adjustPermits, checkPermitNames, permitsOption } from '../engine/rule-permits.js';
+import type { Adjustment, ConfigRecord, EngineAsk, EngineRules, EngineTime, Heartbeat, LeaseAsk } from './engine.js';
+
+function record(name: string, value: unknown): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new SluiceTypeError(name, value, `${name} must be an object, got ${describe(value)}`);
+  return value as Record<string, unknown>;
+}
+
+/** A string (a prefix, a key, a node id, a channel): non-empty unless `empty` allows it. */
+export function stringValue(name: string, value: unknown, empty = false): string {
+  if (typeof value !== 'string')
+    throw new SluiceTypeError(name, value, `${name} must be a string, got ${describe(value)}`);
+  if (!empty && value.length === 0) throw new SluiceRangeError(name, value, `${name} must not be empty`);
+  return value;
+}
+
+function booleanOf(name: string, value: unknown): boolean {
+  if (typeof value !== 'boolean')
+    throw new SluiceTypeError(name, value, `${name} must be a boolean, got ${describe(value)}`);
+  return value;
+}
+
+/** A call's time: undefined (the engine's clock) or a finite number of ms. */
+export function engineTime(value: unknown): EngineTime {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number')
+    throw new SluiceTypeError('at', value, `at must be a number of ms or undefined, got ${describe(value)}`);
+  if (!Number.isFinite(value)) throw new SluiceRangeError('at', value, `at must be finite, got ${describe(value)}`);
+  return value;
+}
+
+/** A configuration version: an integer >= 1. */
+export function versionValue(name: string, value: unknown): number {
+  return positiveInteger(name, value);
+}
+
+/** A limiter's rules as the engine keeps them, checked: its rules as a list, one state name per rule. */
+export function engineRules(value: unknown): EngineRules & { readonly rules: readonly Algorithm[] } {
+  const o = record('rules', value);
+  const prefix = stringValue('rules.prefix', o.prefix);
+  const rules = normalizeRules(o.rules, 'rules.rules');
+  if (!Array.isArray(o.states))
+    throw new SluiceTypeError('rules.states', o.states, `rules.states must be an array, got ${describe(o.states)}`);
+  if (o.states.length !== rules.length)
+    throw new SluiceRangeError(
+      'rules.states',
+      o.states,
+      `rules.states must name one state per rule (${rules.length}), got ${o.states.length}`,
+    );
+  const states = o.states.map((s: unknown, i: number) => stringValue(`rules.states[${i}]`, s));
+  const version = o.version === undefined ? undefined : versionValue('rules.version', o.version);
+  return { prefix, rules, states, version };
+}
+
+/** A decide batch's asks, each checked against the rules it is decided by. */
+export function engineAsks(value: unknown, rules: readonly Algorithm[]): EngineAsk[] {
+  if (!Array.isArray(value)) throw new SluiceTypeError('asks', value, `asks must be an array, got ${describe(value)}`);
+  return value.map((item: unknown, i: number) => {
+    const o = record(`asks[${i}]`, item);
+    const key = stringValue(`asks[${i}].key`, o.key, true);
+    if (o.permits === undefined)
+      throw new SluiceTypeError(`asks[${i}].permits`, o.permits, `asks[${i}].permits must be given`);
+    const permits = permitsOption(o.permits);
+    checkPermitNames(permits, rules, `asks[${i}].permits`);
+    const maxWaitMs = nonNegativeOrInfinite(`asks[${i}].maxWaitMs`, o.maxWaitMs);
+    const peek = booleanOf(`asks[${i}].peek`, o.peek);
+    return { key, permits, maxWaitMs, peek };
+  });
+}
+
+/** An adjustment, checked against the rules it adjusts. */
+export function adjustmentValue(value: unknown, rules: readonly Algorithm[]): Adjustment {
+  const o = record('adjustment', value);
+  switch (o.op) {
+    case 'refund': {
+      const permits = adjustPermits(o.permits, 'adjustment.permits');
+      checkPermitNames(permits, rules, 'adjustment.permits');
+      const unrefundable = rules.find((rule) => rule.key === undefined && !rule.refundable);
+      if (unrefundable !== undefined)
+        throw new SluiceError(
+          'UNSUPPORTED',
+          `rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back`,
+        );
+      const ago = o.grantedMsAgo;
+      if (typeof ago !== 'number' || !(Number.isNaN(ago) || ago >= 0))
+        throw new SluiceRangeError(
+          'adjustment.grantedMsAgo',
+          ago,
+          `adjustment.grantedMsAgo must be a number >= 0 or NaN (unknown), got ${describe(ago)}`,
+        );
+      return { op: 'refund', permits, grantedMsAgo: ago };
+    }
+    case 'penalize': {
+      const permits = adjustPermits(o.permits, 'adjustment.permits');
+      checkPermitNames(permits, rules, 'adjustment.permits');
+      return { op: 'penalize', permits };
+    }
+    case 'block':
+      return { op: 'block', ms: nonNegativeFinite('adjustment.ms', o.ms) };
+    case 'reset':
+    case 'unblock':
+      return { op: o.op };
+    default:
+      throw new SluiceRangeError(
+        'adjustment.op',
+        o.op,
+        `adjustment.op must be 'refund', 'penalize', 'reset', 'block' or 'unblock', got ${describe(o.op)}`,
+      );
+  }
+}
+
+/** A lease ask, checked: one rule, a node, positive counts. */
+export function leaseAskValue(value: unknown, rules: readonly Algorithm[]): LeaseAsk {
+  if (rules.length !== 1)
+    throw new SluiceRangeError('rules.rules', rules.length, `a lease takes from one rule, got ${rules.length}`);
+  const o = record('ask', value);
+  return {
+    key: stringValue('ask.key', o.key, true),
+    want: positiveInteger('ask.want', o.want),
+    node: stringValue('ask.node', o.node),
+    liveMs: positiveFinite('ask.liveMs', o.liveMs),
+    hoardingDivisor:
+      o.hoardingDivisor === undefined ? undefined : positiveFinite('ask.hoardingDivisor', o.hoardingDivisor),
+    register: booleanOf('ask.register', o.register),
+  };
+}
+
+/** A heartbeat, checked. */
+export function heartbeatValue(value: unknown): Heartbeat {
+  const o = record('beat', value);
+  const division = o.division;
+  if (division !== 'equal' && division !== 'demand')
+    throw new SluiceRangeError(
+      'beat.division',
+      division,
+      `beat.division must be 'equal' or 'demand', got ${describe(division)}`,
+    );
+  const divided = positiveFinite('beat.divided', o.divided);
+  if (divided > 1)
+    throw new SluiceRangeError('beat.divided', divided, `beat.divided must be at most 1, got ${divided}`);
+  return {
+    prefix: stringValue('beat.prefix', o.prefix),
+    node: stringValue('beat.node', o.node),
+    leaving: booleanOf('beat.leaving', o.leaving),
+    liveMs: positiveFinite('beat.liveMs', o.liveMs),
+    intervalMs: positiveFinite('beat.intervalMs', o.intervalMs),
+    limit: positiveFinite('beat.limit', o.limit),
+    burst: positiveFinite('beat.burst', o.burst),
+    demand: nonNegativeFinite('beat.demand', o.demand),
+    division,
+    divided,
+    windowed: booleanOf('beat.windowed', o.windowed),
+    minLocal: nonNegativeInteger('beat.minLocal', o.minLocal),
+    lastAt: o.lastAt === undefined ? undefined : engineTime(o.lastAt),
+    knownNodes: nonNegativeInteger('beat.knownNodes', o.knownNodes),
+    assumedNodes: positiveInteger('beat.assumedNodes', o.assumedNodes),
+    version: versionValue('beat.version', o.version),
+  };
+}
+
+/** A configuration record, checked. */
+export function configRecordValue(value: unknown): ConfigRecord {
+  const o = record('record', value);
+  return { version: versionValue('record.version', o.version), text: stringValue('record.text', o.text, true) };
+}
+
+/** A subscriber's listener. */
+export function listenerValue(value: unknown): (message: string) => void {
+  if (typeof value !== 'function')
+    throw new SluiceTypeError('listener', value, `listener must be a function, got ${describe(value)}`);
+  return value as (message: string) => void;
+}

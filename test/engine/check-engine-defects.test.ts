@@ -1,0 +1,221 @@
+/**
+ * checkEngine must fail on a defective engine: a memory engine wrapped so that one kind of answer is wrong
+ * (a permit off by one on one decision, a lease of one more, a division that gives too much, a stale call
+ * obeyed, a compare-and-set that always writes, a message heard too soon), each caught and named.
+ */
+import {
+  ConformanceError,
+  type DecideAnswer,
+  type Engine,
+  checkEngine,
+  isStale,
+  memoryEngine,
+} from '@sluice/core/engine';
+import { describe, expect, it } from 'vitest';
+
+/** A memory engine with some of its methods replaced; `inner` is the engine they may call. */
+function defective(patch: (inner: Engine) => Partial<Engine>): Engine {
+  const inner = memoryEngine();
+  const methods: Engine = {
+    name: 'defective',
+    decide: (...a) => inner.decide(...a),
+    adjust: (...a) => inner.adjust(...a),
+    lease: (...a) => inner.lease(...a),
+    heartbeat: (...a) => inner.heartbeat(...a),
+    readConfig: (...a) => inner.readConfig(...a),
+    writeConfig: (...a) => inner.writeConfig(...a),
+    publish: (...a) => inner.publish(...a),
+    subscribe: (...a) => inner.subscribe(...a),
+  };
+  return { ...methods, ...patch(inner) };
+}
+
+/** The decide answer with `change` made to the decision of the `nth` decide call's first ask (from 0). */
+function nthDecision(nth: number, change: (answer: DecideAnswer) => DecideAnswer): (inner: Engine) => Partial<Engine> {
+  return (inner) => {
+    let calls = 0;
+    return {
+      decide: async (rules, asks, at) => {
+        const answer = await inner.decide(rules, asks, at);
+        return calls++ === nth ? change(answer) : answer;
+      },
+    };
+  };
+}
+
+async function failure(engine: Engine): Promise<ConformanceError> {
+  const error = await checkEngine(engine, { seed: 7 }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(ConformanceError);
+  return error as ConformanceError;
+}
+
+describe('checkEngine catches a defective engine', () => {
+  it('a remaining off by one on one decision', async () => {
+    const error = await failure(
+      defective(
+        nthDecision(30, (answer) => {
+          if (isStale(answer)) return answer;
+          const [first, ...rest] = answer.decisions;
+          if (first === undefined) return answer;
+          return {
+            decisions: [
+              { ...first, decision: { ...first.decision, remaining: first.decision.remaining + 1 } },
+              ...rest,
+            ],
+          };
+        }),
+      ),
+    );
+    expect(error.message).toMatch(
+      /seed 7, step \d+: decide: decisions\[0\]\.decision\.remaining: expected \d+, the engine answered \d+/,
+    );
+    expect(error.caseName).toMatch(/^decide /);
+  });
+
+  it("a rule's verdict that differs (the decision kept right)", async () => {
+    const error = await failure(
+      defective(
+        nthDecision(40, (answer) => {
+          if (isStale(answer) || answer.decisions[0] === undefined) return answer;
+          const [first, ...rest] = answer.decisions;
+          const verdicts = first.verdicts.map((v, i) => (i === 0 ? { ...v, resetAfterMs: v.resetAfterMs + 1 } : v));
+          return { decisions: [{ ...first, verdicts }, ...rest] };
+        }),
+      ),
+    );
+    expect(error.what).toMatch(/verdicts\[0\]\.resetAfterMs/);
+  });
+
+  it('a ban forgotten: a rule that bans answers as if it did not', async () => {
+    const error = await failure(
+      defective((inner) => ({
+        decide: async (rules, asks, at) => {
+          const answer = await inner.decide(rules, asks, at);
+          if (isStale(answer)) return answer;
+          return { decisions: answer.decisions.map((d) => ({ ...d, ban: undefined })) };
+        },
+      })),
+    );
+    expect(error.what).toMatch(/ban/);
+  });
+
+  it('a lease granting one more', async () => {
+    const error = await failure(
+      defective((inner) => ({
+        lease: async (rules, ask, at) => {
+          const answer = await inner.lease(rules, ask, at);
+          return isStale(answer) || answer.granted === 0 ? answer : { ...answer, granted: answer.granted + 1 };
+        },
+      })),
+    );
+    expect(error.caseName).toMatch(/^lease/);
+    expect(error.what).toMatch(/granted/);
+  });
+
+  it('a refund that gives back nothing', async () => {
+    const error = await failure(
+      defective((inner) => ({
+        adjust: (rules, key, adjustment, at) =>
+          adjustment.op === 'refund'
+            ? inner.adjust(rules, key, { ...adjustment, permits: 0 }, at)
+            : inner.adjust(rules, key, adjustment, at),
+      })),
+    );
+    expect(error.message).toMatch(/decide/);
+  });
+
+  it('a heartbeat whose allocation is too large', async () => {
+    const error = await failure(
+      defective((inner) => ({
+        heartbeat: async (beat, at) => {
+          const answer = await inner.heartbeat(beat, at);
+          return answer.current === undefined ? answer : { ...answer, current: answer.current * 1.5 };
+        },
+      })),
+    );
+    expect(error.caseName).toBe('heartbeat');
+    expect(error.what).toMatch(/current/);
+  });
+
+  it('an id taken that goes unnoticed', async () => {
+    const error = await failure(
+      defective((inner) => ({
+        heartbeat: async (beat, at) => ({ ...(await inner.heartbeat(beat, at)), idTaken: false }),
+      })),
+    );
+    expect(error.caseName).toBe('heartbeat');
+  });
+
+  it('a stale call obeyed', async () => {
+    const error = await failure(
+      defective((inner) => ({
+        decide: (rules, asks, at) => inner.decide({ ...rules, version: undefined }, asks, at),
+      })),
+    );
+    expect(error.caseName).toBe('versions');
+  });
+
+  it('a compare-and-set that always writes', async () => {
+    const error = await failure(
+      defective((inner) => ({
+        writeConfig: async (prefix, expected, record) => {
+          // Bad input is still the inner engine's to refuse: only the compare is defective.
+          if (!Number.isInteger(expected) || expected < 1) return inner.writeConfig(prefix, expected, record);
+          const read = await inner.readConfig(prefix);
+          return inner.writeConfig(prefix, read.record?.version ?? 1, record);
+        },
+      })),
+    );
+    expect(error.caseName).toBe('config');
+    expect(error.what).toMatch(/conflict/);
+  });
+
+  it('messages delivered inside publish, or out of order', async () => {
+    const listeners = new Map<string, Set<(m: string) => void>>();
+    const synchronous = defective((inner) => ({
+      publish: async (channel, message) => {
+        if (typeof message !== 'string') return inner.publish(channel, message);
+        for (const listener of listeners.get(channel) ?? []) listener(message);
+      },
+      subscribe: async (channel, listener) => {
+        if (typeof listener !== 'function') return inner.subscribe(channel, listener);
+        const set = listeners.get(channel) ?? new Set();
+        set.add(listener);
+        listeners.set(channel, set);
+        return async () => {
+          set.delete(listener);
+        };
+      },
+    }));
+    expect((await failure(synchronous)).caseName).toBe('publish/subscribe');
+    const reversed = defective((inner) => {
+      const held: [string, string][] = [];
+      return {
+        publish: async (channel, message) => {
+          if (typeof message !== 'string') return inner.publish(channel, message);
+          held.push([channel, message]);
+          if (held.length === 5) for (const [c, m] of held.splice(0).reverse()) await inner.publish(c, m);
+        },
+      };
+    });
+    const error = await failure(reversed);
+    expect(error.what).toMatch(/order/);
+  });
+
+  it('a bad input thrown synchronously, or accepted', async () => {
+    const throwing = defective((inner) => ({
+      readConfig: (prefix) => {
+        if (typeof prefix !== 'string') throw new TypeError('not a prefix');
+        return inner.readConfig(prefix);
+      },
+    }));
+    expect((await failure(throwing)).message).toMatch(/synchronous throw/);
+    const lenient = defective((inner) => ({
+      lease: (rules, ask, at) => inner.lease(rules, { ...ask, want: Math.max(1, ask.want) }, at),
+    }));
+    expect((await failure(lenient)).caseName).toBe('input');
+  });
+});
