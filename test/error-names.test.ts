@@ -67,7 +67,7 @@ const cases: [string, () => unknown][] = [
   ['instrumentSluice', () => instrumentSluice({ meterProvider: {} as never })],
   ['memoryEngine', () => memoryEngine({ clock: 5 as never })],
   ['checkEngine', () => checkEngine(memoryEngine(), { steps: 0 })],
-  ['decide', () => memoryEngine().decide({ prefix: 'p', rules: [], states: [] }, [], undefined)],
+  ['decide', () => memoryEngine().decide({ prefix: 'p', rules: [], states: [] }, [])],
   ['heartbeat', () => memoryEngine().heartbeat({} as never, undefined)],
 ];
 

@@ -5,8 +5,8 @@
  */
 import {
   ConformanceError,
-  type DecideAnswer,
   type Engine,
+  type EngineDecision,
   checkEngine,
   isStale,
   memoryEngine,
@@ -30,14 +30,19 @@ function defective(patch: (inner: Engine) => Partial<Engine>): Engine {
   return { ...methods, ...patch(inner) };
 }
 
-/** The decide answer with `change` made to the decision of the `nth` decide call's first ask (from 0). */
-function nthDecision(nth: number, change: (answer: DecideAnswer) => DecideAnswer): (inner: Engine) => Partial<Engine> {
+/** The decide answers with `change` made to the decision of the `nth` decide call's first ask (from 0). */
+function nthDecision(
+  nth: number,
+  change: (answer: EngineDecision) => EngineDecision,
+): (inner: Engine) => Partial<Engine> {
   return (inner) => {
     let calls = 0;
     return {
-      decide: async (rules, asks, at) => {
-        const answer = await inner.decide(rules, asks, at);
-        return calls++ === nth ? change(answer) : answer;
+      decide: async (rules, asks) => {
+        const answers = await inner.decide(rules, asks);
+        const [first, ...rest] = answers;
+        if (calls++ !== nth || first === undefined || isStale(first)) return answers;
+        return [change(first), ...rest];
       },
     };
   };
@@ -56,21 +61,14 @@ describe('checkEngine catches a defective engine', () => {
   it('a remaining off by one on one decision', async () => {
     const error = await failure(
       defective(
-        nthDecision(30, (answer) => {
-          if (isStale(answer)) return answer;
-          const [first, ...rest] = answer.decisions;
-          if (first === undefined) return answer;
-          return {
-            decisions: [
-              { ...first, decision: { ...first.decision, remaining: first.decision.remaining + 1 } },
-              ...rest,
-            ],
-          };
-        }),
+        nthDecision(30, (first) => ({
+          ...first,
+          decision: { ...first.decision, remaining: first.decision.remaining + 1 },
+        })),
       ),
     );
     expect(error.message).toMatch(
-      /seed 7, step \d+: decide: decisions\[0\]\.decision\.remaining: expected \d+, the engine answered \d+/,
+      /seed 7, step \d+: decide: \[0\]\.decision\.remaining: expected \d+, the engine answered \d+/,
     );
     expect(error.caseName).toMatch(/^decide /);
   });
@@ -78,12 +76,10 @@ describe('checkEngine catches a defective engine', () => {
   it("a rule's verdict that differs (the decision kept right)", async () => {
     const error = await failure(
       defective(
-        nthDecision(40, (answer) => {
-          if (isStale(answer) || answer.decisions[0] === undefined) return answer;
-          const [first, ...rest] = answer.decisions;
-          const verdicts = first.verdicts.map((v, i) => (i === 0 ? { ...v, resetAfterMs: v.resetAfterMs + 1 } : v));
-          return { decisions: [{ ...first, verdicts }, ...rest] };
-        }),
+        nthDecision(40, (first) => ({
+          ...first,
+          verdicts: first.verdicts.map((v, i) => (i === 0 ? { ...v, resetAfterMs: v.resetAfterMs + 1 } : v)),
+        })),
       ),
     );
     expect(error.what).toMatch(/verdicts\[0\]\.resetAfterMs/);
@@ -92,11 +88,8 @@ describe('checkEngine catches a defective engine', () => {
   it('a ban forgotten: a rule that bans answers as if it did not', async () => {
     const error = await failure(
       defective((inner) => ({
-        decide: async (rules, asks, at) => {
-          const answer = await inner.decide(rules, asks, at);
-          if (isStale(answer)) return answer;
-          return { decisions: answer.decisions.map((d) => ({ ...d, ban: undefined })) };
-        },
+        decide: async (rules, asks) =>
+          (await inner.decide(rules, asks)).map((answer) => (isStale(answer) ? answer : { ...answer, ban: undefined })),
       })),
     );
     expect(error.what).toMatch(/ban/);
@@ -152,7 +145,7 @@ describe('checkEngine catches a defective engine', () => {
   it('a stale call obeyed', async () => {
     const error = await failure(
       defective((inner) => ({
-        decide: (rules, asks, at) => inner.decide({ ...rules, version: undefined }, asks, at),
+        decide: (rules, asks) => inner.decide({ ...rules, version: undefined }, asks),
       })),
     );
     expect(error.caseName).toBe('versions');
@@ -173,7 +166,7 @@ describe('checkEngine catches a defective engine', () => {
     expect(error.what).toMatch(/conflict/);
   });
 
-  it('messages delivered inside publish, or out of order', async () => {
+  it('messages delivered inside publish, or lost', async () => {
     const listeners = new Map<string, Set<(m: string) => void>>();
     const synchronous = defective((inner) => ({
       publish: async (channel, message) => {
@@ -191,19 +184,18 @@ describe('checkEngine catches a defective engine', () => {
       },
     }));
     expect((await failure(synchronous)).caseName).toBe('publish/subscribe');
-    const reversed = defective((inner) => {
-      const held: [string, string][] = [];
+    // Order is not promised (a Redis Cluster relays each publish through any node); a lost message is caught.
+    const losing = defective((inner) => {
+      let published = 0;
       return {
         publish: async (channel, message) => {
-          if (typeof message !== 'string') return inner.publish(channel, message);
-          held.push([channel, message]);
-          if (held.length === 5) for (const [c, m] of held.splice(0).reverse()) await inner.publish(c, m);
+          if (typeof message !== 'string' || ++published !== 3) return inner.publish(channel, message);
         },
       };
     });
-    const error = await failure(reversed);
-    expect(error.what).toMatch(/order/);
-  });
+    const error = await failure(losing);
+    expect(error.what).toMatch(/messages/);
+  }, 20_000); // the suite waits 5 s for a message before it calls it lost
 
   it('a bad input thrown synchronously, or accepted', async () => {
     const throwing = defective((inner) => ({

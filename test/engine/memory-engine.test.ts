@@ -1,6 +1,7 @@
 import { ManualClock, SluiceRangeError, SluiceTypeError, fixedWindow } from '@sluice/core';
 import { type Engine, type EngineRules, checkEngine, isStale, memoryEngine } from '@sluice/core/engine';
 import { describe, expect, it } from 'vitest';
+import { atEach } from '../../packages/core/src/contract/asks-at.js';
 import { divideShares } from '../../packages/core/src/contract/divide-shares.js';
 
 const rule = fixedWindow({ limit: 2, windowMs: 60_000, name: 'w' });
@@ -9,12 +10,12 @@ const ask = { key: 'k', permits: 1, maxWaitMs: 0, peek: false };
 
 /** Every method called with one bad input: a rejected promise, never a synchronous throw. */
 const BAD: [string, (e: Engine) => Promise<unknown>][] = [
-  ['decide: rules.states', (e) => e.decide({ ...rules, states: [] }, [ask], 0)],
-  ['decide: asks[1].permits', (e) => e.decide(rules, [ask, { ...ask, permits: 1.5 }], 0)],
-  ['decide: asks[0].permits names no rule', (e) => e.decide(rules, [{ ...ask, permits: { nope: 1 } }], 0)],
-  ['decide: asks[0].maxWaitMs', (e) => e.decide(rules, [{ ...ask, maxWaitMs: -1 }], 0)],
-  ['decide: at', (e) => e.decide(rules, [ask], Number.POSITIVE_INFINITY)],
-  ['decide: rules.version', (e) => e.decide({ ...rules, version: 0 }, [ask], 0)],
+  ['decide: rules.states', (e) => e.decide({ ...rules, states: [] }, atEach([ask], 0))],
+  ['decide: asks[1].permits', (e) => e.decide(rules, atEach([ask, { ...ask, permits: 1.5 }], 0))],
+  ['decide: asks[0].permits names no rule', (e) => e.decide(rules, atEach([{ ...ask, permits: { nope: 1 } }], 0))],
+  ['decide: asks[0].maxWaitMs', (e) => e.decide(rules, atEach([{ ...ask, maxWaitMs: -1 }], 0))],
+  ['decide: at', (e) => e.decide(rules, atEach([ask], Number.POSITIVE_INFINITY))],
+  ['decide: rules.version', (e) => e.decide({ ...rules, version: 0 }, atEach([ask], 0))],
   ['adjust: key', (e) => e.adjust(rules, 5 as never, { op: 'reset' }, 0)],
   ['adjust: grantedMsAgo', (e) => e.adjust(rules, 'k', { op: 'refund', permits: 1, grantedMsAgo: -1 }, 0)],
   ['adjust: block ms', (e) => e.adjust(rules, 'k', { op: 'block', ms: Number.NaN }, 0)],
@@ -48,17 +49,19 @@ describe('memoryEngine', () => {
     );
     expect(error instanceof SluiceTypeError || error instanceof SluiceRangeError, String(error)).toBe(true);
     expect((error as Error).message).toMatch(/^(decide|adjust|lease|writeConfig|subscribe): /);
-    const after = await engine.decide(rules, [ask, ask, ask], 0);
-    expect(isStale(after) ? [] : after.decisions.map((d) => d.decision.allowed)).toEqual([true, true, false]);
+    const after = await engine.decide(rules, atEach([ask, ask, ask], 0));
+    expect(after.map((d) => (isStale(d) ? undefined : d.decision.allowed))).toEqual([true, true, false]);
   });
 
   it('decides at its own clock when at is undefined, and at the given time otherwise', async () => {
     const clock = new ManualClock(5_000);
     const engine = memoryEngine({ clock });
-    const own = await engine.decide(rules, [ask], undefined);
-    const given = await engine.decide(rules, [ask], 70_000);
-    expect(isStale(own) ? undefined : own.decisions[0]?.decidedAtMs).toBe(5_000);
-    expect(isStale(given) ? undefined : given.decisions[0]?.decidedAtMs).toBe(70_000);
+    const own = await engine.decide(rules, atEach([ask], undefined));
+    const given = await engine.decide(rules, atEach([ask], 70_000));
+    const [mine] = own;
+    const [theirs] = given;
+    expect(mine === undefined || isStale(mine) ? undefined : mine.decidedAtMs).toBe(5_000);
+    expect(theirs === undefined || isStale(theirs) ? undefined : theirs.decidedAtMs).toBe(70_000);
     expect((await engine.readConfig('p')).engineNowMs).toBe(5_000);
   });
 

@@ -60,6 +60,7 @@ describe('memoryEngine.heartbeat is membership.lua', () => {
       const mine = await engine.heartbeat(
         {
           prefix,
+          fleet: 'fw',
           node: node.id,
           leaving,
           liveMs: LIVE_MS,

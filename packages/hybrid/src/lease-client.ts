@@ -89,7 +89,7 @@ export async function requestLease(redis: RedisConnection, request: LeaseRequest
     windowStart: window?.start ?? 0,
     startedInMs: window === undefined ? 0 : window.start - decidedAtMs,
     centralRemaining: reply.centralRemaining,
-    registered: request.register !== false,
+    registered: reply.registered,
   };
 }
 

@@ -37,11 +37,12 @@ function booleanOf(name: string, value: unknown): boolean {
 }
 
 /** A call's time: undefined (the engine's clock) or a finite number of ms. */
-export function engineTime(value: unknown): EngineTime {
+export function engineTime(value: unknown, name = 'at'): EngineTime {
   if (value === undefined) return undefined;
   if (typeof value !== 'number')
-    throw new SluiceTypeError('at', value, `at must be a number of ms or undefined, got ${describe(value)}`);
-  if (!Number.isFinite(value)) throw new SluiceRangeError('at', value, `at must be finite, got ${describe(value)}`);
+    throw new SluiceTypeError(name, value, `${name} must be a number of ms or undefined, got ${describe(value)}`);
+  if (!Number.isFinite(value))
+    throw new SluiceRangeError(name, value, `${name} must be finite, got ${describe(value)}`);
   return value;
 }
 
@@ -76,11 +77,12 @@ export function engineAsks(value: unknown, rules: readonly Algorithm[]): EngineA
     const key = stringValue(`asks[${i}].key`, o.key, true);
     if (o.permits === undefined)
       throw new SluiceTypeError(`asks[${i}].permits`, o.permits, `asks[${i}].permits must be given`);
-    const permits = permitsOption(o.permits);
+    const permits = permitsOption(o.permits, `asks[${i}].permits`);
     checkPermitNames(permits, rules, `asks[${i}].permits`);
     const maxWaitMs = nonNegativeOrInfinite(`asks[${i}].maxWaitMs`, o.maxWaitMs);
     const peek = booleanOf(`asks[${i}].peek`, o.peek);
-    return { key, permits, maxWaitMs, peek };
+    const at = engineTime(o.at, `asks[${i}].at`);
+    return { key, permits, maxWaitMs, peek, at };
   });
 }
 
@@ -129,6 +131,13 @@ export function adjustmentValue(value: unknown, rules: readonly Algorithm[]): Ad
 export function leaseAskValue(value: unknown, rules: readonly Algorithm[]): LeaseAsk {
   if (rules.length !== 1)
     throw new SluiceRangeError('rules.rules', rules.length, `a lease takes from one rule, got ${rules.length}`);
+  const rule = rules[0] as Algorithm;
+  if (rule.lease === undefined)
+    throw new SluiceRangeError(
+      'rules.rules[0]',
+      rule.kind,
+      `a lease takes from a rule that can be leased, got ${rule.kind}`,
+    );
   const o = record('ask', value);
   return {
     key: stringValue('ask.key', o.key, true),
@@ -156,6 +165,7 @@ export function heartbeatValue(value: unknown): Heartbeat {
     throw new SluiceRangeError('beat.divided', divided, `beat.divided must be at most 1, got ${divided}`);
   return {
     prefix: stringValue('beat.prefix', o.prefix),
+    fleet: stringValue('beat.fleet', o.fleet),
     node: stringValue('beat.node', o.node),
     leaving: booleanOf('beat.leaving', o.leaving),
     liveMs: positiveFinite('beat.liveMs', o.liveMs),

@@ -33,7 +33,10 @@ export interface Engine {
   readConfig(prefix: string): Promise<ConfigRead>;
   /** Stores `record` if the stored version is still `expected` (1: none stored); else says the version there. */
   writeConfig(prefix: string, expected: number, record: ConfigRecord): Promise<ConfigWrite>;
-  /** Tells every subscriber of `channel` `message`, on every node (delivery at most once, in order per node). */
+  /**
+   * Tells every subscriber of `channel` `message`, on every node: at most once, never inside this call, and in
+   * no promised order (a Redis Cluster relays each publish through whichever node took it).
+   */
   publish(channel: string, message: string): Promise<void>;
   /**
    * Calls `listener` for each message published to `channel` from now on; resolves once messages are heard,
@@ -62,8 +65,10 @@ export interface EngineRules {
   readonly states: readonly string[];
   /**
    * The configuration version the caller decides under (live limits), or undefined when it keeps none. The
-   * engine keeps the highest version any caller of the prefix named: a call under an older one changes
-   * nothing and answers `{ stale: newer }`.
+   * engine keeps the highest version named: a call under an older one changes nothing and answers
+   * `{ stale: newer }`. A record written (writeConfig) makes its version the prefix's everywhere; a call under
+   * a newer version raises it at least where that call's states live (an engine may keep versions per
+   * partition, as Redis does per Cluster slot).
    */
   readonly version?: number | undefined;
 }

@@ -83,14 +83,13 @@ class MemoryEngine implements Engine {
     return engineTime(at) ?? this.#clock.now();
   }
 
-  decide(rules: EngineRules, asks: readonly EngineAsk[], at: EngineTime): Promise<DecideAnswer> {
+  decide(rules: EngineRules, asks: readonly EngineAsk[]): Promise<readonly DecideAnswer[]> {
     return answer('decide', () => {
       const r = engineRules(rules);
       const checked = engineAsks(asks, r.rules);
-      const now = this.#now(at);
       const stale = this.#data.stale(r.prefix, r.version);
-      if (stale !== undefined) return { stale };
-      return { decisions: checked.map((ask) => decideAsk(this.#data, r, ask, now)) };
+      if (stale !== undefined) return checked.map(() => ({ stale }));
+      return checked.map((ask) => decideAsk(this.#data, r, ask, this.#now(ask.at)));
     });
   }
 
@@ -139,6 +138,8 @@ class MemoryEngine implements Engine {
       const stored = this.#data.configs.get(p)?.version ?? 1;
       if (stored !== e) return { written: false, conflict: stored };
       this.#data.configs.set(p, { version: r.version, text: r.text });
+      // The record's version is the prefix's from now on: a call under an older one is stale.
+      this.#data.stale(p, r.version);
       return { written: true };
     });
   }

@@ -109,6 +109,8 @@ function dropDead(fleet: Fleet, before: number): void {
 /** One node's heartbeat at `now`. */
 export function heartbeatOf(data: EngineState, beat: Heartbeat, now: number): HeartbeatAnswer {
   const { prefix, node, leaving } = beat;
+  // A fleet is one rule's nodes within the prefix; the version is the prefix's.
+  const fleetId = `${prefix}\n${beat.fleet}`;
   const stored = data.versions.get(prefix);
   let version = stored ?? 1;
   if (!leaving && version < beat.version) {
@@ -116,10 +118,10 @@ export function heartbeatOf(data: EngineState, beat: Heartbeat, now: number): He
     // None stored while the node is past version 1: answered 1, so that the node reads the configuration.
     if (stored !== undefined) version = beat.version;
   }
-  let fleet = data.fleets.get(prefix);
+  let fleet = data.fleets.get(fleetId);
   if (fleet === undefined) {
     fleet = { members: new Map(), demands: new Map(), allocations: new Map(), summary: undefined };
-    data.fleets.set(prefix, fleet, Math.ceil(beat.liveMs * 2));
+    data.fleets.set(fleetId, fleet, Math.ceil(beat.liveMs * 2));
   }
   let reused = false;
   if (leaving) {
@@ -142,7 +144,7 @@ export function heartbeatOf(data: EngineState, beat: Heartbeat, now: number): He
     const reserve = allocate(fleet, among, beat, founded);
     fleet.summary = { at: now, nodes, reserve };
     // Renewed by each division: the fleet outlives its last node by 2 x liveMs.
-    data.fleets.expire(prefix, Math.ceil(beat.liveMs * 2));
+    data.fleets.expire(fleetId, Math.ceil(beat.liveMs * 2));
   }
   const mine = !leaving && !reused ? fleet.allocations.get(node) : undefined;
   return {

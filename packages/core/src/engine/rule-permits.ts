@@ -10,10 +10,10 @@ import type { Permits, RulePermits } from './store.js';
  * permitsOption(undefined)              // 1
  * permitsOption({ rpm: 1, tpm: 1_200 }) // { rpm: 1, tpm: 1200 }, frozen
  */
-export function permitsOption(value: unknown): Permits {
+export function permitsOption(value: unknown, name = 'permits'): Permits {
   if (value === undefined) return 1;
-  if (typeof value === 'number') return positiveInteger('permits', value);
-  return rulePermitsValue(value, true);
+  if (typeof value === 'number') return positiveInteger(name, value);
+  return rulePermitsValue(value, true, name);
 }
 
 /**

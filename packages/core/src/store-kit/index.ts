@@ -32,6 +32,7 @@ export type { CarrySource } from '../engine/carried-binding.js';
 /** A count scaled to a share of a fleet's limit: rounded down, but at least 1. */
 export { shareOf } from '../algorithms/algorithm.js';
 /** Refuses a second limiter with other rules on a prefix of one store. */
+export { checkedEngine } from '../contract/checked-engine.js';
 export { PrefixGuard } from '../engine/prefix-guard.js';
 /** A rule held at this node's share of a fleet's limit, following the share as it changes. */
 export { sharedRule } from '../algorithms/shared-rule.js';

@@ -87,16 +87,17 @@ export class EngineDecider {
   async decide(rules: EngineRules, asks: readonly EngineAsk[]): Promise<readonly DecideAnswer[]> {
     if (asks.length === 0) return [];
     const transport = this.#transport(rules);
-    const outcomes = await Promise.all(
-      asks.map(
-        (ask) =>
-          new Promise<Outcome>((settle) =>
-            transport.send(
-              new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, settle),
-            ),
-          ),
-      ),
-    );
+    const send = (ask: EngineAsk): Promise<Outcome> =>
+      new Promise<Outcome>((settle) =>
+        transport.send(new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, settle)),
+      );
+    let outcomes: Outcome[];
+    if (this.#connection.isCluster && rules.rules.some((rule) => rule.key !== undefined)) {
+      // A policy whose rules may live in several slots is decided slot by slot (CrossSlotPolicy), each ask on
+      // its own: asks sent together would race, and the contract decides a batch's asks in order.
+      outcomes = [];
+      for (const ask of asks) outcomes.push(await send(ask));
+    } else outcomes = await Promise.all(asks.map(send));
     return outcomes.map((outcome) => {
       if (outcome.kind === 'failed') throw outcome.error;
       return outcome.kind === 'stale' ? { stale: outcome.version } : outcome.decision;

@@ -16,7 +16,7 @@ export const lesseesName = (state: string): string => `lessees~${state}`;
 
 /**
  * redisEngine's `lease`: lease.lua on the rule's state and its lessees, as leased mode's lease client asks it
- * (requestLease): `registered` is what the ask asked (lease.lua also registers a node whose lessees were gone).
+ * (requestLease).
  */
 export async function leaseOnRedis(
   connection: RedisConnection,
@@ -52,7 +52,7 @@ export async function leaseOnRedis(
       decidedAtMs: reply.decidedAtMs,
       lessees: reply.liveNodes,
       centralRemaining: reply.centralRemaining,
-      registered: ask.register,
+      registered: reply.registered,
     };
   } catch (error) {
     const newer = versionError(error, 'SLUICE_STALE');

@@ -1,24 +1,12 @@
 import type { Engine } from '@sluice/core/engine';
-import { inCall } from '@sluice/core/store-kit';
+import { checkedEngine, inCall } from '@sluice/core/store-kit';
 import { withDeadline } from '../deadline.js';
 import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';
 import { EngineConfiguration } from './engine-config.js';
 import { EngineDecider } from './engine-decide.js';
 import { heartbeatOnRedis, leaseOnRedis } from './engine-fleet.js';
-import {
-  checkAdjustment,
-  checkAsks,
-  checkAt,
-  checkChannel,
-  checkHeartbeat,
-  checkLease,
-  checkListener,
-  checkMessage,
-  checkPrefix,
-  checkRecord,
-  checkRules,
-} from './engine-input.js';
+import { checkNode, checkPrefix } from './engine-input.js';
 import { type RedisEngineOptions, parseEngineOptions } from './engine-options.js';
 
 /**
@@ -29,7 +17,10 @@ import { type RedisEngineOptions, parseEngineOptions } from './engine-options.js
  * configuration write's raise of every Cluster slot waits as limiter.reconfigure's does), and rejects when Redis
  * does not answer: the engine has no fail mode, the modes keep theirs. Channels: an engine channel `c` is the
  * Redis channel `c:sluice-reset` (resetChannel), so a limiter's prefix names its reset and configuration
- * messages. A heartbeat's fleet is divided mode's membership keys of its prefix and fleet name.
+ * messages. A heartbeat's fleet is divided mode's membership keys of its prefix and fleet name. On a Cluster, a
+ * policy whose rules count other identities than the request's key spans slots: it is decided slot by slot,
+ * what one slot took given back when another refuses (all or nothing, but a given-back state's timing may
+ * move: checkEngine's `sharedIdentities: false`), and such asks are decided one after another.
  * @example
  * import { Redis } from 'ioredis'
  * const engine = redisEngine({ redis: new Redis() })
@@ -42,28 +33,26 @@ export function redisEngine(options: RedisEngineOptions): Engine {
     const decider = new EngineDecider(connection, timeoutMs);
     const configuration = new EngineConfiguration(connection, timeoutMs);
     const channels = new EngineChannels(connection, timeoutMs);
-    return {
+    // The contract's checks are core's (checkedEngine); here only what Redis keys can hold.
+    return checkedEngine({
       name: 'redis',
       async decide(rules, asks) {
-        checkRules(rules);
-        checkAsks(asks, rules.rules);
+        checkPrefix('rules.prefix', rules.prefix);
         return decider.decide(rules, asks);
       },
       async adjust(rules, key, adjustment, at) {
-        checkRules(rules);
-        checkAdjustment(key, adjustment, rules.rules);
-        checkAt(at);
+        checkPrefix('rules.prefix', rules.prefix);
         return withDeadline(adjustOnRedis(connection, rules, key, adjustment, at), timeoutMs, `${adjustment.op}`);
       },
       async lease(rules, ask, at) {
-        checkRules(rules);
-        checkLease(rules, ask);
-        checkAt(at);
+        checkPrefix('rules.prefix', rules.prefix);
+        checkNode('ask.node', ask.node);
         return withDeadline(leaseOnRedis(connection, rules, ask, at), timeoutMs, 'a lease');
       },
       async heartbeat(beat, at) {
-        checkHeartbeat(beat);
-        checkAt(at);
+        checkPrefix('beat.prefix', beat.prefix);
+        checkPrefix('beat.fleet', beat.fleet);
+        checkNode('beat.node', beat.node);
         return withDeadline(heartbeatOnRedis(connection, beat, at), timeoutMs, 'a heartbeat');
       },
       async readConfig(prefix) {
@@ -72,19 +61,10 @@ export function redisEngine(options: RedisEngineOptions): Engine {
       },
       async writeConfig(prefix, expected, record) {
         checkPrefix('prefix', prefix);
-        checkRecord(expected, record);
         return configuration.write(prefix, expected, record);
       },
-      async publish(channel, message) {
-        checkChannel(channel);
-        checkMessage(message);
-        return channels.publish(channel, message);
-      },
-      async subscribe(channel, listener) {
-        checkChannel(channel);
-        checkListener(listener);
-        return channels.subscribe(channel, listener);
-      },
-    };
+      publish: (channel, message) => channels.publish(channel, message),
+      subscribe: (channel, listener) => channels.subscribe(channel, listener),
+    });
   });
 }

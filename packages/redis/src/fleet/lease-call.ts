@@ -32,6 +32,8 @@ export interface LeaseCallReply {
   readonly decidedAtMs: number;
   readonly liveNodes: number;
   readonly centralRemaining: number;
+  /** Whether this call registered the node among the lessees (asked to, or it found the lessees gone). */
+  readonly registered: boolean;
 }
 
 /**
@@ -63,5 +65,6 @@ export async function runLease(connection: RedisConnection, call: LeaseCall): Pr
     decidedAtMs: reply.readDoubleLE(16),
     liveNodes: reply.readDoubleLE(24),
     centralRemaining: reply.readDoubleLE(32),
+    registered: reply.readDoubleLE(40) === 1,
   };
 }

@@ -12,8 +12,8 @@
 --       this server's TIME); then, optionally, the configuration version the client adjusts under, with its
 --       slot's configuration version key last in KEYS (see stale_version in prelude.lua).
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing changed).
--- Reply: 'penalize': the number of keys changed; 'reset': the number of keys it found and deleted (states and
---        ban: redisEngine's `freed`; R = 0 with the ban alone is an unblock). 'refund': 1 when a rule it gave back to was denying
+-- Reply: 'penalize': the number of keys changed; 'reset': the number of states it found and deleted, plus 1 for
+--        a ban in force (redisEngine's `freed`; R = 0 with the ban alone is an unblock). 'refund': 1 when a rule it gave back to was denying
 --        one permit before it (only then may a node hold a cached denial of the key, or a lease that found it
 --        spent: the caller announces the refund), else 0. A refund keeps each key's TTL (KEEPTTL: giving permits
 --        back never makes a state matter longer) and deletes a state left as good as fresh; a penalty sets the
@@ -75,8 +75,12 @@ for r = 1, R do
   end
 end
 if op == 'refund' then return was_denying end
--- reset: the key's ban, after its rules' states.
+-- reset: the key's ban, after its rules' states. A ban that has ended (not yet reclaimed) was nothing to forget.
 if op == 'reset' and KEYS[R + 1] ~= nil and (client_version == nil or R + 1 < #KEYS) then
-  changed = changed + redis.call('DEL', KEYS[R + 1])
+  local raw = redis.call('GET', KEYS[R + 1])
+  if raw then
+    if unpack_doubles(raw)[1] > now then changed = changed + 1 end
+    redis.call('DEL', KEYS[R + 1])
+  end
 end
 return changed

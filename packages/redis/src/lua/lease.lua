@@ -14,9 +14,10 @@
 --          (and sweep the dead), '0' when it registered within the last third of live_ms (the set is only
 --          counted: three commands fewer per lease, most leases of a node that leases often); then, with
 --          KEYS[3], the configuration version the node leases under
--- Reply: struct '<ddddd': granted, retry_ms (until `want` permits could be leased; 0: now), the decision
+-- Reply: struct '<dddddd': granted, retry_ms (until `want` permits could be leased; 0: now), the decision
 --        time used (a windowed lease lives until its window ends), live lessees, whole permits the central
---        state has left after this lease (what the fleet can still lease; nodes report it with what they hold)
+--        state has left after this lease (what the fleet can still lease; nodes report it with what they hold),
+--        1 when this call registered the node (asked to, or the lessees were gone), else 0
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the node's (nothing leased).
 
 local rules, a = parse_rules(1)
@@ -81,4 +82,6 @@ if granted < want then
   retry = retry_after
 end
 
-return struct.pack('<ddddd', granted, retry, now, live, left)
+local registered = 0
+if register then registered = 1 end
+return struct.pack('<dddddd', granted, retry, now, live, left, registered)

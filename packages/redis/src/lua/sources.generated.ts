@@ -94,8 +94,8 @@ return redis.error_reply('ERR access_list.lua: unknown op ' .. tostring(op))
 --       this server's TIME); then, optionally, the configuration version the client adjusts under, with its
 --       slot's configuration version key last in KEYS (see stale_version in prelude.lua).
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the client's (nothing changed).
--- Reply: 'penalize': the number of keys changed; 'reset': the number of keys it found and deleted (states and
---        ban: redisEngine's \`freed\`; R = 0 with the ban alone is an unblock). 'refund': 1 when a rule it gave back to was denying
+-- Reply: 'penalize': the number of keys changed; 'reset': the number of states it found and deleted, plus 1 for
+--        a ban in force (redisEngine's \`freed\`; R = 0 with the ban alone is an unblock). 'refund': 1 when a rule it gave back to was denying
 --        one permit before it (only then may a node hold a cached denial of the key, or a lease that found it
 --        spent: the caller announces the refund), else 0. A refund keeps each key's TTL (KEEPTTL: giving permits
 --        back never makes a state matter longer) and deletes a state left as good as fresh; a penalty sets the
@@ -157,9 +157,13 @@ for r = 1, R do
   end
 end
 if op == 'refund' then return was_denying end
--- reset: the key's ban, after its rules' states.
+-- reset: the key's ban, after its rules' states. A ban that has ended (not yet reclaimed) was nothing to forget.
 if op == 'reset' and KEYS[R + 1] ~= nil and (client_version == nil or R + 1 < #KEYS) then
-  changed = changed + redis.call('DEL', KEYS[R + 1])
+  local raw = redis.call('GET', KEYS[R + 1])
+  if raw then
+    if unpack_doubles(raw)[1] > now then changed = changed + 1 end
+    redis.call('DEL', KEYS[R + 1])
+  end
 end
 return changed
 `,
@@ -1081,9 +1085,10 @@ end
 --          (and sweep the dead), '0' when it registered within the last third of live_ms (the set is only
 --          counted: three commands fewer per lease, most leases of a node that leases often); then, with
 --          KEYS[3], the configuration version the node leases under
--- Reply: struct '<ddddd': granted, retry_ms (until \`want\` permits could be leased; 0: now), the decision
+-- Reply: struct '<dddddd': granted, retry_ms (until \`want\` permits could be leased; 0: now), the decision
 --        time used (a windowed lease lives until its window ends), live lessees, whole permits the central
---        state has left after this lease (what the fleet can still lease; nodes report it with what they hold)
+--        state has left after this lease (what the fleet can still lease; nodes report it with what they hold),
+--        1 when this call registered the node (asked to, or the lessees were gone), else 0
 -- Errors: SLUICE_STALE <version> when the slot's configuration is newer than the node's (nothing leased).
 
 local rules, a = parse_rules(1)
@@ -1148,7 +1153,9 @@ if granted < want then
   retry = retry_after
 end
 
-return struct.pack('<ddddd', granted, retry, now, live, left)
+local registered = 0
+if register then registered = 1 end
+return struct.pack('<dddddd', granted, retry, now, live, left, registered)
 `,
   limited_keys: `-- limited_keys.lua: a limiter's limited-keys board (limiter.topLimited): every node adds the keys it denied
 -- and granted near their limit since its last flush to the counts of the minute it flushes in; a reader

@@ -5,7 +5,7 @@
  */
 import { ManualClock } from '../../foundation/clock.js';
 import { SluiceRangeError, SluiceTypeError, inCall } from '../../foundation/errors.js';
-import { type SchemaOf, option, optional, parseOptions } from '../../foundation/options.js';
+import { type SchemaOf, booleanValue, option, optional, parseOptions } from '../../foundation/options.js';
 import { describe, nonNegativeInteger, positiveInteger, prefixValue } from '../../foundation/validate.js';
 import type { Engine } from '../engine.js';
 import { memoryEngine } from '../memory-engine.js';
@@ -35,6 +35,15 @@ export interface CheckEngineOptions {
    * @default 'sluice-conformance'
    */
   prefix?: string;
+  /**
+   * Whether policies may hold rules counted against other identities than the request's key (a rule's `key`
+   * of `'everyone'` or of a key's tenant). false for an engine that decides such a policy part by part, with
+   * what one part took given back when another refuses (Redis Cluster: the parts live in different slots):
+   * all or nothing holds, but a given-back state is not the untouched one bit for bit (its anchor and reset
+   * times move). Say so in the engine's docs when you pass false.
+   * @default true
+   */
+  sharedIdentities?: boolean;
 }
 
 /** What a passed run checked. */
@@ -61,6 +70,7 @@ export const CHECK_ENGINE_OPTIONS = {
   seed: optional(nonNegativeInteger),
   steps: option(stepsValue, DEFAULT_STEPS),
   prefix: option(prefixValue, 'sluice-conformance'),
+  sharedIdentities: option(booleanValue, true),
 } as const satisfies SchemaOf<CheckEngineOptions>;
 
 const CASES: readonly ((run: ConformanceRun) => Promise<void>)[] = [
@@ -107,7 +117,9 @@ export async function checkEngine(engine: Engine, options?: CheckEngineOptions):
   // The reference's own clock never moves: every call names its time, and nothing expires under a case.
   const reference = memoryEngine({ clock: new ManualClock(0) });
   const runId = `${Date.now().toString(36)}${Math.floor(Math.random() * 2 ** 32).toString(36)}`;
-  const run = new ConformanceRun(subject, reference, seed, o.steps, new Prng(seed), `${o.prefix}:${runId}`);
+  const run = new ConformanceRun(subject, reference, seed, o.steps, new Prng(seed), `${o.prefix}:${runId}`, {
+    sharedIdentities: o.sharedIdentities,
+  });
   for (const check of CASES) await check(run);
   return { cases: run.cases, steps: run.steps };
 }

@@ -4,7 +4,8 @@
  */
 import { fixedWindow } from '../../algorithms/fixed-window.js';
 import { stateName } from '../../algorithms/rule-name.js';
-import type { Engine, EngineRules, Heartbeat } from '../engine.js';
+import { atEach } from '../asks-at.js';
+import { type DecideAnswer, type Engine, type EngineRules, type Heartbeat, isStale } from '../engine.js';
 import { type ConformanceRun, Timeline } from './conformance-run.js';
 
 const EPOCH = 1_767_225_600_000;
@@ -49,6 +50,7 @@ export async function configCase(run: ConformanceRun): Promise<void> {
 function beatUnder(prefix: string, version: number): Heartbeat {
   return {
     prefix,
+    fleet: 'v',
     node: 'n',
     leaving: false,
     liveMs: 3_000,
@@ -67,6 +69,11 @@ function beatUnder(prefix: string, version: number): Heartbeat {
   };
 }
 
+/** The answer to a batch's first ask. */
+async function firstAnswer(answers: Promise<readonly DecideAnswer[]>): Promise<DecideAnswer | undefined> {
+  return (await answers)[0];
+}
+
 /** Versions: the highest named is kept; decide, adjust and lease under an older one answer stale, changing nothing. */
 export async function versionCase(run: ConformanceRun): Promise<void> {
   run.begin('versions');
@@ -76,8 +83,16 @@ export async function versionCase(run: ConformanceRun): Promise<void> {
   const time = new Timeline(EPOCH + 60_000);
   const ask = { key: 'k', permits: 1, maxWaitMs: 0, peek: false } as const;
   const expectations: [string, (e: Engine, at: number) => Promise<unknown>, (answer: unknown) => boolean][] = [
-    ['decide under version 3', (e, at) => e.decide(under(3), [ask], at), (a) => !('stale' in (a as object))],
-    ['decide under version 2', (e, at) => e.decide(under(2), [ask], at), (a) => (a as { stale?: number }).stale === 3],
+    [
+      'decide under version 3',
+      (e, at) => firstAnswer(e.decide(under(3), atEach([ask], at))),
+      (a) => !('stale' in (a as object)),
+    ],
+    [
+      'decide under version 2',
+      (e, at) => firstAnswer(e.decide(under(2), atEach([ask], at))),
+      (a) => (a as { stale?: number }).stale === 3,
+    ],
     [
       'adjust under version 2',
       (e, at) => e.adjust(under(2), 'k', { op: 'reset' }, at),
@@ -93,15 +108,22 @@ export async function versionCase(run: ConformanceRun): Promise<void> {
         ),
       (a) => (a as { stale?: number }).stale === 3,
     ],
-    ['decide under version 4', (e, at) => e.decide(under(4), [ask], at), (a) => !('stale' in (a as object))],
+    [
+      'decide under version 4',
+      (e, at) => firstAnswer(e.decide(under(4), atEach([ask], at))),
+      (a) => !('stale' in (a as object)),
+    ],
     [
       'decide under version 3, after 4',
-      (e, at) => e.decide(under(3), [ask], at),
+      (e, at) => firstAnswer(e.decide(under(3), atEach([ask], at))),
       (a) => (a as { stale?: number }).stale === 4,
     ],
     [
       'decide with no version',
-      (e, at) => e.decide({ prefix, rules: [rule], states: [stateName(rule)] }, [{ ...ask, peek: true }], at),
+      (e, at) =>
+        firstAnswer(
+          e.decide({ prefix, rules: [rule], states: [stateName(rule)] }, atEach([{ ...ask, peek: true }], at)),
+        ),
       (a) => !('stale' in (a as object)),
     ],
   ];
@@ -111,7 +133,12 @@ export async function versionCase(run: ConformanceRun): Promise<void> {
     const answer = await run.both(what, (e) => call(e, at));
     run.expect(holds(answer), what, 'as the versions say', answer);
   }
-  // A heartbeat is answered the prefix's version, and raises it when its node decides under a newer one.
+  // A record written makes its version the prefix's everywhere (an engine may keep versions per partition, as
+  // Redis does per Cluster slot: a call raises its own, a record every one). A heartbeat is answered the
+  // prefix's version, and raises it when its node decides under a newer one.
+  run.next();
+  const written = await run.both('writeConfig', (e) => e.writeConfig(prefix, 1, { version: 4, text: 'v4' }));
+  run.same('writeConfig', { written: true }, written);
   for (const [version, expected] of [
     [2, 4],
     [6, 6],
@@ -130,7 +157,8 @@ export async function versionCase(run: ConformanceRun): Promise<void> {
   // Two grants (versions 3 and 4) and nothing else: the stale calls changed nothing.
   run.next();
   const at = time.advance(10);
-  const peek = await run.both('decide (peek)', (e) => e.decide(latest, [{ ...ask, peek: true }], at));
-  const remaining = 'decisions' in peek ? peek.decisions[0]?.decision.remaining : undefined;
+  const peek = await run.both('decide (peek)', (e) => e.decide(latest, atEach([{ ...ask, peek: true }], at)));
+  const first = peek[0];
+  const remaining = first === undefined || isStale(first) ? undefined : first.decision.remaining;
   run.expect(remaining === 1, 'decide: remaining after two grants and stale calls', 1, remaining);
 }

@@ -52,6 +52,8 @@ export class ConformanceRun {
     readonly stepsPerCase: number,
     readonly rng: Prng,
     readonly runPrefix: string,
+    /** What the engine under test promises beyond the contract's minimum (see CheckEngineOptions). */
+    readonly promises: { readonly sharedIdentities: boolean },
   ) {}
 
   /** Starts a case: its name in failures, its own generator. */

@@ -9,6 +9,7 @@ import { MemoryStore } from '../../engine/memory-store.js';
 import type { BoundStore, Permits } from '../../engine/store.js';
 import { ManualClock } from '../../foundation/clock.js';
 import type { Decision } from '../../foundation/decision.js';
+import { atEach } from '../asks-at.js';
 import { type Adjustment, type DecideAnswer, type EngineAsk, type EngineRules, isStale } from '../engine.js';
 import { CONFORMANCE_KINDS, CONFORMANCE_RULES } from './conformance-rules.js';
 import { type ConformanceRun, Timeline } from './conformance-run.js';
@@ -22,10 +23,9 @@ function common(rng: Prng, name: string, bans: boolean): RuleOptions {
   return { name, ...(bans && rng.chance(0.3) ? { blockMs: rng.pick([1_000, 2_500]) } : {}) };
 }
 
-/** The decisions of the engine's answer (a stale answer fails: no version was named). */
-function decisionsOf(run: ConformanceRun, answer: DecideAnswer): readonly Decision[] {
-  if (isStale(answer)) return run.fail('decide', 'decisions', answer);
-  return answer.decisions.map((d) => d.decision);
+/** The decisions of the engine's answers (a stale answer fails: no version was named). */
+function decisionsOf(run: ConformanceRun, answers: readonly DecideAnswer[]): readonly Decision[] {
+  return answers.map((answer, i) => (isStale(answer) ? run.fail('decide', `answers[${i}]`, answer) : answer.decision));
 }
 
 /** What a timeline decides: a limiter's rules under a fresh prefix, and the memory store bound to them. */
@@ -59,7 +59,7 @@ async function decideStep(
   keys: readonly string[],
   at: number,
 ): Promise<void> {
-  const asks: EngineAsk[] = Array.from({ length: rng.pick([1, 1, 2, 3]) }, () =>
+  const asks: Omit<EngineAsk, 'at'>[] = Array.from({ length: rng.pick([1, 1, 2, 3]) }, () =>
     rng.chance(0.15)
       ? { key: rng.pick(keys), permits: 1, maxWaitMs: 0, peek: true }
       : {
@@ -69,7 +69,7 @@ async function decideStep(
           peek: false,
         },
   );
-  const answer = await run.both('decide', (e) => e.decide(s.rules, asks, at));
+  const answer = await run.both('decide', (e) => e.decide(s.rules, atEach(asks, at)));
   const decisions = decisionsOf(run, answer);
   s.clock.set(at);
   for (const [i, ask] of asks.entries()) {
@@ -146,7 +146,7 @@ export async function policyCase(run: ConformanceRun): Promise<void> {
     const rules = Array.from({ length: count }, (_, r) => {
       const kind = rng.pick(CONFORMANCE_KINDS);
       // A rule counted against every key, or against each key's tenant (such a rule bans no key).
-      if (r > 0 && rng.chance(0.4))
+      if (r > 0 && rng.chance(0.4) && run.promises.sharedIdentities)
         return CONFORMANCE_RULES[kind](rng, {
           ...common(rng, `r${r}`, false),
           key: rng.chance(0.5) ? 'everyone' : (key: string) => `tenant:${key.length % 2}`,
@@ -170,7 +170,7 @@ export async function refundWindowCase(run: ConformanceRun): Promise<void> {
   const take = async (what: string, allowed: boolean): Promise<void> => {
     run.next();
     const answer = await run.both('decide', (e) =>
-      e.decide(s.rules, [{ key: 'k', permits: 1, maxWaitMs: 0, peek: false }], time.at),
+      e.decide(s.rules, atEach([{ key: 'k', permits: 1, maxWaitMs: 0, peek: false }], time.at)),
     );
     const decision = decisionsOf(run, answer)[0];
     run.expect(decision?.allowed === allowed, `decide ${what}: allowed`, allowed, decision?.allowed);

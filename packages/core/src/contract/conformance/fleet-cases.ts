@@ -31,6 +31,7 @@ async function fleet(run: ConformanceRun, rng: Prng, division: 'equal' | 'demand
   const windowed = rng.chance(0.5);
   const beatOf = (node: Node, leaving: boolean, where: string): Heartbeat => ({
     prefix: where,
+    fleet: 'f',
     node: node.id,
     leaving,
     liveMs: 3 * INTERVAL_MS,

@@ -4,7 +4,8 @@
  */
 import { fixedWindow } from '../../algorithms/fixed-window.js';
 import { stateName } from '../../algorithms/rule-name.js';
-import { isStale, type Engine, type EngineRules } from '../engine.js';
+import { atEach } from '../asks-at.js';
+import { type Engine, type EngineRules, isStale } from '../engine.js';
 import type { ConformanceRun } from './conformance-run.js';
 
 const TYPED = new Set(['SluiceTypeError', 'SluiceRangeError']);
@@ -16,6 +17,7 @@ export async function inputCase(run: ConformanceRun): Promise<void> {
   const good = { key: 'k', permits: 1, maxWaitMs: 0, peek: false };
   const at = 1_767_225_600_000;
   const beat = {
+    fleet: 'f',
     prefix: rules.prefix,
     node: 'n',
     leaving: false,
@@ -34,9 +36,12 @@ export async function inputCase(run: ConformanceRun): Promise<void> {
     version: 1,
   } as const;
   const bad: [string, (e: Engine) => Promise<unknown>][] = [
-    ['decide (an ask of 0 permits after a good one)', (e) => e.decide(rules, [good, { ...good, permits: 0 }], at)],
-    ['decide (a time of NaN)', (e) => e.decide(rules, [good], Number.NaN)],
-    ['decide (no prefix)', (e) => e.decide({ ...rules, prefix: 42 as never }, [good], at)],
+    [
+      'decide (an ask of 0 permits after a good one)',
+      (e) => e.decide(rules, atEach([good, { ...good, permits: 0 }], at)),
+    ],
+    ['decide (a time of NaN)', (e) => e.decide(rules, atEach([good], Number.NaN))],
+    ['decide (no prefix)', (e) => e.decide({ ...rules, prefix: 42 as never }, atEach([good], at))],
     ['adjust (an unknown op)', (e) => e.adjust(rules, 'k', { op: 'forget' } as never, at)],
     ['adjust (a penalty of -1)', (e) => e.adjust(rules, 'k', { op: 'penalize', permits: -1 }, at)],
     [
@@ -72,7 +77,8 @@ export async function inputCase(run: ConformanceRun): Promise<void> {
   }
   // The batch with a bad ask decided nothing: the key's one permit is still there.
   run.next();
-  const answer = await run.answer('decide', (e) => e.decide(rules, [good], at));
-  const allowed = !isStale(answer) && answer.decisions[0]?.decision.allowed;
+  const answer = await run.answer('decide', (e) => e.decide(rules, atEach([good], at)));
+  const first = answer[0];
+  const allowed = first !== undefined && !isStale(first) && first.decision.allowed;
   run.expect(allowed === true, 'decide after refused batches: allowed', true, allowed);
 }
