@@ -238,7 +238,7 @@ describe('throttle on the memory store', () => {
     const late = t.run(() => 'late', { maxWaitMs: 500 });
     await settle();
     clock.advance(500);
-    await expect(late).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(late).rejects.toMatchObject({ code: 'WAIT_EXPIRED' });
     clock.advance(500);
     await settle();
     expect(await holder).toBe('next');

@@ -139,7 +139,7 @@ function noSlot(route: ConcurrencyRoute): Decision {
 }
 
 /** Why a request got no slot: the limiter's answers that mean "not now"; anything else is a fault. */
-const NO_SLOT_CODES = new Set(['TIMEOUT', 'QUEUE_FULL', 'STORE_UNAVAILABLE']);
+const NO_SLOT_CODES = new Set(['WAIT_EXPIRED', 'QUEUE_FULL', 'STORE_UNAVAILABLE']);
 
 /**
  * True for a typed argument error from sluice: a bad key or permits from the request, answered 400.
