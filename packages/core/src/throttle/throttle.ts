@@ -74,7 +74,7 @@ export interface Throttle {
   /**
    * A fetch that waits its turn, and on a 429 or 503 pauses every process for what the response's
    * `Retry-After` or `RateLimit` headers ask (clamped to minPauseMs..maxPauseMs) and sends the call again
-   * once its turn comes, ahead of the calls of its priority that came after it (at most `retries` times; a
+   * once its turn comes, ahead of the calls of its priority that came after it (at most `maxRetries` times; a
    * body that cannot be read twice is not sent again). The call's throttle options go in `init.throttle`.
    * It settles nothing: a ticket's real cost is yours to tell.
    */
@@ -361,7 +361,7 @@ class FleetThrottle implements Throttle {
     const o = this.#options;
     return throttledFetch(this, input, init, {
       fetch: o.fetch ?? globalThis.fetch.bind(globalThis),
-      retries: o.retries,
+      maxRetries: o.maxRetries,
       minPauseMs: o.minPauseMs,
       maxPauseMs: o.maxPauseMs,
       nowMs: () => Date.now(),

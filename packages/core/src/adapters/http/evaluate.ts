@@ -154,7 +154,7 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
  * The framework-neutral half of every adapter: options checked once, then per request the key, the permits,
  * the decision and its header fields, from the framework's request and the adapter's view of it. `caller`
  * is the adapter's public name, which its errors say (`fetchRateLimit options have no option "x"`); `known`
- * names every option the adapter takes (RATE_LIMIT_OPTIONS and its own, as `onLimited`): any other is refused
+ * names every option the adapter takes (RATE_LIMIT_OPTIONS and its own, as `limitedResponse`): any other is refused
  * by name.
  * @example
  * const evaluate = createEvaluator({ limiter, key: byIp() })
@@ -315,7 +315,7 @@ export function createEvaluator<Req, Res = unknown>(
             limiter !== undefined &&
             decision !== undefined &&
             decision.shadowed !== true &&
-            limiter.rules.every((r) => r.key !== undefined || r.refundable)
+            limiter.rules.every((r) => r.scope !== undefined || r.refundable)
           ) {
             limiter
               .refund(requestKey, permits, {
