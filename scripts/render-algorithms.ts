@@ -94,7 +94,7 @@ export const LANES: { readonly [K in AlgorithmKind]: readonly Lane[] } = {
   gcra: [
     {
       title: 'gcra 10 / s, burst 10',
-      algorithm: gcra({ rate: 10, burst: 10 }),
+      algorithm: gcra({ permitsPerSecond: 10, burst: 10 }),
       maxWaitMs: 0,
       mostInAnySecond: 19,
     },

@@ -235,7 +235,7 @@ export const HEAP_SUBJECTS: Record<string, { label: string; fill: (n: number) =>
       [
         ['fixedWindow', () => fixedWindow({ limit: 100, windowMs: 3_600_000 })],
         ['tokenBucket', () => tokenBucket({ capacity: 100, refillPerSecond: 0.01 })],
-        ['gcra', () => gcra({ rate: 0.01, burst: 100 })],
+        ['gcra', () => gcra({ permitsPerSecond: 0.01, burst: 100 })],
         ['slidingWindowCounter', () => slidingWindowCounter({ limit: 100, windowMs: 3_600_000 })],
         ['leakyBucket', () => leakyBucket({ capacity: 100, leakPerSecond: 0.01 })],
       ] as const

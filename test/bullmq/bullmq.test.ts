@@ -229,7 +229,7 @@ describe('rateLimitedProcessor (BullMQ): one tenant refused, the others run on',
     const limiter = createLimiter({
       rules: [
         fixedWindow({ limit: 100, windowMs: HOUR, name: 'per-tenant' }),
-        fixedWindow({ limit: 2, windowMs: 1_000, name: 'downstream', key: 'global' }),
+        fixedWindow({ limit: 2, windowMs: 1_000, name: 'downstream', scope: 'global' }),
       ],
     });
     closers.push(() => limiter.close());

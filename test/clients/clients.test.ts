@@ -336,7 +336,7 @@ describe.each(CLIENT_KINDS)('%s, 3-master Cluster', (kind) => {
     const limiter = createLimiter({
       rules: [
         fixedWindow({ limit: 4, windowMs: 600_000, name: 'user' }),
-        fixedWindow({ limit: 10, windowMs: 600_000, name: 'global', key: 'all' }),
+        fixedWindow({ limit: 10, windowMs: 600_000, name: 'global', scope: 'all' }),
       ],
       store,
       prefix: prefix(kind),

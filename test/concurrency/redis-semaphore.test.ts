@@ -281,7 +281,7 @@ describe('Redis killed and restarted, by failMode', () => {
           ? Array(5).fill('slot')
           : failMode === 'closed'
             ? Array(5).fill('STORE_UNAVAILABLE')
-            : ['slot', 'slot', 'slot', 'slot', 'TIMEOUT'],
+            : ['slot', 'slot', 'slot', 'slot', 'WAIT_EXPIRED'],
       );
       await before.release(); // the store could not be told: its lease frees it
       for (const slot of held) await slot.release();

@@ -37,7 +37,7 @@ describe('mixed leaseMs on one key (a rolling deploy)', () => {
     const short = track(concurrencyLimiter({ max: 1, leaseMs: 1_200, prefix: p, store: track(redisStore({ redis })) }));
     const held = await long.acquire('k');
     // The short-lease process waits its turn briefly: queuing writes the key's expiry from its own lease.
-    await expect(short.acquire('k', { maxWaitMs: 100 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(short.acquire('k', { maxWaitMs: 100 })).rejects.toMatchObject({ code: 'WAIT_EXPIRED' });
     const [holders] = semaphoreKeys(p, 'k');
     const ttl = await redis.pttl(holders as string);
     // The set lives at least as long as the long holder's lease (less the few ms since it was granted).

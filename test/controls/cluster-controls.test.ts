@@ -56,8 +56,8 @@ describe('controls on a Cluster', () => {
     const sources: DecisionEvent['source'][] = [];
     const limiter = createLimiter({
       rules: [
-        fixedWindow({ limit: 1_000, windowMs: 600_000, name: 'tenant', key: (k) => k.split(':')[0] as string }),
-        tokenBucket({ capacity: 1_000, refillPerSecond: 1, name: 'all', key: 'all' }),
+        fixedWindow({ limit: 1_000, windowMs: 600_000, name: 'tenant', scope: (k) => k.split(':')[0] as string }),
+        tokenBucket({ capacity: 1_000, refillPerSecond: 1, name: 'all', scope: 'all' }),
       ],
       store: clusterStore(sources),
       prefix: prefix(),
@@ -79,7 +79,7 @@ describe('controls on a Cluster', () => {
     const limiter = createLimiter({
       rules: [
         fixedWindow({ limit: 10, windowMs: 600_000, name: 'user' }),
-        fixedWindow({ limit: 100, windowMs: 600_000, name: 'all', key: 'all' }),
+        fixedWindow({ limit: 100, windowMs: 600_000, name: 'all', scope: 'all' }),
       ],
       store: clusterStore(),
       prefix: prefix(),
@@ -124,7 +124,7 @@ describe('controls on a Cluster', () => {
     const across = createLimiter({
       rules: [
         fixedWindow({ limit: 3, windowMs: 600_000, name: 'rpm' }),
-        fixedWindow({ limit: 1_000, windowMs: 600_000, name: 'tpm', key: 'all' }),
+        fixedWindow({ limit: 1_000, windowMs: 600_000, name: 'tpm', scope: 'all' }),
       ],
       store: clusterStore(sources),
       prefix: prefix(),

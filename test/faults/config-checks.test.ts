@@ -72,7 +72,7 @@ describe('one-time warnings', () => {
     const store = redisStore({ redis: cluster, denyCache: false });
     const policy = () => [
       fixedWindow({ limit: 10, windowMs: 1_000, name: 'user' }),
-      fixedWindow({ limit: 100, windowMs: 1_000, name: 'global', key: 'all' }),
+      fixedWindow({ limit: 100, windowMs: 1_000, name: 'global', scope: 'all' }),
     ];
     createLimiter({ rules: policy(), store, prefix: 'api' });
     createLimiter({ rules: policy(), store, prefix: 'api' });

@@ -151,7 +151,7 @@ describe('grpcRateLimit (server interceptor)', () => {
     const byPeer = connect(
       await serve({
         limiter,
-        key: byMetadata('x-tenant', { maxLength: 64 }),
+        key: byMetadata('x-tenant', { maxKeyLength: 64 }),
         onInvalidInput: (error) => invalid.push(error),
       }),
     );
@@ -223,7 +223,7 @@ describe('grpcRateLimit (server interceptor)', () => {
     expect(() => byMetadata('x-tenant', { maxLenght: 3 } as never)).toThrow(
       /byMetadata options have no option "maxLenght"/,
     );
-    expect(() => byMetadata('x-tenant', { maxLength: 0 })).toThrow(/maxLength must be an integer >= 1/);
+    expect(() => byMetadata('x-tenant', { maxKeyLength: 0 })).toThrow(/maxKeyLength must be an integer >= 1/);
     expect(() => byMetadata('' as never)).toThrow(/byMetadata needs a metadata entry's name/);
     await Promise.all([limiter.close(), byAddress.close()]);
   });

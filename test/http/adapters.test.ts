@@ -35,7 +35,7 @@ describe('one options parser for every adapter', () => {
     [{ limiter: l, onMissingKey: 'shared' }, SluiceRangeError, 'onMissingKey'],
     [{ limiter: l, maxWaitMs: -1 }, SluiceRangeError, 'maxWaitMs'],
     [{ limiter: l, trustProxy: -1 }, SluiceRangeError, 'trustProxy'],
-    [{ limiter: l, onLimited: 'x' }, SluiceTypeError, 'onLimited'],
+    [{ limiter: l, limitedResponse: 'x' }, SluiceTypeError, 'limitedResponse'],
     [{ limiter: l, skip: true }, SluiceTypeError, 'skip'],
   ];
   it.each(Object.keys(adapters))('%s refuses each bad option with the same typed error, naming it', (name) => {

@@ -203,7 +203,7 @@ describe('rateLimit options', () => {
     [{ limiter, headers: 'draft-7' }, SluiceRangeError, 'headers'],
     [{ limiter, onMissingKey: 'shared' }, SluiceRangeError, 'onMissingKey'],
     [{ limiter, maxWaitMs: -1 }, SluiceRangeError, 'maxWaitMs'],
-    [{ limiter, onLimited: 'x' }, SluiceTypeError, 'onLimited'],
+    [{ limiter, limitedResponse: 'x' }, SluiceTypeError, 'limitedResponse'],
   ])('rejects %o', (options, type, argument) => {
     expect(() => rateLimit(options as never)).toThrow(type);
     try {

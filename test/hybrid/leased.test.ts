@@ -105,8 +105,8 @@ describe('lease.lua on its own', () => {
   it("a lease is the rule's own consume: the state it leaves is the state exact mode would keep", async () => {
     const { redis: r } = redis();
     for (const rule of [
-      tokenBucket({ capacity: 20, refillPerSecond: 5, initial: 4 }),
-      gcra({ rate: 10, burst: 6 }),
+      tokenBucket({ capacity: 20, refillPerSecond: 5, initialPermits: 4 }),
+      gcra({ permitsPerSecond: 10, burst: 6 }),
       fixedWindow({ limit: 7, windowMs: 1_000 }),
       slidingWindowCounter({ limit: 9, windowMs: 1_000 }),
     ]) {
@@ -395,7 +395,7 @@ describe('leasedLimiter', () => {
     const p = prefix();
     const nodes = [0, 1, 2, 3].map((i) =>
       leasedLimiterOn({
-        rules: gcra({ rate: 100, burst: 1_600 }),
+        rules: gcra({ permitsPerSecond: 100, burst: 1_600 }),
         redis: redis().redis,
         prefix: p,
         clock,

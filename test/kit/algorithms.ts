@@ -87,7 +87,7 @@ export const ALGORITHMS: { readonly [K in AlgorithmKind]: AlgorithmCase } = {
           tokenBucket({
             capacity: limit,
             refillPerSecond: rate * limit,
-            initial: Math.floor(limit * fill),
+            initialPermits: Math.floor(limit * fill),
             maxDebt,
             ...common,
           }),
@@ -102,8 +102,10 @@ export const ALGORITHMS: { readonly [K in AlgorithmKind]: AlgorithmCase } = {
     ),
   },
   gcra: {
-    example: ({ limit, perSecond }, common) => gcra({ rate: perSecond, burst: limit, ...common }),
-    shapes: perLimit.map((rate) => (limit, common) => gcra({ rate: rate * limit, burst: limit, ...common })),
+    example: ({ limit, perSecond }, common) => gcra({ permitsPerSecond: perSecond, burst: limit, ...common }),
+    shapes: perLimit.map(
+      (rate) => (limit, common) => gcra({ permitsPerSecond: rate * limit, burst: limit, ...common }),
+    ),
   },
   smoothBursty: {
     example: ({ perSecond }, common) => smoothBursty({ permitsPerSecond: perSecond, ...common }),

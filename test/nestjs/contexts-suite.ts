@@ -320,12 +320,12 @@ export function contextsSuite(major: number): void {
     });
   });
 
-  describe('onLimited', () => {
+  describe('limitedError', () => {
     /**
-     * A route and a gateway message, each allowing one call a minute; the module's onLimited shapes every
+     * A route and a gateway message, each allowing one call a minute; the module's limitedError shapes every
      * refusal, the gateway's own (on its @RateLimit) replaces it there.
      */
-    function shapedModule(onLimited: unknown) {
+    function shapedModule(limitedError: unknown) {
       const name = `shaped${++runs}`;
       @Controller('report')
       class ReportController {
@@ -339,7 +339,7 @@ export function contextsSuite(major: number): void {
       class ShapedGateway {
         @RateLimit({
           algorithm: fixedWindow({ limit: 1, windowMs: 60_000, name: `${name}-ws` }),
-          onLimited: async (decision) => new WsException({ slowDown: decision.retryAfterMs > 0 }),
+          limitedError: async (decision) => new WsException({ slowDown: decision.retryAfterMs > 0 }),
         })
         @SubscribeMessage('chat')
         chat() {
@@ -349,7 +349,7 @@ export function contextsSuite(major: number): void {
       @Module({
         imports: [
           SluiceModule.forRoot({
-            onLimited: onLimited as never,
+            limitedError: limitedError as never,
           }),
         ],
         controllers: [ReportController],
@@ -387,16 +387,16 @@ export function contextsSuite(major: number): void {
           { event: 'exception', data: { slowDown: true } },
         ]),
       );
-      // The module's onLimited was not asked for the gateway's refusal: the gateway's own shaped it.
+      // The module's limitedError was not asked for the gateway's refusal: the gateway's own shaped it.
       expect(seen).toEqual([['http', 1]]);
       socket.close();
     });
 
-    it('one that is not a function is refused where it is given, naming onLimited', () => {
-      expect(() => shapedModule('503')).toThrow(expect.objectContaining({ argument: 'onLimited' }));
+    it('one that is not a function is refused where it is given, naming limitedError', () => {
+      expect(() => shapedModule('503')).toThrow(expect.objectContaining({ argument: 'limitedError' }));
       expect(() =>
-        RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), onLimited: 42 as never }),
-      ).toThrow(expect.objectContaining({ argument: 'onLimited' }));
+        RateLimit({ algorithm: fixedWindow({ limit: 1, windowMs: 1_000 }), limitedError: 42 as never }),
+      ).toThrow(expect.objectContaining({ argument: 'limitedError' }));
     });
   });
 

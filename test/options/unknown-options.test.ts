@@ -104,7 +104,7 @@ const ROWS: Readonly<Record<string, Row>> = {
     call: (o) => leakyBucket(o as never),
     typo: 'mod',
   },
-  gcra: { options: () => ({ rate: 1, burst: 1 }), call: (o) => gcra(o as never), typo: 'burts' },
+  gcra: { options: () => ({ permitsPerSecond: 1, burst: 1 }), call: (o) => gcra(o as never), typo: 'burts' },
   smoothBursty: { options: () => ({ permitsPerSecond: 1 }), call: (o) => smoothBursty(o as never), typo: 'maxBurst' },
   smoothWarmingUp: {
     options: () => ({ permitsPerSecond: 1, warmupMs: 1_000 }),
@@ -145,7 +145,11 @@ const ROWS: Readonly<Record<string, Row>> = {
   honoRateLimit: { options: () => ({ limiter: limiter() }), call: (o) => honoRateLimit(o), typo: 'getConninfo' },
   koaRateLimit: { options: () => ({ limiter: limiter() }), call: (o) => koaRateLimit(o), typo: 'header' },
   rateLimited: { options: () => ({ limiter: limiter() }), call: (o) => rateLimited(o as never), typo: 'permit' },
-  countLimit: { options: () => ({ limit: 1, periodMs: 1_000 }), call: (o) => countLimit(o as never), typo: 'windowMs' },
+  countLimit: {
+    options: () => ({ limit: 1, windowMs: 1_000 }),
+    call: (o) => countLimit(o as never),
+    typo: 'windowMS',
+  },
   smoothRateLimit: {
     options: () => ({ permitsPerSecond: 1 }),
     call: (o) => smoothRateLimit(o as never),
@@ -166,7 +170,7 @@ const ROWS: Readonly<Record<string, Row>> = {
   },
   grpcRateLimit: { options: () => ({ limiter: limiter() }), call: (o) => grpcRateLimit(o), typo: 'method' },
   grpcRetryOnLimit: { options: () => ({}), call: (o) => grpcRetryOnLimit(o as never), typo: 'maxRetry' },
-  byMetadata: { options: () => ({}), call: (o) => byMetadata('x-tenant', o as never), typo: 'maxlength' },
+  byMetadata: { options: () => ({}), call: (o) => byMetadata('x-tenant', o as never), typo: 'maxKeylength' },
   leasedStore: {
     options: () => ({}),
     call: (o) => leasedStore({ redis: unusedRedis, ...o }),
@@ -200,6 +204,27 @@ const ROWS: Readonly<Record<string, Row>> = {
   RateLimit: { options: () => ({ algorithm: rule() }), call: (o) => RateLimit(o), typo: 'algorithms' },
   instrumentSluice: { options: () => ({}), call: (o) => instrumentSluice(o as never), typo: 'meterprovider' },
 };
+
+/** Options renamed before the first release: an entry point, the earlier name given to it, its name now. */
+const RENAMED: ReadonlyArray<readonly [string, Options, string]> = [
+  ['fixedWindow', { key: 'global' }, 'scope'],
+  ['slidingWindowLog', { key: (k: string) => k }, 'scope'],
+  ['calendarWindow', { key: 'global' }, 'scope'],
+  ['tokenBucket', { initial: 0 }, 'initialPermits'],
+  ['tokenBucket', { key: 'global' }, 'scope'],
+  ['gcra', { rate: 1 }, 'permitsPerSecond'],
+  ['countLimit', { periodMs: 1_000 }, 'windowMs'],
+  ['byMetadata', { maxLength: 64 }, 'maxKeyLength'],
+  ['throttle', { retries: 1 }, 'maxRetries'],
+  ['rateLimit', { onLimited: () => {} }, 'limitedResponse'],
+  ['fastifyRateLimit', { onLimited: () => {} }, 'limitedResponse'],
+  ['rateLimitHook', { onLimited: () => {} }, 'limitedResponse'],
+  ['fetchRateLimit', { onLimited: () => new Response() }, 'limitedResponse'],
+  ['honoRateLimit', { onLimited: () => new Response() }, 'limitedResponse'],
+  ['koaRateLimit', { onLimited: () => {} }, 'limitedResponse'],
+  ['RateLimit', { onLimited: () => undefined }, 'limitedError'],
+  ['SluiceModule.forRoot', { onLimited: () => undefined }, 'limitedError'],
+];
 
 async function thrown(call: () => unknown): Promise<unknown> {
   try {
@@ -340,6 +365,28 @@ describe('an unknown option is refused by name at every entry point', () => {
     }
     // The new names are taken.
     await call({ ...options(), permits: 2, ...(takesAfterResponse ? { permitsAfterResponse: () => 1 } : {}) });
+  });
+
+  it.each(RENAMED)('%s: the earlier name of %o is refused by name, saying it is %s now', async (entry, given, now) => {
+    const { options, call } = ROWS[entry] as Row;
+    const [old] = Object.keys(given) as [string];
+    const error = await thrown(() => call({ ...options(), ...given }));
+    expect(error, old).toBeInstanceOf(SluiceTypeError);
+    expect((error as SluiceTypeError).argument, old).toBe(old);
+    expect((error as Error).message).toMatch(
+      new RegExp(`no option "${old}".*it is called ${now} now.*the options are .*${now}`),
+    );
+    // The new name is taken where it replaces the old.
+    const value = (given as Options)[old];
+    await call({ ...options(), [now]: value });
+  });
+
+  it('onLimited stays where it only tells of a refusal (gRPC, BullMQ); createEvaluator, which answers none, names no rename', async () => {
+    await ROWS.grpcRateLimit?.call({ ...ROWS.grpcRateLimit.options(), onLimited: () => {} });
+    await ROWS.rateLimitedProcessor?.call({ ...ROWS.rateLimitedProcessor.options(), onLimited: () => {} });
+    const error = await thrown(() => createEvaluator({ limiter: limiter(), onLimited: () => {} } as never));
+    expect((error as SluiceTypeError).argument).toBe('onLimited');
+    expect((error as Error).message).not.toMatch(/it is called/);
   });
 
   it('the table holds every exported function, constructor and static method that takes options', () => {

@@ -83,7 +83,7 @@ describe('bans and the allow list on a Cluster', () => {
   it("a rule's ban gives way, an explicit one holds: one rule, and a policy whose rules live in other slots", async () => {
     const store = redisStore({ redis: testCluster().client });
     const one = fixedWindow({ name: 'api', limit: 2, windowMs: 60_000, blockMs: 600_000 });
-    const global = fixedWindow({ name: 'global', limit: 1_000, windowMs: 60_000, key: 'all' });
+    const global = fixedWindow({ name: 'global', limit: 1_000, windowMs: 60_000, scope: 'all' });
     const limiters = [
       createLimiter({ rules: one, store, prefix: `cb-one-${process.pid}` }),
       createLimiter({ rules: [one, global], store, prefix: `cb-policy-${process.pid}` }),

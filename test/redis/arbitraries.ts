@@ -1,4 +1,4 @@
-import type { Algorithm, RuleKey } from '@sluice/core';
+import type { Algorithm, RuleScope } from '@sluice/core';
 import { algorithmArb as registryArb } from '@sluice/test-kit';
 import fc from 'fast-check';
 
@@ -19,9 +19,9 @@ export const policyArb: fc.Arbitrary<Algorithm[]> = fc
 export const sharedPolicyArb: fc.Arbitrary<Algorithm[]> = fc
   .tuple(
     algorithmArb('own'),
-    fc.constantFrom<RuleKey>('global', (k: string) => k.slice(0, 1)),
+    fc.constantFrom<RuleScope>('global', (k: string) => k.slice(0, 1)),
   )
-  .chain(([own, key]) => algorithmArb('shared').map((shared) => [own, { ...shared, key }]));
+  .chain(([own, scope]) => algorithmArb('shared').map((shared) => [own, { ...shared, scope }]));
 
 export interface Step {
   /** Time since the previous step (integer ms; the clock is an integer clock). */

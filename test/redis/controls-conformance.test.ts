@@ -36,10 +36,10 @@ function same(a: Outcome, b: Outcome | undefined, toleranceMs: number): boolean 
   return close(ra, rb) && close(rs, rt) && close(wa, wb) && JSON.stringify(restA) === JSON.stringify(restB);
 }
 
-/** A limiter spec as text: each rule's kind, name, parameters, blockMs and key. */
+/** A limiter spec as text: each rule's kind, name, parameters, blockMs and scope. */
 function describeSpec(spec: LimiterSpec): string {
   const rules = (list: readonly Algorithm[]) =>
-    list.map((r) => ({ kind: r.kind, name: r.name, params: r.params, blockMs: r.blockMs, key: r.key }));
+    list.map((r) => ({ kind: r.kind, name: r.name, params: r.params, blockMs: r.blockMs, scope: r.scope }));
   return JSON.stringify(
     'plans' in spec
       ? Object.fromEntries(Object.entries(spec.plans).map(([plan, list]) => [plan, rules(list)]))
@@ -77,7 +77,7 @@ for (const denyCache of [false, true]) {
 }
 
 /**
- * Counterexamples the generator found once its buckets could start part-filled (`initial` below capacity), kept
+ * Counterexamples the generator found once its buckets could start part-filled (`initialPermits` below capacity), kept
  * as fixed cases: each differed between memory and Redis before its fix.
  */
 const FOUND: ReadonlyArray<{ name: string; spec: LimiterSpec; start: number; steps: ControlStep[] }> = [
@@ -88,10 +88,10 @@ const FOUND: ReadonlyArray<{ name: string; spec: LimiterSpec; start: number; ste
     spec: {
       plans: {
         p0: [
-          tokenBucket({ name: 'a', capacity: 11, refillPerSecond: 0.55, initial: 0, maxDebt: 22 }),
-          tokenBucket({ name: 'b', capacity: 1, refillPerSecond: 0.05, initial: 0, maxDebt: 2 }),
+          tokenBucket({ name: 'a', capacity: 11, refillPerSecond: 0.55, initialPermits: 0, maxDebt: 22 }),
+          tokenBucket({ name: 'b', capacity: 1, refillPerSecond: 0.05, initialPermits: 0, maxDebt: 2 }),
         ],
-        p1: [tokenBucket({ name: 'b', capacity: 4, refillPerSecond: 0.2, initial: 0, maxDebt: 2 })],
+        p1: [tokenBucket({ name: 'b', capacity: 4, refillPerSecond: 0.2, initialPermits: 0, maxDebt: 2 })],
       },
     },
     start: 0,
@@ -103,10 +103,12 @@ const FOUND: ReadonlyArray<{ name: string; spec: LimiterSpec; start: number; ste
   },
   {
     // The deny cache answered "1 ms" for a banned key whose part-filled bucket was forgotten when the ban ended
-    // (its tokens dropped back to initial): such a bucket's denials are not cached now.
+    // (its tokens dropped back to initialPermits): such a bucket's denials are not cached now.
     name: 'a part-filled bucket forgotten as its ban ends: no cached denial stands for it',
     spec: {
-      rules: [tokenBucket({ capacity: 1, refillPerSecond: 0.5277044854881267, initial: 0, maxDebt: 0, blockMs: 3421 })],
+      rules: [
+        tokenBucket({ capacity: 1, refillPerSecond: 0.5277044854881267, initialPermits: 0, maxDebt: 0, blockMs: 3421 }),
+      ],
     },
     start: 1_700_000_000_000,
     steps: [

@@ -35,7 +35,7 @@ export const limiterSpecArb: fc.Arbitrary<LimiterSpec> = fc.oneof(
   fc.tuple(shapeArb, shapeArb, limitArb, limitArb, blockMsArb, fc.boolean()).map(([a, b, la, lb, blockMs, shared]) => ({
     rules: [
       a(la, { name: 'own', blockMs }),
-      b(lb, shared ? { name: 'all', blockMs: 0, key: 'all' } : { name: 'own2', blockMs: 0 }),
+      b(lb, shared ? { name: 'all', blockMs: 0, scope: 'all' } : { name: 'own2', blockMs: 0 }),
     ],
   })),
   fc

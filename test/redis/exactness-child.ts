@@ -26,9 +26,9 @@ export const EXACTNESS_RULES: Record<string, () => Algorithm | Algorithm[]> = {
   slidingWindowLog: () => slidingWindowLog({ limit: 1000, windowMs: 1000 }),
   slidingWindowCounter: () => slidingWindowCounter({ limit: 1000, windowMs: 1000 }),
   tokenBucket: () => tokenBucket({ capacity: 1000, refillPerSecond: 1000 }),
-  gcra: () => gcra({ rate: 1000, burst: 1000 }),
+  gcra: () => gcra({ permitsPerSecond: 1000, burst: 1000 }),
   // An interval that is not a whole number of ms (1000/900): any rounding that piled up would show here.
-  gcra900: () => gcra({ rate: 900, burst: 900 }),
+  gcra900: () => gcra({ permitsPerSecond: 900, burst: 900 }),
   // Two rules decided together in one script call: both bounds must hold on the same grants.
   policy: () => [
     fixedWindow({ limit: 1000, windowMs: 1000, name: 'fw' }),
@@ -38,7 +38,7 @@ export const EXACTNESS_RULES: Record<string, () => Algorithm | Algorithm[]> = {
   // decided slot by slot with refunds when the second refuses.
   crossSlot: () => [
     fixedWindow({ limit: 1000, windowMs: 1000, name: 'user' }),
-    tokenBucket({ capacity: 800, refillPerSecond: 700, name: 'global', key: 'global' }),
+    tokenBucket({ capacity: 800, refillPerSecond: 700, name: 'global', scope: 'global' }),
   ],
 };
 

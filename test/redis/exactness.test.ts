@@ -151,7 +151,7 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
       createLimiter({
         rules: [
           smoothBursty({ permitsPerSecond: 1 }),
-          fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' }),
+          fixedWindow({ limit: 9, windowMs: 1000, name: 'g', scope: 'global' }),
         ],
         store,
       }),
@@ -160,7 +160,7 @@ describe(`exactness on a Redis Cluster (3 masters, 3 replicas), ${PROCESSES} pro
       createLimiter({
         rules: [
           fixedWindow({ limit: 1, windowMs: 1000 }),
-          fixedWindow({ limit: 9, windowMs: 1000, name: 'g', key: 'global' }),
+          fixedWindow({ limit: 9, windowMs: 1000, name: 'g', scope: 'global' }),
         ],
         store,
       }),

@@ -15,8 +15,8 @@ const testCluster = useTestCluster();
 let n = 0;
 const policy = () => [
   fixedWindow({ limit: 1, windowMs: 10_000, name: 'user' }),
-  tokenBucket({ capacity: 3, refillPerSecond: 0.05, name: 'tenant', key: (k: string) => k.split('/')[0] as string }),
-  fixedWindow({ limit: 2, windowMs: 60_000, name: 'global', key: 'all' }),
+  tokenBucket({ capacity: 3, refillPerSecond: 0.05, name: 'tenant', scope: (k: string) => k.split('/')[0] as string }),
+  fixedWindow({ limit: 2, windowMs: 60_000, name: 'global', scope: 'all' }),
 ];
 
 /** The same requests through memory, standalone Redis and a Cluster (slot by slot), each on its own ManualClock. */

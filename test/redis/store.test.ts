@@ -75,7 +75,7 @@ describe('the decide script', () => {
     [tokenBucket({ capacity: 5, refillPerSecond: 1 }), 'tokens updatedAt'],
     [leakyBucket({ capacity: 5, leakPerSecond: 1 }), 'level updatedAt'],
     [leakyBucket({ capacity: 5, leakPerSecond: 1, mode: 'shape' }), 'queuedMs at'],
-    [gcra({ rate: 1, burst: 5 }), 'aheadMs at'],
+    [gcra({ permitsPerSecond: 1, burst: 5 }), 'aheadMs at'],
     [smoothBursty({ permitsPerSecond: 1 }), 'storedPermits aheadMs at'],
     [smoothWarmingUp({ permitsPerSecond: 1, warmupMs: 5_000 }), 'storedPermits aheadMs at'],
   ];
@@ -333,7 +333,7 @@ describe('redisStore', () => {
     const limiter = createLimiter({
       rules: [
         fixedWindow({ limit: 3, windowMs: 60_000 }),
-        tokenBucket({ capacity: 2, refillPerSecond: 1, initial: 0 }),
+        tokenBucket({ capacity: 2, refillPerSecond: 1, initialPermits: 0 }),
         slidingWindowLog({ limit: 5, windowMs: 1000 }),
       ],
       store,

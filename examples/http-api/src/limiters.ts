@@ -35,8 +35,8 @@ export function demoLimiters(store: Store, clock?: Clock): DemoLimiters {
       fixedWindow({ limit: 200, windowMs: 10_000, name: 'per-10s' }),
       fixedWindow({ limit: 5_000, windowMs: 3_600_000, name: 'per-hour' }),
       fixedWindow({ limit: 20_000, windowMs: 86_400_000, name: 'per-day' }),
-      // `key: 'all'`: every user counts against this one rule.
-      fixedWindow({ limit: 1_000, windowMs: 1_000, name: 'global', key: 'all' }),
+      // `scope: 'all'`: every user counts against this one rule.
+      fixedWindow({ limit: 1_000, windowMs: 1_000, name: 'global', scope: 'all' }),
     ]),
   };
   return {

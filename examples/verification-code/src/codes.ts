@@ -19,7 +19,7 @@ export function createCodeService(clock?: Clock) {
     readonly sent: SentCode[] = [];
 
     /** Count limit: 1 code per phone per 60 s window. */
-    @countLimit({ limit: 1, periodMs: 60_000, key: byPhone, ...time })
+    @countLimit({ limit: 1, windowMs: 60_000, key: byPhone, ...time })
     async sendByCount(phone: string): Promise<SentCode> {
       return this.#send(phone);
     }

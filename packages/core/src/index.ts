@@ -5,7 +5,7 @@ export type {
   LeaseModel,
   LeaseWindow,
   Outcome,
-  RuleKey,
+  RuleScope,
   RuleOptions,
 } from './algorithms/algorithm.js';
 export type { WindowOptions } from './algorithms/window-rule.js';

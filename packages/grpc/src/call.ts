@@ -48,17 +48,17 @@ interface ByMetadataOptions {
    * Longest value taken as a key; a longer one is refused as the call's bad input (INVALID_ARGUMENT).
    * @default DEFAULT_MAX_METADATA_KEY_LENGTH (256)
    */
-  maxLength?: number;
+  maxKeyLength?: number;
 }
 
 /** byMetadata's options. Exported for docs/options.md only (scripts/render-options.ts); no entry point exports it. */
 export const BY_METADATA_OPTIONS = {
-  maxLength: option(positiveInteger, DEFAULT_MAX_METADATA_KEY_LENGTH, 'DEFAULT_MAX_METADATA_KEY_LENGTH'),
+  maxKeyLength: option(positiveInteger, DEFAULT_MAX_METADATA_KEY_LENGTH, 'DEFAULT_MAX_METADATA_KEY_LENGTH'),
 } as const satisfies SchemaOf<ByMetadataOptions>;
 
 /**
  * A key from one metadata entry (a tenant id, an API key's id), prefixed with the entry's name; undefined
- * when the call has none (the adapter's `onMissingKey` decides). A value longer than `maxLength` is refused
+ * when the call has none (the adapter's `onMissingKey` decides). A value longer than `maxKeyLength` is refused
  * as the call's bad input (INVALID_ARGUMENT), never cut to a key another client could share.
  *
  * An entry given several times is keyed by its LAST value: the one the nearest hop added. A proxy of yours
@@ -72,7 +72,7 @@ export const BY_METADATA_OPTIONS = {
  * grpcRateLimit({ limiter, key: byMetadata('x-tenant-id') })
  */
 export function byMetadata(name: string, options: ByMetadataOptions = {}): (call: GrpcCall) => string | undefined {
-  const { maxLength } = inCall('byMetadata', () => {
+  const { maxKeyLength } = inCall('byMetadata', () => {
     if (typeof name !== 'string' || name.length === 0) {
       throw new SluiceTypeError('name', name, `byMetadata needs a metadata entry's name, got ${describeValue(name)}`);
     }
@@ -82,11 +82,11 @@ export function byMetadata(name: string, options: ByMetadataOptions = {}): (call
   return (call) => {
     const value = lastValue(call.metadata.get(lower));
     if (value === undefined || value.length === 0) return undefined;
-    if (value.length > maxLength) {
+    if (value.length > maxKeyLength) {
       throw new SluiceRangeError(
         `metadata ${lower}`,
         `${value.slice(0, 16)}...`,
-        `metadata ${lower} is ${value.length} characters, more than the ${maxLength} a key may take`,
+        `metadata ${lower} is ${value.length} characters, more than the ${maxKeyLength} a key may take`,
       );
     }
     return `${lower}:${value}`;

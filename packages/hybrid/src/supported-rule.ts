@@ -14,11 +14,11 @@ export function hybridRule(store: 'leasedStore' | 'dividedStore', rule: Algorith
       `${store} supports tokenBucket, gcra, fixedWindow, calendarWindow and slidingWindowCounter, got ${describeValue(rule.kind)}`,
     );
   }
-  if (rule.key !== undefined) {
+  if (rule.scope !== undefined) {
     throw new SluiceRangeError(
       'rules',
-      rule.key,
-      `${store} counts each request against its own key; a rule with its own key option is not supported`,
+      rule.scope,
+      `${store} counts each request against its own key; a rule with a scope of its own is not supported`,
     );
   }
   return rule;

@@ -76,7 +76,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
    */
   readonly #evaluators = new Map<
     object,
-    { owned: Limiter | undefined; byType: Map<string, Evaluate>; onLimited: OnLimited | undefined }
+    { owned: Limiter | undefined; byType: Map<string, Evaluate>; limitedError: LimitedError | undefined }
   >();
   /** With graphqlPer 'operation': each operation's verdict, by its GraphQL context object. */
   readonly #operations = new WeakMap<Evaluate, WeakMap<object, Promise<Verdict<unknown>>>>();
@@ -233,16 +233,16 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
     });
   }
 
-  /** The error `onLimited` (the handler's, else the module's) shapes for a refusal, or undefined for the guard's own. */
+  /** The error `limitedError` (the handler's, else the module's) shapes for a refusal, or undefined for the guard's own. */
   async #shaped(route: RouteLimitOptions | undefined, decision: Decision, context: ExecutionContext) {
-    const onLimited = this.#evaluators.get(route ?? this.#options)?.onLimited;
-    if (onLimited === undefined) return undefined;
-    const shaped = await onLimited(decision, context);
+    const limitedError = this.#evaluators.get(route ?? this.#options)?.limitedError;
+    if (limitedError === undefined) return undefined;
+    const shaped = await limitedError(decision, context);
     if (shaped === undefined || shaped instanceof Error) return shaped;
     throw new SluiceTypeError(
-      'onLimited',
+      'limitedError',
       shaped,
-      `onLimited must return an Error to throw, or undefined for the guard's own refusal; got ${describeValue(shaped)}`,
+      `limitedError must return an Error to throw, or undefined for the guard's own refusal; got ${describeValue(shaped)}`,
     );
   }
 
@@ -283,7 +283,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
               ...(store === undefined ? {} : { store }),
             })
           : undefined;
-      entry = { owned, byType: new Map(), onLimited: options.onLimited ?? this.#options.onLimited };
+      entry = { owned, byType: new Map(), limitedError: options.limitedError ?? this.#options.limitedError };
       this.#evaluators.set(options, entry);
     }
     let evaluate = entry.byType.get(type);
@@ -294,10 +294,10 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
         algorithm: _moduleRules,
         contexts: _contexts,
         graphqlPer: _per,
-        onLimited: _onLimited,
+        limitedError: _limitedError,
         ...defaults
       } = this.#options;
-      const { onLimited: _routeOnLimited, ...own } = options;
+      const { limitedError: _routeLimitedError, ...own } = options;
       const limiter = options.limiter ?? entry.owned;
       const key = options.key ?? defaults.key ?? (type === 'ws' ? wsDefaultKey : undefined);
       // Checked already by @RateLimit and forRoot; the module's options stand in for a handler that has none.
@@ -324,7 +324,7 @@ export class SluiceGuard implements CanActivate, OnApplicationBootstrap, OnModul
   }
 }
 
-type OnLimited = NonNullable<RouteLimitOptions['onLimited']>;
+type LimitedError = NonNullable<RouteLimitOptions['limitedError']>;
 
 /** The contexts of the calls a SluiceGuard has decided (see canActivate). */
 const decided = new WeakSet<ExecutionContext>();

@@ -22,7 +22,7 @@ export interface RouteLimitOptions extends Partial<Omit<RateLimitOptions<Executi
    * throws is thrown. Nest's exception filters are the other way: `RateLimitException` carries the decision.
    * @default the guard's own refusal
    */
-  onLimited?: (decision: Decision, context: ExecutionContext) => Error | undefined | Promise<Error | undefined>;
+  limitedError?: (decision: Decision, context: ExecutionContext) => Error | undefined | Promise<Error | undefined>;
 }
 
 /** SluiceModule.forRoot's options: route defaults, and optionally a limit for every route. */

@@ -1,13 +1,13 @@
 import { SluiceTypeError } from '@sluice/core';
-import { RATE_LIMIT_OPTIONS, onLimitedOption } from '@sluice/core/http';
-import { type OptionNames, describeValue, knownOptions } from '@sluice/core/store-kit';
+import { RATE_LIMIT_OPTIONS } from '@sluice/core/http';
+import { type OptionNames, describeValue, functionValue, knownOptions } from '@sluice/core/store-kit';
 import type { RouteLimitOptions, SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
 
 /** The names of RouteLimitOptions: the HTTP adapters' options and a route's own. */
 export const ROUTE_LIMIT_OPTIONS: OptionNames<RouteLimitOptions> = {
   ...RATE_LIMIT_OPTIONS,
   algorithm: true,
-  onLimited: true,
+  limitedError: true,
 };
 
 /** The names of SluiceModuleOptions: a route's, and the module's own. */
@@ -27,7 +27,7 @@ export const SLUICE_MODULE_ASYNC_OPTIONS: OptionNames<SluiceModuleAsyncOptions> 
 
 /**
  * The shape every route's options must have: an object of the options `known` names (a route's or the
- * module's), (for a @RateLimit) exactly one of `limiter` and `algorithm`, and an `onLimited` that is a
+ * module's), (for a @RateLimit) exactly one of `limiter` and `algorithm`, and a `limitedError` that is a
  * function. The rest is the shared HTTP options parser's to check.
  */
 export function checkRouteOptions(
@@ -40,7 +40,7 @@ export function checkRouteOptions(
     throw new SluiceTypeError(what, options, `${what} must be an object, got ${describeValue(options)}`);
   }
   knownOptions(what, known, options, true);
-  onLimitedOption(options.onLimited);
+  if (options.limitedError !== undefined) functionValue('limitedError', options.limitedError);
   const has = [options.limiter !== undefined && 'limiter', options.algorithm !== undefined && 'algorithm'].filter(
     Boolean,
   );

@@ -26,7 +26,7 @@ export const SOURCE = 'sluice.source';
 export const SHADOWED = 'sluice.shadowed';
 /** A throttle's name (its limiter's prefix). */
 export const THROTTLE = 'sluice.throttle';
-/** How a throttled call's wait ended: `started`, or why it left (`timeout`, `aborted`, `closed`, ...). */
+/** How a throttled call's wait ended: `started`, or why it left (`wait_expired`, `aborted`, `closed`, ...). */
 export const THROTTLE_OUTCOME = 'sluice.throttle.outcome';
 /** Who set a pause: `here` (this process) or `fleet` (another node, heard here). */
 export const PAUSE_ORIGIN = 'sluice.pause.origin';

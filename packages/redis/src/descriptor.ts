@@ -12,7 +12,7 @@ const DESCRIPTOR_TTL_MS = 7 * 24 * 3_600_000;
 export interface LimiterDescriptor {
   /** The store's mode: exact (redisStore), leased, divided. */
   readonly mode: 'exact' | 'leased' | 'divided';
-  /** Its rules as data; undefined where they cannot be written down (a rule counted against a key function). */
+  /** Its rules as data; undefined where they cannot be written down (a rule counted against a scope function). */
   readonly rules?: readonly RuleSpec[];
   /** Why `rules` is missing. */
   readonly why?: string;

@@ -295,7 +295,7 @@ export class RedisStore
   /** Binds a limiter's rules under its prefix (see Store.bind) and starts its start-up check. */
   bind(ruleSet: RuleSet): BoundStore {
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');
-    const keyed = ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.key !== undefined);
+    const keyed = ruleSet.rules.length > 1 && ruleSet.rules.some((rule) => rule.scope !== undefined);
     const unrefundable = ruleSet.rules.find((rule) => !rule.refundable);
     const isCluster = this.#connection.isCluster;
     if (isCluster && keyed && unrefundable !== undefined) {

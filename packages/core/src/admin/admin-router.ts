@@ -55,8 +55,9 @@ function limiterView(limiter: Limiter) {
     configVersion: limiter.configVersion,
     rules: limiter.rules.map((rule: Algorithm) => {
       try {
+        // Params by their options' names (what an override's rules are written with), not a stored spec's.
         const spec = ruleSpec(rule);
-        return { kind: spec.kind, name: spec.name, limit: rule.limit, params: spec.params };
+        return { kind: spec.kind, name: spec.name, limit: rule.limit, params: { ...rule.params } };
       } catch {
         return { kind: rule.kind, name: rule.name, limit: rule.limit };
       }

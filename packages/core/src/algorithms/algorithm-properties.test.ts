@@ -167,7 +167,7 @@ const PROPERTIES: { readonly [K in AlgorithmKind]: () => void } = {
           timelineArb(50, 5, 0, 40),
           (capacity, rate, events) => {
             const initial = Math.floor(capacity / 2);
-            const algorithm = tokenBucket({ capacity, refillPerSecond: rate, initial, maxDebt: 0 });
+            const algorithm = tokenBucket({ capacity, refillPerSecond: rate, initialPermits: initial, maxDebt: 0 });
             const run = runTimeline(algorithm, events);
             for (const [key, list] of byKey(run.admissions).map((l) => [l[0]!.key, l] as const)) {
               // From the key's first sight (granted or not), at most initial + what refilled since.
@@ -239,7 +239,7 @@ const PROPERTIES: { readonly [K in AlgorithmKind]: () => void } = {
           fc.double({ min: 0.05, max: 200, noNaN: true }),
           timelineArb(2_000, 24, 3_000),
           (burst, rate, events) => {
-            expectBucketBound(gcra({ rate, burst }), burst, rate, events);
+            expectBucketBound(gcra({ permitsPerSecond: rate, burst }), burst, rate, events);
           },
         ),
         RUNS,
@@ -253,7 +253,7 @@ const PROPERTIES: { readonly [K in AlgorithmKind]: () => void } = {
           fc.integer({ min: 1, max: 100 }),
           timelineArb(2_000, 24),
           (burst, rate, events) => {
-            const a = runTimeline(gcra({ rate, burst }), events);
+            const a = runTimeline(gcra({ permitsPerSecond: rate, burst }), events);
             const b = runTimeline(tokenBucket({ capacity: burst, refillPerSecond: rate, maxDebt: 0 }), events);
             expect(a.admissions.map((x) => x.decidedAtMs)).toEqual(b.admissions.map((x) => x.decidedAtMs));
           },

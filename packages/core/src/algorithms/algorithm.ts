@@ -42,10 +42,10 @@ export interface Algorithm<S = unknown> {
   /** Unique within a policy; names the rule in keys, decisions and headers. */
   readonly name: string;
   /**
-   * Whose permits the rule counts: undefined for the request's own key, a fixed string for a rule shared
+   * What the rule counts against: undefined for the request's own key, a fixed string for a rule shared
    * by every key (a global rule), or a function of the request's key (a per-tenant rule beside per-user ones).
    */
-  readonly key?: RuleKey | undefined;
+  readonly scope?: RuleScope | undefined;
   /** The limit reported in decisions and headers. */
   readonly limit: number;
   /** The period the limit applies to, for headers (a bucket reports the time it takes to refill). */
@@ -89,7 +89,7 @@ export interface Algorithm<S = unknown> {
   /**
    * The same rule holding `fraction` (0 < fraction <= 1) of this one's limit: what one node enforces when a
    * fleet's limit is divided. Counts round down but to at least 1 (a node can always admit something); rates
-   * scale exactly; windows, burst spans and warm-ups stay. Name and key are kept.
+   * scale exactly; windows, burst spans and warm-ups stay. Name and scope are kept.
    */
   share(fraction: number): Algorithm<S>;
   /**
@@ -163,8 +163,8 @@ export function shareOf(count: number, fraction: number): number {
   return Math.max(1, Math.floor(count * fraction + EPSILON));
 }
 
-/** A rule's own identity: a fixed key, or one derived from the request's key. */
-export type RuleKey = string | ((requestKey: string) => string);
+/** A rule's scope, its own identity: a fixed key, or one derived from the request's key. */
+export type RuleScope = string | ((requestKey: string) => string);
 
 /** Options every algorithm takes. */
 export interface RuleOptions {
@@ -175,10 +175,10 @@ export interface RuleOptions {
   name?: string;
   /**
    * Count this rule against another identity than the request's key: a fixed string makes a rule every key
-   * shares (`key: 'global'`), a function derives one (`key: (k) => k.split(':')[0]` for a per-tenant rule).
+   * shares (`scope: 'global'`), a function derives one (`scope: (k) => k.split(':')[0]` for a per-tenant rule).
    * @default the request's key
    */
-  key?: RuleKey;
+  scope?: RuleScope;
   /**
    * A ban after the limit is hit (brute-force protection): when this rule denies a request, the request's key
    * is blocked for `blockMs` from that instant, and every request of that key meanwhile is denied with

@@ -155,7 +155,7 @@ export function calendarWindow(options: CalendarWindowOptions): Algorithm<Calend
     return {
       kind: 'calendarWindow',
       name: common.name,
-      key: common.key,
+      scope: common.scope,
       limit,
       windowMs,
       reserves: false,

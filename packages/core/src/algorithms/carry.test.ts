@@ -56,7 +56,7 @@ const KINDS: {
     rule: (size, _periodMs, rate) => tokenBucket({ capacity: size, refillPerSecond: rate }) as Algorithm,
     carry: 'used',
   },
-  gcra: { rule: (size, _periodMs, rate) => gcra({ rate, burst: size }) as Algorithm, carry: 'used' },
+  gcra: { rule: (size, _periodMs, rate) => gcra({ permitsPerSecond: rate, burst: size }) as Algorithm, carry: 'used' },
   leakyBucket: {
     rule: (size, _periodMs, rate, mode) => leakyBucket({ capacity: size, leakPerSecond: rate, mode }) as Algorithm,
     carry: 'used',

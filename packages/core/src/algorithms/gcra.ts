@@ -17,16 +17,16 @@ import { defaultRuleName, ratePart } from './rule-name.js';
 
 export interface GcraOptions extends RuleOptions {
   /** Sustained permits per second (a finite number > 0). */
-  rate: number;
+  permitsPerSecond: number;
   /** Permits that may pass at once after a quiet period (an integer >= 1). */
   burst: number;
 }
 
-const GCRA_OPTIONS: OptionNames<GcraOptions> = { ...RULE_OPTIONS, rate: true, burst: true };
+const GCRA_OPTIONS: OptionNames<GcraOptions> = { ...RULE_OPTIONS, permitsPerSecond: true, burst: true };
 
 /**
  * The theoretical arrival time (TAT: when the permits granted so far would have been spent at exactly
- * `rate`), kept as how far it was ahead of the last decision time. Adding the interval to an epoch-scale TAT
+ * `permitsPerSecond`), kept as how far it was ahead of the last decision time. Adding the interval to an epoch-scale TAT
  * would round on every grant (a double near 1.7e12 ms carries ~0.24 us) and the error would pile up while a
  * key stays busy; offsets are small numbers, and `now - at` is an exact difference.
  */
@@ -37,20 +37,25 @@ export interface GcraState {
 
 /**
  * The generic cell rate algorithm: one number of state (the theoretical arrival time). Admits what a
- * token bucket of capacity `burst` refilled at `rate` would. A caller that passes `maxWaitMs` reserves its
+ * token bucket of capacity `burst` refilled at `permitsPerSecond` would. A caller that passes `maxWaitMs` reserves its
  * slot and waits it out, first come first served.
  *
  * @example
- * const login = gcra({ rate: 1, burst: 5 })
+ * const login = gcra({ permitsPerSecond: 1, burst: 5 })
  */
 export function gcra(options: GcraOptions): Algorithm<GcraState> {
   return inCall('gcra', () => {
     knownOptions('gcra options', GCRA_OPTIONS, options, true);
-    const rate = positiveFinite('rate', options.rate);
+    const rate = positiveFinite('permitsPerSecond', options.permitsPerSecond);
     const burst = positiveInteger('burst', options.burst);
-    representablePeriod('rate', rate, (burst * 1000) / rate, 'the burst tolerance (burst / rate)');
+    representablePeriod(
+      'permitsPerSecond',
+      rate,
+      (burst * 1000) / rate,
+      'the burst tolerance (burst / permitsPerSecond)',
+    );
     const common = commonRuleOptions(options, defaultRuleName('gcra', [ratePart(rate), burst]), 'gcra');
-    const { name, key } = common;
+    const { name, scope } = common;
     const intervalMs = 1000 / rate;
     const toleranceMs = burst * intervalMs;
 
@@ -94,12 +99,12 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
     return {
       kind: 'gcra',
       name,
-      key,
+      scope,
       limit: burst,
       windowMs: Math.max(1, Math.ceil(toleranceMs)),
       reserves: true,
       stableDenials: true,
-      params: { rate, burst },
+      params: { permitsPerSecond: rate, burst },
       wireParams: [rate, burst],
       planName: common.planName,
       stateFormat: 'gcra',
@@ -107,9 +112,10 @@ export function gcra(options: GcraOptions): Algorithm<GcraState> {
       blockMs: common.blockMs,
       burst,
       ratePerSecond: rate,
-      // GCRA(rate, burst) admits exactly what a token bucket of capacity `burst` refilled at `rate` does.
+      // GCRA(permitsPerSecond, burst) admits exactly what a token bucket of capacity `burst` refilled at that rate does.
       lease: { kind: 'bucket', capacity: burst, refillPerSecond: rate, initial: burst },
-      share: (fraction) => gcra({ ...ownOptions(common), rate: rate * fraction, burst: shareOf(burst, fraction) }),
+      share: (fraction) =>
+        gcra({ ...ownOptions(common), permitsPerSecond: rate * fraction, burst: shareOf(burst, fraction) }),
       // The state is time ahead, which the share's interval already scales.
       rescale: (state) => state,
       usedAt: (state, nowMs) => aheadOf(state, nowMs) / intervalMs,

@@ -85,7 +85,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
       defaultRuleName(mode === 'police' ? 'lb' : 'lbs', [capacity, ratePart(leakPerSecond)]),
       mode === 'police' ? 'lb' : 'lbs',
     );
-    const { name, key } = common;
+    const { name, scope } = common;
     const msPerPermit = 1000 / leakPerSecond;
     const tolerance = EPSILON + (TOLERANCE_MS * leakPerSecond) / 1000;
 
@@ -174,7 +174,7 @@ export function leakyBucket(options: LeakyBucketOptions): Algorithm<LeakyBucketS
     return {
       kind: 'leakyBucket',
       name,
-      key,
+      scope,
       limit: capacity,
       windowMs: Math.max(1, Math.ceil(capacity * msPerPermit)),
       reserves: mode === 'shape',

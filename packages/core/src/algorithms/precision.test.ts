@@ -35,7 +35,7 @@ function saturate(algorithm: Algorithm, grants: number, ratePerMs: number, capac
 describe('no precision drift while a key stays saturated at epoch-scale time', () => {
   for (const [name, algorithm, maxWaitMs, burst] of [
     ['tokenBucket', tokenBucket({ capacity: 10, refillPerSecond: 900 }), 0, 10],
-    ['gcra', gcra({ rate: 900, burst: 10 }), 0, 10],
+    ['gcra', gcra({ permitsPerSecond: 900, burst: 10 }), 0, 10],
     // Shaped: every request waits its turn in the queue; departures must not outrun the leak rate.
     ['leakyBucket shape', leakyBucket({ capacity: 900, leakPerSecond: 900, mode: 'shape' }), 1000, 1],
     // No burst stored (maxBurstSeconds 0), so the bound is the rate plus the prepaid grant; immediate grants,

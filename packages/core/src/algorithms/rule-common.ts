@@ -1,16 +1,16 @@
 import { SluiceRangeError } from '../foundation/errors.js';
 import type { OptionNames } from '../foundation/options.js';
 import { nonNegativeFinite, representablePeriod } from '../foundation/validate.js';
-import type { RuleKey, RuleOptions } from './algorithm.js';
-import { ruleKey, ruleName } from './rule-name.js';
+import type { RuleOptions, RuleScope } from './algorithm.js';
+import { ruleName, ruleScope } from './rule-name.js';
 
 /** The names of the options every algorithm takes (RuleOptions), which each factory's list of names spreads. */
-export const RULE_OPTIONS: OptionNames<RuleOptions> = { name: true, key: true, blockMs: true };
+export const RULE_OPTIONS: OptionNames<RuleOptions> = { name: true, scope: true, blockMs: true };
 
-/** The options every algorithm takes, validated: what a rule is called, whose key it counts, how it bans. */
+/** The options every algorithm takes, validated: what a rule is called, what it counts against (its scope), how it bans. */
 export interface CommonRule {
   readonly name: string;
-  readonly key: RuleKey | undefined;
+  readonly scope: RuleScope | undefined;
   readonly blockMs: number;
   /** See Algorithm.planName: set only when the rule was given no name. */
   readonly planName: string | undefined;
@@ -22,22 +22,22 @@ export interface CommonRule {
  */
 export function commonRuleOptions(options: RuleOptions, defaultName: string, planName: string): CommonRule {
   const name = ruleName(options.name, defaultName);
-  const key = ruleKey(options.key);
+  const scope = ruleScope(options.scope);
   const blockMs = options.blockMs === undefined ? 0 : nonNegativeFinite('blockMs', options.blockMs);
   representablePeriod('blockMs', blockMs, blockMs, 'a block of');
-  if (blockMs > 0 && key !== undefined) {
+  if (blockMs > 0 && scope !== undefined) {
     // A ban blocks the request's key; a shared rule's denial is not that key's doing.
     throw new SluiceRangeError(
       'blockMs',
       blockMs,
-      `blockMs bans the request's own key: rule ${JSON.stringify(name)} is counted against another key (its key ` +
-        `option), so it cannot ban`,
+      `blockMs bans the request's own key: rule ${JSON.stringify(name)} is counted against another key (its scope), ` +
+        `so it cannot ban`,
     );
   }
-  return { name, key, blockMs, planName: options.name === undefined ? planName : undefined };
+  return { name, scope, blockMs, planName: options.name === undefined ? planName : undefined };
 }
 
 /** The common options as a factory takes them again: what `share()` passes on to the scaled rule. */
-export function ownOptions({ name, key, blockMs }: CommonRule): RuleOptions {
-  return { name, ...(key === undefined ? {} : { key }), ...(blockMs === 0 ? {} : { blockMs }) };
+export function ownOptions({ name, scope, blockMs }: CommonRule): RuleOptions {
+  return { name, ...(scope === undefined ? {} : { scope }), ...(blockMs === 0 ? {} : { blockMs }) };
 }

@@ -1,6 +1,6 @@
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import { describe } from '../foundation/validate.js';
-import type { RuleKey } from './algorithm.js';
+import type { RuleScope } from './algorithm.js';
 
 const RULE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -70,35 +70,35 @@ export function stateName(rule: { readonly name: string; readonly stateFormat: s
   return `${rule.name}/${rule.stateFormat}`;
 }
 
-/** Validates a rule's `key` option (see RuleOptions.key). */
-export function ruleKey(value: unknown): RuleKey | undefined {
-  if (value === undefined || typeof value === 'function') return value as RuleKey | undefined;
+/** Validates a rule's `scope` option (see RuleOptions.scope). */
+export function ruleScope(value: unknown): RuleScope | undefined {
+  if (value === undefined || typeof value === 'function') return value as RuleScope | undefined;
   if (typeof value !== 'string')
-    throw new SluiceTypeError('key', value, `key must be a string or a function, got ${describe(value)}`);
+    throw new SluiceTypeError('scope', value, `scope must be a string or a function, got ${describe(value)}`);
   if (value.length === 0 || value.length > 512) {
-    throw new SluiceRangeError('key', value, `key must be 1-512 characters, got ${value.length}`);
+    throw new SluiceRangeError('scope', value, `scope must be 1-512 characters, got ${value.length}`);
   }
   return value;
 }
 
 /**
- * The identity a rule counts `requestKey` against. A derived key must be a non-empty string.
+ * The identity a rule counts `requestKey` against (its scope's). A derived one must be a non-empty string.
  * @example
- * identityOf(fixedWindow({ limit: 1000, windowMs: 1000, key: 'all' }), 'user:1') // 'all'
+ * identityOf(fixedWindow({ limit: 1000, windowMs: 1000, scope: 'all' }), 'user:1') // 'all'
  */
 export function identityOf(
-  rule: { readonly key?: RuleKey | undefined; readonly name: string },
+  rule: { readonly scope?: RuleScope | undefined; readonly name: string },
   requestKey: string,
 ): string {
-  const key = rule.key;
-  if (key === undefined) return requestKey;
-  if (typeof key === 'string') return key;
-  const derived = key(requestKey);
+  const scope = rule.scope;
+  if (scope === undefined) return requestKey;
+  if (typeof scope === 'string') return scope;
+  const derived = scope(requestKey);
   if (typeof derived !== 'string' || derived.length === 0) {
     throw new SluiceTypeError(
-      'key',
+      'scope',
       derived,
-      `rule ${JSON.stringify(rule.name)}: its key function must return a non-empty string, got ${describe(derived)}`,
+      `rule ${JSON.stringify(rule.name)}: its scope function must return a non-empty string, got ${describe(derived)}`,
     );
   }
   return derived;

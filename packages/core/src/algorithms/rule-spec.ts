@@ -15,15 +15,51 @@ import { tokenBucket } from './token-bucket.js';
  * writes, and what rebuilds the same rule on another node. `params` are the algorithm's own (its factory's
  * options, validated again when the rule is rebuilt); `named` says the rule was given its name (an unnamed
  * rule's name is derived from its parameters again).
+ *
+ * A spec is a stored format (a configuration record on Redis, which two versions of sluice read during a
+ * rolling deploy), so its names stay as they were first written where an option was renamed since: `key`
+ * is the rule's `scope`, and STORED_PARAM_NAMES maps renamed parameters.
  */
 export interface RuleSpec {
   readonly kind: AlgorithmKind;
   readonly name: string;
   readonly named: boolean;
   readonly blockMs: number;
-  /** A rule counted against one fixed key (`key: 'global'`); a key function cannot be written down. */
+  /**
+   * The rule's `scope` when it is one fixed key (`scope: 'global'`); a scope function cannot be written down.
+   * Stored under its earlier option name, `key`.
+   */
   readonly key?: string;
   readonly params: Readonly<Record<string, number | string>>;
+}
+
+/**
+ * The options whose name in a stored spec's params is not the option's own, by kind: option name to stored
+ * name (gcra's `permitsPerSecond` was `rate`, tokenBucket's `initialPermits` was `initial`). A spec is written
+ * with the stored names, so a node of an earlier version reads it; it is read with either.
+ */
+const STORED_PARAM_NAMES: Readonly<Partial<Record<AlgorithmKind, Readonly<Record<string, string>>>>> = {
+  gcra: { permitsPerSecond: 'rate' },
+  tokenBucket: { initialPermits: 'initial' },
+};
+
+/** `params` with each name `names` maps renamed (`from` to `to`): the others as they are. */
+function renamed(
+  params: Readonly<Record<string, number | string>>,
+  names: Readonly<Record<string, string>> | undefined,
+  direction: 'store' | 'read',
+): Record<string, number | string> {
+  const out: Record<string, number | string> = { ...params };
+  for (const [option, stored] of Object.entries(names ?? {})) {
+    const [from, to] = direction === 'store' ? [option, stored] : [stored, option];
+    if (!Object.hasOwn(out, from)) continue;
+    if (Object.hasOwn(out, to)) {
+      throw new SluiceTypeError(to, out[to], `a rule spec's params give ${from} and ${to}, two names of one parameter`);
+    }
+    out[to] = out[from] as number | string;
+    delete out[from];
+  }
+  return out;
 }
 
 /** Each algorithm's factory, by kind (each takes its algorithm's params as its options). */
@@ -40,17 +76,17 @@ export const RULE_FACTORIES: Readonly<Record<AlgorithmKind, (options: never) => 
 };
 
 /**
- * `rule` as data (see RuleSpec). A rule whose `key` is a function cannot be written down: SluiceError
+ * `rule` as data (see RuleSpec). A rule whose `scope` is a function cannot be written down: SluiceError
  * 'UNSUPPORTED' naming the rule.
  * @example
  * ruleSpec(tokenBucket({ name: 'api', capacity: 10, refillPerSecond: 1 })) // { kind: 'tokenBucket', name: 'api', ... }
  */
 export function ruleSpec(rule: Algorithm): RuleSpec {
-  if (typeof rule.key === 'function') {
+  if (typeof rule.scope === 'function') {
     throw new SluiceError(
       'UNSUPPORTED',
-      `rule ${JSON.stringify(rule.name)} counts against a key function, which cannot be stored for other nodes: ` +
-        'give it a fixed key, or keep it out of rules changed at run time',
+      `rule ${JSON.stringify(rule.name)} counts against a scope function, which cannot be stored for other nodes: ` +
+        'give it a fixed scope, or keep it out of rules changed at run time',
     );
   }
   return {
@@ -58,8 +94,8 @@ export function ruleSpec(rule: Algorithm): RuleSpec {
     name: rule.name,
     named: rule.planName === undefined,
     blockMs: rule.blockMs,
-    ...(rule.key === undefined ? {} : { key: rule.key }),
-    params: { ...rule.params },
+    ...(rule.scope === undefined ? {} : { key: rule.scope }),
+    params: renamed(rule.params, STORED_PARAM_NAMES[rule.kind], 'store'),
   };
 }
 
@@ -81,10 +117,10 @@ export function ruleFromSpec(spec: unknown): Algorithm {
     throw new SluiceTypeError('params', s.params, `a rule spec's params must be an object, got ${describe(s.params)}`);
   }
   const options = {
-    ...s.params,
+    ...renamed(s.params, STORED_PARAM_NAMES[s.kind as AlgorithmKind], 'read'),
     ...(s.named === true ? { name: s.name } : {}),
     ...(s.blockMs === undefined || s.blockMs === 0 ? {} : { blockMs: s.blockMs }),
-    ...(s.key === undefined ? {} : { key: s.key }),
+    ...(s.key === undefined ? {} : { scope: s.key }),
   };
   return factory(options as never);
 }

@@ -75,7 +75,7 @@ export interface SmoothState {
 
 function smoothAlgorithm(
   kind: 'smoothBursty' | 'smoothWarmingUp',
-  { name, key, blockMs, planName }: CommonRule,
+  { name, scope, blockMs, planName }: CommonRule,
   permitsPerSecond: number,
   shape: SmoothShape,
   initialPermits: number,
@@ -163,7 +163,7 @@ function smoothAlgorithm(
   return {
     kind,
     name,
-    key,
+    scope,
     limit: Math.max(1, Math.round((permitsPerSecond * windowMs) / 1000)),
     windowMs,
     reserves: true,

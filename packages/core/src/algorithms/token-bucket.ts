@@ -25,7 +25,7 @@ export interface TokenBucketOptions extends RuleOptions {
    * Tokens in a bucket seen for the first time (0 to capacity).
    * @default capacity
    */
-  initial?: number;
+  initialPermits?: number;
   /**
    * How far below zero a reservation may take the bucket (an integer >= 0). A caller that passes
    * `maxWaitMs` reserves tokens it does not have yet and waits off its own debt, first come first served.
@@ -39,7 +39,7 @@ const TOKEN_BUCKET_OPTIONS: OptionNames<TokenBucketOptions> = {
   ...RULE_OPTIONS,
   capacity: true,
   refillPerSecond: true,
-  initial: true,
+  initialPermits: true,
   maxDebt: true,
 };
 
@@ -62,9 +62,14 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     knownOptions('tokenBucket options', TOKEN_BUCKET_OPTIONS, options, true);
     const capacity = positiveInteger('capacity', options.capacity);
     const refillPerSecond = positiveFinite('refillPerSecond', options.refillPerSecond);
-    const initial = options.initial === undefined ? capacity : nonNegativeInteger('initial', options.initial);
+    const initial =
+      options.initialPermits === undefined ? capacity : nonNegativeInteger('initialPermits', options.initialPermits);
     if (initial > capacity) {
-      throw new SluiceRangeError('initial', initial, `initial must be at most capacity (${capacity}), got ${initial}`);
+      throw new SluiceRangeError(
+        'initialPermits',
+        initial,
+        `initialPermits must be at most capacity (${capacity}), got ${initial}`,
+      );
     }
     const maxDebt = options.maxDebt === undefined ? capacity : nonNegativeInteger('maxDebt', options.maxDebt);
     representablePeriod(
@@ -77,7 +82,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     if (initial !== capacity) parts.push(`i${initial}`);
     if (maxDebt !== capacity) parts.push(`d${maxDebt}`);
     const common = commonRuleOptions(options, defaultRuleName('tb', parts), 'tb');
-    const { name, key } = common;
+    const { name, scope } = common;
     const own = ownOptions(common);
     const tokensPerMs = refillPerSecond / 1000;
     // Tokens past the level at which a state stops mattering: full, or full for one more refill period.
@@ -98,8 +103,8 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
         const now = Math.max(state.updatedAt, nowMs);
         const gained = ((now - state.updatedAt) * refillPerSecond) / 1000;
         const refilled = state.tokens + gained;
-        // With initial below capacity, a key that stayed full for a whole refill period is forgotten and starts
-        // again from initial. Not at the instant it fills up: a request for the full capacity is told to retry
+        // With initialPermits below capacity, a key that stayed full for a whole refill period is forgotten and starts
+        // again from initialPermits. Not at the instant it fills up: a request for the full capacity is told to retry
         // exactly then. Deciding it here (not by a store's expiry) makes every store forget at the same instant.
         // Full at this capacity: tokens kept above it (a plan of a larger capacity) are capped, never forgotten.
         if (!(initial < capacity && Math.min(state.tokens, capacity) + gained >= 2 * capacity)) {
@@ -167,14 +172,14 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
     return {
       kind: 'tokenBucket',
       name,
-      key,
+      scope,
       limit: capacity,
       windowMs: Math.max(1, Math.ceil((capacity * 1000) / refillPerSecond)),
       reserves: maxDebt > 0,
       // A bucket that starts part-filled forgets a key that stayed full for a refill period, and the key's tokens
-      // then drop back to initial: time can make a denial's answer worse, so its denials are not cached.
+      // then drop back to initialPermits: time can make a denial's answer worse, so its denials are not cached.
       stableDenials: initial === capacity,
-      params: { capacity, refillPerSecond, initial, maxDebt },
+      params: { capacity, refillPerSecond, initialPermits: initial, maxDebt },
       wireParams: [capacity, refillPerSecond, initial, maxDebt],
       planName: common.planName,
       stateFormat: 'tokenBucket',
@@ -190,7 +195,7 @@ export function tokenBucket(options: TokenBucketOptions): Algorithm<TokenBucketS
           capacity: shared,
           refillPerSecond: refillPerSecond * fraction,
           // The same fill as the whole bucket (a full bucket's share starts full, whatever the rounding of the capacity).
-          initial: Math.min(shared, Math.floor((initial / capacity) * shared + EPSILON)),
+          initialPermits: Math.min(shared, Math.floor((initial / capacity) * shared + EPSILON)),
           maxDebt: Math.floor(maxDebt * fraction + EPSILON),
         });
       },

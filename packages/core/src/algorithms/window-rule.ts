@@ -61,11 +61,11 @@ export interface WindowTraits<S> {
 
 /** A windowed rule: its limit applies per window, it never reserves, and a grant can be refunded. */
 export function windowRule<S>(kind: AlgorithmKind, parsed: ParsedWindowOptions, traits: WindowTraits<S>): Algorithm<S> {
-  const { limit, windowMs, name, key, blockMs, planName } = parsed;
+  const { limit, windowMs, name, scope, blockMs, planName } = parsed;
   return {
     kind,
     name,
-    key,
+    scope,
     limit,
     windowMs,
     reserves: false,

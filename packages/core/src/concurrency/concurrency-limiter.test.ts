@@ -123,9 +123,9 @@ describe('concurrencyLimiter in one process', () => {
     const aborted = new AbortController();
     const abortedCall = limiter.acquire('k', { signal: aborted.signal });
     await expect(limiter.acquire('k')).rejects.toMatchObject({ code: 'QUEUE_FULL' });
-    await expect(limiter.acquire('k', { maxWaitMs: 0 })).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(limiter.acquire('k', { maxWaitMs: 0 })).rejects.toMatchObject({ code: 'WAIT_EXPIRED' });
     clock.advance(100);
-    await expect(timedOut).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(timedOut).rejects.toMatchObject({ code: 'WAIT_EXPIRED' });
     aborted.abort();
     await expect(abortedCall).rejects.toMatchObject({ code: 'ABORTED' });
     const closing = limiter.acquire('k');

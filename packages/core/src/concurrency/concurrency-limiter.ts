@@ -65,7 +65,7 @@ export interface ConcurrencyLimiterOptions {
 /** Options of `acquire` and `run`: how long to wait for a slot, and what aborts the wait. */
 export interface ConcurrencyAcquireOptions {
   /**
-   * How long to wait for a slot; past it the call rejects with SluiceError('TIMEOUT'). 0 takes a slot only
+   * How long to wait for a slot; past it the call rejects with SluiceError('WAIT_EXPIRED'). 0 takes a slot only
    * if one is free now.
    * @default Infinity
    */
@@ -102,7 +102,7 @@ export interface Slot {
 
 /** Caps how many callers are inside at once, per key: a bulkhead in one process, a semaphore across many. */
 export interface ConcurrencyLimiter {
-  /** Waits for a slot (by priority, then FIFO per key). Rejects with SluiceError 'TIMEOUT', 'ABORTED', 'QUEUE_FULL', 'CLOSED' or 'STORE_UNAVAILABLE'. */
+  /** Waits for a slot (by priority, then FIFO per key). Rejects with SluiceError 'WAIT_EXPIRED', 'ABORTED', 'QUEUE_FULL', 'CLOSED' or 'STORE_UNAVAILABLE'. */
   acquire(key: string, options?: ConcurrencyAcquireOptions): Promise<Slot>;
   /** A slot if one is free now (never ahead of callers already waiting), else undefined. */
   tryAcquire(key: string): Promise<Slot | undefined>;
@@ -329,7 +329,8 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
         'STORE_UNAVAILABLE',
         `no slot for ${JSON.stringify(key)}: the store is away and its fail mode refuses`,
       );
-    if (maxWaitMs === 0) throw new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} was free (maxWaitMs 0)`);
+    if (maxWaitMs === 0)
+      throw new SluiceError('WAIT_EXPIRED', `no slot for ${JSON.stringify(key)} was free (maxWaitMs 0)`);
     if (this.#closed) {
       void Promise.resolve(this.#binding.leave(key, ticket)).catch(() => {});
       throw new SluiceError('CLOSED', 'the concurrency limiter was closed while waiting');
@@ -391,7 +392,9 @@ class SemaphoreLimiter implements ConcurrencyLimiter {
       if (maxWaitMs !== Infinity) {
         this.#sleep(maxWaitMs, waiter.done.signal).then(
           () =>
-            giveUp(new SluiceError('TIMEOUT', `no slot for ${JSON.stringify(key)} came free within ${maxWaitMs} ms`)),
+            giveUp(
+              new SluiceError('WAIT_EXPIRED', `no slot for ${JSON.stringify(key)} came free within ${maxWaitMs} ms`),
+            ),
           () => {},
         );
       }

@@ -118,7 +118,7 @@ describe('bans (blockMs, block, unblock) on the memory store', () => {
     const d = await limiter.tryAcquire('k');
     expect(d).toMatchObject({ allowed: false, blocked: true, rule: 'second', retryAfterMs: 5_000 });
     expect(d.rules?.find((r) => r.name === 'minute')).toMatchObject({ allowed: true, remaining: 98 });
-    expect(() => fixedWindow({ limit: 1, windowMs: 1_000, key: 'global', blockMs: 1_000 })).toThrow(SluiceRangeError);
+    expect(() => fixedWindow({ limit: 1, windowMs: 1_000, scope: 'global', blockMs: 1_000 })).toThrow(SluiceRangeError);
   });
 
   it('tryAcquire with a timeout does not wait out a ban, and acquire() rejects rather than waiting an hour', async () => {

@@ -78,7 +78,7 @@ describe('waits past 2^31 - 1 ms (about 24.8 days)', () => {
 describe('absurd rates', () => {
   it.each([
     ['tokenBucket', () => tokenBucket({ capacity: 1, refillPerSecond: 1e-300 }), 'refillPerSecond'],
-    ['gcra', () => gcra({ rate: 1e-300, burst: 1 }), 'rate'],
+    ['gcra', () => gcra({ permitsPerSecond: 1e-300, burst: 1 }), 'permitsPerSecond'],
     ['leakyBucket', () => leakyBucket({ capacity: 1, leakPerSecond: 1e-300 }), 'leakPerSecond'],
     ['smoothBursty', () => smoothBursty({ permitsPerSecond: 1e-300 }), 'permitsPerSecond'],
     ['smoothWarmingUp', () => smoothWarmingUp({ permitsPerSecond: 1, warmupMs: 1e300 }), 'warmupMs'],
@@ -163,11 +163,11 @@ describe('default rule names', () => {
     expect(fixedWindow({ limit: 5, windowMs: 900_000 }).name).toBe('fw-5-per-15m');
     expect(fixedWindow({ limit: 100, windowMs: 60_000 }).name).toBe('fw-100-per-1m');
     expect(tokenBucket({ capacity: 100, refillPerSecond: 10 }).name).toBe('tb-100-10ps');
-    expect(tokenBucket({ capacity: 100, refillPerSecond: 10, initial: 0 }).name).toBe('tb-100-10ps-i0');
-    expect(gcra({ rate: 0.5, burst: 5 }).name).toBe('gcra-0.5ps-5');
+    expect(tokenBucket({ capacity: 100, refillPerSecond: 10, initialPermits: 0 }).name).toBe('tb-100-10ps-i0');
+    expect(gcra({ permitsPerSecond: 0.5, burst: 5 }).name).toBe('gcra-0.5ps-5');
     expect(smoothWarmingUp({ permitsPerSecond: 2, warmupMs: 10_000, coldFactor: 4 }).name).toBe('swu-2ps-w10s-c4');
     // Too long to spell out: a digest, still within the name alphabet and length.
-    const long = tokenBucket({ capacity: 123456789, refillPerSecond: 1 / 3, initial: 7, maxDebt: 123456 }).name;
+    const long = tokenBucket({ capacity: 123456789, refillPerSecond: 1 / 3, initialPermits: 7, maxDebt: 123456 }).name;
     expect(long).toMatch(/^[A-Za-z0-9_.-]{1,64}$/);
   });
 });

@@ -239,7 +239,7 @@ describe('rules counted against another identity (rule option key)', () => {
     const limiter = createLimiter({
       rules: [
         fixedWindow({ limit: 2, windowMs: 10_000, name: 'user' }),
-        fixedWindow({ limit: 3, windowMs: 10_000, name: 'global', key: 'global' }),
+        fixedWindow({ limit: 3, windowMs: 10_000, name: 'global', scope: 'global' }),
       ],
       clock,
     });
@@ -259,11 +259,11 @@ describe('rules counted against another identity (rule option key)', () => {
     expect((await limiter.tryAcquire('carol')).allowed).toBe(true);
   });
 
-  it('a key function derives the identity (a per-tenant rule)', async () => {
+  it('a scope function derives the identity (a per-tenant rule)', async () => {
     const limiter = createLimiter({
       rules: [
         tokenBucket({ capacity: 5, refillPerSecond: 1, name: 'user' }),
-        tokenBucket({ capacity: 3, refillPerSecond: 1, name: 'tenant', key: (k) => k.split('/')[0] as string }),
+        tokenBucket({ capacity: 3, refillPerSecond: 1, name: 'tenant', scope: (k) => k.split('/')[0] as string }),
       ],
       clock: new ManualClock(0),
     });
@@ -273,14 +273,17 @@ describe('rules counted against another identity (rule option key)', () => {
     expect(results).toEqual([true, true, true, false, true]);
   });
 
-  it('bad key options and key functions are typed errors', async () => {
-    expect(() => fixedWindow({ limit: 1, windowMs: 1, key: '' })).toThrow(/key must be 1-512 characters, got 0/);
-    expect(() => fixedWindow({ limit: 1, windowMs: 1, key: 42 as never })).toThrow(
-      /key must be a string or a function, got 42/,
+  it('bad scope options and scope functions are typed errors', async () => {
+    expect(() => fixedWindow({ limit: 1, windowMs: 1, scope: '' })).toThrow(/scope must be 1-512 characters, got 0/);
+    expect(() => fixedWindow({ limit: 1, windowMs: 1, scope: 42 as never })).toThrow(
+      /scope must be a string or a function, got 42/,
     );
     const limiter = createLimiter({
-      rules: [fixedWindow({ limit: 1, windowMs: 1 }), fixedWindow({ limit: 1, windowMs: 1, name: 'x', key: () => '' })],
+      rules: [
+        fixedWindow({ limit: 1, windowMs: 1 }),
+        fixedWindow({ limit: 1, windowMs: 1, name: 'x', scope: () => '' }),
+      ],
     });
-    await expect(limiter.tryAcquire('k')).rejects.toThrow(/its key function must return a non-empty string, got ""/);
+    await expect(limiter.tryAcquire('k')).rejects.toThrow(/its scope function must return a non-empty string, got ""/);
   });
 });

@@ -457,7 +457,7 @@ class StoreLimiter implements Limiter {
       if (decision !== undefined && (!decision.allowed || decision.shadowed === true)) return;
       const binding = await this.#config.binding(key, options?.plan ?? decision?.plan);
       checkPermitNames(n, rulesOf(binding));
-      const unrefundable = binding.rules.find((rule) => rule.key === undefined && !rule.refundable);
+      const unrefundable = binding.rules.find((rule) => rule.scope === undefined && !rule.refundable);
       if (unrefundable !== undefined) {
         throw new SluiceError(
           'UNSUPPORTED',

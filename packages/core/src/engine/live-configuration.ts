@@ -283,7 +283,7 @@ export class LiveConfiguration {
             'plan resolver',
         );
       }
-      const shared = [...this.#allRules(), ...next].find((rule) => rule.key !== undefined);
+      const shared = [...this.#allRules(), ...next].find((rule) => rule.scope !== undefined);
       if (shared !== undefined) {
         throw new SluiceRangeError(
           'rules',

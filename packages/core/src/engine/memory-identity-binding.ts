@@ -116,7 +116,7 @@ export class IdentityBinding extends MemoryBinding {
   reset(key: string): void {
     const keys = this.#cellKeys(key);
     this.#rules.forEach((rule, r) => {
-      if (rule.key === undefined) this.cells.delete(keys[r] as string);
+      if (rule.scope === undefined) this.cells.delete(keys[r] as string);
     });
     this.bans.delete(this.#identityKey(key));
   }
@@ -129,7 +129,7 @@ export class IdentityBinding extends MemoryBinding {
     this.#rules.forEach((rule, r) => {
       const k = keys[r] as string;
       const cell = this.cells.get(k);
-      if (rule.key === undefined && cell !== undefined)
+      if (rule.scope === undefined && cell !== undefined)
         this.time.refunded(
           this.cells,
           k,

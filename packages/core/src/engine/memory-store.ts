@@ -165,7 +165,7 @@ export class MemoryStore implements Store, ConcurrencyStore, PauseStore, Limited
     this.#exclusive = exclusive;
     this.#bindings++;
     // Plans share states by rule name, as rules counted against other keys do: one cell per (identity, rule).
-    const byIdentity = ruleSet.plans !== undefined || rules.some((rule) => rule.key !== undefined);
+    const byIdentity = ruleSet.plans !== undefined || rules.some((rule) => rule.scope !== undefined);
     // Bindings of one prefix (a limiter's plans) share its namespace; a prefix holds no control character,
     // so the two kinds of binding never share one.
     const name = byIdentity ? `\u0001${ruleSet.prefix}` : ruleSet.prefix;

@@ -33,7 +33,7 @@ export interface ObservedDecision {
 }
 
 /** Why a throttled call stopped waiting without starting. */
-export type ThrottleLeaveReason = 'timeout' | 'aborted' | 'closed' | 'queue_full' | 'never_allowed' | 'failed';
+export type ThrottleLeaveReason = 'wait_expired' | 'aborted' | 'closed' | 'queue_full' | 'never_allowed' | 'failed';
 
 /**
  * What a throttle (outgoing calls) did, as an observer sees it. `queued` is how many calls of the key wait

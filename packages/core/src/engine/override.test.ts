@@ -113,7 +113,7 @@ describe('limiter.override on the memory store', () => {
       limiter.override('acme', tokenBucket({ name: 'minute', capacity: 5, refillPerSecond: 1 })),
     ).rejects.toThrow(/"minute" is a fixedWindow; it cannot become a tokenBucket/);
     await expect(
-      limiter.override('acme', fixedWindow({ name: 'global', key: 'all', limit: 5, windowMs: 1000 })),
+      limiter.override('acme', fixedWindow({ name: 'global', scope: 'all', limit: 5, windowMs: 1000 })),
     ).rejects.toMatchObject({ argument: 'rules', value: 'global' });
     expect((await limiter.overrides()).overrides).toEqual([]);
     expect((await limiter.tryAcquire('acme')).override).toBeUndefined();

@@ -75,7 +75,7 @@ describe('plans on the memory store', () => {
   it("buckets: a switch keeps the bucket's level, capped at the new capacity (property)", async () => {
     const buckets: Array<(capacity: number) => Algorithm> = [
       (capacity) => tokenBucket({ capacity, refillPerSecond: capacity / 2, maxDebt: 0 }),
-      (capacity) => gcra({ rate: capacity / 2, burst: capacity }),
+      (capacity) => gcra({ permitsPerSecond: capacity / 2, burst: capacity }),
       (capacity) => leakyBucket({ capacity, leakPerSecond: capacity / 2 }),
     ];
     await fc.assert(
@@ -101,7 +101,7 @@ describe('plans on the memory store', () => {
   it("a part-filled bucket: tokens kept above a smaller plan's capacity are capped there, never forgotten, and its denial leaves them for the larger plan", async () => {
     const clock = new ManualClock(0);
     const bucket = (capacity: number) =>
-      tokenBucket({ name: 'b', capacity, refillPerSecond: capacity / 20, initial: 0, maxDebt: 0 });
+      tokenBucket({ name: 'b', capacity, refillPerSecond: capacity / 20, initialPermits: 0, maxDebt: 0 });
     const limiter = createLimiter({ plans: { small: bucket(1), large: bucket(4) }, clock });
     await limiter.penalize('k', 1, { plan: 'large' }); // -1 tokens
     await limiter.refund('k', 5, { plan: 'large' }); // 4 tokens: full at the larger capacity

@@ -70,7 +70,7 @@ export interface PolicyOutcome {
   readonly decision: Decision;
   /**
    * The states to write (one per rule), or undefined when nothing changed. A denial consumes nothing; it
-   * only anchors a key never seen or forgotten (see tokenBucket's `initial`).
+   * only anchors a key never seen or forgotten (see tokenBucket's `initialPermits`).
    */
   readonly states: unknown[] | undefined;
   readonly ttlMs: number;

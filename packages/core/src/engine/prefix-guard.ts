@@ -1,11 +1,12 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
 import { SluiceRangeError } from '../foundation/errors.js';
 
-/** What a rule is, for telling two limiters' rules apart: its name, algorithm, parameters and whose key. */
+/** What a rule is, for telling two limiters' rules apart: its name, algorithm, parameters and scope. */
 function describeRules(rules: readonly Algorithm[]): string {
   return rules
     .map((r) => {
-      const whose = r.key === undefined ? '' : typeof r.key === 'string' ? ` key=${r.key}` : ' key=(function)';
+      const whose =
+        r.scope === undefined ? '' : typeof r.scope === 'string' ? ` scope=${r.scope}` : ' scope=(function)';
       const params = Object.entries(r.params)
         .map(([k, v]) => `${k}=${v}`)
         .join(',');

@@ -148,7 +148,7 @@ describe('refund and penalize on the memory store', () => {
     const limiter = createLimiter({
       rules: [
         fixedWindow({ limit: 5, windowMs: 60_000, name: 'user' }),
-        fixedWindow({ limit: 100, windowMs: 60_000, name: 'all', key: 'all' }),
+        fixedWindow({ limit: 100, windowMs: 60_000, name: 'all', scope: 'all' }),
       ],
       clock,
     });

@@ -63,7 +63,7 @@ const FACTORIES: {
     valid: { capacity: 10, leakPerSecond: 2.5 },
     integers: ['capacity'],
   },
-  gcra: { make: (o) => gcra(o as never), valid: { rate: 2.5, burst: 10 }, integers: ['burst'] },
+  gcra: { make: (o) => gcra(o as never), valid: { permitsPerSecond: 2.5, burst: 10 }, integers: ['burst'] },
   smoothBursty: { make: (o) => smoothBursty(o as never), valid: { permitsPerSecond: 2.5 }, integers: [] },
   smoothWarmingUp: {
     make: (o) => smoothWarmingUp(o as never),
@@ -113,8 +113,8 @@ describe('option validation', () => {
   }
 
   it('cross-field and enum checks', () => {
-    expect(() => tokenBucket({ capacity: 5, refillPerSecond: 1, initial: 6 })).toThrow(
-      /initial must be at most capacity \(5\), got 6/,
+    expect(() => tokenBucket({ capacity: 5, refillPerSecond: 1, initialPermits: 6 })).toThrow(
+      /initialPermits must be at most capacity \(5\), got 6/,
     );
     expect(() => tokenBucket({ capacity: 5, refillPerSecond: 1, maxDebt: -1 })).toThrow(/maxDebt/);
     expect(() => leakyBucket({ capacity: 5, leakPerSecond: 1, mode: 'drop' as never })).toThrow(

@@ -4,8 +4,11 @@ import type { Decision } from './decision.js';
 export type SluiceErrorCode =
   /** The caller's AbortSignal fired while the call was waiting. */
   | 'ABORTED'
-  /** A concurrency limiter's acquire waited its whole maxWaitMs without a slot coming free. */
-  | 'TIMEOUT'
+  /**
+   * A call's wait budget (`maxWaitMs`) ran out, or cannot be met: a concurrency limiter's acquire got no slot
+   * in time, a throttle's run could not start in time. Not a store's deadline (`timeoutMs`).
+   */
+  | 'WAIT_EXPIRED'
   /** A concurrency limiter's queue for the key already holds `maxQueue` waiting callers. */
   | 'QUEUE_FULL'
   /** The limiter or store was closed. */

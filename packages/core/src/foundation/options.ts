@@ -100,6 +100,30 @@ export function optional<T>(check: (name: string, value: unknown) => T): OptionS
 export type OptionNames<T> = { readonly [K in T extends unknown ? keyof T : never]-?: true };
 
 /**
+ * Options renamed before the first release: an earlier name to its new names. An earlier name given where
+ * one of its new names is an option is refused (as any unknown one) saying which, so a caller of the earlier
+ * API reads what to write instead. `onLimited` stays the name of being told of a refusal (gRPC, BullMQ);
+ * the callbacks that answer one are `limitedResponse` (HTTP) and `limitedError` (NestJS).
+ */
+const RENAMED_OPTIONS: Readonly<Record<string, readonly string[]>> = {
+  onLimited: ['limitedResponse', 'limitedError'],
+  key: ['scope'],
+  periodMs: ['windowMs'],
+  maxLength: ['maxKeyLength'],
+  retries: ['maxRetries'],
+  initial: ['initialPermits'],
+  rate: ['permitsPerSecond'],
+};
+
+/** `; it is called X now` when `name` is an earlier name of X, an option `known` has; else nothing. */
+function renamedTo(name: string, known: object): string {
+  const now = Object.hasOwn(RENAMED_OPTIONS, name)
+    ? RENAMED_OPTIONS[name]?.find((n) => Object.hasOwn(known, n))
+    : undefined;
+  return now === undefined ? '' : `; it is called ${now} now`;
+}
+
+/**
  * The unknown-option half of parseOptions, for an entry point that checks each option's value itself: a
  * plain object (or undefined when `required` is false) whose every option `known` names, else a typed error
  * naming the unknown one and listing the known ones. `known` is a schema or an OptionNames record.
@@ -121,7 +145,7 @@ export function knownOptions<T extends object>(
       throw new SluiceTypeError(
         name,
         object[name],
-        `${what} have no option ${JSON.stringify(name)} (got ${describe(object[name])}); ` +
+        `${what} have no option ${JSON.stringify(name)} (got ${describe(object[name])})${renamedTo(name, known)}; ` +
           (names.length === 0 ? 'they take none' : `the options are ${names.join(', ')}`),
       );
     }

@@ -36,7 +36,7 @@ export interface ThrottleFetchInit extends RequestInit {
 /** What throttledFetch needs of its throttle's options. */
 export interface FetchPolicy {
   readonly fetch: FetchFunction;
-  readonly retries: number;
+  readonly maxRetries: number;
   readonly minPauseMs: number;
   readonly maxPauseMs: number;
   /** Wall-clock now: an HTTP date in Retry-After is wall-clock time. */
@@ -55,7 +55,7 @@ function replayable(input: string | URL | Request, init: RequestInit): boolean {
 /**
  * A throttled fetch (see Throttle.fetch): each try waits its turn; a 429 or 503 pauses the call's key on
  * every node for what its headers ask, clamped to minPauseMs..maxPauseMs, and the call goes again (at most
- * `retries` times) once its turn comes after the pause, keeping its place: ahead of the calls of its priority
+ * `maxRetries` times) once its turn comes after the pause, keeping its place: ahead of the calls of its priority
  * that came after it. The last refusal is returned as it came.
  * @example
  * const res = await throttledFetch(llm, url, { method: 'POST', body }, policy)
@@ -98,7 +98,7 @@ export async function throttledFetch(
     if (!REFUSALS.has(response.status)) return response;
     const asked = retryDelayMs(response.headers, policy.nowMs()) ?? policy.minPauseMs;
     await throttle.pause(Math.min(policy.maxPauseMs, Math.max(policy.minPauseMs, asked)), key);
-    if (attempt >= policy.retries || !again) return response;
+    if (attempt >= policy.maxRetries || !again) return response;
     // The refusal's body is not wanted: free its connection.
     await response.body?.cancel().catch(() => {});
   }

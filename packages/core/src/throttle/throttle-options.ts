@@ -55,7 +55,7 @@ export interface ThrottleOptions {
    * comes again, after the pause the response asked for).
    * @default DEFAULT_FETCH_RETRIES (2)
    */
-  retries?: number;
+  maxRetries?: number;
   /**
    * `throttle.fetch`: the longest pause a 429 or 503 may set, whatever its headers say (a provider asking
    * for an hour is held to this; the call is retried, or returned, after it).
@@ -81,7 +81,7 @@ export const DEFAULT_THROTTLE_KEY = 'default';
 export const DEFAULT_MAX_QUEUE = 10_000;
 /** How long a silent process keeps its turn unless `leaseMs` says otherwise. */
 export const DEFAULT_TURN_LEASE_MS = 10_000;
-/** How many times `throttle.fetch` sends a refused call again unless `retries` says otherwise. */
+/** How many times `throttle.fetch` sends a refused call again unless `maxRetries` says otherwise. */
 export const DEFAULT_FETCH_RETRIES = 2;
 /** The longest pause a response may set unless `maxPauseMs` says otherwise. */
 export const DEFAULT_MAX_PAUSE_MS = 60_000;
@@ -133,7 +133,7 @@ export const THROTTLE_OPTIONS = {
   maxQueue: option(maxQueueValue, DEFAULT_MAX_QUEUE, 'DEFAULT_MAX_QUEUE'),
   order: option(orderValue, 'fifo'),
   leaseMs: optional(positiveFinite),
-  retries: option(nonNegativeInteger, DEFAULT_FETCH_RETRIES, 'DEFAULT_FETCH_RETRIES'),
+  maxRetries: option(nonNegativeInteger, DEFAULT_FETCH_RETRIES, 'DEFAULT_FETCH_RETRIES'),
   maxPauseMs: option(positiveFinite, DEFAULT_MAX_PAUSE_MS, 'DEFAULT_MAX_PAUSE_MS'),
   minPauseMs: option(positiveFinite, DEFAULT_PAUSE_MS, 'DEFAULT_PAUSE_MS'),
   fetch: optional(fetchValue),

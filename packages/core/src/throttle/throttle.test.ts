@@ -238,7 +238,7 @@ describe('throttle on the memory store', () => {
     const late = t.run(() => 'late', { maxWaitMs: 500 });
     await settle();
     clock.advance(500);
-    await expect(late).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(late).rejects.toMatchObject({ code: 'WAIT_EXPIRED' });
     clock.advance(500);
     await settle();
     expect(await holder).toBe('next');
@@ -301,7 +301,7 @@ describe('throttle on the memory store', () => {
 });
 
 describe('throttle.fetch on the memory store', () => {
-  it("a 429 pauses the key for its Retry-After, then the call is sent again; 'retries' bounds it", async () => {
+  it("a 429 pauses the key for its Retry-After, then the call is sent again; 'maxRetries' bounds it", async () => {
     const clock = new ManualClock(0);
     const limiter = createLimiter({
       rules: tokenBucket({ capacity: 10, refillPerSecond: 10 }),
@@ -314,7 +314,7 @@ describe('throttle.fetch on the memory store', () => {
       const status = answers.shift() ?? 200;
       return new Response(status === 200 ? 'ok' : 'slow down', { status, headers: { 'retry-after': '3' } });
     };
-    const t = throttle({ limiter, fetch, retries: 2 });
+    const t = throttle({ limiter, fetch, maxRetries: 2 });
     opened.push(t);
     const response = t.fetch('http://provider.test/v1/chat', { method: 'POST', body: '{}' });
     await settle();
@@ -359,7 +359,7 @@ describe('throttle.fetch on the memory store', () => {
     });
     const headers: Record<string, string>[] = [{ 'retry-after': '3600' }, { 'retry-after': '0' }, {}];
     const fetch = async () => new Response('', { status: 429, headers: headers.shift() ?? {} });
-    const t = throttle({ limiter, fetch, retries: 0, maxPauseMs: 30_000, minPauseMs: 500 });
+    const t = throttle({ limiter, fetch, maxRetries: 0, maxPauseMs: 30_000, minPauseMs: 500 });
     opened.push(t);
     await t.fetch('http://p.test', { throttle: { key: 'a' } });
     expect(await t.pausedFor('a')).toBe(30_000);

@@ -40,7 +40,7 @@ export interface ThrottleRunOptions {
   permits?: number | RulePermits;
   /**
    * How long the call may wait for its start (its turn, the rate, any pause); past it, or as soon as it
-   * cannot be met, the call rejects with SluiceError('TIMEOUT') having consumed nothing.
+   * cannot be met, the call rejects with SluiceError('WAIT_EXPIRED') having consumed nothing.
    * @default Infinity
    */
   maxWaitMs?: number;
@@ -59,7 +59,7 @@ export interface Throttle {
   /**
    * Waits for the call's turn (in arrival order, higher priority first), for the limiter to grant its
    * permits and for any pause to end, then calls `fn` with the call's ticket and returns what it returns.
-   * Rejects with SluiceError 'QUEUE_FULL', 'TIMEOUT', 'ABORTED', 'CLOSED', 'NEVER_ALLOWED' (permits over a
+   * Rejects with SluiceError 'QUEUE_FULL', 'WAIT_EXPIRED', 'ABORTED', 'CLOSED', 'NEVER_ALLOWED' (permits over a
    * rule's limit, or a blocked key) before `fn` runs, having consumed nothing; what `fn` throws is passed
    * through.
    */
@@ -74,7 +74,7 @@ export interface Throttle {
   /**
    * A fetch that waits its turn, and on a 429 or 503 pauses every process for what the response's
    * `Retry-After` or `RateLimit` headers ask (clamped to minPauseMs..maxPauseMs) and sends the call again
-   * once its turn comes, ahead of the calls of its priority that came after it (at most `retries` times; a
+   * once its turn comes, ahead of the calls of its priority that came after it (at most `maxRetries` times; a
    * body that cannot be read twice is not sent again). The call's throttle options go in `init.throttle`.
    * It settles nothing: a ticket's real cost is yours to tell.
    */
@@ -96,7 +96,7 @@ interface Granted {
 
 /** A SluiceError code as the reason a call left without starting. */
 const LEAVE_REASONS: Partial<Record<string, ThrottleLeaveReason>> = {
-  TIMEOUT: 'timeout',
+  WAIT_EXPIRED: 'wait_expired',
   ABORTED: 'aborted',
   CLOSED: 'closed',
   QUEUE_FULL: 'queue_full',
@@ -296,7 +296,7 @@ class FleetThrottle implements Throttle {
         );
       }
       if (neverWhileAway(decision)) {
-        // At most the time left, so a Redis back before the deadline is asked; none left is a TIMEOUT.
+        // At most the time left, so a Redis back before the deadline is asked; none left is a WAIT_EXPIRED.
         await this.#sleep(
           Math.max(1, Math.min(FALLBACK_RETRY_MS, deadline - this.#clock.now())),
           deadline,
@@ -323,7 +323,7 @@ class FleetThrottle implements Throttle {
   /** Sleeps `ms`, or rejects at once when that would pass the deadline (waiting could not end in time). */
   async #sleep(ms: number, deadline: number, stop: AbortSignal, why: string): Promise<void> {
     if (this.#clock.now() + ms > deadline)
-      throw new SluiceError('TIMEOUT', `the call cannot start within its maxWaitMs: ${why}`);
+      throw new SluiceError('WAIT_EXPIRED', `the call cannot start within its maxWaitMs: ${why}`);
     try {
       await (this.#clock.sleep ? this.#clock.sleep(ms, stop) : timerSleep(ms, stop));
     } catch {
@@ -361,7 +361,7 @@ class FleetThrottle implements Throttle {
     const o = this.#options;
     return throttledFetch(this, input, init, {
       fetch: o.fetch ?? globalThis.fetch.bind(globalThis),
-      retries: o.retries,
+      maxRetries: o.maxRetries,
       minPauseMs: o.minPauseMs,
       maxPauseMs: o.maxPauseMs,
       nowMs: () => Date.now(),

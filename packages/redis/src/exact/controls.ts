@@ -70,7 +70,7 @@ export class RedisControls {
   async reset(key: string): Promise<void> {
     const { rules, prefix, connection, fallback } = this.#o;
     fallback.reset(key);
-    const own = rules.filter((rule) => rule.key === undefined);
+    const own = rules.filter((rule) => rule.scope === undefined);
     const ban = banKey(prefix, key);
     await this.#onRedis(key, 'reset', own[0] === undefined ? ban : this.#stateKey(own[0], key), async () => {
       // Every rule's state is one key (a window algorithm's too): adjust.lua deletes them, then the ban.
@@ -89,7 +89,7 @@ export class RedisControls {
    * node can hold a denial of a key that grants), so a refund per request costs no message per request.
    */
   async refund(key: string, permits: Permits, grantedMsAgo: number, grant?: GrantSource): Promise<void> {
-    const own = this.#o.rules.filter((rule) => rule.key === undefined);
+    const own = this.#o.rules.filter((rule) => rule.scope === undefined);
     if (own.length === 0) return;
     const { fallback, health } = this.#o;
     const granted = Number.isNaN(grantedMsAgo) ? undefined : { agoMs: grantedMsAgo };

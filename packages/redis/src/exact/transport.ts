@@ -166,7 +166,7 @@ export class DecisionTransport<A extends Asked> {
         try {
           parts = this.#crossSlot.partition(asked.key);
         } catch (error) {
-          // A rule's key function threw: the developer's error, this request's alone.
+          // A rule's scope function threw: the developer's error, this request's alone.
           this.#listener.failed(asked, error, this.stateKey(asked.key));
           continue;
         }
@@ -192,11 +192,13 @@ export class DecisionTransport<A extends Asked> {
     const only = rules.length === 1 ? (rules[0] as Algorithm) : undefined;
     // On a Cluster a rule counted against another key lives in another slot than the key's ban.
     this.#oneScript =
-      only !== undefined && (!connection.isCluster || only.key === undefined) ? decideOneScript(only.kind) : undefined;
+      only !== undefined && (!connection.isCluster || only.scope === undefined)
+        ? decideOneScript(only.kind)
+        : undefined;
     this.#tailArgs = options.maxClockSkewMs === undefined ? [] : [numArg(options.maxClockSkewMs)];
     this.#skewArg = options.maxClockSkewMs === undefined ? '' : numArg(options.maxClockSkewMs);
     this.#crossSlot =
-      connection.isCluster && rules.some((rule) => rule.key !== undefined)
+      connection.isCluster && rules.some((rule) => rule.scope !== undefined)
         ? new CrossSlotPolicy(
             connection,
             rules,
@@ -338,7 +340,7 @@ export class DecisionTransport<A extends Asked> {
     try {
       call = this.#call(group, version);
     } catch (error) {
-      // A rule's key function failed: a developer error, reported to every caller of this batch.
+      // A rule's scope function failed: a developer error, reported to every caller of this batch.
       for (const asked of group) this.#listener.failed(asked, error, this.stateKey(asked.key));
       return;
     }

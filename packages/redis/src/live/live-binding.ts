@@ -255,7 +255,7 @@ export class LiveBinding implements BoundStore, SharedRules {
   /** Stores `rules` as the limiter's next version for every node (see #change); every slot learns of it. */
   async reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration> {
     this.#parts.checkRules?.(rules);
-    if (this.#parts.connection.isCluster && rules.some((rule) => rule.key !== undefined)) {
+    if (this.#parts.connection.isCluster && rules.some((rule) => rule.scope !== undefined)) {
       throw new SluiceError(
         'UNSUPPORTED',
         'a policy with rules counted against other keys is decided slot by slot on a Redis Cluster, where a ' +

@@ -36,7 +36,7 @@ export interface BullmqRateLimitOptions<J extends JobLike> {
   /**
    * The job's key (a tenant, a downstream's name). A refusal of the key's own (its rules, a ban, a deny-list
    * entry) delays that job alone (BullMQ's delayed set) while other keys' jobs run on; a refusal by a rule
-   * every key shares (a rule with a fixed `key: 'global'`), or of the queue's own key, holds the whole queue.
+   * every key shares (a rule with a fixed `scope: 'global'`), or of the queue's own key, holds the whole queue.
    * @default the queue's name: one limit for the queue
    */
   key?: (job: J) => string;
@@ -80,7 +80,7 @@ function ownRefusal(limiter: Limiter, decision: Decision, planName: string | und
   // being away, which every job shares; one 'local' counted for the key is the key's.
   if (decision.source === 'fallback' && decision.resetAfterMs === 0) return false;
   const rules = (planName === undefined ? undefined : limiter.plans?.[planName]) ?? limiter.rules;
-  return typeof rules.find((rule) => rule.name === decision.rule)?.key !== 'string';
+  return typeof rules.find((rule) => rule.name === decision.rule)?.scope !== 'string';
 }
 
 /**

@@ -169,7 +169,7 @@ describe('the seed annotations', () => {
   it('countLimit: N calls per period per key (fixed window)', async () => {
     const clock = new ManualClock(0);
     class Codes {
-      @countLimit({ limit: 2, periodMs: 10_000, key: ({ args }) => `phone:${String(args[0])}`, clock })
+      @countLimit({ limit: 2, windowMs: 10_000, key: ({ args }) => `phone:${String(args[0])}`, clock })
       async send(phone: string): Promise<string> {
         return phone;
       }

@@ -31,10 +31,10 @@ export interface PresetOptions extends Omit<MethodLimitOptions, 'limiter'> {
 }
 
 export interface CountLimitOptions extends PresetOptions {
-  /** Calls allowed per period. */
+  /** Calls allowed per window. */
   limit: number;
-  /** The period, in ms (aligned fixed windows). */
-  periodMs: number;
+  /** The window's length, in ms (aligned fixed windows). */
+  windowMs: number;
 }
 
 export interface SmoothRateLimitOptions extends PresetOptions {
@@ -47,7 +47,7 @@ export interface SmoothRateLimitOptions extends PresetOptions {
 /** A preset's names: the call options of rateLimited (its own limiter aside) and where its limiter keeps state. */
 const { limiter: _limiter, ...CALL_OPTIONS } = METHOD_LIMIT_OPTIONS;
 const PRESET_OPTIONS: OptionNames<PresetOptions> = { ...CALL_OPTIONS, store: true, prefix: true, clock: true };
-const COUNT_LIMIT_OPTIONS: OptionNames<CountLimitOptions> = { ...PRESET_OPTIONS, limit: true, periodMs: true };
+const COUNT_LIMIT_OPTIONS: OptionNames<CountLimitOptions> = { ...PRESET_OPTIONS, limit: true, windowMs: true };
 const SMOOTH_RATE_LIMIT_OPTIONS: OptionNames<SmoothRateLimitOptions> = {
   ...PRESET_OPTIONS,
   permitsPerSecond: true,
@@ -66,18 +66,18 @@ function presetLimiter(options: PresetOptions, algorithm: Algorithm): Limiter {
 }
 
 /**
- * A count limit: at most `limit` calls per `periodMs` (a fixed window), per key: "2 codes per 10 s per
+ * A count limit: at most `limit` calls per `windowMs` (a fixed window), per key: "2 codes per 10 s per
  * phone".
  *
  * @example
- * @countLimit({ limit: 1, periodMs: 60_000, key: ({ args }) => `phone:${String(args[0])}` })
+ * @countLimit({ limit: 1, windowMs: 60_000, key: ({ args }) => `phone:${String(args[0])}` })
  * async sendCode(phone: string) { ... }
  */
 export function countLimit(options: CountLimitOptions): MethodLimitDecorator {
   return inCall('countLimit', () => {
     knownOptions('countLimit options', COUNT_LIMIT_OPTIONS, options, true);
-    const { limit, periodMs, store: _s, prefix: _p, clock: _c, ...call } = options;
-    return rateLimited({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs: periodMs })) });
+    const { limit, windowMs, store: _s, prefix: _p, clock: _c, ...call } = options;
+    return rateLimited({ ...call, limiter: presetLimiter(options, fixedWindow({ limit, windowMs })) });
   });
 }
 

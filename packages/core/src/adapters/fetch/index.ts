@@ -9,7 +9,7 @@ import { SluiceTypeError } from '../../foundation/errors.js';
 import type { OptionNames } from '../../foundation/options.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { responseAnswers, withHeaders } from '../http/fetch-response.js';
-import { RATE_LIMIT_OPTIONS, type RateLimitOptions, onLimitedOption } from '../http/options.js';
+import { RATE_LIMIT_OPTIONS, type RateLimitOptions, limitedResponseOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import { settleAfterBody } from '../http/response-end.js';
 import { type RequestView, pathOf } from '../http/view.js';
@@ -43,7 +43,7 @@ export interface FetchRateLimitOptions<Req extends FetchRequestLike, Rest extend
    * Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit.
    * @default a 429 with a LimitedBody as JSON
    */
-  onLimited?: (request: Req, decision: Decision, headers: Headers) => Response | Promise<Response>;
+  limitedResponse?: (request: Req, decision: Decision, headers: Headers) => Response | Promise<Response>;
 }
 
 /** A Fetch handler: the request, and whatever else the runtime passes (Deno's info, Bun's server, a Worker's env). */
@@ -52,7 +52,7 @@ export type FetchHandler<Req, Rest extends unknown[]> = (request: Req, ...rest: 
 const FETCH_OPTIONS: OptionNames<FetchRateLimitOptions<FetchRequestLike, unknown[]>> = {
   ...RATE_LIMIT_OPTIONS,
   address: true,
-  onLimited: true,
+  limitedResponse: true,
 };
 
 /**
@@ -94,7 +94,7 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
     path: pathOf(request.url.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, '')),
     signal: request.signal,
   });
-  const onLimited = onLimitedOption(options.onLimited);
+  const limitedResponse = limitedResponseOption(options.limitedResponse);
   return (handler) => {
     if (typeof handler !== 'function')
       throw new SluiceTypeError(
@@ -117,7 +117,7 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
           const answered = withHeaders(response, headers);
           return settle === undefined ? answered : settleAfterBody(answered, settle, request);
         },
-        ...responseAnswers(onLimited && ((decision, headers) => onLimited(request, decision, headers))),
+        ...responseAnswers(limitedResponse && ((decision, headers) => limitedResponse(request, decision, headers))),
       });
     };
   };

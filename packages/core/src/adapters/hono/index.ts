@@ -9,7 +9,7 @@ import { SluiceTypeError } from '../../foundation/errors.js';
 import type { OptionNames } from '../../foundation/options.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';
 import { responseAnswers, withHeaders } from '../http/fetch-response.js';
-import { RATE_LIMIT_OPTIONS, type RateLimitOptions, onLimitedOption } from '../http/options.js';
+import { RATE_LIMIT_OPTIONS, type RateLimitOptions, limitedResponseOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import { settleAfterBody } from '../http/response-end.js';
 import type { RequestView } from '../http/view.js';
@@ -48,7 +48,7 @@ export interface HonoRateLimitOptions<C extends HonoContextLike> extends RateLim
    * Answers a denied request instead of the default 429 JSON body; `headers` holds Retry-After and RateLimit.
    * @default a 429 with a LimitedBody as JSON
    */
-  onLimited?: (c: C, decision: Decision, headers: Headers) => Response | Promise<Response>;
+  limitedResponse?: (c: C, decision: Decision, headers: Headers) => Response | Promise<Response>;
 }
 
 /** `@hono/node-server`'s bindings: `c.env.incoming` is the node:http request. */
@@ -60,7 +60,7 @@ function nodeServerPeer(env: unknown): string | undefined {
 const HONO_OPTIONS: OptionNames<HonoRateLimitOptions<HonoContextLike>> = {
   ...RATE_LIMIT_OPTIONS,
   getConnInfo: true,
-  onLimited: true,
+  limitedResponse: true,
 };
 
 /**
@@ -94,7 +94,7 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
     path: c.req.path,
     signal: c.req.raw?.signal,
   });
-  const onLimited = onLimitedOption(options.onLimited);
+  const limitedResponse = limitedResponseOption(options.limitedResponse);
   return async (c, next) => {
     const view = viewOf(c);
     return answerVerdict<Promise<Response | undefined>, Response>(await evaluate(c, view), {
@@ -111,7 +111,7 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
         if (settle !== undefined) c.res = settleAfterBody(c.res, settle, view);
         return undefined;
       },
-      ...responseAnswers(onLimited && ((decision, headers) => onLimited(c, decision, headers))),
+      ...responseAnswers(limitedResponse && ((decision, headers) => limitedResponse(c, decision, headers))),
     });
   };
 }

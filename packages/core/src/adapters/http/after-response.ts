@@ -113,7 +113,7 @@ export function accountFor<Req, Res>(
   if (limiter === undefined)
     throw new SluiceTypeError(option, true, `${option} settles a rate limit's permits: it needs a limiter`);
   const rules = limiter.plans === undefined ? limiter.rules : Object.values(limiter.plans).flat();
-  const unrefundable = rules.find((rule) => rule.key === undefined && !rule.refundable);
+  const unrefundable = rules.find((rule) => rule.scope === undefined && !rule.refundable);
   if (unrefundable !== undefined) {
     throw new SluiceTypeError(
       option,

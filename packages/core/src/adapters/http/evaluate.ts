@@ -139,7 +139,7 @@ function noSlot(route: ConcurrencyRoute): Decision {
 }
 
 /** Why a request got no slot: the limiter's answers that mean "not now"; anything else is a fault. */
-const NO_SLOT_CODES = new Set(['TIMEOUT', 'QUEUE_FULL', 'STORE_UNAVAILABLE']);
+const NO_SLOT_CODES = new Set(['WAIT_EXPIRED', 'QUEUE_FULL', 'STORE_UNAVAILABLE']);
 
 /**
  * True for a typed argument error from sluice: a bad key or permits from the request, answered 400.
@@ -154,7 +154,7 @@ export function isInputError(error: unknown): error is SluiceTypeError | SluiceR
  * The framework-neutral half of every adapter: options checked once, then per request the key, the permits,
  * the decision and its header fields, from the framework's request and the adapter's view of it. `caller`
  * is the adapter's public name, which its errors say (`fetchRateLimit options have no option "x"`); `known`
- * names every option the adapter takes (RATE_LIMIT_OPTIONS and its own, as `onLimited`): any other is refused
+ * names every option the adapter takes (RATE_LIMIT_OPTIONS and its own, as `limitedResponse`): any other is refused
  * by name.
  * @example
  * const evaluate = createEvaluator({ limiter, key: byIp() })
@@ -315,7 +315,7 @@ export function createEvaluator<Req, Res = unknown>(
             limiter !== undefined &&
             decision !== undefined &&
             decision.shadowed !== true &&
-            limiter.rules.every((r) => r.key !== undefined || r.refundable)
+            limiter.rules.every((r) => r.scope !== undefined || r.refundable)
           ) {
             limiter
               .refund(requestKey, permits, {

@@ -2,7 +2,7 @@ import type { Decision } from '../../foundation/decision.js';
 import { runInRequestContext } from './context.js';
 import { type Verdict, answerVerdict, createEvaluator } from './evaluate.js';
 import type { OptionNames } from '../../foundation/options.js';
-import { RATE_LIMIT_OPTIONS, limitedBody, onLimitedOption, type RateLimitOptions } from './options.js';
+import { RATE_LIMIT_OPTIONS, limitedBody, limitedResponseOption, type RateLimitOptions } from './options.js';
 import type { FastifyReplyLike, HttpRequestLike } from './request.js';
 import { settleOnNodeResponse } from './response-end.js';
 import { nodeRequestView } from './view.js';
@@ -12,12 +12,12 @@ export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Re
    * Sends the response to a denied request instead of the default 429 JSON body (headers already set).
    * @default a 429 with a LimitedBody as JSON
    */
-  onLimited?: (request: Req, reply: Reply, decision: Decision) => void;
+  limitedResponse?: (request: Req, reply: Reply, decision: Decision) => void;
 }
 
 const FASTIFY_OPTIONS: OptionNames<FastifyRateLimitOptions<unknown, unknown>> = {
   ...RATE_LIMIT_OPTIONS,
-  onLimited: true,
+  limitedResponse: true,
 };
 
 /** A Fastify hook in callback style: `done()` goes on with the request, `done(error)` fails it. */
@@ -37,7 +37,7 @@ export function rateLimitHook<
   Reply extends FastifyReplyLike = FastifyReplyLike,
 >(options: FastifyRateLimitOptions<Req, Reply>): (request: Req, reply: Reply, done: FastifyHookDone) => void {
   const evaluate = createEvaluator<Req, Reply>(options, 'rateLimitHook', FASTIFY_OPTIONS);
-  const onLimited = onLimitedOption(options.onLimited);
+  const limitedResponse = limitedResponseOption(options.limitedResponse);
   /** Answers a verdict that ends the request; true when the request goes on. */
   const send = (reply: Reply, status: number, body: unknown): false => {
     reply.code(status);
@@ -54,8 +54,8 @@ export function rateLimitHook<
       reject: (body) => send(reply, 400, body),
       limit: (decision, headers) => {
         for (const [name, value] of headers) reply.header(name, value);
-        if (onLimited === undefined) return send(reply, 429, limitedBody(decision));
-        onLimited(request, reply, decision);
+        if (limitedResponse === undefined) return send(reply, 429, limitedBody(decision));
+        limitedResponse(request, reply, decision);
         return false;
       },
     });

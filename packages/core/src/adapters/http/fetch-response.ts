@@ -22,7 +22,7 @@ export function withHeaders(response: Response, headers: readonly [string, strin
 
 /**
  * How an adapter that answers with Fetch Responses (Fetch handlers, Hono) answers a 400 and a denial: the
- * default 429 with limitedBody, or `custom` (its onLimited) given the decision and the headers.
+ * default 429 with limitedBody, or `custom` (its limitedResponse) given the decision and the headers.
  */
 export function responseAnswers(
   custom: ((decision: Decision, headers: Headers) => Response | Promise<Response>) | undefined,

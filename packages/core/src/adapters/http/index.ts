@@ -39,5 +39,5 @@ export {
   DEFAULT_CONCURRENCY_RETRY_AFTER_MS,
   RATE_LIMIT_OPTIONS,
   limitedBody,
-  onLimitedOption,
+  limitedResponseOption,
 } from './options.js';

@@ -5,7 +5,7 @@ import {
   JSON_CONTENT_TYPE,
   RATE_LIMIT_OPTIONS,
   limitedBody,
-  onLimitedOption,
+  limitedResponseOption,
   type RateLimitOptions,
 } from './options.js';
 import type { HttpRequestLike, HttpResponseLike } from './request.js';
@@ -19,10 +19,13 @@ export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req, Res> 
    * headers and Retry-After are already set on `res`.
    * @default a 429 with a LimitedBody as JSON
    */
-  onLimited?: (req: Req, res: Res, decision: Decision) => void;
+  limitedResponse?: (req: Req, res: Res, decision: Decision) => void;
 }
 
-const MIDDLEWARE_OPTIONS: OptionNames<MiddlewareOptions<unknown, unknown>> = { ...RATE_LIMIT_OPTIONS, onLimited: true };
+const MIDDLEWARE_OPTIONS: OptionNames<MiddlewareOptions<unknown, unknown>> = {
+  ...RATE_LIMIT_OPTIONS,
+  limitedResponse: true,
+};
 
 /** `next` of Connect and Express; with plain node:http, pass your own. Called with an error only for faults. */
 export type Next = (error?: unknown) => void;
@@ -47,7 +50,7 @@ export function rateLimit<
   Res extends HttpResponseLike = HttpResponseLike,
 >(options: MiddlewareOptions<Req, Res>): (req: Req, res: Res, next: Next) => void {
   const evaluate = createEvaluator<Req, Res>(options, 'rateLimit', MIDDLEWARE_OPTIONS);
-  const onLimited = onLimitedOption(options.onLimited);
+  const limitedResponse = limitedResponseOption(options.limitedResponse);
   const setHeaders = (res: Res, headers: readonly [string, string][]): void => {
     if (res.headersSent !== true) for (const [name, value] of headers) res.setHeader(name, value);
   };
@@ -65,7 +68,7 @@ export function rateLimit<
       },
       limit: (decision, headers) => {
         setHeaders(res, headers);
-        if (onLimited !== undefined) onLimited(req, res, decision);
+        if (limitedResponse !== undefined) limitedResponse(req, res, decision);
         else writeJson(res, 429, limitedBody(decision));
         return false;
       },

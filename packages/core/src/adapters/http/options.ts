@@ -84,7 +84,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
 }
 
 /**
- * The names of RateLimitOptions, which each adapter's list of names spreads (adding its own, `onLimited`):
+ * The names of RateLimitOptions, which each adapter's list of names spreads (adding its own, `limitedResponse`):
  * what createEvaluator refuses an unknown option against.
  */
 export const RATE_LIMIT_OPTIONS: OptionNames<RateLimitOptions<unknown>> = {
@@ -157,7 +157,7 @@ export interface RejectedBody {
 }
 
 /**
- * The JSON body of a 429 for `decision` (what every adapter sends unless `onLimited` says otherwise).
+ * The JSON body of a 429 for `decision` (what every adapter sends unless `limitedResponse` says otherwise).
  * @example
  * res.statusCode = 429
  * res.end(JSON.stringify(limitedBody(decision)))
@@ -173,14 +173,14 @@ export function limitedBody(decision: Decision): LimitedBody {
 }
 
 /**
- * Every adapter's `onLimited`: undefined (the default 429 body) or a function, checked once at construction.
- * @typeParam F the adapter's onLimited signature
+ * Every adapter's `limitedResponse`: undefined (the default 429 body) or a function, checked once at construction.
+ * @typeParam F the adapter's limitedResponse signature
  * @example
- * const onLimited = onLimitedOption(options.onLimited) // undefined, or the checked function
+ * const limitedResponse = limitedResponseOption(options.limitedResponse) // undefined, or the checked function
  */
-export function onLimitedOption<F extends (...args: never[]) => unknown>(value: F | undefined): F | undefined {
+export function limitedResponseOption<F extends (...args: never[]) => unknown>(value: F | undefined): F | undefined {
   if (value !== undefined && typeof value !== 'function') {
-    throw new SluiceTypeError('onLimited', value, `onLimited must be a function, got ${describe(value)}`);
+    throw new SluiceTypeError('limitedResponse', value, `limitedResponse must be a function, got ${describe(value)}`);
   }
   return value;
 }

@@ -6,7 +6,7 @@
 import type { Decision } from '../../foundation/decision.js';
 import type { OptionNames } from '../../foundation/options.js';
 import { answerVerdict, createEvaluator } from '../http/evaluate.js';
-import { RATE_LIMIT_OPTIONS, type RateLimitOptions, limitedBody, onLimitedOption } from '../http/options.js';
+import { RATE_LIMIT_OPTIONS, type RateLimitOptions, limitedBody, limitedResponseOption } from '../http/options.js';
 import { runInRequestContext } from '../http/context.js';
 import { settleOnNodeResponse } from '../http/response-end.js';
 import { type RequestView, lazyClientGone } from '../http/view.js';
@@ -36,10 +36,10 @@ export interface KoaRateLimitOptions<Ctx extends KoaContextLike> extends RateLim
    * Answers a denied request instead of the default 429 JSON body (the RateLimit headers and Retry-After are set).
    * @default a 429 with a LimitedBody as JSON
    */
-  onLimited?: (ctx: Ctx, decision: Decision) => void | Promise<void>;
+  limitedResponse?: (ctx: Ctx, decision: Decision) => void | Promise<void>;
 }
 
-const KOA_OPTIONS: OptionNames<KoaRateLimitOptions<KoaContextLike>> = { ...RATE_LIMIT_OPTIONS, onLimited: true };
+const KOA_OPTIONS: OptionNames<KoaRateLimitOptions<KoaContextLike>> = { ...RATE_LIMIT_OPTIONS, limitedResponse: true };
 
 /**
  * Rate-limits Koa requests: `app.use(koaRateLimit({ limiter, key }))`. Allowed requests go on with the
@@ -66,7 +66,7 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
     };
   };
   const evaluate = createEvaluator<Ctx, Ctx>(options, 'koaRateLimit', KOA_OPTIONS);
-  const onLimited = onLimitedOption(options.onLimited);
+  const limitedResponse = limitedResponseOption(options.limitedResponse);
   return async (ctx, next) => {
     const view = viewOf(ctx);
     const answer = (status: number, body: unknown): void => {
@@ -89,7 +89,7 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
       reject: async (body) => answer(400, body),
       limit: async (decision, headers) => {
         for (const [name, value] of headers) ctx.set(name, value);
-        if (onLimited !== undefined) await onLimited(ctx, decision);
+        if (limitedResponse !== undefined) await limitedResponse(ctx, decision);
         else answer(429, limitedBody(decision));
       },
     });
