@@ -69,8 +69,11 @@ const ONE_ENTRY_POINT: ReadonlySet<string> = new Set([
   'inject',
   'useFactory',
   'meterProvider',
+  // checkEngine (the conformance suite)
+  'seed',
+  'steps',
+  'sharedIdentities',
   // Redis-backed stores (one shared section) and each store's own
-  'redis',
   'nodeId',
   'assumedNodes',
   'maxClockSkewMs',

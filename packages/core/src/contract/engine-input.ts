@@ -93,7 +93,7 @@ export function adjustmentValue(value: unknown, rules: readonly Algorithm[]): Ad
     case 'refund': {
       const permits = adjustPermits(o.permits, 'adjustment.permits');
       checkPermitNames(permits, rules, 'adjustment.permits');
-      const unrefundable = rules.find((rule) => rule.key === undefined && !rule.refundable);
+      const unrefundable = rules.find((rule) => rule.scope === undefined && !rule.refundable);
       if (unrefundable !== undefined)
         throw new SluiceError(
           'UNSUPPORTED',

@@ -30,3 +30,5 @@ export type { MemoryEngineOptions } from './memory-engine.js';
 export { checkEngine } from './conformance/check-engine.js';
 export type { CheckEngineOptions, ConformanceReport } from './conformance/check-engine.js';
 export { ConformanceError } from './conformance/conformance-error.js';
+/** The identity a rule counts a request's key against (the key, or the one the rule's `scope` names). */
+export { identityOf } from '../algorithms/rule-name.js';

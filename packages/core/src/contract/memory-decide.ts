@@ -105,7 +105,7 @@ export function adjustKey(
         const k = keys[r] as string;
         const state = data.states.get(k);
         // The key's own rules only: a shared rule's permits are every key's.
-        if (rule.key !== undefined || state === undefined) return;
+        if (rule.scope !== undefined || state === undefined) return;
         if (!freed && !rule.consume(state, now, 1, 0).allowed) freed = true;
         const refunded = rule.refund(state, now, permitsOfRule(adjustment.permits, rule), at).state;
         // A refund never makes a state matter longer: the entry keeps its expiry.
@@ -126,7 +126,7 @@ export function adjustKey(
       let freed = false;
       list.forEach((rule, r) => {
         // Rules counted against other identities are shared, and stay.
-        if (rule.key === undefined && data.states.delete(keys[r] as string)) freed = true;
+        if (rule.scope === undefined && data.states.delete(keys[r] as string)) freed = true;
       });
       // A ban that has ended on the decision's clock is nothing to forget, though it may not be reclaimed yet.
       const banned = data.ban(rules.prefix, key, now) !== undefined;

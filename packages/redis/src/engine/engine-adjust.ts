@@ -24,7 +24,7 @@ export async function adjustOnRedis(
   at: EngineTime,
 ): Promise<AdjustAnswer> {
   const { prefix } = rules;
-  const own = rules.rules.filter((rule) => rule.key === undefined);
+  const own = rules.rules.filter((rule) => rule.scope === undefined);
   try {
     switch (adjustment.op) {
       case 'refund': {

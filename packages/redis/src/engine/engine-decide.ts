@@ -92,7 +92,7 @@ export class EngineDecider {
         transport.send(new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, settle)),
       );
     let outcomes: Outcome[];
-    if (this.#connection.isCluster && rules.rules.some((rule) => rule.key !== undefined)) {
+    if (this.#connection.isCluster && rules.rules.some((rule) => rule.scope !== undefined)) {
       // A policy whose rules may live in several slots is decided slot by slot (CrossSlotPolicy), each ask on
       // its own: asks sent together would race, and the contract decides a batch's asks in order.
       outcomes = [];

@@ -36,7 +36,7 @@ export interface CheckEngineOptions {
    */
   prefix?: string;
   /**
-   * Whether policies may hold rules counted against other identities than the request's key (a rule's `key`
+   * Whether policies may hold rules counted against other identities than the request's key (a rule's `scope`
    * of `'everyone'` or of a key's tenant). false for an engine that decides such a policy part by part, with
    * what one part took given back when another refuses (Redis Cluster: the parts live in different slots):
    * all or nothing holds, but a given-back state is not the untouched one bit for bit (its anchor and reset

@@ -41,7 +41,7 @@ export const CONFORMANCE_RULES: { readonly [K in AlgorithmKind]: RuleMaker } = {
     return tokenBucket({
       capacity,
       refillPerSecond: rng.pick(RATES),
-      initial: rng.int(0, capacity),
+      initialPermits: rng.int(0, capacity),
       maxDebt: rng.pick([0, 0, 3]),
       ...common,
     });
@@ -53,7 +53,7 @@ export const CONFORMANCE_RULES: { readonly [K in AlgorithmKind]: RuleMaker } = {
       mode: rng.pick(['police', 'shape'] as const),
       ...common,
     }),
-  gcra: (rng, common) => gcra({ rate: rng.pick(RATES), burst: rng.pick(LIMITS), ...common }),
+  gcra: (rng, common) => gcra({ permitsPerSecond: rng.pick(RATES), burst: rng.pick(LIMITS), ...common }),
   smoothBursty: (rng, common) => {
     const permitsPerSecond = rng.pick(RATES);
     const maxBurstSeconds = rng.pick([0, 1, 2.5]);

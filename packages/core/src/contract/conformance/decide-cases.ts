@@ -86,7 +86,7 @@ async function adjustStep(
   at: number,
 ): Promise<void> {
   const key = rng.pick(keys);
-  const refundable = s.rules.rules.every((rule) => rule.key !== undefined || rule.refundable);
+  const refundable = s.rules.rules.every((rule) => rule.scope !== undefined || rule.refundable);
   const op = rng.pick(['refund', 'penalize', 'reset', 'block', 'unblock'] as const);
   const store = s.store;
   s.clock.set(at);
@@ -149,7 +149,7 @@ export async function policyCase(run: ConformanceRun): Promise<void> {
       if (r > 0 && rng.chance(0.4) && run.promises.sharedIdentities)
         return CONFORMANCE_RULES[kind](rng, {
           ...common(rng, `r${r}`, false),
-          key: rng.chance(0.5) ? 'everyone' : (key: string) => `tenant:${key.length % 2}`,
+          scope: rng.chance(0.5) ? 'everyone' : (key: string) => `tenant:${key.length % 2}`,
         });
       const options = common(rng, `r${r}`, true);
       return CONFORMANCE_RULES[kind](rng, options);
