@@ -1,14 +1,6 @@
 import type { Clock } from '@sluice/core';
-import { describeValue, warnOnce } from '@sluice/core/store-kit';
-import {
-  type NodeIdentity,
-  type RedisConnection,
-  bySlot,
-  checkClockSkew,
-  stateKey,
-  versionKeyBeside,
-  withDeadline,
-} from '@sluice/redis/store-kit';
+import { describeValue, warnOnce, type NodeIdentity, withDeadline } from '@sluice/core/store-kit';
+import { type RedisConnection, bySlot, checkClockSkew, stateKey, versionKeyBeside } from '@sluice/redis/store-kit';
 import { membershipScript } from './scripts.js';
 import { LEAST_HELD, type ShareMode } from './shares.js';
 
