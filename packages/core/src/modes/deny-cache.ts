@@ -88,6 +88,7 @@ export class DenyCache {
     return this.#entries.has(key);
   }
 
+  /** Drops the cached denial of `key` (a grant here, a reset, unblock or refund heard). */
   delete(key: string): void {
     this.#entries.delete(key);
   }

@@ -99,17 +99,6 @@ export interface FailModeOptions {
   failMode?: FailMode | undefined;
 }
 
-/** The fail mode of the stores that ask Redis on the decision path (redisStore, leasedStore). */
-export interface FailModeOptions {
-  /**
-   * What decides while Redis is away: `'local'`, this process's memory holding this node's share of each
-   * limit (1 / the live nodes of the limiter's fleet, counted in Redis; see heartbeatMs); `'open'` allows;
-   * `'closed'` denies (retry after timeoutMs).
-   * @default DEFAULT_FAIL_MODE ('local')
-   */
-  failMode?: FailMode | undefined;
-}
-
 /**
  * The options every engine-backed store shares beside its engine's own, as a schema (see EngineBackedOptions):
  * a store's schema spreads it after its engine's option (REDIS_BACKED_OPTIONS: `redis`).
