@@ -75,7 +75,8 @@ function limiterCalls(): string {
 /** The whole of docs/options.md. */
 export function renderOptions(): string {
   const redis = 'packages/redis/src/options.ts';
-  const redisShared = ['RedisBackedOptions', 'FailModeOptions'];
+  const engine = 'packages/core/src/modes/engine-options.ts';
+  const redisShared = ['RedisBackedOptions', 'EngineBackedOptions', 'FailModeOptions'];
   const redisBeside = (rows: readonly OptionRow[]) =>
     table(rows.filter((row) => !redisShared.includes(row.declaredIn)));
   const core = 'packages/core/src';
@@ -277,7 +278,7 @@ is taken by the stores that decide on Redis (redisStore, leasedStore); a divided
 keeps its last share while Redis is away and holds its part of the reserve locally (charged to the reserve on
 Redis's return), denying what neither covers.
 
-${table([...ofType(redis, 'RedisBackedOptions'), ...ofType(redis, 'FailModeOptions')])}
+${table([...ofType(redis, 'RedisBackedOptions'), ...ofType(engine, 'FailModeOptions')])}
 
 ## redisStore (@sluice/redis), beside the shared options
 

@@ -18,7 +18,11 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   throttle: ['foundation', 'algorithms', 'engine', 'concurrency'],
   guava: ['foundation', 'algorithms'],
   adapters: ['foundation', 'algorithms', 'engine', 'concurrency'],
-  'store-kit': ['foundation', 'algorithms', 'engine', 'concurrency'],
+  // The engine contract: what a central backend implements.
+  contract: ['foundation', 'algorithms', 'engine'],
+  // What every mode over an engine is built from: deadlines, health, the fail mode, the deny cache, node ids.
+  modes: ['foundation', 'algorithms', 'engine'],
+  'store-kit': ['foundation', 'algorithms', 'engine', 'concurrency', 'modes'],
   admin: ['foundation', 'algorithms', 'engine'],
 };
 

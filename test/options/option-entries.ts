@@ -26,7 +26,7 @@ export const NOT_TRIED: Readonly<Record<string, string>> = {
   'RateLimitException.extractDescriptionAndOptionsFrom': "Nest's HttpException statics, inherited",
   listEntries: 'store-kit: an access list read as the CLI needs it, no options of a user',
   'new RedisStore': 'redisStore() is the documented way in; the constructor parses the same schema (tried)',
-  'new RedisHealth': 'store-kit internals a store constructs',
+  'new EngineHealth': 'store-kit internals a store constructs',
   'new DeadlineError': 'store-kit internals a store constructs',
   'new Fallback': 'store-kit internals a store constructs',
   'new FleetPresence': 'store-kit internals a store constructs',

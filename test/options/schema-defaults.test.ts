@@ -26,8 +26,9 @@ import { THROTTLE_OPTIONS } from '../../packages/core/src/throttle/throttle-opti
 import { BY_METADATA_OPTIONS } from '../../packages/grpc/src/call.js';
 import { DIVIDED_STORE_OPTIONS } from '../../packages/hybrid/src/divided-options.js';
 import { LEASED_STORE_OPTIONS } from '../../packages/hybrid/src/leased-options.js';
+import { ENGINE_BACKED_OPTIONS, FAIL_MODE_OPTIONS } from '../../packages/core/src/modes/engine-options.js';
 import { REDIS_ENGINE_OPTIONS } from '../../packages/redis/src/engine/engine-options.js';
-import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, REDIS_STORE_OPTIONS } from '../../packages/redis/src/options.js';
+import { REDIS_BACKED_OPTIONS, REDIS_STORE_OPTIONS } from '../../packages/redis/src/options.js';
 import { publicTypes } from '../../scripts/option-types.js';
 
 const core = 'packages/core/src';
@@ -43,8 +44,9 @@ const SCHEMAS: ReadonlyArray<readonly [OptionSchema, string, string]> = [
   [THROTTLE_OPTIONS, `${core}/throttle/throttle-options.ts`, 'ThrottleOptions'],
   [ADMIN_ROUTER_OPTIONS, `${core}/admin/admin-options.ts`, 'AdminRouterOptions'],
   [BY_METADATA_OPTIONS, 'packages/grpc/src/call.ts', 'ByMetadataOptions'],
+  [ENGINE_BACKED_OPTIONS, `${core}/modes/engine-options.ts`, 'EngineBackedOptions'],
   [REDIS_BACKED_OPTIONS, 'packages/redis/src/options.ts', 'RedisBackedOptions'],
-  [FAIL_MODE_OPTIONS, 'packages/redis/src/options.ts', 'FailModeOptions'],
+  [FAIL_MODE_OPTIONS, `${core}/modes/engine-options.ts`, 'FailModeOptions'],
   [REDIS_STORE_OPTIONS, 'packages/redis/src/redis-store.ts', 'RedisStoreOptions'],
   [REDIS_ENGINE_OPTIONS, 'packages/redis/src/engine/engine-options.ts', 'RedisEngineOptions'],
   [LEASED_STORE_OPTIONS, 'packages/hybrid/src/leased-options.ts', 'LeasedStoreOptions'],

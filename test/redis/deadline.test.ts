@@ -7,7 +7,7 @@
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { describe, expect, it } from 'vitest';
-import { DeadlineError, deadlineCounts, withDeadline } from '../../packages/redis/src/deadline.js';
+import { DeadlineError, deadlineCounts, withDeadline } from '../../packages/core/src/modes/deadline.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const testRedis = useTestRedis();

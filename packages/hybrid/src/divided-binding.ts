@@ -19,8 +19,10 @@ import {
   permitsOfRule,
   registerStatus,
   sharedRule,
+  EngineHealth,
+  withDeadline,
 } from '@sluice/core/store-kit';
-import { type LiveRule, RedisHealth, withDeadline } from '@sluice/redis/store-kit';
+import { type LiveRule, redisHealthProbe } from '@sluice/redis/store-kit';
 import { DemandMeter } from './demand-meter.js';
 import { DividedConfig } from './divided-config.js';
 import type { DivideContext } from './divided-context.js';
@@ -60,9 +62,9 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
   #beatFailing = false;
   /**
    * With a reserve: whether the reserve's Redis answers (its slot may be down while the fleet's is not, in a
-   * failover): failed by a draw, healthy again when its probe is answered (RedisHealth, as exact mode's).
+   * failover): failed by a draw, healthy again when its probe is answered (EngineHealth, as exact mode's).
    */
-  readonly #reserveHealth: RedisHealth | undefined;
+  readonly #reserveHealth: EngineHealth | undefined;
   #closed = false;
   /** Settles at the first heartbeat's answer (or failure): a new node's first decisions wait for it. */
   #heard: Promise<void> | undefined;
@@ -84,8 +86,8 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     if (o.reserve > 0) this.#heard = new Promise((resolve) => (this.#hear = resolve));
     this.#reserveHealth =
       o.reserve > 0
-        ? new RedisHealth({
-            connection: ctx.redis,
+        ? new EngineHealth({
+            ...redisHealthProbe(ctx.redis),
             timeoutMs: o.timeoutMs,
             onChange: (healthy, error) => {
               if (!healthy) return this.#failed(error ?? new Error('the reserve did not answer'));

@@ -1,6 +1,7 @@
 import type { Clock } from '@sluice/core';
-import type { NodeIdentity, RedisConnection } from '@sluice/redis/store-kit';
+import type { RedisConnection } from '@sluice/redis/store-kit';
 import type { EventEmitter } from 'eventemitter3';
+import type { NodeIdentity } from '@sluice/core/store-kit';
 
 /** What every binding of a hybrid store shares, whichever its mode: its settings, clocks, identity and events. */
 export interface HybridContext<Settings, Events extends EventEmitter.ValidEventTypes> {

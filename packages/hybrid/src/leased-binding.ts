@@ -1,14 +1,18 @@
 import type { Algorithm, BoundStore, Clock, Decision, GrantSource, Permits } from '@sluice/core';
-import { type DecisionNote, emitSafely, keyCache, permitsOfRule, reportLease, stateName } from '@sluice/core/store-kit';
 import {
+  type DecisionNote,
+  emitSafely,
+  keyCache,
+  permitsOfRule,
+  reportLease,
+  stateName,
   DENY_CACHE_TRUST_MS,
   DeadlineError,
-  type ExactBinding,
   type FallbackBinding,
-  type RedisHealth,
-  versionError,
+  type EngineHealth,
   withDeadline,
-} from '@sluice/redis/store-kit';
+} from '@sluice/core/store-kit';
+import { type ExactBinding, versionError } from '@sluice/redis/store-kit';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { ColdDemand } from './cold-demand.js';
@@ -36,7 +40,7 @@ export class LeasedBinding implements BoundStore {
   readonly #leases: LRUCache<string, KeyLease>;
   /** Demand of the keys that hold no lease record (they are decided exactly until a lease pays). */
   readonly #cold: ColdDemand;
-  readonly #health: RedisHealth;
+  readonly #health: EngineHealth;
   /** Exact mode on the lease's central state, for keys too cold for a lease (see LEASE_PAYS_AT). */
   readonly #exact: ExactBinding;
   /** What decides past this node's lease while Redis is away (the same one decides the exact keys). */

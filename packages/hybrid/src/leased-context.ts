@@ -1,16 +1,16 @@
 import type { BoundStore } from '@sluice/core';
 import type { ParsedOptions } from '@sluice/core/store-kit';
-import type { RedisHealth } from '@sluice/redis/store-kit';
 import type { HybridContext } from './hybrid-context.js';
 import type { LEASED_STORE_OPTIONS } from './leased-options.js';
 import type { LeasedEvents } from './leased-events.js';
+import type { EngineHealth } from '@sluice/core/store-kit';
 
 /** leasedStore's options, checked and with their defaults (see LEASED_STORE_OPTIONS). */
 export type LeaseSettings = ParsedOptions<typeof LEASED_STORE_OPTIONS>;
 
 /** What every binding of a leased store shares: besides its settings, clocks, identity and events, one health. */
 export interface LeaseContext extends HybridContext<LeaseSettings, LeasedEvents> {
-  readonly health: RedisHealth;
+  readonly health: EngineHealth;
 }
 
 /**

@@ -1,18 +1,16 @@
 import { type Clock, type GrantSource, SluiceError } from '@sluice/core';
 import {
   type ExactBinding,
-  type FallbackBinding,
   type RedisConnection,
-  type RedisHealth,
   encodeIdentity,
   resetChannel,
   versionError,
-  withDeadline,
 } from '@sluice/redis/store-kit';
 import type { CentralLeases } from './central-leases.js';
 import type { ColdDemand } from './cold-demand.js';
 import { type HeldLease, refundToLease } from './key-lease.js';
 import { type LeaseShape, penalizeCentrally, resetCentrally } from './lease-client.js';
+import { type FallbackBinding, type EngineHealth, withDeadline } from '@sluice/core/store-kit';
 
 /**
  * A leased limiter's controls (reset, refund, penalize) on one key: first on what this node holds of its
@@ -162,7 +160,7 @@ export interface LeaseControlParts {
   /** Exact mode on the central state: a grant no lease paid for is refunded there. */
   readonly exact: ExactBinding;
   readonly fallback: FallbackBinding;
-  readonly health: RedisHealth;
+  readonly health: EngineHealth;
   /** This process's clock, and the client clock for the scripts (undefined: Redis TIME). */
   readonly clock: Clock;
   readonly decisionClock: Clock | undefined;

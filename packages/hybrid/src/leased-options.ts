@@ -6,9 +6,11 @@ import {
   optional,
   positiveFinite,
   positiveInteger,
+  type FailModeOptions,
+  FAIL_MODE_OPTIONS,
 } from '@sluice/core/store-kit';
-import type { FailModeOptions, RedisBackedOptions } from '@sluice/redis';
-import { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
+import type { RedisBackedOptions } from '@sluice/redis';
+import { REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
 
 /** A batch is about this many ms of a node's recent demand for a key, unless `targetMs` says otherwise. */
 export const DEFAULT_TARGET_MS = 100;

@@ -9,11 +9,10 @@ import type {
   Store,
   StoreCapabilities,
 } from '@sluice/core';
-import { type FleetShare, emitSafely, inCall, parseOptions } from '@sluice/core/store-kit';
+import { type FleetShare, emitSafely, inCall, parseOptions, type Fallback } from '@sluice/core/store-kit';
 import {
   ChannelListener,
   ExactBinding,
-  type Fallback,
   type FleetPresence,
   LiveBinding,
   StoreEmitter,

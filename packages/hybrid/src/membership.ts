@@ -1,15 +1,13 @@
 import type { Clock } from '@sluice/core';
-import { warnOnce } from '@sluice/core/store-kit';
+import { type NodeIdentity, warnOnce, withDeadline } from '@sluice/core/store-kit';
 import {
   type FleetSummary,
-  type NodeIdentity,
   type RedisConnection,
   type HeartbeatRequest as RedisHeartbeatRequest,
   bySlot,
   checkClockSkew,
   membershipKeys,
   runHeartbeat,
-  withDeadline,
 } from '@sluice/redis/store-kit';
 import { LEAST_HELD, type ShareMode } from './shares.js';
 

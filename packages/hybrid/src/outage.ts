@@ -1,6 +1,5 @@
 import type { Algorithm } from '@sluice/core';
-import { mostPermits } from '@sluice/core/store-kit';
-import type { Fallback, FallbackBinding } from '@sluice/redis/store-kit';
+import { mostPermits, type Fallback, type FallbackBinding } from '@sluice/core/store-kit';
 import type { Reserve } from './reserve.js';
 
 /**

@@ -1,7 +1,8 @@
 import type { Algorithm } from '@sluice/core';
-import { KeyCarrier, type LiveRule, type RedisHealth } from '@sluice/redis/store-kit';
+import { KeyCarrier, type LiveRule } from '@sluice/redis/store-kit';
 import type { DivideContext } from './divided-context.js';
 import { Reserve, reserveStateName } from './reserve.js';
+import type { EngineHealth } from '@sluice/core/store-kit';
 
 /** What a divided limiter gives each generation of its reserve. */
 export interface ReserveOwner {
@@ -13,7 +14,7 @@ export interface ReserveOwner {
   /** A draw found its slot at a newer configuration: the limiter reads it. */
   heard(): void;
   /** Whether the reserve's Redis answers (undefined: no reserve). */
-  readonly health: RedisHealth | undefined;
+  readonly health: EngineHealth | undefined;
 }
 
 /**

@@ -1,12 +1,6 @@
 import { type Algorithm, type Clock, SluiceError } from '@sluice/core';
-import { keyCache } from '@sluice/core/store-kit';
-import {
-  type KeyCarrier,
-  type NodeIdentity,
-  type RedisConnection,
-  versionError,
-  withDeadline,
-} from '@sluice/redis/store-kit';
+import { keyCache, type NodeIdentity, withDeadline } from '@sluice/core/store-kit';
+import { type KeyCarrier, type RedisConnection, versionError } from '@sluice/redis/store-kit';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { DemandMeter } from './demand-meter.js';

@@ -9,10 +9,10 @@ import {
 } from '@sluice/core';
 import type { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
-import { OPERATIONS_DEADLINE_MS, withDeadline } from './deadline.js';
 import { accessListChannel, accessListKeys } from './key-layout.js';
 import type { StartupChecks } from './preflight.js';
 import { accessListScript } from './scripts.js';
+import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/store-kit';
 
 /** What a Redis store's access lists need from it. */
 export interface AccessListContext {

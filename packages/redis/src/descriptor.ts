@@ -1,7 +1,6 @@
 import { type Algorithm, SluiceError } from '@sluice/core';
-import { type RuleSpec, ruleSpec } from '@sluice/core/store-kit';
+import { type RuleSpec, ruleSpec, OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/store-kit';
 import type { RedisConnection } from './connection/connection.js';
-import { OPERATIONS_DEADLINE_MS, withDeadline } from './deadline.js';
 import { descriptorKey } from './key-layout.js';
 import { descriptorScript } from './scripts.js';
 

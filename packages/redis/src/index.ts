@@ -1,23 +1,26 @@
 import { inCall } from '@sluice/core/store-kit';
 export { RedisStore } from './redis-store.js';
+export type { RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
 export type {
+  ClockOption,
+  DecisionEvent,
+  FailMode,
+  FailModeOptions,
+  FallbackChargedEvent,
   FleetEvent,
-  RedisStoreEvents,
-  RedisStoreOptions,
+  ReconfiguredEvent,
   ResetHeardEvent,
-} from './redis-store.js';
-export type { FallbackChargedEvent, ReconfiguredEvent, StoreEvents } from './store-events.js';
-export type { DecisionEvent } from './exact/exact-binding.js';
-export type { FailMode } from './fleet/fail-mode.js';
-export { DEFAULT_FAIL_MODE, MAX_CHARGED_KEYS } from './fleet/fail-mode.js';
-export { DEFAULT_TIMEOUT_MS } from './deadline.js';
+  StoreEvents,
+} from '@sluice/core/store-kit';
 export {
   DEFAULT_ASSUMED_NODES,
-  DEFAULT_CLIENT_SKEW_MS,
+  DEFAULT_FAIL_MODE,
   DEFAULT_HEARTBEAT_MS,
-  DEFAULT_MAX_BATCH,
-} from './options.js';
-export type { ClockOption, FailModeOptions, RedisBackedOptions } from './options.js';
+  DEFAULT_TIMEOUT_MS,
+  MAX_CHARGED_KEYS,
+} from '@sluice/core/store-kit';
+export { DEFAULT_CLIENT_SKEW_MS, DEFAULT_MAX_BATCH } from './options.js';
+export type { RedisBackedOptions } from './options.js';
 export type { RedisClient } from './connection/connect.js';
 export type { IoredisLike } from './connection/ioredis.js';
 export type { NodeRedisLike } from './connection/node-redis.js';

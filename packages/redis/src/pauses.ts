@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock, PauseBinding } from '@sluice/core';
 import type { RedisConnection } from './connection/connection.js';
-import { withDeadline } from './deadline.js';
-import type { RedisHealth } from './health.js';
 import { decodeIdentity, encodeIdentity, pauseChannel, pauseKeys } from './key-layout.js';
 import { pauseScript } from './scripts.js';
+import { withDeadline, type EngineHealth } from '@sluice/core/store-kit';
 
 /** Past this many pauses known here, the ended ones are dropped as another is learnt. */
 const KNOWN_SWEEP_AT = 256;
@@ -13,7 +12,7 @@ const KNOWN_SWEEP_AT = 256;
 export interface PauseContext {
   readonly connection: RedisConnection;
   readonly timeoutMs: number;
-  readonly health: RedisHealth;
+  readonly health: EngineHealth;
   /** This process's clock: what a pause known here is kept on while Redis is away. */
   readonly localClock: Clock;
 }

@@ -2,10 +2,10 @@ import { SluiceError } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection } from './connection/connection.js';
 import { evictionSettings, evicts, warnEvicting, warnMisconfigured } from './config-checks.js';
-import { OPERATIONS_DEADLINE_MS, withDeadline } from './deadline.js';
 import { stateKey } from './key-layout.js';
 import { misconfiguration } from './misconfiguration.js';
 import { type LuaScript, luaScript, redisLuaFile } from './scripts.js';
+import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/store-kit';
 
 /** A start-up check may wait out a client's first connection: far longer than a decision's deadline. */
 const PREFLIGHT_MIN_DEADLINE_MS = OPERATIONS_DEADLINE_MS;

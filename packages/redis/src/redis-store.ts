@@ -15,18 +15,31 @@ import {
   SluiceRangeError,
   type Store,
 } from '@sluice/core';
-import { type FleetShare, PrefixGuard, callSafely, emitSafely, parseOptions, stateName } from '@sluice/core/store-kit';
+import {
+  type FleetEvent,
+  type ResetHeardEvent,
+  type FleetShare,
+  PrefixGuard,
+  callSafely,
+  emitSafely,
+  parseOptions,
+  stateName,
+  DenyCache,
+  type DecisionEvent,
+  type Fallback,
+  type FailMode,
+  type NodeIdentity,
+  type EngineHealth,
+  type StoreEvents,
+  type FailModeOptions,
+} from '@sluice/core/store-kit';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
-import { DenyCache } from './exact/deny-cache.js';
-import { type DecisionEvent, ExactBinding, type ExactParts } from './exact/exact-binding.js';
+import { ExactBinding, type ExactParts } from './exact/exact-binding.js';
 import type { TransportOptions } from './exact/transport.js';
-import type { Fallback, FailMode } from './fleet/fail-mode.js';
-import type { NodeIdentity } from './fleet/node-identity.js';
 import type { FleetPresence } from './fleet/presence.js';
-import type { RedisHealth } from './health.js';
 import {
   checkStateIds,
   decodeIdentity,
@@ -39,7 +52,7 @@ import { LiveBinding, type VersionBinding } from './live/live-binding.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
 import type { StartupChecks } from './preflight.js';
 import { storeParts } from './store-parts.js';
-import { StoreEmitter, type StoreEvents } from './store-events.js';
+import { StoreEmitter } from './store-events.js';
 import { RedisAccessLists } from './access-lists.js';
 import { writeDescriptor } from './descriptor.js';
 import { RedisBoards } from './limited-keys-board.js';
@@ -47,7 +60,7 @@ import { RedisPauses } from './pauses.js';
 import { exactScripts, pauseScript, presenceScript, semaphoreScript } from './scripts.js';
 import { RedisSemaphore } from './semaphore.js';
 import type { RedisClient } from './connection/connect.js';
-import type { FailModeOptions, RedisBackedOptions } from './options.js';
+import type { RedisBackedOptions } from './options.js';
 
 /**
  * Options of `redisStore`: those of every Redis-backed store (RedisBackedOptions, FailModeOptions) and its own
@@ -93,19 +106,6 @@ export interface RedisStoreEvents extends StoreEvents {
    * here dropped it.
    */
   'reset-heard': [ResetHeardEvent];
-}
-
-/** A reset, unblock or refund heard on a limiter's channel, as the `reset-heard` event reports it. */
-export interface ResetHeardEvent {
-  readonly prefix: string;
-  readonly key: string;
-}
-
-/** A change in the nodes a limiter's limits are shared by, as a store's `fleet` event reports it. */
-export interface FleetEvent {
-  readonly prefix: string;
-  /** Live nodes of the limiter's fleet, this one included. */
-  readonly nodes: number;
 }
 
 /** A share that never moves: what 'open' and 'closed' (which keep nothing) are bound with. */
@@ -155,7 +155,7 @@ export class RedisStore
   readonly #channels: ChannelListener;
   readonly #prefixes = new PrefixGuard();
   readonly #connection: RedisConnection;
-  readonly #health: RedisHealth;
+  readonly #health: EngineHealth;
   readonly #checks: StartupChecks;
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limits. */

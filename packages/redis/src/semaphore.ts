@@ -1,11 +1,9 @@
 import type { SemaphoreBinding, SemaphoreSpec, SlotAttempt } from '@sluice/core';
-import { withDeadline } from './deadline.js';
-import type { FailMode } from './fleet/fail-mode.js';
-import type { RedisHealth } from './health.js';
 import { encodeIdentity, freedChannel, semaphoreKeys } from './key-layout.js';
 import { numArg } from './exact/rule-args.js';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { semaphoreScript } from './scripts.js';
+import { withDeadline, type FailMode, type EngineHealth } from '@sluice/core/store-kit';
 
 /** What a semaphore binding needs from its store: the connection, time, the fail mode and the health machine. */
 export interface SemaphoreContext {
@@ -19,7 +17,7 @@ export interface SemaphoreContext {
   /** False while no subscriber hears releases: waiters then also try again every leaseMs / 3. */
   readonly hearsReleases: boolean;
   /** The store's health machine: calls skip Redis while it fails, and every call reports to it. */
-  readonly health: RedisHealth;
+  readonly health: EngineHealth;
 }
 
 const text = (reply: ScriptReply): string => (Buffer.isBuffer(reply) ? reply.toString() : String(reply));

@@ -1,48 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
-import type { Algorithm } from '@sluice/core';
-
-/** A limiter's new configuration in force on this node, as the `reconfigured` event reports it. */
-export interface ReconfiguredEvent {
-  readonly prefix: string;
-  readonly version: number;
-  readonly rules: readonly Algorithm[];
-}
-
-/** What one limiter's fail mode charged to Redis when Redis answered again, as `fallback-charged` reports it. */
-export interface FallbackChargedEvent {
-  readonly prefix: string;
-  /** Keys charged. */
-  readonly keys: number;
-  /** Permits charged over them. */
-  readonly permits: number;
-  /** Permits Redis could not take now (kept for the next recovery). */
-  readonly kept: number;
-}
-
-/**
- * The events every Redis-backed store emits alike (redisStore, leasedStore, dividedStore): Redis failing and
- * answering again, a configuration learned, an outage's grants charged, a callback of yours that threw.
- * Each store's own event map adds its mode's events to these.
- */
-export interface StoreEvents {
-  /** Redis failed or missed the deadline: decisions follow the store's fail mode until it answers again. */
-  'store-error': [error: Error];
-  /** Redis answers again after a failure. */
-  'store-recovered': [];
-  /**
-   * A limiter now decides under a configuration version it learned (limiter.reconfigure or override here or
-   * on another node: read after a slot, a lease or a heartbeat said so, a message on its channel, or ready()).
-   */
-  reconfigured: [ReconfiguredEvent];
-  /**
-   * After an outage: what a limiter's fail mode (or a divided node's part of the reserve) granted, and its
-   * state still held spent, was charged to Redis (see FallbackChargedEvent); once per limiter per recovery,
-   * zeros included.
-   */
-  'fallback-charged': [FallbackChargedEvent];
-  /** A callback of yours (an `onDecision`, a listener of these events) threw; the store went on. */
-  'callback-error': [error: unknown, callback: string];
-}
+import type { StoreEvents } from '@sluice/core/store-kit';
 
 /** A listener of one of the shared events. */
 type On<E extends keyof StoreEvents> = (...args: StoreEvents[E]) => void;

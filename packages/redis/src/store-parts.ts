@@ -1,12 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { type Clock, systemClock } from '@sluice/core';
-import { type CallbackEmitter, type ParsedOptions, emitSafely } from '@sluice/core/store-kit';
+import {
+  type CallbackEmitter,
+  type ParsedOptions,
+  emitSafely,
+  Fallback,
+  NodeIdentity,
+  EngineHealth,
+  type FAIL_MODE_OPTIONS,
+  storeClocks,
+} from '@sluice/core/store-kit';
 import type { RedisConnection } from './connection/connection.js';
-import { Fallback } from './fleet/fail-mode.js';
-import { NodeIdentity } from './fleet/node-identity.js';
 import { FleetPresence } from './fleet/presence.js';
-import { RedisHealth } from './health.js';
-import { type FAIL_MODE_OPTIONS, type REDIS_BACKED_OPTIONS, storeClocks } from './options.js';
+import { redisHealthProbe } from './health-probe.js';
+import type { REDIS_BACKED_OPTIONS } from './options.js';
 import { StartupChecks } from './preflight.js';
 
 /** The parsed options every store that asks Redis on the decision path takes (redisStore, leasedStore). */
@@ -22,7 +29,7 @@ export interface StoreParts {
   /** This node's name in its limiters' fleets (a new one if another live process was given the same). */
   readonly identity: NodeIdentity;
   /** The one health machine: `store-error` and `store-recovered` go to the store's events. */
-  readonly health: RedisHealth;
+  readonly health: EngineHealth;
   /** The start-up check of every limiter bound; a misconfiguration is a `store-error`. */
   readonly checks: StartupChecks;
   /** The one fail mode. */
@@ -45,8 +52,8 @@ export function storeParts(
   const connection = o.redis;
   const { decisionClock, localClock } = storeClocks(o.clock);
   const identity = new NodeIdentity(o.nodeId ?? randomUUID(), (error) => emitSafely(events, 'store-error', error));
-  const health = new RedisHealth({
-    connection,
+  const health = new EngineHealth({
+    ...redisHealthProbe(connection),
     timeoutMs: o.timeoutMs,
     onChange: (healthy, error) => {
       if (healthy) emitSafely(events, 'store-recovered');

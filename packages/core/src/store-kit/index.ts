@@ -81,3 +81,39 @@ export type {
 /** Operations: the limited-keys hash and the access lists' entry checks, as tools outside a limiter need them (the CLI). */
 export { keyHash } from '../engine/limited-keys.js';
 export { entriesInForce, entryTexts, listEntries } from '../engine/access-list.js';
+
+/**
+ * What every mode over an engine is built from (exact, leased, divided; Redis today, any engine tomorrow): the
+ * deadline every call keeps, the one health machine, the one fail mode, the deny cache, a node's id in its
+ * fleets, the events every engine-backed store emits alike, and the options they share.
+ */
+export {
+  DEFAULT_TIMEOUT_MS,
+  DeadlineError,
+  OPERATIONS_DEADLINE_MS,
+  deadlineCounts,
+  withDeadline,
+} from '../modes/deadline.js';
+export { EngineHealth, MAX_PROBE_INTERVAL_MS } from '../modes/health.js';
+export type { EngineLink, HealthOptions, HealthProbe } from '../modes/health.js';
+export { DEFAULT_FAIL_MODE, Fallback, MAX_CHARGED_KEYS } from '../modes/fail-mode.js';
+export type { FailMode, FallbackBinding, FallbackOptions } from '../modes/fail-mode.js';
+/** How long any mode answers a denial it cached before asking the engine again (a missed message heals). */
+export { DENY_CACHE_TRUST_MS, DenyCache } from '../modes/deny-cache.js';
+export { NodeIdentity } from '../modes/node-identity.js';
+export type {
+  DecisionEvent,
+  FallbackChargedEvent,
+  FleetEvent,
+  ReconfiguredEvent,
+  ResetHeardEvent,
+  StoreEvents,
+} from '../modes/store-events.js';
+export {
+  DEFAULT_ASSUMED_NODES,
+  DEFAULT_HEARTBEAT_MS,
+  ENGINE_BACKED_OPTIONS,
+  FAIL_MODE_OPTIONS,
+  storeClocks,
+} from '../modes/engine-options.js';
+export type { ClockOption, EngineBackedOptions, FailModeOptions, StoreClocks } from '../modes/engine-options.js';

@@ -1,5 +1,5 @@
-import { withDeadline } from '../deadline.js';
 import type { RedisConnection, ResetSubscriber } from './connection.js';
+import { withDeadline } from '@sluice/core/store-kit';
 
 /**
  * The longest a subscription may take before a store stops waiting for it (a Cluster's SUBSCRIBE goes to one

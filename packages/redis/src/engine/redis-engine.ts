@@ -1,6 +1,6 @@
 import type { Engine } from '@sluice/core/engine';
 import { checkedEngine, inCall } from '@sluice/core/store-kit';
-import { withDeadline } from '../deadline.js';
+import { withDeadline } from '@sluice/core/store-kit';
 import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';
 import { EngineConfiguration } from './engine-config.js';

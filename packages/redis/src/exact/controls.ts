@@ -1,10 +1,14 @@
 import { type Algorithm, type Clock, type GrantSource, type Permits, SluiceError } from '@sluice/core';
-import { identityOf, mostPermits, permitsOfRule } from '@sluice/core/store-kit';
+import {
+  identityOf,
+  mostPermits,
+  permitsOfRule,
+  withDeadline,
+  type FallbackBinding,
+  type EngineHealth,
+} from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
-import { withDeadline } from '../deadline.js';
-import type { FallbackBinding } from '../fleet/fail-mode.js';
-import type { RedisHealth } from '../health.js';
 import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';
 import { versionError } from '../reply-errors.js';
 import { adjustScript, blockScript } from '../scripts.js';
@@ -24,7 +28,7 @@ export interface ControlsOptions {
   /** The client clock, or undefined for Redis TIME. */
   readonly decisionClock: Clock | undefined;
   readonly timeoutMs: number;
-  readonly health: RedisHealth;
+  readonly health: EngineHealth;
   readonly fallback: FallbackBinding;
   /** Tells every node to drop a key from its deny cache (pub/sub), when there is one. */
   readonly publishReset: ((key: string) => Promise<unknown>) | undefined;

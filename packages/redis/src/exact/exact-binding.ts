@@ -1,10 +1,16 @@
-import type { BoundStore, Clock, Decision, DecisionSource, GrantSource, Permits } from '@sluice/core';
-import { type DecisionNote, EXPLICIT_BAN, lessPermits, mostPermits } from '@sluice/core/store-kit';
-import type { FallbackBinding } from '../fleet/fail-mode.js';
-import type { RedisHealth } from '../health.js';
+import type { BoundStore, Clock, Decision, GrantSource, Permits } from '@sluice/core';
+import {
+  type DecisionEvent,
+  type DecisionNote,
+  EXPLICIT_BAN,
+  lessPermits,
+  mostPermits,
+  type FallbackBinding,
+  type EngineHealth,
+  type DenyCache,
+} from '@sluice/core/store-kit';
 import { BanMarkers } from './ban-markers.js';
 import { RedisControls } from './controls.js';
-import type { DenyCache } from './deny-cache.js';
 import {
   type Answer,
   type Asked,
@@ -12,22 +18,6 @@ import {
   type TransportListener,
   type TransportOptions,
 } from './transport.js';
-
-/** One decision, as a redisStore's `onDecision` sees it. */
-export interface DecisionEvent {
-  readonly prefix: string;
-  readonly key: string;
-  readonly decision: Decision;
-  /** 'redis': the script decided; 'deny_cache': the deny cache; 'fallback': the fail mode (the names metrics use). */
-  readonly source: Extract<DecisionSource, 'redis' | 'deny_cache' | 'fallback'>;
-  /** The decision time: Redis TIME or the client clock for 'redis', this process's clock otherwise. */
-  readonly decidedAtMs: number;
-  /**
-   * For a policy decided slot by slot (rules in different Cluster slots): the time each rule's slot decided
-   * at, in rule order (NaN for a rule not reached). `decidedAtMs` is the latest of them.
-   */
-  readonly ruleDecidedAtMs?: readonly number[];
-}
 
 /**
  * The deny caches of a limiter's prefix: this binding's own (used for a single rule whose denials hold, see
@@ -50,7 +40,7 @@ export interface ExactParts {
   /** The client clock, or undefined for Redis TIME. */
   readonly decisionClock: Clock | undefined;
   /** The store's health machine: decisions skip Redis while it fails, and every call reports to it. */
-  readonly health: RedisHealth;
+  readonly health: EngineHealth;
   /** What decides while Redis is away (one per limiter, shared with whatever else decides its keys). */
   readonly fallback: FallbackBinding;
   /** Undefined: no deny cache (the store's `denyCache: false`, or a mode that keeps none). */
@@ -283,7 +273,7 @@ export class ExactBinding implements BoundStore {
   }
 
   #failed(p: PendingDecision, error: unknown, stateKey: string): void {
-    // An error about this key alone leaves the store healthy (see RedisHealth.reportFailure).
+    // An error about this key alone leaves the store healthy (see EngineHealth.reportFailure).
     this.#parts.health.reportFailure(error, stateKey);
     const decision = this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note);
     p.grantedByFallback = decision.allowed;

@@ -1,8 +1,7 @@
 import type { Algorithm, Clock, Decision, Permits } from '@sluice/core';
-import { type RuleVerdict, identityOf, permitsOfRule } from '@sluice/core/store-kit';
+import { DeadlineError, type RuleVerdict, identityOf, permitsOfRule, withDeadline } from '@sluice/core/store-kit';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
-import { DeadlineError, withDeadline } from '../deadline.js';
 import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';
 import { isKeyScopedError, versionError } from '../reply-errors.js';
 import { bufferReply } from '../script-runner.js';

@@ -1,12 +1,11 @@
 import type { Clock } from '@sluice/core';
 import type { FleetShare } from '@sluice/core/store-kit';
 import type { RedisConnection } from '../connection/connection.js';
-import { withDeadline } from '../deadline.js';
 import { fleetKey } from '../key-layout.js';
 import { presenceScript } from '../scripts.js';
 import { bySlot } from '../slots.js';
 import { checkClockSkew } from './clock-skew.js';
-import type { NodeIdentity } from './node-identity.js';
+import { withDeadline, type NodeIdentity } from '@sluice/core/store-kit';
 
 /** What a store's presence needs: the connection, this node's name, and how often it says it is alive. */
 export interface PresenceOptions {

@@ -1,7 +1,6 @@
 import type { Algorithm, Clock } from '@sluice/core';
-import { identityOf, keyCache } from '@sluice/core/store-kit';
+import { identityOf, keyCache, withDeadline } from '@sluice/core/store-kit';
 import type { RedisConnection } from '../connection/connection.js';
-import { withDeadline } from '../deadline.js';
 import { numArg, ruleArgs } from '../exact/rule-args.js';
 import { stateKey, versionKeyBeside } from '../key-layout.js';
 import { versionError } from '../reply-errors.js';

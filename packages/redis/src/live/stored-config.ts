@@ -1,10 +1,10 @@
 import { SluiceError } from '@sluice/core';
 import type { RedisConnection } from '../connection/connection.js';
-import { withDeadline } from '../deadline.js';
 import { configKey, resetChannel, stateKey, versionKey, versionKeyBeside } from '../key-layout.js';
 import { versionError } from '../reply-errors.js';
 import { configReadScript, configWriteScript, raiseVersionScript } from '../scripts.js';
 import { type LiveConfig, decodeConfig, encodeConfig } from './config-record.js';
+import { withDeadline } from '@sluice/core/store-kit';
 
 /** How many slots' versions one reconfigure raises at once on a Cluster. */
 const RAISE_CONCURRENCY = 512;

@@ -2,36 +2,29 @@
  * `@sluice/redis/store-kit`: the stable parts a store built on Redis is assembled from (`@sluice/hybrid` is
  * built on them); users call `redisStore` from the main entry and need nothing here.
  *
+ * What is not Redis's own (the deadline, the health machine, the fail mode, the deny cache, node ids, the
+ * shared events and options) is every engine's, in `@sluice/core/store-kit`; here:
  * - The connection seam every client library is adapted to (`toConnection`, `RedisConnection`).
- * - The options every Redis-backed store shares, as schemas (`REDIS_BACKED_OPTIONS`, `FAIL_MODE_OPTIONS`),
- *   and the clocks a `clock` option means (`storeClocks`).
- * - The one health machine (`RedisHealth`) and the deadline every call keeps (`withDeadline`).
- * - The one fail mode (`Fallback`), what a store knows of its fleet (`FleetPresence`), and a node's id in its
- *   fleets (`NodeIdentity`: a second live process given the same id is found and goes on under its own).
+ * - The options every Redis-backed store shares, as a schema (`REDIS_BACKED_OPTIONS`: `redis` and core's
+ *   `ENGINE_BACKED_OPTIONS`).
+ * - What the health machine (core's `EngineHealth`) asks of Redis (`redisHealthProbe`).
+ * - What a store knows of its fleet (`FleetPresence`).
  * - Exact decisions on Redis for one limiter, assembled from a transport and its layers (`ExactBinding`).
  * - The start-up check (`StartupChecks`), the Lua script registry, and the key layout.
  *
  * @example
- * import { ExactBinding, Fallback, RedisHealth, toConnection } from '@sluice/redis/store-kit'
+ * import { ExactBinding, redisHealthProbe, toConnection } from '@sluice/redis/store-kit'
  */
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
 export { toConnection } from '../connection/connect.js';
 export { ChannelListener } from '../connection/channel-listener.js';
-/** How long any mode answers a denial it cached before asking Redis again (a missed message heals). */
-export { DENY_CACHE_TRUST_MS } from '../exact/deny-cache.js';
 /** The event emitter every Redis-backed store extends (the shared events' listener signatures first). */
 export { StoreEmitter } from '../store-events.js';
-export { FAIL_MODE_OPTIONS, REDIS_BACKED_OPTIONS, storeClocks } from '../options.js';
-export type { StoreClocks } from '../options.js';
+export { REDIS_BACKED_OPTIONS } from '../options.js';
+export { redisHealthProbe } from '../health-probe.js';
 export { storeParts } from '../store-parts.js';
 export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
-export { MAX_PROBE_INTERVAL_MS, RedisHealth } from '../health.js';
-export type { HealthOptions } from '../health.js';
-export { DeadlineError, deadlineCounts, withDeadline } from '../deadline.js';
-export { Fallback } from '../fleet/fail-mode.js';
-export type { FallbackBinding, FallbackOptions } from '../fleet/fail-mode.js';
 export { FleetPresence } from '../fleet/presence.js';
-export { NodeIdentity } from '../fleet/node-identity.js';
 export { checkClockSkew } from '../fleet/clock-skew.js';
 export type { PresenceOptions, TrackedFleet } from '../fleet/presence.js';
 export { ExactBinding } from '../exact/exact-binding.js';

@@ -1,14 +1,19 @@
-import { randomBytes } from 'node:crypto';
-import { SluiceError } from '@sluice/core';
-import { warnOnce } from '@sluice/core/store-kit';
+import { SluiceError } from '../foundation/errors.js';
+import { warnOnce } from '../foundation/warnings.js';
+
+/** `bytes` random bytes as hex (Web Crypto: core runs where node:crypto does not). */
+function randomHex(bytes: number): string {
+  const random = globalThis.crypto.getRandomValues(new Uint8Array(bytes));
+  return Array.from(random, (byte) => byte.toString(16).padStart(2, '0')).join('');
+}
 
 /**
- * A node's id in its limiters' fleets, and what tells a second live process given the same id (node_seen.lua):
- * per fleet (a sorted set of node id -> last seen), the score this node's last answered heartbeat wrote. The
- * heartbeat passes it back; when another process wrote under the id since, the script writes nothing and this
- * node takes an id of its own (the given id and a random suffix), says so once (SLUICE_NODE_ID_REUSED) and
- * reports a SluiceError 'NODE_ID_REUSED' naming both ids. The process that kept the id is never told: it is
- * the only one left under it.
+ * A node's id in its limiters' fleets, and what tells a second live process given the same id (the engine's
+ * heartbeat; Redis's node_seen.lua): per fleet (a sorted set of node id -> last seen), the score this node's last
+ * answered heartbeat wrote. The heartbeat passes it back; when another process wrote under the id since, the script
+ * writes nothing and this node takes an id of its own (the given id and a random suffix), says so once
+ * (SLUICE_NODE_ID_REUSED) and reports a SluiceError 'NODE_ID_REUSED' naming both ids. The process that kept the id
+ * is never told: it is the only one left under it.
  * @example
  * const identity = new NodeIdentity('pod-7', (e) => store.emit('store-error', e))
  * identity.lastSeen(key) // '' at first; pass it to the heartbeat, then identity.heard(key, reply.seenAt, reply.reused)
@@ -47,7 +52,7 @@ export class NodeIdentity {
     }
     const before = this.#id;
     // 100 characters at most, as the nodeId option: the suffix is kept whole.
-    this.#id = `${this.#given.slice(0, 87)}.${randomBytes(6).toString('hex')}`;
+    this.#id = `${this.#given.slice(0, 87)}.${randomHex(6)}`;
     this.#seen.clear();
     const message =
       `nodeId ${JSON.stringify(before)} is used by another live process (seen in ${fleet}); ` +

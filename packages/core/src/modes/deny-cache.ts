@@ -1,12 +1,13 @@
-import { type Decision, TOLERANCE_MS } from '@sluice/core';
-import { keyCache } from '@sluice/core/store-kit';
 import type { LRUCache } from 'lru-cache';
+import { TOLERANCE_MS } from '../algorithms/algorithm.js';
+import { keyCache } from '../engine/key-cache.js';
+import type { Decision } from '../foundation/decision.js';
 
 /**
- * The longest a cached denial is answered before Redis is asked again, whatever its retryAfterMs. A change on
+ * The longest a cached denial is answered before the engine is asked again, whatever its retryAfterMs. A change on
  * another node reaches the cache as a message on the limiter's channel; a node that missed it (its subscriber
  * reconnecting) would otherwise go on denying under the old state until retryAfterMs, which a daily quota puts
- * hours away. Costs one Redis call per hot denied key per this interval.
+ * hours away. Costs one engine call per hot denied key per this interval.
  */
 export const DENY_CACHE_TRUST_MS = 5_000;
 
@@ -23,16 +24,20 @@ interface CachedDenial {
 
 /**
  * Remembers single-permit denials of a single-rule limiter until they can change, so a hot denied key
- * costs no Redis call. Only those are cached because they are exact: with one permit asked and none
+ * costs no engine call. Only those are cached because they are exact: with one permit asked and none
  * left, nothing but time (or this node's own grants, which drop the entry) can change the answer before
- * retryAfterMs, so the cached answer, with its times moved on, is what Redis would have said.
- * Times are this process's clock: a duration, immune to skew between nodes and Redis.
+ * retryAfterMs, so the cached answer, with its times moved on, is what the engine would have said.
+ * Times are this process's clock: a duration, immune to skew between nodes and the engine.
  *
  * What else can turn a denial into a grant is a change on any node: a new configuration version (a limit
  * raised, an override set or removed), a reset, an unblock, a refund. A denial is kept with the configuration
  * version it was asked under and holds under that version only, whichever way this node learns of the next
  * one (a message, a stale answer, ready()); a reset, unblock or refund is announced on the limiter's channel
- * and drops the key on every node that hears it (see RedisControls).
+ * and drops the key on every node that hears it (Redis: see RedisControls).
+ * @example
+ * const denials = new DenyCache(100_000)
+ * const cached = denials.get(key, clock.now(), version) // a denial that still holds, or undefined: ask the engine
+ * if (cached === undefined) denials.record(key, await decide(key), clock.now(), version)
  */
 export class DenyCache {
   readonly #entries: LRUCache<string, CachedDenial>;
@@ -53,9 +58,9 @@ export class DenyCache {
   }
 
   /**
-   * Records what Redis answered for a single-permit request asked at local time `now` under configuration
+   * Records what the engine answered for a single-permit request asked at local time `now` under configuration
    * `version`. A blocked denial is kept only while its ban lasts (`banRestMs`): a request after that must
-   * reach Redis, where a denial by a rule with blockMs starts the next ban.
+   * reach the engine, where a denial by a rule with blockMs starts the next ban.
    */
   record(key: string, decision: Decision, now: number, version: number, banRestMs?: number): void {
     if (decision.allowed || !Number.isFinite(decision.retryAfterMs)) {
@@ -65,7 +70,7 @@ export class DenyCache {
     const retryAt = now + decision.retryAfterMs;
     // The algorithms grant a request up to TOLERANCE_MS before its retry time (rounding in the float maths
     // must not deny a request that is on time), so the cached answer stops TOLERANCE_MS before it, where
-    // Redis may already grant (a smoothWarmingUp request 0.999 us early was denied here and granted there).
+    // the engine may already grant (a smoothWarmingUp request 0.999 us early was denied here and granted there).
     const until = Math.min(
       (banRestMs === undefined ? retryAt : Math.min(retryAt, now + banRestMs)) - TOLERANCE_MS,
       now + DENY_CACHE_TRUST_MS,
@@ -83,6 +88,7 @@ export class DenyCache {
     return this.#entries.has(key);
   }
 
+  /** Drops the cached denial of `key` (a grant here, a reset, unblock or refund heard). */
   delete(key: string): void {
     this.#entries.delete(key);
   }

@@ -1,32 +1,21 @@
-import {
-  type Algorithm,
-  type BoundStore,
-  type Clock,
-  type Decision,
-  MemoryStore,
-  type Permits,
-  type RuleSet,
-  type SemaphoreBinding,
-  type SemaphoreSpec,
-} from '@sluice/core';
-import {
-  type FleetShare,
-  describeValue,
-  keyCache,
-  permitsOfRule,
-  shareOf,
-  sharedRule,
-  uniformPermits,
-} from '@sluice/core/store-kit';
-import { SluiceRangeError } from '@sluice/core';
+import { type Algorithm, shareOf } from '../algorithms/algorithm.js';
+import { type FleetShare, sharedRule } from '../algorithms/shared-rule.js';
+import { keyCache } from '../engine/key-cache.js';
+import { MemoryStore } from '../engine/memory-store.js';
+import type { SemaphoreBinding, SemaphoreSpec } from '../engine/semaphore-store.js';
+import { type BoundStore, type Permits, type RuleSet, permitsOfRule, uniformPermits } from '../engine/store.js';
+import type { Clock } from '../foundation/clock.js';
+import type { Decision } from '../foundation/decision.js';
+import { SluiceRangeError } from '../foundation/errors.js';
+import { describe as describeValue } from '../foundation/validate.js';
 
-/** What a Redis-backed store does while Redis does not answer within `timeoutMs`, or answers an error. */
+/** What an engine-backed store does while its engine does not answer within `timeoutMs`, or answers an error. */
 export type FailMode = 'local' | 'open' | 'closed';
 
 /** Every fail mode, in the order the docs list them. */
 export const FAIL_MODES: readonly FailMode[] = ['local', 'open', 'closed'];
 
-/** The fail mode of every Redis-backed store unless its `failMode` says otherwise. */
+/** The fail mode of every engine-backed store unless its `failMode` says otherwise. */
 export const DEFAULT_FAIL_MODE: FailMode = 'local';
 
 /**
@@ -44,7 +33,7 @@ export function failModeValue(name: string, value: unknown): FailMode {
 /**
  * The answer of `'open'` or `'closed'` for a request of `permits` under `rule`, the same on every mode:
  * open allows and reports the rule's limit less the request; closed denies and asks to retry after
- * `timeoutMs`, when Redis may answer again. Neither knows when the rule resets (resetAfterMs 0).
+ * `timeoutMs`, when the engine may answer again. Neither knows when the rule resets (resetAfterMs 0).
  * @example
  * return failModeDecision(rule, 'closed', permits, timeoutMs) // denied, retry after timeoutMs
  */
@@ -67,7 +56,7 @@ export function failModeDecision(
 }
 
 /**
- * The most keys whose 'local' grants one limiter remembers, to charge to Redis when it answers again (see
+ * The most keys whose 'local' grants one limiter remembers, to charge to the engine when it answers again (see
  * FallbackBinding.takeCharges): grants to keys past it are never charged (an outage over that many keys).
  */
 export const MAX_CHARGED_KEYS = 10_000;
@@ -83,13 +72,13 @@ export interface FallbackOptions {
 }
 
 /**
- * The one fail mode of every Redis-backed store (exact, leased, the semaphore): what decides while Redis is
- * away. `'local'` holds this node's share of each limit in this process's memory: each rule held at the share
- * the store knows of its fleet (sharedRule: live nodes seen in Redis, never the whole limit on every node),
- * a state carried over, never dropped, when the share changes; what it grants is charged to Redis once Redis
+ * The one fail mode of every engine-backed store (exact, leased, the semaphore): what decides while its engine
+ * is away. `'local'` holds this node's share of each limit in this process's memory: each rule held at the share
+ * the store knows of its fleet (sharedRule: live nodes seen in the engine, never the whole limit on every node),
+ * a state carried over, never dropped, when the share changes; what it grants is charged to the engine once it
  * answers again (takeCharges), so a fleet's grants through an outage count against the limit after it too.
  * `'open'` allows and `'closed'` denies, keeping nothing. Decisions it makes are marked `source: 'fallback'`,
- * so a refund of one comes back here (and to Redis only for what was charged there).
+ * so a refund of one comes back here (and to the engine only for what was charged there).
  * @example
  * const fallback = new Fallback({ mode: 'local', clock: systemClock, maxKeys: 100_000, timeoutMs: 50 })
  * const decision = fallback.bind(ruleSet, presence.share('api')).decide('user:1', 1, 0, false) // source: 'fallback'
@@ -139,7 +128,7 @@ export class Fallback {
   }
 }
 
-/** One limiter's fail mode: the decisions and controls a store turns to while Redis is away. */
+/** One limiter's fail mode: the decisions and controls a store turns to while the engine is away. */
 export interface FallbackBinding {
   readonly mode: FailMode;
   /** True for 'local': controls apply to its state; 'open' and 'closed' keep none (their controls do nothing). */
@@ -148,35 +137,35 @@ export interface FallbackBinding {
   decide(key: string, permits: Permits, maxWaitMs: number, peek: boolean): Decision;
   /**
    * Gives back what the fail mode granted (nothing for 'open', which counted nothing). Returns how many of the
-   * permits Redis was never charged with (per rule when they were per-rule permits); the rest went to Redis when
-   * it answered again (takeCharges).
+   * permits the engine was never charged with (per rule when they were per-rule permits); the rest went to the
+   * engine when it answered again (takeCharges).
    */
   refund(key: string, permits: Permits, grantedMsAgo: number): Permits;
   /**
-   * 'local': per key, what the fail mode's grants while Redis was away still weigh on its state (the permits
+   * 'local': per key, what the fail mode's grants while the engine was away still weigh on its state (the permits
    * granted, refunds taken off, but no more than the local state shows spent now: grants a bucket refilled or
-   * a window that rolled over since count no longer), forgotten here: the store charges them to Redis once it
+   * a window that rolled over since count no longer), forgotten here: the store charges them to the engine once it
    * answers again. Empty for 'open' and 'closed'.
    */
   takeCharges(): [key: string, permits: Permits][];
-  /** Charges Redis could not take after all: kept for the next time it answers. */
+  /** Charges the engine could not take after all: kept for the next time it answers. */
   keepCharge(key: string, permits: Permits): void;
-  /** Redis counted this grant after all (its answer came past the deadline): it is not charged again. */
+  /** The engine counted this grant after all (its answer came past the deadline): it is not charged again. */
   dropCharge(key: string, permits: Permits): void;
   /**
-   * What Redis last answered for `key`: 'local' starts the key's state from it when Redis next fails (this
+   * What the engine last answered for `key`: 'local' starts the key's state from it when the engine next fails (this
    * node's share of what the fleet had left), instead of a full share on every node.
    */
   remember(key: string, decision: Decision): void;
-  /** Takes `permits` from the fail mode's state of `key` while Redis is away (see keepsState). */
+  /** Takes `permits` from the fail mode's state of `key` while the engine is away (see keepsState). */
   penalize(key: string, permits: Permits): void;
-  /** Bans `key` in the fail mode's state while Redis is away (see keepsState). */
+  /** Bans `key` in the fail mode's state while the engine is away (see keepsState). */
   block(key: string, ms: number): void;
-  /** Lifts a ban in the fail mode's state while Redis is away (see keepsState). */
+  /** Lifts a ban in the fail mode's state while the engine is away (see keepsState). */
   unblock(key: string): void;
-  /** Forgets the key here (a reset on Redis forgets it everywhere). */
+  /** Forgets the key here (a reset on the engine forgets it everywhere). */
   reset(key: string): void;
-  /** A ban Redis reported: the fail mode keeps it, so a key banned on Redis stays banned through an outage. */
+  /** A ban the engine reported: the fail mode keeps it, so a key banned there stays banned through an outage. */
   learnBan(key: string, restMs: number): void;
   /** The limiter closed: the fail mode drops what it held for it. */
   unbind(): void;
@@ -188,12 +177,12 @@ class LocalFallback implements FallbackBinding {
   readonly mode = 'local';
   readonly keepsState = true;
   /**
-   * Permits granted per key since Redis last took the charges, each rule's count in rule order (bounded by
+   * Permits granted per key since the engine last took the charges, each rule's count in rule order (bounded by
    * MAX_CHARGED_KEYS): per-rule permits charge each rule its own.
    */
   readonly #charges = new Map<string, number[]>();
-  /** Per key, the part of the limit Redis last said was used, until the fail mode first decides the key. */
-  readonly #lastOnRedis = keyCache<string, number>(MAX_CHARGED_KEYS);
+  /** Per key, the part of the limit the engine last said was used, until the fail mode first decides the key. */
+  readonly #lastOnEngine = keyCache<string, number>(MAX_CHARGED_KEYS);
 
   constructor(
     private readonly bound: BoundStore,
@@ -214,14 +203,14 @@ class LocalFallback implements FallbackBinding {
 
   remember(key: string, decision: Decision): void {
     if (decision.limit > 0)
-      this.#lastOnRedis.set(key, 1 - Math.min(decision.remaining, decision.limit) / decision.limit);
+      this.#lastOnEngine.set(key, 1 - Math.min(decision.remaining, decision.limit) / decision.limit);
   }
 
-  /** The key's local state made at least as spent as Redis last said the fleet's was (this node's share of it). */
-  #startFromRedis(key: string): void {
-    const used = this.#lastOnRedis.get(key);
+  /** The key's local state made at least as spent as the engine last said the fleet's was (this node's share of it). */
+  #startFromEngine(key: string): void {
+    const used = this.#lastOnEngine.get(key);
     if (used === undefined) return;
-    this.#lastOnRedis.delete(key);
+    this.#lastOnEngine.delete(key);
     const now = this.bound.peek(key) as Decision;
     const held = shareOf(now.limit, this.share.fraction);
     // Rounded up: a share of what was left, never more.
@@ -230,7 +219,7 @@ class LocalFallback implements FallbackBinding {
   }
 
   decide(key: string, permits: Permits, maxWaitMs: number, peek: boolean): Decision {
-    this.#startFromRedis(key);
+    this.#startFromEngine(key);
     const b = this.bound;
     const decision = (peek ? b.peek(key) : b.consume(key, permits, maxWaitMs)) as Decision;
     if (!peek && decision.allowed) this.keepCharge(key, permits);
@@ -329,7 +318,7 @@ class StatelessFallback implements FallbackBinding {
     return fromFallback(failModeDecision(rule, mode, permitsOfRule(permits, rule), this.o.timeoutMs));
   }
 
-  /** 'open' counted its grants nowhere, 'closed' granted none: Redis was never charged with any. */
+  /** 'open' counted its grants nowhere, 'closed' granted none: the engine was never charged with any. */
   refund(_key: string, permits: Permits): Permits {
     return permits;
   }

@@ -1,5 +1,5 @@
 /**
- * The default per-decision deadline of every Redis-backed store (exact, leased, divided's heartbeats, the
+ * The default per-decision deadline of every engine-backed store (exact, leased, divided's heartbeats, the
  * semaphore). Chosen from measurement (bench/src/deadline.bench.ts, 2 cores): exact decisions on a healthy
  * local Redis never took longer than 17 ms with three busy loops per core beside them (p99.99 16 ms over
  * 230,000 decisions), so 50 ms is three times the worst seen; a stall of this process does not count against
@@ -9,13 +9,13 @@ export const DEFAULT_TIMEOUT_MS = 50;
 
 /**
  * The least deadline of a call that is never on a decision's path (an access-list change or read, a
- * limited-keys flush or read): a change of 10,000 entries or a read of 100,000 takes Redis far longer than
- * a decision's timeoutMs.
+ * limited-keys flush or read): a change of 10,000 entries or a read of 100,000 takes a central store (Redis)
+ * far longer than a decision's timeoutMs.
  */
 export const OPERATIONS_DEADLINE_MS = 5_000;
 
 /**
- * A Redis call that missed its deadline: the store treats it as a failed call.
+ * A call to the central store that missed its deadline: the store treats it as a failed call.
  * @example
  * try { await withDeadline(call, 50, 'a decision') } catch (e) { if (e instanceof DeadlineError) health.reportFailure(e) }
  */
@@ -30,15 +30,23 @@ const LATE_FLOOR_MS = 5;
 /** However late this process runs, a call fails once its deadline has been extended this many times. */
 const MAX_EXTENSIONS = 3;
 
+type Immediate = (fn: () => void) => unknown;
+/**
+ * Runs `fn` after the I/O of this turn of the event loop: Node's setImmediate (timers run before sockets are
+ * read, so a late answer sitting in one is read first); a runtime without it gets the next macrotask.
+ */
+const afterIo: Immediate =
+  (globalThis as { setImmediate?: Immediate }).setImmediate ?? ((fn: () => void) => setTimeout(fn, 0));
+
 let extended = 0;
 let missed = 0;
 
 /**
  * Deadlines this process has extended because its own event loop was late (a busy or stalled process, not a
- * slow Redis), and deadlines missed (counted as Redis failures), since it started: what a fleet simulator or an
- * operator reads to tell client overload from Redis trouble.
+ * slow central store), and deadlines missed (counted as the store's failures), since it started: what a fleet
+ * simulator or an operator reads to tell client overload from trouble in the central store (Redis).
  * @example
- * const { extended, missed } = deadlineCounts() // extended grew: this process ran late, Redis did not
+ * const { extended, missed } = deadlineCounts() // extended grew: this process ran late, the central store did not
  */
 export function deadlineCounts(): { readonly extended: number; readonly missed: number } {
   return { extended, missed };
@@ -46,13 +54,14 @@ export function deadlineCounts(): { readonly extended: number; readonly missed: 
 
 /**
  * Waits for `promise` at most `ms`, then rejects with a DeadlineError naming `what`. The call itself goes
- * on (a Redis client cannot take a command back); its late answer is ignored here.
+ * on (a client cannot take a command back); its late answer is ignored here.
  *
- * The deadline measures Redis, not this process. When its timer fires late (by more than a quarter of the
- * deadline), this process's event loop was busy or stalled (synchronous work, a GC pause, a CPU-starved
- * container) and Redis's answer may sit unread in the socket: the wait goes on for another deadline (at most
- * MAX_EXTENSIONS times), so an overloaded node neither reports Redis failing nor falls into its fail mode. And
- * when it fires, the answer is given one more turn of the event loop's I/O (timers run before sockets are read).
+ * The deadline measures the central store, not this process. When its timer fires late (by more than a
+ * quarter of the deadline), this process's event loop was busy or stalled (synchronous work, a GC pause, a
+ * CPU-starved container) and the store's answer may sit unread in the socket: the wait goes on for another
+ * deadline (at most MAX_EXTENSIONS times), so an overloaded node neither reports the store failing nor falls
+ * into its fail mode. And when it fires, the answer is given one more turn of the event loop's I/O (timers run
+ * before sockets are read).
  * @example
  * const reply = await withDeadline(connection.runScript(script, keys, args), 50, 'a decision')
  */
@@ -63,6 +72,7 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
     let extensions = 0;
     let settled = false;
     const late = (): void => {
+      // The message names Redis, the one engine so far (test/redis/deadline.test.ts reads it).
       if (settled) return;
       missed++;
       reject(new DeadlineError(`${what}: Redis did not answer within ${ms} ms`));
@@ -76,7 +86,7 @@ export function withDeadline<T>(promise: Promise<T>, ms: number, what: string): 
         timer = setTimeout(check, ms);
         return;
       }
-      setImmediate(late);
+      afterIo(late);
     };
     let timer = setTimeout(check, ms);
     promise.then(
