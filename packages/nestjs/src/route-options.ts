@@ -1,6 +1,11 @@
 import { SluiceTypeError } from '@sluice/core';
-import { RATE_LIMIT_OPTIONS, onLimitedOption } from '@sluice/core/http';
-import { type OptionNames, describeValue, knownOptions } from '@sluice/core/store-kit';
+import {
+  type OptionNames,
+  describeValue,
+  knownOptions,
+  RATE_LIMIT_OPTIONS,
+  onLimitedOption,
+} from '@sluice/core/store-kit';
 import type { RouteLimitOptions, SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
 
 /** The names of RouteLimitOptions: the HTTP adapters' options and a route's own. */

@@ -80,3 +80,14 @@ export type {
 /** Operations: the limited-keys hash and the access lists' entry checks, as tools outside a limiter need them (the CLI). */
 export { keyHash } from '../engine/limited-keys.js';
 export { entriesInForce, entryTexts, listEntries } from '../engine/access-list.js';
+/**
+ * The HTTP adapters' shared machinery, as @sluice/nestjs and @sluice/grpc build their adapters on it: the one
+ * options parser and evaluator, the answers to a verdict, the view of a node-style request, the request
+ * context, the after-response settling and the JSON body of a 429.
+ */
+export { answerVerdict, createEvaluator, isInputError } from '../adapters/http/evaluate.js';
+export type { Verdict } from '../adapters/http/evaluate.js';
+export { runInRequestContext } from '../adapters/http/context.js';
+export { settleOnNodeResponse } from '../adapters/http/response-end.js';
+export { nodeRequestView } from '../adapters/http/view.js';
+export { RATE_LIMIT_OPTIONS, limitedBody, onLimitedOption } from '../adapters/http/options.js';

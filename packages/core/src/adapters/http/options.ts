@@ -119,7 +119,7 @@ export interface ConcurrencyRouteOptions {
   /**
    * What a request that got no slot is told to wait (`Retry-After`, `retryAfterSeconds`). A hint, not a
    * promise: a slot frees when a request in flight ends, which nobody knows in advance.
-   * @default DEFAULT_CONCURRENCY_RETRY_AFTER_MS (1 s)
+   * @default 1 s (1000)
    */
   readonly retryAfterMs?: number;
 }
