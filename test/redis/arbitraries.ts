@@ -1,6 +1,7 @@
-import type { Algorithm, RuleKey } from '@sluice/core';
+import type { Algorithm } from '@sluice/core';
 import { algorithmArb as registryArb } from '@sluice/test-kit';
 import fc from 'fast-check';
+import type { RuleKey } from '../../packages/core/src/algorithms/algorithm.js';
 
 /** Every algorithm of the registry, with generated parameters (a rule name is given when `name` is set). */
 export function algorithmArb(name?: string): fc.Arbitrary<Algorithm> {

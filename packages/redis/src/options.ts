@@ -1,4 +1,4 @@
-import { type Clock, DEFAULT_MAX_KEYS, SluiceRangeError, systemClock } from '@sluice/core';
+import { type Clock, SluiceRangeError, systemClock } from '@sluice/core';
 import {
   booleanValue,
   clockValue,
@@ -11,6 +11,7 @@ import {
   required,
   type SchemaOf,
   timerDuration,
+  DEFAULT_MAX_KEYS,
 } from '@sluice/core/store-kit';
 import { toConnection } from './connection/connect.js';
 import type { RedisConnection } from './connection/connection.js';
@@ -81,13 +82,13 @@ export interface RedisBackedOptions {
   /**
    * Longest a decision or a control waits for Redis before the fail mode decides instead (a divided store: its
    * start-up check and its last call at close; heartbeats wait up to heartbeatMs).
-   * @default DEFAULT_TIMEOUT_MS (50)
+   * @default 50
    */
   timeoutMs?: number | undefined;
   /**
    * The most keys the store keeps in this process: its fail mode's states (over every limiter), deny caches,
    * leases, a divided store's shares.
-   * @default DEFAULT_MAX_KEYS (100_000)
+   * @default 100_000
    */
   maxKeys?: number | undefined;
   /**
@@ -102,14 +103,14 @@ export interface RedisBackedOptions {
    * (failMode 'local') or a divided share is counted from. One call per Cluster slot for all of a store's
    * limiters, O(log N) for Redis whatever the fleet's size N; a node unseen for three heartbeats no longer
    * counts.
-   * @default DEFAULT_HEARTBEAT_MS (1000)
+   * @default 1000
    */
   heartbeatMs?: number | undefined;
   /**
    * The nodes a limit is taken to be shared by until Redis has answered a heartbeat (Redis away at start-up):
    * each node then holds 1 / assumedNodes of each limit. A divided fleet's first division is made for at least
    * this many nodes (its founder holds no more than that share while the others are on their way).
-   * @default DEFAULT_ASSUMED_NODES (10)
+   * @default 10
    */
   assumedNodes?: number | undefined;
 }
@@ -120,7 +121,7 @@ export interface FailModeOptions {
    * What decides while Redis is away: `'local'`, this process's memory holding this node's share of each
    * limit (1 / the live nodes of the limiter's fleet, counted in Redis; see heartbeatMs); `'open'` allows;
    * `'closed'` denies (retry after timeoutMs).
-   * @default DEFAULT_FAIL_MODE ('local')
+   * @default 'local'
    */
   failMode?: FailMode | undefined;
 }
@@ -129,16 +130,16 @@ export interface FailModeOptions {
 export const REDIS_BACKED_OPTIONS = {
   redis: required<RedisConnection>((name, value) => toConnection(value, name)),
   clock: option<ClockOption>(clockOptionValue, 'server'),
-  timeoutMs: option(timerDuration, DEFAULT_TIMEOUT_MS, 'DEFAULT_TIMEOUT_MS'),
-  maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS, 'DEFAULT_MAX_KEYS'),
+  timeoutMs: option(timerDuration, DEFAULT_TIMEOUT_MS),
+  maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS),
   nodeId: optional(nodeIdValue),
-  heartbeatMs: option(timerDuration, DEFAULT_HEARTBEAT_MS, 'DEFAULT_HEARTBEAT_MS'),
-  assumedNodes: option(positiveInteger, DEFAULT_ASSUMED_NODES, 'DEFAULT_ASSUMED_NODES'),
+  heartbeatMs: option(timerDuration, DEFAULT_HEARTBEAT_MS),
+  assumedNodes: option(positiveInteger, DEFAULT_ASSUMED_NODES),
 } as const satisfies SchemaOf<RedisBackedOptions, 'redis'>;
 
 /** The fail mode option, as a schema (see FailModeOptions). */
 export const FAIL_MODE_OPTIONS = {
-  failMode: option(failModeValue, DEFAULT_FAIL_MODE, 'DEFAULT_FAIL_MODE'),
+  failMode: option(failModeValue, DEFAULT_FAIL_MODE),
 } as const satisfies SchemaOf<FailModeOptions>;
 
 /** redisStore's options: each checked, with its default (see parseOptions); documented on RedisStoreOptions. */
@@ -147,7 +148,7 @@ export const REDIS_STORE_OPTIONS = {
   ...FAIL_MODE_OPTIONS,
   maxClockSkewMs: optional(positiveFinite),
   denyCache: option(booleanValue, true),
-  maxBatch: option(positiveInteger, DEFAULT_MAX_BATCH, 'DEFAULT_MAX_BATCH'),
+  maxBatch: option(positiveInteger, DEFAULT_MAX_BATCH),
   onDecision: optional<(event: DecisionEvent) => void>(functionValue),
 } as const satisfies SchemaOf<RedisStoreOptions, 'redis'>;
 

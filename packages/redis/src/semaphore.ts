@@ -1,4 +1,3 @@
-import type { SemaphoreBinding, SemaphoreSpec, SlotAttempt } from '@sluice/core';
 import { withDeadline } from './deadline.js';
 import type { FailMode } from './fleet/fail-mode.js';
 import type { RedisHealth } from './health.js';
@@ -6,6 +5,7 @@ import { encodeIdentity, freedChannel, semaphoreKeys } from './key-layout.js';
 import { numArg } from './exact/rule-args.js';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { semaphoreScript } from './scripts.js';
+import type { SemaphoreBinding, SemaphoreSpec, SlotAttempt } from '@sluice/core/store-kit';
 
 /** What a semaphore binding needs from its store: the connection, time, the fail mode and the health machine. */
 export interface SemaphoreContext {

@@ -91,3 +91,17 @@ export { runInRequestContext } from '../adapters/http/context.js';
 export { settleOnNodeResponse } from '../adapters/http/response-end.js';
 export { nodeRequestView } from '../adapters/http/view.js';
 export { RATE_LIMIT_OPTIONS, limitedBody, onLimitedOption } from '../adapters/http/options.js';
+/**
+ * Store authors' part of the stores' contracts, and the bounds and tolerances @sluice/redis and the CLI
+ * share with the memory store (each restates a documented default or limit; none is public).
+ */
+export type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec, SlotAttempt } from '../engine/semaphore-store.js';
+export type { PauseBinding, PauseStore } from '../engine/pause-store.js';
+export { MAX_BOARD_MINUTES, byMostLimited, sumRows } from '../engine/limited-keys-board.js';
+export type { BoardRow } from '../engine/limited-keys-board.js';
+export { MAX_ACCESS_ENTRIES } from '../engine/access-list-store.js';
+export type { NewAccessEntry, StoredAccessList } from '../engine/access-list-store.js';
+export { TOLERANCE_MS } from '../algorithms/algorithm.js';
+export { CARRY_MODES } from '../algorithms/carry.js';
+export { DEFAULT_MAX_KEYS } from '../engine/memory-store.js';
+export { DEFAULT_MAX_KEY_LENGTH } from '../foundation/validate.js';

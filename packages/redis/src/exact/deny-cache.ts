@@ -1,5 +1,5 @@
-import { type Decision, TOLERANCE_MS } from '@sluice/core';
-import { keyCache } from '@sluice/core/store-kit';
+import type { Decision } from '@sluice/core';
+import { keyCache, TOLERANCE_MS } from '@sluice/core/store-kit';
 import type { LRUCache } from 'lru-cache';
 
 /**

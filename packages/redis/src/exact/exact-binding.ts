@@ -1,5 +1,5 @@
-import type { BoundStore, Clock, Decision, DecisionSource, GrantSource, Permits } from '@sluice/core';
-import { type DecisionNote, EXPLICIT_BAN, lessPermits, mostPermits } from '@sluice/core/store-kit';
+import type { BoundStore, Clock, Decision, GrantSource, Permits } from '@sluice/core';
+import { type DecisionNote, EXPLICIT_BAN, lessPermits, mostPermits, type DecisionSource } from '@sluice/core/store-kit';
 import type { FallbackBinding } from '../fleet/fail-mode.js';
 import type { RedisHealth } from '../health.js';
 import { BanMarkers } from './ban-markers.js';

@@ -6,8 +6,6 @@ import {
   MemoryStore,
   type Permits,
   type RuleSet,
-  type SemaphoreBinding,
-  type SemaphoreSpec,
 } from '@sluice/core';
 import {
   type FleetShare,
@@ -17,6 +15,8 @@ import {
   shareOf,
   sharedRule,
   uniformPermits,
+  type SemaphoreBinding,
+  type SemaphoreSpec,
 } from '@sluice/core/store-kit';
 import { SluiceRangeError } from '@sluice/core';
 
