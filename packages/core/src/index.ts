@@ -42,9 +42,9 @@ export type {
   TryAcquireOptions,
 } from './engine/limiter-types.js';
 export type { LimiterConfiguration, RulePermits, Store } from './engine/store.js';
-export type { LimitedKey, LimitedKeysOptions, TopLimitedOptions } from './engine/limited-keys.js';
-export type { AccessListOptions, ListEntryOptions } from './engine/access-list.js';
-export type { AccessEntry, AccessListName } from './engine/access-list-store.js';
+export type { LimitedKey, TopLimitedOptions } from './engine/limited-keys.js';
+export type { ListEntryOptions } from './engine/access-list.js';
+export type { AccessEntry } from './engine/access-list-store.js';
 // The in-process store (a limiter's default).
 export { MemoryStore, memoryStore } from './engine/memory-store.js';
 export type { MemoryStoreOptions } from './engine/memory-store.js';

@@ -91,6 +91,7 @@ export { runInRequestContext } from '../adapters/http/context.js';
 export { settleOnNodeResponse } from '../adapters/http/response-end.js';
 export { nodeRequestView } from '../adapters/http/view.js';
 export { RATE_LIMIT_OPTIONS, limitedBody, onLimitedOption } from '../adapters/http/options.js';
+export type { RejectedBody } from '../adapters/http/options.js';
 /**
  * Store authors' part of the stores' contracts, and the bounds and tolerances @sluice/redis and the CLI
  * share with the memory store (each restates a documented default or limit; none is public).

@@ -15,13 +15,6 @@ export type { ByIpOptions, KeyStrategy } from './keys.js';
 export type { RequestView } from './view.js';
 export { ipKey } from './ip.js';
 export { rateLimitHeaders } from './headers.js';
-export type { HeaderFormat } from './headers.js';
-export type {
-  ConcurrencyRouteOptions,
-  LimitedBody,
-  MissingKeyPolicy,
-  RateLimitOptions,
-  RejectedBody,
-} from './options.js';
-export type { AfterResponseOptions, ResponseEnd } from './after-response.js';
+export type { ConcurrencyRouteOptions, LimitedBody, RateLimitOptions } from './options.js';
+export type { ResponseEnd } from './after-response.js';
 export type { HttpRequestLike, HttpResponseLike } from './request.js';
