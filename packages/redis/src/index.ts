@@ -9,19 +9,10 @@ export type {
 export type { FallbackChargedEvent, ReconfiguredEvent, StoreEvents } from './store-events.js';
 export type { DecisionEvent } from './exact/exact-binding.js';
 export type { FailMode } from './fleet/fail-mode.js';
-export { DEFAULT_FAIL_MODE, MAX_CHARGED_KEYS } from './fleet/fail-mode.js';
-export { DEFAULT_TIMEOUT_MS } from './deadline.js';
-export {
-  DEFAULT_ASSUMED_NODES,
-  DEFAULT_CLIENT_SKEW_MS,
-  DEFAULT_HEARTBEAT_MS,
-  DEFAULT_MAX_BATCH,
-} from './options.js';
-export type { ClockOption, FailModeOptions, RedisBackedOptions } from './options.js';
+// DEFAULT_MAX_BATCH and the option types @sluice/hybrid's sources import from here go internal with the engine seam.
+export { DEFAULT_MAX_BATCH } from './options.js';
+export type { FailModeOptions, RedisBackedOptions } from './options.js';
 export type { RedisClient } from './connection/connect.js';
-export type { IoredisLike } from './connection/ioredis.js';
-export type { NodeRedisLike } from './connection/node-redis.js';
-export type { GlideLike } from './connection/glide.js';
 
 import { RedisStore, type RedisStoreOptions } from './redis-store.js';
 
