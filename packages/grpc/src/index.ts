@@ -9,4 +9,8 @@ export type { GrpcRateLimitOptions } from './server-interceptor.js';
 export { grpcRetryOnLimit } from './client-interceptor.js';
 export type { GrpcRetryOptions } from './client-interceptor.js';
 export { byMetadata } from './call.js';
+// @sluice/nestjs loads these by name (an optional peer) to read and refuse a gRPC microservice call as
+// grpcRateLimit does: internal, they leave with an internal subpath for the adapters.
+export { callView } from './call.js';
+export { refusalStatus } from './trailers.js';
 export type { GrpcCall } from './call.js';
