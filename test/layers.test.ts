@@ -18,7 +18,9 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   throttle: ['foundation', 'algorithms', 'engine', 'concurrency'],
   guava: ['foundation', 'algorithms'],
   adapters: ['foundation', 'algorithms', 'engine', 'concurrency'],
-  'store-kit': ['foundation', 'algorithms', 'engine', 'concurrency'],
+  // The store-kit is an internal barrel nothing in core imports: it also carries the HTTP adapters' machinery
+  // @sluice/nestjs and @sluice/grpc build on (createEvaluator, answerVerdict...), no longer on @sluice/core/http.
+  'store-kit': ['foundation', 'algorithms', 'engine', 'concurrency', 'adapters'],
   admin: ['foundation', 'algorithms', 'engine'],
 };
 
