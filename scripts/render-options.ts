@@ -87,7 +87,7 @@ by hand). Each option is documented once, on its entry point's options type: the
 comment, and its \`@default\` tag. \`required\` marks an option that must be given, \`-\` one that is unset
 unless given. Each is checked: a bad value, or an option the entry point does not take (a misspelt
 \`timeoutMS\`), is a typed error naming it.
-The defaults are exported constants (\`DEFAULT_TIMEOUT_MS\`, ...) from the package the entry point is in. Each
+The defaults are values, not exported constants: they are here and on each option's \`@default\` tag. Each
 option's full documentation is on its options type in the [API reference](api/README.md). What each word
 means wherever it appears, its unit and what it is not: [docs/vocabulary.md](vocabulary.md).
 

@@ -2,8 +2,8 @@
  * Type-level tests for the subpaths and @sluice/hybrid: checked by `tsc` in `npm test` (expectTypeOf does
  * nothing at run time; nothing here touches Redis).
  */
-import type { Decision, Limiter, Store } from '@sluice/core';
-import { type RateLimitedError, countLimit, type rateLimited as limitMethod } from '@sluice/core/decorators';
+import type { Decision, Limiter, RateLimitedError, Store } from '@sluice/core';
+import { countLimit, type rateLimited as limitMethod } from '@sluice/core/decorators';
 import {
   type CheckEngineOptions,
   type ConformanceError,

@@ -45,7 +45,6 @@ import {
   type Decision,
   SluiceError,
   SluiceTypeError,
-  TOLERANCE_MS,
   createLimiter,
   fixedWindow,
   throttle,
@@ -68,6 +67,7 @@ import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js'
 import { type TestRedis, spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
 import { algorithmArb, policyArb, startArb, timelineArb } from '../redis/arbitraries.js';
 import { decideBoth } from '../redis/differential.js';
+import { TOLERANCE_MS } from '../../packages/core/src/algorithms/algorithm.js';
 
 let n = 0;
 const prefix = (kind: string) => `cl-${kind}-${++n}`;

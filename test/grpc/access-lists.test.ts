@@ -15,7 +15,8 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { type GrpcRateLimitOptions, byIp, byMetadata, grpcRateLimit } from '@sluice/grpc';
+import { type GrpcRateLimitOptions, byMetadata, grpcRateLimit } from '@sluice/grpc';
+import { byIp } from '@sluice/core/http';
 import { describe, expect, it } from 'vitest';
 import { jsonMethod } from '../../examples/beyond-http/src/json-service.js';
 import { closePeersAfterEach } from './peers.js';

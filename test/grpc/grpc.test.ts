@@ -17,7 +17,8 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { ManualClock, createLimiter, fixedWindow, memoryStore, throttle, tokenBucket } from '@sluice/core';
-import { type GrpcRateLimitOptions, byIp, byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
+import { type GrpcRateLimitOptions, byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
+import { byIp } from '@sluice/core/http';
 import { describe, expect, it } from 'vitest';
 import { jsonMethod } from '../../examples/beyond-http/src/json-service.js';
 import { unhandledDuring } from '../harness/unhandled.js';

@@ -3,7 +3,7 @@
  * leasedStore / dividedStore), with the store at hand and one close for both, as a service closes both at
  * shutdown.
  */
-import { type CommonLimiterOptions, type Limiter, type Rules, type Store, createLimiter } from '@sluice/core';
+import { type Limiter, type Rules, type Store, createLimiter } from '@sluice/core';
 import {
   type DividedStore,
   type DividedStoreOptions,
@@ -12,6 +12,7 @@ import {
   dividedStore,
   leasedStore,
 } from '@sluice/hybrid';
+import type { CommonLimiterOptions } from '../../packages/core/src/engine/limiter-options.js';
 
 /** The limiter's part of the options: its rules and the options createLimiter takes beside the store. */
 export type LimiterPart = { rules: Rules } & Pick<CommonLimiterOptions, 'prefix' | 'maxKeyLength' | 'shadow'>;

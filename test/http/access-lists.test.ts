@@ -6,9 +6,10 @@
  */
 import { type SluiceError, createLimiter, fixedWindow } from '@sluice/core';
 import { rateLimited } from '@sluice/core/decorators';
-import { type AnyRequestKey, byIp, byUser } from '@sluice/core/http';
+import { byIp, byUser } from '@sluice/core/http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestServer, frameworks, get, startServer } from './servers.js';
+import type { AnyRequestKey } from '../../packages/core/src/adapters/http/keys.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {

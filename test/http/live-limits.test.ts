@@ -4,9 +4,9 @@
  * decision).
  */
 import { ManualClock, createLimiter, fixedWindow, memoryStore } from '@sluice/core';
-import type { AnyRequestKey } from '@sluice/core/http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestServer, frameworks, get, startServer } from './servers.js';
+import type { AnyRequestKey } from '../../packages/core/src/adapters/http/keys.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {

@@ -11,9 +11,10 @@ import {
   memoryStore,
   tokenBucket,
 } from '@sluice/core';
-import { type AnyRequestKey, rateLimit } from '@sluice/core/http';
+import { rateLimit } from '@sluice/core/http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type TestServer, frameworks, get, startServer } from './servers.js';
+import type { AnyRequestKey } from '../../packages/core/src/adapters/http/keys.js';
 
 const servers: TestServer[] = [];
 afterEach(async () => {

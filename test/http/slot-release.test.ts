@@ -166,7 +166,7 @@ describe('a Fetch body nobody reads', () => {
 
 describe('settling a Fetch Response', () => {
   it('a HEAD request, a null body status and no body settle at once, as completed', async () => {
-    const { settleAfterBody } = await import('@sluice/core/http');
+    const { settleAfterBody } = await import('../../packages/core/src/adapters/http/response-end.js');
     const ends: string[] = [];
     const settle = (_: Response, end: { status: number; completed: boolean }) =>
       ends.push(`${end.status}:${end.completed}`);
@@ -177,7 +177,7 @@ describe('settling a Fetch Response', () => {
   });
 
   it('the client going away (request.signal) settles an unread body once, as not completed', async () => {
-    const { settleAfterBody } = await import('@sluice/core/http');
+    const { settleAfterBody } = await import('../../packages/core/src/adapters/http/response-end.js');
     const ends: boolean[] = [];
     const gone = new AbortController();
     const response = settleAfterBody(new Response('x'), (_, end) => ends.push(end.completed), {
@@ -190,7 +190,7 @@ describe('settling a Fetch Response', () => {
   });
 
   it('a body read to the end settles once, as completed', async () => {
-    const { settleAfterBody } = await import('@sluice/core/http');
+    const { settleAfterBody } = await import('../../packages/core/src/adapters/http/response-end.js');
     const ends: boolean[] = [];
     const response = settleAfterBody(new Response('abc'), (_, end) => ends.push(end.completed), { method: 'GET' });
     expect(await response.text()).toBe('abc');

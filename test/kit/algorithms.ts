@@ -8,7 +8,6 @@
 import {
   type Algorithm,
   type AlgorithmKind,
-  type RuleOptions,
   calendarWindow,
   fixedWindow,
   gcra,
@@ -20,6 +19,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import fc from 'fast-check';
+import type { RuleOptions } from '../../packages/core/src/algorithms/algorithm.js';
 
 /** A rule's size: `limit` permits (a bucket's capacity, GCRA's burst), windows of `windowMs`, rates of `perSecond`. */
 export interface RuleSize {

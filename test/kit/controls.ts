@@ -2,9 +2,10 @@
  * Control timelines for the core controls suites (bans, refunds, penalties): generated rules and calls, run on
  * a ManualClock.
  */
-import type { Algorithm, RuleOptions } from '@sluice/core';
+import type { Algorithm } from '@sluice/core';
 import fc from 'fast-check';
 import { kindsWhere, shapeArb } from './algorithms.js';
+import type { RuleOptions } from '../../packages/core/src/algorithms/algorithm.js';
 
 /** A rule factory over the options every rule takes (so a test can add blockMs or a name). */
 export type RuleMaker = (extra: Pick<RuleOptions, 'blockMs' | 'name'>) => Algorithm;

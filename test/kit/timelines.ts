@@ -1,6 +1,7 @@
 /** Generated request timelines, and the checks every algorithm keeps on them (the algorithm property suites). */
 import fc from 'fast-check';
-import { type Algorithm, type Outcome, TOLERANCE_MS } from '@sluice/core';
+import type { Algorithm } from '@sluice/core';
+import { type Outcome, TOLERANCE_MS } from '../../packages/core/src/algorithms/algorithm.js';
 
 /** One request of a generated timeline. `dtMs` is the time since the previous request. */
 export interface TimelineEvent {

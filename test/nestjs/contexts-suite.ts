@@ -32,7 +32,7 @@ import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { WsAdapter } from '@nestjs/platform-ws';
 import { MessageBody, SubscribeMessage, WebSocketGateway, WsException } from '@nestjs/websockets';
 import { type Decision, SluiceError, createLimiter, fixedWindow } from '@sluice/core';
-import { pushbackMs } from '@sluice/grpc';
+import { pushbackMs } from '../../packages/grpc/src/trailers.js';
 import { RateLimit, SluiceGuard, SluiceModule, type SluiceModuleOptions } from '@sluice/nestjs';
 import {
   type ChannelCredentials,

@@ -17,7 +17,8 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { rateLimited as limitMethod } from '@sluice/core/decorators';
-import { RateLimit, SkipRateLimit, SluiceModule, byIp, byUser } from '@sluice/nestjs';
+import { byIp, byUser } from '@sluice/core/http';
+import { RateLimit, SkipRateLimit, SluiceModule } from '@sluice/nestjs';
 import {
   Controller,
   Get,

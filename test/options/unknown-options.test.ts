@@ -30,16 +30,10 @@ import { rateLimitedProcessor } from '@sluice/core/bullmq';
 import { countLimit, rateLimited, smoothRateLimit } from '@sluice/core/decorators';
 import { fetchRateLimit } from '@sluice/core/fetch';
 import { honoRateLimit } from '@sluice/core/hono';
-import {
-  byIp,
-  createEvaluator,
-  fastifyRateLimit,
-  type FastifyInstanceLike,
-  rateLimit,
-  rateLimitHook,
-} from '@sluice/core/http';
+import { byIp, fastifyRateLimit, type FastifyInstanceLike, rateLimit, rateLimitHook } from '@sluice/core/http';
 import { koaRateLimit } from '@sluice/core/koa';
-import { EXIT, runCli } from '@sluice/cli';
+import { runCli } from '@sluice/cli';
+import { EXIT } from '../../packages/cli/src/cli.js';
 import { byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
@@ -47,6 +41,7 @@ import { redisEngine, redisStore } from '@sluice/redis';
 import type { OptionNames } from '@sluice/core/store-kit';
 import { describe, expect, it } from 'vitest';
 import { CALLS_TAKING_OPTIONS, NOT_TRIED, entriesTakingOptions } from './option-entries.js';
+import { createEvaluator } from '@sluice/core/store-kit';
 
 type Options = Record<string, unknown>;
 

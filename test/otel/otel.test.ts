@@ -14,7 +14,8 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
-import { INSTRUMENTS, instrumentSluice } from '@sluice/otel';
+import { instrumentSluice } from '@sluice/otel';
+import { INSTRUMENTS } from '../../packages/otel/src/names.js';
 import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-binding.js';
 import { redisStore } from '@sluice/redis';
 import { metrics } from '@opentelemetry/api';

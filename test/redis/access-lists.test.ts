@@ -8,7 +8,6 @@
 import {
   type Clock,
   type Limiter,
-  MAX_ACCESS_ENTRIES,
   ManualClock,
   createLimiter,
   fixedWindow,
@@ -26,6 +25,7 @@ import { accessListKeys } from '../../packages/redis/src/key-layout.js';
 import { type TestRedis, spawnRedisServer } from '../harness/redis-server.js';
 import { withTwoLimiters } from '../harness/two-limiters.js';
 import { useTestRedis } from '../harness/use-redis.js';
+import { MAX_ACCESS_ENTRIES } from '../../packages/core/src/engine/access-list-store.js';
 
 const testRedis = useTestRedis();
 let n = 0;

@@ -1,4 +1,5 @@
-import type { Algorithm, RuleScope } from '@sluice/core';
+import type { Algorithm } from '@sluice/core';
+import type { RuleScope } from '../../packages/core/src/algorithms/algorithm.js';
 import { algorithmArb as registryArb } from '@sluice/test-kit';
 import fc from 'fast-check';
 

@@ -4,7 +4,7 @@
  * The decision scripts carry a key's states to a changed configuration with them (docs/live-limits.md).
  */
 import { readFileSync } from 'node:fs';
-import { type AlgorithmKind, CARRY_MODES, carryState } from '@sluice/core';
+import type { AlgorithmKind } from '@sluice/core';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import { ruleArgs } from '../../packages/redis/src/exact/rule-args.js';
 import { algorithmFiles, luaScript, redisLuaFile } from '../../packages/redis/src/scripts.js';
 import { ALGORITHMS, historyArb, stateAfter } from '@sluice/test-kit';
 import { useTestRedis } from '../harness/use-redis.js';
+import { CARRY_MODES, carryState } from '../../packages/core/src/algorithms/carry.js';
 
 const testRedis = useTestRedis();
 let redis: Redis;

@@ -1,4 +1,4 @@
-import { type Algorithm, type Decision, TOLERANCE_MS } from '@sluice/core';
+import type { Algorithm, Decision } from '@sluice/core';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -6,6 +6,7 @@ import type { TestRedis } from '../harness/redis-server.js';
 import { useTestRedis } from '../harness/use-redis.js';
 import { algorithmArb, policyArb, sharedPolicyArb, type Step, startArb, timelineArb } from './arbitraries.js';
 import { decideBoth } from './differential.js';
+import { TOLERANCE_MS } from '../../packages/core/src/algorithms/algorithm.js';
 
 const testRedis = useTestRedis();
 let server: TestRedis;

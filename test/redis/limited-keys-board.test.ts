@@ -3,7 +3,7 @@
  * flushes on both: sums, the trim of each count to `keep` per minute, minutes outside the read left out),
  * and two processes' limiters on one Redis show the fleet's most limited keys, in order.
  */
-import { type BoardRow, type Limiter, createLimiter, fixedWindow } from '@sluice/core';
+import { type Limiter, createLimiter, fixedWindow } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { RedisBoard, toConnection } from '@sluice/redis/store-kit';
 import fc from 'fast-check';
@@ -11,6 +11,7 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { MemoryBoards } from '../../packages/core/src/engine/memory-boards.js';
 import { useTestRedis } from '../harness/use-redis.js';
+import type { BoardRow } from '../../packages/core/src/engine/limited-keys-board.js';
 
 const testRedis = useTestRedis();
 let n = 0;

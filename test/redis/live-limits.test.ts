@@ -7,7 +7,6 @@
  */
 import {
   type Algorithm,
-  CARRY_MODES,
   type CarryMode,
   type Limiter,
   ManualClock,
@@ -34,6 +33,7 @@ import { nextEvent } from '../harness/events.js';
 import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';
 import { otherProcess, serverEnv } from '../harness/live-process.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
+import { CARRY_MODES } from '../../packages/core/src/algorithms/carry.js';
 
 const testRedis = useTestRedis();
 const testCluster = useTestCluster();

@@ -5,7 +5,8 @@
 import 'reflect-metadata';
 import { Controller, Get, Module, Query } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { RateLimit, SluiceModule, byRoute } from '@sluice/nestjs';
+import { byRoute } from '@sluice/core/http';
+import { RateLimit, SluiceModule } from '@sluice/nestjs';
 import type { ExecutionContext } from '@nestjs/common';
 import { demo, port, queryKey } from './serve.js';
 

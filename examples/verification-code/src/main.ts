@@ -6,7 +6,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { RateLimitedError } from '@sluice/core/decorators';
+import { RateLimitedError } from '@sluice/core';
 import { createCodeService } from './codes.js';
 
 const codes = createCodeService();

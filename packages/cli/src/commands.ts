@@ -1,13 +1,14 @@
+import { type AccessEntry, type Decision, type LimitedKey, createLimiter } from '@sluice/core';
 import {
-  type AccessEntry,
-  type Decision,
-  type LimitedKey,
+  entriesInForce,
+  entryTexts,
+  keyHash,
+  listEntries,
+  ruleFromSpec,
   MAX_BOARD_MINUTES,
   byMostLimited,
-  createLimiter,
   DEFAULT_MAX_KEY_LENGTH,
-} from '@sluice/core';
-import { entriesInForce, entryTexts, keyHash, listEntries, ruleFromSpec } from '@sluice/core/store-kit';
+} from '@sluice/core/store-kit';
 import { leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import {

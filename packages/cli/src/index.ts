@@ -4,6 +4,5 @@
  *
  * @module @sluice/cli
  */
-export { EXIT, USAGE, runCli } from './cli.js';
+export { runCli } from './cli.js';
 export type { CliIo } from './cli.js';
-export { printable } from './printable.js';

@@ -4,7 +4,6 @@ import {
   type Decision,
   type Limiter,
   type Store,
-  type TokenBucketState,
   ManualClock,
   RateLimiter,
   createLimiter,
@@ -12,6 +11,7 @@ import {
   memoryStore,
   tokenBucket,
 } from './index.js';
+import type { TokenBucketState } from './algorithms/token-bucket.js';
 
 // Type-level tests: checked by `tsc` in `npm test` (expectTypeOf is a no-op at run time).
 describe('public API types', () => {

@@ -46,14 +46,14 @@ export const DEFAULT_MAX_METADATA_KEY_LENGTH = 256;
 interface ByMetadataOptions {
   /**
    * Longest value taken as a key; a longer one is refused as the call's bad input (INVALID_ARGUMENT).
-   * @default DEFAULT_MAX_METADATA_KEY_LENGTH (256)
+   * @default 256
    */
   maxKeyLength?: number;
 }
 
 /** byMetadata's options. Exported for docs/options.md only (scripts/render-options.ts); no entry point exports it. */
 export const BY_METADATA_OPTIONS = {
-  maxKeyLength: option(positiveInteger, DEFAULT_MAX_METADATA_KEY_LENGTH, 'DEFAULT_MAX_METADATA_KEY_LENGTH'),
+  maxKeyLength: option(positiveInteger, DEFAULT_MAX_METADATA_KEY_LENGTH),
 } as const satisfies SchemaOf<ByMetadataOptions>;
 
 /**

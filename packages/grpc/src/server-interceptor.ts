@@ -7,8 +7,15 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { type Decision, SluiceTypeError } from '@sluice/core';
-import { type RateLimitOptions, type Verdict, createEvaluator, isInputError } from '@sluice/core/http';
-import { type OptionNames, inCall, knownOptions } from '@sluice/core/store-kit';
+import type { RateLimitOptions } from '@sluice/core/http';
+import {
+  type OptionNames,
+  inCall,
+  knownOptions,
+  type Verdict,
+  createEvaluator,
+  isInputError,
+} from '@sluice/core/store-kit';
 import { type GrpcCall, callView } from './call.js';
 import { refusalStatus } from './trailers.js';
 

@@ -26,7 +26,7 @@ function reserveValue(name: string, value: unknown): number {
 export const DIVIDED_STORE_OPTIONS = {
   ...REDIS_BACKED_OPTIONS,
   share: option<ShareMode>(oneOf(['equal', 'demand']), 'equal'),
-  reserve: option(reserveValue, DEFAULT_RESERVE, 'DEFAULT_RESERVE'),
+  reserve: option(reserveValue, DEFAULT_RESERVE),
 } as const satisfies SchemaOf<DividedStoreOptions, 'redis'>;
 
 /**
@@ -49,7 +49,7 @@ export interface DividedStoreOptions extends RedisBackedOptions {
    * is refused; the reserve gives it to whoever needs it. Every permit drawn is debited in Redis first, so the
    * bound is unchanged: the fleet admits at most the limit (plus a share change's lag of up to 2 heartbeats).
    * 0 keeps every decision off Redis. A number in 0..0.9.
-   * @default DEFAULT_RESERVE (0.3)
+   * @default 0.3
    */
   reserve?: number | undefined;
 }

@@ -1,11 +1,7 @@
-export { DEFAULT_LIVE_MS, DEFAULT_LOW_WATER, DEFAULT_TARGET_MS } from './leased-options.js';
 export type { LeasedStoreOptions } from './leased-options.js';
 export { leasedStore } from './leased-store.js';
 export type { LeasedStore } from './leased-store.js';
 export type { LeaseEvent, LeasedEvents } from './leased-events.js';
-export { LEAST_HELD, divideShares } from './shares.js';
-export type { NodeDemand, ShareMode } from './shares.js';
-export { DEFAULT_RESERVE } from './divided-options.js';
 export type { DividedStoreOptions } from './divided-options.js';
 export { dividedStore } from './divided-store.js';
 export type { DividedStore } from './divided-store.js';

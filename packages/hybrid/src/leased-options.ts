@@ -33,10 +33,10 @@ function fractionValue(name: string, value: unknown): number {
 export const LEASED_STORE_OPTIONS = {
   ...REDIS_BACKED_OPTIONS,
   ...FAIL_MODE_OPTIONS,
-  targetMs: option(positiveFinite, DEFAULT_TARGET_MS, 'DEFAULT_TARGET_MS'),
+  targetMs: option(positiveFinite, DEFAULT_TARGET_MS),
   maxLease: optional(positiveInteger),
-  lowWater: option(fractionValue, DEFAULT_LOW_WATER, 'DEFAULT_LOW_WATER'),
-  liveMs: option(positiveFinite, DEFAULT_LIVE_MS, 'DEFAULT_LIVE_MS'),
+  lowWater: option(fractionValue, DEFAULT_LOW_WATER),
+  liveMs: option(positiveFinite, DEFAULT_LIVE_MS),
 } as const satisfies SchemaOf<LeasedStoreOptions, 'redis'>;
 
 /**
@@ -47,7 +47,7 @@ export interface LeasedStoreOptions extends RedisBackedOptions, FailModeOptions 
   /**
    * A batch is about this many ms of this node's recent demand for the key: larger batches mean fewer
    * Redis calls, smaller ones less held by each node.
-   * @default DEFAULT_TARGET_MS (100)
+   * @default 100
    */
   targetMs?: number | undefined;
   /**
@@ -57,9 +57,9 @@ export interface LeasedStoreOptions extends RedisBackedOptions, FailModeOptions 
   maxLease?: number | undefined;
   /**
    * The next batch is asked for when the lease falls below this fraction of a batch (0 never prefetches).
-   * @default DEFAULT_LOW_WATER (0.5)
+   * @default 0.5
    */
   lowWater?: number | undefined;
-  /** How long a node counts as a live lessee of a key after its last lease. @default DEFAULT_LIVE_MS (5000) */
+  /** How long a node counts as a live lessee of a key after its last lease. @default 5000 */
   liveMs?: number | undefined;
 }

@@ -1,14 +1,6 @@
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
-import {
-  type HttpRequestLike,
-  type LimitedBody,
-  type RejectedBody,
-  type RequestView,
-  type Verdict,
-  limitedBody,
-  nodeRequestView,
-} from '@sluice/core/http';
-import { describeValue } from '@sluice/core/store-kit';
+import type { HttpRequestLike, LimitedBody, RequestView } from '@sluice/core/http';
+import { describeValue, type Verdict, limitedBody, nodeRequestView, type RejectedBody } from '@sluice/core/store-kit';
 import { type ExecutionContext, IntrinsicException } from '@nestjs/common';
 
 /** The kinds of handler a Nest application runs: HTTP routes, GraphQL resolvers, WebSocket gateways, microservices. */

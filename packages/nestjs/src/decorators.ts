@@ -1,6 +1,5 @@
-import { inCall } from '@sluice/core/store-kit';
+import { inCall, createEvaluator } from '@sluice/core/store-kit';
 import { createLimiter } from '@sluice/core';
-import { createEvaluator } from '@sluice/core/http';
 import { SetMetadata } from '@nestjs/common';
 import type { RouteLimitOptions } from './options.js';
 import { RATE_LIMIT, SKIP_RATE_LIMIT } from './tokens.js';

@@ -1,5 +1,4 @@
 import { type Decision, type Limiter, SluiceError, SluiceTypeError, type Store, createLimiter } from '@sluice/core';
-import { type Verdict, answerVerdict, createEvaluator, limitedBody, settleOnNodeResponse } from '@sluice/core/http';
 import type { RequestView } from '@sluice/core/http';
 import {
   type CanActivate,
@@ -12,7 +11,14 @@ import {
   type OnModuleDestroy,
 } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
-import { describeValue } from '@sluice/core/store-kit';
+import {
+  describeValue,
+  type Verdict,
+  answerVerdict,
+  createEvaluator,
+  limitedBody,
+  settleOnNodeResponse,
+} from '@sluice/core/store-kit';
 import {
   type ContextPolicy,
   contextPolicies,

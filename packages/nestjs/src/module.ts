@@ -6,9 +6,8 @@ import type { SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js
 import { SLUICE_MODULE_ASYNC_OPTIONS, SLUICE_MODULE_OPTIONS, checkRouteOptions } from './route-options.js';
 import { SLUICE_OPTIONS } from './tokens.js';
 import { SluiceRangeError, SluiceTypeError, createLimiter } from '@sluice/core';
-import { describeValue, knownOptions } from '@sluice/core/store-kit';
+import { describeValue, knownOptions, createEvaluator } from '@sluice/core/store-kit';
 import { contextPolicies } from './contexts.js';
-import { createEvaluator } from '@sluice/core/http';
 
 /**
  * sluice for a Nest application: `SluiceModule.forRoot({ ... })` in the root module registers a global guard

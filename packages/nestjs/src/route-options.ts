@@ -1,6 +1,11 @@
 import { SluiceTypeError } from '@sluice/core';
-import { RATE_LIMIT_OPTIONS } from '@sluice/core/http';
-import { type OptionNames, describeValue, functionValue, knownOptions } from '@sluice/core/store-kit';
+import {
+  type OptionNames,
+  RATE_LIMIT_OPTIONS,
+  describeValue,
+  functionValue,
+  knownOptions,
+} from '@sluice/core/store-kit';
 import type { RouteLimitOptions, SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
 
 /** The names of RouteLimitOptions: the HTTP adapters' options and a route's own. */

@@ -4,4 +4,3 @@
  */
 export { instrumentSluice } from './instrument.js';
 export type { InstrumentSluiceOptions, SluiceInstrumentation } from './instrument.js';
-export { INSTRUMENTS, LIMITER, METER_NAME, OUTCOME, RULE, SHADOWED, SOURCE } from './names.js';

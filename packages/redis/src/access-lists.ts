@@ -1,18 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import {
-  type AccessEntry,
-  type AccessListBinding,
-  MAX_ACCESS_ENTRIES,
-  type NewAccessEntry,
-  SluiceRangeError,
-  type StoredAccessList,
-} from '@sluice/core';
+import { type AccessEntry, type AccessListBinding, SluiceRangeError } from '@sluice/core';
 import type { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { accessListChannel, accessListKeys } from './key-layout.js';
 import type { StartupChecks } from './preflight.js';
 import { accessListScript } from './scripts.js';
-import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/store-kit';
+import {
+  MAX_ACCESS_ENTRIES,
+  type NewAccessEntry,
+  OPERATIONS_DEADLINE_MS,
+  type StoredAccessList,
+  withDeadline,
+} from '@sluice/core/store-kit';
 
 /** What a Redis store's access lists need from it. */
 export interface AccessListContext {

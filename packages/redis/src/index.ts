@@ -12,19 +12,10 @@ export type {
   ResetHeardEvent,
   StoreEvents,
 } from '@sluice/core/store-kit';
-export {
-  DEFAULT_ASSUMED_NODES,
-  DEFAULT_FAIL_MODE,
-  DEFAULT_HEARTBEAT_MS,
-  DEFAULT_TIMEOUT_MS,
-  MAX_CHARGED_KEYS,
-} from '@sluice/core/store-kit';
-export { DEFAULT_CLIENT_SKEW_MS, DEFAULT_MAX_BATCH } from './options.js';
+// DEFAULT_MAX_BATCH and the option types @sluice/hybrid's sources import from here go internal with the engine seam.
+export { DEFAULT_MAX_BATCH } from './options.js';
 export type { RedisBackedOptions } from './options.js';
 export type { RedisClient } from './connection/connect.js';
-export type { IoredisLike } from './connection/ioredis.js';
-export type { NodeRedisLike } from './connection/node-redis.js';
-export type { GlideLike } from './connection/glide.js';
 export { redisEngine } from './engine/redis-engine.js';
 export type { RedisEngineOptions } from './engine/engine-options.js';
 

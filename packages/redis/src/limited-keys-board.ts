@@ -1,10 +1,16 @@
-import { type BoardRow, type LimitedKeysBinding, MAX_BOARD_MINUTES, sumRows } from '@sluice/core';
+import type { LimitedKeysBinding } from '@sluice/core';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { limitedKeysKeys } from './key-layout.js';
 import { numArg } from './exact/rule-args.js';
 import type { StartupChecks } from './preflight.js';
 import { limitedKeysScript } from './scripts.js';
-import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/store-kit';
+import {
+  type BoardRow,
+  MAX_BOARD_MINUTES,
+  OPERATIONS_DEADLINE_MS,
+  sumRows,
+  withDeadline,
+} from '@sluice/core/store-kit';
 
 /** A minute's sorted sets live this long: the longest read, and one more. */
 const MINUTE_TTL_MS = (MAX_BOARD_MINUTES + 1) * 60_000;

@@ -48,6 +48,6 @@ export const REDIS_STORE_OPTIONS = {
   ...FAIL_MODE_OPTIONS,
   maxClockSkewMs: optional(positiveFinite),
   denyCache: option(booleanValue, true),
-  maxBatch: option(positiveInteger, DEFAULT_MAX_BATCH, 'DEFAULT_MAX_BATCH'),
+  maxBatch: option(positiveInteger, DEFAULT_MAX_BATCH),
   onDecision: optional<(event: DecisionEvent) => void>(functionValue),
 } as const satisfies SchemaOf<RedisStoreOptions, 'redis'>;

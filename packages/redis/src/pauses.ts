@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Clock, PauseBinding } from '@sluice/core';
+import type { Clock } from '@sluice/core';
 import type { RedisConnection } from './connection/connection.js';
 import { decodeIdentity, encodeIdentity, pauseChannel, pauseKeys } from './key-layout.js';
 import { pauseScript } from './scripts.js';
-import { withDeadline, type EngineHealth } from '@sluice/core/store-kit';
+import { type EngineHealth, type PauseBinding, withDeadline } from '@sluice/core/store-kit';
 
 /** Past this many pauses known here, the ended ones are dropped as another is learnt. */
 const KNOWN_SWEEP_AT = 256;

@@ -1,16 +1,11 @@
 import {
   type BoundStore,
   type Clock,
-  type ConcurrencyStore,
   type AccessListBinding,
   type AccessListStore,
   type LimitedKeysBinding,
   type LimitedKeysStore,
-  type PauseBinding,
-  type PauseStore,
   type RuleSet,
-  type SemaphoreBinding,
-  type SemaphoreSpec,
   SluiceError,
   SluiceRangeError,
   type Store,
@@ -32,6 +27,11 @@ import {
   type EngineHealth,
   type StoreEvents,
   type FailModeOptions,
+  type ConcurrencyStore,
+  type PauseBinding,
+  type PauseStore,
+  type SemaphoreBinding,
+  type SemaphoreSpec,
 } from '@sluice/core/store-kit';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { ChannelListener } from './connection/channel-listener.js';
@@ -72,7 +72,7 @@ export interface RedisStoreOptions extends RedisBackedOptions, FailModeOptions {
    * ahead would otherwise take tokens early and push the stored time ahead, starving the others for as
    * long as its clock is ahead; its times are clamped to Redis TIME +- this. (A Clock object passed as
    * `clock` is a test or simulation clock and is never clamped unless this is set.)
-   * @default DEFAULT_CLIENT_SKEW_MS (1000) with 'client', none with a Clock
+   * @default 1000 with 'client', none with a Clock
    */
   maxClockSkewMs?: number | undefined;
   /**
@@ -84,7 +84,7 @@ export interface RedisStoreOptions extends RedisBackedOptions, FailModeOptions {
   /**
    * The most decisions one script call carries. Larger batches amortize the call; smaller ones let several
    * calls travel pipelined, so the client and Redis work at the same time (measured best here: 32-64).
-   * @default DEFAULT_MAX_BATCH (64)
+   * @default 64
    */
   maxBatch?: number | undefined;
   /**

@@ -1,9 +1,15 @@
-import type { SemaphoreBinding, SemaphoreSpec, SlotAttempt } from '@sluice/core';
 import { encodeIdentity, freedChannel, semaphoreKeys } from './key-layout.js';
 import { numArg } from './exact/rule-args.js';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { semaphoreScript } from './scripts.js';
-import { withDeadline, type FailMode, type EngineHealth } from '@sluice/core/store-kit';
+import {
+  type EngineHealth,
+  type FailMode,
+  type SemaphoreBinding,
+  type SemaphoreSpec,
+  type SlotAttempt,
+  withDeadline,
+} from '@sluice/core/store-kit';
 
 /** What a semaphore binding needs from its store: the connection, time, the fail mode and the health machine. */
 export interface SemaphoreContext {

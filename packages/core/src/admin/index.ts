@@ -7,5 +7,4 @@ export { adminRouter } from './admin-router.js';
 export type { AdminRouter } from './admin-router.js';
 export type { AdminAction } from './admin-routes.js';
 export type { AdminRouterOptions } from './admin-options.js';
-export { MAX_ADMIN_BODY_BYTES } from './admin-body.js';
 export { nodeAdminHandler } from './node-handler.js';

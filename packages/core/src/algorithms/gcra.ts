@@ -15,6 +15,7 @@ import {
 import { RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, ratePart } from './rule-name.js';
 
+/** Options of gcra: the generic cell rate algorithm, a rate with a burst tolerance. */
 export interface GcraOptions extends RuleOptions {
   /** Sustained permits per second (a finite number > 0). */
   permitsPerSecond: number;

@@ -16,6 +16,7 @@ import {
 import { RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, ratePart } from './rule-name.js';
 
+/** Options of leakyBucket: a bucket of `capacity` that leaks at a steady rate. */
 export interface LeakyBucketOptions extends RuleOptions {
   /** What the bucket holds: permits of water (police) or of queue (shape). An integer >= 1. */
   capacity: number;

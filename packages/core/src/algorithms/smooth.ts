@@ -21,6 +21,7 @@ import {
   warmingUpShape,
 } from './smooth-rate.js';
 
+/** Options of smoothBursty: Guava's SmoothBursty, permits spaced at a rate with up to `maxBurstSeconds` saved. */
 export interface SmoothBurstyOptions extends RuleOptions {
   /** Stable rate (a finite number > 0). */
   permitsPerSecond: number;
@@ -43,6 +44,7 @@ const SMOOTH_BURSTY_OPTIONS: OptionNames<SmoothBurstyOptions> = {
   initialPermits: true,
 };
 
+/** Options of smoothWarmingUp: Guava's SmoothWarmingUp, a rate reached after a warm-up from cold. */
 export interface SmoothWarmingUpOptions extends RuleOptions {
   /** Stable rate once warm (a finite number > 0). */
   permitsPerSecond: number;

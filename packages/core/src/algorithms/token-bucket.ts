@@ -16,6 +16,7 @@ import {
 import { RULE_OPTIONS, commonRuleOptions, ownOptions } from './rule-common.js';
 import { defaultRuleName, ratePart } from './rule-name.js';
 
+/** Options of tokenBucket: a bucket of `capacity` tokens refilled at a steady rate. */
 export interface TokenBucketOptions extends RuleOptions {
   /** Tokens the bucket holds when full: the largest burst (an integer >= 1). */
   capacity: number;

@@ -39,12 +39,12 @@ export interface ConcurrencyLimiterOptions {
    * How long a holder that stops renewing keeps its slot on a shared store: a process killed inside its
    * critical section frees its slots after this (plus one renewal interval). Held slots are renewed every
    * leaseMs / 3 while they are held. (In this process's memory a holder cannot die apart from the store.)
-   * @default DEFAULT_LEASE_MS (30_000)
+   * @default 30_000
    */
   leaseMs?: number;
   /**
    * Namespace of this limiter's keys in a shared store (letters, digits and `_ . - : /`, at most 100).
-   * @default DEFAULT_PREFIX ('sluice')
+   * @default 'sluice'
    */
   prefix?: string;
   /**
@@ -53,7 +53,7 @@ export interface ConcurrencyLimiterOptions {
    * @default Infinity
    */
   maxQueue?: number;
-  /** Longest key accepted. @default DEFAULT_MAX_KEY_LENGTH (512) */
+  /** Longest key accepted. @default 512 */
   maxKeyLength?: number;
   /**
    * Time for timeouts and lease renewals (a ManualClock in tests).
@@ -156,10 +156,10 @@ function leaseValue(name: string, value: unknown): number {
 export const CONCURRENCY_LIMITER_OPTIONS = {
   max: required(positiveInteger),
   store: optional(concurrencyStoreValue),
-  leaseMs: option(leaseValue, DEFAULT_LEASE_MS, 'DEFAULT_LEASE_MS'),
-  prefix: option(prefixValue, DEFAULT_PREFIX, 'DEFAULT_PREFIX'),
+  leaseMs: option(leaseValue, DEFAULT_LEASE_MS),
+  prefix: option(prefixValue, DEFAULT_PREFIX),
   maxQueue: option(countOrInfinite, Infinity),
-  maxKeyLength: option(positiveInteger, DEFAULT_MAX_KEY_LENGTH, 'DEFAULT_MAX_KEY_LENGTH'),
+  maxKeyLength: option(positiveInteger, DEFAULT_MAX_KEY_LENGTH),
   clock: optional(clockValue),
 } as const satisfies SchemaOf<ConcurrencyLimiterOptions>;
 

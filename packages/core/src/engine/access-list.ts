@@ -20,7 +20,7 @@ export interface AccessListOptions {
   /**
    * How often this process reads the list's version again on a shared store, whatever it heard: a missed
    * message heals within this. A change is heard at once otherwise.
-   * @default DEFAULT_ACCESS_REFRESH_MS (10000)
+   * @default 10000
    */
   refreshMs?: number;
 }

@@ -11,13 +11,13 @@ import { type BoardRow, type LimitedKeysBinding, byMostLimited, sumRows } from '
 export interface LimitedKeysOptions {
   /**
    * How many keys each sketch holds (denied, and near the limit): fixed memory, whatever the traffic.
-   * @default DEFAULT_LIMITED_KEYS (64)
+   * @default 64
    */
   capacity?: number;
   /**
    * A granted decision whose `remaining` is under this fraction of the limit counts as near the limit
    * (0 counts none).
-   * @default DEFAULT_NEAR_LIMIT (0.2)
+   * @default 0.2
    */
   nearLimit?: number;
   /**
@@ -36,7 +36,7 @@ export interface LimitedKeysOptions {
    * How often this process adds what it counted to its store's board, where a fleet's counts meet (Redis
    * for the Redis stores): at most one call per interval, none while nothing was counted; the first after a
    * random half to whole interval, so nodes started together do not flush together.
-   * @default DEFAULT_FLUSH_MS (5000)
+   * @default 5000
    */
   flushMs?: number;
 }
@@ -67,7 +67,7 @@ export const DEFAULT_TOP_MINUTES = 5;
 export interface TopLimitedOptions {
   /**
    * The minutes to sum (this one included), 1 to 15.
-   * @default DEFAULT_TOP_MINUTES (5)
+   * @default 5
    */
   minutes?: number;
 }

@@ -25,7 +25,7 @@ export interface CommonLimiterOptions {
   store?: Store | undefined;
   /**
    * Namespace of this limiter's keys in a shared store: letters, digits and `_ . - : /`, at most 100.
-   * @default DEFAULT_PREFIX ('sluice')
+   * @default 'sluice'
    */
   prefix?: string | undefined;
   /**
@@ -35,13 +35,13 @@ export interface CommonLimiterOptions {
   clock?: Clock | undefined;
   /**
    * Longest key accepted; longer keys are refused with a SluiceRangeError.
-   * @default DEFAULT_MAX_KEY_LENGTH (512)
+   * @default 512
    */
   maxKeyLength?: number | undefined;
   /**
    * Up to this many ms are added at random to each retry sleep, so waiting callers on many nodes do not
    * all retry in the same instant. Never pushes a retry past the caller's deadline.
-   * @default DEFAULT_RETRY_JITTER_MS (2)
+   * @default 2
    */
   retryJitterMs?: number | undefined;
   /**
@@ -55,8 +55,8 @@ export interface CommonLimiterOptions {
   /**
    * What the limiter remembers of the keys it limits, for `topLimited`: a fixed-memory sketch of the keys it
    * denies and of those it grants near their limit (see LimitedKeysOptions). false keeps none.
-   * @default { capacity: DEFAULT_LIMITED_KEYS (64), nearLimit: DEFAULT_NEAR_LIMIT (0.2), clearKeys: false,
-   * flushMs: DEFAULT_FLUSH_MS (5000) }
+   * @default { capacity: 64, nearLimit: 0.2, clearKeys: false,
+   * flushMs: 5000 }
    */
   limitedKeys?: LimitedKeysOptions | false | undefined;
   /**
@@ -64,7 +64,7 @@ export interface CommonLimiterOptions {
    * often a shared store's list is read again. Addresses and ranges match the client address a call gives
    * (`tryAcquire(key, { address })`, passed by the adapters), never the key. false keeps none (and makes
    * allow and deny fail with UNSUPPORTED).
-   * @default { refreshMs: DEFAULT_ACCESS_REFRESH_MS (10000) }
+   * @default { refreshMs: 10000 }
    */
   accessList?: AccessListOptions | false | undefined;
 }
@@ -118,10 +118,10 @@ export const LIMITER_OPTIONS = {
   plans: optional<ParsedPlans>((_name, value) => parsePlans(value)),
   plan: optional<PlanResolver>(functionValue),
   store: optional(storeValue),
-  prefix: option(prefixValue, DEFAULT_PREFIX, 'DEFAULT_PREFIX'),
+  prefix: option(prefixValue, DEFAULT_PREFIX),
   clock: optional<Clock>(clockValue),
-  maxKeyLength: option(positiveInteger, DEFAULT_MAX_KEY_LENGTH, 'DEFAULT_MAX_KEY_LENGTH'),
-  retryJitterMs: option(nonNegativeFinite, DEFAULT_RETRY_JITTER_MS, 'DEFAULT_RETRY_JITTER_MS'),
+  maxKeyLength: option(positiveInteger, DEFAULT_MAX_KEY_LENGTH),
+  retryJitterMs: option(nonNegativeFinite, DEFAULT_RETRY_JITTER_MS),
   shadow: option(booleanValue, false),
   limitedKeys: option(limitedKeysValue, limitedKeysValue('limitedKeys', {})),
   accessList: option(accessListValue, accessListValue('accessList', {})),

@@ -26,6 +26,7 @@ export interface PlanOption {
   plan?: string | undefined;
 }
 
+/** Options of `limiter.tryAcquire`: the permits asked, how long it may wait, the request's plan and address. */
 export interface TryAcquireOptions extends PlanOption {
   /**
    * What the call counts: the same number of permits against every rule, or each rule's own count by rule
@@ -59,6 +60,7 @@ export const TRY_ACQUIRE_OPTIONS: OptionNames<TryAcquireOptions> = {
   address: true,
 };
 
+/** Options of `limiter.acquire`, which waits until the permits are granted (or the signal aborts). */
 export interface AcquireOptions extends PlanOption {
   /** What the call counts (see TryAcquireOptions.permits). @default 1 */
   permits?: number | RulePermits | undefined;
@@ -86,6 +88,7 @@ export type PenalizeOptions = PlanOption;
 /** The names of PenalizeOptions. */
 export const PENALIZE_OPTIONS: OptionNames<PenalizeOptions> = { plan: true };
 
+/** Options of `limiter.refund`: which grant is given back, and how long ago it was made. */
 export interface RefundOptions extends PlanOption {
   /**
    * How long ago the grant being refunded was asked for, on `limiter.clock` (measure from before the

@@ -25,7 +25,7 @@ export interface MemoryStoreOptions {
    * The most keys held at once; the least recently used key is dropped beyond it, so a flood of
    * attacker-chosen keys cannot grow memory without bound. A dropped key starts afresh. Bans are held apart,
    * up to as many again: a flood of new keys pushes out usage, not bans.
-   * @default DEFAULT_MAX_KEYS (100_000)
+   * @default 100_000
    */
   maxKeys?: number;
   /**
@@ -43,7 +43,7 @@ export const DEFAULT_MAX_KEYS = 100_000;
 
 /** memoryStore's options, checked (see parseOptions); documented on MemoryStoreOptions. */
 export const MEMORY_STORE_OPTIONS = {
-  maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS, 'DEFAULT_MAX_KEYS'),
+  maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS),
   clock: optional(clockValue),
 } as const satisfies SchemaOf<MemoryStoreOptions>;
 

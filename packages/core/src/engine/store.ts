@@ -96,6 +96,10 @@ export interface StoreCapabilities {
  * scripts; either way a decision for one key is atomic: concurrent decisions for a key never both take
  * the last permit.
  *
+ * A Store is made by an engine's factory (memoryStore, redisStore, dividedStore, leasedStore) and passed to
+ * `createLimiter({ store })`; a user names the type, never implements it. The contract below is for those
+ * factories (store authors' types are internal: @sluice/core/store-kit).
+ *
  * Contract:
  * - `consume` grants `permits` only if every rule allows; a denial consumes nothing (it may only anchor
  *   a key never seen).

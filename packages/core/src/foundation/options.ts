@@ -63,7 +63,7 @@ export type ParsedOptions<S extends OptionSchema> = {
 /**
  * An option with a default.
  * @example
- * const timeoutMs = option(timerDuration, DEFAULT_TIMEOUT_MS, 'DEFAULT_TIMEOUT_MS')
+ * const timeoutMs = option(timerDuration, DEFAULT_TIMEOUT_MS)
  */
 export function option<T>(
   check: (name: string, value: unknown) => T,

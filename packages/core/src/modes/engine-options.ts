@@ -55,13 +55,13 @@ export interface EngineBackedOptions {
   /**
    * Longest a decision or a control waits for Redis before the fail mode decides instead (a divided store: its
    * start-up check and its last call at close; heartbeats wait up to heartbeatMs).
-   * @default DEFAULT_TIMEOUT_MS (50)
+   * @default 50
    */
   timeoutMs?: number | undefined;
   /**
    * The most keys the store keeps in this process: its fail mode's states (over every limiter), deny caches,
    * leases, a divided store's shares.
-   * @default DEFAULT_MAX_KEYS (100_000)
+   * @default 100_000
    */
   maxKeys?: number | undefined;
   /**
@@ -76,14 +76,14 @@ export interface EngineBackedOptions {
    * (failMode 'local') or a divided share is counted from. One call per Cluster slot for all of a store's
    * limiters, O(log N) for Redis whatever the fleet's size N; a node unseen for three heartbeats no longer
    * counts.
-   * @default DEFAULT_HEARTBEAT_MS (1000)
+   * @default 1000
    */
   heartbeatMs?: number | undefined;
   /**
    * The nodes a limit is taken to be shared by until Redis has answered a heartbeat (Redis away at start-up):
    * each node then holds 1 / assumedNodes of each limit. A divided fleet's first division is made for at least
    * this many nodes (its founder holds no more than that share while the others are on their way).
-   * @default DEFAULT_ASSUMED_NODES (10)
+   * @default 10
    */
   assumedNodes?: number | undefined;
 }
@@ -94,7 +94,7 @@ export interface FailModeOptions {
    * What decides while Redis is away: `'local'`, this process's memory holding this node's share of each
    * limit (1 / the live nodes of the limiter's fleet, counted in Redis; see heartbeatMs); `'open'` allows;
    * `'closed'` denies (retry after timeoutMs).
-   * @default DEFAULT_FAIL_MODE ('local')
+   * @default 'local'
    */
   failMode?: FailMode | undefined;
 }
@@ -105,16 +105,16 @@ export interface FailModeOptions {
  */
 export const ENGINE_BACKED_OPTIONS = {
   clock: option<ClockOption>(clockOptionValue, 'server'),
-  timeoutMs: option(timerDuration, DEFAULT_TIMEOUT_MS, 'DEFAULT_TIMEOUT_MS'),
-  maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS, 'DEFAULT_MAX_KEYS'),
+  timeoutMs: option(timerDuration, DEFAULT_TIMEOUT_MS),
+  maxKeys: option(positiveInteger, DEFAULT_MAX_KEYS),
   nodeId: optional(nodeIdValue),
-  heartbeatMs: option(timerDuration, DEFAULT_HEARTBEAT_MS, 'DEFAULT_HEARTBEAT_MS'),
-  assumedNodes: option(positiveInteger, DEFAULT_ASSUMED_NODES, 'DEFAULT_ASSUMED_NODES'),
+  heartbeatMs: option(timerDuration, DEFAULT_HEARTBEAT_MS),
+  assumedNodes: option(positiveInteger, DEFAULT_ASSUMED_NODES),
 } as const satisfies SchemaOf<EngineBackedOptions>;
 
 /** The fail mode option, as a schema (see FailModeOptions). */
 export const FAIL_MODE_OPTIONS = {
-  failMode: option(failModeValue, DEFAULT_FAIL_MODE, 'DEFAULT_FAIL_MODE'),
+  failMode: option(failModeValue, DEFAULT_FAIL_MODE),
 } as const satisfies SchemaOf<FailModeOptions>;
 
 /** A store's clocks, from its `clock` option. */

@@ -117,3 +117,29 @@ export {
   storeClocks,
 } from '../modes/engine-options.js';
 export type { ClockOption, EngineBackedOptions, FailModeOptions, StoreClocks } from '../modes/engine-options.js';
+/**
+ * The HTTP adapters' shared machinery, as @sluice/nestjs and @sluice/grpc build their adapters on it: the one
+ * options parser and evaluator, the answers to a verdict, the view of a node-style request, the request
+ * context, the after-response settling and the JSON body of a 429.
+ */
+export { answerVerdict, createEvaluator, isInputError } from '../adapters/http/evaluate.js';
+export type { Verdict } from '../adapters/http/evaluate.js';
+export { runInRequestContext } from '../adapters/http/context.js';
+export { settleOnNodeResponse } from '../adapters/http/response-end.js';
+export { nodeRequestView } from '../adapters/http/view.js';
+export { RATE_LIMIT_OPTIONS, limitedBody, limitedResponseOption } from '../adapters/http/options.js';
+export type { RejectedBody } from '../adapters/http/options.js';
+/**
+ * Store authors' part of the stores' contracts, and the bounds and tolerances @sluice/redis and the CLI
+ * share with the memory store (each restates a documented default or limit; none is public).
+ */
+export type { ConcurrencyStore, SemaphoreBinding, SemaphoreSpec, SlotAttempt } from '../engine/semaphore-store.js';
+export type { PauseBinding, PauseStore } from '../engine/pause-store.js';
+export { MAX_BOARD_MINUTES, byMostLimited, sumRows } from '../engine/limited-keys-board.js';
+export type { BoardRow } from '../engine/limited-keys-board.js';
+export { MAX_ACCESS_ENTRIES } from '../engine/access-list-store.js';
+export type { NewAccessEntry, StoredAccessList } from '../engine/access-list-store.js';
+export { TOLERANCE_MS } from '../algorithms/algorithm.js';
+export { CARRY_MODES } from '../algorithms/carry.js';
+export { DEFAULT_MAX_KEYS } from '../engine/memory-store.js';
+export { DEFAULT_MAX_KEY_LENGTH } from '../foundation/validate.js';

@@ -25,13 +25,13 @@ export interface ThrottleOptions {
   limiter: Limiter;
   /**
    * The key calls count against when `run` names none (one provider, one account).
-   * @default DEFAULT_THROTTLE_KEY ('default')
+   * @default 'default'
    */
   key?: string;
   /**
    * The most calls of one key that may wait for their turn in this process; one more is refused at once
    * with SluiceError('QUEUE_FULL'), so a flood of calls cannot grow memory without bound.
-   * @default DEFAULT_MAX_QUEUE (10_000)
+   * @default 10_000
    */
   maxQueue?: number;
   /**
@@ -47,25 +47,25 @@ export interface ThrottleOptions {
    * How long a process that stops renewing keeps its turn (on Redis: a process killed while its call waits
    * for the rate frees the queue after this, plus a renewal interval). With order 'fifo' on a store that keeps
    * the queue and has a timeoutMs (redisStore), at least 4 x that timeoutMs.
-   * @default DEFAULT_TURN_LEASE_MS (10_000), or 4 x that timeoutMs when that is longer
+   * @default 10_000, or 4 x that timeoutMs when that is longer
    */
   leaseMs?: number;
   /**
    * `throttle.fetch`: how many times one call is sent again after a 429 or 503 (each time once its turn
    * comes again, after the pause the response asked for).
-   * @default DEFAULT_FETCH_RETRIES (2)
+   * @default 2
    */
   maxRetries?: number;
   /**
    * `throttle.fetch`: the longest pause a 429 or 503 may set, whatever its headers say (a provider asking
    * for an hour is held to this; the call is retried, or returned, after it).
-   * @default DEFAULT_MAX_PAUSE_MS (60_000)
+   * @default 60_000
    */
   maxPauseMs?: number;
   /**
    * `throttle.fetch`: the pause after a 429 or 503 whose headers say nothing readable (and the least any
    * says: `Retry-After: 0` on a 429 still pauses this long).
-   * @default DEFAULT_PAUSE_MS (1_000)
+   * @default 1_000
    */
   minPauseMs?: number;
   /**
@@ -129,12 +129,12 @@ function keyValue(_name: string, value: unknown): string {
 /** throttle's options, checked (see parseOptions); documented on ThrottleOptions. */
 export const THROTTLE_OPTIONS = {
   limiter: required(limiterValue),
-  key: option(keyValue, DEFAULT_THROTTLE_KEY, 'DEFAULT_THROTTLE_KEY'),
-  maxQueue: option(maxQueueValue, DEFAULT_MAX_QUEUE, 'DEFAULT_MAX_QUEUE'),
+  key: option(keyValue, DEFAULT_THROTTLE_KEY),
+  maxQueue: option(maxQueueValue, DEFAULT_MAX_QUEUE),
   order: option(orderValue, 'fifo'),
   leaseMs: optional(positiveFinite),
-  maxRetries: option(nonNegativeInteger, DEFAULT_FETCH_RETRIES, 'DEFAULT_FETCH_RETRIES'),
-  maxPauseMs: option(positiveFinite, DEFAULT_MAX_PAUSE_MS, 'DEFAULT_MAX_PAUSE_MS'),
-  minPauseMs: option(positiveFinite, DEFAULT_PAUSE_MS, 'DEFAULT_PAUSE_MS'),
+  maxRetries: option(nonNegativeInteger, DEFAULT_FETCH_RETRIES),
+  maxPauseMs: option(positiveFinite, DEFAULT_MAX_PAUSE_MS),
+  minPauseMs: option(positiveFinite, DEFAULT_PAUSE_MS),
   fetch: optional(fetchValue),
 } as const satisfies SchemaOf<ThrottleOptions>;

@@ -13,7 +13,7 @@ export interface RedisEngineOptions {
   /**
    * Longest each engine call waits for Redis before it rejects (the modes' health machine and fail mode take
    * it from there; the engine has no fail mode of its own).
-   * @default DEFAULT_TIMEOUT_MS (50)
+   * @default 50
    */
   timeoutMs?: number | undefined;
 }
@@ -21,7 +21,7 @@ export interface RedisEngineOptions {
 /** redisEngine's options: each checked, with its default (see parseOptions); documented on RedisEngineOptions. */
 export const REDIS_ENGINE_OPTIONS = {
   redis: REDIS_BACKED_OPTIONS.redis,
-  timeoutMs: option(timerDuration, DEFAULT_TIMEOUT_MS, 'DEFAULT_TIMEOUT_MS'),
+  timeoutMs: option(timerDuration, DEFAULT_TIMEOUT_MS),
 } as const satisfies SchemaOf<RedisEngineOptions, 'redis'>;
 
 /** The options checked (an unknown one refused by name), with their defaults. */

@@ -2,12 +2,13 @@ import type { BoundStore, Clock, Decision, GrantSource, Permits } from '@sluice/
 import {
   type DecisionEvent,
   type DecisionNote,
+  type DecisionSource,
+  type DenyCache,
   EXPLICIT_BAN,
+  type EngineHealth,
+  type FallbackBinding,
   lessPermits,
   mostPermits,
-  type FallbackBinding,
-  type EngineHealth,
-  type DenyCache,
 } from '@sluice/core/store-kit';
 import { BanMarkers } from './ban-markers.js';
 import { RedisControls } from './controls.js';

@@ -1,5 +1,5 @@
-import { type Algorithm, CARRY_MODES, type CarryMode, SluiceError, SluiceRangeError } from '@sluice/core';
-import { carryWindowMs, ruleFromSpec, ruleSpec, stateName } from '@sluice/core/store-kit';
+import { type Algorithm, type CarryMode, SluiceError, SluiceRangeError } from '@sluice/core';
+import { carryWindowMs, ruleFromSpec, ruleSpec, stateName, CARRY_MODES } from '@sluice/core/store-kit';
 import { generationName } from '../key-layout.js';
 
 /**

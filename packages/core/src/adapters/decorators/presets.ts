@@ -30,6 +30,7 @@ export interface PresetOptions extends Omit<MethodLimitOptions, 'limiter'> {
   clock?: Clock;
 }
 
+/** Options of countLimit: at most `limit` calls per period, per key. */
 export interface CountLimitOptions extends PresetOptions {
   /** Calls allowed per window. */
   limit: number;
@@ -37,6 +38,7 @@ export interface CountLimitOptions extends PresetOptions {
   windowMs: number;
 }
 
+/** Options of smoothRateLimit: calls spaced at a rate, with a saved burst, per key. */
 export interface SmoothRateLimitOptions extends PresetOptions {
   /** The steady rate calls are spaced at. */
   permitsPerSecond: number;

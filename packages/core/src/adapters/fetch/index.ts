@@ -2,6 +2,9 @@
  * @sluice/core/fetch: rate limiting for Fetch-API handlers, `(request: Request) => Response`: Next.js route
  * handlers, Bun.serve, Deno.serve, Cloudflare Workers, Node's own Request/Response. No `node:` import.
  *
+ * The key helpers (byIp, byUser, byRoute), the request context and the shared option types are imported
+ * from `@sluice/core/http`, which imports no `node:` module either: it loads on every runtime this entry does.
+ *
  * @module fetch
  */
 import type { Decision } from '../../foundation/decision.js';
@@ -122,5 +125,3 @@ export function fetchRateLimit<Req extends FetchRequestLike = Request, Rest exte
     };
   };
 }
-
-export * from '../http/adapter-exports.js';

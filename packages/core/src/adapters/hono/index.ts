@@ -2,6 +2,9 @@
  * @sluice/core/hono: rate limiting as Hono 4 middleware, on any runtime Hono runs on. Structural types
  * only: Hono is not a dependency, and nothing here imports a `node:` module.
  *
+ * The key helpers (byIp, byUser, byRoute), the request context and the shared option types are imported
+ * from `@sluice/core/http`, which imports no `node:` module either: it loads on every runtime this entry does.
+ *
  * @module hono
  */
 import type { Decision } from '../../foundation/decision.js';
@@ -115,5 +118,3 @@ export function honoRateLimit<C extends HonoContextLike = HonoContextLike>(
     });
   };
 }
-
-export * from '../http/adapter-exports.js';

@@ -7,6 +7,7 @@ import type { FastifyReplyLike, HttpRequestLike } from './request.js';
 import { settleOnNodeResponse } from './response-end.js';
 import { nodeRequestView } from './view.js';
 
+/** Options of fastifyRateLimit and rateLimitHook; the after-response callbacks get the request and the reply. */
 export interface FastifyRateLimitOptions<Req, Reply> extends RateLimitOptions<Req, Reply> {
   /**
    * Sends the response to a denied request instead of the default 429 JSON body (headers already set).

@@ -13,6 +13,7 @@ import { runInRequestContext } from './context.js';
 import { settleOnNodeResponse } from './response-end.js';
 import { nodeRequestView } from './view.js';
 
+/** Options of rateLimit (node:http, Connect, Express); the after-response callbacks get `(req, res)`. */
 export interface MiddlewareOptions<Req, Res> extends RateLimitOptions<Req, Res> {
   /**
    * Writes the response to a denied request instead of the default 429 with a JSON body. The rate-limit

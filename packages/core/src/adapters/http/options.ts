@@ -35,8 +35,8 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    */
   key?: KeyStrategy<Req>;
   /**
-   * What to do with a request whose `key` found none: limit it by its client address, let it through, or
-   * answer 400 (see MissingKeyPolicy).
+   * What to do with a request whose `key` found none: limit it by its client address (`'ip'`), let it
+   * through (`'skip'`), or answer 400 (`'reject'`).
    * @default 'ip'
    */
   onMissingKey?: MissingKeyPolicy;
@@ -56,7 +56,7 @@ export interface RateLimitOptions<Req, Res = unknown> extends AfterResponseOptio
    */
   permits?: number | ((req: Req) => number);
   /**
-   * Which RateLimit header fields to send: `'draft-8'`, `'draft-6'` or `false` for none (see HeaderFormat).
+   * Which RateLimit header fields to send: `'draft-8'`, `'draft-6'` or `false` for none.
    * `Retry-After` is sent on every denial regardless.
    * @default 'draft-8'
    */
@@ -119,7 +119,7 @@ export interface ConcurrencyRouteOptions {
   /**
    * What a request that got no slot is told to wait (`Retry-After`, `retryAfterSeconds`). A hint, not a
    * promise: a slot frees when a request in flight ends, which nobody knows in advance.
-   * @default DEFAULT_CONCURRENCY_RETRY_AFTER_MS (1 s)
+   * @default 1 s (1000)
    */
   readonly retryAfterMs?: number;
 }

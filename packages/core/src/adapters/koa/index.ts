@@ -1,6 +1,9 @@
 /**
  * @sluice/core/koa: rate limiting as Koa 3 middleware. Structural types only: Koa is not a dependency.
  *
+ * The key helpers (byIp, byUser, byRoute), the request context and the shared option types are imported
+ * from `@sluice/core/http`.
+ *
  * @module koa
  */
 import type { Decision } from '../../foundation/decision.js';
@@ -95,5 +98,3 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
     });
   };
 }
-
-export * from '../http/adapter-exports.js';
