@@ -158,11 +158,16 @@ for r = 1, R do
 end
 if op == 'refund' then return was_denying end
 -- reset: the key's ban, after its rules' states. A ban that has ended (not yet reclaimed) was nothing to forget.
+-- (Leased mode's reset names the key's lessees there instead, a sorted set: deleted, and counted.)
 if op == 'reset' and KEYS[R + 1] ~= nil and (client_version == nil or R + 1 < #KEYS) then
-  local raw = redis.call('GET', KEYS[R + 1])
-  if raw then
+  local extra = KEYS[R + 1]
+  -- GET of a sorted set answers an error table, not a string: pcall keeps it from failing the script.
+  local raw = redis.pcall('GET', extra)
+  if type(raw) == 'string' then
     if unpack_doubles(raw)[1] > now then changed = changed + 1 end
-    redis.call('DEL', KEYS[R + 1])
+    redis.call('DEL', extra)
+  else
+    changed = changed + redis.call('DEL', extra)
   end
 end
 return changed
