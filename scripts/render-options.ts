@@ -129,7 +129,7 @@ ${table(ofEntry('new ManualClock'))}
 
 ## concurrencyLimiter (@sluice/core)
 
-${table(ofType(`${core}/concurrency/concurrency-limiter.ts`, 'ConcurrencyLimiterOptions'))}
+${table(ofType(`${core}/concurrency/concurrency-options.ts`, 'ConcurrencyLimiterOptions'))}
 
 ## concurrencyLimiter.acquire, concurrencyLimiter.run (@sluice/core)
 

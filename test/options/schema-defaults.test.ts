@@ -8,7 +8,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ADMIN_ROUTER_OPTIONS } from '../../packages/core/src/admin/admin-options.js';
-import { CONCURRENCY_LIMITER_OPTIONS } from '../../packages/core/src/concurrency/concurrency-limiter.js';
+import { CONCURRENCY_LIMITER_OPTIONS } from '../../packages/core/src/concurrency/concurrency-options.js';
 import { LIST_ENTRY_OPTIONS } from '../../packages/core/src/engine/access-list.js';
 import { LIMITER_OPTIONS } from '../../packages/core/src/engine/limiter-options.js';
 import { MEMORY_STORE_OPTIONS } from '../../packages/core/src/engine/memory-store.js';
@@ -40,7 +40,7 @@ const SCHEMAS: ReadonlyArray<readonly [OptionSchema, string, string]> = [
   [MEMORY_STORE_OPTIONS, `${core}/engine/memory-store.ts`, 'MemoryStoreOptions'],
   [MEMORY_ENGINE_OPTIONS, `${core}/contract/memory-engine.ts`, 'MemoryEngineOptions'],
   [CHECK_ENGINE_OPTIONS, `${core}/contract/conformance/check-engine.ts`, 'CheckEngineOptions'],
-  [CONCURRENCY_LIMITER_OPTIONS, `${core}/concurrency/concurrency-limiter.ts`, 'ConcurrencyLimiterOptions'],
+  [CONCURRENCY_LIMITER_OPTIONS, `${core}/concurrency/concurrency-options.ts`, 'ConcurrencyLimiterOptions'],
   [THROTTLE_OPTIONS, `${core}/throttle/throttle-options.ts`, 'ThrottleOptions'],
   [ADMIN_ROUTER_OPTIONS, `${core}/admin/admin-options.ts`, 'AdminRouterOptions'],
   [BY_METADATA_OPTIONS, 'packages/grpc/src/call.ts', 'ByMetadataOptions'],
