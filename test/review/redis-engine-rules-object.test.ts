@@ -2,7 +2,8 @@
  * redisEngine keeps a decision transport per rules object: what it derives must follow the object's current
  * contents (a caller that raises `version` on its own object after a stale answer, as the contract's isStale
  * example suggests, must then decide under the new version), and a rules object core's checks accept (a lone
- * rule, not in a list) must be decided as the memory engine decides it.
+ * rule, not in a list) must be refused as the memory engine refuses it
+ * (EngineRules holds a list), not fail inside the engine.
  */
 import { fixedWindow } from '@sluice/core';
 import { type Engine, type EngineRules, isStale, memoryEngine } from '@sluice/core/engine';
@@ -42,12 +43,15 @@ describe('redisEngine and the rules object a caller passes', () => {
     expect(redis).toMatchObject({ decision: { allowed: true } });
   });
 
-  it('decides a lone rule (not in a list) as the memory engine does', async () => {
+  it('refuses a lone rule (not in a list) as the memory engine does, with a typed error', async () => {
     const rule = fixedWindow({ limit: 5, windowMs: 60_000, name: 'r' });
     const lone = (prefix: string) => ({ prefix, rules: rule, states: [stateName(rule)] }) as unknown as EngineRules;
-    const [memory] = await memoryEngine().decide(lone(nextPrefix()), [ask]);
-    expect(memory).toMatchObject({ decision: { allowed: true, remaining: 4 } });
-    const [redis] = await redisEngine({ redis: standalone().redis }).decide(lone(nextPrefix()), [ask]);
-    expect(redis).toMatchObject({ decision: { allowed: true, remaining: 4 } });
+    for (const engine of [memoryEngine(), redisEngine({ redis: standalone().redis })])
+      await expect(engine.decide(lone(nextPrefix()), [ask])).rejects.toThrow(
+        expect.objectContaining({
+          name: 'SluiceTypeError',
+          message: expect.stringMatching(/rules\.rules must be an array/),
+        }),
+      );
   });
 });
