@@ -166,6 +166,21 @@ describe('checkEngine catches a defective engine', () => {
     expect(error.what).toMatch(/conflict/);
   });
 
+  it("a configuration write that leaves the prefix's version where it was", async () => {
+    // The record is kept, but calls under an older version than the record's are still obeyed: a node that
+    // has not read the new configuration goes on deciding under the old one.
+    const error = await failure(
+      defective((inner) => {
+        const records = memoryEngine();
+        return {
+          readConfig: (prefix) => records.readConfig(prefix),
+          writeConfig: (prefix, expected, record) => records.writeConfig(prefix, expected, record),
+        };
+      }),
+    );
+    expect(error.caseName).toBe('versions');
+  });
+
   it('messages delivered inside publish, or lost', async () => {
     const listeners = new Map<string, Set<(m: string) => void>>();
     const synchronous = defective((inner) => ({

@@ -1,9 +1,10 @@
 import type { Algorithm } from '../algorithms/algorithm.js';
-import { ruleFromSpec } from '../algorithms/rule-spec.js';
+import { RULE_FACTORIES } from '../algorithms/rule-spec.js';
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
 import {
   type OptionSchema,
   type ParsedOptions,
+  knownOptions,
   oneOf,
   option,
   optional,
@@ -118,6 +119,9 @@ function given(name: string, value: unknown): unknown {
 /** As `given`, for a field that may be left out. */
 const passed = (_name: string, value: unknown): unknown => value;
 
+/** The fields of one of an override's rules. */
+const OVERRIDE_RULE_FIELDS = { kind: true, params: true, name: true } as const;
+
 /** The rules of an override as the request gives them: [{ kind, params, name? }] (see ruleFromSpec). */
 function rulesValue(name: string, value: unknown): Algorithm[] {
   if (!Array.isArray(value) || value.length === 0)
@@ -126,9 +130,27 @@ function rulesValue(name: string, value: unknown): Algorithm[] {
       value,
       `${name} must be a non-empty array of { kind, params, name? }, got ${describe(value)}`,
     );
-  return value.map((rule: unknown) => {
-    const r = (typeof rule === 'object' && rule !== null ? rule : {}) as Record<string, unknown>;
-    return ruleFromSpec({ kind: r.kind, params: r.params, named: r.name !== undefined, name: r.name, blockMs: 0 });
+  return value.map((rule: unknown, i: number) => {
+    // Written by an operator now, not read from a stored record: each factory's own option names (an earlier
+    // name is refused saying the new one), and no field of the rule dropped unread.
+    const r = knownOptions(`${name}[${i}]`, OVERRIDE_RULE_FIELDS, rule as object, true) as Record<string, unknown>;
+    const factory =
+      typeof r.kind === 'string' && Object.hasOwn(RULE_FACTORIES, r.kind)
+        ? RULE_FACTORIES[r.kind as keyof typeof RULE_FACTORIES]
+        : undefined;
+    if (factory === undefined)
+      throw new SluiceTypeError(
+        `${name}[${i}].kind`,
+        r.kind,
+        `a rule's kind must be an algorithm, got ${describe(r.kind)}`,
+      );
+    if (typeof r.params !== 'object' || r.params === null || Array.isArray(r.params))
+      throw new SluiceTypeError(
+        `${name}[${i}].params`,
+        r.params,
+        `a rule's params must be an object, got ${describe(r.params)}`,
+      );
+    return factory({ ...r.params, ...(r.name === undefined ? {} : { name: r.name }) } as never);
   });
 }
 

@@ -55,6 +55,13 @@ export function versionValue(name: string, value: unknown): number {
 export function engineRules(value: unknown): EngineRules & { readonly rules: readonly Algorithm[] } {
   const o = record('rules', value);
   const prefix = stringValue('rules.prefix', o.prefix);
+  // A list, as EngineRules says: an engine is given the caller's object (checkedEngine), not this copy.
+  if (!Array.isArray(o.rules))
+    throw new SluiceTypeError(
+      'rules.rules',
+      o.rules,
+      `rules.rules must be an array of rules, got ${describe(o.rules)}`,
+    );
   const rules = normalizeRules(o.rules, 'rules.rules');
   if (!Array.isArray(o.states))
     throw new SluiceTypeError('rules.states', o.states, `rules.states must be an array, got ${describe(o.states)}`);

@@ -87,6 +87,8 @@ class MemoryEngine implements Engine {
     return answer('decide', () => {
       const r = engineRules(rules);
       const checked = engineAsks(asks, r.rules);
+      // Nothing asked, nothing changed: not even the version (redisEngine sends nothing for it).
+      if (checked.length === 0) return [];
       const stale = this.#data.stale(r.prefix, r.version);
       if (stale !== undefined) return checked.map(() => ({ stale }));
       return checked.map((ask) => decideAsk(this.#data, r, ask, this.#now(ask.at)));

@@ -5,7 +5,7 @@
  */
 import type { Heartbeat, HeartbeatAnswer } from './engine.js';
 import { byDemand, waterLevel } from './divide-shares.js';
-import type { EngineState } from './memory-engine-state.js';
+import { type EngineState, compositeKey } from './memory-engine-state.js';
 
 /** A node's allocations, fractions of the limit (previous undefined: none). */
 interface Allocation {
@@ -110,7 +110,7 @@ function dropDead(fleet: Fleet, before: number): void {
 export function heartbeatOf(data: EngineState, beat: Heartbeat, now: number): HeartbeatAnswer {
   const { prefix, node, leaving } = beat;
   // A fleet is one rule's nodes within the prefix; the version is the prefix's.
-  const fleetId = `${prefix}\n${beat.fleet}`;
+  const fleetId = compositeKey(prefix, beat.fleet);
   const stored = data.versions.get(prefix);
   let version = stored ?? 1;
   if (!leaving && version < beat.version) {

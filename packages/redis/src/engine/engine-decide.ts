@@ -39,16 +39,44 @@ const LISTENER: TransportListener<EngineAsked> = {
   stale: (asked, version) => asked.settle({ kind: 'stale', version }),
 };
 
+/** What a transport was made of: a rules object's contents at the time. */
+interface Snapshot {
+  readonly prefix: string;
+  readonly rules: readonly Algorithm[];
+  readonly states: readonly string[];
+  readonly version: number | undefined;
+}
+
+/** A transport and the contents it was made of. */
+interface Made {
+  readonly transport: DecisionTransport<EngineAsked>;
+  readonly made: Snapshot;
+}
+
+function snapshotOf(rules: EngineRules): Snapshot {
+  return { prefix: rules.prefix, rules: [...rules.rules], states: [...rules.states], version: rules.version };
+}
+
+function sameContents(made: Snapshot, rules: EngineRules): boolean {
+  return (
+    made.prefix === rules.prefix &&
+    made.version === rules.version &&
+    made.rules.length === rules.rules.length &&
+    made.rules.every((rule, r) => rule === rules.rules[r] && made.states[r] === rules.states[r])
+  );
+}
+
 /**
  * redisEngine's `decide`: exact mode's own transport (DecisionTransport: decide.lua, or decide_one.lua for a
  * lone ask of one rule; a policy across Cluster slots by CrossSlotPolicy), with no deny cache, no fail mode and
- * no health (the modes keep theirs). One transport per rules object (its rule text and scripts are made once);
+ * no health (the modes keep theirs). One transport per rules object while its contents stay (its rule text and
+ * scripts are made once);
  * asks of one turn travel together, one call per slot.
  */
 export class EngineDecider {
   readonly #connection: RedisConnection;
   readonly #timeoutMs: number;
-  readonly #transports = new WeakMap<EngineRules, DecisionTransport<EngineAsked>>();
+  readonly #transports = new WeakMap<EngineRules, Made>();
 
   constructor(connection: RedisConnection, timeoutMs: number) {
     this.#connection = connection;
@@ -56,27 +84,28 @@ export class EngineDecider {
   }
 
   #transport(rules: EngineRules): DecisionTransport<EngineAsked> {
-    let transport = this.#transports.get(rules);
-    if (transport === undefined) {
-      const names = new Map<Algorithm, string>(rules.rules.map((rule, r) => [rule, rules.states[r] as string]));
-      const version = rules.version;
-      transport = new DecisionTransport(
-        {
-          connection: this.#connection,
-          rules: rules.rules,
-          prefix: rules.prefix,
-          stateName: (rule) => names.get(rule) as string,
-          maxBatch: DEFAULT_MAX_BATCH,
-          timeoutMs: this.#timeoutMs,
-          localClock: systemClock,
-          maxClockSkewMs: undefined,
-          mayCall: () => true,
-          version: version === undefined ? undefined : () => version,
-        },
-        LISTENER,
-      );
-      this.#transports.set(rules, transport);
-    }
+    const kept = this.#transports.get(rules);
+    // A caller may change its object between calls (a version raised after a stale answer): made again then.
+    if (kept !== undefined && sameContents(kept.made, rules)) return kept.transport;
+    const made = snapshotOf(rules);
+    const names = new Map<Algorithm, string>(made.rules.map((rule, r) => [rule, made.states[r] as string]));
+    const { version } = made;
+    const transport = new DecisionTransport(
+      {
+        connection: this.#connection,
+        rules: made.rules,
+        prefix: made.prefix,
+        stateName: (rule) => names.get(rule) as string,
+        maxBatch: DEFAULT_MAX_BATCH,
+        timeoutMs: this.#timeoutMs,
+        localClock: systemClock,
+        maxClockSkewMs: undefined,
+        mayCall: () => true,
+        version: version === undefined ? undefined : () => version,
+      },
+      LISTENER,
+    );
+    this.#transports.set(rules, { transport, made });
     return transport;
   }
 

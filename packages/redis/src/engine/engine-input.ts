@@ -30,3 +30,14 @@ export function checkNode(name: string, value: unknown): void {
   if (typeof value !== 'string') throw typeError(name, value, 'a string');
   if (!NODE.test(value)) throw rangeError(name, value, '1-100 of [A-Za-z0-9_.:-]');
 }
+
+/**
+ * The rules' state names: a name starting with '~' is one of the key layout's own parts (stateKey keeps it as
+ * it is: the ban is `~b` beside the states), so a caller's name never starts with it.
+ */
+export function checkStates(name: string, states: readonly string[]): void {
+  states.forEach((state, i) => {
+    if (state.startsWith('~'))
+      throw rangeError(`${name}[${i}]`, state, "a state name not starting with '~' (the key layout's own parts)");
+  });
+}

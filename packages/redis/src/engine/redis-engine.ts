@@ -6,7 +6,7 @@ import { EngineChannels } from './engine-channels.js';
 import { EngineConfiguration } from './engine-config.js';
 import { EngineDecider } from './engine-decide.js';
 import { heartbeatOnRedis, leaseOnRedis } from './engine-fleet.js';
-import { checkNode, checkPrefix } from './engine-input.js';
+import { checkNode, checkPrefix, checkStates } from './engine-input.js';
 import { type RedisEngineOptions, parseEngineOptions } from './engine-options.js';
 
 /**
@@ -38,14 +38,17 @@ export function redisEngine(options: RedisEngineOptions): Engine {
       name: 'redis',
       async decide(rules, asks) {
         checkPrefix('rules.prefix', rules.prefix);
+        checkStates('rules.states', rules.states);
         return decider.decide(rules, asks);
       },
       async adjust(rules, key, adjustment, at) {
         checkPrefix('rules.prefix', rules.prefix);
+        checkStates('rules.states', rules.states);
         return withDeadline(adjustOnRedis(connection, rules, key, adjustment, at), timeoutMs, `${adjustment.op}`);
       },
       async lease(rules, ask, at) {
         checkPrefix('rules.prefix', rules.prefix);
+        checkStates('rules.states', rules.states);
         checkNode('ask.node', ask.node);
         return withDeadline(leaseOnRedis(connection, rules, ask, at), timeoutMs, 'a lease');
       },

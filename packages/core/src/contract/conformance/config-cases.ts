@@ -136,11 +136,19 @@ export async function versionCase(run: ConformanceRun): Promise<void> {
   // A record written makes its version the prefix's everywhere (an engine may keep versions per partition, as
   // Redis does per Cluster slot: a call raises its own, a record every one). A heartbeat is answered the
   // prefix's version, and raises it when its node decides under a newer one.
+  // The record's version is above the prefix's (4): a write that did not raise it would go unseen otherwise.
   run.next();
-  const written = await run.both('writeConfig', (e) => e.writeConfig(prefix, 1, { version: 4, text: 'v4' }));
+  const written = await run.both('writeConfig', (e) => e.writeConfig(prefix, 1, { version: 5, text: 'v5' }));
   run.same('writeConfig', { written: true }, written);
+  run.next();
+  const behindAt = time.advance(10);
+  const behind = await run.both('decide under version 4, after a record of 5', (e) =>
+    firstAnswer(e.decide(under(4), atEach([ask], behindAt))),
+  );
+  const refused = behind !== undefined && isStale(behind) && behind.stale === 5;
+  run.expect(refused, 'decide under version 4, after a record of 5', { stale: 5 }, behind);
   for (const [version, expected] of [
-    [2, 4],
+    [2, 5],
     [6, 6],
     [5, 6],
   ] as const) {
