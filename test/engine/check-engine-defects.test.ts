@@ -170,7 +170,7 @@ describe('checkEngine catches a defective engine', () => {
     // The record is kept, but calls under an older version than the record's are still obeyed: a node that
     // has not read the new configuration goes on deciding under the old one.
     const error = await failure(
-      defective((inner) => {
+      defective(() => {
         const records = memoryEngine();
         return {
           readConfig: (prefix) => records.readConfig(prefix),

@@ -29,7 +29,7 @@ export type { SluiceWarningCode } from './foundation/warnings.js';
 // The limiter: its factory, its options, its calls' options and what they answer.
 export { createLimiter } from './engine/limiter.js';
 export type { LimiterOptions } from './engine/limiter-options.js';
-export type { Decision } from './foundation/decision.js';
+export type { Decision, RuleStatus } from './foundation/decision.js';
 export type {
   AcquireOptions,
   Limiter,

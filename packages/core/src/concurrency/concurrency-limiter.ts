@@ -1,26 +1,13 @@
-import { type Clock, clockValue, systemClock, timerSleep } from '../foundation/clock.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
+import { type Clock, systemClock, timerSleep } from '../foundation/clock.js';
+import { SluiceError, SluiceTypeError, callerNamed, inCall } from '../foundation/errors.js';
 import { MemoryStore } from '../engine/memory-store.js';
 import { CONCURRENCY_LIMITER_OPTIONS, type ConcurrencyLimiterOptions } from './concurrency-options.js';
+import { type OptionNames, knownOptions, parseOptions } from '../foundation/options.js';
 import {
-  type OptionNames,
-  type SchemaOf,
-  knownOptions,
-  option,
-  optional,
-  parseOptions,
-  required,
-} from '../foundation/options.js';
-import {
-  DEFAULT_MAX_KEY_LENGTH,
-  DEFAULT_PREFIX,
   describe,
   nonNegativeOrInfinite,
   optionalSignal,
-  positiveFinite,
   priorityValue,
-  positiveInteger,
-  prefixValue,
   rateLimitKey,
 } from '../foundation/validate.js';
 import type { ConcurrencyStore, SemaphoreBinding, SlotAttempt } from '../engine/semaphore-store.js';

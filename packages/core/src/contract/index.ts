@@ -30,5 +30,8 @@ export type { MemoryEngineOptions } from './memory-engine.js';
 export { checkEngine } from './conformance/check-engine.js';
 export type { CheckEngineOptions, ConformanceReport } from './conformance/check-engine.js';
 export { ConformanceError } from './conformance/conformance-error.js';
-/** The identity a rule counts a request's key against (the key, or the one the rule's `scope` names). */
-export { identityOf } from '../algorithms/rule-name.js';
+/**
+ * The identity a rule counts a request's key against (the key, or the one the rule's `scope` names), and a
+ * rule's state name (its name and state format: what `EngineRules.states` holds for a limiter's own rules).
+ */
+export { identityOf, stateName } from '../algorithms/rule-name.js';

@@ -2,7 +2,6 @@ import type { BoundStore, Clock, Decision, GrantSource, Permits } from '@sluice/
 import {
   type DecisionEvent,
   type DecisionNote,
-  type DecisionSource,
   type DenyCache,
   EXPLICIT_BAN,
   type EngineHealth,
