@@ -129,10 +129,10 @@ describe('published packages', () => {
        const { resourceMetrics } = await reader.collect();
        const decisions = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'sluice.decisions');
        const warned = []; process.on('warning', (w) => warned.push(w.code));
-       (await import('@sluice/core/store-kit')).warnOnce('SLUICE_OFFLINE_QUEUE', 'said by the ESM copy.');
-       require('@sluice/core/store-kit').warnOnce('SLUICE_OFFLINE_QUEUE', 'said again by the CommonJS copy.');
+       (await import('@sluice/core/internal')).warnOnce('SLUICE_OFFLINE_QUEUE', 'said by the ESM copy.');
+       require('@sluice/core/internal').warnOnce('SLUICE_OFFLINE_QUEUE', 'said again by the CommonJS copy.');
        silenceWarnings('SLUICE_CROSS_SLOT');
-       require('@sluice/core/store-kit').warnOnce('SLUICE_CROSS_SLOT', 'silenced through the ESM copy.');
+       require('@sluice/core/internal').warnOnce('SLUICE_CROSS_SLOT', 'silenced through the ESM copy.');
        await new Promise((r) => setImmediate(r));
        console.log(JSON.stringify({ points: decisions.dataPoints.map((p) => [p.attributes['sluice.limiter'], p.attributes['sluice.outcome'], p.value]), warned }));`,
     ]);

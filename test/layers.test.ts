@@ -22,9 +22,9 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   contract: ['foundation', 'algorithms', 'engine'],
   // What every mode over an engine is built from: deadlines, health, the fail mode, the deny cache, node ids.
   modes: ['foundation', 'algorithms', 'engine'],
-  // The store-kit is an internal barrel nothing in core imports: it also carries the HTTP adapters' machinery
-  // @sluice/nestjs and @sluice/grpc build on (createEvaluator, answerVerdict...), no longer on @sluice/core/http.
-  'store-kit': ['foundation', 'algorithms', 'engine', 'concurrency', 'modes', 'contract', 'adapters'],
+  // The internal entry (@sluice/core/internal) is a barrel nothing in core imports: what sluice's own packages
+  // share, the HTTP adapters' machinery @sluice/nestjs and @sluice/grpc build on (createEvaluator...) included.
+  internal: ['foundation', 'algorithms', 'engine', 'concurrency', 'modes', 'contract', 'adapters'],
   admin: ['foundation', 'algorithms', 'engine'],
 };
 

@@ -11,11 +11,11 @@
  *   node --conditions=sluice-source --import tsx bench/src/operations.bench.ts   (pnpm --filter @sluice/bench bench:operations)
  */
 import { fileURLToPath } from 'node:url';
-import { RedisAccessLists, RedisBoard, StartupChecks, toConnection } from '@sluice/redis/store-kit';
+import { RedisAccessLists, RedisBoard, StartupChecks, toConnection } from '@sluice/redis/internal';
 import { Redis } from 'ioredis';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
 import { scriptStats, writeJson } from './harness.js';
-import { MAX_ACCESS_ENTRIES } from '@sluice/core/store-kit';
+import { MAX_ACCESS_ENTRIES } from '@sluice/core/internal';
 
 const SIZES = (process.env.OPERATIONS_NODES ?? '64,256,1000').split(',').map(Number);
 const INTERVALS = Number(process.env.OPERATIONS_INTERVALS ?? 10);

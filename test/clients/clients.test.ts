@@ -55,7 +55,7 @@ import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { membershipKeys } from '../../packages/hybrid/src/membership.js';
 import calculateSlot from 'cluster-key-slot';
 import { type DecisionEvent, redisStore } from '@sluice/redis';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 import { stateKey } from '../../packages/redis/src/key-layout.js';
 import { decideOneScript } from '../../packages/redis/src/scripts.js';
 import fc from 'fast-check';

@@ -5,7 +5,7 @@ import { readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
 import { fixedWindow } from '@sluice/core';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 import { stateKey } from '../../packages/redis/src/key-layout.js';
 import { type RunningExample, runExample, runToEnd } from './run-example.js';
 

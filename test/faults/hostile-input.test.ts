@@ -16,7 +16,7 @@ import {
   tokenBucket,
 } from '@sluice/core';
 import { rateLimited as decorate } from '@sluice/core/decorators';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 import { RULE_FACTORIES } from '../../packages/core/src/algorithms/rule-spec.js';
 import { rateLimit as middleware } from '@sluice/core/http';
 import { dividedStore, leasedStore } from '@sluice/hybrid';

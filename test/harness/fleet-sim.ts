@@ -8,7 +8,7 @@
 import { type Algorithm, type Limiter, createLimiter, observeSluice } from '@sluice/core';
 import { type DividedStore, type LeasedStore, dividedStore, leasedStore } from '@sluice/hybrid';
 import { type RedisStore, redisStore } from '@sluice/redis';
-import { deadlineCounts } from '@sluice/core/store-kit';
+import { deadlineCounts } from '@sluice/core/internal';
 import type { Redis } from 'ioredis';
 
 export type FleetMode = 'exact' | 'leased' | 'divided';

@@ -4,7 +4,7 @@
  */
 import { stateName } from '../../packages/core/src/algorithms/rule-name.js';
 import { memoryEngine } from '@sluice/core/engine';
-import { toConnection } from '@sluice/redis/store-kit';
+import { toConnection } from '@sluice/redis/internal';
 import { describe, expect, it } from 'vitest';
 import {
   CONFORMANCE_KINDS,

@@ -15,7 +15,7 @@ import {
 } from '@sluice/core';
 import type { LeaseEvent } from '@sluice/hybrid';
 import { leasedLimiterOn } from '../harness/hybrid.js';
-import { toConnection } from '@sluice/redis/store-kit';
+import { toConnection } from '@sluice/redis/internal';
 import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
 import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-binding.js';
 import { leaseScript, membershipScript } from '../../packages/redis/src/scripts.js';

@@ -2,7 +2,7 @@
  * The memory engine's heartbeat is membership.lua's twin: random fleets (joins, beats, demand changes, leaves,
  * silences, a node id reused) heartbeat both, at the same client times, and every answer agrees to the bit.
  */
-import { toConnection } from '@sluice/redis/store-kit';
+import { toConnection } from '@sluice/redis/internal';
 import { memoryEngine } from '@sluice/core/engine';
 import { describe, expect, it } from 'vitest';
 import { Prng } from '../../packages/core/src/contract/conformance/prng.js';

@@ -5,7 +5,7 @@
  * grow with the fleet (counted in Redis commands, not timed), a 100,000-node fleet is divided without unpacking
  * it, joins and leaves are seen at the next division, and every limiter's fleet lives in a Cluster slot of its own.
  */
-import { toConnection, versionKeyBeside } from '@sluice/redis/store-kit';
+import { toConnection, versionKeyBeside } from '@sluice/redis/internal';
 import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';

@@ -24,12 +24,12 @@ export const NOT_TRIED: Readonly<Record<string, string>> = {
   'RateLimitException.getDescriptionFrom': "Nest's HttpException statics, inherited",
   'RateLimitException.getHttpExceptionOptionsFrom': "Nest's HttpException statics, inherited",
   'RateLimitException.extractDescriptionAndOptionsFrom': "Nest's HttpException statics, inherited",
-  listEntries: 'store-kit: an access list read as the CLI needs it, no options of a user',
+  listEntries: 'internal: an access list read as the CLI needs it, no options of a user',
   'new RedisStore': 'redisStore() is the documented way in; the constructor parses the same schema (tried)',
-  'new EngineHealth': 'store-kit internals a store constructs',
-  'new DeadlineError': 'store-kit internals a store constructs',
-  'new Fallback': 'store-kit internals a store constructs',
-  'new FleetPresence': 'store-kit internals a store constructs',
+  'new EngineHealth': 'internals a store constructs',
+  'new DeadlineError': 'internals a store constructs',
+  'new Fallback': 'internals a store constructs',
+  'new FleetPresence': 'internals a store constructs',
 };
 
 /**

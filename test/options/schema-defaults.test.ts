@@ -21,7 +21,7 @@ import {
   optional,
   positiveInteger,
   required,
-} from '../../packages/core/src/store-kit/index.js';
+} from '../../packages/core/src/internal/index.js';
 import { THROTTLE_OPTIONS } from '../../packages/core/src/throttle/throttle-options.js';
 import { BY_METADATA_OPTIONS } from '../../packages/grpc/src/call.js';
 import { DIVIDED_STORE_OPTIONS } from '../../packages/hybrid/src/divided-options.js';

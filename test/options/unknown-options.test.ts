@@ -38,10 +38,10 @@ import { byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
 import { redisEngine, redisStore } from '@sluice/redis';
-import type { OptionNames } from '@sluice/core/store-kit';
+import type { OptionNames } from '@sluice/core/internal';
 import { describe, expect, it } from 'vitest';
 import { CALLS_TAKING_OPTIONS, NOT_TRIED, entriesTakingOptions } from './option-entries.js';
-import { createEvaluator } from '@sluice/core/store-kit';
+import { createEvaluator } from '@sluice/core/internal';
 
 type Options = Record<string, unknown>;
 

@@ -32,7 +32,7 @@ function compile(files: string[], legacyDecorators: boolean): string[] {
       '@sluice/core/*': [join(root, 'packages', 'core', 'src', '*', 'index.ts')],
       '@sluice/redis': pkg('redis'),
       // The hybrid package's sources import it: from the sources too, not a build that may be older.
-      '@sluice/redis/store-kit': pkg('redis', 'store-kit/index.ts'),
+      '@sluice/redis/internal': pkg('redis', 'internal/index.ts'),
       '@sluice/hybrid': pkg('hybrid'),
       '@sluice/nestjs': pkg('nestjs'),
       '@sluice/otel': pkg('otel'),

@@ -17,7 +17,7 @@ import {
 import { runCli } from '@sluice/cli';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
-import { RedisAccessLists, StartupChecks, toConnection } from '@sluice/redis/store-kit';
+import { RedisAccessLists, StartupChecks, toConnection } from '@sluice/redis/internal';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { describe, expect, it, vi } from 'vitest';

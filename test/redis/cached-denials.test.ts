@@ -9,7 +9,7 @@
 import { type Limiter, ManualClock, createLimiter } from '@sluice/core';
 import { type LeasedStore, leasedStore } from '@sluice/hybrid';
 import { type RedisStore, redisStore } from '@sluice/redis';
-import { DENY_CACHE_TRUST_MS } from '@sluice/core/store-kit';
+import { DENY_CACHE_TRUST_MS } from '@sluice/core/internal';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { nextEvent } from '../harness/events.js';

@@ -8,7 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { type Algorithm, SluiceRangeError, createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 import { redisStore } from '@sluice/redis';
 import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';

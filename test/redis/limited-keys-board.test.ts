@@ -5,7 +5,7 @@
  */
 import { type Limiter, createLimiter, fixedWindow } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
-import { RedisBoard, toConnection } from '@sluice/redis/store-kit';
+import { RedisBoard, toConnection } from '@sluice/redis/internal';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';

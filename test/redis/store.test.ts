@@ -12,7 +12,7 @@ import {
   smoothWarmingUp,
   tokenBucket,
 } from '@sluice/core';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 import { type FleetEvent, type RedisStore, redisStore } from '@sluice/redis';
 import { banKey, banMarkerKey, stateKey } from '../../packages/redis/src/key-layout.js';
 import { bufferReply, runScript } from '../../packages/redis/src/script-runner.js';

@@ -6,7 +6,7 @@
  * where 6 such requests were granted on top of the override's limit).
  */
 import { systemClock, tokenBucket } from '@sluice/core';
-import { toConnection } from '@sluice/redis/store-kit';
+import { toConnection } from '@sluice/redis/internal';
 import { describe, expect, it } from 'vitest';
 import { versionKey } from '../../packages/redis/src/key-layout.js';
 import { type Answer, type Asked, DecisionTransport } from '../../packages/redis/src/exact/transport.js';

@@ -5,7 +5,7 @@
  */
 import { ManualClock, fixedWindow } from '@sluice/core';
 import { memoryEngine } from '@sluice/core/engine';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 import { describe, expect, it } from 'vitest';
 
 describe('memoryEngine and an empty decide batch', () => {

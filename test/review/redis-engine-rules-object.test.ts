@@ -7,7 +7,7 @@
  */
 import { fixedWindow } from '@sluice/core';
 import { type Engine, type EngineRules, isStale, memoryEngine } from '@sluice/core/engine';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 import { redisEngine } from '@sluice/redis';
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';

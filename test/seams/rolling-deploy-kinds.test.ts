@@ -22,7 +22,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from '@sluice/core';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 import { redisStore } from '@sluice/redis';
 import { ALGORITHMS } from '@sluice/test-kit';
 import { type Cluster, Redis } from 'ioredis';

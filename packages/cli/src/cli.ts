@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { knownOptions } from '@sluice/core/store-kit';
-import { toConnection } from '@sluice/redis/store-kit';
+import { knownOptions } from '@sluice/core/internal';
+import { toConnection } from '@sluice/redis/internal';
 import { UsageError, connect } from './connect.js';
 import { type CommandContext, UnknownPrefixError, inspect, keyAction, listChange, lists, top } from './commands.js';
 import { printable } from './printable.js';

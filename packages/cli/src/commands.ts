@@ -8,7 +8,7 @@ import {
   MAX_BOARD_MINUTES,
   byMostLimited,
   DEFAULT_MAX_KEY_LENGTH,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import { leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
 import {
@@ -19,7 +19,7 @@ import {
   StartupChecks,
   StoredConfiguration,
   readDescriptor,
-} from '@sluice/redis/store-kit';
+} from '@sluice/redis/internal';
 import type { Cluster, Redis } from 'ioredis';
 import { UsageError } from './connect.js';
 import { printable } from './printable.js';

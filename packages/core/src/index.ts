@@ -69,7 +69,7 @@ export type { RateLimiterOptions } from './guava/rate-limiter.js';
 export { limiterStatuses, observeSluice } from './engine/observe.js';
 export type { LimiterStatus, ObservedDecision, SluiceObserver, ThrottleEvent } from './engine/observe.js';
 // Store authors' types that @sluice/hybrid's sources still import from here: they move to the internal
-// store-kit with the engine seam (issue #45).
+// internal entry with the engine seam (issue #45).
 export type {
   BoundStore,
   GrantSource,

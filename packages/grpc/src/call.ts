@@ -1,7 +1,7 @@
 import type { Metadata } from '@grpc/grpc-js';
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
 import type { RequestView } from '@sluice/core/http';
-import { type SchemaOf, describeValue, inCall, option, parseOptions, positiveInteger } from '@sluice/core/store-kit';
+import { type SchemaOf, describeValue, inCall, option, parseOptions, positiveInteger } from '@sluice/core/internal';
 
 /**
  * One incoming gRPC call as sluice's key, permits, plan and skip functions see it: its method's full path

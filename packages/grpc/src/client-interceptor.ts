@@ -9,7 +9,7 @@ import {
   status,
 } from '@grpc/grpc-js';
 import { SluiceRangeError, SluiceTypeError, type Throttle } from '@sluice/core';
-import { type OptionNames, inCall, knownOptions } from '@sluice/core/store-kit';
+import { type OptionNames, inCall, knownOptions } from '@sluice/core/internal';
 import { pushbackMs } from './trailers.js';
 
 /** grpcRetryOnLimit's options. */

@@ -15,7 +15,7 @@ import {
   type Verdict,
   createEvaluator,
   isInputError,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import { type GrpcCall, callView } from './call.js';
 import { refusalStatus } from './trailers.js';
 

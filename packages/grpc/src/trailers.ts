@@ -1,6 +1,6 @@
 import { Metadata, type StatusObject, status } from '@grpc/grpc-js';
 import type { Decision } from '@sluice/core';
-import { type Verdict, limitedBody } from '@sluice/core/store-kit';
+import { type Verdict, limitedBody } from '@sluice/core/internal';
 
 /** A verdict that refuses a call: limited, or a call with no valid key or permits, or one that went away. */
 export type RefusedVerdict = Extract<Verdict<unknown>, { kind: 'limited' | 'rejected' | 'abandoned' }>;

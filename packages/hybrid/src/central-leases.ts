@@ -1,8 +1,8 @@
 import type { Clock } from '@sluice/core';
-import { type RedisConnection, stateKey, versionKeyBeside } from '@sluice/redis/store-kit';
+import { type RedisConnection, stateKey, versionKeyBeside } from '@sluice/redis/internal';
 import { type HeldLease, mustRegister } from './key-lease.js';
 import { type LeaseReply, type LeaseRequest, type LeaseShape, giveBack, requestLease } from './lease-client.js';
-import type { NodeIdentity } from '@sluice/core/store-kit';
+import type { NodeIdentity } from '@sluice/core/internal';
 
 /** The node that leases: its connection, its id among each key's lessees, and its clocks. */
 export interface Lessee {

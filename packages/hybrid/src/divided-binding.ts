@@ -21,8 +21,8 @@ import {
   sharedRule,
   EngineHealth,
   withDeadline,
-} from '@sluice/core/store-kit';
-import { type LiveRule, redisHealthProbe } from '@sluice/redis/store-kit';
+} from '@sluice/core/internal';
+import { type LiveRule, redisHealthProbe } from '@sluice/redis/internal';
 import { DemandMeter } from './demand-meter.js';
 import { DividedConfig } from './divided-config.js';
 import type { DivideContext } from './divided-context.js';

@@ -1,12 +1,6 @@
 import { type Algorithm, type CarryMode, type LimiterConfiguration, SluiceError } from '@sluice/core';
-import { emitSafely, stateName } from '@sluice/core/store-kit';
-import {
-  type LiveConfig,
-  type LiveRule,
-  StoredConfiguration,
-  firstConfig,
-  reconfigured,
-} from '@sluice/redis/store-kit';
+import { emitSafely, stateName } from '@sluice/core/internal';
+import { type LiveConfig, type LiveRule, StoredConfiguration, firstConfig, reconfigured } from '@sluice/redis/internal';
 import type { DivideContext } from './divided-context.js';
 import { hybridRule } from './supported-rule.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MemoryStore, systemClock } from '@sluice/core';
-import { type ParsedOptions, emitSafely, Fallback, NodeIdentity, storeClocks } from '@sluice/core/store-kit';
+import { type ParsedOptions, emitSafely, Fallback, NodeIdentity, storeClocks } from '@sluice/core/internal';
 import type { EventEmitter } from 'eventemitter3';
 import type { DIVIDED_STORE_OPTIONS } from './divided-options.js';
 import type { DividedEvents } from './divided-events.js';

@@ -1,4 +1,4 @@
-import type { StoreEvents } from '@sluice/core/store-kit';
+import type { StoreEvents } from '@sluice/core/internal';
 
 /** A change in a limiter's live nodes or in this node's share of its limit, as the `membership` event reports it. */
 export interface MembershipEvent {

@@ -9,8 +9,8 @@ import type {
   Store,
   StoreCapabilities,
 } from '@sluice/core';
-import { emitSafely, inCall, parseOptions } from '@sluice/core/store-kit';
-import { StartupChecks, StoreEmitter, adjustScript, leaseScript, membershipScript } from '@sluice/redis/store-kit';
+import { emitSafely, inCall, parseOptions } from '@sluice/core/internal';
+import { StartupChecks, StoreEmitter, adjustScript, leaseScript, membershipScript } from '@sluice/redis/internal';
 import { DividedBinding } from './divided-binding.js';
 import { type DivideContext, type DivideSettings, divideContext } from './divided-context.js';
 import type { DividedEvents } from './divided-events.js';

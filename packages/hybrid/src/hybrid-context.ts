@@ -1,7 +1,7 @@
 import type { Clock } from '@sluice/core';
-import type { RedisConnection } from '@sluice/redis/store-kit';
+import type { RedisConnection } from '@sluice/redis/internal';
 import type { EventEmitter } from 'eventemitter3';
-import type { NodeIdentity } from '@sluice/core/store-kit';
+import type { NodeIdentity } from '@sluice/core/internal';
 
 /** What every binding of a hybrid store shares, whichever its mode: its settings, clocks, identity and events. */
 export interface HybridContext<Settings, Events extends EventEmitter.ValidEventTypes> {

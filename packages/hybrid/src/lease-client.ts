@@ -1,5 +1,5 @@
 import type { Algorithm, LeaseWindow } from '@sluice/core';
-import { type RedisConnection, adjustArgs, adjustScript, ruleArgs, runLease } from '@sluice/redis/store-kit';
+import { type RedisConnection, adjustArgs, adjustScript, ruleArgs, runLease } from '@sluice/redis/internal';
 
 /** How a node leases one rule (see lease.lua): the rule as the scripts read it, and its lease model's window. */
 export interface LeaseShape {

@@ -11,8 +11,8 @@ import {
   type FallbackBinding,
   type EngineHealth,
   withDeadline,
-} from '@sluice/core/store-kit';
-import { type ExactBinding, versionError } from '@sluice/redis/store-kit';
+} from '@sluice/core/internal';
+import { type ExactBinding, versionError } from '@sluice/redis/internal';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { ColdDemand } from './cold-demand.js';

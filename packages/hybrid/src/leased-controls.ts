@@ -5,12 +5,12 @@ import {
   encodeIdentity,
   resetChannel,
   versionError,
-} from '@sluice/redis/store-kit';
+} from '@sluice/redis/internal';
 import type { CentralLeases } from './central-leases.js';
 import type { ColdDemand } from './cold-demand.js';
 import { type HeldLease, refundToLease } from './key-lease.js';
 import { type LeaseShape, penalizeCentrally, resetCentrally } from './lease-client.js';
-import { type FallbackBinding, type EngineHealth, withDeadline } from '@sluice/core/store-kit';
+import { type FallbackBinding, type EngineHealth, withDeadline } from '@sluice/core/internal';
 
 /**
  * A leased limiter's controls (reset, refund, penalize) on one key: first on what this node holds of its

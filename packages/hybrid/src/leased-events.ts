@@ -1,4 +1,4 @@
-import type { FleetEvent, ResetHeardEvent, StoreEvents } from '@sluice/core/store-kit';
+import type { FleetEvent, ResetHeardEvent, StoreEvents } from '@sluice/core/internal';
 
 /** One lease taken from Redis, as the `lease` event reports it. */
 export interface LeaseEvent {

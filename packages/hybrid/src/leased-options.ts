@@ -8,9 +8,9 @@ import {
   positiveInteger,
   type FailModeOptions,
   FAIL_MODE_OPTIONS,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import type { RedisBackedOptions } from '@sluice/redis';
-import { REDIS_BACKED_OPTIONS } from '@sluice/redis/store-kit';
+import { REDIS_BACKED_OPTIONS } from '@sluice/redis/internal';
 
 /** A batch is about this many ms of a node's recent demand for a key, unless `targetMs` says otherwise. */
 export const DEFAULT_TARGET_MS = 100;

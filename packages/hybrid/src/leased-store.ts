@@ -9,7 +9,7 @@ import type {
   Store,
   StoreCapabilities,
 } from '@sluice/core';
-import { type FleetShare, emitSafely, inCall, parseOptions, type Fallback } from '@sluice/core/store-kit';
+import { type FleetShare, emitSafely, inCall, parseOptions, type Fallback } from '@sluice/core/internal';
 import {
   ChannelListener,
   ExactBinding,
@@ -26,7 +26,7 @@ import {
   presenceScript,
   resetChannel,
   storeParts,
-} from '@sluice/redis/store-kit';
+} from '@sluice/redis/internal';
 import { DEFAULT_MAX_BATCH } from '@sluice/redis';
 import { LeasedBinding } from './leased-binding.js';
 import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName } from './leased-context.js';

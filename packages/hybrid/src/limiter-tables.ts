@@ -7,7 +7,7 @@ import {
   type RedisConnection,
   type StartupChecks,
   writeDescriptor,
-} from '@sluice/redis/store-kit';
+} from '@sluice/redis/internal';
 import { hybridRule } from './supported-rule.js';
 
 /** The mode the CLI reads for each hybrid store. */

@@ -1,5 +1,5 @@
 import type { Clock } from '@sluice/core';
-import { type NodeIdentity, warnOnce, withDeadline } from '@sluice/core/store-kit';
+import { type NodeIdentity, warnOnce, withDeadline } from '@sluice/core/internal';
 import {
   type FleetSummary,
   type RedisConnection,
@@ -8,7 +8,7 @@ import {
   checkClockSkew,
   membershipKeys,
   runHeartbeat,
-} from '@sluice/redis/store-kit';
+} from '@sluice/redis/internal';
 import { LEAST_HELD, type ShareMode } from './shares.js';
 
 /** A divided limiter in its store's heartbeat: where its fleet lives, its limit, and what it reports and hears. */

@@ -1,4 +1,4 @@
-import type { FleetShare } from '@sluice/core/store-kit';
+import type { FleetShare } from '@sluice/core/internal';
 import type { FleetSummary } from './membership.js';
 import { allocatedFraction, awayFraction, localFraction } from './shares.js';
 

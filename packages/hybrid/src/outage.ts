@@ -1,5 +1,5 @@
 import type { Algorithm } from '@sluice/core';
-import { mostPermits, type Fallback, type FallbackBinding } from '@sluice/core/store-kit';
+import { mostPermits, type Fallback, type FallbackBinding } from '@sluice/core/internal';
 import type { Reserve } from './reserve.js';
 
 /**

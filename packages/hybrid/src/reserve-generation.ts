@@ -1,8 +1,8 @@
 import type { Algorithm } from '@sluice/core';
-import { KeyCarrier, type LiveRule } from '@sluice/redis/store-kit';
+import { KeyCarrier, type LiveRule } from '@sluice/redis/internal';
 import type { DivideContext } from './divided-context.js';
 import { Reserve, reserveStateName } from './reserve.js';
-import type { EngineHealth } from '@sluice/core/store-kit';
+import type { EngineHealth } from '@sluice/core/internal';
 
 /** What a divided limiter gives each generation of its reserve. */
 export interface ReserveOwner {

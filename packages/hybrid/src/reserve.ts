@@ -1,6 +1,6 @@
 import { type Algorithm, type Clock, SluiceError } from '@sluice/core';
-import { keyCache, type NodeIdentity, withDeadline } from '@sluice/core/store-kit';
-import { type KeyCarrier, type RedisConnection, versionError } from '@sluice/redis/store-kit';
+import { keyCache, type NodeIdentity, withDeadline } from '@sluice/core/internal';
+import { type KeyCarrier, type RedisConnection, versionError } from '@sluice/redis/internal';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { DemandMeter } from './demand-meter.js';

@@ -1,5 +1,5 @@
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
-import { describeValue, positiveFinite } from '@sluice/core/store-kit';
+import { describeValue, positiveFinite } from '@sluice/core/internal';
 
 /** How a divided limit is split among live nodes. */
 export type ShareMode = 'equal' | 'demand';

@@ -1,5 +1,5 @@
 import { type Algorithm, SluiceRangeError } from '@sluice/core';
-import { describeValue } from '@sluice/core/store-kit';
+import { describeValue } from '@sluice/core/internal';
 
 /**
  * The one rule a hybrid store enforces for a limiter, checked when the limiter binds it (createLimiter has

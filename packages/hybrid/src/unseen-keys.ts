@@ -1,5 +1,5 @@
 import type { Algorithm, Clock } from '@sluice/core';
-import type { CarriedBinding } from '@sluice/core/store-kit';
+import type { CarriedBinding } from '@sluice/core/internal';
 
 /*
  * What a divided node that joined a fleet late assumes of a key it never held (FleetShare.freshKeysSpent: the

@@ -1,7 +1,7 @@
 import type { HttpRequestLike } from '@sluice/core/http';
 import { type CallHandler, type ExecutionContext, Injectable, type NestInterceptor } from '@nestjs/common';
 import { Observable } from 'rxjs';
-import { nodeRequestView, runInRequestContext } from '@sluice/core/store-kit';
+import { nodeRequestView, runInRequestContext } from '@sluice/core/internal';
 
 /**
  * Runs each HTTP handler inside a sluice request context (the ExecutionContext is its request), so sluice's

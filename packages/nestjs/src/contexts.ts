@@ -1,6 +1,6 @@
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
 import type { HttpRequestLike, LimitedBody, RequestView } from '@sluice/core/http';
-import { describeValue, type Verdict, limitedBody, nodeRequestView, type RejectedBody } from '@sluice/core/store-kit';
+import { describeValue, type Verdict, limitedBody, nodeRequestView, type RejectedBody } from '@sluice/core/internal';
 import { type ExecutionContext, IntrinsicException } from '@nestjs/common';
 
 /** The kinds of handler a Nest application runs: HTTP routes, GraphQL resolvers, WebSocket gateways, microservices. */

@@ -1,4 +1,4 @@
-import { inCall, createEvaluator } from '@sluice/core/store-kit';
+import { inCall, createEvaluator } from '@sluice/core/internal';
 import { createLimiter } from '@sluice/core';
 import { SetMetadata } from '@nestjs/common';
 import type { RouteLimitOptions } from './options.js';

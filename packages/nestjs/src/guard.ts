@@ -18,7 +18,7 @@ import {
   createEvaluator,
   limitedBody,
   settleOnNodeResponse,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import {
   type ContextPolicy,
   contextPolicies,

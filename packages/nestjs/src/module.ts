@@ -6,7 +6,7 @@ import type { SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js
 import { SLUICE_MODULE_ASYNC_OPTIONS, SLUICE_MODULE_OPTIONS, checkRouteOptions } from './route-options.js';
 import { SLUICE_OPTIONS } from './tokens.js';
 import { SluiceRangeError, SluiceTypeError, createLimiter } from '@sluice/core';
-import { describeValue, knownOptions, createEvaluator } from '@sluice/core/store-kit';
+import { describeValue, knownOptions, createEvaluator } from '@sluice/core/internal';
 import { contextPolicies } from './contexts.js';
 
 /**

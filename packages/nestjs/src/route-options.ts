@@ -5,7 +5,7 @@ import {
   describeValue,
   functionValue,
   knownOptions,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import type { RouteLimitOptions, SluiceModuleAsyncOptions, SluiceModuleOptions } from './options.js';
 
 /** The names of RouteLimitOptions: the HTTP adapters' options and a route's own. */

@@ -6,7 +6,7 @@ import {
   limiterStatuses,
   observeSluice,
 } from '@sluice/core';
-import { type OptionNames, describeValue, inCall, knownOptions, warnOnce } from '@sluice/core/store-kit';
+import { type OptionNames, describeValue, inCall, knownOptions, warnOnce } from '@sluice/core/internal';
 import { CountTable, DecisionSeriesTable } from './attributes.js';
 import { INSTRUMENTS, LIMITER, METER_NAME, RULE } from './names.js';
 import { ThrottleTable } from './throttles.js';

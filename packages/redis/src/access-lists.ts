@@ -11,7 +11,7 @@ import {
   OPERATIONS_DEADLINE_MS,
   type StoredAccessList,
   withDeadline,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 
 /** What a Redis store's access lists need from it. */
 export interface AccessListContext {

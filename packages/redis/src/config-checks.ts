@@ -1,4 +1,4 @@
-import { warnOnce } from '@sluice/core/store-kit';
+import { warnOnce } from '@sluice/core/internal';
 import type { RedisConnection } from './connection/connection.js';
 import type { IoredisLike } from './connection/ioredis.js';
 

@@ -1,5 +1,5 @@
 import { type Algorithm, SluiceError } from '@sluice/core';
-import { type RuleSpec, ruleSpec, OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/store-kit';
+import { type RuleSpec, ruleSpec, OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
 import type { RedisConnection } from './connection/connection.js';
 import { descriptorKey } from './key-layout.js';
 import { descriptorScript } from './scripts.js';

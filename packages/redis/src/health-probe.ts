@@ -1,4 +1,4 @@
-import type { HealthProbe } from '@sluice/core/store-kit';
+import type { HealthProbe } from '@sluice/core/internal';
 import type { RedisConnection } from './connection/connection.js';
 import { isKeyScopedError } from './reply-errors.js';
 

@@ -1,4 +1,4 @@
-import { inCall } from '@sluice/core/store-kit';
+import { inCall } from '@sluice/core/internal';
 export { RedisStore } from './redis-store.js';
 export type { RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
 export type {
@@ -11,7 +11,7 @@ export type {
   ReconfiguredEvent,
   ResetHeardEvent,
   StoreEvents,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 // DEFAULT_MAX_BATCH and the option types @sluice/hybrid's sources import from here go internal with the engine seam.
 export { DEFAULT_MAX_BATCH } from './options.js';
 export type { RedisBackedOptions } from './options.js';

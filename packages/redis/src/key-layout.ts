@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { type Algorithm, SluiceRangeError } from '@sluice/core';
-import { stateName } from '@sluice/core/store-kit';
+import { stateName } from '@sluice/core/internal';
 
 /**
  * The version of the Redis state format, hashed into every rule id (see ruleId): a later format that changes

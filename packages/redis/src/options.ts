@@ -10,10 +10,10 @@ import {
   positiveInteger,
   required,
   type SchemaOf,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import { toConnection } from './connection/connect.js';
 import type { RedisConnection } from './connection/connection.js';
-import type { DecisionEvent } from '@sluice/core/store-kit';
+import type { DecisionEvent } from '@sluice/core/internal';
 import type { RedisClient } from './connection/connect.js';
 import type { RedisStoreOptions } from './redis-store.js';
 

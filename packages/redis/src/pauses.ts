@@ -3,7 +3,7 @@ import type { Clock } from '@sluice/core';
 import type { RedisConnection } from './connection/connection.js';
 import { decodeIdentity, encodeIdentity, pauseChannel, pauseKeys } from './key-layout.js';
 import { pauseScript } from './scripts.js';
-import { type EngineHealth, type PauseBinding, withDeadline } from '@sluice/core/store-kit';
+import { type EngineHealth, type PauseBinding, withDeadline } from '@sluice/core/internal';
 
 /** Past this many pauses known here, the ended ones are dropped as another is learnt. */
 const KNOWN_SWEEP_AT = 256;

@@ -5,7 +5,7 @@ import { evictionSettings, evicts, warnEvicting, warnMisconfigured } from './con
 import { stateKey } from './key-layout.js';
 import { misconfiguration } from './misconfiguration.js';
 import { type LuaScript, luaScript, redisLuaFile } from './scripts.js';
-import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/store-kit';
+import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
 
 /** A start-up check may wait out a client's first connection: far longer than a decision's deadline. */
 const PREFLIGHT_MIN_DEADLINE_MS = OPERATIONS_DEADLINE_MS;

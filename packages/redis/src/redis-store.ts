@@ -32,7 +32,7 @@ import {
   type PauseStore,
   type SemaphoreBinding,
   type SemaphoreSpec,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection } from './connection/connection.js';

@@ -9,7 +9,7 @@ import {
   type SemaphoreSpec,
   type SlotAttempt,
   withDeadline,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 
 /** What a semaphore binding needs from its store: the connection, time, the fail mode and the health machine. */
 export interface SemaphoreContext {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'eventemitter3';
-import type { StoreEvents } from '@sluice/core/store-kit';
+import type { StoreEvents } from '@sluice/core/internal';
 
 /** A listener of one of the shared events. */
 type On<E extends keyof StoreEvents> = (...args: StoreEvents[E]) => void;

@@ -9,7 +9,7 @@ import {
   EngineHealth,
   type FAIL_MODE_OPTIONS,
   storeClocks,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import type { RedisConnection } from './connection/connection.js';
 import { FleetPresence } from './fleet/presence.js';
 import { redisHealthProbe } from './health-probe.js';

@@ -98,7 +98,7 @@ export interface StoreCapabilities {
  *
  * A Store is made by an engine's factory (memoryStore, redisStore, dividedStore, leasedStore) and passed to
  * `createLimiter({ store })`; a user names the type, never implements it. The contract below is for those
- * factories (store authors' types are internal: @sluice/core/store-kit).
+ * factories (store authors' types are internal: @sluice/core/internal).
  *
  * Contract:
  * - `consume` grants `permits` only if every rule allows; a denial consumes nothing (it may only anchor

@@ -1,7 +1,7 @@
 import type { Decision } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { DENY_CACHE_TRUST_MS, DenyCache } from './deny-cache.js';
-import { TOLERANCE_MS } from '@sluice/core/store-kit';
+import { TOLERANCE_MS } from '@sluice/core/internal';
 
 const denied: Decision = {
   allowed: false,

@@ -1,5 +1,5 @@
 import type { RedisConnection, ResetSubscriber } from './connection.js';
-import { withDeadline } from '@sluice/core/store-kit';
+import { withDeadline } from '@sluice/core/internal';
 
 /**
  * The longest a subscription may take before a store stops waiting for it (a Cluster's SUBSCRIBE goes to one

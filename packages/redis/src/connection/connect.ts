@@ -1,5 +1,5 @@
 import { SluiceTypeError } from '@sluice/core';
-import { describeValue } from '@sluice/core/store-kit';
+import { describeValue } from '@sluice/core/internal';
 import type { RedisConnection } from './connection.js';
 import { GlideConnection, type GlideLike, glideClosed, isGlideLike } from './glide.js';
 import { IoredisConnection, type IoredisLike, ioredisSubscribed, isIoredisLike } from './ioredis.js';

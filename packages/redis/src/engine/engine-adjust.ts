@@ -1,6 +1,6 @@
 import type { Algorithm } from '@sluice/core';
 import type { AdjustAnswer, Adjustment, EngineRules, EngineTime } from '@sluice/core/engine';
-import { identityOf } from '@sluice/core/store-kit';
+import { identityOf } from '@sluice/core/internal';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { wirePermits } from '../exact/protocol.js';

@@ -1,7 +1,7 @@
 import { SluiceError } from '@sluice/core';
 import { ChannelListener } from '../connection/channel-listener.js';
 import type { RedisConnection } from '../connection/connection.js';
-import { withDeadline } from '@sluice/core/store-kit';
+import { withDeadline } from '@sluice/core/internal';
 import { resetChannel } from '../key-layout.js';
 
 /**

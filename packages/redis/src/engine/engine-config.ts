@@ -1,7 +1,7 @@
 import { SluiceError } from '@sluice/core';
 import type { ConfigRead, ConfigRecord, ConfigWrite } from '@sluice/core/engine';
 import type { RedisConnection } from '../connection/connection.js';
-import { withDeadline } from '@sluice/core/store-kit';
+import { withDeadline } from '@sluice/core/internal';
 import { configKey } from '../key-layout.js';
 import { StoredConfiguration } from '../live/stored-config.js';
 import { versionError } from '../reply-errors.js';

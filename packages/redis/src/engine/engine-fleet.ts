@@ -1,6 +1,6 @@
 import type { Algorithm } from '@sluice/core';
 import type { EngineRules, EngineTime, Heartbeat, HeartbeatAnswer, LeaseAnswer, LeaseAsk } from '@sluice/core/engine';
-import { identityOf } from '@sluice/core/store-kit';
+import { identityOf } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { ruleArgs } from '../exact/rule-args.js';
 import { runHeartbeat } from '../fleet/heartbeat-call.js';

@@ -1,5 +1,5 @@
 import { SluiceRangeError, SluiceTypeError } from '@sluice/core';
-import { describeValue } from '@sluice/core/store-kit';
+import { describeValue } from '@sluice/core/internal';
 
 /**
  * What Redis's key layout adds to the contract's checks (core's checkedEngine makes those): a prefix, a fleet

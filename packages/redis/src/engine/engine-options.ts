@@ -1,6 +1,6 @@
-import { type SchemaOf, option, parseOptions, timerDuration } from '@sluice/core/store-kit';
+import { type SchemaOf, option, parseOptions, timerDuration } from '@sluice/core/internal';
 import type { RedisClient } from '../connection/connect.js';
-import { DEFAULT_TIMEOUT_MS } from '@sluice/core/store-kit';
+import { DEFAULT_TIMEOUT_MS } from '@sluice/core/internal';
 import { REDIS_BACKED_OPTIONS } from '../options.js';
 
 /** redisEngine's options. */

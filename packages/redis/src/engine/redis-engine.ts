@@ -1,6 +1,6 @@
 import type { Engine } from '@sluice/core/engine';
-import { checkedEngine, inCall } from '@sluice/core/store-kit';
-import { withDeadline } from '@sluice/core/store-kit';
+import { checkedEngine, inCall } from '@sluice/core/internal';
+import { withDeadline } from '@sluice/core/internal';
 import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';
 import { EngineConfiguration } from './engine-config.js';

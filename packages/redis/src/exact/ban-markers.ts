@@ -2,7 +2,7 @@ import type { Clock } from '@sluice/core';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection } from '../connection/connection.js';
 import { banKey, banMarkerKey } from '../key-layout.js';
-import { withDeadline } from '@sluice/core/store-kit';
+import { withDeadline } from '@sluice/core/internal';
 
 /**
  * How long this process trusts what it read of a slot's ban marker: a ban another node (the CLI, the admin

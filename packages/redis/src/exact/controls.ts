@@ -6,7 +6,7 @@ import {
   withDeadline,
   type FallbackBinding,
   type EngineHealth,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';

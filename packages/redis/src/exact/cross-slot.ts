@@ -1,5 +1,5 @@
 import type { Algorithm, Decision, Permits } from '@sluice/core';
-import { EXPLICIT_BAN, type RuleVerdict, blockedDecision, identityOf, mergePolicy } from '@sluice/core/store-kit';
+import { EXPLICIT_BAN, type RuleVerdict, blockedDecision, identityOf, mergePolicy } from '@sluice/core/internal';
 import calculateSlot from 'cluster-key-slot';
 import { banKey, banMarkerKey, stateKey } from '../key-layout.js';
 import {

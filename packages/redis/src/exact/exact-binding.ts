@@ -8,7 +8,7 @@ import {
   type FallbackBinding,
   lessPermits,
   mostPermits,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 import { BanMarkers } from './ban-markers.js';
 import { RedisControls } from './controls.js';
 import {

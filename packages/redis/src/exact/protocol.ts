@@ -6,7 +6,7 @@ import {
   mergePolicy,
   permitsOfRule,
   uniformPermits,
-} from '@sluice/core/store-kit';
+} from '@sluice/core/internal';
 
 /**
  * The binary half of decide.lua's protocol (see its header): requests packed '<I4dddB', replies '<BdddddB'

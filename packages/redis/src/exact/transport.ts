@@ -1,5 +1,5 @@
 import type { Algorithm, Clock, Decision, Permits } from '@sluice/core';
-import { DeadlineError, type RuleVerdict, identityOf, permitsOfRule, withDeadline } from '@sluice/core/store-kit';
+import { DeadlineError, type RuleVerdict, identityOf, permitsOfRule, withDeadline } from '@sluice/core/internal';
 import calculateSlot from 'cluster-key-slot';
 import type { RedisConnection, ScriptReply } from '../connection/connection.js';
 import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';

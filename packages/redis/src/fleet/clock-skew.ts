@@ -1,4 +1,4 @@
-import { warnOnce } from '@sluice/core/store-kit';
+import { warnOnce } from '@sluice/core/internal';
 
 /**
  * How far this process's clock may be from Redis's before it is said (SLUICE_CLOCK_SKEW): past a second, a

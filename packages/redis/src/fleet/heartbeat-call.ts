@@ -1,4 +1,4 @@
-import { describeValue } from '@sluice/core/store-kit';
+import { describeValue } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { membershipKeys, versionKeyBeside } from '../key-layout.js';
 import { membershipScript } from '../scripts.js';

@@ -1,5 +1,5 @@
 import { type Algorithm, type CarryMode, SluiceError, SluiceRangeError } from '@sluice/core';
-import { carryWindowMs, ruleFromSpec, ruleSpec, stateName, CARRY_MODES } from '@sluice/core/store-kit';
+import { carryWindowMs, ruleFromSpec, ruleSpec, stateName, CARRY_MODES } from '@sluice/core/internal';
 import { generationName } from '../key-layout.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Algorithm, Clock } from '@sluice/core';
-import { identityOf, keyCache, withDeadline } from '@sluice/core/store-kit';
+import { identityOf, keyCache, withDeadline } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { numArg, ruleArgs } from '../exact/rule-args.js';
 import { stateKey, versionKeyBeside } from '../key-layout.js';

@@ -10,7 +10,7 @@ import {
   type SharedRules,
   SluiceError,
 } from '@sluice/core';
-import type { DecisionNote, DecisionSource } from '@sluice/core/store-kit';
+import type { DecisionNote, DecisionSource } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { ruleArgs } from '../exact/rule-args.js';
 import { versionError } from '../reply-errors.js';

@@ -4,7 +4,7 @@ import { configKey, resetChannel, stateKey, versionKey, versionKeyBeside } from 
 import { versionError } from '../reply-errors.js';
 import { configReadScript, configWriteScript, raiseVersionScript } from '../scripts.js';
 import { type LiveConfig, decodeConfig, encodeConfig } from './config-record.js';
-import { withDeadline } from '@sluice/core/store-kit';
+import { withDeadline } from '@sluice/core/internal';
 
 /** How many slots' versions one reconfigure raises at once on a Cluster. */
 const RAISE_CONCURRENCY = 512;

@@ -1,9 +1,10 @@
 /**
- * `@sluice/redis/store-kit`: the stable parts a store built on Redis is assembled from (`@sluice/hybrid` is
- * built on them); users call `redisStore` from the main entry and need nothing here.
+ * `@sluice/redis/internal`: the parts a store built on Redis is assembled from, shared with `@sluice/hybrid`
+ * until leased and divided mode run over the engine contract: not public API, no semver, changed without
+ * notice. Users call `redisStore` or `redisEngine` from the main entry and need nothing here.
  *
  * What is not Redis's own (the deadline, the health machine, the fail mode, the deny cache, node ids, the
- * shared events and options) is every engine's, in `@sluice/core/store-kit`; here:
+ * shared events and options) is every engine's, in `@sluice/core/internal`; here:
  * - The connection seam every client library is adapted to (`toConnection`, `RedisConnection`).
  * - The options every Redis-backed store shares, as a schema (`REDIS_BACKED_OPTIONS`: `redis` and core's
  *   `ENGINE_BACKED_OPTIONS`).
@@ -13,7 +14,7 @@
  * - The start-up check (`StartupChecks`), the Lua script registry, and the key layout.
  *
  * @example
- * import { ExactBinding, redisHealthProbe, toConnection } from '@sluice/redis/store-kit'
+ * import { ExactBinding, redisHealthProbe, toConnection } from '@sluice/redis/internal'
  */
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
 export { toConnection } from '../connection/connect.js';

@@ -1,14 +1,10 @@
 /**
- * `@sluice/core/store-kit`: what a store implementation needs beside the public API. @sluice/redis and
- * @sluice/hybrid are built on it; a store of your own (another database, a shared-memory cache) would be
- * too. Nothing here is needed to use a limiter.
- *
- * A store implements `Store` (from the main entry): `bind({ rules, prefix })` returns a `BoundStore` whose
- * `consume` decides with the rules' own `consume` functions (or a twin of them that decides the same), and
- * whose `unbind` releases what the store held for a closed limiter.
+ * `@sluice/core/internal`: what sluice's own packages share (@sluice/redis, @sluice/hybrid, @sluice/nestjs,
+ * @sluice/grpc, the CLI): not public API, no semver, changed without notice. Nothing here is needed to use a
+ * limiter, and an engine of your own needs only `@sluice/core/engine` (docs/writing-an-engine.md).
  *
  * @example
- * import { PrefixGuard, decidePolicy, identityOf } from '@sluice/core/store-kit'
+ * import { PrefixGuard, decidePolicy, identityOf } from '@sluice/core/internal'
  */
 
 /** Policies: the rules of a limiter, one decision over several rules, and the one merge of their verdicts. */
