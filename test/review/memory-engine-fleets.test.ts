@@ -5,26 +5,10 @@
 import { type Heartbeat, memoryEngine } from '@sluice/core/engine';
 import { ManualClock } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
+import { beatOf } from '../../packages/core/src/contract/conformance/heartbeats.js';
 
-const beat = (prefix: string, fleet: string, node: string): Heartbeat => ({
-  prefix,
-  fleet,
-  node,
-  leaving: false,
-  liveMs: 3_000,
-  intervalMs: 1_000,
-  limit: 10,
-  burst: 10,
-  demand: 1,
-  division: 'equal',
-  divided: 1,
-  windowed: false,
-  minLocal: 1,
-  lastAt: undefined,
-  knownNodes: 0,
-  assumedNodes: 1,
-  version: 1,
-});
+const beat = (prefix: string, fleet: string, node: string): Heartbeat =>
+  beatOf(prefix, { fleet, node, windowed: false });
 
 describe('memoryEngine fleets', () => {
   it("keeps a prefix's fleet apart from another prefix's when the names hold a newline", async () => {

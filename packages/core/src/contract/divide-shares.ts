@@ -1,6 +1,6 @@
 /**
  * The division of a fleet's limit among its nodes by demand (water-filling): membership.lua's water_level and
- * allocate in @sluice/hybrid, step for step, so that the memory engine and a backend's script divide alike.
+ * allocate in @sluice/redis, step for step (the one TypeScript twin: @sluice/hybrid reads it too), so that the memory engine and a backend's script divide alike.
  * Pure: no engine, no clock.
  */
 import { SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
@@ -83,7 +83,10 @@ export function divideShares(
     limitPerSecond,
   );
   const floor = (0.1 * limitPerSecond) / n;
-  for (const node of sorted)
-    shares.set(node.id, (Math.min(Math.max(node.demand, floor), level) + spare) / limitPerSecond);
+  // In the nodes' own order: a caller reads the shares as it listed the nodes.
+  for (const node of nodes) {
+    const demand = Number.isFinite(node.demand) ? node.demand : 0;
+    shares.set(node.id, (Math.min(Math.max(demand, floor), level) + spare) / limitPerSecond);
+  }
   return shares;
 }

@@ -4,7 +4,7 @@
  * tests and of a single process.
  */
 import { type Clock, clockValue, systemClock } from '../foundation/clock.js';
-import { SluiceError, SluiceRangeError, SluiceTypeError, inCall } from '../foundation/errors.js';
+import { inCall } from '../foundation/errors.js';
 import { type SchemaOf, optional, parseOptions } from '../foundation/options.js';
 import type {
   AdjustAnswer,
@@ -34,6 +34,7 @@ import {
   stringValue,
   versionValue,
 } from './engine-input.js';
+import { engineCall } from './checked-engine.js';
 import { adjustKey, decideAsk } from './memory-decide.js';
 import { EngineState } from './memory-engine-state.js';
 import { heartbeatOf } from './memory-fleet.js';
@@ -53,21 +54,6 @@ export const MEMORY_ENGINE_OPTIONS = {
   clock: optional(clockValue),
 } as const satisfies SchemaOf<MemoryEngineOptions>;
 
-function isSluiceError(error: unknown): error is Error {
-  return error instanceof SluiceError || error instanceof SluiceTypeError || error instanceof SluiceRangeError;
-}
-
-/** Runs `body` as an engine method does: a bad input or a failure rejects, never throws. */
-function answer<T>(method: string, body: () => T): Promise<T> {
-  try {
-    return Promise.resolve(body());
-  } catch (error) {
-    // Named even when the message starts with the method's name (`adjustment.ms` begins with `adjust`).
-    if (isSluiceError(error) && !error.message.startsWith(`${method}: `)) error.message = `${method}: ${error.message}`;
-    return Promise.reject(error);
-  }
-}
-
 class MemoryEngine implements Engine {
   readonly name = 'memory';
   readonly #data: EngineState;
@@ -84,7 +70,7 @@ class MemoryEngine implements Engine {
   }
 
   decide(rules: EngineRules, asks: readonly EngineAsk[]): Promise<readonly DecideAnswer[]> {
-    return answer('decide', () => {
+    return engineCall('decide', () => {
       const r = engineRules(rules);
       const checked = engineAsks(asks, r.rules);
       // Nothing asked, nothing changed: not even the version (redisEngine sends nothing for it).
@@ -96,7 +82,7 @@ class MemoryEngine implements Engine {
   }
 
   adjust(rules: EngineRules, key: string, adjustment: Adjustment, at: EngineTime): Promise<AdjustAnswer> {
-    return answer('adjust', () => {
+    return engineCall('adjust', () => {
       const r = engineRules(rules);
       const k = stringValue('key', key, true);
       const a = adjustmentValue(adjustment, r.rules);
@@ -108,7 +94,7 @@ class MemoryEngine implements Engine {
   }
 
   lease(rules: EngineRules, ask: LeaseAsk, at: EngineTime): Promise<LeaseAnswer> {
-    return answer('lease', () => {
+    return engineCall('lease', () => {
       const r = engineRules(rules);
       const a = leaseAskValue(ask, r.rules);
       const now = this.#now(at);
@@ -119,21 +105,21 @@ class MemoryEngine implements Engine {
   }
 
   heartbeat(beat: Heartbeat, at: EngineTime): Promise<HeartbeatAnswer> {
-    return answer('heartbeat', () => {
+    return engineCall('heartbeat', () => {
       const b = heartbeatValue(beat);
       return heartbeatOf(this.#data, b, this.#now(at));
     });
   }
 
   readConfig(prefix: string): Promise<ConfigRead> {
-    return answer('readConfig', () => {
+    return engineCall('readConfig', () => {
       const p = stringValue('prefix', prefix);
       return { record: this.#data.configs.get(p), engineNowMs: Math.floor(this.#clock.now()) };
     });
   }
 
   writeConfig(prefix: string, expected: number, record: ConfigRecord): Promise<ConfigWrite> {
-    return answer('writeConfig', (): ConfigWrite => {
+    return engineCall('writeConfig', (): ConfigWrite => {
       const p = stringValue('prefix', prefix);
       const e = versionValue('expected', expected);
       const r = configRecordValue(record);
@@ -147,7 +133,7 @@ class MemoryEngine implements Engine {
   }
 
   publish(channel: string, message: string): Promise<void> {
-    return answer('publish', () => {
+    return engineCall('publish', () => {
       const c = stringValue('channel', channel);
       const m = stringValue('message', message, true);
       // Each listener subscribed now hears it, after this call returns; microtasks keep publishing order.
@@ -156,7 +142,7 @@ class MemoryEngine implements Engine {
   }
 
   subscribe(channel: string, listener: (message: string) => void): Promise<() => Promise<void>> {
-    return answer('subscribe', () => {
+    return engineCall('subscribe', () => {
       const c = stringValue('channel', channel);
       const heard = listenerValue(listener);
       let listening = true;

@@ -29,6 +29,9 @@ export type { CarrySource } from '../engine/carried-binding.js';
 export { shareOf } from '../algorithms/algorithm.js';
 /** Refuses a second limiter with other rules on a prefix of one store. */
 export { checkedEngine } from '../contract/checked-engine.js';
+/** How a divided limit is split among a fleet's nodes (membership.lua's twin; divided mode reads it). */
+export { divideShares } from '../contract/divide-shares.js';
+export type { NodeDemand, ShareMode } from '../contract/divide-shares.js';
 export { PrefixGuard } from '../engine/prefix-guard.js';
 /** A rule held at this node's share of a fleet's limit, following the share as it changes. */
 export { sharedRule } from '../algorithms/shared-rule.js';

@@ -1208,7 +1208,7 @@ return redis.error_reply('ERR limited_keys.lua: unknown op ' .. tostring(op))
 -- fleet, in the first heartbeat after the interval ends, and writes each node's allocation. Composed after the
 -- prelude (for time_arg) and node_seen.lua (mark_seen: a node id two live processes were given).
 --
--- The division is 'equal' (limit / N) or 'demand': max-min fair (water-filling, as divideShares in @sluice/hybrid's shares.ts):
+-- The division is 'equal' (limit / N) or 'demand': max-min fair (water-filling, as divideShares in core's divide-shares.ts):
 -- every node asks max(demand, a tenth of an equal split); nodes asking less than the water level get what they
 -- ask, the others the level; what nobody asked for is split equally.
 --

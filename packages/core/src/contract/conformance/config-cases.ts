@@ -7,6 +7,7 @@ import { stateName } from '../../algorithms/rule-name.js';
 import { atEach } from '../asks-at.js';
 import { type DecideAnswer, type Engine, type EngineRules, type Heartbeat, isStale } from '../engine.js';
 import { type ConformanceRun, Timeline } from './conformance-run.js';
+import { beatOf } from './heartbeats.js';
 
 const EPOCH = 1_767_225_600_000;
 
@@ -48,25 +49,7 @@ export async function configCase(run: ConformanceRun): Promise<void> {
 
 /** A heartbeat of node `n` of the fleet of `prefix` under `version`. */
 function beatUnder(prefix: string, version: number): Heartbeat {
-  return {
-    prefix,
-    fleet: 'v',
-    node: 'n',
-    leaving: false,
-    liveMs: 3_000,
-    intervalMs: 1_000,
-    limit: 10,
-    burst: 10,
-    demand: 1,
-    division: 'equal',
-    divided: 1,
-    windowed: true,
-    minLocal: 1,
-    lastAt: undefined,
-    knownNodes: 0,
-    assumedNodes: 1,
-    version,
-  };
+  return beatOf(prefix, { fleet: 'v', version });
 }
 
 /** The answer to a batch's first ask. */

@@ -6,6 +6,7 @@
 import type { Heartbeat, HeartbeatAnswer } from '../engine.js';
 import { type ConformanceRun, Timeline } from './conformance-run.js';
 import type { Prng } from './prng.js';
+import { beatOf } from './heartbeats.js';
 
 const EPOCH = 1_767_225_600_000;
 const INTERVAL_MS = 1_000;
@@ -29,28 +30,25 @@ async function fleet(run: ConformanceRun, rng: Prng, division: 'equal' | 'demand
   const prefix = run.prefix();
   const time = new Timeline(EPOCH + rng.int(0, 1_000) * 1_000);
   const windowed = rng.chance(0.5);
-  const beatOf = (node: Node, leaving: boolean, where: string): Heartbeat => ({
-    prefix: where,
-    fleet: 'f',
-    node: node.id,
-    leaving,
-    liveMs: 3 * INTERVAL_MS,
-    intervalMs: INTERVAL_MS,
-    limit: 100,
-    burst: 100,
-    demand: node.demand,
-    division,
-    divided,
-    windowed,
-    minLocal: 1,
-    lastAt: node.lastAt,
-    knownNodes: node.knownNodes,
-    assumedNodes: 2,
-    version: 1,
-  });
+  const beatFor = (node: Node, leaving: boolean, where: string): Heartbeat =>
+    beatOf(where, {
+      node: node.id,
+      leaving,
+      liveMs: 3 * INTERVAL_MS,
+      intervalMs: INTERVAL_MS,
+      limit: 100,
+      burst: 100,
+      demand: node.demand,
+      division,
+      divided,
+      windowed,
+      lastAt: node.lastAt,
+      knownNodes: node.knownNodes,
+      assumedNodes: 2,
+    });
   const beat = async (node: Node, at: number, leaving = false, where = prefix): Promise<HeartbeatAnswer> => {
     run.next();
-    const answer = await run.both('heartbeat', (e) => e.heartbeat(beatOf(node, leaving, where), at), comparable);
+    const answer = await run.both('heartbeat', (e) => e.heartbeat(beatFor(node, leaving, where), at), comparable);
     if (!answer.idTaken) node.lastAt = answer.at;
     node.knownNodes = answer.nodes;
     return answer;

@@ -7,6 +7,7 @@ import { stateName } from '../../algorithms/rule-name.js';
 import { atEach } from '../asks-at.js';
 import { type Engine, type EngineRules, isStale } from '../engine.js';
 import type { ConformanceRun } from './conformance-run.js';
+import { beatOf } from './heartbeats.js';
 
 const TYPED = new Set(['SluiceTypeError', 'SluiceRangeError']);
 
@@ -16,25 +17,7 @@ export async function inputCase(run: ConformanceRun): Promise<void> {
   const rules: EngineRules = { prefix: run.prefix(), rules: [rule], states: [stateName(rule)] };
   const good = { key: 'k', permits: 1, maxWaitMs: 0, peek: false };
   const at = 1_767_225_600_000;
-  const beat = {
-    fleet: 'f',
-    prefix: rules.prefix,
-    node: 'n',
-    leaving: false,
-    liveMs: 3_000,
-    intervalMs: 1_000,
-    limit: 10,
-    burst: 10,
-    demand: 0,
-    division: 'equal',
-    divided: 1,
-    windowed: true,
-    minLocal: 1,
-    lastAt: undefined,
-    knownNodes: 0,
-    assumedNodes: 1,
-    version: 1,
-  } as const;
+  const beat = beatOf(rules.prefix, { demand: 0 });
   const bad: [string, (e: Engine) => Promise<unknown>][] = [
     [
       'decide (an ask of 0 permits after a good one)',
