@@ -1,7 +1,8 @@
 /**
  * checkEngine must fail on a defective engine: a memory engine wrapped so that one kind of answer is wrong
- * (a permit off by one on one decision, a lease of one more, a division that gives too much, a stale call
- * obeyed, a compare-and-set that always writes, a message heard too soon), each caught and named.
+ * (a permit off by one on one decision, a lease of one more, a hand-back into the wrong window, a reset that
+ * keeps the lessees, a division that gives too much, a stale call obeyed, a compare-and-set that always writes,
+ * a message heard too soon), each caught and named.
  */
 import {
   ConformanceError,
@@ -118,6 +119,41 @@ describe('checkEngine catches a defective engine', () => {
       })),
     );
     expect(error.message).toMatch(/decide/);
+  });
+
+  it("a hand-back by the lease's time taken as unknown, and a reset that keeps the lessees", async () => {
+    // Read as 'when unknown': a window takes a hand-back of the last window's lease.
+    const timeless = await failure(
+      defective((inner) => ({
+        adjust: (rules, key, adjustment, at) =>
+          adjustment.op === 'refund' && adjustment.grantedMsAgo === undefined && Number.isFinite(adjustment.grantedAtMs)
+            ? inner.adjust(rules, key, { op: 'refund', permits: adjustment.permits, grantedMsAgo: Number.NaN }, at)
+            : inner.adjust(rules, key, adjustment, at),
+      })),
+    );
+    expect(timeless.caseName).toMatch(/^lease /);
+    // A reset that forgets the state but not who leased it: the next lease counts a dead lessee.
+    const keeping = defective((inner) => {
+      const last = new Map<string, number>();
+      const kept = new Map<string, number>();
+      const id = (prefix: string, key: string) => `${prefix}\u0000${key}`;
+      return {
+        lease: async (rules, ask, at) => {
+          const answer = await inner.lease(rules, ask, at);
+          if (isStale(answer)) return answer;
+          const lessees = Math.max(answer.lessees, kept.get(id(rules.prefix, ask.key)) ?? 0);
+          last.set(id(rules.prefix, ask.key), lessees);
+          return { ...answer, lessees };
+        },
+        adjust: async (rules, key, adjustment, at) => {
+          if (adjustment.op === 'reset') kept.set(id(rules.prefix, key), last.get(id(rules.prefix, key)) ?? 0);
+          return inner.adjust(rules, key, adjustment, at);
+        },
+      };
+    });
+    const kept = await failure(keeping);
+    expect(kept.caseName).toBe('lease hand-back');
+    expect(kept.what).toMatch(/lessees/);
   });
 
   it('a heartbeat whose allocation is too large', async () => {

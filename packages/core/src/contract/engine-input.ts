@@ -106,12 +106,21 @@ export function adjustmentValue(value: unknown, rules: readonly Algorithm[]): Ad
           'UNSUPPORTED',
           `rule ${JSON.stringify(unrefundable.name)} (${unrefundable.kind}) cannot give permits back`,
         );
+      if (o.grantedAtMs !== undefined) {
+        if (o.grantedMsAgo !== undefined)
+          throw new SluiceTypeError(
+            'adjustment.grantedMsAgo',
+            o.grantedMsAgo,
+            'a refund names when its grant was made once: grantedAtMs or grantedMsAgo, not both',
+          );
+        return { op: 'refund', permits, grantedAtMs: nonNegativeFinite('adjustment.grantedAtMs', o.grantedAtMs) };
+      }
       const ago = o.grantedMsAgo;
       if (typeof ago !== 'number' || !(Number.isNaN(ago) || ago >= 0))
         throw new SluiceRangeError(
           'adjustment.grantedMsAgo',
           ago,
-          `adjustment.grantedMsAgo must be a number >= 0 or NaN (unknown), got ${describe(ago)}`,
+          `adjustment.grantedMsAgo must be a number >= 0 or NaN (unknown), got ${describe(ago)}, or grantedAtMs given`,
         );
       return { op: 'refund', permits, grantedMsAgo: ago };
     }

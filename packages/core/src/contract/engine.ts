@@ -110,12 +110,18 @@ export interface Stale {
 export type Adjustment =
   /**
    * Gives back up to `permits` to each rule counted against the key itself, never beyond a fresh state; a
-   * window rule only into the window the grant was counted in, `grantedMsAgo` before `at` (NaN: unknown).
+   * window rule only into the window the grant was counted in: the one `grantedMsAgo` before `at` (NaN:
+   * unknown), or the one `grantedAtMs` falls in, a time on the clock that decided the grant (a lease's
+   * `decidedAtMs`: a node handing a lease back does not know the engine's clock, only the lease's time on it).
    */
-  | { readonly op: 'refund'; readonly permits: Permits; readonly grantedMsAgo: number }
+  | { readonly op: 'refund'; readonly permits: Permits; readonly grantedMsAgo: number; readonly grantedAtMs?: never }
+  | { readonly op: 'refund'; readonly permits: Permits; readonly grantedAtMs: number; readonly grantedMsAgo?: never }
   /** Takes `permits` from every rule, past the limit if need be. */
   | { readonly op: 'penalize'; readonly permits: Permits }
-  /** Forgets the key under every rule, and its ban. */
+  /**
+   * Forgets the key under every rule counted against the key itself, its lessees under each (a lease after
+   * it counts its node alone), and its ban.
+   */
   | { readonly op: 'reset' }
   /** Bans the key for `ms` from `at` (an explicit ban; a ban in force that ends later is kept, and becomes explicit). */
   | { readonly op: 'block'; readonly ms: number }

@@ -99,7 +99,8 @@ export function adjustKey(
   const keys = stateKeys(rules, key);
   switch (adjustment.op) {
     case 'refund': {
-      const at = grantedAt(now, adjustment.grantedMsAgo);
+      const at =
+        adjustment.grantedAtMs !== undefined ? adjustment.grantedAtMs : grantedAt(now, adjustment.grantedMsAgo);
       let freed = false;
       list.forEach((rule, r) => {
         const k = keys[r] as string;
@@ -126,7 +127,10 @@ export function adjustKey(
       let freed = false;
       list.forEach((rule, r) => {
         // Rules counted against other identities are shared, and stay.
-        if (rule.scope === undefined && data.states.delete(keys[r] as string)) freed = true;
+        if (rule.scope !== undefined) return;
+        if (data.states.delete(keys[r] as string)) freed = true;
+        // Its lessees go too (not counted as freed: they are who leased it, not its standing).
+        data.lessees.delete(compositeKey(keys[r] as string, 'lessees'));
       });
       // A ban that has ended on the decision's clock is nothing to forget, though it may not be reclaimed yet.
       const banned = data.ban(rules.prefix, key, now) !== undefined;

@@ -7,13 +7,14 @@ import { wirePermits } from '../exact/protocol.js';
 import { type GrantTime, adjustArgs, numArg, ruleArgs } from '../exact/rule-args.js';
 import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';
 import { versionError } from '../reply-errors.js';
+import { lesseesName } from './engine-fleet.js';
 import { adjustScript, blockScript } from '../scripts.js';
 
 /**
  * redisEngine's `adjust`, as exact mode's controls make each change on Redis (RedisControls): a refund and a
  * reset reach the key's own rules (rules counted against other identities are shared), a penalty every rule
  * (one adjust.lua call per slot), a reset the ban too; `block` is block.lua, `unblock` deletes the ban (adjust.lua
- * 'reset' of no rules, so that its reply says whether there was one). Under a configuration version each
+ * 'reset' of no rules, so that its reply says whether there was one); a reset deletes the key's lessees beside its states. Under a configuration version each
  * adjust.lua call checks its slot's (SLUICE_STALE: `{ stale }`); a ban is the key's whatever the version.
  */
 export async function adjustOnRedis(
@@ -30,7 +31,12 @@ export async function adjustOnRedis(
       case 'refund': {
         if (own.length === 0) return { freed: false };
         const ago = adjustment.grantedMsAgo;
-        const granted: GrantTime | undefined = Number.isNaN(ago) ? undefined : { agoMs: ago };
+        const granted: GrantTime | undefined =
+          adjustment.grantedAtMs !== undefined
+            ? { atMs: adjustment.grantedAtMs }
+            : ago === undefined || Number.isNaN(ago)
+              ? undefined
+              : { agoMs: ago };
         const reply = await adjust(
           connection,
           rules,
@@ -57,7 +63,12 @@ export async function adjustOnRedis(
         return { freed: false };
       }
       case 'reset': {
-        const reply = await adjust(connection, rules, own, key, 'reset', 0, undefined, at, [banKey(prefix, key)]);
+        // The ban, and each own rule's lessees (its state's slot: the key's).
+        const lessees = own.map((rule) => stateKey(prefix, key, lesseesName(stateName(rules, rule))));
+        const reply = await adjust(connection, rules, own, key, 'reset', 0, undefined, at, [
+          banKey(prefix, key),
+          ...lessees,
+        ]);
         return { freed: typeof reply === 'number' && reply > 0 };
       }
       case 'block': {
@@ -85,9 +96,12 @@ export async function adjustOnRedis(
   }
 }
 
+/** `rule`'s state name under `rules`. */
+const stateName = (rules: EngineRules, rule: Algorithm): string => rules.states[rules.rules.indexOf(rule)] as string;
+
 /** Where `rule` keeps `key`'s state under `rules` (its state name). */
 function stateOf(rules: EngineRules, rule: Algorithm, key: string): string {
-  return stateKey(rules.prefix, identityOf(rule, key), rules.states[rules.rules.indexOf(rule)] as string);
+  return stateKey(rules.prefix, identityOf(rule, key), stateName(rules, rule));
 }
 
 /**

@@ -3,7 +3,8 @@
 -- leased node handing back what it did not spend). Each rule's REFUNDS or PENALTIES function is its
 -- algorithm's refund or penalize in core.
 --
--- KEYS: the state key of each rule to adjust, in rule order; for 'reset', then the key's ban.
+-- KEYS: the state key of each rule to adjust, in rule order; for 'reset', then the key's ban and the lessees of
+--       its leased states (sorted sets), in any order.
 -- ARGV: the rules (one text, as decide.lua reads them: see parse_rules in prelude.lua); then
 --       'refund', 'penalize' or 'reset' (limiter.reset: forget the states and the ban); permits (one count of
 --       every rule, or each rule's own in rule order, comma-separated: per-rule permits; a rule given 0 is
@@ -75,17 +76,16 @@ for r = 1, R do
   end
 end
 if op == 'refund' then return was_denying end
--- reset: the key's ban, after its rules' states. A ban that has ended (not yet reclaimed) was nothing to forget.
--- (Leased mode's reset names the key's lessees there instead, a sorted set: deleted, and counted.)
-if op == 'reset' and KEYS[R + 1] ~= nil and (client_version == nil or R + 1 < #KEYS) then
-  local extra = KEYS[R + 1]
-  -- GET of a sorted set answers an error table, not a string: pcall keeps it from failing the script.
-  local raw = redis.pcall('GET', extra)
-  if type(raw) == 'string' then
-    if unpack_doubles(raw)[1] > now then changed = changed + 1 end
-    redis.call('DEL', extra)
-  else
-    changed = changed + redis.call('DEL', extra)
+-- reset: the key's ban and lessees, after its rules' states. A ban that has ended (not yet reclaimed) was
+-- nothing to forget; lessees are who leased the key, not its standing: deleted, never counted.
+if op == 'reset' then
+  local last = #KEYS
+  if client_version then last = last - 1 end
+  for k = R + 1, last do
+    -- GET of a sorted set answers an error table, not a string: pcall keeps it from failing the script.
+    local raw = redis.pcall('GET', KEYS[k])
+    if type(raw) == 'string' and unpack_doubles(raw)[1] > now then changed = changed + 1 end
+    redis.call('DEL', KEYS[k])
   end
 end
 return changed

@@ -14,7 +14,7 @@ import { ConformanceRun } from './conformance-run.js';
 import { policyCase, refundWindowCase, ruleCases } from './decide-cases.js';
 import { fleetCase } from './fleet-cases.js';
 import { inputCase } from './input-cases.js';
-import { leaseCases, leaseWindowCase } from './lease-cases.js';
+import { leaseCases, leaseHandBackCase, leaseWindowCase } from './lease-cases.js';
 import { messageCase } from './message-cases.js';
 import { Prng } from './prng.js';
 
@@ -80,6 +80,7 @@ const CASES: readonly ((run: ConformanceRun) => Promise<void>)[] = [
   refundWindowCase,
   ...leaseCases.map((c) => c.run),
   leaseWindowCase,
+  leaseHandBackCase,
   fleetCase,
   configCase,
   versionCase,

@@ -28,6 +28,14 @@ export async function inputCase(run: ConformanceRun): Promise<void> {
     ['adjust (an unknown op)', (e) => e.adjust(rules, 'k', { op: 'forget' } as never, at)],
     ['adjust (a penalty of -1)', (e) => e.adjust(rules, 'k', { op: 'penalize', permits: -1 }, at)],
     [
+      'adjust (a refund that says when twice)',
+      (e) => e.adjust(rules, 'k', { op: 'refund', permits: 1, grantedMsAgo: 0, grantedAtMs: at } as never, at),
+    ],
+    [
+      'adjust (a refund granted at NaN)',
+      (e) => e.adjust(rules, 'k', { op: 'refund', permits: 1, grantedAtMs: Number.NaN }, at),
+    ],
+    [
       'lease (want 0)',
       (e) =>
         e.lease(rules, { key: 'k', want: 0, node: 'n', liveMs: 1_000, hoardingDivisor: undefined, register: true }, at),

@@ -1,11 +1,12 @@
 /**
  * The lease cases: random leases of every leasable kind compared with the reference, the hoarding cap, and a
- * window's leases never summing past its limit; lessees counted, and the register-false path.
+ * window's leases never summing past its limit; lessees counted, and the register-false path; a lease handed
+ * back into its own window only, and a reset that forgets the lessees.
  */
 import type { Algorithm } from '../../algorithms/algorithm.js';
 import { fixedWindow } from '../../algorithms/fixed-window.js';
 import { stateName } from '../../algorithms/rule-name.js';
-import { type EngineRules, type LeaseAnswer, type LeaseAsk, isStale } from '../engine.js';
+import { type Adjustment, type EngineRules, type LeaseAnswer, type LeaseAsk, isStale } from '../engine.js';
 import { CONFORMANCE_KINDS, CONFORMANCE_RULES } from './conformance-rules.js';
 import { type ConformanceRun, Timeline } from './conformance-run.js';
 
@@ -46,7 +47,11 @@ export const leaseCases = CONFORMANCE_KINDS.map((kind) => ({
       const key = rng.pick(['x', 'y']);
       if (rule.refundable && rng.chance(0.15)) {
         // A node hands back what it did not spend.
-        const adjustment = { op: 'refund', permits: rng.int(1, 2), grantedMsAgo: rng.pick([0, 100]) } as const;
+        const permits = rng.int(1, 2);
+        const ago = rng.pick([0, 100, Math.ceil(rule.windowMs / 2)]);
+        const adjustment: Adjustment = rng.chance(0.5)
+          ? { op: 'refund', permits, grantedMsAgo: ago }
+          : { op: 'refund', permits, grantedAtMs: at - ago };
         await run.both('adjust refund', (e) => e.adjust(rules, key, adjustment, at));
         continue;
       }
@@ -133,4 +138,55 @@ export async function leaseWindowCase(run: ConformanceRun): Promise<void> {
       capped.granted,
     );
   }
+}
+
+/**
+ * A lease handed back by the time it was leased at (its `decidedAtMs`, as a node knows it): into the window it
+ * was leased in, never into a later one; a reset forgets the key's lessees with its state.
+ */
+export async function leaseHandBackCase(run: ConformanceRun): Promise<void> {
+  run.begin('lease hand-back');
+  const windowMs = 60_000;
+  const rules = rulesOf(run, fixedWindow({ limit: 10, windowMs, name: 'w' }));
+  const time = new Timeline(EPOCH + 30_000);
+  const ask = (node: string, want: number): LeaseAsk => ({
+    key: 'k',
+    want,
+    node,
+    liveMs: 600_000,
+    hoardingDivisor: undefined,
+    register: true,
+  });
+  const handBack = async (permits: number, grantedAtMs: number): Promise<void> => {
+    run.next();
+    await run.both('adjust refund', (e) => e.adjust(rules, 'k', { op: 'refund', permits, grantedAtMs }, time.at));
+  };
+  const take = async (what: string, node: string, want: number, granted: number): Promise<Granted> => {
+    run.next();
+    const answer = await lease(run, rules, ask(node, want), time.at);
+    run.expect(answer.granted === granted, `lease ${what}: granted`, granted, answer.granted);
+    return answer;
+  };
+  // 100 ms into a window: its whole limit leased, 4 handed back, leased again by another node.
+  const start = Math.ceil(time.advance(windowMs) / windowMs) * windowMs;
+  time.advance(start + 100 - time.at);
+  const first = await take('of a whole window', 'a', 10, 10);
+  time.advance(50);
+  await handBack(4, first.decidedAtMs);
+  time.advance(10);
+  const again = await take('after a hand-back of 4 in its window', 'b', 10, 4);
+  run.expect(again.lessees === 2, 'lease: lessees', 2, again.lessees);
+  // The next window, leased whole: a hand-back of the last window's lease gives it nothing.
+  time.advance(start + windowMs + 100 - time.at);
+  await take('of the next window', 'a', 10, 10);
+  time.advance(10);
+  await handBack(4, again.decidedAtMs);
+  time.advance(10);
+  await take("after a hand-back of the last window's lease", 'a', 1, 0);
+  // A reset forgets the lessees with the state: the next lease counts its node alone.
+  run.next();
+  await run.both('adjust reset', (e) => e.adjust(rules, 'k', { op: 'reset' }, time.advance(10)));
+  time.advance(10);
+  const fresh = await take('after a reset', 'c', 1, 1);
+  run.expect(fresh.lessees === 1, 'lease after a reset: lessees', 1, fresh.lessees);
 }
