@@ -11,7 +11,8 @@ import {
   CONFORMANCE_RULES,
 } from '../../packages/core/src/contract/conformance/conformance-rules.js';
 import { Prng } from '../../packages/core/src/contract/conformance/prng.js';
-import { leaseShape, requestLease } from '../../packages/hybrid/src/lease-client.js';
+import { leaseShape } from '../../packages/hybrid/src/lease-client.js';
+import { leaseByScript } from '../harness/lease-script.js';
 import { useTestRedis } from '../harness/use-redis.js';
 
 const redis = useTestRedis();
@@ -36,7 +37,7 @@ describe('memoryEngine.lease is lease.lua', () => {
         const liveMs = rng.pick([1_000, 3_000]);
         const hoardingDivisor = rng.pick([undefined, 1, 2, 4]);
         const register = rng.chance(0.7);
-        const lua = await requestLease(toConnection(redis().redis), {
+        const lua = await leaseByScript(toConnection(redis().redis), {
           stateKey: `${prefix}:${key}`,
           lesseesKey: `${prefix}:${key}:lessees`,
           shape,

@@ -16,7 +16,8 @@ import {
 import type { LeaseEvent } from '@sluice/hybrid';
 import { leasedLimiterOn } from '../harness/hybrid.js';
 import { toConnection } from '@sluice/redis/internal';
-import { leaseShape, requestLease, returnLease } from '../../packages/hybrid/src/lease-client.js';
+import { leaseShape } from '../../packages/hybrid/src/lease-client.js';
+import { leaseByScript, refundByScript } from '../harness/lease-script.js';
 import { LEASE_PAYS_AT } from '../../packages/hybrid/src/leased-binding.js';
 import { leaseScript, membershipScript } from '../../packages/redis/src/scripts.js';
 import { Redis } from 'ioredis';
@@ -40,7 +41,7 @@ function lease(
   divisor = 0,
   register = true,
 ) {
-  return requestLease(toConnection(r), {
+  return leaseByScript(toConnection(r), {
     stateKey: keys[0],
     lesseesKey: keys[1],
     shape: leaseShape(rule),
@@ -53,7 +54,7 @@ function lease(
   });
 }
 const handBack = (r: Redis, rule: Algorithm, key: string, permits: number, leasedAt: number, now: number) =>
-  returnLease(toConnection(r), key, leaseShape(rule), permits, leasedAt, now);
+  refundByScript(toConnection(r), key, leaseShape(rule), permits, leasedAt, now);
 
 describe('lease.lua on its own', () => {
   it('bucket: debits what it grants, refills at the rate, registers the lessee; PTTL until full + 1 s', async () => {

@@ -33,7 +33,8 @@ import { ALGORITHM_KINDS, algorithmArb as registryArb } from '@sluice/test-kit';
 import fc from 'fast-check';
 import type { Cluster, Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { leaseShape, requestLease } from '../../packages/hybrid/src/lease-client.js';
+import { leaseShape } from '../../packages/hybrid/src/lease-client.js';
+import { leaseByScript } from '../harness/lease-script.js';
 import { toConnection } from '../../packages/redis/src/connection/connect.js';
 import { lesseesName } from '../../packages/redis/src/engine/engine-fleet.js';
 import { stateKey } from '../../packages/redis/src/key-layout.js';
@@ -243,7 +244,7 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
         { key: 'k', want, node, liveMs: 3_000, hoardingDivisor, register },
         at,
       );
-      const reply = await requestLease(connection, {
+      const reply = await leaseByScript(connection, {
         stateKey: stateKey(viaClient, 'k', state),
         lesseesKey: stateKey(viaClient, 'k', lesseesName(state)),
         shape: leaseShape(rule),

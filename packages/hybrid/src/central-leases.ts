@@ -1,14 +1,15 @@
 import type { Clock } from '@sluice/core';
-import { type RedisConnection, stateKey, versionKeyBeside } from '@sluice/redis/internal';
+import { type Engine, type EngineRules, isStale } from '@sluice/core/engine';
+import { type NodeIdentity, StaleConfigurationError } from '@sluice/core/internal';
+import { stateKey } from '@sluice/redis/internal';
 import { type HeldLease, mustRegister } from './key-lease.js';
-import { type LeaseReply, type LeaseRequest, type LeaseShape, giveBack, requestLease } from './lease-client.js';
-import type { NodeIdentity } from '@sluice/core/internal';
+import { type LeaseReply, type LeaseShape, leaseReply } from './lease-client.js';
 
-/** The node that leases: its connection, its id among each key's lessees, and its clocks. */
+/** The node that leases: the engine it leases from, its id among each key's lessees, and its clocks. */
 export interface Lessee {
-  readonly redis: RedisConnection;
+  readonly engine: Engine;
   readonly identity: NodeIdentity;
-  /** The client clock for the scripts, or undefined for Redis TIME. */
+  /** The client clock the engine is given, or undefined for the engine's own. */
   readonly decisionClock: Clock | undefined;
   /** This process's clock: when a lease was taken, whether its window has ended. */
   readonly clock: Clock;
@@ -20,23 +21,31 @@ export interface LeaseSource {
   /** How long this node counts as a live lessee of a key after a lease. */
   readonly liveMs: number;
   /**
-   * The names the rule's central states and their lessees live under ('~' is in no rule name, so they never
-   * collide with an exact-mode limiter's states).
+   * The name the rule's central states live under ('~' is in no rule name, so they never collide with an
+   * exact-mode limiter's states); the engine keeps each key's lessees beside its state.
    */
   readonly stateName: string;
-  readonly lesseesName: string;
-  /** The configuration version leases are taken under, read per lease (a slot at a newer one refuses them). */
+  /** The configuration version leases are taken under, read per call (a newer one refuses them). */
   readonly version: () => number;
   /** A lease is at most burst / (this x live lessees); undefined: no such cap. */
   readonly hoardingDivisor: number | undefined;
 }
 
+/** What a held lease hands back: its whole permits left, and when it was leased (the engine's decidedAtMs). */
+interface Returnable {
+  available: number;
+  readonly expiresAt: number;
+  readonly leasedAt: number;
+}
+
 /**
- * One rule's central states on Redis as a node leases them (leased mode's keys, a divided limiter's reserve):
- * each key's state and its lessees under the limiter's prefix, a lease of some of its permits, and the
- * hand-back of what a lease has left.
+ * One rule's central states as a node leases them through the engine (leased mode's keys, a divided limiter's
+ * reserve): a lease of some of a key's permits, the hand-back of what a lease has left, and the controls that
+ * reach the central state (a penalty past what the lease covers, a reset). A call the engine refuses as stale
+ * rejects with StaleConfigurationError (nothing taken); deadlines are the caller's (a late lease is still
+ * credited), so the engine is one without its own.
  * @example
- * const central = new CentralLeases(ctx, { ...source, stateName: 'lease~fw', lesseesName: 'lessees~fw' })
+ * const central = new CentralLeases(node, { prefix: 'api', liveMs: 3_000, stateName: 'lease~fw', version: () => 1, hoardingDivisor: 4 })
  * const reply = await central.lease('user:1', shape, lease, 10, clock.now())
  */
 export class CentralLeases {
@@ -48,41 +57,74 @@ export class CentralLeases {
     this.#o = source;
   }
 
+  /**
+   * Where `key`'s central state lives on Redis: the key the store's health probe pings after a failed call
+   * there (on a Cluster, the failing slot's primary). Redis's layout until the probe is the engine's.
+   */
   stateKey(key: string): string {
     return stateKey(this.#o.prefix, key, this.#o.stateName);
   }
 
-  lesseesKey(key: string): string {
-    return stateKey(this.#o.prefix, key, this.#o.lesseesName);
+  /** The rules a call names: the shape's rule under this source's state name, at the version in force (or none). */
+  #rules(shape: LeaseShape, versioned: boolean): EngineRules {
+    const { prefix, stateName, version } = this.#o;
+    return { prefix, rules: [shape.rule], states: [stateName], version: versioned ? version() : undefined };
   }
 
-  /** The configuration version check of `key`'s slot (live limits): its version key and the version leased under. */
-  versionOf(key: string): NonNullable<LeaseRequest['version']> {
-    const { prefix, version } = this.#o;
-    return { key: versionKeyBeside(prefix, this.stateKey(key), this.#node.redis.isCluster), version: version() };
-  }
-
-  /** Asks Redis for up to `want` permits of `key` under `shape`, for `held`, a lease sent at `sentAt` (this process's clock). */
-  lease(key: string, shape: LeaseShape, held: HeldLease, want: number, sentAt: number): Promise<LeaseReply> {
-    const { redis, identity, decisionClock } = this.#node;
+  /** Asks the engine for up to `want` permits of `key` under `shape`, for `held`, a lease sent at `sentAt` (this process's clock). */
+  async lease(key: string, shape: LeaseShape, held: HeldLease, want: number, sentAt: number): Promise<LeaseReply> {
+    const { engine, identity, decisionClock } = this.#node;
     const { liveMs, hoardingDivisor } = this.#o;
-    return requestLease(redis, {
-      stateKey: this.stateKey(key),
-      lesseesKey: this.lesseesKey(key),
-      shape,
-      want,
-      nodeId: identity.id,
-      liveMs,
-      nowMs: decisionClock?.now(),
-      hoardingDivisor,
-      register: mustRegister(held, sentAt, liveMs),
-      version: this.versionOf(key),
-    });
+    const answer = await engine.lease(
+      this.#rules(shape, true),
+      { key, want, node: identity.id, liveMs, hoardingDivisor, register: mustRegister(held, sentAt, liveMs) },
+      decisionClock?.now(),
+    );
+    if (isStale(answer)) throw new StaleConfigurationError(answer.stale);
+    return leaseReply(shape, answer);
   }
 
-  /** Hands back the whole permits `held` has left of `key`, unless its window has ended (see giveBack). */
-  giveBack(key: string, shape: LeaseShape, held: HeldLease): Promise<void> {
-    const { redis, clock, decisionClock } = this.#node;
-    return giveBack(redis, this.stateKey(key), shape, held, clock.now(), decisionClock?.now());
+  /**
+   * Hands back the whole permits `held` has left of `key` (the rule's own refund: a bucket refills up to its
+   * capacity, a window takes them back only while the window the lease was counted in lasts), unless its
+   * window has ended here. They leave `held` before the call, so a decision meanwhile cannot spend them too.
+   * Under no version: the permits go back to the state they were leased from, whichever configuration is in force.
+   */
+  async giveBack(key: string, shape: LeaseShape, held: Returnable): Promise<void> {
+    const { engine, clock, decisionClock } = this.#node;
+    const permits = Math.floor(held.available);
+    if (permits < 1 || clock.now() >= held.expiresAt) return;
+    held.available -= permits;
+    await engine.adjust(
+      this.#rules(shape, false),
+      key,
+      { op: 'refund', permits, grantedAtMs: held.leasedAt },
+      decisionClock?.now(),
+    );
+  }
+
+  /**
+   * Takes `permits` from `key`'s central state past its limit: a penalty this node's lease could not cover;
+   * `versioned` false: whichever configuration is in force (a reserve's generation carries its own states).
+   */
+  async penalize(key: string, shape: LeaseShape, permits: number, versioned = true): Promise<void> {
+    const answer = await this.#node.engine.adjust(
+      this.#rules(shape, versioned),
+      key,
+      { op: 'penalize', permits },
+      this.#node.decisionClock?.now(),
+    );
+    if (isStale(answer)) throw new StaleConfigurationError(answer.stale);
+  }
+
+  /** Forgets `key`'s central state and its lessees (every node's next lease starts fresh). */
+  async reset(key: string, shape: LeaseShape): Promise<void> {
+    const answer = await this.#node.engine.adjust(
+      this.#rules(shape, true),
+      key,
+      { op: 'reset' },
+      this.#node.decisionClock?.now(),
+    );
+    if (isStale(answer)) throw new StaleConfigurationError(answer.stale);
   }
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MemoryStore, systemClock } from '@sluice/core';
 import { type ParsedOptions, emitSafely, Fallback, NodeIdentity, storeClocks } from '@sluice/core/internal';
+import { engineOnConnection } from '@sluice/redis/internal';
 import type { EventEmitter } from 'eventemitter3';
 import type { DIVIDED_STORE_OPTIONS } from './divided-options.js';
 import type { DividedEvents } from './divided-events.js';
@@ -27,6 +28,7 @@ export function divideContext(o: DivideSettings, events: EventEmitter<DividedEve
   return {
     o,
     redis: o.redis,
+    engine: engineOnConnection(o.redis, undefined),
     decisionClock,
     clock: localClock,
     identity,

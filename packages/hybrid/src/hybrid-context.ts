@@ -1,4 +1,5 @@
 import type { Clock } from '@sluice/core';
+import type { Engine } from '@sluice/core/engine';
 import type { RedisConnection } from '@sluice/redis/internal';
 import type { EventEmitter } from 'eventemitter3';
 import type { NodeIdentity } from '@sluice/core/internal';
@@ -7,6 +8,8 @@ import type { NodeIdentity } from '@sluice/core/internal';
 export interface HybridContext<Settings, Events extends EventEmitter.ValidEventTypes> {
   readonly o: Settings;
   readonly redis: RedisConnection;
+  /** The engine contract on the store's connection, with no deadline of its own: the modes keep theirs. */
+  readonly engine: Engine;
   /** The client clock the scripts are given (heartbeats, leases), or undefined for Redis TIME. */
   readonly decisionClock: Clock | undefined;
   /** This process's clock (or the Clock given): local decisions, demand, lease expiry. */

@@ -5,14 +5,14 @@ import {
   keyCache,
   permitsOfRule,
   reportLease,
-  stateName,
+  staleVersionOf,
   DENY_CACHE_TRUST_MS,
   DeadlineError,
   type FallbackBinding,
   type EngineHealth,
   withDeadline,
 } from '@sluice/core/internal';
-import { type ExactBinding, versionError } from '@sluice/redis/internal';
+import type { ExactBinding } from '@sluice/redis/internal';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { ColdDemand } from './cold-demand.js';
@@ -78,7 +78,6 @@ export class LeasedBinding implements BoundStore {
       prefix,
       liveMs: o.liveMs,
       stateName: live.centralName,
-      lesseesName: `lessees~${stateName(rule)}`,
       version: () => live.version(),
       hoardingDivisor: o.maxLease === undefined ? HOARDING_DIVISOR : undefined,
     });
@@ -99,7 +98,6 @@ export class LeasedBinding implements BoundStore {
       fallback,
       health: ctx.health,
       clock: ctx.clock,
-      decisionClock: ctx.decisionClock,
       timeoutMs: o.timeoutMs,
     });
   }
@@ -164,7 +162,7 @@ export class LeasedBinding implements BoundStore {
       // The lease goes on past the deadline: a late answer is still credited by #startLease.
       await withDeadline(lease.pending as Promise<void>, this.#o.timeoutMs, 'a lease');
     } catch (error) {
-      const newer = versionError(error, 'SLUICE_STALE');
+      const newer = staleVersionOf(error);
       if (newer !== undefined) {
         // The limiter's configuration changed: decided again under it (this binding's leases go back).
         const next = await this.#live.onStale(newer);
@@ -208,7 +206,7 @@ export class LeasedBinding implements BoundStore {
     // A failed lease is reported once, here; callers waiting on it decide by failMode. A stale one is no
     // failure: the configuration changed, and this node learns it now (a prefetch has no caller to do it).
     call.catch((error: unknown) => {
-      const newer = versionError(error, 'SLUICE_STALE');
+      const newer = staleVersionOf(error);
       if (newer === undefined) this.#health.reportFailure(error, this.#central.stateKey(key));
       else if (prefetch) void this.#live.onStale(newer);
     });

@@ -1,16 +1,10 @@
 import { type Clock, type GrantSource, SluiceError } from '@sluice/core';
-import {
-  type ExactBinding,
-  type RedisConnection,
-  encodeIdentity,
-  resetChannel,
-  versionError,
-} from '@sluice/redis/internal';
+import { type ExactBinding, type RedisConnection, encodeIdentity, resetChannel } from '@sluice/redis/internal';
 import type { CentralLeases } from './central-leases.js';
 import type { ColdDemand } from './cold-demand.js';
 import { type HeldLease, refundToLease } from './key-lease.js';
-import { type LeaseShape, penalizeCentrally, resetCentrally } from './lease-client.js';
-import { type FallbackBinding, type EngineHealth, withDeadline } from '@sluice/core/internal';
+import type { LeaseShape } from './lease-client.js';
+import { type EngineHealth, type FallbackBinding, staleVersionOf, withDeadline } from '@sluice/core/internal';
 
 /**
  * A leased limiter's controls (reset, refund, penalize) on one key: first on what this node holds of its
@@ -35,22 +29,11 @@ export class LeaseControls {
     this.#o.cold.delete(key);
     this.#o.fallback.reset(key);
     try {
-      await withDeadline(
-        resetCentrally(
-          this.#o.redis,
-          this.#o.central.stateKey(key),
-          this.#o.shape,
-          [this.#o.central.lesseesKey(key)],
-          this.#o.decisionClock?.now(),
-          this.#o.central.versionOf(key),
-        ),
-        this.#o.timeoutMs,
-        'reset',
-      );
+      await withDeadline(this.#o.central.reset(key, this.#o.shape), this.#o.timeoutMs, 'reset');
       this.#announce(key);
     } catch (error) {
       // A newer configuration is no failure of Redis: the caller re-reads it and resets again.
-      if (versionError(error, 'SLUICE_STALE') !== undefined) throw error;
+      if (staleVersionOf(error) !== undefined) throw error;
       this.#o.health.reportFailure(error, this.#o.central.stateKey(key));
       const why = error instanceof Error ? error.message : String(error);
       throw new SluiceError(
@@ -99,21 +82,10 @@ export class LeaseControls {
     if (rest === 0) return;
     try {
       if (!this.#o.health.healthy) throw new SluiceError('STORE_UNAVAILABLE', 'Redis is failing');
-      await withDeadline(
-        penalizeCentrally(
-          this.#o.redis,
-          this.#o.central.stateKey(key),
-          this.#o.shape,
-          rest,
-          this.#o.decisionClock?.now(),
-          this.#o.central.versionOf(key),
-        ),
-        this.#o.timeoutMs,
-        'a penalty',
-      );
+      await withDeadline(this.#o.central.penalize(key, this.#o.shape, rest), this.#o.timeoutMs, 'a penalty');
       this.#o.health.reportSuccess();
     } catch (error) {
-      if (versionError(error, 'SLUICE_STALE') !== undefined) {
+      if (staleVersionOf(error) !== undefined) {
         // Not taken: the caller re-reads the configuration and penalizes again (what the lease gave stays given).
         if (lease !== undefined) lease.available += fromLease;
         throw error;
@@ -161,8 +133,7 @@ export interface LeaseControlParts {
   readonly exact: ExactBinding;
   readonly fallback: FallbackBinding;
   readonly health: EngineHealth;
-  /** This process's clock, and the client clock for the scripts (undefined: Redis TIME). */
+  /** This process's clock. */
   readonly clock: Clock;
-  readonly decisionClock: Clock | undefined;
   readonly timeoutMs: number;
 }

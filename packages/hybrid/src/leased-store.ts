@@ -21,6 +21,7 @@ import {
   adjustScript,
   decodeIdentity,
   encodeIdentity,
+  engineOnConnection,
   exactScripts,
   leaseScript,
   presenceScript,
@@ -85,6 +86,7 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
     this.#ctx = {
       o,
       redis: parts.connection,
+      engine: engineOnConnection(parts.connection, undefined),
       decisionClock: parts.decisionClock,
       clock: parts.localClock,
       identity: parts.identity,

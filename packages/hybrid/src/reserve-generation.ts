@@ -55,7 +55,7 @@ export function generationReserve(ctx: DivideContext, owner: ReserveOwner, entry
   }
   return new Reserve(
     {
-      redis: ctx.redis,
+      engine: ctx.engine,
       identity: ctx.identity,
       decisionClock: ctx.decisionClock,
       clock,

@@ -1,11 +1,12 @@
 import { type Algorithm, type Clock, SluiceError } from '@sluice/core';
-import { keyCache, type NodeIdentity, withDeadline } from '@sluice/core/internal';
-import { type KeyCarrier, type RedisConnection, versionError } from '@sluice/redis/internal';
+import type { Engine } from '@sluice/core/engine';
+import { keyCache, type NodeIdentity, staleVersionOf, withDeadline } from '@sluice/core/internal';
+import type { KeyCarrier } from '@sluice/redis/internal';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { DemandMeter } from './demand-meter.js';
 import { type HeldLease, creditLease, emptyLease, heldNow, refundToLease, spendFromLease } from './key-lease.js';
-import { type LeaseShape, leaseShape, penalizeCentrally } from './lease-client.js';
+import { type LeaseShape, leaseShape } from './lease-client.js';
 
 /** The name a reserve's states live under, from its rule's state name ('~' is in no rule name). */
 export const reserveStateName = (state: string): string => `reserve~${state}`;
@@ -21,7 +22,8 @@ const DRAW_HOARDING_DIVISOR = 2;
 
 /** What a divided limiter's reserve needs of its store. */
 export interface ReserveContext {
-  readonly redis: RedisConnection;
+  /** The engine the reserve's states are kept on (its deadlines this reserve's). */
+  readonly engine: Engine;
   /** This node's id among the reserve's lessees. */
   readonly identity: NodeIdentity;
   /** The client clock for draws, or undefined for Redis TIME. */
@@ -93,7 +95,6 @@ export class Reserve {
       prefix,
       liveMs: ctx.liveMs,
       stateName: reserveStateName(generation.state),
-      lesseesName: `reserve-lessees~${generation.state}`,
       version: () => generation.version(),
       hoardingDivisor: DRAW_HOARDING_DIVISOR,
     });
@@ -157,7 +158,7 @@ export class Reserve {
       await withDeadline(draw.pending as Promise<void>, this.#ctx.timeoutMs, 'a draw on the reserve');
     } catch (error) {
       // A stale draw is no failure: this node reads the configuration and draws under it from then on.
-      if (versionError(error, 'SLUICE_STALE') === undefined) this.#pause(error, key);
+      if (staleVersionOf(error) === undefined) this.#pause(error, key);
       return false;
     }
     return spendFromLease(draw, permits, this.#ctx.clock.now());
@@ -177,7 +178,7 @@ export class Reserve {
           return undefined;
         },
         (error: unknown) => {
-          const newer = versionError(error, 'SLUICE_STALE');
+          const newer = staleVersionOf(error);
           if (newer === undefined) this.#pause(error, key);
           else this.#ctx.stale(newer);
           throw error;
@@ -229,13 +230,7 @@ export class Reserve {
     await this.#generation.carrier?.carryFirst(key);
     try {
       await withDeadline(
-        penalizeCentrally(
-          this.#ctx.redis,
-          this.#central.stateKey(key),
-          this.#shape,
-          rest,
-          this.#ctx.decisionClock?.now(),
-        ),
+        this.#central.penalize(key, this.#shape, rest, false),
         this.#ctx.timeoutMs,
         'a penalty on the reserve',
       );

@@ -100,6 +100,7 @@ export type { FailMode, FallbackBinding, FallbackOptions } from '../modes/fail-m
 /** How long any mode answers a denial it cached before asking the engine again (a missed message heals). */
 export { DENY_CACHE_TRUST_MS, DenyCache } from '../modes/deny-cache.js';
 export { NodeIdentity } from '../modes/node-identity.js';
+export { StaleConfigurationError, staleVersionOf } from '../modes/stale.js';
 export type {
   DecisionEvent,
   FallbackChargedEvent,

@@ -1,6 +1,7 @@
 import type { Engine } from '@sluice/core/engine';
 import { checkedEngine, inCall } from '@sluice/core/internal';
-import { withDeadline } from '@sluice/core/internal';
+import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
+import type { RedisConnection } from '../connection/connection.js';
 import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';
 import { EngineConfiguration } from './engine-config.js';
@@ -30,44 +31,60 @@ import { type RedisEngineOptions, parseEngineOptions } from './engine-options.js
 export function redisEngine(options: RedisEngineOptions): Engine {
   return inCall('redisEngine', () => {
     const { redis: connection, timeoutMs } = parseEngineOptions(options);
-    const decider = new EngineDecider(connection, timeoutMs);
-    const configuration = new EngineConfiguration(connection, timeoutMs);
-    const channels = new EngineChannels(connection, timeoutMs);
-    // The contract's checks are core's (checkedEngine); here only what Redis keys can hold.
-    return checkedEngine({
-      name: 'redis',
-      async decide(rules, asks) {
-        checkPrefix('rules.prefix', rules.prefix);
-        checkStates('rules.states', rules.states);
-        return decider.decide(rules, asks);
-      },
-      async adjust(rules, key, adjustment, at) {
-        checkPrefix('rules.prefix', rules.prefix);
-        checkStates('rules.states', rules.states);
-        return withDeadline(adjustOnRedis(connection, rules, key, adjustment, at), timeoutMs, `${adjustment.op}`);
-      },
-      async lease(rules, ask, at) {
-        checkPrefix('rules.prefix', rules.prefix);
-        checkStates('rules.states', rules.states);
-        checkNode('ask.node', ask.node);
-        return withDeadline(leaseOnRedis(connection, rules, ask, at), timeoutMs, 'a lease');
-      },
-      async heartbeat(beat, at) {
-        checkPrefix('beat.prefix', beat.prefix);
-        checkPrefix('beat.fleet', beat.fleet);
-        checkNode('beat.node', beat.node);
-        return withDeadline(heartbeatOnRedis(connection, beat, at), timeoutMs, 'a heartbeat');
-      },
-      async readConfig(prefix) {
-        checkPrefix('prefix', prefix);
-        return configuration.read(prefix);
-      },
-      async writeConfig(prefix, expected, record) {
-        checkPrefix('prefix', prefix);
-        return configuration.write(prefix, expected, record);
-      },
-      publish: (channel, message) => channels.publish(channel, message),
-      subscribe: (channel, listener) => channels.subscribe(channel, listener),
-    });
+    return engineOnConnection(connection, timeoutMs);
+  });
+}
+
+/**
+ * The engine on a connection a store already holds (the hybrid stores': one connection, one set of function
+ * libraries). `timeoutMs` undefined: adjust, lease and heartbeat calls wait for Redis as long as it takes,
+ * because the mode keeps the deadline (a lease answered after its caller gave up is still credited to the
+ * node's lease; an engine that rejected it would lose permits the central state has debited); decide,
+ * records and messages then wait OPERATIONS_DEADLINE_MS at most.
+ * @example
+ * const engine = engineOnConnection(parts.connection, undefined) // leased mode: its own deadlines
+ */
+export function engineOnConnection(connection: RedisConnection, timeoutMs: number | undefined): Engine {
+  const bounded = <T>(call: Promise<T>, what: string): Promise<T> =>
+    timeoutMs === undefined ? call : withDeadline(call, timeoutMs, what);
+  const operationsMs = timeoutMs ?? OPERATIONS_DEADLINE_MS;
+  const decider = new EngineDecider(connection, operationsMs);
+  const configuration = new EngineConfiguration(connection, operationsMs);
+  const channels = new EngineChannels(connection, operationsMs);
+  // The contract's checks are core's (checkedEngine); here only what Redis keys can hold.
+  return checkedEngine({
+    name: 'redis',
+    async decide(rules, asks) {
+      checkPrefix('rules.prefix', rules.prefix);
+      checkStates('rules.states', rules.states);
+      return decider.decide(rules, asks);
+    },
+    async adjust(rules, key, adjustment, at) {
+      checkPrefix('rules.prefix', rules.prefix);
+      checkStates('rules.states', rules.states);
+      return bounded(adjustOnRedis(connection, rules, key, adjustment, at), `${adjustment.op}`);
+    },
+    async lease(rules, ask, at) {
+      checkPrefix('rules.prefix', rules.prefix);
+      checkStates('rules.states', rules.states);
+      checkNode('ask.node', ask.node);
+      return bounded(leaseOnRedis(connection, rules, ask, at), 'a lease');
+    },
+    async heartbeat(beat, at) {
+      checkPrefix('beat.prefix', beat.prefix);
+      checkPrefix('beat.fleet', beat.fleet);
+      checkNode('beat.node', beat.node);
+      return bounded(heartbeatOnRedis(connection, beat, at), 'a heartbeat');
+    },
+    async readConfig(prefix) {
+      checkPrefix('prefix', prefix);
+      return configuration.read(prefix);
+    },
+    async writeConfig(prefix, expected, record) {
+      checkPrefix('prefix', prefix);
+      return configuration.write(prefix, expected, record);
+    },
+    publish: (channel, message) => channels.publish(channel, message),
+    subscribe: (channel, listener) => channels.subscribe(channel, listener),
   });
 }

@@ -32,6 +32,8 @@ export { ExactBinding } from '../exact/exact-binding.js';
 export type { DenialSharing, ExactParts } from '../exact/exact-binding.js';
 export type { TransportOptions } from '../exact/transport.js';
 export { StartupChecks } from '../preflight.js';
+/** The engine contract on a connection a store already holds (its deadlines the mode's, or its own). */
+export { engineOnConnection } from '../engine/redis-engine.js';
 export {
   adjustScript,
   algorithmFiles,
