@@ -20,7 +20,7 @@
 import { fileURLToPath } from 'node:url';
 import { tokenBucket } from '@sluice/core';
 import type { FallbackChargedEvent } from '@sluice/redis';
-import { membershipKeys } from '../../packages/hybrid/src/membership.js';
+import { membershipKeys } from '@sluice/redis/internal';
 import { fleetKey } from '../../packages/redis/src/key-layout.js';
 import { type Cluster, Redis } from 'ioredis';
 import { type FleetMode, type FleetStore, simulateFleet } from '../../test/harness/fleet-sim.js';

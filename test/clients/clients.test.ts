@@ -52,7 +52,7 @@ import {
 } from '@sluice/core';
 import { dividedStore } from '@sluice/hybrid';
 import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
-import { membershipKeys } from '../../packages/hybrid/src/membership.js';
+import { membershipKeys } from '@sluice/redis/internal';
 import calculateSlot from 'cluster-key-slot';
 import { type DecisionEvent, redisStore } from '@sluice/redis';
 import { stateName } from '@sluice/core/internal';

@@ -13,7 +13,7 @@ import type { DividedStore } from '@sluice/hybrid';
 import type { FallbackChargedEvent } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
-import { membershipKeys } from '../../packages/hybrid/src/membership.js';
+import { membershipKeys } from '@sluice/redis/internal';
 import { nextEvent, untilAsync } from '../harness/events.js';
 import { dividedLimiterOn, type OwnedLimiter } from '../harness/hybrid.js';
 import { type TestRedis, spawnRedisServer } from '../harness/redis-server.js';

@@ -5,7 +5,7 @@
  */
 import { ManualClock, SluiceRangeError, tokenBucket } from '@sluice/core';
 import type { DividedStore, MembershipEvent } from '@sluice/hybrid';
-import { membershipKeys } from '../../packages/hybrid/src/membership.js';
+import { membershipKeys } from '@sluice/redis/internal';
 import { dividedLimiterOn, type OwnedLimiter } from '../harness/hybrid.js';
 import type { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';

@@ -19,7 +19,7 @@ import {
   livePrefix,
   withTwoNodes,
 } from '../harness/live-nodes.js';
-import { membershipKeys } from '../../packages/hybrid/src/membership.js';
+import { membershipKeys } from '@sluice/redis/internal';
 import { otherProcess, serverEnv } from '../harness/live-process.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 

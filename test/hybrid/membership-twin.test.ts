@@ -6,7 +6,7 @@ import { toConnection } from '@sluice/redis/internal';
 import { memoryEngine } from '@sluice/core/engine';
 import { describe, expect, it } from 'vitest';
 import { Prng } from '../../packages/core/src/contract/conformance/prng.js';
-import { heartbeat } from '../../packages/hybrid/src/membership.js';
+import { heartbeat } from '../harness/membership-script.js';
 import { LEAST_HELD } from '../../packages/hybrid/src/shares.js';
 import { useTestRedis } from '../harness/use-redis.js';
 

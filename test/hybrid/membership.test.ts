@@ -9,7 +9,7 @@ import { toConnection, versionKeyBeside } from '@sluice/redis/internal';
 import calculateSlot from 'cluster-key-slot';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type FleetSummary, heartbeat, membershipKeys } from '../../packages/hybrid/src/membership.js';
+import { type FleetSummary, heartbeat, membershipKeys } from '../harness/membership-script.js';
 import { membershipScript } from '../../packages/redis/src/scripts.js';
 import { type ShareMode, allocatedFraction, divideShares, localFraction } from '../../packages/hybrid/src/shares.js';
 import { useTestRedis } from '../harness/use-redis.js';

@@ -23,6 +23,7 @@ import {
   type EngineDecision,
   type EngineRules,
   type EngineTime,
+  type Heartbeat,
   checkEngine,
   isStale,
   stateName,
@@ -31,13 +32,14 @@ import {
 import { redisEngine, redisStore } from '@sluice/redis';
 import { ALGORITHM_KINDS, algorithmArb as registryArb } from '@sluice/test-kit';
 import fc from 'fast-check';
-import type { Cluster, Redis } from 'ioredis';
+import { type Cluster, Redis } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
 import { describe, expect, it } from 'vitest';
 import { leaseShape } from '../../packages/hybrid/src/lease-client.js';
 import { leaseByScript } from '../harness/lease-script.js';
 import { toConnection } from '../../packages/redis/src/connection/connect.js';
 import { lesseesName } from '../../packages/redis/src/engine/engine-fleet.js';
-import { stateKey } from '../../packages/redis/src/key-layout.js';
+import { membershipKeys, stateKey } from '../../packages/redis/src/key-layout.js';
 import { startTestRedis } from '../harness/redis-server.js';
 import { useTestCluster, useTestRedis } from '../harness/use-redis.js';
 import { policyArb, sharedPolicyArb, type Step, startArb, timelineArb } from './arbitraries.js';
@@ -414,6 +416,93 @@ describe.each(targets)('redisEngine on %s', (_name, client, runs) => {
     const [d] = decisionsOf(await decideAt(engine, rules, [{ ...good, peek: true }], 1_000));
     expect(d?.decision.remaining).toBe(5);
     expect(() => redisEngine({ redis: client(), timeoutMS: 5 } as never)).toThrow(/no option "timeoutMS"/);
+  });
+});
+
+describe('redisEngine heartbeats of one turn', () => {
+  /** Script calls each server ran (EVAL, EVALSHA, FCALL): one per membership.lua call, however it was sent. */
+  async function scriptCalls(admins: readonly Redis[]): Promise<number> {
+    let total = 0;
+    for (const admin of admins) {
+      const info = await admin.info('commandstats');
+      for (const m of info.matchAll(/cmdstat_(eval|evalsha|fcall):calls=(\d+)/g)) total += Number(m[2]);
+    }
+    return total;
+  }
+  const beatOf = (prefix: string, fleet: string, node: string): Heartbeat => ({
+    prefix,
+    fleet,
+    node,
+    leaving: false,
+    liveMs: 3_000,
+    intervalMs: 1_000,
+    limit: 100,
+    burst: 100,
+    demand: 10,
+    division: 'equal',
+    divided: 1,
+    windowed: false,
+    minLocal: 1,
+    lastAt: undefined,
+    knownNodes: 0,
+    assumedNodes: 1,
+    version: 1,
+  });
+
+  it.each([
+    ['a standalone server', false],
+    ['a Cluster', true],
+  ] as const)(
+    'on %s: 16 fleets cost one membership.lua call per slot, each answered its own',
+    async (_name, onCluster) => {
+      const client = onCluster ? cluster().client : standalone().redis;
+      const admins = onCluster ? cluster().cluster.nodes.map((node) => new Redis(node.url)) : [standalone().redis];
+      try {
+        const engine = redisEngine({ redis: client, timeoutMs: 5_000 });
+        const prefix = nextPrefix();
+        const fleets = Array.from({ length: 16 }, (_, i) => `f${i}`);
+        // Fleet f_i has i % 3 + 1 nodes before the counted turn: each answer must be its own fleet's.
+        for (const [i, fleet] of fleets.entries())
+          for (let n = 0; n < (i % 3) + 1; n++) await engine.heartbeat(beatOf(prefix, fleet, `n${n}`), 10_000 + n);
+        const slots = new Set(fleets.map((fleet) => calculateSlot(membershipKeys(prefix, fleet)[0])));
+        const before = await scriptCalls(admins);
+        const answers = await Promise.all(fleets.map((fleet) => engine.heartbeat(beatOf(prefix, fleet, 'n0'), 11_100)));
+        expect((await scriptCalls(admins)) - before).toBe(onCluster ? slots.size : 1);
+        expect(answers.map((answer) => answer.nodes)).toEqual(fleets.map((_, i) => (i % 3) + 1));
+      } finally {
+        if (onCluster) for (const admin of admins) admin.disconnect();
+      }
+    },
+  );
+
+  it("on a Cluster: a primary that does not answer fails its own fleets' heartbeats, not the others'", async () => {
+    const { cluster: testCluster, client } = cluster();
+    const engine = redisEngine({ redis: client, timeoutMs: 500 });
+    const prefix = nextPrefix();
+    const fleets = Array.from({ length: 12 }, (_, i) => `g${i}`);
+    for (const fleet of fleets) await engine.heartbeat(beatOf(prefix, fleet, 'n0'), 20_000);
+    // The primary of the first fleet's slot stops answering (SIGSTOP): its fleets fail, the rest are answered.
+    const owners = await Promise.all(
+      fleets.map(async (fleet) => {
+        const slot = calculateSlot(membershipKeys(prefix, fleet)[0]);
+        const range = (await client.cluster('SLOTS')).find(([from, to]) => slot >= from && slot <= to);
+        return range?.[2]?.[1] as number;
+      }),
+    );
+    const victim = testCluster.nodes.find((node) => node.port === owners[0]);
+    expect(victim).toBeDefined();
+    victim?.process?.kill('SIGSTOP');
+    try {
+      const outcomes = await Promise.allSettled(
+        fleets.map((fleet) => engine.heartbeat(beatOf(prefix, fleet, 'n0'), 20_500)),
+      );
+      expect(outcomes.map((o) => o.status)).toEqual(
+        owners.map((port) => (port === victim?.port ? 'rejected' : 'fulfilled')),
+      );
+      expect(owners.some((port) => port !== victim?.port)).toBe(true);
+    } finally {
+      victim?.process?.kill('SIGCONT');
+    }
   });
 });
 

@@ -22,11 +22,12 @@ import {
   EngineHealth,
   withDeadline,
 } from '@sluice/core/internal';
+import type { HeartbeatAnswer } from '@sluice/core/engine';
 import { type LiveRule, redisHealthProbe } from '@sluice/redis/internal';
 import { DemandMeter } from './demand-meter.js';
 import { DividedConfig } from './divided-config.js';
 import type { DivideContext } from './divided-context.js';
-import { type FleetSummary, warnOfHeartbeatRate } from './membership.js';
+import { warnOfHeartbeatRate } from './membership.js';
 import { NodeShare } from './node-share.js';
 import { Outage } from './outage.js';
 import type { Reserve } from './reserve.js';
@@ -295,7 +296,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
   }
 
   /** A heartbeat's answer: the share this node's reported demand gets in its fleet's division (see NodeShare.hear). */
-  #onSummary(summary: FleetSummary): void {
+  #onSummary(summary: HeartbeatAnswer): void {
     // The fleet's slot is at a newer configuration (a missed message): read it. One older than this node's had
     // lost its version (Redis lost its keys): read it too, so a lost configuration is stored again with what
     // this node knows.

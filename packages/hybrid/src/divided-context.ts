@@ -24,18 +24,20 @@ export interface DivideContext extends HybridContext<DivideSettings, DividedEven
 /** The context of a divided store whose events go to `events`: decisions on the local clock, heartbeats on the client's. */
 export function divideContext(o: DivideSettings, events: EventEmitter<DividedEvents>): DivideContext {
   const { decisionClock, localClock } = storeClocks(o.clock);
+  const engine = engineOnConnection(o.redis, undefined);
   const identity = new NodeIdentity(o.nodeId ?? randomUUID(), (error) => emitSafely(events, 'store-error', error));
   return {
     o,
     redis: o.redis,
-    engine: engineOnConnection(o.redis, undefined),
+    engine,
     decisionClock,
     clock: localClock,
     identity,
     memory: new MemoryStore({ clock: localClock, maxKeys: o.maxKeys }),
     away: new Fallback({ mode: 'local', clock: localClock, maxKeys: o.maxKeys, timeoutMs: o.timeoutMs }),
     membership: new Membership({
-      redis: o.redis,
+      engine,
+      link: o.redis,
       identity,
       heartbeatMs: o.heartbeatMs,
       clock: decisionClock,

@@ -1,14 +1,7 @@
 import type { Clock } from '@sluice/core';
-import { type NodeIdentity, warnOnce, withDeadline } from '@sluice/core/internal';
-import {
-  type FleetSummary,
-  type RedisConnection,
-  type HeartbeatRequest as RedisHeartbeatRequest,
-  bySlot,
-  checkClockSkew,
-  membershipKeys,
-  runHeartbeat,
-} from '@sluice/redis/internal';
+import type { Engine, Heartbeat, HeartbeatAnswer } from '@sluice/core/engine';
+import { type EngineLink, type NodeIdentity, warnOnce, withDeadline } from '@sluice/core/internal';
+import { checkClockSkew } from '@sluice/redis/internal';
 import { LEAST_HELD, type ShareMode } from './shares.js';
 
 /** A divided limiter in its store's heartbeat: where its fleet lives, its limit, and what it reports and hears. */
@@ -33,44 +26,27 @@ export interface MemberOf {
   readonly assumedNodes: number;
   /** The configuration version this node decides the limiter under (live limits). */
   version(): number;
-  answered(summary: FleetSummary): void;
+  answered(answer: HeartbeatAnswer): void;
   failed(error: Error): void;
 }
 
 /** What a store's membership heartbeat needs. */
 export interface MembershipOptions {
-  readonly redis: RedisConnection;
+  /** The engine each fleet's heartbeat goes to (its heartbeats of one turn leave together). */
+  readonly engine: Engine;
+  /** The client the engine calls: a lost connection fails every fleet at once, a new one beats at once. */
+  readonly link: EngineLink;
   /** This node's id (it changes if another live process was given the same one). */
   readonly identity: NodeIdentity;
   readonly heartbeatMs: number;
-  /** Decide membership on this clock instead of Redis TIME (tests). */
+  /** Decide membership on this clock instead of the engine's (tests). */
   readonly clock: Clock | undefined;
-  /** This process's clock, compared with Redis's TIME at each heartbeat (SLUICE_CLOCK_SKEW); undefined: not compared. */
+  /** This process's clock, compared with the engine's at each heartbeat (SLUICE_CLOCK_SKEW); undefined: not compared. */
   readonly skewClock?: Clock | undefined;
 }
 
-/** The keys of a divided limiter's fleet (see membershipKeys in @sluice/redis's key layout). */
-export { membershipKeys };
-export type { FleetSummary };
-
-/** One heartbeat call of one node for the limiters of one slot, each holding locally at least LEAST_HELD permits. */
-export type HeartbeatRequest = Omit<RedisHeartbeatRequest, 'limiters'> & {
-  readonly limiters: readonly Omit<RedisHeartbeatRequest['limiters'][number], 'leastHeld'>[];
-};
-
-/**
- * Runs membership.lua once for divided mode (see runHeartbeat in @sluice/redis): each limiter's node holds at
- * least LEAST_HELD whole permits locally.
- * @example
- * const [fleet] = await heartbeat(connection, { nodeId: 'a', liveMs: 3000, intervalMs: 1000, nowMs: undefined,
- *   leaving: false, limiters: [{ prefix: 'api', rule: 'fw', limitPerSecond: 1000, demand: 120, mode: 'demand',
- *   burst: 1000, windowed: true, divided: 0.7 }] })
- */
-export function heartbeat(redis: RedisConnection, request: HeartbeatRequest): Promise<FleetSummary[]> {
-  return runHeartbeat(redis, { ...request, limiters: request.limiters.map((l) => ({ ...l, leastHeld: LEAST_HELD })) });
-}
-
-const summaryKey = (member: MemberOf): string => membershipKeys(member.prefix, member.rule)[0];
+/** A fleet's name in this node's identity: its prefix and rule (the engine's fleet). */
+const fleetOf = (member: MemberOf): string => `${member.prefix}\u0000${member.rule}`;
 
 /**
  * The most heartbeats per second a divided fleet may send its Redis before it is warned (SLUICE_FLEET_HEARTBEATS):
@@ -90,13 +66,14 @@ export function warnOfHeartbeatRate(prefix: string, nodes: number, heartbeatMs: 
 }
 
 /**
- * A divided store's heartbeat: every `heartbeatMs`, one call per Cluster slot for all of the store's divided
- * limiters (membership.lua), each reporting this node's demand and hearing its own allocation in the fleet's
- * last two divisions: O(log N) for Redis and a constant reply whatever the fleet's size. A node is live while seen within 3
- * heartbeats. A heartbeat never waits on another (a slow Redis must not pile them up).
+ * A divided store's heartbeat: every `heartbeatMs`, each of the store's divided limiters reports this node's
+ * demand to its fleet and hears its own allocation in the fleet's last two divisions: O(log N) for the engine
+ * and a constant reply whatever the fleet's size. The heartbeats leave in one turn, so the engine carries them
+ * together (redisEngine: one membership.lua call per Cluster slot for all of them). A node is live while seen
+ * within 3 heartbeats. A heartbeat never waits on another (a slow engine must not pile them up).
  * @example
- * const membership = new Membership({ redis, identity, heartbeatMs: 1000, clock: undefined })
- * const leave = membership.join(member) // member.answered(summary) every heartbeat
+ * const membership = new Membership({ engine, link: connection, identity, heartbeatMs: 1000, clock: undefined })
+ * const leave = membership.join(member) // member.answered(answer) every heartbeat
  */
 export class Membership {
   readonly #o: MembershipOptions;
@@ -114,7 +91,7 @@ export class Membership {
     // A lost connection fails every limiter at once, not at its next heartbeat (a node whose share is too
     // small to hold then holds its part of the reserve; listening also keeps a client from printing each
     // error); a client that connects again is heard at once, not up to an interval later.
-    this.#unwatch = options.redis.watch(
+    this.#unwatch = options.link.watch(
       (error) => {
         this.#failing = true;
         for (const member of this.#members) member.failed(error);
@@ -137,44 +114,45 @@ export class Membership {
     return async () => {
       if (!this.#members.delete(member)) return;
       if (this.#members.size === 0) this.#stop();
-      this.#o.identity.forget(summaryKey(member));
-      await this.#call([member], true).catch(() => undefined);
+      this.#o.identity.forget(fleetOf(member));
+      await this.#call(member, true).catch(() => undefined);
     };
   }
 
   /** One heartbeat for every limiter joined; skipped while the previous one is still out. */
   async beat(): Promise<void> {
     if (this.#inFlight || this.#closed || this.#members.size === 0) return;
+    const { link, identity, skewClock } = this.#o;
     if (this.#failing) {
-      this.#o.redis.nudgeReconnect();
+      link.nudgeReconnect();
       // A call now would wait in the client's queue and could outlive the interval, skipping the next beat
       // (after a long outage: a heartbeat every two intervals); the client's 'ready' beats instead.
-      if (!this.#o.redis.connected) return;
+      if (!link.connected) return;
     }
     this.#inFlight = true;
-    const { identity } = this.#o;
     const id = identity.id;
     let renamed = false;
     try {
-      const groups = bySlot(this.#o.redis, this.#members, summaryKey);
-      const results = await Promise.allSettled(groups.map((group) => this.#call(group, false)));
+      const members = [...this.#members];
+      const sentAt = skewClock?.now() ?? 0;
+      const results = await Promise.allSettled(members.map((member) => this.#call(member, false)));
       this.#failing = results.some((r) => r.status === 'rejected');
-      results.forEach((result, g) => {
-        const group = groups[g] as MemberOf[];
+      let skewChecked = skewClock === undefined;
+      results.forEach((result, m) => {
+        const member = members[m] as MemberOf;
         if (result.status === 'rejected') {
-          const error = result.reason instanceof Error ? result.reason : new Error(String(result.reason));
-          for (const member of group) {
-            identity.forget(summaryKey(member));
-            member.failed(error);
-          }
+          identity.forget(fleetOf(member));
+          member.failed(result.reason instanceof Error ? result.reason : new Error(String(result.reason)));
           return;
         }
-        for (const [i, member] of group.entries()) {
-          const summary = result.value[i] as FleetSummary;
-          if (identity.heard(summaryKey(member), id, summary.seenAt, summary.reused)) renamed = true;
-          // A reused id's answer is another process's: this node hears its own under its new id, at once.
-          if (!summary.reused) member.answered(summary);
+        const answer = result.value;
+        if (!skewChecked && skewClock !== undefined) {
+          skewChecked = true;
+          checkClockSkew(sentAt, skewClock.now(), answer.engineNowMs, `limiter ${JSON.stringify(member.prefix)}`);
         }
+        if (identity.heard(fleetOf(member), id, String(answer.at), answer.idTaken)) renamed = true;
+        // A taken id's answer is another process's: this node hears its own under its new id, at once.
+        if (!answer.idTaken) member.answered(answer);
       });
     } finally {
       this.#inFlight = false;
@@ -191,40 +169,34 @@ export class Membership {
     });
   }
 
-  #call(group: readonly MemberOf[], leaving: boolean): Promise<FleetSummary[]> {
-    const { redis, identity, heartbeatMs, clock } = this.#o;
-    const request: HeartbeatRequest = {
-      nodeId: identity.id,
+  /** `member`'s heartbeat (or its leaving), within one interval. */
+  #call(member: MemberOf, leaving: boolean): Promise<HeartbeatAnswer> {
+    const { engine, identity, heartbeatMs, clock } = this.#o;
+    const lastSeen = identity.lastSeen(fleetOf(member));
+    const beat: Heartbeat = {
+      prefix: member.prefix,
+      fleet: member.rule,
+      node: identity.id,
+      leaving,
       liveMs: 3 * heartbeatMs,
       intervalMs: heartbeatMs,
-      nowMs: clock?.now(),
-      leaving,
-      limiters: group.map((m) => ({
-        prefix: m.prefix,
-        rule: m.rule,
-        limitPerSecond: m.limitPerSecond,
-        demand: leaving ? 0 : m.demand(),
-        mode: m.mode,
-        burst: m.burst,
-        windowed: m.windowed,
-        divided: m.divided,
-        lastSeen: identity.lastSeen(summaryKey(m)),
-        knownNodes: m.knownNodes(),
-        assumedNodes: m.assumedNodes,
-        version: m.version(),
-      })),
+      limit: member.limitPerSecond,
+      burst: member.burst,
+      demand: leaving ? 0 : member.demand(),
+      division: member.mode,
+      divided: member.divided,
+      windowed: member.windowed,
+      minLocal: LEAST_HELD,
+      lastAt: lastSeen === '' ? undefined : Number(lastSeen),
+      knownNodes: member.knownNodes(),
+      assumedNodes: member.assumedNodes,
+      version: member.version(),
     };
-    const what = leaving ? 'leaving a membership' : 'a heartbeat';
-    const { skewClock } = this.#o;
-    const sentAt = skewClock?.now() ?? 0;
-    const call = withDeadline(heartbeat(redis, request), heartbeatMs, what);
-    if (skewClock === undefined || leaving) return call;
-    return call.then((summaries) => {
-      const [first] = summaries;
-      if (first !== undefined)
-        checkClockSkew(sentAt, skewClock.now(), first.redisTimeMs, `limiter ${JSON.stringify(group[0]?.prefix)}`);
-      return summaries;
-    });
+    return withDeadline(
+      engine.heartbeat(beat, clock?.now()),
+      heartbeatMs,
+      leaving ? 'leaving a membership' : 'a heartbeat',
+    );
   }
 
   #stop(): void {
@@ -234,7 +206,7 @@ export class Membership {
     this.#soon = undefined;
   }
 
-  /** Stops heartbeating and leaves every membership (one last call per slot), so the others take up the shares. */
+  /** Stops heartbeating and leaves every membership (one last heartbeat each, sent together), so the others take up the shares. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
@@ -242,8 +214,6 @@ export class Membership {
     this.#unwatch();
     const members = [...this.#members];
     this.#members.clear();
-    await Promise.all(
-      bySlot(this.#o.redis, members, summaryKey).map((group) => this.#call(group, true).catch(() => undefined)),
-    );
+    await Promise.all(members.map((member) => this.#call(member, true).catch(() => undefined)));
   }
 }

@@ -1,5 +1,5 @@
 import type { FleetShare } from '@sluice/core/internal';
-import type { FleetSummary } from './membership.js';
+import type { HeartbeatAnswer } from '@sluice/core/engine';
 import { allocatedFraction, awayFraction, localFraction } from './shares.js';
 
 /**
@@ -63,7 +63,7 @@ export class NodeShare implements FleetShare {
    * A heartbeat's answer: the share this node's reported demand gets in its fleet's division (less the
    * reserve), for a rule of `burst`. True when the fraction or the fleet's size changed.
    */
-  hear(summary: FleetSummary, burst: number): boolean {
+  hear(summary: HeartbeatAnswer, burst: number): boolean {
     this.#freshSpent ??= !summary.founded;
     let allocated = allocatedFraction(summary, !this.#reserved);
     // This node's history in the fleet broke (Redis lost the fleet's keys, or this node missed a division or

@@ -27,7 +27,11 @@ export interface Engine {
   adjust(rules: EngineRules, key: string, adjustment: Adjustment, at: EngineTime): Promise<AdjustAnswer>;
   /** Debits up to `ask.want` permits of one rule for a node to spend locally, and counts it among the key's lessees. */
   lease(rules: EngineRules, ask: LeaseAsk, at: EngineTime): Promise<LeaseAnswer>;
-  /** One node's heartbeat in one fleet (a divided limiter's nodes): records it and answers its share. */
+  /**
+   * One node's heartbeat in one fleet (a divided limiter's nodes): records it and answers its share. A node
+   * sends each fleet's heartbeat in the same turn: an engine may carry the heartbeats of one turn together (Redis:
+   * one call per Cluster slot), as long as each is answered, or fails, on its own.
+   */
   heartbeat(beat: Heartbeat, at: EngineTime): Promise<HeartbeatAnswer>;
   /** A limiter's configuration record, and the engine's time (a new version is at least it). */
   readConfig(prefix: string): Promise<ConfigRead>;

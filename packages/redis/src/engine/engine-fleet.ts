@@ -3,9 +3,10 @@ import type { EngineRules, EngineTime, Heartbeat, HeartbeatAnswer, LeaseAnswer, 
 import { identityOf } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { ruleArgs } from '../exact/rule-args.js';
-import { runHeartbeat } from '../fleet/heartbeat-call.js';
+import { type FleetSummary, runHeartbeat } from '../fleet/heartbeat-call.js';
 import { runLease } from '../fleet/lease-call.js';
-import { stateKey, versionKeyBeside } from '../key-layout.js';
+import { membershipKeys, stateKey, versionKeyBeside } from '../key-layout.js';
+import { bySlot } from '../slots.js';
 import { versionError } from '../reply-errors.js';
 
 /**
@@ -61,37 +62,95 @@ export async function leaseOnRedis(
   }
 }
 
-/** redisEngine's `heartbeat`: membership.lua for one fleet (divided mode's membership keys of its prefix and fleet name), as divided mode's Membership asks it. */
-export async function heartbeatOnRedis(
-  connection: RedisConnection,
-  beat: Heartbeat,
-  at: EngineTime,
-): Promise<HeartbeatAnswer> {
-  const [summary] = await runHeartbeat(connection, {
-    nodeId: beat.node,
-    liveMs: beat.liveMs,
-    intervalMs: beat.intervalMs,
-    nowMs: at,
-    leaving: beat.leaving,
-    limiters: [
-      {
-        prefix: beat.prefix,
-        rule: beat.fleet,
-        limitPerSecond: beat.limit,
-        demand: beat.demand,
-        mode: beat.division,
-        burst: beat.burst,
-        windowed: beat.windowed,
-        divided: beat.divided,
-        leastHeld: beat.minLocal,
-        lastSeen: beat.lastAt === undefined ? '' : String(beat.lastAt),
-        knownNodes: beat.knownNodes,
-        assumedNodes: beat.assumedNodes,
-        version: beat.version,
-      },
-    ],
-  });
-  if (summary === undefined) throw new Error('membership.lua answered no fleet');
+/** A heartbeat waiting for the end of its turn, and its caller's answer. */
+interface PendingBeat {
+  readonly beat: Heartbeat;
+  readonly at: EngineTime;
+  resolve(answer: HeartbeatAnswer): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * redisEngine's `heartbeat`: membership.lua, on divided mode's membership keys of the beat's prefix and fleet
+ * name. The heartbeats asked in one turn leave together, one call per Cluster slot for every fleet of one
+ * node that beats at the same time with the same intervals: a store's 16 divided limiters cost one call on a
+ * standalone server, as they did before the engine. Each caller hears its own fleet's answer, or the error of
+ * its own slot's call (a primary that is away fails only the fleets it holds).
+ * @example
+ * const beats = new HeartbeatBatcher(connection)
+ * const answer = await beats.beat(beat, undefined) // sent at the end of this turn with the others
+ */
+export class HeartbeatBatcher {
+  readonly #connection: RedisConnection;
+  #queue: PendingBeat[] = [];
+
+  constructor(connection: RedisConnection) {
+    this.#connection = connection;
+  }
+
+  beat(beat: Heartbeat, at: EngineTime): Promise<HeartbeatAnswer> {
+    return new Promise<HeartbeatAnswer>((resolve, reject) => {
+      if (this.#queue.length === 0) setImmediate(() => this.#flush());
+      this.#queue.push({ beat, at, resolve, reject });
+    });
+  }
+
+  #flush(): void {
+    const queue = this.#queue;
+    this.#queue = [];
+    // membership.lua takes one node, its intervals, one time and one leaving for all the fleets of a call.
+    const calls = new Map<string, PendingBeat[]>();
+    for (const pending of queue) {
+      const { node, liveMs, intervalMs, leaving } = pending.beat;
+      const id = JSON.stringify([node, liveMs, intervalMs, leaving, pending.at ?? null]);
+      const call = calls.get(id);
+      if (call === undefined) calls.set(id, [pending]);
+      else call.push(pending);
+    }
+    for (const call of calls.values())
+      for (const group of bySlot(this.#connection, call, (p) => membershipKeys(p.beat.prefix, p.beat.fleet)[0]))
+        void this.#send(group);
+  }
+
+  async #send(group: readonly PendingBeat[]): Promise<void> {
+    const [first] = group as [PendingBeat];
+    const { node, liveMs, intervalMs, leaving } = first.beat;
+    try {
+      const summaries = await runHeartbeat(this.#connection, {
+        nodeId: node,
+        liveMs,
+        intervalMs,
+        nowMs: first.at,
+        leaving,
+        limiters: group.map(({ beat }) => ({
+          prefix: beat.prefix,
+          rule: beat.fleet,
+          limitPerSecond: beat.limit,
+          demand: beat.demand,
+          mode: beat.division,
+          burst: beat.burst,
+          windowed: beat.windowed,
+          divided: beat.divided,
+          leastHeld: beat.minLocal,
+          lastSeen: beat.lastAt === undefined ? '' : String(beat.lastAt),
+          knownNodes: beat.knownNodes,
+          assumedNodes: beat.assumedNodes,
+          version: beat.version,
+        })),
+      });
+      group.forEach((pending, i) => {
+        const summary = summaries[i];
+        if (summary === undefined) pending.reject(new Error('membership.lua answered fewer fleets than asked'));
+        else pending.resolve(answerOf(summary));
+      });
+    } catch (error) {
+      for (const pending of group) pending.reject(error);
+    }
+  }
+}
+
+/** A fleet's answer as the contract says it, from membership.lua's. */
+function answerOf(summary: FleetSummary): HeartbeatAnswer {
   return {
     at: Number(summary.seenAt),
     engineNowMs: summary.redisTimeMs,

@@ -6,7 +6,7 @@ import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';
 import { EngineConfiguration } from './engine-config.js';
 import { EngineDecider } from './engine-decide.js';
-import { heartbeatOnRedis, leaseOnRedis } from './engine-fleet.js';
+import { HeartbeatBatcher, leaseOnRedis } from './engine-fleet.js';
 import { checkNode, checkPrefix, checkStates } from './engine-input.js';
 import { type RedisEngineOptions, parseEngineOptions } from './engine-options.js';
 
@@ -51,6 +51,7 @@ export function engineOnConnection(connection: RedisConnection, timeoutMs: numbe
   const decider = new EngineDecider(connection, operationsMs);
   const configuration = new EngineConfiguration(connection, operationsMs);
   const channels = new EngineChannels(connection, operationsMs);
+  const heartbeats = new HeartbeatBatcher(connection);
   // The contract's checks are core's (checkedEngine); here only what Redis keys can hold.
   return checkedEngine({
     name: 'redis',
@@ -74,7 +75,7 @@ export function engineOnConnection(connection: RedisConnection, timeoutMs: numbe
       checkPrefix('beat.prefix', beat.prefix);
       checkPrefix('beat.fleet', beat.fleet);
       checkNode('beat.node', beat.node);
-      return bounded(heartbeatOnRedis(connection, beat, at), 'a heartbeat');
+      return bounded(heartbeats.beat(beat, at), 'a heartbeat');
     },
     async readConfig(prefix) {
       checkPrefix('prefix', prefix);
