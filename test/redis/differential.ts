@@ -1,5 +1,5 @@
 import { type Algorithm, type Decision, ManualClock, memoryStore } from '@sluice/core';
-import type { BoundStore } from '@sluice/core';
+import type { BoundStore } from '@sluice/core/internal';
 import { type RedisClient, redisStore } from '@sluice/redis';
 import type { Step } from './arbitraries.js';
 

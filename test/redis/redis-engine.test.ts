@@ -7,7 +7,6 @@
  */
 import {
   type Algorithm,
-  type BoundStore,
   type Decision,
   ManualClock,
   SluiceRangeError,
@@ -16,6 +15,7 @@ import {
   memoryStore,
   tokenBucket,
 } from '@sluice/core';
+import type { BoundStore } from '@sluice/core/internal';
 import {
   type DecideAnswer,
   type Engine,

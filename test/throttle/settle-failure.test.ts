@@ -10,10 +10,8 @@
  */
 import {
   type Algorithm,
-  type BoundStore,
   ManualClock,
   type Permits,
-  type RuleSet,
   type Store,
   type ThrottleTicket,
   createLimiter,
@@ -21,6 +19,7 @@ import {
   memoryStore,
   throttle,
 } from '@sluice/core';
+import type { BoundStore, RuleSet } from '@sluice/core/internal';
 import { describe, expect, it } from 'vitest';
 import { closeAfterEach } from '../harness/closers.js';
 

@@ -68,16 +68,5 @@ export type { RateLimiterOptions } from './guava/rate-limiter.js';
 // Observers: every decision and throttle event, and each limiter's standing.
 export { limiterStatuses, observeSluice } from './engine/observe.js';
 export type { LimiterStatus, ObservedDecision, SluiceObserver, ThrottleEvent } from './engine/observe.js';
-// Store authors' types that @sluice/hybrid's sources still import from here: they move to the internal
-// internal entry with the engine seam (issue #45).
-export type {
-  BoundStore,
-  GrantSource,
-  Permits,
-  RuleSet,
-  SharedRules,
-  StoreCapabilities,
-} from './engine/store.js';
-export type { LeaseWindow } from './algorithms/algorithm.js';
-export type { LimitedKeysBinding, LimitedKeysStore } from './engine/limited-keys-board.js';
-export type { AccessListBinding, AccessListStore } from './engine/access-list-store.js';
+// The permits an acquire asks for: a count, or one per rule (RulePermits).
+export type { Permits } from './engine/store.js';

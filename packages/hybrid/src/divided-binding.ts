@@ -1,14 +1,12 @@
 import {
   type Algorithm,
-  type BoundStore,
   type CarryMode,
   type Decision,
-  type GrantSource,
   type LimiterConfiguration,
   type Permits,
-  type SharedRules,
   SluiceError,
 } from '@sluice/core';
+import type { BoundStore, GrantSource, SharedRules } from '@sluice/core/internal';
 import {
   CarriedBinding,
   type DecisionNote,

@@ -1,6 +1,6 @@
 import { SluiceRangeError } from '@sluice/core';
 import { type SchemaOf, describeValue, oneOf, option } from '@sluice/core/internal';
-import type { RedisBackedOptions } from '@sluice/redis';
+import type { RedisBackedOptions } from '@sluice/redis/internal';
 import { REDIS_BACKED_OPTIONS } from '@sluice/redis/internal';
 import type { ShareMode } from './shares.js';
 

@@ -1,14 +1,13 @@
+import type { Clock, Store } from '@sluice/core';
 import type {
   AccessListBinding,
   AccessListStore,
   BoundStore,
-  Clock,
   LimitedKeysBinding,
   LimitedKeysStore,
   RuleSet,
-  Store,
   StoreCapabilities,
-} from '@sluice/core';
+} from '@sluice/core/internal';
 import { emitSafely, inCall, parseOptions } from '@sluice/core/internal';
 import { StartupChecks, StoreEmitter, adjustScript, leaseScript, membershipScript } from '@sluice/redis/internal';
 import { DividedBinding } from './divided-binding.js';

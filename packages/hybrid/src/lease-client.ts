@@ -1,4 +1,5 @@
-import type { Algorithm, LeaseWindow } from '@sluice/core';
+import type { Algorithm } from '@sluice/core';
+import type { LeaseWindow } from '@sluice/core/internal';
 
 /** How a node leases one rule: the rule, and its lease model's window. */
 export interface LeaseShape {

@@ -1,4 +1,5 @@
-import type { Algorithm, BoundStore, Clock, Decision, GrantSource, Permits } from '@sluice/core';
+import type { Algorithm, Clock, Decision, Permits } from '@sluice/core';
+import type { BoundStore, GrantSource } from '@sluice/core/internal';
 import {
   type DecisionNote,
   emitSafely,

@@ -1,4 +1,4 @@
-import type { BoundStore } from '@sluice/core';
+import type { BoundStore } from '@sluice/core/internal';
 import type { ParsedOptions } from '@sluice/core/internal';
 import type { HybridContext } from './hybrid-context.js';
 import type { LEASED_STORE_OPTIONS } from './leased-options.js';

@@ -1,4 +1,5 @@
-import { type Clock, type GrantSource, SluiceError } from '@sluice/core';
+import { type Clock, SluiceError } from '@sluice/core';
+import type { GrantSource } from '@sluice/core/internal';
 import { type ExactBinding, type RedisConnection, encodeIdentity, resetChannel } from '@sluice/redis/internal';
 import type { CentralLeases } from './central-leases.js';
 import type { ColdDemand } from './cold-demand.js';

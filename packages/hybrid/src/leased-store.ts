@@ -1,14 +1,13 @@
+import type { Clock, Store } from '@sluice/core';
 import type {
   AccessListBinding,
   AccessListStore,
   BoundStore,
-  Clock,
   LimitedKeysBinding,
   LimitedKeysStore,
   RuleSet,
-  Store,
   StoreCapabilities,
-} from '@sluice/core';
+} from '@sluice/core/internal';
 import { type FleetShare, emitSafely, inCall, parseOptions, type Fallback } from '@sluice/core/internal';
 import {
   ChannelListener,
@@ -28,7 +27,7 @@ import {
   resetChannel,
   storeParts,
 } from '@sluice/redis/internal';
-import { DEFAULT_MAX_BATCH } from '@sluice/redis';
+import { DEFAULT_MAX_BATCH } from '@sluice/redis/internal';
 import { LeasedBinding } from './leased-binding.js';
 import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName } from './leased-context.js';
 import type { LeasedEvents } from './leased-events.js';

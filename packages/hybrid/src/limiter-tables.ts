@@ -1,4 +1,5 @@
-import type { AccessListBinding, Algorithm, LimitedKeysBinding, RuleSet } from '@sluice/core';
+import type { Algorithm } from '@sluice/core';
+import type { AccessListBinding, LimitedKeysBinding, RuleSet } from '@sluice/core/internal';
 import {
   type ChannelListener,
   type LuaScript,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { type AccessEntry, type AccessListBinding, SluiceRangeError } from '@sluice/core';
+import { type AccessEntry, SluiceRangeError } from '@sluice/core';
+import type { AccessListBinding } from '@sluice/core/internal';
 import type { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { accessListChannel, accessListKeys } from './key-layout.js';

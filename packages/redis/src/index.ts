@@ -5,16 +5,12 @@ export type {
   ClockOption,
   DecisionEvent,
   FailMode,
-  FailModeOptions,
   FallbackChargedEvent,
   FleetEvent,
   ReconfiguredEvent,
   ResetHeardEvent,
   StoreEvents,
 } from '@sluice/core/internal';
-// DEFAULT_MAX_BATCH and the option types @sluice/hybrid's sources import from here go internal with the engine seam.
-export { DEFAULT_MAX_BATCH } from './options.js';
-export type { RedisBackedOptions } from './options.js';
 export type { RedisClient } from './connection/connect.js';
 export { redisEngine } from './engine/redis-engine.js';
 export type { RedisEngineOptions } from './engine/engine-options.js';

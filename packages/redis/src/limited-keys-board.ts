@@ -1,4 +1,4 @@
-import type { LimitedKeysBinding } from '@sluice/core';
+import type { LimitedKeysBinding } from '@sluice/core/internal';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { limitedKeysKeys } from './key-layout.js';
 import { numArg } from './exact/rule-args.js';

@@ -1,15 +1,12 @@
-import {
-  type BoundStore,
-  type Clock,
-  type AccessListBinding,
-  type AccessListStore,
-  type LimitedKeysBinding,
-  type LimitedKeysStore,
-  type RuleSet,
-  SluiceError,
-  SluiceRangeError,
-  type Store,
-} from '@sluice/core';
+import { type Clock, SluiceError, SluiceRangeError, type Store } from '@sluice/core';
+import type {
+  BoundStore,
+  AccessListBinding,
+  AccessListStore,
+  LimitedKeysBinding,
+  LimitedKeysStore,
+  RuleSet,
+} from '@sluice/core/internal';
 import {
   type FleetEvent,
   type ResetHeardEvent,

@@ -143,3 +143,8 @@ export { TOLERANCE_MS } from '../algorithms/algorithm.js';
 export { CARRY_MODES } from '../algorithms/carry.js';
 export { DEFAULT_MAX_KEYS } from '../engine/memory-store.js';
 export { DEFAULT_MAX_KEY_LENGTH } from '../foundation/validate.js';
+/** What a store is made of, as the modes implement it (users pass a store; engine authors implement the Engine). */
+export type { BoundStore, GrantSource, RuleSet, SharedRules, StoreCapabilities } from '../engine/store.js';
+export type { LeaseWindow } from '../algorithms/algorithm.js';
+export type { LimitedKeysBinding, LimitedKeysStore } from '../engine/limited-keys-board.js';
+export type { AccessListBinding, AccessListStore } from '../engine/access-list-store.js';

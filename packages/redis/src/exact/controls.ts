@@ -1,4 +1,5 @@
-import { type Algorithm, type Clock, type GrantSource, type Permits, SluiceError } from '@sluice/core';
+import { type Algorithm, type Clock, type Permits, SluiceError } from '@sluice/core';
+import type { GrantSource } from '@sluice/core/internal';
 import {
   identityOf,
   mostPermits,

@@ -1,4 +1,5 @@
-import type { BoundStore, Clock, Decision, GrantSource, Permits } from '@sluice/core';
+import type { Clock, Decision, Permits } from '@sluice/core';
+import type { BoundStore, GrantSource } from '@sluice/core/internal';
 import {
   type DecisionEvent,
   type DecisionNote,

@@ -21,7 +21,8 @@ export { toConnection } from '../connection/connect.js';
 export { ChannelListener } from '../connection/channel-listener.js';
 /** The event emitter every Redis-backed store extends (the shared events' listener signatures first). */
 export { StoreEmitter } from '../store-events.js';
-export { REDIS_BACKED_OPTIONS } from '../options.js';
+export { DEFAULT_MAX_BATCH, REDIS_BACKED_OPTIONS } from '../options.js';
+export type { RedisBackedOptions } from '../options.js';
 export { redisHealthProbe } from '../health-probe.js';
 export { storeParts } from '../store-parts.js';
 export type { RedisBackedSettings, StoreParts } from '../store-parts.js';

@@ -1,15 +1,13 @@
 import {
   type Algorithm,
-  type BoundStore,
   type CarryMode,
   type Clock,
   type Decision,
-  type GrantSource,
   type LimiterConfiguration,
   type Permits,
-  type SharedRules,
   SluiceError,
 } from '@sluice/core';
+import type { BoundStore, GrantSource, SharedRules } from '@sluice/core/internal';
 import type { DecisionNote, DecisionSource } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { ruleArgs } from '../exact/rule-args.js';
