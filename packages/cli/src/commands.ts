@@ -17,9 +17,10 @@ import {
   RedisBoard,
   type RedisConnection,
   StartupChecks,
-  StoredConfiguration,
+  engineOnConnection,
   readDescriptor,
 } from '@sluice/redis/internal';
+import { StoredConfiguration } from '@sluice/core/internal';
 import type { Cluster, Redis } from 'ioredis';
 import { UsageError } from './connect.js';
 import { printable } from './printable.js';
@@ -159,7 +160,7 @@ const finite = (ms: number): number | null => (Number.isFinite(ms) ? ms : null);
  */
 async function inspectDivided(ctx: CommandContext, key: string, descriptor: LimiterDescriptor): Promise<void> {
   const stored = await new StoredConfiguration({
-    connection: ctx.connection,
+    engine: engineOnConnection(ctx.connection, CLI_TIMEOUT_MS),
     prefix: ctx.prefix,
     timeoutMs: CLI_TIMEOUT_MS,
   }).read();

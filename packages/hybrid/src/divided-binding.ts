@@ -21,7 +21,8 @@ import {
   withDeadline,
 } from '@sluice/core/internal';
 import type { HeartbeatAnswer } from '@sluice/core/engine';
-import { type LiveRule, redisHealthProbe } from '@sluice/redis/internal';
+import { redisHealthProbe } from '@sluice/redis/internal';
+import type { LiveRule } from '@sluice/core/internal';
 import { DemandMeter } from './demand-meter.js';
 import { DividedConfig } from './divided-config.js';
 import type { DivideContext } from './divided-context.js';

@@ -1,5 +1,6 @@
 import type { Algorithm } from '@sluice/core';
-import { KeyCarrier, type LiveRule } from '@sluice/redis/internal';
+import { KeyCarrier } from '@sluice/redis/internal';
+import type { LiveRule } from '@sluice/core/internal';
 import type { DivideContext } from './divided-context.js';
 import { Reserve, reserveStateName } from './reserve.js';
 import type { EngineHealth } from '@sluice/core/internal';

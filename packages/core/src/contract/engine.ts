@@ -36,8 +36,12 @@ export interface Engine {
   heartbeat(beat: Heartbeat, at: EngineTime): Promise<HeartbeatAnswer>;
   /** A limiter's configuration record, and the engine's time (a new version is at least it). */
   readConfig(prefix: string): Promise<ConfigRead>;
-  /** Stores `record` if the stored version is still `expected` (1: none stored); else says the version there. */
-  writeConfig(prefix: string, expected: number, record: ConfigRecord): Promise<ConfigWrite>;
+  /**
+   * Stores `record` if the stored version is still `expected` (1: none stored); else says the version there.
+   * A record written raises the prefix's version everywhere before the call answers, or, given `key` (a change
+   * of that key's override alone), at least where the key's states live.
+   */
+  writeConfig(prefix: string, expected: number, record: ConfigRecord, key?: string): Promise<ConfigWrite>;
   /**
    * Tells every subscriber of `channel` `message`, on every node: at most once, never inside this call, and in
    * no promised order (a Redis Cluster relays each publish through whichever node took it).

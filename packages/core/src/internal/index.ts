@@ -148,3 +148,18 @@ export type { BoundStore, GrantSource, RuleSet, SharedRules, StoreCapabilities }
 export type { LeaseWindow } from '../algorithms/algorithm.js';
 export type { LimitedKeysBinding, LimitedKeysStore } from '../engine/limited-keys-board.js';
 export type { AccessListBinding, AccessListStore } from '../engine/access-list-store.js';
+/** Live limits' configuration, kept by any engine for every node of a limiter (limiter.reconfigure, overrides). */
+export {
+  MAX_OVERRIDES,
+  decodeConfig,
+  encodeConfig,
+  firstConfig,
+  generationName,
+  overridden,
+  reconfigured,
+  rulesOf,
+  withoutOverride,
+} from '../modes/live/config-record.js';
+export type { CarryLink, LiveConfig, LiveRule } from '../modes/live/config-record.js';
+export { StoredConfiguration, storeUnavailable } from '../modes/live/stored-config.js';
+export type { StoredConfigurationParts } from '../modes/live/stored-config.js';

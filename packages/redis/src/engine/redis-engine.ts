@@ -81,9 +81,9 @@ export function engineOnConnection(connection: RedisConnection, timeoutMs: numbe
       checkPrefix('prefix', prefix);
       return configuration.read(prefix);
     },
-    async writeConfig(prefix, expected, record) {
+    async writeConfig(prefix, expected, record, key) {
       checkPrefix('prefix', prefix);
-      return configuration.write(prefix, expected, record);
+      return configuration.write(prefix, expected, record, key);
     },
     publish: (channel, message) => channels.publish(channel, message),
     subscribe: (channel, listener) => channels.subscribe(channel, listener),

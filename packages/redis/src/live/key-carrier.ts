@@ -3,7 +3,7 @@ import { type Engine, type EngineRules, isStale } from '@sluice/core/engine';
 import { keyCache, withDeadline } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { engineOnConnection } from '../engine/redis-engine.js';
-import { type LiveConfig, rulesOf } from './config-record.js';
+import { type LiveConfig, rulesOf } from '@sluice/core/internal';
 
 /** What a KeyCarrier needs: where the states live, and what a stale answer does. */
 export interface KeyCarrierParts {

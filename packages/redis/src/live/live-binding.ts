@@ -15,13 +15,14 @@ import { versionError } from '../reply-errors.js';
 import {
   type LiveConfig,
   type LiveRule,
+  StoredConfiguration,
   firstConfig,
   overridden,
   reconfigured,
   withoutOverride,
-} from './config-record.js';
+} from '@sluice/core/internal';
+import { engineOnConnection } from '../engine/redis-engine.js';
 import { KeyCarrier } from './key-carrier.js';
-import { StoredConfiguration } from './stored-config.js';
 
 /** What an exact binding of one set of rules can do, as LiveBinding uses it. */
 export interface VersionBinding extends BoundStore {
@@ -119,7 +120,11 @@ export class LiveBinding implements BoundStore, SharedRules {
     this.#parts = parts;
     this.#config = firstConfig(parts.rules);
     this.#configuration = { version: 1, rules: parts.rules };
-    this.#stored = new StoredConfiguration(parts);
+    this.#stored = new StoredConfiguration({
+      engine: engineOnConnection(parts.connection, undefined),
+      prefix: parts.prefix,
+      timeoutMs: parts.timeoutMs,
+    });
     this.#carrier = new KeyCarrier({
       ...parts,
       onStale: async (version) => (await this.#onStale(version)) !== undefined,
