@@ -13,10 +13,7 @@ import {
   ChannelListener,
   ExactBinding,
   type FleetPresence,
-  LiveBinding,
   StoreEmitter,
-  type VersionBinding,
-  type VersionRules,
   adjustScript,
   decodeIdentity,
   encodeIdentity,
@@ -27,6 +24,7 @@ import {
   resetChannel,
   storeParts,
 } from '@sluice/redis/internal';
+import { LiveBinding, type VersionBinding, type VersionRules } from '@sluice/core/internal';
 import { DEFAULT_MAX_BATCH } from '@sluice/redis/internal';
 import { LeasedBinding } from './leased-binding.js';
 import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName } from './leased-context.js';
@@ -136,7 +134,7 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
     const { prefix } = ruleSet;
     const fleet = this.#presence?.track(prefix);
     const live: LiveBinding = new LiveBinding({
-      connection: this.#ctx.redis,
+      engine: this.#ctx.engine,
       prefix,
       rules: [first],
       timeoutMs: this.#ctx.o.timeoutMs,

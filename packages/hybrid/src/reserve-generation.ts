@@ -1,5 +1,5 @@
 import type { Algorithm } from '@sluice/core';
-import { KeyCarrier } from '@sluice/redis/internal';
+import { KeyCarrier } from '@sluice/core/internal';
 import type { LiveRule } from '@sluice/core/internal';
 import type { DivideContext } from './divided-context.js';
 import { Reserve, reserveStateName } from './reserve.js';
@@ -30,7 +30,7 @@ export function generationReserve(ctx: DivideContext, owner: ReserveOwner, entry
   if (entry.from.length > 0) {
     const scaled = (r: Algorithm) => r.share(Math.max(fraction, 1 / r.burst));
     carrier = new KeyCarrier({
-      connection: ctx.redis,
+      engine: ctx.engine,
       prefix: owner.prefix,
       timeoutMs: o.timeoutMs,
       maxKeys: o.maxKeys,

@@ -163,3 +163,8 @@ export {
 export type { CarryLink, LiveConfig, LiveRule } from '../modes/live/config-record.js';
 export { StoredConfiguration, storeUnavailable } from '../modes/live/stored-config.js';
 export type { StoredConfigurationParts } from '../modes/live/stored-config.js';
+/** Live limits for a mode over an engine: its rules' bindings per configuration version, and the first-touch carry. */
+export { LiveBinding } from '../modes/live/live-binding.js';
+export type { LiveParts, VersionBinding, VersionRules } from '../modes/live/live-binding.js';
+export { KeyCarrier } from '../modes/live/key-carrier.js';
+export type { KeyCarrierParts } from '../modes/live/key-carrier.js';

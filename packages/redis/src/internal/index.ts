@@ -62,11 +62,6 @@ export {
   stateKey,
   versionKeyBeside,
 } from '../key-layout.js';
-/** Live limits: a limiter's configuration kept in Redis for every node (limiter.reconfigure, limiter.override). */
-export { LiveBinding } from '../live/live-binding.js';
-export type { LiveParts, VersionBinding, VersionRules } from '../live/live-binding.js';
-export { KeyCarrier } from '../live/key-carrier.js';
-export type { KeyCarrierParts } from '../live/key-carrier.js';
 export { versionError } from '../reply-errors.js';
 /** Limited-keys boards (limiter.topLimited) on Redis: a fleet's counts of the keys its limiters limit. */
 export { RedisBoard, RedisBoards } from '../limited-keys-board.js';

@@ -1,18 +1,18 @@
-import type { Clock } from '@sluice/core';
-import { type Engine, type EngineRules, isStale } from '@sluice/core/engine';
-import { keyCache, withDeadline } from '@sluice/core/internal';
-import type { RedisConnection } from '../connection/connection.js';
-import { engineOnConnection } from '../engine/redis-engine.js';
-import { type LiveConfig, rulesOf } from '@sluice/core/internal';
+import { type Engine, type EngineRules, isStale } from '../../contract/engine.js';
+import { keyCache } from '../../engine/key-cache.js';
+import type { Clock } from '../../foundation/clock.js';
+import { withDeadline } from '../deadline.js';
+import { type LiveConfig, rulesOf } from './config-record.js';
 
 /** What a KeyCarrier needs: where the states live, and what a stale answer does. */
 export interface KeyCarrierParts {
-  readonly connection: RedisConnection;
+  /** The engine the carries are made through (its deadline this carrier's). */
+  readonly engine: Engine;
   readonly prefix: string;
   readonly timeoutMs: number;
   /** The most keys whose carry this node remembers having made. */
   readonly maxKeys: number;
-  /** The decision clock (undefined: Redis TIME) and this process's clock (carry windows). */
+  /** The decision clock (undefined: the engine's) and this process's clock (carry windows). */
   readonly decisionClock: Clock | undefined;
   readonly localClock: Clock;
   /** The name of the states a rule's state name stands for in this mode (undefined: the state name itself). */
@@ -42,12 +42,9 @@ export class KeyCarrier {
   /** Until when a link of the current version carries (0: none does). */
   #carryUntil = 0;
   readonly #remembered: ReturnType<typeof keyCache<string, true>>;
-  /** The engine the carries are made through (carry_key.lua on Redis); the deadline is this carrier's. */
-  readonly #engine: Engine;
 
   constructor(parts: KeyCarrierParts) {
     this.#parts = parts;
-    this.#engine = engineOnConnection(parts.connection, undefined);
     this.#remembered = keyCache<string, true>(parts.maxKeys);
   }
 
@@ -108,7 +105,7 @@ export class KeyCarrier {
     }));
     try {
       const answer = await withDeadline(
-        this.#engine.adjust(rules, key, { op: 'carry', links }, decisionClock?.now()),
+        this.#parts.engine.adjust(rules, key, { op: 'carry', links }, decisionClock?.now()),
         timeoutMs,
         'a carry',
       );
