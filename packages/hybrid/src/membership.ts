@@ -1,7 +1,13 @@
 import type { Clock } from '@sluice/core';
 import type { Engine, Heartbeat, HeartbeatAnswer } from '@sluice/core/engine';
-import { type EngineLink, type NodeIdentity, warnOnce, withDeadline } from '@sluice/core/internal';
-import { checkClockSkew } from '@sluice/redis/internal';
+import {
+  type EngineLink,
+  type NodeIdentity,
+  checkClockSkew,
+  engineClockName,
+  warnOnce,
+  withDeadline,
+} from '@sluice/core/internal';
 import { LEAST_HELD, type ShareMode } from './shares.js';
 
 /** A divided limiter in its store's heartbeat: where its fleet lives, its limit, and what it reports and hears. */
@@ -148,7 +154,8 @@ export class Membership {
         const answer = result.value;
         if (!skewChecked && skewClock !== undefined) {
           skewChecked = true;
-          checkClockSkew(sentAt, skewClock.now(), answer.engineNowMs, `limiter ${JSON.stringify(member.prefix)}`);
+          const where = `limiter ${JSON.stringify(member.prefix)}`;
+          checkClockSkew(sentAt, skewClock.now(), answer.engineNowMs, where, engineClockName(this.#o.engine));
         }
         if (identity.heard(fleetOf(member), id, String(answer.at), answer.idTaken)) renamed = true;
         // A taken id's answer is another process's: this node hears its own under its new id, at once.

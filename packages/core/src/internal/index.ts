@@ -168,3 +168,4 @@ export { LiveBinding } from '../modes/live/live-binding.js';
 export type { LiveParts, VersionBinding, VersionRules } from '../modes/live/live-binding.js';
 export { KeyCarrier } from '../modes/live/key-carrier.js';
 export type { KeyCarrierParts } from '../modes/live/key-carrier.js';
+export { CLOCK_SKEW_WARN_MS, checkClockSkew, clockOffset, engineClockName, serverName } from '../modes/clock-skew.js';

@@ -27,7 +27,6 @@ export { redisHealthProbe } from '../health-probe.js';
 export { storeParts } from '../store-parts.js';
 export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
 export { FleetPresence } from '../fleet/presence.js';
-export { checkClockSkew } from '../fleet/clock-skew.js';
 export type { PresenceOptions, TrackedFleet } from '../fleet/presence.js';
 export { ExactBinding } from '../exact/exact-binding.js';
 export type { DenialSharing, ExactParts } from '../exact/exact-binding.js';

@@ -1,5 +1,6 @@
 import type { ConfigRecord, Engine } from '../../contract/engine.js';
 import { SluiceError } from '../../foundation/errors.js';
+import { serverName } from '../clock-skew.js';
 import { withDeadline } from '../deadline.js';
 import { type LiveConfig, decodeConfig, encodeConfig } from './config-record.js';
 
@@ -12,9 +13,6 @@ const WRITE_DEADLINE_MS = 5_000;
 const READ_BACK_DEADLINE_MS = 5_000;
 /** How often a recovery of a lost record reads again after another node stored one first. */
 const MAX_RECOVERY_ATTEMPTS = 3;
-
-/** How errors name each engine's server. */
-const SERVER_NAMES: Readonly<Record<string, string>> = { redis: 'Redis', postgres: 'PostgreSQL' };
 
 /** Where a limiter's configuration lives: the engine, the limiter's prefix and the deadline of a read. */
 export interface StoredConfigurationParts {
@@ -216,8 +214,7 @@ export class StoredConfiguration {
 
   /** The engine's server, as errors name it. */
   get #server(): string {
-    const name = this.#parts.engine.name;
-    return SERVER_NAMES[name] ?? name;
+    return serverName(this.#parts.engine);
   }
 
   /** What keeps a configuration from being lost, on this engine. */
