@@ -8,6 +8,7 @@ import {
   MAX_BOARD_MINUTES,
   byMostLimited,
   DEFAULT_MAX_KEY_LENGTH,
+  StoredConfiguration,
 } from '@sluice/core/internal';
 import { leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
@@ -20,7 +21,6 @@ import {
   engineOnConnection,
   readDescriptor,
 } from '@sluice/redis/internal';
-import { StoredConfiguration } from '@sluice/core/internal';
 import type { Cluster, Redis } from 'ioredis';
 import { UsageError } from './connect.js';
 import { printable } from './printable.js';

@@ -1,6 +1,13 @@
 import { type Algorithm, type CarryMode, type LimiterConfiguration, SluiceError } from '@sluice/core';
-import { emitSafely, stateName } from '@sluice/core/internal';
-import { type LiveConfig, type LiveRule, StoredConfiguration, firstConfig, reconfigured } from '@sluice/core/internal';
+import {
+  emitSafely,
+  stateName,
+  type LiveConfig,
+  type LiveRule,
+  StoredConfiguration,
+  firstConfig,
+  reconfigured,
+} from '@sluice/core/internal';
 import type { DivideContext } from './divided-context.js';
 import { hybridRule } from './supported-rule.js';
 

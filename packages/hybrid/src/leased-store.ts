@@ -1,14 +1,21 @@
 import type { Clock, Store } from '@sluice/core';
-import type {
-  AccessListBinding,
-  AccessListStore,
-  BoundStore,
-  LimitedKeysBinding,
-  LimitedKeysStore,
-  RuleSet,
-  StoreCapabilities,
+import {
+  type AccessListBinding,
+  type AccessListStore,
+  type BoundStore,
+  type LimitedKeysBinding,
+  type LimitedKeysStore,
+  type RuleSet,
+  type StoreCapabilities,
+  type FleetShare,
+  emitSafely,
+  inCall,
+  parseOptions,
+  type Fallback,
+  LiveBinding,
+  type VersionBinding,
+  type VersionRules,
 } from '@sluice/core/internal';
-import { type FleetShare, emitSafely, inCall, parseOptions, type Fallback } from '@sluice/core/internal';
 import {
   ChannelListener,
   ExactBinding,
@@ -23,9 +30,8 @@ import {
   presenceScript,
   resetChannel,
   storeParts,
+  DEFAULT_MAX_BATCH,
 } from '@sluice/redis/internal';
-import { LiveBinding, type VersionBinding, type VersionRules } from '@sluice/core/internal';
-import { DEFAULT_MAX_BATCH } from '@sluice/redis/internal';
 import { LeasedBinding } from './leased-binding.js';
 import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName } from './leased-context.js';
 import type { LeasedEvents } from './leased-events.js';

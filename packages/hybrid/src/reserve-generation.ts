@@ -1,9 +1,7 @@
 import type { Algorithm } from '@sluice/core';
-import { KeyCarrier } from '@sluice/core/internal';
-import type { LiveRule } from '@sluice/core/internal';
+import { KeyCarrier, type LiveRule, type EngineHealth } from '@sluice/core/internal';
 import type { DivideContext } from './divided-context.js';
 import { Reserve, reserveStateName } from './reserve.js';
-import type { EngineHealth } from '@sluice/core/internal';
 
 /** What a divided limiter gives each generation of its reserve. */
 export interface ReserveOwner {

@@ -1,13 +1,11 @@
 import { type Clock, SluiceError, SluiceRangeError, type Store } from '@sluice/core';
-import type {
-  BoundStore,
-  AccessListBinding,
-  AccessListStore,
-  LimitedKeysBinding,
-  LimitedKeysStore,
-  RuleSet,
-} from '@sluice/core/internal';
 import {
+  type BoundStore,
+  type AccessListBinding,
+  type AccessListStore,
+  type LimitedKeysBinding,
+  type LimitedKeysStore,
+  type RuleSet,
   type FleetEvent,
   type ResetHeardEvent,
   type FleetShare,
@@ -29,6 +27,8 @@ import {
   type PauseStore,
   type SemaphoreBinding,
   type SemaphoreSpec,
+  LiveBinding,
+  type VersionBinding,
 } from '@sluice/core/internal';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { ChannelListener } from './connection/channel-listener.js';
@@ -45,10 +45,9 @@ import {
   pauseChannel,
   resetChannel,
 } from './key-layout.js';
-import { LiveBinding, type VersionBinding } from '@sluice/core/internal';
 import type { Engine } from '@sluice/core/engine';
 import { engineOnConnection } from './engine/redis-engine.js';
-import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
+import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS, type RedisBackedOptions } from './options.js';
 import type { StartupChecks } from './preflight.js';
 import { storeParts } from './store-parts.js';
 import { StoreEmitter } from './store-events.js';
@@ -59,7 +58,6 @@ import { RedisPauses } from './pauses.js';
 import { exactScripts, pauseScript, presenceScript, semaphoreScript } from './scripts.js';
 import { RedisSemaphore } from './semaphore.js';
 import type { RedisClient } from './connection/connect.js';
-import type { RedisBackedOptions } from './options.js';
 
 /**
  * Options of `redisStore`: those of every Redis-backed store (RedisBackedOptions, FailModeOptions) and its own

@@ -1,6 +1,5 @@
 import type { Engine } from '@sluice/core/engine';
-import { checkedEngine, inCall } from '@sluice/core/internal';
-import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
+import { checkedEngine, inCall, OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';

@@ -1,10 +1,9 @@
 import type { Clock } from '@sluice/core';
-import type { FleetShare } from '@sluice/core/internal';
+import { type FleetShare, checkClockSkew, withDeadline, type NodeIdentity } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { fleetKey } from '../key-layout.js';
 import { presenceScript } from '../scripts.js';
 import { bySlot } from '../slots.js';
-import { checkClockSkew, withDeadline, type NodeIdentity } from '@sluice/core/internal';
 
 /** What a store's presence needs: the connection, this node's name, and how often it says it is alive. */
 export interface PresenceOptions {
