@@ -3,7 +3,7 @@
  * in one run against one spawned redis-server, medians of interleaved rounds:
  * - a lease (leased mode's, a reserve's draw): `engine.lease` (core's input checks, then lease.lua) against
  *   lease.lua called directly, 128 in flight over 1,000 keys;
- * - a divided store's heartbeat of 16 limiters: 16 `engine.heartbeat` calls in one turn (redisEngine carries
+ * - a divided store's heartbeat of 16 limiters: 16 `engine.heartbeat` calls asked together (redisEngine carries
  *   them in one membership.lua call) against one membership.lua call of 16 limiters, and the script calls each
  *   round costs Redis.
  * Writes bench/results/engine-overhead.json.
@@ -154,7 +154,7 @@ const results = {
     timeRatio: Number(median(leaseRatios).toFixed(3)),
   },
   heartbeat: {
-    what: `${BEATS} rounds of ${FLEETS} divided limiters' heartbeats: ${FLEETS} engine.heartbeat calls in one turn vs one membership.lua call of ${FLEETS}`,
+    what: `${BEATS} rounds of ${FLEETS} divided limiters' heartbeats: ${FLEETS} engine.heartbeat calls asked together vs one membership.lua call of ${FLEETS}`,
     scriptCallsPerRound: { engine: median(beatCalls.engine), direct: median(beatCalls.direct) },
     timeRatio: Number(median(beatRatios).toFixed(3)),
   },

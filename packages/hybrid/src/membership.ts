@@ -38,7 +38,7 @@ export interface MemberOf {
 
 /** What a store's membership heartbeat needs. */
 export interface MembershipOptions {
-  /** The engine each fleet's heartbeat goes to (its heartbeats of one turn leave together). */
+  /** The engine each fleet's heartbeat goes to (its heartbeats asked together leave together). */
   readonly engine: Engine;
   /** The client the engine calls: a lost connection fails every fleet at once, a new one beats at once. */
   readonly link: EngineLink;
@@ -74,7 +74,7 @@ export function warnOfHeartbeatRate(prefix: string, nodes: number, heartbeatMs: 
 /**
  * A divided store's heartbeat: every `heartbeatMs`, each of the store's divided limiters reports this node's
  * demand to its fleet and hears its own allocation in the fleet's last two divisions: O(log N) for the engine
- * and a constant reply whatever the fleet's size. The heartbeats leave in one turn, so the engine carries them
+ * and a constant reply whatever the fleet's size. The heartbeats are asked together, so the engine carries them
  * together (redisEngine: one membership.lua call per Cluster slot for all of them). A node is live while seen
  * within 3 heartbeats. A heartbeat never waits on another (a slow engine must not pile them up).
  * @example

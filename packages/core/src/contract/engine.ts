@@ -30,8 +30,8 @@ export interface Engine {
   lease(rules: EngineRules, ask: LeaseAsk, at: EngineTime): Promise<LeaseAnswer>;
   /**
    * One node's heartbeat in one fleet (a divided limiter's nodes): records it and answers its share. A node
-   * sends each fleet's heartbeat in the same turn: an engine may carry the heartbeats of one turn together (Redis:
-   * one call per Cluster slot), as long as each is answered, or fails, on its own.
+   * asks its fleets' heartbeats together (before it awaits): an engine may carry them together (Redis: one
+   * call per Cluster slot), as long as each is answered, or fails, on its own.
    */
   heartbeat(beat: Heartbeat, at: EngineTime): Promise<HeartbeatAnswer>;
   /** A limiter's configuration record, and the engine's time (a new version is at least it). */
