@@ -20,8 +20,9 @@ const LAYERS: Readonly<Record<string, readonly string[]>> = {
   adapters: ['foundation', 'algorithms', 'engine', 'concurrency'],
   // The engine contract: what a central backend implements.
   contract: ['foundation', 'algorithms', 'engine'],
-  // What every mode over an engine is built from: deadlines, health, the fail mode, the deny cache, node ids.
-  modes: ['foundation', 'algorithms', 'engine'],
+  // What every mode over an engine is built from: deadlines, health, the fail mode, the deny cache, node ids,
+  // live limits (which call the engine: the contract is below the modes, never the reverse).
+  modes: ['foundation', 'algorithms', 'engine', 'contract'],
   // The internal entry (@sluice/core/internal) is a barrel nothing in core imports: what sluice's own packages
   // share, the HTTP adapters' machinery @sluice/nestjs and @sluice/grpc build on (createEvaluator...) included.
   internal: ['foundation', 'algorithms', 'engine', 'concurrency', 'modes', 'contract', 'adapters'],

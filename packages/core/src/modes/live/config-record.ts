@@ -190,6 +190,8 @@ export function reconfigured(
 /**
  * The rules `key` is decided by under `config`, each with every earlier state its first touch carries from:
  * its override's, or the limiter's with what a removed override left.
+ * @example
+ * rulesOf(config, 'user:1').map((entry) => entry.state) // the state names its decisions use
  */
 export function rulesOf(config: LiveConfig, key: string): readonly LiveRule[] {
   const own = config.overrides.get(key);
@@ -199,7 +201,11 @@ export function rulesOf(config: LiveConfig, key: string): readonly LiveRule[] {
   return config.rules.map((e) => ({ ...e, from: [...(back[e.rule.name] ?? []), ...e.from] }));
 }
 
-/** The configuration after `key` is given `rules` of its own at `nowMs` as version `version`. */
+/**
+ * The configuration after `key` is given `rules` of its own at `nowMs` as version `version`.
+ * @example
+ * const next = overridden(config, 'user:1', [tokenBucket({ name: 'api', capacity: 500, refillPerSecond: 50 })], 3, Date.now())
+ */
 export function overridden(
   current: LiveConfig,
   key: string,
@@ -231,7 +237,11 @@ export function overridden(
   return { version, rules: current.rules, overrides, returning };
 }
 
-/** The configuration after `key`'s override is removed (what it used carried back) as version `version`. */
+/**
+ * The configuration after `key`'s override is removed (what it used carried back) as version `version`.
+ * @example
+ * const next = withoutOverride(config, 'user:1', 4, Date.now()) // next.overrides.has('user:1') === false
+ */
 export function withoutOverride(current: LiveConfig, key: string, version: number, nowMs: number): LiveConfig {
   const own = current.overrides.get(key);
   const { overrides, returning } = pruned(current, nowMs);
@@ -267,7 +277,12 @@ const storeLink = (link: CarryLink): StoredLink => ({
 const storeRules = (rules: readonly LiveRule[]): StoredRule[] =>
   rules.map((e) => ({ spec: ruleSpec(e.rule), state: e.state, from: e.from.map(storeLink) }));
 
-/** The record stored at configKey: '<version>\n<JSON>' (config_write.lua compares the version). */
+/**
+ * A configuration as its record: '<version>\n<JSON>' (an engine stores the version and the JSON apart; Redis
+ * keeps this text, and config_write.lua compares the version at its head).
+ * @example
+ * encodeConfig(firstConfig(rules)) // '1\n{"format":1,...}'
+ */
 export function encodeConfig(config: LiveConfig): string {
   const body = {
     format: CONFIG_FORMAT,
@@ -286,6 +301,8 @@ export function encodeConfig(config: LiveConfig): string {
 /**
  * The configuration a record holds. A record of a later format is refused (SluiceError 'UNSUPPORTED' naming
  * its format), as is one that is not a record sluice wrote (SluiceError 'STORE_MISCONFIGURED').
+ * @example
+ * decodeConfig(encodeConfig(config), 'the record of "api"').version === config.version // true
  */
 export function decodeConfig(record: string, where: string): LiveConfig {
   const unreadable = (why: string) =>

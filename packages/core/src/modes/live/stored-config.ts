@@ -249,7 +249,11 @@ function conflict(won: number, fromVersion: number): SluiceError {
   );
 }
 
-/** A SluiceError 'STORE_UNAVAILABLE' saying what could not be done and why. */
+/**
+ * A SluiceError 'STORE_UNAVAILABLE' saying what could not be done and why.
+ * @example
+ * throw storeUnavailable('the configuration could not be read', error)
+ */
 export function storeUnavailable(what: string, cause: unknown): SluiceError {
   return new SluiceError('STORE_UNAVAILABLE', `${what}: ${cause instanceof Error ? cause.message : String(cause)}`, {
     cause,
