@@ -148,3 +148,12 @@ export type { BoundStore, GrantSource, RuleSet, SharedRules, StoreCapabilities }
 export type { LeaseWindow } from '../algorithms/algorithm.js';
 export type { LimitedKeysBinding, LimitedKeysStore } from '../engine/limited-keys-board.js';
 export type { AccessListBinding, AccessListStore } from '../engine/access-list-store.js';
+/**
+ * The memory engine's data and its pure calls, as an engine that runs core's algorithms inside a transaction
+ * (@sluice/postgres) reuses them on a scratch copy of the rows one call touches: answers bit for bit memoryEngine's.
+ */
+export { EngineState, ExpiringMap, compositeKey } from '../contract/memory-engine-state.js';
+export { adjustKey, decideAsk, stateKeys } from '../contract/memory-decide.js';
+export { leaseOf } from '../contract/memory-lease.js';
+export { heartbeatOf } from '../contract/memory-fleet.js';
+export type { Fleet } from '../contract/memory-fleet.js';
