@@ -11,8 +11,18 @@ import type { ExpiringTable } from './schema.js';
 
 interface Kept<T> {
   value: T;
+  /** When the entry expires for this call (ExpiringMap's expiry, on the database's clock). */
   expiresAt: number;
+  /** When the row expires in the table: later by EXPIRY_GRACE_MS when this call set its expiry. */
+  storedUntil: number;
 }
+
+/**
+ * How much longer a row is kept than the expiry the call set (the docs allow later, never earlier): a caller's
+ * times (`at`) and the database's clock move apart, and a call can take a while; a state that stops mattering
+ * at the caller's time is then still there when its last caller asks, as memoryEngine's would be.
+ */
+export const EXPIRY_GRACE_MS = 1_000;
 
 /** A row as loaded, or as the call left it. */
 export interface Row {
@@ -39,7 +49,7 @@ export class ScratchMap<T> extends ExpiringMap<T> {
 
   /** Puts a row read from the table (not yet expired) in. */
   load(key: string, value: T, text: string, expiresAt: number): void {
-    this.#entries.set(key, { value, expiresAt });
+    this.#entries.set(key, { value, expiresAt, storedUntil: expiresAt });
     this.#loaded.set(key, { key, value: text, expiresAt });
   }
 
@@ -55,14 +65,20 @@ export class ScratchMap<T> extends ExpiringMap<T> {
 
   override set(key: string, value: T, ttlMs?: number): void {
     const kept = this.#entries.get(key);
-    const expiresAt =
-      ttlMs === undefined ? (kept?.expiresAt ?? Number.POSITIVE_INFINITY) : this.#now() + Math.max(0, ttlMs);
-    this.#entries.set(key, { value, expiresAt });
+    if (ttlMs === undefined) {
+      const expiresAt = kept?.expiresAt ?? Number.POSITIVE_INFINITY;
+      this.#entries.set(key, { value, expiresAt, storedUntil: kept?.storedUntil ?? expiresAt });
+      return;
+    }
+    const expiresAt = this.#now() + Math.max(0, ttlMs);
+    this.#entries.set(key, { value, expiresAt, storedUntil: expiresAt + EXPIRY_GRACE_MS });
   }
 
   override expire(key: string, ttlMs: number): void {
     const kept = this.#entries.get(key);
-    if (kept !== undefined) kept.expiresAt = this.#now() + ttlMs;
+    if (kept === undefined) return;
+    kept.expiresAt = this.#now() + ttlMs;
+    kept.storedUntil = kept.expiresAt + EXPIRY_GRACE_MS;
   }
 
   override delete(key: string): boolean {
@@ -78,8 +94,8 @@ export class ScratchMap<T> extends ExpiringMap<T> {
     for (const [key, kept] of this.#entries) {
       const value = encode(kept.value);
       const before = this.#loaded.get(key);
-      if (before === undefined || before.value !== value || before.expiresAt !== kept.expiresAt)
-        upserts.push({ key, value, expiresAt: kept.expiresAt });
+      if (before === undefined || before.value !== value || before.expiresAt !== kept.storedUntil)
+        upserts.push({ key, value, expiresAt: kept.storedUntil });
     }
     for (const key of this.#loaded.keys()) if (!this.#entries.has(key)) deletes.push(key);
     return { upserts, deletes };
