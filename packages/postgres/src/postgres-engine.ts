@@ -8,16 +8,7 @@ import type {
   HeartbeatAnswer,
   LeaseAnswer,
 } from '@sluice/core/engine';
-import {
-  adjustKey,
-  checkedEngine,
-  compositeKey,
-  decideAsk,
-  heartbeatOf,
-  inCall,
-  leaseOf,
-  stateKeys,
-} from '@sluice/core/internal';
+import { checkedEngine, inCall, memoryEngineParts } from '@sluice/core/internal';
 import type { PoolClient } from 'pg';
 import { EngineChannels } from './channels.js';
 import { keyText } from './codec.js';
@@ -25,6 +16,8 @@ import { type PostgresEngineOptions, parseEngineOptions } from './engine-options
 import { type Touched, loadState, lockNames, saveState } from './rows.js';
 import type { ScratchState } from './scratch.js';
 import { CLOCK_MS, Database } from './transaction.js';
+
+const { adjustKey, compositeKey, decideAsk, heartbeatOf, leaseOf, stateKeys } = memoryEngineParts;
 
 /** The lessee set of a state key (memory-lease.ts's name for it). */
 const lesseesOf = (stateKey: string): string => compositeKey(stateKey, 'lessees');

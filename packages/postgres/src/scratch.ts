@@ -4,8 +4,7 @@
  * database's time read once in the call's transaction: expiry follows the engine's clock, as ExpiringMap's
  * does. Afterwards, `changes` says which rows to write or delete.
  */
-import type { Ban, Fleet } from '@sluice/core/internal';
-import { EngineState, ExpiringMap } from '@sluice/core/internal';
+import { type Ban, type Fleet, memoryEngineParts as memory } from '@sluice/core/internal';
 import { encode } from './codec.js';
 import type { ExpiringTable } from './schema.js';
 
@@ -37,7 +36,7 @@ export interface Row {
  * was loaded (to tell what changed). Values may change in place (a fleet's, a lessee set's): each loaded or
  * touched entry is compared by its encoded text, never by reference.
  */
-export class ScratchMap<T> extends ExpiringMap<T> {
+export class ScratchMap<T> extends memory.ExpiringMap<T> {
   readonly #entries = new Map<string, Kept<T>>();
   readonly #loaded = new Map<string, Row>();
   readonly #now: () => number;
@@ -103,7 +102,7 @@ export class ScratchMap<T> extends ExpiringMap<T> {
 }
 
 /** The memory engine's data over scratch maps; `now` is the database's time of the call. */
-export class ScratchState extends EngineState {
+export class ScratchState extends memory.EngineState {
   override readonly states = new ScratchMap<unknown>(this.clock);
   override readonly bans = new ScratchMap<Ban>(this.clock);
   override readonly lessees = new ScratchMap<Map<string, number>>(this.clock);
