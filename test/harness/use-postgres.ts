@@ -12,6 +12,18 @@ export interface TestDatabase {
   pool(options?: pg.PoolConfig): pg.Pool;
 }
 
+/** Ends `pool`, giving up on clients never released after their connection ended (the drop ended them). */
+async function endPool(pool: pg.Pool): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    pool.end().catch(() => undefined),
+    new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, 2_000);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
 function urlOf(database: string): string {
   const url = new URL(ADMIN_URL);
   url.pathname = `/${database}`;
@@ -50,8 +62,10 @@ export function useTestDatabase(): () => TestDatabase {
     ready = true;
   });
   afterAll(async () => {
-    await Promise.all(pools.map((pool) => pool.end().catch(() => undefined)));
+    // Dropped first (FORCE ends every connection to it), so a connection a failed test left checked out cannot
+    // keep the database, nor hold up the pools' end.
     if (ready) await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+    await Promise.all(pools.map((pool) => endPool(pool)));
   });
   return () => {
     if (!ready) throw new Error('useTestDatabase: used before its beforeAll ran');

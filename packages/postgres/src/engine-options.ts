@@ -20,8 +20,9 @@ export interface PostgresEngineOptions {
   pool: Pool;
   /**
    * Longest each engine call waits for PostgreSQL before it rejects (the modes' health machine and fail mode
-   * take it from there; the engine has no fail mode of its own). It is also each statement's
-   * `statement_timeout`, so a call waiting on a lock ends on the server too, and a call past it commits nothing.
+   * take it from there; the engine has no fail mode of its own). A call past it commits nothing, and each
+   * statement's `statement_timeout` is this plus 100 ms, so a wait on a lock ends on the server too. The first
+   * call of an engine also checks (and at the first ever, creates) the tables within it.
    * @default 50
    */
   timeoutMs?: number | undefined;
