@@ -116,7 +116,8 @@ describe('postgresEngine', () => {
 
   it('sweeps rows that expired on the database clock', async () => {
     const pool = db().pool();
-    const engine = postgresEngine({ pool, timeoutMs: 5_000 });
+    // A schema of its own: the sweep takes the oldest expired rows first, and the other tests leave many.
+    const engine = postgresEngine({ pool, timeoutMs: 5_000, schema: 'swept' });
     const rules = rulesOf(fixedWindow({ limit: 1, windowMs: 100, name: 'short' }));
     const keys = ['a', 'b', 'c'];
     for (const key of keys) await engine.decide(rules, [ask(key)]);
@@ -124,13 +125,13 @@ describe('postgresEngine', () => {
       Number(
         (
           await pool.query<{ n: string }>(
-            `SELECT count(*) AS n FROM sluice.states WHERE key LIKE $1 AND (expires_at <= ` +
+            `SELECT count(*) AS n FROM swept.states WHERE key LIKE $1 AND (expires_at <= ` +
               `(extract(epoch FROM clock_timestamp()) * 1000)::float8) = $2`,
             [`%${rules.prefix}%`, expired],
           )
         ).rows[0]?.n,
       );
-    // Waits for the database's clock to pass the rows' expiry (an event, not a sleep that decides).
+    // Waits for the database's clock to pass the rows' expiry, 1 s after the window's (an event, not a sleep).
     await vi.waitFor(async () => expect(await count(true)).toBe(3), { timeout: 10_000, interval: 20 });
     // The next call sweeps them (after it answers: a bounded delete beside it).
     await engine.decide(rulesOf(fixedWindow({ limit: 1, windowMs: 3_600_000, name: 'long' })), [ask('x')]);

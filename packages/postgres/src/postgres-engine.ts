@@ -9,13 +9,12 @@ import type {
   LeaseAnswer,
 } from '@sluice/core/engine';
 import { checkedEngine, inCall, memoryEngineParts } from '@sluice/core/internal';
-import type { PoolClient } from 'pg';
 import { EngineChannels } from './channels.js';
 import { keyText } from './codec.js';
 import { type PostgresEngineOptions, parseEngineOptions } from './engine-options.js';
-import { type Touched, loadState, lockNames, saveState } from './rows.js';
+import { type Touched, loadSql, lockSql, saveSql, scratchOf } from './rows.js';
 import type { ScratchState } from './scratch.js';
-import { CLOCK_MS, Database } from './transaction.js';
+import { CLOCK_MS, Database, type Transaction } from './transaction.js';
 
 const { adjustKey, compositeKey, decideAsk, heartbeatOf, leaseOf, stateKeys } = memoryEngineParts;
 
@@ -23,11 +22,12 @@ const { adjustKey, compositeKey, decideAsk, heartbeatOf, leaseOf, stateKeys } = 
 const lesseesOf = (stateKey: string): string => compositeKey(stateKey, 'lessees');
 
 /**
- * Runs one call's pure part on the rows it touches: locks them (a lessee set under its state's lock), loads
- * them with the database's time, runs `compute` on the scratch state, writes back what changed.
+ * Runs one call's pure part on the rows it touches, in two round trips: locks them (a lessee set under its
+ * state's lock) and loads them with the database's time, with BEGIN; runs `compute` on the scratch state;
+ * writes back what changed, with COMMIT.
  */
 async function onRows<T>(
-  client: PoolClient,
+  tx: Transaction,
   schema: string,
   touched: Touched & { readonly prefix: string },
   compute: (data: ScratchState) => T,
@@ -37,11 +37,13 @@ async function onRows<T>(
     ...(touched.bans ?? []).map((k) => `b${k}`),
     ...(touched.fleets ?? []).map((k) => `f${k}`),
   ];
-  await lockNames(client, names);
-  const data = await loadState(client, schema, touched);
+  const lock = lockSql(tx, names);
+  const load = loadSql(tx, schema, touched);
+  const data = scratchOf(await tx.begin(...(lock === undefined ? [load] : [lock, load])), touched);
   const loadedVersion = data.versions.get(touched.prefix);
   const answer = compute(data);
-  await saveState(client, schema, data, touched.prefix, loadedVersion);
+  const save = saveSql(tx, schema, data, touched.prefix, loadedVersion);
+  if (save !== undefined) tx.commitWith(save);
   return answer;
 }
 
@@ -66,7 +68,7 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
     const channels = new EngineChannels(db);
     const s = `"${o.schema}"`;
     const onKeys = <T>(what: string, touched: Touched & { prefix: string }, compute: (data: ScratchState) => T) =>
-      db.transaction(what, (client) => onRows(client, o.schema, touched, compute));
+      db.transaction(what, (tx) => onRows(tx, o.schema, touched, compute));
     // The contract's checks are core's (checkedEngine): every value here is checked already.
     return checkedEngine({
       name: 'postgres',
@@ -106,13 +108,11 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
         );
       },
       async readConfig(prefix): Promise<ConfigRead> {
-        return db.transaction('a configuration read', async (client) => {
-          const { rows } = await client.query<{ now: number; version: string | null; text: string | null }>(
+        return db.transaction('a configuration read', async (tx) => {
+          const [row] = await tx.begin<{ now: number; version: string | null; text: string | null }>(
             `SELECT ${CLOCK_MS} AS now, r.version::text AS version, r.text FROM (SELECT 1) AS one ` +
-              `LEFT JOIN ${s}.configs AS r ON r.prefix = $1`,
-            [keyText(prefix)],
+              `LEFT JOIN ${s}.configs AS r ON r.prefix = ${tx.literal(keyText(prefix))}`,
           );
-          const row = rows[0];
           if (row === undefined) throw new Error('PostgreSQL answered no row');
           const engineNowMs = Math.floor(row.now);
           if (row.version === null || row.text === null) return { record: undefined, engineNowMs };
@@ -120,22 +120,21 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
         });
       },
       async writeConfig(prefix, expected, record): Promise<ConfigWrite> {
-        return db.transaction('a configuration write', async (client): Promise<ConfigWrite> => {
-          const p = keyText(prefix);
-          await lockNames(client, [`c${prefix}`]);
-          const { rows } = await client.query<{ version: string }>(
-            `SELECT version::text AS version FROM ${s}.configs WHERE prefix = $1`,
-            [p],
+        return db.transaction('a configuration write', async (tx): Promise<ConfigWrite> => {
+          const p = tx.literal(keyText(prefix));
+          const [row] = await tx.begin<{ version: string }>(
+            lockSql(tx, [`c${prefix}`]) as string,
+            `SELECT version::text AS version FROM ${s}.configs WHERE prefix = ${p}`,
           );
-          const stored = rows[0] === undefined ? 1 : Number(rows[0].version);
+          const stored = row === undefined ? 1 : Number(row.version);
           if (stored !== expected) return { written: false, conflict: stored };
           // The record's version is the prefix's from now on: a call under an older one is stale.
-          await client.query(
-            `WITH w AS (INSERT INTO ${s}.configs (prefix, version, text) VALUES ($1, $2::bigint, $3) ` +
-              'ON CONFLICT (prefix) DO UPDATE SET version = EXCLUDED.version, text = EXCLUDED.text) ' +
-              `INSERT INTO ${s}.versions (prefix, version) VALUES ($1, $2::bigint) ON CONFLICT (prefix) ` +
-              `DO UPDATE SET version = GREATEST(${s}.versions.version, EXCLUDED.version)`,
-            [p, String(record.version), record.text],
+          const version = `${tx.literal(String(record.version))}::bigint`;
+          tx.commitWith(
+            `WITH w AS (INSERT INTO ${s}.configs (prefix, version, text) VALUES (${p}, ${version}, ` +
+              `${tx.literal(record.text)}) ON CONFLICT (prefix) DO UPDATE SET version = EXCLUDED.version, ` +
+              `text = EXCLUDED.text) INSERT INTO ${s}.versions (prefix, version) VALUES (${p}, ${version}) ` +
+              `ON CONFLICT (prefix) DO UPDATE SET version = GREATEST(${s}.versions.version, EXCLUDED.version)`,
           );
           return { written: true };
         });
