@@ -156,6 +156,34 @@ describe('checkEngine catches a defective engine', () => {
     expect(kept.what).toMatch(/lessees/);
   });
 
+  it('a carry that carries nothing, or forgets to delete the earlier states', async () => {
+    const idle = await failure(
+      defective((inner) => ({
+        adjust: (rules, key, adjustment, at) =>
+          adjustment.op === 'carry' ? Promise.resolve({ freed: false }) : inner.adjust(rules, key, adjustment, at),
+      })),
+    );
+    expect(idle.caseName).toMatch(/^carry /);
+    // Carries, then brings the last earlier state back: a later carry of another rule would read it again.
+    const keeping = await failure(
+      defective((inner) => ({
+        adjust: async (rules, key, adjustment, at) => {
+          if (adjustment.op !== 'carry') return inner.adjust(rules, key, adjustment, at);
+          const answer = await inner.adjust(rules, key, adjustment, at);
+          // Decide the newest earlier generation again: it holds a state once more.
+          const [link] = adjustment.links;
+          const from = link?.from[0];
+          if (from !== undefined)
+            await inner.decide({ prefix: rules.prefix, rules: [from.rule], states: [from.state] }, [
+              { key, permits: 1, maxWaitMs: 0, peek: false, at },
+            ]);
+          return answer;
+        },
+      })),
+    );
+    expect(keeping.caseName).toMatch(/^carry /);
+  });
+
   it('a heartbeat whose allocation is too large', async () => {
     const error = await failure(
       defective((inner) => ({

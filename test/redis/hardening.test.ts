@@ -18,8 +18,8 @@ import { leasedLimiterOn } from '../harness/hybrid.js';
 import { leasedStore } from '@sluice/hybrid';
 import { type DecisionEvent, type FallbackChargedEvent, type FleetEvent, redisStore } from '@sluice/redis';
 import { fleetKey, stateKey } from '../../packages/redis/src/key-layout.js';
-import { NodeIdentity, stateName } from '@sluice/core/internal';
-import { FleetPresence, checkClockSkew, toConnection } from '@sluice/redis/internal';
+import { NodeIdentity, checkClockSkew, stateName } from '@sluice/core/internal';
+import { FleetPresence, toConnection } from '@sluice/redis/internal';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
@@ -411,7 +411,13 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
     // In sync: the offset measured is this machine's (under a second, round trip included), and nothing is said.
     const sentAt = Date.now();
     const [seconds, micros] = (await testRedis().redis.time()).map(Number) as [number, number];
-    const offset = checkClockSkew(sentAt, Date.now(), seconds * 1000 + micros / 1000, 'this test');
+    const offset = checkClockSkew(
+      sentAt,
+      Date.now(),
+      seconds * 1000 + micros / 1000,
+      'this test',
+      "its Redis's (TIME)",
+    );
     expect(Math.abs(offset ?? Number.NaN)).toBeLessThan(1_000);
     const ahead = presence({ now: () => Date.now() + 60_000 });
     ahead.track(prefix());

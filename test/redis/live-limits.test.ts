@@ -27,7 +27,7 @@ import {
   encodeConfig,
   firstConfig,
   reconfigured,
-} from '../../packages/redis/src/live/config-record.js';
+} from '../../packages/core/src/modes/live/config-record.js';
 import { CLIENT_KINDS, openClient } from '../harness/clients.js';
 import { nextEvent } from '../harness/events.js';
 import { type TwoNodes, liveBucket, liveDeployments, livePrefix, withTwoNodes } from '../harness/live-nodes.js';

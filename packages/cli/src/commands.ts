@@ -8,6 +8,7 @@ import {
   MAX_BOARD_MINUTES,
   byMostLimited,
   DEFAULT_MAX_KEY_LENGTH,
+  StoredConfiguration,
 } from '@sluice/core/internal';
 import { leasedStore } from '@sluice/hybrid';
 import { redisStore } from '@sluice/redis';
@@ -17,7 +18,7 @@ import {
   RedisBoard,
   type RedisConnection,
   StartupChecks,
-  StoredConfiguration,
+  engineOnConnection,
   readDescriptor,
 } from '@sluice/redis/internal';
 import type { Cluster, Redis } from 'ioredis';
@@ -159,7 +160,7 @@ const finite = (ms: number): number | null => (Number.isFinite(ms) ? ms : null);
  */
 async function inspectDivided(ctx: CommandContext, key: string, descriptor: LimiterDescriptor): Promise<void> {
   const stored = await new StoredConfiguration({
-    connection: ctx.connection,
+    engine: engineOnConnection(ctx.connection, CLI_TIMEOUT_MS),
     prefix: ctx.prefix,
     timeoutMs: CLI_TIMEOUT_MS,
   }).read();

@@ -6,8 +6,10 @@ import {
   type Permits,
   SluiceError,
 } from '@sluice/core';
-import type { BoundStore, GrantSource, SharedRules } from '@sluice/core/internal';
 import {
+  type BoundStore,
+  type GrantSource,
+  type SharedRules,
   CarriedBinding,
   type DecisionNote,
   type FleetShare,
@@ -19,9 +21,10 @@ import {
   sharedRule,
   EngineHealth,
   withDeadline,
+  type LiveRule,
 } from '@sluice/core/internal';
 import type { HeartbeatAnswer } from '@sluice/core/engine';
-import { type LiveRule, redisHealthProbe } from '@sluice/redis/internal';
+import { redisHealthProbe } from '@sluice/redis/internal';
 import { DemandMeter } from './demand-meter.js';
 import { DividedConfig } from './divided-config.js';
 import type { DivideContext } from './divided-context.js';

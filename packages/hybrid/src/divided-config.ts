@@ -1,6 +1,13 @@
 import { type Algorithm, type CarryMode, type LimiterConfiguration, SluiceError } from '@sluice/core';
-import { emitSafely, stateName } from '@sluice/core/internal';
-import { type LiveConfig, type LiveRule, StoredConfiguration, firstConfig, reconfigured } from '@sluice/redis/internal';
+import {
+  emitSafely,
+  stateName,
+  type LiveConfig,
+  type LiveRule,
+  StoredConfiguration,
+  firstConfig,
+  reconfigured,
+} from '@sluice/core/internal';
 import type { DivideContext } from './divided-context.js';
 import { hybridRule } from './supported-rule.js';
 
@@ -36,7 +43,7 @@ export class DividedConfig {
     this.#state = stateName(rule);
     this.#config = firstConfig([rule]);
     this.#configuration = { version: 1, rules: [rule] };
-    this.#stored = new StoredConfiguration({ connection: ctx.redis, prefix, timeoutMs: ctx.o.timeoutMs });
+    this.#stored = new StoredConfiguration({ engine: ctx.engine, prefix, timeoutMs: ctx.o.timeoutMs });
   }
 
   /** The version this node decides under (1 until limiter.reconfigure). */

@@ -1,7 +1,6 @@
 import { SluiceRangeError } from '@sluice/core';
 import { type SchemaOf, describeValue, oneOf, option } from '@sluice/core/internal';
-import type { RedisBackedOptions } from '@sluice/redis/internal';
-import { REDIS_BACKED_OPTIONS } from '@sluice/redis/internal';
+import { type RedisBackedOptions, REDIS_BACKED_OPTIONS } from '@sluice/redis/internal';
 import type { ShareMode } from './shares.js';
 
 /** The part of a divided limit kept in Redis for nodes past their share, unless `reserve` says otherwise. */

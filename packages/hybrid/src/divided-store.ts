@@ -1,14 +1,16 @@
 import type { Clock, Store } from '@sluice/core';
-import type {
-  AccessListBinding,
-  AccessListStore,
-  BoundStore,
-  LimitedKeysBinding,
-  LimitedKeysStore,
-  RuleSet,
-  StoreCapabilities,
+import {
+  type AccessListBinding,
+  type AccessListStore,
+  type BoundStore,
+  type LimitedKeysBinding,
+  type LimitedKeysStore,
+  type RuleSet,
+  type StoreCapabilities,
+  emitSafely,
+  inCall,
+  parseOptions,
 } from '@sluice/core/internal';
-import { emitSafely, inCall, parseOptions } from '@sluice/core/internal';
 import { StartupChecks, StoreEmitter, adjustScript, leaseScript, membershipScript } from '@sluice/redis/internal';
 import { DividedBinding } from './divided-binding.js';
 import { type DivideContext, type DivideSettings, divideContext } from './divided-context.js';

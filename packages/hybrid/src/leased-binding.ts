@@ -1,6 +1,7 @@
 import type { Algorithm, Clock, Decision, Permits } from '@sluice/core';
-import type { BoundStore, GrantSource } from '@sluice/core/internal';
 import {
+  type BoundStore,
+  type GrantSource,
   type DecisionNote,
   emitSafely,
   keyCache,

@@ -1,9 +1,7 @@
-import type { BoundStore } from '@sluice/core/internal';
-import type { ParsedOptions } from '@sluice/core/internal';
+import type { BoundStore, ParsedOptions, EngineHealth } from '@sluice/core/internal';
 import type { HybridContext } from './hybrid-context.js';
 import type { LEASED_STORE_OPTIONS } from './leased-options.js';
 import type { LeasedEvents } from './leased-events.js';
-import type { EngineHealth } from '@sluice/core/internal';
 
 /** leasedStore's options, checked and with their defaults (see LEASED_STORE_OPTIONS). */
 export type LeaseSettings = ParsedOptions<typeof LEASED_STORE_OPTIONS>;

@@ -1,11 +1,16 @@
 import { type Clock, SluiceError } from '@sluice/core';
-import type { GrantSource } from '@sluice/core/internal';
+import {
+  type GrantSource,
+  type EngineHealth,
+  type FallbackBinding,
+  staleVersionOf,
+  withDeadline,
+} from '@sluice/core/internal';
 import { type ExactBinding, type RedisConnection, encodeIdentity, resetChannel } from '@sluice/redis/internal';
 import type { CentralLeases } from './central-leases.js';
 import type { ColdDemand } from './cold-demand.js';
 import { type HeldLease, refundToLease } from './key-lease.js';
 import type { LeaseShape } from './lease-client.js';
-import { type EngineHealth, type FallbackBinding, staleVersionOf, withDeadline } from '@sluice/core/internal';
 
 /**
  * A leased limiter's controls (reset, refund, penalize) on one key: first on what this node holds of its

@@ -9,8 +9,7 @@ import {
   type FailModeOptions,
   FAIL_MODE_OPTIONS,
 } from '@sluice/core/internal';
-import type { RedisBackedOptions } from '@sluice/redis/internal';
-import { REDIS_BACKED_OPTIONS } from '@sluice/redis/internal';
+import { type RedisBackedOptions, REDIS_BACKED_OPTIONS } from '@sluice/redis/internal';
 
 /** A batch is about this many ms of a node's recent demand for a key, unless `targetMs` says otherwise. */
 export const DEFAULT_TARGET_MS = 100;

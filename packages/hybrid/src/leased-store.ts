@@ -1,22 +1,26 @@
 import type { Clock, Store } from '@sluice/core';
-import type {
-  AccessListBinding,
-  AccessListStore,
-  BoundStore,
-  LimitedKeysBinding,
-  LimitedKeysStore,
-  RuleSet,
-  StoreCapabilities,
+import {
+  type AccessListBinding,
+  type AccessListStore,
+  type BoundStore,
+  type LimitedKeysBinding,
+  type LimitedKeysStore,
+  type RuleSet,
+  type StoreCapabilities,
+  type FleetShare,
+  emitSafely,
+  inCall,
+  parseOptions,
+  type Fallback,
+  LiveBinding,
+  type VersionBinding,
+  type VersionRules,
 } from '@sluice/core/internal';
-import { type FleetShare, emitSafely, inCall, parseOptions, type Fallback } from '@sluice/core/internal';
 import {
   ChannelListener,
   ExactBinding,
   type FleetPresence,
-  LiveBinding,
   StoreEmitter,
-  type VersionBinding,
-  type VersionRules,
   adjustScript,
   decodeIdentity,
   encodeIdentity,
@@ -26,8 +30,8 @@ import {
   presenceScript,
   resetChannel,
   storeParts,
+  DEFAULT_MAX_BATCH,
 } from '@sluice/redis/internal';
-import { DEFAULT_MAX_BATCH } from '@sluice/redis/internal';
 import { LeasedBinding } from './leased-binding.js';
 import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName } from './leased-context.js';
 import type { LeasedEvents } from './leased-events.js';
@@ -136,7 +140,7 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
     const { prefix } = ruleSet;
     const fleet = this.#presence?.track(prefix);
     const live: LiveBinding = new LiveBinding({
-      connection: this.#ctx.redis,
+      engine: this.#ctx.engine,
       prefix,
       rules: [first],
       timeoutMs: this.#ctx.o.timeoutMs,

@@ -1,7 +1,13 @@
 import type { Clock } from '@sluice/core';
 import type { Engine, Heartbeat, HeartbeatAnswer } from '@sluice/core/engine';
-import { type EngineLink, type NodeIdentity, warnOnce, withDeadline } from '@sluice/core/internal';
-import { checkClockSkew } from '@sluice/redis/internal';
+import {
+  type EngineLink,
+  type NodeIdentity,
+  checkClockSkew,
+  engineClockName,
+  warnOnce,
+  withDeadline,
+} from '@sluice/core/internal';
 import { LEAST_HELD, type ShareMode } from './shares.js';
 
 /** A divided limiter in its store's heartbeat: where its fleet lives, its limit, and what it reports and hears. */
@@ -32,7 +38,7 @@ export interface MemberOf {
 
 /** What a store's membership heartbeat needs. */
 export interface MembershipOptions {
-  /** The engine each fleet's heartbeat goes to (its heartbeats of one turn leave together). */
+  /** The engine each fleet's heartbeat goes to (its heartbeats asked together leave together). */
   readonly engine: Engine;
   /** The client the engine calls: a lost connection fails every fleet at once, a new one beats at once. */
   readonly link: EngineLink;
@@ -68,7 +74,7 @@ export function warnOfHeartbeatRate(prefix: string, nodes: number, heartbeatMs: 
 /**
  * A divided store's heartbeat: every `heartbeatMs`, each of the store's divided limiters reports this node's
  * demand to its fleet and hears its own allocation in the fleet's last two divisions: O(log N) for the engine
- * and a constant reply whatever the fleet's size. The heartbeats leave in one turn, so the engine carries them
+ * and a constant reply whatever the fleet's size. The heartbeats are asked together, so the engine carries them
  * together (redisEngine: one membership.lua call per Cluster slot for all of them). A node is live while seen
  * within 3 heartbeats. A heartbeat never waits on another (a slow engine must not pile them up).
  * @example
@@ -148,7 +154,8 @@ export class Membership {
         const answer = result.value;
         if (!skewChecked && skewClock !== undefined) {
           skewChecked = true;
-          checkClockSkew(sentAt, skewClock.now(), answer.engineNowMs, `limiter ${JSON.stringify(member.prefix)}`);
+          const where = `limiter ${JSON.stringify(member.prefix)}`;
+          checkClockSkew(sentAt, skewClock.now(), answer.engineNowMs, where, engineClockName(this.#o.engine));
         }
         if (identity.heard(fleetOf(member), id, String(answer.at), answer.idTaken)) renamed = true;
         // A taken id's answer is another process's: this node hears its own under its new id, at once.

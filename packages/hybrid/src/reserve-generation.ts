@@ -1,8 +1,7 @@
 import type { Algorithm } from '@sluice/core';
-import { KeyCarrier, type LiveRule } from '@sluice/redis/internal';
+import { KeyCarrier, type LiveRule, type EngineHealth } from '@sluice/core/internal';
 import type { DivideContext } from './divided-context.js';
 import { Reserve, reserveStateName } from './reserve.js';
-import type { EngineHealth } from '@sluice/core/internal';
 
 /** What a divided limiter gives each generation of its reserve. */
 export interface ReserveOwner {
@@ -29,7 +28,7 @@ export function generationReserve(ctx: DivideContext, owner: ReserveOwner, entry
   if (entry.from.length > 0) {
     const scaled = (r: Algorithm) => r.share(Math.max(fraction, 1 / r.burst));
     carrier = new KeyCarrier({
-      connection: ctx.redis,
+      engine: ctx.engine,
       prefix: owner.prefix,
       timeoutMs: o.timeoutMs,
       maxKeys: o.maxKeys,

@@ -1,7 +1,6 @@
 import { type Algorithm, type Clock, SluiceError } from '@sluice/core';
 import type { Engine } from '@sluice/core/engine';
-import { keyCache, type NodeIdentity, staleVersionOf, withDeadline } from '@sluice/core/internal';
-import type { KeyCarrier } from '@sluice/redis/internal';
+import { keyCache, type NodeIdentity, staleVersionOf, withDeadline, type KeyCarrier } from '@sluice/core/internal';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { DemandMeter } from './demand-meter.js';

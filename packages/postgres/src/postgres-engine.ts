@@ -8,7 +8,7 @@ import type {
   HeartbeatAnswer,
   LeaseAnswer,
 } from '@sluice/core/engine';
-import { checkedEngine, inCall, memoryEngineParts } from '@sluice/core/internal';
+import { checkedEngine, identityOf, inCall, memoryEngineParts } from '@sluice/core/internal';
 import { EngineChannels } from './channels.js';
 import { keyText } from './codec.js';
 import { type PostgresEngineOptions, parseEngineOptions } from './engine-options.js';
@@ -85,7 +85,18 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
       },
       async adjust(rules, key, adjustment, at): Promise<AdjustAnswer> {
         const states = stateKeys(rules, key);
-        const touched = { prefix: rules.prefix, states, bans: [compositeKey(rules.prefix, key)] };
+        // A carry also reads (and deletes) the key's states under the rules' earlier generations.
+        const earlier =
+          adjustment.op === 'carry'
+            ? adjustment.links.flatMap((link) =>
+                link.from.map((f) => compositeKey(rules.prefix, f.state, identityOf(f.rule, key))),
+              )
+            : [];
+        const touched = {
+          prefix: rules.prefix,
+          states: [...states, ...earlier],
+          bans: [compositeKey(rules.prefix, key)],
+        };
         const lessees = adjustment.op === 'reset' ? { lessees: states.map(lesseesOf) } : {};
         return onKeys(adjustment.op, { ...touched, ...lessees }, (data): AdjustAnswer => {
           const stale = data.stale(rules.prefix, rules.version);
@@ -119,6 +130,7 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
           return { record: { version: Number(row.version), text: row.text }, engineNowMs };
         });
       },
+      // One version per prefix here: a change for one key (an override's) raises it everywhere, as any other.
       async writeConfig(prefix, expected, record): Promise<ConfigWrite> {
         return db.transaction('a configuration write', async (tx): Promise<ConfigWrite> => {
           const p = tx.literal(keyText(prefix));

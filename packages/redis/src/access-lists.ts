@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import { type AccessEntry, SluiceRangeError } from '@sluice/core';
-import type { AccessListBinding } from '@sluice/core/internal';
-import type { ChannelListener } from './connection/channel-listener.js';
-import type { RedisConnection, ScriptReply } from './connection/connection.js';
-import { accessListChannel, accessListKeys } from './key-layout.js';
-import type { StartupChecks } from './preflight.js';
-import { accessListScript } from './scripts.js';
 import {
+  type AccessListBinding,
   MAX_ACCESS_ENTRIES,
   type NewAccessEntry,
   OPERATIONS_DEADLINE_MS,
   type StoredAccessList,
   withDeadline,
 } from '@sluice/core/internal';
+import type { ChannelListener } from './connection/channel-listener.js';
+import type { RedisConnection, ScriptReply } from './connection/connection.js';
+import { accessListChannel, accessListKeys } from './key-layout.js';
+import type { StartupChecks } from './preflight.js';
+import { accessListScript } from './scripts.js';
 
 /** What a Redis store's access lists need from it. */
 export interface AccessListContext {

@@ -2,7 +2,6 @@ import { inCall } from '@sluice/core/internal';
 export { RedisStore } from './redis-store.js';
 export type { RedisStoreEvents, RedisStoreOptions } from './redis-store.js';
 export type {
-  ClockOption,
   DecisionEvent,
   FailMode,
   FallbackChargedEvent,

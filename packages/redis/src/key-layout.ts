@@ -104,18 +104,6 @@ export function configKey(prefix: string): string {
   return stateKey(prefix, prefix, '~C');
 }
 
-/**
- * The name a rule's states are kept under in a configuration generation (`generation`: `g3` for the rules of
- * version 3, `o7` for an override set at version 7; undefined for the rules a limiter was created with, whose
- * states keep their first keys): the name with the generation after a character no rule name holds, so that
- * states kept under other parameters are never read as this generation's.
- * @example
- * generationName('per-minute', 'g3') // 'per-minute\u0002g3'
- */
-export function generationName(name: string, generation: string | undefined): string {
-  return generation === undefined ? name : `${name}\u0002${generation}`;
-}
-
 let slotTags: string[] | undefined;
 
 /**

@@ -1,10 +1,16 @@
-import type { LimitedKeysBinding } from '@sluice/core/internal';
+import {
+  type LimitedKeysBinding,
+  type BoardRow,
+  MAX_BOARD_MINUTES,
+  OPERATIONS_DEADLINE_MS,
+  sumRows,
+  withDeadline,
+} from '@sluice/core/internal';
 import type { RedisConnection, ScriptReply } from './connection/connection.js';
 import { limitedKeysKeys } from './key-layout.js';
 import { numArg } from './exact/rule-args.js';
 import type { StartupChecks } from './preflight.js';
 import { limitedKeysScript } from './scripts.js';
-import { type BoardRow, MAX_BOARD_MINUTES, OPERATIONS_DEADLINE_MS, sumRows, withDeadline } from '@sluice/core/internal';
 
 /** A minute's sorted sets live this long: the longest read, and one more. */
 const MINUTE_TTL_MS = (MAX_BOARD_MINUTES + 1) * 60_000;

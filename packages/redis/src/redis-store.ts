@@ -1,13 +1,11 @@
 import { type Clock, SluiceError, SluiceRangeError, type Store } from '@sluice/core';
-import type {
-  BoundStore,
-  AccessListBinding,
-  AccessListStore,
-  LimitedKeysBinding,
-  LimitedKeysStore,
-  RuleSet,
-} from '@sluice/core/internal';
 import {
+  type BoundStore,
+  type AccessListBinding,
+  type AccessListStore,
+  type LimitedKeysBinding,
+  type LimitedKeysStore,
+  type RuleSet,
   type FleetEvent,
   type ResetHeardEvent,
   type FleetShare,
@@ -29,6 +27,8 @@ import {
   type PauseStore,
   type SemaphoreBinding,
   type SemaphoreSpec,
+  LiveBinding,
+  type VersionBinding,
 } from '@sluice/core/internal';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { ChannelListener } from './connection/channel-listener.js';
@@ -45,8 +45,9 @@ import {
   pauseChannel,
   resetChannel,
 } from './key-layout.js';
-import { LiveBinding, type VersionBinding } from './live/live-binding.js';
-import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS } from './options.js';
+import type { Engine } from '@sluice/core/engine';
+import { engineOnConnection } from './engine/redis-engine.js';
+import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS, type RedisBackedOptions } from './options.js';
 import type { StartupChecks } from './preflight.js';
 import { storeParts } from './store-parts.js';
 import { StoreEmitter } from './store-events.js';
@@ -57,7 +58,6 @@ import { RedisPauses } from './pauses.js';
 import { exactScripts, pauseScript, presenceScript, semaphoreScript } from './scripts.js';
 import { RedisSemaphore } from './semaphore.js';
 import type { RedisClient } from './connection/connect.js';
-import type { RedisBackedOptions } from './options.js';
 
 /**
  * Options of `redisStore`: those of every Redis-backed store (RedisBackedOptions, FailModeOptions) and its own
@@ -152,6 +152,8 @@ export class RedisStore
   readonly #channels: ChannelListener;
   readonly #prefixes = new PrefixGuard();
   readonly #connection: RedisConnection;
+  /** The engine contract on this store's connection, for live limits (their deadlines are the binding's). */
+  readonly #engine: Engine;
   readonly #health: EngineHealth;
   readonly #checks: StartupChecks;
   readonly #fallback: Fallback;
@@ -173,6 +175,7 @@ export class RedisStore
     });
     this.redis = options.redis;
     this.#connection = parts.connection;
+    this.#engine = engineOnConnection(parts.connection, undefined);
     this.#channels = new ChannelListener(parts.connection, o.timeoutMs);
     if (parts.connection instanceof IoredisConnection) checkClient(parts.connection.client, parts.connection.isCluster);
     this.clock = parts.decisionClock;
@@ -329,8 +332,18 @@ export class RedisStore
     }
     void writeDescriptor(this.#connection, prefix, 'exact', ruleSet.rules);
     const live: LiveBinding = new LiveBinding({
-      connection: this.#connection,
+      engine: this.#engine,
       prefix,
+      checkRules: (rules, key) => {
+        // A change of the limiter's rules (an override's key keeps its own slot).
+        if (key === undefined && isCluster && rules.some((rule) => rule.scope !== undefined))
+          throw new SluiceError(
+            'UNSUPPORTED',
+            'a policy with rules counted against other keys is decided slot by slot on a Redis Cluster, where a ' +
+              'change of its rules cannot be made atomic with its decisions: close the limiter and create it with ' +
+              'the new rules',
+          );
+      },
       rules: ruleSet.rules,
       timeoutMs: this.timeoutMs,
       maxKeys: this.#maxKeys,

@@ -62,12 +62,13 @@ export function checkedEngine(engine: Engine): Engine {
       }),
     heartbeat: (beat, at) => engineCall('heartbeat', () => engine.heartbeat(heartbeatValue(beat), engineTime(at))),
     readConfig: (prefix) => engineCall('readConfig', () => engine.readConfig(stringValue('prefix', prefix))),
-    writeConfig: (prefix, expected, record) =>
+    writeConfig: (prefix, expected, record, key) =>
       engineCall('writeConfig', () =>
         engine.writeConfig(
           stringValue('prefix', prefix),
           versionValue('expected', expected),
           configRecordValue(record),
+          key === undefined ? undefined : stringValue('key', key, true),
         ),
       ),
     publish: (channel, message) =>

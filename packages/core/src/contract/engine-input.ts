@@ -14,7 +14,17 @@ import {
 } from '../foundation/validate.js';
 import { normalizeRules } from '../engine/policy.js';
 import { adjustPermits, checkPermitNames, permitsOption } from '../engine/rule-permits.js';
-import type { Adjustment, ConfigRecord, EngineAsk, EngineRules, EngineTime, Heartbeat, LeaseAsk } from './engine.js';
+import { CARRY_MODES, type CarryMode } from '../algorithms/carry.js';
+import type {
+  Adjustment,
+  CarryLinks,
+  ConfigRecord,
+  EngineAsk,
+  EngineRules,
+  EngineTime,
+  Heartbeat,
+  LeaseAsk,
+} from './engine.js';
 
 function record(name: string, value: unknown): Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value))
@@ -134,13 +144,53 @@ export function adjustmentValue(value: unknown, rules: readonly Algorithm[]): Ad
     case 'reset':
     case 'unblock':
       return { op: o.op };
+    case 'carry':
+      return { op: 'carry', links: carryLinks(o.links, rules) };
     default:
       throw new SluiceRangeError(
         'adjustment.op',
         o.op,
-        `adjustment.op must be 'refund', 'penalize', 'reset', 'block' or 'unblock', got ${describe(o.op)}`,
+        `adjustment.op must be 'refund', 'penalize', 'reset', 'block', 'unblock' or 'carry', got ${describe(o.op)}`,
       );
   }
+}
+
+/** A carry's links, checked: each names a rule of `rules` once, and its earlier generations (newest first). */
+function carryLinks(value: unknown, rules: readonly Algorithm[]): CarryLinks[] {
+  if (!Array.isArray(value))
+    throw new SluiceTypeError('adjustment.links', value, `adjustment.links must be an array, got ${describe(value)}`);
+  const named = new Set<number>();
+  return value.map((item: unknown, i: number) => {
+    const o = record(`adjustment.links[${i}]`, item);
+    const rule = nonNegativeInteger(`adjustment.links[${i}].rule`, o.rule);
+    if (rule >= rules.length || named.has(rule))
+      throw new SluiceRangeError(
+        `adjustment.links[${i}].rule`,
+        rule,
+        `adjustment.links[${i}].rule must name one of the ${rules.length} rules, each once, got ${rule}`,
+      );
+    named.add(rule);
+    if (!Array.isArray(o.from) || o.from.length === 0)
+      throw new SluiceTypeError(
+        `adjustment.links[${i}].from`,
+        o.from,
+        `adjustment.links[${i}].from must be a non-empty array of earlier generations, got ${describe(o.from)}`,
+      );
+    const from = o.from.map((generation: unknown, g: number) => {
+      const name = `adjustment.links[${i}].from[${g}]`;
+      const f = record(name, generation);
+      const [earlier] = normalizeRules([f.rule], `${name}.rule`) as [Algorithm];
+      const mode = f.mode;
+      if (typeof mode !== 'string' || !(CARRY_MODES as readonly string[]).includes(mode))
+        throw new SluiceRangeError(
+          `${name}.mode`,
+          mode,
+          `${name}.mode must be one of ${CARRY_MODES.map((m) => `'${m}'`).join(', ')}, got ${describe(mode)}`,
+        );
+      return { rule: earlier, state: stringValue(`${name}.state`, f.state), mode: mode as CarryMode };
+    });
+    return { rule, from };
+  });
 }
 
 /** A lease ask, checked: one rule, a node, positive counts. */

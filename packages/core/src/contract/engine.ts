@@ -2,6 +2,7 @@ import type { Algorithm } from '../algorithms/algorithm.js';
 import type { Decision } from '../foundation/decision.js';
 import type { RuleVerdict } from '../engine/policy.js';
 import type { Permits } from '../engine/store.js';
+import type { CarryMode } from '../algorithms/carry.js';
 
 /**
  * The engine contract: the only thing a central backend (Redis, PostgreSQL, one of your own) implements. Every
@@ -29,14 +30,18 @@ export interface Engine {
   lease(rules: EngineRules, ask: LeaseAsk, at: EngineTime): Promise<LeaseAnswer>;
   /**
    * One node's heartbeat in one fleet (a divided limiter's nodes): records it and answers its share. A node
-   * sends each fleet's heartbeat in the same turn: an engine may carry the heartbeats of one turn together (Redis:
-   * one call per Cluster slot), as long as each is answered, or fails, on its own.
+   * asks its fleets' heartbeats together (before it awaits): an engine may carry them together (Redis: one
+   * call per Cluster slot), as long as each is answered, or fails, on its own.
    */
   heartbeat(beat: Heartbeat, at: EngineTime): Promise<HeartbeatAnswer>;
   /** A limiter's configuration record, and the engine's time (a new version is at least it). */
   readConfig(prefix: string): Promise<ConfigRead>;
-  /** Stores `record` if the stored version is still `expected` (1: none stored); else says the version there. */
-  writeConfig(prefix: string, expected: number, record: ConfigRecord): Promise<ConfigWrite>;
+  /**
+   * Stores `record` if the stored version is still `expected` (1: none stored); else says the version there.
+   * A record written raises the prefix's version everywhere before the call answers, or, given `key` (a change
+   * of that key's override alone), at least where the key's states live.
+   */
+  writeConfig(prefix: string, expected: number, record: ConfigRecord, key?: string): Promise<ConfigWrite>;
   /**
    * Tells every subscriber of `channel` `message`, on every node: at most once, never inside this call, and in
    * no promised order (a Redis Cluster relays each publish through whichever node took it).
@@ -130,7 +135,28 @@ export type Adjustment =
   /** Bans the key for `ms` from `at` (an explicit ban; a ban in force that ends later is kept, and becomes explicit). */
   | { readonly op: 'block'; readonly ms: number }
   /** Lifts the key's ban, whoever set it. */
-  | { readonly op: 'unblock' };
+  | { readonly op: 'unblock' }
+  /**
+   * Carries the key's states kept under earlier rules to `rules` (live limits: a changed rule's states live
+   * under a state name of its generation, and the first touch of a key after the change carries them): for
+   * each of `links`, when the rule `rules.rules[link.rule]` holds no state of the key, the newest earlier
+   * state found among `link.from` (newest first) is carried through each change since it (core's
+   * carryState, by that change's mode), kept under the rule's state as a penalty of 0 keeps it, and every
+   * earlier state of the link is deleted. A rule that holds a state keeps it (another node carried it, or
+   * decided it fresh), and its earlier states stay. `freed` is false.
+   */
+  | { readonly op: 'carry'; readonly links: readonly CarryLinks[] };
+
+/** One rule's earlier generations, as `adjust`'s carry reads them. */
+export interface CarryLinks {
+  /** The rule carried to: an index into `rules.rules` (each rule at most once). */
+  readonly rule: number;
+  /**
+   * Its earlier generations, newest first: each generation's rule, its state name, and the mode of the change
+   * from it to the next generation (the next one in this list, or the rule carried to for the first).
+   */
+  readonly from: readonly { readonly rule: Algorithm; readonly state: string; readonly mode: CarryMode }[];
+}
 
 /**
  * What an adjustment changed: `freed` is true when a refund gave back to a rule that was denying the key

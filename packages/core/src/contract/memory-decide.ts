@@ -4,13 +4,14 @@
  * whatever rule list they are asked in.
  */
 import type { Algorithm } from '../algorithms/algorithm.js';
+import { carryState } from '../algorithms/carry.js';
 import { identityOf } from '../algorithms/rule-name.js';
 import { EXPLICIT_BAN, banAfter, blockedDecision } from '../engine/ban.js';
 import { grantedAt } from '../engine/memory-cells.js';
 import { type RuleVerdict, decidePolicy, ruleDecision } from '../engine/policy.js';
 import { type Permits, permitsOfRule } from '../engine/store.js';
 import type { Decision } from '../foundation/decision.js';
-import type { Adjustment, EngineAsk, EngineDecision, EngineRules } from './engine.js';
+import type { Adjustment, CarryLinks, EngineAsk, EngineDecision, EngineRules } from './engine.js';
 import { type EngineState, compositeKey } from './memory-engine-state.js';
 
 /** Each rule's state key for `key`, in rule order. */
@@ -87,6 +88,36 @@ export function decideAsk(data: EngineState, rules: EngineRules, ask: EngineAsk,
   };
 }
 
+/**
+ * One rule's carry (see Adjustment 'carry'), carry_key.lua's twin: into `target` (the rule's state key) when it
+ * holds nothing, from the newest earlier state, through each change since; the earlier states deleted.
+ */
+function carryLink(
+  data: EngineState,
+  prefix: string,
+  to: Algorithm,
+  target: string,
+  link: CarryLinks,
+  key: string,
+  now: number,
+): void {
+  if (data.states.get(target) !== undefined) return;
+  const bases = link.from.map((f) => compositeKey(prefix, f.state, identityOf(f.rule, key)));
+  const found = bases.findIndex((base) => data.states.get(base) !== undefined);
+  if (found === -1) return;
+  let state: unknown = data.states.get(bases[found] as string);
+  for (let j = found; j >= 0; j--) {
+    const from = link.from[j] as CarryLinks['from'][number];
+    const next = j === 0 ? to : (link.from[j - 1] as CarryLinks['from'][number]).rule;
+    state = carryState(from.rule, next, state, now, from.mode);
+  }
+  for (const base of bases) data.states.delete(base);
+  if (state === undefined) return;
+  const kept = to.penalize(state, now, 0);
+  if (kept.state === undefined) data.states.delete(target);
+  else data.states.set(target, kept.state, kept.ttlMs);
+}
+
 /** Adjusts one key at `now`; true when it freed something (see AdjustAnswer). */
 export function adjustKey(
   data: EngineState,
@@ -149,5 +180,9 @@ export function adjustKey(
       data.bans.delete(compositeKey(rules.prefix, key));
       return banned;
     }
+    case 'carry':
+      for (const link of adjustment.links)
+        carryLink(data, rules.prefix, list[link.rule] as Algorithm, keys[link.rule] as string, link, key, now);
+      return false;
   }
 }

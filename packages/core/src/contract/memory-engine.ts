@@ -118,11 +118,13 @@ class MemoryEngine implements Engine {
     });
   }
 
-  writeConfig(prefix: string, expected: number, record: ConfigRecord): Promise<ConfigWrite> {
+  writeConfig(prefix: string, expected: number, record: ConfigRecord, key?: string): Promise<ConfigWrite> {
     return engineCall('writeConfig', (): ConfigWrite => {
       const p = stringValue('prefix', prefix);
       const e = versionValue('expected', expected);
       const r = configRecordValue(record);
+      // One version per prefix here: a key's change raises it everywhere, as any other.
+      if (key !== undefined) stringValue('key', key, true);
       const stored = this.#data.configs.get(p)?.version ?? 1;
       if (stored !== e) return { written: false, conflict: stored };
       this.#data.configs.set(p, { version: r.version, text: r.text });

@@ -153,6 +153,27 @@ export type { BoundStore, GrantSource, RuleSet, SharedRules, StoreCapabilities }
 export type { LeaseWindow } from '../algorithms/algorithm.js';
 export type { LimitedKeysBinding, LimitedKeysStore } from '../engine/limited-keys-board.js';
 export type { AccessListBinding, AccessListStore } from '../engine/access-list-store.js';
+/** Live limits' configuration, kept by any engine for every node of a limiter (limiter.reconfigure, overrides). */
+export {
+  MAX_OVERRIDES,
+  decodeConfig,
+  encodeConfig,
+  firstConfig,
+  generationName,
+  overridden,
+  reconfigured,
+  rulesOf,
+  withoutOverride,
+} from '../modes/live/config-record.js';
+export type { CarryLink, LiveConfig, LiveRule } from '../modes/live/config-record.js';
+export { StoredConfiguration, storeUnavailable } from '../modes/live/stored-config.js';
+export type { StoredConfigurationParts } from '../modes/live/stored-config.js';
+/** Live limits for a mode over an engine: its rules' bindings per configuration version, and the first-touch carry. */
+export { LiveBinding } from '../modes/live/live-binding.js';
+export type { LiveParts, VersionBinding, VersionRules } from '../modes/live/live-binding.js';
+export { KeyCarrier } from '../modes/live/key-carrier.js';
+export type { KeyCarrierParts } from '../modes/live/key-carrier.js';
+export { CLOCK_SKEW_WARN_MS, checkClockSkew, clockOffset, engineClockName, serverName } from '../modes/clock-skew.js';
 /**
  * The memory engine's data and its pure calls, for an engine that runs core's algorithms inside a transaction
  * (@sluice/postgres): it loads the rows one call touches into an EngineState (its clock the backend's time, its

@@ -1,4 +1,4 @@
-import type { Algorithm } from '@sluice/core';
+import type { Algorithm, AlgorithmKind } from '@sluice/core';
 import type { AdjustAnswer, Adjustment, EngineRules, EngineTime } from '@sluice/core/engine';
 import { identityOf } from '@sluice/core/internal';
 import calculateSlot from 'cluster-key-slot';
@@ -8,7 +8,7 @@ import { type GrantTime, adjustArgs, numArg, ruleArgs } from '../exact/rule-args
 import { banKey, banMarkerKey, stateKey, versionKeyBeside } from '../key-layout.js';
 import { versionError } from '../reply-errors.js';
 import { lesseesName } from './engine-fleet.js';
-import { adjustScript, blockScript } from '../scripts.js';
+import { adjustScript, blockScript, carryKeyScript } from '../scripts.js';
 
 /**
  * redisEngine's `adjust`, as exact mode's controls make each change on Redis (RedisControls): a refund and a
@@ -80,6 +80,10 @@ export async function adjustOnRedis(
         );
         return { freed: false };
       }
+      case 'carry': {
+        await carryOnRedis(connection, rules, key, adjustment.links, at);
+        return { freed: false };
+      }
       case 'unblock': {
         const reply = await connection.runScript(
           adjustScript([]),
@@ -94,6 +98,49 @@ export async function adjustOnRedis(
     if (newer !== undefined) return { stale: newer };
     throw error;
   }
+}
+
+/** One rule's earlier generations, as a carry names them. */
+type CarryLinks = Extract<Adjustment, { op: 'carry' }>['links'][number];
+
+/**
+ * carry_key.lua for `links` of `key` (one call: the states of one key's own rules share its slot), the slot's
+ * configuration version checked when the caller names one.
+ */
+async function carryOnRedis(
+  connection: RedisConnection,
+  rules: EngineRules,
+  key: string,
+  links: readonly CarryLinks[],
+  at: EngineTime,
+): Promise<void> {
+  if (links.length === 0) return;
+  const { prefix } = rules;
+  const first = rules.rules[(links[0] as CarryLinks).rule] as Algorithm;
+  const keys = [versionKeyBeside(prefix, stateOf(rules, first, key), connection.isCluster)];
+  const args = [
+    rules.version === undefined ? '' : String(rules.version),
+    at === undefined ? '' : numArg(at),
+    String(links.length),
+  ];
+  const kinds = new Set<string>();
+  for (const link of links) {
+    const rule = rules.rules[link.rule] as Algorithm;
+    keys.push(stateOf(rules, rule, key));
+    args.push(String(link.from.length), ...ruleArgs([rule]), carryMeta(rule, '-'));
+    kinds.add(rule.kind);
+    for (const from of link.from) {
+      keys.push(stateKey(prefix, identityOf(from.rule, key), from.state));
+      args.push(...ruleArgs([from.rule]), carryMeta(from.rule, from.mode));
+      kinds.add(from.rule.kind);
+    }
+  }
+  await connection.runScript(carryKeyScript([...kinds] as AlgorithmKind[]), keys, args);
+}
+
+/** The meta carry_key.lua reads beside a rule: limit, burst, state format, carry mode. */
+function carryMeta(rule: Algorithm, mode: string): string {
+  return `${numArg(rule.limit)}\n${numArg(rule.burst)}\n${rule.stateFormat}\n${mode}`;
 }
 
 /** `rule`'s state name under `rules`. */

@@ -62,7 +62,7 @@ export async function leaseOnRedis(
   }
 }
 
-/** A heartbeat waiting for the end of its turn, and its caller's answer. */
+/** A heartbeat waiting for the others asked with it, and its caller's answer. */
 interface PendingBeat {
   readonly beat: Heartbeat;
   readonly at: EngineTime;
@@ -72,13 +72,14 @@ interface PendingBeat {
 
 /**
  * redisEngine's `heartbeat`: membership.lua, on divided mode's membership keys of the beat's prefix and fleet
- * name. The heartbeats asked in one turn leave together, one call per Cluster slot for every fleet of one
+ * name. The heartbeats asked together (in one run of code, before it awaits: a divided store asks all of its
+ * limiters' so) leave together once it ends (a microtask), one call per Cluster slot for every fleet of one
  * node that beats at the same time with the same intervals: a store's 16 divided limiters cost one call on a
  * standalone server, as they did before the engine. Each caller hears its own fleet's answer, or the error of
  * its own slot's call (a primary that is away fails only the fleets it holds).
  * @example
  * const beats = new HeartbeatBatcher(connection)
- * const answer = await beats.beat(beat, undefined) // sent at the end of this turn with the others
+ * const answer = await beats.beat(beat, undefined) // sent with the others asked before this code awaits
  */
 export class HeartbeatBatcher {
   readonly #connection: RedisConnection;
@@ -90,7 +91,7 @@ export class HeartbeatBatcher {
 
   beat(beat: Heartbeat, at: EngineTime): Promise<HeartbeatAnswer> {
     return new Promise<HeartbeatAnswer>((resolve, reject) => {
-      if (this.#queue.length === 0) setImmediate(() => this.#flush());
+      if (this.#queue.length === 0) queueMicrotask(() => this.#flush());
       this.#queue.push({ beat, at, resolve, reject });
     });
   }

@@ -1,6 +1,5 @@
 import type { Engine } from '@sluice/core/engine';
-import { checkedEngine, inCall } from '@sluice/core/internal';
-import { OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
+import { checkedEngine, inCall, OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';
@@ -81,9 +80,9 @@ export function engineOnConnection(connection: RedisConnection, timeoutMs: numbe
       checkPrefix('prefix', prefix);
       return configuration.read(prefix);
     },
-    async writeConfig(prefix, expected, record) {
+    async writeConfig(prefix, expected, record, key) {
       checkPrefix('prefix', prefix);
-      return configuration.write(prefix, expected, record);
+      return configuration.write(prefix, expected, record, key);
     },
     publish: (channel, message) => channels.publish(channel, message),
     subscribe: (channel, listener) => channels.subscribe(channel, listener),

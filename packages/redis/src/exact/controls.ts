@@ -1,6 +1,6 @@
 import { type Algorithm, type Clock, type Permits, SluiceError } from '@sluice/core';
-import type { GrantSource } from '@sluice/core/internal';
 import {
+  type GrantSource,
   identityOf,
   mostPermits,
   permitsOfRule,

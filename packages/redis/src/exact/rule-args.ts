@@ -21,13 +21,28 @@ export function numArg(x: number): string {
  * const args = [...ruleArgs(limiter.rules), ...requestArgs]
  */
 export function ruleArgs(rules: readonly Algorithm[]): [string] {
+  if (rules.length === 1) {
+    // One rule (a lease, a reserve's draw, a carry link): its text is made once per rule object, as a rule's
+    // parameters never change (rules are immutable), not at every call.
+    const rule = rules[0] as Algorithm;
+    let text = ONE_RULE.get(rule);
+    if (text === undefined) ONE_RULE.set(rule, (text = ruleText(rules)));
+    return [text];
+  }
+  return [ruleText(rules)];
+}
+
+/** Each single rule's text (see ruleArgs). */
+const ONE_RULE = new WeakMap<Algorithm, string>();
+
+function ruleText(rules: readonly Algorithm[]): string {
   const fields = [String(rules.length)];
   for (const rule of rules) {
     fields.push(rule.kind, String(rule.wireParams.length));
     for (const value of rule.wireParams) fields.push(typeof value === 'number' ? numArg(value) : value);
     fields.push(numArg(rule.blockMs));
   }
-  return [fields.join('\n')];
+  return fields.join('\n');
 }
 
 /** When a refunded grant was made: at a time on the script's clock (a decide or lease reply), or so long ago. */

@@ -1,11 +1,9 @@
 import type { Clock } from '@sluice/core';
-import type { FleetShare } from '@sluice/core/internal';
+import { type FleetShare, checkClockSkew, withDeadline, type NodeIdentity } from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { fleetKey } from '../key-layout.js';
 import { presenceScript } from '../scripts.js';
 import { bySlot } from '../slots.js';
-import { checkClockSkew } from './clock-skew.js';
-import { withDeadline, type NodeIdentity } from '@sluice/core/internal';
 
 /** What a store's presence needs: the connection, this node's name, and how often it says it is alive. */
 export interface PresenceOptions {
@@ -198,7 +196,13 @@ export class FleetPresence {
     );
     const values = Array.isArray(reply) ? reply : [];
     if (skewClock !== undefined && !leaving)
-      checkClockSkew(sentAt, skewClock.now(), Number(values[1]), `limiter ${JSON.stringify(prefixes[0])}`);
+      checkClockSkew(
+        sentAt,
+        skewClock.now(),
+        Number(values[1]),
+        `limiter ${JSON.stringify(prefixes[0])}`,
+        "its Redis's (TIME)",
+      );
     return {
       seenAt: String(values[0] ?? ''),
       fleets: keys.map((_, i) => ({ count: Number(values[2 * i + 2]), reused: Number(values[2 * i + 3]) === 1 })),

@@ -27,7 +27,6 @@ export { redisHealthProbe } from '../health-probe.js';
 export { storeParts } from '../store-parts.js';
 export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
 export { FleetPresence } from '../fleet/presence.js';
-export { checkClockSkew } from '../fleet/clock-skew.js';
 export type { PresenceOptions, TrackedFleet } from '../fleet/presence.js';
 export { ExactBinding } from '../exact/exact-binding.js';
 export type { DenialSharing, ExactParts } from '../exact/exact-binding.js';
@@ -62,15 +61,6 @@ export {
   stateKey,
   versionKeyBeside,
 } from '../key-layout.js';
-/** Live limits: a limiter's configuration kept in Redis for every node (limiter.reconfigure, limiter.override). */
-export { LiveBinding } from '../live/live-binding.js';
-export type { LiveParts, VersionBinding, VersionRules } from '../live/live-binding.js';
-export { StoredConfiguration } from '../live/stored-config.js';
-export type { StoredConfigurationParts } from '../live/stored-config.js';
-export { KeyCarrier } from '../live/key-carrier.js';
-export type { KeyCarrierParts } from '../live/key-carrier.js';
-export { firstConfig, reconfigured } from '../live/config-record.js';
-export type { CarryLink, LiveConfig, LiveRule } from '../live/config-record.js';
 export { versionError } from '../reply-errors.js';
 /** Limited-keys boards (limiter.topLimited) on Redis: a fleet's counts of the keys its limiters limit. */
 export { RedisBoard, RedisBoards } from '../limited-keys-board.js';

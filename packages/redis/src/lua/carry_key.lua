@@ -7,7 +7,7 @@
 --
 -- KEYS[1]: the configuration version of the key's slot; then per carried rule, its state key under the rules
 --          in force, then its state key under each earlier generation the carry reaches, newest first.
--- ARGV[1]: the configuration version the client decides under; ARGV[2]: now ('' = this server's TIME);
+-- ARGV[1]: the configuration version the client decides under ('' = none: not checked); ARGV[2]: now ('' = this server's TIME);
 --          ARGV[3]: C, the carried rules; then per carried rule: L (its earlier generations), the rule in force
 --          (one rule as ruleArgs writes it) and its meta, then per earlier generation, newest first, its rule
 --          and meta. A meta is '<limit>\n<burst>\n<stateFormat>\n<carry mode>' (the mode of the change from
@@ -16,8 +16,11 @@
 
 if redis.replicate_commands then pcall(redis.replicate_commands) end
 
-local stale = stale_version(KEYS[1], redis.call('GET', KEYS[1]), tonumber(ARGV[1]))
-if stale then return stale end
+local client_version = tonumber(ARGV[1])
+if client_version then
+  local stale = stale_version(KEYS[1], redis.call('GET', KEYS[1]), client_version)
+  if stale then return stale end
+end
 local now = time_arg(ARGV[2])
 
 -- A rule as carry_state reads it, with the parsed rule (read_state's) beside it.

@@ -14,6 +14,7 @@ import { ConformanceRun } from './conformance-run.js';
 import { policyCase, refundWindowCase, ruleCases } from './decide-cases.js';
 import { fleetCase } from './fleet-cases.js';
 import { inputCase } from './input-cases.js';
+import { carryCases } from './carry-cases.js';
 import { leaseCases, leaseHandBackCase, leaseWindowCase } from './lease-cases.js';
 import { messageCase } from './message-cases.js';
 import { Prng } from './prng.js';
@@ -81,6 +82,7 @@ const CASES: readonly ((run: ConformanceRun) => Promise<void>)[] = [
   ...leaseCases.map((c) => c.run),
   leaseWindowCase,
   leaseHandBackCase,
+  ...carryCases.map((c) => c.run),
   fleetCase,
   configCase,
   versionCase,

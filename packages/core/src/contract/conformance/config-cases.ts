@@ -144,7 +144,21 @@ export async function versionCase(run: ConformanceRun): Promise<void> {
     );
     run.expect(answer.version === expected, `heartbeat under version ${version}: version`, expected, answer.version);
   }
-  const latest = under(6);
+  // A record written for one key (an override's change) raises the version at least where that key's states
+  // live: a call on the key under the version before is stale.
+  run.next();
+  const forKey = await run.both('writeConfig for a key', (e) =>
+    e.writeConfig(prefix, 5, { version: 7, text: 'v7' }, 'k'),
+  );
+  run.same('writeConfig for a key', { written: true }, forKey);
+  run.next();
+  const keyAt = time.advance(10);
+  const keyBehind = await run.both('decide the key under version 6, after its record of 7', (e) =>
+    firstAnswer(e.decide(under(6), atEach([ask], keyAt))),
+  );
+  const keyRefused = keyBehind !== undefined && isStale(keyBehind) && keyBehind.stale === 7;
+  run.expect(keyRefused, 'decide the key under version 6, after its record of 7', { stale: 7 }, keyBehind);
+  const latest = under(7);
   // Two grants (versions 3 and 4) and nothing else: the stale calls changed nothing.
   run.next();
   const at = time.advance(10);

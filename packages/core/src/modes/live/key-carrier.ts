@@ -1,20 +1,18 @@
-import type { Algorithm, Clock } from '@sluice/core';
-import { identityOf, keyCache, withDeadline } from '@sluice/core/internal';
-import type { RedisConnection } from '../connection/connection.js';
-import { numArg, ruleArgs } from '../exact/rule-args.js';
-import { stateKey, versionKeyBeside } from '../key-layout.js';
-import { versionError } from '../reply-errors.js';
-import { carryKeyScript } from '../scripts.js';
-import { type LiveConfig, type LiveRule, rulesOf } from './config-record.js';
+import { type Engine, type EngineRules, isStale } from '../../contract/engine.js';
+import { keyCache } from '../../engine/key-cache.js';
+import type { Clock } from '../../foundation/clock.js';
+import { withDeadline } from '../deadline.js';
+import { type LiveConfig, rulesOf } from './config-record.js';
 
 /** What a KeyCarrier needs: where the states live, and what a stale answer does. */
 export interface KeyCarrierParts {
-  readonly connection: RedisConnection;
+  /** The engine the carries are made through (its deadline this carrier's). */
+  readonly engine: Engine;
   readonly prefix: string;
   readonly timeoutMs: number;
   /** The most keys whose carry this node remembers having made. */
   readonly maxKeys: number;
-  /** The decision clock (undefined: Redis TIME) and this process's clock (carry windows). */
+  /** The decision clock (undefined: the engine's) and this process's clock (carry windows). */
   readonly decisionClock: Clock | undefined;
   readonly localClock: Clock;
   /** The name of the states a rule's state name stands for in this mode (undefined: the state name itself). */
@@ -29,7 +27,8 @@ export interface KeyCarrierParts {
 /**
  * While a change's carry window is open, the first touch of a key on this node carries its states from the
  * earlier generations to the rules in force (carry_key.lua, atomic per key; the first node to touch it does
- * the work, the others find its states carried). Remembers the keys it carried under the current version.
+ * the work, the others find its states carried), through the engine's `adjust` carry. Remembers the keys it
+ * carried under the current version.
  * @example
  * const carrier = new KeyCarrier(parts)
  * carrier.adopt(config)                 // a new configuration: its carry window opens
@@ -81,7 +80,7 @@ export class KeyCarrier {
     return carry;
   }
 
-  /** Runs carry_key.lua for `key`: a failure is left to the decision that follows (its fail mode). */
+  /** Carries `key`'s states through the engine (Adjustment 'carry'): a failure is left to the decision that follows (its fail mode). */
   async #carry(key: string, nowMs: number): Promise<void> {
     const config = this.#config;
     if (config === undefined) return;
@@ -92,43 +91,34 @@ export class KeyCarrier {
       this.#remembered.set(key, true);
       return;
     }
-    const { connection, prefix, timeoutMs, decisionClock } = this.#parts;
+    const { prefix, timeoutMs, decisionClock } = this.#parts;
     const central = this.#parts.centralName ?? ((state: string) => state);
-    const first = carried[0] as LiveRule;
-    const own = stateKey(prefix, identityOf(first.rule, key), central(first.state));
-    const keys = [versionKeyBeside(prefix, own, connection.isCluster)];
-    const args = [
-      String(config.version),
-      decisionClock === undefined ? '' : numArg(decisionClock.now()),
-      String(carried.length),
-    ];
-    for (const entry of carried) {
-      const identity = identityOf(entry.rule, key);
-      keys.push(stateKey(prefix, identity, central(entry.state)));
-      args.push(String(entry.from.length), ...ruleArgs([entry.rule]), meta(entry.rule, '-'));
-      for (const link of entry.from) {
-        keys.push(stateKey(prefix, identity, central(link.state)));
-        args.push(...ruleArgs([link.rule]), meta(link.rule, link.mode));
-      }
-    }
-    const kinds = [
-      ...new Set(carried.flatMap((entry) => [entry.rule.kind, ...entry.from.map((link) => link.rule.kind)])),
-    ];
+    const rules: EngineRules = {
+      prefix,
+      rules: carried.map((entry) => entry.rule),
+      states: carried.map((entry) => central(entry.state)),
+      version: config.version,
+    };
+    const links = carried.map((entry, rule) => ({
+      rule,
+      from: entry.from.map((link) => ({ rule: link.rule, state: central(link.state), mode: link.mode })),
+    }));
     try {
-      await withDeadline(connection.runScript(carryKeyScript(kinds), keys, args), timeoutMs, 'a carry');
-      if (this.#config === config) this.#remembered.set(key, true);
-    } catch (error) {
-      const newer = versionError(error, 'SLUICE_STALE');
-      if (newer !== undefined && (await this.#parts.onStale(newer)) && this.#config !== config) {
+      const answer = await withDeadline(
+        this.#parts.engine.adjust(rules, key, { op: 'carry', links }, decisionClock?.now()),
+        timeoutMs,
+        'a carry',
+      );
+      if (!isStale(answer)) {
+        if (this.#config === config) this.#remembered.set(key, true);
+        return;
+      }
+      if ((await this.#parts.onStale(answer.stale)) && this.#config !== config) {
         const again = this.carryFirst(key);
         if (again !== undefined) await again;
       }
-      // Otherwise the decision that follows meets the same failure and answers by the fail mode.
+    } catch {
+      // The decision that follows meets the same failure and answers by the fail mode.
     }
   }
-}
-
-/** The meta carry_key.lua reads beside a rule: limit, burst, state format, carry mode. */
-function meta(rule: Algorithm, mode: string): string {
-  return `${numArg(rule.limit)}\n${numArg(rule.burst)}\n${rule.stateFormat}\n${mode}`;
 }

@@ -1,17 +1,12 @@
-import {
-  type Algorithm,
-  type CarryMode,
-  type Clock,
-  type Decision,
-  type LimiterConfiguration,
-  type Permits,
-  SluiceError,
-} from '@sluice/core';
-import type { BoundStore, GrantSource, SharedRules } from '@sluice/core/internal';
-import type { DecisionNote, DecisionSource } from '@sluice/core/internal';
-import type { RedisConnection } from '../connection/connection.js';
-import { ruleArgs } from '../exact/rule-args.js';
-import { versionError } from '../reply-errors.js';
+import type { Algorithm } from '../../algorithms/algorithm.js';
+import type { CarryMode } from '../../algorithms/carry.js';
+import { ruleSpec } from '../../algorithms/rule-spec.js';
+import type { Engine } from '../../contract/engine.js';
+import type { BoundStore, GrantSource, LimiterConfiguration, Permits, SharedRules } from '../../engine/store.js';
+import type { DecisionNote, DecisionSource } from '../../engine/observe.js';
+import type { Clock } from '../../foundation/clock.js';
+import type { Decision } from '../../foundation/decision.js';
+import { staleVersionOf } from '../stale.js';
 import {
   type LiveConfig,
   type LiveRule,
@@ -29,7 +24,7 @@ export interface VersionBinding extends BoundStore {
   forget(key: string): void;
   /** Drops every denial the binding cached. */
   forgetAll(): void;
-  /** Charges Redis, answering again, with what the fail mode granted meanwhile. */
+  /** Charges the engine, answering again, with what the fail mode granted meanwhile. */
   settleFallback(): Promise<{ keys: number; permits: number; kept: number }>;
   unbind(): void;
 }
@@ -47,14 +42,15 @@ export interface VersionRules {
 
 /** What a LiveBinding is made of: where the configuration lives, and how a binding of one set of rules is made. */
 export interface LiveParts {
-  readonly connection: RedisConnection;
+  /** The engine the configuration is kept on (its deadlines this binding's). */
+  readonly engine: Engine;
   readonly prefix: string;
   /** The rules the limiter was created with (version 1). */
   readonly rules: readonly Algorithm[];
   readonly timeoutMs: number;
   /** The most keys whose carry this node remembers having made (the store's maxKeys). */
   readonly maxKeys: number;
-  /** The decision clock (undefined: Redis TIME) and this process's clock (carry windows). */
+  /** The decision clock (undefined: the engine's) and this process's clock (carry windows). */
   readonly decisionClock: Clock | undefined;
   readonly localClock: Clock;
   /** Makes the exact binding that decides under `rules`, whose stale answers go to `onStale`. */
@@ -73,8 +69,8 @@ export interface LiveParts {
    * `lease~${state}`); undefined: the state name itself.
    */
   readonly centralName?: ((state: string) => string) | undefined;
-  /** Throws for rules this mode cannot decide (leased mode's supported kinds), before anything is stored. */
-  readonly checkRules?: ((rules: readonly Algorithm[]) => void) | undefined;
+  /** Throws for rules this mode cannot decide (leased mode's kinds; a Cluster's scoped rules), before anything is stored (`key`: an override's). */
+  readonly checkRules?: ((rules: readonly Algorithm[], key: string | undefined) => void) | undefined;
 }
 
 /** A binding of one set of rules, the text that says which (state names and rules), and its version. */
@@ -84,21 +80,34 @@ interface Held {
   readonly holder: { version: number };
 }
 
-/** What identifies a set of rules' decisions: each rule's state name and wire text. */
+/** Ids of rules no spec can say (a scope function's): such a rule is only ever the same as itself. */
+const unspecified = new WeakMap<Algorithm, number>();
+let lastUnspecified = 0;
+
+/** Every parameter of `rule` (its spec), or its own id when a scope function keeps it from having one. */
+function parametersOf(rule: Algorithm): unknown {
+  if (typeof rule.scope !== 'function') return ruleSpec(rule);
+  let id = unspecified.get(rule);
+  if (id === undefined) unspecified.set(rule, (id = ++lastUnspecified));
+  return { unspecified: id };
+}
+
+/** What identifies a set of rules' decisions: each rule's state name and every parameter. */
 const signatureOf = (rules: readonly LiveRule[]): string =>
-  rules.map((e) => `${e.state}\n${ruleArgs([e.rule])[0]}`).join('\n\n');
+  JSON.stringify(rules.map((e) => [e.state, parametersOf(e.rule)]));
 
 /**
- * Exact mode with live limits: the limiter's configuration (its rules and its keys' overrides) kept in Redis
- * for every node of its prefix (SharedRules). Decisions go to the exact binding of the rules this node knows
- * for the key, which sends the configuration version with each call; a slot whose version is newer answers
- * stale, and the decision is asked again under the configuration read from Redis (a node that cannot read
- * it decides by the fail mode and says so through 'store-error'). A changed rule, and each override, keeps
- * its states under a name of its generation; while a change's carry window is open, a key's first touch on
- * this node carries its states from the earlier ones (carry_key.lua, atomic per key). A change of the
- * limiter's rules raises every slot's version; an override's, only its key's slot.
+ * A mode with live limits (exact and leased mode): the limiter's configuration (its rules and its keys'
+ * overrides) kept by the engine for every node of its prefix (SharedRules, StoredConfiguration). Decisions go
+ * to the mode's binding of the rules this node knows for the key, which sends the configuration version with
+ * each call; an engine whose version is newer where the key's states live answers stale, and the decision is
+ * asked again under the configuration read from the engine (a node that cannot read it decides by the fail
+ * mode and says so through 'store-error'). A changed rule, and each override, keeps its states under a name
+ * of its generation; while a change's carry window is open, a key's first touch on this node carries its
+ * states from the earlier ones (the engine's `adjust` carry, atomic per key). A change of the limiter's rules
+ * raises the version everywhere; an override's, where the key's states live (on a Redis Cluster, one slot).
  * @example
- * const binding = new LiveBinding(parts) // parts: see LiveParts; redisStore builds them
+ * const binding = new LiveBinding(parts) // parts: see LiveParts; the store builds them
  * await binding.reconfigure([tokenBucket({ name: 'api', capacity: 50, refillPerSecond: 5 })], 'used')
  */
 export class LiveBinding implements BoundStore, SharedRules {
@@ -119,7 +128,7 @@ export class LiveBinding implements BoundStore, SharedRules {
     this.#parts = parts;
     this.#config = firstConfig(parts.rules);
     this.#configuration = { version: 1, rules: parts.rules };
-    this.#stored = new StoredConfiguration(parts);
+    this.#stored = new StoredConfiguration({ engine: parts.engine, prefix: parts.prefix, timeoutMs: parts.timeoutMs });
     this.#carrier = new KeyCarrier({
       ...parts,
       onStale: async (version) => (await this.#onStale(version)) !== undefined,
@@ -199,8 +208,8 @@ export class LiveBinding implements BoundStore, SharedRules {
 
   /**
    * A control of `key`'s states (reset, refund, penalize), after the key's states are carried to the rules it
-   * is decided by. Its script checks the configuration version as a decision does: a slot at a newer one
-   * answers stale, and the control is made again under the configuration read from Redis (it names states,
+   * is decided by. The engine checks the configuration version as for a decision: a newer one answers stale,
+   * and the control is made again under the configuration read from the engine (it names states,
    * and a stale node would name the old generation's).
    */
   async #controlled(key: string, control: (binding: VersionBinding) => void | Promise<void>): Promise<void> {
@@ -208,7 +217,7 @@ export class LiveBinding implements BoundStore, SharedRules {
     try {
       await control(this.#for(key));
     } catch (error) {
-      const newer = versionError(error, 'SLUICE_STALE');
+      const newer = staleVersionOf(error);
       if (newer === undefined || (await this.#onStale(newer)) === undefined) throw error;
       await this.#carryFirst(key);
       await control(this.#for(key));
@@ -236,7 +245,7 @@ export class LiveBinding implements BoundStore, SharedRules {
     this.#own.get(key)?.binding.forget(key);
   }
 
-  /** Charges Redis, answering again, with what the fail mode granted meanwhile (see ExactBinding.settleFallback). */
+  /** Charges the engine, answering again, with what the fail mode granted meanwhile (see ExactBinding.settleFallback). */
   async settleFallback(): Promise<{ keys: number; permits: number; kept: number }> {
     const settled = await Promise.all([this.#inner, ...this.#own.values()].map((h) => h.binding.settleFallback()));
     return settled.reduce((a, b) => ({ keys: a.keys + b.keys, permits: a.permits + b.permits, kept: a.kept + b.kept }));
@@ -250,24 +259,16 @@ export class LiveBinding implements BoundStore, SharedRules {
     this.#parts.unbind();
   }
 
-  /** Stores `rules` as the limiter's next version for every node (see #change); every slot learns of it. */
+  /** Stores `rules` as the limiter's next version for every node (see #change); every decision learns of it. */
   async reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration> {
-    this.#parts.checkRules?.(rules);
-    if (this.#parts.connection.isCluster && rules.some((rule) => rule.scope !== undefined)) {
-      throw new SluiceError(
-        'UNSUPPORTED',
-        'a policy with rules counted against other keys is decided slot by slot on a Redis Cluster, where a ' +
-          'change of its rules cannot be made atomic with its decisions: close the limiter and create it with ' +
-          'the new rules',
-      );
-    }
+    this.#parts.checkRules?.(rules, undefined);
     await this.#change((current, version, now) => reconfigured(current, rules, carry, version, now), undefined);
     return this.#configuration;
   }
 
-  /** Gives `key` rules of its own for every node (see #change); the key's slot learns of it. */
+  /** Gives `key` rules of its own for every node (see #change); the key's decisions learn of it. */
   async override(key: string, rules: readonly Algorithm[]): Promise<void> {
-    this.#parts.checkRules?.(rules);
+    this.#parts.checkRules?.(rules, key);
     await this.#change((current, version, now) => overridden(current, key, rules, version, now), key);
     // One key: its states move now, at the change, as the memory store moves them (not at its next touch).
     await this.#carryFirst(key);
@@ -307,12 +308,12 @@ export class LiveBinding implements BoundStore, SharedRules {
   }
 
   /**
-   * A slot said the configuration is at `version` or later: the binding of the configuration in force, read
-   * from Redis (once for every stale answer arriving meanwhile), or undefined when it cannot be read.
+   * The engine said the configuration is at `version` or later: the binding of the configuration in force,
+   * read from the engine (once for every stale answer arriving meanwhile), or undefined when it cannot be read.
    */
   readonly #onStale = (version: number): Promise<BoundStore | undefined> => {
     if (this.#config.version >= version) return Promise.resolve(this);
-    // A slot ahead of the stored record means the record was lost: inForce stores it again, above the slot.
+    // A version ahead of the stored record means the record was lost: inForce stores it again, above it.
     this.#reading ??= this.#stored
       .inForce(this.#config, version, this.#parts.report)
       .then((config) => {

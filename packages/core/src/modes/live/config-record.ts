@@ -1,6 +1,20 @@
-import { type Algorithm, type CarryMode, SluiceError, SluiceRangeError } from '@sluice/core';
-import { carryWindowMs, ruleFromSpec, ruleSpec, stateName, CARRY_MODES } from '@sluice/core/internal';
-import { generationName } from '../key-layout.js';
+import type { Algorithm } from '../../algorithms/algorithm.js';
+import { CARRY_MODES, type CarryMode, carryWindowMs } from '../../algorithms/carry.js';
+import { stateName } from '../../algorithms/rule-name.js';
+import { ruleFromSpec, ruleSpec } from '../../algorithms/rule-spec.js';
+import { SluiceError, SluiceRangeError } from '../../foundation/errors.js';
+
+/**
+ * The name a rule's states are kept under in a configuration generation (`generation`: `g3` for the rules of
+ * version 3, `o7` for an override set at version 7; undefined for the rules a limiter was created with, whose
+ * states keep their first names): the name with the generation after a character no rule name holds, so that
+ * states kept under other parameters are never read as this generation's.
+ * @example
+ * generationName('per-minute', 'g3') // 'per-minute\u0002g3'
+ */
+export function generationName(name: string, generation: string | undefined): string {
+  return generation === undefined ? name : `${name}\u0002${generation}`;
+}
 
 /**
  * The format of a stored configuration (configKey): a later sluice that changes what the record holds
@@ -197,8 +211,8 @@ export function overridden(
     throw new SluiceRangeError(
       'rules',
       rules.length,
-      `an override on Redis holds at most ${MAX_OVERRIDE_RULES} rules (a key's decision runs them all in one ` +
-        'script call, holding Redis for every other key meanwhile)',
+      `an override holds at most ${MAX_OVERRIDE_RULES} rules (a key's decision runs them all in one atomic ` +
+        'call, holding the engine (a Redis script) for every other key meanwhile)',
     );
   }
   const { overrides, returning } = pruned(current, nowMs);
@@ -207,7 +221,7 @@ export function overridden(
     throw new SluiceRangeError(
       'key',
       key,
-      `a limiter on Redis holds at most ${MAX_OVERRIDES} overrides, counting removed ones whose keys still carry ` +
+      `a limiter holds at most ${MAX_OVERRIDES} overrides, counting removed ones whose keys still carry ` +
         `what they used back (${overrides.size} in force, ${returning.size} removed): every node reads them all; ` +
         'remove one first, wait for removed ones to stop mattering, or give such keys a plan',
     );
