@@ -291,6 +291,13 @@ time, or Redis TIME), no fleet.
 
 ${table(ofType('packages/redis/src/engine/engine-options.ts', 'RedisEngineOptions'))}
 
+## postgresEngine (@sluice/postgres)
+
+The engine contract on PostgreSQL (\`@sluice/core/engine\`): each call one transaction on your node-postgres
+pool, its time PostgreSQL's clock_timestamp() unless the call names one; no fail mode.
+
+${table(ofType('packages/postgres/src/engine-options.ts', 'PostgresEngineOptions'))}
+
 ## leasedStore (@sluice/hybrid), beside the shared options
 
 ${redisBeside(ofType('packages/hybrid/src/leased-options.ts', 'LeasedStoreOptions'))}

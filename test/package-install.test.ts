@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useTestRedis } from './harness/use-redis.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const PACKAGES = ['cli', 'core', 'grpc', 'hybrid', 'nestjs', 'otel', 'redis'];
+const PACKAGES = ['cli', 'core', 'grpc', 'hybrid', 'nestjs', 'otel', 'postgres', 'redis'];
 const redis = useTestRedis();
 let work: string;
 let app: string;
@@ -59,6 +59,8 @@ beforeAll(() => {
     'reflect-metadata': installedVersion('packages/nestjs', 'reflect-metadata'),
     rxjs: installedVersion('packages/nestjs', 'rxjs'),
     '@grpc/grpc-js': installedVersion('packages/grpc', '@grpc/grpc-js'),
+    pg: installedVersion('packages/postgres', 'pg'),
+    '@types/pg': installedVersion('packages/postgres', '@types/pg'),
     '@types/node': installedVersion('.', '@types/node'),
   };
   // The tarballs depend on each other by version (0.1.0, not published): overrides point those at the files.
@@ -91,7 +93,7 @@ afterAll(() => {
 
 /** What both programs do: a memory decision, an exact decision on Redis, a leased one, metrics, Nest loading. */
 const program = (load: (name: string) => string) => `
-${load('core')} ${load('redis')} ${load('hybrid')} ${load('otel')} ${load('grpc')}
+${load('core')} ${load('redis')} ${load('hybrid')} ${load('otel')} ${load('grpc')} ${load('postgres')}
 const { Redis } = ioredis;
 const client = new Redis(process.env.REDIS_URL);
 const local = core.createLimiter({ rules: core.fixedWindow({ limit: 1, windowMs: 60000 }) });
@@ -106,7 +108,7 @@ await Promise.all([local.close(), exact.close(), leased.close()]);
 await Promise.all([store.close(), leasing.close()]);
 client.disconnect();
 const serverInterceptor = typeof grpc.grpcRateLimit({ limiter: local });
-console.log(JSON.stringify({ out, nest: typeof nest.SluiceModule.forRoot, http: typeof http.rateLimit, grpc: serverInterceptor }));
+console.log(JSON.stringify({ out, nest: typeof nest.SluiceModule.forRoot, http: typeof http.rateLimit, grpc: serverInterceptor, postgres: Object.keys(postgres) }));
 `;
 
 describe('installed from the tarballs', () => {
@@ -164,6 +166,7 @@ describe('installed from the tarballs', () => {
       nest: 'function',
       grpc: 'function',
       http: 'function',
+      postgres: ['postgresEngine'],
     });
   });
 
@@ -180,6 +183,7 @@ describe('installed from the tarballs', () => {
       nest: 'function',
       grpc: 'function',
       http: 'function',
+      postgres: ['postgresEngine'],
     });
   });
 
@@ -204,7 +208,9 @@ describe('installed from the tarballs', () => {
        import { leasedStore } from '@sluice/hybrid';
        import { instrumentSluice } from '@sluice/otel';
        import { SluiceModule } from '@sluice/nestjs';
+       import { type PostgresEngineOptions, postgresEngine } from '@sluice/postgres';
        import { Redis } from 'ioredis';
+       import pg from 'pg';
        const redis = new Redis();
        const limiter = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), store: redisStore({ redis }) });
        export const decided: Promise<Decision> = limiter.tryAcquire('k');
@@ -216,6 +222,8 @@ describe('installed from the tarballs', () => {
        export const optional = createLimiter({ rules: fixedWindow({ limit: 1, windowMs: 1000 }), prefix: maybePrefix });
        export const stop: () => void = instrumentSluice().stop;
        export const nest = SluiceModule.forRoot({ limiter });
+       const engineOptions: PostgresEngineOptions = { pool: new pg.Pool(), timeoutMs: 100, schema: maybePrefix };
+       export const engine = postgresEngine(engineOptions);
        // @ts-expect-error permits is a number
        limiter.tryAcquire('k', { permits: 'two' });
       `,

@@ -30,7 +30,9 @@ import {
   dividedStore,
   leasedStore,
 } from '@sluice/hybrid';
+import { type PostgresEngineOptions, postgresEngine } from '@sluice/postgres';
 import type { Request, Response } from 'express';
+import type pg from 'pg';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { describe, expectTypeOf, it } from 'vitest';
 
@@ -109,5 +111,15 @@ describe('public API types of the subpaths and hybrid', () => {
     // @ts-expect-error a seed is a number
     const wrongSeed = () => checkEngine(memoryEngine(), { seed: '42' });
     expectTypeOf(wrongSeed).toBeFunction();
+  });
+
+  it('postgres: postgresEngine takes a pg Pool and is an Engine', () => {
+    expectTypeOf(postgresEngine).parameter(0).toEqualTypeOf<PostgresEngineOptions>();
+    expectTypeOf(postgresEngine).returns.toEqualTypeOf<Engine>();
+    expectTypeOf<PostgresEngineOptions['pool']>().toEqualTypeOf<pg.Pool>();
+    // Never called: only compiled.
+    // @ts-expect-error the pool is a pg Pool, not a connection string
+    const wrongPool = () => postgresEngine({ pool: 'postgres://localhost' });
+    expectTypeOf(wrongPool).toBeFunction();
   });
 });

@@ -37,6 +37,7 @@ import { EXIT } from '../../packages/cli/src/cli.js';
 import { byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
+import { postgresEngine } from '@sluice/postgres';
 import { redisEngine, redisStore } from '@sluice/redis';
 import type { OptionNames } from '@sluice/core/internal';
 import { describe, expect, it } from 'vitest';
@@ -66,6 +67,8 @@ const limiter = () => createLimiter({ rules: fixedWindow({ limit: 10, windowMs: 
 const rule = () => fixedWindow({ limit: 10, windowMs: 1_000 });
 // A store's unknown option is refused before its Redis client is looked at: this one is never used.
 const unusedRedis = {} as never;
+/** A pool as postgresEngine checks one (connect and query), never called: the engine connects at its first call. */
+const unusedPool = { connect: () => undefined, query: () => undefined } as never;
 const fastifyApp: FastifyInstanceLike = { addHook: () => undefined };
 
 const ROWS: Readonly<Record<string, Row>> = {
@@ -189,6 +192,11 @@ const ROWS: Readonly<Record<string, Row>> = {
     call: (o) => redisEngine({ redis: unusedRedis, ...o }),
     typo: 'timeoutMS',
     runs: false,
+  },
+  postgresEngine: {
+    options: () => ({}),
+    call: (o) => postgresEngine({ pool: unusedPool, ...o }),
+    typo: 'timeoutMS',
   },
   'SluiceModule.forRoot': { options: () => ({}), call: (o) => SluiceModule.forRoot(o), typo: 'graphQLPer' },
   'SluiceModule.forRootAsync': {

@@ -7,6 +7,11 @@
  * import { PrefixGuard, decidePolicy, identityOf } from '@sluice/core/internal'
  */
 
+import { EngineState, ExpiringMap, compositeKey } from '../contract/memory-engine-state.js';
+import { adjustKey, decideAsk, stateKeys } from '../contract/memory-decide.js';
+import { leaseOf } from '../contract/memory-lease.js';
+import { heartbeatOf } from '../contract/memory-fleet.js';
+
 /** Policies: the rules of a limiter, one decision over several rules, and the one merge of their verdicts. */
 export { decidePolicy, mergePolicy } from '../engine/policy.js';
 export type { PolicyOutcome, RuleVerdict } from '../engine/policy.js';
@@ -169,3 +174,31 @@ export type { LiveParts, VersionBinding, VersionRules } from '../modes/live/live
 export { KeyCarrier } from '../modes/live/key-carrier.js';
 export type { KeyCarrierParts } from '../modes/live/key-carrier.js';
 export { CLOCK_SKEW_WARN_MS, checkClockSkew, clockOffset, engineClockName, serverName } from '../modes/clock-skew.js';
+/**
+ * The memory engine's data and its pure calls, for an engine that runs core's algorithms inside a transaction
+ * (@sluice/postgres): it loads the rows one call touches into an EngineState (its clock the backend's time, its
+ * maps ExpiringMaps), runs decideAsk, adjustKey, leaseOf or heartbeatOf on it, and writes back what changed, so
+ * its answers are memoryEngine's bit for bit. One object: these are memoryEngine's own parts, not an API.
+ * @example
+ * const data = new memoryEngineParts.EngineState({ now: () => databaseNowMs })
+ * const answer = memoryEngineParts.decideAsk(data, rules, ask, ask.at ?? databaseNowMs)
+ */
+export const memoryEngineParts = {
+  /** The memory engine's data: states, bans, lessees, fleets (ExpiringMaps on its clock), versions, records. */
+  EngineState,
+  /** A map whose entries expire on the engine's clock. */
+  ExpiringMap,
+  /** One map key of parts that may hold any character. */
+  compositeKey,
+  /** Each rule's state key for a request's key, in rule order. */
+  stateKeys,
+  /** Decides one ask at a time (memoryEngine's decide, per ask). */
+  decideAsk,
+  /** Adjusts one key at a time; true when it freed something. */
+  adjustKey,
+  /** Leases up to `want` permits of a rule at a time. */
+  leaseOf,
+  /** One node's heartbeat in its fleet at a time. */
+  heartbeatOf,
+} as const;
+export type { Fleet } from '../contract/memory-fleet.js';
