@@ -1,10 +1,10 @@
 /**
  * redisEngine's adjust 'carry' (ac7e6deb) on a Cluster, for a key whose rules include one counted against
- * another identity (`scope: 'global'`): an override keeps such a rule (redisStore's checkRules refuses a
- * scoped rule only in a change of the limiter's rules), and its first touch carries every rule's states. The
- * key's own rule lives in the key's slot, the scoped one in its scope's: one carry_key.lua call over both is
- * refused by the Cluster (CROSSSLOT), KeyCarrier swallows the failure, and the key starts its override fresh
- * although it had used its allowance. As penalize does, a carry must go slot by slot.
+ * another identity (`scope: 'global'`): the key's own rule lives in the key's slot, the scoped one in its
+ * scope's, and one carry_key.lua call over both is refused by the Cluster (CROSSSLOT). The contract promises
+ * the carry for any rules (memoryEngine makes it); as penalize does, redisEngine must carry slot by slot.
+ * (No mode of sluice's reaches this today: a Cluster refuses a scoped policy's reconfigure and an override
+ * holds no scoped rule; an engine user's mode over the public redisEngine does.)
  */
 import { fixedWindow } from '@sluice/core';
 import { type Engine, type EngineRules, isStale, memoryEngine, stateName } from '@sluice/core/engine';
