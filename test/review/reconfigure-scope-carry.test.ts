@@ -4,9 +4,10 @@
  * generation's state under the EARLIER rule's identity (identityOf(from.rule, key)): the first key touched
  * after the change takes the whole fleet's global usage as its own, and deletes the global state, so every
  * other key starts fresh. Before, the carry looked under the rule in force's identity and carried nothing
- * across a scope change. One key is denied for the rest of the window for what all keys used.
+ * across a scope change. One key is denied for the rest of the window for what all keys used. memoryStore's
+ * CarriedBinding did the same before (by rule name, whatever the identity).
  */
-import { createLimiter, fixedWindow } from '@sluice/core';
+import { type Store, createLimiter, fixedWindow, memoryStore } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import { expect, it } from 'vitest';
 import { useTestRedis } from '../harness/use-redis.js';
@@ -14,8 +15,11 @@ import { useTestRedis } from '../harness/use-redis.js';
 const redis = useTestRedis();
 const HOUR_MS = 3_600_000;
 
-it("a global rule made per-key: no key takes the fleet's usage as its own", async () => {
-  const store = redisStore({ redis: redis().redis, timeoutMs: 5_000, denyCache: false });
+it.each([
+  ['redisStore', () => redisStore({ redis: redis().redis, timeoutMs: 5_000, denyCache: false })],
+  ['memoryStore', () => memoryStore()],
+] as const)("%s: a global rule made per-key: no key takes the fleet's usage as its own", async (_name, storeOf) => {
+  const store: Store = storeOf();
   const limiter = createLimiter({
     rules: fixedWindow({ name: 'a', limit: 100, windowMs: HOUR_MS, scope: 'global' }),
     store,
@@ -33,6 +37,6 @@ it("a global rule made per-key: no key takes the fleet's usage as its own", asyn
     expect(first.remaining).toBe(second.remaining);
   } finally {
     await limiter.close();
-    await store.close();
+    await store.close?.();
   }
 });
