@@ -121,7 +121,7 @@ export class Membership {
       if (!this.#members.delete(member)) return;
       if (this.#members.size === 0) this.#stop();
       this.#o.identity.forget(fleetOf(member));
-      await this.#call(member, true).catch(() => undefined);
+      await this.#call(member, true, this.#o.clock?.now()).catch(() => undefined);
     };
   }
 
@@ -141,7 +141,9 @@ export class Membership {
     try {
       const members = [...this.#members];
       const sentAt = skewClock?.now() ?? 0;
-      const results = await Promise.allSettled(members.map((member) => this.#call(member, false)));
+      // One time for the turn: the engine carries together only the heartbeats of one time.
+      const at = this.#o.clock?.now();
+      const results = await Promise.allSettled(members.map((member) => this.#call(member, false, at)));
       this.#failing = results.some((r) => r.status === 'rejected');
       let skewChecked = skewClock === undefined;
       results.forEach((result, m) => {
@@ -176,9 +178,9 @@ export class Membership {
     });
   }
 
-  /** `member`'s heartbeat (or its leaving), within one interval. */
-  #call(member: MemberOf, leaving: boolean): Promise<HeartbeatAnswer> {
-    const { engine, identity, heartbeatMs, clock } = this.#o;
+  /** `member`'s heartbeat (or its leaving) at `at` (undefined: the engine's time), within one interval. */
+  #call(member: MemberOf, leaving: boolean, at: number | undefined): Promise<HeartbeatAnswer> {
+    const { engine, identity, heartbeatMs } = this.#o;
     const lastSeen = identity.lastSeen(fleetOf(member));
     const beat: Heartbeat = {
       prefix: member.prefix,
@@ -199,11 +201,7 @@ export class Membership {
       assumedNodes: member.assumedNodes,
       version: member.version(),
     };
-    return withDeadline(
-      engine.heartbeat(beat, clock?.now()),
-      heartbeatMs,
-      leaving ? 'leaving a membership' : 'a heartbeat',
-    );
+    return withDeadline(engine.heartbeat(beat, at), heartbeatMs, leaving ? 'leaving a membership' : 'a heartbeat');
   }
 
   #stop(): void {
@@ -221,6 +219,7 @@ export class Membership {
     this.#unwatch();
     const members = [...this.#members];
     this.#members.clear();
-    await Promise.all(members.map((member) => this.#call(member, true).catch(() => undefined)));
+    const at = this.#o.clock?.now();
+    await Promise.all(members.map((member) => this.#call(member, true, at).catch(() => undefined)));
   }
 }

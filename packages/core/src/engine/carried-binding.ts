@@ -30,7 +30,10 @@ export function moveStates(
   if (states !== undefined) to.bound.seed(key, carriedStates(from.rules, to.rules, states, nowMs, 'used'), nowMs);
 }
 
-/** `states` of `from` (rule order) as `to`'s (rule order), by rule name; a rule with a new name starts fresh. */
+/**
+ * `states` of `from` (rule order) as `to`'s (rule order), by rule name; a rule with a new name, or counted
+ * against another identity than before (a scope set or dropped: a global count is no one key's), starts fresh.
+ */
 function carriedStates(
   from: readonly Algorithm[],
   to: readonly Algorithm[],
@@ -40,7 +43,8 @@ function carriedStates(
 ): unknown[] {
   return to.map((rule) => {
     const i = from.findIndex((old) => old.name === rule.name);
-    return i === -1 ? undefined : carryState(from[i] as Algorithm, rule, states[i], nowMs, mode);
+    const was = from[i];
+    return was === undefined || was.scope !== rule.scope ? undefined : carryState(was, rule, states[i], nowMs, mode);
   });
 }
 

@@ -80,10 +80,8 @@ export async function adjustOnRedis(
         );
         return { freed: false };
       }
-      case 'carry': {
-        await carryOnRedis(connection, rules, key, adjustment.links, at);
-        return { freed: false };
-      }
+      case 'carry':
+        return (await carryOnRedis(connection, rules, key, adjustment.links, at)) ?? { freed: false };
       case 'unblock': {
         const reply = await connection.runScript(
           adjustScript([]),
@@ -104,8 +102,9 @@ export async function adjustOnRedis(
 type CarryLinks = Extract<Adjustment, { op: 'carry' }>['links'][number];
 
 /**
- * carry_key.lua for `links` of `key` (one call: the states of one key's own rules share its slot), the slot's
- * configuration version checked when the caller names one.
+ * carry_key.lua for `links` of `key`, one call per slot of the rules carried to (atomic per slot: a key's own
+ * rules share its slot; on a Cluster a rule counted against another identity lives in that identity's), the
+ * slot's configuration version checked when the caller names one. A stale slot answers for the whole carry.
  */
 async function carryOnRedis(
   connection: RedisConnection,
@@ -113,8 +112,33 @@ async function carryOnRedis(
   key: string,
   links: readonly CarryLinks[],
   at: EngineTime,
+): Promise<{ stale: number } | undefined> {
+  const bySlot = new Map<number, CarryLinks[]>();
+  for (const link of links) {
+    const slot = connection.isCluster ? calculateSlot(stateOf(rules, rules.rules[link.rule] as Algorithm, key)) : 0;
+    bySlot.set(slot, [...(bySlot.get(slot) ?? []), link]);
+  }
+  const answers = await Promise.allSettled(
+    [...bySlot.values()].map((group) => carryInSlot(connection, rules, key, group, at)),
+  );
+  for (const answer of answers) {
+    if (answer.status === 'fulfilled') continue;
+    const newer = versionError(answer.reason, 'SLUICE_STALE');
+    if (newer !== undefined) return { stale: newer };
+  }
+  const failed = answers.find((answer) => answer.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+  return undefined;
+}
+
+/** One carry_key.lua call for `links` of `key`, whose rules carried to share one slot. */
+async function carryInSlot(
+  connection: RedisConnection,
+  rules: EngineRules,
+  key: string,
+  links: readonly CarryLinks[],
+  at: EngineTime,
 ): Promise<void> {
-  if (links.length === 0) return;
   const { prefix } = rules;
   const first = rules.rules[(links[0] as CarryLinks).rule] as Algorithm;
   const keys = [versionKeyBeside(prefix, stateOf(rules, first, key), connection.isCluster)];

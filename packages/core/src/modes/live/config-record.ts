@@ -129,7 +129,9 @@ function follow(
   return rules.map((rule) => {
     const state = generationName(stateName(rule), generation);
     const was = byName.get(rule.name);
-    if (was === undefined) return { rule, state, from: [] };
+    // A rule counted against another identity now (a scope set or dropped) starts fresh: its earlier states
+    // are another identity's (a global count is every key's, not the first key's to touch it).
+    if (was === undefined || was.rule.scope !== rule.scope) return { rule, state, from: [] };
     if (keepUnchanged && sameState(was.rule, rule)) return { rule, state: was.state, from: open(was.from, nowMs) };
     return { rule, state, from: boundedLinks(rule.name, [linkFrom(was, carry, nowMs), ...open(was.from, nowMs)]) };
   });
