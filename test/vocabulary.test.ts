@@ -86,6 +86,9 @@ const ONE_ENTRY_POINT: ReadonlySet<string> = new Set([
   'liveMs',
   'share',
   'reserve',
+  // postgresEngine
+  'pool',
+  'schema',
 ]);
 
 /** Each `| option |` table's option names, with the `##` sections that list them. */
