@@ -140,6 +140,32 @@ describe('postgresEngine', () => {
     expect(decision(await engine.decide(rules, [ask('a')])).decision.allowed).toBe(true);
   });
 
+  it("a new database's first call waits for its tables to be made, past its own deadline, and is answered", async () => {
+    const pool = db().pool();
+    // Another process holds the tables' creation lock (an engine starting beside this one): the first call waits.
+    const holder = await pool.connect();
+    await holder.query(`SELECT pg_advisory_lock(${0x5_1c_e0_01})`);
+    const engine = postgresEngine({ pool, timeoutMs: 20, schema: 'first_call' });
+    const rules = rulesOf(fixedWindow({ limit: 1, windowMs: 3_600_000, name: 'first' }));
+    const first = engine.decide(rules, [ask('k')]);
+    try {
+      // Released once the engine waits on it (pg_locks shows the waiter): well past the call's 20 ms.
+      await vi.waitFor(
+        async () => {
+          const { rows } = await pool.query<{ n: string }>(
+            "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+          );
+          expect(Number(rows[0]?.n)).toBeGreaterThan(0);
+        },
+        { timeout: 10_000, interval: 10 },
+      );
+    } finally {
+      await holder.query(`SELECT pg_advisory_unlock(${0x5_1c_e0_01})`);
+      holder.release();
+    }
+    expect(decision(await first).decision.allowed).toBe(true);
+  });
+
   it('refuses bad options by name', () => {
     const pool = db().pool();
     expect(() => postgresEngine({ pool, timeoutMS: 5 } as never)).toThrow(/timeoutMS/);

@@ -21,8 +21,9 @@ export interface PostgresEngineOptions {
   /**
    * Longest each engine call waits for PostgreSQL before it rejects (the modes' health machine and fail mode
    * take it from there; the engine has no fail mode of its own). A call past it commits nothing, and each
-   * statement's `statement_timeout` is this plus 100 ms, so a wait on a lock ends on the server too. The first
-   * call of an engine also checks (and at the first ever, creates) the tables within it.
+   * statement's `statement_timeout` is this plus 100 ms, so a wait on a lock ends on the server too. Before its
+   * first call an engine checks (at the first ever, creates) its tables, waiting up to 5 s for that once: a
+   * new database's first call is late rather than refused.
    * @default 50
    */
   timeoutMs?: number | undefined;

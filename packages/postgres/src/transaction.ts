@@ -5,7 +5,7 @@
  * it did may stay. After each commit, a bounded sweep deletes rows that expired (outside the transaction, never
  * waiting on a row another call holds), so the tables stay bounded by what is live.
  */
-import { DeadlineError, withDeadline } from '@sluice/core/internal';
+import { DeadlineError, OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
 import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { EXPIRING } from './schema.js';
 import { migrate } from './schema.js';
@@ -106,10 +106,18 @@ export class Database {
     return this.#pool;
   }
 
-  /** The tables, created at the first call (again at the next call when that failed). */
+  /**
+   * The tables, checked (created when missing) before the first call, within OPERATIONS_DEADLINE_MS rather than
+   * a call's deadline: a CREATE on a new database takes longer than a decision may, and a first call refused
+   * for it would fail over for nothing. Made again at the next call when that failed.
+   */
   ready(): Promise<void> {
     if (this.#ready === undefined) {
-      const made = migrate(this.#pool, this.schema);
+      const made = withDeadline(
+        migrate(this.#pool, this.schema),
+        Math.max(this.timeoutMs, OPERATIONS_DEADLINE_MS),
+        'checking the tables',
+      );
       this.#ready = made;
       made.catch(() => {
         if (this.#ready === made) this.#ready = undefined;
@@ -139,8 +147,11 @@ export class Database {
    * rolled back when it throws or the deadline passed first.
    */
   transaction<T>(what: string, body: (tx: Transaction) => Promise<T>): Promise<T> {
+    return this.ready().then(() => this.#transaction(what, body));
+  }
+
+  #transaction<T>(what: string, body: (tx: Transaction) => Promise<T>): Promise<T> {
     return this.bounded(what, async (abandoned) => {
-      await this.ready();
       const client = await this.#pool.connect();
       if (abandoned()) {
         client.release();
