@@ -166,6 +166,22 @@ describe('postgresEngine', () => {
     expect(decision(await first).decision.allowed).toBe(true);
   });
 
+  it('holds any key as data: quotes, backslashes, NUL, lone surrogates and SQL in a key are only a key', async () => {
+    const engine = postgresEngine({ pool: db().pool(), timeoutMs: 5_000 });
+    const rules = rulesOf(fixedWindow({ limit: 1, windowMs: 3_600_000, name: 'hostile' }));
+    const keys = [
+      "x'); DROP TABLE sluice.states; --",
+      "\\' OR '1'='1",
+      'nul\u0000byte',
+      'lone\ud800surrogate',
+      "$1 $$ E'\\x'",
+    ];
+    for (const key of keys) expect(decision(await engine.decide(rules, [ask(key)])).decision.allowed).toBe(true);
+    // Each key is its own: its one permit is spent, and no other key's.
+    for (const key of keys) expect(decision(await engine.decide(rules, [ask(key)])).decision.allowed).toBe(false);
+    expect(decision(await engine.decide(rules, [ask('plain')])).decision.allowed).toBe(true);
+  });
+
   it('refuses bad options by name', () => {
     const pool = db().pool();
     expect(() => postgresEngine({ pool, timeoutMS: 5 } as never)).toThrow(/timeoutMS/);
