@@ -35,9 +35,8 @@ export function engineCall<T>(method: string, body: () => T | Promise<T>): Promi
  * `engine` with every input checked first, by the contract's one set of checks (engine-input.ts): an engine
  * built on it is given only checked values (the caller's own `rules` object, checked, so that an engine may
  * keep what it derives from it per object: a batch of one turn travels together), and a call refused changes
- * nothing. The memory engine
- * checks the same way; a backend's engine (Redis) wraps its calls with this and adds only its own limits
- * (the characters its keys can hold).
+ * nothing. memoryEngine is built on it; a backend's engine (Redis, PostgreSQL) wraps its calls with this and
+ * adds only its own limits (the characters its keys can hold).
  * @example
  * const engine = checkedEngine(rawRedisEngine) // decide(rules, [{ permits: 0 }]) rejects: SluiceRangeError
  */
