@@ -13,8 +13,8 @@ import {
   type FallbackBinding,
   type EngineHealth,
   withDeadline,
+  type ExactBinding,
 } from '@sluice/core/internal';
-import type { ExactBinding } from '@sluice/redis/internal';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { ColdDemand } from './cold-demand.js';

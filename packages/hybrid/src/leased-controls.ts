@@ -5,8 +5,9 @@ import {
   type FallbackBinding,
   staleVersionOf,
   withDeadline,
+  type ExactBinding,
 } from '@sluice/core/internal';
-import { type ExactBinding, type RedisConnection, encodeIdentity, resetChannel } from '@sluice/redis/internal';
+import { type RedisConnection, encodeIdentity, resetChannel } from '@sluice/redis/internal';
 import type { CentralLeases } from './central-leases.js';
 import type { ColdDemand } from './cold-demand.js';
 import { type HeldLease, refundToLease } from './key-lease.js';

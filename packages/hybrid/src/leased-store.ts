@@ -15,10 +15,11 @@ import {
   LiveBinding,
   type VersionBinding,
   type VersionRules,
+  ExactBinding,
+  identityOf,
 } from '@sluice/core/internal';
 import {
   ChannelListener,
-  ExactBinding,
   type FleetPresence,
   StoreEmitter,
   adjustScript,
@@ -29,8 +30,8 @@ import {
   leaseScript,
   presenceScript,
   resetChannel,
+  stateKey,
   storeParts,
-  DEFAULT_MAX_BATCH,
 } from '@sluice/redis/internal';
 import { LeasedBinding } from './leased-binding.js';
 import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName } from './leased-context.js';
@@ -39,9 +40,6 @@ import { LEASED_STORE_OPTIONS, type LeasedStoreOptions } from './leased-options.
 import { LimiterTables } from './limiter-tables.js';
 
 import { hybridRule } from './supported-rule.js';
-
-/** Exact mode's batch size for the keys decided exactly (redisStore's default maxBatch). */
-const EXACT_MAX_BATCH = DEFAULT_MAX_BATCH;
 
 /** What a leased store cannot do: a lease of one rule says nothing about another's; a ban must hold fleet-wide. */
 const LEASED_CAPABILITIES: StoreCapabilities = { name: 'leasedStore', policies: false, plans: false, bans: false };
@@ -188,23 +186,20 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
     const ruleSet = apart === undefined ? { rules: [rule], prefix } : { rules: [rule], prefix, apart };
     const fallback = this.#fallback.bind(ruleSet, share);
     const exact = new ExactBinding({
-      transport: {
-        connection: this.#ctx.redis,
-        rules: [rule],
-        prefix,
-        stateName: () => centralName,
-        maxBatch: EXACT_MAX_BATCH,
-        timeoutMs: this.#ctx.o.timeoutMs,
-        localClock: this.#ctx.clock,
-        maxClockSkewMs: undefined,
-        version,
-      },
+      engine: this.#ctx.engine,
+      prefix,
+      rules: [rule],
+      stateName: () => centralName,
+      version,
+      timeoutMs: this.#ctx.o.timeoutMs,
       decisionClock: this.#ctx.decisionClock,
+      localClock: this.#ctx.clock,
+      probeKey: (key) => stateKey(prefix, identityOf(rule, key), centralName),
       health: this.#ctx.health,
       // One fail mode for the key, whether it was decided by lease or exactly.
       fallback,
       denials: undefined,
-      // A refund of a key Redis was denying frees leases that found it spent, on every node.
+      // A refund of a key the engine was denying frees leases that found it spent, on every node.
       publishRefund: (key) => this.#ctx.redis.publish(resetChannel(prefix), encodeIdentity(key)),
       onDecision: undefined,
       onStale,

@@ -1,4 +1,4 @@
-import { type Clock, SluiceError, SluiceRangeError, type Store } from '@sluice/core';
+import { type Algorithm, type Clock, SluiceError, SluiceRangeError, type Store } from '@sluice/core';
 import {
   type BoundStore,
   type AccessListBinding,
@@ -29,13 +29,15 @@ import {
   type SemaphoreSpec,
   LiveBinding,
   type VersionBinding,
+  ExactBinding,
+  type ExactParts,
+  identityOf,
 } from '@sluice/core/internal';
 import { checkClient, warnCrossSlot } from './config-checks.js';
 import { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
-import { ExactBinding, type ExactParts } from './exact/exact-binding.js';
-import type { TransportOptions } from './exact/transport.js';
+import { BanMarkers } from './exact/ban-markers.js';
 import type { FleetPresence } from './fleet/presence.js';
 import {
   checkStateIds,
@@ -44,6 +46,7 @@ import {
   freedChannel,
   pauseChannel,
   resetChannel,
+  stateKey,
 } from './key-layout.js';
 import type { Engine } from '@sluice/core/engine';
 import { engineOnConnection } from './engine/redis-engine.js';
@@ -152,7 +155,7 @@ export class RedisStore
   readonly #channels: ChannelListener;
   readonly #prefixes = new PrefixGuard();
   readonly #connection: RedisConnection;
-  /** The engine contract on this store's connection, for live limits (their deadlines are the binding's). */
+  /** The engine contract on this store's connection: decisions, controls, live limits (the deadlines are the bindings'). */
   readonly #engine: Engine;
   readonly #health: EngineHealth;
   readonly #checks: StartupChecks;
@@ -175,7 +178,6 @@ export class RedisStore
     });
     this.redis = options.redis;
     this.#connection = parts.connection;
-    this.#engine = engineOnConnection(parts.connection, undefined);
     this.#channels = new ChannelListener(parts.connection, o.timeoutMs);
     if (parts.connection instanceof IoredisConnection) checkClient(parts.connection.client, parts.connection.isCluster);
     this.clock = parts.decisionClock;
@@ -208,6 +210,11 @@ export class RedisStore
       );
     }
     this.#maxClockSkewMs = o.maxClockSkewMs ?? (o.clock === 'client' ? DEFAULT_CLIENT_SKEW_MS : undefined);
+    // Decisions wait for Redis as long as the binding's own deadline (timeoutMs) and its late answers.
+    this.#engine = engineOnConnection(parts.connection, undefined, {
+      maxBatch: o.maxBatch,
+      maxClockSkewMs: this.#maxClockSkewMs,
+    });
   }
 
   /** This node's name in its limiters' fleets: the nodeId given, or a new one if another live process had it. */
@@ -373,22 +380,22 @@ export class RedisStore
   #exactBinding(
     ruleSet: RuleSet,
     hold: PrefixHold,
-    own: Pick<ExactParts, 'onStale' | 'unbind' | 'override'> & Pick<TransportOptions, 'stateName' | 'version'>,
+    own: Pick<ExactParts, 'onStale' | 'unbind' | 'override' | 'stateName' | 'version'>,
   ): ExactBinding {
     const { prefix } = ruleSet;
     const bindings = hold.bindings;
+    const first = ruleSet.rules[0] as Algorithm;
     return new ExactBinding({
-      transport: {
-        connection: this.#connection,
-        rules: ruleSet.rules,
-        prefix,
-        stateName: own.stateName,
-        maxBatch: this.maxBatch,
-        timeoutMs: this.timeoutMs,
-        localClock: this.#localClock,
-        maxClockSkewMs: this.#maxClockSkewMs,
-        version: own.version,
-      },
+      engine: this.#engine,
+      prefix,
+      rules: ruleSet.rules,
+      stateName: own.stateName,
+      version: own.version,
+      timeoutMs: this.timeoutMs,
+      localClock: this.#localClock,
+      // A failure about a key is probed in its slot.
+      probeKey: (key) => stateKey(prefix, identityOf(first, key), own.stateName(first)),
+      banHint: new BanMarkers(this.#connection, prefix, this.timeoutMs, this.#localClock),
       decisionClock: this.clock,
       health: this.#health,
       fallback: this.#fallback.bind(ruleSet, hold.share),

@@ -105,6 +105,12 @@ export interface EngineDecision {
   readonly verdicts: readonly RuleVerdict[];
   /** When the key is banned: the banning rule's index (-1: `block`) and the rest of the ban, in ms. */
   readonly ban: { readonly rule: number; readonly restMs: number } | undefined;
+  /**
+   * Each rule's decision time, in rule order (NaN: not reached), when the rules were decided at different
+   * times (a policy whose states live in several partitions, decided one after another); `decidedAtMs` is the
+   * latest. Absent when all were decided at `decidedAtMs`.
+   */
+  readonly ruleDecidedAtMs?: readonly number[] | undefined;
 }
 
 /** One ask's answer: its decision, or the newer configuration version that refused it (nothing taken). */

@@ -4,11 +4,21 @@ import { SluiceTypeError } from '../foundation/errors.js';
 import { describe } from '../foundation/validate.js';
 
 /**
- * Where a decision was made: the memory store, a Redis script, exact mode's deny cache, a fail mode while
+ * Where a decision was made: the memory store, an engine (a Redis script, a PostgreSQL transaction, or
+ * 'engine' for one of your own), exact mode's deny cache, a fail mode while
  * the store's backend is away, a leased batch, this node's share of a divided limit, or the limiter's
  * allow or deny list (before any of them).
  */
-export type DecisionSource = 'memory' | 'redis' | 'deny_cache' | 'fallback' | 'lease' | 'share' | 'access_list';
+export type DecisionSource =
+  | 'memory'
+  | 'redis'
+  | 'postgres'
+  | 'engine'
+  | 'deny_cache'
+  | 'fallback'
+  | 'lease'
+  | 'share'
+  | 'access_list';
 
 /**
  * Filled in by a store whose decisions come from more than one place (see BoundStore.consume): a limiter

@@ -104,6 +104,9 @@ export { DEFAULT_FAIL_MODE, Fallback, MAX_CHARGED_KEYS } from '../modes/fail-mod
 export type { FailMode, FallbackBinding, FallbackOptions } from '../modes/fail-mode.js';
 /** How long any mode answers a denial it cached before asking the engine again (a missed message heals). */
 export { DENY_CACHE_TRUST_MS, DenyCache } from '../modes/deny-cache.js';
+export { ExactBinding } from '../modes/exact/exact-binding.js';
+export { engineKind } from '../modes/exact/exact-parts.js';
+export type { BanHint, DenialSharing, EngineSource, ExactParts } from '../modes/exact/exact-parts.js';
 export { NodeIdentity } from '../modes/node-identity.js';
 export { StaleConfigurationError, staleVersionOf } from '../modes/stale.js';
 export type {

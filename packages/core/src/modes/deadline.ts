@@ -35,7 +35,7 @@ type Immediate = (fn: () => void) => unknown;
  * Runs `fn` after the I/O of this turn of the event loop: Node's setImmediate (timers run before sockets are
  * read, so a late answer sitting in one is read first); a runtime without it gets the next macrotask.
  */
-const afterIo: Immediate =
+export const afterIo: Immediate =
   (globalThis as { setImmediate?: Immediate }).setImmediate ?? ((fn: () => void) => setTimeout(fn, 0));
 
 let extended = 0;

@@ -63,8 +63,11 @@ export interface DecisionEvent {
   readonly prefix: string;
   readonly key: string;
   readonly decision: Decision;
-  /** 'redis': the script decided; 'deny_cache': the deny cache; 'fallback': the fail mode (the names metrics use). */
-  readonly source: Extract<DecisionSource, 'redis' | 'deny_cache' | 'fallback'>;
+  /**
+   * The engine decided ('redis', 'postgres', or 'engine' for one of your own); 'deny_cache': the deny cache;
+   * 'fallback': the fail mode (the names metrics use).
+   */
+  readonly source: Extract<DecisionSource, 'redis' | 'postgres' | 'engine' | 'deny_cache' | 'fallback'>;
   /** The decision time: Redis TIME or the client clock for 'redis', this process's clock otherwise. */
   readonly decidedAtMs: number;
   /**

@@ -27,17 +27,27 @@ const LISTENER: TransportListener<EngineAsked> = {
   answered: (asked, answer: Answer) =>
     asked.settle({
       kind: 'decided',
-      decision: {
-        decision: answer.decision,
-        decidedAtMs: answer.decidedAtMs,
-        verdicts: answer.verdicts,
-        ban: answer.ban,
-      },
+      decision:
+        answer.ruleDecidedAtMs === undefined
+          ? { decision: answer.decision, decidedAtMs: answer.decidedAtMs, verdicts: answer.verdicts, ban: answer.ban }
+          : {
+              decision: answer.decision,
+              decidedAtMs: answer.decidedAtMs,
+              verdicts: answer.verdicts,
+              ban: answer.ban,
+              ruleDecidedAtMs: answer.ruleDecidedAtMs,
+            },
     }),
   failed: (asked, error) => asked.settle({ kind: 'failed', error }),
   unsent: (asked) => asked.settle({ kind: 'failed', error: new Error('redisEngine: a decision was not sent') }),
   stale: (asked, version) => asked.settle({ kind: 'stale', version }),
 };
+
+/** How a store's decisions travel: redisStore's `maxBatch` and `maxClockSkewMs` (defaults: 64, no clamp). */
+export interface DecideBatching {
+  readonly maxBatch?: number | undefined;
+  readonly maxClockSkewMs?: number | undefined;
+}
 
 /** What a transport was made of: a rules object's contents at the time. */
 interface Snapshot {
@@ -76,11 +86,13 @@ function sameContents(made: Snapshot, rules: EngineRules): boolean {
 export class EngineDecider {
   readonly #connection: RedisConnection;
   readonly #timeoutMs: number;
+  readonly #batching: DecideBatching;
   readonly #transports = new WeakMap<EngineRules, Made>();
 
-  constructor(connection: RedisConnection, timeoutMs: number) {
+  constructor(connection: RedisConnection, timeoutMs: number, batching: DecideBatching = {}) {
     this.#connection = connection;
     this.#timeoutMs = timeoutMs;
+    this.#batching = batching;
   }
 
   #transport(rules: EngineRules): DecisionTransport<EngineAsked> {
@@ -96,10 +108,10 @@ export class EngineDecider {
         rules: made.rules,
         prefix: made.prefix,
         stateName: (rule) => names.get(rule) as string,
-        maxBatch: DEFAULT_MAX_BATCH,
+        maxBatch: this.#batching.maxBatch ?? DEFAULT_MAX_BATCH,
         timeoutMs: this.#timeoutMs,
         localClock: systemClock,
-        maxClockSkewMs: undefined,
+        maxClockSkewMs: this.#batching.maxClockSkewMs,
         mayCall: () => true,
         version: version === undefined ? undefined : () => version,
       },

@@ -4,7 +4,7 @@ import type { RedisConnection } from '../connection/connection.js';
 import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';
 import { EngineConfiguration } from './engine-config.js';
-import { EngineDecider } from './engine-decide.js';
+import { type DecideBatching, EngineDecider } from './engine-decide.js';
 import { HeartbeatBatcher, leaseOnRedis } from './engine-fleet.js';
 import { checkNode, checkPrefix, checkStates } from './engine-input.js';
 import { type RedisEngineOptions, parseEngineOptions } from './engine-options.js';
@@ -39,15 +39,21 @@ export function redisEngine(options: RedisEngineOptions): Engine {
  * libraries). `timeoutMs` undefined: adjust, lease and heartbeat calls wait for Redis as long as it takes,
  * because the mode keeps the deadline (a lease answered after its caller gave up is still credited to the
  * node's lease; an engine that rejected it would lose permits the central state has debited); decide,
- * records and messages then wait OPERATIONS_DEADLINE_MS at most.
+ * records and messages then wait OPERATIONS_DEADLINE_MS at most (exact mode keeps its own, shorter, decision
+ * deadline: a decision answered past it is still known to have been counted). `batching`: redisStore's
+ * maxBatch and client-clock skew bound.
  * @example
  * const engine = engineOnConnection(parts.connection, undefined) // leased mode: its own deadlines
  */
-export function engineOnConnection(connection: RedisConnection, timeoutMs: number | undefined): Engine {
+export function engineOnConnection(
+  connection: RedisConnection,
+  timeoutMs: number | undefined,
+  batching?: DecideBatching,
+): Engine {
   const bounded = <T>(call: Promise<T>, what: string): Promise<T> =>
     timeoutMs === undefined ? call : withDeadline(call, timeoutMs, what);
   const operationsMs = timeoutMs ?? OPERATIONS_DEADLINE_MS;
-  const decider = new EngineDecider(connection, operationsMs);
+  const decider = new EngineDecider(connection, operationsMs, batching);
   const configuration = new EngineConfiguration(connection, operationsMs);
   const channels = new EngineChannels(connection, operationsMs);
   const heartbeats = new HeartbeatBatcher(connection);

@@ -10,11 +10,10 @@
  *   `ENGINE_BACKED_OPTIONS`).
  * - What the health machine (core's `EngineHealth`) asks of Redis (`redisHealthProbe`).
  * - What a store knows of its fleet (`FleetPresence`).
- * - Exact decisions on Redis for one limiter, assembled from a transport and its layers (`ExactBinding`).
  * - The start-up check (`StartupChecks`), the Lua script registry, and the key layout.
  *
  * @example
- * import { ExactBinding, redisHealthProbe, toConnection } from '@sluice/redis/internal'
+ * import { redisHealthProbe, toConnection } from '@sluice/redis/internal'
  */
 export type { RedisConnection, ResetSubscriber, ScriptReply } from '../connection/connection.js';
 export { toConnection } from '../connection/connect.js';
@@ -28,8 +27,6 @@ export { storeParts } from '../store-parts.js';
 export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
 export { FleetPresence } from '../fleet/presence.js';
 export type { PresenceOptions, TrackedFleet } from '../fleet/presence.js';
-export { ExactBinding } from '../exact/exact-binding.js';
-export type { DenialSharing, ExactParts } from '../exact/exact-binding.js';
 export type { TransportOptions } from '../exact/transport.js';
 export { StartupChecks } from '../preflight.js';
 /** The engine contract on a connection a store already holds (its deadlines the mode's, or its own). */
