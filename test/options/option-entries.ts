@@ -29,7 +29,8 @@ export const NOT_TRIED: Readonly<Record<string, string>> = {
   'new EngineHealth': 'internals a store constructs',
   'new DeadlineError': 'internals a store constructs',
   'new Fallback': 'internals a store constructs',
-  'new FleetPresence': 'internals a store constructs',
+  'new RedisPresence': 'internals a store constructs',
+  engineOnConnection: "internals a store constructs (its extras are the store's own parsed options)",
 };
 
 /**

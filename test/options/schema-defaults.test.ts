@@ -25,6 +25,7 @@ import {
 import { THROTTLE_OPTIONS } from '../../packages/core/src/throttle/throttle-options.js';
 import { BY_METADATA_OPTIONS } from '../../packages/grpc/src/call.js';
 import { DIVIDED_STORE_OPTIONS } from '../../packages/hybrid/src/divided-options.js';
+import { HYBRID_BACKED_OPTIONS } from '../../packages/hybrid/src/engine-choice.js';
 import { LEASED_STORE_OPTIONS } from '../../packages/hybrid/src/leased-options.js';
 import { ENGINE_BACKED_OPTIONS, FAIL_MODE_OPTIONS } from '../../packages/core/src/modes/engine-options.js';
 import { POSTGRES_ENGINE_OPTIONS } from '../../packages/postgres/src/engine-options.js';
@@ -47,6 +48,7 @@ const SCHEMAS: ReadonlyArray<readonly [OptionSchema, string, string]> = [
   [BY_METADATA_OPTIONS, 'packages/grpc/src/call.ts', 'ByMetadataOptions'],
   [ENGINE_BACKED_OPTIONS, `${core}/modes/engine-options.ts`, 'EngineBackedOptions'],
   [REDIS_BACKED_OPTIONS, 'packages/redis/src/options.ts', 'RedisBackedOptions'],
+  [HYBRID_BACKED_OPTIONS, 'packages/hybrid/src/engine-choice.ts', 'HybridBackedOptions'],
   [FAIL_MODE_OPTIONS, `${core}/modes/engine-options.ts`, 'FailModeOptions'],
   [REDIS_STORE_OPTIONS, 'packages/redis/src/redis-store.ts', 'RedisStoreOptions'],
   [REDIS_ENGINE_OPTIONS, 'packages/redis/src/engine/engine-options.ts', 'RedisEngineOptions'],

@@ -19,7 +19,7 @@ import { leasedStore } from '@sluice/hybrid';
 import { type DecisionEvent, type FallbackChargedEvent, type FleetEvent, redisStore } from '@sluice/redis';
 import { fleetKey, stateKey } from '../../packages/redis/src/key-layout.js';
 import { NodeIdentity, checkClockSkew, stateName } from '@sluice/core/internal';
-import { FleetPresence, toConnection } from '@sluice/redis/internal';
+import { RedisPresence, toConnection } from '@sluice/redis/internal';
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../harness/free-port.js';
@@ -400,7 +400,7 @@ describe("failMode 'local' holds this node's share, from the fleet Redis counted
       process.on('warning', on);
     });
     const presence = (skewClock: { now(): number }) =>
-      new FleetPresence({
+      new RedisPresence({
         connection: toConnection(testRedis().redis),
         identity: new NodeIdentity(`skew-${prefix()}`, () => {}),
         heartbeatMs: 50,

@@ -1,13 +1,14 @@
 import type { Clock } from '@sluice/core';
 import { type Engine, type EngineRules, isStale } from '@sluice/core/engine';
-import { type NodeIdentity, StaleConfigurationError } from '@sluice/core/internal';
-import { stateKey } from '@sluice/redis/internal';
+import { type EngineHost, type NodeIdentity, StaleConfigurationError } from '@sluice/core/internal';
 import { type HeldLease, mustRegister } from './key-lease.js';
 import { type LeaseReply, type LeaseShape, leaseReply } from './lease-client.js';
 
 /** The node that leases: the engine it leases from, its id among each key's lessees, and its clocks. */
 export interface Lessee {
   readonly engine: Engine;
+  /** Where a failure about a key is probed (the engine's package knows). */
+  readonly host: Pick<EngineHost, 'probeKey'>;
   readonly identity: NodeIdentity;
   /** The client clock the engine is given, or undefined for the engine's own. */
   readonly decisionClock: Clock | undefined;
@@ -58,11 +59,11 @@ export class CentralLeases {
   }
 
   /**
-   * Where `key`'s central state lives on Redis: the key the store's health probe pings after a failed call
-   * there (on a Cluster, the failing slot's primary). Redis's layout until the probe is the engine's.
+   * Where the store's health probe asks after a failed call about `key`'s central state (on a Redis Cluster,
+   * the failing slot's primary).
    */
   stateKey(key: string): string {
-    return stateKey(this.#o.prefix, key, this.#o.stateName);
+    return this.#node.host.probeKey(this.#o.prefix, key, this.#o.stateName);
   }
 
   /** The rules a call names: the shape's rule under this source's state name, at the version in force (or none). */

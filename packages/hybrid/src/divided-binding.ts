@@ -24,7 +24,6 @@ import {
   type LiveRule,
 } from '@sluice/core/internal';
 import type { HeartbeatAnswer } from '@sluice/core/engine';
-import { redisHealthProbe } from '@sluice/redis/internal';
 import { DemandMeter } from './demand-meter.js';
 import { DividedConfig } from './divided-config.js';
 import type { DivideContext } from './divided-context.js';
@@ -89,7 +88,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     this.#reserveHealth =
       o.reserve > 0
         ? new EngineHealth({
-            ...redisHealthProbe(ctx.redis),
+            ...ctx.host.health,
             timeoutMs: o.timeoutMs,
             onChange: (healthy, error) => {
               if (!healthy) return this.#failed(error ?? new Error('the reserve did not answer'));

@@ -1,7 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { MemoryStore, systemClock } from '@sluice/core';
-import { type ParsedOptions, emitSafely, Fallback, NodeIdentity, storeClocks } from '@sluice/core/internal';
-import { engineOnConnection } from '@sluice/redis/internal';
+import {
+  type EngineHost,
+  type ParsedOptions,
+  emitSafely,
+  Fallback,
+  NodeIdentity,
+  storeClocks,
+} from '@sluice/core/internal';
 import type { EventEmitter } from 'eventemitter3';
 import type { DIVIDED_STORE_OPTIONS } from './divided-options.js';
 import type { DividedEvents } from './divided-events.js';
@@ -21,14 +27,14 @@ export interface DivideContext extends HybridContext<DivideSettings, DividedEven
   readonly membership: Membership;
 }
 
-/** The context of a divided store whose events go to `events`: decisions on the local clock, heartbeats on the client's. */
-export function divideContext(o: DivideSettings, events: EventEmitter<DividedEvents>): DivideContext {
+/** The context of a divided store over `host` whose events go to `events`: decisions on the local clock, heartbeats on the client's. */
+export function divideContext(o: DivideSettings, host: EngineHost, events: EventEmitter<DividedEvents>): DivideContext {
   const { decisionClock, localClock } = storeClocks(o.clock);
-  const engine = engineOnConnection(o.redis, undefined);
+  const engine = host.engine;
   const identity = new NodeIdentity(o.nodeId ?? randomUUID(), (error) => emitSafely(events, 'store-error', error));
   return {
     o,
-    redis: o.redis,
+    host,
     engine,
     decisionClock,
     clock: localClock,
@@ -37,7 +43,7 @@ export function divideContext(o: DivideSettings, events: EventEmitter<DividedEve
     away: new Fallback({ mode: 'local', clock: localClock, maxKeys: o.maxKeys, timeoutMs: o.timeoutMs }),
     membership: new Membership({
       engine,
-      link: o.redis,
+      link: host.health.link,
       identity,
       heartbeatMs: o.heartbeatMs,
       clock: decisionClock,

@@ -1,6 +1,6 @@
 import { SluiceRangeError } from '@sluice/core';
 import { type SchemaOf, describeValue, oneOf, option } from '@sluice/core/internal';
-import { type RedisBackedOptions, REDIS_BACKED_OPTIONS } from '@sluice/redis/internal';
+import { type HybridBackedOptions, HYBRID_BACKED_OPTIONS } from './engine-choice.js';
 import type { ShareMode } from './shares.js';
 
 /** The part of a divided limit kept in Redis for nodes past their share, unless `reserve` says otherwise. */
@@ -23,7 +23,7 @@ function reserveValue(name: string, value: unknown): number {
 
 /** dividedStore's options, checked (see parseOptions); documented on DividedStoreOptions. */
 export const DIVIDED_STORE_OPTIONS = {
-  ...REDIS_BACKED_OPTIONS,
+  ...HYBRID_BACKED_OPTIONS,
   share: option<ShareMode>(oneOf(['equal', 'demand']), 'equal'),
   reserve: option(reserveValue, DEFAULT_RESERVE),
 } as const satisfies SchemaOf<DividedStoreOptions, 'redis'>;
@@ -33,7 +33,7 @@ export const DIVIDED_STORE_OPTIONS = {
  * heartbeats only), and how the limit is split among nodes. No fail mode: a divided store never asks Redis on
  * the decision path; while Redis is away it keeps its last share and holds its part of the reserve locally.
  */
-export interface DividedStoreOptions extends RedisBackedOptions {
+export interface DividedStoreOptions extends HybridBackedOptions {
   /**
    * How a limit is split among the live nodes: `'equal'`, limit / N per node; `'demand'`, max-min fair shares
    * of the nodes' recent demand, so a busy node is not held to an equal split while idle ones leave theirs

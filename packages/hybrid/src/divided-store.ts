@@ -11,7 +11,8 @@ import {
   inCall,
   parseOptions,
 } from '@sluice/core/internal';
-import { StartupChecks, StoreEmitter, adjustScript, leaseScript, membershipScript } from '@sluice/redis/internal';
+import { hostOfStore } from './engine-choice.js';
+import { StoreEmitter } from './store-emitter.js';
 import { DividedBinding } from './divided-binding.js';
 import { type DivideContext, type DivideSettings, divideContext } from './divided-context.js';
 import type { DividedEvents } from './divided-events.js';
@@ -41,11 +42,11 @@ export class DividedStore extends StoreEmitter<DividedEvents> implements Store, 
 
   constructor(o: DivideSettings) {
     super();
-    this.#ctx = divideContext(o, this);
+    const host = hostOfStore('dividedStore', o, (error) => emitSafely(this, 'store-error', error));
+    this.#ctx = divideContext(o, host, this);
     this.clock = this.#ctx.clock;
-    const checks = new StartupChecks(o.redis, o.timeoutMs, (error) => emitSafely(this, 'store-error', error));
     // No channel: this mode keeps no subscriber per node (see DividedBinding); lists are read every refreshMs.
-    this.#tables = new LimiterTables(o.redis, o.timeoutMs, checks, undefined);
+    this.#tables = new LimiterTables(host, false);
   }
 
   /** This node's id in the membership: the nodeId given, or a new one if another live process had it. */
@@ -58,15 +59,14 @@ export class DividedStore extends StoreEmitter<DividedEvents> implements Store, 
    * then each limiter decides under its configuration as stored (limiter.reconfigure on another node).
    */
   async ready(): Promise<void> {
-    await this.#tables.checks.ready();
+    await this.#ctx.host.checks.ready();
     await Promise.all([...this.#bindings].map((binding) => binding.refresh()));
   }
 
   bind(ruleSet: RuleSet): BoundStore {
-    const rule = this.#tables.enrol('dividedStore', ruleSet, (held) => [
-      membershipScript(),
-      ...(this.#ctx.o.reserve > 0 ? [leaseScript(held.kind), adjustScript([held.kind])] : []),
-    ]);
+    const rule = this.#tables.enrol('dividedStore', ruleSet, (held) =>
+      this.#ctx.o.reserve > 0 ? { heartbeat: true, lease: [held.kind], adjust: [held.kind] } : { heartbeat: true },
+    );
     const binding: DividedBinding = new DividedBinding(this.#ctx, rule, ruleSet.prefix, () =>
       this.#bindings.delete(binding),
     );
@@ -90,6 +90,7 @@ export class DividedStore extends StoreEmitter<DividedEvents> implements Store, 
     this.#bindings.clear();
     for (const binding of bindings) binding.release();
     await Promise.all([this.#ctx.membership.close(), ...bindings.map((b) => b.closeReserve())]);
+    await this.#ctx.host.close();
   }
 }
 

@@ -1,14 +1,14 @@
 import type { Clock } from '@sluice/core';
 import type { Engine } from '@sluice/core/engine';
-import type { RedisConnection } from '@sluice/redis/internal';
 import type { EventEmitter } from 'eventemitter3';
-import type { NodeIdentity } from '@sluice/core/internal';
+import type { EngineHost, NodeIdentity } from '@sluice/core/internal';
 
 /** What every binding of a hybrid store shares, whichever its mode: its settings, clocks, identity and events. */
 export interface HybridContext<Settings, Events extends EventEmitter.ValidEventTypes> {
   readonly o: Settings;
-  readonly redis: RedisConnection;
-  /** The engine contract on the store's connection, with no deadline of its own: the modes keep theirs. */
+  /** What the engine's package gives the mode beside the contract: health probe, checks, lists, boards. */
+  readonly host: EngineHost;
+  /** The host's engine, with no deadline of its own: the modes keep theirs. */
   readonly engine: Engine;
   /** The client clock the scripts are given (heartbeats, leases), or undefined for Redis TIME. */
   readonly decisionClock: Clock | undefined;

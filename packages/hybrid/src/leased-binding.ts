@@ -90,7 +90,7 @@ export class LeasedBinding implements BoundStore {
       if (reason === 'evict' && lease.available >= 1) void this.#giveBack(key, lease).catch(() => {});
     });
     this.#controls = new LeaseControls({
-      redis: ctx.redis,
+      engine: ctx.engine,
       prefix,
       shape: this.#shape,
       central: this.#central,

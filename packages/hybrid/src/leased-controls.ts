@@ -1,3 +1,4 @@
+import type { Engine } from '@sluice/core/engine';
 import { type Clock, SluiceError } from '@sluice/core';
 import {
   type GrantSource,
@@ -6,8 +7,8 @@ import {
   staleVersionOf,
   withDeadline,
   type ExactBinding,
+  encodeIdentity,
 } from '@sluice/core/internal';
-import { type RedisConnection, encodeIdentity, resetChannel } from '@sluice/redis/internal';
 import type { CentralLeases } from './central-leases.js';
 import type { ColdDemand } from './cold-demand.js';
 import { type HeldLease, refundToLease } from './key-lease.js';
@@ -117,7 +118,7 @@ export class LeaseControls {
    * node that misses it asks again within DENY_CACHE_TRUST_MS.
    */
   #announce(key: string): void {
-    this.#o.redis.publish(resetChannel(this.#o.prefix), encodeIdentity(key)).catch(() => undefined);
+    this.#o.engine.publish(this.#o.prefix, encodeIdentity(key)).catch(() => undefined);
   }
 }
 
@@ -129,7 +130,8 @@ export interface LeaseRecords {
 
 /** What a leased binding's controls act on: its leases, its rule's central state and its fail mode. */
 export interface LeaseControlParts {
-  readonly redis: RedisConnection;
+  /** Where a reset is announced (on the limiter's channel). */
+  readonly engine: Engine;
   readonly prefix: string;
   readonly shape: LeaseShape;
   readonly central: CentralLeases;

@@ -9,7 +9,7 @@ import {
   type FailModeOptions,
   FAIL_MODE_OPTIONS,
 } from '@sluice/core/internal';
-import { type RedisBackedOptions, REDIS_BACKED_OPTIONS } from '@sluice/redis/internal';
+import { type HybridBackedOptions, HYBRID_BACKED_OPTIONS } from './engine-choice.js';
 
 /** A batch is about this many ms of a node's recent demand for a key, unless `targetMs` says otherwise. */
 export const DEFAULT_TARGET_MS = 100;
@@ -30,7 +30,7 @@ function fractionValue(name: string, value: unknown): number {
 
 /** leasedStore's options, checked (see parseOptions); documented on LeasedStoreOptions. */
 export const LEASED_STORE_OPTIONS = {
-  ...REDIS_BACKED_OPTIONS,
+  ...HYBRID_BACKED_OPTIONS,
   ...FAIL_MODE_OPTIONS,
   targetMs: option(positiveFinite, DEFAULT_TARGET_MS),
   maxLease: optional(positiveInteger),
@@ -42,7 +42,7 @@ export const LEASED_STORE_OPTIONS = {
  * Options of `leasedStore`: those of every Redis-backed store (RedisBackedOptions, FailModeOptions: while Redis
  * is away, past this node's lease, the fail mode decides), and how large a batch each node leases and keeps.
  */
-export interface LeasedStoreOptions extends RedisBackedOptions, FailModeOptions {
+export interface LeasedStoreOptions extends HybridBackedOptions, FailModeOptions {
   /**
    * A batch is about this many ms of this node's recent demand for the key: larger batches mean fewer
    * Redis calls, smaller ones less held by each node.

@@ -16,23 +16,16 @@ import {
   type VersionBinding,
   type VersionRules,
   ExactBinding,
-  identityOf,
-} from '@sluice/core/internal';
-import {
-  ChannelListener,
+  type EngineHost,
   type FleetPresence,
-  StoreEmitter,
-  adjustScript,
   decodeIdentity,
   encodeIdentity,
-  engineOnConnection,
-  exactScripts,
-  leaseScript,
-  presenceScript,
-  resetChannel,
-  stateKey,
-  storeParts,
-} from '@sluice/redis/internal';
+  hostParts,
+  identityOf,
+} from '@sluice/core/internal';
+import { randomUUID } from 'node:crypto';
+import { hostOfStore } from './engine-choice.js';
+import { StoreEmitter } from './store-emitter.js';
 import { LeasedBinding } from './leased-binding.js';
 import { type LeaseContext, type LeaseLive, type LeaseSettings, leaseStateName } from './leased-context.js';
 import type { LeasedEvents } from './leased-events.js';
@@ -67,16 +60,20 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limit (its fail mode's share). */
   readonly #presence: FleetPresence | undefined;
+  /** What the engine's package gives the mode: its engine, health probe, start-up checks, lists and boards. */
+  readonly #host: EngineHost;
   /**
-   * Each limiter's channel, where another node's change of its configuration is announced: heard, a node
-   * lets go of its leases under the old rules at once instead of spending them first.
+   * Each limiter prefix's channel, where another node's change of its configuration, or a reset or refund of
+   * a key, is announced: heard, a node lets go of its leases under the old rules (or of the key's spent lease)
+   * at once instead of spending them first. The stop of each subscription, once it landed.
    */
-  readonly #channels: ChannelListener;
+  readonly #channels = new Map<string, Promise<(() => Promise<void>) | undefined>>();
 
   constructor(o: LeaseSettings) {
     super();
-    const parts = storeParts(o, this, (healthy) => {
-      // What the fail mode granted meanwhile counts on Redis from now on, as in exact mode.
+    const host = hostOfStore('leasedStore', o, (error) => emitSafely(this, 'store-error', error));
+    const parts = hostParts(host, o, this, randomUUID, (healthy) => {
+      // What the fail mode granted meanwhile counts on the engine from now on, as in exact mode.
       if (!healthy || o.failMode !== 'local') return;
       for (const b of this.#bindings)
         void b
@@ -84,10 +81,11 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
           .then((charged) => emitSafely(this, 'fallback-charged', { prefix: b.prefix, ...charged }));
     });
     this.clock = parts.decisionClock;
+    this.#host = host;
     this.#ctx = {
       o,
-      redis: parts.connection,
-      engine: engineOnConnection(parts.connection, undefined),
+      host,
+      engine: host.engine,
       decisionClock: parts.decisionClock,
       clock: parts.localClock,
       identity: parts.identity,
@@ -96,8 +94,7 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
     };
     this.#fallback = parts.fallback;
     this.#presence = parts.presence;
-    this.#channels = new ChannelListener(parts.connection, o.timeoutMs);
-    this.#tables = new LimiterTables(parts.connection, o.timeoutMs, parts.checks, this.#channels);
+    this.#tables = new LimiterTables(host, true);
   }
 
   /** This node's name among the lessees and in the fleet: the nodeId given, or a new one if another live process had it. */
@@ -107,9 +104,10 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
 
   /** The start-up check of the lease and hand-back scripts' commands on this limiter's keys (see RedisStore.ready). */
   async ready(): Promise<void> {
-    await this.#tables.checks.ready();
+    await this.#host.checks.ready();
     // From here another node's change is heard at once; until then, at this node's next lease.
-    await this.#channels.subscribed();
+    await Promise.all([...this.#channels.values()]);
+    await this.#host.subscribed();
     // Each limiter decides under its configuration as stored (limiter.reconfigure on another node).
     await Promise.all([...this.#live].map((live) => live.refresh()));
   }
@@ -131,10 +129,12 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
   }
 
   bind(ruleSet: RuleSet): BoundStore {
-    const first = this.#tables.enrol('leasedStore', ruleSet, (rule) => {
-      const scripts = [leaseScript(rule.kind), adjustScript([rule.kind]), ...exactScripts([rule.kind])];
-      return this.#presence === undefined ? scripts : [...scripts, presenceScript()];
-    });
+    const first = this.#tables.enrol('leasedStore', ruleSet, (rule) => ({
+      lease: [rule.kind],
+      adjust: [rule.kind],
+      decide: [rule.kind],
+      presence: this.#presence !== undefined,
+    }));
     const { prefix } = ruleSet;
     const fleet = this.#presence?.track(prefix);
     const live: LiveBinding = new LiveBinding({
@@ -155,11 +155,18 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
       unbind: () => {
         fleet?.release();
         this.#live.delete(live);
-        if (![...this.#live].some((other) => other.prefix === prefix)) this.#channels.stop(resetChannel(prefix));
+        if (![...this.#live].some((other) => other.prefix === prefix)) this.#stopHearing(prefix);
       },
     });
     this.#live.add(live);
-    this.#channels.listen(resetChannel(prefix), (message) => {
+    this.#hear(prefix);
+    return live;
+  }
+
+  /** Hears `prefix`'s channel (once per prefix): configuration changes, and keys reset or refunded elsewhere. */
+  #hear(prefix: string): void {
+    if (this.#channels.has(prefix)) return;
+    const heard = (message: string) => {
       // '' is a change of the configuration (LiveBinding).
       if (message === '') {
         for (const other of this.#live) if (other.prefix === prefix) other.heard();
@@ -169,8 +176,18 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
       const key = decodeIdentity(message);
       for (const b of this.#bindings) if (b.prefix === prefix) b.heard(key);
       emitSafely(this, 'reset-heard', { prefix, key });
-    });
-    return live;
+    };
+    // Not heard (the engine could not subscribe): a change reaches this node at its next lease instead.
+    this.#channels.set(
+      prefix,
+      this.#host.engine.subscribe(prefix, heard).catch(() => undefined),
+    );
+  }
+
+  #stopHearing(prefix: string): void {
+    const subscribed = this.#channels.get(prefix);
+    this.#channels.delete(prefix);
+    void subscribed?.then((stop) => stop?.()).catch(() => undefined);
   }
 
   /** A leased binding of one set of rules of a limiter (its rules, or one key's override): see LiveBinding. */
@@ -194,13 +211,13 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
       timeoutMs: this.#ctx.o.timeoutMs,
       decisionClock: this.#ctx.decisionClock,
       localClock: this.#ctx.clock,
-      probeKey: (key) => stateKey(prefix, identityOf(rule, key), centralName),
+      probeKey: (key) => this.#host.probeKey(prefix, identityOf(rule, key), centralName),
       health: this.#ctx.health,
       // One fail mode for the key, whether it was decided by lease or exactly.
       fallback,
       denials: undefined,
       // A refund of a key the engine was denying frees leases that found it spent, on every node.
-      publishRefund: (key) => this.#ctx.redis.publish(resetChannel(prefix), encodeIdentity(key)),
+      publishRefund: (key) => this.#host.engine.publish(prefix, encodeIdentity(key)),
       onDecision: undefined,
       onStale,
       override,
@@ -230,7 +247,8 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
     await Promise.all([...this.#bindings].map((b) => b.close()));
     await this.#presence?.close(this.#ctx.o.timeoutMs);
     this.#ctx.health.close();
-    await this.#channels.close();
+    for (const prefix of [...this.#channels.keys()]) this.#stopHearing(prefix);
+    await this.#host.close();
   }
 }
 

@@ -55,6 +55,7 @@ export function generationReserve(ctx: DivideContext, owner: ReserveOwner, entry
   return new Reserve(
     {
       engine: ctx.engine,
+      host: ctx.host,
       identity: ctx.identity,
       decisionClock: ctx.decisionClock,
       clock,

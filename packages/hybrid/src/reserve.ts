@@ -1,6 +1,13 @@
 import { type Algorithm, type Clock, SluiceError } from '@sluice/core';
 import type { Engine } from '@sluice/core/engine';
-import { keyCache, type NodeIdentity, staleVersionOf, withDeadline, type KeyCarrier } from '@sluice/core/internal';
+import {
+  type EngineHost,
+  keyCache,
+  type NodeIdentity,
+  staleVersionOf,
+  withDeadline,
+  type KeyCarrier,
+} from '@sluice/core/internal';
 import type { LRUCache } from 'lru-cache';
 import { CentralLeases } from './central-leases.js';
 import { DemandMeter } from './demand-meter.js';
@@ -23,6 +30,8 @@ const DRAW_HOARDING_DIVISOR = 2;
 export interface ReserveContext {
   /** The engine the reserve's states are kept on (its deadlines this reserve's). */
   readonly engine: Engine;
+  /** Where a failure about a key is probed (the engine's package knows). */
+  readonly host: Pick<EngineHost, 'probeKey'>;
   /** This node's id among the reserve's lessees. */
   readonly identity: NodeIdentity;
   /** The client clock for draws, or undefined for Redis TIME. */

@@ -11,7 +11,7 @@ export type {
   StoreEvents,
 } from '@sluice/core/internal';
 export type { RedisClient } from './connection/connect.js';
-export { redisEngine } from './engine/redis-engine.js';
+export { redisEngine } from './engine/redis-host.js';
 export type { RedisEngineOptions } from './engine/engine-options.js';
 
 import { RedisStore, type RedisStoreOptions } from './redis-store.js';

@@ -38,7 +38,7 @@ import { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
 import { BanMarkers } from './exact/ban-markers.js';
-import type { FleetPresence } from './fleet/presence.js';
+import type { RedisPresence } from './fleet/presence.js';
 import {
   checkStateIds,
   decodeIdentity,
@@ -161,7 +161,7 @@ export class RedisStore
   readonly #checks: StartupChecks;
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limits. */
-  readonly #presence: FleetPresence | undefined;
+  readonly #presence: RedisPresence | undefined;
   #closed = false;
 
   constructor(options: RedisStoreOptions) {

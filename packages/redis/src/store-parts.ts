@@ -11,7 +11,7 @@ import {
   storeClocks,
 } from '@sluice/core/internal';
 import type { RedisConnection } from './connection/connection.js';
-import { FleetPresence } from './fleet/presence.js';
+import { RedisPresence } from './fleet/presence.js';
 import { redisHealthProbe } from './health-probe.js';
 import type { REDIS_BACKED_OPTIONS } from './options.js';
 import { StartupChecks } from './preflight.js';
@@ -35,7 +35,7 @@ export interface StoreParts {
   /** The one fail mode. */
   readonly fallback: Fallback;
   /** failMode 'local': what the store knows of its fleet (each change is a `fleet` event); undefined otherwise. */
-  readonly presence: FleetPresence | undefined;
+  readonly presence: RedisPresence | undefined;
 }
 
 /**
@@ -71,7 +71,7 @@ export function storeParts(
     fallback: new Fallback({ mode: o.failMode, clock: localClock, maxKeys: o.maxKeys, timeoutMs: o.timeoutMs }),
     presence:
       o.failMode === 'local'
-        ? new FleetPresence({
+        ? new RedisPresence({
             connection,
             identity,
             heartbeatMs: o.heartbeatMs,

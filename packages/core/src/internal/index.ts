@@ -106,6 +106,19 @@ export type { FailMode, FallbackBinding, FallbackOptions } from '../modes/fail-m
 export { DENY_CACHE_TRUST_MS, DenyCache } from '../modes/deny-cache.js';
 export { ExactBinding } from '../modes/exact/exact-binding.js';
 export { engineKind } from '../modes/exact/exact-parts.js';
+export { ENGINE_HOST, hostMakerOf, withHostMaker } from '../modes/engine-host.js';
+export { hostParts } from '../modes/host-parts.js';
+export { decodeIdentity, encodeIdentity } from '../modes/identity-codec.js';
+export type { HostParts, HostSettings } from '../modes/host-parts.js';
+export type {
+  EngineHost,
+  EngineHostMaker,
+  EngineUse,
+  FleetPresence,
+  LimiterTables,
+  PresenceOptions,
+  StartupCheck,
+} from '../modes/engine-host.js';
 export type { BanHint, DenialSharing, EngineSource, ExactParts } from '../modes/exact/exact-parts.js';
 export { NodeIdentity } from '../modes/node-identity.js';
 export { StaleConfigurationError, staleVersionOf } from '../modes/stale.js';
@@ -114,8 +127,10 @@ export type {
   FallbackChargedEvent,
   FleetEvent,
   ReconfiguredEvent,
+  ListenerMethod,
   ResetHeardEvent,
   StoreEvents,
+  StoreListeners,
 } from '../modes/store-events.js';
 export {
   DEFAULT_ASSUMED_NODES,

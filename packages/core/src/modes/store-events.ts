@@ -76,3 +76,57 @@ export interface DecisionEvent {
    */
   readonly ruleDecidedAtMs?: readonly number[];
 }
+
+/** A listener of one of the shared events. */
+type On<E extends keyof StoreEvents> = (...args: StoreEvents[E]) => void;
+
+/**
+ * The listener methods of an engine-backed store whose events are `Events` (its emitter is eventemitter3's,
+ * typed by these): one plain signature per shared event before the generic one. TypeScript calls a method of
+ * a union of stores (`mode === 'leased' ? leasedStore(o) : redisStore(o)`) only by signatures its members
+ * declare alike, and never by generic ones that return each store's own type: with these,
+ * `store.on('store-error', ...)` type-checks on the union, as switching modes is one line; each store alone
+ * still takes its own events. A store's package makes its emitter class once:
+ * `EventEmitter as unknown as new <E extends StoreEvents>() => Omit<EventEmitter<E>, ListenerMethod> & StoreListeners<E>`.
+ */
+export interface StoreListeners<Events extends StoreEvents> {
+  /** Calls `fn` at each `store-error` (see StoreEvents). */
+  on(event: 'store-error', fn: On<'store-error'>, context?: unknown): this;
+  /** Calls `fn` at each `store-recovered` (see StoreEvents). */
+  on(event: 'store-recovered', fn: On<'store-recovered'>, context?: unknown): this;
+  /** Calls `fn` at each `reconfigured` (see StoreEvents). */
+  on(event: 'reconfigured', fn: On<'reconfigured'>, context?: unknown): this;
+  /** Calls `fn` at each `fallback-charged` (see StoreEvents). */
+  on(event: 'fallback-charged', fn: On<'fallback-charged'>, context?: unknown): this;
+  /** Calls `fn` at each `callback-error` (see StoreEvents). */
+  on(event: 'callback-error', fn: On<'callback-error'>, context?: unknown): this;
+  /** Calls `fn` at each `event` of this store's own. */
+  on<E extends keyof Events>(event: E, fn: (...args: Events[E] & unknown[]) => void, context?: unknown): this;
+  /** Calls `fn` at the next `store-error`. */
+  once(event: 'store-error', fn: On<'store-error'>, context?: unknown): this;
+  /** Calls `fn` at the next `store-recovered`. */
+  once(event: 'store-recovered', fn: On<'store-recovered'>, context?: unknown): this;
+  /** Calls `fn` at the next `reconfigured`. */
+  once(event: 'reconfigured', fn: On<'reconfigured'>, context?: unknown): this;
+  /** Calls `fn` at the next `fallback-charged`. */
+  once(event: 'fallback-charged', fn: On<'fallback-charged'>, context?: unknown): this;
+  /** Calls `fn` at the next `callback-error`. */
+  once(event: 'callback-error', fn: On<'callback-error'>, context?: unknown): this;
+  /** Calls `fn` at the next `event` of this store's own. */
+  once<E extends keyof Events>(event: E, fn: (...args: Events[E] & unknown[]) => void, context?: unknown): this;
+  /** Stops calling `fn` (every listener of the event without one). */
+  off(event: 'store-error', fn?: On<'store-error'>, context?: unknown, once?: boolean): this;
+  off(event: 'store-recovered', fn?: On<'store-recovered'>, context?: unknown, once?: boolean): this;
+  off(event: 'reconfigured', fn?: On<'reconfigured'>, context?: unknown, once?: boolean): this;
+  off(event: 'fallback-charged', fn?: On<'fallback-charged'>, context?: unknown, once?: boolean): this;
+  off(event: 'callback-error', fn?: On<'callback-error'>, context?: unknown, once?: boolean): this;
+  off<E extends keyof Events>(
+    event: E,
+    fn?: (...args: Events[E] & unknown[]) => void,
+    context?: unknown,
+    once?: boolean,
+  ): this;
+}
+
+/** The methods StoreListeners types (a store's emitter keeps the rest of eventemitter3's as they are). */
+export type ListenerMethod = 'on' | 'once' | 'off';

@@ -23,10 +23,14 @@ export class EngineChannels {
   readonly #timeoutMs: number;
   readonly #listeners = new Map<string, Set<(message: string) => void>>();
   #channels: ChannelListener | undefined;
+  /** A subscriber of the store's own, which it closes (undefined: one is made at the first subscribe, and closed after the last). */
+  readonly #shared: ChannelListener | undefined;
 
-  constructor(connection: RedisConnection, timeoutMs: number) {
+  constructor(connection: RedisConnection, timeoutMs: number, shared?: ChannelListener) {
     this.#connection = connection;
     this.#timeoutMs = timeoutMs;
+    this.#shared = shared;
+    this.#channels = shared;
   }
 
   async publish(channel: string, message: string): Promise<void> {
@@ -60,7 +64,7 @@ export class EngineChannels {
       if (listeners === undefined || !listeners.delete(own) || listeners.size > 0) return;
       this.#listeners.delete(name);
       channels.stop(name);
-      if (this.#listeners.size === 0 && this.#channels === channels) {
+      if (this.#listeners.size === 0 && this.#channels === channels && this.#shared === undefined) {
         this.#channels = undefined;
         await channels.close();
       }

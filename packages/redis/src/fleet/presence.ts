@@ -1,24 +1,19 @@
 import type { Clock } from '@sluice/core';
-import { type FleetShare, checkClockSkew, withDeadline, type NodeIdentity } from '@sluice/core/internal';
+import {
+  type FleetPresence,
+  type FleetShare,
+  type PresenceOptions,
+  checkClockSkew,
+  withDeadline,
+} from '@sluice/core/internal';
 import type { RedisConnection } from '../connection/connection.js';
 import { fleetKey } from '../key-layout.js';
 import { presenceScript } from '../scripts.js';
 import { bySlot } from '../slots.js';
 
-/** What a store's presence needs: the connection, this node's name, and how often it says it is alive. */
-export interface PresenceOptions {
+/** What a store's presence needs: the connection, and what every engine's presence is given. */
+export interface RedisPresenceOptions extends PresenceOptions {
   readonly connection: RedisConnection;
-  /** This node's id (it changes if another live process was given the same one). */
-  readonly identity: NodeIdentity;
-  readonly heartbeatMs: number;
-  /** How many nodes a limiter's fleet is taken to have until Redis has answered a heartbeat for it. */
-  readonly assumedNodes: number;
-  /** The client clock, or undefined for Redis TIME. */
-  readonly decisionClock: Clock | undefined;
-  /** This process's clock, compared with Redis's TIME at each heartbeat (SLUICE_CLOCK_SKEW); undefined: not compared. */
-  readonly skewClock?: Clock | undefined;
-  /** Told when a prefix's count of live nodes changes (a store's `fleet` event). */
-  readonly onCount?: ((prefix: string, nodes: number) => void) | undefined;
 }
 
 /** A prefix's fleet as a holder of it sees it: this node's share of its limits, and how to let it go. */
@@ -69,11 +64,11 @@ class PrefixFleet implements FleetShare {
  * last count stands, which is when it matters: a fail mode holds `1 / nodes` of each limit (see FleetShare),
  * so a fleet stays near its limit through an outage instead of admitting the limit on every node.
  * @example
- * const presence = new FleetPresence({ connection, identity, heartbeatMs: 1000, assumedNodes: 10, decisionClock: undefined })
+ * const presence = new RedisPresence({ connection, identity, heartbeatMs: 1000, assumedNodes: 10, decisionClock: undefined })
  * const { share, release } = presence.track('api') // share.fraction: this node's part of api's limits
  */
-export class FleetPresence {
-  readonly #o: PresenceOptions;
+export class RedisPresence implements FleetPresence {
+  readonly #o: RedisPresenceOptions;
   readonly #fleets = new Map<string, PrefixFleet>();
   #timer: ReturnType<typeof setInterval> | undefined;
   /** A heartbeat asked for at the end of this turn (prefixes tracked together leave in one call). */
@@ -81,7 +76,7 @@ export class FleetPresence {
   #beating = false;
   #closed = false;
 
-  constructor(options: PresenceOptions) {
+  constructor(options: RedisPresenceOptions) {
     this.#o = options;
   }
 

@@ -9,7 +9,7 @@
  * - The options every Redis-backed store shares, as a schema (`REDIS_BACKED_OPTIONS`: `redis` and core's
  *   `ENGINE_BACKED_OPTIONS`).
  * - What the health machine (core's `EngineHealth`) asks of Redis (`redisHealthProbe`).
- * - What a store knows of its fleet (`FleetPresence`).
+ * - What a store knows of its fleet (`RedisPresence`).
  * - The start-up check (`StartupChecks`), the Lua script registry, and the key layout.
  *
  * @example
@@ -25,8 +25,8 @@ export type { RedisBackedOptions } from '../options.js';
 export { redisHealthProbe } from '../health-probe.js';
 export { storeParts } from '../store-parts.js';
 export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
-export { FleetPresence } from '../fleet/presence.js';
-export type { PresenceOptions, TrackedFleet } from '../fleet/presence.js';
+export { RedisPresence } from '../fleet/presence.js';
+export type { RedisPresenceOptions, TrackedFleet } from '../fleet/presence.js';
 export type { TransportOptions } from '../exact/transport.js';
 export { StartupChecks } from '../preflight.js';
 /** The engine contract on a connection a store already holds (its deadlines the mode's, or its own). */
