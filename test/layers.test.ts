@@ -62,3 +62,17 @@ describe("@sluice/core's layers", () => {
     expect(offences).toEqual([]);
   });
 });
+
+describe('the packages above the engines', () => {
+  const hybrid = fileURLToPath(new URL('../packages/hybrid/src/', import.meta.url));
+
+  it("@sluice/hybrid imports an engine's public API only: no internals of @sluice/redis or @sluice/postgres", () => {
+    const offences: string[] = [];
+    for (const file of sources(hybrid)) {
+      const text = readFileSync(file, 'utf8');
+      for (const [, spec] of text.matchAll(/from '(@sluice\/(?:redis|postgres)\/[^']+)'/g))
+        offences.push(`${relative(hybrid, file)} imports ${spec}`);
+    }
+    expect(offences).toEqual([]);
+  });
+});
