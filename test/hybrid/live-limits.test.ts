@@ -227,10 +227,18 @@ describe.each(deployments)('divided mode on a $name server', ({ open }) => {
     }
   });
 
-  it('an override is refused, naming the store; nothing changes', async () => {
-    await onTwoNodes(100, 0, async ({ a }) => {
-      await expect(a.override('acme', daily(300))).rejects.toMatchObject({ code: 'UNSUPPORTED' });
-      expect(a.configVersion).toBe(1);
+  it("an override reaches the other node at its heartbeat; both then decide the key on the engine: the override's limit in all", async () => {
+    await onTwoNodes(100, 0, async ({ a, b, stores }) => {
+      const heard = nextEvent(stores[1], 'reconfigured');
+      await a.override('acme', daily(3));
+      // b asks the engine nothing for a divided key: it learns at its next heartbeat, from the fleet's slot.
+      await heard;
+      expect(b.configVersion).toBe(a.configVersion);
+      const decisions: Decision[] = [];
+      for (let i = 0; i < 4; i++) decisions.push(await a.tryAcquire('acme'), await b.tryAcquire('acme'));
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(3);
+      expect(decisions.every((d) => d.override === true && d.limit === 3)).toBe(true);
+      expect((await b.overrides()).overrides.map((o) => o.key)).toEqual(['acme']);
     });
   });
 });

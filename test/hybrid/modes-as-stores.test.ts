@@ -99,14 +99,28 @@ describe.each(['exact', 'leased'] as const)('live limits on the %s store', (mode
 });
 
 describe.each(['divided'] as const)('live limits on the %s store', (mode) => {
-  it('reconfigure changes the rule in place; an override is refused with UNSUPPORTED naming the store, nothing changed', async () => {
+  it('reconfigure changes the rule in place; an override gives the key rules of its own, decided on the engine; removed, the key is divided again', async () => {
     const limiter = await usedLimiterOn(mode);
     const { version } = await limiter.reconfigure(apiRule(10));
     expect(await limiter.tryAcquire('user:1')).toMatchObject({ allowed: true, limit: 10, configVersion: version });
-    const named = { code: 'UNSUPPORTED', message: expect.stringMatching(/dividedStore keeps no overrides/) };
-    await expect(limiter.override('user:1', apiRule(3))).rejects.toMatchObject(named);
-    expect(limiter.configVersion).toBe(version);
-    expect(limiter.rules[0]?.limit).toBe(10);
+    const before = await limiter.peek('user:1');
+    await limiter.override('user:1', apiRule(3));
+    // The override's rules start afresh (what the key used is spread over the nodes' shares).
+    const own = [];
+    for (let i = 0; i < 4; i++) own.push(await limiter.tryAcquire('user:1'));
+    expect(own.map((d) => [d.allowed, d.limit, d.remaining, d.override])).toEqual([
+      [true, 3, 2, true],
+      [true, 3, 1, true],
+      [true, 3, 0, true],
+      [false, 3, 0, true],
+    ]);
+    expect(await limiter.tryAcquire('user:2')).toMatchObject({ allowed: true, limit: 10 });
+    expect((await limiter.overrides()).overrides).toEqual([
+      { key: 'user:1', rules: [expect.objectContaining({ limit: 3 })] },
+    ]);
+    await limiter.removeOverride('user:1');
+    // Back to its share, as the override found it.
+    expect(await limiter.peek('user:1')).toMatchObject({ allowed: true, limit: 10, remaining: before.remaining });
     expect((await limiter.overrides()).overrides).toEqual([]);
     await limiter.close();
   });

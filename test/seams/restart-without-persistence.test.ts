@@ -156,8 +156,8 @@ describe.each(
     const prefix = livePrefix();
     const a = await fleet.node(prefix, rule(20), store);
     const five = await a.limiter.reconfigure(rule(5));
-    // A key's own rules, where the mode keeps them (divided mode refuses overrides): stored again with the rest.
-    const overrides = mode === 'divided' ? [] : ['acme'];
+    // A key's own rules: stored again with the rest.
+    const overrides = ['acme'];
     for (const key of overrides) await a.limiter.override(key, rule(2));
     await deployment.lose();
     // Its next change reads the record first: gone, so it is stored again (with the rules a knew), then changed.

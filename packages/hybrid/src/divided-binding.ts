@@ -26,6 +26,7 @@ import {
 import type { HeartbeatAnswer } from '@sluice/core/engine';
 import { DemandMeter } from './demand-meter.js';
 import { DividedConfig } from './divided-config.js';
+import { DividedOverrides } from './divided-overrides.js';
 import type { DivideContext } from './divided-context.js';
 import { warnOfHeartbeatRate } from './membership.js';
 import { NodeShare } from './node-share.js';
@@ -75,13 +76,38 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
   readonly #unlist: () => void;
   /** The limiter's configuration as kept in Redis, and as this node decides under it. */
   readonly #live: DividedConfig;
+  /** Keys with rules of their own, decided exactly on the engine. */
+  readonly #overrides: DividedOverrides;
+  /** An override's decision found the engine away; cleared when it answers again. */
+  #overrideFailing = false;
 
   constructor(ctx: DivideContext, rule: Algorithm, prefix: string, forget: () => void) {
     this.#ctx = ctx;
     this.#rule = rule;
     this.#prefix = prefix;
     this.#forget = forget;
-    this.#live = new DividedConfig(ctx, prefix, rule, (entry, version) => this.#switch(entry, version));
+    this.#live = new DividedConfig(
+      ctx,
+      prefix,
+      rule,
+      (entry, version) => this.#switch(entry, version),
+      (config) => this.#overrides.adopted(config),
+    );
+    this.#overrides = new DividedOverrides(ctx, {
+      prefix,
+      version: () => this.#live.version,
+      share: this,
+      refresh: (version) => this.refresh(version),
+      limiter: this,
+      failed: (error) => {
+        this.#overrideFailing = true;
+        this.#failed(error);
+      },
+      recovered: () => {
+        this.#overrideFailing = false;
+        this.#recovered();
+      },
+    });
     const { o, clock } = ctx;
     this.#share = new NodeShare(o.reserve, o.assumedNodes);
     if (o.reserve > 0) this.#heard = new Promise((resolve) => (this.#hear = resolve));
@@ -174,21 +200,23 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     return this.#live.reconfigure(rules, carry);
   }
 
-  /**
-   * Refused: an override is read with its key's state on Redis, and divided mode decides with no Redis call
-   * (give such keys a limiter of their own, or use leasedStore or redisStore).
-   */
-  override(): Promise<void> {
-    return Promise.reject(noOverrides());
+  /** Gives `key` rules of its own for every node, decided exactly on the engine (see DividedOverrides). */
+  override(key: string, rules: readonly Algorithm[]): Promise<void> {
+    return this.#live.override(key, rules);
   }
 
-  removeOverride(): Promise<void> {
-    return Promise.reject(noOverrides());
+  removeOverride(key: string): Promise<void> {
+    return this.#live.removeOverride(key);
   }
 
-  /** None: divided mode holds no override. */
   overrides(): Promise<ReadonlyArray<{ readonly key: string; readonly rules: readonly Algorithm[] }>> {
-    return Promise.resolve([]);
+    return this.#live.overrides();
+  }
+
+  /** The binding of `key`'s override, or undefined for a key divided as usual. */
+  #own(key: string): BoundStore | undefined {
+    const config = this.#live.config;
+    return config.overrides.size === 0 ? undefined : this.#overrides.of(key, config);
   }
 
   /**
@@ -252,9 +280,9 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     return this.#failing;
   }
 
-  /** Heartbeats fail, or the reserve's Redis does not answer. */
+  /** Heartbeats fail, or the reserve's or an override's engine does not answer. */
   get #failing(): boolean {
-    return this.#beatFailing || this.#reserveHealth?.healthy === false;
+    return this.#beatFailing || this.#reserveHealth?.healthy === false || this.#overrideFailing;
   }
 
   /** This node's fraction of the fleet's limit (`sluice.divided.share`). */
@@ -321,6 +349,8 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * and only then waits for its share, if the caller lets it wait.
    */
   consume(key: string, asked: Permits, maxWaitMs: number, note?: DecisionNote): Decision | Promise<Decision> {
+    const own = this.#own(key);
+    if (own !== undefined) return own.consume(key, asked, maxWaitMs, note);
     // One rule: a call's per-rule permits name it or count 0.
     const permits = permitsOfRule(asked, this.#rule);
     // A new node's first decisions wait (within timeoutMs) for its first heartbeat's answer, which in a new
@@ -413,10 +443,14 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
   }
 
   peek(key: string): Decision | Promise<Decision> {
+    const own = this.#own(key);
+    if (own !== undefined) return own.peek(key);
     return this.#versioned(this.#share.fraction > 0 ? (this.#bound.peek(key) as Decision) : this.#holdsNone(key));
   }
 
-  reset(key: string): void {
+  reset(key: string): void | Promise<void> {
+    const own = this.#own(key);
+    if (own !== undefined) return own.reset(key);
     this.#reserve?.forget(key);
     this.#outage.reset(key);
     void this.#bound.reset(key);
@@ -426,7 +460,9 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * Gives back what this node granted on the key: to what it drew from the reserve first (at most what it
    * spent of it), the rest to its share of the key (its own state, under its current share).
    */
-  refund(key: string, asked: Permits, grantedMsAgo: number, grant?: GrantSource): void {
+  refund(key: string, asked: Permits, grantedMsAgo: number, grant?: GrantSource): void | Promise<void> {
+    const own = this.#own(key);
+    if (own !== undefined) return own.refund?.(key, asked, grantedMsAgo, grant);
     const permits = permitsOfRule(asked, this.#rule);
     // A grant of the reserve's part held here while Redis was away: back to it, never to the share. What was
     // charged to the reserve already stays charged (a refund never gives the fleet more than it had).
@@ -441,6 +477,8 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
    * reserve in Redis (past its limit, so every node pays).
    */
   async penalize(key: string, asked: Permits): Promise<void> {
+    const own = this.#own(key);
+    if (own !== undefined) return own.penalize?.(key, asked);
     const permits = permitsOfRule(asked, this.#rule);
     const holds = this.#share.fraction > 0;
     const rest = this.#reserve === undefined ? permits : await this.#reserve.penalize(key, permits, !holds);
@@ -462,6 +500,7 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     this.#unlist();
     this.#forget();
     this.#reserveHealth?.close();
+    this.#overrides.close();
     void this.#bound.unbind?.();
     this.#outage.unbind();
   }
@@ -474,12 +513,3 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
 
 /** The weight of the latest interval in a divided node's reported demand (see DemandMeter). */
 const DEMAND_WEIGHT = 0.125;
-
-/** Why a divided limiter refuses overrides. */
-function noOverrides(): SluiceError {
-  return new SluiceError(
-    'UNSUPPORTED',
-    'dividedStore keeps no overrides: an override is read with its key on Redis, and divided mode decides with ' +
-      'no Redis call; give such keys a limiter of their own, or use leasedStore or redisStore',
-  );
-}

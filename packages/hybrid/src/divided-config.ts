@@ -6,7 +6,9 @@ import {
   type LiveRule,
   StoredConfiguration,
   firstConfig,
+  overridden,
   reconfigured,
+  withoutOverride,
 } from '@sluice/core/internal';
 import type { DivideContext } from './divided-context.js';
 import { hybridRule } from './supported-rule.js';
@@ -22,6 +24,8 @@ export class DividedConfig {
   readonly #prefix: string;
   /** The limiter switches to a new rule from now on (see DividedBinding's switch). */
   readonly #switchTo: (entry: LiveRule, version: number) => void;
+  /** Told of each configuration adopted (its overrides may have changed). */
+  readonly #adopted: (config: LiveConfig) => void;
   readonly #stored: StoredConfiguration;
   #config: LiveConfig;
   #configuration: LimiterConfiguration;
@@ -36,10 +40,12 @@ export class DividedConfig {
     prefix: string,
     rule: Algorithm,
     switchTo: (entry: LiveRule, version: number) => void,
+    adopted: (config: LiveConfig) => void,
   ) {
     this.#ctx = ctx;
     this.#prefix = prefix;
     this.#switchTo = switchTo;
+    this.#adopted = adopted;
     this.#state = stateName(rule);
     this.#config = firstConfig([rule]);
     this.#configuration = { version: 1, rules: [rule] };
@@ -53,6 +59,11 @@ export class DividedConfig {
 
   get configuration(): LimiterConfiguration {
     return this.#configuration;
+  }
+
+  /** The configuration in force, its overrides included. */
+  get config(): LiveConfig {
+    return this.#config;
   }
 
   /** The rule in force with the generations it carries states from. */
@@ -88,15 +99,44 @@ export class DividedConfig {
   /** Stores `rules` for every node (see StoredConfiguration.change); each switches within a heartbeat, this one at once. */
   async reconfigure(rules: readonly Algorithm[], carry: CarryMode): Promise<LimiterConfiguration> {
     for (const rule of rules) hybridRule('dividedStore', rule);
-    const { clock, events } = this.#ctx;
+    const { clock } = this.#ctx;
+    await this.#change((current, version) => reconfigured(current, rules, carry, version, clock.now()));
+    return this.#configuration;
+  }
+
+  /**
+   * Gives `key` rules of its own for every node (decided exactly on the engine: see DividedOverrides). The
+   * change raises the version everywhere (not only where the key's states live): a node learns of it at its
+   * next heartbeat, the fleet's slot telling it, since it asks the engine nothing for a divided key.
+   */
+  async override(key: string, rules: readonly Algorithm[]): Promise<void> {
+    await this.#change((current, version) => overridden(current, key, rules, version, this.#ctx.clock.now()));
+  }
+
+  /** Takes `key`'s override away for every node (the key goes back to the shares); no override: nothing. */
+  async removeOverride(key: string): Promise<void> {
+    await this.#change((current, version) =>
+      current.overrides.has(key) ? withoutOverride(current, key, version, this.#ctx.clock.now()) : undefined,
+    );
+  }
+
+  /** Every override in force, as stored, in key order. */
+  async overrides(): Promise<Array<{ key: string; rules: readonly Algorithm[] }>> {
+    await this.refresh();
+    return [...this.#config.overrides]
+      .map(([key, rules]) => ({ key, rules: rules.map((e) => e.rule) }))
+      .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  async #change(make: (current: LiveConfig, version: number) => LiveConfig | undefined): Promise<void> {
+    const { events } = this.#ctx;
     await this.#stored.change(
       this.#config,
-      (current, version) => reconfigured(current, rules, carry, version, clock.now()),
+      make,
       undefined,
       (config) => this.#adopt(config),
       (error) => emitSafely(events, 'store-error', error),
     );
-    return this.#configuration;
   }
 
   /** The limiter closed: a configuration read after this is not adopted. */
@@ -120,6 +160,7 @@ export class DividedConfig {
     if (entry.state !== this.#state) hybridRule('dividedStore', entry.rule);
     this.#config = config;
     this.#configuration = { version: config.version, rules: config.rules.map((e) => e.rule) };
+    this.#adopted(config);
     if (entry.state !== this.#state) {
       this.#state = entry.state;
       this.#switchTo(entry, config.version);
