@@ -1,11 +1,4 @@
-import {
-  type Algorithm,
-  type CarryMode,
-  type Decision,
-  type LimiterConfiguration,
-  type Permits,
-  SluiceError,
-} from '@sluice/core';
+import type { Algorithm, CarryMode, Decision, LimiterConfiguration, Permits } from '@sluice/core';
 import {
   type BoundStore,
   type GrantSource,

@@ -1,4 +1,3 @@
-import type { Clock } from '@sluice/core';
 import {
   type FleetPresence,
   type FleetShare,
