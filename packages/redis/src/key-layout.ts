@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { type Algorithm, SluiceRangeError } from '@sluice/core';
-import { stateName } from '@sluice/core/internal';
+import { decodeIdentity, encodeIdentity, stateName } from '@sluice/core/internal';
 
 /**
  * The version of the Redis state format, hashed into every rule id (see ruleId): a later format that changes
@@ -276,46 +276,8 @@ export function resetChannel(prefix: string): string {
   return `${prefix}:sluice-reset`;
 }
 
-// Code units that would end or empty the hash tag ('{', '}'), the escape character itself, and lone
-// surrogates (UTF-8 has no encoding for them: every client writes U+FFFD, so '\uD800' and '\uDC00' would
-// meet in one Redis key while staying two keys in memory).
-const NEEDS_ESCAPE = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const ESCAPED = /%(?:7B|7D|25|u[0-9A-F]{4})/g;
-
-function escapeUnit(unit: string): string {
-  if (unit === '%') return '%25';
-  if (unit === '{') return '%7B';
-  if (unit === '}') return '%7D';
-  return `%u${unit.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
-}
-
-function unescapeCode(code: string): string {
-  if (code === '%25') return '%';
-  if (code === '%7B') return '{';
-  if (code === '%7D') return '}';
-  return String.fromCharCode(Number.parseInt(code.slice(2), 16));
-}
-
 /**
- * A rate-limit key as it sits inside the hash tag: the same string unless it holds `%`, `{`, `}` or a lone
- * surrogate, which are percent-escaped. The encoding is one-to-one (decodeIdentity inverts it), holds no
- * brace, so Redis and the client always agree on the slot, and is valid UTF-8, so distinct keys stay
- * distinct on the wire. A non-empty key encodes to a non-empty tag.
- * @example
- * await connection.publish(resetChannel(prefix), encodeIdentity(key))
+ * A key inside a hash tag or a channel message: core's one encoding of a key on the wire (encodeIdentity),
+ * which holds no brace, so Redis and the client always agree on the slot.
  */
-export function encodeIdentity(key: string): string {
-  // The common key needs nothing: one scan, no allocation.
-  NEEDS_ESCAPE.lastIndex = 0;
-  if (!NEEDS_ESCAPE.test(key)) return key;
-  return key.replace(NEEDS_ESCAPE, escapeUnit);
-}
-
-/**
- * The key that encodeIdentity turned into `encoded`.
- * @example
- * decodeIdentity(message) // the key a reset message names
- */
-export function decodeIdentity(encoded: string): string {
-  return encoded.includes('%') ? encoded.replace(ESCAPED, unescapeCode) : encoded;
-}
+export { decodeIdentity, encodeIdentity };

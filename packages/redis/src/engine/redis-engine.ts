@@ -1,5 +1,6 @@
 import type { Engine } from '@sluice/core/engine';
 import { checkedEngine, inCall, OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
+import type { ChannelListener } from '../connection/channel-listener.js';
 import type { RedisConnection } from '../connection/connection.js';
 import { adjustOnRedis } from './engine-adjust.js';
 import { EngineChannels } from './engine-channels.js';
@@ -41,7 +42,8 @@ export function redisEngine(options: RedisEngineOptions): Engine {
  * node's lease; an engine that rejected it would lose permits the central state has debited); decide,
  * records and messages then wait OPERATIONS_DEADLINE_MS at most (exact mode keeps its own, shorter, decision
  * deadline: a decision answered past it is still known to have been counted). `batching`: redisStore's
- * maxBatch and client-clock skew bound.
+ * maxBatch and client-clock skew bound. `subscriber`: a store's subscriber the engine's channels are heard on
+ * (one subscriber connection per store); undefined: the engine makes its own.
  * @example
  * const engine = engineOnConnection(parts.connection, undefined) // leased mode: its own deadlines
  */
@@ -49,13 +51,14 @@ export function engineOnConnection(
   connection: RedisConnection,
   timeoutMs: number | undefined,
   batching?: DecideBatching,
+  subscriber?: ChannelListener,
 ): Engine {
   const bounded = <T>(call: Promise<T>, what: string): Promise<T> =>
     timeoutMs === undefined ? call : withDeadline(call, timeoutMs, what);
   const operationsMs = timeoutMs ?? OPERATIONS_DEADLINE_MS;
   const decider = new EngineDecider(connection, operationsMs, batching);
   const configuration = new EngineConfiguration(connection, operationsMs);
-  const channels = new EngineChannels(connection, operationsMs);
+  const channels = new EngineChannels(connection, operationsMs, subscriber);
   const heartbeats = new HeartbeatBatcher(connection);
   // The contract's checks are core's (checkedEngine); here only what Redis keys can hold.
   return checkedEngine({
