@@ -39,9 +39,11 @@ export interface ExactStoreParts {
   /** The decision clock (undefined: the engine's) and this process's clock. */
   readonly decisionClock: Clock | undefined;
   readonly localClock: Clock;
+  /** The store's health machine and fail mode (one each per store). */
   readonly health: EngineHealth;
   readonly fallback: Fallback;
   readonly failMode: FailMode;
+  /** The store's `onDecision` option (called safely: a throw is a 'callback-error'). */
   readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /** The key the health machine probes after a failure about `key` under `rule` (its state's place). */
   readonly probeKey?: ((prefix: string, rule: Algorithm, state: string, key: string) => string) | undefined;
