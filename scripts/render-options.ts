@@ -298,6 +298,13 @@ pool, its time PostgreSQL's clock_timestamp() unless the call names one; no fail
 
 ${table(ofType('packages/postgres/src/engine-options.ts', 'PostgresEngineOptions'))}
 
+## postgresStore (@sluice/postgres)
+
+Exact mode on PostgreSQL: postgresEngine under core's exact-mode assembly (deny cache, live limits, health and
+fail mode), as redisStore is on Redis; no fleet count yet, so failMode 'local' holds 1 / assumedNodes of a limit.
+
+${beside(ofType('packages/postgres/src/store-options.ts', 'PostgresStoreOptions'), 'shared options above (those of every store over an engine)', ['EngineBackedOptions', 'FailModeOptions'])}
+
 ## leasedStore (@sluice/hybrid), beside the shared options
 
 ${redisBeside(ofType('packages/hybrid/src/leased-options.ts', 'LeasedStoreOptions'))}

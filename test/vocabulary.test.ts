@@ -77,18 +77,13 @@ const ONE_ENTRY_POINT: ReadonlySet<string> = new Set([
   'nodeId',
   'assumedNodes',
   'maxClockSkewMs',
-  'denyCache',
   'maxBatch',
-  'onDecision',
   'targetMs',
   'maxLease',
   'lowWater',
   'liveMs',
   'share',
   'reserve',
-  // postgresEngine
-  'pool',
-  'schema',
 ]);
 
 /** Each `| option |` table's option names, with the `##` sections that list them. */

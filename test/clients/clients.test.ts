@@ -66,7 +66,7 @@ import { CLIENT_KINDS, type OpenClient, openClient, openClusterClient } from '..
 import { type TestCluster, startTestCluster } from '../harness/redis-cluster.js';
 import { type TestRedis, spawnRedisServer, startTestRedis } from '../harness/redis-server.js';
 import { algorithmArb, policyArb, startArb, timelineArb } from '../redis/arbitraries.js';
-import { decideBoth } from '../redis/differential.js';
+import { decideBoth, onRedis } from '../redis/differential.js';
 import { TOLERANCE_MS } from '../../packages/core/src/algorithms/algorithm.js';
 
 let n = 0;
@@ -127,7 +127,7 @@ describe.each(CLIENT_KINDS)('%s, standalone', (kind) => {
     );
     await fc.assert(
       fc.asyncProperty(rulesArb, startArb, timelineArb, async (rules, start, steps) => {
-        const { memory, redis } = await decideBoth(c.client, rules, start, steps, true);
+        const { memory, redis } = await decideBoth(onRedis(c.client), rules, start, steps, true);
         expectSameDecisions(redis, memory);
       }),
       { numRuns: 12 },

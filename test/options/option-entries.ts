@@ -26,6 +26,7 @@ export const NOT_TRIED: Readonly<Record<string, string>> = {
   'RateLimitException.extractDescriptionAndOptionsFrom': "Nest's HttpException statics, inherited",
   listEntries: 'internal: an access list read as the CLI needs it, no options of a user',
   'new RedisStore': 'redisStore() is the documented way in; the constructor parses the same schema (tried)',
+  'new PostgresStore': 'postgresStore() is the documented way in; the constructor parses the same schema (tried)',
   'new EngineHealth': 'internals a store constructs',
   'new DeadlineError': 'internals a store constructs',
   'new Fallback': 'internals a store constructs',

@@ -29,6 +29,7 @@ import { HYBRID_BACKED_OPTIONS } from '../../packages/hybrid/src/engine-choice.j
 import { LEASED_STORE_OPTIONS } from '../../packages/hybrid/src/leased-options.js';
 import { ENGINE_BACKED_OPTIONS, FAIL_MODE_OPTIONS } from '../../packages/core/src/modes/engine-options.js';
 import { POSTGRES_ENGINE_OPTIONS } from '../../packages/postgres/src/engine-options.js';
+import { POSTGRES_STORE_OPTIONS } from '../../packages/postgres/src/store-options.js';
 import { REDIS_ENGINE_OPTIONS } from '../../packages/redis/src/engine/engine-options.js';
 import { REDIS_BACKED_OPTIONS, REDIS_STORE_OPTIONS } from '../../packages/redis/src/options.js';
 import { publicTypes } from '../../scripts/option-types.js';
@@ -53,6 +54,7 @@ const SCHEMAS: ReadonlyArray<readonly [OptionSchema, string, string]> = [
   [REDIS_STORE_OPTIONS, 'packages/redis/src/redis-store.ts', 'RedisStoreOptions'],
   [REDIS_ENGINE_OPTIONS, 'packages/redis/src/engine/engine-options.ts', 'RedisEngineOptions'],
   [POSTGRES_ENGINE_OPTIONS, 'packages/postgres/src/engine-options.ts', 'PostgresEngineOptions'],
+  [POSTGRES_STORE_OPTIONS, 'packages/postgres/src/store-options.ts', 'PostgresStoreOptions'],
   [LEASED_STORE_OPTIONS, 'packages/hybrid/src/leased-options.ts', 'LeasedStoreOptions'],
   [DIVIDED_STORE_OPTIONS, 'packages/hybrid/src/divided-options.ts', 'DividedStoreOptions'],
 ];

@@ -37,7 +37,7 @@ import { EXIT } from '../../packages/cli/src/cli.js';
 import { byMetadata, grpcRateLimit, grpcRetryOnLimit } from '@sluice/grpc';
 import { dividedStore, leasedStore } from '@sluice/hybrid';
 import { instrumentSluice } from '@sluice/otel';
-import { postgresEngine } from '@sluice/postgres';
+import { postgresEngine, postgresStore } from '@sluice/postgres';
 import { redisEngine, redisStore } from '@sluice/redis';
 import type { OptionNames } from '@sluice/core/internal';
 import { describe, expect, it } from 'vitest';
@@ -197,6 +197,12 @@ const ROWS: Readonly<Record<string, Row>> = {
     options: () => ({}),
     call: (o) => postgresEngine({ pool: unusedPool, ...o }),
     typo: 'timeoutMS',
+  },
+  postgresStore: {
+    options: () => ({}),
+    call: (o) => postgresStore({ pool: unusedPool, ...o }),
+    typo: 'timeoutMS',
+    runs: false,
   },
   'SluiceModule.forRoot': { options: () => ({}), call: (o) => SluiceModule.forRoot(o), typo: 'graphQLPer' },
   'SluiceModule.forRootAsync': {

@@ -12,7 +12,7 @@ import { dividedLimiterOn, leasedLimiterOn } from '../harness/hybrid.js';
 import { useTestRedis } from '../harness/use-redis.js';
 import { admitted } from '../hybrid/admitted.js';
 import type { Step } from './arbitraries.js';
-import { decideBoth } from './differential.js';
+import { decideBoth, onRedis } from './differential.js';
 
 const testRedis = useTestRedis();
 let n = 0;
@@ -74,7 +74,7 @@ describe('calendarWindow on Redis', () => {
         fc.integer({ min: Date.UTC(2001, 5, 1), max: Date.UTC(2099, 0, 1) }),
         calendarTimeline,
         async (rule, start, steps) => {
-          const { memory, redis } = await decideBoth(testRedis().redis, [rule], start, steps, false);
+          const { memory, redis } = await decideBoth(onRedis(testRedis().redis), [rule], start, steps, false);
           expect(redis).toEqual(memory);
         },
       ),

@@ -6,6 +6,7 @@
 import {
   type Algorithm,
   type Decision,
+  tokenBucket,
   type Limiter,
   ManualClock,
   type Permits,
@@ -13,8 +14,10 @@ import {
   memoryStore,
 } from '@sluice/core';
 import { shapeArb as registryShapes } from '@sluice/test-kit';
-import { type RedisClient, redisStore } from '@sluice/redis';
 import fc from 'fast-check';
+import { expect } from 'vitest';
+import { TOLERANCE_MS } from '../../packages/core/src/algorithms/algorithm.js';
+import type { CentralStore } from './differential.js';
 
 /** A limiter to build twice: its rules, or its plans. */
 export type LimiterSpec = { readonly rules: Algorithm[] } | { readonly plans: Record<string, Algorithm[]> };
@@ -121,13 +124,14 @@ function build(spec: LimiterSpec, store: Parameters<typeof createLimiter>[0]['st
 let run = 0;
 
 /**
- * Runs one timeline through a limiter on the memory store and one on a Redis store (client ManualClock each,
+ * Runs one timeline through a limiter on the memory store and one on a central store (`central`: onRedis(redis),
+ * postgresStore; client ManualClock each,
  * moved in step). Consumes and peeks at one instant go to Redis together, as one batch, until a control
  * call (awaited on its own) or a call under another plan; the memory store takes every call one by one. After each control, both
  * sides peek the key, so what it changed is compared too.
  */
 export async function controlsBoth(
-  redis: RedisClient,
+  central: CentralStore,
   spec: LimiterSpec,
   startMs: number,
   steps: readonly ControlStep[],
@@ -136,7 +140,7 @@ export async function controlsBoth(
   const prefix = `ctl${++run}`;
   const memClock = new ManualClock(startMs);
   const redisClock = new ManualClock(startMs);
-  const store = redisStore({ redis, clock: redisClock, timeoutMs: 5_000, denyCache });
+  const store = central({ clock: redisClock, denyCache });
   const sides = [
     {
       clock: memClock,
@@ -220,4 +224,101 @@ export async function controlsBoth(
     await store.close();
   }
   return { memory: sides[0]?.out ?? [], redis: sides[1]?.out ?? [] };
+}
+
+/** Equal outcomes: bit for bit, or with the deny cache (which recomputes instants from local time) times to 1 us. */
+export function sameOutcome(a: Outcome, b: Outcome | undefined, toleranceMs: number): boolean {
+  if (b === undefined) return false;
+  if (toleranceMs === 0 || 'error' in a || 'error' in b) return JSON.stringify(a) === JSON.stringify(b);
+  const close = (x: number, y: number) => x === y || Math.abs(x - y) <= toleranceMs;
+  const { retryAfterMs: ra, resetAfterMs: rs, waitMs: wa, ...restA } = a as Decision;
+  const { retryAfterMs: rb, resetAfterMs: rt, waitMs: wb, ...restB } = b as Decision;
+  return close(ra, rb) && close(rs, rt) && close(wa, wb) && JSON.stringify(restA) === JSON.stringify(restB);
+}
+
+/** A limiter spec as text: each rule's kind, name, parameters, blockMs and scope. */
+export function describeSpec(spec: LimiterSpec): string {
+  const rules = (list: readonly Algorithm[]) =>
+    list.map((r) => ({ kind: r.kind, name: r.name, params: r.params, blockMs: r.blockMs, scope: r.scope }));
+  return JSON.stringify(
+    'plans' in spec
+      ? Object.fromEntries(Object.entries(spec.plans).map(([plan, list]) => [plan, rules(list)]))
+      : rules(spec.rules),
+  );
+}
+
+/**
+ * Counterexamples the generator found once its buckets could start part-filled (`initialPermits` below capacity), kept
+ * as fixed cases: each differed between memory and Redis before its fix.
+ */
+export const FOUND_CONTROL_CASES: ReadonlyArray<{
+  name: string;
+  spec: LimiterSpec;
+  start: number;
+  steps: ControlStep[];
+}> = [
+  {
+    // Redis deleted the state a refusing rule of a smaller plan took as forgotten (4 tokens read at capacity 1):
+    // a denial deletes nothing now, and tokens above a plan's capacity are capped, not forgotten.
+    name: "a smaller plan's denial leaves a larger plan's bucket as it was",
+    spec: {
+      plans: {
+        p0: [
+          tokenBucket({ name: 'a', capacity: 11, refillPerSecond: 0.55, initialPermits: 0, maxDebt: 22 }),
+          tokenBucket({ name: 'b', capacity: 1, refillPerSecond: 0.05, initialPermits: 0, maxDebt: 2 }),
+        ],
+        p1: [tokenBucket({ name: 'b', capacity: 4, refillPerSecond: 0.2, initialPermits: 0, maxDebt: 2 })],
+      },
+    },
+    start: 0,
+    steps: [
+      { dtMs: 36, calls: [call('consume', 'b', 1, 1), call('refund', 'b', 1, 2)] },
+      { dtMs: 0, calls: [call('refund', 'c{1}', 1, 1), call('refund', 'b', 10, 5)] },
+      { dtMs: 6, calls: [call('consume', 'b', 4, 4), call('penalize', 'b', 1, 5), call('consume', 'a', 1, 4)] },
+    ],
+  },
+  {
+    // The deny cache answered "1 ms" for a banned key whose part-filled bucket was forgotten when the ban ended
+    // (its tokens dropped back to initialPermits): such a bucket's denials are not cached now.
+    name: 'a part-filled bucket forgotten as its ban ends: no cached denial stands for it',
+    spec: {
+      rules: [
+        tokenBucket({ capacity: 1, refillPerSecond: 0.5277044854881267, initialPermits: 0, maxDebt: 0, blockMs: 3421 }),
+      ],
+    },
+    start: 1_700_000_000_000,
+    steps: [
+      { dtMs: 0, calls: [call('penalize', 'a', 4)] },
+      { dtMs: 1839, calls: [{ ...call('block', 'a', 1), ms: 1 }] },
+      { dtMs: 3901, calls: [call('peek', 'a', 1)] },
+      { dtMs: 2210, calls: [call('consume', 'a', 1)] },
+      { dtMs: 3402, calls: [call('peek', 'a', 1)] },
+      { dtMs: 18, calls: [call('consume', 'a', 1)] },
+      { dtMs: 0, calls: [call('consume', 'a', 1)] },
+    ],
+  },
+];
+
+/** One call of a fixed timeline. */
+function call(op: ControlStep['calls'][number]['op'], key: string, permits: number, plan = 0) {
+  return { op, key, permits, plan, grant: undefined, rulePermits: undefined, ms: 1 };
+}
+
+/** Fails with the first outcome that differs (the limiter and the timeline printed), or when one side has more. */
+export function expectSameOutcomes(
+  spec: LimiterSpec,
+  steps: readonly ControlStep[],
+  memory: readonly Outcome[],
+  central: readonly Outcome[],
+  denyCache: boolean,
+): void {
+  const at = memory.findIndex((m, i) => !sameOutcome(m, central[i], denyCache ? TOLERANCE_MS : 0));
+  if (at !== -1) {
+    console.error(
+      `first difference at outcome ${at}: ${describeSpec(spec)}\n${JSON.stringify(steps)}\nmemory: ` +
+        `${JSON.stringify(memory[at])}\ncentral: ${JSON.stringify(central[at])}`,
+    );
+    expect({ at, central: central[at] }).toEqual({ at, central: memory[at] });
+  }
+  expect(central).toHaveLength(memory.length);
 }

@@ -3,7 +3,8 @@
  * an identifier of at most 63 bytes, a sluice channel any string), the sluice channel and the message inside
  * the payload as JSON. Heard on one connection of the pool taken at the first subscription (LISTEN) and given
  * back when the last one stops. At most once: a message published while the listening connection is away is
- * lost, as the contract allows.
+ * lost, as the contract allows. A listening connection that fails (pg_terminate_backend, a restart) is
+ * replaced at once while anyone listens, and again at the next publish when that failed too.
  */
 import { SluiceRangeError } from '@sluice/core';
 import type { Notification, PoolClient } from 'pg';
@@ -32,6 +33,7 @@ export class EngineChannels {
         message,
         `publish: channel and message must fit a PostgreSQL NOTIFY payload (${MAX_PAYLOAD_BYTES} bytes as JSON), got ${bytes} bytes`,
       );
+    this.#heal();
     await this.#db.bounded('a message', () =>
       this.#db.pool.query('SELECT pg_notify($1, $2)', [this.#db.schema, payload]).then(() => undefined),
     );
@@ -75,10 +77,11 @@ export class EngineChannels {
     const made = (async () => {
       const client = await this.#db.pool.connect();
       const heard = (n: Notification): void => this.#heard(n);
-      // A listening connection that fails is given back (closed); the next subscription takes another.
+      // A listening connection that fails is given back (closed), and another one listens in its place.
       const failed = (): void => {
         if (this.#client === made) this.#client = undefined;
         giveBack(client, true);
+        this.#heal();
       };
       let given = false;
       const giveBack = (c: PoolClient, broken: boolean): void => {
@@ -105,6 +108,11 @@ export class EngineChannels {
       if (this.#client === made) this.#client = undefined;
     });
     return made;
+  }
+
+  /** Listens again when someone listens and no connection does (it failed): a failure here waits for the next try. */
+  #heal(): void {
+    if (this.#client === undefined && this.#listeners.size > 0) this.#listening().catch(() => undefined);
   }
 
   #heard(notification: Notification): void {

@@ -36,7 +36,7 @@ export interface PostgresEngineOptions {
 }
 
 /** A node-postgres Pool, as far as the engine can tell: connect() and query(). */
-function poolValue(name: string, value: unknown): Pool {
+export function poolValue(name: string, value: unknown): Pool {
   const pool = value as Partial<Pool> | null | undefined;
   if (
     typeof pool !== 'object' ||

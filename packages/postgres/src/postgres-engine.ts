@@ -10,6 +10,7 @@ import type {
 } from '@sluice/core/engine';
 import { checkedEngine, identityOf, inCall, memoryEngineParts } from '@sluice/core/internal';
 import { EngineChannels } from './channels.js';
+import { type BatchedCall, DecideBatches } from './decide-batch.js';
 import { keyText } from './codec.js';
 import { type PostgresEngineOptions, parseEngineOptions } from './engine-options.js';
 import { type Touched, loadSql, lockSql, saveSql, scratchOf } from './rows.js';
@@ -69,19 +70,26 @@ export function postgresEngine(options: PostgresEngineOptions): Engine {
     const s = `"${o.schema}"`;
     const onKeys = <T>(what: string, touched: Touched & { prefix: string }, compute: (data: ScratchState) => T) =>
       db.transaction(what, (tx) => onRows(tx, o.schema, touched, compute));
+    // One transaction per prefix for the decide calls of one turn, each call's asks decided in call order.
+    const batches = new DecideBatches((calls) => {
+      const prefix = (calls[0] as BatchedCall).rules.prefix;
+      const states = calls.flatMap(({ rules, asks }) => asks.flatMap((ask) => stateKeys(rules, ask.key)));
+      const bans = calls.flatMap(({ asks }) => asks.map((ask) => compositeKey(prefix, ask.key)));
+      return onKeys('a decision', { prefix, states, bans }, (data) =>
+        calls.map(({ rules, asks }): readonly DecideAnswer[] => {
+          const stale = data.stale(prefix, rules.version);
+          if (stale !== undefined) return asks.map(() => ({ stale }));
+          return asks.map((ask) => decideAsk(data, rules, ask, ask.at ?? data.nowMs));
+        }),
+      );
+    });
     // The contract's checks are core's (checkedEngine): every value here is checked already.
     return checkedEngine({
       name: 'postgres',
       async decide(rules: EngineRules, asks): Promise<readonly DecideAnswer[]> {
         // Nothing asked, nothing changed: not even the version (as memoryEngine).
         if (asks.length === 0) return [];
-        const states = asks.flatMap((ask) => stateKeys(rules, ask.key));
-        const bans = asks.map((ask) => compositeKey(rules.prefix, ask.key));
-        return onKeys('a decision', { prefix: rules.prefix, states, bans }, (data) => {
-          const stale = data.stale(rules.prefix, rules.version);
-          if (stale !== undefined) return asks.map(() => ({ stale }));
-          return asks.map((ask) => decideAsk(data, rules, ask, ask.at ?? data.nowMs));
-        });
+        return batches.decide(rules, asks);
       },
       async adjust(rules, key, adjustment, at): Promise<AdjustAnswer> {
         const states = stateKeys(rules, key);

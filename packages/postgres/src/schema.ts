@@ -59,6 +59,11 @@ export async function migrate(pool: Pool, schema: string): Promise<void> {
   if (rows[0]?.made === true) return;
   const client = await pool.connect();
   let failed: unknown;
+  // A connection ended while checked out emits 'error' on its client (the pool hears only idle ones).
+  const lost = (error: Error): void => {
+    failed ??= error;
+  };
+  client.on('error', lost);
   try {
     await client.query(`SELECT pg_advisory_lock(${MIGRATE_LOCK})`);
     try {
@@ -71,6 +76,7 @@ export async function migrate(pool: Pool, schema: string): Promise<void> {
     throw error;
   } finally {
     // A connection that failed midway may still hold the lock: it is closed, not pooled.
+    client.off('error', lost);
     client.release(failed instanceof Error ? failed : undefined);
   }
 }

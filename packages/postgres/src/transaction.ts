@@ -153,11 +153,21 @@ export class Database {
   #transaction<T>(what: string, body: (tx: Transaction) => Promise<T>): Promise<T> {
     return this.bounded(what, async (abandoned) => {
       const client = await this.#pool.connect();
+      // A connection ended while checked out (pg_terminate_backend, a restart) emits 'error' on its client, which
+      // the pool hears only while the client is idle: heard here, the call in progress fails, not the process.
+      let broken: Error | undefined;
+      const lost = (error: Error): void => {
+        broken ??= error;
+      };
+      client.on('error', lost);
+      const release = (error?: Error): void => {
+        client.off('error', lost);
+        client.release(error ?? broken);
+      };
       if (abandoned()) {
-        client.release();
+        release();
         throw new Abandoned();
       }
-      let broken: Error | undefined;
       let committed = false;
       let written = 0;
       try {
@@ -179,17 +189,17 @@ export class Database {
           });
         throw error;
       } finally {
-        if (committed) this.#sweepThenRelease(client, SWEEP_ROWS + 2 * written);
-        else client.release(broken);
+        if (committed) this.#sweepThenRelease(client, SWEEP_ROWS + 2 * written, release);
+        else release();
       }
     });
   }
 
   /** Deletes a few expired rows of each table after the call has answered, then gives the connection back. */
-  #sweepThenRelease(client: PoolClient, rows: number): void {
+  #sweepThenRelease(client: PoolClient, rows: number, release: (error?: Error) => void): void {
     client.query(this.#sweep(rows)).then(
-      () => client.release(),
-      (error: unknown) => client.release(error instanceof Error ? error : new Error(String(error))),
+      () => release(),
+      (error: unknown) => release(error instanceof Error ? error : new Error(String(error))),
     );
   }
 }

@@ -1,8 +1,7 @@
-import { decodeIdentity, encodeIdentity } from '@sluice/core/internal';
 import { createHash } from 'node:crypto';
 import calculateSlot from 'cluster-key-slot';
 import { type Algorithm, SluiceRangeError } from '@sluice/core';
-import { stateName } from '@sluice/core/internal';
+import { decodeIdentity, encodeIdentity, stateName } from '@sluice/core/internal';
 
 /**
  * The version of the Redis state format, hashed into every rule id (see ruleId): a later format that changes
@@ -277,5 +276,8 @@ export function resetChannel(prefix: string): string {
   return `${prefix}:sluice-reset`;
 }
 
-/** The identity codec is every engine's (a reset message names a key so on every engine's channel). */
+/**
+ * A key inside a hash tag or a channel message: core's one encoding of a key on the wire (encodeIdentity),
+ * which holds no brace, so Redis and the client always agree on the slot.
+ */
 export { decodeIdentity, encodeIdentity };

@@ -1,4 +1,4 @@
-import { type Algorithm, type Clock, SluiceError, SluiceRangeError, type Store } from '@sluice/core';
+import { type Clock, SluiceError, SluiceRangeError, type Store } from '@sluice/core';
 import {
   type BoundStore,
   type AccessListBinding,
@@ -9,12 +9,7 @@ import {
   type FleetEvent,
   type ResetHeardEvent,
   type FleetShare,
-  PrefixGuard,
-  callSafely,
-  emitSafely,
   parseOptions,
-  stateName,
-  DenyCache,
   type DecisionEvent,
   type Fallback,
   type FailMode,
@@ -27,10 +22,7 @@ import {
   type PauseStore,
   type SemaphoreBinding,
   type SemaphoreSpec,
-  LiveBinding,
-  type VersionBinding,
-  ExactBinding,
-  type ExactParts,
+  ExactStore,
   identityOf,
 } from '@sluice/core/internal';
 import { checkClient, warnCrossSlot } from './config-checks.js';
@@ -39,16 +31,7 @@ import type { RedisConnection } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
 import { BanMarkers } from './exact/ban-markers.js';
 import type { RedisPresence } from './fleet/presence.js';
-import {
-  checkStateIds,
-  decodeIdentity,
-  encodeIdentity,
-  freedChannel,
-  pauseChannel,
-  resetChannel,
-  stateKey,
-} from './key-layout.js';
-import type { Engine } from '@sluice/core/engine';
+import { checkStateIds, decodeIdentity, freedChannel, pauseChannel, stateKey } from './key-layout.js';
 import { engineOnConnection } from './engine/redis-engine.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS, type RedisBackedOptions } from './options.js';
 import type { StartupChecks } from './preflight.js';
@@ -111,13 +94,6 @@ export interface RedisStoreEvents extends StoreEvents {
 /** A share that never moves: what 'open' and 'closed' (which keep nothing) are bound with. */
 const WHOLE: FleetShare = { fraction: 1 };
 
-/** What the store holds for one limiter prefix: its bindings, and its place in the fleet. */
-interface PrefixHold {
-  readonly bindings: Set<VersionBinding>;
-  readonly share: FleetShare;
-  readonly release: () => void;
-}
-
 /**
  * Exact central limiting on Redis: every decision is the core algorithm's function, run atomically by one
  * Lua script on the server. Plug it into createLimiter: switching a limiter from memory to Redis is the
@@ -140,11 +116,9 @@ export class RedisStore
   readonly maxBatch: number;
   readonly #identity: NodeIdentity;
   readonly #localClock: Clock;
-  readonly #maxKeys: number;
-  readonly #denyCache: boolean;
   readonly #maxClockSkewMs: number | undefined;
-  readonly #onDecision: ((event: DecisionEvent) => void) | undefined;
-  readonly #holds = new Map<string, PrefixHold>();
+  /** Exact mode over the engine (core's assembly): per prefix its bindings, deny caches and channel. */
+  readonly #exact: ExactStore;
   /** Concurrency limiters' slots, by prefix. */
   readonly #semaphores = new Map<string, Set<RedisSemaphore>>();
   /** The throttles' pauses bound here, by prefix: each hears the prefix's channel. */
@@ -153,10 +127,7 @@ export class RedisStore
   readonly #lists: RedisAccessLists;
   /** Messages from other nodes (resets, freed slots, configuration changes), on a connection of the store's own. */
   readonly #channels: ChannelListener;
-  readonly #prefixes = new PrefixGuard();
   readonly #connection: RedisConnection;
-  /** The engine contract on this store's connection: decisions, controls, live limits (the deadlines are the bindings'). */
-  readonly #engine: Engine;
   readonly #health: EngineHealth;
   readonly #checks: StartupChecks;
   readonly #fallback: Fallback;
@@ -171,10 +142,7 @@ export class RedisStore
       // Callers waiting for a slot try again: on Redis, or by the fail mode.
       for (const set of this.#semaphores.values()) for (const s of set) s.healthChanged();
       // What the fail mode granted meanwhile counts on Redis from now on.
-      if (!healthy || o.failMode !== 'local') return;
-      for (const [prefix, hold] of this.#holds)
-        for (const b of hold.bindings)
-          void b.settleFallback().then((charged) => emitSafely(this, 'fallback-charged', { prefix, ...charged }));
+      if (healthy) this.#exact.recovered();
     });
     this.redis = options.redis;
     this.#connection = parts.connection;
@@ -197,11 +165,6 @@ export class RedisStore
     this.timeoutMs = o.timeoutMs;
     this.failMode = o.failMode;
     this.maxBatch = o.maxBatch;
-    this.#maxKeys = o.maxKeys;
-    this.#denyCache = o.denyCache;
-    const onDecision = o.onDecision;
-    this.#onDecision =
-      onDecision === undefined ? undefined : (event) => callSafely(this, 'onDecision', onDecision, event);
     if (o.maxClockSkewMs !== undefined && o.clock === 'server') {
       throw new SluiceRangeError(
         'maxClockSkewMs',
@@ -210,10 +173,53 @@ export class RedisStore
       );
     }
     this.#maxClockSkewMs = o.maxClockSkewMs ?? (o.clock === 'client' ? DEFAULT_CLIENT_SKEW_MS : undefined);
-    // Decisions wait for Redis as long as the binding's own deadline (timeoutMs) and its late answers.
-    this.#engine = engineOnConnection(parts.connection, undefined, {
+    // Decisions wait for Redis as long as the binding's own deadline (timeoutMs) and its late answers; the
+    // engine's channels are heard on the store's subscriber.
+    const engine = engineOnConnection(parts.connection, undefined, {
       maxBatch: o.maxBatch,
       maxClockSkewMs: this.#maxClockSkewMs,
+      channels: this.#channels,
+    });
+    const presence = parts.presence;
+    this.#exact = new ExactStore({
+      engine,
+      events: this,
+      timeoutMs: o.timeoutMs,
+      maxKeys: o.maxKeys,
+      denyCache: o.denyCache,
+      decisionClock: parts.decisionClock,
+      localClock: parts.localClock,
+      health: parts.health,
+      fallback: parts.fallback,
+      failMode: o.failMode,
+      onDecision: o.onDecision,
+      // A failure about a key is probed in its slot.
+      probeKey: (prefix, rule, state, key) => stateKey(prefix, identityOf(rule, key), state),
+      banHint: (prefix) => new BanMarkers(parts.connection, prefix, o.timeoutMs, parts.localClock),
+      // Each prefix's start-up check, and its place in the fleet.
+      holdPrefix: (ruleSet) => {
+        const { prefix } = ruleSet;
+        const scripts = exactScripts((ruleSet.plans ?? ruleSet.rules).map((rule) => rule.kind));
+        this.#checks.add(prefix, presence === undefined ? scripts : [...scripts, presenceScript()]);
+        const fleet = presence?.track(prefix);
+        return {
+          share: fleet?.share,
+          release: () => {
+            this.#checks.remove(prefix);
+            fleet?.release();
+          },
+        };
+      },
+      checkRules: (rules, key) => {
+        // A change of the limiter's rules (an override's key keeps its own slot).
+        if (key === undefined && this.#connection.isCluster && rules.some((rule) => rule.scope !== undefined))
+          throw new SluiceError(
+            'UNSUPPORTED',
+            'a policy with rules counted against other keys is decided slot by slot on a Redis Cluster, where a ' +
+              'change of its rules cannot be made atomic with its decisions: close the limiter and create it with ' +
+              'the new rules',
+          );
+      },
     });
   }
 
@@ -241,8 +247,7 @@ export class RedisStore
     // From here, a reset or unblock on any node is heard here (the deny cache's channel is subscribed).
     await this.#channels.subscribed();
     // Each limiter decides under its configuration as stored (limiter.reconfigure on another node).
-    const live = [...this.#holds.values()].flatMap((hold) => [...hold.bindings]);
-    await Promise.all(live.map((b) => (b instanceof LiveBinding ? b.refresh() : undefined)));
+    await this.#exact.ready();
   }
 
   /** False from a failed call until Redis answers again. */
@@ -258,45 +263,6 @@ export class RedisStore
   /** failMode 'local': the live nodes of `prefix`'s fleet at the latest answered heartbeat, or undefined. */
   fleetSize(prefix: string): number | undefined {
     return this.#presence?.nodes(prefix);
-  }
-
-  /**
-   * What the store holds for `prefix`, made on its first bind: its start-up check, its deny-cache channel,
-   * its place in the fleet.
-   */
-  #hold(ruleSet: RuleSet): PrefixHold {
-    const { prefix } = ruleSet;
-    let hold = this.#holds.get(prefix);
-    if (hold !== undefined) return hold;
-    const kinds = (ruleSet.plans ?? ruleSet.rules).map((rule) => rule.kind);
-    const scripts = exactScripts(kinds);
-    this.#checks.add(prefix, this.#presence === undefined ? scripts : [...scripts, presenceScript()]);
-    if (this.#denyCache) {
-      this.#channels.listen(resetChannel(prefix), (message) => {
-        if (message === '') {
-          // No key encodes to '': another node changed the limiter's configuration (LiveBinding.reconfigure),
-          // and denials cached under the rules before it may not hold.
-          for (const b of this.#holds.get(prefix)?.bindings ?? []) if (b instanceof LiveBinding) b.heard();
-          return;
-        }
-        const key = decodeIdentity(message);
-        for (const b of this.#holds.get(prefix)?.bindings ?? []) b.forget(key);
-        emitSafely(this, 'reset-heard', { prefix, key });
-      });
-    }
-    const fleet = this.#presence?.track(prefix);
-    hold = {
-      bindings: new Set(),
-      share: fleet?.share ?? WHOLE,
-      release: () => {
-        this.#holds.delete(prefix);
-        this.#checks.remove(prefix);
-        this.#channels.stop(resetChannel(prefix));
-        fleet?.release();
-      },
-    };
-    this.#holds.set(prefix, hold);
-    return hold;
   }
 
   /** Binds a limiter's rules under its prefix (see Store.bind) and starts its start-up check. */
@@ -315,105 +281,11 @@ export class RedisStore
       );
     }
     const { prefix } = ruleSet;
-    // A limiter with plans claims its prefix for every plan's rules (they share state by name).
     checkStateIds(prefix, ruleSet.plans ?? ruleSet.rules);
-    const releaseClaim = this.#prefixes.claim(prefix, ruleSet.plans ?? ruleSet.rules);
+    const bound = this.#exact.bind(ruleSet);
     if (isCluster && keyed) warnCrossSlot(prefix);
-    const hold = this.#hold(ruleSet);
-    const bindings = hold.bindings;
-    // A closed limiter's binding: dropped with its caches; the prefix's hold when it was the last.
-    const release = (binding: VersionBinding) => {
-      releaseClaim();
-      if (bindings.delete(binding) && bindings.size === 0) hold.release();
-    };
-    if (ruleSet.plans !== undefined) {
-      // A limiter with plans keeps the rules it was created with (its rules cannot change at run time).
-      const binding: ExactBinding = this.#exactBinding(ruleSet, hold, {
-        stateName,
-        version: undefined,
-        onStale: undefined,
-        unbind: () => release(binding),
-      });
-      bindings.add(binding);
-      return binding;
-    }
-    void writeDescriptor(this.#connection, prefix, 'exact', ruleSet.rules);
-    const live: LiveBinding = new LiveBinding({
-      engine: this.#engine,
-      prefix,
-      checkRules: (rules, key) => {
-        // A change of the limiter's rules (an override's key keeps its own slot).
-        if (key === undefined && isCluster && rules.some((rule) => rule.scope !== undefined))
-          throw new SluiceError(
-            'UNSUPPORTED',
-            'a policy with rules counted against other keys is decided slot by slot on a Redis Cluster, where a ' +
-              'change of its rules cannot be made atomic with its decisions: close the limiter and create it with ' +
-              'the new rules',
-          );
-      },
-      rules: ruleSet.rules,
-      timeoutMs: this.timeoutMs,
-      maxKeys: this.#maxKeys,
-      decisionClock: this.clock,
-      localClock: this.#localClock,
-      bindVersion: ({ rules: entries, override, version, apart }, onStale) => {
-        const states = new Map(entries.map((entry) => [entry.rule, entry.state]));
-        // The fail mode's states of other rules are apart from the limiter's first ones (it starts them afresh).
-        const rules = entries.map((entry) => entry.rule);
-        return this.#exactBinding(apart === undefined ? { rules, prefix } : { rules, prefix, apart }, hold, {
-          stateName: (rule) => states.get(rule) ?? stateName(rule),
-          version,
-          onStale,
-          override,
-          unbind: () => undefined,
-        });
-      },
-      report: (error) => emitSafely(this, 'store-error', error),
-      adopted: ({ version, rules }) => emitSafely(this, 'reconfigured', { prefix, version, rules }),
-      unbind: () => release(live),
-    });
-    bindings.add(live);
-    return live;
-  }
-
-  /** One limiter's exact decisions under one set of rules (see ExactBinding). */
-  #exactBinding(
-    ruleSet: RuleSet,
-    hold: PrefixHold,
-    own: Pick<ExactParts, 'onStale' | 'unbind' | 'override' | 'stateName' | 'version'>,
-  ): ExactBinding {
-    const { prefix } = ruleSet;
-    const bindings = hold.bindings;
-    const first = ruleSet.rules[0] as Algorithm;
-    return new ExactBinding({
-      engine: this.#engine,
-      prefix,
-      rules: ruleSet.rules,
-      stateName: own.stateName,
-      version: own.version,
-      timeoutMs: this.timeoutMs,
-      localClock: this.#localClock,
-      // A failure about a key is probed in its slot.
-      probeKey: (key) => stateKey(prefix, identityOf(first, key), own.stateName(first)),
-      banHint: new BanMarkers(this.#connection, prefix, this.timeoutMs, this.#localClock),
-      decisionClock: this.clock,
-      health: this.#health,
-      fallback: this.#fallback.bind(ruleSet, hold.share),
-      denials: this.#denyCache
-        ? {
-            cache: new DenyCache(this.#maxKeys),
-            // A limiter's plans are bindings of one prefix: a control under one plan changes what the others cached.
-            forgetHere: (key) => {
-              for (const b of bindings) b.forget(key);
-            },
-            publishReset: (key) => this.#connection.publish(resetChannel(prefix), encodeIdentity(key)),
-          }
-        : undefined,
-      onDecision: this.#onDecision,
-      onStale: own.onStale,
-      override: own.override,
-      unbind: own.unbind,
-    });
+    if (ruleSet.plans === undefined) void writeDescriptor(this.#connection, prefix, 'exact', ruleSet.rules);
+    return bound;
   }
 
   /**
@@ -426,6 +298,7 @@ export class RedisStore
     this.#closed = true;
     this.#health.close();
     await this.#presence?.close(this.timeoutMs);
+    await this.#exact.close();
     await this.#channels.close();
   }
 

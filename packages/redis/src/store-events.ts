@@ -1,15 +1,14 @@
 import { EventEmitter } from 'eventemitter3';
-import type { ListenerMethod, StoreEvents, StoreListeners } from '@sluice/core/internal';
+import type { StoreEmitterOf, StoreEvents } from '@sluice/core/internal';
 
 /**
- * The event emitter of a Redis-backed store whose events are `Events`: eventemitter3's, its listener methods
- * typed by core's StoreListeners (one plain signature per shared event before the generic one, so a union of
- * stores takes `store.on('store-error', ...)`).
+ * The event emitter of a Redis-backed store whose events are `Events`: eventemitter3's, its listener methods typed by
+ * core's StoreListeners, as every engine-backed store's are (so a union of stores takes
+ * `store.on('store-error', ...)`).
  * @example
- * class MyStore extends StoreEmitter<StoreEvents & { lease: [LeaseEvent] }> {}
+ * class RedisStore extends StoreEmitter<RedisStoreEvents> {}
  */
-export const StoreEmitter = EventEmitter as unknown as new <Events extends StoreEvents>() => Omit<
+export const StoreEmitter = EventEmitter as unknown as new <Events extends StoreEvents>() => StoreEmitterOf<
   EventEmitter<Events>,
-  ListenerMethod
-> &
-  StoreListeners<Events>;
+  Events
+>;

@@ -19,6 +19,8 @@ export class AccessListGate {
   readonly #clock: Clock;
   readonly #maxKeyLength: number;
   readonly #checkOpen: () => void;
+  /** The store's name when it keeps no lists for every node (StoreCapabilities.accessLists false). */
+  readonly #unshared: string | undefined;
 
   /**
    * `checkOpen` throws once the limiter is closed; `onHolds` is told after each read whether the lists hold an
@@ -30,6 +32,8 @@ export class AccessListGate {
     this.#clock = clock;
     this.#maxKeyLength = setup.options.maxKeyLength;
     this.#checkOpen = checkOpen;
+    const can = store.capabilities;
+    this.#unshared = can?.accessLists === false ? can.name : undefined;
     // A store without lists of its own (a custom store) keeps them in this process.
     this.#lists =
       options === false
@@ -91,6 +95,12 @@ export class AccessListGate {
   #listsFor(method: string): AccessList {
     if (this.#lists === undefined)
       throw new SluiceError('UNSUPPORTED', `${method}: this limiter was made with accessList: false`);
+    if (this.#unshared !== undefined)
+      throw new SluiceError(
+        'UNSUPPORTED',
+        `${method}: ${this.#unshared} keeps no access lists yet (an entry would hold in this process only); ` +
+          'use a store with access lists (memoryStore, redisStore)',
+      );
     return this.#lists;
   }
 

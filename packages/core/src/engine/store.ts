@@ -89,6 +89,12 @@ export interface StoreCapabilities {
   readonly plans: boolean;
   /** Bans: a rule's `blockMs`, and `limiter.block` / `unblock`. */
   readonly bans: boolean;
+  /**
+   * Access lists held for every node (`limiter.allow`, `deny`, `unlist`, `accessList`). False: the store keeps
+   * none yet, and a limiter refuses a change of its lists (an entry would hold in one process only).
+   * @default true
+   */
+  readonly accessLists?: boolean | undefined;
 }
 
 /**

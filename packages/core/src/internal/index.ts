@@ -105,10 +105,14 @@ export type { FailMode, FallbackBinding, FallbackOptions } from '../modes/fail-m
 /** How long any mode answers a denial it cached before asking the engine again (a missed message heals). */
 export { DENY_CACHE_TRUST_MS, DenyCache } from '../modes/deny-cache.js';
 export { ExactBinding } from '../modes/exact/exact-binding.js';
+/** Exact mode as a store assembles it over an engine: per prefix its bindings, deny caches and channel. */
+export { ExactStore } from '../modes/exact/exact-store.js';
+export type { ExactStoreParts, PrefixExtras } from '../modes/exact/exact-store.js';
+/** A key in an engine's names and messages (a reset message on a limiter's channel), one encoding everywhere. */
+export { decodeIdentity, encodeIdentity } from '../modes/key-message.js';
 export { engineKind } from '../modes/exact/exact-parts.js';
 export { ENGINE_HOST, hostMakerOf, withHostMaker } from '../modes/engine-host.js';
 export { hostParts } from '../modes/host-parts.js';
-export { decodeIdentity, encodeIdentity } from '../modes/identity-codec.js';
 export type { HostParts, HostSettings } from '../modes/host-parts.js';
 export type {
   EngineHost,
@@ -129,6 +133,7 @@ export type {
   ReconfiguredEvent,
   ListenerMethod,
   ResetHeardEvent,
+  StoreEmitterOf,
   StoreEvents,
   StoreListeners,
 } from '../modes/store-events.js';

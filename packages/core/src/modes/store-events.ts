@@ -86,8 +86,8 @@ type On<E extends keyof StoreEvents> = (...args: StoreEvents[E]) => void;
  * a union of stores (`mode === 'leased' ? leasedStore(o) : redisStore(o)`) only by signatures its members
  * declare alike, and never by generic ones that return each store's own type: with these,
  * `store.on('store-error', ...)` type-checks on the union, as switching modes is one line; each store alone
- * still takes its own events. A store's package makes its emitter class once:
- * `EventEmitter as unknown as new <E extends StoreEvents>() => Omit<EventEmitter<E>, ListenerMethod> & StoreListeners<E>`.
+ * still takes its own events. A store's package makes its emitter class once (core holds no emitter):
+ * `EventEmitter as unknown as new <E extends StoreEvents>() => StoreEmitterOf<EventEmitter<E>, E>`.
  */
 export interface StoreListeners<Events extends StoreEvents> {
   /** Calls `fn` at each `store-error` (see StoreEvents). */
@@ -130,3 +130,7 @@ export interface StoreListeners<Events extends StoreEvents> {
 
 /** The methods StoreListeners types (a store's emitter keeps the rest of eventemitter3's as they are). */
 export type ListenerMethod = 'on' | 'once' | 'off';
+
+/** An emitter's type (eventemitter3's) with its listener methods typed by StoreListeners. */
+export type StoreEmitterOf<Emitter, Events extends StoreEvents> = Omit<Emitter, ListenerMethod> &
+  StoreListeners<Events>;

@@ -15,16 +15,16 @@ export const redisChannel = (channel: string): string => resetChannel(channel);
 
 /**
  * redisEngine's pub/sub: publishes on the caller's connection; hears on one subscriber connection of the
- * engine's own (ChannelListener), made at the first subscription and closed when the last one stops. Several
+ * engine's own (ChannelListener), made at the first subscription and closed when the last one stops, or on a
+ * store's (`shared`: redisStore's one subscriber for every channel it hears, closed by the store). Several
  * listeners of one channel each hear every message.
  */
 export class EngineChannels {
   readonly #connection: RedisConnection;
   readonly #timeoutMs: number;
   readonly #listeners = new Map<string, Set<(message: string) => void>>();
-  #channels: ChannelListener | undefined;
-  /** A subscriber of the store's own, which it closes (undefined: one is made at the first subscribe, and closed after the last). */
   readonly #shared: ChannelListener | undefined;
+  #channels: ChannelListener | undefined;
 
   constructor(connection: RedisConnection, timeoutMs: number, shared?: ChannelListener) {
     this.#connection = connection;
@@ -64,7 +64,7 @@ export class EngineChannels {
       if (listeners === undefined || !listeners.delete(own) || listeners.size > 0) return;
       this.#listeners.delete(name);
       channels.stop(name);
-      if (this.#listeners.size === 0 && this.#channels === channels && this.#shared === undefined) {
+      if (this.#listeners.size === 0 && this.#channels === channels && channels !== this.#shared) {
         this.#channels = undefined;
         await channels.close();
       }

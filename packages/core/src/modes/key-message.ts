@@ -1,6 +1,12 @@
+/**
+ * A key as it travels in an engine's names and messages (exact mode's reset messages on a prefix's channel,
+ * Redis's hash tags), one encoding for every engine and every node: a node of one version decodes what a node
+ * of another published.
+ */
+
 // Code units that would end or empty the hash tag ('{', '}'), the escape character itself, and lone
 // surrogates (UTF-8 has no encoding for them: every client writes U+FFFD, so '\uD800' and '\uDC00' would
-// meet in one Redis key, or one message, while staying two keys in memory).
+// meet in one Redis key while staying two keys in memory).
 const NEEDS_ESCAPE = /[%{}]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 const ESCAPED = /%(?:7B|7D|25|u[0-9A-F]{4})/g;
 
@@ -19,13 +25,12 @@ function unescapeCode(code: string): string {
 }
 
 /**
- * A rate-limit key as a message names it (a reset on a limiter's channel), and as Redis's key layout puts it
- * inside a hash tag: the same string unless it holds `%`, `{`, `}` or a lone surrogate, which are
- * percent-escaped. The encoding is one-to-one (decodeIdentity inverts it), holds no brace, so Redis and the
- * client always agree on the slot, and is valid UTF-8, so distinct keys stay distinct on the wire. A
- * non-empty key encodes to a non-empty text (an empty message is a configuration change).
+ * A rate-limit key as an engine's names and messages hold it: the same string unless it holds `%`, `{`, `}`
+ * or a lone surrogate, which are percent-escaped. The encoding is one-to-one (decodeIdentity inverts it),
+ * holds no brace (a Redis hash tag's end), and is valid UTF-8, so distinct keys stay distinct on the wire. A
+ * non-empty key encodes to a non-empty text, so '' on a limiter's channel names no key.
  * @example
- * await engine.publish(prefix, encodeIdentity(key))
+ * await engine.publish(prefix, encodeIdentity(key)) // every node drops `key` from its deny caches
  */
 export function encodeIdentity(key: string): string {
   // The common key needs nothing: one scan, no allocation.

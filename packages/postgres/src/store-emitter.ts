@@ -1,0 +1,14 @@
+import { EventEmitter } from 'eventemitter3';
+import type { StoreEmitterOf, StoreEvents } from '@sluice/core/internal';
+
+/**
+ * The event emitter of a PostgreSQL store whose events are `Events`: eventemitter3's, its listener methods typed by
+ * core's StoreListeners, as every engine-backed store's are (so a union of stores takes
+ * `store.on('store-error', ...)`).
+ * @example
+ * class PostgresStore extends StoreEmitter<PostgresStoreEvents> {}
+ */
+export const StoreEmitter = EventEmitter as unknown as new <Events extends StoreEvents>() => StoreEmitterOf<
+  EventEmitter<Events>,
+  Events
+>;
