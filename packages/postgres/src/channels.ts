@@ -10,6 +10,10 @@ import { SluiceRangeError } from '@sluice/core';
 import type { Notification, PoolClient } from 'pg';
 import type { Database } from './transaction.js';
 
+/** The first wait before a failed LISTEN is tried again, and the longest (see #heal). */
+const HEAL_FIRST_MS = 100;
+const HEAL_MAX_MS = 2_000;
+
 /** PostgreSQL refuses a NOTIFY payload of 8000 bytes or more. */
 const MAX_PAYLOAD_BYTES = 7_999;
 
@@ -110,9 +114,17 @@ export class EngineChannels {
     return made;
   }
 
-  /** Listens again when someone listens and no connection does (it failed): a failure here waits for the next try. */
-  #heal(): void {
-    if (this.#client === undefined && this.#listeners.size > 0) this.#listening().catch(() => undefined);
+  /**
+   * Listens again when someone listens and no connection does (it failed); a failed try is tried again after
+   * a wait that doubles up to HEAL_MAX_MS (PostgreSQL restarting, every connection of the pool being ended),
+   * on a timer that keeps no process alive.
+   */
+  #heal(waitMs = HEAL_FIRST_MS): void {
+    if (this.#client !== undefined || this.#listeners.size === 0) return;
+    this.#listening().catch(() => {
+      const retry = setTimeout(() => this.#heal(Math.min(waitMs * 2, HEAL_MAX_MS)), waitMs);
+      retry.unref?.();
+    });
   }
 
   #heard(notification: Notification): void {

@@ -1,5 +1,5 @@
 import { SluiceError, SluiceRangeError, SluiceTypeError } from '../foundation/errors.js';
-import type { Engine } from './engine.js';
+import type { Engine, EngineRules } from './engine.js';
 import {
   adjustmentValue,
   configRecordValue,
@@ -31,6 +31,44 @@ export function engineCall<T>(method: string, body: () => T | Promise<T>): Promi
   }
 }
 
+/** A rules object as it was checked: its contents then, and what the check made of them. */
+interface CheckedRules {
+  readonly prefix: unknown;
+  readonly version: unknown;
+  readonly rules: readonly unknown[];
+  readonly states: readonly unknown[];
+  readonly checked: ReturnType<typeof engineRules>;
+}
+
+/** True when `rules` holds what it held when it was checked (a caller may change its object between calls). */
+function unchanged(kept: CheckedRules, rules: Partial<EngineRules>): boolean {
+  const now = rules.rules;
+  const states = rules.states;
+  if (kept.prefix !== rules.prefix || kept.version !== rules.version) return false;
+  if (!Array.isArray(now) || !Array.isArray(states) || now.length !== kept.rules.length) return false;
+  if (states.length !== kept.states.length) return false;
+  for (let i = 0; i < now.length; i++) if (now[i] !== kept.rules[i] || states[i] !== kept.states[i]) return false;
+  return true;
+}
+
+/**
+ * `rules` checked (engineRules), once per object while its contents stay: exact mode asks one decision per
+ * call under one rules object, and its rules were checked when the limiter was made.
+ */
+function rulesOnce(memo: WeakMap<object, CheckedRules>, rules: EngineRules): ReturnType<typeof engineRules> {
+  const kept = typeof rules === 'object' && rules !== null ? memo.get(rules) : undefined;
+  if (kept !== undefined && unchanged(kept, rules)) return kept.checked;
+  const checked = engineRules(rules);
+  memo.set(rules, {
+    prefix: rules.prefix,
+    version: rules.version,
+    rules: [...rules.rules],
+    states: [...rules.states],
+    checked,
+  });
+  return checked;
+}
+
 /**
  * `engine` with every input checked first, by the contract's one set of checks (engine-input.ts): an engine
  * built on it is given only checked values (the caller's own `rules` object, checked, so that an engine may
@@ -41,11 +79,12 @@ export function engineCall<T>(method: string, body: () => T | Promise<T>): Promi
  * const engine = checkedEngine(rawRedisEngine) // decide(rules, [{ permits: 0 }]) rejects: SluiceRangeError
  */
 export function checkedEngine(engine: Engine): Engine {
+  const memo = new WeakMap<object, CheckedRules>();
   return {
     name: engine.name,
     decide: (rules, asks) =>
       engineCall('decide', () => {
-        const r = engineRules(rules);
+        const r = rulesOnce(memo, rules);
         return engine.decide(rules, engineAsks(asks, r.rules));
       }),
     adjust: (rules, key, adjustment, at) =>

@@ -49,6 +49,12 @@ export interface DecideBatching {
   readonly maxClockSkewMs?: number | undefined;
 }
 
+/** A decided or stale ask's answer; a failed one's error is thrown. */
+function answerOf(outcome: Outcome): DecideAnswer {
+  if (outcome.kind === 'failed') throw outcome.error;
+  return outcome.kind === 'stale' ? { stale: outcome.version } : outcome.decision;
+}
+
 /** What a transport was made of: a rules object's contents at the time. */
 interface Snapshot {
   readonly prefix: string;
@@ -128,20 +134,52 @@ export class EngineDecider {
   async decide(rules: EngineRules, asks: readonly EngineAsk[]): Promise<readonly DecideAnswer[]> {
     if (asks.length === 0) return [];
     const transport = this.#transport(rules);
-    const send = (ask: EngineAsk): Promise<Outcome> =>
-      new Promise<Outcome>((settle) =>
-        transport.send(new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, settle)),
-      );
-    let outcomes: Outcome[];
     if (this.#connection.isCluster && rules.rules.some((rule) => rule.scope !== undefined)) {
       // A policy whose rules may live in several slots is decided slot by slot (CrossSlotPolicy), each ask on
       // its own: asks sent together would race, and the contract decides a batch's asks in order.
-      outcomes = [];
-      for (const ask of asks) outcomes.push(await send(ask));
-    } else outcomes = await Promise.all(asks.map(send));
-    return outcomes.map((outcome) => {
-      if (outcome.kind === 'failed') throw outcome.error;
-      return outcome.kind === 'stale' ? { stale: outcome.version } : outcome.decision;
+      const answers: DecideAnswer[] = [];
+      for (const ask of asks)
+        answers.push(
+          answerOf(
+            await new Promise<Outcome>((settle) =>
+              transport.send(
+                new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, settle),
+              ),
+            ),
+          ),
+        );
+      return answers;
+    }
+    const only = asks.length === 1 ? (asks[0] as EngineAsk) : undefined;
+    if (only !== undefined)
+      // Exact mode asks one decision per call: its answer goes back the moment its script call's does.
+      return new Promise<readonly DecideAnswer[]>((resolve, reject) =>
+        transport.send(
+          new EngineAsked(only.key, only.permits, only.maxWaitMs, only.at ?? Number.NaN, only.peek, (outcome) => {
+            if (outcome.kind === 'failed') reject(outcome.error);
+            else resolve([answerOf(outcome)]);
+          }),
+        ),
+      );
+    // The batch travels as the transport's turn does (one script call per slot), its answers gathered in order.
+    return new Promise<readonly DecideAnswer[]>((resolve, reject) => {
+      const answers = new Array<DecideAnswer>(asks.length);
+      let left = asks.length;
+      let failed = false;
+      const batch = asks.map(
+        (ask, i) =>
+          new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, (outcome) => {
+            if (failed) return;
+            if (outcome.kind === 'failed') {
+              failed = true;
+              reject(outcome.error);
+              return;
+            }
+            answers[i] = answerOf(outcome);
+            if (--left === 0) resolve(answers);
+          }),
+      );
+      transport.sendAll(batch);
     });
   }
 }

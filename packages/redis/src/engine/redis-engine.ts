@@ -1,4 +1,4 @@
-import type { Engine } from '@sluice/core/engine';
+import type { Engine, EngineRules } from '@sluice/core/engine';
 import { checkedEngine, OPERATIONS_DEADLINE_MS, withDeadline } from '@sluice/core/internal';
 import type { ChannelListener } from '../connection/channel-listener.js';
 import type { RedisConnection } from '../connection/connection.js';
@@ -8,6 +8,13 @@ import { EngineConfiguration } from './engine-config.js';
 import { type DecideBatching, EngineDecider } from './engine-decide.js';
 import { HeartbeatBatcher, leaseOnRedis } from './engine-fleet.js';
 import { checkNode, checkPrefix, checkStates } from './engine-input.js';
+
+/** True when two lists of state names are the same names in the same order. */
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 /** What a store gives the engine on its connection besides the deadline (see engineOnConnection). */
 export interface ConnectionEngineOptions extends DecideBatching {
@@ -38,12 +45,19 @@ export function engineOnConnection(
   const configuration = new EngineConfiguration(connection, operationsMs);
   const channels = new EngineChannels(connection, operationsMs, extras.channels);
   const heartbeats = new HeartbeatBatcher(connection);
+  /** Rules objects whose prefix and state names were checked, and what they were. */
+  const keyed = new WeakMap<EngineRules, { readonly prefix: string; readonly states: readonly string[] }>();
   // The contract's checks are core's (checkedEngine); here only what Redis keys can hold.
   return checkedEngine({
     name: 'redis',
     async decide(rules, asks) {
-      checkPrefix('rules.prefix', rules.prefix);
-      checkStates('rules.states', rules.states);
+      // Checked once per rules object while its prefix and states stay (exact mode asks one decision per call).
+      const seen = keyed.get(rules);
+      if (seen === undefined || seen.prefix !== rules.prefix || !sameNames(seen.states, rules.states)) {
+        checkPrefix('rules.prefix', rules.prefix);
+        checkStates('rules.states', rules.states);
+        keyed.set(rules, { prefix: rules.prefix, states: [...rules.states] });
+      }
       return decider.decide(rules, asks);
     },
     async adjust(rules, key, adjustment, at) {

@@ -215,6 +215,25 @@ export class DecisionTransport<A extends Asked> {
     return stateKey(this.#o.prefix, identityOf(rule, key), this.#o.stateName(rule));
   }
 
+  /**
+   * Sends `batch` (asked together, under one configuration version) now, or with the turn's batch while a call
+   * is in flight, as `send` does one ask; each answer goes to the listener.
+   */
+  sendAll(batch: readonly A[]): void {
+    if (batch.length === 0) return;
+    const version = this.#o.version?.();
+    if (this.#queue.length > 0 && version !== this.#queueVersion) this.#flush();
+    if (this.#queue.length === 0) this.#queueVersion = version;
+    for (const asked of batch) this.#queue.push(asked);
+    if (this.#scheduled) return;
+    if (this.#inFlight === 0) {
+      this.#flush();
+      return;
+    }
+    this.#scheduled = true;
+    setImmediate(this.#flush);
+  }
+
   /** Sends `asked` now, or with the turn's batch while a call is in flight; its answer goes to the listener. */
   send(asked: A): void {
     const version = this.#o.version?.();

@@ -19,7 +19,7 @@ import { type RequestView, pathOf } from '../http/view.js';
 import { describe } from '../../foundation/validate.js';
 
 /** The part of a Fetch `Request` sluice reads (the global Request of every runtime fits). */
-export interface FetchRequestLike {
+interface FetchRequestLike {
   /** The request headers (`Headers`): read by name. */
   readonly headers: {
     /** A header by name, or null. */

@@ -19,7 +19,7 @@ import type { RequestView } from '../http/view.js';
 import { describe } from '../../foundation/validate.js';
 
 /** The part of Hono's `Context` the middleware uses (Hono 4's Context fits). */
-export interface HonoContextLike {
+interface HonoContextLike {
   readonly req: {
     /** A request header by name. */
     header(name: string): string | undefined;
@@ -34,7 +34,7 @@ export interface HonoContextLike {
 }
 
 /** What Hono's per-runtime `getConnInfo` helpers return (only the part sluice reads). */
-export interface ConnInfoLike {
+interface ConnInfoLike {
   readonly remote: { readonly address?: string | undefined };
 }
 

@@ -15,7 +15,7 @@ import { settleOnNodeResponse } from '../http/response-end.js';
 import { type RequestView, lazyClientGone } from '../http/view.js';
 
 /** The part of Koa's `Context` the middleware uses (Koa 3's Context fits). */
-export interface KoaContextLike {
+interface KoaContextLike {
   /** A request header ('' when absent). */
   get(field: string): string;
   /** Sets a response header. */
