@@ -108,7 +108,7 @@ await Promise.all([local.close(), exact.close(), leased.close()]);
 await Promise.all([store.close(), leasing.close()]);
 client.disconnect();
 const serverInterceptor = typeof grpc.grpcRateLimit({ limiter: local });
-console.log(JSON.stringify({ out, nest: typeof nest.SluiceModule.forRoot, http: typeof http.rateLimit, grpc: serverInterceptor, postgres: Object.keys(postgres) }));
+console.log(JSON.stringify({ out, nest: typeof nest.SluiceModule.forRoot, http: typeof http.rateLimit, grpc: serverInterceptor, postgres: Object.keys(postgres).sort() }));
 `;
 
 describe('installed from the tarballs', () => {
@@ -166,7 +166,7 @@ describe('installed from the tarballs', () => {
       nest: 'function',
       grpc: 'function',
       http: 'function',
-      postgres: ['postgresEngine'],
+      postgres: ['PostgresStore', 'postgresEngine', 'postgresStore'],
     });
   });
 
@@ -183,7 +183,7 @@ describe('installed from the tarballs', () => {
       nest: 'function',
       grpc: 'function',
       http: 'function',
-      postgres: ['postgresEngine'],
+      postgres: ['PostgresStore', 'postgresEngine', 'postgresStore'],
     });
   });
 

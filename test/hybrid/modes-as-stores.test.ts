@@ -134,6 +134,14 @@ describe.each(['leased', 'divided'] as const)('what the %s store cannot do', (mo
     return store;
   };
 
+  it('a closed store binds no limiter (nothing is opened again)', async () => {
+    const store = make();
+    await store.close();
+    expect(() => createLimiter({ rules: apiRule(5), store, prefix: prefix() })).toThrow(
+      expect.objectContaining({ code: 'CLOSED' }),
+    );
+  });
+
   it('a policy, plans and blockMs are refused at construction, naming the store and the control', () => {
     const store = make();
     const rule = (limit: number, extra = {}) => fixedWindow({ limit, windowMs: 1_000, ...extra });

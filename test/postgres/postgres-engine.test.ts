@@ -182,6 +182,24 @@ describe('postgresEngine', () => {
     expect(decision(await engine.decide(rules, [ask('plain')])).decision.allowed).toBe(true);
   });
 
+  it("a rule's scope that gives no identity for a key rejects that call; the process and the other calls go on", async () => {
+    const engine = postgresEngine({ pool: db().pool(), timeoutMs: 5_000 });
+    const tenant = fixedWindow({
+      limit: 5,
+      windowMs: 3_600_000,
+      name: 'tenant',
+      scope: (key) => key.split(':')[1] ?? '',
+    });
+    const rules = rulesOf(tenant);
+    const other = rulesOf(fixedWindow({ limit: 5, windowMs: 3_600_000, name: 'other' }));
+    // Asked in one turn: the bad key's batch rejects, another prefix's batch of the same turn is answered.
+    const bad = engine.decide(rules, [ask('x')]);
+    const fine = engine.decide(other, [ask('k')]);
+    await expect(bad).rejects.toBeInstanceOf(SluiceTypeError);
+    expect(decision(await fine).decision.allowed).toBe(true);
+    expect(decision(await engine.decide(rules, [ask('user:acme')])).decision.allowed).toBe(true);
+  });
+
   it('refuses bad options by name', () => {
     const pool = db().pool();
     expect(() => postgresEngine({ pool, timeoutMS: 5 } as never)).toThrow(/timeoutMS/);

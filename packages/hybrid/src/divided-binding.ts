@@ -303,6 +303,9 @@ export class DividedBinding implements BoundStore, FleetShare, SharedRules {
     if (this.#failing || !this.#outage.end()) return;
     emitSafely(this.#ctx.events, 'store-recovered');
     void this.#chargeAway();
+    void this.#overrides.settle((charged) =>
+      emitSafely(this.#ctx.events, 'fallback-charged', { prefix: this.#prefix, ...charged }),
+    );
     // Redis may have come back empty (a restart without persistence) with the heartbeat that found its slot's
     // version gone unanswered: a changed configuration is read again, and stored again if it was lost.
     if (this.#live.version > 1) this.heard();

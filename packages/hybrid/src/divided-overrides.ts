@@ -114,6 +114,17 @@ export class DividedOverrides {
     });
   }
 
+  /**
+   * The engine answers again: what the fail mode granted on each overridden key meanwhile is charged to the
+   * engine (ExactBinding.settleFallback), so the outage's grants count against the override's limit after it.
+   */
+  async settle(charged: (counts: { keys: number; permits: number; kept: number }) => void): Promise<void> {
+    for (const held of [...this.#held.values()]) {
+      const counts = await held.binding.settleFallback().catch(() => undefined);
+      if (counts !== undefined && counts.keys > 0) charged(counts);
+    }
+  }
+
   /** The limiter closed. */
   close(): void {
     for (const held of this.#held.values()) held.binding.unbind();

@@ -1,4 +1,4 @@
-import type { Clock, Store } from '@sluice/core';
+import { type Clock, SluiceError, type Store } from '@sluice/core';
 import {
   type AccessListBinding,
   type AccessListStore,
@@ -39,6 +39,7 @@ export class DividedStore extends StoreEmitter<DividedEvents> implements Store, 
   readonly #ctx: DivideContext;
   readonly #bindings = new Set<DividedBinding>();
   readonly #tables: LimiterTables;
+  #closed = false;
 
   constructor(o: DivideSettings) {
     super();
@@ -64,6 +65,8 @@ export class DividedStore extends StoreEmitter<DividedEvents> implements Store, 
   }
 
   bind(ruleSet: RuleSet): BoundStore {
+    // A closed store opens nothing again (its heartbeats, its checks).
+    if (this.#closed) throw new SluiceError('CLOSED', 'dividedStore: this store is closed');
     const rule = this.#tables.enrol('dividedStore', ruleSet, (held) =>
       this.#ctx.o.reserve > 0 ? { heartbeat: true, lease: [held.kind], adjust: [held.kind] } : { heartbeat: true },
     );
@@ -86,6 +89,7 @@ export class DividedStore extends StoreEmitter<DividedEvents> implements Store, 
 
   /** Leaves every membership (one last call per slot, so the others take up these shares at their next heartbeat). */
   async close(): Promise<void> {
+    this.#closed = true;
     const bindings = [...this.#bindings];
     this.#bindings.clear();
     for (const binding of bindings) binding.release();

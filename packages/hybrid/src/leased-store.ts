@@ -1,4 +1,4 @@
-import type { Clock, Store } from '@sluice/core';
+import { type Clock, SluiceError, type Store } from '@sluice/core';
 import {
   type AccessListBinding,
   type AccessListStore,
@@ -68,6 +68,7 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
    * at once instead of spending them first. The stop of each subscription, once it landed.
    */
   readonly #channels = new Map<string, Promise<(() => Promise<void>) | undefined>>();
+  #closed = false;
 
   constructor(o: LeaseSettings) {
     super();
@@ -129,6 +130,8 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
   }
 
   bind(ruleSet: RuleSet): BoundStore {
+    // A closed store opens nothing again (its subscriber, its checks).
+    if (this.#closed) throw new SluiceError('CLOSED', 'leasedStore: this store is closed');
     const first = this.#tables.enrol('leasedStore', ruleSet, (rule) => ({
       lease: [rule.kind],
       adjust: [rule.kind],
@@ -244,6 +247,7 @@ export class LeasedStore extends StoreEmitter<LeasedEvents> implements Store, Li
 
   /** Hands every unspent permit back to Redis (bounded by timeoutMs per key batch), leaves the fleets, stops probing. */
   async close(): Promise<void> {
+    this.#closed = true;
     await Promise.all([...this.#bindings].map((b) => b.close()));
     await this.#presence?.close(this.#ctx.o.timeoutMs);
     this.#ctx.health.close();

@@ -24,6 +24,8 @@ export type BatchedCall = Pick<Waiting, 'rules' | 'asks'>;
 export class DecideBatches {
   readonly #run: (calls: readonly BatchedCall[]) => Promise<readonly (readonly DecideAnswer[])[]>;
   #waiting = new Map<string, Waiting[]>();
+  /** Each prefix's last transaction, which the next one of the prefix waits for. */
+  readonly #tails = new Map<string, Promise<void>>();
   #scheduled = false;
 
   constructor(run: (calls: readonly BatchedCall[]) => Promise<readonly (readonly DecideAnswer[])[]>) {
@@ -46,8 +48,21 @@ export class DecideBatches {
     const waiting = this.#waiting;
     this.#waiting = new Map();
     this.#scheduled = false;
-    for (const calls of waiting.values()) {
-      this.#run(calls).then(
+    for (const [prefix, calls] of waiting) {
+      // One transaction of a prefix at a time, in the order of their turns: two would race for the keys'
+      // locks, and a later turn's asks could be decided before an earlier one's (memoryStore decides in order).
+      const before = this.#tails.get(prefix) ?? Promise.resolve();
+      // Run after the one before (a rule's scope that throws on a key rejects this batch, never the process).
+      const running = before.then(() => this.#run(calls));
+      const tail = running.then(
+        () => undefined,
+        () => undefined,
+      );
+      this.#tails.set(prefix, tail);
+      void tail.then(() => {
+        if (this.#tails.get(prefix) === tail) this.#tails.delete(prefix);
+      });
+      running.then(
         (answers) => {
           calls.forEach((call, i) => {
             call.resolve(answers[i] ?? []);

@@ -209,10 +209,19 @@ export class DecisionTransport<A extends Asked> {
         : undefined;
   }
 
-  /** The state key of `key`'s first rule: where a failure about the key is probed. */
+  /**
+   * The state key of `key`'s first rule: where a failure about the key is probed (the request key itself when
+   * the rule's scope gives no identity for it: that failure is the scope's, and must still reach its caller).
+   */
   stateKey(key: string): string {
     const rule = this.#o.rules[0] as Algorithm;
-    return stateKey(this.#o.prefix, identityOf(rule, key), this.#o.stateName(rule));
+    let identity: string;
+    try {
+      identity = identityOf(rule, key);
+    } catch {
+      identity = key;
+    }
+    return stateKey(this.#o.prefix, identity, this.#o.stateName(rule));
   }
 
   /**

@@ -4,6 +4,7 @@ import { EXPLICIT_BAN } from '../../engine/ban.js';
 import type { DecisionNote } from '../../engine/observe.js';
 import { type GrantSource, type Permits, lessPermits, mostPermits } from '../../engine/store.js';
 import type { Decision } from '../../foundation/decision.js';
+import { SluiceRangeError, SluiceTypeError } from '../../foundation/errors.js';
 import { DeadlineError, afterIo, withDeadline } from '../deadline.js';
 import type { DenyCache } from '../deny-cache.js';
 import type { VersionBinding } from '../live/live-binding.js';
@@ -184,9 +185,18 @@ export class ExactBinding implements VersionBinding {
     }
     withDeadline(call, this.#parts.timeoutMs, 'a decision').then(
       (answers) => {
-        const answer = answers[0] as EngineDecision | { stale: number };
-        if (isStale(answer)) this.#stale(p, answer.stale);
-        else this.#answered(p, answer, sentAtMs);
+        const answer = Array.isArray(answers) ? (answers[0] as unknown) : undefined;
+        if (typeof answer !== 'object' || answer === null) {
+          // An engine of your own that answers no decision: the fail mode decides, never a caller left waiting.
+          this.#failed(p, new Error(`${this.#parts.engine.name}: decide answered no decision for an ask`));
+          return;
+        }
+        try {
+          if (isStale(answer)) this.#stale(p, answer.stale);
+          else this.#answered(p, answer as EngineDecision, sentAtMs);
+        } catch (error) {
+          this.#failed(p, error);
+        }
       },
       (error: unknown) => {
         if (error instanceof DeadlineError) this.#whenLate(call, p);
@@ -211,6 +221,15 @@ export class ExactBinding implements VersionBinding {
       },
       () => this.#lateCalls.delete(call),
     );
+  }
+
+  /** Where a failure about `key` is probed; the key itself when the store's probe key cannot be made for it. */
+  #probeKey(key: string): string {
+    try {
+      return this.#parts.probeKey(key);
+    } catch {
+      return key;
+    }
   }
 
   /** The configuration version this binding decides under now (1: versions are not checked). */
@@ -239,8 +258,10 @@ export class ExactBinding implements VersionBinding {
   }
 
   #failed(p: PendingDecision, error: unknown): void {
-    // An error about this key alone leaves the store healthy (see EngineHealth.reportFailure).
-    this.#parts.health.reportFailure(error, this.#parts.probeKey(p.key));
+    // An error about this key alone leaves the store healthy (see EngineHealth.reportFailure), and so does a
+    // refusal of the call's input (a rule's scope that gave no identity for the key): no outage of the engine.
+    if (!(error instanceof SluiceTypeError || error instanceof SluiceRangeError))
+      this.#parts.health.reportFailure(error, this.#probeKey(p.key));
     const decision = this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note);
     p.grantedByFallback = decision.allowed;
     p.resolve(decision);
@@ -256,8 +277,12 @@ export class ExactBinding implements VersionBinding {
     }
     next(version).then((binding) => {
       if (binding === undefined) return byFallback();
-      const decided = p.peek ? binding.peek(p.key) : binding.consume(p.key, p.permits, p.maxWaitMs, p.note);
-      return Promise.resolve(decided).then(p.resolve, byFallback);
+      try {
+        const decided = p.peek ? binding.peek(p.key) : binding.consume(p.key, p.permits, p.maxWaitMs, p.note);
+        return Promise.resolve(decided).then(p.resolve, byFallback);
+      } catch {
+        return byFallback();
+      }
     }, byFallback);
   }
 
