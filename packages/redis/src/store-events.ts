@@ -8,7 +8,7 @@ import type { StoreEmitterOf, StoreEvents } from '@sluice/core/internal';
  * @example
  * class RedisStore extends StoreEmitter<RedisStoreEvents> {}
  */
-export const StoreEmitter = EventEmitter as unknown as new <Events extends StoreEvents>() => StoreEmitterOf<
-  EventEmitter<Events>,
-  Events
->;
+export const StoreEmitter = EventEmitter as unknown as StoreEmitterClass;
+
+/** A constructor of emitters whose events are `Events` (see StoreEmitter). */
+type StoreEmitterClass = new <Events extends StoreEvents>() => StoreEmitterOf<EventEmitter<Events>, Events>;

@@ -43,7 +43,11 @@ export interface StartupCheck {
 /** How many nodes share a limiter's limits, as failMode 'local' holds them (1 / live nodes). */
 export interface FleetPresence {
   /** This node joins `prefix`'s fleet (once per prefix, whoever holds it) and holds its share until released. */
-  track(prefix: string): { readonly share: FleetShare; release(): void };
+  track(prefix: string): {
+    readonly share: FleetShare;
+    /** Stops holding the prefix; the node leaves its fleet once every holder released it. */
+    release(): void;
+  };
   /** The live nodes of `prefix`'s fleet at the latest answered heartbeat, or undefined. */
   nodes(prefix: string): number | undefined;
   /** Leaves every fleet (one last call within `timeoutMs`) and stops. */
@@ -66,7 +70,9 @@ export interface PresenceOptions {
 
 /** A limiter's operations tables on the engine: its allow and deny lists and its limited-keys board. */
 export interface LimiterTables {
+  /** The allow and deny lists of the limiter of `prefix`, held by every process with it. */
   bindAccessList(prefix: string): AccessListBinding;
+  /** The limited-keys board of the limiter of `prefix`, shared by every process with it. */
   bindLimitedKeys(prefix: string): LimitedKeysBinding;
 }
 
@@ -91,6 +97,7 @@ export interface EngineHost {
    * once when `heard` (on the host's subscriber), else they read the engine every refreshMs.
    */
   tables(heard: boolean): LimiterTables;
+  /** failMode 'local''s count of each limiter's fleet, on this engine. */
   presence(options: PresenceOptions): FleetPresence;
   /** Settles once the host's subscriptions landed (messages of other nodes are heard from then on). */
   subscribed(): Promise<void>;

@@ -114,12 +114,17 @@ export interface StoreListeners<Events extends StoreEvents> {
   once(event: 'callback-error', fn: On<'callback-error'>, context?: unknown): this;
   /** Calls `fn` at the next `event` of this store's own. */
   once<E extends keyof Events>(event: E, fn: (...args: Events[E] & unknown[]) => void, context?: unknown): this;
-  /** Stops calling `fn` (every listener of the event without one). */
+  /** Stops calling `fn` at `store-error` (every listener of it without one). */
   off(event: 'store-error', fn?: On<'store-error'>, context?: unknown, once?: boolean): this;
+  /** Stops calling `fn` at `store-recovered`. */
   off(event: 'store-recovered', fn?: On<'store-recovered'>, context?: unknown, once?: boolean): this;
+  /** Stops calling `fn` at `reconfigured`. */
   off(event: 'reconfigured', fn?: On<'reconfigured'>, context?: unknown, once?: boolean): this;
+  /** Stops calling `fn` at `fallback-charged`. */
   off(event: 'fallback-charged', fn?: On<'fallback-charged'>, context?: unknown, once?: boolean): this;
+  /** Stops calling `fn` at `callback-error`. */
   off(event: 'callback-error', fn?: On<'callback-error'>, context?: unknown, once?: boolean): this;
+  /** Stops calling `fn` at `event` of this store's own (every listener of it without one). */
   off<E extends keyof Events>(
     event: E,
     fn?: (...args: Events[E] & unknown[]) => void,
