@@ -230,26 +230,26 @@ export class DecisionTransport<A extends Asked> {
    */
   sendAll(batch: readonly A[]): void {
     if (batch.length === 0) return;
-    const version = this.#o.version?.();
-    if (this.#queue.length > 0 && version !== this.#queueVersion) this.#flush();
-    if (this.#queue.length === 0) this.#queueVersion = version;
+    this.#queueUnder(this.#o.version?.());
     for (const asked of batch) this.#queue.push(asked);
-    if (this.#scheduled) return;
-    if (this.#inFlight === 0) {
-      this.#flush();
-      return;
-    }
-    this.#scheduled = true;
-    setImmediate(this.#flush);
+    this.#leave();
   }
 
   /** Sends `asked` now, or with the turn's batch while a call is in flight; its answer goes to the listener. */
   send(asked: A): void {
-    const version = this.#o.version?.();
-    // Asked under a newer configuration than the queue: the queue leaves now, under its own.
+    this.#queueUnder(this.#o.version?.());
+    this.#queue.push(asked);
+    this.#leave();
+  }
+
+  /** Makes the queue one of `version`: asked under a newer configuration than the queue, the queue leaves now, under its own. */
+  #queueUnder(version: number | undefined): void {
     if (this.#queue.length > 0 && version !== this.#queueVersion) this.#flush();
     if (this.#queue.length === 0) this.#queueVersion = version;
-    this.#queue.push(asked);
+  }
+
+  /** The queue leaves now when no call is out, else at the end of this turn (once). */
+  #leave(): void {
     if (this.#scheduled) return;
     if (this.#inFlight === 0) {
       this.#flush();
