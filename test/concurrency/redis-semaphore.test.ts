@@ -254,7 +254,8 @@ describe('Redis killed and restarted, by failMode', () => {
       redis.on('error', () => {});
       const store = redisStore({ redis, failMode, timeoutMs: 100 });
       const p = prefix();
-      // 'local' holds this node's share of the slots: all 4, once Redis has counted a fleet of one.
+      // 'local' holds this node's share of the slots: all 4, once Redis has counted a fleet of one, the slot it
+      // already holds on Redis among them (that caller is still inside).
       const counted = failMode === 'local' ? nextEvent(store, 'fleet') : undefined;
       const limiter = concurrencyLimiter({ max: 4, store, prefix: p, leaseMs: 1_000 });
       const before = await limiter.acquire('k');
@@ -281,7 +282,7 @@ describe('Redis killed and restarted, by failMode', () => {
           ? Array(5).fill('slot')
           : failMode === 'closed'
             ? Array(5).fill('STORE_UNAVAILABLE')
-            : ['slot', 'slot', 'slot', 'slot', 'WAIT_EXPIRED'],
+            : ['slot', 'slot', 'slot', 'WAIT_EXPIRED', 'WAIT_EXPIRED'],
       );
       await before.release(); // the store could not be told: its lease frees it
       for (const slot of held) await slot.release();

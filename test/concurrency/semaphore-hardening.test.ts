@@ -98,6 +98,36 @@ describe("failMode 'local': what the fail mode did reaches Redis when it answers
     expect(got.map((slot) => slot !== undefined)).toEqual([true, true, true]);
     for (const slot of [d, ...got]) await slot?.release();
   });
+
+  it("this node's holders on Redis take their part of its share: a stalled Redis never puts more than the share inside here", async () => {
+    const { server, client } = await stallable();
+    const other = new Redis(server.url);
+    cleanups.push(async () => other.disconnect());
+    const p = prefix();
+    const store: RedisStore = track(redisStore({ redis: client, failMode: 'local', timeoutMs: 50 }));
+    const counted = nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 2);
+    const a = track(concurrencyLimiter({ max: 4, prefix: p, store, leaseMs: 5_000 }));
+    const b = track(
+      concurrencyLimiter({ max: 4, prefix: p, store: track(redisStore({ redis: other })), leaseMs: 5_000 }),
+    );
+    await counted;
+    // This node holds one slot on Redis, the other node two: one of the four is free.
+    const onRedis = await a.acquire('k');
+    const theirs = [await b.acquire('k'), await b.acquire('k')];
+    server.process?.kill('SIGSTOP');
+    // Its share is 2, one of them its holder on Redis (still inside): the fail mode grants one more, not two.
+    const local = await a.acquire('k', { maxWaitMs: 0 });
+    expect(await a.tryAcquire('k')).toBeUndefined();
+    // Its holder on Redis leaves: that part of the share is free again.
+    const released = onRedis.release();
+    const next = await a.acquire('k', { maxWaitMs: 0 });
+    expect(await a.tryAcquire('k')).toBeUndefined();
+    const back = new Promise<void>((resolve) => store.once('store-recovered', () => resolve()));
+    server.process?.kill('SIGCONT');
+    await back;
+    await released;
+    for (const slot of [local, next, ...theirs]) await slot.release();
+  });
 });
 
 describe('an abort during the first attempt', () => {

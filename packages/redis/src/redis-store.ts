@@ -306,7 +306,7 @@ export class RedisStore
    * A concurrencyLimiter's slots on Redis, shared by every process with this prefix: see RedisSemaphore.
    * Waiters hear of releases on the store's subscriber. `leaseMs` must leave room for a renewal to reach
    * Redis: at least 4 x timeoutMs. With failMode 'local', this node's share of the slots (1 / the live nodes
-   * of the prefix's fleet) is counted here while Redis is away.
+   * of the prefix's fleet, its holders on Redis among them) is counted here while Redis is away.
    */
   bindSemaphore(spec: SemaphoreSpec): SemaphoreBinding {
     if (this.#closed) throw new SluiceError('CLOSED', 'redisStore: this store is closed');

@@ -31,7 +31,7 @@ const text = (reply: ScriptReply): string => (Buffer.isBuffer(reply) ? reply.toS
 /**
  * A concurrencyLimiter's slots on Redis (semaphore.lua): every process's holders in one sorted set per key,
  * scored by lease, and its waiters in a queue in arrival order. While Redis is away the fail mode decides:
- * 'local' counts this node's share in memory, 'open' grants, 'closed' refuses. Once Redis answers again, the
+ * 'local' counts this node's share in memory (its holders on Redis fill their part of it), 'open' grants, 'closed' refuses. Once Redis answers again, the
  * first call for a key reconciles it first: the fail mode's slots still held become holders on Redis (so Redis
  * counts them before it grants anyone else), and calls that got no answer, which may still land from a client's
  * offline queue, are dropped, so they never leave phantom holders.
@@ -43,6 +43,13 @@ export class RedisSemaphore implements SemaphoreBinding {
   /** Tickets the fail mode granted and still held, by ticket: the key. Released where they were granted. */
   readonly #local = new Map<string, string>();
   readonly #open = new Map<string, string>();
+  /** Tickets Redis granted and this node still holds, by ticket: the key. */
+  readonly #heldOnRedis = new Map<string, string>();
+  /**
+   * Tickets of #heldOnRedis that also fill a slot of the fail mode's share: while Redis is away (or only slow
+   * to answer) this node's holders on Redis are still inside, so 'local' grants only what is left of the share.
+   */
+  readonly #countedLocally = new Set<string>();
   /** Tickets whose call got no answer (it may land later), by ticket: the key. Dropped on Redis when it answers. */
   readonly #unanswered = new Map<string, string>();
   /** Keys being reconciled now. */
@@ -70,6 +77,7 @@ export class RedisSemaphore implements SemaphoreBinding {
    */
   healthChanged(): void {
     if (this.#ctx.health.healthy) {
+      for (const ticket of [...this.#countedLocally]) this.#uncount(ticket);
       const keys = new Set([...this.#local.values(), ...this.#open.values(), ...this.#unanswered.values()]);
       for (const key of keys) void this.#reconciled(key);
     }
@@ -158,6 +166,7 @@ export class RedisSemaphore implements SemaphoreBinding {
     if (reply === undefined) return this.#fallbackAttempt(key, ticket, queue, priority);
     const [granted, hint] = reply as number[];
     if (granted === 1) {
+      this.#heldOnRedis.set(ticket, key);
       this.#queuedKeys.delete(key);
       return { granted: true, source: 'store' };
     }
@@ -175,12 +184,33 @@ export class RedisSemaphore implements SemaphoreBinding {
     }
     const local = this.#ctx.local;
     if (local === undefined) return { granted: false, retryInMs: undefined, refused: true };
+    // This node's holders on Redis take their slots of the share first (never queued: they are inside already).
+    for (const [held, k] of this.#heldOnRedis) {
+      if (k !== key || this.#countedLocally.has(held)) continue;
+      const counted = await local.attempt(key, held, false, priority);
+      if (!counted.granted) break;
+      this.#countedLocally.add(held);
+    }
     const attempt = await local.attempt(key, ticket, queue, priority);
     if (attempt.granted) this.#local.set(ticket, key);
     return attempt.granted ? { granted: true, source: 'fallback' } : attempt;
   }
 
+  /** A holder on Redis no longer fills a slot of the fail mode's share. */
+  #uncount(ticket: string): void {
+    const key = this.#heldOnRedis.get(ticket);
+    if (!this.#countedLocally.delete(ticket) || key === undefined) return;
+    void this.#ctx.local?.release(key, ticket);
+  }
+
+  /** A holder on Redis is gone (released or its lease lost). */
+  #letGo(ticket: string): void {
+    this.#uncount(ticket);
+    this.#heldOnRedis.delete(ticket);
+  }
+
   async release(key: string, ticket: string): Promise<boolean> {
+    this.#letGo(ticket);
     if (this.#open.delete(ticket)) return true;
     if (this.#local.delete(ticket)) return (await this.#ctx.local?.release(key, ticket)) ?? false;
     // A release Redis could not take is sent again once it answers (reconcile); until then the slot is no
@@ -206,7 +236,9 @@ export class RedisSemaphore implements SemaphoreBinding {
     try {
       const reply = await this.#call(key, 'renew', [String(onRedis.length), ...onRedis, ...waiting]);
       this.#ctx.health.reportSuccess();
-      return (reply as ScriptReply[]).map(text);
+      const lost = (reply as ScriptReply[]).map(text);
+      for (const ticket of lost) this.#letGo(ticket);
+      return lost;
     } catch (error) {
       this.#ctx.health.reportFailure(error, semaphoreKeys(this.#spec.prefix, key)[0]);
       throw error;
