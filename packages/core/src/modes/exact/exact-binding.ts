@@ -27,6 +27,8 @@ class PendingDecision {
     readonly peek: boolean,
     readonly note: DecisionNote | undefined,
     readonly resolve: (decision: Decision) => void,
+    /** The caller's own error (its input refused: a rule's scope that gave no identity for the key). */
+    readonly reject: (error: unknown) => void,
   ) {}
 
   /** The fail mode granted it (the engine missed the deadline); a late grant on the engine makes it counted twice. */
@@ -147,9 +149,15 @@ export class ExactBinding implements VersionBinding {
   }
 
   #explicitStanding(key: string): Promise<Decision | undefined> {
-    return new Promise<Decision | undefined>((resolve) => {
-      const pending: PendingDecision = new PendingDecision(key, 1, 0, true, undefined, (decision) =>
-        resolve(pending.banRule === EXPLICIT_BAN ? decision : undefined),
+    return new Promise<Decision | undefined>((resolve, reject) => {
+      const pending: PendingDecision = new PendingDecision(
+        key,
+        1,
+        0,
+        true,
+        undefined,
+        (decision) => resolve(pending.banRule === EXPLICIT_BAN ? decision : undefined),
+        reject,
       );
       this.#send(pending);
     });
@@ -162,8 +170,8 @@ export class ExactBinding implements VersionBinding {
     peek: boolean,
     note: DecisionNote | undefined,
   ): Promise<Decision> {
-    return new Promise<Decision>((resolve) =>
-      this.#send(new PendingDecision(key, permits, maxWaitMs, peek, note, resolve)),
+    return new Promise<Decision>((resolve, reject) =>
+      this.#send(new PendingDecision(key, permits, maxWaitMs, peek, note, resolve, reject)),
     );
   }
 
@@ -258,18 +266,33 @@ export class ExactBinding implements VersionBinding {
   }
 
   #failed(p: PendingDecision, error: unknown): void {
-    // An error about this key alone leaves the store healthy (see EngineHealth.reportFailure), and so does a
-    // refusal of the call's input (a rule's scope that gave no identity for the key): no outage of the engine.
-    if (!(error instanceof SluiceTypeError || error instanceof SluiceRangeError))
-      this.#parts.health.reportFailure(error, this.#probeKey(p.key));
-    const decision = this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note);
+    // A refusal of the call's input (a rule's scope that gave no identity for the key) is the caller's error,
+    // as on the memory store: no outage of the engine, and nothing the fail mode could decide either.
+    if (error instanceof SluiceTypeError || error instanceof SluiceRangeError) {
+      p.reject(error);
+      return;
+    }
+    this.#parts.health.reportFailure(error, this.#probeKey(p.key));
+    let decision: Decision;
+    try {
+      decision = this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note);
+    } catch (refused) {
+      p.reject(refused);
+      return;
+    }
     p.grantedByFallback = decision.allowed;
     p.resolve(decision);
   }
 
   /** Asks again under the configuration in force (see ExactParts.onStale), or of the fail mode when it cannot be read. */
   #stale(p: PendingDecision, version: number): void {
-    const byFallback = () => p.resolve(this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note));
+    const byFallback = () => {
+      try {
+        p.resolve(this.#byFallback(p.key, p.permits, p.maxWaitMs, p.peek, p.note));
+      } catch (refused) {
+        p.reject(refused);
+      }
+    };
     const next = this.#parts.onStale;
     if (next === undefined) {
       byFallback();
