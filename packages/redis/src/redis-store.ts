@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { type Clock, SluiceError, SluiceRangeError, type Store } from '@sluice/core';
 import {
   type BoundStore,
@@ -22,7 +23,10 @@ import {
   type PauseStore,
   type SemaphoreBinding,
   type SemaphoreSpec,
+  type FleetPresence,
   ExactStore,
+  emitSafely,
+  hostParts,
   identityOf,
 } from '@sluice/core/internal';
 import { checkClient, warnCrossSlot } from './config-checks.js';
@@ -30,12 +34,12 @@ import { ChannelListener } from './connection/channel-listener.js';
 import type { RedisConnection } from './connection/connection.js';
 import { IoredisConnection } from './connection/ioredis.js';
 import { BanMarkers } from './exact/ban-markers.js';
-import type { RedisPresence } from './fleet/presence.js';
+import { RedisPresence } from './fleet/presence.js';
+import { redisHealthProbe } from './health-probe.js';
 import { checkStateIds, decodeIdentity, freedChannel, pauseChannel, stateKey } from './key-layout.js';
 import { engineOnConnection } from './engine/redis-engine.js';
 import { DEFAULT_CLIENT_SKEW_MS, REDIS_STORE_OPTIONS, type RedisBackedOptions } from './options.js';
-import type { StartupChecks } from './preflight.js';
-import { storeParts } from './store-parts.js';
+import { StartupChecks } from './preflight.js';
 import { StoreEmitter } from './store-events.js';
 import { RedisAccessLists } from './access-lists.js';
 import { writeDescriptor } from './descriptor.js';
@@ -132,32 +136,40 @@ export class RedisStore
   readonly #checks: StartupChecks;
   readonly #fallback: Fallback;
   /** failMode 'local': how many nodes share each limiter's limits. */
-  readonly #presence: RedisPresence | undefined;
+  readonly #presence: FleetPresence | undefined;
   #closed = false;
 
   constructor(options: RedisStoreOptions) {
     super();
     const o = parseOptions('redisStore options', REDIS_STORE_OPTIONS, options, true);
-    const parts = storeParts(o, this, (healthy) => {
-      // Callers waiting for a slot try again: on Redis, or by the fail mode.
-      for (const set of this.#semaphores.values()) for (const s of set) s.healthChanged();
-      // What the fail mode granted meanwhile counts on Redis from now on.
-      if (healthy) this.#exact.recovered();
-    });
+    const connection = o.redis;
+    // The parts every store over an engine has (core's), on this connection's probe and presence.
+    const parts = hostParts(
+      { health: redisHealthProbe(connection), presence: (fleet) => new RedisPresence({ ...fleet, connection }) },
+      o,
+      this,
+      randomUUID,
+      (healthy) => {
+        // Callers waiting for a slot try again: on Redis, or by the fail mode.
+        for (const set of this.#semaphores.values()) for (const s of set) s.healthChanged();
+        // What the fail mode granted meanwhile counts on Redis from now on.
+        if (healthy) this.#exact.recovered();
+      },
+    );
     this.redis = options.redis;
-    this.#connection = parts.connection;
-    this.#channels = new ChannelListener(parts.connection, o.timeoutMs);
-    if (parts.connection instanceof IoredisConnection) checkClient(parts.connection.client, parts.connection.isCluster);
+    this.#connection = connection;
+    this.#channels = new ChannelListener(connection, o.timeoutMs);
+    if (connection instanceof IoredisConnection) checkClient(connection.client, connection.isCluster);
     this.clock = parts.decisionClock;
     this.#localClock = parts.localClock;
     this.#identity = parts.identity;
     this.#health = parts.health;
-    this.#checks = parts.checks;
-    this.#boards = new RedisBoards({ connection: parts.connection, timeoutMs: o.timeoutMs }, parts.checks);
+    this.#checks = new StartupChecks(connection, o.timeoutMs, (error) => emitSafely(this, 'store-error', error));
+    this.#boards = new RedisBoards({ connection, timeoutMs: o.timeoutMs }, this.#checks);
     this.#lists = new RedisAccessLists({
-      connection: parts.connection,
+      connection,
       timeoutMs: o.timeoutMs,
-      checks: parts.checks,
+      checks: this.#checks,
       channels: this.#channels,
     });
     this.#fallback = parts.fallback;
@@ -175,7 +187,7 @@ export class RedisStore
     this.#maxClockSkewMs = o.maxClockSkewMs ?? (o.clock === 'client' ? DEFAULT_CLIENT_SKEW_MS : undefined);
     // Decisions wait for Redis as long as the binding's own deadline (timeoutMs) and its late answers; the
     // engine's channels are heard on the store's subscriber.
-    const engine = engineOnConnection(parts.connection, undefined, {
+    const engine = engineOnConnection(connection, undefined, {
       maxBatch: o.maxBatch,
       maxClockSkewMs: this.#maxClockSkewMs,
       channels: this.#channels,
@@ -195,7 +207,7 @@ export class RedisStore
       onDecision: o.onDecision,
       // A failure about a key is probed in its slot.
       probeKey: (prefix, rule, state, key) => stateKey(prefix, identityOf(rule, key), state),
-      banHint: (prefix) => new BanMarkers(parts.connection, prefix, o.timeoutMs, parts.localClock),
+      banHint: (prefix) => new BanMarkers(connection, prefix, o.timeoutMs, parts.localClock),
       // Each prefix's start-up check, and its place in the fleet.
       holdPrefix: (ruleSet) => {
         const { prefix } = ruleSet;

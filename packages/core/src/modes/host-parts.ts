@@ -41,7 +41,7 @@ export interface HostSettings {
  * const parts = hostParts(host, o, this, crypto.randomUUID)
  */
 export function hostParts(
-  host: EngineHost,
+  host: Pick<EngineHost, 'health' | 'presence'>,
   o: HostSettings,
   events: CallbackEmitter,
   newId: () => string,

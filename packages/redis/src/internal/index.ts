@@ -23,8 +23,6 @@ export { StoreEmitter } from '../store-events.js';
 export { DEFAULT_MAX_BATCH, REDIS_BACKED_OPTIONS } from '../options.js';
 export type { RedisBackedOptions } from '../options.js';
 export { redisHealthProbe } from '../health-probe.js';
-export { storeParts } from '../store-parts.js';
-export type { RedisBackedSettings, StoreParts } from '../store-parts.js';
 export { RedisPresence } from '../fleet/presence.js';
 export type { RedisPresenceOptions, TrackedFleet } from '../fleet/presence.js';
 export type { TransportOptions } from '../exact/transport.js';
