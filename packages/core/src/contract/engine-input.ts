@@ -90,6 +90,8 @@ export function engineRules(value: unknown): EngineRules & { readonly rules: rea
 export function engineAsks(value: unknown, rules: readonly Algorithm[]): EngineAsk[] {
   if (!Array.isArray(value)) throw new SluiceTypeError('asks', value, `asks must be an array, got ${describe(value)}`);
   return value.map((item: unknown, i: number) => {
+    const plain = plainAsk(item);
+    if (plain !== undefined) return plain;
     const o = record(`asks[${i}]`, item);
     const key = stringValue(`asks[${i}].key`, o.key, true);
     if (o.permits === undefined)
@@ -101,6 +103,21 @@ export function engineAsks(value: unknown, rules: readonly Algorithm[]): EngineA
     const at = engineTime(o.at, `asks[${i}].at`);
     return { key, permits, maxWaitMs, peek, at };
   });
+}
+
+/**
+ * The common ask (a whole number of permits, every field of its type) checked without naming each field: the
+ * checks below name a fault, and building their names for every ask of every decision cost more than the
+ * checks. Undefined when any field is not so: the full checks then decide, and name what is wrong.
+ */
+function plainAsk(item: unknown): EngineAsk | undefined {
+  if (typeof item !== 'object' || item === null) return undefined;
+  const { key, permits, maxWaitMs, peek, at } = item as Record<string, unknown>;
+  if (typeof key !== 'string' || typeof permits !== 'number' || !Number.isSafeInteger(permits) || permits < 1)
+    return undefined;
+  if (typeof maxWaitMs !== 'number' || !(maxWaitMs >= 0) || typeof peek !== 'boolean') return undefined;
+  if (at !== undefined && (typeof at !== 'number' || !Number.isFinite(at))) return undefined;
+  return { key, permits, maxWaitMs, peek, at };
 }
 
 /** An adjustment, checked against the rules it adjusts. */

@@ -5,7 +5,8 @@ import type { DecisionNote } from '../../engine/observe.js';
 import { type GrantSource, type Permits, lessPermits, mostPermits } from '../../engine/store.js';
 import type { Decision } from '../../foundation/decision.js';
 import { SluiceRangeError, SluiceTypeError } from '../../foundation/errors.js';
-import { DeadlineError, afterIo, withDeadline } from '../deadline.js';
+import { afterIo } from '../deadline.js';
+import { TurnDeadlines } from '../turn-deadline.js';
 import type { DenyCache } from '../deny-cache.js';
 import type { VersionBinding } from '../live/live-binding.js';
 import type { DecisionEvent } from '../store-events.js';
@@ -37,7 +38,11 @@ class PendingDecision {
   version = 1;
   /** Who set the key's ban, when the engine answered it blocked (EXPLICIT_BAN: `block`). */
   banRule: number | undefined;
+  /** The engine call deciding it (awaited by settleFallback while it is past its deadline). */
+  call: Promise<unknown> = NO_CALL;
 }
+
+const NO_CALL: Promise<unknown> = Promise.resolve();
 
 /**
  * Exact mode for one limiter over any engine, assembled from its parts: the deny cache answers a denial that
@@ -62,6 +67,8 @@ export class ExactBinding implements VersionBinding {
   #engineRules: EngineRules;
   /** Calls that missed their deadline and may still be answered (see settleFallback). */
   readonly #lateCalls = new Set<Promise<unknown>>();
+  /** One deadline per turn's calls; a call still out at its deadline fails (the fail mode decides it). */
+  readonly #deadlines: TurnDeadlines<PendingDecision>;
   /** Pending while this turn's deferred decisions wait for the I/O already delivered (see #afterIo). */
   #readingIo: Promise<void> | undefined;
   /** What the engine's own decisions are marked with. */
@@ -76,6 +83,10 @@ export class ExactBinding implements VersionBinding {
     this.#denials = parts.denials;
     this.#cache = only?.stableDenials === true ? parts.denials?.cache : undefined;
     this.#controls = new ExactControls(parts, () => this.#rulesNow());
+    this.#deadlines = new TurnDeadlines(parts.timeoutMs, 'a decision', (p, error) => {
+      this.#lateCalls.add(p.call);
+      this.#failed(p, error);
+    });
   }
 
   #rulesAt(version: number | undefined): EngineRules {
@@ -191,8 +202,14 @@ export class ExactBinding implements VersionBinding {
       this.#failed(p, error);
       return;
     }
-    withDeadline(call, this.#parts.timeoutMs, 'a decision').then(
+    p.call = call;
+    const turn = this.#deadlines.start(p);
+    call.then(
       (answers) => {
+        if (!this.#deadlines.answered(turn, p)) {
+          this.#answeredLate(p, answers);
+          return;
+        }
         const answer = Array.isArray(answers) ? (answers[0] as unknown) : undefined;
         if (typeof answer !== 'object' || answer === null) {
           // An engine of your own that answers no decision: the fail mode decides, never a caller left waiting.
@@ -207,28 +224,22 @@ export class ExactBinding implements VersionBinding {
         }
       },
       (error: unknown) => {
-        if (error instanceof DeadlineError) this.#whenLate(call, p);
-        this.#failed(p, error);
+        if (this.#deadlines.answered(turn, p)) this.#failed(p, error);
+        else this.#lateCalls.delete(call);
       },
     );
   }
 
-  /** A call past its deadline may still be answered: a grant it carries was counted by the engine. */
-  #whenLate(call: Promise<readonly unknown[]>, p: PendingDecision): void {
-    this.#lateCalls.add(call);
-    call.then(
-      (answers) => {
-        this.#lateCalls.delete(call);
-        const answer = answers[0] as EngineDecision | { stale: number } | undefined;
-        // What the engine counted the fail mode granted meanwhile: charging it again on recovery would count it twice.
-        if (answer === undefined || isStale(answer) || !answer.decision.allowed) return;
-        if (!p.grantedByFallback || p.peek) return;
-        const settling = this.#settling?.get(p.key);
-        if (settling === undefined) this.#parts.fallback.dropCharge(p.key, p.permits);
-        else this.#settling?.set(p.key, lessPermits(settling, p.permits, this.#parts.rules));
-      },
-      () => this.#lateCalls.delete(call),
-    );
+  /** A call past its deadline (the fail mode decided it) answered after all: a grant it carries was counted by the engine. */
+  #answeredLate(p: PendingDecision, answers: readonly unknown[]): void {
+    this.#lateCalls.delete(p.call);
+    const answer = (Array.isArray(answers) ? answers[0] : undefined) as EngineDecision | { stale: number } | undefined;
+    // What the engine counted the fail mode granted meanwhile: charging it again on recovery would count it twice.
+    if (typeof answer !== 'object' || answer === null || isStale(answer) || answer.decision?.allowed !== true) return;
+    if (!p.grantedByFallback || p.peek) return;
+    const settling = this.#settling?.get(p.key);
+    if (settling === undefined) this.#parts.fallback.dropCharge(p.key, p.permits);
+    else this.#settling?.set(p.key, lessPermits(settling, p.permits, this.#parts.rules));
   }
 
   /** Where a failure about `key` is probed; the key itself when the store's probe key cannot be made for it. */
