@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { DeadlineError, afterIo } from './deadline.js';
-import { TurnDeadlines } from './turn-deadline.js';
+import { TurnDeadlines, type Waited } from './turn-deadline.js';
 
+type Call = Waited & { readonly name: string };
+/** A call of the test's: its name, and the turn it is waited under. */
+const call = (name: string): Call => ({ name, deadlineTurn: undefined });
 /** The next turn of the event loop, after its I/O. */
 const nextTurn = () => new Promise<void>((resolve) => afterIo(resolve));
 
@@ -12,20 +15,22 @@ describe('TurnDeadlines', () => {
     const bothLate = new Promise<void>((resolve) => {
       allTold = resolve;
     });
-    const deadlines = new TurnDeadlines<string>(20, 'a decision', (item, error) => {
-      told.push([item, error]);
+    const deadlines = new TurnDeadlines<Call>(20, 'a decision', (item, error) => {
+      told.push([item.name, error]);
       if (told.length === 2) allTold();
     });
-    const turn = deadlines.start('a');
-    expect(deadlines.start('b')).toBe(turn);
-    expect(deadlines.start('c')).toBe(turn);
-    expect(deadlines.answered(turn, 'b')).toBe(true);
+    const [a, b, c] = [call('a'), call('b'), call('c')];
+    for (const item of [a, b, c]) deadlines.start(item);
+    expect(b.deadlineTurn).toBe(a.deadlineTurn);
+    expect(c.deadlineTurn).toBe(a.deadlineTurn);
+    expect(deadlines.answered(b)).toBe(true);
     await bothLate;
-    expect(told.map(([item]) => item)).toEqual(['a', 'c']);
+    expect(told.map(([name]) => name)).toEqual(['a', 'c']);
     expect(told.every(([, error]) => error instanceof DeadlineError)).toBe(true);
-    // Their answers come after all: late, never told twice.
-    expect(deadlines.answered(turn, 'a')).toBe(false);
-    expect(deadlines.answered(turn, 'c')).toBe(false);
+    // Their answers come after all: late, never told twice; b's answer counted once.
+    expect(deadlines.answered(a)).toBe(false);
+    expect(deadlines.answered(c)).toBe(false);
+    expect(deadlines.answered(b)).toBe(false);
     expect(told).toHaveLength(2);
   });
 
@@ -35,15 +40,17 @@ describe('TurnDeadlines', () => {
     const late = new Promise<void>((resolve) => {
       toldOne = resolve;
     });
-    const deadlines = new TurnDeadlines<string>(20, 'a decision', (item) => {
-      told.push(item);
+    const deadlines = new TurnDeadlines<Call>(20, 'a decision', (item) => {
+      told.push(item.name);
       toldOne();
     });
-    const first = deadlines.start('a');
+    const [a, b] = [call('a'), call('b')];
+    deadlines.start(a);
+    const first = a.deadlineTurn;
     await nextTurn();
-    const second = deadlines.start('b');
-    expect(second).not.toBe(first);
-    expect(deadlines.answered(first, 'a')).toBe(true);
+    deadlines.start(b);
+    expect(b.deadlineTurn).not.toBe(first);
+    expect(deadlines.answered(a)).toBe(true);
     // 'b' is left out: its turn's deadline tells it, and only it.
     await late;
     expect(told).toEqual(['b']);

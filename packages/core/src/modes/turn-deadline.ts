@@ -2,11 +2,19 @@ import { type DeadlineError, afterIo, withDeadline } from './deadline.js';
 
 /** The calls started in one turn of the event loop, waited for together. */
 class Turn<T> {
-  readonly pending = new Set<T>();
+  /** Every call started in the turn; those still waited for carry the turn (see Waited). */
+  readonly started: T[] = [];
+  /** How many of them are still waited for. */
+  left = 0;
   /** True until the turn's I/O is read: calls started until then join this turn. */
   open = true;
   /** Ends the shared wait (every call answered): its timer is cleared. */
   done!: () => void;
+}
+
+/** A call waited for under a turn's deadline: it carries its turn until answered or told late. */
+export interface Waited {
+  deadlineTurn: unknown;
 }
 
 /**
@@ -16,10 +24,10 @@ class Turn<T> {
  * the calls of a turn still out when the deadline passes are told `late`, each once.
  * @example
  * const deadlines = new TurnDeadlines<Call>(50, 'a decision', (call, error) => call.fail(error))
- * const turn = deadlines.start(call)
- * call.promise.then(() => { if (deadlines.answered(turn, call)) use(call) })
+ * deadlines.start(call)
+ * call.promise.then(() => { if (deadlines.answered(call)) use(call) })
  */
-export class TurnDeadlines<T> {
+export class TurnDeadlines<T extends Waited> {
   readonly #ms: number;
   readonly #what: string;
   readonly #late: (item: T, error: DeadlineError) => void;
@@ -31,8 +39,8 @@ export class TurnDeadlines<T> {
     this.#late = late;
   }
 
-  /** Starts waiting for `item` under this turn's deadline; returns the turn, for `answered`. */
-  start(item: T): Turn<T> {
+  /** Starts waiting for `item` under this turn's deadline. */
+  start(item: T): void {
     let turn = this.#turn;
     if (turn === undefined) {
       const made = new Turn<T>();
@@ -44,24 +52,32 @@ export class TurnDeadlines<T> {
       afterIo(() => {
         made.open = false;
         if (this.#turn === made) this.#turn = undefined;
-        if (made.pending.size === 0) made.done();
+        if (made.left === 0) made.done();
       });
-      withDeadline(waited, this.#ms, this.#what).catch((error: DeadlineError) => {
-        const late = [...made.pending];
-        made.pending.clear();
-        for (const item of late) this.#late(item, error);
-      });
+      withDeadline(waited, this.#ms, this.#what).then(
+        () => {
+          made.started.length = 0;
+        },
+        (error: DeadlineError) => {
+          const late = made.started.filter((started) => started.deadlineTurn === made);
+          made.started.length = 0;
+          made.left = 0;
+          for (const item of late) item.deadlineTurn = undefined;
+          for (const item of late) this.#late(item, error);
+        },
+      );
     }
-    turn.pending.add(item);
-    return turn;
+    item.deadlineTurn = turn;
+    turn.started.push(item);
+    turn.left++;
   }
 
   /** `item`'s answer came: true when in time (it leaves its turn), false when it was already told late. */
-  answered(turn: Turn<T>, item: T): boolean {
-    if (!turn.pending.delete(item)) return false;
-    if (turn.pending.size === 0 && !turn.open) turn.done();
+  answered(item: T): boolean {
+    const turn = item.deadlineTurn as Turn<T> | undefined;
+    if (turn === undefined) return false;
+    item.deadlineTurn = undefined;
+    if (--turn.left === 0 && !turn.open) turn.done();
     return true;
   }
 }
-
-export type { Turn };

@@ -4,6 +4,9 @@ import type { RedisConnection } from '../connection/connection.js';
 import { DEFAULT_MAX_BATCH } from '../options.js';
 import { type Answer, type Asked, DecisionTransport, type TransportListener } from '../exact/transport.js';
 
+/** Where an ask's answer goes: its decision or `{ stale }`, or (answer undefined) the error that failed it. */
+type Done = (answer: DecideAnswer | undefined, error?: unknown) => void;
+
 /** One ask of a decide batch on its way: what the transport sends, and where its answer goes. */
 class EngineAsked implements Asked {
   constructor(
@@ -12,35 +15,29 @@ class EngineAsked implements Asked {
     readonly maxWaitMs: number,
     readonly now: number,
     readonly peek: boolean,
-    readonly settle: (outcome: Outcome) => void,
+    readonly done: Done,
   ) {}
 }
 
-/** What became of one ask. */
-type Outcome =
-  | { readonly kind: 'decided'; readonly decision: DecideAnswer }
-  | { readonly kind: 'stale'; readonly version: number }
-  | { readonly kind: 'failed'; readonly error: unknown };
+/** The contract's answer of a transport's (its own fields only; ruleDecidedAtMs only when the rules' times differ). */
+function decideAnswerOf(answer: Answer): DecideAnswer {
+  return answer.ruleDecidedAtMs === undefined
+    ? { decision: answer.decision, decidedAtMs: answer.decidedAtMs, verdicts: answer.verdicts, ban: answer.ban }
+    : {
+        decision: answer.decision,
+        decidedAtMs: answer.decidedAtMs,
+        verdicts: answer.verdicts,
+        ban: answer.ban,
+        ruleDecidedAtMs: answer.ruleDecidedAtMs,
+      };
+}
 
 /** Every ask's answer goes back to the ask itself. */
 const LISTENER: TransportListener<EngineAsked> = {
-  answered: (asked, answer: Answer) =>
-    asked.settle({
-      kind: 'decided',
-      decision:
-        answer.ruleDecidedAtMs === undefined
-          ? { decision: answer.decision, decidedAtMs: answer.decidedAtMs, verdicts: answer.verdicts, ban: answer.ban }
-          : {
-              decision: answer.decision,
-              decidedAtMs: answer.decidedAtMs,
-              verdicts: answer.verdicts,
-              ban: answer.ban,
-              ruleDecidedAtMs: answer.ruleDecidedAtMs,
-            },
-    }),
-  failed: (asked, error) => asked.settle({ kind: 'failed', error }),
-  unsent: (asked) => asked.settle({ kind: 'failed', error: new Error('redisEngine: a decision was not sent') }),
-  stale: (asked, version) => asked.settle({ kind: 'stale', version }),
+  answered: (asked, answer: Answer) => asked.done(decideAnswerOf(answer)),
+  failed: (asked, error) => asked.done(undefined, error),
+  unsent: (asked) => asked.done(undefined, new Error('redisEngine: a decision was not sent')),
+  stale: (asked, version) => asked.done({ stale: version }),
 };
 
 /** How a store's decisions travel: redisStore's `maxBatch` and `maxClockSkewMs` (defaults: 64, no clamp). */
@@ -49,10 +46,16 @@ export interface DecideBatching {
   readonly maxClockSkewMs?: number | undefined;
 }
 
-/** A decided or stale ask's answer; a failed one's error is thrown. */
-function answerOf(outcome: Outcome): DecideAnswer {
-  if (outcome.kind === 'failed') throw outcome.error;
-  return outcome.kind === 'stale' ? { stale: outcome.version } : outcome.decision;
+/** One ask decided on its own (in the transport's turn with every other caller's). */
+function decideOne(transport: DecisionTransport<EngineAsked>, ask: EngineAsk): Promise<readonly DecideAnswer[]> {
+  return new Promise<readonly DecideAnswer[]>((resolve, reject) =>
+    transport.send(
+      new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, (answer, error) => {
+        if (answer === undefined) reject(error);
+        else resolve([answer]);
+      }),
+    ),
+  );
 }
 
 /** What a transport was made of: a rules object's contents at the time. */
@@ -138,29 +141,12 @@ export class EngineDecider {
       // A policy whose rules may live in several slots is decided slot by slot (CrossSlotPolicy), each ask on
       // its own: asks sent together would race, and the contract decides a batch's asks in order.
       const answers: DecideAnswer[] = [];
-      for (const ask of asks)
-        answers.push(
-          answerOf(
-            await new Promise<Outcome>((settle) =>
-              transport.send(
-                new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, settle),
-              ),
-            ),
-          ),
-        );
+      for (const ask of asks) answers.push((await decideOne(transport, ask))[0] as DecideAnswer);
       return answers;
     }
     const only = asks.length === 1 ? (asks[0] as EngineAsk) : undefined;
-    if (only !== undefined)
-      // Exact mode asks one decision per call: its answer goes back the moment its script call's does.
-      return new Promise<readonly DecideAnswer[]>((resolve, reject) =>
-        transport.send(
-          new EngineAsked(only.key, only.permits, only.maxWaitMs, only.at ?? Number.NaN, only.peek, (outcome) => {
-            if (outcome.kind === 'failed') reject(outcome.error);
-            else resolve([answerOf(outcome)]);
-          }),
-        ),
-      );
+    // Exact mode asks one decision per call: its answer goes back the moment its script call's does.
+    if (only !== undefined) return decideOne(transport, only);
     // The batch travels as the transport's turn does (one script call per slot), its answers gathered in order.
     return new Promise<readonly DecideAnswer[]>((resolve, reject) => {
       const answers = new Array<DecideAnswer>(asks.length);
@@ -168,14 +154,14 @@ export class EngineDecider {
       let failed = false;
       const batch = asks.map(
         (ask, i) =>
-          new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, (outcome) => {
+          new EngineAsked(ask.key, ask.permits, ask.maxWaitMs, ask.at ?? Number.NaN, ask.peek, (answer, error) => {
             if (failed) return;
-            if (outcome.kind === 'failed') {
+            if (answer === undefined) {
               failed = true;
-              reject(outcome.error);
+              reject(error);
               return;
             }
-            answers[i] = answerOf(outcome);
+            answers[i] = answer;
             if (--left === 0) resolve(answers);
           }),
       );

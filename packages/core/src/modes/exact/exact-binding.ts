@@ -40,6 +40,8 @@ class PendingDecision {
   banRule: number | undefined;
   /** The engine call deciding it (awaited by settleFallback while it is past its deadline). */
   call: Promise<unknown> = NO_CALL;
+  /** The turn whose deadline it is waited for under (see TurnDeadlines). */
+  deadlineTurn: unknown = undefined;
 }
 
 const NO_CALL: Promise<unknown> = Promise.resolve();
@@ -203,10 +205,10 @@ export class ExactBinding implements VersionBinding {
       return;
     }
     p.call = call;
-    const turn = this.#deadlines.start(p);
+    this.#deadlines.start(p);
     call.then(
       (answers) => {
-        if (!this.#deadlines.answered(turn, p)) {
+        if (!this.#deadlines.answered(p)) {
           this.#answeredLate(p, answers);
           return;
         }
@@ -224,7 +226,7 @@ export class ExactBinding implements VersionBinding {
         }
       },
       (error: unknown) => {
-        if (this.#deadlines.answered(turn, p)) this.#failed(p, error);
+        if (this.#deadlines.answered(p)) this.#failed(p, error);
         else this.#lateCalls.delete(call);
       },
     );
