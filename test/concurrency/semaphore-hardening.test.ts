@@ -47,31 +47,34 @@ describe('mixed leaseMs on one key (a rolling deploy)', () => {
 });
 
 describe("failMode 'local': what the fail mode did reaches Redis when it answers again", () => {
-  async function stallable() {
+  /**
+   * Two processes on one key of 4 slots, on a Redis that can be stalled: `a` on a store with failMode 'local'
+   * (its share, once both are counted, is 2), `b` on its own connection. Resolves once `a`'s store counted both.
+   */
+  async function twoProcesses() {
     const server = await startTestRedis();
     const client = new Redis(server.url, { maxRetriesPerRequest: 1 });
     client.on('error', () => {});
+    const other = new Redis(server.url);
     cleanups.push(async () => {
       client.disconnect();
+      other.disconnect();
       await server.stop();
     });
-    return { server, client };
-  }
-
-  it('slots held locally are registered before Redis grants another; an offline call leaves no phantom holder', async () => {
-    const { server, client } = await stallable();
-    const other = new Redis(server.url);
-    cleanups.push(async () => other.disconnect());
     const p = prefix();
     const store: RedisStore = track(redisStore({ redis: client, failMode: 'local', timeoutMs: 50 }));
-    // Two processes share the key's 4 slots: while Redis is away, each holds its share, 2 (once both are counted).
     const counted = nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 2);
     const a = track(concurrencyLimiter({ max: 4, prefix: p, store, leaseMs: 5_000 }));
-    // Another process on the same key, on its own connection.
     const b = track(
       concurrencyLimiter({ max: 4, prefix: p, store: track(redisStore({ redis: other })), leaseMs: 5_000 }),
     );
     await counted;
+    return { server, other, p, store, a, b };
+  }
+
+  it('slots held locally are registered before Redis grants another; an offline call leaves no phantom holder', async () => {
+    // Two processes share the key's 4 slots: while Redis is away, each holds its share, 2.
+    const { server, other, p, store, a, b } = await twoProcesses();
     server.process?.kill('SIGSTOP');
     // Two slots from the fail mode: the first call was already on the wire (it lands once Redis resumes).
     const first = await a.acquire('k', { maxWaitMs: 0 });
@@ -100,17 +103,7 @@ describe("failMode 'local': what the fail mode did reaches Redis when it answers
   });
 
   it("this node's holders on Redis take their part of its share: a stalled Redis never puts more than the share inside here", async () => {
-    const { server, client } = await stallable();
-    const other = new Redis(server.url);
-    cleanups.push(async () => other.disconnect());
-    const p = prefix();
-    const store: RedisStore = track(redisStore({ redis: client, failMode: 'local', timeoutMs: 50 }));
-    const counted = nextEvent(store, 'fleet', (e: FleetEvent) => e.prefix === p && e.nodes === 2);
-    const a = track(concurrencyLimiter({ max: 4, prefix: p, store, leaseMs: 5_000 }));
-    const b = track(
-      concurrencyLimiter({ max: 4, prefix: p, store: track(redisStore({ redis: other })), leaseMs: 5_000 }),
-    );
-    await counted;
+    const { server, store, a, b } = await twoProcesses();
     // This node holds one slot on Redis, the other node two: one of the four is free.
     const onRedis = await a.acquire('k');
     const theirs = [await b.acquire('k'), await b.acquire('k')];

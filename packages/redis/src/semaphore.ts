@@ -49,7 +49,7 @@ export class RedisSemaphore implements SemaphoreBinding {
    * Tickets of #heldOnRedis that also fill a slot of the fail mode's share: while Redis is away (or only slow
    * to answer) this node's holders on Redis are still inside, so 'local' grants only what is left of the share.
    */
-  readonly #countedLocally = new Set<string>();
+  readonly #countedLocally = new Map<string, string>();
   /** Tickets whose call got no answer (it may land later), by ticket: the key. Dropped on Redis when it answers. */
   readonly #unanswered = new Map<string, string>();
   /** Keys being reconciled now. */
@@ -77,7 +77,7 @@ export class RedisSemaphore implements SemaphoreBinding {
    */
   healthChanged(): void {
     if (this.#ctx.health.healthy) {
-      for (const ticket of [...this.#countedLocally]) this.#uncount(ticket);
+      for (const ticket of [...this.#countedLocally.keys()]) this.#uncount(ticket);
       const keys = new Set([...this.#local.values(), ...this.#open.values(), ...this.#unanswered.values()]);
       for (const key of keys) void this.#reconciled(key);
     }
@@ -107,6 +107,8 @@ export class RedisSemaphore implements SemaphoreBinding {
           if (this.#local.delete(ticket)) void this.#ctx.local?.release(key, ticket);
           // Released while the reconcile was on its way: it must not stay a holder on Redis.
           if (!held) void this.#onRedis(key, 'release', [ticket], ticket);
+          // A holder on Redis like any other: at the next failure it takes its part of the share.
+          else this.#heldOnRedis.set(ticket, key);
         }
         return true;
       },
@@ -185,11 +187,14 @@ export class RedisSemaphore implements SemaphoreBinding {
     const local = this.#ctx.local;
     if (local === undefined) return { granted: false, retryInMs: undefined, refused: true };
     // This node's holders on Redis take their slots of the share first (never queued: they are inside already).
+    // Counted ahead of every local waiter (the highest priority): they are inside before any waiter.
     for (const [held, k] of this.#heldOnRedis) {
       if (k !== key || this.#countedLocally.has(held)) continue;
-      const counted = await local.attempt(key, held, false, priority);
+      const counted = await local.attempt(key, held, false, Number.POSITIVE_INFINITY);
       if (!counted.granted) break;
-      this.#countedLocally.add(held);
+      // Released (or lost) while it was being counted: its slot goes back at once.
+      if (this.#heldOnRedis.get(held) !== key) void local.release(key, held);
+      else this.#countedLocally.set(held, key);
     }
     const attempt = await local.attempt(key, ticket, queue, priority);
     if (attempt.granted) this.#local.set(ticket, key);
@@ -198,8 +203,9 @@ export class RedisSemaphore implements SemaphoreBinding {
 
   /** A holder on Redis no longer fills a slot of the fail mode's share. */
   #uncount(ticket: string): void {
-    const key = this.#heldOnRedis.get(ticket);
-    if (!this.#countedLocally.delete(ticket) || key === undefined) return;
+    const key = this.#countedLocally.get(ticket);
+    if (key === undefined) return;
+    this.#countedLocally.delete(ticket);
     void this.#ctx.local?.release(key, ticket);
   }
 

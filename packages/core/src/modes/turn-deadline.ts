@@ -8,6 +8,8 @@ class Turn<T> {
   left = 0;
   /** True until the turn's I/O is read: calls started until then join this turn. */
   open = true;
+  /** performance.now() at its first call: a call joins it only while a quarter of the deadline has not passed. */
+  readonly startedAt = performance.now();
   /** Ends the shared wait (every call answered): its timer is cleared. */
   done!: () => void;
 }
@@ -20,7 +22,8 @@ export interface Waited {
 /**
  * One deadline (withDeadline's, with its allowance for a late event loop) shared by every call started in the
  * same turn of the event loop: exact mode sends each decision as its own engine call, and a timer and a promise
- * per decision cost more than the decision's own work on the client. A call answered in time leaves its turn;
+ * per decision cost more than the decision's own work on the client (a turn that runs past a quarter of the
+ * deadline is cut there, so no call's deadline is shorter by more). A call answered in time leaves its turn;
  * the calls of a turn still out when the deadline passes are told `late`, each once.
  * @example
  * const deadlines = new TurnDeadlines<Call>(50, 'a decision', (call, error) => call.fail(error))
@@ -42,6 +45,13 @@ export class TurnDeadlines<T extends Waited> {
   /** Starts waiting for `item` under this turn's deadline. */
   start(item: T): void {
     let turn = this.#turn;
+    // A long turn of the event loop (a busy poll phase) is cut: a call joining late would get a shorter deadline.
+    if (turn !== undefined && performance.now() - turn.startedAt > this.#ms / 4) {
+      turn.open = false;
+      if (turn.left === 0) turn.done();
+      turn = undefined;
+      this.#turn = undefined;
+    }
     if (turn === undefined) {
       const made = new Turn<T>();
       turn = made;
