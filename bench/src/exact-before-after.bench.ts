@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
-import { fmt, median, redisCpuUs, writeJson } from './harness.js';
+import { driveInFlight, fmt, median, redisCpuUs, writeJson } from './harness.js';
 
 const KEYS = 10_000;
 const IN_FLIGHT = 128;
@@ -82,24 +82,14 @@ interface Row {
 
 async function measure(decide: Decide): Promise<Row> {
   for (let i = 0; i < 500; i++) await decide(keys[i % KEYS] as string);
-  const latencies = new Float64Array(TOTAL);
-  let next = 0;
   const cpuBefore = await redisCpuUs(redis);
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: IN_FLIGHT }, async () => {
-      for (;;) {
-        const i = next++;
-        if (i >= TOTAL) return;
-        const t0 = performance.now();
-        await decide(keys[i % KEYS] as string);
-        latencies[i] = performance.now() - t0;
-      }
-    }),
+  const { elapsedMs: elapsed, latencies } = await driveInFlight(
+    decide,
+    (i) => keys[i % KEYS] as string,
+    TOTAL,
+    IN_FLIGHT,
   );
-  const elapsed = performance.now() - started;
   const cpuUs = (await redisCpuUs(redis)) - cpuBefore;
-  latencies.sort();
   return {
     perSecond: (TOTAL / elapsed) * 1000,
     p99Us: (latencies[Math.floor(TOTAL * 0.99)] as number) * 1000,

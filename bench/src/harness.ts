@@ -84,3 +84,34 @@ export function overBound(perSecond: readonly number[], capacity: number, ratePe
   }
   return worst;
 }
+
+/**
+ * Runs `total` decisions, `inFlight` awaited at a time as a server awaits them (decision i on `keyOf(i)`):
+ * the wall time taken and each decision's latency in ms, sorted.
+ * @example
+ * const { elapsedMs, latencies } = await driveInFlight((key) => limiter.tryAcquire(key), (i) => keys[i % 10_000], 60_000, 128)
+ */
+export async function driveInFlight(
+  decide: (key: string) => Promise<unknown>,
+  keyOf: (i: number) => string,
+  total: number,
+  inFlight: number,
+): Promise<{ readonly elapsedMs: number; readonly latencies: Float64Array }> {
+  const latencies = new Float64Array(total);
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= total) return;
+        const t0 = performance.now();
+        await decide(keyOf(i));
+        latencies[i] = performance.now() - t0;
+      }
+    }),
+  );
+  const elapsedMs = performance.now() - started;
+  latencies.sort();
+  return { elapsedMs, latencies };
+}

@@ -29,7 +29,7 @@ import { createClient } from 'redis';
 import { RedisStore as RateLimitRedisStore } from 'rate-limit-redis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
 import { spawnRedisServer } from '../../test/harness/redis-server.js';
-import { fmt, median, redisCpuUs, totalCommands as totalCommandsOf, writeJson } from './harness.js';
+import { driveInFlight, fmt, median, redisCpuUs, totalCommands as totalCommandsOf, writeJson } from './harness.js';
 
 const HUGE = 1_000_000_000;
 const FLOOR = 'floor: EVALSHA of an INCR script';
@@ -61,26 +61,16 @@ interface Row {
 async function measure(subject: string, decide: Decide, hot: boolean, inFlight: number, total: number): Promise<Row> {
   // Warm up (connections, scripts, JIT), then measure.
   for (let i = 0; i < 200; i++) await decide(hot ? 'hot' : (keys[i % KEYS] as string));
-  const latencies = new Float64Array(total);
-  let next = 0;
   const before = await totalCommands();
   const cpuBefore = await redisCpuUs(redis);
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: inFlight }, async () => {
-      for (;;) {
-        const i = next++;
-        if (i >= total) return;
-        const t0 = performance.now();
-        await decide(hot ? 'hot' : (keys[i % KEYS] as string));
-        latencies[i] = performance.now() - t0;
-      }
-    }),
+  const { elapsedMs: elapsed, latencies } = await driveInFlight(
+    decide,
+    (i) => (hot ? 'hot' : (keys[i % KEYS] as string)),
+    total,
+    inFlight,
   );
-  const elapsed = performance.now() - started;
   const commands = (await totalCommands()) - before;
   const cpuUs = (await redisCpuUs(redis)) - cpuBefore;
-  latencies.sort();
   const row = {
     subject,
     keys: hot ? 'hot key' : '10k keys',
